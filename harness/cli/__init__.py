@@ -1,0 +1,59 @@
+"""The ``ctxsim`` command line. Each subcommand is one module of this package exposing
+``register(subparsers)``, which adds its parser and sets ``func(args) -> int``.
+
+Exit status: 0 success, 2 bad input (the message names the file and line, or the option),
+1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# the order of `ctxsim --help`
+COMMANDS = ["synth", "importer", "validate", "strategies", "run", "compare", "fidelity", "sweep", "report",
+            "check_strategy", "calibrate"]
+
+
+class BadInput(Exception):
+    """Raised by a subcommand for input the user must fix (exit 2)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ctxsim",
+        description="Replay coding-agent sessions through context strategies and measure cost, "
+        "cache hit rate, latency and task retention.",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"harness.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"harness.cli.{name}":
+                continue
+            raise
+        module.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from harness.trace import TraceError
+    from strategies.registry import StrategyError
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (BadInput, TraceError, StrategyError) as e:
+        print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,407 @@
+"""The conversation a strategy sends: blocks, messages, a persistent history, and requests.
+
+Everything here is immutable by convention and by construction (frozen dataclasses, a persistent
+history). That is what makes the replay fast and honest at once:
+
+* a block's digest and its token count are computed once, the first time they are needed, and
+  cached on the block object itself, so a block shared by a thousand requests is hashed and
+  tokenised once (DESIGN.md: "nothing re-tokenises or re-hashes the whole history on every call");
+* a :class:`History` is a persistent vector: appending to the newest version is O(1) and shares
+  storage with every earlier version, and it carries, per message, the digest of the whole prefix
+  ending there and the running block count. The provider's cache model reads those in O(1) instead
+  of re-hashing the prefix on every call;
+* a strategy that rewrites history (compaction, masking) builds a new history from the point of the
+  change, and the prefix digests after that point change with it: the cache model sees exactly the
+  cache break a real API would.
+
+The strategy never sees token counts from here: the true counts live in the provider (engine side).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+BlockType = Literal["text", "thinking", "tool_use", "tool_result"]
+Role = Literal["user", "assistant"]
+TTL = Literal["5m", "1h"]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _h(*parts: bytes) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for p in parts:
+        h.update(len(p).to_bytes(8, "little"))
+        h.update(p)
+    return h.digest()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Block:
+    """One content block, as in the Messages API.
+
+    ``text`` holds the text of a text/thinking block and the content of a tool_result; a tool_use
+    carries ``name`` and ``input``. ``id`` is the tool_use id (for a tool_result: the id it
+    answers). ``meta`` is for strategies' own bookkeeping (e.g. ``{"spilled": path}``); it is not
+    sent, so it is not part of the digest.
+    """
+
+    type: BlockType
+    text: str = ""
+    id: str | None = None
+    name: str | None = None
+    input: Mapping[str, Any] | None = None
+    is_error: bool = False
+    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
+    _digest: list = field(default_factory=list, repr=False, compare=False)
+    _ntok: list = field(default_factory=list, repr=False, compare=False)
+
+    # --- constructors -----------------------------------------------------------------------
+    @staticmethod
+    def text_block(text: str, **meta: Any) -> Block:
+        return Block("text", text, meta=meta or _EMPTY)
+
+    @staticmethod
+    def tool_use(id: str, name: str, input: Mapping[str, Any]) -> Block:
+        return Block("tool_use", id=id, name=name, input=input)
+
+    @staticmethod
+    def tool_result(tool_use_id: str, content: str, is_error: bool = False, **meta: Any) -> Block:
+        return Block("tool_result", content, id=tool_use_id, is_error=is_error, meta=meta or _EMPTY)
+
+    def with_text(self, text: str, **meta: Any) -> Block:
+        """A copy with new text (how strategies 'edit' a block: they never mutate one)."""
+        merged = {**self.meta, **meta}
+        return Block(self.type, text, self.id, self.name, self.input, self.is_error, merged)
+
+    # --- what is sent -----------------------------------------------------------------------
+    @property
+    def payload(self) -> str:
+        """The text the model reads for this block (tool_use: its name and canonical JSON input)."""
+        if self.type == "tool_use":
+            return f"{self.name} " + json.dumps(self.input or {}, sort_keys=True, ensure_ascii=False)
+        return self.text
+
+    @property
+    def digest(self) -> bytes:
+        if not self._digest:
+            self._digest.append(
+                _h(self.type.encode(), (self.id or "").encode(), (self.name or "").encode(),
+                   b"1" if self.is_error else b"0", self.payload.encode("utf-8", "surrogatepass"))
+            )
+        return self._digest[0]
+
+    def to_api(self) -> dict[str, Any]:
+        """This block as a Messages API content block (plain dict)."""
+        if self.type == "text":
+            return {"type": "text", "text": self.text}
+        if self.type == "thinking":
+            return {"type": "thinking", "thinking": self.text, "signature": ""}
+        if self.type == "tool_use":
+            return {"type": "tool_use", "id": self.id, "name": self.name, "input": dict(self.input or {})}
+        return {"type": "tool_result", "tool_use_id": self.id, "content": self.text, "is_error": self.is_error}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Message:
+    """A message: a role and its blocks. ``meta['origin']`` says where it came from when a
+    strategy made it (``summary``, ``restore``, ``injection``, ``placeholder``...)."""
+
+    role: Role
+    blocks: tuple[Block, ...]
+    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
+    _digest: list = field(default_factory=list, repr=False, compare=False)
+
+    @staticmethod
+    def user(text: str, **meta: Any) -> Message:
+        return Message("user", (Block.text_block(text),), meta or _EMPTY)
+
+    @property
+    def digest(self) -> bytes:
+        if not self._digest:
+            self._digest.append(_h(self.role.encode(), *(b.digest for b in self.blocks)))
+        return self._digest[0]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.payload for b in self.blocks)
+
+    @property
+    def chars(self) -> int:
+        return sum(len(b.payload) for b in self.blocks)
+
+    def tool_use_ids(self) -> list[str]:
+        return [b.id for b in self.blocks if b.type == "tool_use"]  # type: ignore[misc]
+
+    def tool_result_ids(self) -> list[str]:
+        return [b.id for b in self.blocks if b.type == "tool_result"]  # type: ignore[misc]
+
+    @property
+    def has_tool_result(self) -> bool:
+        return any(b.type == "tool_result" for b in self.blocks)
+
+    @property
+    def has_tool_use(self) -> bool:
+        return any(b.type == "tool_use" for b in self.blocks)
+
+    def to_api(self) -> dict[str, Any]:
+        return {"role": self.role, "content": [b.to_api() for b in self.blocks]}
+
+
+class _Store:
+    """Backing arrays shared by every version of a history that extends the same prefix."""
+
+    __slots__ = ("msgs", "prefix", "cumblocks", "cumraw", "tok_id")
+
+    def __init__(self) -> None:
+        self.msgs: list[Message] = []
+        self.prefix: list[bytes] = []       # digest of messages[0..i]
+        self.cumblocks: list[int] = []      # blocks in messages[0..i]
+        self.cumraw: list[int] = []         # raw tokenizer counts of messages[0..i] (lazy)
+        self.tok_id: object | None = None
+
+
+class History(Sequence[Message]):
+    """A persistent vector of messages (structural sharing, like a Go slice).
+
+    ``h.append(m)`` returns a new history; ``h`` is unchanged. Appending to the newest version of
+    a store is O(1); appending to an older version copies the references once (a fork).
+    """
+
+    __slots__ = ("_s", "_n")
+
+    def __init__(self, msgs: Iterable[Message] = ()) -> None:
+        self._s = _Store()
+        self._n = 0
+        for m in msgs:
+            self._push(m)
+
+    # --- construction --------------------------------------------------------------------------
+    def _push(self, m: Message) -> None:
+        s = self._s
+        prev = s.prefix[-1] if s.prefix else b""
+        s.msgs.append(m)
+        s.prefix.append(_h(prev, m.digest))
+        s.cumblocks.append((s.cumblocks[-1] if s.cumblocks else 0) + len(m.blocks))
+        self._n += 1
+
+    def _own(self) -> History:
+        """A history whose store may be appended to (self if newest, else a fork)."""
+        if self._n == len(self._s.msgs):
+            h = History.__new__(History)
+            h._s, h._n = self._s, self._n
+            return h
+        h = History.__new__(History)
+        s = _Store()
+        n = self._n
+        s.msgs, s.prefix, s.cumblocks = self._s.msgs[:n], self._s.prefix[:n], self._s.cumblocks[:n]
+        s.cumraw, s.tok_id = self._s.cumraw[:n], self._s.tok_id
+        h._s, h._n = s, n
+        return h
+
+    def append(self, m: Message) -> History:
+        h = self._own()
+        h._push(m)
+        return h
+
+    def extend(self, msgs: Iterable[Message]) -> History:
+        h = self._own()
+        for m in msgs:
+            h._push(m)
+        return h
+
+    def truncate(self, n: int) -> History:
+        """The first ``n`` messages (shares storage)."""
+        n = max(0, min(n, self._n))
+        h = History.__new__(History)
+        h._s, h._n = self._s, n
+        return h
+
+    def replace_from(self, start: int, msgs: Iterable[Message]) -> History:
+        """Keep messages[:start], then ``msgs``: a rewrite from ``start`` on."""
+        return self.truncate(start).extend(msgs)
+
+    def replace_at(self, i: int, m: Message) -> History:
+        """Message ``i`` replaced by ``m``; everything after it re-linked (its prefix changed)."""
+        return self.truncate(i).extend([m, *self[i + 1:]])
+
+    # --- sequence protocol ---------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return tuple(self._s.msgs[: self._n][i])
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return self._s.msgs[i]
+
+    def __iter__(self) -> Iterator[Message]:
+        msgs = self._s.msgs
+        for i in range(self._n):
+            yield msgs[i]
+
+    def __repr__(self) -> str:
+        return f"History({self._n} messages)"
+
+    # --- engine side: O(1) per query once computed ----------------------------------------------
+    def prefix_digest(self, i: int) -> bytes:
+        """Digest of messages[0..i] inclusive (cache key material)."""
+        return self._s.prefix[i]
+
+    def blocks_through(self, i: int) -> int:
+        return self._s.cumblocks[i] if i >= 0 else 0
+
+    def raw_tokens_through(self, i: int, count_message) -> int:
+        """Cumulative raw token count of messages[0..i], computed incrementally and memoised in the
+        shared store. ``count_message`` is the provider's per-message counter (engine side)."""
+        if i < 0:
+            return 0
+        s = self._s
+        if s.tok_id is not count_message:
+            s.cumraw, s.tok_id = [], count_message
+        raw = s.cumraw
+        while len(raw) <= i:
+            k = len(raw)
+            raw.append((raw[-1] if raw else 0) + count_message(s.msgs[k]))
+        return raw[i]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    name: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    @property
+    def payload(self) -> str:
+        return json.dumps({"name": self.name, "description": self.description,
+                           "input_schema": self.input_schema}, sort_keys=True, ensure_ascii=False)
+
+    def to_api(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": dict(self.input_schema)}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolSet:
+    """The tools array. Built once per run and shared by every request that sends it."""
+
+    tools: tuple[ToolDef, ...] = ()
+    _digest: list = field(default_factory=list, repr=False)
+    _ntok: list = field(default_factory=list, repr=False)
+
+    @property
+    def digest(self) -> bytes:
+        if not self._digest:
+            self._digest.append(_h(b"tools", *(t.payload.encode() for t in self.tools)))
+        return self._digest[0]
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SystemPrompt:
+    """The system blocks. ``opaque_tokens`` stands for prompt text a recorded agent sent that the
+    trace has no text for (derived from its first call's usage): billed, cached, never read."""
+
+    blocks: tuple[Block, ...] = ()
+    opaque_tokens: int = 0
+    _digest: list = field(default_factory=list, repr=False)
+
+    @staticmethod
+    def of(*texts: str, opaque_tokens: int = 0) -> SystemPrompt:
+        return SystemPrompt(tuple(Block.text_block(t) for t in texts if t), opaque_tokens)
+
+    @property
+    def digest(self) -> bytes:
+        if not self._digest:
+            self._digest.append(_h(b"system", str(self.opaque_tokens).encode(), *(b.digest for b in self.blocks)))
+        return self._digest[0]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.text for b in self.blocks)
+
+
+BreakpointAt = int | Literal["tools", "system"]
+
+
+@dataclass(frozen=True, slots=True)
+class Breakpoint:
+    """A ``cache_control`` marker: at the end of the tools array, of the system blocks, or of the
+    message with index ``at`` (its last content block)."""
+
+    at: BreakpointAt
+    ttl: TTL = "5m"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a strategy sends for one model call.
+
+    ``estimated_tokens`` is the strategy's own estimate of the request's input size (compared with
+    the truth by the engine); ``rewrite`` declares that the strategy rewrote history at this call
+    (compaction, clearing), which the property kit uses to tell a declared cache break from a bug.
+    """
+
+    system: SystemPrompt
+    tools: ToolSet
+    messages: History
+    breakpoints: tuple[Breakpoint, ...] = ()
+    kind: str = "main"
+    estimated_tokens: int | None = None
+    rewrite: bool = False
+    model: str | None = None
+    max_output_tokens: int | None = None
+
+    def with_messages(self, messages: History, **changes: Any) -> Request:
+        from dataclasses import replace
+
+        return replace(self, messages=messages, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage as the API reports it, normalised (N-CACHE-5): the four input kinds are
+    disjoint and add up to the whole input."""
+
+    input_uncached: int = 0
+    cache_write_5m: int = 0
+    cache_write_1h: int = 0
+    cache_read: int = 0
+    output: int = 0
+
+    @property
+    def cache_write(self) -> int:
+        return self.cache_write_5m + self.cache_write_1h
+
+    @property
+    def input_total(self) -> int:
+        return self.input_uncached + self.cache_write + self.cache_read
+
+    def __add__(self, o: Usage) -> Usage:
+        return Usage(self.input_uncached + o.input_uncached, self.cache_write_5m + o.cache_write_5m,
+                     self.cache_write_1h + o.cache_write_1h, self.cache_read + o.cache_read,
+                     self.output + o.output)
+
+
+def merged_turns(messages: Iterable[Message]) -> list[tuple[Role, list[Block]]]:
+    """Consecutive messages of one role merged, as the Messages API does before it validates."""
+    out: list[tuple[Role, list[Block]]] = []
+    for m in messages:
+        if out and out[-1][0] == m.role:
+            out[-1][1].extend(m.blocks)
+        else:
+            out.append((m.role, list(m.blocks)))
+    return out

@@ -1,0 +1,420 @@
+"""Trace format v1: one JSON header line, then one JSON event per line (see traces/README.md).
+
+The loader streams and validates; every problem is an error naming the file, the line and what is
+wrong (``TraceError``), never a warning and never a silently dropped line. The writer emits the
+canonical form (fixed key order, defaults omitted), so ``write(load(f)) == f`` byte for byte for any
+file the writer produced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+FORMAT = "ctxsim-trace"
+VERSION = 1
+
+FACT_CATEGORIES = ("goal", "constraint", "decision", "error", "file", "preference", "feedback")
+FactCategory = Literal["goal", "constraint", "decision", "error", "file", "preference", "feedback"]
+
+
+class TraceError(ValueError):
+    """A trace that cannot be used; the message names ``path:line``."""
+
+    def __init__(self, path: str | Path, line: int | None, what: str) -> None:
+        self.path, self.line, self.what = str(path), line, what
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {what}")
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RecordedUsage(_M):
+    """Usage the recorded agent's API reported for one call, normalised (N-CACHE-5)."""
+
+    input: int = Field(0, ge=0, description="uncached input tokens")
+    cache_write_5m: int = Field(0, ge=0)
+    cache_write_1h: int = Field(0, ge=0)
+    cache_read: int = Field(0, ge=0)
+    output: int = Field(0, ge=0)
+
+    @property
+    def context_tokens(self) -> int:
+        return self.input + self.cache_write_5m + self.cache_write_1h + self.cache_read
+
+
+class ToolSpec(_M):
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class Header(_M):
+    type: Literal["header"] = "header"
+    format: Literal["ctxsim-trace"] = FORMAT
+    version: Literal[1] = VERSION
+    name: str
+    model: str | None = Field(None, description="model of the recorded agent, if any")
+    system: str = Field("", description="system prompt text")
+    tools: list[ToolSpec] = Field(default_factory=list)
+    prefix_tokens: int = Field(0, ge=0, description="recorded prompt tokens with no text in the trace")
+    usage: Literal["per_call", "aggregate", "none"] = "none"
+    output_tokens_partial: bool = Field(False, description="recorded output counts are partial (streaming)")
+    source: dict[str, Any] | None = None
+    notes: list[str] = Field(default_factory=list)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class TextContent(_M):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingContent(_M):
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+
+
+class ToolUseContent(_M):
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+AssistantContent = Annotated[TextContent | ThinkingContent | ToolUseContent, Field(discriminator="type")]
+
+
+class _Ev(_M):
+    t: float = Field(ge=0, description="seconds since the start of the trace")
+
+
+class UserEvent(_Ev):
+    type: Literal["user"] = "user"
+    text: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class AssistantEvent(_Ev):
+    type: Literal["assistant"] = "assistant"
+    content: list[AssistantContent]
+    usage: RecordedUsage | None = None
+    model: str | None = None
+    request_id: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    def tool_uses(self) -> list[ToolUseContent]:
+        return [c for c in self.content if isinstance(c, ToolUseContent)]
+
+
+class ToolResultEvent(_Ev):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class CompactEvent(_Ev):
+    """A compaction the recorded agent did, between the previous call and the next one."""
+
+    type: Literal["compact"] = "compact"
+    trigger: Literal["auto", "manual"] = "auto"
+    pre_tokens: int | None = Field(None, ge=0)
+    summary: str | None = None
+    usage: RecordedUsage | None = Field(None, description="the compaction call's own usage")
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionStart(_Ev):
+    type: Literal["session_start"] = "session_start"
+    session: str
+    resume: bool = False
+    cwd: str | None = None
+
+
+class SessionEnd(_Ev):
+    type: Literal["session_end"] = "session_end"
+    session: str
+
+
+class FactEvent(_Ev):
+    """A checkable piece of information; ``text`` appears verbatim in the content event before it."""
+
+    type: Literal["fact"] = "fact"
+    id: str
+    category: FactCategory
+    text: str = Field(min_length=1)
+
+
+class ProbeEvent(_Ev):
+    """A point that needs facts: scored on the request of the next model call."""
+
+    type: Literal["probe"] = "probe"
+    id: str
+    needs: list[str] = Field(min_length=1)
+
+
+class SubtaskStart(_Ev):
+    type: Literal["subtask_start"] = "subtask_start"
+    id: str
+    description: str = ""
+    isolated: bool = Field(False, description="the recorded agent ran it in its own context")
+
+
+class SubtaskEnd(_Ev):
+    type: Literal["subtask_end"] = "subtask_end"
+    id: str
+    conclusion: str = ""
+
+
+Event = Annotated[
+    UserEvent | AssistantEvent | ToolResultEvent | CompactEvent | SessionStart | SessionEnd
+    | FactEvent | ProbeEvent | SubtaskStart | SubtaskEnd,
+    Field(discriminator="type"),
+]
+_EVENT = TypeAdapter(Event)
+CONTENT_EVENTS = (UserEvent, AssistantEvent, ToolResultEvent)
+
+
+@dataclass
+class Trace:
+    header: Header
+    events: list[Any]
+    path: str | None = None
+    lines: list[int] = field(default_factory=list, repr=False)  # source line of each event
+    content_hash: str = ""
+
+    @property
+    def calls(self) -> int:
+        return sum(1 for e in self.events if isinstance(e, AssistantEvent))
+
+    def facts(self) -> dict[str, FactEvent]:
+        return {e.id: e for e in self.events if isinstance(e, FactEvent)}
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+def _fmt_validation(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors()[:3]:
+        loc = ".".join(str(x) for x in err["loc"] if not isinstance(x, int) or True)
+        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
+    return "; ".join(parts)
+
+
+class _Checker:
+    """The semantic rules of a trace, checked line by line as the loader streams."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.t = 0.0
+        self.seen_tool_uses: set[str] = set()
+        self.open_tool_uses: dict[str, int] = {}  # id -> line of its assistant event
+        self.last_content: Any = None
+        self.facts: dict[str, FactEvent] = {}
+        self.fact_ids: set[str] = set()
+        self.probe_ids: set[str] = set()
+        self.pending_probe: tuple[str, int] | None = None
+        self.session: str | None = None
+        self.subtasks: list[str] = []
+
+    def err(self, line: int, what: str) -> TraceError:
+        return TraceError(self.path, line, what)
+
+    def check(self, ev: Any, line: int) -> None:
+        if ev.t < self.t:
+            raise self.err(line, f"time goes backwards: t={ev.t} after t={self.t}")
+        self.t = ev.t
+        if isinstance(ev, AssistantEvent):
+            if self.open_tool_uses:
+                ids = ", ".join(sorted(self.open_tool_uses))
+                raise self.err(line, f"tool_use {ids} has no tool_result before the next assistant call")
+            for tu in ev.tool_uses():
+                if tu.id in self.seen_tool_uses:
+                    raise self.err(line, f"duplicate tool_use id {tu.id!r}")
+                self.seen_tool_uses.add(tu.id)
+                self.open_tool_uses[tu.id] = line
+            self.pending_probe = None
+        elif isinstance(ev, ToolResultEvent):
+            if ev.tool_use_id not in self.open_tool_uses:
+                what = "answered twice" if ev.tool_use_id in self.seen_tool_uses else "unknown"
+                raise self.err(line, f"tool_result for {what} tool_use id {ev.tool_use_id!r}")
+            del self.open_tool_uses[ev.tool_use_id]
+        elif isinstance(ev, FactEvent):
+            if ev.id in self.fact_ids:
+                raise self.err(line, f"duplicate fact id {ev.id!r}")
+            if self.last_content is None or ev.text not in _content_text(self.last_content):
+                raise self.err(line, f"fact {ev.id!r}: its text does not appear in the content event before it")
+            self.fact_ids.add(ev.id)
+        elif isinstance(ev, ProbeEvent):
+            if ev.id in self.probe_ids:
+                raise self.err(line, f"duplicate probe id {ev.id!r}")
+            unknown = [f for f in ev.needs if f not in self.fact_ids]
+            if unknown:
+                raise self.err(line, f"probe {ev.id!r} needs unknown fact(s) {', '.join(unknown)}")
+            self.probe_ids.add(ev.id)
+            self.pending_probe = (ev.id, line)
+        elif isinstance(ev, SessionStart):
+            if self.session is not None:
+                raise self.err(line, f"session {ev.session!r} starts before session {self.session!r} ended")
+            self.session = ev.session
+            self.open_tool_uses.clear()  # dangling calls of a crashed session are repaired on resume
+        elif isinstance(ev, SessionEnd):
+            if self.session != ev.session:
+                raise self.err(line, f"session_end for {ev.session!r}, but the open session is {self.session!r}")
+            self.session = None
+        elif isinstance(ev, SubtaskStart):
+            self.subtasks.append(ev.id)
+        elif isinstance(ev, SubtaskEnd):
+            if not self.subtasks or self.subtasks[-1] != ev.id:
+                raise self.err(line, f"subtask_end {ev.id!r} does not close the open subtask")
+            self.subtasks.pop()
+        if isinstance(ev, CONTENT_EVENTS):
+            self.last_content = ev
+
+    def finish(self, last_line: int) -> None:
+        if self.pending_probe:
+            pid, line = self.pending_probe
+            raise self.err(line, f"probe {pid!r} is not followed by a model call (nothing to score)")
+        if self.subtasks:
+            raise self.err(last_line, f"subtask {self.subtasks[-1]!r} never ends")
+
+
+def _content_text(ev: Any) -> str:
+    if isinstance(ev, UserEvent):
+        return ev.text
+    if isinstance(ev, ToolResultEvent):
+        return ev.content
+    parts = []
+    for c in ev.content:
+        parts.append(c.text if isinstance(c, TextContent) else c.thinking if isinstance(c, ThinkingContent)
+                     else json.dumps(c.input, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def iter_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    path = Path(path)
+    try:
+        fh = path.open("r", encoding="utf-8")
+    except OSError as e:
+        raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
+    with fh:
+        for no, raw in enumerate(fh, 1):
+            if not raw.strip():
+                raise TraceError(path, no, "empty line")
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as e:
+                raise TraceError(path, no, f"not JSON: {e.msg} at column {e.colno}") from None
+            except UnicodeDecodeError as e:
+                raise TraceError(path, no, f"not UTF-8: {e.reason}") from None
+            if not isinstance(obj, dict):
+                raise TraceError(path, no, "a line must be a JSON object")
+            yield no, obj
+
+
+def load(path: str | Path) -> Trace:
+    """Read and validate a trace file. Raises :class:`TraceError` naming the file and line."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    header: Header | None = None
+    events: list[Any] = []
+    lines: list[int] = []
+    chk = _Checker(str(path))
+    last = 0
+    try:
+        for no, obj in iter_lines(path):
+            last = no
+            digest.update(_canonical(obj).encode())
+            if header is None:
+                if obj.get("type") != "header":
+                    raise TraceError(path, no, "the first line must be the header ({\"type\": \"header\", ...})")
+                try:
+                    header = Header.model_validate(obj)
+                except ValidationError as e:
+                    raise TraceError(path, no, f"bad header: {_fmt_validation(e)}") from None
+                continue
+            if obj.get("type") == "header":
+                raise TraceError(path, no, "a second header line")
+            try:
+                ev = _EVENT.validate_python(obj)
+            except ValidationError as e:
+                raise TraceError(path, no, f"bad {obj.get('type', 'untyped')!s} event: {_fmt_validation(e)}") from None
+            chk.check(ev, no)
+            events.append(ev)
+            lines.append(no)
+    except UnicodeDecodeError as e:
+        raise TraceError(path, last + 1, f"not UTF-8: {e.reason}") from None
+    if header is None:
+        raise TraceError(path, None, "empty file: no header line")
+    chk.finish(last)
+    return Trace(header, events, str(path), lines, digest.hexdigest()[:16])
+
+
+def validate_events(header: Header, events: Iterable[Any], name: str = "<memory>") -> Trace:
+    """Run the semantic checks on in-memory events (what generators and importers produce)."""
+    chk = _Checker(name)
+    evs = list(events)
+    for i, ev in enumerate(evs, 2):
+        chk.check(ev, i)
+    chk.finish(len(evs) + 1)
+    h = hashlib.sha256()
+    for obj in _dump_all(header, evs):
+        h.update(_canonical(obj).encode())
+    return Trace(header, evs, None, list(range(2, len(evs) + 2)), h.hexdigest()[:16])
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+def _canonical(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _dump(m: BaseModel) -> dict[str, Any]:
+    d = m.model_dump(mode="json", exclude_defaults=True)
+    d = {"type": getattr(m, "type"), **{k: v for k, v in d.items() if k != "type"}}
+    if isinstance(m, _Ev):
+        d = {"type": d.pop("type"), "t": m.t, **{k: v for k, v in d.items() if k != "t"}}
+    if isinstance(m, AssistantEvent):  # content blocks always carry their type
+        d["content"] = [{"type": c.type, **c.model_dump(mode="json", exclude_defaults=True)} for c in m.content]
+    return d
+
+
+def _dump_all(header: Header, events: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    h = _dump(header)
+    h["format"], h["version"] = FORMAT, VERSION
+    yield {"type": "header", "format": FORMAT, "version": VERSION, **{k: v for k, v in h.items()
+                                                                      if k not in ("type", "format", "version")}}
+    for ev in events:
+        yield _dump(ev)
+
+
+def dumps(trace: Trace) -> str:
+    return "".join(_canonical(o) + "\n" for o in _dump_all(trace.header, trace.events))
+
+
+def write(trace: Trace, path: str | Path) -> None:
+    """Write the canonical form (atomic: a temporary file renamed into place)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(dumps(trace), encoding="utf-8")
+    tmp.replace(path)
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of one trace line (header or event)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "ctxsim trace line (format v1)",
+        "oneOf": [Header.model_json_schema(), TypeAdapter(Event).json_schema()],
+    }

@@ -1,0 +1,28 @@
+"""append_only: history only grows. The seed's naive baseline ("more is better"): every message
+enters history as it is and stays there; no spill, no compaction, no cache breakpoints. On a long
+session it overflows the window, and the engine counts each rejected request."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from strategies.base import Strategy, StrategyConfig
+
+
+class AppendOnlyConfig(StrategyConfig):
+    cache_breakpoints: bool = Field(
+        False, description="place one breakpoint on the last message (what a naive agent that "
+        "still turns caching on would do); off: the seed's baseline as stated")
+
+
+class AppendOnly(Strategy):
+    name = "append_only"
+    summary = "history only grows; overflows on long sessions (seed baseline)"
+    Config = AppendOnlyConfig
+
+    def breakpoints(self, history):
+        from harness.conversation import Breakpoint
+
+        if self.config.cache_breakpoints and len(history):
+            return (Breakpoint("system"), Breakpoint(len(history) - 1))
+        return ()

@@ -1,0 +1,172 @@
+"""The strategy protocol: what the engine drives, what a strategy may do, what it is told.
+
+A strategy owns the conversation it will send. The engine feeds it, in trace order, what a real
+agent would see (user text, the results of tool calls, its own model's answers and the usage the
+API reported for them) and asks it for a request at every model call. It may transform tool
+results as they arrive (spill, truncate, mask), rewrite history (compact, clear, drop), add context
+(memories, attachments) and place cache breakpoints. It never sees true token counts, the cache
+state, or the trace's facts and probes.
+
+:class:`Strategy` is a template base whose default behaviour is append-only history with no cache
+breakpoints; a concrete strategy overrides the few hooks it changes. Its parameters are a
+:class:`StrategyConfig` (pydantic): every field has a default, a description and bounds, and unknown
+fields are rejected, so ``--set`` and sweeps can vary any of them by name and a typo fails loudly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from harness.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolSet,
+    Usage,
+)
+from harness.llm import LLMServices
+
+
+class StrategyConfig(BaseModel):
+    """Base of every strategy's parameters: frozen, unknown fields rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+@dataclass
+class StrategyEnv:
+    """What the engine gives a strategy: the same things a real agent has.
+
+    ``window`` and ``max_output_tokens`` are the model's published limits (an agent knows them);
+    ``session_dir`` is a real directory for this run's files (spills, transcripts, memories);
+    ``services`` makes billed side calls; ``now()`` is the simulated clock in seconds.
+    """
+
+    session_dir: Path
+    services: LLMServices
+    now: Any  # Callable[[], float]
+    window: int
+    max_output_tokens: int
+    model: str
+    provider: str
+    system: SystemPrompt
+    tools: ToolSet
+    rng: np.random.Generator
+    home_dir: Path | None = None      # the simulated user's home (user-level memory, conventions)
+    project_dir: Path | None = None   # the simulated project root (instruction files, project memory)
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    index: int                 # index of this main call in the replay (0-based)
+    now: float                 # simulated time, seconds
+    session: str | None = None
+    subtask: str | None = None  # id of the open subtask span, if any
+
+
+@dataclass
+class Counters:
+    """What a strategy reports about its own work (the engine counts calls and tokens itself)."""
+
+    spills: int = 0
+    readbacks: int = 0
+    compactions_attempted: int = 0
+    compactions_succeeded: int = 0
+    compactions_failed: int = 0
+    breaker_trips: int = 0
+    extra: Counter = field(default_factory=Counter)
+
+
+class Strategy:
+    """Template base: append-only history, no breakpoints. Override what you change."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    Config: ClassVar[type[StrategyConfig]] = StrategyConfig
+
+    def __init__(self, config: StrategyConfig, env: StrategyEnv) -> None:
+        self.config = config
+        self.env = env
+        self.history = History()
+        self.counters = Counters()
+        self.rewrote = False  # set when this call's request rewrote history (declared cache break)
+
+    # --- events, in trace order -----------------------------------------------------------------
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        """A new agent launch. The base keeps the conversation only when resuming."""
+        if not resume:
+            self.history = History()
+
+    def on_session_end(self, session: str, now: float) -> None:
+        pass
+
+    def on_user(self, message: Message) -> None:
+        self.history = self.history.append(message)
+
+    def on_tool_results(self, message: Message) -> None:
+        """A user message holding the results of the previous call's tool uses (one block each,
+        in trace order). Transform here (spill, truncate) before they enter history."""
+        self.history = self.history.append(message)
+
+    def on_response(self, message: Message, usage: Usage | None) -> None:
+        """The model's answer (as recorded) and the usage the API reported for the request, or
+        ``None`` when the API rejected it (the answer is still what the agent did next)."""
+        self.history = self.history.append(message)
+
+    def on_recorded_compact(self, trigger: str, summary: str | None, now: float) -> None:
+        """The recorded agent compacted here. Only strategies that re-enact a log act on it."""
+
+    def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
+        pass
+
+    def on_subtask_end(self, id: str, conclusion: str) -> None:
+        pass
+
+    # --- the model call ---------------------------------------------------------------------------
+    def build_request(self, call: CallInfo) -> Request:
+        return Request(self.env.system, self.env.tools, self.history, self.breakpoints(self.history),
+                       estimated_tokens=self.estimate(), rewrite=self._take_rewrite())
+
+    def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
+        return ()
+
+    def estimate(self) -> int | None:
+        """The strategy's own estimate of the request's input tokens (None: it keeps none)."""
+        return None
+
+    def _take_rewrite(self) -> bool:
+        r, self.rewrote = self.rewrote, False
+        return r
+
+    # --- introspection ----------------------------------------------------------------------------
+    @classmethod
+    def parameters(cls) -> dict[str, dict[str, Any]]:
+        """Every parameter with its default, type, description and bounds (for ``ctxsim strategies``)."""
+        schema = cls.Config.model_json_schema()
+        out = {}
+        for name, f in cls.Config.model_fields.items():
+            prop = schema.get("properties", {}).get(name, {})
+            out[name] = {
+                "default": f.default,
+                "type": prop.get("type") or ("|".join(p.get("type", "?") for p in prop.get("anyOf", [])) or "?"),
+                "description": f.description or "",
+                **{k: prop[k] for k in ("minimum", "maximum", "exclusiveMinimum", "enum") if k in prop},
+            }
+            if "enum" not in out[name] and "$ref" in prop:
+                ref = schema.get("$defs", {}).get(prop["$ref"].split("/")[-1], {})
+                if "enum" in ref:
+                    out[name]["enum"] = ref["enum"]
+        return out
+
+
+def tool_result_message(blocks: list[Block], **meta: Any) -> Message:
+    return Message("user", tuple(blocks), meta or {})
