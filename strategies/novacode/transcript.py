@@ -1,0 +1,334 @@
+"""Session transcripts: NovaCode's third memory layer, "where did we stop" (N-TRANS-1…6).
+
+Every launch gets a directory ``<root>/<session_id>/`` holding the conversation as JSONL, one
+record appended (and flushed) per message, so a crash loses at most the record being written, and
+a separate ``meta.json`` (N-TRANS-1). Records are provider-independent (N-TRANS-2): blocks are
+``text`` / ``tool_call`` / ``tool_result`` with their ids inline, not any one API's wire format, so a
+session can resume on another provider. Thinking blocks are dropped before writing (N-TRANS-3):
+their signatures only mean something inside the tool loop that produced them.
+
+A compaction writes a ``compact_boundary`` record holding the summary (N-TRANS-4). Resume replays
+only what follows the last boundary, preceded by that summary; the raw prefix stays on disk for
+audit. Resume then repairs the protocol (N-TRANS-5): a ``tool_use`` whose result was never recorded
+(the agent died mid tool call) gets a synthetic error result, and a result whose call is not in the
+replayed part is dropped, so the first request after resume is not a 400.
+
+The clock is injected: ``time.time`` for a real agent, the simulator's clock inside a replay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.conversation import Block, Message
+
+TRANSCRIPT_FILE = "transcript.jsonl"  # N-TRANS-1: the conversation, appended record by record
+META_FILE = "meta.json"  # N-TRANS-1: metadata, stored separately
+RECORD_VERSION = 1
+# N-TRANS-5: the text of the result that completes a tool call the crashed session never answered.
+SYNTHETIC_RESULT_TEXT = (
+    "[tool call interrupted: the session ended before this tool returned; no result was recorded. "
+    "Re-run the tool if its output is still needed.]"
+)
+
+
+class TranscriptError(ValueError):
+    """A transcript that cannot be read back (names the file and line)."""
+
+
+# --- records (provider-independent form, N-TRANS-2) ---------------------------------------------
+
+def _jsonable(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a meta mapping that survives JSON (strategy bookkeeping such as an origin or a
+    spill path); anything else is bookkeeping of a live object and is not persisted."""
+    out: dict[str, Any] = {}
+    for k, v in meta.items():
+        try:
+            json.dumps(v)
+        except (TypeError, ValueError):
+            continue
+        out[str(k)] = v
+    return out
+
+
+def block_record(b: Block) -> dict[str, Any] | None:
+    """One block in provider-independent form, or None for a thinking block (N-TRANS-3)."""
+    if b.type == "thinking":
+        return None
+    if b.type == "text":
+        d: dict[str, Any] = {"type": "text", "text": b.text}
+    elif b.type == "tool_use":
+        d = {"type": "tool_call", "id": b.id, "name": b.name, "input": dict(b.input or {})}
+    else:
+        d = {"type": "tool_result", "id": b.id, "content": b.text}
+        if b.is_error:
+            d["is_error"] = True
+    meta = _jsonable(b.meta)
+    if meta:
+        d["meta"] = meta
+    return d
+
+
+def block_from_record(d: Mapping[str, Any]) -> Block:
+    meta = d.get("meta") or {}
+    kind = d.get("type")
+    if kind == "text":
+        return Block.text_block(d["text"], **meta)
+    if kind == "tool_call":
+        return Block("tool_use", id=d["id"], name=d["name"], input=dict(d.get("input") or {}))
+    if kind == "tool_result":
+        return Block.tool_result(d["id"], d.get("content", ""), bool(d.get("is_error", False)), **meta)
+    raise ValueError(f"unknown block type {kind!r}")
+
+
+def message_record(m: Message, t: float) -> dict[str, Any] | None:
+    """A message as a transcript record; None when nothing is left once thinking is dropped."""
+    blocks = [r for r in (block_record(b) for b in m.blocks) if r is not None]
+    if not blocks:
+        return None
+    rec: dict[str, Any] = {"type": "message", "t": t, "role": m.role, "content": blocks}
+    meta = _jsonable(m.meta)
+    if meta:
+        rec["meta"] = meta
+    return rec
+
+
+def message_from_record(rec: Mapping[str, Any]) -> Message:
+    role = rec.get("role")
+    if role not in ("user", "assistant"):
+        raise ValueError(f"bad role {role!r}")
+    return Message(role, tuple(block_from_record(b) for b in rec["content"]), rec.get("meta") or {})
+
+
+# --- resume: what to replay, and the protocol repair ----------------------------------------------
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """All records of a transcript. A torn final line (the process died while writing it) is
+    ignored; a bad line anywhere else is an error naming the line."""
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except OSError as e:
+        raise TranscriptError(f"{path}: cannot read: {e.strerror or e}") from None
+    while lines and not lines[-1].strip():
+        lines.pop()
+    out: list[dict[str, Any]] = []
+    for no, raw in enumerate(lines, 1):
+        try:
+            rec = json.loads(raw)
+            if not isinstance(rec, dict):
+                raise ValueError("not an object")
+        except ValueError as e:
+            if no == len(lines):
+                break  # torn tail: the record being written when the process died
+            raise TranscriptError(f"{path}:{no}: bad record: {e}") from None
+        out.append(rec)
+    return out
+
+
+def replay_messages(records: Iterable[Mapping[str, Any]]) -> list[Message]:
+    """The messages a resume starts from (N-TRANS-4): the last boundary's summary, then every
+    message recorded after that boundary."""
+    msgs: list[Message] = []
+    for rec in records:
+        kind = rec.get("type")
+        if kind == "compact_boundary":
+            msgs = []
+            if rec.get("summary"):
+                msgs.append(Message.user(rec["summary"], origin="summary"))
+        elif kind == "message":
+            msgs.append(message_from_record(rec))
+    return msgs
+
+
+def repair_pairing(messages: list[Message]) -> tuple[list[Message], int, int]:
+    """Make the messages valid for the API again (N-TRANS-5).
+
+    Every ``tool_use`` must be answered in the user message right after its assistant message: a
+    missing answer gets a synthetic error result (added to that user message, or in a new user
+    message when the next one is not a user message or there is none). A ``tool_result`` whose
+    call is not in the replayed part (the boundary cut it off) is dropped. Returns the repaired
+    messages and the counts (synthetic results added, orphan results dropped).
+    """
+    out: list[Message] = []
+    added = dropped = 0
+    open_ids: list[str] = []  # tool_use ids of the last assistant message, unanswered so far
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m.role == "assistant":
+            if open_ids:  # previous assistant's calls never answered and no user message between
+                out.append(_synthetic(open_ids))
+                added += len(open_ids)
+            out.append(m)
+            open_ids = m.tool_use_ids()
+            i += 1
+            continue
+        # a user message: keep results that answer the open calls, drop orphans
+        kept: list[Block] = []
+        for b in m.blocks:
+            if b.type == "tool_result":
+                if b.id in open_ids:
+                    open_ids.remove(b.id)
+                    kept.append(b)
+                else:
+                    dropped += 1
+            else:
+                kept.append(b)
+        if open_ids:
+            synth = [Block.tool_result(tid, SYNTHETIC_RESULT_TEXT, True, synthetic=True) for tid in open_ids]
+            added += len(open_ids)
+            # results first: the API wants tool_result blocks at the start of the user turn
+            results = [b for b in kept if b.type == "tool_result"]
+            others = [b for b in kept if b.type != "tool_result"]
+            kept = results + synth + others
+            open_ids = []
+        if kept:
+            out.append(Message("user", tuple(kept), m.meta))
+        open_ids = []
+        i += 1
+    if open_ids:
+        out.append(_synthetic(open_ids))
+        added += len(open_ids)
+    return out, added, dropped
+
+
+def _synthetic(ids: list[str]) -> Message:
+    return Message("user", tuple(Block.tool_result(t, SYNTHETIC_RESULT_TEXT, True, synthetic=True)
+                                 for t in ids), {"origin": "synthetic_result"})
+
+
+def _cut_torn_tail(path: Path) -> int:
+    """Drop a half-written last record (a crash while appending) before appending again, so the
+    next record starts on its own line. Returns the bytes discarded."""
+    with path.open("rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        if size == 0:
+            return 0
+        fh.seek(max(0, size - 1))
+        if fh.read(1) == b"\n":
+            return 0
+        fh.seek(0)
+        data = fh.read()
+        keep = data.rfind(b"\n") + 1
+        fh.truncate(keep)
+        return size - keep
+
+
+# --- the transcript of one launch -----------------------------------------------------------------
+
+class Transcript:
+    """The transcript of one launch: ``root/<session_id>/transcript.jsonl`` plus ``meta.json``."""
+
+    def __init__(self, root: Path, session_id: str, clock: Callable[[], float], *,
+                 fsync: bool = False) -> None:
+        if not session_id or "/" in session_id or session_id in (".", ".."):
+            raise ValueError(f"bad session id {session_id!r}: it names a directory under {root}")
+        self.root = Path(root)
+        self.session_id = session_id
+        self.clock = clock
+        self.fsync = fsync
+        self.dir = self.root / session_id
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / TRANSCRIPT_FILE
+        self.meta_path = self.dir / META_FILE
+        self.path.touch(exist_ok=True)
+        self.meta: dict[str, Any] = self._read_meta() or {
+            "version": RECORD_VERSION, "session_id": session_id, "created": clock(),
+            "launches": [], "records": 0, "messages": 0, "boundaries": 0, "thinking_dropped": 0,
+        }
+        self.meta["launches"].append(clock())
+        torn = _cut_torn_tail(self.path)
+        if torn:
+            self.meta["torn_bytes_discarded"] = self.meta.get("torn_bytes_discarded", 0) + torn
+        self._write_meta()
+
+    # --- writing ------------------------------------------------------------------------------
+    def append(self, message: Message) -> None:
+        """Append one message as a record (thinking dropped, N-TRANS-3); flushed at once."""
+        dropped = sum(1 for b in message.blocks if b.type == "thinking")
+        rec = message_record(message, self.clock())
+        self.meta["thinking_dropped"] += dropped
+        if rec is None:
+            self._write_meta()
+            return
+        self.meta["messages"] += 1
+        self._write(rec)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        for m in messages:
+            self.append(m)
+
+    def compact_boundary(self, pre_tokens: int | None, summary: str,
+                         tail: Iterable[Message] = ()) -> None:
+        """Record a compaction (N-TRANS-4). ``tail`` is what the compacted history keeps after the
+        summary (restore attachment, verbatim tail): it is re-recorded after the boundary so that a
+        resume rebuilds the compacted history, not just the summary."""
+        self._write({"type": "compact_boundary", "t": self.clock(), "pre_tokens": pre_tokens,
+                     "summary": summary})
+        self.meta["boundaries"] += 1
+        self.extend(tail)
+
+    def _write(self, rec: Mapping[str, Any]) -> None:
+        line = json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            if self.fsync:
+                os.fsync(fh.fileno())
+        self.meta["records"] += 1
+        self.meta["updated"] = rec["t"]
+        self._write_meta()
+
+    def _read_meta(self) -> dict[str, Any] | None:
+        if not self.meta_path.exists():
+            return None
+        try:
+            meta = json.loads(self.meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # metadata is derived; a torn meta.json is rebuilt, never fatal
+        return meta if isinstance(meta, dict) and isinstance(meta.get("launches"), list) else None
+
+    def _write_meta(self) -> None:
+        tmp = self.meta_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.meta, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, self.meta_path)  # atomic: a reader never sees half a meta.json
+
+    # --- reading ------------------------------------------------------------------------------
+    def records(self) -> list[dict[str, Any]]:
+        return read_records(self.path)
+
+    @classmethod
+    def resume(cls, root: Path, session_id: str, clock: Callable[[], float], *,
+               new_session_id: str | None = None, fsync: bool = False
+               ) -> tuple[Transcript, list[Message]]:
+        """Reopen a session (N-TRANS-4/5, N-TRANS-6: transcripts load only on resume).
+
+        Returns the transcript to keep appending to and the messages to start from: the last
+        boundary's summary and what followed it, repaired so every tool_use has a result. With
+        ``new_session_id`` the launch gets its own directory (N-TRANS-1) seeded with the replayed
+        messages, and its metadata names the session it resumed.
+        """
+        src = Path(root) / session_id / TRANSCRIPT_FILE
+        if not src.exists():
+            raise TranscriptError(f"{src}: no transcript for session {session_id!r}")
+        msgs, added, dropped = repair_pairing(replay_messages(read_records(src)))
+        if new_session_id is None or new_session_id == session_id:
+            tr = cls(root, session_id, clock, fsync=fsync)
+            # a crash mid tool call leaves the dangling call last: its synthetic result is recorded
+            # so the file is valid from here on (repairs earlier in the file are redone, identically,
+            # by every resume: the raw record is never rewritten)
+            if msgs and msgs[-1].meta.get("origin") == "synthetic_result":
+                tr.append(msgs[-1])
+        else:
+            tr = cls(root, new_session_id, clock, fsync=fsync)
+            tr.meta["resumed_from"] = session_id
+            tr.extend(msgs)
+        tr.meta.setdefault("repairs", []).append({"t": clock(), "synthetic_results": added,
+                                                  "orphan_results_dropped": dropped})
+        tr._write_meta()
+        return tr, msgs
