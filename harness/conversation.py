@@ -156,14 +156,13 @@ class Message:
 class _Store:
     """Backing arrays shared by every version of a history that extends the same prefix."""
 
-    __slots__ = ("msgs", "prefix", "cumblocks", "cumraw", "tok_id")
+    __slots__ = ("msgs", "prefix", "cumblocks", "folds")
 
     def __init__(self) -> None:
         self.msgs: list[Message] = []
         self.prefix: list[bytes] = []       # digest of messages[0..i]
         self.cumblocks: list[int] = []      # blocks in messages[0..i]
-        self.cumraw: list[int] = []         # raw tokenizer counts of messages[0..i] (lazy)
-        self.tok_id: object | None = None
+        self.folds: dict[object, list] = {}  # memoised left folds over the messages (engine side)
 
 
 class History(Sequence[Message]):
@@ -200,7 +199,7 @@ class History(Sequence[Message]):
         s = _Store()
         n = self._n
         s.msgs, s.prefix, s.cumblocks = self._s.msgs[:n], self._s.prefix[:n], self._s.cumblocks[:n]
-        s.cumraw, s.tok_id = self._s.cumraw[:n], self._s.tok_id
+        s.folds = {k: v[:n] for k, v in self._s.folds.items()}
         h._s, h._n = s, n
         return h
 
@@ -259,19 +258,21 @@ class History(Sequence[Message]):
     def blocks_through(self, i: int) -> int:
         return self._s.cumblocks[i] if i >= 0 else 0
 
-    def raw_tokens_through(self, i: int, count_message) -> int:
-        """Cumulative raw token count of messages[0..i], computed incrementally and memoised in the
-        shared store. ``count_message`` is the provider's per-message counter (engine side)."""
+    def fold_through(self, i: int, key: object, init: Any, step) -> Any:
+        """``step(state, message) -> state`` folded over messages[0..i], memoised per message in
+        the shared store under ``key``: each message is folded once per store, however many
+        requests share it. ``i < 0`` gives ``init``. ``step`` must be a pure function of its
+        arguments (the memo is shared by every version of the history)."""
         if i < 0:
-            return 0
+            return init
         s = self._s
-        if s.tok_id is not count_message:
-            s.cumraw, s.tok_id = [], count_message
-        raw = s.cumraw
-        while len(raw) <= i:
-            k = len(raw)
-            raw.append((raw[-1] if raw else 0) + count_message(s.msgs[k]))
-        return raw[i]
+        memo = s.folds.get(key)
+        if memo is None:
+            memo = s.folds[key] = []
+        while len(memo) <= i:
+            k = len(memo)
+            memo.append(step(memo[-1] if memo else init, s.msgs[k]))
+        return memo[i]
 
 
 @dataclass(frozen=True, slots=True)

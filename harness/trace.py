@@ -226,6 +226,7 @@ class _Checker:
         self.pending_probe: tuple[str, int] | None = None
         self.session: str | None = None
         self.subtasks: list[str] = []
+        self.outer_open: list[dict[str, int]] = []  # open tool uses of the enclosing contexts
 
     def err(self, line: int, what: str) -> TraceError:
         return TraceError(self.path, line, what)
@@ -273,11 +274,19 @@ class _Checker:
                 raise self.err(line, f"session_end for {ev.session!r}, but the open session is {self.session!r}")
             self.session = None
         elif isinstance(ev, SubtaskStart):
+            # a sub-agent runs while its parent's tool call (e.g. Task) is open: its own calls
+            # are paired within the span, the parent's open calls wait until the span ends
             self.subtasks.append(ev.id)
+            self.outer_open.append(self.open_tool_uses)
+            self.open_tool_uses = {}
         elif isinstance(ev, SubtaskEnd):
             if not self.subtasks or self.subtasks[-1] != ev.id:
                 raise self.err(line, f"subtask_end {ev.id!r} does not close the open subtask")
+            if self.open_tool_uses:
+                ids = ", ".join(sorted(self.open_tool_uses))
+                raise self.err(line, f"tool_use {ids} of subtask {ev.id!r} has no tool_result before subtask_end")
             self.subtasks.pop()
+            self.open_tool_uses = self.outer_open.pop()
         if isinstance(ev, CONTENT_EVENTS):
             self.last_content = ev
 
@@ -381,7 +390,7 @@ def _canonical(obj: dict[str, Any]) -> str:
 
 def _dump(m: BaseModel) -> dict[str, Any]:
     d = m.model_dump(mode="json", exclude_defaults=True)
-    d = {"type": getattr(m, "type"), **{k: v for k, v in d.items() if k != "type"}}
+    d = {"type": m.type, **{k: v for k, v in d.items() if k != "type"}}
     if isinstance(m, _Ev):
         d = {"type": d.pop("type"), "t": m.t, **{k: v for k, v in d.items() if k != "t"}}
     if isinstance(m, AssistantEvent):  # content blocks always carry their type

@@ -99,6 +99,7 @@ class Strategy:
         self.history = History()
         self.counters = Counters()
         self.rewrote = False  # set when this call's request rewrote history (declared cache break)
+        self._spans: list[tuple[str, History | None]] = []  # open subtask spans (outer history if isolated)
 
     # --- events, in trace order -----------------------------------------------------------------
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
@@ -126,14 +127,26 @@ class Strategy:
         """The recorded agent compacted here. Only strategies that re-enact a log act on it."""
 
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
-        pass
+        """A span of sub-task work. When the recorded agent ran it ``isolated`` (a sub-agent with
+        its own context, as Claude Code's Task tool does), its calls are sent from a fresh history
+        and the parent's history resumes at the end; otherwise it is ordinary main-loop work."""
+        self._spans.append((id, self.history if isolated else None))
+        if isolated:
+            self.history = History()
 
     def on_subtask_end(self, id: str, conclusion: str) -> None:
-        pass
+        _, outer = self._spans.pop()
+        if outer is not None:
+            self.history = outer
+
+    @property
+    def in_isolated_subtask(self) -> bool:
+        return any(outer is not None for _, outer in self._spans)
 
     # --- the model call ---------------------------------------------------------------------------
     def build_request(self, call: CallInfo) -> Request:
         return Request(self.env.system, self.env.tools, self.history, self.breakpoints(self.history),
+                       kind="subagent" if self.in_isolated_subtask else "main",
                        estimated_tokens=self.estimate(), rewrite=self._take_rewrite())
 
     def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:

@@ -1,0 +1,106 @@
+"""The provider model: true token counts, prompt cache, price and latency of every call.
+
+The engine owns one :class:`Provider` per run; strategies never see it. ``bill`` is what the API
+would do with a request: count its tokens, consult and update the cache, and report usage exactly as
+the API would (split into uncached input, cache writes 5 m / 1 h, cache reads, output), with its
+price and timing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.conversation import Message, Request, Usage
+from harness.provider.cache import AnthropicCache, CacheOutcome, Layout, OpenAICache
+from harness.provider.latency import duration_s, ttft_s
+from harness.provider.models import DEFAULT_MODEL, ModelSpec, load_table
+from harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer, get_tokenizer
+
+__all__ = ["Bill", "Provider", "DEFAULT_MODEL", "ModelSpec", "load_table"]
+
+
+@dataclass(frozen=True, slots=True)
+class Bill:
+    usage: Usage
+    cost_usd: float
+    ttft_s: float
+    duration_s: float
+    context_tokens: int
+    miss_reason: str = ""
+
+
+class Provider:
+    """One model family's API, as seen by one run. ``window`` overrides the model's context window
+    (to price a 200k setting of a 1M model, say); ``cache=False`` prices as on a provider without
+    prompt caching; ``token_scale`` overrides the model's calibrated scale."""
+
+    def __init__(self, model: str | None = None, *, window: int | None = None, cache: bool = True,
+                 token_scale: float | None = None, models_file: str | Path | None = None,
+                 tokenizer: Tokenizer | None = None) -> None:
+        self.table = load_table(str(models_file) if models_file else None)
+        self.spec = self.table.get(model)
+        self.model = model or self.spec.name
+        self.window = window or self.spec.window
+        self.cache_enabled = cache
+        self.token_scale = token_scale if token_scale is not None else self.spec.token_scale
+        self.tok = tokenizer or get_tokenizer()
+        self._caches: dict[str, AnthropicCache | OpenAICache] = {}
+        # a bound method is a fresh object each time: keep one, it keys the history memo
+        self._count_message = self.tok.message
+
+    # --- tokens -------------------------------------------------------------------------------------
+    def spec_for(self, model: str | None) -> ModelSpec:
+        return self.spec if model is None or model == self.model else self.table.get(model)
+
+    def _scaled(self, raw: int) -> int:
+        return int(round(raw * self.token_scale))
+
+    def message_tokens(self, m: Message) -> int:
+        return self._scaled(self.tok.message(m))
+
+    def layout(self, req: Request) -> Layout:
+        msgs = req.messages
+        count = self._count_message
+        scale = self.token_scale
+
+        def msg_tokens(i: int) -> int:
+            return int(round(msgs.fold_through(i, count, 0, lambda acc, m: acc + count(m)) * scale))
+
+        tools = self._scaled(self.tok.tools(req.tools))
+        system = self._scaled(self.tok.system(req.system)) + req.system.opaque_tokens + REQUEST_OVERHEAD
+        return Layout(req, tools, system, msg_tokens)
+
+    def request_tokens(self, req: Request) -> int:
+        return self.layout(req).total()
+
+    def output_tokens(self, m: Message) -> int:
+        return self._scaled(sum(self.tok.block(b) for b in m.blocks))
+
+    def count_text(self, text: str) -> int:
+        return self._scaled(self.tok.count(text))
+
+    # --- billing ------------------------------------------------------------------------------------
+    def _cache_for(self, spec: ModelSpec):
+        c = self._caches.get(spec.name)
+        if c is None:
+            c = (AnthropicCache(spec.min_cacheable) if spec.provider == "anthropic"
+                 else OpenAICache(spec.min_cacheable, spec.cache_ttl_s))
+            self._caches[spec.name] = c
+        return c
+
+    def bill(self, req: Request, now: float, output_tokens: int, layout: Layout | None = None) -> Bill:
+        spec = self.spec_for(req.model)
+        lay = layout or self.layout(req)
+        total = lay.total()
+        outcome = self._cache_for(spec).process(lay, now) if self.cache_enabled else CacheOutcome(miss_reason="disabled")
+        read, w5, w1 = outcome.read, outcome.write_5m, outcome.write_1h
+        usage = Usage(total - read - w5 - w1, w5, w1, read, output_tokens)
+        return Bill(usage, self.price(usage, spec), ttft_s(spec, usage), duration_s(spec, usage), total,
+                    outcome.miss_reason)
+
+    def price(self, usage: Usage, spec: ModelSpec | None = None) -> float:
+        spec = spec or self.spec
+        r_in, r_w5, r_w1, r_rd, r_out = spec.rates(usage.input_total)
+        return (usage.input_uncached * r_in + usage.cache_write_5m * r_w5 + usage.cache_write_1h * r_w1
+                + usage.cache_read * r_rd + usage.output * r_out)

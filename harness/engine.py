@@ -1,0 +1,405 @@
+"""The replay engine: one loop over a trace, in trace order, deterministic.
+
+For each event the strategy sees what a real agent would; at each model call it builds a request,
+the protocol checks what the API would reject, and the provider bills the rest. Side calls made by
+the strategy (summaries, memory selection...) go through :class:`Services`, which validates, bills
+and times them like any call and can make them fail (seeded injection). The clock is the trace's
+time plus the blocking time side calls add, so cache TTLs expire as they would. At each probe the
+retention model scores the request the strategy sends next.
+
+No I/O here beyond the run's own session directory (the strategy's files), no display, no
+concurrency: those live at the edges (CLI, sweep, report).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness import protocol
+from harness.conversation import Block, Message, Request, SystemPrompt, ToolDef, ToolSet, Usage
+from harness.llm import (
+    READBACK,
+    SUMMARY,
+    VERIFY,
+    BackendReply,
+    CallSpec,
+    LLMBackend,
+    SideCallFailed,
+    SideCallResult,
+)
+from harness.provider import DEFAULT_MODEL, Provider
+from harness.trace import (
+    AssistantEvent,
+    CompactEvent,
+    FactEvent,
+    ProbeEvent,
+    SessionEnd,
+    SessionStart,
+    SubtaskEnd,
+    SubtaskStart,
+    TextContent,
+    ThinkingContent,
+    ToolResultEvent,
+    Trace,
+    UserEvent,
+)
+from strategies.base import CallInfo, Strategy, StrategyEnv
+from strategies.registry import build as build_strategy
+from strategies.registry import config_dict
+from strategies.registry import get as get_strategy
+
+SCHEMA_VERSION = 1
+COMPACTION_KINDS = (SUMMARY, VERIFY)  # side calls that block the session while history is rewritten
+READ_TOOL = "Read"  # the file-reading tool a read-back uses unless the trace names one (header.meta.read_tool)
+
+CALL_COLUMNS = ["index", "kind", "session", "t", "model", "context_tokens", "estimated_tokens",
+                "input_uncached", "cache_write_5m", "cache_write_1h", "cache_read", "output", "cost_usd",
+                "ttft_s", "duration_s", "overflow", "pairing_violation", "compaction", "rejected", "failed",
+                "blocking", "error"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The provider side of a run, and the run's seed. A run is a pure function of
+    (trace, strategy config, RunConfig)."""
+
+    model: str = DEFAULT_MODEL
+    window: int | None = None
+    cache: bool = True
+    seed: int = 0
+    failure_rates: Mapping[str, float] = field(default_factory=dict)  # side-call kind -> probability
+    fail_calls: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # kind -> 0-based call numbers that fail
+    session_dir: Path | None = None
+    backend: LLMBackend | None = None
+    token_scale: float | None = None
+    models_file: Path | None = None
+    max_calls: int | None = None
+    readback_probability: float | None = None  # overrides the retention model's recovery probability
+    retention: Mapping[str, Any] = field(default_factory=dict)  # RetentionParams overrides
+
+    def provider(self) -> Provider:
+        return Provider(self.model, window=self.window, cache=self.cache, token_scale=self.token_scale,
+                        models_file=self.models_file)
+
+
+@dataclass
+class RunResult:
+    strategy: str
+    params: dict[str, Any]
+    trace: str
+    trace_hash: str
+    model: str
+    window: int
+    seed: int
+    calls: pd.DataFrame
+    metrics: dict[str, Any]
+    probes: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+class _Row(dict):
+    pass
+
+
+class Services:
+    """The engine side of :class:`harness.llm.LLMServices`: every side call validated, possibly
+    failed by injection, billed, timed and recorded."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.counts: dict[str, int] = {}
+
+    def call(self, request: Request, spec: CallSpec) -> SideCallResult:
+        run = self.run
+        n = self.counts.get(spec.kind, 0)
+        self.counts[spec.kind] = n + 1
+        req = request
+        if spec.instructions:
+            req = request.with_messages(request.messages.append(Message.user(spec.instructions, origin="instruction")))
+        req = Request(req.system, req.tools, req.messages, req.breakpoints, spec.kind, None, False,
+                      req.model, spec.max_output_tokens)
+        lay = run.provider.layout(req)
+        tokens = lay.total()
+        rejections = protocol.validate(req, run.provider.window, tokens)
+        now = run.now()
+        if rejections:
+            r = rejections[0]
+            run.record_call(req, now, None, tokens, failed=True, error=f"{r.reason}: {r.detail}", blocking=spec.blocking)
+            raise SideCallFailed("prompt_too_long" if r.reason == "overflow" else r.reason, r.detail)
+        if n in run.cfg.fail_calls.get(spec.kind, ()) or (
+            run.cfg.failure_rates.get(spec.kind, 0.0) > 0 and run.fail_rng.random() < run.cfg.failure_rates[spec.kind]
+        ):
+            # an injected failure (an API error after the request was sent): billed for nothing,
+            # but it costs time (modelled as the time to first token)
+            bill = run.provider.bill(req, now, 0, lay)
+            run.record_call(req, now, None, tokens, failed=True, error="injected failure", blocking=spec.blocking,
+                            duration=bill.ttft_s)
+            raise SideCallFailed("injected", f"{spec.kind} call #{n}")
+        reply: BackendReply = run.backend.respond(req, spec)
+        out_tokens = min(run.provider.count_text(reply.text), spec.max_output_tokens)
+        bill = run.provider.bill(req, now, out_tokens, lay)
+        usage = reply.usage or bill.usage
+        cost = run.provider.price(usage, run.provider.spec_for(req.model)) if reply.usage else bill.cost_usd
+        late = spec.timeout_s is not None and bill.duration_s > spec.timeout_s
+        run.record_call(req, now, usage, tokens, cost=cost, ttft=bill.ttft_s, duration=bill.duration_s,
+                        blocking=spec.blocking, error="late: dropped" if late else "")
+        if spec.blocking:
+            run.offset += bill.duration_s
+        return SideCallResult(reply.text, usage, bill.duration_s, late)
+
+
+class _Run:
+    def __init__(self, trace: Trace, strategy_cls: type[Strategy], params: Mapping[str, Any] | None,
+                 cfg: RunConfig, session_dir: Path) -> None:
+        self.trace, self.cfg = trace, cfg
+        self.provider = cfg.provider()
+        self.offset = 0.0
+        self.t = 0.0
+        self.rows: list[dict[str, Any]] = []
+        self.main_index = 0
+        self.session: str | None = None
+        self.subtasks: list[str] = []
+        seeds = np.random.SeedSequence([cfg.seed, int(trace.content_hash[:8] or "0", 16)]).spawn(3)
+        self.fail_rng = np.random.default_rng(seeds[0])
+        facts = trace.facts()
+        self.facts = facts
+        if cfg.backend is not None:
+            self.backend = cfg.backend
+        else:
+            from harness.simllm import SimulatedLLM
+
+            self.backend = SimulatedLLM(facts, self.provider.count_text, cfg.seed)
+        self.retention = _make_retention(facts, cfg, seeds[2])
+        h = trace.header
+        self.read_tool = str(h.meta.get("read_tool", READ_TOOL))
+        system = SystemPrompt.of(h.system, opaque_tokens=h.prefix_tokens)
+        tools = ToolSet(tuple(ToolDef(t.name, t.description, t.input_schema) for t in h.tools))
+        home, project = _seed_files(session_dir, h.meta.get("files") or {})
+        self.services = Services(self)
+        self.env = StrategyEnv(session_dir=session_dir, services=self.services, now=self.now,
+                               window=self.provider.window, max_output_tokens=self.provider.spec.max_output,
+                               model=self.provider.model, provider=self.provider.spec.provider,
+                               system=system, tools=tools, rng=np.random.default_rng(seeds[1]),
+                               home_dir=home, project_dir=project)
+        self.strategy = build_strategy(strategy_cls, params, self.env)
+        self.probe_rows: list[dict[str, Any]] = []
+        self.fact_scores: list[Any] = []
+        self.readbacks = 0
+        self._rb = 0
+
+    def now(self) -> float:
+        return self.t + self.offset
+
+    # --- rows -----------------------------------------------------------------------------------
+    def record_call(self, req: Request, now: float, usage: Usage | None, tokens: int, *, cost: float = 0.0,
+                    ttft: float = 0.0, duration: float = 0.0, overflow: bool = False, pairing: bool = False,
+                    rejected: bool = False, failed: bool = False, error: str = "", blocking: bool = False) -> None:
+        u = usage or Usage()
+        self.rows.append({
+            "index": len(self.rows), "kind": req.kind, "session": self.session, "t": now,
+            "model": req.model or self.provider.model, "context_tokens": tokens,
+            "estimated_tokens": req.estimated_tokens if req.estimated_tokens is not None else -1,
+            "input_uncached": u.input_uncached, "cache_write_5m": u.cache_write_5m,
+            "cache_write_1h": u.cache_write_1h, "cache_read": u.cache_read, "output": u.output,
+            "cost_usd": cost, "ttft_s": ttft, "duration_s": duration, "overflow": overflow,
+            "pairing_violation": pairing, "compaction": req.rewrite, "rejected": rejected, "failed": failed,
+            "blocking": blocking, "error": error,
+        })
+
+    # --- the main loop ----------------------------------------------------------------------------
+    def run(self) -> None:
+        s = self.strategy
+        pending: list[Block] = []
+        probes: list[ProbeEvent] = []
+        max_calls = self.cfg.max_calls
+        for ev in self.trace.events:
+            if pending and not isinstance(ev, ToolResultEvent):
+                s.on_tool_results(Message("user", tuple(pending)))
+                pending = []
+            self.t = ev.t
+            if isinstance(ev, ToolResultEvent):
+                pending.append(Block.tool_result(ev.tool_use_id, ev.content, ev.is_error))
+            elif isinstance(ev, UserEvent):
+                s.on_user(Message.user(ev.text, **ev.meta))
+            elif isinstance(ev, AssistantEvent):
+                if max_calls is not None and self.main_index >= max_calls:
+                    break
+                self.main_call(ev, probes)
+                probes = []
+            elif isinstance(ev, ProbeEvent):
+                probes.append(ev)
+            elif isinstance(ev, SessionStart):
+                self.session = ev.session
+                s.on_session_start(ev.session, ev.resume, self.now())
+            elif isinstance(ev, SessionEnd):
+                s.on_session_end(ev.session, self.now())
+                self.session = None
+            elif isinstance(ev, CompactEvent):
+                s.on_recorded_compact(ev.trigger, ev.summary, self.now())
+            elif isinstance(ev, SubtaskStart):
+                self.subtasks.append(ev.id)
+                s.on_subtask_start(ev.id, ev.description, ev.isolated)
+            elif isinstance(ev, SubtaskEnd):
+                self.subtasks.pop()
+                s.on_subtask_end(ev.id, ev.conclusion)
+            elif isinstance(ev, FactEvent):
+                pass  # ground truth: the engine's, never the strategy's
+        if pending:
+            s.on_tool_results(Message("user", tuple(pending)))
+
+    def _call_info(self) -> CallInfo:
+        return CallInfo(self.main_index, self.now(), self.session, self.subtasks[-1] if self.subtasks else None)
+
+    def _send(self, req: Request, output_tokens: int) -> tuple[Usage | None, int, Any]:
+        """Validate and bill one main-loop request; returns (usage or None if rejected, tokens, layout)."""
+        lay = self.provider.layout(req)
+        tokens = lay.total()
+        now = self.now()
+        rejections = protocol.validate(req, self.provider.window, tokens)
+        if rejections:
+            reasons = {r.reason for r in rejections}
+            self.record_call(req, now, None, tokens, overflow="overflow" in reasons,
+                             pairing="pairing" in reasons, rejected=True,
+                             error="; ".join(f"{r.reason}: {r.detail}" for r in rejections))
+            return None, tokens, lay
+        bill = self.provider.bill(req, now, output_tokens, lay)
+        self.record_call(req, now, bill.usage, tokens, cost=bill.cost_usd, ttft=bill.ttft_s, duration=bill.duration_s)
+        return bill.usage, tokens, lay
+
+    def main_call(self, ev: AssistantEvent, probes: list[ProbeEvent]) -> None:
+        s = self.strategy
+        answer = Message("assistant", tuple(_blocks(ev)))
+        req = s.build_request(self._call_info())
+        out_tokens = self.provider.output_tokens(answer)
+        if probes and self.retention is not None:
+            pointers = self.score_probes(probes, req)
+            if pointers:
+                req = self.read_back(req, pointers)
+        usage, _, _ = self._send(req, out_tokens)
+        self.main_index += 1
+        s.on_response(answer, usage)
+
+    # --- retention and read-backs -----------------------------------------------------------------
+    def score_probes(self, probes: list[ProbeEvent], req: Request) -> list[str]:
+        """Score each probe on ``req``; return the pointers (files) the model would read back."""
+        lay = self.provider.layout(req)
+        total = lay.total()
+        rejected = bool(protocol.validate(req, self.provider.window, total))
+        base = lay.tokens(-1)
+
+        def before(i: int) -> int:
+            return base if i <= 0 else lay.tokens(i - 1)
+
+        pointers: list[str] = []
+        for p in probes:
+            scores = self.retention.score(p, req, before, total)
+            if rejected:  # the API refused the request: the model answers nothing
+                scores = [replace(sc, where="lost", score=0.0, pointer=None) for sc in scores]
+            for sc in scores:
+                self.fact_scores.append(sc)
+                self.probe_rows.append({"probe": p.id, "call": self.main_index, "fact": sc.fact_id,
+                                        "category": sc.category, "where": sc.where, "score": sc.score,
+                                        "pointer": sc.pointer or ""})
+                if sc.where == "recoverable" and sc.score > 0 and sc.pointer and sc.pointer not in pointers:
+                    pointers.append(sc.pointer)
+        return pointers
+
+    def read_back(self, req: Request, pointers: list[str]) -> Request:
+        """The model reads each pointer's file back before it answers: one call whose answer is the
+        Read tool use (billed as this main call), the file's text entering history as its result,
+        then the request that gets the recorded answer (kind ``readback``: the extra call)."""
+        s = self.strategy
+        for path in pointers:
+            try:
+                text = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            self._rb += 1
+            tu = Block.tool_use(f"ctxsim_readback_{self._rb}", self.read_tool, {"file_path": path})
+            ask = Message("assistant", (tu,), {"origin": "readback"})
+            usage, _, _ = self._send(req, self.provider.output_tokens(ask))
+            s.on_response(ask, usage)
+            s.on_tool_results(Message("user", (Block.tool_result(tu.id, text),), {"origin": "readback"}))
+            self.readbacks += 1
+            req = s.build_request(self._call_info())
+            req = Request(req.system, req.tools, req.messages, req.breakpoints, READBACK, req.estimated_tokens,
+                          req.rewrite, req.model, req.max_output_tokens)
+        return req
+
+
+def _blocks(ev: AssistantEvent) -> list[Block]:
+    out = []
+    for c in ev.content:
+        if isinstance(c, TextContent):
+            out.append(Block.text_block(c.text))
+        elif isinstance(c, ThinkingContent):
+            out.append(Block("thinking", c.thinking))
+        else:
+            out.append(Block.tool_use(c.id, c.name, c.input))
+    return out
+
+
+def _seed_files(session_dir: Path, files: Mapping[str, str]) -> tuple[Path, Path]:
+    """The simulated user's home and project, with the files the trace header asks for."""
+    home, project = session_dir / "home", session_dir / "project"
+    home.mkdir(parents=True, exist_ok=True)
+    project.mkdir(parents=True, exist_ok=True)
+    root = session_dir.resolve()
+    for rel, content in files.items():
+        target = (session_dir / rel).resolve()
+        if root not in target.parents:
+            raise ValueError(f"header.meta.files: {rel!r} escapes the run directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    return home, project
+
+
+def _make_retention(facts: dict[str, FactEvent], cfg: RunConfig, seed) -> Any:
+    if not facts:
+        return None
+    from harness import retention as ret
+
+    params = dict(cfg.retention)
+    if cfg.readback_probability is not None:
+        params["recover_probability"] = cfg.readback_probability
+    return ret.RetentionModel(facts, ret.RetentionParams(**params), np.random.default_rng(seed))
+
+
+@contextmanager
+def _session_dir(cfg: RunConfig):
+    if cfg.session_dir is not None:
+        d = Path(cfg.session_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        yield d
+        return
+    d = Path(tempfile.mkdtemp(prefix="ctxsim-run-"))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, Any] | None = None,
+           config: RunConfig | None = None) -> RunResult:
+    """Replay ``trace`` through ``strategy`` (a registered name or a class) with ``params``."""
+    cfg = config or RunConfig()
+    cls = get_strategy(strategy) if isinstance(strategy, str) else strategy
+    with _session_dir(cfg) as d:
+        run = _Run(trace, cls, params, cfg, d)
+        run.run()
+    calls = pd.DataFrame(run.rows, columns=CALL_COLUMNS)
+    probes = pd.DataFrame(run.probe_rows, columns=["probe", "call", "fact", "category", "where", "score", "pointer"])
+    from harness.metrics import compute_metrics
+
+    res = RunResult(cls.name, config_dict(run.strategy.config), trace.path or trace.header.name,
+                    trace.content_hash, run.provider.model, run.provider.window, cfg.seed, calls, {}, probes)
+    res.metrics = compute_metrics(res, run.strategy.counters, run.fact_scores, run.readbacks)
+    return res

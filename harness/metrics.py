@@ -1,0 +1,91 @@
+"""Run metrics: the object ``ctxsim run --json`` writes (DESIGN.md), from the per-call rows.
+
+Schema version 1; keys may be added, none renamed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.llm import SUMMARY, VERIFY
+
+MAIN_KINDS = ("main", "readback", "subagent")  # calls the agent's own loop makes
+COMPACTION_KINDS = (SUMMARY, VERIFY)
+
+
+def _pct(s: pd.Series, q: float) -> float:
+    return float(np.percentile(s.to_numpy(), q)) if len(s) else 0.0
+
+
+def compute_metrics(res, counters, fact_scores: list, readbacks: int) -> dict[str, Any]:
+    c = res.calls
+    main = c[c["kind"].isin(MAIN_KINDS)]
+    ok = c[~c["rejected"] & ~c["failed"]]
+    tokens = {k: int(c[col].sum()) for k, col in (("input_uncached", "input_uncached"), ("cache_write", None),
+                                                    ("cache_read", "cache_read"), ("output", "output")) if col}
+    tokens["cache_write"] = int(c["cache_write_5m"].sum() + c["cache_write_1h"].sum())
+    tokens = {k: tokens[k] for k in ("input_uncached", "cache_write", "cache_read", "output")}
+    all_input = tokens["input_uncached"] + tokens["cache_write"] + tokens["cache_read"]
+    est = main[(main["estimated_tokens"] >= 0) & (main["context_tokens"] > 0)]
+    est_err = (float(((est["estimated_tokens"] - est["context_tokens"]).abs() / est["context_tokens"]).mean() * 100)
+               if len(est) else None)
+    main_ok = main[~main["rejected"]]
+    blocking = c[c["kind"].isin(COMPACTION_KINDS) & c["blocking"]]
+    by_kind = {k: {"calls": int(len(g)), "cost_usd": float(g["cost_usd"].sum()),
+                   "input_tokens": int((g["input_uncached"] + g["cache_write_5m"] + g["cache_write_1h"] + g["cache_read"]).sum()),
+                   "output_tokens": int(g["output"].sum()), "failed": int(g["failed"].sum())}
+               for k, g in c.groupby("kind", sort=True)}
+    return {
+        "schema_version": 1,
+        "strategy": res.strategy,
+        "params": res.params,
+        "trace": res.trace,
+        "trace_hash": res.trace_hash,
+        "model": res.model,
+        "window": res.window,
+        "seed": res.seed,
+        "calls": int(len(main)),
+        "side_calls": int(len(c) - len(main)),
+        "cost_usd": float(c["cost_usd"].sum()),
+        "tokens": tokens,
+        "cache_hit_rate": (tokens["cache_read"] / all_input) if all_input else 0.0,
+        "latency_s": {
+            "p50": _pct(main_ok["duration_s"], 50),
+            "p95": _pct(main_ok["duration_s"], 95),
+            "total": float(ok["duration_s"].sum()),
+            "compaction_blocking": float(blocking["duration_s"].sum()),
+        },
+        "compactions": {
+            "attempted": counters.compactions_attempted,
+            "succeeded": counters.compactions_succeeded,
+            "failed": counters.compactions_failed,
+            "breaker_trips": counters.breaker_trips,
+        },
+        "overflows": int(main["overflow"].sum()),
+        "pairing_violations": int(main["pairing_violation"].sum()),
+        "rejected_side_calls": int((c["failed"] & ~c["kind"].isin(MAIN_KINDS)).sum()),
+        "spills": counters.spills,
+        "readbacks": readbacks,
+        "peak_context_tokens": int(main["context_tokens"].max()) if len(main) else 0,
+        "estimator": {"mean_abs_pct_error": est_err},
+        "retention": _retention(fact_scores),
+        "by_kind": by_kind,
+        "strategy_counters": dict(counters.extra),
+    }
+
+
+def _retention(scores: list) -> dict[str, Any]:
+    if not scores:
+        return {"score": None, "goal": None, "by_category": {}, "probes": 0}
+    try:
+        from harness.retention import aggregate
+    except ImportError:  # pragma: no cover - retention lands with the synthetic-sessions work
+        aggregate = None
+    if aggregate is not None:
+        return aggregate(scores)
+    df = pd.DataFrame([{"category": s.category, "score": s.score} for s in scores])
+    by = df.groupby("category")["score"].mean().to_dict()
+    return {"score": float(df["score"].mean()), "goal": by.get("goal"), "by_category": by, "probes": len(scores)}

@@ -1,0 +1,220 @@
+"""Prompt-cache models: Anthropic's explicit breakpoints and OpenAI's automatic prefix cache.
+
+Both work on a request's *prefix positions*: the end of the tools array, the end of the system
+blocks, and the end of every message. Each position has a key (the digest of everything up to it,
+in the API's order tools → system → messages, so a change invalidates that level and all after
+it), a true token count and a block count. The history precomputes prefix digests, so a lookup
+costs O(blocks looked back), never O(history).
+
+Anthropic (docs "Prompt caching"; peers.md):
+* at most 4 breakpoints (a 5th is a 400: harness.protocol);
+* a write happens only at a breakpoint and covers everything up to and including that block;
+* a read looks for the longest prefix with a live entry among the 20 block positions that end at
+  each breakpoint (the breakpoint's own block included), so a write 20 or more blocks back of the
+  only breakpoint is not found;
+* entries live 5 minutes or 1 hour and the TTL is refreshed, at no cost, on every hit;
+* below the model's minimum cacheable length nothing is written and both counters are 0.
+
+OpenAI (platform.openai.com/docs/guides/prompt-caching; peers.md): automatic for prompts of at least
+1,024 tokens; hits in 128-token increments (1,024 + 128k); cached tokens are part of
+``prompt_tokens``; entries idle out after ``cache_ttl_s``. Matching is modelled at message
+granularity (the longest previously sent message prefix), then floored to the 128-token grid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.conversation import Request
+
+LOOKBACK_BLOCKS = 20  # Anthropic docs: the lookback checks at most 20 block positions per breakpoint
+TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}  # Anthropic docs: ephemeral cache TTLs
+OPENAI_MIN_TOKENS = 1024  # OpenAI docs: caching starts at 1,024 prompt tokens
+OPENAI_STEP = 128  # OpenAI docs: cache hits in 128-token increments
+
+
+@dataclass(frozen=True, slots=True)
+class CacheOutcome:
+    read: int = 0
+    write_5m: int = 0
+    write_1h: int = 0
+    miss_reason: str = ""  # "", "cold", "ttl", "prefix_change", "below_minimum", "disabled"
+
+
+class Layout:
+    """Prefix positions of one request. Position ``-2`` is the end of tools, ``-1`` the end of the
+    system blocks, ``i >= 0`` the end of message i. Lazily evaluated: only positions a lookup
+    touches are computed."""
+
+    __slots__ = ("req", "tok_tools", "tok_system", "msg_tokens", "n_tools", "n_system", "_tk", "_ts")
+
+    def __init__(self, req: Request, tok_tools: int, tok_system: int, msg_tokens) -> None:
+        self.req = req
+        self.tok_tools, self.tok_system = tok_tools, tok_system
+        self.msg_tokens = msg_tokens  # i -> true tokens of messages[0..i]
+        self.n_tools = len(req.tools)
+        self.n_system = len(req.system.blocks) + (1 if req.system.opaque_tokens else 0)
+        self._tk = req.tools.digest
+        self._ts = req.system.digest
+
+    @property
+    def last(self) -> int:
+        return len(self.req.messages) - 1
+
+    def key(self, pos: int) -> tuple:
+        if pos == -2:
+            return (self._tk,)
+        if pos == -1:
+            return (self._tk, self._ts)
+        return (self._tk, self._ts, self.req.messages.prefix_digest(pos))
+
+    def tokens(self, pos: int) -> int:
+        if pos == -2:
+            return self.tok_tools
+        base = self.tok_tools + self.tok_system
+        return base if pos == -1 else base + self.msg_tokens(pos)
+
+    def blocks(self, pos: int) -> int:
+        if pos == -2:
+            return self.n_tools
+        base = self.n_tools + self.n_system
+        return base if pos == -1 else base + self.req.messages.blocks_through(pos)
+
+    def resolve(self, at) -> int:
+        return -2 if at == "tools" else -1 if at == "system" else int(at)
+
+    def total(self) -> int:
+        return self.tokens(self.last) if self.last >= 0 else self.tokens(-1)
+
+
+class _Entry:
+    __slots__ = ("expires", "ttl")
+
+    def __init__(self, expires: float, ttl: float) -> None:
+        self.expires, self.ttl = expires, ttl
+
+
+class AnthropicCache:
+    """Explicit-breakpoint cache of one model."""
+
+    def __init__(self, min_cacheable: int) -> None:
+        self.min_cacheable = min_cacheable
+        self.entries: dict[tuple, _Entry] = {}
+        self._expired_seen: set[tuple] = set()
+        self._ops = 0
+
+    def _live(self, key: tuple, now: float) -> _Entry | None:
+        e = self.entries.get(key)
+        if e is None:
+            return None
+        if e.expires < now:
+            self._expired_seen.add(key)
+            del self.entries[key]
+            return None
+        return e
+
+    def process(self, lay: Layout, now: float) -> CacheOutcome:
+        bps = sorted(((lay.resolve(b.at), TTL_SECONDS[b.ttl]) for b in lay.req.breakpoints), key=lambda x: x[0])
+        if not bps:
+            return CacheOutcome(miss_reason="no_breakpoints")
+        if lay.total() < self.min_cacheable:
+            return CacheOutcome(miss_reason="below_minimum")
+        self._maybe_prune(now)
+        # read: the longest live entry within the lookback window of any breakpoint
+        hit, hit_tokens = None, 0
+        expired_near = False
+        for pos, _ttl in bps:
+            floor_blocks = lay.blocks(pos) - LOOKBACK_BLOCKS
+            p = pos
+            while p >= -2 and lay.blocks(p) > floor_blocks:
+                t = lay.tokens(p)
+                if t <= hit_tokens:
+                    break
+                key = lay.key(p)
+                e = self._live(key, now)
+                if e is not None:
+                    hit, hit_tokens = key, t
+                    break
+                if key in self._expired_seen:
+                    expired_near = True
+                p -= 1
+        if hit is not None:
+            e = self.entries[hit]
+            e.expires = max(e.expires, now + e.ttl)  # TTL refreshed on every hit, at no cost
+        # writes: at every breakpoint beyond what was read, if long enough
+        w5 = w1 = 0
+        covered = hit_tokens
+        for pos, ttl in bps:
+            t = lay.tokens(pos)
+            key = lay.key(pos)
+            e = self.entries.get(key)
+            if e is not None and e.expires >= now:
+                e.expires = max(e.expires, now + ttl)
+                e.ttl = max(e.ttl, ttl)
+            if t <= covered or t < self.min_cacheable:
+                continue
+            if ttl >= TTL_SECONDS["1h"]:
+                w1 += t - covered
+            else:
+                w5 += t - covered
+            covered = t
+            self.entries[key] = _Entry(now + ttl, ttl)
+            self._expired_seen.discard(key)
+        reason = ""
+        if hit is None:
+            reason = "ttl" if expired_near else ("cold" if not self.entries or (w5 + w1) else "prefix_change")
+        elif w5 + w1:
+            reason = "partial"
+        return CacheOutcome(hit_tokens, w5, w1, reason)
+
+    def _maybe_prune(self, now: float) -> None:
+        self._ops += 1
+        if self._ops % 512 == 0:
+            dead = [k for k, e in self.entries.items() if e.expires < now]
+            for k in dead:
+                del self.entries[k]
+                self._expired_seen.add(k)
+            if len(self._expired_seen) > 100_000:
+                self._expired_seen.clear()
+
+
+class OpenAICache:
+    """Automatic prefix cache of one model (no write premium, 128-token steps)."""
+
+    def __init__(self, min_cacheable: int = OPENAI_MIN_TOKENS, ttl_s: float = 300.0) -> None:
+        self.min_cacheable = max(min_cacheable, OPENAI_MIN_TOKENS)
+        self.ttl_s = ttl_s
+        self.entries: dict[tuple, float] = {}
+        self._ops = 0
+
+    def process(self, lay: Layout, now: float) -> CacheOutcome:
+        total = lay.total()
+        self._ops += 1
+        if self._ops % 512 == 0:
+            for k in [k for k, exp in self.entries.items() if exp < now]:
+                del self.entries[k]
+        hit_pos = None
+        p = lay.last
+        while p >= -2:
+            exp = self.entries.get(lay.key(p))
+            if exp is not None and exp >= now:
+                hit_pos = p
+                break
+            p -= 1
+        cached = 0
+        if hit_pos is not None:
+            cached = openai_steps(lay.tokens(hit_pos), self.min_cacheable)
+            self.entries[lay.key(hit_pos)] = now + self.ttl_s
+        if total >= self.min_cacheable:
+            # the prompt's prefixes become cacheable; record the positions this request added
+            start = (hit_pos if hit_pos is not None else -3) + 1
+            for q in range(max(start, -2), lay.last + 1):
+                self.entries[lay.key(q)] = now + self.ttl_s
+        return CacheOutcome(read=cached, miss_reason="" if cached else "cold")
+
+
+def openai_steps(tokens: int, minimum: int = OPENAI_MIN_TOKENS) -> int:
+    """Cached tokens OpenAI reports for a matching prefix of ``tokens`` tokens."""
+    if tokens < minimum:
+        return 0
+    return minimum + ((tokens - minimum) // OPENAI_STEP) * OPENAI_STEP
