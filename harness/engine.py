@@ -85,6 +85,9 @@ class RunConfig:
     max_calls: int | None = None
     readback_probability: float | None = None  # overrides the retention model's recovery probability
     retention: Mapping[str, Any] = field(default_factory=dict)  # RetentionParams overrides
+    # observer(request, info) sees every request sent, main and side calls (the property kit uses
+    # it); info: {"tokens", "window", "rejections", "now", "call"}
+    observer: Any = None
 
     def provider(self) -> Provider:
         return Provider(self.model, window=self.window, cache=self.cache, token_scale=self.token_scale,
@@ -202,6 +205,9 @@ class _Run:
     def record_call(self, req: Request, now: float, usage: Usage | None, tokens: int, *, cost: float = 0.0,
                     ttft: float = 0.0, duration: float = 0.0, overflow: bool = False, pairing: bool = False,
                     rejected: bool = False, failed: bool = False, error: str = "", blocking: bool = False) -> None:
+        if self.cfg.observer is not None:
+            self.cfg.observer(req, {"tokens": tokens, "window": self.provider.window, "error": error,
+                                    "rejected": rejected or failed, "now": now, "call": len(self.rows)})
         u = usage or Usage()
         self.rows.append({
             "index": len(self.rows), "kind": req.kind, "session": self.session, "t": now,

@@ -92,6 +92,9 @@ class Strategy:
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     Config: ClassVar[type[StrategyConfig]] = StrategyConfig
+    # True when the strategy promises that no request exceeds the window (the property kit holds
+    # it to that); append-only baselines do not.
+    manages_window: ClassVar[bool] = False
 
     def __init__(self, config: StrategyConfig, env: StrategyEnv) -> None:
         self.config = config
