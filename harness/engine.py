@@ -183,8 +183,10 @@ class _Run:
         self.retention = _make_retention(facts, cfg, seeds[2])
         h = trace.header
         self.read_tool = str(h.meta.get("read_tool", READ_TOOL))
-        system = SystemPrompt.of(h.system, opaque_tokens=h.prefix_tokens)
-        tools = ToolSet(tuple(ToolDef(t.name, t.description, t.input_schema) for t in h.tools))
+        if "prefix" not in trace.memo:
+            trace.memo["prefix"] = (SystemPrompt.of(h.system, opaque_tokens=h.prefix_tokens),
+                                    ToolSet(tuple(ToolDef(t.name, t.description, t.input_schema) for t in h.tools)))
+        system, tools = trace.memo["prefix"]
         home, project = _seed_files(session_dir, h.meta.get("files") or {})
         self.services = Services(self)
         self.env = StrategyEnv(session_dir=session_dir, services=self.services, now=self.now,
@@ -226,19 +228,29 @@ class _Run:
         pending: list[Block] = []
         probes: list[ProbeEvent] = []
         max_calls = self.cfg.max_calls
-        for ev in self.trace.events:
+        memo = self.trace.memo
+        for i, ev in enumerate(self.trace.events):
             if pending and not isinstance(ev, ToolResultEvent):
                 s.on_tool_results(Message("user", tuple(pending)))
                 pending = []
             self.t = ev.t
             if isinstance(ev, ToolResultEvent):
-                pending.append(Block.tool_result(ev.tool_use_id, ev.content, ev.is_error))
+                b = memo.get(i)
+                if b is None:
+                    b = memo[i] = Block.tool_result(ev.tool_use_id, ev.content, ev.is_error)
+                pending.append(b)
             elif isinstance(ev, UserEvent):
-                s.on_user(Message.user(ev.text, **ev.meta))
+                m = memo.get(i)
+                if m is None:
+                    m = memo[i] = Message.user(ev.text, **ev.meta)
+                s.on_user(m)
             elif isinstance(ev, AssistantEvent):
                 if max_calls is not None and self.main_index >= max_calls:
                     break
-                self.main_call(ev, probes)
+                m = memo.get(i)
+                if m is None:
+                    m = memo[i] = Message("assistant", tuple(_blocks(ev)))
+                self.main_call(m, probes)
                 probes = []
             elif isinstance(ev, ProbeEvent):
                 probes.append(ev)
@@ -280,9 +292,8 @@ class _Run:
         self.record_call(req, now, bill.usage, tokens, cost=bill.cost_usd, ttft=bill.ttft_s, duration=bill.duration_s)
         return bill.usage, tokens, lay
 
-    def main_call(self, ev: AssistantEvent, probes: list[ProbeEvent]) -> None:
+    def main_call(self, answer: Message, probes: list[ProbeEvent]) -> None:
         s = self.strategy
-        answer = Message("assistant", tuple(_blocks(ev)))
         req = s.build_request(self._call_info())
         out_tokens = self.provider.output_tokens(answer)
         if probes and self.retention is not None:

@@ -192,6 +192,9 @@ class Trace:
     path: str | None = None
     lines: list[int] = field(default_factory=list, repr=False)  # source line of each event
     content_hash: str = ""
+    # engine-side memo (immutable blocks built from events), shared by every run of this trace in
+    # a process, so token counts are computed once per trace, not once per run
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def calls(self) -> int:

@@ -1,0 +1,56 @@
+# Every target installs what it needs into .venv first (nothing by hand on a fresh machine).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+CTXSIM := $(VENV)/bin/ctxsim
+STAMP  := $(VENV)/.installed
+GEN    := traces/generated
+WORKERS ?= 2
+
+.PHONY: help install test test-deep bench demo sweep example lint clean
+
+help:
+	@echo "make test       run the test suite (creates .venv and installs ctxsim[dev] first)"
+	@echo "make demo       generate the default traces, compare all strategies, write reports/demo/"
+	@echo "make sweep      run sweeps/thresholds.toml and write its report to reports/sweep/"
+	@echo "make bench      speed benchmarks (pytest-benchmark, tests/bench/)"
+	@echo "make test-deep  the property suite with the long hypothesis profile"
+	@echo "make example    regenerate the checked-in example report (reports/example/)"
+	@echo "make lint       ruff"
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -n $(WORKERS) -p no:cacheprovider tests --ignore=tests/bench
+
+test-deep: $(STAMP)
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -p no:cacheprovider tests --ignore=tests/bench
+
+bench: $(STAMP)
+	$(PY) -m pytest -p no:cacheprovider tests/bench --benchmark-enable --benchmark-only --benchmark-sort=name
+
+$(GEN)/%.jsonl: traces/presets/%.toml $(STAMP)
+	$(CTXSIM) synth $* --seed 1 -o $@
+
+demo: $(STAMP) $(GEN)/short.jsonl $(GEN)/long-200k.jsonl
+	$(CTXSIM) compare $(GEN)/long-200k.jsonl --window 200000 --strategies all --report reports/demo
+
+sweep: $(STAMP)
+	$(CTXSIM) sweep sweeps/thresholds.toml --out reports/sweep/results --workers $(WORKERS)
+	$(CTXSIM) report reports/sweep/results --out reports/sweep
+
+example: $(STAMP)
+	$(CTXSIM) synth short --seed 7 -o reports/example/short.jsonl
+	$(CTXSIM) compare reports/example/short.jsonl --strategies all --report reports/example
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check harness strategies tests
+
+clean:
+	rm -rf $(GEN) reports/demo reports/sweep .pytest_cache

@@ -1,0 +1,109 @@
+"""Prices, usage normalisation (N-CACHE-4, N-CACHE-5), latency, token counting."""
+
+import pytest
+
+from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
+from harness.provider import Provider
+from harness.provider.latency import duration_s, ttft_s
+from harness.provider.models import load_table
+from harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer
+from harness.provider.usage import from_anthropic, from_gemini, from_openai, normalise
+
+
+def test_five_minute_vs_one_hour_write_priced_125_vs_2x():
+    p = Provider("claude-sonnet-4-6")
+    base = p.price(Usage(input_uncached=10_000))
+    assert base == pytest.approx(0.03)  # 10k x $3/M
+    assert p.price(Usage(cache_write_5m=10_000)) == pytest.approx(1.25 * base)
+    assert p.price(Usage(cache_write_1h=10_000)) == pytest.approx(2.0 * base)
+
+
+def test_n_cache_4_reads_cost_a_tenth():
+    p = Provider("claude-opus-4-6")
+    assert p.price(Usage(cache_read=1_000_000)) == pytest.approx(0.1 * p.price(Usage(input_uncached=1_000_000)))
+
+
+def test_sonnet_45_long_context_rule_bills_whole_request():
+    p = Provider("claude-sonnet-4-5", window=1_000_000)
+    small = Usage(input_uncached=200_000, output=1000)
+    big = Usage(input_uncached=200_001, output=1000)
+    assert p.price(small) == pytest.approx(200_000 * 3e-6 + 1000 * 15e-6)
+    assert p.price(big) == pytest.approx(200_001 * 6e-6 + 1000 * 22.5e-6)
+    # the 4.6 generation keeps standard rates across 1M
+    assert Provider("claude-sonnet-4-6").price(big) == pytest.approx(200_001 * 3e-6 + 1000 * 15e-6)
+
+
+def test_n_cache_5_normalise_real_anthropic_usage():
+    # a real Claude Code 2.1.39 usage object (spotter log): creation split into 5m/1h
+    raw = {"input_tokens": 3, "cache_creation_input_tokens": 8037, "cache_read_input_tokens": 17842,
+           "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 8037}, "output_tokens": 10}
+    u = from_anthropic(raw)
+    assert u == Usage(3, 0, 8037, 17842, 10)
+    assert u.input_total == 3 + 8037 + 17842
+
+
+def test_n_cache_5_normalise_openai_cached_is_inside_prompt_tokens():
+    chat = {"prompt_tokens": 20_000, "completion_tokens": 500, "prompt_tokens_details": {"cached_tokens": 18_944}}
+    assert from_openai(chat) == Usage(1056, 0, 0, 18_944, 500)
+    # Codex CLI token_count (Responses API names), real shape from the codex rollout
+    codex = {"input_tokens": 18703, "cached_input_tokens": 0, "output_tokens": 167}
+    assert from_openai(codex) == Usage(18703, 0, 0, 0, 167)
+    assert normalise("openai", {"input_tokens": 5000, "cached_input_tokens": 4096, "output_tokens": 9}).input_total == 5000
+
+
+def test_n_cache_5_normalise_gemini():
+    g = {"promptTokenCount": 12_000, "cachedContentTokenCount": 8_000, "candidatesTokenCount": 300, "thoughtsTokenCount": 50}
+    assert from_gemini(g) == Usage(4000, 0, 0, 8000, 350)
+
+
+def test_latency_fitted_to_caching_launch_figures():
+    spec = load_table().get("claude-sonnet-4-6")
+    assert ttft_s(spec, Usage(input_uncached=100_000)) == pytest.approx(11.5, abs=0.05)
+    assert ttft_s(spec, Usage(input_uncached=10_000)) == pytest.approx(1.6, abs=0.05)
+    assert ttft_s(spec, Usage(cache_read=100_000)) == pytest.approx(2.4, abs=0.1)
+    assert duration_s(spec, Usage(output=630)) - ttft_s(spec, Usage(output=630)) == pytest.approx(10.0)
+
+
+def test_tokens_are_real_bpe_counts():
+    t = Tokenizer()
+    assert t.count("hello world") == 2
+    assert t.count("def foo(x):\n    return x + 1\n") == 11
+
+
+def test_token_scale_multiplies_text_not_opaque_prefix():
+    msgs = History([Message.user("hello world " * 100)])
+    r = Request(SystemPrompt.of("", opaque_tokens=5000), ToolSet(), msgs)
+    one, two = Provider(token_scale=1.0), Provider(token_scale=2.0)
+    fixed = 5000 + REQUEST_OVERHEAD  # recorded-model tokens and the request framing are not scaled
+    a, b = one.request_tokens(r), two.request_tokens(r)
+    assert b - fixed == pytest.approx(2 * (a - fixed), abs=1)
+
+
+def test_bill_reports_cache_split_as_the_api_does():
+    p = Provider("claude-sonnet-4-5")  # minimum cacheable 1,024
+    msgs = History([Message.user("word " * 3000)])
+    r = Request(SystemPrompt.of("sys"), ToolSet(), msgs, (Breakpoint(0),))
+    first = p.bill(r, now=0, output_tokens=100)
+    second = p.bill(r, now=10, output_tokens=100)
+    assert first.usage.cache_read == 0 and first.usage.cache_write_5m == first.context_tokens
+    assert second.usage.cache_read == first.context_tokens and second.usage.cache_write == 0
+    off = Provider("claude-sonnet-4-5", cache=False)
+    off.bill(r, 0, 100)
+    assert off.bill(r, 10, 100).usage.cache_read == 0
+
+
+def test_unknown_model_lists_known_ones():
+    with pytest.raises(KeyError, match="claude-sonnet-4-6"):
+        load_table().get("no-such-model")
+
+
+def test_dated_model_ids_resolve():
+    assert load_table().get("claude-sonnet-4-5-20250929").name == "claude-sonnet-4-5"
+
+
+def test_block_token_count_is_cached_on_the_block():
+    t = Tokenizer()
+    b = Block.text_block("some text " * 50)
+    t.block(b)
+    t.block(b)
+    assert t.encode_calls == 1
