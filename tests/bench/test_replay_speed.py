@@ -1,0 +1,51 @@
+"""Replay speed (pytest-benchmark; `make bench`). Ratios are measured within one run, never as
+absolute timings in the test suite: this machine is shared and noisy."""
+
+import time
+
+import pytest
+
+from harness.engine import RunConfig, replay
+from tests.helpers_traces import Builder
+
+
+def session(calls: int):
+    b = Builder().user("migrate the storage layer to the new API")
+    for i in range(calls):
+        b.call(f"step {i}: looking at the next module", [f"result {i}\n" + ("def f():\n    return 1\n" * 40)])
+    return b.call("done").build()
+
+
+def _best(fn, repeat=3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@pytest.mark.parametrize("strategy,params", [("append_only", {"cache_breakpoints": True})])
+def test_replay_throughput_2000_calls(benchmark, strategy, params):
+    t = session(2000)
+    cfg = RunConfig(window=10_000_000)
+    replay(t, strategy, params, cfg)  # warm: the trace's blocks are counted once per process
+    res = benchmark.pedantic(lambda: replay(t, strategy, params, cfg), rounds=3, iterations=1)
+    assert res.metrics["calls"] == 2001
+    benchmark.extra_info["calls_per_s"] = 2001 / benchmark.stats.stats.min
+
+
+@pytest.mark.parametrize("strategy,params", [("append_only", {"cache_breakpoints": True})])
+def test_growth_when_the_session_doubles(benchmark, strategy, params):
+    """Replay time of a 2N-call session over an N-call one: linear work gives ~2, a per-call walk
+    over the whole history gives ~4. Target <= 2.3."""
+    small, big = session(1000), session(2000)
+    cfg = RunConfig(window=10_000_000)
+    for t in (small, big):
+        replay(t, strategy, params, cfg)  # warm both: token counts are per-trace, once
+    t_small = _best(lambda: replay(small, strategy, params, cfg))
+    t_big = _best(lambda: replay(big, strategy, params, cfg))
+    ratio = t_big / t_small
+    benchmark.extra_info["growth_ratio"] = ratio
+    benchmark.pedantic(lambda: replay(big, strategy, params, cfg), rounds=1, iterations=1)
+    assert ratio <= 2.3, f"replay time grew {ratio:.2f}x when the session doubled"
