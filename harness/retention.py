@@ -1,0 +1,268 @@
+"""Task retention: at a probe, where is each fact the task needs, and how likely is the model to use it.
+
+For each needed fact the model looks at the request the strategy sends at the probe's call:
+
+* **window** — the fact's text is verbatim in a message. Score = attention at the fact's relative
+  position in the request times the context-length decay (below).
+* **summary** — the text is in a summary (a message with ``meta["origin"] == "summary"``, or text a
+  summariser produced, which starts with ``<summary>``). Score = ``summary_fidelity`` times the
+  attention at its position: a restated fact is weaker evidence than the original.
+* **recoverable** — not in the window, but a pointer to it is: an absolute path in the request text
+  (a spill placeholder's path, the transcript path, a memory index entry) of a file that contains the
+  fact, under the run's session directory when it is known. The model follows it with probability
+  ``recover_probability``; then the fact is read fresh (attention at the end of the context) and
+  the pointer is returned so the engine charges the read-back as an extra call (``readbacks``).
+  Otherwise the score is 0 and no read-back happens.
+* **lost** — none of the above: 0.
+
+The attention curve (``attention(p, L)``)
+-----------------------------------------
+``curve(p) = M + A·exp(−p/τ1) + B·exp(−(1−p)/τ2)``, p ∈ [0, 1] the relative position (0 = the start of
+the request, 1 = its end), with M = 0.5938, A = 0.2638, τ1 = 0.1294, B = 0.1218, τ2 = 0.1990: the
+least-squares fit to "Lost in the Middle" (Liu et al., TACL 2024), GPT-3.5-Turbo, 20 documents, answer at
+positions 1/5/10/15/20 → accuracy 75.8/57.2/53.8/55.4/63.2, normalised by the oracle 88.3 (so the
+curve is the share of the model's best-case accuracy a fact keeps at that position), positions mapped
+to p = (k − 1)/19. The fit reproduces the five figures to within 0.03 points.
+
+Context-length decay ("Context Rot", Chroma 2025: every model tested degrades as input grows):
+``rot(L) = max(rot_floor, 1 − rot_per_doubling·log2(L/ref_tokens))`` for L > ref_tokens, else 1.
+``ref_tokens`` = 3,000 is the size of the paper's 20-document prompts (20 passages of at most 100
+words); ``rot_per_doubling`` = 0.043 is read off the paper's own two settings: going from 20 to 30
+documents (×1.5 length) lowers accuracy at the first, middle and last positions from 64.27 to 62.67
+on average (−2.5%), and 0.025 / log2(1.5) = 0.043. It gives rot = 0.77 at 128k tokens and 0.64 at 1M;
+``rot_floor`` = 0.3 bounds the extrapolation. Both are modelling assumptions (``ctxsim calibrate``
+measures them on a live model).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.conversation import Message, Request
+from harness.trace import FACT_CATEGORIES, FactEvent, ProbeEvent
+
+# "Lost in the Middle", GPT-3.5-Turbo, 20 documents (peers.md)
+LITM_POSITIONS = (1, 5, 10, 15, 20)
+LITM_ACCURACY = (75.8, 57.2, 53.8, 55.4, 63.2)
+LITM_ORACLE = 88.3
+LITM_DOCS = 20
+
+SUMMARY_MARKER = "<summary>"  # what the simulated summariser (and Claude Code) open a summary with
+Where = Literal["window", "summary", "recoverable", "lost"]
+_PATH = re.compile(r"/[A-Za-z0-9_.@+\-]+(?:/[A-Za-z0-9_.@+\-]+)+")
+
+
+class RetentionParams(BaseModel):
+    """Constants of the retention model (every one a documented modelling assumption)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    curve_m: float = Field(0.5938, description="attention floor of the U curve (LitM fit)")
+    curve_a: float = Field(0.2638, description="primacy amplitude (LitM fit)")
+    curve_tau1: float = Field(0.1294, gt=0, description="primacy decay length, relative position (LitM fit)")
+    curve_b: float = Field(0.1218, description="recency amplitude (LitM fit)")
+    curve_tau2: float = Field(0.1990, gt=0, description="recency decay length, relative position (LitM fit)")
+    ref_tokens: int = Field(3_000, gt=0, description="context length the curve was measured at (LitM 20 docs)")
+    rot_per_doubling: float = Field(0.043, ge=0, le=1, description="attention lost per doubling of the context (LitM 20->30 docs)")
+    rot_floor: float = Field(0.3, ge=0, le=1, description="lowest context-length factor")
+    summary_fidelity: float = Field(0.9, ge=0, le=1, description="a fact restated by a summary, relative to the original")
+    recover_probability: float = Field(0.7, ge=0, le=1, description="chance the model follows a pointer to a fact it needs")
+    category_weights: dict[str, float] = Field(
+        default_factory=lambda: {"goal": 2.0, "constraint": 1.5, "decision": 1.0, "error": 1.0, "file": 1.0,
+                                 "preference": 1.0, "feedback": 1.0},
+        description="weights of retention.score; goal and constraint count more because forgetting them is what "
+        "users of real agents complain about most (peers.md)")
+
+
+@dataclass(frozen=True)
+class FactScore:
+    fact_id: str
+    category: str
+    where: Where
+    score: float
+    pointer: str | None = None
+    probe: str | None = None
+
+
+def curve(p: float | np.ndarray, params: RetentionParams | None = None) -> float | np.ndarray:
+    """The position curve at relative position ``p`` (0 = start, 1 = end), oracle-normalised."""
+    q = params or _DEFAULT
+    p = np.clip(p, 0.0, 1.0)
+    v = q.curve_m + q.curve_a * np.exp(-p / q.curve_tau1) + q.curve_b * np.exp(-(1.0 - p) / q.curve_tau2)
+    return float(v) if np.ndim(v) == 0 else v
+
+
+def rot(total_tokens: int, params: RetentionParams | None = None) -> float:
+    """The context-length factor: 1 up to ``ref_tokens``, minus ``rot_per_doubling`` per doubling."""
+    q = params or _DEFAULT
+    if total_tokens <= q.ref_tokens:
+        return 1.0
+    return max(q.rot_floor, 1.0 - q.rot_per_doubling * math.log2(total_tokens / q.ref_tokens))
+
+
+def attention(p: float, total_tokens: int, params: RetentionParams | None = None) -> float:
+    return float(min(1.0, max(0.0, curve(p, params) * rot(total_tokens, params))))
+
+
+_DEFAULT = RetentionParams()
+
+
+def _is_summary(m: Message, text: str) -> bool:
+    return m.meta.get("origin") == "summary" or text.lstrip().startswith(SUMMARY_MARKER)
+
+
+class RetentionModel:
+    """Scores probes on requests. One per run (it caches per-message text, found paths and files).
+
+    ``session_dir`` limits pointers to files under the run's directory (spills, transcripts,
+    memories); without it any existing absolute path in the request counts.
+    """
+
+    def __init__(self, facts: dict[str, FactEvent], params: RetentionParams | None = None,
+                 rng: np.random.Generator | None = None, session_dir: str | Path | None = None) -> None:
+        self.facts = facts
+        self.params = params or RetentionParams()
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.root = str(Path(session_dir).resolve()) if session_dir is not None else None
+        self._msg: dict[int, tuple[Message, str]] = {}          # id -> (message, text)
+        self._has: dict[tuple[int, str], int] = {}               # (message id, fact id) -> offset or -1
+        self._paths: dict[int, tuple[str, ...]] = {}             # message id -> absolute paths in it
+        self._file: dict[tuple[str, str], tuple[tuple[int, int], bool]] = {}  # (path, fact) -> (stat, has)
+
+    # --- per-message caches ---------------------------------------------------------------------------
+    def _text(self, m: Message) -> str:
+        k = id(m)
+        hit = self._msg.get(k)
+        if hit is None or hit[0] is not m:
+            hit = (m, m.text)
+            self._msg[k] = hit
+            self._paths.pop(k, None)
+        return hit[1]
+
+    def _offset(self, m: Message, fact: FactEvent) -> int:
+        key = (id(m), fact.id)
+        off = self._has.get(key)
+        if off is None or self._msg.get(id(m), (None,))[0] is not m:
+            off = self._text(m).find(fact.text)
+            self._has[key] = off
+        return off
+
+    def _pointers(self, m: Message) -> tuple[str, ...]:
+        text = self._text(m)
+        got = self._paths.get(id(m))
+        if got is None:
+            if self.root is not None:
+                found = [p for p in _PATH.findall(text) if p.startswith(self.root)] if self.root in text else []
+            else:
+                found = _PATH.findall(text)
+            got = tuple(dict.fromkeys(p.rstrip(".") for p in found))
+            self._paths[id(m)] = got
+        return got
+
+    def _file_has(self, path: str, fact: FactEvent) -> tuple[bool, int]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False, 0
+        if not os.path.isfile(path):
+            return False, 0
+        stamp = (st.st_mtime_ns, st.st_size)
+        key = (path, fact.id)
+        hit = self._file.get(key)
+        if hit is None or hit[0] != stamp:
+            try:
+                data = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return False, 0
+            escaped = json.dumps(fact.text, ensure_ascii=False)[1:-1]
+            hit = (stamp, fact.text in data or escaped in data)
+            self._file[key] = hit
+        return hit[1], st.st_size
+
+    # --- scoring ---------------------------------------------------------------------------------------
+    def score(self, probe: ProbeEvent, request: Request, before: Callable[[int], int],
+              total_tokens: int) -> list[FactScore]:
+        """One :class:`FactScore` per fact the probe needs, in the probe's order."""
+        msgs = request.messages
+        n = len(msgs)
+        total = max(1, int(total_tokens))
+        out = []
+        for fid in probe.needs:
+            fact = self.facts.get(fid)
+            if fact is None:
+                raise KeyError(f"probe {probe.id!r} needs fact {fid!r}, which the trace does not define")
+            best: tuple[float, Where] | None = None
+            for i in range(n):
+                m = msgs[i]
+                off = self._offset(m, fact)
+                if off < 0:
+                    continue
+                text = self._text(m)
+                start = before(i)
+                end = before(i + 1) if i + 1 < n else total
+                pos = start + (end - start) * (off / max(1, len(text)))
+                a = attention(pos / total, total, self.params)
+                cand: tuple[float, Where] = ((self.params.summary_fidelity * a, "summary") if _is_summary(m, text)
+                                             else (a, "window"))
+                if best is None or cand[0] > best[0]:
+                    best = cand
+            if best is not None:
+                out.append(FactScore(fid, fact.category, best[1], round(best[0], 6), None, probe.id))
+                continue
+            pointer = self._find_pointer(msgs, fact)
+            if pointer is None:
+                out.append(FactScore(fid, fact.category, "lost", 0.0, None, probe.id))
+            elif self.rng.random() < self.params.recover_probability:
+                s = attention(1.0, total, self.params)  # read back fresh: at the end of the context
+                out.append(FactScore(fid, fact.category, "recoverable", round(s, 6), pointer, probe.id))
+            else:
+                out.append(FactScore(fid, fact.category, "recoverable", 0.0, None, probe.id))
+        return out
+
+    def _find_pointer(self, msgs, fact: FactEvent) -> str | None:
+        """The smallest file named in the request that holds the fact (the cheapest read-back)."""
+        best: tuple[int, str] | None = None
+        seen: set[str] = set()
+        for m in msgs:
+            for p in self._pointers(m):
+                if p in seen:
+                    continue
+                seen.add(p)
+                has, size = self._file_has(p, fact)
+                if has and (best is None or (size, p) < best):
+                    best = (size, p)
+        return best[1] if best else None
+
+
+def aggregate(scores: list[FactScore], params: RetentionParams | None = None) -> dict[str, Any]:
+    """The ``retention`` object of ``run --json``: weighted mean, goal, per category, probes."""
+    q = params or _DEFAULT
+    if not scores:
+        return {"score": None, "goal": None, "by_category": {}, "probes": 0, "facts_scored": 0, "where": {}}
+    w = np.array([q.category_weights.get(s.category, 1.0) for s in scores], dtype=float)
+    v = np.array([s.score for s in scores], dtype=float)
+    by: dict[str, list[float]] = {}
+    where: dict[str, int] = {}
+    for s in scores:
+        by.setdefault(s.category, []).append(s.score)
+        where[s.where] = where.get(s.where, 0) + 1
+    by_cat = {c: float(np.mean(by[c])) for c in FACT_CATEGORIES if c in by}
+    probes = {s.probe for s in scores if s.probe is not None}
+    return {
+        "score": float((w * v).sum() / w.sum()) if w.sum() > 0 else float(v.mean()),
+        "goal": by_cat.get("goal"),
+        "by_category": by_cat,
+        "probes": len(probes) if probes else len(scores),
+        "facts_scored": len(scores),
+        "where": {k: where[k] for k in ("window", "summary", "recoverable", "lost") if k in where},
+    }
