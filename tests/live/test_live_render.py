@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import typing
 
 import pytest
@@ -36,6 +37,11 @@ def req(history: History | None = None, bps=(), system=SYSTEM, tools=TOOLS) -> R
 _BLOCK_TYPES = {"text": TextBlockParam, "tool_use": ToolUseBlockParam, "tool_result": ToolResultBlockParam}
 
 
+@functools.cache
+def _adapter(cls) -> tuple[set[str], TypeAdapter]:
+    return set(typing.get_type_hints(cls)), TypeAdapter(cls)
+
+
 def assert_sdk_typed(params: dict) -> None:
     """Every dict is one of the SDK's own TypedDicts: no key it does not declare, every value of the
     declared type (pydantic validates a TypedDict's Iterable fields lazily, so each block is checked
@@ -44,9 +50,9 @@ def assert_sdk_typed(params: dict) -> None:
     assert set(params) <= top, set(params) - top
 
     def check(obj: dict, cls) -> None:
-        declared = set(typing.get_type_hints(cls))
+        declared, adapter = _adapter(cls)
         assert set(obj) <= declared, (cls.__name__, set(obj) - declared)
-        TypeAdapter(cls).validate_python(obj)
+        adapter.validate_python(obj)
 
     for b in params.get("system", []):
         check(b, TextBlockParam)
