@@ -1,0 +1,376 @@
+"""structured_state: plans, task lists and decisions live in files outside the conversation; the
+conversation itself is a short window (spec/novacode.md section 8: "structured state outside the
+conversation (plans, task lists as files)").
+
+Model. The agent keeps four real files under ``<session_dir>/state/``: ``plan.md`` (goal and plan),
+``tasks.md`` (the user's requests as a task list, and the current work), ``decisions.md`` (decisions
+and key facts) and ``notes.md`` (files touched, errors met). The conversation is windowed: when the
+strategy's own estimate of the request passes ``trigger_tokens``, the oldest messages are dropped on
+a pair-safe boundary until the rest fits ``keep_tokens``. Before they go, one billed side call
+(kind ``summary``, this strategy's own sections, output capped at ``state_max_tokens``) reads the
+messages about to leave (after the current state block) and rewrites the state files; the files are
+then re-injected as one small state block, the first message of the window, which also names the
+files' paths so the model can read them back. The state outlives the conversation: a new session
+starts from the state block, which is what the family promises across sessions.
+
+Sources of the idea: the seed's "structured state outside the conversation"; Claude Code's TodoWrite
+task list and plan files, Anthropic's memory tool ("progress notes in files"), and the
+plan/task-file practice of long-horizon agents (Anthropic, "Effective context engineering for AI
+agents", 2025). What the simulated model keeps in the state files is decided by the same documented
+summariser model (harness/simllm.py) as every summary, so retention is measured, not assumed.
+
+This module also holds :class:`WindowedStrategy`, the shared mechanics of the families that keep a
+bounded conversation (a calibrated token gauge, pair-safe windowing with hysteresis, pinned head
+messages, a guard on oversized results): rag_memory, whole_repo and subagent_isolation build on it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from harness.conversation import Breakpoint, History, Message, Request, ToolSet, Usage
+from harness.llm import SUMMARY, CallSpec, SideCallFailed
+from strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv
+
+CHARS_PER_TOKEN = 3.5       # N-COMP-5: the seed's characters-per-token rule, before any usage arrives
+MESSAGE_FRAMING_TOKENS = 4  # per-message role framing (same modelling assumption as the provider's)
+DROPPED_NOTE = "[Earlier messages of this conversation were dropped from the context window.]"
+CAP_MARKER = "\n[... {n} characters cut: result larger than this strategy's per-result guard ...]\n"
+
+
+def _add_chars(acc: int, m: Message) -> int:
+    """Fold step: running character count of a history (memoised per history store)."""
+    return acc + m.chars
+
+
+def history_chars(h: History, upto: int | None = None) -> int:
+    """Characters of messages[0:upto] (all when ``upto`` is None), O(1) amortised."""
+    n = len(h) if upto is None else upto
+    return h.fold_through(n - 1, _add_chars, 0, _add_chars)
+
+
+class TokenGauge:
+    """The strategy's own token estimate: characters times a tokens-per-character ratio, the ratio
+    re-learned from each usage the API reports (what a real agent can do: it knows what it sent and
+    what it was billed). Starts at 1/3.5 (N-COMP-5). ``opaque`` tokens (the recorded prompt the
+    trace has no text for) are known to the agent and added as they are."""
+
+    def __init__(self, chars_per_token: float, opaque: int = 0) -> None:
+        self.ratio = 1.0 / chars_per_token
+        self.opaque = opaque
+
+    def tokens(self, chars: int, messages: int = 0) -> int:
+        return self.opaque + math.ceil(chars * self.ratio) + MESSAGE_FRAMING_TOKENS * messages
+
+    def observe(self, chars: int, messages: int, usage: Usage | None) -> None:
+        if usage is None or chars <= 0:
+            return
+        content = usage.input_total - self.opaque - MESSAGE_FRAMING_TOKENS * messages
+        if content > 0:
+            self.ratio = content / chars
+
+
+def pair_safe_start(h: History, lo: int, keep_tokens: int, gauge: TokenGauge) -> int:
+    """Where the kept window starts: the smallest index ``i >= lo`` of an assistant message that
+    follows a user message, such that messages[i:] fit ``keep_tokens``. Starting on such a message
+    never splits a tool_use from its tool_result (the results of messages[i-1]'s tool uses, if any,
+    are in messages[:i]; those of messages[i:] follow them). If even the newest turn does not fit,
+    the newest such index; ``len(h)`` when no such index exists (nothing can be cut)."""
+    n = len(h)
+    total = history_chars(h)
+    best = n
+    for i in range(n - 1, lo - 1, -1):
+        if i == 0 or h[i].role != "assistant" or h[i - 1].role != "user":
+            continue
+        kept = gauge.tokens(total - history_chars(h, i), n - i) - gauge.opaque
+        if kept > keep_tokens and best != n:
+            break
+        best = i
+    return best
+
+
+class WindowedConfig(StrategyConfig):
+    """Parameters shared by the windowed families (each subclass adds its own)."""
+
+    trigger_tokens: int = Field(60_000, ge=1_000, le=2_000_000,
+                                description="cut the conversation when the estimated request reaches this many "
+                                "tokens (clamped to window - reserve_tokens)")
+    keep_tokens: int = Field(20_000, ge=0, le=2_000_000,
+                             description="after a cut, the newest messages kept verbatim fit this many tokens "
+                             "(pair-safe boundary; the newest turn is always kept)")
+    reserve_tokens: int = Field(20_000, ge=0, le=200_000,
+                                description="tokens left free for the answer (as N-COMP-1 reserves for output)")
+    chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0.5, le=10,
+                                   description="estimate before the first usage arrives (N-COMP-5)")
+    max_result_chars: int = Field(400_000, ge=0, le=10_000_000,
+                                  description="guard: a single tool result longer than this is cut (head kept, "
+                                  "irreversible) so one result cannot overflow the window; 0 = off")
+
+    @model_validator(mode="after")
+    def _keep_below_trigger(self):
+        if self.keep_tokens >= self.trigger_tokens:
+            raise ValueError(f"keep_tokens ({self.keep_tokens}) must be below trigger_tokens ({self.trigger_tokens})")
+        return self
+
+
+class WindowedStrategy(Strategy):
+    """A bounded conversation: ``pinned`` head messages (repository, state block...), then a window
+    of recent messages cut on pair-safe boundaries with hysteresis (cut at ``trigger_tokens`` down to
+    ``keep_tokens``, so the cached prefix breaks once per cut, not on every call).
+
+    Subclasses say what the head is (:meth:`session_head`), what happens to messages that leave
+    (:meth:`on_cut`, which may return a new head) and may add to history before each call
+    (:meth:`before_call`)."""
+
+    manages_window = True
+
+    def __init__(self, config: WindowedConfig, env: StrategyEnv) -> None:
+        super().__init__(config, env)
+        self.gauge = TokenGauge(config.chars_per_token, env.system.opaque_tokens)
+        self.tools: ToolSet = env.tools
+        self._fixed_chars = len(env.system.text) + sum(len(t.payload) for t in env.tools.tools)
+        self._sent: tuple[int, int] = (0, 0)  # chars and messages of the last request built
+        self.pinned = 0
+        self.cuts = 0
+        self._start_session(resume=False)
+
+    # --- limits -----------------------------------------------------------------------------------
+    @property
+    def limit(self) -> int:
+        """No request may be estimated above this (window minus the answer's reserve)."""
+        return max(1, self.env.window - self.config.reserve_tokens)
+
+    @property
+    def trigger(self) -> int:
+        return min(self.config.trigger_tokens, self.limit)
+
+    @property
+    def keep(self) -> int:
+        return min(self.config.keep_tokens, self.trigger)
+
+    # --- hooks --------------------------------------------------------------------------------------
+    def session_head(self, resume: bool) -> list[Message]:
+        """The pinned messages a session starts with (user messages)."""
+        return []
+
+    def on_cut(self, dropped: History, start: int) -> list[Message] | None:
+        """``dropped`` = history[:start], about to leave; return a new head or None (keep it)."""
+        return None
+
+    def before_call(self, call: CallInfo) -> None:
+        """Add to history before the size check (injections)."""
+
+    # --- estimate -----------------------------------------------------------------------------------
+    def estimate_of(self, h: History) -> int:
+        return self.gauge.tokens(self._fixed_chars + history_chars(h), len(h))
+
+    def estimate(self) -> int | None:
+        return self.estimate_of(self.history)
+
+    # --- events ---------------------------------------------------------------------------------------
+    def _start_session(self, resume: bool) -> None:
+        head = self.session_head(resume)
+        self.pinned = len(head)
+        self.history = History(head)
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        if resume:
+            return
+        self._start_session(resume)
+
+    def on_tool_results(self, message: Message) -> None:
+        self.history = self.history.append(self.guard(message))
+
+    def guard(self, message: Message) -> Message:
+        cap = self.config.max_result_chars
+        if not cap or all(len(b.text) <= cap for b in message.blocks if b.type == "tool_result"):
+            return message
+        blocks = []
+        for b in message.blocks:
+            if b.type == "tool_result" and len(b.text) > cap:
+                self.counters.extra["results_capped"] += 1
+                b = b.with_text(b.text[:cap] + CAP_MARKER.format(n=len(b.text) - cap), capped=True)
+            blocks.append(b)
+        return Message(message.role, tuple(blocks), message.meta)
+
+    def on_response(self, message: Message, usage: Usage | None) -> None:
+        self.gauge.observe(*self._sent, usage)
+        self.history = self.history.append(message)
+
+    # --- the call -------------------------------------------------------------------------------------
+    def cut_if_needed(self) -> None:
+        if self.estimate_of(self.history) < self.trigger:
+            return
+        h = self.history
+        start = pair_safe_start(h, self.pinned + 1, self.keep, self.gauge)
+        if start >= len(h):
+            self.counters.extra["cut_impossible"] += 1
+            return
+        head = self.on_cut(h.truncate(start), start)
+        if head is None:
+            head = list(h[: self.pinned])
+        if not head or head[-1].role != "user":  # the API wants a user message first
+            head = [*head, Message.user(DROPPED_NOTE, origin="placeholder")]
+        self.pinned = len(head)
+        self.history = History([*head, *h[start:]])
+        self.rewrote = True
+        self.cuts += 1
+        self.counters.extra["window_cuts"] += 1
+        self.counters.extra["messages_dropped"] += start - len(head)
+        if self.estimate_of(self.history) > self.limit:
+            self.counters.extra["over_limit_after_cut"] += 1
+
+    def request_kind(self) -> str:
+        return "subagent" if self.in_isolated_subtask else "main"
+
+    def build_request(self, call: CallInfo) -> Request:
+        self.before_call(call)
+        self.cut_if_needed()
+        h = self.history
+        self._sent = (self._fixed_chars + history_chars(h), len(h))
+        return Request(self.env.system, self.tools, h, self.breakpoints(h), kind=self.request_kind(),
+                       estimated_tokens=self.estimate_of(h), rewrite=self._take_rewrite())
+
+    def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
+        """System, the end of the pinned head (stable between cuts) and the last message."""
+        n = len(history)
+        out: list[Breakpoint] = [Breakpoint("system")]
+        if 0 < self.pinned < n:
+            out.append(Breakpoint(self.pinned - 1))
+        if n:
+            out.append(Breakpoint(n - 1))
+        return tuple(out)
+
+
+# --- structured state --------------------------------------------------------------------------------
+
+# The state update's sections and the file each goes to. Names chosen so a summariser that routes by
+# section (simllm: "fact"/"decision", "file", "error", "user message", "current") files each kind of
+# content where a plan-keeping agent would.
+STATE_SECTIONS: dict[str, str] = {
+    "Plan and goal": "plan.md",
+    "User messages (tasks)": "tasks.md",
+    "Current work": "tasks.md",
+    "Decisions and key facts": "decisions.md",
+    "Files": "notes.md",
+    "Errors": "notes.md",
+}
+STATE_FILES = ("plan.md", "tasks.md", "decisions.md", "notes.md")
+
+STATE_INSTRUCTIONS = """\
+You keep this project's state in files outside the conversation. The messages above are about to \
+leave your context window; the current state files are at the start of the conversation. Rewrite \
+the state so that work can continue from the state files and the recent messages alone: the goal \
+and plan, the user's requests as a task list with their status, every decision and key fact (exact \
+names, numbers, constraints, preferences, feedback), the files touched and the errors met.
+
+Answer with these sections, each a list of short lines:
+{sections}"""
+
+STATE_BLOCK = """\
+<project-state>
+The conversation before this point was dropped from the context window. The project's state is kept \
+in these files (read them if you need them again): {paths}
+
+{body}
+</project-state>"""
+
+
+class StructuredStateConfig(WindowedConfig):
+    state_max_tokens: int = Field(4_000, ge=200, le=50_000,
+                                  description="output cap of the state update call, and so the size of the "
+                                  "re-injected state block")
+
+
+def parse_sections(text: str, known: Sequence[str]) -> dict[str, list[str]]:
+    """Section name -> its lines, from a reply with ``## Section`` headings (case-insensitive
+    match on the known names; lines under an unknown heading go to the last known one)."""
+    out: dict[str, list[str]] = {k: [] for k in known}
+    lower = {k.lower(): k for k in known}
+    cur = known[0] if known else ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line in ("<summary>", "</summary>"):
+            continue
+        m = re.match(r"^#{1,3}\s*(.+?)\s*:?$", line)
+        if m:
+            cur = lower.get(m.group(1).lower(), cur)
+            continue
+        if cur:
+            out[cur].append(line)
+    return out
+
+
+class StructuredState(WindowedStrategy):
+    """Windowed conversation + state files (plan, tasks, decisions, notes) re-injected as one block."""
+
+    name = "structured_state"
+    summary = "state files (plan, tasks, decisions) outside the conversation + a short window"
+    Config = StructuredStateConfig
+
+    def __init__(self, config: StructuredStateConfig, env: StrategyEnv) -> None:
+        self.state_dir = Path(env.session_dir) / "state"
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        super().__init__(config, env)
+
+    # --- the files --------------------------------------------------------------------------------
+    def state_paths(self) -> list[Path]:
+        return [self.state_dir / f for f in STATE_FILES]
+
+    def state_text(self) -> str:
+        parts = []
+        for p in self.state_paths():
+            if p.exists():
+                body = p.read_text(encoding="utf-8").strip()
+                if body:
+                    parts.append(body)
+        return "\n\n".join(parts)
+
+    def write_state(self, reply: str) -> None:
+        sections = parse_sections(reply, list(STATE_SECTIONS))
+        files: dict[str, list[str]] = {f: [] for f in STATE_FILES}
+        for sec, lines in sections.items():
+            if lines:
+                files[STATE_SECTIONS[sec]].append(f"## {sec}\n" + "\n".join(lines))
+        for f, chunks in files.items():
+            (self.state_dir / f).write_text("\n\n".join(chunks) + ("\n" if chunks else ""), encoding="utf-8")
+
+    def state_block(self) -> Message | None:
+        body = self.state_text()
+        if not body:
+            return None
+        paths = ", ".join(str(p) for p in self.state_paths())
+        return Message.user(STATE_BLOCK.format(paths=paths, body=body), origin="summary", state=True)
+
+    # --- hooks ----------------------------------------------------------------------------------------
+    def session_head(self, resume: bool) -> list[Message]:
+        block = self.state_block()
+        return [block] if block is not None else []
+
+    def on_cut(self, dropped: History, start: int) -> list[Message] | None:
+        self.counters.compactions_attempted += 1
+        spec = CallSpec(kind=SUMMARY, sections=tuple(STATE_SECTIONS), max_output_tokens=self.config.state_max_tokens,
+                        instructions=STATE_INSTRUCTIONS.format(sections="\n".join(f"## {s}" for s in STATE_SECTIONS)))
+        req = Request(self.env.system, self.tools, dropped, (Breakpoint("system"), Breakpoint(len(dropped) - 1)))
+        try:
+            res = self.env.services.call(req, spec)
+        except SideCallFailed:
+            # the window is cut anyway (the request must fit); the old state files stay as they are
+            self.counters.compactions_failed += 1
+            self.counters.extra["state_update_failed"] += 1
+            block = self.state_block()
+            return [block] if block is not None else []
+        self.counters.compactions_succeeded += 1
+        self.write_state(res.text)
+        self.counters.extra["state_updates"] += 1
+        block = self.state_block()
+        return [block] if block is not None else []
+
+
+__all__ = ["StructuredState", "StructuredStateConfig", "WindowedStrategy", "WindowedConfig", "TokenGauge",
+           "pair_safe_start", "history_chars", "parse_sections"]
