@@ -1,0 +1,462 @@
+"""Fidelity: replay an imported real session with the ``recorded`` strategy and compare, call by
+call, the simulated usage with what the real API reported.
+
+What is fitted, and what is not:
+
+* the only fitted figure is the **token scale** (cl100k is not the recorded model's tokenizer): the
+  ratio of recorded context growth to cl100k growth between consecutive calls, on the first 30% of
+  the calls. The error is reported on the other 70%. The system + tools size (no text in the log)
+  is then pinned by the first call of each context thread: ``prefix = R0 − overhead − s·raw0``;
+* nothing else is fitted away. Every recorded cache miss is classified (TTL expiry; prefix change
+  with the block that changed; or unexplained, with where the read fell back to), and the
+  **hidden-content deltas** — context changes between consecutive calls that the visible content
+  does not account for (injected reminders, re-attached files, content that vanished) — are
+  reported, call by call.
+
+Pure functions over a trace and the engine's per-call table; the replay itself is
+``harness.engine.replay``. The CLI (``ctxsim fidelity``) and the figure are at the edges.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.conversation import Message, Usage
+from harness.engine import RunConfig, replay
+from harness.llm import SUBAGENT, SUMMARY
+from harness.provider import Provider
+from harness.provider.tokenizer import REQUEST_OVERHEAD
+from harness.trace import (
+    AssistantEvent,
+    CompactEvent,
+    RecordedUsage,
+    SubtaskEnd,
+    SubtaskStart,
+    TextContent,
+    ThinkingContent,
+    ToolResultEvent,
+    Trace,
+    UserEvent,
+)
+from strategies.recorded import COMPACT_INSTRUCTIONS, Recorded
+
+FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
+NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
+MESSAGE_OVERHEAD = 4            # harness.provider.tokenizer.MESSAGE_OVERHEAD (the estimator's framing is chars only)
+TTL_S = {"5m": 300.0, "1h": 3600.0}  # peers.md: Anthropic cache TTLs
+# A recorded read counts as a miss when it falls short of the previous call's context by more than
+# this (real reads are context_{i-1} − 3 … − 14 tokens: the last message's framing is not cached).
+MISS_TOLERANCE_TOKENS = 256
+MISS_TOLERANCE_FRACTION = 0.01
+# A hidden-content delta must exceed both floors: the fitted scale's own error on a large tool
+# result (10% of what was added) is tokenizer noise, not hidden content.
+HIDDEN_MIN_TOKENS = 200
+HIDDEN_FRACTION_OF_ADDED = 0.10
+
+
+@dataclass
+class RecordedCall:
+    """One model call of the log, with what fidelity needs to compare it."""
+
+    index: int                    # 0-based position among the trace's assistant events
+    t: float
+    model: str | None
+    usage: RecordedUsage | None
+    thread: str                   # "main" or the sub-agent span id
+    after_compact: bool           # first call of its thread after a compaction
+    new_chars: int                # characters that entered this thread's context since its previous call
+    prev_in_thread: int | None    # index of the previous call of the same thread
+
+    @property
+    def context(self) -> int:
+        return self.usage.context_tokens if self.usage else 0
+
+
+def recorded_calls(trace: Trace) -> list[RecordedCall]:
+    """The trace's calls in order, each tied to its context thread (main or a sub-agent span)."""
+    out: list[RecordedCall] = []
+    spans: list[str] = []
+    chars: dict[str, int] = {"main": 0}
+    last: dict[str, int] = {}
+    compacted: set[str] = set()
+    for ev in trace.events:
+        thread = spans[-1] if spans else "main"
+        if isinstance(ev, SubtaskStart):
+            if ev.isolated:
+                spans.append(ev.id)
+                chars[ev.id] = 0
+        elif isinstance(ev, SubtaskEnd):
+            if spans and spans[-1] == ev.id:
+                spans.pop()
+        elif isinstance(ev, UserEvent):
+            chars[thread] = chars.get(thread, 0) + len(ev.text)
+        elif isinstance(ev, ToolResultEvent):
+            chars[thread] = chars.get(thread, 0) + len(ev.content)
+        elif isinstance(ev, CompactEvent):
+            compacted.add(thread)
+            chars[thread] = len(ev.summary or "")
+        elif isinstance(ev, AssistantEvent):
+            out.append(RecordedCall(len(out), ev.t, ev.model, ev.usage, thread, thread in compacted,
+                                    chars.get(thread, 0), last.get(thread)))
+            compacted.discard(thread)
+            last[thread] = len(out) - 1
+            chars[thread] = sum(len(c.text) if isinstance(c, TextContent) else len(c.thinking)
+                                if isinstance(c, ThinkingContent) else len(c.name) + len(str(c.input))
+                                for c in ev.content)
+    return out
+
+
+def _continues(c: RecordedCall, prev: RecordedCall | None) -> bool:
+    """Same context, grown by appending: the pairs the scale is fitted on and deltas are taken on."""
+    return (prev is not None and not c.after_compact and c.model == prev.model
+            and c.usage is not None and prev.usage is not None)
+
+
+def fit_token_scale(calls: list[RecordedCall], base: dict[int, int], fit: set[int]) -> float | None:
+    """Recorded tokens per cl100k token: Σ recorded growth / Σ cl100k growth over consecutive
+    calls of one context in the fit set (a ratio of sums: large, informative steps weigh most)."""
+    num = den = 0.0
+    for c in calls:
+        prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+        if c.index in fit and prev is not None and prev.index in fit and _continues(c, prev):
+            num += c.context - prev.context
+            den += base[c.index] - base[prev.index]
+    if den <= 0 or num <= 0:
+        return None
+    return num / den
+
+
+def _pct(a: float, b: float) -> float:
+    return abs(a - b) / b * 100.0 if b else math.nan
+
+
+def _q(xs: list[float], q: float) -> float | None:
+    xs = [x for x in xs if not math.isnan(x)]
+    return round(float(np.percentile(xs, q)), 3) if xs else None
+
+
+def _usage(u: RecordedUsage) -> Usage:
+    return Usage(u.input, u.cache_write_5m, u.cache_write_1h, u.cache_read, u.output)
+
+
+def recorded_ttl(trace: Trace) -> str:
+    """The recorded agent's cache TTL: 1h when its usage shows more 1h writes than 5m ones."""
+    w1 = w5 = 0
+    for e in trace.events:
+        if isinstance(e, AssistantEvent) and e.usage:
+            w1 += e.usage.cache_write_1h
+            w5 += e.usage.cache_write_5m
+    return "1h" if w1 > w5 else "5m"
+
+
+@dataclass
+class Fidelity:
+    report: dict[str, Any]
+    calls: pd.DataFrame                      # one row per recorded call: recorded vs simulated
+    misses: list[dict[str, Any]] = field(default_factory=list)
+    hidden: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _strategy_params(trace: Trace, calls: list[RecordedCall], sub_prefix: dict[str, int],
+                     instructions: str) -> dict[str, Any]:
+    models = [c.model or "" for c in calls]
+    return {
+        "ttl": recorded_ttl(trace),
+        "models": tuple(models) if len({m for m in models if m}) > 1 else (),
+        "subtask_prefix_tokens": sub_prefix,
+        "compact_instructions": instructions,
+    }
+
+
+def _with_header(trace: Trace, header) -> Trace:
+    """The same events under another header, with a fresh engine memo (the memo caches the
+    system prefix built from the header)."""
+    t = replace(trace, header=header)
+    if hasattr(t, "memo"):
+        t.memo = {}
+    return t
+
+
+def _sim_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The engine rows of the recorded calls (main and sub-agent), in trace order."""
+    return df[df["kind"].isin(["main", SUBAGENT])].reset_index(drop=True)
+
+
+def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float = FIT_FRACTION,
+                 token_scale: float | None = None, instructions: str = COMPACT_INSTRUCTIONS,
+                 seed: int = 0) -> Fidelity:
+    """Replay ``trace`` with the recorded strategy and compare it with its recorded usage.
+
+    ``token_scale`` skips the fit (all calls are then held out). Raises ``ValueError`` when the
+    trace has no per-call recorded usage to compare against.
+    """
+    calls = recorded_calls(trace)
+    with_usage = [c for c in calls if c.usage is not None]
+    if not with_usage:
+        raise ValueError(f"{trace.header.name}: no recorded per-call usage (header.usage={trace.header.usage!r}): nothing to compare")
+    model = model or trace.header.model or next((c.model for c in calls if c.model), None)
+    threads: dict[str, RecordedCall] = {}
+    for c in with_usage:
+        threads.setdefault(c.thread, c)
+
+    # 1. raw cl100k sizes: replay at scale 1 with no opaque prefix
+    zero = _with_header(trace, trace.header.model_copy(update={"prefix_tokens": 0}))
+    base_params = _strategy_params(trace, calls, {k: 0 for k in threads if k != "main"}, instructions)
+    raw_run = replay(zero, Recorded, base_params, RunConfig(model=model, token_scale=1.0, seed=seed))
+    raw_rows = _sim_rows(raw_run.calls)
+    if len(raw_rows) != len(calls):
+        raise RuntimeError(f"engine returned {len(raw_rows)} call rows for {len(calls)} recorded calls")
+    base = {c.index: int(raw_rows.loc[c.index, "context_tokens"]) - REQUEST_OVERHEAD for c in calls}
+
+    # 2. fit the scale on the first 30% of the calls that carry usage
+    n_fit = 0 if token_scale is not None else max(2, math.ceil(fit_fraction * len(with_usage)))
+    fit = {c.index for c in with_usage[:n_fit]}
+    fitted = None
+    if token_scale is None:
+        fitted = fit_token_scale(calls, base, fit)
+    provider = Provider(model)
+    scale = token_scale or fitted or provider.spec.token_scale
+    scale_source = "given" if token_scale else ("fitted" if fitted else "model table (fit impossible: no growth pairs)")
+
+    # 3. pin each thread's opaque prefix on its first call, replay at the fitted scale
+    def prefix(c: RecordedCall) -> int:
+        return max(0, c.context - REQUEST_OVERHEAD - int(round(scale * base[c.index])))
+
+    main_first = threads.get("main")
+    header = trace.header.model_copy(update={"prefix_tokens": prefix(main_first) if main_first else trace.header.prefix_tokens})
+    sub_prefix = {k: prefix(c) for k, c in threads.items() if k != "main"}
+    model_prefix: dict[str, int] = {}
+    for c in with_usage:   # a model switch in the main context: that model's own system prompt
+        if c.thread == "main" and c.model and c.model not in model_prefix:
+            model_prefix[c.model] = prefix(c)
+    params = _strategy_params(trace, calls, sub_prefix, instructions)
+    if len(model_prefix) > 1:
+        params["model_prefix_tokens"] = model_prefix
+    run = replay(_with_header(trace, header), Recorded, params, RunConfig(model=model, token_scale=scale, seed=seed))
+    df = run.calls
+    sim = _sim_rows(df)
+
+    # 4. per-call table
+    rows = []
+    for c in calls:
+        s = sim.loc[c.index]
+        u = c.usage
+        rows.append({
+            "call": c.index, "t": c.t, "thread": c.thread, "model": c.model or model, "fit": c.index in fit,
+            "recorded_context": c.context if u else None, "simulated_context": int(s["context_tokens"]),
+            "recorded_cache_read": u.cache_read if u else None, "simulated_cache_read": int(s["cache_read"]),
+            "recorded_cache_write": (u.cache_write_5m + u.cache_write_1h) if u else None,
+            "simulated_cache_write": int(s["cache_write_5m"] + s["cache_write_1h"]),
+            "simulated_cost_usd": float(s["cost_usd"]),
+            "recorded_cost_usd": provider.price(_usage(u), provider.spec_for(c.model or model)) if u else None,
+            "after_compact": c.after_compact,
+        })
+    table = pd.DataFrame(rows)
+    pins = _pin_segments(calls, table)
+    held = [r for r in rows if not r["fit"] and r["recorded_context"]]
+    errs_unpinned = [_pct(r["simulated_context"], r["recorded_context"]) for r in held]
+    pinned_calls = {p["call"] for p in pins}
+    errs = [_pct(r["simulated_context"] + int(table.loc[r["call"], "pin_offset"]), r["recorded_context"])
+            for r in held if r["call"] not in pinned_calls]
+
+    # 5. totals: recorded calls + the recorded compaction calls; simulated: every engine row
+    comp_events = [e for e in trace.events if isinstance(e, CompactEvent)]
+    rec_usages = [(c.usage, c.model or model) for c in with_usage]
+    rec_usages += [(e.usage, e.meta.get("call_model") or model) for e in comp_events if e.usage]
+    rec_ctx = sum(u.context_tokens for u, _ in rec_usages)
+    rec_read = sum(u.cache_read for u, _ in rec_usages)
+    rec_cost = sum(provider.price(_usage(u), provider.spec_for(m)) for u, m in rec_usages)
+    rec_cost_in = sum(provider.price(_usage(u.model_copy(update={"output": 0})), provider.spec_for(m)) for u, m in rec_usages)
+    sim_in = float((df["input_uncached"] + df["cache_write_5m"] + df["cache_write_1h"] + df["cache_read"]).sum())
+    sim_cost = float(df["cost_usd"].sum())
+    sim_cost_in = sim_cost - sum(float(r["output"]) * provider.spec_for(r["model"]).rates(0)[4] for _, r in df.iterrows())
+
+    # 6. NovaCode's estimator on the recorded truth: anchor (previous recorded context) + chars/3.5
+    est_errs = []
+    for c in calls:
+        prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+        if c.index in fit or not _continues(c, prev):
+            continue
+        est = prev.context + c.new_chars / NOVACODE_CHARS_PER_TOKEN
+        est_errs.append(_pct(est, c.context))
+
+    # 7. compactions: where they land and the recorded preTokens against the simulated context
+    instr_tokens = Provider(model, token_scale=scale).message_tokens(Message.user(instructions))
+    summaries = df[df["kind"] == SUMMARY].reset_index(drop=True)
+    compactions = []
+    ci = 0
+    n_before = 0
+    for e in trace.events:
+        if isinstance(e, AssistantEvent):
+            n_before += 1
+        elif isinstance(e, CompactEvent):
+            simulated = int(summaries.loc[ci, "context_tokens"]) - instr_tokens if ci < len(summaries) else None
+            ci += 1
+            compactions.append({"call": n_before, "trigger": e.trigger, "recorded_pre_tokens": e.pre_tokens,
+                                "simulated_tokens": simulated,
+                                "abs_pct_error": round(_pct(simulated, e.pre_tokens), 3) if simulated and e.pre_tokens else None})
+
+    misses = classify_misses(calls, table, header.prefix_tokens)
+    hidden = hidden_deltas(calls, table)
+    n_miss = {k: sum(1 for m in misses if m["cause"] == k) for k in ("ttl", "prefix_change", "unexplained")}
+    report = {
+        "trace": trace.path or trace.header.name,
+        "model": model,
+        "calls": len(calls),
+        "fit_calls": len(fit),
+        "token_scale": round(scale, 4),
+        "token_scale_source": scale_source,
+        "prefix_tokens": header.prefix_tokens,
+        "context_tokens": {"median_abs_pct_error": _q(errs, 50), "p90_abs_pct_error": _q(errs, 90),
+                           "calls": len(errs), "pinned": pins},
+        "context_tokens_unpinned": {"median_abs_pct_error": _q(errs_unpinned, 50),
+                                    "p90_abs_pct_error": _q(errs_unpinned, 90), "calls": len(errs_unpinned)},
+        "cache_read_share": {"recorded": round(rec_read / rec_ctx, 4) if rec_ctx else None,
+                             "simulated": round(float(df["cache_read"].sum()) / sim_in, 4) if sim_in else None},
+        "cost_usd": {"recorded": round(rec_cost, 4), "simulated": round(sim_cost, 4),
+                     "abs_pct_error": round(_pct(sim_cost, rec_cost), 3) if rec_cost else None,
+                     "input_only": {"recorded": round(rec_cost_in, 4), "simulated": round(sim_cost_in, 4),
+                                    "abs_pct_error": round(_pct(sim_cost_in, rec_cost_in), 3) if rec_cost_in else None},
+                     "output_tokens_partial": trace.header.output_tokens_partial},
+        "estimator": {"chars_per_token": NOVACODE_CHARS_PER_TOKEN, "median_abs_pct_error": _q(est_errs, 50),
+                      "calls": len(est_errs)},
+        "compactions": compactions,
+        "cache_misses": n_miss,
+        "hidden_tokens": {"calls": len(hidden), "total": int(sum(h["tokens"] for h in hidden)),
+                          "shrinking_calls": sum(1 for h in hidden if h["tokens"] < 0)},
+        "subagent_calls": sum(1 for c in calls if c.thread != "main"),
+    }
+    return Fidelity(report, table, misses, hidden)
+
+
+def _pin_segments(calls: list[RecordedCall], table: pd.DataFrame) -> list[dict[str, Any]]:
+    """The context each call belongs to starts afresh at a compaction: what the agent put back
+    (re-attached files, reminders) has no text in the log, like the system prompt at the start.
+    Its size is pinned on the segment's first call, exactly as the system prefix is pinned on the
+    trace's first call, and reported (``context_tokens.pinned``); the pinned calls themselves are
+    left out of the error. Adds ``pin_offset`` (recorded − simulated at the segment start) to
+    ``table``."""
+    offsets = [0] * len(calls)
+    pins = []
+    current: dict[str, int] = {}
+    for c in calls:
+        if c.usage is None:
+            offsets[c.index] = current.get(c.thread, 0)
+            continue
+        if c.after_compact:
+            off = c.context - int(table.loc[c.index, "simulated_context"])
+            current[c.thread] = off
+            pins.append({"call": c.index, "thread": c.thread, "tokens": int(off)})
+        offsets[c.index] = current.get(c.thread, 0)
+    table["pin_offset"] = offsets
+    return pins
+
+
+def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefix: int) -> list[dict[str, Any]]:
+    """Every recorded cache miss with its cause: ``ttl`` (the gap since the previous call exceeds
+    the TTL written), ``prefix_change`` (a change the log shows: the model switched, so another
+    cache; or the replay of the visible content misses there too) or ``unexplained`` (the log shows
+    nothing; ``fell_back_to`` says where the read stopped). A compaction's first call is a declared
+    rewrite, not a miss."""
+    out = []
+    for c in calls:
+        prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+        if prev is None or c.usage is None or prev.usage is None or c.after_compact:
+            continue
+        expected = prev.context
+        read = c.usage.cache_read
+        if read + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) >= expected:
+            continue
+        ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
+        gap = c.t - prev.t
+        sim = table.loc[c.index]
+        sim_prev = table.loc[prev.index]
+        if gap > TTL_S[ttl]:
+            cause, block = "ttl", f"{gap:.0f} s since the previous call > {ttl}"
+        elif c.model != prev.model:
+            cause, block = "prefix_change", f"model {prev.model} → {c.model} (another cache)"
+        elif sim["simulated_cache_read"] + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) < sim_prev["simulated_context"]:
+            cause, block = "prefix_change", "the replay of the visible content misses here too"
+        else:
+            cause, block = "unexplained", None
+        if read == 0:
+            where = "nothing (full re-write)"
+        elif abs(read - system_prefix) <= max(MISS_TOLERANCE_TOKENS, 0.02 * system_prefix):
+            where = f"the system prefix ({read})"
+        else:
+            earlier = [p for p in calls[:c.index] if p.usage and p.thread == c.thread and abs(p.context - read) <= 64]
+            where = f"an earlier call's context (call {earlier[-1].index}, {read})" if earlier else f"{read} tokens"
+        out.append({"call": c.index, "t": round(c.t, 3), "gap_s": round(gap, 3), "cause": cause, "changed": block,
+                    "expected_read": expected, "recorded_read": read, "fell_back_to": where})
+    return out
+
+
+def hidden_deltas(calls: list[RecordedCall], table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Context changes the visible content does not account for: between consecutive calls of one
+    context and model, the change of (recorded − simulated), when it exceeds the tokenizer's own
+    noise (a share of what was visibly added). Across a compaction the whole jump counts (what the
+    agent re-attached has no text in the log)."""
+    out = []
+    for c in calls:
+        prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+        if prev is None or c.usage is None or prev.usage is None or c.model != prev.model:
+            continue
+        r = table.loc[c.index]
+        rp = table.loc[prev.index]
+        rec_d = c.context - prev.context
+        sim_d = int(r["simulated_context"]) - int(rp["simulated_context"])
+        delta = rec_d - sim_d
+        floor = HIDDEN_MIN_TOKENS if c.after_compact else max(HIDDEN_MIN_TOKENS, HIDDEN_FRACTION_OF_ADDED * abs(sim_d))
+        if abs(delta) > floor:
+            out.append({"call": c.index, "tokens": int(delta), "recorded_growth": int(rec_d),
+                        "simulated_growth": int(sim_d), "after_compaction": c.after_compact})
+    return out
+
+
+def figure(fid: Fidelity, path: str) -> None:
+    """Recorded vs simulated context per call; compactions and the fit boundary marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = fid.calls
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    ax.plot(t["call"], t["recorded_context"], label="recorded", lw=1.6, color="#1f77b4")
+    ax.plot(t["call"], t["simulated_context"], label="simulated (recorded strategy)", lw=1.2, ls="--", color="#d62728")
+    if (t["pin_offset"] != 0).any():
+        ax.plot(t["call"], t["simulated_context"] + t["pin_offset"], label="simulated + pinned re-attachments",
+                lw=0.9, ls=":", color="#2ca02c")
+    for c in fid.report["compactions"]:
+        ax.axvline(c["call"] - 0.5, color="gray", ls=":", lw=1)
+        ax.annotate(f"compact ({c['trigger']})\npreTokens {c['recorded_pre_tokens']}", (c["call"] - 0.5, ax.get_ylim()[1] * 0.95),
+                    fontsize=8, ha="right", va="top")
+    fit_n = fid.report["fit_calls"]
+    if fit_n:
+        ax.axvspan(-0.5, fit_n - 0.5, color="#eeeeee", zorder=0, label=f"scale fit ({fit_n} calls)")
+    ax.set_xlabel("call")
+    ax.set_ylabel("context tokens")
+    r = fid.report
+    ax.set_title(f"{r['trace'].split('/')[-1]} · {r['model']} · scale {r['token_scale']} · "
+                 f"median |err| {r['context_tokens']['median_abs_pct_error']}%", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def summary_line(report: dict[str, Any]) -> str:
+    ct, cr, cost = report["context_tokens"], report["cache_read_share"], report["cost_usd"]
+    return (f"{report['trace']}: {report['calls']} calls, scale {report['token_scale']} (fit on {report['fit_calls']}), "
+            f"context median |err| {ct['median_abs_pct_error']}% p90 {ct['p90_abs_pct_error']}%, "
+            f"cache-read share {cr['recorded']} vs {cr['simulated']}, cost ${cost['recorded']} vs ${cost['simulated']} "
+            f"({cost['abs_pct_error']}%), misses {report['cache_misses']}, hidden {report['hidden_tokens']}")
+
+
+__all__ = ["Fidelity", "RecordedCall", "classify_misses", "figure", "fit_token_scale", "hidden_deltas",
+           "recorded_calls", "run_fidelity", "summary_line"]

@@ -1,0 +1,452 @@
+"""Claude Code session transcripts (``~/.claude/projects/<project>/<session>.jsonl``) to a trace.
+
+Facts of the format this importer relies on (read off the logs in ``shared/traces/real``, Claude
+Code 2.0.76 and 2.1.38/2.1.39):
+
+* one JSONL line per *content block*: a model call that answered thinking + text + two tool uses
+  is four ``assistant`` lines, each repeating the call's usage; they are joined by ``requestId``
+  (2.0.x logs have none: ``message.id``). Tools run while the call still streams, so a call's
+  later blocks can come after the results of its first tool uses;
+* ``usage``: ``input_tokens`` (uncached), ``cache_creation_input_tokens`` split into
+  ``cache_creation.ephemeral_5m/1h_input_tokens``, ``cache_read_input_tokens``, ``output_tokens``.
+  From 2.1 the per-line ``output_tokens`` is a streaming count taken mid-call (1, 8, 10 ...); the
+  importer keeps the largest one seen for the call and marks the header
+  ``output_tokens_partial``: they are not the truth;
+* ``user`` lines hold the user's text, or ``tool_result`` blocks (content: a string or a list of
+  blocks); a result of the ``Task`` tool carries ``toolUseResult.agentId``, the sub-agent whose own
+  transcript is ``<session>/subagents/agent-<agentId>.jsonl``: it becomes an isolated
+  ``subtask_start``/``subtask_end`` span placed where it ran, before the Task result;
+* ``system``/``compact_boundary`` with ``compactMetadata {trigger, preTokens}`` is a compaction;
+  the next ``user`` line with ``isCompactSummary`` is the summary that replaced the history, and
+  ``subagents/agent-acompact-*.jsonl`` holds the compaction call itself (its usage goes to the
+  ``compact`` event);
+* ``isSidechain`` lines inside the main file (older versions) are sub-agent calls too: each
+  contiguous run becomes a span;
+* ``progress``, ``file-history-snapshot``, ``queue-operation`` and the other ``system`` subtypes are
+  not sent to the model: ignored, and counted.
+
+The system prompt and tool schemas are not in the transcript. Their size is derived from the first
+call: ``prefix_tokens`` = its recorded context − the cl100k count of the visible messages it sent
+(at token scale 1; ``ctxsim fidelity`` re-derives it with the fitted scale, see
+``header.meta.first_call_context``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from harness import trace as tr
+from harness.importers.common import (
+    ImportResult,
+    TraceBuilder,
+    finalize,
+    flatten_content,
+    notes_from,
+    parse_time,
+    read_jsonl,
+)
+from harness.trace import TraceError
+
+FORMAT = "claude-code"
+# record kinds that never reach the model (counted in the import summary, never silently dropped)
+IGNORED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag")
+PARTIAL_OUTPUT_FROM = (2, 1)  # README of the real logs: 2.1.x output_tokens are streaming counts
+MESSAGE_OVERHEAD_TOKENS = 4   # harness.provider.tokenizer.MESSAGE_OVERHEAD (kept in step)
+
+
+def usage_of(u: dict[str, Any] | None, path: Path, line: int) -> tr.RecordedUsage | None:
+    """Claude Code's usage dict, normalised (N-CACHE-5: the four input kinds are disjoint)."""
+    if not u:
+        return None
+    try:
+        creation = int(u.get("cache_creation_input_tokens") or 0)
+        split = u.get("cache_creation") or {}
+        w1h = int(split.get("ephemeral_1h_input_tokens") or 0)
+        w5m = int(split.get("ephemeral_5m_input_tokens") or 0)
+        if w1h + w5m != creation:   # no split recorded (older logs): the 5-minute default
+            w5m = max(0, creation - w1h)
+        return tr.RecordedUsage(input=int(u.get("input_tokens") or 0), cache_write_5m=w5m, cache_write_1h=w1h,
+                                cache_read=int(u.get("cache_read_input_tokens") or 0),
+                                output=int(u.get("output_tokens") or 0))
+    except (TypeError, ValueError) as e:
+        raise TraceError(path, line, f"bad usage {u!r}: {e}") from None
+
+
+def _version(v: str | None) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in (v or "").split("."))
+    except ValueError:
+        return ()
+
+
+@dataclass
+class _Call:
+    key: str
+    line: int
+    t: float
+    model: str | None
+    blocks: list[Any] = field(default_factory=list)
+    usage: tr.RecordedUsage | None = None
+    request_id: str | None = None
+    sidechain: bool = False
+
+
+@dataclass
+class _Parsed:
+    """One transcript file as an ordered list of items (calls placed at their first line)."""
+
+    path: Path
+    items: list[tuple[str, Any]] = field(default_factory=list)
+    calls: dict[str, _Call] = field(default_factory=dict)
+    ignored: Counter = field(default_factory=Counter)
+    dropped_blocks: Counter = field(default_factory=Counter)
+    versions: Counter = field(default_factory=Counter)
+    sessions: Counter = field(default_factory=Counter)
+    compact_summaries: int = 0
+
+
+def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
+    kind = b.get("type")
+    if kind == "text":
+        return tr.TextContent(text=str(b.get("text", "")))
+    if kind == "thinking":
+        return tr.ThinkingContent(thinking=str(b.get("thinking", "")))
+    if kind == "redacted_thinking":
+        p.dropped_blocks["redacted_thinking (kept as an empty thinking block)"] += 1
+        return tr.ThinkingContent(thinking="")
+    if kind == "tool_use":
+        if not b.get("id") or not b.get("name"):
+            raise TraceError(p.path, line, "tool_use block without id or name")
+        inp = b.get("input")
+        return tr.ToolUseContent(id=str(b["id"]), name=str(b["name"]), input=inp if isinstance(inp, dict) else {"input": inp})
+    p.dropped_blocks[f"assistant {kind} block"] += 1
+    return None
+
+
+def parse_file(path: Path) -> _Parsed:
+    """Read one transcript (main or sub-agent) into items, checking it is a Claude Code log."""
+    p = _Parsed(path)
+    seen_any = False
+    for line, o in read_jsonl(path):
+        kind = o.get("type")
+        if not isinstance(kind, str):
+            raise TraceError(path, line, "not a Claude Code transcript record (no \"type\")")
+        seen_any = True
+        if o.get("version"):
+            p.versions[o["version"]] += 1
+        if o.get("sessionId"):
+            p.sessions[o["sessionId"]] += 1
+        if kind in IGNORED_TYPES:
+            p.ignored[kind] += 1
+            continue
+        if kind == "system":
+            if o.get("subtype") == "compact_boundary":
+                meta = o.get("compactMetadata") or {}
+                p.items.append(("compact", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
+                                            "trigger": meta.get("trigger", "auto"),
+                                            "pre_tokens": meta.get("preTokens")}))
+            else:
+                p.ignored[f"system/{o.get('subtype') or '?'}"] += 1
+            continue
+        if kind not in ("assistant", "user"):
+            p.ignored[kind] += 1
+            continue
+        msg = o.get("message")
+        if not isinstance(msg, dict):
+            raise TraceError(path, line, f"{kind} record without a message object")
+        t = parse_time(o.get("timestamp"), path, line)
+        side = bool(o.get("isSidechain"))
+        if kind == "assistant":
+            key = o.get("requestId") or msg.get("id")
+            if not key:
+                raise TraceError(path, line, "assistant record with neither requestId nor message.id")
+            if msg.get("model") == "<synthetic>":   # Claude Code's own error notices: no API call
+                p.ignored["assistant/<synthetic> (no API call)"] += 1
+                continue
+            call = p.calls.get(key)
+            if call is None:
+                call = p.calls[key] = _Call(key, line, t, msg.get("model"), request_id=o.get("requestId"),
+                                            sidechain=side)
+                p.items.append(("call", key))
+            content = msg.get("content") or []
+            if isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            for b in content:
+                cb = _content_block(b, p, line)
+                if cb is not None:
+                    call.blocks.append(cb)
+            u = usage_of(msg.get("usage"), path, line)
+            if u is not None:
+                if call.usage is not None and call.usage.output > u.output:
+                    u = u.model_copy(update={"output": call.usage.output})
+                call.usage = u
+            continue
+        # user
+        if o.get("isCompactSummary"):
+            text, dropped = flatten_content(msg.get("content"))
+            p.compact_summaries += 1
+            p.items.append(("summary", {"line": line, "t": t, "text": text}))
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            p.items.append(("user", {"line": line, "t": t, "text": content, "meta": bool(o.get("isMeta")),
+                                     "side": side}))
+            continue
+        if not isinstance(content, list):
+            raise TraceError(path, line, "user message content is neither a string nor a list")
+        texts = []
+        for b in content:
+            if not isinstance(b, dict):
+                raise TraceError(path, line, "user content block is not an object")
+            if b.get("type") == "tool_result":
+                text, dropped = flatten_content(b.get("content"))
+                p.dropped_blocks.update({f"tool_result {k} block": v for k, v in dropped.items()})
+                tur = o.get("toolUseResult")
+                agent = tur.get("agentId") if isinstance(tur, dict) else None
+                if not b.get("tool_use_id"):
+                    raise TraceError(path, line, "tool_result block without tool_use_id")
+                p.items.append(("result", {"line": line, "t": t, "id": str(b["tool_use_id"]), "text": text,
+                                           "is_error": bool(b.get("is_error")), "agent": agent, "side": side}))
+            else:
+                text, dropped = flatten_content([b])
+                p.dropped_blocks.update({f"user {k} block": v for k, v in dropped.items()})
+                texts.append(text)
+        if texts:
+            p.items.append(("user", {"line": line, "t": t, "text": "\n".join(texts), "meta": bool(o.get("isMeta")),
+                                     "side": side}))
+    if not seen_any:
+        raise TraceError(path, None, "empty file: no records")
+    if not p.calls and not p.items:
+        raise TraceError(path, None, "no user or assistant records: not a Claude Code transcript")
+    return p
+
+
+@cache
+def nested_spans_allowed() -> bool:
+    """Does the trace checker accept a sub-agent span while the parent's Task tool_use is open
+    (the true order of a Claude Code log)? Asked of the checker itself, on a four-event trace."""
+    evs = [tr.UserEvent(t=0, text="go"),
+           tr.AssistantEvent(t=0, content=[tr.ToolUseContent(id="p", name="Task")]),
+           tr.SubtaskStart(t=0, id="s", isolated=True), tr.UserEvent(t=0, text="sub"),
+           tr.AssistantEvent(t=0, content=[tr.TextContent(text="done")]), tr.SubtaskEnd(t=0, id="s"),
+           tr.ToolResultEvent(t=0, tool_use_id="p", content="done")]
+    try:
+        tr.validate_events(tr.Header(name="probe"), evs)
+    except TraceError:
+        return False
+    return True
+
+
+def _tokens(text: str) -> int:
+    from harness.provider.tokenizer import get_tokenizer
+
+    return get_tokenizer().count(text)
+
+
+@dataclass
+class _Importer:
+    src: Path
+    b: TraceBuilder
+    subagent_dir: Path | None
+    ignored: Counter = field(default_factory=Counter)
+    dropped: Counter = field(default_factory=Counter)
+    versions: Counter = field(default_factory=Counter)
+    models: Counter = field(default_factory=Counter)
+    subtasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    compact_calls: list[tuple[float, tr.RecordedUsage, str, str | None]] = field(default_factory=list)
+    used_subagents: set[str] = field(default_factory=set)
+    first_call: dict[str, Any] | None = None
+    _visible_before_first: int = 0
+    _first_seen: bool = False
+    counts: Counter = field(default_factory=Counter)
+    deferred: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def absorb(self, p: _Parsed) -> None:
+        self.ignored.update(p.ignored)
+        self.dropped.update(p.dropped_blocks)
+        self.versions.update(p.versions)
+
+    def load_compaction_calls(self) -> None:
+        """``agent-acompact-*.jsonl``: the compaction calls (one model call each)."""
+        if not self.subagent_dir:
+            return
+        for f in sorted(self.subagent_dir.glob("agent-acompact*.jsonl")):
+            p = parse_file(f)
+            self.absorb(p)
+            for c in p.calls.values():
+                if c.usage is not None:
+                    self.compact_calls.append((c.t, c.usage, f.name, c.model))
+
+    def emit_file(self, p: _Parsed, span: str | None) -> None:
+        """Emit a parsed file's items; ``span`` is the id of the sub-agent span they are in."""
+        pending: dict[str, Any] | None = None
+        side_run: str | None = None
+        for kind, item in p.items:
+            if span is None:   # isSidechain runs inside a main file: a span each
+                side = p.calls[item].sidechain if kind == "call" else bool(item.get("side")) if isinstance(item, dict) else False
+                if side and side_run is None:
+                    self.counts["sidechain spans"] += 1
+                    side_run = f"sidechain-{self.counts['sidechain spans']}"
+                    t = p.calls[item].t if kind == "call" else item["t"]
+                    self.b.subtask_start(t, side_run, "isSidechain records of the main transcript", True)
+                elif not side and side_run is not None:
+                    self.b.subtask_end(None, side_run)
+                    side_run = None
+            if span is None and self.deferred and kind != "result":
+                self.flush_deferred()
+            if kind == "call":
+                c = p.calls[item]
+                model = c.model
+                if span is None and side_run is None:
+                    self.models[model or "?"] += 1
+                    if not self._first_seen:
+                        self._first_seen = True
+                        self.first_call = {"line": c.line, "usage": c.usage}
+                elif span is not None and span in self.subtasks and "first_call_context" not in self.subtasks[span]:
+                    st = self.subtasks[span]
+                    st["model"] = model
+                    if c.usage is not None:
+                        st["first_call_context"] = c.usage.context_tokens
+                        st["prefix_tokens"] = max(0, c.usage.context_tokens - st.pop("_visible", 0))
+                blocks = c.blocks
+                self.b.assistant(c.t, blocks, c.usage, model=model, request_id=c.request_id,
+                                 **({"subagent": span} if span else {}))
+            elif kind == "user":
+                self.b.user(item["t"], item["text"], **({"meta_record": True} if item["meta"] else {}))
+                self._count_visible(span, item["text"])
+            elif kind == "result":
+                agent = item.get("agent")
+                if agent and span is None and nested_spans_allowed():
+                    self.emit_subagent(agent, item)
+                if self.b.tool_result(item["t"], item["id"], item["text"], item["is_error"]):
+                    self._count_visible(span, item["text"])
+                if agent and span is None and not nested_spans_allowed():
+                    self.deferred.append((agent, item))
+            elif kind == "compact":
+                if pending is not None:
+                    self.emit_compact(pending, None)
+                pending = item
+            elif kind == "summary":
+                if pending is None:
+                    self.counts["isCompactSummary without a compact_boundary (kept as a user message)"] += 1
+                    self.b.user(item["t"], item["text"], compact_summary=True)
+                else:
+                    self.emit_compact(pending, item["text"])
+                    pending = None
+            if pending is not None and kind not in ("compact",):
+                self.emit_compact(pending, None)
+                pending = None
+        if pending is not None:
+            self.emit_compact(pending, None)
+        if span is None and self.deferred:
+            self.flush_deferred()
+        if side_run is not None:
+            self.b.subtask_end(None, side_run)
+
+    def flush_deferred(self) -> None:
+        """Fallback placement (trace checker without nested spans): the spans of a call's Task
+        results go after all of that call's results, re-timed to not go back (counted)."""
+        for agent, item in self.deferred:
+            self.emit_subagent(agent, item)
+            self.counts["sub-agent spans placed after their Task result (trace checker lacks nested spans)"] += 1
+        self.deferred.clear()
+
+    def _count_visible(self, span: str | None, text: str) -> None:
+        if span is None and not self._first_seen:
+            self._visible_before_first += _tokens(text) + MESSAGE_OVERHEAD_TOKENS
+        elif span is not None and span in self.subtasks and "first_call_context" not in self.subtasks[span]:
+            self.subtasks[span]["_visible"] = self.subtasks[span].get("_visible", 0) + _tokens(text) + MESSAGE_OVERHEAD_TOKENS
+
+    def emit_compact(self, item: dict[str, Any], summary: str | None) -> None:
+        # the compaction call: the latest acompact call made before the boundary was written
+        usage, meta = None, {"line": item["line"]}
+        before = [c for c in self.compact_calls if c[0] <= item["t"] + 1.0]
+        if before:
+            t, usage, name, model = max(before, key=lambda c: c[0])
+            self.compact_calls.remove((t, usage, name, model))
+            meta.update(call_file=name, call_model=model)
+        if summary is None:
+            self.counts["compact_boundary without its summary message"] += 1
+        pre = item.get("pre_tokens")
+        self.b.compact(item["t"], "manual" if item.get("trigger") == "manual" else "auto",
+                       int(pre) if isinstance(pre, (int, float)) else None, summary, usage, **meta)
+
+    def emit_subagent(self, agent: str, result: dict[str, Any]) -> None:
+        f = self.subagent_dir / f"agent-{agent}.jsonl" if self.subagent_dir else None
+        if f is None or not f.exists():
+            self.counts["sub-agent transcript missing (its calls are not in the trace)"] += 1
+            self.notes.append(f"sub-agent {agent}: no transcript file; its calls are missing from the trace")
+            return
+        p = parse_file(f)
+        self.absorb(p)
+        self.used_subagents.add(f.name)
+        first_t = min([p.calls[k].t for k in p.calls] + [i["t"] for k, i in p.items if isinstance(i, dict)],
+                      default=result["t"])
+        self.subtasks[agent] = {}
+        desc = next((str(i["text"])[:200] for k, i in p.items if k == "user"), "")
+        self.b.subtask_start(first_t, agent, desc, True)
+        self.emit_file(p, agent)
+        self.b.subtask_end(result["t"], agent, conclusion=result["text"][:2000])
+        self.counts["sub-agent spans"] += 1
+
+
+def import_claude_code(src: str | Path) -> ImportResult:
+    """Import one Claude Code session transcript (and its ``subagents/`` directory if present)."""
+    src = Path(src)
+    if src.is_dir():
+        raise TraceError(src, None, "expected a session .jsonl file, got a directory")
+    main = parse_file(src)
+    if not main.calls:
+        raise TraceError(src, None, "no assistant records: nothing to replay")
+    sub_dir = src.with_suffix("") / "subagents"
+    imp = _Importer(src, TraceBuilder(str(src)), sub_dir if sub_dir.is_dir() else None)
+    imp.absorb(main)
+    imp.load_compaction_calls()
+    imp.emit_file(main, None)
+    for _t, _u, name, _m in imp.compact_calls:
+        imp.notes.append(f"compaction call {name} matched no compact_boundary")
+    if imp.subagent_dir:
+        for f in sorted(imp.subagent_dir.glob("agent-*.jsonl")):
+            if not f.name.startswith("agent-acompact") and f.name not in imp.used_subagents:
+                imp.notes.append(f"sub-agent file {f.name} is referenced by no Task result: not imported")
+
+    b = imp.b
+    version = max(imp.versions, key=lambda v: (_version(v), imp.versions[v])) if imp.versions else None
+    partial = bool(version) and _version(version)[:2] >= PARTIAL_OUTPUT_FROM
+    first = imp.first_call or {}
+    fu: tr.RecordedUsage | None = first.get("usage")
+    prefix = max(0, fu.context_tokens - imp._visible_before_first) if fu else 0
+    model = imp.models.most_common(1)[0][0] if imp.models else None
+    repairs = Counter(b.counts) + Counter({k: v for k, v in imp.counts.items() if k not in ("sub-agent spans", "sidechain spans")})
+    extra = [f"Claude Code {version}" if version else "Claude Code (version not recorded)",
+             "prefix_tokens = first call's recorded context − cl100k tokens of its visible messages (token scale 1)"]
+    if partial:
+        extra.append("output_tokens are partial streaming counts (2.1.x): the largest per call is kept; not the truth")
+    if imp.dropped:
+        extra.append("content blocks replaced by placeholders: " + ", ".join(f"{k} ×{v}" for k, v in sorted(imp.dropped.items())))
+    extra += imp.notes
+    tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
+    compactions = sum(1 for e in b.events if isinstance(e, tr.CompactEvent))
+    sub_calls = sum(1 for e in b.events if isinstance(e, tr.AssistantEvent) and e.meta.get("subagent"))
+    header = tr.Header(
+        name=src.stem, model=model, prefix_tokens=prefix, usage="per_call", output_tokens_partial=partial,
+        source={"format": FORMAT, "path": str(src), "version": version,
+                "session": main.sessions.most_common(1)[0][0] if main.sessions else None},
+        notes=notes_from(imp.ignored, repairs, extra),
+        meta={"first_call_context": fu.context_tokens if fu else 0, "prefix_tokens_scale": 1.0,
+              "subtasks": {k: v for k, v in imp.subtasks.items()}},
+    )
+    summary = {
+        "source": str(src), "format": FORMAT, "version": version, "model": model,
+        "calls": b.calls, "main_calls": b.calls - sub_calls, "subagent_calls": sub_calls,
+        "tool_uses": tool_uses, "compactions": compactions,
+        "subagent_spans": imp.counts.get("sub-agent spans", 0) + imp.counts.get("sidechain spans", 0),
+        "prefix_tokens": prefix, "output_tokens_partial": partial,
+        "ignored": dict(sorted(imp.ignored.items())), "repairs": dict(sorted(repairs.items())),
+    }
+    return finalize(header, b, summary)

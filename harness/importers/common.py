@@ -1,0 +1,231 @@
+"""What every importer shares: reading a third-party log with line numbers, and building a valid
+trace from its records.
+
+An importer's job is to turn someone else's log into events the loader accepts, without inventing
+anything and without losing anything silently. :class:`TraceBuilder` is where the repairs happen,
+each one counted so it lands in the import summary and in ``header.notes``:
+
+* a ``tool_use`` with no result before the next call (an interrupted tool) gets a synthetic
+  ``is_error`` result (the API would reject the next request otherwise, N-TRANS-5);
+* a result for an unknown or already answered ``tool_use`` is dropped;
+* a timestamp earlier than the event before it is raised to that time (logs interleave streamed
+  blocks and tool results; the trace's clock may not go backwards).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness import trace as tr
+from harness.trace import TraceError
+
+SYNTHETIC_RESULT = "[ctxsim import: no tool_result was recorded for this call (interrupted tool)]"
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a line that is not a JSON object fails with
+    the path and line (a truncated last line says so)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
+    lines = raw.split(b"\n")
+    last = len(lines) - (1 if lines and lines[-1] == b"" else 0)
+    for no, b in enumerate(lines[:last], 1):
+        if not b.strip():
+            continue
+        try:
+            obj = json.loads(b.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise TraceError(path, no, f"not UTF-8: {e.reason}") from None
+        except json.JSONDecodeError as e:
+            hint = " (truncated file?)" if no == last else ""
+            raise TraceError(path, no, f"not JSON: {e.msg} at column {e.colno}{hint}") from None
+        if not isinstance(obj, dict):
+            raise TraceError(path, no, f"expected a JSON object, got {type(obj).__name__}")
+        yield no, obj
+
+
+def read_json(path: str | Path) -> Any:
+    """A whole-file JSON document; a parse error names the line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise TraceError(path, None, f"not UTF-8: {e.reason}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TraceError(path, e.lineno, f"not JSON: {e.msg} at column {e.colno} (truncated file?)") from None
+
+
+def parse_time(value: Any, path: str | Path, line: int | None) -> float:
+    """ISO-8601 timestamp (``Z`` or offset) or epoch seconds to epoch seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    raise TraceError(path, line, f"bad timestamp {value!r}")
+
+
+def flatten_content(content: Any) -> tuple[str, Counter]:
+    """A tool_result's or message's content (string or list of blocks) as text. Non-text blocks
+    (images, documents) become a bracketed placeholder; what was replaced is counted."""
+    dropped: Counter = Counter()
+    if content is None:
+        return "", dropped
+    if isinstance(content, str):
+        return content, dropped
+    if isinstance(content, dict):
+        content = [content]
+    parts = []
+    for b in content:
+        if isinstance(b, str):
+            parts.append(b)
+        elif isinstance(b, dict) and b.get("type") == "text":
+            parts.append(str(b.get("text", "")))
+        elif isinstance(b, dict):
+            kind = str(b.get("type", "unknown"))
+            dropped[kind] += 1
+            parts.append(f"[{kind} content not in the log]")
+    return "\n".join(parts), dropped
+
+
+@dataclass
+class TraceBuilder:
+    """Accumulates events in order, repairing what the loader would reject (each repair counted)."""
+
+    source: str
+    t0: float | None = None
+    events: list[Any] = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)   # repairs and drops
+    _t: float = 0.0
+    _open: dict[str, str] = field(default_factory=dict)       # open tool_use id -> tool name
+    _answered: set[str] = field(default_factory=set)
+    _stack: list[dict[str, str]] = field(default_factory=list)  # parents' open sets in spans
+
+    def rel(self, abs_t: float | None) -> float:
+        """Seconds since the first record; never before the previous event (counted)."""
+        if abs_t is None:
+            return self._t
+        if self.t0 is None:
+            self.t0 = abs_t
+        t = round(abs_t - self.t0, 3)
+        if t < self._t:
+            self.counts["timestamps raised to keep time monotonic"] += 1
+            t = self._t
+        self._t = t
+        return t
+
+    def _close_dangling(self, t: float) -> None:
+        for tid in list(self._open):
+            self.events.append(tr.ToolResultEvent(t=t, tool_use_id=tid, content=SYNTHETIC_RESULT, is_error=True,
+                                                  meta={"synthetic": True}))
+            self.counts["dangling tool_use repaired with a synthetic error result"] += 1
+            self._answered.add(tid)
+            del self._open[tid]
+
+    def user(self, abs_t: float | None, text: str, **meta: Any) -> None:
+        self.events.append(tr.UserEvent(t=self.rel(abs_t), text=text, meta=meta))
+
+    def assistant(self, abs_t: float | None, content: list[Any], usage: tr.RecordedUsage | None,
+                  model: str | None = None, request_id: str | None = None, **meta: Any) -> None:
+        t = self.rel(abs_t)
+        self._close_dangling(t)
+        blocks = []
+        for c in content:
+            if isinstance(c, tr.ToolUseContent):
+                if c.id in self._answered or c.id in self._open or any(
+                        isinstance(b, tr.ToolUseContent) and b.id == c.id for b in blocks):
+                    self.counts["duplicate tool_use id dropped"] += 1
+                    continue
+                self._open[c.id] = c.name
+            blocks.append(c)
+        if not blocks:
+            blocks = [tr.TextContent(text="")]
+        self.events.append(tr.AssistantEvent(t=t, content=blocks, usage=usage, model=model,
+                                             request_id=request_id, meta=meta))
+
+    def tool_result(self, abs_t: float | None, tool_use_id: str, content: str, is_error: bool = False,
+                    **meta: Any) -> bool:
+        if tool_use_id not in self._open:
+            what = "answered twice" if tool_use_id in self._answered else "unknown"
+            self.counts[f"tool_result for an {what} tool_use dropped"] += 1
+            return False
+        del self._open[tool_use_id]
+        self._answered.add(tool_use_id)
+        self.events.append(tr.ToolResultEvent(t=self.rel(abs_t), tool_use_id=tool_use_id, content=content,
+                                              is_error=is_error, meta=meta))
+        return True
+
+    def compact(self, abs_t: float | None, trigger: str, pre_tokens: int | None, summary: str | None,
+                usage: tr.RecordedUsage | None, **meta: Any) -> None:
+        self.events.append(tr.CompactEvent(t=self.rel(abs_t), trigger=trigger, pre_tokens=pre_tokens,
+                                           summary=summary, usage=usage, meta=meta))
+
+    def subtask_start(self, abs_t: float | None, id: str, description: str, isolated: bool = True) -> None:
+        self.events.append(tr.SubtaskStart(t=self.rel(abs_t), id=id, description=description, isolated=isolated))
+        self._stack.append(self._open)
+        self._open = {}
+
+    def subtask_end(self, abs_t: float | None, id: str, conclusion: str = "") -> None:
+        t = self.rel(abs_t)
+        self._close_dangling(t)
+        self.events.append(tr.SubtaskEnd(t=t, id=id, conclusion=conclusion))
+        self._open = self._stack.pop()
+
+    def finish(self) -> None:
+        """Repair a dangling call at the very end too: a replay may stop there."""
+        if self._open:
+            self._close_dangling(self._t)
+
+    @property
+    def calls(self) -> int:
+        return sum(1 for e in self.events if isinstance(e, tr.AssistantEvent))
+
+
+@dataclass
+class ImportResult:
+    """A trace plus the import summary (what was read, what was ignored, what was repaired)."""
+
+    trace: tr.Trace
+    summary: dict[str, Any]
+
+    def summary_lines(self) -> list[str]:
+        out = []
+        for k, v in self.summary.items():
+            if isinstance(v, dict):
+                inner = ", ".join(f"{kk}: {vv}" for kk, vv in v.items()) or "none"
+                out.append(f"{k}: {inner}")
+            else:
+                out.append(f"{k}: {v}")
+        return out
+
+
+def notes_from(ignored: Counter, repairs: Counter, extra: list[str] | None = None) -> list[str]:
+    """The header notes: every ignored record kind and every repair, with its count."""
+    notes = list(extra or [])
+    if ignored:
+        notes.append("ignored records: " + ", ".join(f"{k} ×{v}" for k, v in sorted(ignored.items())))
+    for k, v in sorted(repairs.items()):
+        notes.append(f"{k}: {v}")
+    return notes
+
+
+def finalize(header: tr.Header, builder: TraceBuilder, summary: dict[str, Any]) -> ImportResult:
+    """Validate the built events as the loader would (an importer bug fails here, not at replay)."""
+    builder.finish()
+    trace = tr.validate_events(header, builder.events, name=builder.source)
+    return ImportResult(trace, summary)

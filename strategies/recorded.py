@@ -1,0 +1,144 @@
+"""recorded: re-enact what the recorded agent did, so a replay can be compared with its log.
+
+Used by ``ctxsim fidelity``: if the simulator is right, replaying a real Claude Code session with
+this strategy gives, call by call, the context, cache reads and cost the real API reported. What it
+re-enacts, and where each habit was read:
+
+* history is append-only between compactions (Claude Code never rewrites old messages; every
+  recorded call reads the previous call's whole context from cache: ``cache_read_i ≈ context_{i-1}``
+  in the spotter logs);
+* at a recorded ``compact`` event it makes the compaction call the agent made: one billed summary
+  side call over the current history plus the compaction prompt, so it reuses the cached prefix (the
+  real ``agent-acompact-*`` calls read ≈99% of their input from cache), then replaces the history
+  by the *recorded* summary text as one user message (what the agent sent next);
+* cache breakpoints where Claude Code puts them: the system block and the last message (reads after
+  a compaction stop at the system prefix, 21,460 tokens in the spotter logs); TTL ``1h`` when the
+  recorded usage shows ``ephemeral_1h`` writes (Claude Code 2.1.x), else ``5m`` — a parameter;
+* a sub-agent span (``isolated``) runs in its own context: its own history and its own system
+  prefix (``subtask_prefix_tokens``), the parent's history untouched until the Task result arrives;
+* the model of each call, when the log switched models mid-session (``models``: a Skill that runs
+  on Haiku, a sub-agent on Sonnet), since each model has its own price and its own cache.
+
+It never sees recorded token counts: the parameters are the agent's *choices* (where it put
+breakpoints, which model it called), read from the log by ``ctxsim fidelity``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from harness.conversation import Breakpoint, History, Message, Request, SystemPrompt
+from harness.llm import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
+from strategies.base import CallInfo, Strategy, StrategyConfig
+
+# What Claude Code's compaction prompt asks for (peers.md, "Summary prompt sections", reported).
+COMPACT_SECTIONS = ("Primary request and intent", "Key technical concepts", "Files and code sections",
+                    "Errors and fixes", "Problem solving", "All user messages", "Pending tasks",
+                    "Current work", "Optional next step")
+COMPACT_INSTRUCTIONS = (
+    "Your task is to create a detailed summary of the conversation so far, paying close attention to the "
+    "user's explicit requests and your previous actions. Wrap your analysis in <analysis> tags, then write "
+    "the summary with these sections: " + "; ".join(f"{i}. {s}" for i, s in enumerate(COMPACT_SECTIONS, 1)) + "."
+)
+SUMMARY_MAX_OUTPUT_TOKENS = 20_000  # N-COMP-1's reserve: what a summary may take
+MISSING_SUMMARY = "[the recorded log has no summary text for this compaction]"
+
+
+class RecordedConfig(StrategyConfig):
+    breakpoints: Literal["system+last", "last", "none"] = Field(
+        "system+last", description="where the recorded agent put cache breakpoints (Claude Code: system block and last message)")
+    ttl: Literal["5m", "1h"] = Field(
+        "5m", description="cache TTL of the breakpoints; 1h when the recorded usage shows ephemeral_1h writes")
+    summary_call: bool = Field(True, description="bill the recorded compaction's summary call (off: replace history only)")
+    compact_instructions: str = Field(COMPACT_INSTRUCTIONS, min_length=1,
+                                      description="the compaction prompt sent after the history")
+    models: tuple[str, ...] = Field((), description="model of each recorded call in order (empty: the run's model)")
+    model_prefix_tokens: dict[str, int] = Field(
+        default_factory=dict, description="system+tools tokens of the main context per model, when the log "
+        "switched models (each model gets its own system prompt); others use the trace header's")
+    subtask_prefix_tokens: dict[str, int] = Field(
+        default_factory=dict, description="system+tools tokens of each sub-agent span (by span id) the log has no text for")
+
+
+class Recorded(Strategy):
+    name = "recorded"
+    summary = "re-enacts the recorded agent: append-only, its own compactions, breakpoints and models (fidelity)"
+    Config = RecordedConfig
+
+    def __init__(self, config: RecordedConfig, env) -> None:
+        super().__init__(config, env)
+        self.system: SystemPrompt = env.system
+        self._stack: list[tuple[History, SystemPrompt]] = []
+        self._spans: list[str] = []        # open isolated sub-agent spans, innermost last
+        self._last_model: str | None = None  # the model of the last call (the compaction call uses it)
+        self._systems: dict[str, SystemPrompt] = {}
+
+    # --- the model call ---------------------------------------------------------------------------
+    def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
+        mode, ttl = self.config.breakpoints, self.config.ttl
+        out: list[Breakpoint] = []
+        if mode == "system+last":
+            out.append(Breakpoint("system", ttl))
+        if mode != "none" and len(history):
+            out.append(Breakpoint(len(history) - 1, ttl))
+        return tuple(out)
+
+    def _model(self, index: int) -> str | None:
+        models = self.config.models
+        return models[index] if index < len(models) and models[index] else None
+
+    def build_request(self, call: CallInfo) -> Request:
+        self._last_model = self._model(call.index)
+        system = self.system
+        if not self._spans and self._last_model in self.config.model_prefix_tokens:
+            system = self._system_for(self._last_model)
+        return Request(system, self.env.tools, self.history, self.breakpoints(self.history),
+                       kind=SUBAGENT if self._spans else "main", estimated_tokens=self.estimate(),
+                       rewrite=self._take_rewrite(), model=self._last_model)
+
+    def _system_for(self, model: str) -> SystemPrompt:
+        """One SystemPrompt object per model (same bytes, same cache key, call after call)."""
+        sp = self._systems.get(model)
+        if sp is None:
+            sp = self._systems[model] = SystemPrompt(self.env.system.blocks, self.config.model_prefix_tokens[model])
+        return sp
+
+    # --- the recorded agent's own context management ------------------------------------------------
+    def on_recorded_compact(self, trigger: str, summary: str | None, now: float) -> None:
+        self.counters.compactions_attempted += 1
+        if self.config.summary_call and len(self.history):
+            system = self.system
+            if not self._spans and self._last_model in self.config.model_prefix_tokens:
+                system = self._system_for(self._last_model)
+            req = Request(system, self.env.tools, self.history, self.breakpoints(self.history),
+                          kind=SUMMARY, model=self._last_model)
+            try:
+                self.env.services.call(req, CallSpec(kind=SUMMARY, instructions=self.config.compact_instructions,
+                                                     sections=COMPACT_SECTIONS,
+                                                     max_output_tokens=SUMMARY_MAX_OUTPUT_TOKENS))
+            except SideCallFailed as e:
+                # the recorded agent did compact: the replay follows the record whatever the simulation says
+                self.counters.compactions_failed += 1
+                self.counters.extra[f"summary call failed ({e.reason}); record followed"] += 1
+        if summary is None:
+            self.counters.extra["compaction without recorded summary"] += 1
+        self.history = History([Message.user(summary or MISSING_SUMMARY, origin="summary")])
+        self.counters.compactions_succeeded += 1
+        self.rewrote = True
+
+    def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
+        if not isolated:
+            return
+        self._stack.append((self.history, self.system))
+        opaque = self.config.subtask_prefix_tokens.get(id, self.system.opaque_tokens)
+        self.system = SystemPrompt(self.system.blocks, opaque)
+        self.history = History()
+        self._spans.append(id)
+
+    def on_subtask_end(self, id: str, conclusion: str) -> None:
+        if not self._spans or self._spans[-1] != id:
+            return  # a span that was not isolated: nothing was set aside
+        self.history, self.system = self._stack.pop()
+        self._spans.pop()
