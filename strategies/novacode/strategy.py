@@ -1,0 +1,380 @@
+"""NovaCode, the seed's context system, as a ctxsim strategy (spec/novacode.md sections 1, 2, 6).
+
+A thin wiring of the layers, each in its own module:
+
+* ``spill``      layer 1: large tool results to real files before they enter history (N-SPILL-*);
+* ``accounting`` the real-usage anchor plus a 3.5 chars/token estimate (N-COMP-5);
+* ``compaction`` the triggers and the tail choice, pure (N-COMP-1…3, 6…8);
+* ``breaker``    the circuit breaker (N-COMP-4);
+* ``restore``    the restore attachment (N-COMP-11);
+* ``caching``    the three cache breakpoints (N-CACHE-1…3);
+* ``transcript`` (memory layer 3) the session transcript whose path the summary carries (N-COMP-10);
+* ``memory_layer`` (memory layers 1–2), built only when ``memory`` or ``instructions`` is on.
+
+Compaction happens at the model call that first sees the estimate reach a trigger line: the summary
+side call reuses the conversation's cached prefix (same system, tools and messages, the same
+breakpoints; the engine appends the instructions as a final user message), and on success history
+becomes summary message + restore attachment + verbatim tail (N-COMP-9) before the main request is
+built, which declares the rewrite (``Request.rewrite``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from harness.conversation import History, Message, Request, Usage
+from harness.llm import SUMMARY, CallSpec, SideCallFailed
+from strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv
+from strategies.novacode import caching, restore
+from strategies.novacode import compaction as rules
+from strategies.novacode import spill as spilling
+from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, message_tokens
+from strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
+
+# The summary's sections: the seed names none; these are the ones reported for Claude Code, the
+# closest real relative (peers.md), and what real compaction requests ask for
+# (traces/real/claude-code/spotter/*/subagents/agent-acompact-*.jsonl).
+SUMMARY_SECTIONS = (
+    "Primary request and intent",
+    "Key technical concepts",
+    "Files and code sections",
+    "Errors and fixes",
+    "Problem solving",
+    "All user messages",
+    "Pending tasks",
+    "Current work",
+    "Optional next step",
+)
+
+SUMMARY_INSTRUCTIONS = """\
+Your task is to create a detailed summary of the conversation so far, so that the work can continue \
+without it. {scope}
+Capture the user's explicit requests and intent, the decisions taken and why, file names and code \
+that matter, every error met and how it was fixed, every user message that is not a tool result, \
+and what was being worked on at the end.
+
+Your summary must have these sections, in this order:
+{sections}
+
+Answer with the summary only, inside <summary></summary> tags."""
+
+SUMMARY_MESSAGE = """\
+This session is being continued from an earlier conversation that ran out of context. The summary \
+below covers the earlier part of it; the most recent messages follow verbatim after a restore \
+attachment.
+
+{summary}
+
+The full transcript of this session is saved at: {transcript}
+Read it back if you need exact details from before this summary."""
+
+
+def _dir_name(session: str | None) -> str:
+    """A session id as a directory name (ids come from logs and may hold any character)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", session or "session")
+    return "_" + name if name in (".", "..") else name
+
+
+class NovaCodeConfig(StrategyConfig):
+    """Every number of the seed is a field with the seed's default (spec/novacode.md)."""
+
+    # --- layer 1: spill (N-SPILL-*) -----------------------------------------------------------
+    spill: bool = Field(True, description="spill large tool results to files (layer 1)")
+    spill_threshold_chars: int = Field(spilling.SPILL_THRESHOLD_CHARS, ge=1,
+                                       description="N-SPILL-1: a single result longer than this is spilled")
+    spill_preview_chars: int = Field(spilling.PREVIEW_CHARS, ge=0,
+                                     description="N-SPILL-1: characters of the result kept in the placeholder")
+    spill_budget_chars: int = Field(spilling.AGGREGATE_BUDGET_CHARS, ge=1,
+                                    description="N-SPILL-2: aggregate budget of the tool results of one message")
+    spill_failure_rate: float = Field(0.0, ge=0.0, le=1.0,
+                                      description="N-SPILL-4: injected probability that a spill write fails (seeded)")
+    # --- accounting (N-COMP-5) ------------------------------------------------------------------
+    chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0.0, le=100.0,
+                                   description="N-COMP-5: characters per estimated token after the usage anchor")
+    # --- layer 2: compaction (N-COMP-*) ---------------------------------------------------------
+    compaction: bool = Field(True, description="threshold compaction (layer 2)")
+    summary_reserve: int = Field(rules.SUMMARY_RESERVE_TOKENS, ge=0,
+                                 description="N-COMP-1: tokens of the window reserved for the summary output")
+    soft_margin: int = Field(rules.SOFT_MARGIN_TOKENS, ge=0,
+                             description="N-COMP-2: soft trigger at effective window minus this")
+    hard_margin: int = Field(rules.HARD_MARGIN_TOKENS, ge=0,
+                             description="N-COMP-3: hard trigger (bypasses the breaker) at effective window minus this")
+    breaker_failures: int = Field(BREAKER_FAILURES, ge=1,
+                                  description="N-COMP-4: consecutive failed compactions that open the breaker")
+    breaker_reset: Literal["never", "cooldown"] = Field(
+        "never", description="N-COMP-4 reading: an open breaker stays open for the session (never) or "
+        "allows one attempt after a cool-down (cooldown)")
+    breaker_cooldown_s: float = Field(600.0, ge=0.0,
+                                      description="cool-down before an open breaker allows an attempt "
+                                      "(breaker_reset=cooldown; not in the seed)")
+    tail_min_tokens: int = Field(rules.TAIL_MIN_TOKENS, ge=0,
+                                 description="N-COMP-6: the verbatim tail holds at least this many tokens")
+    tail_min_messages: int = Field(rules.TAIL_MIN_MESSAGES, ge=0,
+                                   description="N-COMP-6: the verbatim tail holds at least this many messages")
+    tail_max_tokens: int = Field(rules.TAIL_MAX_TOKENS, ge=0,
+                                 description="N-COMP-6: the tail never holds more (the cap wins over the minimums)")
+    tail_rule: Literal["both", "either"] = Field(
+        "both", description="N-COMP-6 reading: both minimums must hold, or either one")
+    min_compressible_tokens: int = Field(rules.MIN_COMPRESSIBLE_TOKENS, ge=0,
+                                         description="N-COMP-8: give up when the compressible prefix is smaller")
+    summary_max_output_tokens: int = Field(rules.SUMMARY_RESERVE_TOKENS, ge=1,
+                                           description="max output tokens of the summary call")
+    restore_max_files: int = Field(restore.RESTORE_MAX_FILES, ge=0,
+                                   description="N-COMP-11: most recently read files restored after compaction")
+    restore_file_tokens: int = Field(restore.RESTORE_FILE_TOKENS, ge=0,
+                                     description="per restored file (Claude Code, reported)")
+    restore_total_tokens: int = Field(restore.RESTORE_TOTAL_TOKENS, ge=0,
+                                      description="all restored files (Claude Code, reported)")
+    restore_skill_tokens: int = Field(restore.RESTORE_SKILL_TOKENS, ge=0,
+                                      description="activated skills' procedures (Claude Code, reported)")
+    # --- caching (N-CACHE-*) --------------------------------------------------------------------
+    cache_breakpoints: bool = Field(True, description="N-CACHE-1: breakpoints on tools, system, last user message")
+    cache_ttl: Literal["5m", "1h"] = Field("5m", description="TTL of the cache breakpoints")
+    # --- memory seams (sections 3–5, strategies/novacode/memory_layer.py) -------------------------
+    transcript: bool = Field(True, description="N-COMP-10 / N-TRANS: keep the session transcript on disk")
+    memory: bool = Field(False, description="auto memory (N-MEM-*): recall injections, extraction")
+    instructions: bool = Field(False, description="instruction files (N-INST-*), resident in every request")
+
+    @model_validator(mode="after")
+    def _lines_in_order(self) -> NovaCodeConfig:
+        if self.soft_margin < self.hard_margin:
+            raise ValueError(f"soft_margin ({self.soft_margin}) must be >= hard_margin ({self.hard_margin}): "
+                             "the soft line comes before the hard one")
+        return self
+
+
+class NovaCode(Strategy):
+    name = "novacode"
+    summary = "spill + anchored accounting + threshold compaction with breaker + 3 cache breakpoints (the seed)"
+    Config = NovaCodeConfig
+    manages_window = True  # the hard line (N-COMP-3) keeps requests under the window
+
+    def __init__(self, config: NovaCodeConfig, env: StrategyEnv) -> None:
+        super().__init__(config, env)
+        c = self.config = config
+        self.ledger = TokenLedger(c.chars_per_token)
+        self.breaker = self._new_breaker()
+        self.lines = rules.thresholds(env.window, c.summary_reserve, c.soft_margin, c.hard_margin)
+        self.reads = restore.ReadTracker()
+        self.readback_ids: set[str] = set()
+        self.spill_dir = env.session_dir / spilling.SPILL_DIR
+        self.session: str | None = None
+        self.transcript = None
+        self.memory = None
+        if c.memory or c.instructions:
+            from strategies.novacode.memory_layer import MemoryLayer
+
+            self.memory = MemoryLayer(c, env)
+        self._epoch = 0  # bumped on every non-append rewrite of history
+        self._req: tuple[tuple[bytes, ...], int, int, History] | None = None
+
+    def _new_breaker(self) -> CircuitBreaker:
+        c = self.config
+        return CircuitBreaker(c.breaker_failures, c.breaker_reset, c.breaker_cooldown_s)
+
+    # --- history bookkeeping ------------------------------------------------------------------------
+    def _append(self, message: Message) -> None:
+        self.history = self.history.append(message)
+        if self.config.transcript:
+            self._transcript().append(message)
+
+    def _replace_history(self, history: History) -> None:
+        self.history = history
+        self._epoch += 1
+
+    def _transcript(self):
+        if self.transcript is None:
+            from strategies.novacode.transcript import Transcript
+
+            self.transcript = Transcript(self.env.session_dir / "transcripts", _dir_name(self.session), self.env.now)
+        return self.transcript
+
+    # --- events ---------------------------------------------------------------------------------------
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        previous = self.session
+        self.session = session
+        self.breaker = self._new_breaker()  # N-COMP-4: "for the rest of the session"
+        self.ledger.clear()  # a new launch has no usage yet
+        self.readback_ids.clear()
+        if resume and self.config.transcript and previous is not None:
+            from strategies.novacode.transcript import Transcript
+
+            new_id = session if session != previous else None
+            self.transcript, msgs = Transcript.resume(
+                self.env.session_dir / "transcripts", _dir_name(previous), self.env.now,
+                new_session_id=_dir_name(new_id) if new_id is not None else None)
+            self._replace_history(History(msgs))
+            self.reads.reset()
+            self.rewrote = True  # thinking is not persisted (N-TRANS-3): the prefix differs
+        elif resume:
+            self._epoch += 1
+        else:
+            self._replace_history(History())
+            self.reads.reset()
+            self.transcript = None  # the next append opens this launch's transcript
+        if self.memory is not None:
+            self.memory.on_session_start(session, resume, now)
+
+    def on_session_end(self, session: str, now: float) -> None:
+        if self.memory is not None:
+            self.memory.on_session_end(session, now)
+
+    def on_user(self, message: Message) -> None:
+        self._append(message)
+        if self.memory is not None:
+            self.memory.on_user(message, self.env.now())
+
+    def on_tool_results(self, message: Message) -> None:
+        originals = {b.id: b.text for b in message.blocks if b.type == "tool_result" and b.id}
+        if self.config.spill:
+            message = self._spill(message)
+        self.reads.on_results(message, len(self.history), originals)
+        self._append(message)
+
+    def _spill(self, message: Message) -> Message:
+        c = self.config
+        rate = c.spill_failure_rate
+        fail = (lambda _tid: bool(self.env.rng.random() < rate)) if rate > 0 else None
+        ids = {i for i in message.tool_result_ids() if i in self.readback_ids}
+        out = spilling.spill_message(message, self.env.session_dir, ids, threshold=c.spill_threshold_chars,
+                                  budget=c.spill_budget_chars, preview_chars=c.spill_preview_chars, fail=fail)
+        self.counters.spills += len(out.spilled)
+        self.counters.readbacks += len(out.readbacks)
+        if out.failed:
+            self.counters.extra["spill_write_failures"] += len(out.failed)
+        return out.message
+
+    def on_response(self, message: Message, usage: Usage | None) -> None:
+        for b in message.blocks:
+            if b.type == "tool_use" and b.id and spilling.names_spill_file(b.input, self.spill_dir):
+                self.readback_ids.add(b.id)  # N-SPILL-3: its result will be exempt
+        self.reads.on_assistant(message)
+        self._append(message)
+        self.ledger.record(usage, len(self.history))  # N-COMP-5: the anchor
+        if self.memory is not None:
+            self.memory.on_response(message, usage, self.env.now())
+
+    # --- the model call -------------------------------------------------------------------------------
+    def build_request(self, call: CallInfo) -> Request:
+        if self.memory is not None:
+            for m in self.memory.injection_messages(call.now):
+                self._append(m)
+        resident = self._resident()
+        if self.config.compaction:
+            self._maybe_compact(call.now, resident)
+        messages = self._request_messages(resident)
+        return Request(self.env.system, self.env.tools, messages, self._breakpoints(messages),
+                       estimated_tokens=self._estimate(resident), rewrite=self._take_rewrite())
+
+    def estimate(self) -> int | None:
+        return self._estimate(self._resident())
+
+    def _resident(self) -> list[Message]:
+        return list(self.memory.resident_messages()) if self.memory is not None else []
+
+    def _estimate(self, resident: list[Message]) -> int:
+        return self.ledger.estimate(self.history, system=self.env.system, tools=self.env.tools, prefix=resident)
+
+    def _breakpoints(self, messages: History):
+        if not self.config.cache_breakpoints:
+            return ()
+        return caching.breakpoints(messages, self.config.cache_ttl, tools=len(self.env.tools) > 0,
+                                   system=bool(self.env.system.blocks) or self.env.system.opaque_tokens > 0)
+
+    def _request_messages(self, resident: list[Message]) -> History:
+        """Resident messages (instruction files, N-INST-3) then history; extended incrementally so
+        nothing is re-hashed per call."""
+        if not resident:
+            return self.history
+        key = tuple(m.digest for m in resident)
+        if self._req is not None:
+            rkey, epoch, n, req = self._req
+            if rkey == key and epoch == self._epoch and n <= len(self.history):
+                req = req.extend(self.history[n:])
+                self._req = (key, self._epoch, len(self.history), req)
+                return req
+        req = History([*resident, *self.history])
+        self._req = (key, self._epoch, len(self.history), req)
+        return req
+
+    # --- compaction -----------------------------------------------------------------------------------
+    def _maybe_compact(self, now: float, resident: list[Message]) -> None:
+        c = self.config
+        est = self._estimate(resident)
+        fired = rules.trigger(est, self.lines)
+        if fired == "none":
+            return
+        if fired == "soft" and not self.breaker.allows(now):
+            self.counters.extra["compaction_skipped_breaker_open"] += 1  # N-COMP-4
+            return
+        choice = rules.select_tail(
+            [message_tokens(m, c.chars_per_token) for m in self.history],
+            [m.has_tool_result for m in self.history],
+            c.tail_min_tokens, c.tail_min_messages, c.tail_max_tokens, c.tail_rule)
+        if not rules.worth_compacting(choice, c.min_compressible_tokens):
+            self.counters.extra["compaction_gave_up_small_prefix"] += 1  # N-COMP-8
+            return
+        self.counters.compactions_attempted += 1
+        try:
+            text = self._summarise(choice, resident, fired, est)
+        except SideCallFailed as e:
+            self._failed(now, e.reason)
+            return
+        self._apply(choice, text, est)
+
+    def _summarise(self, choice: rules.TailChoice, resident: list[Message], fired: str, est: int) -> str:
+        """The summary side call, built like the main request so it reads the cached prefix."""
+        c = self.config
+        messages = self._request_messages(resident)
+        kept = len(self.history) - choice.boundary
+        scope = (f"The last {kept} message(s) will be kept verbatim after your summary: summarise everything "
+                 "before them." if kept else "Nothing will be kept verbatim: summarise the whole conversation.")
+        spec = CallSpec(
+            kind=SUMMARY,
+            instructions=SUMMARY_INSTRUCTIONS.format(
+                scope=scope, sections="\n".join(f"{i}. {s}" for i, s in enumerate(SUMMARY_SECTIONS, 1))),
+            sections=SUMMARY_SECTIONS,
+            max_output_tokens=c.summary_max_output_tokens,
+            params={"summarize_messages": len(resident) + choice.boundary, "kept_messages": kept,
+                    "trigger": fired},
+        )
+        req = Request(self.env.system, self.env.tools, messages, self._breakpoints(messages), kind=SUMMARY,
+                      estimated_tokens=est, max_output_tokens=c.summary_max_output_tokens)
+        result = self.env.services.call(req, spec)
+        if result.late:
+            raise SideCallFailed("timeout", "summary arrived after its timeout")
+        if not result.text.strip():
+            raise SideCallFailed("api_error", "empty summary")
+        return result.text
+
+    def _failed(self, now: float, reason: str) -> None:
+        self.counters.compactions_failed += 1
+        self.counters.extra[f"compaction_failed_{reason}"] += 1
+        if self.breaker.failure(now):
+            self.counters.breaker_trips += 1
+
+    def _apply(self, choice: rules.TailChoice, text: str, est: int) -> None:
+        """N-COMP-9: summary message, restore attachment, verbatim tail; then N-COMP-12."""
+        c = self.config
+        b = choice.boundary
+        path = str(self._transcript().path) if c.transcript else "(no transcript kept: transcript=false)"
+        summary_msg = Message.user(SUMMARY_MESSAGE.format(summary=text.strip(), transcript=path),
+                                   origin="summary", transcript=path)  # N-COMP-10
+        restore_msg = restore.restore_attachment(
+            self.reads, self.env.tools, b, max_files=c.restore_max_files, file_tokens=c.restore_file_tokens,
+            total_tokens=c.restore_total_tokens, skill_tokens=c.restore_skill_tokens,
+            chars_per_token=c.chars_per_token)
+        tail = list(self.history[b:])
+        self.reads.reindex({i: i - b + 2 for i in range(b, len(self.history))})
+        self._replace_history(History([summary_msg, restore_msg, *tail]))
+        if c.transcript:
+            self._transcript().compact_boundary(est, summary_msg.text, [restore_msg, *tail])
+        self.ledger.clear()  # N-COMP-12: no anchor until the next real usage
+        if self.memory is not None:
+            self.memory.on_compacted()  # N-COMP-12: injection markers reset
+        self.breaker.success()  # N-COMP-4: a success resets the count
+        self.counters.compactions_succeeded += 1
+        self.rewrote = True

@@ -1,0 +1,472 @@
+"""NovaCode as a whole: scenario tests through the engine, and direct drives of the strategy with a
+fake side-call service where the exact numbers matter."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
+from harness.engine import RunConfig, replay
+from harness.llm import SideCallFailed, SideCallResult
+from strategies.base import CallInfo, StrategyEnv
+from strategies.novacode.accounting import chars_to_tokens
+from strategies.novacode.restore import RESTORE_NOTICE
+from strategies.novacode.strategy import NovaCode, NovaCodeConfig
+from strategies.registry import StrategyError, get, make_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers_traces import Builder  # noqa: E402
+
+WORDS = np.array(["alpha", "beta", "gamma", "delta", "def", "return", "self", "value", "x", "=", "(", ")",
+                  "import", "class", "parser", "token", "error", "line", "42", "None"])
+
+
+def words(n_chars: int, rng: np.random.Generator) -> str:
+    return " ".join(rng.choice(WORDS, size=n_chars // 4 + 1))[:n_chars]
+
+
+def growing_trace(calls: int, result_chars: int, seed: int = 0):
+    """A session whose context grows by one ``result_chars`` tool result per call."""
+    rng = np.random.default_rng(seed)
+    b = Builder()
+    b.user("Please fix the parser bug; goal: make the test suite pass.")
+    for i in range(calls):
+        b.call(f"step {i}", results=[words(result_chars, rng)])
+    return b.build()
+
+
+class Capture:
+    """RunConfig.observer: keeps every request the engine sees, with its info."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple] = []
+
+    def __call__(self, req, info) -> None:
+        self.seen.append((req, info))
+
+
+# --- registration and parameters ---------------------------------------------------------------
+
+def test_registered_with_every_number_as_a_parameter():
+    assert get("novacode") is NovaCode
+    params = NovaCode.parameters()
+    for name, default in [("spill_threshold_chars", 50_000), ("spill_preview_chars", 2_000),
+                          ("spill_budget_chars", 200_000), ("chars_per_token", 3.5),
+                          ("summary_reserve", 20_000), ("soft_margin", 13_000), ("hard_margin", 3_000),
+                          ("breaker_failures", 3), ("tail_min_tokens", 10_000), ("tail_min_messages", 5),
+                          ("tail_max_tokens", 40_000), ("min_compressible_tokens", 2_000),
+                          ("restore_max_files", 5), ("restore_file_tokens", 5_000),
+                          ("restore_total_tokens", 50_000), ("restore_skill_tokens", 25_000),
+                          ("tail_rule", "both"), ("breaker_reset", "never"), ("cache_ttl", "5m")]:
+        assert params[name]["default"] == default, name
+        assert params[name]["description"], name
+    assert params["tail_rule"]["enum"] == ["both", "either"]
+    assert params["breaker_reset"]["enum"] == ["never", "cooldown"]
+
+
+def test_set_strings_are_coerced_and_bad_values_fail_loudly():
+    cfg = make_config(NovaCode, {"soft_margin": "30000", "tail_min_tokens": "20000", "tail_rule": "either",
+                                 "breaker_reset": "cooldown", "breaker_cooldown_s": "60"})
+    assert (cfg.soft_margin, cfg.tail_min_tokens, cfg.tail_rule, cfg.breaker_reset) == (30_000, 20_000, "either",
+                                                                                        "cooldown")
+    with pytest.raises(StrategyError, match="valid:"):
+        make_config(NovaCode, {"soft_margn": "1"})
+    with pytest.raises(StrategyError, match="tail_rule"):
+        make_config(NovaCode, {"tail_rule": "some"})
+    with pytest.raises(StrategyError, match="soft_margin"):
+        make_config(NovaCode, {"soft_margin": "1000"})  # below the hard margin: lines out of order
+
+
+def test_config_round_trip():
+    cfg = NovaCodeConfig(soft_margin=20_000, cache_ttl="1h")
+    assert NovaCodeConfig.model_validate(cfg.model_dump()) == cfg
+
+
+# --- spill scenarios (N-SPILL-1, -2, -3) ---------------------------------------------------------
+
+def test_scenario_60k_result_spills_and_its_readback_does_not(tmp_path: Path):
+    """Call 1 runs a command with a 60,000-char output: spilled to tool-results/tu_1.txt. Call 2 reads
+    that file back (the recorded agent's own path): 60,000 chars again, but exempt (N-SPILL-3)."""
+    out = "".join(f"line {i:06d}\n" for i in range(5_000))  # 12 × 5,000 = 60,000 chars
+    assert len(out) == 60_000
+    b = Builder()
+    b.user("Run the build and look at the log.")
+    b.call("running", results=[out])
+    b.call("reading it back", results=[out], tool="Read",
+           inputs=[{"file_path": "/home/u/.novacode/sessions/s1/tool-results/tu_1.txt"}])
+    b.call("done")
+    cap = Capture()
+    r = replay(b.build(), "novacode", None, RunConfig(window=200_000, session_dir=tmp_path, observer=cap))
+    assert r.metrics["spills"] == 1
+    assert (tmp_path / "tool-results" / "tu_1.txt").read_text() == out
+    assert not (tmp_path / "tool-results" / "tu_2.txt").exists()
+    last = cap.seen[-1][0].messages
+    first_result, readback = last[2].blocks[0], last[4].blocks[0]
+    assert first_result.text.startswith("<persisted-output>") and first_result.meta["spilled"]
+    assert readback.text == out and readback.meta["spill_exempt"] == "readback"
+    assert r.metrics["strategy_counters"] == {} or "spill_write_failures" not in r.metrics["strategy_counters"]
+
+
+def test_scenario_five_45k_results_in_one_message_spill_exactly_one(tmp_path: Path):
+    rng = np.random.default_rng(1)
+    b = Builder()
+    b.user("Read these five files.")
+    b.call("reading", results=[words(45_000, rng) for _ in range(5)], tool="Read",
+           inputs=[{"file_path": f"/src/m{i}.py"} for i in range(5)])
+    b.call("done")
+    r = replay(b.build(), "novacode", None, RunConfig(window=200_000, session_dir=tmp_path))
+    assert r.metrics["spills"] == 1
+    assert [p.name for p in (tmp_path / "tool-results").iterdir()] == ["tu_1.txt"]
+
+
+def test_scenario_spill_failure_rate_keeps_results_inline(tmp_path: Path):
+    """N-SPILL-4 by seeded injection: with failure rate 1 every write fails; results stay inline."""
+    rng = np.random.default_rng(2)
+    b = Builder()
+    b.user("go")
+    b.call("x", results=[words(60_000, rng)])
+    b.call("done")
+    r = replay(b.build(), "novacode", {"spill_failure_rate": 1.0}, RunConfig(window=200_000, session_dir=tmp_path))
+    assert r.metrics["spills"] == 0
+    assert r.metrics["strategy_counters"]["spill_write_failures"] == 1
+    assert not (tmp_path / "tool-results").exists()
+
+
+def test_n_spill_6_history_messages_are_never_rewritten(tmp_path: Path):
+    """Every message a request carries is the same object in every later request (until a
+    compaction): results are final once they enter history."""
+    cap = Capture()
+    replay(growing_trace(12, 30_000), "novacode", None, RunConfig(window=200_000, observer=cap))
+    reqs = [req for req, _ in cap.seen]
+    for a, b in zip(reqs, reqs[1:], strict=False):
+        assert all(x is y for x, y in zip(a.messages, b.messages, strict=False))
+        assert len(b.messages) >= len(a.messages)
+
+
+# --- compaction scenarios (N-COMP-*) -------------------------------------------------------------
+
+GROW = dict(calls=80, result_chars=12_000)
+
+
+def test_scenario_200k_compacts_once_between_the_lines_without_overflow():
+    """≈3,400 tokens per call: the context passes 167,000 around call 69. The call that first
+    estimates ≥ 167,000 compacts (soft line), well before 177,000; nothing overflows."""
+    cap = Capture()
+    r = replay(growing_trace(**GROW), "novacode", None, RunConfig(window=200_000, observer=cap))
+    m, calls = r.metrics, r.calls
+    assert m["compactions"] == {"attempted": 1, "succeeded": 1, "failed": 0, "breaker_trips": 0}
+    assert m["overflows"] == 0 and m["pairing_violations"] == 0
+    summ = calls[calls.kind == "summary"].iloc[0]
+    before = calls[(calls.kind == "main") & (calls.index < summ["index"])].iloc[-1]
+    # the summary request is the would-be main request plus the instructions: between the lines
+    assert 167_000 <= summ["context_tokens"] < 177_000
+    assert before["context_tokens"] < 167_000
+    # it reuses the conversation's cached prefix (real compaction calls read ~99% from cache)
+    assert summ["cache_read"] / summ["context_tokens"] > 0.95
+    after = calls[calls.index > summ["index"]].iloc[0]
+    assert after["kind"] == "main" and bool(after["compaction"]) and after["context_tokens"] < 60_000
+    assert calls[calls.kind == "main"]["context_tokens"].max() < 177_000
+
+
+def test_scenario_1m_window_never_compacts():
+    r = replay(growing_trace(**GROW), "novacode", None, RunConfig(window=1_000_000))
+    assert r.metrics["compactions"]["attempted"] == 0
+    assert r.metrics["overflows"] == 0 and r.metrics["peak_context_tokens"] > 177_000
+
+
+def test_soft_margin_parameter_moves_the_line():
+    """soft_margin=30000: the soft line is 200,000 − 20,000 − 30,000 = 150,000."""
+    r = replay(growing_trace(**GROW), "novacode", {"soft_margin": 30_000}, RunConfig(window=200_000))
+    summ = r.calls[r.calls.kind == "summary"].iloc[0]
+    assert 150_000 <= summ["context_tokens"] < 160_000
+
+
+def test_scenario_three_summary_failures_open_the_breaker_hard_line_still_compacts():
+    """≈1,700 tokens per call: ~6 calls between 167,000 and 177,000. The first three summary calls
+    fail (targeted injection): the breaker opens after the third (N-COMP-4) and the soft zone stops
+    trying; when the estimate crosses 177,000 the hard line forces an attempt, which succeeds
+    (N-COMP-3). Nothing overflows."""
+    trace = growing_trace(calls=160, result_chars=6_000)
+    r = replay(trace, "novacode", None, RunConfig(window=200_000, fail_calls={"summary": (0, 1, 2)}))
+    m, calls = r.metrics, r.calls
+    assert m["compactions"] == {"attempted": 4, "succeeded": 1, "failed": 3, "breaker_trips": 1}
+    assert m["strategy_counters"]["compaction_skipped_breaker_open"] >= 1
+    assert m["strategy_counters"]["compaction_failed_injected"] == 3
+    summ = calls[calls.kind == "summary"]
+    assert list(summ["failed"]) == [True, True, True, False]
+    # the strategy acts on its estimate (anchor + 3.5 chars/token for the newest result); on this
+    # text the estimate runs ~1% high, so the true sizes sit a little under the lines it crossed
+    ctx = summ["context_tokens"]
+    assert ((ctx.iloc[:3] >= 165_000) & (ctx.iloc[:3] < 177_000)).all()
+    assert ctx.iloc[3] >= 175_000
+    assert m["overflows"] == 0 and m["pairing_violations"] == 0
+
+
+def test_scenario_all_summaries_fail_breaker_opens_hard_line_keeps_trying():
+    trace = growing_trace(calls=160, result_chars=6_000)
+    r = replay(trace, "novacode", None, RunConfig(window=200_000, failure_rates={"summary": 1.0}))
+    c = r.metrics["compactions"]
+    assert c["succeeded"] == 0 and c["breaker_trips"] == 1 and c["failed"] == c["attempted"] > 3
+    sc = r.metrics["strategy_counters"]
+    assert sc["compaction_skipped_breaker_open"] >= 1
+
+
+def test_n_comp_9_10_11_product_summary_restore_tail(tmp_path: Path):
+    """The first request after the compaction: summary message (origin summary, carrying the path of
+    the transcript, which exists on disk), restore attachment (origin restore, four sections), then
+    the verbatim tail: the very message objects of the request before it."""
+    rng = np.random.default_rng(3)
+    b = Builder()
+    b.user("Please fix the parser bug; goal: make the test suite pass.")
+    for i in range(75):
+        if i % 10 == 0:
+            b.call(f"read {i}", results=[words(12_000, rng)], tool="Read", inputs=[{"file_path": f"/src/f{i}.py"}])
+        else:
+            b.call(f"step {i}", results=[words(12_000, rng)])
+    cap = Capture()
+    r = replay(b.build(), "novacode", None, RunConfig(window=200_000, session_dir=tmp_path, observer=cap))
+    assert r.metrics["compactions"]["succeeded"] == 1
+    i_summary = next(i for i, (req, _) in enumerate(cap.seen) if req.kind == "summary")
+    pre = cap.seen[i_summary][0]  # the summary request: the full history + the instructions
+    post = cap.seen[i_summary + 1][0]
+    assert post.rewrite and post.kind == "main"
+    s, rest = post.messages[0], post.messages[1]
+    assert s.meta["origin"] == "summary" and "<summary>" in s.text
+    path = Path(s.meta["transcript"])
+    assert str(path) in s.text and path.exists() and path.is_relative_to(tmp_path)
+    assert rest.meta["origin"] == "restore"
+    for section in ("## Recently read files", "## Activated skills", "## Available tools", RESTORE_NOTICE):
+        assert section in rest.text
+    assert "### /src/f" in rest.text and "- Read: read a file" in rest.text
+    tail = list(post.messages[2:])
+    history = list(pre.messages)[:-1]  # drop the instruction message the engine appended
+    assert len(tail) >= 5
+    assert all(a is b for a, b in zip(tail, history[-len(tail):], strict=True))
+    assert not tail[0].has_tool_result  # N-COMP-7: the tail does not open on an orphan result
+    tail_tokens = sum(chars_to_tokens(m.chars) for m in tail)
+    assert 10_000 <= tail_tokens <= 40_000
+    # the transcript holds the boundary record (N-TRANS-4 seam)
+    assert '"type":"compact_boundary"' in path.read_text()
+
+
+def test_cli_run_with_set(tmp_path: Path, capsys):
+    """`ctxsim run TRACE --strategy novacode --set soft_margin=30000 --set tail_min_tokens=20000`."""
+    from harness import trace as tr
+    from harness.cli import main
+
+    p = tmp_path / "t.jsonl"
+    tr.write(growing_trace(**GROW), p)
+    rc = main(["run", str(p), "--strategy", "novacode", "--set", "soft_margin=30000", "--set",
+               "tail_min_tokens=20000", "--window", "200000", "--json", str(tmp_path / "out.json")])
+    assert rc == 0
+    import json
+
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["compactions"]["succeeded"] >= 1 and out["overflows"] == 0
+
+
+# --- direct drives (fake side-call service) -------------------------------------------------------
+
+class FakeServices:
+    def __init__(self, fail: set[int] | None = None, text: str = "<summary>S</summary>") -> None:
+        self.calls: list = []
+        self.fail = fail or set()
+        self.text = text
+
+    def call(self, request, spec):
+        n = len(self.calls)
+        self.calls.append((request, spec))
+        if n in self.fail:
+            raise SideCallFailed("injected", f"#{n}")
+        return SideCallResult(self.text, Usage(), 1.0)
+
+
+def make(tmp_path: Path, services=None, window: int = 200_000, **params) -> NovaCode:
+    env = StrategyEnv(session_dir=tmp_path, services=services or FakeServices(), now=lambda: 0.0, window=window,
+                      max_output_tokens=64_000, model="m", provider="anthropic", system=SystemPrompt.of("sys"),
+                      tools=ToolSet((ToolDef("Read", "read"),)), rng=np.random.default_rng(0))
+    return NovaCode(make_config(NovaCode, params), env)
+
+
+def turn(s: NovaCode, user_chars: int, anchor: int | None, i: int) -> object:
+    """A user message, a request, and the answer with the usage the API would report."""
+    s.on_user(Message.user("u" * user_chars))
+    req = s.build_request(CallInfo(i, float(i)))
+    s.on_response(Message("assistant", (Block.text_block("ok"),)),
+                  Usage(input_uncached=anchor) if anchor is not None else None)
+    return req
+
+
+def test_n_comp_5_request_estimate_is_anchor_plus_new_messages(tmp_path: Path):
+    """Anchor 100,000 after call 0; then a 35,000-char user message: 100,000 + 10,000."""
+    s = make(tmp_path)
+    turn(s, 35, 100_000, 0)
+    s.on_user(Message.user("u" * 35_000))
+    req = s.build_request(CallInfo(1, 1.0))
+    assert req.estimated_tokens == 110_000
+
+
+def test_n_comp_8_gives_up_when_the_prefix_is_too_small(tmp_path: Path):
+    """The estimate says 170,000 (soft) but history is six tiny messages: the tail takes them all,
+    the prefix has 0 tokens < 2,000: no summary call."""
+    svc = FakeServices()
+    s = make(tmp_path, svc)
+    for i in range(3):
+        turn(s, 35, 170_000, i)
+    s.on_user(Message.user("more"))
+    s.build_request(CallInfo(3, 3.0))
+    assert svc.calls == [] and s.counters.compactions_attempted == 0
+    assert s.counters.extra["compaction_gave_up_small_prefix"] >= 1
+
+
+def fill(s: NovaCode, turns: int, anchor_of) -> None:
+    """``turns`` turns of 14,000-char (4,000-token) user messages, usage from ``anchor_of(i)``."""
+    for i in range(turns):
+        turn(s, 14_000, anchor_of(i), i)
+
+
+def test_n_comp_3_4_hard_line_bypasses_an_open_breaker(tmp_path: Path):
+    """Each turn adds a 14,000-char user message (4,000 estimated tokens) to the last anchor.
+    Turns 21–23 estimate 165,000 + 4,000 = 169,000 (soft): three failures open the breaker; turns 24
+    and 25 (169,000, soft) do not try; turn 26 estimates 175,000 + 4,000 = 179,000 ≥ 177,000 (hard):
+    forced through the open breaker, it succeeds and closes it."""
+    svc = FakeServices(fail={0, 1, 2})
+    s = make(tmp_path, svc)
+    fill(s, 20, lambda i: 100_000)
+    for i in range(20, 25):
+        assert not turn(s, 14_000, 165_000, i).rewrite
+    assert s.counters.compactions_attempted == 3 and s.counters.compactions_failed == 3
+    assert s.counters.breaker_trips == 1 and s.breaker.open
+    assert s.counters.extra["compaction_skipped_breaker_open"] == 1
+    assert not turn(s, 14_000, 175_000, 25).rewrite
+    assert s.counters.extra["compaction_skipped_breaker_open"] == 2
+    req = turn(s, 14_000, 50_000, 26)
+    assert req.rewrite and s.counters.compactions_succeeded == 1 and not s.breaker.open
+    assert len(svc.calls) == 4 and s.counters.breaker_trips == 1
+
+
+def test_n_comp_4_cooldown_reading(tmp_path: Path):
+    clock = {"t": 0.0}
+    svc = FakeServices(fail={0, 1, 2})
+    s = make(tmp_path, svc, breaker_reset="cooldown", breaker_cooldown_s=100)
+    s.env.now = lambda: clock["t"]
+    fill(s, 20, lambda i: 100_000)
+    for i in range(20, 24):
+        turn(s, 14_000, 165_000, i)
+    assert s.counters.compactions_attempted == 3
+    s.on_user(Message.user("u" * 14_000))
+    req = s.build_request(CallInfo(24, 150.0))  # opened at t=23: 150 − 23 ≥ 100 s, allowed again
+    assert req.rewrite and s.counters.compactions_succeeded == 1
+
+
+def test_n_comp_12_resets_after_success(tmp_path: Path, monkeypatch):
+    """After a compaction: the anchor is cleared (the request is estimated from characters) and the
+    memory layer's on_compacted hook runs (its injection markers reset)."""
+    events: list[str] = []
+
+    class FakeMemory:
+        def __init__(self, config, env):
+            events.append("init")
+
+        def on_session_start(self, session, resume, now):
+            pass
+
+        def resident_messages(self):
+            return [Message.user("RULES: use tabs", origin="instructions")]
+
+        def on_user(self, message, now):
+            pass
+
+        def injection_messages(self, now):
+            return []
+
+        def on_response(self, message, usage, now):
+            pass
+
+        def on_compacted(self):
+            events.append("compacted")
+
+        def on_session_end(self, session, now):
+            pass
+
+    mod = types.ModuleType("strategies.novacode.memory_layer")
+    mod.MemoryLayer = FakeMemory
+    monkeypatch.setitem(sys.modules, "strategies.novacode.memory_layer", mod)
+    s = make(tmp_path, instructions=True)
+    fill(s, 20, lambda i: 100_000)
+    req = turn(s, 14_000, 165_000, 20)
+    assert not req.rewrite
+    s.on_user(Message.user("u" * 14_000))
+    req = s.build_request(CallInfo(21, 21.0))
+    assert req.rewrite and events == ["init", "compacted"]
+    assert s.ledger.anchor is None
+    # resident instruction block first, then summary, restore, tail
+    assert req.messages[0].text == "RULES: use tabs"
+    assert [m.meta.get("origin") for m in req.messages[1:3]] == ["summary", "restore"]
+    chars = (len("sys") + len(ToolDef("Read", "read").payload) + sum(m.chars for m in req.messages))
+    assert req.estimated_tokens == chars_to_tokens(chars)
+
+
+def test_n_comp_6_tail_rule_either_keeps_a_shorter_tail(tmp_path: Path):
+    """4,000-token user messages and 1-token answers ("ok"), tail_min_messages=8. Walking back from
+    the newest user message: u, a, u, a, u holds 12,002 tokens ≥ 10,000 after 5 messages.
+    'either' stops there (5 messages); 'both' goes on to 8 messages (u a u a u a u a: 16,004)."""
+    tails = {}
+    for rule in ("both", "either"):
+        d = tmp_path / rule
+        d.mkdir()
+        s = make(d, tail_rule=rule, tail_min_messages=8)
+        fill(s, 20, lambda i: 100_000)
+        s.on_user(Message.user("u" * 14_000))
+        s.ledger.anchor = 170_000
+        req = s.build_request(CallInfo(21, 21.0))
+        assert req.rewrite
+        tails[rule] = len(req.messages) - 2
+    assert (tails["both"], tails["either"]) == (8, 5)
+
+
+def test_summary_request_reuses_the_main_request(tmp_path: Path):
+    """Same system, tools and messages as the main request would carry, same breakpoints."""
+    svc = FakeServices()
+    s = make(tmp_path, svc)
+    fill(s, 20, lambda i: 100_000)
+    s.on_user(Message.user("u" * 14_000))
+    s.ledger.anchor = 170_000
+    main = s.build_request(CallInfo(21, 21.0))
+    req, spec = svc.calls[0]
+    assert req.system is s.env.system and req.tools is s.env.tools and req.kind == "summary"
+    assert req.breakpoints[-1].at == len(req.messages) - 1
+    assert spec.kind == "summary" and spec.max_output_tokens == 20_000 and len(spec.sections) == 9
+    assert "summary" in spec.instructions.lower() and spec.params["kept_messages"] == len(main.messages) - 2
+
+
+def test_empty_summary_counts_as_a_failure(tmp_path: Path):
+    s = make(tmp_path, FakeServices(text="  "))
+    fill(s, 20, lambda i: 100_000)
+    s.on_user(Message.user("u" * 14_000))
+    s.ledger.anchor = 170_000
+    assert not s.build_request(CallInfo(21, 21.0)).rewrite
+    assert s.counters.compactions_failed == 1
+
+
+def test_compaction_off_and_spill_off(tmp_path: Path):
+    s = make(tmp_path, compaction=False, spill=False, cache_breakpoints=False)
+    fill(s, 3, lambda i: 190_000)
+    s.on_tool_results(Message("user", (Block.tool_result("x", "y" * 60_000),)))
+    req = s.build_request(CallInfo(3, 3.0))
+    assert not req.rewrite and req.breakpoints == () and req.messages[-1].blocks[0].text == "y" * 60_000
+
+
+def test_novacode_vs_append_only_on_a_long_session():
+    """The issue's check: NovaCode 0 overflows and 0 pairing violations where append_only overflows."""
+    trace = growing_trace(calls=140, result_chars=8_000)
+    nc = replay(trace, "novacode", None, RunConfig(window=200_000)).metrics
+    ao = replay(trace, "append_only", None, RunConfig(window=200_000)).metrics
+    assert ao["overflows"] > 0
+    assert nc["overflows"] == 0 and nc["pairing_violations"] == 0
+    assert nc["cost_usd"] < ao["cost_usd"]
