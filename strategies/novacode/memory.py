@@ -515,10 +515,10 @@ def parse_memory_blocks(text: str) -> tuple[list[Memory], int] | None:
 
 
 _PREF = re.compile(
-    r"\b(i (?:really )?(?:prefer|like|want|need|always|never|hate|dislike)|i'd (?:rather|prefer|like)|"
+    r"\b(prefer|prefers|preferred|preference|i (?:really )?(?:like|want|need|hate|dislike)|i'd (?:rather|like)|"
     r"please (?:always|never|don't|do not|keep|avoid|use|make)|from now on|going forward|"
     r"in (?:the )?future|always|never|don't|do not|stop|avoid|instead of|make sure)\b", re.I)
-_CORRECTION = re.compile(r"\b(don't|do not|never|stop|avoid|instead|wrong|not like that|no,)\b", re.I)
+_CORRECTION = re.compile(r"\b(feedback|don't|do not|never|stop|avoid|instead|wrong|not like that|no,)\b", re.I)
 _PROJECT = re.compile(r"\b(we decided|decision|decided to|conclusion|root cause|turns out|agreed|"
                       r"must not|must|constraint|deadline)\b", re.I)
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -528,17 +528,18 @@ def local_extract(messages: Sequence[Message], existing: Sequence[Manifest], max
     """Deterministic stand-in for the extraction model (used only when its answer does not parse).
 
     It keeps the user's own sentences that state a standing preference or a correction (cue words
-    such as "I prefer", "always", "never", "don't", "from now on") as ``user`` / ``feedback``
-    memories, and user sentences stating a decision or constraint ("we decided", "must", "root
-    cause") as ``project`` memories, verbatim, skipping ones already remembered. This is a modelling
-    assumption, cruder than a model: it never infers, and it misses preferences stated without cues.
+    such as "prefer", "always", "never", "don't", "from now on") as ``user`` / ``feedback``
+    memories, and sentences of either side stating a decision, conclusion or constraint ("we
+    decided", "decision", "must", "root cause") as ``project`` memories, verbatim, skipping ones
+    already remembered. This is a modelling assumption, cruder than a model: it never infers, and it
+    misses what is said without such cue words.
     """
     known = {m.description.strip().lower() for m in existing}
     out: list[Memory] = []
     seen: set[str] = set()
     for m in messages:
-        if m.role != "user" or m.meta.get("origin"):
-            continue
+        if m.meta.get("origin"):
+            continue  # the strategy's own additions (summaries, recalled memories) are not dialogue
         for b in m.blocks:
             if b.type != "text":
                 continue
@@ -546,7 +547,7 @@ def local_extract(messages: Sequence[Message], existing: Sequence[Manifest], max
                 s = " ".join(sent.split())
                 if not (12 <= len(s) <= 400):
                     continue
-                if _PREF.search(s):
+                if m.role == "user" and _PREF.search(s):
                     kind = "feedback" if _CORRECTION.search(s) else "user"
                 elif _PROJECT.search(s):
                     kind = "project"
