@@ -92,6 +92,7 @@ class FactScore:
     score: float
     pointer: str | None = None
     probe: str | None = None
+    pointer_line: int | None = None  # 1-based line of the fact in the pointer's file (read an excerpt there)
 
 
 def curve(p: float | np.ndarray, params: RetentionParams | None = None) -> float | np.ndarray:
@@ -137,7 +138,7 @@ class RetentionModel:
         self._msg: dict[int, tuple[Message, str]] = {}          # id -> (message, text)
         self._has: dict[tuple[int, str], int] = {}               # (message id, fact id) -> offset or -1
         self._paths: dict[int, tuple[str, ...]] = {}             # message id -> absolute paths in it
-        self._file: dict[tuple[str, str], tuple[tuple[int, int], bool]] = {}  # (path, fact) -> (stat, has)
+        self._file: dict[tuple[str, str], tuple[tuple[int, int], int]] = {}  # (path, fact) -> (stat, line or 0)
 
     # --- per-message caches ---------------------------------------------------------------------------
     def _text(self, m: Message) -> str:
@@ -169,13 +170,14 @@ class RetentionModel:
             self._paths[id(m)] = got
         return got
 
-    def _file_has(self, path: str, fact: FactEvent) -> tuple[bool, int]:
+    def _file_has(self, path: str, fact: FactEvent) -> tuple[int, int]:
+        """(1-based line of the fact in the file or 0, file size)."""
         try:
             st = os.stat(path)
         except OSError:
-            return False, 0
+            return 0, 0
         if not os.path.isfile(path):
-            return False, 0
+            return 0, 0
         stamp = (st.st_mtime_ns, st.st_size)
         key = (path, fact.id)
         hit = self._file.get(key)
@@ -183,9 +185,11 @@ class RetentionModel:
             try:
                 data = Path(path).read_text(encoding="utf-8", errors="replace")
             except OSError:
-                return False, 0
-            escaped = json.dumps(fact.text, ensure_ascii=False)[1:-1]
-            hit = (stamp, fact.text in data or escaped in data)
+                return 0, 0
+            off = data.find(fact.text)
+            if off < 0:
+                off = data.find(json.dumps(fact.text, ensure_ascii=False)[1:-1])
+            hit = (stamp, data.count("\n", 0, off) + 1 if off >= 0 else 0)
             self._file[key] = hit
         return hit[1], st.st_size
 
@@ -219,29 +223,30 @@ class RetentionModel:
             if best is not None:
                 out.append(FactScore(fid, fact.category, best[1], round(best[0], 6), None, probe.id))
                 continue
-            pointer = self._find_pointer(msgs, fact)
-            if pointer is None:
+            found = self._find_pointer(msgs, fact)
+            if found is None:
                 out.append(FactScore(fid, fact.category, "lost", 0.0, None, probe.id))
             elif self.rng.random() < self.params.recover_probability:
                 s = attention(1.0, total, self.params)  # read back fresh: at the end of the context
-                out.append(FactScore(fid, fact.category, "recoverable", round(s, 6), pointer, probe.id))
+                out.append(FactScore(fid, fact.category, "recoverable", round(s, 6), found[0], probe.id, found[1]))
             else:
                 out.append(FactScore(fid, fact.category, "recoverable", 0.0, None, probe.id))
         return out
 
-    def _find_pointer(self, msgs, fact: FactEvent) -> str | None:
-        """The smallest file named in the request that holds the fact (the cheapest read-back)."""
-        best: tuple[int, str] | None = None
+    def _find_pointer(self, msgs, fact: FactEvent) -> tuple[str, int] | None:
+        """The smallest file named in the request that holds the fact (the cheapest read-back), and
+        the fact's line in it."""
+        best: tuple[int, str, int] | None = None
         seen: set[str] = set()
         for m in msgs:
             for p in self._pointers(m):
                 if p in seen:
                     continue
                 seen.add(p)
-                has, size = self._file_has(p, fact)
-                if has and (best is None or (size, p) < best):
-                    best = (size, p)
-        return best[1] if best else None
+                line, size = self._file_has(p, fact)
+                if line and (best is None or (size, p) < best[:2]):
+                    best = (size, p, line)
+        return (best[1], best[2]) if best else None
 
 
 def aggregate(scores: list[FactScore], params: RetentionParams | None = None) -> dict[str, Any]:
