@@ -352,11 +352,11 @@ def parse_selection(text: str, candidates: Sequence[str], k: int = RECALL_MAX) -
                 picked = [str(x).strip() for x in arr]
         except ValueError:
             picked = None
-    if picked is None:
-        found = re.findall(r"[\w.\-]+\.md", text)
-        if not found:
+    if picked is None:  # else: one bare file name per line (bulleted or not), nothing more
+        lines = [ln.strip().lstrip("-*• ").strip("`\"' ") for ln in text.splitlines() if ln.strip()]
+        if not lines or not all(re.fullmatch(r"[\w.\-]+\.md", ln) for ln in lines):
             return None
-        picked = found
+        picked = lines
     out: list[str] = []
     for p in picked:
         p = Path(p).name
@@ -500,10 +500,11 @@ _BLOCK = re.compile(r"<memory>\s*(.*?)\s*</memory>", re.S)
 
 def parse_memory_blocks(text: str) -> tuple[list[Memory], int] | None:
     """The memories of an extraction answer and how many blocks were malformed; None when the answer
-    is in no known form (neither blocks nor ``NO_MEMORIES``)."""
+    is in no known form (no valid block, and no ``NO_MEMORIES`` line: an echo of the instructions
+    that merely mentions the word is not an answer)."""
     blocks = _BLOCK.findall(text)
     if not blocks:
-        return ([], 0) if "NO_MEMORIES" in text else None
+        return ([], 0) if re.search(r"^\s*NO_MEMORIES\s*$", text, re.M) else None
     out: list[Memory] = []
     bad = 0
     for b in blocks:
@@ -511,7 +512,7 @@ def parse_memory_blocks(text: str) -> tuple[list[Memory], int] | None:
             out.append(parse_memory(b))
         except MemoryFormatError:
             bad += 1
-    return out, bad
+    return (out, bad) if out else None  # only malformed blocks: not an answer in the format
 
 
 _PREF = re.compile(
@@ -640,7 +641,7 @@ def parse_consolidation(text: str, files: Sequence[str]) -> ConsolidationPlan | 
     """The model's plan, known files only; None when the answer is in no known form."""
     known = set(files)
     plan = ConsolidationPlan()
-    if "NO_CHANGES" in text and "DELETE" not in text and "MERGE" not in text:
+    if re.fullmatch(r"\s*NO_CHANGES\s*", text):
         return plan
     lines = text.split("\n")
     recognised = False

@@ -195,6 +195,8 @@ def test_n_mem_4_parse_fixed_format_blocks():
     assert [(m.name, m.type, m.body) for m in mems] == [("tabs", "user", "I prefer tabs.")] and bad == 1
     assert parse_memory_blocks("NO_MEMORIES") == ([], 0)
     assert parse_memory_blocks("(memory_extract) acknowledged") is None
+    assert parse_memory_blocks("acknowledged: Write each memory ..., or answer NO_MEMORIES:\n<memory>") is None
+    assert parse_memory_blocks("<memory>\n---\nname: x\n---\n</memory>") is None  # only malformed
 
 
 def test_n_mem_4_local_extract_keeps_user_words():
@@ -244,6 +246,8 @@ def test_n_mem_5_selection_parsed_capped_at_5():
     assert parse_selection("[]", cands) == []
     assert parse_selection("m3.md\nm4.md", cands) == ["m3.md", "m4.md"]
     assert parse_selection("(memory_select) acknowledged: Query", cands) is None
+    assert parse_selection("acknowledged: Query: x\nAvailable memories:\n- m1.md [user] a: b", cands) is None
+    assert parse_selection("- `m1.md`\n* m2.md", cands) == ["m1.md", "m2.md"]
 
 
 def test_n_mem_5_local_select(dirs):
