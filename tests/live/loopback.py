@@ -149,6 +149,7 @@ class Loopback:
     def __init__(self, window: int | None = None) -> None:
         self.window = window
         self.received: list[dict[str, Any]] = []
+        self.answers: list[tuple[str, int, dict[str, Any]]] = []  # (endpoint, status, body) as sent back
         self.queues: dict[str, deque[Reply]] = {"messages": deque(), "count_tokens": deque()}
         self.responder: Callable[[dict[str, Any]], str] = default_responder
         self._cache: dict[str, str] = {}  # prefix digest -> ttl
@@ -246,6 +247,7 @@ class Loopback:
                     status, payload, headers = 400, Reply.error(400, "body is not JSON").body or {}, {}
                 else:
                     status, payload, headers = server.answer(endpoint, body)
+                server.answers.append((endpoint or path, status, payload))
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -264,3 +266,41 @@ def default_responder(body: dict[str, Any]) -> str:
     last = msgs[-1]["content"] if msgs else []
     texts = [b.get("text", "") for b in last if isinstance(b, dict) and b.get("type") == "text"] if isinstance(last, list) else [last]
     return f"Summary of {len(msgs)} turns. Instruction began: {texts[-1][:60] if texts else ''}"
+
+
+def request_text(body: dict[str, Any]) -> str:
+    """All text of a request's turns except the final instruction (what a summariser reads)."""
+    parts = []
+    msgs = body.get("messages", [])
+    for i, turn in enumerate(msgs):
+        content = turn["content"] if isinstance(turn["content"], list) else [{"type": "text", "text": turn["content"]}]
+        if i == len(msgs) - 1 and content and content[-1].get("type") == "text":
+            content = content[:-1]
+        for b in content:
+            if b.get("type") == "text":
+                parts.append(b["text"])
+            elif b.get("type") == "tool_result" and isinstance(b.get("content"), str):
+                parts.append(b["content"])
+    return "\n".join(parts)
+
+
+def keeping_responder(prefixes: tuple[str, ...] = ("Goal:", "Constraint:", "Decision:"),
+                      path_pattern: str | None = None) -> Callable[[dict[str, Any]], str]:
+    """A deterministic summariser: keeps every line that starts with one of ``prefixes`` (once,
+    in order) and every path matching ``path_pattern``; drops everything else. Which facts survive
+    is thus known by construction (tests of calibration and replay)."""
+    import re
+
+    line_re = re.compile(r"(?:^|(?<=\n))[ \t>*-]*((?:" + "|".join(re.escape(p) for p in prefixes) + r")[^\n]*)")
+    path_re = re.compile(path_pattern) if path_pattern else None
+
+    def respond(body: dict[str, Any]) -> str:
+        text = request_text(body)
+        kept = list(dict.fromkeys(m.group(1).strip() for m in line_re.finditer(text)))
+        paths = list(dict.fromkeys(path_re.findall(text))) if path_re else []
+        out = ["## Summary", *kept]
+        if paths:
+            out.append("Earlier context: " + ", ".join(paths))
+        return "\n".join(out)
+
+    return respond
