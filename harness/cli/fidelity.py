@@ -1,0 +1,62 @@
+"""ctxsim fidelity TRACE: replay an imported real session with the ``recorded`` strategy and
+compare it, call by call, with the usage the real API reported (harness/fidelity.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "fidelity", help="simulated vs recorded usage",
+        description="Replay an imported trace with the `recorded` strategy and compare with its recorded usage: "
+        "context tokens per call (token scale fitted on the first 30%% of calls, error on the rest), cache-read "
+        "share, cost, NovaCode's 3.5 chars/token estimator, compactions, every recorded cache miss classified "
+        "(ttl / prefix_change / unexplained) and the hidden-content deltas.")
+    p.add_argument("trace", help="an imported trace (ctxsim import ...) with per-call usage")
+    p.add_argument("--json", dest="json_out", default=None, metavar="PATH|-", help="write the report as JSON")
+    p.add_argument("--figure", default=None, metavar="PNG", help="recorded vs simulated context per call")
+    p.add_argument("--calls", default=None, metavar="PATH.csv", help="write the per-call comparison table")
+    p.add_argument("--model", default=None, help="price and cache model (default: the trace's model)")
+    p.add_argument("--token-scale", type=float, default=None, help="use this scale instead of fitting one")
+    p.add_argument("--fit-fraction", type=float, default=0.30, help="share of the calls the scale is fitted on")
+    p.add_argument("--details", action="store_true", help="include every miss and hidden delta in the JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from harness import trace as tr
+    from harness.cli import BadInput
+    from harness.fidelity import figure, run_fidelity, summary_line
+
+    if not 0 < args.fit_fraction < 1:
+        raise BadInput(f"--fit-fraction must be between 0 and 1, got {args.fit_fraction}")
+    if args.token_scale is not None and args.token_scale <= 0:
+        raise BadInput(f"--token-scale must be positive, got {args.token_scale}")
+    trace = tr.load(args.trace)
+    try:
+        fid = run_fidelity(trace, model=args.model, fit_fraction=args.fit_fraction, token_scale=args.token_scale)
+    except (ValueError, KeyError) as e:
+        raise BadInput(f"{args.trace}: {e}") from None
+    report = dict(fid.report)
+    if args.details:
+        report["misses"] = fid.misses
+        report["hidden"] = fid.hidden
+    if args.json_out:
+        text = json.dumps(report, indent=2, default=str) + "\n"
+        if args.json_out == "-":
+            sys.stdout.write(text)
+        else:
+            Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json_out).write_text(text, encoding="utf-8")
+    if args.figure:
+        Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
+        figure(fid, args.figure)
+    if args.calls:
+        Path(args.calls).parent.mkdir(parents=True, exist_ok=True)
+        fid.calls.to_csv(args.calls, index=False)
+    if args.json_out != "-":
+        print(summary_line(report))
+    return 0

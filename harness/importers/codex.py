@@ -1,0 +1,208 @@
+"""OpenAI Codex CLI rollouts (``~/.codex/sessions/.../rollout-*.jsonl``) to a trace.
+
+Facts of the format (read off ``shared/traces/real/codex``, Codex CLI 0.125.0, gpt-5.5):
+
+* every line is ``{timestamp, type, payload}``; ``session_meta`` carries ``base_instructions.text``
+  (the system prompt) and ``turn_context`` the ``model``;
+* ``response_item`` lines are what the model sees: ``message`` (role developer / user /
+  assistant), ``reasoning`` (encrypted; only its ``summary`` text is readable), ``function_call`` /
+  ``custom_tool_call`` (a tool use, joined to its ``*_output`` by ``call_id``),
+  ``web_search_call`` (a server-side tool: no output item);
+* a model call's items are followed by one ``event_msg``/``token_count`` whose
+  ``info.last_token_usage`` is that call's usage: ``input_tokens`` *includes*
+  ``cached_input_tokens`` (OpenAI convention, normalised here: N-CACHE-5). The same token_count is
+  sometimes logged twice (the running ``total_token_usage`` does not move): duplicates are dropped
+  and counted; a token_count with no ``info`` (rate limits only) is not a call;
+* ``compacted`` items (Codex's own compaction) carry the replacement history's summary message;
+* the other ``event_msg`` kinds (``user_message``/``agent_message`` mirror response items,
+  ``exec_command_end``, ``task_started``...) are not sent to the model: ignored and counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from harness import trace as tr
+from harness.importers.common import (
+    ImportResult,
+    TraceBuilder,
+    finalize,
+    flatten_content,
+    notes_from,
+    parse_time,
+    read_jsonl,
+)
+from harness.trace import TraceError
+
+FORMAT = "codex"
+TOOL_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+
+
+def _usage(u: dict[str, Any], path: Path, line: int) -> tr.RecordedUsage:
+    try:
+        total_in = int(u.get("input_tokens") or 0)
+        cached = int(u.get("cached_input_tokens") or 0)
+        return tr.RecordedUsage(input=max(0, total_in - cached), cache_read=cached, output=int(u.get("output_tokens") or 0))
+    except (TypeError, ValueError) as e:
+        raise TraceError(path, line, f"bad token_count usage {u!r}: {e}") from None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        parts = [str(b.get("text", "")) for b in content if isinstance(b, dict) and "text" in b]
+        other = [b for b in content if not (isinstance(b, dict) and "text" in b)]
+        if other:
+            parts.append(flatten_content(other)[0])
+        return "\n".join(parts)
+    return flatten_content(content)[0]
+
+
+def import_codex(src: str | Path) -> ImportResult:
+    src = Path(src)
+    b = TraceBuilder(str(src))
+    ignored: Counter = Counter()
+    counts: Counter = Counter()
+    system = ""
+    model: str | None = None
+    version: str | None = None
+    pending: list[Any] = []          # assistant content of the call in progress
+    pending_t: float | None = None
+    held: list[tuple[float, str, str]] = []  # tool outputs logged before their call's token_count
+    last_total: Any = None
+    first_usage: tr.RecordedUsage | None = None
+    before_first: list[str] = []     # visible messages the first call sent
+    saw_meta = False
+
+    def flush(usage: tr.RecordedUsage | None, t: float) -> None:
+        nonlocal pending, pending_t, first_usage
+        if not pending and usage is None:
+            return
+        if not pending:
+            counts["token_count with no output items (kept as an empty call)"] += 1
+        b.assistant(pending_t if pending_t is not None else t, pending or [tr.TextContent(text="")], usage, model=model)
+        if first_usage is None and usage is not None:
+            first_usage = usage
+        pending, pending_t = [], None
+        for ht, cid, out in held:
+            b.tool_result(ht, cid, out)
+        held.clear()
+
+    for line, o in read_jsonl(src):
+        kind, p = o.get("type"), o.get("payload")
+        if not isinstance(kind, str) or not isinstance(p, dict):
+            raise TraceError(src, line, "not a Codex rollout line (expected {timestamp, type, payload})")
+        t = parse_time(o.get("timestamp"), src, line)
+        if kind == "session_meta":
+            saw_meta = True
+            bi = p.get("base_instructions")
+            system = (bi.get("text") if isinstance(bi, dict) else bi) or system
+            version = p.get("cli_version") or version
+            continue
+        if kind == "turn_context":
+            model = p.get("model") or model
+            continue
+        if kind == "compacted":
+            flush(None, t)
+            b.compact(t, "auto", None, str(p.get("message") or "") or None, None)
+            continue
+        if kind == "event_msg":
+            if p.get("type") == "token_count":
+                info = p.get("info")
+                if not info or not info.get("last_token_usage"):
+                    ignored["token_count without usage (rate limits only)"] += 1
+                    continue
+                total = info.get("total_token_usage")
+                if total is not None and total == last_total:
+                    counts["duplicate token_count dropped"] += 1
+                    continue
+                last_total = total
+                flush(_usage(info["last_token_usage"], src, line), t)
+            else:
+                ignored[f"event_msg/{p.get('type')}"] += 1
+            continue
+        if kind != "response_item":
+            ignored[kind] += 1
+            continue
+        item = p.get("type")
+        if item == "message":
+            role = p.get("role")
+            text = _text(p.get("content"))
+            if role == "assistant":
+                pending_t = t if pending_t is None else pending_t
+                pending.append(tr.TextContent(text=text))
+            elif role in ("user", "developer", "system"):
+                flush(None, t) if pending else None
+                b.user(t, text, **({"role": role} if role != "user" else {}))
+                if b.calls == 0:
+                    before_first.append(text)
+            else:
+                raise TraceError(src, line, f"message with unknown role {role!r}")
+        elif item == "reasoning":
+            pending_t = t if pending_t is None else pending_t
+            summary = "\n".join(str(s.get("text", "")) for s in p.get("summary") or [] if isinstance(s, dict))
+            if p.get("encrypted_content"):
+                counts["encrypted reasoning (its tokens have no text here)"] += 1
+            pending.append(tr.ThinkingContent(thinking=summary))
+        elif item in TOOL_CALLS:
+            pending_t = t if pending_t is None else pending_t
+            cid = p.get("call_id") or p.get("id")
+            if not cid:
+                raise TraceError(src, line, f"{item} without call_id")
+            raw = p.get("arguments", p.get("input", p.get("action")))
+            if isinstance(raw, str):
+                try:
+                    args = json.loads(raw)
+                except json.JSONDecodeError:
+                    args = {"input": raw}
+            else:
+                args = raw if isinstance(raw, dict) else {"input": raw}
+            if not isinstance(args, dict):
+                args = {"input": args}
+            pending.append(tr.ToolUseContent(id=str(cid), name=str(p.get("name") or item), input=args))
+        elif item == "web_search_call":
+            pending_t = t if pending_t is None else pending_t
+            action = p.get("action") or {}
+            pending.append(tr.TextContent(text=f"[web_search_call] {action.get('query', '')}"))
+        elif item in TOOL_OUTPUTS:
+            cid = str(p.get("call_id") or "")
+            out = p.get("output")
+            out = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+            if pending:
+                held.append((t, cid, out))
+            else:
+                b.tool_result(t, cid, out)
+        else:
+            ignored[f"response_item/{item}"] += 1
+    flush(None, 0.0) if pending else None
+    for ht, cid, out in held:
+        b.tool_result(ht, cid, out)
+    if not saw_meta and b.calls == 0:
+        raise TraceError(src, None, "no session_meta and no model calls: not a Codex rollout")
+    if b.calls == 0:
+        raise TraceError(src, None, "no model calls (no token_count events): nothing to replay")
+
+    from harness.provider.tokenizer import get_tokenizer
+
+    tok = get_tokenizer()
+    visible = tok.count(system) + sum(tok.count(x) + 4 for x in before_first)
+    prefix = max(0, first_usage.context_tokens - visible) if first_usage else 0
+    repairs = Counter(b.counts) + counts
+    header = tr.Header(
+        name=src.stem, model=model, system=system, prefix_tokens=prefix, usage="per_call",
+        source={"format": FORMAT, "path": str(src), "version": version},
+        notes=notes_from(ignored, repairs, [
+            f"Codex CLI {version}" if version else "Codex CLI",
+            "usage: token_count.last_token_usage per call; input_tokens include cached_input_tokens (normalised)",
+            "prefix_tokens = first call's recorded input − cl100k tokens of the instructions and first messages "
+            "(the tools array is not in the log)"]),
+        meta={"first_call_context": first_usage.context_tokens if first_usage else 0, "prefix_tokens_scale": 1.0},
+    )
+    tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
+    summary = {"source": str(src), "format": FORMAT, "version": version, "model": model, "calls": b.calls,
+               "tool_uses": tool_uses, "compactions": sum(1 for e in b.events if isinstance(e, tr.CompactEvent)),
+               "prefix_tokens": prefix, "ignored": dict(sorted(ignored.items())), "repairs": dict(sorted(repairs.items()))}
+    return finalize(header, b, summary)

@@ -1,0 +1,134 @@
+"""OpenHands event streams (a JSON list of events, as saved by the V0 server and its tests) to a
+trace.
+
+Facts of the format (``shared/traces/real/openhands``, OpenHands V0, Claude 3.5 Sonnet):
+
+* ``source: user`` + ``action: message`` is the user's text (``args.content``);
+* an agent action carries ``tool_call_metadata``: the tool call id and name, and the whole
+  ``model_response`` of the call that produced it — with ``usage`` (litellm's shape:
+  ``prompt_tokens`` *includes* ``cache_creation_input_tokens`` and ``cache_read_input_tokens``;
+  normalised here, N-CACHE-5). Several actions of one response share ``model_response.id``: they
+  are one call;
+* an observation with ``cause`` and the same ``tool_call_metadata`` is the tool result
+  (``content``, else ``message``);
+* an agent ``message`` action without metadata is a final answer (a call whose usage was not
+  logged); environment events (agent state changes, null observations) are not sent to the model:
+  ignored and counted.
+The system prompt and tool schemas are not in the stream: ``prefix_tokens`` comes from the first
+call's usage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from harness import trace as tr
+from harness.importers.common import ImportResult, TraceBuilder, finalize, notes_from, parse_time, read_json
+from harness.trace import TraceError
+
+FORMAT = "openhands"
+
+
+def _obj(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            return json.loads(v)
+        except json.JSONDecodeError:
+            return v
+    return v
+
+
+def _usage(u: dict[str, Any]) -> tr.RecordedUsage:
+    prompt = int(u.get("prompt_tokens") or 0)
+    write = int(u.get("cache_creation_input_tokens") or 0)
+    read = int(u.get("cache_read_input_tokens") or (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    return tr.RecordedUsage(input=max(0, prompt - write - read), cache_write_5m=write, cache_read=read,
+                            output=int(u.get("completion_tokens") or 0))
+
+
+def import_openhands(src: str | Path) -> ImportResult:
+    src = Path(src)
+    doc = read_json(src)
+    events = doc.get("events") if isinstance(doc, dict) else doc
+    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+        raise TraceError(src, 1, "not an OpenHands event stream (expected a JSON list of event objects)")
+    b = TraceBuilder(str(src))
+    ignored: Counter = Counter()
+    counts: Counter = Counter()
+    models: Counter = Counter()
+    calls: dict[str, dict[str, Any]] = {}   # model_response.id -> the call being assembled
+    order: list[tuple[str, Any]] = []
+    first_usage: tr.RecordedUsage | None = None
+    before_first: list[str] = []
+    for k, e in enumerate(events):
+        if "id" not in e or "timestamp" not in e:
+            raise TraceError(src, None, f"event #{k} has no id or timestamp: not an OpenHands event")
+        t = parse_time(e["timestamp"], src, None)
+        meta = _obj(e.get("tool_call_metadata"))
+        args = _obj(e.get("args")) or {}
+        if e.get("source") == "user" and e.get("action") == "message":
+            order.append(("user", (t, str(args.get("content") if isinstance(args, dict) else args))))
+        elif "action" in e and isinstance(meta, dict):
+            resp = meta.get("model_response") or {}
+            rid = str(resp.get("id") or meta.get("tool_call_id"))
+            call = calls.get(rid)
+            if call is None:
+                msg = ((resp.get("choices") or [{}])[0].get("message") or {})
+                call = calls[rid] = {"t": t, "text": msg.get("content") or "", "tools": [],
+                                     "usage": _usage(resp["usage"]) if resp.get("usage") else None,
+                                     "model": resp.get("model")}
+                order.append(("call", rid))
+                models[resp.get("model") or "?"] += 1
+            tool_args = args if isinstance(args, dict) else {"input": args}
+            call["tools"].append(tr.ToolUseContent(id=str(meta.get("tool_call_id")), name=str(meta.get("function_name")),
+                                                   input={k: v for k, v in tool_args.items() if k != "thought"}))
+        elif e.get("source") == "agent" and e.get("action") == "message":
+            order.append(("final", (t, str(args.get("content") if isinstance(args, dict) else args))))
+        elif "observation" in e and isinstance(meta, dict) and e.get("cause") is not None:
+            content = e.get("content")
+            content = content if isinstance(content, str) and content else str(e.get("message") or "")
+            order.append(("result", (t, str(meta.get("tool_call_id")), content)))
+        else:
+            ignored[f"{e.get('source', '?')}/{e.get('action') or e.get('observation') or '?'}"] += 1
+    for kind, item in order:
+        if kind == "user":
+            b.user(item[0], item[1])
+            if b.calls == 0:
+                before_first.append(item[1])
+        elif kind == "call":
+            c = calls[item]
+            content = ([tr.TextContent(text=c["text"])] if c["text"] else []) + c["tools"]
+            b.assistant(c["t"], content, c["usage"], model=c["model"])
+            if first_usage is None and c["usage"] is not None:
+                first_usage = c["usage"]
+        elif kind == "final":
+            b.assistant(item[0], [tr.TextContent(text=item[1])], None)
+            counts["final agent message without logged usage"] += 1
+        else:
+            b.tool_result(item[0], item[1], item[2])
+    if b.calls == 0:
+        raise TraceError(src, None, "no agent actions: nothing to replay")
+    from harness.provider.tokenizer import get_tokenizer
+
+    tok = get_tokenizer()
+    prefix = max(0, first_usage.context_tokens - sum(tok.count(x) + 4 for x in before_first)) if first_usage else 0
+    model = models.most_common(1)[0][0] if models else None
+    repairs = Counter(b.counts) + counts
+    header = tr.Header(
+        name=src.stem, model=model, prefix_tokens=prefix, usage="per_call" if first_usage else "none",
+        source={"format": FORMAT, "path": str(src)},
+        notes=notes_from(ignored, repairs, [
+            "usage: tool_call_metadata.model_response.usage per call (litellm: prompt_tokens include cache "
+            "creation and reads; normalised)",
+            "prefix_tokens = first call's recorded input − cl100k tokens of the user messages before it "
+            "(system prompt and tools are not in the event stream)"]),
+        meta={"first_call_context": first_usage.context_tokens if first_usage else 0, "prefix_tokens_scale": 1.0},
+    )
+    tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
+    summary = {"source": str(src), "format": FORMAT, "model": model, "calls": b.calls, "tool_uses": tool_uses,
+               "compactions": 0, "prefix_tokens": prefix, "ignored": dict(sorted(ignored.items())),
+               "repairs": dict(sorted(repairs.items()))}
+    return finalize(header, b, summary)

@@ -1,0 +1,126 @@
+"""SWE-agent trajectories (``*.traj``, one JSON document) to a trace.
+
+Facts of the format (``shared/traces/real/swe-agent``, SWE-agent 0.x and 1.x):
+
+* ``history`` is the message list the agent kept: ``system`` (the system prompt), ``user`` (the
+  task, demonstrations marked ``is_demo``, and — in the older text-action format — each
+  observation), ``assistant`` (the thought and action; with function calling, ``tool_calls``), and
+  ``tool`` (an observation answering ``tool_call_ids``);
+* ``trajectory`` is one step per model call (``response``, ``observation``, and from 1.x
+  ``execution_time``). When it has more steps than ``history`` has assistant messages (the final
+  ``submit`` step is not always in the history) the missing steps are appended from it, counted;
+* usage is only the aggregate ``info.model_stats`` (tokens_sent, tokens_received, api_calls,
+  instance_cost): the header says ``usage: aggregate`` and keeps the totals in ``meta``. There are
+  no timestamps: the clock is the cumulative ``execution_time`` where present (else 0).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from harness import trace as tr
+from harness.importers.common import (
+    ImportResult,
+    TraceBuilder,
+    finalize,
+    flatten_content,
+    notes_from,
+    read_json,
+)
+from harness.trace import TraceError
+
+FORMAT = "swe-agent"
+
+
+def _args(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            return {"input": raw}
+    return raw if isinstance(raw, dict) else {"input": raw}
+
+
+def import_swe_agent(src: str | Path) -> ImportResult:
+    src = Path(src)
+    doc = read_json(src)
+    if not isinstance(doc, dict) or not isinstance(doc.get("history"), list) or "trajectory" not in doc:
+        raise TraceError(src, 1, "not a SWE-agent trajectory (expected an object with 'history' and 'trajectory')")
+    history: list[dict[str, Any]] = doc["history"]
+    steps: list[dict[str, Any]] = doc.get("trajectory") or []
+    info = doc.get("info") or {}
+    stats = info.get("model_stats") or {}
+    b = TraceBuilder(str(src))
+    counts: Counter = Counter()
+    ignored: Counter = Counter()
+    system = ""
+    clock = 0.0
+    step_times = []
+    for s in steps:
+        clock += float(s.get("execution_time") or 0.0)
+        step_times.append(clock)
+    n_assistant = 0
+    pending_ids: list[str] = []
+
+    def step_t(i: int) -> float:
+        return step_times[i - 1] if 0 < i <= len(step_times) else (step_times[-1] if step_times and i > 0 else 0.0)
+
+    for k, m in enumerate(history):
+        if not isinstance(m, dict) or "role" not in m:
+            raise TraceError(src, None, f"history[{k}] is not a message (no role)")
+        role = m["role"]
+        text, dropped = flatten_content(m.get("content"))
+        counts.update({f"{x} content replaced by a placeholder": v for x, v in dropped.items()})
+        if role == "system":
+            if b.calls or system:
+                b.user(step_t(n_assistant), text, role="system")
+            else:
+                system = text
+        elif role == "user":
+            b.user(step_t(n_assistant), text, **({"demo": True} if m.get("is_demo") else {}))
+        elif role == "assistant":
+            content: list[Any] = [tr.TextContent(text=text)] if text else []
+            for c in m.get("tool_calls") or []:
+                fn = c.get("function") or {}
+                if not c.get("id") or not fn.get("name"):
+                    raise TraceError(src, None, f"history[{k}]: tool call without id or function name")
+                content.append(tr.ToolUseContent(id=str(c["id"]), name=str(fn["name"]), input=_args(fn.get("arguments"))))
+            b.assistant(step_t(n_assistant), content, None)
+            n_assistant += 1
+            pending_ids = [c.id for c in content if isinstance(c, tr.ToolUseContent)]
+        elif role == "tool":
+            ids = m.get("tool_call_ids") or ([m["tool_call_id"]] if m.get("tool_call_id") else pending_ids[:1])
+            for tid in ids:
+                b.tool_result(step_t(n_assistant), str(tid), text)
+        else:
+            ignored[f"history role {role}"] += 1
+    for i in range(n_assistant, len(steps)):   # steps the history does not hold (the final submit)
+        s = steps[i]
+        b.assistant(step_t(i), [tr.TextContent(text=str(s.get("response") or s.get("action") or ""))], None)
+        counts["trajectory steps missing from history (appended from trajectory)"] += 1
+        if s.get("observation"):
+            b.user(step_t(i + 1), str(s["observation"]))
+    if b.calls == 0:
+        raise TraceError(src, None, "no assistant messages and no trajectory steps: nothing to replay")
+    api_calls = stats.get("api_calls")
+    extra = ["usage: aggregate only (info.model_stats); no per-call usage to compare",
+             "no timestamps: the clock is the cumulative execution_time of the steps" if any(step_times)
+             else "no timestamps and no execution_time: every event at t=0"]
+    if api_calls is not None and api_calls != b.calls:
+        extra.append(f"model_stats.api_calls = {api_calls} but the trace has {b.calls} calls")
+    header = tr.Header(
+        name=src.stem, model=None, system=system, usage="aggregate",
+        source={"format": FORMAT, "path": str(src), "environment": doc.get("environment")},
+        notes=notes_from(ignored, Counter(b.counts) + counts, extra),
+        meta={"aggregate_usage": {k: stats[k] for k in ("tokens_sent", "tokens_received", "api_calls",
+                                                       "instance_cost", "total_cost") if k in stats},
+              "exit_status": info.get("exit_status")},
+    )
+    tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
+    summary = {"source": str(src), "format": FORMAT, "calls": b.calls, "tool_uses": tool_uses, "compactions": 0,
+               "usage": "aggregate", "aggregate": header.meta["aggregate_usage"],
+               "ignored": dict(sorted(ignored.items())), "repairs": dict(sorted((Counter(b.counts) + counts).items()))}
+    return finalize(header, b, summary)
