@@ -110,7 +110,7 @@ class SlidingWindow(ThresholdCompactor):
     def should_compact(self, call: CallInfo) -> bool:
         return self._total() >= self.allowed()
 
-    def compact(self, call: CallInfo) -> bool:
+    def compact(self, call: CallInfo) -> bool | None:
         allowed = self.allowed()
         total = self._total()
         dropped_any = False
@@ -134,4 +134,4 @@ class SlidingWindow(ThresholdCompactor):
             self.counters.extra["messages_dropped"] += len(removed)
             dropped_any = True
             total = self._total()
-        return dropped_any
+        return True if dropped_any else None

@@ -239,19 +239,23 @@ class PeerStrategy(Strategy):
 
 class ThresholdCompactor(PeerStrategy):
     """When, then what: :meth:`should_compact` decides at each model call, :meth:`compact` rewrites
-    history and returns whether it succeeded. The counters follow (attempted / succeeded / failed)."""
+    history and returns True (done), False (tried and failed) or None (nothing worth doing: not
+    counted as an attempt). The counters follow (attempted / succeeded / failed)."""
 
     def should_compact(self, call: CallInfo) -> bool:
         raise NotImplementedError
 
-    def compact(self, call: CallInfo) -> bool:
+    def compact(self, call: CallInfo) -> bool | None:
         raise NotImplementedError
 
     def prepare(self, call: CallInfo) -> None:
         if not self.should_compact(call):
             return
+        done = self.compact(call)
+        if done is None:
+            return
         self.counters.compactions_attempted += 1
-        if self.compact(call):
+        if done:
             self.counters.compactions_succeeded += 1
         else:
             self.counters.compactions_failed += 1

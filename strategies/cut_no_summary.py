@@ -1,0 +1,105 @@
+"""cut_no_summary: NovaCode's triggers and verbatim tail, with the prefix dropped and no summary.
+
+Source: the seed (``spec/novacode.md`` N-COMP-13, section 8): "cutting history at the boundary with
+no summary is cheapest but loses what the tail cannot rebuild (task goal, earlier conclusions); it
+is a competing strategy, not NovaCode". Everything but the summary is NovaCode's, imported from
+``strategies/novacode`` so the two cannot drift apart:
+
+* the estimate: the last reported usage plus 3.5 characters per token for what came after
+  (N-COMP-5, ``accounting.TokenLedger``);
+* the triggers: soft at window − 20,000 − 13,000, hard at window − 20,000 − 3,000 (N-COMP-1…3);
+  with no side call there is nothing to fail, so no circuit breaker and both lines act alike;
+* the tail: at least 10,000 tokens and 5 messages, at most 40,000 tokens, moved so no pair is split
+  (N-COMP-6, N-COMP-7); give up below 2,000 tokens of prefix (N-COMP-8);
+* the cache breakpoints: tools, system, last user message (N-CACHE-1).
+
+The product is the verbatim tail alone, after a one-line notice (a user message, so the request
+still opens with the user role; it says that something was removed, not what).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from harness.conversation import History, Message, Usage
+from strategies.base import CallInfo, Strategy, StrategyConfig
+from strategies.novacode import caching
+from strategies.novacode import compaction as rules
+from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, message_tokens
+
+NOTICE = "[Earlier conversation was removed to free context. No summary was kept.]"
+
+
+class CutNoSummaryConfig(StrategyConfig):
+    summary_reserve_tokens: int = Field(rules.SUMMARY_RESERVE_TOKENS, ge=0, le=1_000_000,
+                                        description="effective window = window − this (N-COMP-1)")
+    soft_margin_tokens: int = Field(rules.SOFT_MARGIN_TOKENS, ge=0, le=1_000_000,
+                                    description="cut at effective window − this (N-COMP-2)")
+    tail_min_tokens: int = Field(rules.TAIL_MIN_TOKENS, ge=0, le=1_000_000, description="tail holds at least this (N-COMP-6)")
+    tail_min_messages: int = Field(rules.TAIL_MIN_MESSAGES, ge=0, le=10_000, description="... and this many messages (N-COMP-6)")
+    tail_max_tokens: int = Field(rules.TAIL_MAX_TOKENS, ge=1, le=10_000_000, description="tail never above this (N-COMP-6)")
+    min_prefix_tokens: int = Field(rules.MIN_COMPRESSIBLE_TOKENS, ge=0, le=1_000_000,
+                                   description="do not cut a prefix smaller than this (N-COMP-8)")
+    chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0, le=20, description="estimate for messages after "
+                                   "the usage anchor (N-COMP-5)")
+
+
+class CutNoSummary(Strategy):
+    name = "cut_no_summary"
+    summary = "NovaCode's triggers and tail, prefix dropped with no summary (N-COMP-13)"
+    Config = CutNoSummaryConfig
+    manages_window = True
+
+    def __init__(self, config: CutNoSummaryConfig, env) -> None:
+        super().__init__(config, env)
+        self.ledger = TokenLedger(config.chars_per_token)
+        self.lines = rules.thresholds(env.window, config.summary_reserve_tokens, config.soft_margin_tokens)
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        if not resume:
+            self.ledger.clear()
+
+    def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
+        super().on_subtask_start(id, description, isolated)
+        if isolated:
+            self.ledger.clear()
+
+    def on_subtask_end(self, id: str, conclusion: str) -> None:
+        isolated = self.in_isolated_subtask
+        super().on_subtask_end(id, conclusion)
+        if isolated:
+            self.ledger.clear()
+
+    def on_response(self, message: Message, usage: Usage | None) -> None:
+        super().on_response(message, usage)
+        self.ledger.record(usage, len(self.history))
+
+    def estimate(self) -> int | None:
+        return self.ledger.estimate(self.history, system=self.env.system, tools=self.env.tools)
+
+    def breakpoints(self, history: History):
+        return caching.breakpoints(history, tools=len(self.env.tools) > 0,
+                                   system=bool(self.env.system.blocks) or self.env.system.opaque_tokens > 0)
+
+    def build_request(self, call: CallInfo):
+        if rules.trigger(self.estimate() or 0, self.lines) != "none":
+            self._cut()
+        return super().build_request(call)
+
+    def _cut(self) -> None:
+        c = self.config
+        msgs = list(self.history)
+        tokens = [message_tokens(m, c.chars_per_token) for m in msgs]
+        choice = rules.select_tail(tokens, [m.has_tool_result for m in msgs], c.tail_min_tokens,
+                                   c.tail_min_messages, c.tail_max_tokens)
+        if not rules.worth_compacting(choice, c.min_prefix_tokens) or choice.boundary == 0:
+            self.counters.extra["cut_skipped_small_prefix"] += 1  # N-COMP-8: not worth a cache break
+            return
+        self.counters.compactions_attempted += 1
+        tail = msgs[choice.boundary:]
+        self.history = History([Message.user(NOTICE, origin="placeholder"), *tail])
+        self.rewrote = True
+        self.ledger.clear()
+        self.counters.compactions_succeeded += 1
+        self.counters.extra["messages_dropped"] += choice.boundary

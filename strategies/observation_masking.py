@@ -1,0 +1,143 @@
+"""observation_masking: keep the last M observations verbatim, mask the older ones (SWE-agent).
+
+Sources: SWE-agent/SWE-agent ``sweagent/agent/history_processors.py`` (``LastNObservations``,
+``CacheControlHistoryProcessor``) and ``sweagent/agent/agents.py`` / tools config
+(``max_observation_length``); JetBrains, "The Complexity Trap" (arXiv 2508.21433), which runs
+SWE-agent with M = 10 and finds masking as good as LLM summaries at about half the cost.
+
+The rule, as SWE-agent computes it on every query:
+
+* the observations are the instance template (the first user message) followed by every
+  environment output (here: every ``tool_result``), in order;
+* ``last_removed = max(0, floor(count / polling) × polling − n)``; observations ``[1, last_removed)``
+  are replaced by ``Old environment output: (L lines omitted)``; the first one (the task) never is;
+* ``polling`` = 1 moves the masking boundary on every step, so every query rewrites one old message
+  and the provider re-writes the cache from there on; ``polling`` = p moves it once every p steps
+  (SWE-agent: "keep between n and n + polling observations"), trading a little context for cache hits;
+* cache markers on the last two user/tool messages (``CacheControlHistoryProcessor``,
+  ``last_n_messages`` = 2), none on the system prompt;
+* an observation over ``max_observation_length`` = 100,000 characters is clipped when it arrives.
+
+Everything else (the task, the agent's own messages and actions) stays verbatim.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from harness.conversation import Block, Message
+from strategies.base import CallInfo
+from strategies.templates import BreakpointStyle, PeerConfig, PeerStrategy
+
+KEEP_OBSERVATIONS = 10  # JetBrains "The Complexity Trap": M = 10 (SWE-agent paper config: 5)
+MAX_OBSERVATION_CHARS = 100_000  # SWE-agent max_observation_length
+
+
+def masked_text(original: str) -> str:
+    """SWE-agent's placeholder for an elided observation."""
+    return f"Old environment output: ({len(original.splitlines())} lines omitted)"
+
+
+def clipped_text(original: str, limit: int) -> str:
+    """SWE-agent's clip of an over-long observation (its truncated-observation template)."""
+    if len(original) <= limit:
+        return original
+    elided = len(original) - limit
+    return (f"{original[:limit]}<response clipped><NOTE>Observations should not exceed {limit} characters. "
+            f"{elided} characters were elided. Please try a different command that produces less output "
+            "or use head/tail/grep/redirect the output to a file. Do not use interactive pagers.</NOTE>")
+
+
+def last_removed_index(count: int, n: int, polling: int) -> int:
+    """SWE-agent ``_get_omit_indices``: observations ``[1, this)`` are masked (``count`` includes
+    the instance template as observation 0)."""
+    if n <= 0 or polling <= 0:
+        raise ValueError("n and polling must be positive")
+    return max(0, (count // polling) * polling - n)
+
+
+class ObservationMaskingConfig(PeerConfig):
+    n: int = Field(KEEP_OBSERVATIONS, ge=1, le=100_000, description="observations kept verbatim (JetBrains M = 10)")
+    polling: int = Field(1, ge=1, le=10_000, description="move the masking boundary once every this many "
+                         "observations (SWE-agent polling; keeps between n and n + polling)")
+    max_observation_chars: int | None = Field(MAX_OBSERVATION_CHARS, ge=100, le=100_000_000,
+                                              description="clip an observation longer than this when it "
+                                              "arrives (SWE-agent max_observation_length); None: never")
+    breakpoints: BreakpointStyle = Field("last_two_user", description="cache markers: SWE-agent's last two "
+                                         "user/tool messages by default")
+
+
+class ObservationMasking(PeerStrategy):
+    name = "observation_masking"
+    summary = "keep the last 10 observations, older ones → 'Old environment output' (SWE-agent, JetBrains)"
+    Config = ObservationMaskingConfig
+
+    def __init__(self, config, env) -> None:
+        super().__init__(config, env)
+        self.masked = 0  # tool-result observations masked so far in this history (they are the oldest)
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        if not resume:
+            self.masked = 0
+
+    def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
+        if isolated:
+            self._outer_masked = getattr(self, "_outer_masked", []) + [self.masked]
+            self.masked = 0
+        super().on_subtask_start(id, description, isolated)
+
+    def on_subtask_end(self, id: str, conclusion: str) -> None:
+        isolated = self.in_isolated_subtask and self._spans and self._spans[-1][1] is not None
+        super().on_subtask_end(id, conclusion)
+        if isolated:
+            self.masked = self._outer_masked.pop()
+
+    def on_tool_results(self, message: Message) -> None:
+        limit = self.config.max_observation_chars
+        if limit is not None and any(b.type == "tool_result" and len(b.text) > limit for b in message.blocks):
+            blocks = []
+            for b in message.blocks:
+                if b.type == "tool_result" and len(b.text) > limit:
+                    self.counters.extra["clipped_observations"] += 1
+                    b = b.with_text(clipped_text(b.text, limit), clipped=True)
+                blocks.append(b)
+            message = Message(message.role, tuple(blocks), message.meta)
+        super().on_tool_results(message)
+
+    def _observations(self) -> tuple[bool, list[tuple[int, int]]]:
+        """(is the first message the task?, positions (message, block) of every tool result)."""
+        h = self.history
+        template = len(h) > 0 and h[0].role == "user" and not h[0].has_tool_result
+        obs = [(i, j) for i, m in enumerate(h) if m.role == "user" for j, b in enumerate(m.blocks)
+               if b.type == "tool_result"]
+        return template, obs
+
+    def prepare(self, call: CallInfo) -> None:
+        template, obs = self._observations()
+        count = len(obs) + (1 if template else 0)
+        last = last_removed_index(count, self.config.n, self.config.polling)
+        # positions in `obs` to mask: SWE-agent masks observations [1, last) of the list that starts
+        # with the template; without a template the first tool result plays its part (never masked)
+        lo, hi = (0, last - 1) if template else (1, last)
+        want = max(0, hi - lo)
+        if want <= self.masked:
+            return
+        todo: dict[int, list[int]] = {}
+        for i, j in obs[lo + self.masked: lo + want]:
+            todo.setdefault(i, []).append(j)
+        h = self.history
+        for i in sorted(todo):
+            m = h[i]
+            blocks = list(m.blocks)
+            for j in todo[i]:
+                b = blocks[j]
+                blocks[j] = Block.tool_result(b.id or "", masked_text(b.text), b.is_error, masked=True)
+            h = h.replace_at(i, Message(m.role, tuple(blocks), m.meta))
+        self.counters.extra["masked_observations"] += want - self.masked
+        self.masked = want
+        # the anchored estimate is re-based: what was masked no longer counts
+        removed = sum(len(self.history[i].blocks[j].text) - len(h[i].blocks[j].text) for i in todo for j in todo[i])
+        est = self.estimate()
+        self.set_history(h, estimate=None if est is None or self.anchor.anchor is None
+                         else est - int(removed / self.config.chars_per_token))
