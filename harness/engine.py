@@ -13,6 +13,7 @@ concurrency: those live at the edges (CLI, sweep, report).
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -390,6 +391,25 @@ def _make_retention(facts: dict[str, FactEvent], cfg: RunConfig, seed) -> Any:
     return ret.RetentionModel(facts, ret.RetentionParams(**params), np.random.default_rng(seed))
 
 
+# Run directories: the paths of spill files and transcripts appear in the conversation, so they
+# are tokenised and billed. A random temporary name would make a run's numbers depend on it; a
+# fixed root and a fixed-width counter (every 6-digit suffix is two cl100k tokens) keep the text's
+# token count the same for every run, in any process, on any POSIX machine.
+RUN_ROOT = Path("/tmp/ctxsim-runs") if os.name == "posix" else Path(tempfile.gettempdir()) / "ctxsim-runs"
+
+
+def _fresh_run_dir() -> Path:
+    RUN_ROOT.mkdir(parents=True, exist_ok=True)
+    for i in range(1_000_000):
+        d = RUN_ROOT / f"run-{i:06d}"
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"{RUN_ROOT}: no free run directory")
+
+
 @contextmanager
 def _session_dir(cfg: RunConfig):
     if cfg.session_dir is not None:
@@ -397,7 +417,7 @@ def _session_dir(cfg: RunConfig):
         d.mkdir(parents=True, exist_ok=True)
         yield d
         return
-    d = Path(tempfile.mkdtemp(prefix="ctxsim-run-"))
+    d = _fresh_run_dir()
     try:
         yield d
     finally:

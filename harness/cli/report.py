@@ -1,0 +1,50 @@
+"""ctxsim report DIR: Markdown + HTML + figures from a sweep's results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="write report.md, index.html and figures from sweep results",
+                       description="Read DIR/results.parquet (and DIR/calls/) and write a report for a design "
+                       "review: cost, tokens by kind, context per call, cache hit rate, latency, retention, "
+                       "Pareto front with a recommendation, 200k vs 1M, and the compaction ledger.")
+    p.add_argument("dir", help="sweep results directory")
+    p.add_argument("--out", default=None, help="report directory (default: DIR)")
+    p.add_argument("--target", type=float, default=0.7, help="retention target of the recommendation")
+    p.add_argument("--no-ledger", action="store_true", help="skip the compaction ledger (it replays NovaCode "
+                   "at several trigger points on the longest trace)")
+    p.add_argument("--title", default=None)
+    p.set_defaults(func=run)
+
+
+LEDGER_MARGINS = [3_000, 13_000, 30_000, 60_000, 100_000]  # soft margins: the seed's 13k, and either side
+
+
+def run(args) -> int:
+    from harness import analysis
+    from harness import trace as tr
+    from harness.cli import BadInput
+    from harness.report import write_report
+    from harness.sweep import SweepError, load_calls, load_results
+
+    try:
+        df = load_results(args.dir)
+    except SweepError as e:
+        raise BadInput(str(e)) from None
+    ok = analysis.ok_runs(df)
+    if ok.empty:
+        raise BadInput(f"{args.dir}: every run failed; nothing to report")
+    calls = load_calls(args.dir, ok["key"])
+    ledger = None
+    if not args.no_ledger and "trace" in ok:
+        longest = ok.sort_values("calls").iloc[-1]
+        window = int(ok["window"].min())
+        if Path(longest["trace"]).exists():
+            print(f"compaction ledger: NovaCode at {len(LEDGER_MARGINS)} trigger points on {longest['trace']}")
+            ledger = analysis.compaction_ledger(tr.load(longest["trace"]), window, LEDGER_MARGINS)
+    out = write_report(ok if len(ok) == len(df) else df, args.out or args.dir, calls=calls, ledger=ledger,
+                       target=args.target, title=args.title or f"ctxsim report: {Path(args.dir).name}")
+    print(f"wrote {out}/report.md and {out}/index.html")
+    return 0

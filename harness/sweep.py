@@ -1,0 +1,340 @@
+"""Parameter sweeps: a TOML grid of strategies × parameter values × windows × models × traces ×
+seeds, run on local processes or a Dask cluster, one Parquet row per run.
+
+Every run has a key: a digest of everything that determines its numbers (strategy, resolved
+parameters, trace content hash, model, window, cache, seed). Each finished run is written at once
+to ``DIR/runs/<key>.parquet`` (and its per-call rows to ``DIR/calls/<key>.parquet``), so an
+interrupted sweep continues where it stopped and gives the same rows as an uninterrupted one;
+``DIR/results.parquet`` gathers them. A run that raises is recorded with its error, not fatal.
+
+Per-trace work that does not depend on the configuration (parsing, validation, token counts) is
+done once per worker process: traces are cached by path in the worker, and the engine memoises the
+blocks it builds from a trace on the trace object.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import itertools
+import json
+import os
+import time
+import tomllib
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from strategies import registry
+
+RESULTS = "results.parquet"
+
+
+class SweepError(ValueError):
+    pass
+
+
+class StrategyGrid(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    label: str | None = Field(None, description="name shown in reports (default: the strategy name)")
+    set: dict[str, Any] = Field(default_factory=dict, description="fixed parameters")
+    grid: dict[str, list[Any]] = Field(default_factory=dict, description="parameter -> values to sweep")
+
+
+class SweepConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = "sweep"
+    traces: list[str] = Field(description="trace paths or globs (relative to the config file), or "
+                              "'preset:NAME' for a synthetic session generated on demand")
+    preset_seeds: list[int] = Field(default_factory=lambda: [1], description="seeds of generated presets")
+    preset_set: dict[str, Any] = Field(default_factory=dict, description="--set overrides for generated presets")
+    strategies: list[StrategyGrid]
+    windows: list[int | None] = Field(default_factory=lambda: [None])
+    models: list[str | None] = Field(default_factory=lambda: [None])
+    cache: list[bool] = Field(default_factory=lambda: [True])
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    save_calls: bool = True
+    retention_target: float = Field(0.7, ge=0, le=1, description="recommendation: lowest cost with retention >= this")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    key: str
+    strategy: str
+    label: str
+    params: tuple[tuple[str, Any], ...]
+    trace: str
+    trace_hash: str
+    model: str | None
+    window: int | None
+    cache: bool
+    seed: int
+    save_calls: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "strategy": self.strategy, "label": self.label, "params": dict(self.params),
+                "trace": self.trace, "trace_hash": self.trace_hash, "model": self.model, "window": self.window,
+                "cache": self.cache, "seed": self.seed}
+
+
+def load_config(path: str | Path) -> SweepConfig:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SweepError(f"{path}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SweepError(f"{path}: not TOML: {e}") from None
+    try:
+        cfg = SweepConfig.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise SweepError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    for s in cfg.strategies:  # fail on a bad name or parameter before any run starts
+        cls = registry.get(s.name)
+        for combo in _grid(s):
+            registry.make_config(cls, {**s.set, **combo})
+    return cfg
+
+
+def _grid(s: StrategyGrid) -> list[dict[str, Any]]:
+    keys = list(s.grid)
+    return [dict(zip(keys, vals)) for vals in itertools.product(*(s.grid[k] for k in keys))] or [{}]
+
+
+def resolve_traces(cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None] = print) -> list[Path]:
+    """Paths of every trace; presets are generated into ``gen_dir`` (once: an existing file with
+    the same name and seed is reused, since generation is deterministic)."""
+    out: list[Path] = []
+    for item in cfg.traces:
+        if item.startswith("preset:"):
+            from harness import trace as tr
+            from harness.synth import generate, load_preset
+
+            name = item.split(":", 1)[1]
+            sets = [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in cfg.preset_set.items()]
+            for seed in cfg.preset_seeds:
+                dest = gen_dir / f"{name}-seed{seed}.jsonl"
+                if not dest.exists():
+                    log(f"generating preset {name} (seed {seed}) -> {dest}")
+                    tr.write(generate(load_preset(name, sets), seed), dest)
+                out.append(dest)
+            continue
+        pattern = item if os.path.isabs(item) else str(base / item)
+        matches = sorted(glob.glob(pattern))
+        if not matches:
+            raise SweepError(f"traces: {item!r} matches no file")
+        out.extend(Path(m) for m in matches)
+    return out
+
+
+def run_key(strategy: str, params: dict[str, Any], trace_hash: str, model: str | None, window: int | None,
+            cache: bool, seed: int) -> str:
+    blob = json.dumps([strategy, params, trace_hash, model, window, cache, seed], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def expand(cfg: SweepConfig, traces: list[Path]) -> list[RunSpec]:
+    hashes = {p: _trace(str(p)).content_hash for p in traces}
+    specs: list[RunSpec] = []
+    for s in cfg.strategies:
+        cls = registry.get(s.name)
+        for combo in _grid(s):
+            resolved = registry.config_dict(registry.make_config(cls, {**s.set, **combo}))
+            for p, model, window, cache, seed in itertools.product(traces, cfg.models, cfg.windows, cfg.cache, cfg.seeds):
+                key = run_key(s.name, resolved, hashes[p], model, window, cache, seed)
+                label = s.label or s.name
+                specs.append(RunSpec(key, s.name, label, tuple(sorted(resolved.items())), str(p), hashes[p], model,
+                                     window, cache, seed, cfg.save_calls))
+    seen: set[str] = set()
+    unique = []
+    for sp in specs:
+        if sp.key not in seen:
+            seen.add(sp.key)
+            unique.append(sp)
+    return unique
+
+
+# --- running one spec (in a worker) ------------------------------------------------------------------
+
+_TRACES: dict[str, Any] = {}  # per worker process: parsed traces (and, on them, their counted blocks)
+
+
+def _trace(path: str):
+    t = _TRACES.get(path)
+    if t is None:
+        from harness import trace as tr
+
+        t = _TRACES[path] = tr.load(path)
+    return t
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, name + "."))
+        else:
+            out[name] = v
+    return out
+
+
+def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
+    """Run one configuration and write its rows; returns the flat result row."""
+    from harness.engine import RunConfig, replay
+
+    t0 = time.perf_counter()
+    row: dict[str, Any] = {"key": spec.key, "label": spec.label, "strategy": spec.strategy, "trace": spec.trace,
+                           "trace_hash": spec.trace_hash, "model_setting": spec.model or "", "window_setting": spec.window or 0,
+                           "cache": spec.cache, "seed": spec.seed, "error": ""}
+    row.update({f"param.{k}": v for k, v in spec.params})
+    try:
+        res = replay(_trace(spec.trace), spec.strategy, dict(spec.params),
+                     RunConfig(model=spec.model or RunConfig.model, window=spec.window, cache=spec.cache, seed=spec.seed))
+        m = dict(res.metrics)
+        m.pop("params", None)
+        m.pop("strategy", None)
+        m.pop("trace", None)
+        m.pop("seed", None)
+        m.pop("trace_hash", None)
+        m["by_kind"] = {k: v for k, v in m.get("by_kind", {}).items()}
+        m["retention"] = dict(m["retention"])
+        flat = flatten(m)
+        for k, v in flat.items():
+            row[k if k not in row else f"metric.{k}"] = v
+        if spec.save_calls:
+            calls = res.calls.assign(key=spec.key)
+            _atomic_parquet(calls, Path(out_dir) / "calls" / f"{spec.key}.parquet")
+    except Exception as e:  # a failed run is a recorded result, not the end of the sweep
+        row["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
+    row["run_s"] = time.perf_counter() - t0
+    _atomic_parquet(pd.DataFrame([_scalarise(row)]), Path(out_dir) / "runs" / f"{spec.key}.parquet")
+    return row
+
+
+def _scalarise(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (json.dumps(v, sort_keys=True, default=str) if isinstance(v, (list, dict)) else v) for k, v in row.items()}
+
+
+def _atomic_parquet(df: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    df.to_parquet(tmp, index=False)
+    tmp.replace(path)
+
+
+# --- executors ------------------------------------------------------------------------------------
+
+def _local(specs: list[RunSpec], out_dir: str, workers: int) -> Iterable[dict[str, Any]]:
+    if workers <= 1:
+        for sp in specs:
+            yield run_spec(sp, out_dir)
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # group runs of a trace together so each worker parses and counts a trace once
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(run_spec, sp, out_dir) for sp in specs]
+        for f in as_completed(futures):
+            yield f.result()
+
+
+def _dask(specs: list[RunSpec], out_dir: str, scheduler: str | None, client=None) -> Iterable[dict[str, Any]]:
+    from distributed import Client, as_completed
+
+    own = client is None
+    if own:
+        if not scheduler:
+            raise SweepError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+        client = Client(scheduler)
+    try:
+        futures = client.map(run_spec, specs, out_dir=out_dir, pure=False)
+        for f in as_completed(futures):
+            yield f.result()
+    finally:
+        if own:
+            client.close()
+
+
+def run_sweep(cfg: SweepConfig, out_dir: str | Path, *, base: Path = Path("."), workers: int | None = None,
+              executor: str = "local", scheduler: str | None = None, client=None, progress: bool = True,
+              limit: int | None = None, log: Callable[[str], None] = print) -> pd.DataFrame:
+    """Run every spec not already in ``out_dir``; return all rows (old and new), sorted by key."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    traces = resolve_traces(cfg, base, out / "traces", log)
+    specs = expand(cfg, traces)
+    (out / "sweep.json").write_text(json.dumps({"config": cfg.model_dump(), "runs": [s.as_dict() for s in specs]},
+                                               indent=1, default=str), encoding="utf-8")
+    done = {p.stem for p in (out / "runs").glob("*.parquet")} if (out / "runs").exists() else set()
+    todo = [s for s in specs if s.key not in done]
+    log(f"{len(specs)} runs in the grid, {len(specs) - len(todo)} already done, "
+        f"{len(todo) if limit is None else min(limit, len(todo))} to run")
+    if limit is not None:
+        todo = todo[:limit]
+    workers = workers or os.cpu_count() or 1
+    if executor == "local":
+        it = _local(todo, str(out), workers)
+    elif executor == "dask":
+        it = _dask(todo, str(out), scheduler, client)
+    else:
+        raise SweepError(f"unknown executor {executor!r}: local or dask")
+    _drain(it, len(todo), progress)
+    return collect(out, [s.key for s in specs])
+
+
+def _drain(it: Iterable[dict[str, Any]], total: int, progress: bool) -> None:
+    if not progress or total == 0:
+        for _ in it:
+            pass
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    cols = [TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+            TimeRemainingColumn(), TextColumn("{task.fields[last]}")]
+    with Progress(*cols, transient=False) as bar:
+        task = bar.add_task("runs", total=total, last="")
+        for row in it:
+            tag = "error" if row.get("error") else f"${row.get('cost_usd', 0):.2f}"
+            bar.update(task, advance=1, last=f"{row['label']} {tag}")
+
+
+def collect(out: Path, keys: list[str] | None = None) -> pd.DataFrame:
+    files = sorted((out / "runs").glob("*.parquet"))
+    if keys is not None:
+        wanted = set(keys)
+        files = [f for f in files if f.stem in wanted]
+    if not files:
+        return pd.DataFrame()
+    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    df = df.sort_values("key").reset_index(drop=True)
+    df.to_parquet(out / RESULTS, index=False)
+    return df
+
+
+def load_results(out: str | Path) -> pd.DataFrame:
+    out = Path(out)
+    if (out / RESULTS).exists():
+        return pd.read_parquet(out / RESULTS)
+    df = collect(out)
+    if df.empty:
+        raise SweepError(f"{out}: no sweep results (expected {RESULTS} or runs/*.parquet)")
+    return df
+
+
+def load_calls(out: str | Path, keys: Iterable[str]) -> dict[str, pd.DataFrame]:
+    out = Path(out)
+    found = {}
+    for k in keys:
+        p = out / "calls" / f"{k}.parquet"
+        if p.exists():
+            found[k] = pd.read_parquet(p)
+    return found

@@ -1,0 +1,109 @@
+"""Sweeps: identical numbers on 1 worker, 2 workers and a Dask cluster; resumable; reports."""
+
+import struct
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness import trace as tr
+from harness.report import write_report
+from harness.sweep import SweepError, load_config, run_sweep
+from tests.helpers_traces import Builder
+
+GRID = """
+name = "t"
+traces = ["trace.jsonl"]
+windows = [30_000, 1_000_000]
+seeds = [0, 1]
+[[strategies]]
+name = "novacode"
+[strategies.grid]
+soft_margin = [3_000, 5_000, 8_000]
+tail_min_tokens = [2_000, 4_000]
+[[strategies]]
+name = "append_only"
+[strategies.grid]
+cache_breakpoints = [true, false]
+"""
+
+
+@pytest.fixture(scope="module")
+def grid_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sweep")
+    b = Builder().user("make the importer stream its input")
+    for i in range(40):
+        b.call(f"step {i}", [f"output {i}\n" + "def handler(event):\n    return event\n" * 60])
+    tr.write(b.call("done").build(), d / "trace.jsonl")
+    (d / "grid.toml").write_text(GRID)
+    return d
+
+
+def _rows(df: pd.DataFrame) -> pd.DataFrame:
+    return df.drop(columns=["run_s"]).sort_values("key").reset_index(drop=True)
+
+
+def test_same_rows_on_one_two_workers_and_dask(grid_dir):
+    cfg = load_config(grid_dir / "grid.toml")
+    one = run_sweep(cfg, grid_dir / "w1", base=grid_dir, workers=1, progress=False, log=lambda s: None)
+    assert len(one) == 2 * 2 * (6 + 2) == 32  # windows x seeds x (novacode grid + append_only grid)
+    assert (one["error"] == "").all()
+    two = run_sweep(cfg, grid_dir / "w2", base=grid_dir, workers=2, progress=False, log=lambda s: None)
+    pd.testing.assert_frame_equal(_rows(one), _rows(two))
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        dk = run_sweep(cfg, grid_dir / "dask", base=grid_dir, executor="dask", client=client, progress=False,
+                       log=lambda s: None)
+    pd.testing.assert_frame_equal(_rows(one), _rows(dk))
+
+
+def test_interrupted_sweep_resumes_to_the_same_rows(grid_dir):
+    cfg = load_config(grid_dir / "grid.toml")
+    whole = run_sweep(cfg, grid_dir / "whole", base=grid_dir, workers=1, progress=False, log=lambda s: None)
+    part = run_sweep(cfg, grid_dir / "part", base=grid_dir, workers=1, progress=False, limit=10, log=lambda s: None)
+    assert len(part) == 10  # stopped after 10 runs, as an interrupted sweep would
+    logs = []
+    resumed = run_sweep(cfg, grid_dir / "part", base=grid_dir, workers=1, progress=False, log=logs.append)
+    assert "10 already done, 22 to run" in logs[-1]
+    pd.testing.assert_frame_equal(_rows(whole), _rows(resumed))
+
+
+def test_bad_grid_fails_before_running(tmp_path):
+    (tmp_path / "g.toml").write_text('traces = ["x.jsonl"]\n[[strategies]]\nname = "novacode"\n[strategies.grid]\nsoft_margn = [1]\n')
+    with pytest.raises(Exception, match="soft_margn"):
+        load_config(tmp_path / "g.toml")
+    (tmp_path / "h.toml").write_text('traces = ["nothing-*.jsonl"]\n[[strategies]]\nname = "append_only"\n')
+    with pytest.raises(SweepError, match="matches no file"):
+        run_sweep(load_config(tmp_path / "h.toml"), tmp_path / "o", base=tmp_path, progress=False, log=lambda s: None)
+
+
+def _is_png(p: Path) -> bool:
+    data = p.read_bytes()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return False
+    w, h = struct.unpack(">II", data[16:24])
+    return w > 100 and h > 100
+
+
+def test_report_from_a_small_sweep(grid_dir):
+    cfg = load_config(grid_dir / "grid.toml")
+    df = run_sweep(cfg, grid_dir / "rep", base=grid_dir, workers=1, progress=False, log=lambda s: None)
+    from harness.analysis import compaction_ledger
+    from harness.sweep import load_calls
+
+    ledger = compaction_ledger(tr.load(grid_dir / "trace.jsonl"), 30_000, [3_000, 5_000, 8_000])
+    out = write_report(df, grid_dir / "report", calls=load_calls(grid_dir / "rep", df["key"]), ledger=ledger)
+    figs = sorted((out / "figures").glob("*.png"))
+    names = [f.name for f in figs]
+    # this trace has no facts: no retention or Pareto figure; every other one is there
+    for want in ("01-cost", "02-context-per-call", "03-cache-hit-rate", "04-latency", "07-windows", "08-compaction-ledger"):
+        assert any(n.startswith(want) for n in names), want
+    assert all(_is_png(f) for f in figs)
+    md = (out / "report.md").read_text()
+    html = (out / "index.html").read_text()
+    for f in figs:
+        assert f"figures/{f.name}" in md
+    assert html.count("data:image/png;base64,") == len(figs)
+    assert "## Summary" in md and "<h2>Summary</h2>" in html
