@@ -105,7 +105,7 @@ def load_config(path: str | Path) -> SweepConfig:
 
 def _grid(s: StrategyGrid) -> list[dict[str, Any]]:
     keys = list(s.grid)
-    return [dict(zip(keys, vals)) for vals in itertools.product(*(s.grid[k] for k in keys))] or [{}]
+    return [dict(zip(keys, vals, strict=True)) for vals in itertools.product(*(s.grid[k] for k in keys))] or [{}]
 
 
 def resolve_traces(cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None] = print) -> list[Path]:
@@ -296,7 +296,14 @@ def _drain(it: Iterable[dict[str, Any]], total: int, progress: bool) -> None:
         for _ in it:
             pass
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     cols = [TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
             TimeRemainingColumn(), TextColumn("{task.fields[last]}")]
