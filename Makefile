@@ -4,7 +4,6 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 CTXSIM := $(VENV)/bin/ctxsim
 STAMP  := $(VENV)/.installed
-GEN    := traces/generated
 WORKERS ?= 2
 
 .PHONY: help install test test-deep bench demo sweep example lint clean
@@ -35,22 +34,23 @@ test-deep: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider tests/bench --benchmark-enable --benchmark-only --benchmark-sort=name
 
-$(GEN)/%.jsonl: traces/presets/%.toml $(STAMP)
-	$(CTXSIM) synth $* --seed 1 -o $@
-
-demo: $(STAMP) $(GEN)/short.jsonl $(GEN)/long-200k.jsonl
-	$(CTXSIM) compare $(GEN)/long-200k.jsonl --window 200000 --strategies all --report reports/demo
+demo: $(STAMP)
+	$(CTXSIM) sweep sweeps/demo.toml --out reports/demo/results --workers $(WORKERS)
+	$(CTXSIM) report reports/demo/results --out reports/demo --target 0.6 --title "ctxsim demo: every strategy on long-200k"
+	@echo "open reports/demo/index.html (or read reports/demo/report.md)"
 
 sweep: $(STAMP)
 	$(CTXSIM) sweep sweeps/thresholds.toml --out reports/sweep/results --workers $(WORKERS)
 	$(CTXSIM) report reports/sweep/results --out reports/sweep
 
 example: $(STAMP)
-	$(CTXSIM) synth short --seed 7 -o reports/example/short.jsonl
-	$(CTXSIM) compare reports/example/short.jsonl --strategies all --report reports/example
+	rm -rf reports/example
+	$(CTXSIM) sweep sweeps/example.toml --out reports/example/results --workers $(WORKERS) --no-progress
+	$(CTXSIM) report reports/example/results --out reports/example --target 0.6 --title "ctxsim example report"
+	rm -rf reports/example/results/calls reports/example/results/runs reports/example/results/traces
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check harness strategies tests
 
 clean:
-	rm -rf $(GEN) reports/demo reports/sweep .pytest_cache
+	rm -rf reports/demo reports/sweep .pytest_cache

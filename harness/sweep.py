@@ -96,11 +96,25 @@ def load_config(path: str | Path) -> SweepConfig:
     except ValidationError as e:
         err = e.errors()[0]
         raise SweepError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    cfg.strategies = _expand_all(cfg.strategies)
     for s in cfg.strategies:  # fail on a bad name or parameter before any run starts
         cls = registry.get(s.name)
         for combo in _grid(s):
             registry.make_config(cls, {**s.set, **combo})
     return cfg
+
+
+def _expand_all(items: list[StrategyGrid]) -> list[StrategyGrid]:
+    """``name = "all"`` stands for every registered strategy with its defaults (those named
+    explicitly elsewhere in the grid keep their own entries)."""
+    named = {s.name for s in items if s.name != "all"}
+    out: list[StrategyGrid] = []
+    for s in items:
+        if s.name == "all":
+            out.extend(StrategyGrid(name=n) for n in registry.names() if n not in named)
+        else:
+            out.append(s)
+    return out
 
 
 def _grid(s: StrategyGrid) -> list[dict[str, Any]]:
