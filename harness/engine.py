@@ -181,7 +181,7 @@ class _Run:
             from harness.simllm import SimulatedLLM
 
             self.backend = SimulatedLLM(facts, self.provider.count_text, cfg.seed)
-        self.retention = _make_retention(facts, cfg, seeds[2])
+        self.retention = _make_retention(facts, cfg, seeds[2], session_dir)
         h = trace.header
         self.read_tool = str(h.meta.get("read_tool", READ_TOOL))
         if "prefix" not in trace.memo:
@@ -306,8 +306,9 @@ class _Run:
         s.on_response(answer, usage)
 
     # --- retention and read-backs -----------------------------------------------------------------
-    def score_probes(self, probes: list[ProbeEvent], req: Request) -> list[str]:
-        """Score each probe on ``req``; return the pointers (files) the model would read back."""
+    def score_probes(self, probes: list[ProbeEvent], req: Request) -> list[tuple[str, int | None]]:
+        """Score each probe on ``req``; return the pointers (file, line of the fact) the model
+        would read back."""
         lay = self.provider.layout(req)
         total = lay.total()
         rejected = bool(protocol.validate(req, self.provider.window, total))
@@ -316,7 +317,7 @@ class _Run:
         def before(i: int) -> int:
             return base if i <= 0 else lay.tokens(i - 1)
 
-        pointers: list[str] = []
+        pointers: list[tuple[str, int | None]] = []
         for p in probes:
             scores = self.retention.score(p, req, before, total)
             if rejected:  # the API refused the request: the model answers nothing
@@ -326,22 +327,24 @@ class _Run:
                 self.probe_rows.append({"probe": p.id, "call": self.main_index, "fact": sc.fact_id,
                                         "category": sc.category, "where": sc.where, "score": sc.score,
                                         "pointer": sc.pointer or ""})
-                if sc.where == "recoverable" and sc.score > 0 and sc.pointer and sc.pointer not in pointers:
-                    pointers.append(sc.pointer)
+                ptr = (sc.pointer, getattr(sc, "pointer_line", None))
+                if sc.where == "recoverable" and sc.score > 0 and sc.pointer and sc.pointer not in [q for q, _ in pointers]:
+                    pointers.append(ptr)
         return pointers
 
-    def read_back(self, req: Request, pointers: list[str]) -> Request:
-        """The model reads each pointer's file back before it answers: one call whose answer is the
-        Read tool use (billed as this main call), the file's text entering history as its result,
-        then the request that gets the recorded answer (kind ``readback``: the extra call)."""
+    def read_back(self, req: Request, pointers: list[tuple[str, int | None]]) -> Request:
+        """The model reads each pointer back before it answers: one call whose answer is the Read
+        tool use (billed as this main call), the excerpt entering history as its result, then the
+        request that gets the recorded answer (kind ``readback``: the extra call). Like Claude
+        Code's Read, it reads a window of lines around the fact (READBACK_LINES), not the whole file."""
         s = self.strategy
-        for path in pointers:
+        for path, line in pointers:
             try:
-                text = Path(path).read_text(encoding="utf-8", errors="replace")
+                text, inp = _excerpt(Path(path), line)
             except OSError:
                 continue
             self._rb += 1
-            tu = Block.tool_use(f"ctxsim_readback_{self._rb}", self.read_tool, {"file_path": path})
+            tu = Block.tool_use(f"ctxsim_readback_{self._rb}", self.read_tool, {"file_path": path, **inp})
             ask = Message("assistant", (tu,), {"origin": "readback"})
             usage, _, _ = self._send(req, self.provider.output_tokens(ask))
             s.on_response(ask, usage)
@@ -351,6 +354,29 @@ class _Run:
             req = Request(req.system, req.tools, req.messages, req.breakpoints, READBACK, req.estimated_tokens,
                           req.rewrite, req.model, req.max_output_tokens)
         return req
+
+
+READBACK_LINES = 2000  # Claude Code's Read tool: 2,000 lines from an offset by default
+READBACK_MAX_CHARS = 100_000  # and a cap on what one read returns
+
+
+def _excerpt(path: Path, line: int | None) -> tuple[str, dict[str, int]]:
+    """What ``Read(file_path, offset, limit)`` returns around ``line`` (1-based)."""
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().splitlines(keepends=True)
+    if line is None or len(lines) <= READBACK_LINES:
+        start = 1 if line is None else max(1, line - READBACK_LINES // 2)
+    else:
+        start = max(1, min(line - READBACK_LINES // 2, len(lines) - READBACK_LINES + 1))
+    chunk = "".join(lines[start - 1:start - 1 + READBACK_LINES])
+    if len(chunk) > READBACK_MAX_CHARS:
+        if line is not None:  # keep the fact's line inside the cut
+            at = sum(len(x) for x in lines[start - 1:line - 1])
+            lo = max(0, min(at - READBACK_MAX_CHARS // 2, len(chunk) - READBACK_MAX_CHARS))
+            chunk = chunk[lo:lo + READBACK_MAX_CHARS]
+        else:
+            chunk = chunk[:READBACK_MAX_CHARS]
+    return chunk, {"offset": start, "limit": READBACK_LINES}
 
 
 def _blocks(ev: AssistantEvent) -> list[Block]:
@@ -380,7 +406,7 @@ def _seed_files(session_dir: Path, files: Mapping[str, str]) -> tuple[Path, Path
     return home, project
 
 
-def _make_retention(facts: dict[str, FactEvent], cfg: RunConfig, seed) -> Any:
+def _make_retention(facts: dict[str, FactEvent], cfg: RunConfig, seed, session_dir: Path) -> Any:
     if not facts:
         return None
     from harness import retention as ret
@@ -388,7 +414,7 @@ def _make_retention(facts: dict[str, FactEvent], cfg: RunConfig, seed) -> Any:
     params = dict(cfg.retention)
     if cfg.readback_probability is not None:
         params["recover_probability"] = cfg.readback_probability
-    return ret.RetentionModel(facts, ret.RetentionParams(**params), np.random.default_rng(seed))
+    return ret.RetentionModel(facts, ret.RetentionParams(**params), np.random.default_rng(seed), session_dir=session_dir)
 
 
 # Run directories: the paths of spill files and transcripts appear in the conversation, so they
