@@ -196,9 +196,12 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     trace has no per-call recorded usage to compare against.
     """
     calls = recorded_calls(trace)
+    if model is not None:   # an explicit model prices (and caches) every call, whatever the log names
+        calls = [replace(c, model=model) for c in calls]
     with_usage = [c for c in calls if c.usage is not None]
     if not with_usage:
         raise ValueError(f"{trace.header.name}: no recorded per-call usage (header.usage={trace.header.usage!r}): nothing to compare")
+    explicit = model
     model = model or trace.header.model or next((c.model for c in calls if c.model), None)
     threads: dict[str, RecordedCall] = {}
     for c in with_usage:
@@ -267,7 +270,8 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     # 5. totals: recorded calls + the recorded compaction calls; simulated: every engine row
     comp_events = [e for e in trace.events if isinstance(e, CompactEvent)]
     rec_usages = [(c.usage, c.model or model) for c in with_usage]
-    rec_usages += [(e.usage, e.meta.get("call_model") or model) for e in comp_events if e.usage]
+    rec_usages += [(e.usage, (e.meta.get("call_model") if explicit is None else None) or model)
+                   for e in comp_events if e.usage]
     rec_ctx = sum(u.context_tokens for u, _ in rec_usages)
     rec_read = sum(u.cache_read for u, _ in rec_usages)
     rec_cost = sum(provider.price(_usage(u), provider.spec_for(m)) for u, m in rec_usages)
@@ -289,20 +293,35 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     instr_tokens = Provider(model, token_scale=scale).message_tokens(Message.user(instructions))
     summaries = df[df["kind"] == SUMMARY].reset_index(drop=True)
     compactions = []
-    ci = 0
-    n_before = 0
+    ci = n_all = n_main = 0
+    spans: list[str] = []
     for e in trace.events:
-        if isinstance(e, AssistantEvent):
-            n_before += 1
+        if isinstance(e, SubtaskStart) and e.isolated:
+            spans.append(e.id)
+        elif isinstance(e, SubtaskEnd) and spans and spans[-1] == e.id:
+            spans.pop()
+        elif isinstance(e, AssistantEvent):
+            n_all += 1
+            n_main += 0 if spans else 1
         elif isinstance(e, CompactEvent):
             simulated = int(summaries.loc[ci, "context_tokens"]) - instr_tokens if ci < len(summaries) else None
             ci += 1
-            compactions.append({"call": n_before, "trigger": e.trigger, "recorded_pre_tokens": e.pre_tokens,
-                                "simulated_tokens": simulated,
+            # ``call``: the recorded call it follows, counted 1-based over the main context's calls
+            # (the numbering of the logs' README); ``table_row``: the first call after it in the table
+            compactions.append({"call": n_main, "table_row": n_all, "trigger": e.trigger,
+                                "recorded_pre_tokens": e.pre_tokens, "simulated_tokens": simulated,
                                 "abs_pct_error": round(_pct(simulated, e.pre_tokens), 3) if simulated and e.pre_tokens else None})
 
     misses = classify_misses(calls, table, header.prefix_tokens)
     hidden = hidden_deltas(calls, table)
+    premium = 0.0   # what the unexplained misses cost over a read of the same tokens
+    for m in misses:
+        if m["cause"] == "unexplained":
+            r = table.loc[m["call"]]
+            _, w5, w1, rd, _ = provider.spec_for(r["model"]).rates(int(r["recorded_context"]))
+            u = calls[m["call"]].usage
+            extra = max(0, (u.cache_write_5m + u.cache_write_1h) - int(r["simulated_cache_write"]))
+            premium += extra * ((w1 if u.cache_write_1h > u.cache_write_5m else w5) - rd)
     n_miss = {k: sum(1 for m in misses if m["cause"] == k) for k in ("ttl", "prefix_change", "unexplained")}
     report = {
         "trace": trace.path or trace.header.name,
@@ -322,7 +341,10 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
                      "abs_pct_error": round(_pct(sim_cost, rec_cost), 3) if rec_cost else None,
                      "input_only": {"recorded": round(rec_cost_in, 4), "simulated": round(sim_cost_in, 4),
                                     "abs_pct_error": round(_pct(sim_cost_in, rec_cost_in), 3) if rec_cost_in else None},
-                     "output_tokens_partial": trace.header.output_tokens_partial},
+                     "output_tokens_partial": trace.header.output_tokens_partial,
+                     "unexplained_miss_premium": round(premium, 4),
+                     "abs_pct_error_without_unexplained_misses":
+                         round(_pct(sim_cost, rec_cost - premium), 3) if rec_cost > premium else None},
         "estimator": {"chars_per_token": NOVACODE_CHARS_PER_TOKEN, "median_abs_pct_error": _q(est_errs, 50),
                       "calls": len(est_errs)},
         "compactions": compactions,
@@ -433,8 +455,8 @@ def figure(fid: Fidelity, path: str) -> None:
         ax.plot(t["call"], t["simulated_context"] + t["pin_offset"], label="simulated + pinned re-attachments",
                 lw=0.9, ls=":", color="#2ca02c")
     for c in fid.report["compactions"]:
-        ax.axvline(c["call"] - 0.5, color="gray", ls=":", lw=1)
-        ax.annotate(f"compact ({c['trigger']})\npreTokens {c['recorded_pre_tokens']}", (c["call"] - 0.5, ax.get_ylim()[1] * 0.95),
+        ax.axvline(c["table_row"] - 0.5, color="gray", ls=":", lw=1)
+        ax.annotate(f"compact ({c['trigger']})\npreTokens {c['recorded_pre_tokens']}", (c["table_row"] - 0.5, ax.get_ylim()[1] * 0.95),
                     fontsize=8, ha="right", va="top")
     fit_n = fid.report["fit_calls"]
     if fit_n:

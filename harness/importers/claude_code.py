@@ -221,7 +221,8 @@ def parse_file(path: Path) -> _Parsed:
     if not seen_any:
         raise TraceError(path, None, "empty file: no records")
     if not p.calls and not p.items:
-        raise TraceError(path, None, "no user or assistant records: not a Claude Code transcript")
+        kinds = ", ".join(sorted(p.ignored)) or "none"
+        raise TraceError(path, 1, f"no user or assistant records (record types: {kinds}): not a Claude Code transcript")
     return p
 
 

@@ -82,9 +82,16 @@ def import_openhands(src: str | Path) -> ImportResult:
                                      "model": resp.get("model")}
                 order.append(("call", rid))
                 models[resp.get("model") or "?"] += 1
-            tool_args = args if isinstance(args, dict) else {"input": args}
-            call["tools"].append(tr.ToolUseContent(id=str(meta.get("tool_call_id")), name=str(meta.get("function_name")),
-                                                   input={k: v for k, v in tool_args.items() if k != "thought"}))
+            tid = str(meta.get("tool_call_id"))
+            sent = next((c for c in ((resp.get("choices") or [{}])[0].get("message") or {}).get("tool_calls") or []
+                         if c.get("id") == tid), None)
+            if sent is not None:   # the arguments the model produced (the action's args are OpenHands' own)
+                tool_args = _obj((sent.get("function") or {}).get("arguments"))
+            else:
+                counts["tool call not in its model_response (action args used)"] += 1
+                tool_args = {k: v for k, v in (args if isinstance(args, dict) else {"input": args}).items() if k != "thought"}
+            call["tools"].append(tr.ToolUseContent(id=tid, name=str(meta.get("function_name")),
+                                                   input=tool_args if isinstance(tool_args, dict) else {"input": tool_args}))
         elif e.get("source") == "agent" and e.get("action") == "message":
             order.append(("final", (t, str(args.get("content") if isinstance(args, dict) else args))))
         elif "observation" in e and isinstance(meta, dict) and e.get("cause") is not None:

@@ -1,0 +1,280 @@
+"""Claude Code importer: real transcripts (counts checked against a direct reading of the file,
+computed here independently of the importer) and small hand-made files, broken ones included."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import trace as tr
+from harness.cli import main as cli
+from harness.importers import import_file
+from harness.importers.common import SYNTHETIC_RESULT
+from harness.trace import TraceError
+
+REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real" / "claude-code"
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")
+MAIN_LOGS = ["spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl", "spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl",
+             "spotter/short.jsonl", "spotter/tool_heavy.jsonl", "spotter/subagent.jsonl",
+             "codemie/session-624a4a58.jsonl", "codemie/session-196820da.jsonl"]
+
+
+def direct_reading(path: Path) -> dict:
+    """What the file says, read the plain way: distinct API calls (requestId, else message.id),
+    distinct tool_use ids, compact_boundary records, progress records, and the same for every
+    sub-agent transcript a Task result points to."""
+    calls, tool_uses, compactions, progress, agents = set(), set(), 0, 0, []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        o = json.loads(line)
+        if o["type"] == "assistant":
+            calls.add(o.get("requestId") or o["message"]["id"])
+            tool_uses.update(b["id"] for b in o["message"]["content"] if b["type"] == "tool_use")
+        elif o["type"] == "system" and o.get("subtype") == "compact_boundary":
+            compactions += 1
+        elif o["type"] == "progress":
+            progress += 1
+        elif o["type"] == "user" and isinstance(o.get("toolUseResult"), dict) and o["toolUseResult"].get("agentId"):
+            agents.append(o["toolUseResult"]["agentId"])
+    out = {"main_calls": len(calls), "tool_uses": len(tool_uses), "compactions": compactions, "progress": progress,
+           "sub_calls": 0}
+    for a in agents:
+        f = path.with_suffix("") / "subagents" / f"agent-{a}.jsonl"
+        if f.exists():
+            sub = direct_reading(f)
+            out["sub_calls"] += sub["main_calls"]
+            out["tool_uses"] += sub["tool_uses"]
+            out["progress"] += sub["progress"]
+    return out
+
+
+@needs_real
+@pytest.mark.parametrize("name", MAIN_LOGS)
+def test_real_log_counts_match_a_direct_reading(name):
+    path = REAL / name
+    want = direct_reading(path)
+    res = import_file("claude-code", path)
+    s = res.summary
+    assert s["main_calls"] == want["main_calls"]
+    assert s["subagent_calls"] == want["sub_calls"]
+    assert s["tool_uses"] == want["tool_uses"]
+    assert s["compactions"] == want["compactions"]
+    assert s["ignored"].get("progress", 0) == want["progress"]
+    # nothing ignored silently: every ignored kind is in the header notes with its count
+    if want["progress"]:
+        assert any(f"progress ×{want['progress']}" in n for n in res.trace.header.notes)
+
+
+@needs_real
+def test_real_readme_figures_258c():
+    """README of the logs: 152 API calls, auto compaction at preTokens 167,094 after call 102."""
+    res = import_file("claude-code", REAL / MAIN_LOGS[0])
+    evs = res.trace.events
+    assert res.summary["main_calls"] == 152
+    k = next(i for i, e in enumerate(evs) if isinstance(e, tr.CompactEvent))
+    comp = evs[k]
+    assert (comp.trigger, comp.pre_tokens) == ("auto", 167_094)
+    assert comp.summary.startswith("This session is being continued")
+    # the compaction call itself (subagents/agent-acompact-fffbd0.jsonl): 3 + 2,487 (1h) + 166,758
+    assert comp.usage == tr.RecordedUsage(input=3, cache_write_1h=2487, cache_read=166_758, output=6)
+    spans = 0
+    main_before = 0
+    for e in evs[:k]:
+        spans += isinstance(e, tr.SubtaskStart)
+        if isinstance(e, tr.AssistantEvent) and not e.meta.get("subagent"):
+            main_before += 1
+    assert main_before == 102 and spans == 0
+    h = res.trace.header
+    # first call: 3 + 8,037 + 17,842 = 25,882 recorded; the visible user text is a few tokens
+    assert h.meta["first_call_context"] == 25_882
+    assert 25_000 < h.prefix_tokens < 25_882
+    assert h.output_tokens_partial is True and h.usage == "per_call"
+
+
+@needs_real
+def test_real_subagent_span_sits_inside_the_open_task_call():
+    res = import_file("claude-code", REAL / MAIN_LOGS[1])
+    evs = res.trace.events
+    i = next(k for k, e in enumerate(evs) if isinstance(e, tr.SubtaskStart))
+    start = evs[i]
+    assert start.isolated and start.id == "aac57f5"
+    task = next(e for e in reversed(evs[:i]) if isinstance(e, tr.AssistantEvent))
+    task_id = next(c.id for c in task.tool_uses() if c.name == "Task")
+    j = next(k for k, e in enumerate(evs) if isinstance(e, tr.SubtaskEnd))
+    inside = [e for e in evs[i:j] if isinstance(e, tr.AssistantEvent)]
+    assert len(inside) == 3 and all(e.meta["subagent"] == "aac57f5" for e in inside)
+    assert all(e.model.startswith("claude-sonnet-4-5") for e in inside)
+    # the Task's result comes after the span closes
+    assert any(isinstance(e, tr.ToolResultEvent) and e.tool_use_id == task_id for e in evs[j:])
+    assert res.trace.header.meta["subtasks"]["aac57f5"]["first_call_context"] == 3 + 13_838
+
+
+@needs_real
+def test_real_missing_subagent_transcript_is_said():
+    res = import_file("claude-code", REAL / "spotter/subagent.jsonl")
+    assert any("afb92ff" in n and "missing" in n for n in res.trace.header.notes)
+
+
+# --- hand-made files --------------------------------------------------------------------------
+
+def rec(kind, ts, **kw):
+    return {"type": kind, "timestamp": f"2026-01-01T00:00:{ts:06.3f}Z", "sessionId": "s", "version": "2.1.39",
+            "isSidechain": False, **kw}
+
+
+def asst(ts, rid, block, out=5, w1h=0, w5m=100, read=0):
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": w1h + w5m, "cache_read_input_tokens": read,
+             "cache_creation": {"ephemeral_5m_input_tokens": w5m, "ephemeral_1h_input_tokens": w1h},
+             "output_tokens": out}
+    return rec("assistant", ts, requestId=rid, message={"id": "m" + rid, "model": "claude-opus-4-6",
+                                                         "role": "assistant", "content": [block], "usage": usage})
+
+
+def user(ts, content, **kw):
+    return rec("user", ts, message={"role": "user", "content": content}, **kw)
+
+
+def result(ts, tid, text, is_error=False):
+    return user(ts, [{"type": "tool_result", "tool_use_id": tid, "content": text, "is_error": is_error}])
+
+
+def write(path: Path, records) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_blocks_of_one_call_join_across_interleaved_tool_results(tmp_path):
+    """Streaming: the call's second tool_use is logged after the first one's result. One call,
+    two tool uses, output = the largest streaming count (5, then 40)."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "do it"),
+        asst(1, "r1", {"type": "thinking", "thinking": "plan", "signature": "x"}, out=5, w1h=1000, w5m=0),
+        asst(1.5, "r1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a"}}, out=5, w1h=1000, w5m=0),
+        result(2, "t1", "A"),
+        asst(2.5, "r1", {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "b"}}, out=40, w1h=1000, w5m=0),
+        result(3, "t2", [{"type": "text", "text": "B"}, {"type": "image", "source": {}}]),
+        asst(4, "r2", {"type": "text", "text": "done"}, out=7, read=1003, w5m=20),
+        rec("progress", 4.5, data={"type": "hook_progress"}),
+        rec("file-history-snapshot", 4.6),
+    ])
+    res = import_file("claude-code", f)
+    calls = [e for e in res.trace.events if isinstance(e, tr.AssistantEvent)]
+    assert len(calls) == 2
+    assert [c.type for c in calls[0].content] == ["thinking", "tool_use", "tool_use"]
+    assert calls[0].usage == tr.RecordedUsage(input=3, cache_write_1h=1000, output=40)
+    assert calls[1].usage == tr.RecordedUsage(input=3, cache_write_5m=20, cache_read=1003, output=7)
+    results = [e for e in res.trace.events if isinstance(e, tr.ToolResultEvent)]
+    assert [r.content for r in results] == ["A", "B\n[image content not in the log]"]
+    assert res.summary["ignored"] == {"file-history-snapshot": 1, "progress": 1}
+    assert res.trace.events[1].t == 1.0  # seconds since the first record
+
+
+def test_dangling_tool_use_gets_a_synthetic_error_result(tmp_path):
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "sleep 999"}}),
+        user(2, "[Request interrupted by user]"),
+        asst(3, "r2", {"type": "text", "text": "stopped"}),
+    ])
+    res = import_file("claude-code", f)
+    synth = [e for e in res.trace.events if isinstance(e, tr.ToolResultEvent)]
+    assert len(synth) == 1 and synth[0].is_error and synth[0].content == SYNTHETIC_RESULT
+    assert res.summary["repairs"] == {"dangling tool_use repaired with a synthetic error result": 1}
+    assert any("dangling tool_use repaired with a synthetic error result: 1" == n for n in res.trace.header.notes)
+    out = tmp_path / "t.jsonl"
+    tr.write(res.trace, out)
+    tr.load(out)  # the loader, which rejects dangling tool uses, accepts the repaired trace
+
+
+def test_compaction_with_its_summary_and_its_call(tmp_path):
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "text", "text": "a"}, w1h=500, w5m=0),
+        rec("system", 5, subtype="compact_boundary", content="Conversation compacted",
+            compactMetadata={"trigger": "auto", "preTokens": 1234}),
+        user(5.1, "This session is being continued ... summary", isCompactSummary=True),
+        asst(6, "r2", {"type": "text", "text": "b"}),
+    ])
+    sub = tmp_path / "s" / "subagents"
+    sub.mkdir(parents=True)
+    write(sub / "agent-acompact-1.jsonl", [
+        user(2, "Your task is to create a detailed summary", isSidechain=True),
+        asst(4, "rc", {"type": "text", "text": "<summary>"}, out=900, w1h=50, w5m=0, read=990),
+    ])
+    res = import_file("claude-code", f)
+    comp = [e for e in res.trace.events if isinstance(e, tr.CompactEvent)]
+    assert len(comp) == 1
+    c = comp[0]
+    assert (c.trigger, c.pre_tokens, c.summary) == ("auto", 1234, "This session is being continued ... summary")
+    assert c.usage == tr.RecordedUsage(input=3, cache_write_1h=50, cache_read=990, output=900)
+    # the summary is the compaction's, not a user message
+    assert not any(isinstance(e, tr.UserEvent) and "continued" in e.text for e in res.trace.events)
+
+
+def test_subagent_file_becomes_an_isolated_span(tmp_path):
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look"}}),
+        rec("user", 9, message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": "task1",
+                                                              "content": [{"type": "text", "text": "found"}]}]},
+            toolUseResult={"agentId": "abc", "status": "completed"}),
+        asst(10, "r2", {"type": "text", "text": "ok"}),
+    ])
+    sub = tmp_path / "s" / "subagents"
+    sub.mkdir(parents=True)
+    write(sub / "agent-abc.jsonl", [
+        user(2, "look", isSidechain=True),
+        asst(3, "s1", {"type": "tool_use", "id": "x1", "name": "Grep", "input": {}}),
+        result(4, "x1", "hit"),
+        asst(5, "s2", {"type": "text", "text": "found"}),
+    ])
+    res = import_file("claude-code", f)
+    kinds = [type(e).__name__ for e in res.trace.events]
+    assert kinds == ["UserEvent", "AssistantEvent", "SubtaskStart", "UserEvent", "AssistantEvent", "ToolResultEvent",
+                     "AssistantEvent", "SubtaskEnd", "ToolResultEvent", "AssistantEvent"]
+    assert res.summary["subagent_calls"] == 2 and res.summary["main_calls"] == 2
+    assert res.trace.events[7].conclusion == "found"
+
+
+def test_truncated_file_fails_with_path_and_line(tmp_path):
+    good = [user(0, "go"), asst(1, "r1", {"type": "text", "text": "a"})]
+    text = "".join(json.dumps(r) + "\n" for r in good) + json.dumps(user(2, "more"))[:40]
+    f = tmp_path / "cut.jsonl"
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(TraceError) as e:
+        import_file("claude-code", f)
+    assert e.value.line == 3 and "truncated" in str(e.value) and str(f) in str(e.value)
+
+
+def test_foreign_file_fails_with_the_reason(tmp_path):
+    f = tmp_path / "codex.jsonl"
+    f.write_text(json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {}}) + "\n")
+    with pytest.raises(TraceError) as e:
+        import_file("claude-code", f)
+    assert "not a Claude Code transcript" in str(e.value) and e.value.line == 1
+    g = tmp_path / "list.jsonl"
+    g.write_text("[1, 2]\n")
+    with pytest.raises(TraceError, match=r"list.jsonl:1: expected a JSON object"):
+        import_file("claude-code", g)
+
+
+def test_assistant_record_without_ids_fails(tmp_path):
+    bad = asst(1, "r1", {"type": "text", "text": "a"})
+    del bad["requestId"]
+    del bad["message"]["id"]
+    f = write(tmp_path / "s.jsonl", [user(0, "go"), bad])
+    with pytest.raises(TraceError, match=r"s.jsonl:2: assistant record with neither requestId nor message.id"):
+        import_file("claude-code", f)
+
+
+def test_cli_import_writes_a_loadable_trace_and_exit_2_on_bad_input(tmp_path, capsys):
+    f = write(tmp_path / "s.jsonl", [user(0, "go"), asst(1, "r1", {"type": "text", "text": "a"})])
+    out = tmp_path / "t.jsonl"
+    assert cli(["import", "claude-code", str(f), "-o", str(out)]) == 0
+    assert tr.load(out).calls == 1
+    assert "calls: 1" in capsys.readouterr().out
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    assert cli(["import", "claude-code", str(bad), "-o", str(tmp_path / "x.jsonl")]) == 2
+    assert f"{bad}:1: not JSON" in capsys.readouterr().err
