@@ -210,7 +210,6 @@ class RagMemory(WindowedStrategy):
         d = Path(env.session_dir) / "rag"
         d.mkdir(parents=True, exist_ok=True)
         self.store = ChunkStore(config.bm25_k1, config.bm25_b, d / "chunks.jsonl", config.max_query_terms)
-        self.tool_names: dict[str, str] = {}
         self.injected: set[int] = set()   # chunk ids in the current window
         self.pending_query: str | None = None
         self.calls_since_query = 0
@@ -223,9 +222,6 @@ class RagMemory(WindowedStrategy):
         self.pending_query = message.text
 
     def on_response(self, message: Message, usage) -> None:
-        for b in message.blocks:
-            if b.type == "tool_use" and b.id:
-                self.tool_names[b.id] = b.name or "tool"
         super().on_response(message, usage)
         self.calls_since_query += 1
 
@@ -235,7 +231,7 @@ class RagMemory(WindowedStrategy):
             if m.meta.get("origin") in ("injection", "placeholder"):
                 continue
             self.evicted += 1
-            self.store.add(chunk_text(message_text(m, self.tool_names), self.config.chunk_chars), self.evicted)
+            self.store.add(chunk_text(message_text(m, {k: v[0] for k, v in self.tool_uses.items()}), self.config.chunk_chars), self.evicted)
         # what was injected before the cut left with it, unless the injection message is kept
         self.injected = {i for m in self.history[start:] for i in m.meta.get("chunks", ())}
         self.counters.extra["chunks_stored"] = len(self.store)

@@ -118,7 +118,57 @@ class WindowedConfig(StrategyConfig):
         return self
 
 
-class WindowedStrategy(Strategy):
+class GaugedStrategy(Strategy):
+    """Append-only history with the strategy's own calibrated estimate (:class:`TokenGauge`), a map
+    of the tool uses seen (id -> name, input: a tool result names only its id) and Claude Code-style
+    breakpoints (system + last message). The base of the families that transform results as they
+    arrive (on_demand_reading, tiered_budget) and of the windowed ones. The config must have
+    ``chars_per_token``."""
+
+    def __init__(self, config: StrategyConfig, env: StrategyEnv) -> None:
+        super().__init__(config, env)
+        self.gauge = TokenGauge(config.chars_per_token, env.system.opaque_tokens)
+        self.tools: ToolSet = env.tools
+        self._fixed_chars = len(env.system.text) + sum(len(t.payload) for t in env.tools.tools)
+        self._sent: tuple[int, int] = (0, 0)  # chars and messages of the last request built
+        self.tool_uses: dict[str, tuple[str, dict]] = {}
+
+    def set_tools(self, tools: ToolSet) -> None:
+        self.tools = tools
+        self._fixed_chars = len(self.env.system.text) + sum(len(t.payload) for t in tools.tools)
+
+    def estimate_of(self, h: History) -> int:
+        return self.gauge.tokens(self._fixed_chars + history_chars(h), len(h))
+
+    def estimate(self) -> int | None:
+        return self.estimate_of(self.history)
+
+    def on_response(self, message: Message, usage: Usage | None) -> None:
+        self.gauge.observe(*self._sent, usage)
+        for b in message.blocks:
+            if b.type == "tool_use" and b.id:
+                self.tool_uses[b.id] = (b.name or "", dict(b.input or {}))
+        self.history = self.history.append(message)
+
+    def request_kind(self) -> str:
+        return "subagent" if self.in_isolated_subtask else "main"
+
+    def prepare(self, call: CallInfo) -> None:
+        """Change history before the request is built (cuts, elisions, injections)."""
+
+    def build_request(self, call: CallInfo) -> Request:
+        self.prepare(call)
+        h = self.history
+        self._sent = (self._fixed_chars + history_chars(h), len(h))
+        return Request(self.env.system, self.tools, h, self.breakpoints(h), kind=self.request_kind(),
+                       estimated_tokens=self.estimate_of(h), rewrite=self._take_rewrite())
+
+    def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
+        n = len(history)
+        return (Breakpoint("system"), Breakpoint(n - 1)) if n else (Breakpoint("system"),)
+
+
+class WindowedStrategy(GaugedStrategy):
     """A bounded conversation: ``pinned`` head messages (repository, state block...), then a window
     of recent messages cut on pair-safe boundaries with hysteresis (cut at ``trigger_tokens`` down to
     ``keep_tokens``, so the cached prefix breaks once per cut, not on every call).
@@ -131,10 +181,6 @@ class WindowedStrategy(Strategy):
 
     def __init__(self, config: WindowedConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
-        self.gauge = TokenGauge(config.chars_per_token, env.system.opaque_tokens)
-        self.tools: ToolSet = env.tools
-        self._fixed_chars = len(env.system.text) + sum(len(t.payload) for t in env.tools.tools)
-        self._sent: tuple[int, int] = (0, 0)  # chars and messages of the last request built
         self.pinned = 0
         self.cuts = 0
         self._start_session(resume=False)
@@ -165,13 +211,6 @@ class WindowedStrategy(Strategy):
     def before_call(self, call: CallInfo) -> None:
         """Add to history before the size check (injections)."""
 
-    # --- estimate -----------------------------------------------------------------------------------
-    def estimate_of(self, h: History) -> int:
-        return self.gauge.tokens(self._fixed_chars + history_chars(h), len(h))
-
-    def estimate(self) -> int | None:
-        return self.estimate_of(self.history)
-
     # --- events ---------------------------------------------------------------------------------------
     def _start_session(self, resume: bool) -> None:
         head = self.session_head(resume)
@@ -198,10 +237,6 @@ class WindowedStrategy(Strategy):
             blocks.append(b)
         return Message(message.role, tuple(blocks), message.meta)
 
-    def on_response(self, message: Message, usage: Usage | None) -> None:
-        self.gauge.observe(*self._sent, usage)
-        self.history = self.history.append(message)
-
     # --- the call -------------------------------------------------------------------------------------
     def cut_if_needed(self) -> None:
         if self.estimate_of(self.history) < self.trigger:
@@ -225,16 +260,9 @@ class WindowedStrategy(Strategy):
         if self.estimate_of(self.history) > self.limit:
             self.counters.extra["over_limit_after_cut"] += 1
 
-    def request_kind(self) -> str:
-        return "subagent" if self.in_isolated_subtask else "main"
-
-    def build_request(self, call: CallInfo) -> Request:
+    def prepare(self, call: CallInfo) -> None:
         self.before_call(call)
         self.cut_if_needed()
-        h = self.history
-        self._sent = (self._fixed_chars + history_chars(h), len(h))
-        return Request(self.env.system, self.tools, h, self.breakpoints(h), kind=self.request_kind(),
-                       estimated_tokens=self.estimate_of(h), rewrite=self._take_rewrite())
 
     def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
         """System, the end of the pinned head (stable between cuts) and the last message."""
@@ -372,5 +400,5 @@ class StructuredState(WindowedStrategy):
         return [block] if block is not None else []
 
 
-__all__ = ["StructuredState", "StructuredStateConfig", "WindowedStrategy", "WindowedConfig", "TokenGauge",
+__all__ = ["StructuredState", "StructuredStateConfig", "GaugedStrategy", "WindowedStrategy", "WindowedConfig", "TokenGauge",
            "pair_safe_start", "history_chars", "parse_sections"]

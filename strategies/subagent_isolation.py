@@ -76,10 +76,9 @@ class SubagentIsolation(WindowedStrategy):
         self.frames: list[_Frame] = []
         self.task_n = 0
         if config.task_tool not in env.tools.names():
-            self.tools = ToolSet((*env.tools.tools, ToolDef(config.task_tool, TASK_DESCRIPTION, {
+            self.set_tools(ToolSet((*env.tools.tools, ToolDef(config.task_tool, TASK_DESCRIPTION, {
                 "type": "object", "properties": {"description": {"type": "string"}, "prompt": {"type": "string"}},
-                "required": ["description", "prompt"]})))
-            self._fixed_chars = len(env.system.text) + sum(len(t.payload) for t in self.tools.tools)
+                "required": ["description", "prompt"]}))))
 
     @property
     def in_subagent(self) -> bool:

@@ -1,0 +1,142 @@
+"""tiered_budget: each kind of tool result has its own budget, and what exceeds it is spilled to a
+file or cut, per tier (spec/novacode.md section 8: "tiered budgets for tool results").
+
+Model. A tool result is classified by its tool's name into a tier: ``read`` (file contents: large
+budget, overflow spilled, because the exact text matters and can be read back), ``shell`` (command
+output and test logs: small budget, overflow cut keeping a head and a longer tail, where test
+failures and stack traces end up), ``search`` (grep/glob hits: small budget, cut) and ``other``.
+Each tier has a budget in characters and a mode:
+
+* ``spill``: the whole result is written to ``<session_dir>/tool-results/<tool_use_id>.txt`` and the
+  history keeps its first ``budget`` characters plus the file's path and size (reversible: the model
+  can read the file back, and the engine bills that read-back);
+* ``cut``: the history keeps ``head_share`` of the budget from the start and the rest from the end,
+  with a marker saying how much was dropped (irreversible, as Codex CLI's head+tail truncation);
+* ``keep``: no budget.
+
+A result is final once it enters history (never rewritten later, so cached prefixes stay
+byte-stable); a read-back of a spilled file is exempt (no read/spill loop, as N-SPILL-3), and a
+failed disk write leaves the result inline, marked, and is not retried (as N-SPILL-4). The
+conversation itself only grows: the strategy bounds what each result costs, not the window.
+
+Sources: NovaCode's single 50,000-character spill threshold (N-SPILL-1) generalised per tool; Codex
+CLI's 10 KiB / 256-line head+tail cut of tool output; gemini-cli's 40,000-character tool-output
+budget with 20% head / 80% tail kept; SWE-agent's clipping of observations over 100,000 characters
+(peers.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from harness.conversation import Block, Message
+from strategies.base import StrategyConfig, StrategyEnv
+from strategies.structured_state import CHARS_PER_TOKEN, GaugedStrategy
+
+Mode = Literal["spill", "cut", "keep"]
+TIERS = ("read", "shell", "search", "other")
+
+SPILLED = ("<persisted-output>\n{head}\n[... {rest:,} more characters. The whole output ({size:,} characters) "
+           "is saved at {path} — read that file to see the rest.]\n</persisted-output>")
+CUT_MARKER = "\n[... {n:,} characters cut from the middle of this output ...]\n"
+
+
+class TieredBudgetConfig(StrategyConfig):
+    read_tools: tuple[str, ...] = Field(("Read", "NotebookRead", "read_file", "view", "open_file", "WebFetch"),
+                                        description="tools in the read tier")
+    shell_tools: tuple[str, ...] = Field(("Bash", "shell", "exec_command", "execute_bash", "run", "BashOutput"),
+                                         description="tools in the shell tier (command output, test logs)")
+    search_tools: tuple[str, ...] = Field(("Grep", "Glob", "LS", "search", "find_file", "search_dir", "list_files"),
+                                          description="tools in the search tier")
+    read_budget_chars: int = Field(40_000, ge=100, le=10_000_000, description="read tier: characters kept inline")
+    read_mode: Mode = Field("spill", description="read tier: what happens beyond the budget")
+    shell_budget_chars: int = Field(8_000, ge=100, le=10_000_000, description="shell tier: characters kept inline")
+    shell_mode: Mode = Field("cut", description="shell tier: what happens beyond the budget")
+    search_budget_chars: int = Field(10_000, ge=100, le=10_000_000, description="search tier: characters kept inline")
+    search_mode: Mode = Field("cut", description="search tier: what happens beyond the budget")
+    other_budget_chars: int = Field(20_000, ge=100, le=10_000_000, description="other tools: characters kept inline")
+    other_mode: Mode = Field("spill", description="other tools: what happens beyond the budget")
+    head_share: float = Field(0.2, ge=0, le=1,
+                              description="cut mode: share of the budget kept from the start (the rest from the end; "
+                              "gemini-cli keeps 20% head / 80% tail)")
+    chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0.5, le=10, description="estimate before the first usage")
+
+
+def cut_middle(text: str, budget: int, head_share: float) -> str:
+    """``text`` cut to ``budget`` characters of content: the first ``head_share`` of it and the rest
+    from the end, with a marker in between naming how much was dropped."""
+    if len(text) <= budget:
+        return text
+    head = int(budget * head_share)
+    tail = budget - head
+    dropped = len(text) - head - tail
+    return text[:head] + CUT_MARKER.format(n=dropped) + (text[-tail:] if tail else "")
+
+
+class TieredBudget(GaugedStrategy):
+    """Per-tier budgets on tool results: read spilled, shell and search cut, by default."""
+
+    name = "tiered_budget"
+    summary = "per-tool result budgets (reads large and spilled, logs and search small and cut)"
+    Config = TieredBudgetConfig
+
+    def __init__(self, config: TieredBudgetConfig, env: StrategyEnv) -> None:
+        super().__init__(config, env)
+        self.spill_dir = Path(env.session_dir) / "tool-results"
+        self.spilled: set[str] = set()  # absolute paths written (read-backs of these are exempt)
+
+    def tier_of(self, tool_use_id: str) -> str:
+        name, _ = self.tool_uses.get(tool_use_id, ("", {}))
+        c = self.config
+        if name in c.read_tools:
+            return "read"
+        if name in c.shell_tools:
+            return "shell"
+        if name in c.search_tools:
+            return "search"
+        return "other"
+
+    def budget(self, tier: str) -> tuple[int, Mode]:
+        return getattr(self.config, f"{tier}_budget_chars"), getattr(self.config, f"{tier}_mode")
+
+    def is_readback(self, tool_use_id: str, message: Message) -> bool:
+        if message.meta.get("origin") == "readback":
+            return True
+        _, inp = self.tool_uses.get(tool_use_id, ("", {}))
+        return any(isinstance(v, str) and str(Path(v).resolve()) in self.spilled for v in inp.values())
+
+    def on_tool_results(self, message: Message) -> None:
+        blocks = [self.apply(b, message) if b.type == "tool_result" else b for b in message.blocks]
+        super().on_tool_results(Message(message.role, tuple(blocks), message.meta))
+
+    def apply(self, b: Block, message: Message) -> Block:
+        tier = self.tier_of(b.id or "")
+        limit, mode = self.budget(tier)
+        if mode == "keep" or len(b.text) <= limit:
+            return b
+        if self.is_readback(b.id or "", message):
+            self.counters.extra["readback_exempt"] += 1
+            return b
+        if mode == "cut":
+            self.counters.extra[f"cut_{tier}"] += 1
+            self.counters.extra["chars_cut"] += len(b.text) - limit
+            return b.with_text(cut_middle(b.text, limit, self.config.head_share), cut=True)
+        path = self.spill_dir / f"{_safe(b.id or 'result')}.txt"
+        try:
+            self.spill_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(b.text, encoding="utf-8")
+        except OSError:
+            self.counters.extra["spill_failed"] += 1
+            return b.with_text(b.text, spill_exempt=True)  # as N-SPILL-4: stays inline, not retried
+        self.spilled.add(str(path.resolve()))
+        self.counters.spills += 1
+        self.counters.extra[f"spill_{tier}"] += 1
+        text = SPILLED.format(head=b.text[:limit], rest=len(b.text) - limit, size=len(b.text), path=path.resolve())
+        return b.with_text(text, spilled=str(path.resolve()))
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
