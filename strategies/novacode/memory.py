@@ -328,9 +328,9 @@ def scan_manifests(dirs: Iterable[Path], max_files: int = MANIFEST_MAX_FILES,
 SELECT_SYSTEM = (
     "You select memories for a coding agent. Given the user's message and a list of memory files "
     "(file name, type, name, description), return the file names of the memories that will clearly "
-    "help answer it, at most {k}. Preferences and feedback of the user apply to any task. Answer with "
-    "a JSON array of file names only, [] when none applies."
+    "help answer it, at most {k}. Preferences and feedback of the user apply to any task."
 )
+SELECT_INSTRUCTIONS = "Answer with a JSON array of file names only, [] when none applies."
 
 
 def selection_prompt(query: str, manifests: Sequence[Manifest], k: int = RECALL_MAX) -> str:
@@ -343,6 +343,8 @@ def parse_selection(text: str, candidates: Sequence[str], k: int = RECALL_MAX) -
     """The chosen file names, known candidates only, in the model's order, at most ``k``; None when
     the answer is not a selection at all (neither a JSON array nor lines naming files)."""
     names = set(candidates)
+    if text.strip().upper() in ("NONE", "NONE."):
+        return []
     picked: list[str] | None = None
     m = re.search(r"\[[^\[\]]*\]", text)
     if m:

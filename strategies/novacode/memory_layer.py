@@ -100,6 +100,8 @@ class MemoryLayer:
         self._recalls: list[_Recall] = []           # prefetches in flight or ready
         self._writes: list[_Extraction] = []        # extraction answers not yet on disk
         self.injected: set[Path] = set()            # N-COMP-12 markers: memories already injected
+        # a trace without session events is one launch that starts now: load what it starts with
+        self._refresh_resident()
 
     # --- the resident block (N-INST-3) ------------------------------------------------------------
     def _refresh_resident(self) -> None:
@@ -159,7 +161,8 @@ class MemoryLayer:
             return
         query = message.text[: p.query_max_chars]
         req = _side_request(mm.SELECT_SYSTEM.format(k=p.recall_max), mm.selection_prompt(query, cands, p.recall_max))
-        spec = CallSpec(kind=MEMORY_SELECT, max_output_tokens=p.select_max_output_tokens, blocking=False,
+        spec = CallSpec(kind=MEMORY_SELECT, instructions=mm.SELECT_INSTRUCTIONS,
+                        max_output_tokens=p.select_max_output_tokens, blocking=False,
                         timeout_s=p.recall_timeout_s,
                         params={"candidates": [m.path.name for m in cands], "max": p.recall_max, "query": query})
         try:

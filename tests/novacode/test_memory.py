@@ -243,7 +243,7 @@ def test_n_mem_5_selection_parsed_capped_at_5():
     assert parse_selection('["m1.md", "m9.md", "m1.md", "m2.md"]', cands) == ["m1.md", "m2.md"]
     assert parse_selection('Sure: ["m0.md","m1.md","m2.md","m3.md","m4.md","m5.md"]', cands) == [
         "m0.md", "m1.md", "m2.md", "m3.md", "m4.md"]
-    assert parse_selection("[]", cands) == []
+    assert parse_selection("[]", cands) == [] and parse_selection("NONE", cands) == []
     assert parse_selection("m3.md\nm4.md", cands) == ["m3.md", "m4.md"]
     assert parse_selection("(memory_select) acknowledged: Query", cands) is None
     assert parse_selection("acknowledged: Query: x\nAvailable memories:\n- m1.md [user] a: b", cands) is None
