@@ -32,9 +32,8 @@ What is volatile, and so not part of the key:
   ``<tmp:1>``... both in the key material and in the recorded response text; replay maps the
   placeholders back to the *current* run's paths, so a summary that cites the transcript path cites
   the replaying run's transcript. Which paths are volatile: any given explicitly (e.g. a session
-  dir the caller chose) and every directory directly under the system temporary directory whose
-  name starts with ``tmp`` (what :func:`tempfile.mkdtemp` makes) or ``ctxsim-`` (the engine's
-  run directories).
+  dir the caller chose) and the run directories of :data:`RUN_DIR_PATTERN` (the engine's
+  ``/tmp/ctxsim-runs/run-NNNNNN``, and ``ctxsim-run-*`` / ``tmp*`` directories of the temp root).
 
 The same request can be sent more than once (an identical retry); the answers are kept in order
 and served in order, the last one repeating, so a replay reproduces the live run call for call.
@@ -65,10 +64,17 @@ class StoreMiss(LookupError):
     """Replay mode asked for a request the store does not hold."""
 
 
+_SEG = r"[^/\s\"'<>`]"
+_ROOTS = sorted({"/tmp", str(Path(tempfile.gettempdir()))}, key=len, reverse=True)
+#: A run directory: the engine's (``/tmp/ctxsim-runs/run-000042``), an older engine's
+#: (``ctxsim-run-XXXX``) or any :func:`tempfile.mkdtemp` one (``tmpXXXX``), under the temp root.
+RUN_DIR_PATTERN = ("(?:" + "|".join(re.escape(r) for r in _ROOTS) + ")/(?:ctxsim-runs/run-" + _SEG + "+|ctxsim-run-"
+                   + _SEG + "+|tmp" + _SEG + "*)")
+
+
 def _tmp_pattern(extra: Iterable[str]) -> re.Pattern[str]:
     alts = [re.escape(str(Path(p))) for p in sorted({str(p) for p in extra if str(p)}, key=len, reverse=True)]
-    root = re.escape(str(Path(tempfile.gettempdir())))
-    alts.append(root + r"/(?:tmp|ctxsim-)[^/\s\"'<>`]*")
+    alts.append(RUN_DIR_PATTERN)
     return re.compile("|".join(alts))
 
 

@@ -5,19 +5,19 @@ breaker (N-COMP-4), and replay from the response store reproducing the live run 
 from __future__ import annotations
 
 import re
-import tempfile
 
 import pytest
 from loopback import Reply, keeping_responder
 
 from harness.engine import RunConfig, replay
 from harness.live import make_backend
+from harness.response_store import RUN_DIR_PATTERN
 from harness.synth import generate, load_preset
 
 pytest.importorskip("strategies.novacode.strategy", reason="NovaCode strategy (task D) not in the tree yet")
 
 WINDOW = 60_000  # NovaCode lines on 60k: effective 40,000; soft 27,000; hard 37,000 (N-COMP-1..3)
-RUN_PATH = re.escape(tempfile.gettempdir()) + r"/ctxsim-run-[^/\s]+/transcripts/[^\s\"'`)]+"
+RUN_PATH = RUN_DIR_PATTERN + r"/transcripts/[^\s\"'`)]+"
 
 
 @pytest.fixture(scope="module")
@@ -104,10 +104,10 @@ def test_replay_reproduces_the_live_run_exactly(loopback, short_trace, tmp_path)
     assert again.metrics == first.metrics
     assert again.calls.equals(first.calls)
     def own_dir_out(df):  # read-back pointers name each run's own (temporary) session directory
-        return df.assign(pointer=df.pointer.str.replace(r"ctxsim-run-[^/]+", "RUN", regex=True))
+        return df.assign(pointer=df.pointer.str.replace(RUN_DIR_PATTERN, "RUN", regex=True))
 
     assert own_dir_out(again.probes).equals(own_dir_out(first.probes))
     cited = {p for req in seen for m in req.messages if m.meta.get("origin") == "summary"
              for p in re.findall(RUN_PATH, m.text)}
-    run_dirs = {re.match(r".*/ctxsim-run-[^/]+", p).group(0) for p in cited}
+    run_dirs = {re.match(RUN_DIR_PATTERN, p).group(0) for p in cited}
     assert len(run_dirs) == 1  # the replaying run's own directory, never the recording run's

@@ -101,3 +101,11 @@ def test_bad_store_file_names_file_and_line(tmp_path):
     f.write_text('{"v": 2, "key": "k", "endpoint": "messages"}\n')
     with pytest.raises(StoreError, match=r"bad.jsonl:1: store version 2"):
         ResponseStore(f)
+
+
+def test_engine_run_directories_are_volatile():
+    """The engine's run dirs (/tmp/ctxsim-runs/run-NNNNNN) differ between runs, not the requests."""
+    a = params(path="/tmp/ctxsim-runs/run-000004/transcripts/s/transcript.jsonl")
+    b = params(path="/tmp/ctxsim-runs/run-000117/transcripts/s/transcript.jsonl")
+    (ka, ma), (kb, _) = request_key("messages", a), request_key("messages", b)
+    assert ka == kb and ma == {"<tmp:0>": "/tmp/ctxsim-runs/run-000004"}
