@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,36 @@ def test_context_manager_and_bad_config(tmp_path):
     assert not (tmp_path / "l").exists()
     with pytest.raises(ValueError, match="stale_after_s"):
         LockFile(tmp_path / "l", Clock(0.0), stale_after_s=0)
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from strategies.novacode.lock import LockFile
+lk = LockFile(Path(sys.argv[1]), time.time)
+print("held" if lk.acquire() else "refused", flush=True)
+sys.stdin.readline()
+lk.release()
+"""
+
+
+def test_n_mem_7_real_clock_across_processes(tmp_path):
+    """The library on the real clock with a real second process: while another agent holds the lock
+    it is refused; once that agent releases it, it is ours."""
+    import time
+
+    path = tmp_path / ".lock"
+    root = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, cwd=root, env={**os.environ, "PYTHONPATH": root})
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        mine = LockFile(path, time.time)
+        assert not mine.acquire()
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.wait(timeout=30) == 0
+        assert mine.acquire() and mine.release()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
