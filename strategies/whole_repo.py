@@ -143,7 +143,10 @@ class WholeRepo(WindowedStrategy):
                 continue
             seen.add(path)
             if chars + len(file_block(path, text)) > budget_chars:  # last file: cut to the size asked
-                text = text[: max(0, budget_chars - chars - len(file_block(path, "")))]
+                room = budget_chars - chars - len(file_block(path, ""))
+                if room <= 0:
+                    break
+                text = text[:room]
             files.append((path, text))
             chars += len(file_block(path, text))
         kept, total = [], 0
