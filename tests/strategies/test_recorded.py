@@ -1,0 +1,109 @@
+"""The `recorded` strategy: re-enacts a log (append-only, its compactions, its breakpoints, its
+sub-agent contexts and models), driven by the real engine on small hand-built traces."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import trace as tr
+from harness.conversation import Breakpoint
+from harness.engine import RunConfig, replay
+from strategies.recorded import COMPACT_INSTRUCTIONS, MISSING_SUMMARY, Recorded, RecordedConfig
+from strategies.registry import StrategyError, get, make_config
+
+MODEL = "claude-opus-4-6"
+BIG = "x " * 3000   # ≈3,000 cl100k tokens: above Opus 4.6's 4,096-token cache minimum with the prefix
+
+
+def trace(events, prefix=2000):
+    return tr.validate_events(tr.Header(name="t", model=MODEL, prefix_tokens=prefix), events)
+
+
+def run(t, params=None, **cfg):
+    seen = []
+    res = replay(t, Recorded, params or {}, RunConfig(model=MODEL, observer=lambda req, info: seen.append(req), **cfg))
+    return res, seen
+
+
+def test_registered_and_config_round_trip():
+    assert get("recorded") is Recorded
+    c = make_config(Recorded, {"ttl": "1h", "breakpoints": "last"})
+    assert RecordedConfig.model_validate(c.model_dump()) == c
+    with pytest.raises(StrategyError, match="unknown parameter"):
+        make_config(Recorded, {"tll": "1h"})
+    with pytest.raises(StrategyError, match="invalid parameter"):
+        make_config(Recorded, {"ttl": "2h"})
+
+
+def test_breakpoints_on_system_and_last_message_with_the_recorded_ttl():
+    t = trace([tr.UserEvent(t=0, text="hi"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+               tr.UserEvent(t=2, text="more"), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")])])
+    _, seen = run(t, {"ttl": "1h"})
+    assert seen[0].breakpoints == (Breakpoint("system", "1h"), Breakpoint(0, "1h"))
+    # second call: user, assistant, user → last message index 2
+    assert seen[1].breakpoints == (Breakpoint("system", "1h"), Breakpoint(2, "1h"))
+    _, seen = run(t, {"breakpoints": "none"})
+    assert seen[1].breakpoints == ()
+
+
+def test_append_only_reads_the_previous_context_from_cache():
+    """Each call reads what the previous call wrote: cache_read_2 = context_1 (the last message of
+    call 1 carried the breakpoint), as in the real logs."""
+    t = trace([tr.UserEvent(t=0, text=BIG), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+               tr.UserEvent(t=2, text="more"), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")])], prefix=3000)
+    res, _ = run(t)
+    c = res.calls
+    assert c.loc[0, "cache_read"] == 0 and c.loc[0, "cache_write_5m"] == c.loc[0, "context_tokens"]
+    assert c.loc[1, "cache_read"] == c.loc[0, "context_tokens"]
+
+
+def test_recorded_compaction_bills_a_summary_call_then_sends_the_recorded_summary():
+    t = trace([tr.UserEvent(t=0, text=BIG), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+               tr.CompactEvent(t=2, trigger="auto", pre_tokens=9999, summary="SUMMARY TEXT"),
+               tr.UserEvent(t=3, text="go on"), tr.AssistantEvent(t=4, content=[tr.TextContent(text="b")])], prefix=3000)
+    res, seen = run(t)
+    c = res.calls
+    assert list(c["kind"]) == ["main", "summary", "main"]
+    # the summary call is the history + the compaction prompt: it reuses the cached prefix
+    assert c.loc[1, "cache_read"] == c.loc[0, "context_tokens"]
+    assert seen[1].messages[-1].text == COMPACT_INSTRUCTIONS
+    after = seen[2]
+    assert [m.text for m in after.messages] == ["SUMMARY TEXT", "go on"]
+    assert after.messages[0].meta["origin"] == "summary" and after.rewrite
+    assert res.metrics["compactions"]["succeeded"] == 1
+
+
+def test_compaction_without_recorded_summary_says_so():
+    t = trace([tr.UserEvent(t=0, text="hi"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+               tr.CompactEvent(t=2), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")])])
+    _, seen = run(t, {"summary_call": False})
+    assert [m.text for m in seen[-1].messages] == [MISSING_SUMMARY]
+    assert all(r.kind == "main" for r in seen)  # no summary call when it is turned off
+
+
+def test_isolated_subtask_runs_in_its_own_context_with_its_own_prefix_and_model():
+    t = trace([
+        tr.UserEvent(t=0, text="parent task"),
+        tr.AssistantEvent(t=1, content=[tr.ToolUseContent(id="task", name="Task", input={"prompt": "look"})]),
+        tr.SubtaskStart(t=2, id="sub", isolated=True), tr.UserEvent(t=2, text="look"),
+        tr.AssistantEvent(t=3, content=[tr.TextContent(text="found it")]), tr.SubtaskEnd(t=4, id="sub"),
+        tr.ToolResultEvent(t=5, tool_use_id="task", content="found it"),
+        tr.AssistantEvent(t=6, content=[tr.TextContent(text="thanks")]),
+    ])
+    res, seen = run(t, {"subtask_prefix_tokens": {"sub": 700},
+                        "models": (MODEL, "claude-sonnet-4-5", MODEL)})
+    sub, after = seen[1], seen[2]
+    assert [m.text for m in sub.messages] == ["look"] and sub.kind == "subagent"
+    assert sub.system.opaque_tokens == 700 and sub.model == "claude-sonnet-4-5"
+    assert [m.role for m in after.messages] == ["user", "assistant", "user"]  # parent context untouched
+    assert after.system.opaque_tokens == 2000 and after.kind == "main"
+    assert list(res.calls["model"]) == [MODEL, "claude-sonnet-4-5", MODEL]
+
+
+def test_model_switch_gets_that_models_system_prefix():
+    t = trace([tr.UserEvent(t=0, text="hi"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+               tr.UserEvent(t=2, text="skill"), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")])])
+    _, seen = run(t, {"models": (MODEL, "claude-haiku-4-5"),
+                      "model_prefix_tokens": {MODEL: 2000, "claude-haiku-4-5": 2600}})
+    assert [r.system.opaque_tokens for r in seen] == [2000, 2600]
+    assert [r.model for r in seen] == [MODEL, "claude-haiku-4-5"]
