@@ -1,0 +1,192 @@
+"""The simulated LLM: summaries with category survival, squeeze and compounding; memory side calls."""
+
+import json
+
+import numpy as np
+import pytest
+
+from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from harness.llm import MEMORY_CONSOLIDATE, MEMORY_EXTRACT, MEMORY_SELECT, SUMMARY, CallSpec
+from harness.simllm import DEFAULT_SECTIONS, SimParams, SimulatedLLM, load_calibration, memory_name
+from harness.trace import FactEvent
+
+
+def count(text: str) -> int:
+    """A stand-in tokenizer: 1 token per 4 characters, rounded up."""
+    return (len(text) + 3) // 4
+
+
+def fact(i: int, cat: str) -> FactEvent:
+    return FactEvent(t=0, id=f"f{i:04d}", category=cat, text=f"{cat.upper()}_FACT_{i:04d} = {100000 + i}")
+
+
+def req(*msgs: Message) -> Request:
+    return Request(SystemPrompt.of("sys"), ToolSet(), History(msgs))
+
+
+def conversation(facts: list[FactEvent], filler: int = 0) -> list[Message]:
+    """A user message with the goal and one assistant message per other fact, plus filler text."""
+    out = []
+    for f in facts:
+        role = "user" if f.category in ("goal", "constraint", "preference", "feedback") else "assistant"
+        out.append(Message(role, (Block.text_block(f"{f.text}\n" + "lorem ipsum dolor " * filler),)))
+    return out
+
+
+def test_summary_has_the_sections_and_keeps_surviving_facts_verbatim():
+    facts = [fact(0, "goal"), fact(1, "decision"), fact(2, "file")]
+    llm = SimulatedLLM({f.id: f for f in facts}, count, 0, SimParams(survival={c: 1.0 for c in
+                                                                           ("goal", "decision", "file")}))
+    text = llm.respond(req(*conversation(facts)), CallSpec(kind=SUMMARY, max_output_tokens=5000)).text
+    assert text.startswith("<summary>") and text.endswith("</summary>")
+    for s in DEFAULT_SECTIONS:
+        assert f"## {s}" in text
+    for f in facts:
+        assert f.text in text
+    # facts go to their section: the goal under the request, the file detail under files
+    assert text.index(facts[0].text) < text.index("## Key technical concepts")
+    files_at = text.index("## Files and code sections")
+    assert files_at < text.index(facts[2].text) < text.index("## Errors and fixes")
+
+
+def test_a_fact_that_does_not_survive_does_not_leak_through_material():
+    goal = fact(0, "goal")
+    llm = SimulatedLLM({goal.id: goal}, count, 0, SimParams(survival={"goal": 0.0}))
+    text = llm.respond(req(*conversation([goal], filler=3)), CallSpec(kind=SUMMARY, max_output_tokens=5000)).text
+    assert goal.text not in text
+    # deterministic: the same request gives the same summary
+    assert text == llm.respond(req(*conversation([goal], filler=3)), CallSpec(kind=SUMMARY, max_output_tokens=5000)).text
+
+
+def test_survival_rate_by_category_over_many_facts():
+    facts = [fact(i, "file") for i in range(400)]
+    llm = SimulatedLLM({f.id: f for f in facts}, count, 0, SimParams(survival={"file": 0.45}, fact_share=1.0,
+                                                                         min_tokens=5_000))
+    text = llm.respond(req(*conversation(facts)), CallSpec(kind=SUMMARY, max_output_tokens=200_000)).text
+    kept = sum(f.text in text for f in facts)
+    # 400 draws at p = 0.45; no squeeze: the facts need 400 x 6 = 2,400 tokens of a 5,000 target, and
+    # the input (400 x 7 = 2,800 tokens) is compressed less than 25:1:
+    # mean 180, sd sqrt(400 x 0.45 x 0.55) = 9.95 -> within 4 sd
+    assert abs(kept - 180) < 40
+
+
+def test_squeezed_budget_lowers_survival():
+    """fact_share 0.5 of a 600-token summary = 300 tokens for facts that need 400 x 6 = 2,400:
+    squeeze = 300 / 2400 = 0.125, so p = 1.0 x 0.125 -> about 50 of 400 survive (not 400)."""
+    facts = [fact(i, "goal") for i in range(400)]
+    llm = SimulatedLLM({f.id: f for f in facts}, count, 0, SimParams(survival={"goal": 1.0}))
+    text = llm.respond(req(*conversation(facts)), CallSpec(kind=SUMMARY, max_output_tokens=600)).text
+    kept = sum(f.text in text for f in facts)
+    assert 25 <= kept <= 80
+    assert count(text) <= 600  # within the output budget
+
+
+def test_hard_compression_ratio_lowers_survival():
+    # input ~ 400 x (6 + 1,000 filler tokens) = 400k tokens, target capped at 2,000: ratio 200:1;
+    # factor (25/200)^0.15 = 0.732 -> with survival 1 and no squeeze, ~293 of 400 (not 400)
+    facts = [fact(i, "goal") for i in range(400)]
+    llm = SimulatedLLM({f.id: f for f in facts}, count, 0, SimParams(survival={"goal": 1.0}, fact_share=1.0))
+    text = llm.respond(req(*conversation(facts, filler=220)), CallSpec(kind=SUMMARY, max_output_tokens=2_500)).text
+    kept = sum(f.text in text for f in facts)
+    assert 250 <= kept <= 340
+
+
+def test_losses_compound_over_repeated_compactions():
+    """A fact in a summary is drawn again when that summary is summarised: p^2 after two rounds."""
+    facts = [fact(i, "decision") for i in range(300)]
+    fmap = {f.id: f for f in facts}
+    llm = SimulatedLLM(fmap, count, 0, SimParams(survival={"decision": 0.7}, fact_share=1.0, min_tokens=20_000))
+    s1 = llm.respond(req(*conversation(facts)), CallSpec(kind=SUMMARY, max_output_tokens=50_000)).text
+    s2 = llm.respond(req(Message.user(s1, origin="summary"), Message.user("next")),
+                     CallSpec(kind=SUMMARY, max_output_tokens=50_000)).text
+    k1 = sum(f.text in s1 for f in facts)
+    k2 = sum(f.text in s2 for f in facts)
+    assert abs(k1 - 210) < 35          # 300 x 0.7
+    assert abs(k2 - 147) < 35          # 300 x 0.49
+    assert all(f.text in s1 for f in facts if f.text in s2)  # nothing comes back once lost
+
+
+def test_only_the_summarised_head_is_summarised():
+    head, tail = fact(0, "decision"), fact(1, "decision")
+    llm = SimulatedLLM({head.id: head, tail.id: tail}, count, 0, SimParams(survival={"decision": 1.0}))
+    text = llm.respond(req(*conversation([head, tail])),
+                       CallSpec(kind=SUMMARY, max_output_tokens=5000, params={"summarize_messages": 1})).text
+    assert head.text in text and tail.text not in text
+
+
+def test_calibration_file_replaces_measured_rates(tmp_path):
+    p = tmp_path / "cal.json"
+    p.write_text(json.dumps({"format": "ctxsim-summary-calibration", "version": 1,
+                             "survival": {"goal": {"rate": 1.0}, "file": {"rate": 0.2}, "error": {"rate": None}}}))
+    assert load_calibration(p) == {"goal": 1.0, "file": 0.2}
+    sp = SimParams(calibration=str(p))
+    assert sp.survival["file"] == 0.2 and sp.survival["error"] == 0.6  # unmeasured: the default stays
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(ValueError, match="not a ctxsim-summary-calibration"):
+        SimParams(calibration=str(bad))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        SimParams(survival={"goal": 1.5})
+
+
+def test_params_as_dict_like_make_backend_passes_them():
+    llm = SimulatedLLM({}, count, 3, {"target_ratio": 0.1})
+    assert llm.params.target_ratio == 0.1
+
+
+# --- memory side calls (answers parsed by NovaCode's own memory parsers) --------------------------------
+def test_extract_answers_memory_blocks_the_memory_layer_parses():
+    from strategies.novacode.memory import extraction_prompt, parse_memory_blocks
+
+    pref, err = fact(0, "preference"), fact(1, "error")
+    llm = SimulatedLLM({pref.id: pref, err.id: err}, count, 0, SimParams(extract={"preference": 1.0, "error": 0.0}))
+    prompt = extraction_prompt(f"User: {pref.text}\nAssistant: ok, and {err.text}", [])
+    out = llm.respond(req(Message.user(prompt)), CallSpec(kind=MEMORY_EXTRACT, params={"existing": []})).text
+    mems, bad = parse_memory_blocks(out)
+    assert bad == 0 and len(mems) == 1
+    assert mems[0].type == "user" and pref.text in mems[0].body
+    # already extracted (its name exists): not written again
+    again = llm.respond(req(Message.user(prompt)), CallSpec(kind=MEMORY_EXTRACT, params={"existing": [memory_name(pref)]}))
+    assert again.text == "NO_MEMORIES" and parse_memory_blocks(again.text) == ([], 0)
+
+
+def test_select_returns_a_json_array_within_max_with_user_and_feedback_eligible():
+    from strategies.novacode.memory import parse_selection
+
+    prompt = ("Query:\nfix the uploader retry budget\n\nAvailable memories:\n"
+              "- a.md [project] uploader-retries: retry budget of the uploader\n"
+              "- b.md [project] billing-schema: invoice table layout\n"
+              "- c.md [user] prefers-small-commits: keep commits small\n")
+    llm = SimulatedLLM({}, count, 0)
+    out = llm.respond(req(Message.user(prompt)), CallSpec(kind=MEMORY_SELECT, params={
+        "candidates": ["a.md", "b.md", "c.md"], "max": 2, "query": "fix the uploader retry budget"})).text
+    assert json.loads(out) == ["a.md", "c.md"]  # a: 3 words overlap; c: always eligible (user); b: no overlap
+    assert parse_selection(out, ["a.md", "b.md", "c.md"], 2) == ["a.md", "c.md"]
+
+
+def test_consolidate_merges_identical_bodies_only():
+    from strategies.novacode.memory import parse_consolidation
+
+    def file(name, body):
+        return f'<file name="{name}" type="user">\n---\nname: {name[:-3]}\ndescription: d\ntype: user\n---\n{body}\n</file>'
+
+    llm = SimulatedLLM({}, count, 0)
+    text = "\n\n".join([file("a.md", "keep commits small"), file("b.md", "keep  commits small"), file("c.md", "other")])
+    out = llm.respond(req(Message.user(text)), CallSpec(kind=MEMORY_CONSOLIDATE, params={"files": ["a.md", "b.md", "c.md"]})).text
+    assert out.startswith("MERGE a.md b.md")
+    plan = parse_consolidation(out, ["a.md", "b.md", "c.md"])
+    assert plan is not None and plan.merge and plan.merge[0][0] == ["a.md", "b.md"]
+    none = llm.respond(req(Message.user(file("c.md", "other"))), CallSpec(kind=MEMORY_CONSOLIDATE)).text
+    assert none == "NO_CHANGES"
+
+
+def test_rng_is_keyed_by_the_request_not_call_order():
+    facts = [fact(i, "file") for i in range(50)]
+    fmap = {f.id: f for f in facts}
+    r1, r2 = req(*conversation(facts[:25])), req(*conversation(facts[25:]))
+    spec = CallSpec(kind=SUMMARY, max_output_tokens=5000)
+    a = SimulatedLLM(fmap, count, 0)
+    b = SimulatedLLM(fmap, count, 0)
+    x1, x2 = a.respond(r1, spec).text, a.respond(r2, spec).text
+    assert b.respond(r2, spec).text == x2 and b.respond(r1, spec).text == x1
+    assert np.any([SimulatedLLM(fmap, count, s).respond(r1, spec).text != x1 for s in range(1, 4)])
