@@ -312,7 +312,9 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
                                 "recorded_pre_tokens": e.pre_tokens, "simulated_tokens": simulated,
                                 "abs_pct_error": round(_pct(simulated, e.pre_tokens), 3) if simulated and e.pre_tokens else None})
 
-    misses = classify_misses(calls, table, header.prefix_tokens)
+    # the system prefix as the log measures it: what the first call after a compaction read back
+    after = [c for c in with_usage if c.after_compact and c.usage.cache_read]
+    misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens)
     hidden = hidden_deltas(calls, table)
     premium = 0.0   # what the unexplained misses cost over a read of the same tokens
     for m in misses:
@@ -408,6 +410,10 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
             cause, block = "unexplained", None
         if read == 0:
             where = "nothing (full re-write)"
+        elif sum(1 for p in calls if p.usage and abs(p.usage.cache_read - read) <= 64) >= 3 and \
+                abs(read - system_prefix) > max(MISS_TOLERANCE_TOKENS, 0.02 * system_prefix):
+            n = sum(1 for p in calls if p.usage and abs(p.usage.cache_read - read) <= 64)
+            where = f"a recurring cache point ({read}, read by {n} calls)"
         elif abs(read - system_prefix) <= max(MISS_TOLERANCE_TOKENS, 0.02 * system_prefix):
             where = f"the system prefix ({read})"
         else:
@@ -448,12 +454,18 @@ def figure(fid: Fidelity, path: str) -> None:
     import matplotlib.pyplot as plt
 
     t = fid.calls
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    ax.plot(t["call"], t["recorded_context"], label="recorded", lw=1.6, color="#1f77b4")
-    ax.plot(t["call"], t["simulated_context"], label="simulated (recorded strategy)", lw=1.2, ls="--", color="#d62728")
-    if (t["pin_offset"] != 0).any():
-        ax.plot(t["call"], t["simulated_context"] + t["pin_offset"], label="simulated + pinned re-attachments",
+    fig, ax = plt.subplots(figsize=(12, 4.5))
+    main = t[t["thread"] == "main"]
+    sub = t[t["thread"] != "main"]
+    ax.plot(main["call"], main["recorded_context"], label="recorded", lw=1.6, color="#1f77b4")
+    ax.plot(main["call"], main["simulated_context"], label="simulated (recorded strategy)", lw=1.2, ls="--",
+            color="#d62728")
+    if (main["pin_offset"] != 0).any():
+        ax.plot(main["call"], main["simulated_context"] + main["pin_offset"], label="simulated + pinned re-attachments",
                 lw=0.9, ls=":", color="#2ca02c")
+    if len(sub):
+        ax.scatter(sub["call"], sub["recorded_context"], s=14, color="#1f77b4", marker="o", label="sub-agent, recorded")
+        ax.scatter(sub["call"], sub["simulated_context"], s=14, color="#d62728", marker="x", label="sub-agent, simulated")
     for c in fid.report["compactions"]:
         ax.axvline(c["table_row"] - 0.5, color="gray", ls=":", lw=1)
         ax.annotate(f"compact ({c['trigger']})\npreTokens {c['recorded_pre_tokens']}", (c["table_row"] - 0.5, ax.get_ylim()[1] * 0.95),
@@ -466,7 +478,7 @@ def figure(fid: Fidelity, path: str) -> None:
     r = fid.report
     ax.set_title(f"{r['trace'].split('/')[-1]} · {r['model']} · scale {r['token_scale']} · "
                  f"median |err| {r['context_tokens']['median_abs_pct_error']}%", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
