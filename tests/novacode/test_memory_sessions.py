@@ -46,19 +46,25 @@ def with_memory(ms_trace):
 
 
 def test_multi_session_memory_retains_preferences_and_feedback(ms_trace, with_memory):
-    """Issue 10: facts of category preference/feedback said in one session and needed in a later
-    one are found (in the window, recalled) with memory and lost without it, by NovaCode and by
-    every peer strategy."""
+    """Issue 10: preference/feedback facts said in one session and needed in a later one are found
+    (in the window, or through a memory file the index points to) with memory; NovaCode without
+    memory loses every one of them, and most of those memory keeps are lost by every peer strategy
+    (peers with state files or retrieval keep a few of their own)."""
     mine = cross_session(with_memory, ms_trace)
     assert len(mine) >= 5  # the trace really asks for them (11 on this seed)
-    assert (mine["where"] != "lost").all() and mine["score"].mean() > 0.4
+    kept = {(p, f) for p, f, w in zip(mine["probe"], mine["fact"], mine["where"], strict=True) if w != "lost"}
+    assert len(kept) >= 0.8 * len(mine) and mine["score"].mean() > 0.4
+    plain = cross_session(replay(ms_trace, "novacode", {}, RunConfig(seed=0)), ms_trace)
+    assert (plain["where"] == "lost").all() and plain["score"].sum() == 0.0
+    kept_by_a_peer: set[tuple[str, str]] = set()
     for name in names():
-        if name == "recorded":
-            continue  # re-enacts a recorded log's own compactions: needs a recorded trace
-        r = replay(ms_trace, name, None, RunConfig(seed=0))
-        theirs = cross_session(r, ms_trace)
-        assert (theirs["where"] == "lost").all(), name
-        assert theirs["score"].sum() == 0.0, name
+        if name in ("novacode", "recorded"):
+            continue  # recorded re-enacts a recorded log's own compactions: needs a recorded trace
+        theirs = cross_session(replay(ms_trace, name, None, RunConfig(seed=0)), ms_trace)
+        kept_by_a_peer |= {(p, f) for p, f, w in zip(theirs["probe"], theirs["fact"], theirs["where"], strict=True)
+                           if w != "lost"}
+    only_memory = kept - kept_by_a_peer
+    assert len(only_memory) >= 0.5 * len(kept)
 
 
 def test_multi_session_memory_side_calls_billed_separately(with_memory):
