@@ -68,11 +68,13 @@ def test_a_read_of_a_saved_file_points_at_the_same_file_again(tmp_path):
     for i in range(5, 7):
         read(s, i, f"/src/g{i}.py", "g" * 7000)
     s.build_request(CallInfo(7, 7.0))
-    # inline: f2, tu4, g5, g6 = 8,000 -> f2, tu4, g5 go (to 2,000): tu4's pointer is the saved file again
+    # before call 6 the inline reads are f2, tu4, g5 = 6,000 >= 5,000: f2 (-> 4,000) and tu4 (-> 2,000)
+    # go, g5 is protected; before call 7, g5 + g6 = 4,000 < 5,000: nothing. tu4 points at tu0's file.
     assert not (tmp_path / "reads" / "tu4.txt").exists()
     pointers = [b for m in s.history for b in m.blocks if b.type == "tool_result" and saved in b.text]
     assert [b.id for b in pointers] == ["tu0", "tu4"]
-    assert s.counters.spills == 2 + 2  # f2 and g5 written; the read-back was not
+    assert s.counters.extra["reads_replaced"] == 4
+    assert s.counters.spills == 3  # f0, f1, f2 written; the read-back was not
 
 
 def test_short_results_and_other_tools_stay_inline_unless_asked(tmp_path):
