@@ -1,0 +1,110 @@
+"""tiered_budget: each tier's budget and mode (spill reversible, cut irreversible, keep), read-back
+exemption, a failed write, and a spilled detail recovered at a probe."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from harness import trace as tr
+from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet
+from harness.engine import RunConfig, replay
+from strategies.base import CallInfo, StrategyEnv
+from strategies.registry import get, make_config
+from strategies.tiered_budget import CUT_MARKER, SPILLED, TieredBudget, cut_middle
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers_traces import Builder  # noqa: E402
+
+
+def make(tmp_path: Path, **params) -> TieredBudget:
+    env = StrategyEnv(session_dir=tmp_path, services=None, now=lambda: 0.0, window=200_000,
+                      max_output_tokens=64_000, model="m", provider="anthropic", system=SystemPrompt.of("sys"),
+                      tools=ToolSet((ToolDef("Read", "read"), ToolDef("Bash", "run"))), rng=np.random.default_rng(0))
+    return TieredBudget(make_config(TieredBudget, params), env)
+
+
+def result_of(s: TieredBudget, i: int, tool: str, text: str, path: str = "/src/a.py", **meta) -> Block:
+    s.build_request(CallInfo(i, float(i)))
+    s.on_response(Message("assistant", (Block.tool_use(f"tu{i}", tool, {"file_path": path}),)), None)
+    s.on_tool_results(Message("user", (Block.tool_result(f"tu{i}", text),), meta))
+    return s.history[-1].blocks[0]
+
+
+def test_cut_middle_keeps_head_and_tail():
+    text = "0123456789" * 10
+    # budget 20, head share 0.2: 4 from the start, 16 from the end, 100 - 20 = 80 dropped
+    assert cut_middle(text, 20, 0.2) == "0123" + CUT_MARKER.format(n=80) + "4567890123456789"
+    assert cut_middle(text, 100, 0.2) == text
+
+
+def test_shell_output_is_cut_and_reads_are_spilled(tmp_path):
+    s = make(tmp_path)
+    assert get("tiered_budget") is TieredBudget
+    s.on_user(Message.user("run the tests"))
+    log = "".join(f"line {i:05d}\n" for i in range(2000))  # 2,000 x 11 = 22,000 chars
+    b = result_of(s, 0, "Bash", log)
+    # shell tier: 8,000 budget, cut: head 1,600 + tail 6,400; 22,000 - 8,000 = 14,000 cut
+    assert b.text == log[:1600] + CUT_MARKER.format(n=14_000) + log[-6400:]
+    assert s.counters.extra["chars_cut"] == 14_000 and s.counters.spills == 0
+    src = "x" * 50_000
+    b = result_of(s, 1, "Read", src)
+    path = (tmp_path / "tool-results" / "tu1.txt").resolve()
+    # read tier: 40,000 budget, spill: the head inline, the whole 50,000 in the file
+    assert b.text == SPILLED.format(head="x" * 40_000, rest=10_000, size=50_000, path=path)
+    assert path.read_text() == src and s.counters.spills == 1
+    small = result_of(s, 2, "Read", "y" * 30_000)
+    assert small.text == "y" * 30_000
+    other = result_of(s, 3, "Mystery", "z" * 25_000)  # other tier: 20,000, spill
+    assert other.meta["spilled"].endswith("tu3.txt")
+
+
+def test_read_backs_of_spilled_files_are_exempt(tmp_path):
+    s = make(tmp_path)
+    s.on_user(Message.user("go"))
+    result_of(s, 0, "Read", "x" * 50_000)
+    path = str((tmp_path / "tool-results" / "tu0.txt").resolve())
+    again = result_of(s, 1, "Read", "x" * 50_000, path=path)
+    engine_rb = result_of(s, 2, "Read", "x" * 50_000, path="/elsewhere", origin="readback")
+    assert again.text == "x" * 50_000 and engine_rb.text == "x" * 50_000
+    assert s.counters.extra["readback_exempt"] == 2 and s.counters.spills == 1
+
+
+def test_keep_mode_and_a_failed_write(tmp_path):
+    s = make(tmp_path, shell_mode="keep")
+    s.on_user(Message.user("go"))
+    assert result_of(s, 0, "Bash", "b" * 30_000).text == "b" * 30_000
+    (tmp_path / "tool-results").write_text("not a directory")  # the spill directory cannot be made
+    b = result_of(s, 1, "Read", "r" * 50_000)
+    assert b.text == "r" * 50_000 and b.meta["spill_exempt"] and s.counters.extra["spill_failed"] == 1
+
+
+def test_results_are_final_once_in_history(tmp_path):
+    s = make(tmp_path)
+    s.on_user(Message.user("go"))
+    reqs = []
+    for i in range(4):
+        result_of(s, i, "Bash", "b" * 20_000)
+        reqs.append(s.build_request(CallInfo(10 + i, 10.0 + i)))
+    # every request extends the previous one: same first messages, never a rewrite
+    for a, b in zip(reqs, reqs[1:]):
+        assert not b.rewrite and all(x is y for x, y in zip(a.messages, b.messages))
+
+
+def test_a_spilled_detail_is_recovered_by_a_billed_read_back():
+    fact = "EXPORT_BATCH_LIMIT = 100074"
+    b = Builder()
+    b.user("Fix the export batches.")
+    b.call("reading", results=["a = 1\n" * 7000 + fact + "\n"], tool="Read", inputs=[{"file_path": "/src/x.py"}])
+    b.event(tr.FactEvent(t=b.t, id="f", category="file", text=fact))
+    b.event(tr.ProbeEvent(t=b.t, id="p", needs=["f"]))
+    b.call("answer")
+    r = replay(b.build(), "tiered_budget", None, RunConfig(readback_probability=1.0))
+    row = r.probes.set_index("fact").loc["f"]
+    # 42,000 + 28 chars > the 40,000 read budget: the fact is in the spilled part only
+    assert row["where"] == "recoverable" and row["pointer"].endswith("tool-results/tu_1.txt")
+    assert r.metrics["readbacks"] == 1 and r.metrics["spills"] == 1
+    cut = replay(b.build(), "tiered_budget", {"read_mode": "cut", "head_share": 1.0}, RunConfig())
+    assert cut.probes.set_index("fact").loc["f", "where"] == "lost"
