@@ -91,3 +91,17 @@ def test_ctxsim_calibrate_bad_input(tmp_path, monkeypatch, capsys):
     assert main(["calibrate", "short", "--llm", "replay", "-o", str(tmp_path / "c.json")]) == 2
     assert "--llm-store" in capsys.readouterr().err
     assert main(["calibrate", "no-such-preset", "--llm", "simulated", "-o", str(tmp_path / "c.json")]) == 2
+
+
+def test_the_simulated_summariser_loads_what_calibrate_writes(tmp_path):
+    """Round trip with harness/simllm.py (task B): the rates written are the rates loaded."""
+    import harness.simllm as simllm
+
+    if not hasattr(simllm, "load_calibration"):
+        pytest.skip("harness.simllm.load_calibration not in the tree yet")
+    src = "\n".join(f.text for f in FACTS.values())
+    calls = [SummaryCall("r", 0, src, FACTS["g"].text, 10_000, 500)]
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(calibration(calls, {"r": FACTS}, model="m", strategy="novacode", traces=[])))
+    # goal kept (1/1), file and error lost (0/1 each); other categories not measured (null: skipped)
+    assert simllm.load_calibration(path) == {"goal": 1.0, "file": 0.0, "error": 0.0}
