@@ -79,6 +79,7 @@ class SummaryTap:
     run: str = ""
     limit: int | None = None
     calls: list[SummaryCall] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)  # as sent, for token counting
 
     @property
     def name(self) -> str:
@@ -95,6 +96,7 @@ class SummaryTap:
             else:
                 n_in, n_out = self.count(source), self.count(reply.text)
             self.calls.append(SummaryCall(self.run, len(self.calls), source, reply.text, n_in, n_out))
+            self.requests.append(request)
         return reply
 
 
@@ -182,3 +184,13 @@ def calibration(calls: Sequence[SummaryCall], facts_by_run: Mapping[str, Mapping
         "summary_output_tokens": _dist([c.output_tokens for c in calls]),
         "summary_input_tokens": _dist([c.input_tokens for c in calls]),
     }
+
+
+def token_scale(api_counts: Sequence[int], local_counts: Sequence[int], model: str) -> dict[str, Any]:
+    """API tokens per local (cl100k, unscaled) token over the same requests: the per-model scale
+    the provider model takes (``RunConfig.token_scale``, ``--token-scale``), as a ratio of sums."""
+    api, local = sum(api_counts), sum(local_counts)
+    if local <= 0:
+        raise ValueError("token_scale needs requests with a positive local count")
+    return {"model": model, "scale": round(api / local, 4), "requests": len(api_counts), "api_tokens": api,
+            "local_tokens": local}

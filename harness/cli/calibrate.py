@@ -34,6 +34,9 @@ def register(sub) -> None:
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW, help=f"context window (default {DEFAULT_WINDOW:,})")
     p.add_argument("--seed", type=int, default=0, help="seed of the runs and of generated presets")
     p.add_argument("--max-compactions", type=int, default=None, metavar="N", help="stop after N summaries in all")
+    p.add_argument("--no-token-scale", action="store_true",
+                   help="skip measuring the tokenizer scale (messages.count_tokens on each summary request "
+                   "vs the local tokenizer; live and replay only)")
     p.add_argument("-o", "--output", default=DEFAULT_OUT, help=f"calibration file to write (default {DEFAULT_OUT})")
     p.add_argument("--quiet", "-q", action="store_true", help="no table on the terminal")
     p.set_defaults(func=run)
@@ -79,7 +82,7 @@ def run(args) -> int:
     except (ValueError, LiveError, StoreError) as e:
         raise BadInput(str(e)) from None
 
-    calls, facts_by_run, traces, models = [], {}, [], set()
+    calls, facts_by_run, traces, models, requests = [], {}, [], set(), []
     for i, (trace, name) in enumerate(sources):
         run_id = f"{i}:{name}"
         facts_by_run[run_id] = trace.facts()
@@ -101,6 +104,7 @@ def run(args) -> int:
         except (LiveError, StoreMiss) as e:
             raise BadInput(str(e)) from None
         calls += tap.calls
+        requests += tap.requests
         models |= {getattr(backend, "model_for", lambda _r: "simulated")(_probe_request(base.model))}
         if not args.quiet:
             print(f"{name}: {len(tap.calls)} summaries measured", file=sys.stderr)
@@ -111,6 +115,16 @@ def run(args) -> int:
                        f"{args.window:,}: use longer traces or a smaller --window")
     model = ", ".join(sorted(models))
     cal = calibration(calls, facts_by_run, model=model, strategy=cls.name, traces=traces)
+    if inner is not None and not args.no_token_scale:
+        from harness.calibration import token_scale
+        from harness.provider import Provider
+
+        raw = Provider(base.model, window=args.window, token_scale=1.0)
+        try:
+            api = [inner.count_tokens(r) for r in requests]
+        except (LiveError, StoreMiss) as e:
+            raise BadInput(str(e)) from None
+        cal["token_scale"] = token_scale(api, [raw.layout(r).total() for r in requests], model)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(cal, indent=2) + "\n", encoding="utf-8")
@@ -138,4 +152,8 @@ def _print(cal: dict, out: Path) -> None:
         sim = DEFAULT_SURVIVAL.get(cat)
         print(f"{cat:<12}{c['present']:>9}{c['survived']:>10}{c['verbatim']:>10}{rate:>8}"
               f"{'' if sim is None else f'{sim:.2f}':>11}")
+    if "token_scale" in cal:
+        ts = cal["token_scale"]
+        print(f"token scale: {ts['scale']:.3f} API tokens per local token ({ts['api_tokens']:,} / "
+              f"{ts['local_tokens']:,} over {ts['requests']} requests; use --token-scale {ts['scale']})")
     print(f"wrote {out}")

@@ -74,6 +74,11 @@ def test_ctxsim_calibrate_live_then_replay(live_env, tmp_path, capsys):
     assert all(rates[k] == 1.0 for k in ("goal", "constraint", "decision") if k in rates)
     assert all(rates[k] == 0.0 for k in ("file", "error", "feedback", "preference") if k in rates)
     assert "goal" in capsys.readouterr().out
+    # tokenizer scale: count_tokens on each summary request (the loopback counts ceil(chars / 4))
+    counted = [a[2]["input_tokens"] for a in live_env.answers if a[0] == "count_tokens"]
+    ts = cal["token_scale"]
+    assert ts["requests"] == n == len(counted) and ts["api_tokens"] == sum(counted)
+    assert ts["scale"] == round(ts["api_tokens"] / ts["local_tokens"], 4) and 0.5 < ts["scale"] < 2
     live_env.close()
 
     again = tmp_path / "again.json"
