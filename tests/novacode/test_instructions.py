@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from strategies.novacode.instructions import MAX_INCLUDE_DEPTH, discover, find_git_root, load
 
 
@@ -129,3 +132,35 @@ def test_n_inst_3_resident_message(tmp_path):
     m = load(home, cwd).message()
     assert m.role == "user" and m.meta["origin"] == "instructions"
     assert str((repo / "NOVACODE.md").resolve()) in m.text and "RULE" in m.text
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 7), max_size=4), min_size=8, max_size=8))
+def test_n_inst_2_any_include_graph_terminates_each_file_once(tmp_path_factory, edges):
+    """N-INST-2 property: whatever the include graph (cycles, self-includes, diamonds), loading
+    terminates, every file's text appears at most once, and only files reachable from the root
+    within 5 levels appear."""
+    repo = tmp_path_factory.mktemp("g")
+    (repo / ".git").mkdir()
+    for i, outs in enumerate(edges):
+        name = "NOVACODE.md" if i == 0 else f"f{i}.md"
+        refs = " ".join("@./NOVACODE.md" if j == 0 else f"@./f{j}.md" for j in outs)
+        w(repo / name, f"<F{i}> {refs}")
+    text = load(None, repo).text
+    # reachable within 5 include levels (breadth-first distances from the root)
+    dist = {0: 0}
+    frontier = [0]
+    while frontier:
+        nxt = []
+        for a in frontier:
+            for b in edges[a]:
+                if b not in dist:
+                    dist[b] = dist[a] + 1
+                    nxt.append(b)
+        frontier = nxt
+    for i in range(8):
+        n = text.count(f"<F{i}>")
+        assert n <= 1
+        if n:
+            assert i in dist and dist[i] <= MAX_INCLUDE_DEPTH
+    assert text.count("<F0>") == 1
