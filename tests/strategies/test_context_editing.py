@@ -1,0 +1,95 @@
+"""context_editing: Anthropic clear_tool_uses_20250919 (trigger 100,000 input tokens, keep 3,
+clear_at_least, exclude_tools, clear_tool_inputs) and the cache re-write it causes."""
+
+from __future__ import annotations
+
+from harness.conversation import Message, Usage
+from harness.engine import RunConfig, replay
+from strategies.base import CallInfo
+from tests.helpers_traces import Builder
+from tests.strategies.peer_env import make, step
+
+
+def results(s) -> list[str]:
+    return [b.text for m in s.history for b in m.blocks if b.type == "tool_result"]
+
+
+def six_steps(s, size=4_000, tools=("Bash",) * 6):
+    s.on_user(Message.user("task"))
+    for i in range(6):
+        step(s, i, f"{i}" * size, tool=tools[i])
+
+
+def over_trigger(s, input_tokens=100_001):
+    s.on_response(Message("assistant", ()), Usage(input_uncached=input_tokens - 1, output=1))
+
+
+def test_clears_all_but_last_3_tool_results_over_100k():
+    s = make("context_editing")
+    six_steps(s)
+    over_trigger(s, 100_000)  # 100,000 is not over the trigger
+    assert not s.build_request(CallInfo(6, 6.0)).rewrite
+    over_trigger(s)  # 100,001 > 100,000
+    req = s.build_request(CallInfo(7, 7.0))
+    assert req.rewrite
+    # 6 tool uses, keep 3: the oldest 3 results are replaced by the placeholder
+    assert results(s) == ["[cleared]"] * 3 + ["3" * 4_000, "4" * 4_000, "5" * 4_000]
+    # the estimate drops by 3 · (4,000 − 9) / 4 = 2,993 tokens
+    assert s.counters.extra["cleared_input_tokens_est"] == 2_993
+    assert req.estimated_tokens == 100_001 - 2_993
+
+
+def test_cleared_results_stay_cleared_and_next_episode_waits_for_trigger():
+    s = make("context_editing")
+    six_steps(s)
+    over_trigger(s)
+    s.build_request(CallInfo(6, 6.0))
+    step(s, 6, "6" * 4_000, usage=Usage(input_uncached=90_000))  # back under the trigger
+    req = s.build_request(CallInfo(7, 7.0))
+    assert not req.rewrite  # under 100,000: nothing new cleared; cleared ones stay cleared
+    assert results(s)[:3] == ["[cleared]"] * 3 and results(s)[3] == "3" * 4_000
+
+
+def test_clear_at_least_skips_small_episodes():
+    s = make("context_editing", {"clear_at_least": 5_000})
+    six_steps(s)
+    over_trigger(s)
+    # it would free 2,993 < 5,000 tokens: no episode, no cache break
+    assert not s.build_request(CallInfo(6, 6.0)).rewrite
+    assert results(s)[0] == "0" * 4_000 and s.counters.extra["clear_skipped"] == 1
+    s2 = make("context_editing", {"clear_at_least": 2_000})
+    six_steps(s2)
+    over_trigger(s2)
+    assert s2.build_request(CallInfo(6, 6.0)).rewrite
+
+
+def test_exclude_tools_and_clear_tool_inputs():
+    s = make("context_editing", {"exclude_tools": ["Read"], "clear_tool_inputs": True})
+    six_steps(s, tools=("Bash", "Read", "Bash", "Bash", "Bash", "Bash"))
+    over_trigger(s)
+    s.build_request(CallInfo(6, 6.0))
+    # the oldest three are tu_0 (Bash), tu_1 (Read: excluded), tu_2 (Bash)
+    assert results(s)[:3] == ["[cleared]", "1" * 4_000, "[cleared]"]
+    inputs = {b.id: dict(b.input or {}) for m in s.history for b in m.blocks if b.type == "tool_use"}
+    assert inputs["tu_0"] == {} and inputs["tu_2"] == {} and inputs["tu_1"] == {"command": "c1"}
+
+
+def test_clearing_is_paid_in_cache_writes():
+    b = Builder().user("investigate the failures")
+    for i in range(80):
+        b.call(f"step {i}", [f"log {i}\n" + "entry " * 1_000])  # ~6,000 chars, ~1,000+ tokens each
+    t = b.call("done").build()
+    r = replay(t, "context_editing", {"trigger_input_tokens": 40_000}, RunConfig())
+    c = r.calls[r.calls["kind"] == "main"]
+    m = r.metrics
+    assert m["pairing_violations"] == 0 and m["compactions"]["succeeded"] >= 2
+    cleared = c[c["compaction"]]
+    steady = c[~c["compaction"]].iloc[10:]
+    # a clearing call changes the prompt at the first cleared result: nothing behind it can be read
+    # from the cache, all of it is written again (here the first episode clears from r0: the whole
+    # prompt; the tiny system prompt is under the minimum cacheable length, so no read at all)
+    assert (cleared["cache_read"] == 0).all()
+    assert (cleared["cache_write_5m"] >= 0.95 * cleared["context_tokens"]).all()
+    # a call that only appends one step reads the prefix and writes just the step (~1,040 tokens)
+    assert (steady["cache_read"] / steady["context_tokens"]).median() > 0.9
+    assert cleared["cache_write_5m"].min() > 4 * steady["cache_write_5m"].median()

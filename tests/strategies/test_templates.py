@@ -1,0 +1,107 @@
+"""strategies/templates.py: the usage anchor, pair-safe boundaries, client breakpoints and the
+threshold-compactor counters."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
+from harness.protocol import pairing_error
+from strategies.templates import (
+    ThresholdCompactor,
+    UsageAnchor,
+    breakpoints_for,
+    chars_to_tokens,
+    drop_range,
+    head_end,
+    tail_start,
+)
+
+
+def convo(steps: int) -> list[Message]:
+    """u0, a1(tool_use), r2(result), a3, r4, ... (2·steps + 1 messages)."""
+    out = [Message.user("task")]
+    for i in range(steps):
+        out.append(Message("assistant", (Block.tool_use(f"t{i}", "Bash", {"c": i}),)))
+        out.append(Message("user", (Block.tool_result(f"t{i}", f"out {i}"),)))
+    return out
+
+
+def test_chars_to_tokens_rounds_up():
+    assert chars_to_tokens(0) == 0
+    assert chars_to_tokens(1) == 1  # ceil(1/4)
+    assert chars_to_tokens(400) == 100
+    assert chars_to_tokens(401) == 101
+    with pytest.raises(ValueError):
+        chars_to_tokens(10, 0)
+
+
+def test_usage_anchor_adds_new_messages_at_four_chars():
+    a = UsageAnchor()
+    h = [Message.user("x" * 40), Message("assistant", (Block.text_block("y" * 8),))]
+    system, tools = SystemPrompt.of("s" * 12), ToolSet()
+    # no anchor: whole request from characters: (12 + 40 + 8) / 4 = 15
+    assert a.estimate(h, system, tools) == 15
+    a.record(Usage(input_uncached=1_000, cache_read=2_000, output=50), len(h))
+    assert a.last_input == 3_000
+    h2 = h + [Message.user("z" * 400)]
+    # 1,000 + 2,000 + 50 = 3,050 through the answer, + 400 / 4 = 100 for the new message
+    assert a.estimate(h2, system, tools) == 3_150
+    a.record(None, len(h2))  # a rejected call keeps the old anchor
+    assert a.estimate(h2, system, tools) == 3_150
+    a.rebase(500, 1)
+    assert a.estimate(h2[:1], system, tools) == 500
+
+
+def test_tail_start_and_head_end_skip_result_messages():
+    m = convo(3)  # u0 a1 r2 a3 r4 a5 r6
+    assert tail_start(m, 2) == 3  # r2 cannot open a tail: forward to a3
+    assert tail_start(m, 2, "back") == 1  # or back to a1 (keeps the pair)
+    assert tail_start(m, 3) == 3
+    assert tail_start(m, 7) == 7
+    assert head_end(m, 2) == 1  # head [u0, a1] would lose a1's result r2: shrink to [u0]
+    assert head_end(m, 3) == 3  # [u0, a1, r2] is whole
+    assert drop_range(m, 2, 4) == (1, 5)  # dropping r2..a3 would split two pairs: widen to a1..r4
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 8), st.integers(0, 20), st.integers(0, 20))
+def test_dropping_a_pair_safe_range_never_splits_a_pair(steps, a, b):
+    m = convo(steps)
+    start, end = drop_range(m, min(a, b), max(a, b))
+    kept = History(m[:start] + m[end:])
+    assert pairing_error(Request(SystemPrompt(), ToolSet(), kept)) == ""
+
+
+def test_breakpoint_styles():
+    h = convo(2)  # u0 a1 r2 a3 r4
+    assert breakpoints_for("system_last", h) == (Breakpoint("system"), Breakpoint(4))
+    assert breakpoints_for("last_two_user", h) == (Breakpoint(2), Breakpoint(4))
+    assert breakpoints_for("none", h) == ()
+    assert breakpoints_for("system_last", []) == ()
+
+
+class _Scripted(ThresholdCompactor):
+    name = ""  # not registered
+
+    def __init__(self, results):
+        self.counters = type("C", (), {"compactions_attempted": 0, "compactions_succeeded": 0,
+                                        "compactions_failed": 0})()
+        self.results = list(results)
+
+    def should_compact(self, call):
+        return True
+
+    def compact(self, call):
+        return self.results.pop(0)
+
+
+def test_threshold_compactor_counts_true_false_none():
+    s = _Scripted([True, False, None])
+    for _ in range(3):
+        s.prepare(None)
+    c = s.counters
+    # None (nothing worth doing) is not an attempt
+    assert (c.compactions_attempted, c.compactions_succeeded, c.compactions_failed) == (2, 1, 1)
