@@ -1,0 +1,88 @@
+"""codex: compact at 90% of the window; newest user messages up to 20,000 tokens + a handoff
+summary; drop the oldest item and retry when the compaction call is too long."""
+
+from __future__ import annotations
+
+from harness.conversation import Message, Usage
+from harness.engine import RunConfig, replay
+from strategies.base import CallInfo
+from strategies.codex import SUMMARY_PREFIX, middle_truncate, select_user_messages
+from tests.helpers_traces import Builder
+from tests.strategies.peer_env import FakeServices, fail, make, step
+
+
+def test_limit_is_90_percent_of_the_window():
+    assert make("codex", window=272_000).limit() == 244_800  # gpt-5: 0.9 · 272,000
+    assert make("codex", window=200_000).limit() == 180_000
+    assert make("codex", {"auto_compact_token_limit": 50_000}).limit() == 50_000
+
+
+def test_user_messages_newest_first_within_budget():
+    # 4 bytes per token: a = 10 tokens, b = 20, c = 10; budget 25
+    kept = select_user_messages(["a" * 40, "b" * 80, "c" * 40], 25, 4)
+    # c fits (10 ≤ 25, 15 left); b (20) does not: cut to 15 tokens = 60 chars, 20 chars → 5 tokens
+    # marked as truncated, and the walk stops (a is dropped)
+    assert kept == ["b" * 30 + "…5 tokens truncated…" + "b" * 30, "c" * 40]
+    assert middle_truncate("short", 10, 4) == "short"
+
+
+def test_compaction_rebuilds_history_from_user_messages_and_summary():
+    services = FakeServices("HANDOFF")
+    s = make("codex", {"auto_compact_token_limit": 1_000}, services=services)
+    s.on_user(Message.user("first request"))
+    step(s, 0, "x" * 100)
+    s.on_user(Message.user("second request"))
+    step(s, 1, "y" * 100, usage=Usage(input_uncached=990, output=10))  # 1,000 reported → at the limit
+    req = s.build_request(CallInfo(2, 2.0))
+    assert req.rewrite
+    texts = [m.text for m in s.history]
+    assert texts == ["first request", "second request", f"{SUMMARY_PREFIX}\nHANDOFF"]
+    assert not any(m.has_tool_use or m.has_tool_result for m in s.history)
+    # one summary call over the whole conversation, with Codex's own prompt
+    (sreq, spec), = services.calls
+    assert spec.kind == "summary" and "handoff summary" in spec.instructions and len(sreq.messages) == 6
+    assert s.counters.compactions_succeeded == 1
+
+
+def test_too_long_compaction_drops_oldest_item_and_retries():
+    services = FakeServices(fail("prompt_too_long"), fail("prompt_too_long"), "OK")
+    s = make("codex", {"auto_compact_token_limit": 1_000}, services=services)
+    s.on_user(Message.user("task"))
+    step(s, 0, "a")
+    step(s, 1, "b", usage=Usage(input_uncached=1_000))
+    s.build_request(CallInfo(2, 2.0))
+    # u0 a0 r0 a1 r1: the request sizes are 5 messages, then u0 dropped (4), then a0 dropped with
+    # its result r0 (2)
+    assert [len(r.messages) for r, _ in services.calls] == [5, 4, 2]
+    assert s.counters.extra["trimmed_before_compact"] == 2 and s.counters.compactions_succeeded == 1
+
+
+def test_failed_compaction_retries_then_leaves_history():
+    services = FakeServices(*[fail() for _ in range(10)])
+    s = make("codex", {"auto_compact_token_limit": 1_000, "max_retries": 2}, services=services)
+    s.on_user(Message.user("task"))
+    step(s, 0, "a", usage=Usage(input_uncached=1_000))
+    n = len(s.history)
+    req = s.build_request(CallInfo(1, 1.0))
+    assert len(services.calls) == 3  # the first try and 2 retries
+    assert not req.rewrite and len(s.history) == n
+    assert s.counters.compactions_failed == 1
+
+
+def test_tool_output_cut_to_codex_limits_on_arrival():
+    s = make("codex")
+    s.on_user(Message.user("task"))
+    step(s, 0, "".join(f"{i}\n" for i in range(400)))
+    out = s.history[-1].blocks[0].text
+    assert "[... omitted 144 of 400 lines ...]" in out  # 400 − 256
+
+
+def test_replay_200k_window_compacts_without_overflow():
+    b = Builder().user("migrate the service")
+    for i in range(120):
+        b.call(f"step {i}", [f"out {i} " + "data " * 1_500])  # ~7,500 chars: under Codex's 10 KiB cut
+    t = b.call("done").build()
+    r = replay(t, "codex", None, RunConfig(window=100_000))
+    m = r.metrics
+    assert m["overflows"] == 0 and m["pairing_violations"] == 0 and m["compactions"]["succeeded"] >= 2
+    assert (r.calls["kind"] == "summary").sum() == m["compactions"]["succeeded"]

@@ -1,0 +1,143 @@
+"""gemini_cli: compress at 0.5 of the window, keep the newest 30% by characters split on a plain
+user message, <state_snapshot> + verification call, reject if it does not shrink, truncation only
+after a failure, tool outputs over 40,000 characters saved to a file (20% head / 80% tail)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.conversation import Block, Message, Usage
+from harness.engine import RunConfig, replay
+from strategies.base import CallInfo
+from strategies.gemini_cli import ACK, compress_split_point, format_truncated, message_json_chars
+from tests.helpers_traces import Builder
+from tests.strategies.peer_env import FakeServices, fail, make, step
+
+
+def user(n: int) -> Message:
+    return Message.user("u" * n)
+
+
+def model(n: int) -> Message:
+    return Message("assistant", (Block.text_block("m" * n),))
+
+
+def test_format_truncated_keeps_20_percent_head_80_percent_tail():
+    out = format_truncated("a" * 10_000 + "b" * 30_000 + "c" * 10_000, "/tmp/out.txt", 40_000)
+    # 50,000 chars over a 40,000 budget: head 8,000, tail 32,000, 10,000 omitted
+    assert "Showing first 8,000 and last 32,000 characters. For full output see: /tmp/out.txt" in out
+    assert "... [10,000 characters omitted] ..." in out
+    assert out.split("\n")[1] == "a" * 8_000
+    assert out.endswith("b" * 22_000 + "c" * 10_000)
+    assert format_truncated("short", "/x", 40_000) == "short"
+
+
+def test_split_on_plain_user_message_after_70_percent_of_characters():
+    # JSON lengths: a user text message is 59 + len, a model text message 64 + len
+    msgs = [user(941), model(936), user(941), model(936), user(941), model(936)]  # 1,000 each
+    assert [message_json_chars(m) for m in msgs] == [1_000] * 6
+    # target 0.7 · 6,000 = 4,200; cumulative before index 4 is 4,000 < 4,200, so no split point at or
+    # after the target; the last message is a model text without a call → compress everything
+    assert compress_split_point(msgs, 0.7) == 6
+    msgs.append(user(941))
+    # now 7,000 → target 4,900; index 6 has 6,000 before it ≥ 4,900 → keep from 6
+    assert compress_split_point(msgs, 0.7) == 6
+    with_results = [user(941), Message("assistant", (Block.tool_use("t", "Bash", {}),)),
+                    Message("user", (Block.tool_result("t", "r" * 892),)), model(936)]
+    # the function response (index 2) is never a split point and the last model message has no call:
+    # everything is compressible
+    assert compress_split_point(with_results, 0.7) == 4
+    with_results.append(Message("assistant", (Block.tool_use("t2", "Bash", {}),)))
+    assert compress_split_point(with_results, 0.7) == 0  # only index 0 is a split point
+
+
+def test_trigger_at_half_the_window_on_last_prompt_tokens():
+    s = make("gemini_cli", window=200_000)
+    s.on_user(Message.user("task"))
+    step(s, 0, "a", usage=Usage(input_uncached=99_999))
+    assert not s.should_compact(CallInfo(1, 1.0))  # 99,999 < 0.5 · 200,000
+    step(s, 1, "b", usage=Usage(input_uncached=100_000))
+    assert s.should_compact(CallInfo(2, 2.0))
+
+
+def _session(s, usage_last=150_000):
+    s.on_user(Message.user("first task " + "t" * 3_000))
+    for i in range(4):
+        step(s, i, "r" * 3_000)
+    s.on_user(Message.user("second task"))
+    step(s, 4, "r" * 100, usage=Usage(input_uncached=usage_last))
+
+
+def test_two_calls_snapshot_then_verify_and_new_history():
+    services = FakeServices("<state_snapshot>v1</state_snapshot>", "<state_snapshot>v2 better</state_snapshot>")
+    s = make("gemini_cli", services=services)
+    _session(s)
+    req = s.build_request(CallInfo(5, 5.0))
+    assert req.rewrite
+    (r1, spec1), (r2, spec2) = services.calls
+    assert (spec1.kind, spec2.kind) == ("summary", "verify")
+    # both calls have the compression prompt as system instruction, not the agent's
+    assert "state snapshot" in r1.system.text and r1.system is not s.env.system and not r1.tools.tools
+    assert r2.messages[-1].role == "assistant" and r2.messages[-1].text == "<state_snapshot>v1</state_snapshot>"
+    h = list(s.history)
+    # the verified snapshot, the model's acknowledgement, then the kept part (from "second task")
+    assert h[0].text == "<state_snapshot>v2 better</state_snapshot>" and h[1].text == ACK
+    assert h[2].text == "second task"
+    assert s.counters.compactions_succeeded == 1
+
+
+def test_verify_answer_without_snapshot_keeps_the_first_snapshot():
+    services = FakeServices("plain summary text", "Looks complete.")
+    s = make("gemini_cli", services=services)
+    _session(s)
+    s.build_request(CallInfo(5, 5.0))
+    assert s.history[0].text == "<state_snapshot>\nplain summary text\n</state_snapshot>"
+
+
+def test_failure_then_truncation_only_without_llm_calls():
+    services = FakeServices(fail())
+    s = make("gemini_cli", services=services)
+    _session(s)
+    n = len(s.history)
+    assert not s.build_request(CallInfo(5, 5.0)).rewrite and len(s.history) == n
+    assert s.has_failed and s.counters.compactions_failed == 1
+    step(s, 5, "r", usage=Usage(input_uncached=150_000))
+    s.build_request(CallInfo(6, 6.0))
+    assert len(services.calls) == 1  # no second LLM attempt
+    assert s.counters.extra["truncation_fallbacks"] == 2  # at step 5's call and at call 6
+
+
+def test_inflated_snapshot_is_rejected():
+    services = FakeServices("<state_snapshot>" + "z" * 400_000 + "</state_snapshot>", "")
+    s = make("gemini_cli", services=services)
+    _session(s, usage_last=100_000)
+    n = len(s.history)
+    s.build_request(CallInfo(5, 5.0))
+    # the new history (a ~100,000-token snapshot + the kept part) is larger than the 100,000 reported
+    assert len(s.history) == n and s.counters.extra["rejected_inflated"] == 1 and s.has_failed
+
+
+def test_large_tool_output_saved_to_a_real_file(tmp_path: Path):
+    s = make("gemini_cli", session_dir=tmp_path)
+    s.on_user(Message.user("task"))
+    big = "h" * 10_000 + "t" * 40_000
+    step(s, 0, big)
+    text = s.history[-1].blocks[0].text
+    path = Path(s.history[-1].blocks[0].meta["saved"])
+    assert path.parent == tmp_path / "tool-outputs" and path.read_text() == big
+    assert f"For full output see: {path}" in text and "[10,000 characters omitted]" in text
+    assert s.counters.spills == 1
+
+
+def test_replay_pairs_and_two_calls_per_compression():
+    b = Builder().user("build the feature")
+    for i in range(90):
+        if i % 10 == 9:
+            b.user(f"next: part {i}")
+        b.call(f"step {i}", [f"out {i} " + "value " * 700])
+    t = b.call("done").build()
+    r = replay(t, "gemini_cli", None, RunConfig(window=100_000))
+    m = r.metrics
+    kinds = r.calls["kind"].value_counts()
+    assert m["pairing_violations"] == 0 and m["compactions"]["succeeded"] >= 1
+    assert kinds["summary"] == kinds["verify"]
