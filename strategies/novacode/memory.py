@@ -174,11 +174,6 @@ def write_memory(dirs: MemoryDirs, memory: Memory, now: float) -> Path:
     return path
 
 
-def delete_memory(path: Path, now: float) -> None:
-    path.unlink(missing_ok=True)
-    write_index(path.parent, now)
-
-
 def memory_files(d: Path) -> list[Path]:
     """The memory files of one directory (every ``*.md`` but the index), by name."""
     if not d.is_dir():
