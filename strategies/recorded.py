@@ -56,10 +56,10 @@ class RecordedConfig(StrategyConfig):
                                       description="the compaction prompt sent after the history")
     models: tuple[str, ...] = Field((), description="model of each recorded call in order (empty: the run's model)")
     model_prefix_tokens: dict[str, int] = Field(
-        default_factory=dict, description="system+tools tokens of the main context per model, when the log "
+        {}, description="system+tools tokens of the main context per model, when the log "
         "switched models (each model gets its own system prompt); others use the trace header's")
     subtask_prefix_tokens: dict[str, int] = Field(
-        default_factory=dict, description="system+tools tokens of each sub-agent span (by span id) the log has no text for")
+        {}, description="system+tools tokens of each sub-agent span (by span id) the log has no text for")
 
 
 class Recorded(Strategy):
