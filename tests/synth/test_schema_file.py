@@ -1,0 +1,12 @@
+"""traces/trace.schema.json is what harness.trace.json_schema() produces (no drift)."""
+
+import json
+from pathlib import Path
+
+from harness.trace import json_schema
+
+SCHEMA = Path(__file__).resolve().parents[2] / "traces" / "trace.schema.json"
+
+
+def test_committed_schema_matches_the_models():
+    assert json.loads(SCHEMA.read_text(encoding="utf-8")) == json_schema()
