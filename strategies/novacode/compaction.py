@@ -122,3 +122,29 @@ def select_tail(
 def worth_compacting(choice: TailChoice, min_compressible: int = MIN_COMPRESSIBLE_TOKENS) -> bool:
     """N-COMP-8: give up when the compressible prefix is under ``min_compressible`` tokens."""
     return choice.prefix_tokens >= min_compressible
+
+
+def fit_summary_input(tokens: Sequence[int], boundary: int, excess: int, stub_tokens: int = 60) -> list[int]:
+    """Messages of the compressible prefix to elide from the summary *request* so that it fits.
+
+    Not a rule of the seed, which assumes the conversation fits when the summary is asked for (the
+    hard line is 3,000 tokens under the effective window). It does not when one message jumped past
+    the line (a read-back, exempt from spilling by N-SPILL-3; a message of results within the
+    aggregate budget but larger than what was left): the summary call would fail as too long on
+    every turn, forever. So messages of ``messages[:boundary]`` are replaced in the summary request
+    by a stub of ``stub_tokens`` pointing to the transcript, newest first, until ``excess`` tokens
+    are freed: newest first keeps the cached prefix before them readable, and the message that
+    jumped is usually the newest. Returns their indices (empty when ``excess <= 0``; every
+    candidate when even that is not enough).
+    """
+    if excess <= 0:
+        return []
+    out: list[int] = []
+    freed = 0
+    for i in range(boundary - 1, -1, -1):
+        if freed >= excess:
+            break
+        if tokens[i] > stub_tokens:
+            out.append(i)
+            freed += tokens[i] - stub_tokens
+    return out

@@ -25,13 +25,13 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from harness.conversation import History, Message, Request, Usage
+from harness.conversation import Breakpoint, History, Message, Request, Usage
 from harness.llm import SUMMARY, CallSpec, SideCallFailed
 from strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv
 from strategies.novacode import caching, restore
 from strategies.novacode import compaction as rules
 from strategies.novacode import spill as spilling
-from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, message_tokens
+from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, chars_to_tokens, message_tokens
 from strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
 
 # The summary's sections: the seed names none; these are the ones reported for Claude Code, the
@@ -78,6 +78,15 @@ def _dir_name(session: str | None) -> str:
     return "_" + name if name in (".", "..") else name
 
 
+def _elided(m: Message, pointer: str) -> Message:
+    """A message as the summary request carries it when it is too large to fit: its text blocks
+    become a stub naming the transcript; tool_use blocks and ids stay, so pairs stay paired."""
+    blocks = tuple(b if b.type == "tool_use" else b.with_text(
+        f"[omitted from this summary request: {len(b.text):,} characters; the full text is in the "
+        f"session transcript at {pointer}]", elided=True) for b in m.blocks)
+    return Message(m.role, blocks, {**m.meta, "elided": True})
+
+
 class NovaCodeConfig(StrategyConfig):
     """Every number of the seed is a field with the seed's default (spec/novacode.md)."""
 
@@ -122,6 +131,10 @@ class NovaCodeConfig(StrategyConfig):
                                          description="N-COMP-8: give up when the compressible prefix is smaller")
     summary_max_output_tokens: int = Field(rules.SUMMARY_RESERVE_TOKENS, ge=1,
                                            description="max output tokens of the summary call")
+    summary_input_fit: bool = Field(
+        True, description="not in the seed: when the summary request would not fit the effective window "
+        "(one message jumped past it), elide the largest messages of the summarised part from that request, "
+        "pointing to the transcript, instead of failing on every turn")
     restore_max_files: int = Field(restore.RESTORE_MAX_FILES, ge=0,
                                    description="N-COMP-11: most recently read files restored after compaction")
     restore_file_tokens: int = Field(restore.RESTORE_FILE_TOKENS, ge=0,
@@ -341,7 +354,14 @@ class NovaCode(Strategy):
             params={"summarize_messages": len(resident) + choice.boundary, "kept_messages": kept,
                     "trigger": fired},
         )
-        req = Request(self.env.system, self.env.tools, messages, self._breakpoints(messages), kind=SUMMARY,
+        breakpoints = self._breakpoints(messages)
+        if c.summary_input_fit:
+            messages, first = self._fit_summary_input(messages, choice, est, spec.instructions, len(resident))
+            if first and breakpoints and len(breakpoints) < caching.MAX_BREAKPOINTS:
+                # a fourth marker just before the first elided message: the unchanged prefix up to
+                # there is still read from the cache written by earlier turns
+                breakpoints = (*breakpoints[:-1], Breakpoint(first - 1, c.cache_ttl), breakpoints[-1])
+        req = Request(self.env.system, self.env.tools, messages, breakpoints, kind=SUMMARY,
                       estimated_tokens=est, max_output_tokens=c.summary_max_output_tokens)
         result = self.env.services.call(req, spec)
         if result.late:
@@ -349,6 +369,27 @@ class NovaCode(Strategy):
         if not result.text.strip():
             raise SideCallFailed("api_error", "empty summary")
         return result.text
+
+    def _fit_summary_input(self, messages: History, choice: rules.TailChoice, est: int, instructions: str,
+                           offset: int) -> tuple[History, int | None]:
+        """Elide the largest messages of the compressible prefix from the summary request when it
+        would not fit the effective window (see :func:`rules.fit_summary_input`). The messages
+        before the first elided one are untouched, so the cached prefix is still read. Returns the
+        request's messages and the request index of the first elided message (None: nothing elided)."""
+        c = self.config
+        budget = self.lines.effective
+        excess = est + chars_to_tokens(len(instructions), c.chars_per_token) - budget
+        if excess <= 0:
+            return messages, None
+        tokens = [message_tokens(m, c.chars_per_token) for m in self.history]
+        idx = set(rules.fit_summary_input(tokens, choice.boundary, excess))
+        if not idx:
+            return messages, None
+        self.counters.extra["summary_input_elided"] += len(idx)
+        pointer = str(self._transcript().path) if c.transcript else "(no transcript kept)"
+        first = min(idx)
+        rest = [_elided(m, pointer) if i in idx else m for i, m in enumerate(self.history[first:], first)]
+        return messages.replace_from(offset + first, rest), offset + first
 
     def _failed(self, now: float, reason: str) -> None:
         self.counters.compactions_failed += 1

@@ -15,6 +15,7 @@ from strategies.novacode.compaction import (
     TAIL_MIN_MESSAGES,
     TAIL_MIN_TOKENS,
     TailChoice,
+    fit_summary_input,
     select_tail,
     thresholds,
     trigger,
@@ -191,3 +192,16 @@ def test_n_comp_6_7_property_never_splits_a_pair_never_over_cap(h, min_tok, min_
         met_less = (less >= min_tok and kept >= min_msgs) if rule == "both" else (
             less >= min_tok or kept >= min_msgs)
         assert not met_less
+
+
+# --- the summary request must fit (not a seed rule: see fit_summary_input) --------------------------
+
+def test_fit_summary_input_newest_first_until_the_excess_is_freed():
+    """tokens 5,000, 100, 3,000, 50 | 2,000 (boundary 4: the last message is the tail), stub 60.
+    Excess 2,500: index 3 (50 ≤ 60) is not worth a stub; index 2 frees 3,000 − 60 = 2,940 ≥ 2,500.
+    Excess 4,000: then index 1 (+40 = 2,980) and index 0 (+4,940 = 7,920)."""
+    tokens = [5_000, 100, 3_000, 50, 2_000]
+    assert fit_summary_input(tokens, 4, 2_500) == [2]
+    assert fit_summary_input(tokens, 4, 4_000) == [2, 1, 0]
+    assert fit_summary_input(tokens, 4, 0) == []
+    assert fit_summary_input(tokens, 4, 10**6) == [2, 1, 0]  # all candidates, never the tail

@@ -522,3 +522,33 @@ def test_new_session_without_resume_starts_empty(tmp_path: Path):
     cap = Capture()
     replay(b.build(), "novacode", None, RunConfig(window=200_000, session_dir=tmp_path, observer=cap))
     assert [m.text for m in cap.seen[-1][0].messages] == ["second task"]
+
+
+def test_summary_request_fits_when_one_message_jumped_past_the_line(tmp_path: Path):
+    """Anchor 150,000, then a read-back of a spill file (exempt, N-SPILL-3) of 105,000 chars =
+    30,000 tokens: the estimate is 180,000 ≥ 177,000 (hard) and the summary request would need
+    180,000 + its instructions > 180,000 (the effective window). The newest messages of the
+    summarised part are elided from that request (pointing to the transcript) until it fits; a fourth
+    breakpoint before the first elided message keeps the cached prefix readable. It succeeds."""
+    svc = FakeServices()
+    s = make(tmp_path, svc)
+    fill(s, 20, lambda i: 100_000)
+    spill_file = str(tmp_path / "tool-results" / "toolu_x.txt")
+    s.on_response(Message("assistant", (Block.tool_use("rb", "Read", {"file_path": spill_file}),)),
+                  Usage(input_uncached=150_000))
+    s.on_tool_results(Message("user", (Block.tool_result("rb", "r" * 105_000),)))
+    assert s.counters.readbacks == 1 and s.counters.spills == 0
+    req = s.build_request(CallInfo(21, 21.0))
+    assert req.rewrite and s.counters.compactions_succeeded == 1
+    sreq, spec = svc.calls[0]
+    elided = [i for i, m in enumerate(sreq.messages) if m.meta.get("elided")]
+    assert elided and s.counters.extra["summary_input_elided"] == len(elided)
+    assert all("session transcript at" in m.text for i, m in enumerate(sreq.messages) if i in elided)
+    assert len(sreq.breakpoints) == 4 and sreq.breakpoints[2].at == min(elided) - 1
+    est_after = sum(chars_to_tokens(m.chars) for m in sreq.messages)
+    assert est_after + chars_to_tokens(len(spec.instructions)) <= 180_000 + 60 * len(elided)
+    # pairs stay paired in the summary request: every tool_result answers a tool_use before it
+    uses = set()
+    for m in sreq.messages:
+        uses |= set(m.tool_use_ids())
+        assert set(m.tool_result_ids()) <= uses
