@@ -1,0 +1,101 @@
+"""ctxsim compare TRACE... --strategies a,b,...: every strategy on every trace, one table.
+
+Parameters are set per strategy with ``--set name.key=value`` (``--set codex.auto_compact_fraction=0.8``);
+the provider options (``--model``, ``--window``, ``--no-cache``...) apply to every run, so the rows
+differ only by strategy (and trace).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+from harness.cli.options import add_provider_args, run_config
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "compare", help="several strategies side by side on one or more traces",
+        description="Replay each trace through each strategy with the same provider settings and print one "
+        "table: cost, tokens by kind, cache hit rate, p50/p95 latency, compactions, overflows, pairing "
+        "violations, peak context and retention.")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.jsonl)")
+    p.add_argument("--strategies", "-s", required=True, help="comma-separated strategy names (`ctxsim strategies`)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME.KEY=VALUE",
+                   help="a parameter of one strategy (repeatable), e.g. codex.auto_compact_fraction=0.8")
+    add_provider_args(p)
+    p.add_argument("--json", dest="json_out", default=None, metavar="PATH|-",
+                   help="write a list of run metrics (one object per trace × strategy) as JSON")
+    p.add_argument("--report", default=None, metavar="DIR", help="write a Markdown/HTML report of the runs to DIR")
+    p.add_argument("--quiet", "-q", action="store_true", help="no table on the terminal")
+    p.set_defaults(func=run)
+
+
+def parse_strategy_sets(items: list[str], names: list[str]) -> dict[str, dict[str, str]]:
+    """``["codex.max_retries=2"]`` → ``{"codex": {"max_retries": "2"}}``; the name must be one of
+    the compared strategies."""
+    from harness.cli import BadInput
+
+    out: dict[str, dict[str, str]] = {n: {} for n in names}
+    for item in items:
+        key, sep, value = item.partition("=")
+        name, dot, param = key.strip().partition(".")
+        if not sep or not dot or not name or not param:
+            raise BadInput(f"--set expects NAME.KEY=VALUE (a strategy name, a dot, a parameter), got {item!r}")
+        if name not in out:
+            raise BadInput(f"--set {item!r}: {name!r} is not among --strategies ({', '.join(names)})")
+        out[name][param.strip()] = value.strip()
+    return out
+
+
+def _report_module():
+    try:
+        return importlib.import_module("harness.report")
+    except ModuleNotFoundError as e:
+        if e.name == "harness.report":
+            return None
+        raise
+
+
+def run(args) -> int:
+    from harness import trace as tr
+    from harness.cli import BadInput
+    from harness.cli.run import write_json
+    from harness.engine import replay
+    from strategies import registry
+
+    names = [n.strip() for n in args.strategies.split(",") if n.strip()]
+    if not names:
+        raise BadInput("--strategies: give at least one strategy name")
+    if len(set(names)) != len(names):
+        raise BadInput(f"--strategies: a name is repeated in {args.strategies!r}")
+    classes = {n: registry.get(n) for n in names}
+    sets = parse_strategy_sets(args.set, names)
+    for n, cls in classes.items():
+        registry.make_config(cls, sets[n])  # fail on bad parameters before any work
+    report = None
+    if args.report:
+        report = _report_module()
+        if report is None or not hasattr(report, "write_report"):
+            print("ctxsim compare: error: report module not available (harness.report.write_report)", file=sys.stderr)
+            return 2
+    traces = [tr.load(p) for p in args.traces]
+    cfg = run_config(args)
+    results = []
+    for trace in traces:
+        for n, cls in classes.items():
+            results.append(replay(trace, cls, sets[n], cfg))
+    rows = [r.metrics for r in results]
+    if args.json_out:
+        write_json(rows, args.json_out)
+    if not args.quiet and args.json_out != "-":
+        from harness.cli.table import print_table
+
+        first = results[0]
+        caching = "no prompt caching" if args.no_cache else "prompt caching on"
+        where = Path(args.traces[0]).name if len(args.traces) == 1 else f"{len(args.traces)} traces"
+        print_table(rows, title=f"{len(names)} strategies on {where} ({first.model}, window {first.window:,}, {caching})")
+    if report is not None:
+        report.write_report(results, Path(args.report))
+    return 0
