@@ -417,6 +417,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
                 imp.notes.append(f"sub-agent file {f.name} is referenced by no Task result: not imported")
 
     b = imp.b
+    b.finish()  # repair a call left open at the end before the summary counts repairs
     version = max(imp.versions, key=lambda v: (_version(v), imp.versions[v])) if imp.versions else None
     partial = bool(version) and _version(version)[:2] >= PARTIAL_OUTPUT_FROM
     first = imp.first_call or {}

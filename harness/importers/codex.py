@@ -180,6 +180,7 @@ def import_codex(src: str | Path) -> ImportResult:
     flush(None, 0.0) if pending else None
     for ht, cid, out in held:
         b.tool_result(ht, cid, out)
+    b.finish()  # repair a call left open at the end before the summary counts repairs
     if not saw_meta and b.calls == 0:
         raise TraceError(src, None, "no session_meta and no model calls: not a Codex rollout")
     if b.calls == 0:

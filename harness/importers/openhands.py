@@ -116,6 +116,7 @@ def import_openhands(src: str | Path) -> ImportResult:
             counts["final agent message without logged usage"] += 1
         else:
             b.tool_result(item[0], item[1], item[2])
+    b.finish()  # repair a call left open at the end before the summary counts repairs
     if b.calls == 0:
         raise TraceError(src, None, "no agent actions: nothing to replay")
     from harness.provider.tokenizer import get_tokenizer

@@ -103,6 +103,7 @@ def import_swe_agent(src: str | Path) -> ImportResult:
         counts["trajectory steps missing from history (appended from trajectory)"] += 1
         if s.get("observation"):
             b.user(step_t(i + 1), str(s["observation"]))
+    b.finish()  # repair a call left open at the end before the summary counts repairs
     if b.calls == 0:
         raise TraceError(src, None, "no assistant messages and no trajectory steps: nothing to replay")
     api_calls = stats.get("api_calls")

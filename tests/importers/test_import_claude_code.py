@@ -278,3 +278,54 @@ def test_cli_import_writes_a_loadable_trace_and_exit_2_on_bad_input(tmp_path, ca
     bad.write_text("{not json\n")
     assert cli(["import", "claude-code", str(bad), "-o", str(tmp_path / "x.jsonl")]) == 2
     assert f"{bad}:1: not JSON" in capsys.readouterr().err
+
+
+# --- property: whatever the interleaving and the interruptions, the import loads --------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+turn = st.lists(st.tuples(st.booleans(), st.booleans()), max_size=3)  # per tool use: (answered, streamed late)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(turn, min_size=1, max_size=6))
+def test_property_any_interleaving_imports_to_a_valid_trace(tmp_path_factory, turns):
+    """Each turn is one call with 0–3 tool uses; a tool use may be logged after an earlier one's
+    result (streaming) and may never be answered (interrupted). The import always loads, keeps
+    every call and tool use, and repairs exactly the unanswered ones."""
+    d = tmp_path_factory.mktemp("prop")
+    recs, ts, n = [user(0, "go")], 0.0, 0
+    dangling = 0
+    for i, uses in enumerate(turns):
+        ts += 1
+        recs.append(asst(ts, f"r{i}", {"type": "text", "text": f"turn {i}"}))
+        late = []
+        for answered, streamed_late in uses:
+            n += 1
+            block = {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"n": n}}
+            if streamed_late and recs[-1]["type"] == "user":
+                late.append((block, answered, n))
+                continue
+            ts += 0.1
+            recs.append(asst(ts, f"r{i}", block))
+            if answered:
+                ts += 0.1
+                recs.append(result(ts, f"t{n}", f"out {n}"))
+            else:
+                dangling += 1
+        for block, answered, k in late:
+            ts += 0.1
+            recs.append(asst(ts, f"r{i}", block))
+            if answered:
+                ts += 0.1
+                recs.append(result(ts, f"t{k}", f"out {k}"))
+            else:
+                dangling += 1
+    res = import_file("claude-code", write(d / "p.jsonl", recs))
+    out = d / "t.jsonl"
+    tr.write(res.trace, out)
+    back = tr.load(out)
+    assert back.calls == len(turns)
+    assert res.summary["tool_uses"] == n
+    assert res.summary["repairs"].get("dangling tool_use repaired with a synthetic error result", 0) == dangling
