@@ -22,10 +22,12 @@ Every request received is kept (``server.received``) so a test can check exactly
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import threading
+import typing
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -304,3 +306,38 @@ def keeping_responder(prefixes: tuple[str, ...] = ("Goal:", "Constraint:", "Deci
         return "\n".join(out)
 
     return respond
+
+
+# --- the SDK's own typed parameters -------------------------------------------------------------
+
+@functools.cache
+def _adapter(cls):
+    from pydantic import TypeAdapter
+
+    return set(typing.get_type_hints(cls)), TypeAdapter(cls)
+
+
+def assert_sdk_typed(params: dict) -> None:
+    """Every dict is one of the SDK's own TypedDicts: no key it does not declare, every value of the
+    declared type (pydantic validates a TypedDict's Iterable fields lazily, so each block is checked
+    on its own)."""
+    from anthropic.types import TextBlockParam, ToolParam, ToolResultBlockParam, ToolUseBlockParam
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+
+    block_types = {"text": TextBlockParam, "tool_use": ToolUseBlockParam, "tool_result": ToolResultBlockParam}
+    top = set(typing.get_type_hints(MessageCreateParamsNonStreaming))
+    assert set(params) <= top, set(params) - top
+
+    def check(obj: dict, cls) -> None:
+        declared, adapter = _adapter(cls)
+        assert set(obj) <= declared, (cls.__name__, set(obj) - declared)
+        adapter.validate_python(obj)
+
+    for b in params.get("system", []):
+        check(b, TextBlockParam)
+    for t in params.get("tools", []):
+        check(t, ToolParam)
+    for turn in params["messages"]:
+        assert set(turn) == {"role", "content"} and turn["role"] in ("user", "assistant")
+        for b in turn["content"]:
+            check(b, block_types[b["type"]])

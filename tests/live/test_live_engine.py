@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from loopback import Reply, keeping_responder
+from loopback import Reply, assert_sdk_typed, keeping_responder
 
 from harness.engine import RunConfig, replay
 from harness.live import make_backend
@@ -45,6 +45,8 @@ def test_compaction_through_the_live_summariser_end_to_end(loopback, short_trace
     bodies = loopback.bodies("messages")
     assert comp["attempted"] == comp["succeeded"] == len(bodies) >= 1 and comp["failed"] == 0
     assert r.metrics["overflows"] == 0 and r.metrics["pairing_violations"] == 0
+    for body in bodies:  # NovaCode's real payloads (restore attachment, tool results...) are SDK-typed
+        assert_sdk_typed(body)
     final = bodies[0]["messages"][-1]["content"][-1]["text"]
     assert final.startswith("Your task is to create a detailed summary")  # NovaCode's prompt, sent once
     assert sum(final in b["text"] for b in bodies[0]["messages"][-1]["content"] if b["type"] == "text") == 1

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-import typing
-
 import pytest
-from anthropic.types import TextBlockParam, ToolParam, ToolResultBlockParam, ToolUseBlockParam
-from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import TypeAdapter
+from loopback import assert_sdk_typed
 
 from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolDef, ToolSet
 from harness.render import RenderError, breakpoints_in, count_tokens_params, to_anthropic_params
@@ -34,34 +29,6 @@ def req(history: History | None = None, bps=(), system=SYSTEM, tools=TOOLS) -> R
     return Request(system, tools, history if history is not None else conversation(), tuple(bps))
 
 
-_BLOCK_TYPES = {"text": TextBlockParam, "tool_use": ToolUseBlockParam, "tool_result": ToolResultBlockParam}
-
-
-@functools.cache
-def _adapter(cls) -> tuple[set[str], TypeAdapter]:
-    return set(typing.get_type_hints(cls)), TypeAdapter(cls)
-
-
-def assert_sdk_typed(params: dict) -> None:
-    """Every dict is one of the SDK's own TypedDicts: no key it does not declare, every value of the
-    declared type (pydantic validates a TypedDict's Iterable fields lazily, so each block is checked
-    on its own)."""
-    top = set(typing.get_type_hints(MessageCreateParamsNonStreaming))
-    assert set(params) <= top, set(params) - top
-
-    def check(obj: dict, cls) -> None:
-        declared, adapter = _adapter(cls)
-        assert set(obj) <= declared, (cls.__name__, set(obj) - declared)
-        adapter.validate_python(obj)
-
-    for b in params.get("system", []):
-        check(b, TextBlockParam)
-    for t in params.get("tools", []):
-        check(t, ToolParam)
-    for turn in params["messages"]:
-        assert set(turn) == {"role", "content"} and turn["role"] in ("user", "assistant")
-        for b in turn["content"]:
-            check(b, _BLOCK_TYPES[b["type"]])
 
 
 def test_breakpoints_tools_system_and_message_with_ttl():
