@@ -134,7 +134,9 @@ class RetentionModel:
         self.facts = facts
         self.params = params or RetentionParams()
         self.rng = rng if rng is not None else np.random.default_rng(0)
-        self.root = str(Path(session_dir).resolve()) if session_dir is not None else None
+        # the directory as given and resolved (a strategy may write either form of a symlinked tmp dir)
+        self.roots = tuple(dict.fromkeys([str(Path(session_dir)), str(Path(session_dir).resolve())])) \
+            if session_dir is not None else ()
         self._msg: dict[int, tuple[Message, str]] = {}          # id -> (message, text)
         self._has: dict[tuple[int, str], int] = {}               # (message id, fact id) -> offset or -1
         self._paths: dict[int, tuple[str, ...]] = {}             # message id -> absolute paths in it
@@ -162,8 +164,9 @@ class RetentionModel:
         text = self._text(m)
         got = self._paths.get(id(m))
         if got is None:
-            if self.root is not None:
-                found = [p for p in _PATH.findall(text) if p.startswith(self.root)] if self.root in text else []
+            if self.roots:
+                found = ([p for p in _PATH.findall(text) if p.startswith(self.roots)]
+                         if any(r in text for r in self.roots) else [])
             else:
                 found = _PATH.findall(text)
             got = tuple(dict.fromkeys(p.rstrip(".") for p in found))

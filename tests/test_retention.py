@@ -180,3 +180,15 @@ def test_aggregate_weighted_mean_goal_categories_probes():
 def test_params_reject_unknown_fields():
     with pytest.raises(ValueError):
         RetentionParams(recover_prob=0.5)
+
+
+def test_pointer_under_a_symlinked_session_dir_counts_in_either_form(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    (real / "spill.txt").write_text(FILE.text)
+    for written in (link / "spill.txt", real / "spill.txt"):
+        model = RetentionModel(FACTS, RetentionParams(recover_probability=1.0), np.random.default_rng(0), session_dir=link)
+        [s] = model.score(ProbeEvent(t=0, id="p", needs=["f"]), _req(Message.user(f"see {written}")), lambda i: 0, 10)
+        assert s.where == "recoverable" and s.pointer == str(written)
