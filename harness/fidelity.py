@@ -220,8 +220,13 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     n_fit = 0 if token_scale is not None else max(2, math.ceil(fit_fraction * len(with_usage)))
     fit = {c.index for c in with_usage[:n_fit]}
     fitted = None
+    per_model: dict[str, float] = {}
     if token_scale is None:
         fitted = fit_token_scale(calls, base, fit)
+        for m in sorted({c.model for c in with_usage if c.model}):   # diagnostic: each model's own scale
+            fm = fit_token_scale([c for c in calls], base, {c.index for c in with_usage[:n_fit] if c.model == m})
+            if fm:
+                per_model[m] = round(fm, 4)
     provider = Provider(model)
     scale = token_scale or fitted or provider.spec.token_scale
     scale_source = "given" if token_scale else ("fitted" if fitted else "model table (fit impossible: no growth pairs)")
@@ -332,6 +337,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         "fit_calls": len(fit),
         "token_scale": round(scale, 4),
         "token_scale_source": scale_source,
+        "token_scale_by_model": per_model,   # the replay uses one scale (the provider takes one per run)
         "prefix_tokens": header.prefix_tokens,
         "context_tokens": {"median_abs_pct_error": _q(errs, 50), "p90_abs_pct_error": _q(errs, 90),
                            "calls": len(errs), "pinned": pins},
