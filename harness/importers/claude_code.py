@@ -316,7 +316,7 @@ class _Importer:
                         st["prefix_tokens"] = max(0, c.usage.context_tokens - st.pop("_visible", 0))
                 blocks = c.blocks
                 self.b.assistant(c.t, blocks, c.usage, model=model, request_id=c.request_id,
-                                 **({"subagent": span} if span else {}))
+                                 **({"subagent": span or side_run} if (span or side_run) else {}))
             elif kind == "user":
                 self.b.user(item["t"], item["text"], **({"meta_record": True} if item["meta"] else {}))
                 self._count_visible(span, item["text"])

@@ -329,3 +329,25 @@ def test_property_any_interleaving_imports_to_a_valid_trace(tmp_path_factory, tu
     assert back.calls == len(turns)
     assert res.summary["tool_uses"] == n
     assert res.summary["repairs"].get("dangling tool_use repaired with a synthetic error result", 0) == dangling
+
+
+def test_inline_sidechain_records_become_a_span(tmp_path):
+    """Older transcripts keep sub-agent records in the main file with isSidechain: each
+    contiguous run is one isolated span."""
+    side = dict(isSidechain=True)
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look"}}),
+        {**user(2, "look"), **side},
+        {**asst(3, "s1", {"type": "text", "text": "found"}), **side},
+        result(4, "task1", "found"),
+        asst(5, "r2", {"type": "text", "text": "ok"}),
+    ])
+    res = import_file("claude-code", f)
+    kinds = [type(e).__name__ for e in res.trace.events]
+    assert kinds == ["UserEvent", "AssistantEvent", "SubtaskStart", "UserEvent", "AssistantEvent", "SubtaskEnd",
+                     "ToolResultEvent", "AssistantEvent"]
+    start = res.trace.events[2]
+    assert start.isolated and start.id == "sidechain-1"
+    assert res.summary["subagent_spans"] == 1
+    assert (res.summary["main_calls"], res.summary["subagent_calls"]) == (2, 1)
