@@ -228,12 +228,16 @@ class SimulatedLLM:
                                      *(f"- {t}" for f in kept for t in [f.text])]))
         # facts enter only through the survival draw: material lines holding any fact are left out
         queues = {s: [x for x in material.get(s, []) if not any(t in x for t in fact_texts)] for s in sections}
+        placed: set[str] = set()  # a line of material goes to one section only
         progress = True
         while used < target and progress:
             progress = False
             for s in sections:
+                while queues[s] and queues[s][0] in placed:
+                    queues[s].pop(0)
                 if queues[s] and used < target:
                     line = queues[s].pop(0)
+                    placed.add(line)
                     cost = self.count(line) + 1
                     if used + cost > target:
                         queues[s] = []
