@@ -110,3 +110,15 @@ def test_the_simulated_summariser_loads_what_calibrate_writes(tmp_path):
     path.write_text(json.dumps(calibration(calls, {"r": FACTS}, model="m", strategy="novacode", traces=[])))
     # goal kept (1/1), file and error lost (0/1 each); other categories not measured (null: skipped)
     assert simllm.load_calibration(path) == {"goal": 1.0, "file": 0.0, "error": 0.0}
+
+
+def test_max_compactions_bounds_the_spend(tmp_path):
+    """`short` at 60k compacts twice under NovaCode; --max-compactions 1 stops after the first
+    summary (the simulated summariser here: no API, no token scale)."""
+    pytest.importorskip("strategies.novacode.strategy", reason="NovaCode strategy (task D) not in the tree yet")
+    out = tmp_path / "c.json"
+    assert main(["calibrate", "short", "--window", "60000", "--llm", "simulated", "--max-compactions", "1",
+                 "-o", str(out), "-q"]) == 0
+    cal = json.loads(out.read_text())
+    assert cal["compactions"] == 1 and cal["model"] == "simulated" and "token_scale" not in cal
+    assert [g["generation"] for g in cal["by_generation"]] == [1]
