@@ -71,6 +71,7 @@ class RecordedCall:
     after_compact: bool           # first call of its thread after a compaction
     new_chars: int                # characters that entered this thread's context since its previous call
     prev_in_thread: int | None    # index of the previous call of the same thread
+    tools: tuple[str, ...] = ()   # the tools this call used (what ran between it and the next call)
 
     @property
     def context(self) -> int:
@@ -101,8 +102,10 @@ def recorded_calls(trace: Trace) -> list[RecordedCall]:
             compacted.add(thread)
             chars[thread] = len(ev.summary or "")
         elif isinstance(ev, AssistantEvent):
+            names = tuple(c.name for c in ev.tool_uses()) + tuple(
+                "web_search_call" for c in ev.content if isinstance(c, TextContent) and c.text.startswith("[web_search_call]"))
             out.append(RecordedCall(len(out), ev.t, ev.model, ev.usage, thread, thread in compacted,
-                                    chars.get(thread, 0), last.get(thread)))
+                                    chars.get(thread, 0), last.get(thread), names))
             compacted.discard(thread)
             last[thread] = len(out) - 1
             chars[thread] = sum(len(c.text) if isinstance(c, TextContent) else len(c.thinking)
@@ -358,10 +361,22 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         "compactions": compactions,
         "cache_misses": n_miss,
         "hidden_tokens": {"calls": len(hidden), "total": int(sum(h["tokens"] for h in hidden)),
-                          "shrinking_calls": sum(1 for h in hidden if h["tokens"] < 0)},
+                          "shrinking_calls": sum(1 for h in hidden if h["tokens"] < 0),
+                          "by_preceding_tool": _by_tool(hidden)},
         "subagent_calls": sum(1 for c in calls if c.thread != "main"),
     }
     return Fidelity(report, table, misses, hidden)
+
+
+def _by_tool(hidden: list[dict[str, Any]]) -> dict[str, int]:
+    """Hidden tokens by what ran just before (a delta after a call that used several tools counts
+    for each: a pointer to the cause, not an attribution)."""
+    out: dict[str, int] = {}
+    for h in hidden:
+        key = "compaction" if h["after_compaction"] else None
+        for name in [key] if key else (h["after_tools"] or ["(no tool)"]):
+            out[name] = out.get(name, 0) + h["tokens"]
+    return dict(sorted(out.items(), key=lambda kv: -abs(kv[1])))
 
 
 def _pin_segments(calls: list[RecordedCall], table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -448,7 +463,8 @@ def hidden_deltas(calls: list[RecordedCall], table: pd.DataFrame) -> list[dict[s
         floor = HIDDEN_MIN_TOKENS if c.after_compact else max(HIDDEN_MIN_TOKENS, HIDDEN_FRACTION_OF_ADDED * abs(sim_d))
         if abs(delta) > floor:
             out.append({"call": c.index, "tokens": int(delta), "recorded_growth": int(rec_d),
-                        "simulated_growth": int(sim_d), "after_compaction": c.after_compact})
+                        "simulated_growth": int(sim_d), "after_compaction": c.after_compact,
+                        "after_tools": sorted(set(prev.tools))})
     return out
 
 
