@@ -129,7 +129,7 @@ class Services:
         if spec.instructions:
             req = request.with_messages(request.messages.append(Message.user(spec.instructions, origin="instruction")))
         req = Request(req.system, req.tools, req.messages, req.breakpoints, spec.kind, None, False,
-                      req.model, spec.max_output_tokens)
+                      req.model or run.provider.model, spec.max_output_tokens)
         lay = run.provider.layout(req)
         tokens = lay.total()
         rejections = protocol.validate(req, run.provider.window, tokens)
@@ -147,7 +147,13 @@ class Services:
             run.record_call(req, now, None, tokens, failed=True, error="injected failure", blocking=spec.blocking,
                             duration=bill.ttft_s)
             raise SideCallFailed("injected", f"{spec.kind} call #{n}")
-        reply: BackendReply = run.backend.respond(req, spec)
+        try:
+            reply: BackendReply = run.backend.respond(req, spec)
+        except SideCallFailed as e:  # a live API error: the row shows it, the strategy counts it
+            bill = run.provider.bill(req, now, 0, lay)
+            run.record_call(req, now, None, tokens, failed=True, error=f"{e.reason}: {e.detail}",
+                            blocking=spec.blocking, duration=bill.ttft_s)
+            raise
         out_tokens = min(run.provider.count_text(reply.text), spec.max_output_tokens)
         bill = run.provider.bill(req, now, out_tokens, lay)
         usage = reply.usage or bill.usage

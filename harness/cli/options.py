@@ -37,9 +37,15 @@ def run_config(args, **overrides) -> RunConfig:
             raise BadInput(f"--fail expects KIND=PROBABILITY in [0, 1], got {item!r}")
     backend = None
     if args.llm != "simulated":
-        from harness.live import make_backend
+        from harness.live import LiveError, make_backend
+        from harness.response_store import StoreError
 
-        backend = make_backend(args.llm, Path(args.llm_store) if args.llm_store else None)
+        sd = overrides.get("session_dir")
+        try:
+            backend = make_backend(args.llm, Path(args.llm_store) if args.llm_store else None,
+                                   volatile_paths=[str(sd)] if sd else ())
+        except (ValueError, LiveError, StoreError) as e:
+            raise BadInput(str(e)) from None
     from harness.provider.models import load_table
 
     try:
