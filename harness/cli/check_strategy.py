@@ -1,0 +1,131 @@
+"""ctxsim check-strategy MODULE:CLASS: the property suite (harness.testing) on any strategy, a
+user's own included; prints the minimal failing session hypothesis found and writes it as a trace
+file that replays the failure.
+
+Exit status: 0 every invariant held on every generated session; 1 an invariant failed (the
+failing trace is written); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "check-strategy", help="property suite on any strategy (pairing, window, stable prefixes...)",
+        description="Drive a strategy through generated agent sessions (parallel tool calls, results up to "
+        "megabytes, thinking, errors, sub-agents, restarts, crashes and resumes) and check its invariants "
+        "after every step. On failure, print the minimal session hypothesis found and write it as a trace.")
+    p.add_argument("strategy", help="MODULE:CLASS (e.g. mypkg.strategies:KeepRecent) or a registered name")
+    p.add_argument("--profile", choices=["ci", "deep"], default=None,
+                   help="ci: few short sessions, deterministic (default, or $HYPOTHESIS_PROFILE); deep: many long ones")
+    p.add_argument("-o", "--output", default=None, metavar="FAILING_TRACE.jsonl",
+                   help="where to write the failing session (default: check-<name>-failure.jsonl)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a strategy parameter (repeatable); replaces what the kit would use at its window")
+    p.add_argument("--window", type=int, default=None, help="context window of the generated sessions, in tokens")
+    p.add_argument("--no-crashes", action="store_true", help="no crashed sessions (unanswered calls, then a resume)")
+    p.add_argument("--replay", default=None, metavar="TRACE",
+                   help="instead of generating: check the strategy on this trace (a failure this command wrote "
+                   "replays with the same window, parameters and injected failures)")
+    p.set_defaults(func=run)
+
+
+def _load(spec: str):
+    from strategies import registry
+
+    return registry.load_class(spec)
+
+
+def _params(cls, args, window: int) -> dict:
+    from harness.testing.machine import params_for
+    from strategies import registry
+
+    params = params_for(cls, window)
+    params.update(registry.parse_sets(args.set))
+    registry.make_config(cls, params)  # fail on bad parameters before any work
+    return params
+
+
+def run(args) -> int:
+    from harness.cli import BadInput
+    from harness.testing import selected_profile
+    from harness.testing.invariants import promises
+    from harness.testing.machine import CHECK_WINDOW
+
+    cls = _load(args.strategy)
+    if args.window is not None and args.window <= 0:
+        raise BadInput("--window must be a positive number of tokens")
+    if args.replay:
+        return _replay(cls, args)
+    window = args.window or CHECK_WINDOW
+    params = _params(cls, args, window)
+    profile = selected_profile(args.profile)
+    held = sorted(promises(cls))
+    print(f"checking {cls.__module__}:{cls.__qualname__} (name {cls.name!r}) — profile {profile}, window {window:,}")
+    print(f"  invariants: {', '.join(held)}")
+    if params:
+        print(f"  parameters: {', '.join(f'{k}={v}' for k, v in params.items())}")
+    from harness.testing.machine import find_failure
+
+    failure = find_failure(cls, params, window=window, crashes=not args.no_crashes, profile=profile)
+    if failure is None:
+        print("ok: every invariant held on every generated session")
+        return 0
+    return _report(cls, args, failure)
+
+
+def _report(cls, args, failure) -> int:
+    from harness import trace as tr
+
+    out = Path(args.output or f"check-{cls.name or cls.__name__}-failure.jsonl")
+    tr.write(failure.trace, out)
+    print(f"FAILED: {', '.join(sorted(failure.invariants))}")
+    print(str(failure))
+    print(f"\nminimal failing session ({len(failure.trace.events)} events, {failure.trace.calls} model calls) "
+          f"written to {out}")
+    s = failure.settings
+    print("replay it:")
+    print(f"  ctxsim check-strategy {shlex.quote(args.strategy)} --replay {shlex.quote(str(out))}")
+    from strategies import registry
+
+    if cls.name in registry.names() and registry.get(cls.name) is cls:
+        sets = " ".join(f"--set {shlex.quote(f'{k}={v}')}" for k, v in s.get("params", {}).items())
+        print(f"  ctxsim run {shlex.quote(str(out))} --strategy {cls.name} --window {s['window']} {sets}".rstrip())
+    return 1
+
+
+def _replay(cls, args) -> int:
+    from harness import trace as tr
+    from harness.engine import RunConfig
+    from harness.testing.invariants import Checker, promises
+    from harness.testing.machine import CHECK_MODEL, CHECK_WINDOW
+    from harness.testing.recording import Stepper
+    from strategies import registry
+
+    trace = tr.load(args.replay)
+    meta = trace.header.meta.get("check_strategy") or {}
+    window = args.window or int(meta.get("window") or CHECK_WINDOW)
+    params = dict(meta.get("params") or {}) if meta else _params(cls, args, window)
+    params.update(registry.parse_sets(args.set))
+    registry.make_config(cls, params)
+    fail_calls = {k: tuple(v) for k, v in (meta.get("fail_calls") or {}).items()}
+    cfg = RunConfig(model=meta.get("model") or CHECK_MODEL, window=window, seed=0, fail_calls=fail_calls)
+    stepper = Stepper(trace.header, cls, params, cfg)
+    checker = Checker(promises(cls), stepper.recording.originals, stepper.session_dir)
+    try:
+        stepper.feed(list(trace.events))
+        found = checker.feed(stepper.recording.entries)
+    finally:
+        stepper.close()
+    print(f"replayed {args.replay} through {cls.name or cls.__name__} (window {window:,}, "
+          f"{len(stepper.recording.requests)} requests)")
+    if meta.get("violations"):
+        print("recorded violations:\n" + "\n".join(f"  {v}" for v in meta["violations"]))
+    if not found:
+        print("ok: every invariant held")
+        return 0
+    print("violations now:\n" + "\n".join(f"  {v}" for v in found))
+    return 1

@@ -1,0 +1,71 @@
+"""The property-test kit for context strategies (public API).
+
+A strategy must keep a few invariants whatever the session looks like: every request pairing-valid,
+no overflow once it claims to manage the window, byte-stable cached prefixes unless it declares a
+rewrite, nothing lost without a summary or a path back, no re-spilling, pair-safe compaction
+boundaries, a pairing-valid first request after a resume. This package checks them:
+
+* :mod:`harness.testing.conversations` — hypothesis strategies and a step-by-step builder for
+  conversations shaped like real agent sessions;
+* :mod:`harness.testing.invariants` — the invariants as plain functions over what a strategy sent;
+* :mod:`harness.testing.recording` — record what a strategy sends (whole replay or step by step);
+* :mod:`harness.testing.machine` — a hypothesis state machine that drives any strategy and checks
+  after every step; :func:`find_failure` returns the minimal failing session.
+
+Settings profiles: ``ci`` (bounded, deterministic; ``make test``) and ``deep`` (``make test-deep``),
+registered here and chosen by the ``HYPOTHESIS_PROFILE`` environment variable
+(:func:`selected_settings`). See docs/writing-a-strategy.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+PROFILE_ENV = "HYPOTHESIS_PROFILE"
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+            HealthCheck.large_base_example]
+
+# ci: derandomized (same examples on every run and machine: a flaky test is a bug), no example
+# database, bounded so the registry-wide run stays within the suite's time budget.
+settings.register_profile("ci", max_examples=6, stateful_step_count=30, derandomize=True, database=None,
+                          deadline=None, suppress_health_check=_SLOW_OK, report_multiple_bugs=False,
+                          print_blob=False)
+# deep: many more and longer sessions, still seeded by hypothesis' own database between runs.
+settings.register_profile("deep", max_examples=200, stateful_step_count=80, deadline=None,
+                          suppress_health_check=_SLOW_OK, report_multiple_bugs=False)
+
+PROFILES = ("ci", "deep")
+# Per profile: the largest tool result the state machine generates (megabytes in deep; in ci the
+# true token count of a kept result, a real BPE pass, would dominate the suite's time budget) and
+# the time hypothesis may spend shrinking a failure (each attempt replays a session).
+LIMITS = {"ci": {"max_result_size": 150_000, "shrink_seconds": 30.0},
+          "deep": {"max_result_size": 2_000_000, "shrink_seconds": 300.0}}
+
+
+def selected_profile(profile: str | None = None) -> str:
+    if profile is not None and profile not in PROFILES:
+        raise ValueError(f"unknown property-kit profile {profile!r}; valid: {', '.join(PROFILES)}")
+    name = profile or os.environ.get(PROFILE_ENV, "ci")
+    return name if name in PROFILES else "ci"
+
+
+def selected_settings(profile: str | None = None) -> settings:
+    """The settings of ``profile``, else of ``$HYPOTHESIS_PROFILE`` if it names one of ours, else ci."""
+    return settings.get_profile(selected_profile(profile))
+
+
+from harness.testing.invariants import (  # noqa: E402
+    INVARIANTS,
+    Checker,
+    InvariantViolation,
+    Violation,
+    assert_holds,
+    check,
+    promises,
+)
+from harness.testing.recording import Mark, Recording, Sent, Stepper, record  # noqa: E402
+
+__all__ = ["INVARIANTS", "PROFILES", "PROFILE_ENV", "LIMITS", "Checker", "InvariantViolation", "Mark", "Recording",
+           "Sent", "Stepper", "Violation", "assert_holds", "check", "promises", "record", "selected_settings"]

@@ -1,0 +1,181 @@
+"""What a strategy sent, in order: every request (main and side calls) and the hooks that change
+what the invariants may compare (session starts, sub-task spans).
+
+The engine reports every request it sends to ``RunConfig.observer``; the hooks are seen by
+wrapping the strategy class in a subclass that notes them and then does exactly what the class
+does. Two ways to get a :class:`Recording`:
+
+* :func:`record` replays a whole trace (the engine's own ``replay``);
+* :class:`Stepper` feeds a trace to the engine a few events at a time, so a state machine can
+  check the invariants after every step. Feeding a trace in chunks is the same replay as feeding it
+  whole, provided a chunk never ends between a probe and its model call (the engine flushes
+  pending tool results at the end of each chunk, which it would do at the next event anyway).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from harness import trace as tr
+from harness.conversation import Request
+from harness.engine import RunConfig, replay
+from strategies.base import Strategy
+
+MAIN_KINDS = ("main", "readback", "subagent")  # requests that carry the conversation itself
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One request the engine sent, with what the engine made of it."""
+
+    request: Request
+    tokens: int       # true input tokens (the provider's count)
+    window: int
+    rejected: bool    # the API would have refused it (or an injected failure)
+    error: str
+    call: int         # row of RunResult.calls
+    now: float
+
+    @property
+    def kind(self) -> str:
+        return self.request.kind
+
+    @property
+    def main_line(self) -> bool:
+        return self.request.kind in MAIN_KINDS
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A strategy hook the engine called: ``session_start`` (with ``resume``), ``session_end``,
+    ``subtask_start`` (with ``isolated``) or ``subtask_end``."""
+
+    what: Literal["session_start", "session_end", "subtask_start", "subtask_end"]
+    id: str = ""
+    resume: bool = False
+    isolated: bool = False
+
+
+Entry = Sent | Mark
+
+
+@dataclass
+class Recording:
+    """Everything the invariants need: the entries in order, what the trace fed the strategy (the
+    original tool results, by tool_use id), and the run's directory (spill files, transcripts)."""
+
+    strategy: type[Strategy]
+    entries: list[Entry] = field(default_factory=list)
+    originals: dict[str, str] = field(default_factory=dict)
+    session_dir: Path | None = None
+    window: int = 0
+
+    @property
+    def requests(self) -> list[Sent]:
+        return [e for e in self.entries if isinstance(e, Sent)]
+
+
+def scratch_dir() -> Path:
+    """A fresh directory for one run's files: in memory (/dev/shm) where there is one, since a
+    state machine makes hundreds of short runs that each write spills and transcripts."""
+    shm = Path("/dev/shm")
+    root = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+    return Path(tempfile.mkdtemp(prefix="ctxsim-check-", dir=root))
+
+
+def originals_of(events) -> dict[str, str]:
+    """tool_use id -> the result the trace feeds the strategy."""
+    return {e.tool_use_id: e.content for e in events if isinstance(e, tr.ToolResultEvent)}
+
+
+def observing(cls: type[Strategy], log: list[Entry]) -> type[Strategy]:
+    """``cls`` with its session and sub-task hooks noted in ``log`` (before the hook runs)."""
+
+    def on_session_start(self, session, resume, now):
+        log.append(Mark("session_start", session, resume=resume))
+        return cls.on_session_start(self, session, resume, now)
+
+    def on_session_end(self, session, now):
+        log.append(Mark("session_end", session))
+        return cls.on_session_end(self, session, now)
+
+    def on_subtask_start(self, id, description, isolated):
+        log.append(Mark("subtask_start", id, isolated=isolated))
+        return cls.on_subtask_start(self, id, description, isolated)
+
+    def on_subtask_end(self, id, conclusion):
+        log.append(Mark("subtask_end", id))
+        return cls.on_subtask_end(self, id, conclusion)
+
+    return type(cls.__name__, (cls,), {
+        "__module__": __name__, "__doc__": cls.__doc__,
+        "on_session_start": on_session_start, "on_session_end": on_session_end,
+        "on_subtask_start": on_subtask_start, "on_subtask_end": on_subtask_end,
+    })
+
+
+def _observer(log: list[Entry], chain: Any = None):
+    def observe(request: Request, info: Mapping[str, Any]) -> None:
+        log.append(Sent(request, int(info["tokens"]), int(info["window"]), bool(info.get("rejected")),
+                        str(info.get("error", "")), int(info.get("call", -1)), float(info.get("now", 0.0))))
+        if chain is not None:
+            chain(request, info)
+    return observe
+
+
+def record(trace: tr.Trace, strategy: type[Strategy], params: Mapping[str, Any] | None = None,
+           config: RunConfig | None = None, session_dir: Path | None = None) -> Recording:
+    """Replay ``trace`` through ``strategy`` and record what it sent.
+
+    The run's files stay in ``session_dir`` (the path-back invariant reads them); without one, a
+    temporary directory is made and left for the caller (``recording.session_dir``; remove it with
+    :func:`shutil.rmtree` when done, or pass a pytest ``tmp_path``).
+    """
+    cfg = config or RunConfig()
+    d = Path(session_dir) if session_dir is not None else scratch_dir()
+    rec = Recording(strategy, originals=originals_of(trace.events), session_dir=d)
+    cfg = replace(cfg, observer=_observer(rec.entries, cfg.observer), session_dir=d)
+    res = replay(trace, observing(strategy, rec.entries), params, cfg)
+    rec.window = res.window
+    return rec
+
+
+class Stepper:
+    """Feeds a trace to the engine a chunk of events at a time, recording as it goes.
+
+    Uses the engine's run object directly (``harness.engine._Run``): one run, one strategy
+    instance, one provider and cache state across all chunks, exactly as ``replay`` would have
+    over the concatenated events.
+    """
+
+    def __init__(self, header: tr.Header, strategy: type[Strategy], params: Mapping[str, Any] | None = None,
+                 config: RunConfig | None = None, session_dir: Path | None = None) -> None:
+        from harness.engine import _Run
+
+        cfg = config or RunConfig()
+        self._own_dir = session_dir is None
+        self.session_dir = Path(session_dir) if session_dir is not None else scratch_dir()
+        self.header = header
+        self.events: list[Any] = []
+        self.recording = Recording(strategy, session_dir=self.session_dir)
+        cfg = replace(cfg, observer=_observer(self.recording.entries, cfg.observer), session_dir=self.session_dir)
+        self.config = cfg
+        self._run = _Run(tr.Trace(header, []), observing(strategy, self.recording.entries), params, cfg,
+                         self.session_dir)
+        self.recording.window = self._run.provider.window
+
+    def feed(self, events: list[Any]) -> None:
+        self.events.extend(events)
+        self.recording.originals.update(originals_of(events))
+        self._run.trace = tr.Trace(self.header, list(events))
+        self._run.run()
+
+    def close(self) -> None:
+        if self._own_dir:
+            shutil.rmtree(self.session_dir, ignore_errors=True)
