@@ -75,6 +75,8 @@ class SynthConfig(BaseModel):
                                     description="facts planted per 100 calls by category (the goal: one per session)")
     file_facts_in_huge: float = Field(0.8, ge=0, le=1,
                                       description="chance a file fact goes into a huge result of its call when there is one")
+    huge_file_fact_share: float = Field(0.0, ge=0, le=1,
+                                        description="chance a huge read result holds an extra file fact (large files hold details)")
     probe_every: float = Field(8.0, ge=1, description="mean calls between probes")
     probe_goal_share: float = Field(0.4, ge=0, le=1, description="share of probes that need the session goal")
     probe_max_needs: int = Field(3, ge=1, le=10, description="most facts one probe needs")

@@ -221,6 +221,10 @@ class _Gen:
                 file_slot = big[self.d.int(len(big))]
             elif reads:
                 file_slot = reads[self.d.int(len(reads))]
+        if file_slot is None and cfg.huge_file_fact_share > 0:
+            big = [i for i, (_, k, _) in enumerate(uses) if k == "read" and huge[i]]
+            if big and self.rng.random() < cfg.huge_file_fact_share:
+                file_slot = big[self.d.int(len(big))]
         error_slot = next((i for i, (_, k, _) in enumerate(uses) if k == "bash"), None) if want_error else None
         for i, ((tid, k, path), size) in enumerate(zip(uses, sizes, strict=True)):
             body = C.tool_result(d, k, size, path)
@@ -230,7 +234,8 @@ class _Gen:
                 fact = ("file", self.fm.file())
                 min_pos = 2_500 if huge[i] else 0  # past a spill placeholder's 2,000-char preview (N-SPILL-1)
                 body = self._plant(body, f"{self.d.int(900) + 1:>6}\t    {fact[1]}  # {d.sentence(3, 7)}", min_pos)
-                self.pending_calls["file"] -= 1
+                if self.pending_calls.get("file", 0) > 0:
+                    self.pending_calls["file"] -= 1
             elif i == error_slot:
                 fact = ("error", self.fm.error())
                 body = self._plant(C.test_log(d, size), f"E       {fact[1]}")

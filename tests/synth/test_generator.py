@@ -145,7 +145,7 @@ def test_spill_heavy_has_huge_results_and_parallel_bursts_over_200k():
             last = e
         elif isinstance(e, tr.FactEvent) and e.category == "file" and last is not None and len(last.content) > 50_000:
             by_id[e.id] = last.content.index(e.text)
-    assert by_id and min(by_id.values()) >= 2_000
+    assert len(by_id) >= 5 and min(by_id.values()) >= 2_000  # huge_file_fact_share 0.6
 
 
 def test_multi_session_facts_cross_sessions():
