@@ -205,6 +205,7 @@ class RagMemory(WindowedStrategy):
     name = "rag_memory"
     summary = "evicted history in a BM25 store; top-k chunks for the current turn injected"
     Config = RagMemoryConfig
+    SCALED = (*WindowedStrategy.SCALED, "inject_max_tokens")
 
     def __init__(self, config: RagMemoryConfig, env: StrategyEnv) -> None:
         d = Path(env.session_dir) / "rag"

@@ -30,17 +30,18 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from harness.conversation import Breakpoint, History, Message, Request, ToolSet, Usage
+from harness.conversation import Block, Breakpoint, History, Message, Request, ToolSet, Usage
 from harness.llm import SUMMARY, CallSpec, SideCallFailed
 from strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv
 
 CHARS_PER_TOKEN = 3.5       # N-COMP-5: the seed's characters-per-token rule, before any usage arrives
 MESSAGE_FRAMING_TOKENS = 4  # per-message role framing (same modelling assumption as the provider's)
 DROPPED_NOTE = "[Earlier messages of this conversation were dropped from the context window.]"
-CAP_MARKER = "\n[... {n} characters cut: result larger than this strategy's per-result guard ...]\n"
+CAP_MARKER = "\n[... {n} characters cut: the result was larger than this context can hold ...]\n"
 
 
 def _add_chars(acc: int, m: Message) -> int:
@@ -52,6 +53,35 @@ def history_chars(h: History, upto: int | None = None) -> int:
     """Characters of messages[0:upto] (all when ``upto`` is None), O(1) amortised."""
     n = len(h) if upto is None else upto
     return h.fold_through(n - 1, _add_chars, 0, _add_chars)
+
+
+INTERRUPTED = "[No result: the session ended before this tool call returned.]"
+
+
+def repair_dangling(h: History) -> tuple[History, bool]:
+    """A resumed conversation whose last call's tool uses got no (or only some) results — the
+    previous launch crashed mid-call — gets an error result for each missing one, as Claude Code
+    repairs a transcript on resume (N-TRANS-5). Returns the history and whether an already-sent
+    message was rewritten (only when a partial result message had to be completed)."""
+    n = len(h)
+    last_a = next((i for i in range(n - 1, -1, -1) if h[i].role == "assistant"), None)
+    if last_a is None:
+        return h, False
+    uses = [b.id for m in h[last_a:] if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
+    answered = {b.id for m in h[last_a + 1:] for b in m.blocks if b.type == "tool_result"}
+    missing = [u for u in uses if u not in answered]
+    if not missing:
+        return h, False
+    fill = tuple(Block.tool_result(u, INTERRUPTED, is_error=True) for u in missing)
+    if last_a + 1 < n and h[last_a + 1].has_tool_result:
+        m = h[last_a + 1]
+        results = tuple(b for b in m.blocks if b.type == "tool_result")
+        others = tuple(b for b in m.blocks if b.type != "tool_result")
+        return h.replace_at(last_a + 1, Message(m.role, results + fill + others, m.meta)), True
+    if last_a + 1 < n:  # a user text after the dangling call: the results go first, in the same turn
+        m = h[last_a + 1]
+        return h.replace_at(last_a + 1, Message(m.role, fill + m.blocks, m.meta)), True
+    return h.append(Message("user", fill, {"origin": "repair"})), False
 
 
 class TokenGauge:
@@ -109,7 +139,8 @@ class WindowedConfig(StrategyConfig):
                                    description="estimate before the first usage arrives (N-COMP-5)")
     max_result_chars: int = Field(400_000, ge=0, le=10_000_000,
                                   description="guard: a single tool result longer than this is cut (head kept, "
-                                  "irreversible) so one result cannot overflow the window; 0 = off")
+                                  "irreversible); 0 = no per-result cap. Whatever this says, one message's "
+                                  "results are cut to half of what the head leaves in the window")
 
     @model_validator(mode="after")
     def _keep_below_trigger(self):
@@ -153,6 +184,17 @@ class GaugedStrategy(Strategy):
     def request_kind(self) -> str:
         return "subagent" if self.in_isolated_subtask else "main"
 
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        if resume:
+            self.resume_repair()
+
+    def resume_repair(self) -> None:
+        self.history, rewrote = repair_dangling(self.history)
+        if rewrote:
+            self.rewrote = True
+            self.counters.extra["resume_repairs"] += 1
+
     def prepare(self, call: CallInfo) -> None:
         """Change history before the request is built (cuts, elisions, injections)."""
 
@@ -195,9 +237,33 @@ class WindowedStrategy(GaugedStrategy):
     def trigger(self) -> int:
         return min(self.config.trigger_tokens, self.limit)
 
+    def head_tokens(self) -> int:
+        """Estimate of what every request carries before the window: system, tools, pinned head."""
+        return self.estimate_of(self.history.truncate(self.pinned))
+
     @property
     def keep(self) -> int:
-        return min(self.config.keep_tokens, self.trigger)
+        """``keep_tokens``, but at most half of what the head leaves below the trigger (so a cut
+        always makes room, whatever the window and the head)."""
+        return min(self.config.keep_tokens, max(0, self.trigger - self.head_tokens()) // 2)
+
+    def message_cap_chars(self) -> int:
+        """The most characters of tool results one message may bring: half of what the head leaves
+        below the limit (at the learned tokens-per-character ratio), and ``max_result_chars`` each."""
+        room = max(0, self.limit - self.head_tokens()) // 2
+        return int(room / self.gauge.ratio)
+
+    # the parameters the property kit scales to its small window (harness.testing.machine)
+    SCALED: ClassVar[tuple[str, ...]] = ("trigger_tokens", "keep_tokens", "reserve_tokens")
+    FLOORS: ClassVar[dict[str, int]] = {"trigger_tokens": 1_000, "state_max_tokens": 200, "inject_max_tokens": 100}
+
+    @classmethod
+    def check_params(cls, window: int) -> dict[str, int]:
+        """Token parameters scaled by window / 200,000 (never up), so the rules act at the same
+        relative points of the property kit's small window."""
+        f = cls.Config.model_fields
+        scale = min(1.0, window / 200_000)
+        return {n: max(cls.FLOORS.get(n, 0), int(f[n].default * scale)) for n in cls.SCALED}
 
     # --- hooks --------------------------------------------------------------------------------------
     def session_head(self, resume: bool) -> list[Message]:
@@ -219,6 +285,7 @@ class WindowedStrategy(GaugedStrategy):
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         if resume:
+            self.resume_repair()
             return
         self._start_session(resume)
 
@@ -226,15 +293,31 @@ class WindowedStrategy(GaugedStrategy):
         self.history = self.history.append(self.guard(message))
 
     def guard(self, message: Message) -> Message:
-        cap = self.config.max_result_chars
-        if not cap or all(len(b.text) <= cap for b in message.blocks if b.type == "tool_result"):
+        """Cut tool results (head kept, irreversible, counted) so one message cannot overflow: each
+        result to ``max_result_chars``, and the message's results together to
+        :meth:`message_cap_chars`, largest first, none below an equal share."""
+        idx = [k for k, b in enumerate(message.blocks) if b.type == "tool_result"]
+        if not idx:
             return message
-        blocks = []
-        for b in message.blocks:
-            if b.type == "tool_result" and len(b.text) > cap:
+        per = self.config.max_result_chars or None
+        sizes = {k: min(len(message.blocks[k].text), per or len(message.blocks[k].text)) for k in idx}
+        cap = self.message_cap_chars()
+        excess = sum(sizes.values()) - cap
+        floor = cap // len(idx)
+        for k in sorted(idx, key=lambda k: -sizes[k]):
+            if excess <= 0:
+                break
+            cut = min(excess, max(0, sizes[k] - floor))
+            sizes[k] -= cut
+            excess -= cut
+        if all(sizes[k] >= len(message.blocks[k].text) for k in idx):
+            return message
+        blocks = list(message.blocks)
+        for k in idx:
+            b = blocks[k]
+            if sizes[k] < len(b.text):
                 self.counters.extra["results_capped"] += 1
-                b = b.with_text(b.text[:cap] + CAP_MARKER.format(n=len(b.text) - cap), capped=True)
-            blocks.append(b)
+                blocks[k] = b.with_text(b.text[: sizes[k]] + CAP_MARKER.format(n=len(b.text) - sizes[k]), capped=True)
         return Message(message.role, tuple(blocks), message.meta)
 
     # --- the call -------------------------------------------------------------------------------------
@@ -336,6 +419,8 @@ def parse_sections(text: str, known: Sequence[str]) -> dict[str, list[str]]:
 
 class StructuredState(WindowedStrategy):
     """Windowed conversation + state files (plan, tasks, decisions, notes) re-injected as one block."""
+
+    SCALED = (*WindowedStrategy.SCALED, "state_max_tokens")
 
     name = "structured_state"
     summary = "state files (plan, tasks, decisions) outside the conversation + a short window"

@@ -106,9 +106,19 @@ class SubagentIsolation(WindowedStrategy):
         self.pinned = 1
         self.counters.extra["subagents"] += 1
 
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        """A launch while a sub-agent ran (the previous one crashed inside a span): the sub-agent's
+        context is gone; the main conversation is what resumes (its open Task call repaired)."""
+        if self.frames:
+            self.history, self.pinned = self.frames[0].outer, self.frames[0].outer_pinned
+            self.frames.clear()
+            self.counters.extra["subagents_lost"] += 1
+        super().on_session_start(session, resume, now)
+
     def on_subtask_end(self, id: str, conclusion: str) -> None:
-        if not self.frames:
-            raise ValueError(f"subtask_end {id!r} with no open sub-task")
+        if not self.frames or self.frames[-1].id != id:
+            self.counters.extra["orphan_subtask_ends"] += 1  # its sub-agent died with its launch
+            return
         frame = self.frames.pop()
         sub = self.history
         self.history, self.pinned = frame.outer, frame.outer_pinned

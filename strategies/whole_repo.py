@@ -120,6 +120,7 @@ class WholeRepo(WindowedStrategy):
     name = "whole_repo"
     summary = "whole repository in context up front; conversation windowed behind it"
     Config = WholeRepoConfig
+    SCALED = (*WindowedStrategy.SCALED, "repo_tokens")
 
     def __init__(self, config: WholeRepoConfig, env: StrategyEnv) -> None:
         self.files: list[tuple[str, str]] | None = None  # built once, at the first session head
