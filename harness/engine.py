@@ -81,7 +81,7 @@ class RunConfig:
     fail_calls: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # kind -> 0-based call numbers that fail
     session_dir: Path | None = None
     backend: LLMBackend | None = None
-    token_scale: float | None = None
+    token_scale: float | Mapping[str, float] | None = None  # one scale, or {model: scale}
     models_file: Path | None = None
     max_calls: int | None = None
     readback_probability: float | None = None  # overrides the retention model's recovery probability

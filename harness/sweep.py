@@ -254,8 +254,10 @@ def _local(specs: list[RunSpec], out_dir: str, workers: int) -> Iterable[dict[st
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    # group runs of a trace together so each worker parses and counts a trace once
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+    # fork where it exists: workers start with the parsed traces already in _TRACES (expand() loaded
+    # them), so no worker parses a trace again; spawn elsewhere
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = [pool.submit(run_spec, sp, out_dir) for sp in specs]
         for f in as_completed(futures):
             yield f.result()

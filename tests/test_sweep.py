@@ -43,9 +43,15 @@ def _rows(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop(columns=["run_s"]).sort_values("key").reset_index(drop=True)
 
 
-def test_same_rows_on_one_two_workers_and_dask(grid_dir):
+@pytest.fixture(scope="module")
+def one_worker(grid_dir):
+    return run_sweep(load_config(grid_dir / "grid.toml"), grid_dir / "w1", base=grid_dir, workers=1,
+                     progress=False, log=lambda s: None)
+
+
+def test_same_rows_on_one_two_workers_and_dask(grid_dir, one_worker):
     cfg = load_config(grid_dir / "grid.toml")
-    one = run_sweep(cfg, grid_dir / "w1", base=grid_dir, workers=1, progress=False, log=lambda s: None)
+    one = one_worker
     assert len(one) == 2 * 2 * (6 + 2) == 32  # windows x seeds x (novacode grid + append_only grid)
     assert (one["error"] == "").all()
     two = run_sweep(cfg, grid_dir / "w2", base=grid_dir, workers=2, progress=False, log=lambda s: None)
@@ -59,9 +65,9 @@ def test_same_rows_on_one_two_workers_and_dask(grid_dir):
     pd.testing.assert_frame_equal(_rows(one), _rows(dk))
 
 
-def test_interrupted_sweep_resumes_to_the_same_rows(grid_dir):
+def test_interrupted_sweep_resumes_to_the_same_rows(grid_dir, one_worker):
     cfg = load_config(grid_dir / "grid.toml")
-    whole = run_sweep(cfg, grid_dir / "whole", base=grid_dir, workers=1, progress=False, log=lambda s: None)
+    whole = one_worker
     part = run_sweep(cfg, grid_dir / "part", base=grid_dir, workers=1, progress=False, limit=10, log=lambda s: None)
     assert len(part) == 10  # stopped after 10 runs, as an interrupted sweep would
     logs = []
@@ -87,14 +93,14 @@ def _is_png(p: Path) -> bool:
     return w > 100 and h > 100
 
 
-def test_report_from_a_small_sweep(grid_dir):
-    cfg = load_config(grid_dir / "grid.toml")
-    df = run_sweep(cfg, grid_dir / "rep", base=grid_dir, workers=1, progress=False, log=lambda s: None)
+def test_report_from_a_small_sweep(grid_dir, one_worker):
+    df = one_worker
     from harness.analysis import compaction_ledger
     from harness.sweep import load_calls
 
-    ledger = compaction_ledger(tr.load(grid_dir / "trace.jsonl"), 30_000, [3_000, 5_000, 8_000])
-    out = write_report(df, grid_dir / "report", calls=load_calls(grid_dir / "rep", df["key"]), ledger=ledger)
+    ledger = compaction_ledger(tr.load(grid_dir / "trace.jsonl"), 30_000, [3_000, 8_000])
+    assert ledger["trigger_tokens"].tolist() == [30_000 - 20_000 - 3_000, 30_000 - 20_000 - 8_000]  # N-COMP-1, 2
+    out = write_report(df, grid_dir / "report", calls=load_calls(grid_dir / "w1", df["key"]), ledger=ledger)
     figs = sorted((out / "figures").glob("*.png"))
     names = [f.name for f in figs]
     # this trace has no facts: no retention or Pareto figure; every other one is there

@@ -8,6 +8,7 @@ price and timing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,14 +37,17 @@ class Provider:
     prompt caching; ``token_scale`` overrides the model's calibrated scale."""
 
     def __init__(self, model: str | None = None, *, window: int | None = None, cache: bool = True,
-                 token_scale: float | None = None, models_file: str | Path | None = None,
+                 token_scale: float | dict[str, float] | None = None, models_file: str | Path | None = None,
                  tokenizer: Tokenizer | None = None) -> None:
         self.table = load_table(str(models_file) if models_file else None)
         self.spec = self.table.get(model)
         self.model = model or self.spec.name
         self.window = window or self.spec.window
         self.cache_enabled = cache
-        self.token_scale = token_scale if token_scale is not None else self.spec.token_scale
+        # one scale for the run's model, or {model: scale} when a log mixes models (sub-agents, side calls)
+        self._scales = dict(token_scale) if isinstance(token_scale, Mapping) else {}
+        self.token_scale = (token_scale if isinstance(token_scale, (int, float)) else
+                            self._scales.get(self.model, self.spec.token_scale))
         self.tok = tokenizer or get_tokenizer()
         self._caches: dict[str, AnthropicCache | OpenAICache] = {}
         # a bound method is a fresh object each time: keep one, it keys the history memo
@@ -52,6 +56,13 @@ class Provider:
     # --- tokens -------------------------------------------------------------------------------------
     def spec_for(self, model: str | None) -> ModelSpec:
         return self.spec if model is None or model == self.model else self.table.get(model)
+
+    def scale_for(self, model: str | None) -> float:
+        if model is None or model == self.model:
+            return self.token_scale
+        if model in self._scales:
+            return self._scales[model]
+        return self.token_scale if not self._scales else self.spec_for(model).token_scale
 
     def _scaled(self, raw: int) -> int:
         return int(round(raw * self.token_scale))
@@ -62,13 +73,13 @@ class Provider:
     def layout(self, req: Request) -> Layout:
         msgs = req.messages
         count = self._count_message
-        scale = self.token_scale
+        scale = self.scale_for(req.model)
 
         def msg_tokens(i: int) -> int:
             return int(round(msgs.fold_through(i, count, 0, lambda acc, m: acc + count(m)) * scale))
 
-        tools = self._scaled(self.tok.tools(req.tools))
-        system = self._scaled(self.tok.system(req.system)) + req.system.opaque_tokens + REQUEST_OVERHEAD
+        tools = int(round(self.tok.tools(req.tools) * scale))
+        system = int(round(self.tok.system(req.system) * scale)) + req.system.opaque_tokens + REQUEST_OVERHEAD
         return Layout(req, tools, system, msg_tokens)
 
     def request_tokens(self, req: Request) -> int:

@@ -107,3 +107,13 @@ def test_block_token_count_is_cached_on_the_block():
     t.block(b)
     t.block(b)
     assert t.encode_calls == 1
+
+
+def test_token_scale_per_model_for_mixed_logs():
+    msgs = History([Message.user("hello world " * 100)])
+    main = Request(SystemPrompt(), ToolSet(), msgs)
+    side = Request(SystemPrompt(), ToolSet(), msgs, model="claude-haiku-4-5")
+    p = Provider("claude-opus-4-6", token_scale={"claude-opus-4-6": 1.0, "claude-haiku-4-5": 2.0})
+    a, b = p.request_tokens(main) - REQUEST_OVERHEAD, p.request_tokens(side) - REQUEST_OVERHEAD
+    assert b == pytest.approx(2 * a, abs=1)
+    assert Provider("claude-opus-4-6").scale_for(None) == 1.5  # the table's calibrated default
