@@ -36,6 +36,7 @@ class AmortizedForgetting(ThresholdCompactor):
     name = "amortized_forgetting"
     summary = "OpenHands AmortizedForgettingCondenser: over max_size events keep first + newest half, no summary"
     Config = AmortizedForgettingConfig
+    check_params = {"max_size": 24, "keep_first": 4}  # the property kit's sessions are ~30 steps long
 
     def __init__(self, config, env) -> None:
         super().__init__(config, env)

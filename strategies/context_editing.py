@@ -55,6 +55,11 @@ class ContextEditing(ThresholdCompactor):
     summary = "Anthropic clear_tool_uses_20250919: over 100k input, clear all but the last 3 tool results"
     Config = ContextEditingConfig
 
+    @staticmethod
+    def check_params(window: int) -> dict:
+        """For the property kit's small windows: the trigger at the same share of a 200k window."""
+        return {"trigger_input_tokens": max(1, TRIGGER_INPUT_TOKENS * window // 200_000)}
+
     def should_compact(self, call: CallInfo) -> bool:
         return (self.estimate() or 0) > self.config.trigger_input_tokens
 

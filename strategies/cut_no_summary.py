@@ -15,6 +15,9 @@ is a competing strategy, not NovaCode". Everything but the summary is NovaCode's
 
 The product is the verbatim tail alone, after a one-line notice (a user message, so the request
 still opens with the user role; it says that something was removed, not what).
+
+``manages_window`` is not claimed: like NovaCode's tail, the cut keeps history under the lines, but
+with no spill layer a single tool result larger than the window still overflows.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from strategies.base import CallInfo, Strategy, StrategyConfig
 from strategies.novacode import caching
 from strategies.novacode import compaction as rules
 from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, message_tokens
+from strategies.templates import answer_dangling
 
 NOTICE = "[Earlier conversation was removed to free context. No summary was kept.]"
 
@@ -48,7 +52,13 @@ class CutNoSummary(Strategy):
     name = "cut_no_summary"
     summary = "NovaCode's triggers and tail, prefix dropped with no summary (N-COMP-13)"
     Config = CutNoSummaryConfig
-    manages_window = True
+
+    @staticmethod
+    def check_params(window: int) -> dict:
+        """For the property kit's small windows: NovaCode's absolute numbers scaled by window / 200k."""
+        f = window / 200_000
+        names = ("summary_reserve_tokens", "soft_margin_tokens", "tail_min_tokens", "tail_max_tokens", "min_prefix_tokens")
+        return {n: max(1, int(CutNoSummaryConfig.model_fields[n].default * f)) for n in names}
 
     def __init__(self, config: CutNoSummaryConfig, env) -> None:
         super().__init__(config, env)
@@ -82,7 +92,14 @@ class CutNoSummary(Strategy):
         return caching.breakpoints(history, tools=len(self.env.tools) > 0,
                                    system=bool(self.env.system.blocks) or self.env.system.opaque_tokens > 0)
 
+    def on_user(self, message: Message) -> None:
+        self.history, n = answer_dangling(self.history)
+        self.counters.extra["synthetic_results"] += n
+        super().on_user(message)
+
     def build_request(self, call: CallInfo):
+        self.history, n = answer_dangling(self.history)
+        self.counters.extra["synthetic_results"] += n
         if rules.trigger(self.estimate() or 0, self.lines) != "none":
             self._cut()
         return super().build_request(call)

@@ -92,6 +92,7 @@ class OpenHands(ThresholdCompactor):
     name = "openhands"
     summary = "OpenHands LLMSummarizingCondenser: over 120 events keep first 4 + newest half, summarise the rest"
     Config = OpenHandsConfig
+    check_params = {"max_size": 24, "keep_first": 4}  # the property kit's sessions are ~30 steps long
 
     def __init__(self, config, env) -> None:
         super().__init__(config, env)

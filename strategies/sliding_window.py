@@ -18,6 +18,9 @@ pairing to keep; native tool calls do), and the dropped range never ends between
 its result. Cline reacts to a context-window error by truncating a quarter and retrying; an
 open-loop replay cannot retry, so the trigger also counts the messages added since the last usage
 (at 4 characters per token) and drops again while the estimate is still over the allowed size.
+
+``manages_window`` is not claimed: history is kept under the allowed size, but nothing here cuts a
+single tool result, so one result larger than the window still overflows (so does Cline's).
 """
 
 from __future__ import annotations
@@ -95,7 +98,6 @@ class SlidingWindow(ThresholdCompactor):
     name = "sliding_window"
     summary = "drop half of the messages after the first exchange when over window − 40k (Cline classic)"
     Config = SlidingWindowConfig
-    manages_window = True
 
     def allowed(self) -> int:
         c = self.config

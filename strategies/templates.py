@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.conversation import Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
+from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
 from harness.llm import CallSpec, SideCallFailed, SideCallResult
 from strategies.base import CallInfo, Strategy, StrategyConfig
 
@@ -125,6 +125,24 @@ def drop_range(messages: Sequence[Message], start: int, end: int) -> tuple[int, 
     return start, end
 
 
+UNANSWERED_RESULT = "[no result: the session ended before this tool call returned]"
+
+
+def answer_dangling(history: History) -> tuple[History, int]:
+    """A history whose last message is an assistant ``tool_use`` that never got its results (the
+    agent stopped mid-call and was resumed) gets a synthetic error result for each, as every real
+    agent does before its next request (Claude Code on resume; NovaCode N-TRANS-5): the API rejects
+    an unanswered ``tool_use`` with a 400. Only the last message is looked at, so this is O(1) per
+    call. Returns the history and the number of results added."""
+    if not len(history) or history[-1].role != "assistant":
+        return history, 0
+    ids = history[-1].tool_use_ids()
+    if not ids:
+        return history, 0
+    blocks = tuple(Block.tool_result(i, UNANSWERED_RESULT, True, synthetic=True) for i in ids)
+    return history.append(Message("user", blocks, {"origin": "synthetic_result"})), len(ids)
+
+
 def is_plain_user(m: Message) -> bool:
     """A message the user typed (not tool results, not something a strategy inserted)."""
     return m.role == "user" and not m.has_tool_result and not m.meta.get("origin")
@@ -186,6 +204,15 @@ class PeerStrategy(Strategy):
         super().on_response(message, usage)
         self.anchor.record(usage, len(self.history))
 
+    def on_user(self, message: Message) -> None:
+        self.answer_dangling()
+        super().on_user(message)
+
+    def answer_dangling(self) -> None:
+        """Synthetic results for a call left unanswered (see :func:`answer_dangling`)."""
+        self.history, n = answer_dangling(self.history)
+        self.counters.extra["synthetic_results"] += n
+
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
         super().on_subtask_start(id, description, isolated)
         if isolated:
@@ -202,6 +229,7 @@ class PeerStrategy(Strategy):
         """Rewrite history before this call's request (default: nothing)."""
 
     def build_request(self, call: CallInfo) -> Request:
+        self.answer_dangling()
         self.prepare(call)
         return super().build_request(call)
 

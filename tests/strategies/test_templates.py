@@ -12,6 +12,7 @@ from harness.protocol import pairing_error
 from strategies.templates import (
     ThresholdCompactor,
     UsageAnchor,
+    answer_dangling,
     breakpoints_for,
     chars_to_tokens,
     drop_range,
@@ -105,3 +106,22 @@ def test_threshold_compactor_counts_true_false_none():
     c = s.counters
     # None (nothing worth doing) is not an attempt
     assert (c.compactions_attempted, c.compactions_succeeded, c.compactions_failed) == (2, 1, 1)
+
+
+
+def test_unanswered_call_gets_synthetic_result_before_next_request():
+    from strategies.base import CallInfo
+    from tests.strategies.peer_env import make
+
+    h = History(convo(1)[:2])  # u0, a1 with tool use t0 and no result (the agent died mid-call)
+    fixed, n = answer_dangling(h)
+    assert n == 1 and fixed[-1].blocks[0].id == "t0" and fixed[-1].blocks[0].is_error
+    assert pairing_error(Request(SystemPrompt(), ToolSet(), fixed)) == ""
+    assert answer_dangling(fixed) == (fixed, 0)
+    s = make("truncate")
+    s.on_user(Message.user("task"))
+    s.on_response(Message("assistant", (Block.tool_use("t9", "Bash", {}),)), None)
+    s.on_session_start("s2", True, 0.0)  # resumed: the call is still unanswered
+    s.on_user(Message.user("continue"))
+    req = s.build_request(CallInfo(1, 1.0))
+    assert pairing_error(req) == "" and s.counters.extra["synthetic_results"] == 1
