@@ -28,7 +28,7 @@ re-write of everything after the first cleared result (visible as cache writes).
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from harness.conversation import Block, Message
 from strategies.base import CallInfo
@@ -48,6 +48,12 @@ class ContextEditingConfig(PeerConfig):
     exclude_tools: tuple[str, ...] = Field((), description="tool names whose results are never cleared")
     clear_tool_inputs: bool = Field(False, description="also clear the inputs of cleared tool uses")
     placeholder: str = Field(PLACEHOLDER, min_length=1, max_length=1000, description="text of a cleared result")
+
+    @field_validator("exclude_tools", mode="before")
+    @classmethod
+    def _names(cls, v):
+        """``--set exclude_tools=Read,Grep`` gives a string: a comma-separated list of names."""
+        return tuple(x.strip() for x in v.split(",") if x.strip()) if isinstance(v, str) else v
 
 
 class ContextEditing(ThresholdCompactor):

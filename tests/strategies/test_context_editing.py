@@ -93,3 +93,10 @@ def test_clearing_is_paid_in_cache_writes():
     # a call that only appends one step reads the prefix and writes just the step (~1,040 tokens)
     assert (steady["cache_read"] / steady["context_tokens"]).median() > 0.9
     assert cleared["cache_write_5m"].min() > 4 * steady["cache_write_5m"].median()
+
+
+def test_exclude_tools_from_the_command_line():
+    from strategies.context_editing import ContextEditing
+    from strategies.registry import make_config
+
+    assert make_config(ContextEditing, {"exclude_tools": "Read, Grep"}).exclude_tools == ("Read", "Grep")
