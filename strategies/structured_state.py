@@ -7,11 +7,15 @@ Model. The agent keeps four real files under ``<session_dir>/state/``: ``plan.md
 and key facts) and ``notes.md`` (files touched, errors met). The conversation is windowed: when the
 strategy's own estimate of the request passes ``trigger_tokens``, the oldest messages are dropped on
 a pair-safe boundary until the rest fits ``keep_tokens``. Before they go, one billed side call
-(kind ``summary``, this strategy's own sections, output capped at ``state_max_tokens``) reads the
-messages about to leave (after the current state block) and rewrites the state files; the files are
-then re-injected as one small state block, the first message of the window, which also names the
-files' paths so the model can read them back. The state outlives the conversation: a new session
-starts from the state block, which is what the family promises across sessions.
+(kind ``summary``, this strategy's own sections, output capped at ``state_max_tokens``) reads them
+(after the current state block, so the call reuses the cached prefix) and says what the state must
+gain. Unlike a summary, the state is additive: a line once written stays in its file (only "Current
+work" is replaced), so a fact kept once is not re-drawn at every later update; when the state
+outgrows ``state_max_tokens`` the oldest lines go first, least durable sections first (current
+work, files, errors, tasks, then decisions, the plan last). The files are re-injected as one small
+state block, the first message of the window, which also names the files' paths so the model can
+read them back. The state outlives the conversation: a new session starts from the state block,
+which is what the family promises across sessions.
 
 Sources of the idea: the seed's "structured state outside the conversation"; Claude Code's TodoWrite
 task list and plan files, Anthropic's memory tool ("progress notes in files"), and the
@@ -374,14 +378,20 @@ STATE_SECTIONS: dict[str, str] = {
 STATE_FILES = ("plan.md", "tasks.md", "decisions.md", "notes.md")
 
 STATE_INSTRUCTIONS = """\
-You keep this project's state in files outside the conversation. The messages above are about to \
-leave your context window; the current state files are at the start of the conversation. Rewrite \
-the state so that work can continue from the state files and the recent messages alone: the goal \
-and plan, the user's requests as a task list with their status, every decision and key fact (exact \
-names, numbers, constraints, preferences, feedback), the files touched and the errors met.
+You keep this project's state in files outside the conversation; the current state files are at \
+the start of the conversation. The messages above are about to leave your context window. Write \
+what the state files must gain from them, so that work can continue from the state files and the \
+recent messages alone: the goal and plan, the user's requests as tasks, every decision and key fact \
+(exact names, numbers, constraints, preferences, feedback), the files touched, the errors met, and \
+what is being worked on now. Lines already in the state files are kept; repeat none of them.
 
 Answer with these sections, each a list of short lines:
 {sections}"""
+
+# "Current work" is replaced at each update; the other sections only gain lines. When the state
+# outgrows its budget, lines go oldest first, from the least durable section first.
+REPLACED_SECTIONS = ("Current work",)
+TRIM_ORDER = ("Current work", "Files", "Errors", "User messages (tasks)", "Decisions and key facts", "Plan and goal")
 
 STATE_BLOCK = """\
 <project-state>
@@ -429,6 +439,7 @@ class StructuredState(WindowedStrategy):
     def __init__(self, config: StructuredStateConfig, env: StrategyEnv) -> None:
         self.state_dir = Path(env.session_dir) / "state"
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state: dict[str, list[str]] = {sec: [] for sec in STATE_SECTIONS}
         super().__init__(config, env)
 
     # --- the files --------------------------------------------------------------------------------
@@ -444,10 +455,30 @@ class StructuredState(WindowedStrategy):
                     parts.append(body)
         return "\n\n".join(parts)
 
-    def write_state(self, reply: str) -> None:
-        sections = parse_sections(reply, list(STATE_SECTIONS))
+    def merge_state(self, reply: str) -> None:
+        """Add the reply's new lines to the state (additive: a line once written stays until the
+        budget trims it), replace the current work, trim to ``state_max_tokens``, write the files."""
+        for sec, lines in parse_sections(reply, list(STATE_SECTIONS)).items():
+            if sec in REPLACED_SECTIONS:
+                if lines:
+                    self.state[sec] = list(dict.fromkeys(lines))
+                continue
+            have = set(self.state[sec])
+            for line in lines:
+                if line not in have:
+                    self.state[sec].append(line)
+                    have.add(line)
+        budget_chars = int(self.config.state_max_tokens / self.gauge.ratio)
+        total = sum(len(x) + 1 for lines in self.state.values() for x in lines)
+        for sec in TRIM_ORDER:
+            while total > budget_chars and self.state[sec]:
+                total -= len(self.state[sec].pop(0)) + 1
+                self.counters.extra["state_lines_trimmed"] += 1
+        self.write_state()
+
+    def write_state(self) -> None:
         files: dict[str, list[str]] = {f: [] for f in STATE_FILES}
-        for sec, lines in sections.items():
+        for sec, lines in self.state.items():
             if lines:
                 files[STATE_SECTIONS[sec]].append(f"## {sec}\n" + "\n".join(lines))
         for f, chunks in files.items():
@@ -479,7 +510,7 @@ class StructuredState(WindowedStrategy):
             block = self.state_block()
             return [block] if block is not None else []
         self.counters.compactions_succeeded += 1
-        self.write_state(res.text)
+        self.merge_state(res.text)
         self.counters.extra["state_updates"] += 1
         block = self.state_block()
         return [block] if block is not None else []

@@ -205,3 +205,20 @@ def test_replay_keeps_the_window_and_every_pair(tmp_path):
     # each call adds one ~2,000-token result: a request is at most the trigger plus one turn
     assert r.calls[r.calls.kind == "main"].context_tokens.max() < 20_000 + 4_000
     assert (tmp_path / "state" / "plan.md").exists()
+
+
+def test_state_is_additive_and_trimmed_least_durable_first(tmp_path):
+    s = make(tmp_path, state_max_tokens=200)
+    s.merge_state("## Decisions and key facts\n- a\n## Current work\n- w1")
+    s.merge_state("## Decisions and key facts\n- a\n- b\n## Current work\n- w2")
+    # decisions only gain lines (no duplicate '- a'); current work is replaced
+    assert s.state["Decisions and key facts"] == ["- a", "- b"] and s.state["Current work"] == ["- w2"]
+    assert (tmp_path / "state" / "tasks.md").read_text() == "## Current work\n- w2\n"
+    t = make(tmp_path / "t", state_max_tokens=200)
+    lines = "\n".join(f"- {k}" + "d" * 96 for k in range(10))  # 10 lines of 99 chars (+1 newline each)
+    t.merge_state(f"## Current work\n- w\n## Decisions and key facts\n{lines}")
+    # budget 200 tokens x 3.5 = 700 chars; state 4 + 1,000 = 1,004: current work goes first (-> 1,000),
+    # then the three oldest decisions (-> 700)
+    assert t.state["Current work"] == [] and len(t.state["Decisions and key facts"]) == 7
+    assert t.state["Decisions and key facts"][0].startswith("- 3")
+    assert t.counters.extra["state_lines_trimmed"] == 4
