@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from harness.conversation import Block, Message
 from strategies.base import CallInfo, StrategyConfig, StrategyEnv
-from strategies.structured_state import CHARS_PER_TOKEN, GaugedStrategy
+from strategies.structured_state import CHARS_PER_TOKEN, GaugedStrategy, split_names
 
 POINTER = ("[Content of {source} ({chars:,} characters) was removed from the context to save space. "
            "It is saved at {saved} — read that file to see it again.]")
@@ -50,6 +50,12 @@ class OnDemandReadingConfig(StrategyConfig):
                                    description="results shorter than this stay inline (a pointer would not save much)")
     elide_all_results: bool = Field(False, description="treat every tool result as a read (pointers for all)")
     chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0.5, le=10, description="estimate before the first usage")
+
+    @field_validator("read_tools", mode="before")
+    @classmethod
+    def _names(cls, v):
+        """``--set read_tools=Read,View`` (or a JSON list) from the command line."""
+        return split_names(v)
 
     @model_validator(mode="after")
     def _keep_below(self):

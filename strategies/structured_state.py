@@ -59,6 +59,19 @@ def history_chars(h: History, upto: int | None = None) -> int:
     return h.fold_through(n - 1, _add_chars, 0, _add_chars)
 
 
+def split_names(v):
+    """A tuple-of-names parameter from ``--set`` (a string): comma-separated (``Read,View``) or a
+    JSON list; anything else is left for pydantic to validate."""
+    if isinstance(v, str):
+        text = v.strip()
+        if text.startswith("["):
+            import json
+
+            return tuple(json.loads(text))
+        return tuple(x.strip() for x in text.split(",") if x.strip())
+    return v
+
+
 INTERRUPTED = "[No result: the session ended before this tool call returned.]"
 
 
@@ -516,5 +529,5 @@ class StructuredState(WindowedStrategy):
         return [block] if block is not None else []
 
 
-__all__ = ["StructuredState", "StructuredStateConfig", "GaugedStrategy", "WindowedStrategy", "WindowedConfig", "TokenGauge",
+__all__ = ["split_names", "StructuredState", "StructuredStateConfig", "GaugedStrategy", "WindowedStrategy", "WindowedConfig", "TokenGauge",
            "pair_safe_start", "history_chars", "parse_sections"]

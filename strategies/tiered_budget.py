@@ -30,11 +30,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from harness.conversation import Block, Message
 from strategies.base import StrategyConfig, StrategyEnv
-from strategies.structured_state import CHARS_PER_TOKEN, GaugedStrategy
+from strategies.structured_state import CHARS_PER_TOKEN, GaugedStrategy, split_names
 
 Mode = Literal["spill", "cut", "keep"]
 TIERS = ("read", "shell", "search", "other")
@@ -63,6 +63,12 @@ class TieredBudgetConfig(StrategyConfig):
                               description="cut mode: share of the budget kept from the start (the rest from the end; "
                               "gemini-cli keeps 20% head / 80% tail)")
     chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0.5, le=10, description="estimate before the first usage")
+
+    @field_validator("read_tools", "shell_tools", "search_tools", mode="before")
+    @classmethod
+    def _names(cls, v):
+        """``--set read_tools=Read,View`` (or a JSON list) from the command line."""
+        return split_names(v)
 
 
 def cut_middle(text: str, budget: int, head_share: float) -> str:

@@ -108,3 +108,9 @@ def test_a_spilled_detail_is_recovered_by_a_billed_read_back():
     assert r.metrics["readbacks"] == 1 and r.metrics["spills"] == 1
     cut = replay(b.build(), "tiered_budget", {"read_mode": "cut", "head_share": 1.0}, RunConfig())
     assert cut.probes.set_index("fact").loc["f", "where"] == "lost"
+
+
+def test_tool_lists_take_command_line_strings():
+    """``--set`` passes strings: comma-separated or a JSON list."""
+    assert make_config(TieredBudget, {"read_tools": "Read, View"}).read_tools == ("Read", "View")
+    assert make_config(TieredBudget, {"shell_tools": '["Bash"]'}).shell_tools == ("Bash",)
