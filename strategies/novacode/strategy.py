@@ -183,6 +183,9 @@ class NovaCode(Strategy):
             self.memory = MemoryLayer(c, env)
         self._epoch = 0  # bumped on every non-append rewrite of history
         self._req: tuple[tuple[bytes, ...], int, int, History] | None = None
+        # parent contexts of the open subtask spans (None for a span that is not isolated)
+        self._saved: list[tuple[TokenLedger, restore.ReadTracker, object, str | None] | None] = []
+        self._sub_id: str | None = None
 
     def _new_breaker(self) -> CircuitBreaker:
         c = self.config
@@ -202,11 +205,52 @@ class NovaCode(Strategy):
         if self.transcript is None:
             from strategies.novacode.transcript import Transcript
 
-            self.transcript = Transcript(self.env.session_dir / "transcripts", _dir_name(self.session), self.env.now)
+            name = _dir_name(self.session)
+            if self._saved and self._sub_id is not None:  # a sub-agent's own transcript, beside its parent's
+                name = f"{name}.subagent-{_dir_name(self._sub_id)}"
+            self.transcript = Transcript(self.env.session_dir / "transcripts", name, self.env.now)
         return self.transcript
+
+    # --- sub-agents: an isolated subtask runs in its own context --------------------------------------
+    def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
+        """An isolated subtask is a sub-agent with a context of its own (the base swaps in a fresh
+        history): it gets its own usage anchor, read tracker and transcript, so its messages never
+        enter the parent's transcript (a resume of the parent must not see them) and the parent's
+        anchor still describes the parent's history when the span ends."""
+        if isolated:
+            self._saved.append((self.ledger, self.reads, self.transcript, self._sub_id))
+            self.ledger = TokenLedger(self.config.chars_per_token)
+            self.reads = restore.ReadTracker()
+            self.transcript, self._sub_id = None, id
+        else:
+            self._saved.append(None)
+        super().on_subtask_start(id, description, isolated)
+        self._epoch += 1
+
+    def on_subtask_end(self, id: str, conclusion: str) -> None:
+        if not self._spans:  # its sub-agent died with its launch (a crash inside the span)
+            self.counters.extra["orphan_subtask_ends"] += 1
+            return
+        super().on_subtask_end(id, conclusion)
+        saved = self._saved.pop()
+        if saved is not None:
+            self.ledger, self.reads, self.transcript, self._sub_id = saved
+        self._epoch += 1
+
+    def _unwind_subtasks(self) -> None:
+        """A new launch has no open sub-agents: back to the outermost context."""
+        while self._spans:
+            _, outer = self._spans.pop()
+            saved = self._saved.pop()
+            if outer is not None:
+                self.history = outer
+            if saved is not None:
+                self.ledger, self.reads, self.transcript, self._sub_id = saved
+        self._epoch += 1
 
     # --- events ---------------------------------------------------------------------------------------
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        self._unwind_subtasks()
         previous = self.session
         self.session = session
         self.breaker = self._new_breaker()  # N-COMP-4: "for the rest of the session"
@@ -237,7 +281,7 @@ class NovaCode(Strategy):
 
     def on_user(self, message: Message) -> None:
         self._append(message)
-        if self.memory is not None:
+        if self.memory is not None and not self.in_isolated_subtask:
             self.memory.on_user(message, self.env.now())
 
     def on_tool_results(self, message: Message) -> None:
@@ -267,12 +311,12 @@ class NovaCode(Strategy):
         self.reads.on_assistant(message)
         self._append(message)
         self.ledger.record(usage, len(self.history))  # N-COMP-5: the anchor
-        if self.memory is not None:
+        if self.memory is not None and not self.in_isolated_subtask:
             self.memory.on_response(message, usage, self.env.now())
 
     # --- the model call -------------------------------------------------------------------------------
     def build_request(self, call: CallInfo) -> Request:
-        if self.memory is not None:
+        if self.memory is not None and not self.in_isolated_subtask:
             for m in self.memory.injection_messages(call.now):
                 self._append(m)
         resident = self._resident()
@@ -280,6 +324,7 @@ class NovaCode(Strategy):
             self._maybe_compact(call.now, resident)
         messages = self._request_messages(resident)
         return Request(self.env.system, self.env.tools, messages, self._breakpoints(messages),
+                       kind="subagent" if self.in_isolated_subtask else "main",
                        estimated_tokens=self._estimate(resident), rewrite=self._take_rewrite())
 
     def estimate(self) -> int | None:
@@ -414,7 +459,7 @@ class NovaCode(Strategy):
         if c.transcript:
             self._transcript().compact_boundary(est, summary_msg.text, [restore_msg, *tail])
         self.ledger.clear()  # N-COMP-12: no anchor until the next real usage
-        if self.memory is not None:
+        if self.memory is not None and not self.in_isolated_subtask:
             self.memory.on_compacted()  # N-COMP-12: injection markers reset
         self.breaker.success()  # N-COMP-4: a success resets the count
         self.counters.compactions_succeeded += 1

@@ -552,3 +552,38 @@ def test_summary_request_fits_when_one_message_jumped_past_the_line(tmp_path: Pa
     for m in sreq.messages:
         uses |= set(m.tool_use_ids())
         assert set(m.tool_result_ids()) <= uses
+
+
+def test_isolated_subtask_runs_in_its_own_context_and_stays_out_of_the_parent_transcript(tmp_path: Path):
+    """An isolated subtask (a sub-agent) sends its calls from a fresh history (kind subagent), with its
+    own transcript; the parent's next request continues the parent's history, and a resume of the
+    parent after a crash does not see the sub-agent's messages (its Task result stays paired)."""
+    from harness import trace as tr
+
+    b = Builder()
+    b.event(tr.SessionStart(t=0.0, session="s1"))
+    b.user("Find the failing test.")
+    b.event(tr.AssistantEvent(t=2.0, content=[tr.ToolUseContent(id="task1", name="Task", input={"d": "look"})]))
+    b.event(tr.SubtaskStart(t=2.1, id="sub1", description="look", isolated=True))
+    b.event(tr.UserEvent(t=2.2, text="look at the tests"))
+    b.event(tr.AssistantEvent(t=3.0, content=[tr.TextContent(text="test_x fails")]))
+    b.event(tr.SubtaskEnd(t=3.1, id="sub1", conclusion="test_x fails"))
+    b.event(tr.ToolResultEvent(t=3.2, tool_use_id="task1", content="conclusion: test_x fails"))
+    b.event(tr.AssistantEvent(t=4.0, content=[tr.ToolUseContent(id="tu_d", name="Bash", input={"command": "x"})]))
+    b.event(tr.SessionEnd(t=5.0, session="s1"))
+    b.event(tr.SessionStart(t=6.0, session="s2", resume=True))
+    b.event(tr.UserEvent(t=7.0, text="go on"))
+    b.event(tr.AssistantEvent(t=8.0, content=[tr.TextContent(text="ok")]))
+    cap = Capture()
+    r = replay(b.build(), "novacode", None, RunConfig(window=200_000, session_dir=tmp_path, observer=cap))
+    assert r.metrics["pairing_violations"] == 0
+    kinds = [req.kind for req, _ in cap.seen]
+    assert kinds == ["main", "subagent", "main", "main"]
+    sub = cap.seen[1][0]
+    assert [m.text for m in sub.messages] == ["look at the tests"]
+    last = cap.seen[-1][0]
+    result = [blk for m in last.messages for blk in m.blocks if blk.type == "tool_result" and blk.id == "task1"]
+    assert len(result) == 1 and result[0].text == "conclusion: test_x fails"
+    assert all("look at the tests" not in m.text for m in last.messages)
+    assert (tmp_path / "transcripts" / "s1.subagent-sub1" / "transcript.jsonl").exists()
+    assert "look at the tests" not in (tmp_path / "transcripts" / "s1" / "transcript.jsonl").read_text()
