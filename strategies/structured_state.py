@@ -14,8 +14,9 @@ work" is replaced), so a fact kept once is not re-drawn at every later update; w
 outgrows ``state_max_tokens`` the oldest lines go first, least durable sections first (current
 work, files, errors, tasks, then decisions, the plan last). The files are re-injected as one small
 state block, the first message of the window, which also names the files' paths so the model can
-read them back. The state outlives the conversation: a new session starts from the state block,
-which is what the family promises across sessions.
+read them back. The state outlives the conversation: the state is also updated when a session ends
+(``update_on_session_end``), and a new session starts from the state block, which is what the
+family promises across sessions.
 
 Sources of the idea: the seed's "structured state outside the conversation"; Claude Code's TodoWrite
 task list and plan files, Anthropic's memory tool ("progress notes in files"), and the
@@ -419,6 +420,8 @@ class StructuredStateConfig(WindowedConfig):
     state_max_tokens: int = Field(4_000, ge=200, le=50_000,
                                   description="output cap of the state update call, and so the size of the "
                                   "re-injected state block")
+    update_on_session_end: bool = Field(True, description="update the state files when a session ends (so the next "
+                                        "launch starts from them even if the window was never cut)")
 
 
 def parse_sections(text: str, known: Sequence[str]) -> dict[str, list[str]]:
@@ -509,25 +512,35 @@ class StructuredState(WindowedStrategy):
         block = self.state_block()
         return [block] if block is not None else []
 
-    def on_cut(self, dropped: History, start: int) -> list[Message] | None:
+    def update_state(self, messages: History) -> bool:
+        """One billed state update over ``messages`` (the state block first, so the call reuses
+        the cached prefix). A failure leaves the files as they were."""
         self.counters.compactions_attempted += 1
         spec = CallSpec(kind=SUMMARY, sections=tuple(STATE_SECTIONS), max_output_tokens=self.config.state_max_tokens,
                         instructions=STATE_INSTRUCTIONS.format(sections="\n".join(f"## {s}" for s in STATE_SECTIONS)))
-        req = Request(self.env.system, self.tools, dropped, (Breakpoint("system"), Breakpoint(len(dropped) - 1)))
+        req = Request(self.env.system, self.tools, messages, (Breakpoint("system"), Breakpoint(len(messages) - 1)))
         try:
             res = self.env.services.call(req, spec)
         except SideCallFailed:
-            # the window is cut anyway (the request must fit); the old state files stay as they are
             self.counters.compactions_failed += 1
             self.counters.extra["state_update_failed"] += 1
-            block = self.state_block()
-            return [block] if block is not None else []
+            return False
         self.counters.compactions_succeeded += 1
         self.merge_state(res.text)
         self.counters.extra["state_updates"] += 1
+        return True
+
+    def on_cut(self, dropped: History, start: int) -> list[Message] | None:
+        # the window is cut whether the update succeeds or not (the request must fit)
+        self.update_state(dropped)
         block = self.state_block()
         return [block] if block is not None else []
 
+    def on_session_end(self, session: str, now: float) -> None:
+        """The agent saves its state before it stops, so the next launch starts from it."""
+        if self.config.update_on_session_end and len(self.history) > self.pinned:
+            self.update_state(repair_dangling(self.history)[0])
 
-__all__ = ["split_names", "StructuredState", "StructuredStateConfig", "GaugedStrategy", "WindowedStrategy", "WindowedConfig", "TokenGauge",
-           "pair_safe_start", "history_chars", "parse_sections"]
+
+__all__ = ["split_names", "StructuredState", "StructuredStateConfig", "GaugedStrategy", "WindowedStrategy",
+           "WindowedConfig", "TokenGauge", "pair_safe_start", "history_chars", "parse_sections", "repair_dangling"]

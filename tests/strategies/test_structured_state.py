@@ -222,3 +222,22 @@ def test_state_is_additive_and_trimmed_least_durable_first(tmp_path):
     assert t.state["Current work"] == [] and len(t.state["Decisions and key facts"]) == 7
     assert t.state["Decisions and key facts"][0].startswith("- 3")
     assert t.counters.extra["state_lines_trimmed"] == 4
+
+
+def test_session_end_saves_the_state_for_the_next_launch(tmp_path):
+    svc = FakeServices(REPLY)
+    s = make(tmp_path, svc)
+    s.on_user(user(700))
+    s.build_request(CallInfo(0, 0.0))
+    s.on_response(asst_tool("t0"), None)  # the launch ends with this call's result missing
+    s.on_session_end("s1", 5.0)
+    req, _ = svc.calls[0]
+    # user, assistant (t0), and the repair's error result for t0, so the update request is valid
+    assert len(req.messages) == 3 and req.messages[2].tool_result_ids() == ["t0"]
+    assert protocol.pairing_error(req) == ""
+    s.on_session_start("s2", resume=False, now=100.0)
+    assert len(s.history) == 1 and "- use a trie" in s.history[0].text
+    off = make(tmp_path / "off", FakeServices(REPLY), update_on_session_end=False)
+    off.on_user(user(700))
+    off.on_session_end("s1", 5.0)
+    assert off.env.services.calls == []
