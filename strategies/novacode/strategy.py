@@ -30,9 +30,11 @@ from harness.llm import SUMMARY, CallSpec, SideCallFailed
 from strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv
 from strategies.novacode import caching, restore
 from strategies.novacode import compaction as rules
+from strategies.novacode import memory as mem
 from strategies.novacode import spill as spilling
 from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, chars_to_tokens, message_tokens
 from strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
+from strategies.novacode.lock import DEFAULT_STALE_AFTER_S
 
 # The summary's sections: the seed names none; these are the ones reported for Claude Code, the
 # closest real relative (peers.md), and what real compaction requests ask for
@@ -150,6 +152,24 @@ class NovaCodeConfig(StrategyConfig):
     transcript: bool = Field(True, description="N-COMP-10 / N-TRANS: keep the session transcript on disk")
     memory: bool = Field(False, description="auto memory (N-MEM-*): recall injections, extraction")
     instructions: bool = Field(False, description="instruction files (N-INST-*), resident in every request")
+    # the memory layers' numbers (read by memory_layer.MemoryParams through the memory_ prefix)
+    memory_recall_max: int = Field(mem.RECALL_MAX, ge=0, description="N-MEM-5: memories recalled per turn, at most")
+    memory_recall_timeout_s: float = Field(mem.RECALL_TIMEOUT_S, ge=0.0,
+                                           description="N-MEM-6: recall prefetch timeout (dropped when late)")
+    memory_manifest_max_files: int = Field(mem.MANIFEST_MAX_FILES, ge=0,
+                                           description="N-MEM-5: memory files scanned for recall, at most")
+    memory_manifest_head_lines: int = Field(mem.MANIFEST_HEAD_LINES, ge=1,
+                                            description="N-MEM-5: lines read of each memory file to parse frontmatter")
+    memory_index_max_lines: int = Field(mem.INDEX_MAX_LINES, ge=1, description="N-MEM-3: index size limit, lines")
+    memory_index_max_bytes: int = Field(mem.INDEX_MAX_BYTES, ge=1, description="N-MEM-3: index size limit, bytes")
+    memory_consolidate_min_interval_s: float = Field(mem.CONSOLIDATE_MIN_INTERVAL_S, ge=0.0,
+                                                     description="N-MEM-7: time since the last consolidation")
+    memory_consolidate_min_sessions: int = Field(mem.CONSOLIDATE_MIN_SESSIONS, ge=0,
+                                                 description="N-MEM-7: sessions since the last consolidation")
+    memory_consolidate_scan_throttle_s: float = Field(mem.CONSOLIDATE_SCAN_THROTTLE_S, ge=0.0,
+                                                      description="N-MEM-7: consolidation scans at most this often")
+    memory_lock_stale_after_s: float = Field(DEFAULT_STALE_AFTER_S, ge=0.0,
+                                             description="N-MEM-7: a consolidation lock older than this is taken over")
 
     @model_validator(mode="after")
     def _lines_in_order(self) -> NovaCodeConfig:
@@ -180,7 +200,7 @@ class NovaCode(Strategy):
         if c.memory or c.instructions:
             from strategies.novacode.memory_layer import MemoryLayer
 
-            self.memory = MemoryLayer(c, env)
+            self.memory = MemoryLayer(c, env, counters=self.counters.extra)
         self._epoch = 0  # bumped on every non-append rewrite of history
         self._req: tuple[tuple[bytes, ...], int, int, History] | None = None
         # parent contexts of the open subtask spans (None for a span that is not isolated)

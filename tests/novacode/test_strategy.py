@@ -82,6 +82,14 @@ def test_set_strings_are_coerced_and_bad_values_fail_loudly():
         make_config(NovaCode, {"soft_margin": "1000"})  # below the hard margin: lines out of order
 
 
+def test_memory_parameters_reach_the_memory_layer():
+    from strategies.novacode.memory_layer import MemoryParams
+
+    cfg = make_config(NovaCode, {"memory_recall_max": "3", "memory_recall_timeout_s": "2.5"})
+    p = MemoryParams.from_config(cfg)
+    assert (p.recall_max, p.recall_timeout_s, p.index_max_lines) == (3, 2.5, 200)
+
+
 def test_config_round_trip():
     cfg = NovaCodeConfig(soft_margin=20_000, cache_ttl="1h")
     assert NovaCodeConfig.model_validate(cfg.model_dump()) == cfg
@@ -370,8 +378,9 @@ def test_n_comp_12_resets_after_success(tmp_path: Path, monkeypatch):
     events: list[str] = []
 
     class FakeMemory:
-        def __init__(self, config, env):
+        def __init__(self, config, env, counters=None):
             events.append("init")
+            counters["fake_memory_built"] += 1  # the strategy's own counters reach the layer
 
         def on_session_start(self, session, resume, now):
             pass
@@ -404,6 +413,7 @@ def test_n_comp_12_resets_after_success(tmp_path: Path, monkeypatch):
     s.on_user(Message.user("u" * 14_000))
     req = s.build_request(CallInfo(21, 21.0))
     assert req.rewrite and events == ["init", "compacted"]
+    assert s.counters.extra["fake_memory_built"] == 1
     assert s.ledger.anchor is None
     # resident instruction block first, then summary, restore, tail
     assert req.messages[0].text == "RULES: use tabs"
