@@ -28,6 +28,7 @@ from harness.conversation import Block, Message
 
 TRANSCRIPT_FILE = "transcript.jsonl"  # N-TRANS-1: the conversation, appended record by record
 META_FILE = "meta.json"  # N-TRANS-1: metadata, stored separately
+META_EVERY = 64  # records between meta.json rewrites (a rewrite per record cost ~30% of a replay)
 RECORD_VERSION = 1
 # N-TRANS-5: the text of the result that completes a tool call the crashed session never answered.
 SYNTHETIC_RESULT_TEXT = (
@@ -254,7 +255,6 @@ class Transcript:
         rec = message_record(message, self.clock())
         self.meta["thinking_dropped"] += dropped
         if rec is None:
-            self._write_meta()
             return
         self.meta["messages"] += 1
         self._write(rec)
@@ -272,6 +272,12 @@ class Transcript:
                      "summary": summary})
         self.meta["boundaries"] += 1
         self.extend(tail)
+        self._write_meta()
+
+    def close(self) -> None:
+        """Bring meta.json up to date (it is rewritten at launch, at each boundary, every
+        META_EVERY records and here — not on every record: it is derived, the JSONL is the truth)."""
+        self._write_meta()
 
     def _write(self, rec: Mapping[str, Any]) -> None:
         line = json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -282,7 +288,8 @@ class Transcript:
                 os.fsync(fh.fileno())
         self.meta["records"] += 1
         self.meta["updated"] = rec["t"]
-        self._write_meta()
+        if self.meta["records"] % META_EVERY == 0:
+            self._write_meta()
 
     def _read_meta(self) -> dict[str, Any] | None:
         if not self.meta_path.exists():

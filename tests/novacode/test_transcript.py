@@ -47,6 +47,7 @@ def test_n_trans_1_directory_per_launch_jsonl_and_separate_meta(tmp_path):
     lines = tr.path.read_text().splitlines()
     assert len(lines) == 2  # two messages, two appended records
     assert [json.loads(x)["role"] for x in lines] == ["user", "assistant"]
+    tr.close()
     meta = json.loads((tmp_path / "s1" / META_FILE).read_text())
     assert meta["session_id"] == "s1" and meta["records"] == 2 and meta["messages"] == 2
     assert "content" not in meta  # metadata only, no conversation in it
@@ -76,6 +77,7 @@ def test_n_trans_3_thinking_not_persisted(tmp_path):
     text = tr.path.read_text()
     assert "secret plan" not in text and "only thoughts" not in text
     assert len(text.splitlines()) == 1
+    tr.close()
     assert json.loads(tr.meta_path.read_text())["thinking_dropped"] == 2
 
 
