@@ -23,7 +23,9 @@ strategy never sees true token counts, so the input figure is the usual estimate
 input plus 4 characters per token for what came after.
 
 Each episode rewrites old messages, so the request declares a rewrite and the cache model bills the
-re-write of everything after the first cleared result (visible as cache writes).
+re-write of everything after the first cleared result (visible as cache writes). An episode counts
+as a compaction in the metrics (``compactions.succeeded``); a skipped one (``clear_at_least``) does
+not.
 """
 
 from __future__ import annotations

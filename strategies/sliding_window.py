@@ -33,10 +33,9 @@ from harness.conversation import Block, History, Message
 from strategies.base import CallInfo
 from strategies.templates import PeerConfig, ThresholdCompactor, tail_start
 
-NOTICE = ("[NOTE] Some previous conversation history with the user has been removed to maintain optimal "
-          "context window length. The initial user task has been retained for continuity, while "
-          "intermediate conversation history has been removed. Keep this in mind as you continue "
-          "assisting the user.")  # Cline formatResponse.contextTruncationNotice (paraphrase of its intent)
+NOTICE = ("[NOTE] Part of the earlier conversation was removed to keep the context window within its "
+          "limit. The initial task and the latest exchanges are kept; what came between is gone.")
+# the role of Cline's contextTruncationNotice, in this project's own words
 
 
 def allowed_tokens(window: int) -> int:
