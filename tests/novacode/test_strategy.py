@@ -597,3 +597,17 @@ def test_isolated_subtask_runs_in_its_own_context_and_stays_out_of_the_parent_tr
     assert all("look at the tests" not in m.text for m in last.messages)
     assert (tmp_path / "transcripts" / "s1.subagent-sub1" / "transcript.jsonl").exists()
     assert "look at the tests" not in (tmp_path / "transcripts" / "s1" / "transcript.jsonl").read_text()
+
+
+def test_n_comp_13_a_failed_summary_never_cuts_history(tmp_path: Path):
+    """Cutting history at the boundary without a summary is a competing strategy, not NovaCode: when
+    the summary call fails, the history is left exactly as it was (same message objects) and the
+    request declares no rewrite."""
+    s = make(tmp_path, FakeServices(fail={0}))
+    fill(s, 20, lambda i: 100_000)
+    s.on_user(Message.user("u" * 14_000))
+    s.ledger.anchor = 170_000
+    before = list(s.history)
+    req = s.build_request(CallInfo(21, 21.0))
+    assert not req.rewrite and s.counters.compactions_failed == 1
+    assert len(req.messages) == len(before) and all(a is b for a, b in zip(req.messages, before, strict=True))
