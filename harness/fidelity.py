@@ -30,6 +30,7 @@ from harness.conversation import Message, Usage
 from harness.engine import RunConfig, replay
 from harness.llm import SUBAGENT, SUMMARY
 from harness.provider import Provider
+from harness.provider.cache import TTL_SECONDS as TTL_S  # peers.md: Anthropic cache TTLs
 from harness.provider.tokenizer import REQUEST_OVERHEAD
 from harness.trace import (
     AssistantEvent,
@@ -47,8 +48,6 @@ from strategies.recorded import COMPACT_INSTRUCTIONS, Recorded
 
 FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
 NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
-MESSAGE_OVERHEAD = 4            # harness.provider.tokenizer.MESSAGE_OVERHEAD (the estimator's framing is chars only)
-TTL_S = {"5m": 300.0, "1h": 3600.0}  # peers.md: Anthropic cache TTLs
 # A recorded read counts as a miss when it falls short of the previous call's context by more than
 # this (real reads are context_{i-1} − 3 … − 14 tokens: the last message's framing is not cached).
 MISS_TOLERANCE_TOKENS = 256
