@@ -401,7 +401,7 @@ class NovaCode(Strategy):
         except SideCallFailed as e:
             self._failed(now, e.reason)
             return
-        self._apply(choice, text, est)
+        self._apply(choice, text, est, now, resident)
 
     def _summarise(self, choice: rules.TailChoice, resident: list[Message], fired: str, est: int) -> str:
         """The summary side call, built like the main request so it reads the cached prefix."""
@@ -462,8 +462,13 @@ class NovaCode(Strategy):
         if self.breaker.failure(now):
             self.counters.breaker_trips += 1
 
-    def _apply(self, choice: rules.TailChoice, text: str, est: int) -> None:
-        """N-COMP-9: summary message, restore attachment, verbatim tail; then N-COMP-12."""
+    def _apply(self, choice: rules.TailChoice, text: str, est: int, now: float, resident: list[Message]) -> None:
+        """N-COMP-9: summary message, restore attachment, verbatim tail; then N-COMP-12.
+
+        A product that would not be smaller than what it replaces (by the strategy's own estimate)
+        is not applied and counts as a failed compaction: a compaction that does not shrink the
+        context only burns calls (openai/codex #31351, gemini-cli #16213), and the breaker is what
+        stops that (N-COMP-4)."""
         c = self.config
         b = choice.boundary
         path = str(self._transcript().path) if c.transcript else "(no transcript kept: transcript=false)"
@@ -474,8 +479,14 @@ class NovaCode(Strategy):
             total_tokens=c.restore_total_tokens, skill_tokens=c.restore_skill_tokens,
             chars_per_token=c.chars_per_token)
         tail = list(self.history[b:])
+        new = History([summary_msg, restore_msg, *tail])
+        after = TokenLedger(c.chars_per_token).estimate(new, system=self.env.system, tools=self.env.tools,
+                                                         prefix=resident)
+        if after >= est:
+            self._failed(now, "no_shrink")
+            return
         self.reads.reindex({i: i - b + 2 for i in range(b, len(self.history))})
-        self._replace_history(History([summary_msg, restore_msg, *tail]))
+        self._replace_history(new)
         if c.transcript:
             self._transcript().compact_boundary(est, summary_msg.text, [restore_msg, *tail])
         self.ledger.clear()  # N-COMP-12: no anchor until the next real usage

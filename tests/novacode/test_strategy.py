@@ -611,3 +611,17 @@ def test_n_comp_13_a_failed_summary_never_cuts_history(tmp_path: Path):
     req = s.build_request(CallInfo(21, 21.0))
     assert not req.rewrite and s.counters.compactions_failed == 1
     assert len(req.messages) == len(before) and all(a is b for a, b in zip(req.messages, before, strict=True))
+
+
+def test_a_summary_that_does_not_shrink_the_context_is_a_failure(tmp_path: Path):
+    """A 'summary' longer than what it replaces (here 2,000,000 chars ≈ 571,429 tokens against an
+    estimate of 170,000) is not applied: history unchanged, counted as a failed compaction, so three
+    of them open the breaker instead of burning a call every turn."""
+    s = make(tmp_path, FakeServices(text="s" * 2_000_000))
+    fill(s, 20, lambda i: 166_000)
+    for i in range(20, 25):  # each call: 166,000 + 4,000 = 170,000, in the soft zone
+        s.on_user(Message.user("u" * 14_000))
+        assert not s.build_request(CallInfo(i, float(i))).rewrite
+        s.on_response(Message("assistant", (Block.text_block("ok"),)), Usage(input_uncached=166_000))
+    assert s.counters.compactions_failed == 3 and s.counters.extra["compaction_failed_no_shrink"] == 3
+    assert s.counters.breaker_trips == 1 and s.counters.compactions_succeeded == 0
