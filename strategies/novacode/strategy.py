@@ -35,6 +35,7 @@ from strategies.novacode import spill as spilling
 from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, chars_to_tokens, message_tokens
 from strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
 from strategies.novacode.lock import DEFAULT_STALE_AFTER_S
+from strategies.novacode.transcript import TRANSCRIPT_FILE, Transcript
 
 # The summary's sections: the seed names none; these are the ones reported for Claude Code, the
 # closest real relative (peers.md), and what real compaction requests ask for
@@ -195,7 +196,7 @@ class NovaCode(Strategy):
         self.readback_ids: set[str] = set()
         self.spill_dir = env.session_dir / spilling.SPILL_DIR
         self.session: str | None = None
-        self.transcript = None
+        self.transcript: Transcript | None = None
         self.memory = None
         if c.memory or c.instructions:
             from strategies.novacode.memory_layer import MemoryLayer
@@ -221,10 +222,8 @@ class NovaCode(Strategy):
         self.history = history
         self._epoch += 1
 
-    def _transcript(self):
+    def _transcript(self) -> Transcript:
         if self.transcript is None:
-            from strategies.novacode.transcript import Transcript
-
             name = _dir_name(self.session)
             if self._saved and self._sub_id is not None:  # a sub-agent's own transcript, beside its parent's
                 name = f"{name}.subagent-{_dir_name(self._sub_id)}"
@@ -276,17 +275,17 @@ class NovaCode(Strategy):
         self.breaker = self._new_breaker()  # N-COMP-4: "for the rest of the session"
         self.ledger.clear()  # a new launch has no usage yet
         self.readback_ids.clear()
-        if resume and self.config.transcript and previous is not None:
-            from strategies.novacode.transcript import Transcript
-
+        root = self.env.session_dir / "transcripts"
+        if (resume and self.config.transcript and previous is not None
+                and (root / _dir_name(previous) / TRANSCRIPT_FILE).exists()):
             new_id = session if session != previous else None
             self.transcript, msgs = Transcript.resume(
-                self.env.session_dir / "transcripts", _dir_name(previous), self.env.now,
+                root, _dir_name(previous), self.env.now,
                 new_session_id=_dir_name(new_id) if new_id is not None else None)
             self._replace_history(History(msgs))
             self.reads.reset()
             self.rewrote = True  # thinking is not persisted (N-TRANS-3): the prefix differs
-        elif resume:
+        elif resume:  # nothing on disk to resume from (no transcript kept, or an empty launch)
             self._epoch += 1
         else:
             self._replace_history(History())

@@ -625,3 +625,17 @@ def test_a_summary_that_does_not_shrink_the_context_is_a_failure(tmp_path: Path)
         s.on_response(Message("assistant", (Block.text_block("ok"),)), Usage(input_uncached=166_000))
     assert s.counters.compactions_failed == 3 and s.counters.extra["compaction_failed_no_shrink"] == 3
     assert s.counters.breaker_trips == 1 and s.counters.compactions_succeeded == 0
+
+
+def test_resume_with_nothing_on_disk_keeps_going(tmp_path: Path):
+    """A resume whose previous launch wrote no transcript (transcript=false, or nothing happened)
+    keeps the history it has instead of failing."""
+    s = make(tmp_path, transcript=False)
+    s.on_session_start("a", False, 0.0)
+    turn(s, 35, 1_000, 0)
+    s.on_session_start("b", True, 10.0)
+    assert len(s.history) == 2
+    s2 = make(tmp_path / "x")
+    s2.on_session_start("a", False, 0.0)
+    s2.on_session_start("b", True, 1.0)
+    assert len(s2.history) == 0
