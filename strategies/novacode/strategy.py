@@ -16,6 +16,12 @@ side call reuses the conversation's cached prefix (same system, tools and messag
 breakpoints; the engine appends the instructions as a final user message), and on success history
 becomes summary message + restore attachment + verbatim tail (N-COMP-9) before the main request is
 built, which declares the rewrite (``Request.rewrite``).
+
+Beyond the seed (each documented where it lives, each counted in ``strategy_counters``): a summary
+request that would not fit the effective window elides its newest summarised messages
+(``summary_input_fit``, :func:`compaction.fit_summary_input`); a product no smaller than what it
+replaces is a failed compaction (``compaction_failed_no_shrink``); an isolated subtask (a
+sub-agent) runs in a context of its own, with its own transcript.
 """
 
 from __future__ import annotations
