@@ -106,9 +106,13 @@ class Strategy:
 
     # --- events, in trace order -----------------------------------------------------------------
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
-        """A new agent launch. The base keeps the conversation only when resuming."""
+        """A new agent launch. The base keeps the conversation only when resuming, and then
+        answers a call the previous launch left open (the API rejects it otherwise)."""
         if not resume:
             self.history = History()
+        else:
+            self.history, n = answer_dangling(self.history)
+            self.counters.extra["synthetic_results"] += n
 
     def on_session_end(self, session: str, now: float) -> None:
         pass
@@ -182,6 +186,24 @@ class Strategy:
                 if "enum" in ref:
                     out[name]["enum"] = ref["enum"]
         return out
+
+
+UNANSWERED_RESULT = "[no result: the session ended before this tool call returned]"
+
+
+def answer_dangling(history: History) -> tuple[History, int]:
+    """A history whose last message is an assistant ``tool_use`` that never got its results (the
+    agent stopped mid-call and was resumed) gets a synthetic error result for each, as every real
+    agent does before its next request (Claude Code on resume; NovaCode N-TRANS-5): the API rejects
+    an unanswered ``tool_use`` with a 400. Only the last message is looked at, so this is O(1) per
+    call. Returns the history and the number of results added."""
+    if not len(history) or history[-1].role != "assistant":
+        return history, 0
+    ids = history[-1].tool_use_ids()
+    if not ids:
+        return history, 0
+    blocks = tuple(Block.tool_result(i, UNANSWERED_RESULT, True, synthetic=True) for i in ids)
+    return history.append(Message("user", blocks, {"origin": "synthetic_result"})), len(ids)
 
 
 def tool_result_message(blocks: list[Block], **meta: Any) -> Message:

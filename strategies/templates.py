@@ -25,9 +25,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
+from harness.conversation import Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
 from harness.llm import CallSpec, SideCallFailed, SideCallResult
-from strategies.base import CallInfo, Strategy, StrategyConfig
+from strategies.base import UNANSWERED_RESULT, CallInfo, Strategy, StrategyConfig, answer_dangling  # noqa: F401 (re-exported)
 
 CHARS_PER_TOKEN = 4.0  # codex-rs truncate.rs APPROX_BYTES_PER_TOKEN = 4; gemini-cli estimateTokenCountSync ~ chars/4
 
@@ -123,24 +123,6 @@ def drop_range(messages: Sequence[Message], start: int, end: int) -> tuple[int, 
     start = head_end(messages, start)
     end = tail_start(messages, max(end, start), "forward")
     return start, end
-
-
-UNANSWERED_RESULT = "[no result: the session ended before this tool call returned]"
-
-
-def answer_dangling(history: History) -> tuple[History, int]:
-    """A history whose last message is an assistant ``tool_use`` that never got its results (the
-    agent stopped mid-call and was resumed) gets a synthetic error result for each, as every real
-    agent does before its next request (Claude Code on resume; NovaCode N-TRANS-5): the API rejects
-    an unanswered ``tool_use`` with a 400. Only the last message is looked at, so this is O(1) per
-    call. Returns the history and the number of results added."""
-    if not len(history) or history[-1].role != "assistant":
-        return history, 0
-    ids = history[-1].tool_use_ids()
-    if not ids:
-        return history, 0
-    blocks = tuple(Block.tool_result(i, UNANSWERED_RESULT, True, synthetic=True) for i in ids)
-    return history.append(Message("user", blocks, {"origin": "synthetic_result"})), len(ids)
 
 
 def is_plain_user(m: Message) -> bool:

@@ -126,3 +126,19 @@ def test_isolated_subtask_runs_from_a_fresh_history():
     assert r.metrics["pairing_violations"] == 0
     sub, last = r.calls.iloc[1], r.calls.iloc[2]
     assert sub["context_tokens"] < last["context_tokens"]
+
+
+def test_resume_answers_a_call_the_previous_launch_left_open():
+    """A crash mid tool call, then a resume: the base strategy adds a synthetic error result, so
+    the first request of the resumed session is pairing-valid (N-TRANS-5 for every strategy)."""
+    from harness import trace as tr
+
+    b = Builder()
+    b.events += [tr.SessionStart(t=0, session="a"), tr.UserEvent(t=1, text="go"),
+                 tr.AssistantEvent(t=2, content=[tr.ToolUseContent(id="x1", name="Bash", input={})]),
+                 tr.SessionEnd(t=3, session="a"),
+                 tr.SessionStart(t=4, session="b", resume=True), tr.UserEvent(t=5, text="continue")]
+    b.t = 5
+    r = replay(b.call("done").build(), "append_only", None, RunConfig())
+    assert r.metrics["pairing_violations"] == 0 and r.metrics["calls"] == 2
+    assert r.metrics["strategy_counters"] == {"synthetic_results": 1}
