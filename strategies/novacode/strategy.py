@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 
 from harness.conversation import Breakpoint, History, Message, Request, Usage
 from harness.llm import SUMMARY, CallSpec, SideCallFailed
-from strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv
+from strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv, answer_dangling
 from strategies.novacode import caching, restore
 from strategies.novacode import compaction as rules
 from strategies.novacode import memory as mem
@@ -293,6 +293,10 @@ class NovaCode(Strategy):
             self.rewrote = True  # thinking is not persisted (N-TRANS-3): the prefix differs
         elif resume:  # nothing on disk to resume from (no transcript kept, or an empty launch)
             self._epoch += 1
+            answered, n = answer_dangling(self.history)  # N-TRANS-5, as the base does
+            if n:
+                self._append(answered[-1])
+                self.counters.extra["synthetic_results"] += n
         else:
             self._replace_history(History())
             self.reads.reset()
