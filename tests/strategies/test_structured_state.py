@@ -65,6 +65,7 @@ def result(tid: str, n: int) -> Message:
 # --- the gauge and the cut ------------------------------------------------------------------------
 
 def test_gauge_starts_at_3_5_chars_per_token_and_learns_from_usage():
+    """N-COMP-5's 3.5 characters per token until the API reports usage, then the learned ratio."""
     g = TokenGauge(3.5, opaque=100)
     # 100 opaque + 700/3.5 = 200 + 2 messages x 4 framing = 308
     assert g.tokens(700, 2) == 308
@@ -225,6 +226,7 @@ def test_state_is_additive_and_trimmed_least_durable_first(tmp_path):
 
 
 def test_session_end_saves_the_state_for_the_next_launch(tmp_path):
+    """The state outlives the launch; a call left open is answered first (as N-TRANS-5)."""
     svc = FakeServices(REPLY)
     s = make(tmp_path, svc)
     s.on_user(user(700))

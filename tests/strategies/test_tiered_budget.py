@@ -62,6 +62,7 @@ def test_shell_output_is_cut_and_reads_are_spilled(tmp_path):
 
 
 def test_read_backs_of_spilled_files_are_exempt(tmp_path):
+    """As N-SPILL-3: a read-back of a spilled file is never spilled again (no read/spill loop)."""
     s = make(tmp_path)
     s.on_user(Message.user("go"))
     result_of(s, 0, "Read", "x" * 50_000)
@@ -73,6 +74,7 @@ def test_read_backs_of_spilled_files_are_exempt(tmp_path):
 
 
 def test_keep_mode_and_a_failed_write(tmp_path):
+    """keep mode has no budget; a failed spill write stays inline, marked, not retried (as N-SPILL-4)."""
     s = make(tmp_path, shell_mode="keep")
     s.on_user(Message.user("go"))
     assert result_of(s, 0, "Bash", "b" * 30_000).text == "b" * 30_000
@@ -82,6 +84,7 @@ def test_keep_mode_and_a_failed_write(tmp_path):
 
 
 def test_results_are_final_once_in_history(tmp_path):
+    """As N-SPILL-6: a result is final once it enters history (cached prefixes stay byte-stable)."""
     s = make(tmp_path)
     s.on_user(Message.user("go"))
     reqs = []
