@@ -243,3 +243,21 @@ def test_session_end_saves_the_state_for_the_next_launch(tmp_path):
     off.on_user(user(700))
     off.on_session_end("s1", 5.0)
     assert off.env.services.calls == []
+
+
+def test_repair_dangling_answers_every_open_call():
+    """As N-TRANS-5: after a crash every open tool call gets an error result before the next request."""
+    from strategies.structured_state import INTERRUPTED, repair_dangling
+
+    two = Message("assistant", (Block.tool_use("a", "R", {}), Block.tool_use("b", "R", {})))
+    # the launch stopped right after the call: a new result message, nothing rewritten
+    h, rewrote = repair_dangling(History([user(10), two]))
+    assert not rewrote and h[2].tool_result_ids() == ["a", "b"] and h[2].blocks[0].text == INTERRUPTED
+    # one of two results arrived: the message is completed (a rewrite of a sent message)
+    h, rewrote = repair_dangling(History([user(10), two, result("a", 5)]))
+    assert rewrote and h[2].tool_result_ids() == ["a", "b"] and len(h) == 3
+    # nothing open: unchanged
+    ok = History([user(10), two, Message("user", (Block.tool_result("a", "x"), Block.tool_result("b", "y")))])
+    assert repair_dangling(ok) == (ok, False)
+    for hist in (repair_dangling(History([user(10), two]))[0], repair_dangling(History([user(10), two, result("a", 5)]))[0]):
+        assert protocol.pairing_error(Request(SystemPrompt.of("s"), ToolSet(), hist)) == ""
