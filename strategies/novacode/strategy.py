@@ -446,7 +446,7 @@ class NovaCode(Strategy):
 
     def _fit_summary_input(self, messages: History, choice: rules.TailChoice, est: int, instructions: str,
                            offset: int) -> tuple[History, int | None]:
-        """Elide the largest messages of the compressible prefix from the summary request when it
+        """Elide the newest messages of the compressible prefix from the summary request when it
         would not fit the effective window (see :func:`rules.fit_summary_input`). The messages
         before the first elided one are untouched, so the cached prefix is still read. Returns the
         request's messages and the request index of the first elided message (None: nothing elided)."""
