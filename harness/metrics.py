@@ -33,6 +33,7 @@ def compute_metrics(res, counters, fact_scores: list, readbacks: int) -> dict[st
     est_err = (float(((est["estimated_tokens"] - est["context_tokens"]).abs() / est["context_tokens"]).mean() * 100)
                if len(est) else None)
     main_ok = main[~main["rejected"]]
+    main_only = main[main["kind"] != "subagent"]  # the main context itself, sub-agents' calls apart
     blocking = c[c["kind"].isin(COMPACTION_KINDS) & c["blocking"]]
     by_kind = {k: {"calls": int(len(g)), "cost_usd": float(g["cost_usd"].sum()),
                    "input_tokens": int((g["input_uncached"] + g["cache_write_5m"] + g["cache_write_1h"] + g["cache_read"]).sum()),
@@ -70,6 +71,7 @@ def compute_metrics(res, counters, fact_scores: list, readbacks: int) -> dict[st
         "spills": counters.spills,
         "readbacks": readbacks,
         "peak_context_tokens": int(main["context_tokens"].max()) if len(main) else 0,
+        "peak_main_context_tokens": int(main_only["context_tokens"].max()) if len(main_only) else 0,
         "estimator": {"mean_abs_pct_error": est_err},
         "retention": _retention(fact_scores),
         "by_kind": by_kind,
