@@ -26,6 +26,8 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a strategy parameter (repeatable); replaces what the kit would use at its window")
     p.add_argument("--window", type=int, default=None, help="context window of the generated sessions, in tokens")
+    p.add_argument("--shrink-seconds", type=float, default=None, metavar="S",
+                   help="time hypothesis may spend shrinking a failure (default: ci 30, deep 300)")
     p.add_argument("--no-crashes", action="store_true", help="no crashed sessions (unanswered calls, then a resume)")
     p.add_argument("--replay", default=None, metavar="TRACE",
                    help="instead of generating: check the strategy on this trace (a failure this command wrote "
@@ -70,7 +72,10 @@ def run(args) -> int:
         print(f"  parameters: {', '.join(f'{k}={v}' for k, v in params.items())}")
     from harness.testing.machine import find_failure
 
-    failure = find_failure(cls, params, window=window, crashes=not args.no_crashes, profile=profile)
+    if args.shrink_seconds is not None and args.shrink_seconds < 0:
+        raise BadInput("--shrink-seconds must be >= 0")
+    failure = find_failure(cls, params, window=window, crashes=not args.no_crashes, profile=profile,
+                           shrink_seconds=args.shrink_seconds)
     if failure is None:
         print("ok: every invariant held on every generated session")
         return 0

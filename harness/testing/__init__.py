@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 
 from hypothesis import HealthCheck, settings
+from hypothesis.errors import InvalidArgument
 
 PROFILE_ENV = "HYPOTHESIS_PROFILE"
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
@@ -29,12 +30,20 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter
 
 # ci: derandomized (same examples on every run and machine: a flaky test is a bug), no example
 # database, bounded so the registry-wide run stays within the suite's time budget.
-settings.register_profile("ci", max_examples=6, stateful_step_count=30, derandomize=True, database=None,
-                          deadline=None, suppress_health_check=_SLOW_OK, report_multiple_bugs=False,
-                          print_blob=False)
-# deep: many more and longer sessions, still seeded by hypothesis' own database between runs.
-settings.register_profile("deep", max_examples=200, stateful_step_count=80, deadline=None,
-                          suppress_health_check=_SLOW_OK, report_multiple_bugs=False)
+KIT_SETTINGS = {
+    "ci": settings(max_examples=6, stateful_step_count=30, derandomize=True, database=None, deadline=None,
+                   suppress_health_check=_SLOW_OK, report_multiple_bugs=False, print_blob=False),
+    # deep: many more and longer sessions, still deterministic between runs only through the database
+    "deep": settings(max_examples=200, stateful_step_count=80, deadline=None, suppress_health_check=_SLOW_OK,
+                     report_multiple_bugs=False),
+}
+# Registered for users who load them by name, unless a test suite registered its own first (this
+# project's tests/conftest.py does, for its whole suite: the kit's runs use KIT_SETTINGS anyway).
+for _name, _s in KIT_SETTINGS.items():
+    try:
+        settings.get_profile(_name)
+    except InvalidArgument:
+        settings.register_profile(_name, _s)
 
 PROFILES = ("ci", "deep")
 # Per profile: the largest tool result the state machine generates (megabytes in deep; in ci the
@@ -53,7 +62,7 @@ def selected_profile(profile: str | None = None) -> str:
 
 def selected_settings(profile: str | None = None) -> settings:
     """The settings of ``profile``, else of ``$HYPOTHESIS_PROFILE`` if it names one of ours, else ci."""
-    return settings.get_profile(selected_profile(profile))
+    return KIT_SETTINGS[selected_profile(profile)]
 
 
 from harness.testing.invariants import (  # noqa: E402
@@ -67,5 +76,5 @@ from harness.testing.invariants import (  # noqa: E402
 )
 from harness.testing.recording import Mark, Recording, Sent, Stepper, record  # noqa: E402
 
-__all__ = ["INVARIANTS", "PROFILES", "PROFILE_ENV", "LIMITS", "Checker", "InvariantViolation", "Mark", "Recording",
+__all__ = ["INVARIANTS", "PROFILES", "PROFILE_ENV", "LIMITS", "KIT_SETTINGS", "Checker", "InvariantViolation", "Mark", "Recording",
            "Sent", "Stepper", "Violation", "assert_holds", "check", "promises", "record", "selected_settings"]

@@ -65,6 +65,9 @@ def _scaled(names: tuple[str, ...], base_window: int = 200_000) -> Callable[[typ
 # strategies whose modules do not (yet) declare check_params themselves
 KNOWN_PARAMS: dict[str, Callable[[type[Strategy], int], dict[str, Any]]] = {
     "novacode": _scaled(_NOVACODE_SCALED),
+    # NovaCode's lines and tail, no summary (N-COMP-13): the same absolute numbers, scaled alike
+    "cut_no_summary": _scaled(("summary_reserve_tokens", "soft_margin_tokens", "tail_min_tokens",
+                               "tail_max_tokens", "min_prefix_tokens")),
 }
 
 
@@ -90,6 +93,7 @@ class CheckFailure(AssertionError):
     violations: list[Violation]
     trace: tr.Trace
     settings: dict[str, Any] = field(default_factory=dict)
+    first_events: int = 0  # events of the first failing session found, before shrinking
 
     def __post_init__(self) -> None:
         AssertionError.__init__(self, str(self))
@@ -132,7 +136,11 @@ class StrategyMachine(RuleBasedStateMachine):
                 "params": self.params, "window": self.window, "model": CHECK_MODEL,
                 "fail_calls": {"summary": list(self.fail_calls)}}
 
+    first_events: int = 0  # size of the first failing session (set once per machine class)
+
     def _failure(self, violations: list[Violation]) -> CheckFailure:
+        if not type(self).first_events:
+            type(self).first_events = len(self.builder.events)
         meta = {"check_strategy": {**self._settings(), "violations": [str(v) for v in violations]}}
         header = self.builder.header.model_copy(update={"meta": meta})
         trace = tr.validate_events(header, self.builder.events, header.name)
@@ -282,6 +290,7 @@ def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *
         with _shrink_budget(budget):
             run_state_machine_as_test(machine, settings=settings or selected_settings(name))
     except CheckFailure as f:
+        f.first_events = machine.first_events or len(f.trace.events)
         return f
     except InvariantViolation as e:  # raised by a user's own invariant code
         return CheckFailure(e.violations, tr.validate_events(conv.default_header(), []))

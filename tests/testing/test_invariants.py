@@ -1,0 +1,237 @@
+"""The invariants as plain functions, on hand-built requests and recordings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolDef, ToolSet
+from harness.testing.invariants import (
+    Checker,
+    InvariantViolation,
+    assert_holds,
+    pairing_violation,
+    prefix_change,
+    promises,
+    split_pairs,
+)
+from harness.testing.recording import Mark, Recording, Sent
+from strategies.append_only import AppendOnly
+from strategies.base import Strategy
+
+SYSTEM = SystemPrompt.of("You are a coding agent.")
+TOOLS = ToolSet((ToolDef("Read"),))
+ALL = frozenset({"pairing", "window", "stable_prefix", "path_back", "no_respill", "boundary_pairs", "resume_pairing"})
+
+
+def user(text: str) -> Message:
+    return Message.user(text)
+
+
+def calls(*ids: str) -> Message:
+    return Message("assistant", tuple(Block.tool_use(i, "Read", {"file_path": f"/repo/{i}.py"}) for i in ids))
+
+
+def results(*pairs: tuple[str, str]) -> Message:
+    return Message("user", tuple(Block.tool_result(i, text) for i, text in pairs))
+
+
+def req(msgs, bps=(), rewrite=False, kind="main", tools=TOOLS, system=SYSTEM) -> Request:
+    h = msgs if isinstance(msgs, History) else History(msgs)
+    return Request(system, tools, h, tuple(bps), kind=kind, rewrite=rewrite)
+
+
+def sent(r: Request, call: int, tokens: int = 100, window: int = 1_000) -> Sent:
+    return Sent(r, tokens, window, False, "", call, float(call))
+
+
+# --- pairing -----------------------------------------------------------------------------------------
+
+def test_pairing_valid_request_has_no_complaint():
+    assert pairing_violation(req([user("fix it"), calls("a", "b"), results(("a", "x"), ("b", "y"))])) == ""
+
+
+def test_pairing_flags_a_result_whose_call_was_dropped():
+    assert "unexpected tool_use_id" in pairing_violation(req([results(("a", "x")), user("go on")]))
+
+
+def test_pairing_flags_a_call_left_unanswered_n_trans_5():
+    """N-TRANS-5: a crash leaves calls open; sent as they are, the request is a 400."""
+    assert "without tool_result" in pairing_violation(req([user("fix"), calls("a"), user("continue")]))
+
+
+# --- stable prefix ----------------------------------------------------------------------------------
+
+def test_prefix_unchanged_when_history_only_grows():
+    h = History([user("fix it"), calls("a"), results(("a", "x"))])
+    before = req(h, [Breakpoint("system"), Breakpoint(2)])
+    after = req(h.append(calls("b")).append(results(("b", "y"))), [Breakpoint("system"), Breakpoint(4)])
+    assert prefix_change(before, after) == ""
+
+
+def test_prefix_blocks_added_after_the_breakpoint_are_not_a_change():
+    """A strategy that adds a block to the last message keeps the bytes before the breakpoint (the
+    breakpoint marked the end of the message's old last block)."""
+    h = History([user("fix it")])
+    before = req(h, [Breakpoint(0)])
+    grown = Message("user", (Block.text_block("fix it"), Block.text_block("and the docs")))
+    assert prefix_change(before, req(History([grown]), [Breakpoint(0)])) == ""
+
+
+def test_prefix_edit_of_an_old_message_is_named():
+    before = req([user("fix it"), calls("a"), results(("a", "x"))], [Breakpoint(2)])
+    after = req([user("fix it now"), calls("a"), results(("a", "x")), user("more")], [Breakpoint(3)])
+    change = prefix_change(before, after)
+    assert "block 0 (user text) changed" in change and "'fix it'" in change
+
+
+def test_prefix_tools_or_system_change_breaks_every_breakpoint():
+    before = req([user("a")], [Breakpoint("tools")])
+    assert prefix_change(before, req([user("a")], tools=ToolSet((ToolDef("Read"), ToolDef("Bash"))))) \
+        == "the tools array changed"
+    before = req([user("a")], [Breakpoint("system")])
+    assert prefix_change(before, req([user("a")], system=SystemPrompt.of("other"))) == "the system prompt changed"
+    # a breakpoint on the tools only does not cover the system prompt (tools come first)
+    assert prefix_change(req([user("a")], [Breakpoint("tools")]), req([user("a")], system=SystemPrompt.of("x"))) == ""
+
+
+def test_prefix_without_breakpoints_promises_nothing():
+    assert prefix_change(req([user("a")]), req([user("b")])) == ""
+
+
+def test_prefix_shorter_history_is_a_change():
+    before = req([user("a"), calls("x"), results(("x", "r")), user("b")], [Breakpoint(3)])
+    after = req([user("a")], [Breakpoint(0)])
+    assert "holds 1 blocks where the cached prefix had 4" in prefix_change(before, after)
+
+
+# --- split pairs ------------------------------------------------------------------------------------
+
+def test_split_pairs_names_the_orphan_n_comp_7():
+    """N-COMP-7: a boundary that keeps a result without its call (or the reverse) splits a pair."""
+    assert split_pairs(req([results(("a", "x")), calls("b"), results(("b", "y"))])) == \
+        "tool_result a kept but its tool_use dropped"
+    assert split_pairs(req([user("s"), calls("a")])) == "tool_use a kept but its tool_result dropped"
+    assert split_pairs(req([user("s"), calls("a"), results(("a", "x"))])) == ""
+
+
+# --- the checker --------------------------------------------------------------------------------------
+
+def checker(promised=ALL, originals=None, session_dir=None) -> Checker:
+    return Checker(frozenset(promised), originals or {}, session_dir)
+
+
+def test_checker_declared_rewrite_is_not_a_prefix_violation():
+    c = checker(ALL - {"path_back"})
+    a = req([user("one"), calls("a"), results(("a", "x"))], [Breakpoint(2)])
+    b = req([user("summary"), results(("a", "x"))], [Breakpoint(1)], rewrite=True)
+    found = c.feed([sent(a, 0), sent(b, 1)])
+    # no stable_prefix (declared), but the rewrite split the pair a: boundary_pairs and pairing
+    assert {v.invariant for v in found} == {"boundary_pairs", "pairing"}
+
+
+def test_checker_new_launch_resets_comparison_but_resume_does_not():
+    a = req([user("one")], [Breakpoint(0)])
+    b = req([user("two")], [Breakpoint(0)])
+    assert checker().feed([sent(a, 0), Mark("session_start", "s2"), sent(b, 1)]) == []
+    found = checker().feed([sent(a, 0), Mark("session_start", "s2", resume=True), sent(b, 1)])
+    # a resumed session rebuilds the window it had: what it lost has no summary or path back
+    assert [v.invariant for v in found] == ["stable_prefix", "path_back"]
+
+
+def test_checker_resume_pairing_only_on_the_first_request_after_resume():
+    bad = req([user("fix"), calls("a"), user("continue")])
+    found = checker().feed([Mark("session_start", "s2", resume=True), sent(bad, 0), sent(bad, 1)])
+    assert [v.invariant for v in found] == ["pairing", "resume_pairing", "pairing"]
+
+
+def test_checker_window_counts_only_main_line_requests():
+    c = checker()
+    found = c.feed([sent(req([user("a")]), 0, tokens=1_001), sent(req([user("a")], kind="summary"), 1, tokens=5_000),
+                    sent(req([user("a")]), 2, tokens=1_000)])
+    # 1,001 > 1,000 is an overflow; the summary side call is not held to it; 1,000 is not over
+    assert [(v.invariant, v.call) for v in found] == [("window", 0)]
+
+
+def test_checker_isolated_span_is_its_own_conversation():
+    """A sub-agent's fresh history is not a rewrite of the parent's, whatever its kind label."""
+    main = req([user("parent task")], [Breakpoint(0)])
+    sub = req([user("sub-agent prompt")], [Breakpoint(0)])  # labelled main, as some strategies do
+    after = req([user("parent task"), user("more")], [Breakpoint(1)])
+    found = checker().feed([sent(main, 0), Mark("subtask_start", "t", isolated=True), sent(sub, 1),
+                            Mark("subtask_end", "t"), sent(after, 2)])
+    assert found == []
+
+
+def test_checker_only_promised_invariants_are_reported():
+    found = checker(promised={"pairing"}).feed([sent(req([user("a")]), 0, tokens=10**6)])
+    assert found == []
+
+
+def test_checker_spill_with_a_path_back_n_spill_5(tmp_path: Path):
+    """N-SPILL-1/5: a replaced result must name a file holding it whole."""
+    original = "line\n" * 20_000
+    f = tmp_path / "tool-results" / "a.txt"
+    f.parent.mkdir()
+    f.write_text(original)
+    c = checker(originals={"a": original}, session_dir=tmp_path)
+    ok = req([user("go"), calls("a"), results(("a", f"<persisted-output>saved to {f}</persisted-output>"))])
+    assert c.feed([sent(ok, 0)]) == []
+    assert c.spills == {str(f): "a"}
+    f.write_text(original[:1000])  # the file no longer holds it: nothing to go back to
+    c2 = checker(originals={"a": original}, session_dir=tmp_path)
+    assert [v.invariant for v in c2.feed([sent(ok, 0)])] == ["path_back"]
+
+
+def test_checker_readback_of_a_spill_spilled_again_n_spill_3(tmp_path: Path):
+    """N-SPILL-3: the result of a call that reads a spilled file back enters as it is."""
+    original = "x" * 5_000
+    f = tmp_path / "tool-results" / "a.txt"
+    f.parent.mkdir()
+    f.write_text(original)
+    g = tmp_path / "tool-results" / "b.txt"
+    g.write_text(original)
+    c = checker(originals={"a": original, "b": original}, session_dir=tmp_path)
+    first = [user("go"), calls("a"), results(("a", f"saved to {f}"))]
+    back = Message("assistant", (Block.tool_use("b", "Read", {"file_path": "tool-results/a.txt"}),))
+    again = req([*first, back, results(("b", f"saved to {g}"))])
+    inline = req([*first, back, results(("b", original))])
+    assert c.feed([sent(req(first), 0)]) == []
+    assert [v.invariant for v in c.feed([sent(again, 1)])] == ["no_respill"]
+    c3 = checker(originals={"a": original, "b": original}, session_dir=tmp_path)
+    assert c3.feed([sent(req(first), 0), sent(inline, 1)]) == []
+
+
+def test_checker_dropped_messages_need_a_summary_or_a_path_back(tmp_path: Path):
+    """Nothing leaves NovaCode's window without a summary or a path back (N-COMP-9/10)."""
+    a = req([user("the goal is X"), calls("a"), results(("a", "r")), user("next")])
+    cut = req([user("next")])
+    summarised = req([Message.user("summary of X", origin="summary"), user("next")])
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"text": "the goal is X"}\n{"content": "r"}\n')
+    pointed = req([Message.user(f"history saved at {transcript}"), user("next")])
+    assert [v.invariant for v in checker(promised={"path_back"}).feed([sent(a, 0), sent(cut, 1)])] == ["path_back"] * 2
+    assert checker(promised={"path_back"}).feed([sent(a, 0), sent(summarised, 1)]) == []
+    assert checker(promised={"path_back"}, session_dir=tmp_path).feed([sent(a, 0), sent(pointed, 1)]) == []
+
+
+def test_promises_follow_the_class_claims():
+    assert "window" not in promises(AppendOnly)
+
+    class Claims(Strategy):
+        name = "claims"
+        manages_window = True
+        keeps_path_back = True
+
+    assert {"window", "path_back"} <= promises(Claims)
+    assert promises(AppendOnly) == {"pairing", "stable_prefix", "no_respill", "boundary_pairs", "resume_pairing"}
+
+
+def test_assert_holds_raises_with_every_violation():
+    rec = Recording(AppendOnly, [sent(req([results(("a", "x"))]), 0)])
+    try:
+        assert_holds(rec)
+    except InvariantViolation as e:
+        assert [v.invariant for v in e.violations] == ["pairing"]
+        assert "[pairing] call 0 (main)" in str(e)
+    else:
+        raise AssertionError("a pairing violation was not raised")
