@@ -186,7 +186,7 @@ class _Run:
         else:
             from harness.simllm import SimulatedLLM
 
-            self.backend = SimulatedLLM(facts, self.provider.count_text, cfg.seed)
+            self.backend = SimulatedLLM(facts, self.provider.count_text, cfg.seed, run_dir=str(session_dir))
         self.retention = _make_retention(facts, cfg, seeds[2], session_dir)
         h = trace.header
         self.read_tool = str(h.meta.get("read_tool", READ_TOOL))

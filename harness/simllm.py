@@ -152,20 +152,35 @@ class SimulatedLLM:
     name = "simulated"
 
     def __init__(self, facts: dict, tokenizer_count: Callable[[str], int], seed: int = 0,
-                 params: SimParams | dict[str, Any] | None = None) -> None:
+                 params: SimParams | dict[str, Any] | None = None, run_dir: str | None = None) -> None:
         self.facts = facts
         self.count = tokenizer_count
         self.seed = seed
         self.params = params if isinstance(params, SimParams) else SimParams(**(params or {}))
         self._msg: dict[int, tuple[Message, str, int, frozenset[str]]] = {}  # id -> (msg, text, tokens, facts)
+        self.run_dir = run_dir
+        self._key: dict[int, tuple[Message, bytes]] = {}  # id -> (msg, digest with the run dir masked)
+
+    def _digest(self, m: Message) -> bytes:
+        hit = self._key.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        text = m.role + "\x00" + m.text
+        if self.run_dir:
+            text = text.replace(self.run_dir, "<run>")
+        d = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        self._key[id(m)] = (m, d)
+        return d
 
     def _rng(self, request: Request, spec: CallSpec) -> np.random.Generator:
-        """A generator per call, keyed by what is asked (not by call order): replays agree."""
-        n = len(request.messages)
-        d = request.messages.prefix_digest(n - 1) if n else b""
-        h = hashlib.blake2b(d + spec.kind.encode() + spec.instructions.encode() + str(self.seed).encode(),
-                            digest_size=8).digest()
-        return np.random.default_rng(int.from_bytes(h, "little"))
+        """A generator per call, keyed by what is asked (not by call order: replays agree) and not
+        by where the run's files are: spill and transcript paths name the run directory, whose
+        number depends on what else runs on the machine, and must not change the draw."""
+        h = hashlib.blake2b(digest_size=8)
+        for m in request.messages:
+            h.update(self._digest(m))
+        h.update(spec.kind.encode() + spec.instructions.encode() + str(self.seed).encode())
+        return np.random.default_rng(int.from_bytes(h.digest(), "little"))
 
     def _info(self, m: Message) -> tuple[str, int, frozenset[str]]:
         """Text, token count and facts present, computed once per message object."""

@@ -142,3 +142,15 @@ def test_resume_answers_a_call_the_previous_launch_left_open():
     r = replay(b.call("done").build(), "append_only", None, RunConfig())
     assert r.metrics["pairing_violations"] == 0 and r.metrics["calls"] == 2
     assert r.metrics["strategy_counters"] == {"synthetic_results": 1}
+
+
+def test_numbers_do_not_depend_on_the_run_directory(tmp_path):
+    """Spill and transcript paths name the run directory; whichever directory a run gets (other
+    processes take the first free ones), its numbers are the same."""
+    from harness.synth import generate, load_preset
+
+    t = generate(load_preset("spill-heavy", ["calls=60"]), 3)
+    a = replay(t, "novacode", None, RunConfig(window=60_000, session_dir=tmp_path / "run-000001"))
+    b = replay(t, "novacode", None, RunConfig(window=60_000, session_dir=tmp_path / "run-000042"))
+    assert a.metrics["compactions"]["succeeded"] > 0 and a.metrics["spills"] > 0
+    pd.testing.assert_frame_equal(a.calls, b.calls)
