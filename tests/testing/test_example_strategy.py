@@ -96,3 +96,33 @@ def test_resume_answers_the_calls_a_crash_left_open_n_trans_5(tmp_path):
 @pytest.mark.parametrize("crashes", [False, True], ids=["sessions", "crash-resume"])
 def test_the_property_suite_passes_on_the_example(crashes):
     assert find_failure(kr.KeepRecent, crashes=crashes) is None
+
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "writing-a-strategy.md"
+
+
+def _blocks(lang: str) -> list[str]:
+    text = GUIDE.read_text(encoding="utf-8")
+    parts = text.split(f"```{lang}\n")[1:]
+    return [p.split("```", 1)[0] for p in parts]
+
+
+def test_guide_listings_are_the_tested_file():
+    """Every listing of the guide marked as from keep_recent.py is in that file, line for line."""
+    source = (EXAMPLES / "keep_recent.py").read_text(encoding="utf-8")
+    listings = [b for b in _blocks("python") if b.startswith("# docs/examples/keep_recent.py\n")]
+    assert len(listings) == 4
+    for listing in listings:
+        body = listing.split("\n", 1)[1].rstrip("\n")
+        assert body in source, body[:200]
+
+
+def test_guide_sweep_grid_is_a_valid_sweep_config():
+    import tomllib
+
+    from harness.sweep import SweepConfig
+
+    grids = [b for b in _blocks("toml") if "[[strategies]]" in b]
+    assert len(grids) == 1
+    cfg = SweepConfig.model_validate(tomllib.loads(grids[0]))
+    assert cfg.strategies[0].grid == {"budget_share": [0.5, 0.6, 0.8], "target_share": [0.25, 0.35]}
