@@ -36,17 +36,17 @@ bench: $(STAMP)
 
 demo: $(STAMP)
 	$(CTXSIM) sweep sweeps/demo.toml --out reports/demo/results --workers $(WORKERS)
-	$(CTXSIM) report reports/demo/results --out reports/demo --target 0.6 --title "ctxsim demo: every strategy on long-200k"
+	$(CTXSIM) report reports/demo/results --out reports/demo --target 0.5 --title "ctxsim demo: every strategy on long-200k"
 	@echo "open reports/demo/index.html (or read reports/demo/report.md)"
 
 sweep: $(STAMP)
 	$(CTXSIM) sweep sweeps/thresholds.toml --out reports/sweep/results --workers $(WORKERS)
-	$(CTXSIM) report reports/sweep/results --out reports/sweep
+	$(CTXSIM) report reports/sweep/results --out reports/sweep --target 0.5
 
 example: $(STAMP)
 	rm -rf reports/example
 	$(CTXSIM) sweep sweeps/example.toml --out reports/example/results --workers $(WORKERS) --no-progress
-	$(CTXSIM) report reports/example/results --out reports/example --target 0.6 --title "ctxsim example report"
+	$(CTXSIM) report reports/example/results --out reports/example --target 0.5 --title "ctxsim example report"
 	rm -rf reports/example/results/calls reports/example/results/runs reports/example/results/traces
 
 lint: $(STAMP)

@@ -59,7 +59,7 @@ def _label_order(df: pd.DataFrame) -> list[str]:
 def _save(fig, out: Path, name: str) -> str:
     path = out / "figures" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97) if fig._suptitle is not None else None)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return f"figures/{name}"
@@ -78,7 +78,7 @@ def fig_cost(df: pd.DataFrame, out: Path) -> Figure:
     cost = g["cost_usd"].mean().reindex(order)
     a.barh(order, cost.to_numpy(), color="#4477aa")
     a.set_xlabel("cost per session (USD, mean over runs)")
-    a.set_title("Cost per session by strategy")
+    a.set_title(f"Cost per session by strategy (window {int(df['window'].iloc[0]):,})")
     left = np.zeros(len(order))
     for col, name in TOKEN_KINDS:
         if col not in df:
@@ -108,30 +108,48 @@ def _pick_trace_runs(df: pd.DataFrame, calls: dict[str, pd.DataFrame]) -> tuple[
 
 
 def fig_sawtooth(df: pd.DataFrame, calls: dict[str, pd.DataFrame], out: Path) -> Figure | None:
+    """Small multiples, one panel per strategy on one trace: 18 lines on one axis are unreadable."""
     runs, window = _pick_trace_runs(df, calls)
     if runs.empty:
         return None
-    fig, ax = plt.subplots(figsize=(13, 5.5))
-    peaks = {}
-    for _, r in runs.iterrows():
+    runs = runs.sort_values("label")
+    n = len(runs)
+    cols = min(3, n)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 2.6 * rows + 0.8), sharex=True, sharey=True,
+                             squeeze=False)
+    eff = window - SUMMARY_RESERVE
+    top = 1.25 * window / 1e3
+    over = []
+    for ax, (_, r) in zip(axes.flat, runs.iterrows()):
         c = calls[r["key"]]
         main = c[c["kind"].isin(["main", "readback"])].reset_index(drop=True)
-        (line,) = ax.plot(np.arange(len(main)), main["context_tokens"] / 1e3, lw=1.1, label=r["label"])
+        y = main["context_tokens"] / 1e3
+        ax.plot(np.arange(len(main)), y.clip(upper=top), lw=0.9, color="#4477aa")
         comp = main.index[main["compaction"]]
         if len(comp):
-            ax.scatter(comp, main.loc[comp, "context_tokens"] / 1e3, marker="v", s=28, color=line.get_color())
-        peaks[r["label"]] = int(main["context_tokens"].max())
-    eff = window - SUMMARY_RESERVE
-    ax.axhline(window / 1e3, color="k", lw=1.2, label=f"window {window:,}")
-    ax.axhline((eff - HARD_MARGIN) / 1e3, color="r", ls="--", lw=1, label="NovaCode hard line (N-COMP-3)")
-    ax.axhline((eff - SOFT_MARGIN) / 1e3, color="orange", ls="--", lw=1, label="NovaCode soft line (N-COMP-2)")
-    ax.set_xlabel("main model call (index)")
-    ax.set_ylabel("context sent (thousand tokens)")
+            ax.scatter(comp, y[comp].clip(upper=top), marker="v", s=14, color="#cc6677", zorder=3)
+        rej = main.index[main["overflow"]]
+        if len(rej):
+            ax.scatter(rej, np.full(len(rej), top * 0.98), marker="|", s=10, color="k")
+        ax.axhline(window / 1e3, color="k", lw=1)
+        ax.axhline((eff - HARD_MARGIN) / 1e3, color="r", ls="--", lw=0.8)
+        ax.axhline((eff - SOFT_MARGIN) / 1e3, color="orange", ls="--", lw=0.8)
+        peak = int(main["context_tokens"].max())
+        ax.set_title(f"{r['label']} (peak {peak / 1e3:,.0f}k)", fontsize=9)
+        if peak > window:
+            over.append(r["label"])
+        ax.set_ylim(0, top * 1.02)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("main model call (index)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("context (k tokens)")
     trace = Path(str(runs["trace"].iloc[0])).name if "trace" in runs else ""
-    ax.set_title(f"Context per call on {trace} (window {window:,}); ▼ = history rewritten")
-    ax.legend(fontsize=7, ncol=3, loc="upper left")
-    over = [k for k, v in peaks.items() if v > window]
-    reading = (f"{len(over)} of {len(peaks)} strategies send requests over the window ({', '.join(over[:4])}"
+    fig.suptitle(f"Context per call on {trace}, window {window:,}: black = window, dashed = NovaCode soft/hard "
+                 f"lines (N-COMP-2/3), ▼ = history rewritten, | = request rejected as too long", fontsize=10)
+    reading = (f"{len(over)} of {n} strategies send requests over the window ({', '.join(over[:4])}"
                f"{'…' if len(over) > 4 else ''}); the rest stay below it by compacting, clearing or dropping."
                if over else f"Every strategy stays under the {window:,}-token window on this trace.")
     return Figure(_save(fig, out, "02-context-per-call.png"), "Context tokens per call (the sawtooth)", reading)
@@ -143,7 +161,7 @@ def fig_cache(df: pd.DataFrame, out: Path) -> Figure:
     ax.barh(g.index, g.to_numpy() * 100, color="#228833")
     ax.set_xlabel("cache hit rate (% of input tokens read from cache)")
     ax.set_xlim(0, 100)
-    ax.set_title("Prompt-cache hit rate by strategy")
+    ax.set_title(f"Prompt-cache hit rate by strategy (window {int(df['window'].iloc[0]):,})")
     reading = f"{g.index[-1]} reads {g.iloc[-1]:.0%} of its input from cache; {g.index[0]} {g.iloc[0]:.0%}."
     return Figure(_save(fig, out, "03-cache-hit-rate.png"), "Cache hit rate", reading)
 
@@ -159,7 +177,7 @@ def fig_latency(df: pd.DataFrame, out: Path) -> Figure:
     a.barh(y + 0.2, p95.to_numpy(), 0.4, label="p95")
     a.set_yticks(y, order)
     a.set_xlabel("latency per main call (s)")
-    a.set_title("Latency per call")
+    a.set_title(f"Latency per call (window {int(df['window'].iloc[0]):,})")
     a.legend()
     b.barh(order, block.to_numpy() / 60, color="#cc6677")
     b.set_xlabel("time blocked in compaction per session (minutes)")
@@ -184,7 +202,7 @@ def fig_retention(df: pd.DataFrame, out: Path) -> Figure | None:
     ax.set_xticks(x, order, rotation=30, ha="right")
     ax.set_ylabel("retention score (0 = lost, 1 = verbatim and attended)")
     ax.set_ylim(0, 1)
-    ax.set_title("Retention by fact category")
+    ax.set_title(f"Retention by fact category (window {int(df['window'].iloc[0]):,})")
     ax.legend(ncol=len(cols), fontsize=8, loc="upper right")
     goal = g["retention.goal"].dropna().sort_values() if "retention.goal" in g else pd.Series(dtype=float)
     reading = (f"goal retention is highest for {goal.index[-1]} ({goal.iloc[-1]:.2f}) and lowest for "
@@ -196,19 +214,22 @@ def fig_pareto(cfgs: pd.DataFrame, rec: dict[str, Any] | None, target: float, ou
     if analysis.RETENTION not in cfgs or cfgs[analysis.RETENTION].isna().all():
         return None
     d = cfgs.dropna(subset=[analysis.RETENTION])
-    front = analysis.pareto_front(d)
-    fig, ax = plt.subplots(figsize=(10, 6))
-    for label, g in d.groupby("label"):
-        ax.scatter(g["cost_usd"], g[analysis.RETENTION], s=30, label=label,
-                   marker="x" if (g["overflows"] > 0).any() else "o")
-    ax.plot(front["cost_usd"], front[analysis.RETENTION], "k--", lw=1, label="Pareto front")
+    front = analysis.pareto_front(d[d["overflows"] == 0])  # a configuration that overflows is no option
+    fig, ax = plt.subplots(figsize=(11, 6.5))
+    colors = plt.get_cmap("tab20")
+    for i, (label, g) in enumerate(d.groupby("label")):
+        ok = g["overflows"] == 0
+        ax.scatter(g.loc[ok, "cost_usd"], g.loc[ok, analysis.RETENTION], s=34, color=colors(i % 20), label=label)
+        ax.scatter(g.loc[~ok, "cost_usd"], g.loc[~ok, analysis.RETENTION], s=34, color=colors(i % 20), marker="x")
+    ax.plot(front["cost_usd"], front[analysis.RETENTION], "k--", lw=1, label="Pareto front (no overflow)")
+    ax.set_xscale("log")
     ax.axhline(target, color="grey", lw=0.8, ls=":", label=f"retention target {target}")
     if rec:
         ax.scatter([rec["cost_usd"]], [rec[analysis.RETENTION]], s=220, facecolors="none", edgecolors="red",
                    linewidths=2, label="recommended")
-    ax.set_xlabel("cost per session (USD)")
+    ax.set_xlabel("cost per session (USD, log scale)")
     ax.set_ylabel("retention score (mean)")
-    ax.set_title("Cost against retention (× = overflowed)")
+    ax.set_title("Cost against retention, every configuration (× = some requests overflowed)")
     ax.legend(fontsize=7, ncol=2)
     reading = (f"recommended: {rec['label']} at {_money(rec['cost_usd'])} with retention {rec[analysis.RETENTION]:.2f}."
                if rec else f"no configuration reaches retention {target} without overflowing.")
@@ -228,7 +249,8 @@ def fig_windows(df: pd.DataFrame, out: Path) -> Figure:
             b.barh(y + i * h - 0.4 + h / 2, g[analysis.RETENTION].mean().reindex(order).to_numpy(), h, label=f"{int(w):,}")
     a.set_yticks(y, order)
     b.set_yticks(y, order)
-    a.set_xlabel("cost per session (USD)")
+    a.set_xscale("log")
+    a.set_xlabel("cost per session (USD, log scale)")
     b.set_xlabel("retention score")
     a.set_title("Cost by window size")
     b.set_title("Retention by window size")
@@ -280,9 +302,12 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
         raise ValueError("no successful runs to report")
     cfgs = analysis.by_config(df)
     rec = analysis.recommend(cfgs, target)
-    figs = [f for f in (fig_cost(df, out), fig_sawtooth(df, calls, out), fig_cache(df, out), fig_latency(df, out),
-                        fig_retention(df, out), fig_pareto(cfgs, rec, target, out), fig_windows(df, out),
-                        fig_ledger(ledger, out)) if f is not None]
+    # the per-strategy figures use one window (the smallest: where strategies differ); figure 7
+    # puts the windows side by side
+    primary = df[df["window"] == df["window"].min()]
+    figs = [f for f in (fig_cost(primary, out), fig_sawtooth(df, calls, out), fig_cache(primary, out),
+                        fig_latency(primary, out), fig_retention(primary, out), fig_pareto(cfgs, rec, target, out),
+                        fig_windows(df, out), fig_ledger(ledger, out)) if f is not None]
     summary = _summary_table(df)
     sens = analysis.sensitivity(df)
     md = _markdown(title, figs, summary, rec, target, sens, bad)

@@ -106,12 +106,14 @@ def load_config(path: str | Path) -> SweepConfig:
 
 def _expand_all(items: list[StrategyGrid]) -> list[StrategyGrid]:
     """``name = "all"`` stands for every registered strategy with its defaults (those named
-    explicitly elsewhere in the grid keep their own entries)."""
+    explicitly elsewhere in the grid keep their own entries; those that re-enact an imported log
+    are left out)."""
     named = {s.name for s in items if s.name != "all"}
     out: list[StrategyGrid] = []
     for s in items:
         if s.name == "all":
-            out.extend(StrategyGrid(name=n) for n in registry.names() if n not in named)
+            out.extend(StrategyGrid(name=n) for n, cls in registry.all_strategies().items()
+                       if n not in named and not cls.needs_recorded_trace)
         else:
             out.append(s)
     return out

@@ -95,6 +95,9 @@ class Strategy:
     # True when the strategy promises that no request exceeds the window (the property kit holds
     # it to that); append-only baselines do not.
     manages_window: ClassVar[bool] = False
+    # True for strategies that only make sense on an imported log (they re-enact what it records);
+    # `name = "all"` in a sweep leaves them out
+    needs_recorded_trace: ClassVar[bool] = False
 
     def __init__(self, config: StrategyConfig, env: StrategyEnv) -> None:
         self.config = config

@@ -64,6 +64,7 @@ class RecordedConfig(StrategyConfig):
 
 class Recorded(Strategy):
     name = "recorded"
+    needs_recorded_trace = True
     summary = "re-enacts the recorded agent: append-only, its own compactions, breakpoints and models (fidelity)"
     Config = RecordedConfig
 
