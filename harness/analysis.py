@@ -61,6 +61,17 @@ def recommend(cfgs: pd.DataFrame, target: float) -> dict[str, Any] | None:
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in best.items()}
 
 
+def config_params(rec: dict[str, Any]) -> dict[str, Any]:
+    """The strategy parameters of a configuration row, as they were set (integers stay integers:
+    a parameter column shared with other strategies is float in the table)."""
+    out = {}
+    for k, v in rec.items():
+        if not k.startswith("param.") or v in ("–", None) or (isinstance(v, float) and np.isnan(v)):
+            continue
+        out[k.removeprefix("param.")] = int(v) if isinstance(v, float) and v.is_integer() else v
+    return out
+
+
 def sensitivity(df: pd.DataFrame) -> pd.DataFrame:
     """For each strategy and swept parameter: mean cost and retention per value, and the spread
     (max − min of the means) — which knobs move the numbers."""

@@ -201,9 +201,9 @@ def fig_retention(df: pd.DataFrame, out: Path) -> Figure | None:
         ax.bar(x + i * width - 0.4 + width / 2, g[c].to_numpy(), width, label=c.rsplit(".", 1)[-1])
     ax.set_xticks(x, order, rotation=30, ha="right")
     ax.set_ylabel("retention score (0 = lost, 1 = verbatim and attended)")
-    ax.set_ylim(0, 1)
     ax.set_title(f"Retention by fact category (window {int(df['window'].iloc[0]):,})")
-    ax.legend(ncol=len(cols), fontsize=8, loc="upper right")
+    ax.set_ylim(0, 1.12)
+    ax.legend(ncol=len(cols), fontsize=8, loc="upper center")
     goal = g["retention.goal"].dropna().sort_values() if "retention.goal" in g else pd.Series(dtype=float)
     reading = (f"goal retention is highest for {goal.index[-1]} ({goal.iloc[-1]:.2f}) and lowest for "
                f"{goal.index[0]} ({goal.iloc[0]:.2f})." if len(goal) else "no goal probes in these traces.")
@@ -331,7 +331,7 @@ def _markdown(title, figs, summary, rec, target, sens, bad) -> str:
     if rec:
         lines += [f"**Recommendation** (cheapest with retention ≥ {target}, no overflow): `{rec['label']}` "
                   f"at {_money(rec['cost_usd'])} per session, retention {rec[analysis.RETENTION]:.3f}.", ""]
-        params = {k.removeprefix("param."): v for k, v in rec.items() if k.startswith("param.") and v not in ("–", None)}
+        params = analysis.config_params(rec)
         if params:
             lines += ["Parameters: " + ", ".join(f"`{k}={v}`" for k, v in params.items()), ""]
     lines += ["## Summary", "", summary.to_markdown(index=False) if _has_tabulate() else "```\n" + summary.to_string(index=False) + "\n```", ""]

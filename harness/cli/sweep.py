@@ -42,7 +42,7 @@ def run(args) -> int:
         cfgs = analysis.by_config(df)
         rec = analysis.recommend(cfgs, args.target if args.target is not None else cfg.retention_target)
         if rec:
-            params = {k.removeprefix("param."): v for k, v in rec.items() if k.startswith("param.") and v not in ("–", None)}
+            params = analysis.config_params(rec)
             print(f"recommended: {rec['label']} {params} at ${rec['cost_usd']:.3f} per session, "
                   f"retention {rec['retention.score']:.3f}")
         else:
