@@ -76,7 +76,12 @@ def fig_cost(df: pd.DataFrame, out: Path) -> Figure:
     g = df.groupby("label")
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
     cost = g["cost_usd"].mean().reindex(order)
-    a.barh(order, cost.to_numpy(), color="#4477aa")
+    over = g["overflows"].mean().reindex(order)
+    # a rejected request is not billed: a strategy that overflows looks cheap; say so on the bar
+    a.barh(order, cost.to_numpy(), color=["#cc6677" if o > 0 else "#4477aa" for o in over])
+    for y, (c, o) in enumerate(zip(cost, over)):
+        if o > 0:
+            a.text(c, y, f" {o:,.0f} requests rejected", va="center", fontsize=7, color="#882255")
     a.set_xlabel("cost per session (USD, mean over runs)")
     a.set_title(f"Cost per session by strategy (window {int(df['window'].iloc[0]):,})")
     left = np.zeros(len(order))
@@ -90,8 +95,13 @@ def fig_cost(df: pd.DataFrame, out: Path) -> Figure:
     b.set_title("Tokens by kind")
     b.legend(loc="lower right", fontsize=8)
     f = _save(fig, out, "01-cost.png")
-    reading = (f"{order[0]} is cheapest at {_money(cost.iloc[0])} per session; {order[-1]} costs "
-               f"{_money(cost.iloc[-1])} ({cost.iloc[-1] / max(cost.iloc[0], 1e-12):.1f}x).")
+    valid = cost[over == 0]
+    if len(valid):
+        reading = (f"of the strategies with no rejected request, {valid.index[0]} is cheapest at "
+                   f"{_money(valid.iloc[0])} per session and {valid.index[-1]} costs {_money(valid.iloc[-1])} "
+                   f"({valid.iloc[-1] / max(valid.iloc[0], 1e-12):.1f}x); red bars overflowed (rejected calls are not billed).")
+    else:
+        reading = "every strategy overflowed here: rejected calls are not billed, so costs understate the session."
     return Figure(f, "Cost per session and tokens by kind", reading)
 
 
