@@ -164,14 +164,31 @@ class Fidelity:
     hidden: list[dict[str, Any]] = field(default_factory=list)
 
 
+def compaction_calls(trace: Trace) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The model and the cache TTL of each recorded compaction call (``agent-acompact-*``), in
+    order: the agent's choices, read from the log ('' where the log does not say)."""
+    models, ttls = [], []
+    for e in trace.events:
+        if isinstance(e, CompactEvent):
+            models.append(str(e.meta.get("call_model") or ""))
+            u = e.usage
+            ttls.append("" if u is None or not (u.cache_write_1h or u.cache_write_5m)
+                        else "1h" if u.cache_write_1h >= u.cache_write_5m else "5m")
+    return tuple(models), tuple(ttls)
+
+
 def _strategy_params(trace: Trace, calls: list[RecordedCall], sub_prefix: dict[str, int],
-                     instructions: str) -> dict[str, Any]:
+                     instructions: str, explicit_model: str | None = None) -> dict[str, Any]:
     models = [c.model or "" for c in calls]
+    compact_models, compact_ttls = compaction_calls(trace)
     return {
         "ttl": recorded_ttl(trace),
         "models": tuple(models) if len({m for m in models if m}) > 1 else (),
         "subtask_prefix_tokens": sub_prefix,
         "compact_instructions": instructions,
+        # an explicit --model prices every call with it, the compaction calls too
+        "compact_models": () if explicit_model else compact_models,
+        "compact_ttls": compact_ttls,
     }
 
 
@@ -211,7 +228,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
 
     # 1. raw cl100k sizes: replay at scale 1 with no opaque prefix
     zero = _with_header(trace, trace.header.model_copy(update={"prefix_tokens": 0}))
-    base_params = _strategy_params(trace, calls, {k: 0 for k in threads if k != "main"}, instructions)
+    base_params = _strategy_params(trace, calls, {k: 0 for k in threads if k != "main"}, instructions, explicit)
     raw_run = replay(zero, Recorded, base_params, RunConfig(model=model, token_scale=1.0, seed=seed))
     raw_rows = _sim_rows(raw_run.calls)
     if len(raw_rows) != len(calls):
@@ -244,7 +261,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     for c in with_usage:   # a model switch in the main context: that model's own system prompt
         if c.thread == "main" and c.model and c.model not in model_prefix:
             model_prefix[c.model] = prefix(c)
-    params = _strategy_params(trace, calls, sub_prefix, instructions)
+    params = _strategy_params(trace, calls, sub_prefix, instructions, explicit)
     if len(model_prefix) > 1:
         params["model_prefix_tokens"] = model_prefix
     run = replay(_with_header(trace, header), Recorded, params, RunConfig(model=model, token_scale=scale, seed=seed))
@@ -302,6 +319,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     compactions = []
     ci = n_all = n_main = 0
     spans: list[str] = []
+    last_model: str | None = None
     for e in trace.events:
         if isinstance(e, SubtaskStart) and e.isolated:
             spans.append(e.id)
@@ -310,8 +328,15 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         elif isinstance(e, AssistantEvent):
             n_all += 1
             n_main += 0 if spans else 1
+            if not spans:
+                last_model = calls[n_all - 1].model
         elif isinstance(e, CompactEvent):
             simulated = int(summaries.loc[ci, "context_tokens"]) - instr_tokens if ci < len(summaries) else None
+            # preTokens counts the conversation as the last call saw it: when the compaction call
+            # ran on another model (its own system prompt), count the last call's system prompt
+            cm = params["compact_models"][ci] if ci < len(params["compact_models"]) else ""
+            if simulated is not None and cm and cm != last_model and cm in model_prefix and last_model in model_prefix:
+                simulated += model_prefix[last_model] - model_prefix[cm]
             ci += 1
             # ``call``: the recorded call it follows, counted 1-based over the main context's calls
             # (the numbering of the logs' README); ``table_row``: the first call after it in the table
@@ -513,5 +538,5 @@ def summary_line(report: dict[str, Any]) -> str:
             f"({cost['abs_pct_error']}%), misses {report['cache_misses']}, hidden {report['hidden_tokens']}")
 
 
-__all__ = ["Fidelity", "RecordedCall", "classify_misses", "figure", "fit_token_scale", "hidden_deltas",
+__all__ = ["Fidelity", "RecordedCall", "classify_misses", "compaction_calls", "figure", "fit_token_scale", "hidden_deltas",
            "recorded_calls", "run_fidelity", "summary_line"]

@@ -10,7 +10,11 @@ re-enacts, and where each habit was read:
 * at a recorded ``compact`` event it makes the compaction call the agent made: one billed summary
   side call over the current history plus the compaction prompt, so it reuses the cached prefix (the
   real ``agent-acompact-*`` calls read ≈99% of their input from cache), then replaces the history
-  by the *recorded* summary text as one user message (what the agent sent next);
+  by the *recorded* summary text as one user message (what the agent sent next). The compaction
+  call runs on the model, and writes with the TTL, of the recorded ``agent-acompact-*`` call
+  (``compact_models``, ``compact_ttls``): in spotter ``ae4a77f8`` the session ran on Haiku but
+  ``/compact`` called Opus with 5-minute writes, so it re-wrote the whole history into Opus's
+  cache — the most expensive call of the session, which a Haiku summary call would miss;
 * cache breakpoints where Claude Code puts them: the system block and the last message (reads after
   a compaction stop at the system prefix, 21,460 tokens in the spotter logs); TTL ``1h`` when the
   recorded usage shows ``ephemeral_1h`` writes (Claude Code 2.1.x), else ``5m`` — a parameter;
@@ -60,6 +64,10 @@ class RecordedConfig(StrategyConfig):
         "switched models (each model gets its own system prompt); others use the trace header's")
     subtask_prefix_tokens: dict[str, int] = Field(
         {}, description="system+tools tokens of each sub-agent span (by span id) the log has no text for")
+    compact_models: tuple[str, ...] = Field(
+        (), description="model of each recorded compaction call in order ('' or none: the last call's model)")
+    compact_ttls: tuple[Literal["", "5m", "1h"], ...] = Field(
+        (), description="cache TTL each recorded compaction call wrote with, in order ('' or none: ttl)")
 
 
 class Recorded(Strategy):
@@ -77,8 +85,8 @@ class Recorded(Strategy):
         self._systems: dict[str, SystemPrompt] = {}
 
     # --- the model call ---------------------------------------------------------------------------
-    def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
-        mode, ttl = self.config.breakpoints, self.config.ttl
+    def breakpoints(self, history: History, ttl: str | None = None) -> tuple[Breakpoint, ...]:
+        mode, ttl = self.config.breakpoints, ttl or self.config.ttl
         out: list[Breakpoint] = []
         if mode == "system+last":
             out.append(Breakpoint("system", ttl))
@@ -108,13 +116,17 @@ class Recorded(Strategy):
 
     # --- the recorded agent's own context management ------------------------------------------------
     def on_recorded_compact(self, trigger: str, summary: str | None, now: float) -> None:
+        n = self.counters.compactions_attempted
         self.counters.compactions_attempted += 1
         if self.config.summary_call and len(self.history):
+            models, ttls = self.config.compact_models, self.config.compact_ttls
+            model = (models[n] if n < len(models) else "") or self._last_model
+            ttl = (ttls[n] if n < len(ttls) else "") or None
             system = self.system
-            if not self._spans and self._last_model in self.config.model_prefix_tokens:
-                system = self._system_for(self._last_model)
-            req = Request(system, self.env.tools, self.history, self.breakpoints(self.history),
-                          kind=SUMMARY, model=self._last_model)
+            if not self._spans and model in self.config.model_prefix_tokens:
+                system = self._system_for(model)
+            req = Request(system, self.env.tools, self.history, self.breakpoints(self.history, ttl),
+                          kind=SUMMARY, model=model)
             try:
                 self.env.services.call(req, CallSpec(kind=SUMMARY, instructions=self.config.compact_instructions,
                                                      sections=COMPACT_SECTIONS,

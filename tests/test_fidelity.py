@@ -186,3 +186,21 @@ def test_real_spotter_misses_are_classified_not_fitted(real_reports):
     assert r.report["cost_usd"]["abs_pct_error_without_unexplained_misses"] <= 5.0
     ae = real_reports["ae4a"]
     assert any(m["cause"] == "prefix_change" and "haiku" in m["changed"] for m in ae.misses)
+
+
+@needs_real
+def test_real_compaction_call_model_and_ttl_come_from_the_acompact_file(real_reports):
+    """The compaction call of ae4a77f8 is read straight from its acompact file here: its model
+    and which of the two write TTLs it used; fidelity must hand the same to the strategy."""
+    from harness.fidelity import compaction_calls
+    from harness.importers import import_file
+
+    f = REAL / "spotter" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04" / "subagents" / "agent-acompact-946d2b.jsonl"
+    msg = [json.loads(x)["message"] for x in f.read_text().splitlines() if '"assistant"' in x][0]
+    split = msg["usage"]["cache_creation"]
+    want_ttl = "1h" if split["ephemeral_1h_input_tokens"] >= split["ephemeral_5m_input_tokens"] else "5m"
+    assert (msg["model"], want_ttl) == ("claude-opus-4-6", "5m")   # the session itself ran on Haiku then
+    t = import_file("claude-code", REAL / "spotter" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl").trace
+    assert compaction_calls(t) == ((msg["model"],), (want_ttl,))
+    # billed on Opus at 5m (121,689 written), the compaction call is what brought the cost within 5%
+    assert real_reports["ae4a"].report["cost_usd"]["abs_pct_error"] <= 5.0

@@ -107,3 +107,31 @@ def test_model_switch_gets_that_models_system_prefix():
                       "model_prefix_tokens": {MODEL: 2000, "claude-haiku-4-5": 2600}})
     assert [r.system.opaque_tokens for r in seen] == [2000, 2600]
     assert [r.model for r in seen] == [MODEL, "claude-haiku-4-5"]
+
+
+def test_compaction_call_runs_on_the_recorded_compaction_model_and_ttl():
+    """Spotter ae4a77f8: the session ran on Haiku, /compact called Opus with 5-minute writes. The
+    summary call re-enacts that: Opus (with Opus's own system prompt) and 5m breakpoints, while the
+    main calls keep their 1h breakpoints; without the parameters it follows the last call."""
+    haiku = "claude-haiku-4-5"
+    t = trace([tr.UserEvent(t=0, text=BIG), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+               tr.UserEvent(t=2, text="more"), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")]),
+               tr.CompactEvent(t=4, trigger="manual", summary="S"),
+               tr.UserEvent(t=5, text="go on"), tr.AssistantEvent(t=6, content=[tr.TextContent(text="c")])], prefix=3000)
+    params = {"ttl": "1h", "models": (MODEL, haiku, MODEL),
+              "model_prefix_tokens": {MODEL: 3000, haiku: 3500}}
+    res, seen = run(t, {**params, "compact_models": (MODEL,), "compact_ttls": ("5m",)})
+    summary = seen[2]
+    assert summary.kind == "summary" and summary.model == MODEL
+    assert summary.system.opaque_tokens == 3000            # Opus's system prompt, not Haiku's 3,500
+    assert summary.breakpoints == (Breakpoint("system", "5m"), Breakpoint(3, "5m"))  # user, a, user, b
+    assert seen[1].breakpoints[0] == Breakpoint("system", "1h")
+    c = res.calls
+    # Opus's cache holds call 0's entries (written at 1h): the summary call reads call 0's whole
+    # context (its breakpoint is 3 blocks back, within the lookback) and writes the rest at 5m
+    assert c.loc[2, "cache_read"] == c.loc[0, "context_tokens"]
+    assert c.loc[2, "cache_write_5m"] > 0 and c.loc[2, "cache_write_1h"] == 0
+    # default: the last call's model and the strategy's ttl
+    _, seen = run(t, params)
+    assert seen[2].model == haiku and seen[2].breakpoints[0] == Breakpoint("system", "1h")
+    assert seen[2].system.opaque_tokens == 3500
