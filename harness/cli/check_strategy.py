@@ -122,6 +122,7 @@ def _replay(cls, args) -> int:
     checker = Checker(promises(cls), stepper.recording.originals, stepper.session_dir)
     try:
         stepper.feed(list(trace.events))
+        stepper.flush()
         found = checker.feed(stepper.recording.entries)
     finally:
         stepper.close()

@@ -243,6 +243,7 @@ class Checker:
     violations: list[Violation] = field(default_factory=list)
     spills: dict[str, str] = field(default_factory=dict)
     _prev: dict[str, Sent] = field(default_factory=dict)
+    _entered: set[str] = field(default_factory=set)  # tool results seen entering the window
     _spans: list[bool] = field(default_factory=list)  # open sub-task spans: isolated or not
     _resumed: bool = False
     _files: Files | None = None
@@ -344,8 +345,9 @@ class Checker:
         out = []
         inputs = {b.id: b.input for m in req.messages for b in m.blocks if b.type == "tool_use"}
         for _m, b in self._new_blocks(prev, req):
-            if b.type != "tool_result" or b.id not in self.originals:
+            if b.type != "tool_result" or b.id not in self.originals or b.id in self._entered:
                 continue
+            self._entered.add(b.id)  # judged as it enters; a later rewrite is a departure (_left_window)
             original = self.originals[b.id]
             if b.text == original:
                 continue

@@ -8,8 +8,8 @@ does. Two ways to get a :class:`Recording`:
 * :func:`record` replays a whole trace (the engine's own ``replay``);
 * :class:`Stepper` feeds a trace to the engine a few events at a time, so a state machine can
   check the invariants after every step. Feeding a trace in chunks is the same replay as feeding it
-  whole, provided a chunk never ends between a probe and its model call (the engine flushes
-  pending tool results at the end of each chunk, which it would do at the next event anyway).
+  whole (tests/testing/test_recording.py): what the engine would still hold at a chunk's end (a
+  group of tool results that may go on, probes waiting for their call) waits for the next chunk.
 """
 
 from __future__ import annotations
@@ -146,6 +146,18 @@ def record(trace: tr.Trace, strategy: type[Strategy], params: Mapping[str, Any] 
     return rec
 
 
+def _ready(events: list[Any]) -> tuple[list[Any], list[Any]]:
+    """``events`` split into what can be replayed now and what must wait for later events."""
+    cut = len(events)
+    while cut and isinstance(events[cut - 1], (tr.ToolResultEvent, tr.FactEvent)):
+        cut -= 1
+    last_call = max((i for i, e in enumerate(events) if isinstance(e, tr.AssistantEvent)), default=-1)
+    probe = next((i for i, e in enumerate(events) if i > last_call and isinstance(e, tr.ProbeEvent)), None)
+    if probe is not None:
+        cut = min(cut, probe)
+    return events[:cut], events[cut:]
+
+
 class Stepper:
     """Feeds a trace to the engine a chunk of events at a time, recording as it goes.
 
@@ -169,12 +181,27 @@ class Stepper:
         self._run = _Run(tr.Trace(header, []), observing(strategy, self.recording.entries), params, cfg,
                          self.session_dir)
         self.recording.window = self._run.provider.window
+        self._held: list[Any] = []
 
     def feed(self, events: list[Any]) -> None:
+        """Replay ``events`` (appended to what was fed before). Events the engine would still be
+        holding at the end of a whole replay's step are held here too, until the next feed or
+        :meth:`flush`: tool results whose group may go on (the engine makes one message of each
+        group) and probes waiting for their model call."""
         self.events.extend(events)
         self.recording.originals.update(originals_of(events))
-        self._run.trace = tr.Trace(self.header, list(events))
-        self._run.run()
+        now, self._held = _ready(self._held + list(events))
+        self._replay(now)
+
+    def flush(self) -> None:
+        """Replay whatever is held (the trace is complete)."""
+        held, self._held = self._held, []
+        self._replay(held)
+
+    def _replay(self, events: list[Any]) -> None:
+        if events:
+            self._run.trace = tr.Trace(self.header, events)
+            self._run.run()
 
     def close(self) -> None:
         if self._own_dir:

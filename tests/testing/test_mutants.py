@@ -1,9 +1,9 @@
 """Mutation tests: each deliberately broken strategy is caught by the kit, with a shrunk
 counterexample; its correct twin passes (so a catch is not the kit failing everything).
 
-Shrinking replays sessions, so it is bounded in time (SHRINK_S); what it reaches in that time is
-asserted loosely (a short session), never exactly. (Hypothesis shrinks its choice sequence, not the
-event count, so a shrunk session can have a few more events than the first failure, each tiny.)
+Shrinking replays sessions, so it is bounded in time (SHRINK_S), and how far it gets depends on the
+machine's load: what is asserted holds of any failure the search returns (the smallest it saw, so
+never larger than the first one found), not of how far shrinking got.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from harness.testing.machine import find_failure
 from tests.testing import mutants as m
 
 SHRINK_S = 4.0
-SMALL = 40  # events: a shrunk session is at most this long (unshrunk failures run to ~100)
 
 
 def caught(cls, **kw):
     f = find_failure(cls, shrink_seconds=SHRINK_S, **kw)
     assert f is not None, f"{cls.__name__} was not caught"
-    assert len(f.trace.events) <= SMALL, (len(f.trace.events), f.first_events)
+    assert len(f.trace.events) <= f.first_events
+    print(f"{cls.__name__}: first failure {f.first_events} events, returned {len(f.trace.events)}")
     return f
 
 
@@ -39,8 +39,8 @@ def test_silent_edit_of_an_old_message_is_caught():
     f = caught(m.SilentEditor)
     assert f.invariants == {"stable_prefix"}
     assert "'(call 0)' -> (user text) '(call 1)'" in f.violations[0].detail
-    # the edit happens on the second call: the minimal session has exactly two
-    assert f.trace.calls == 2
+    # the edit shows on the second call, always: the session ends there
+    assert f.violations[0].call == 1 and f.trace.calls == 2
 
 
 def test_overflow_while_claiming_manages_window_is_caught():
