@@ -23,7 +23,27 @@ Code 2.0.76 and 2.1.38/2.1.39):
 * ``isSidechain`` lines inside the main file (older versions) are sub-agent calls too: each
   contiguous run becomes a span;
 * ``progress``, ``file-history-snapshot``, ``queue-operation`` and the other ``system`` subtypes are
-  not sent to the model: ignored, and counted.
+  not sent to the model: ignored, and counted. ``progress``/``hook_progress`` records still say
+  which hooks ran for which tool use (read, then ignored).
+
+Hidden content. Claude Code sends the model messages its transcript does not hold (hook outputs,
+reminders, files re-attached after a compaction). Where another log file holds their text, the
+importer puts it back where the API received it — as meta user messages before the next call,
+marked ``meta.hidden`` and counted in ``header.notes`` — and never invents any:
+
+* ``agent-acompact-*.jsonl`` is the compaction request as the API received it: the ``isMeta``
+  user messages before its compaction prompt are conversation messages the main transcript lost
+  (e.g. ``PostToolUse:Edit hook additional context: [COMPILE ERROR] ...``). Each goes before the
+  first main call after its timestamp;
+* a tool use that a ``PreToolUse`` hook blocked (its hooks ran, no ``PostToolUse``/
+  ``PostToolUseFailure`` hook did, and the result is the error ``toolUseResult`` "Error: <text>")
+  reaches the model twice: as the tool's error result and, repeated, as a ``<system-reminder>``
+  "<hook> hook blocking error from command: ..." user message (Claude Code's own rendering of a
+  ``hook_blocking_error`` attachment; anthropics/claude-code#56121; the ae4a77f8 summary lists
+  "system-reminder hook blocking errors from the pre-commit validation script" among the user
+  messages). The reminder is rebuilt from the result's text and the hook name of the
+  ``hook_progress`` records; which of the hook commands blocked is not recorded, so the command
+  (a few tokens) is left out.
 
 The system prompt and tool schemas are not in the transcript. Their size is derived from the first
 call: ``prefix_tokens`` = its recorded context − the cl100k count of the visible messages it sent
@@ -107,6 +127,7 @@ class _Parsed:
     versions: Counter = field(default_factory=Counter)
     sessions: Counter = field(default_factory=Counter)
     compact_summaries: int = 0
+    hooks: dict[str, dict[str, str]] = field(default_factory=dict)  # tool_use_id -> hookEvent -> hookName
 
 
 def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
@@ -142,6 +163,9 @@ def parse_file(path: Path) -> _Parsed:
             p.sessions[o["sessionId"]] += 1
         if kind in IGNORED_TYPES:
             p.ignored[kind] += 1
+            data = o.get("data")
+            if kind == "progress" and isinstance(data, dict) and data.get("type") == "hook_progress" and o.get("toolUseID"):
+                p.hooks.setdefault(str(o["toolUseID"]), {}).setdefault(str(data.get("hookEvent")), str(data.get("hookName") or ""))
             continue
         if kind == "system":
             if o.get("subtype") == "compact_boundary":
@@ -210,7 +234,8 @@ def parse_file(path: Path) -> _Parsed:
                 if not b.get("tool_use_id"):
                     raise TraceError(path, line, "tool_result block without tool_use_id")
                 p.items.append(("result", {"line": line, "t": t, "id": str(b["tool_use_id"]), "text": text,
-                                           "is_error": bool(b.get("is_error")), "agent": agent, "side": side}))
+                                           "is_error": bool(b.get("is_error")), "agent": agent, "side": side,
+                                           "tool_use_result": tur if isinstance(tur, str) else None}))
             else:
                 text, dropped = flatten_content([b])
                 p.dropped_blocks.update({f"user {k} block": v for k, v in dropped.items()})
@@ -224,6 +249,24 @@ def parse_file(path: Path) -> _Parsed:
         kinds = ", ".join(sorted(p.ignored)) or "none"
         raise TraceError(path, 1, f"no user or assistant records (record types: {kinds}): not a Claude Code transcript")
     return p
+
+
+def pretooluse_block(item: dict[str, Any], hooks: dict[str, str]) -> str | None:
+    """The hook name (e.g. ``PreToolUse:Bash``) when this tool result is a PreToolUse hook's block:
+    the tool never ran (its PreToolUse hooks did, no PostToolUse/PostToolUseFailure hook did) and
+    the result is Claude Code's tool error ``"Error: " + text`` (not a user rejection, not the
+    tool's own ``<tool_use_error>``, not a command's ``Exit code N``)."""
+    text = item["text"]
+    if not item["is_error"] or "PreToolUse" not in hooks or {"PostToolUse", "PostToolUseFailure"} & set(hooks):
+        return None
+    if item.get("tool_use_result") != f"Error: {text}" or text.startswith(("<tool_use_error>", "Exit code ")):
+        return None
+    return hooks["PreToolUse"] or "PreToolUse"
+
+
+def blocking_reminder(hook_name: str, reason: str) -> str:
+    """Claude Code's rendering of a hook_blocking_error attachment, without the (unrecorded) command."""
+    return f"<system-reminder>\n{hook_name} hook blocking error from command: {reason}\n</system-reminder>"
 
 
 @cache
@@ -266,6 +309,10 @@ class _Importer:
     _first_seen: bool = False
     counts: Counter = field(default_factory=Counter)
     deferred: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # hidden content to put back: (t, text, source); timed ones wait for the first call after t
+    hidden_timed: list[tuple[float, str, str]] = field(default_factory=list)
+    hidden_next: list[tuple[float, str, str]] = field(default_factory=list)
+    hidden_stats: Counter = field(default_factory=Counter)
 
     def absorb(self, p: _Parsed) -> None:
         self.ignored.update(p.ignored)
@@ -282,6 +329,13 @@ class _Importer:
             for c in p.calls.values():
                 if c.usage is not None:
                     self.compact_calls.append((c.t, c.usage, f.name, c.model))
+            # the meta messages before the compaction prompt: conversation content the main
+            # transcript does not hold
+            for kind, item in p.items:
+                if kind != "user" or not item.get("meta"):
+                    break
+                self.hidden_timed.append((item["t"], item["text"], f"{f.name} (isMeta message of the compaction request)"))
+        self.hidden_timed.sort(key=lambda h: h[0])
 
     def emit_file(self, p: _Parsed, span: str | None) -> None:
         """Emit a parsed file's items; ``span`` is the id of the sub-agent span they are in."""
@@ -300,6 +354,9 @@ class _Importer:
                     side_run = None
             if span is None and self.deferred and kind != "result":
                 self.flush_deferred()
+            if span is None and side_run is None and kind in ("call", "user", "compact", "summary"):
+                t_item = p.calls[item].t if kind == "call" else item["t"]
+                self.flush_hidden(t_item if kind == "call" else None)
             if kind == "call":
                 c = p.calls[item]
                 model = c.model
@@ -326,6 +383,10 @@ class _Importer:
                     self.emit_subagent(agent, item)
                 if self.b.tool_result(item["t"], item["id"], item["text"], item["is_error"]):
                     self._count_visible(span, item["text"])
+                    hook = pretooluse_block(item, p.hooks.get(item["id"], {}))
+                    if hook and span is None and side_run is None:
+                        self.hidden_next.append((item["t"], blocking_reminder(hook, item["text"]),
+                                                 f"{hook} blocking-error reminder (rebuilt from the tool result)"))
                 if agent and span is None and not nested_spans_allowed():
                     self.deferred.append((agent, item))
             elif kind == "compact":
@@ -346,8 +407,23 @@ class _Importer:
             self.emit_compact(pending, None)
         if span is None and self.deferred:
             self.flush_deferred()
+        if span is None:
+            self.flush_hidden(None)
         if side_run is not None:
             self.b.subtask_end(None, side_run)
+
+    def flush_hidden(self, before: float | None) -> None:
+        """Put recovered hidden content back: the reminders of the last call's tool results, then
+        the timed messages older than ``before`` (the next call's time; None: only the reminders)."""
+        due = list(self.hidden_next)
+        self.hidden_next.clear()
+        while before is not None and self.hidden_timed and self.hidden_timed[0][0] <= before:
+            due.append(self.hidden_timed.pop(0))
+        for t, text, source in due:
+            self.b.user(t, text, meta_record=True, hidden=source)
+            self._count_visible(None, text)
+            self.hidden_stats[source] += 1
+            self.hidden_stats[f"{source} chars"] += len(text)
 
     def flush_deferred(self) -> None:
         """Fallback placement (trace checker without nested spans): the spans of a call's Task
@@ -431,6 +507,12 @@ def import_claude_code(src: str | Path) -> ImportResult:
         extra.append("output_tokens are partial streaming counts (2.1.x): the largest per call is kept; not the truth")
     if imp.dropped:
         extra.append("content blocks replaced by placeholders: " + ", ".join(f"{k} ×{v}" for k, v in sorted(imp.dropped.items())))
+    hs = imp.hidden_stats
+    for source in sorted(k for k in hs if not k.endswith(" chars")):
+        extra.append(f"hidden content recovered: {hs[source]} meta user message(s) from {source}, "
+                     f"{hs[source + ' chars']} chars (meta.hidden)")
+    for t, _text, source in imp.hidden_timed:
+        extra.append(f"hidden content not placed (no main call after {t:.0f} s): {source}")
     extra += imp.notes
     tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
     compactions = sum(1 for e in b.events if isinstance(e, tr.CompactEvent))
@@ -449,6 +531,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
         "tool_uses": tool_uses, "compactions": compactions,
         "subagent_spans": imp.counts.get("sub-agent spans", 0) + imp.counts.get("sidechain spans", 0),
         "prefix_tokens": prefix, "output_tokens_partial": partial,
+        "hidden_messages": sum(v for k, v in imp.hidden_stats.items() if not k.endswith(" chars")),
         "ignored": dict(sorted(imp.ignored.items())), "repairs": dict(sorted(repairs.items())),
     }
     return finalize(header, b, summary)

@@ -351,3 +351,122 @@ def test_inline_sidechain_records_become_a_span(tmp_path):
     assert start.isolated and start.id == "sidechain-1"
     assert res.summary["subagent_spans"] == 1
     assert (res.summary["main_calls"], res.summary["subagent_calls"]) == (2, 1)
+
+
+# --- hidden content the transcript lost, put back from the other log files ----------------------
+
+def hook(ts, tid, event, name):
+    return rec("progress", ts, toolUseID=tid, parentToolUseID=tid,
+               data={"type": "hook_progress", "hookEvent": event, "hookName": name, "command": "x.sh"})
+
+
+def test_pretooluse_block_is_repeated_as_a_system_reminder(tmp_path):
+    """A PreToolUse hook's block reaches the model twice: the tool's error result, and a
+    <system-reminder> repeating it (Claude Code's hook_blocking_error attachment). A user rejection,
+    a command's own failure and a blocked call's PostToolUse-run sibling are not blocks."""
+    reason = "Pre-commit validation failed:\\n\\n[FORMAT] Code is not formatted."
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "commit"),
+        asst(1, "r1", {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "git commit"}}),
+        hook(1.1, "b1", "PreToolUse", "PreToolUse:Bash"),
+        {**result(2, "b1", reason, is_error=True), "toolUseResult": "Error: " + reason},
+        asst(3, "r2", {"type": "tool_use", "id": "b2", "name": "Bash", "input": {"command": "false"}}),
+        hook(3.1, "b2", "PreToolUse", "PreToolUse:Bash"), hook(3.2, "b2", "PostToolUseFailure", "PostToolUseFailure:Bash"),
+        {**result(4, "b2", "Exit code 1", is_error=True), "toolUseResult": "Error: Exit code 1"},
+        asst(5, "r3", {"type": "tool_use", "id": "b3", "name": "Bash", "input": {"command": "rm -rf"}}),
+        hook(5.1, "b3", "PreToolUse", "PreToolUse:Bash"),
+        {**result(6, "b3", "The user doesn't want to proceed with this tool use.", is_error=True),
+         "toolUseResult": "User rejected tool use"},
+        asst(7, "r4", {"type": "text", "text": "ok"}),
+    ])
+    res = import_file("claude-code", f)
+    hidden = [(i, e) for i, e in enumerate(res.trace.events) if isinstance(e, tr.UserEvent) and e.meta.get("hidden")]
+    assert len(hidden) == 1 and res.summary["hidden_messages"] == 1
+    i, e = hidden[0]
+    assert e.text == f"<system-reminder>\nPreToolUse:Bash hook blocking error from command: {reason}\n</system-reminder>"
+    # after the blocked call's result, before the next call
+    assert isinstance(res.trace.events[i - 1], tr.ToolResultEvent) and res.trace.events[i - 1].tool_use_id == "b1"
+    assert isinstance(res.trace.events[i + 1], tr.AssistantEvent)
+    assert any("hidden content recovered: 1 meta user message(s) from PreToolUse:Bash" in n
+               and f"{len(e.text)} chars" in n for n in res.trace.header.notes)
+
+
+def test_acompact_meta_messages_go_back_before_the_next_call(tmp_path):
+    """The compaction request's isMeta messages (before its prompt) are conversation content the
+    main transcript lost: each goes before the first main call after its time."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "e1", "name": "Edit", "input": {}}),
+        result(2, "e1", "updated"),
+        asst(4, "r2", {"type": "tool_use", "id": "e2", "name": "Edit", "input": {}}),
+        result(5, "e2", "updated"),
+        asst(7, "r3", {"type": "text", "text": "a"}),
+        rec("system", 9, subtype="compact_boundary", compactMetadata={"trigger": "auto", "preTokens": 99}),
+        user(9.1, "This session is being continued", isCompactSummary=True),
+        asst(10, "r4", {"type": "text", "text": "b"}),
+    ])
+    sub = tmp_path / "s" / "subagents"
+    sub.mkdir(parents=True)
+    write(sub / "agent-acompact-1.jsonl", [
+        user(3, "<system-reminder>\nPostToolUse:Edit hook additional context: [COMPILE ERROR]\n</system-reminder>",
+             isSidechain=True, isMeta=True),
+        user(6, "<system-reminder>\nsecond\n</system-reminder>", isSidechain=True, isMeta=True),
+        user(8, "Your task is to create a detailed summary", isSidechain=True),
+        asst(8.5, "rc", {"type": "text", "text": "<summary>"}, read=900),
+    ])
+    res = import_file("claude-code", f)
+    kinds = [(type(e).__name__, e.meta.get("hidden") is not None if isinstance(e, tr.UserEvent) else None)
+             for e in res.trace.events]
+    assert kinds == [("UserEvent", False), ("AssistantEvent", None), ("ToolResultEvent", None), ("UserEvent", True),
+                     ("AssistantEvent", None), ("ToolResultEvent", None), ("UserEvent", True),
+                     ("AssistantEvent", None), ("CompactEvent", None), ("AssistantEvent", None)]
+    assert res.trace.events[3].text.startswith("<system-reminder>\nPostToolUse:Edit")
+    assert res.summary["hidden_messages"] == 2
+    # the compaction prompt itself is not conversation content
+    assert not any(isinstance(e, tr.UserEvent) and "detailed summary" in e.text for e in res.trace.events)
+
+
+@needs_real
+def test_real_258c_acompact_hook_outputs_are_put_back():
+    """agent-acompact-fffbd0.jsonl holds two PostToolUse:Edit hook outputs (isMeta, 20:57:47 and
+    20:58:09) the main transcript lacks; each goes right before the main call that followed it
+    (read here from the main file: the first assistant record after its timestamp)."""
+    from datetime import datetime
+
+    main = REAL / MAIN_LOGS[0]
+    acompact = main.with_suffix("") / "subagents" / "agent-acompact-fffbd0.jsonl"
+    metas = [json.loads(x) for x in acompact.read_text().splitlines()]
+    metas = [o for o in metas if o["type"] == "user" and o.get("isMeta")]
+    assert len(metas) == 2
+    recs = [json.loads(x) for x in main.read_text().splitlines()]
+    ts = lambda o: datetime.fromisoformat(o["timestamp"].replace("Z", "+00:00"))  # noqa: E731
+    want_next = [next(o["requestId"] for o in recs if o["type"] == "assistant" and ts(o) > ts(m)) for m in metas]
+    res = import_file("claude-code", main)
+    evs = res.trace.events
+    got = [(e.text, evs[i + 1].request_id) for i, e in enumerate(evs) if isinstance(e, tr.UserEvent) and e.meta.get("hidden")]
+    assert got == [(m["message"]["content"], r) for m, r in zip(metas, want_next)]
+    assert res.summary["hidden_messages"] == 2
+
+
+@needs_real
+def test_real_ae4a_pretooluse_blocks_are_repeated():
+    """ae4a77f8: the Bash calls whose PreToolUse hooks ran but no PostToolUse hook did, and whose
+    result is an error that no user rejected (counted here from the raw records: 8, the
+    pre-commit validation failures), each get the repeated reminder."""
+    main = REAL / MAIN_LOGS[1]
+    pre, post, errors = set(), set(), {}
+    for x in main.read_text().splitlines():
+        o = json.loads(x)
+        d = o.get("data") or {}
+        if o["type"] == "progress" and d.get("type") == "hook_progress":
+            (pre if d["hookEvent"] == "PreToolUse" else post).add(o["toolUseID"])
+        if o["type"] == "user" and isinstance(o["message"]["content"], list):
+            for b in o["message"]["content"]:
+                if b.get("type") == "tool_result" and b.get("is_error") and o.get("toolUseResult") != "User rejected tool use":
+                    errors[b["tool_use_id"]] = b["content"]
+    blocked = [errors[t] for t in errors if t in pre and t not in post]
+    assert len(blocked) == 8 and all(t.startswith("Pre-commit validation failed") for t in blocked)
+    res = import_file("claude-code", main)
+    hidden = [e.text for e in res.trace.events if isinstance(e, tr.UserEvent) and e.meta.get("hidden")]
+    assert len(hidden) == 8 and res.summary["hidden_messages"] == 8
+    assert sorted(h.split("from command: ", 1)[1].removesuffix("\n</system-reminder>") for h in hidden) == sorted(blocked)
