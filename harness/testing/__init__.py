@@ -33,8 +33,10 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter
 KIT_SETTINGS = {
     "ci": settings(max_examples=6, stateful_step_count=30, derandomize=True, database=None, deadline=None,
                    suppress_health_check=_SLOW_OK, report_multiple_bugs=False, print_blob=False),
-    # deep: many more and longer sessions, still deterministic between runs only through the database
-    "deep": settings(max_examples=200, stateful_step_count=80, deadline=None, suppress_health_check=_SLOW_OK,
+    # deep: ten times the sessions, twice as long, results up to megabytes, random (a new search on
+    # every run; hypothesis' example database replays past failures first). About an hour for the
+    # whole registry on two cores.
+    "deep": settings(max_examples=60, stateful_step_count=60, deadline=None, suppress_health_check=_SLOW_OK,
                      report_multiple_bugs=False),
 }
 # Registered for users who load them by name, unless a test suite registered its own first (this
