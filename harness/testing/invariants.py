@@ -6,6 +6,9 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    every later request of the session is a 400 too until the history is repaired.
 ``window``         no main-line request exceeds the window, for a strategy that claims to manage
                    it (``Strategy.manages_window``): an overflow is a 400 ("prompt is too long").
+                   Excused: the request right after a side call that failed by injection (a
+                   strategy cannot summarise without its model; a summary request the API refused
+                   as too long is no excuse, that is the strategy's own doing).
 ``stable_prefix``  the bytes before each cache breakpoint of a request are unchanged in the next
                    request of the same conversation, unless the strategy declared a rewrite at that
                    call (``Request.rewrite``): an undeclared change silently multiplies the bill.
@@ -246,6 +249,7 @@ class Checker:
     _entered: set[str] = field(default_factory=set)  # tool results seen entering the window
     _spans: list[bool] = field(default_factory=list)  # open sub-task spans: isolated or not
     _resumed: bool = False
+    _side_failed: bool = False  # a side call failed by injection since the last main-line request
     _files: Files | None = None
 
     def __post_init__(self) -> None:
@@ -297,14 +301,17 @@ class Checker:
         if err:
             v("pairing", err)
         if not s.main_line:
+            if s.rejected and s.error.startswith("injected"):
+                self._side_failed = True
             return out
         stream = self._stream(s)
         if self._resumed and stream == "main":
             self._resumed = False
             if err:
                 v("resume_pairing", f"first request after resume: {err}")
-        if s.tokens > s.window:
+        if s.tokens > s.window and not self._side_failed:
             v("window", f"{s.tokens:,} tokens > window {s.window:,}")
+        self._side_failed = False
         prev = self._prev.get(stream)
         if prev is not None and not req.rewrite:
             change = prefix_change(prev.request, req)

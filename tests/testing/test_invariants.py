@@ -152,6 +152,18 @@ def test_checker_window_counts_only_main_line_requests():
     assert [(v.invariant, v.call) for v in found] == [("window", 0)]
 
 
+def test_checker_window_excuses_the_request_after_an_injected_side_call_failure():
+    summary = req([user("a")], kind="summary")
+    failed = Sent(summary, 900, 1_000, True, "injected failure", 1, 1.0)
+    refused = Sent(summary, 1_200, 1_000, True, "overflow: prompt is too long", 3, 3.0)
+    big = req([user("a")])
+    found = checker().feed([sent(big, 0), failed, sent(big, 2, tokens=1_100), refused, sent(big, 4, tokens=1_100),
+                            sent(big, 5, tokens=1_100)])
+    # call 2 follows an injected failure: excused; call 4 follows a refusal (the strategy's own
+    # too-long summary request): not excused; call 5 follows nothing: not excused
+    assert [(v.invariant, v.call) for v in found] == [("window", 4), ("window", 5)]
+
+
 def test_checker_isolated_span_is_its_own_conversation():
     """A sub-agent's fresh history is not a rewrite of the parent's, whatever its kind label."""
     main = req([user("parent task")], [Breakpoint(0)])
