@@ -44,7 +44,7 @@ from harness.trace import (
     Trace,
     UserEvent,
 )
-from strategies.recorded import COMPACT_INSTRUCTIONS, Recorded
+from strategies.recorded import COMPACT_INSTRUCTIONS, REISSUE_AFTER, Recorded
 
 FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
 NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
@@ -71,6 +71,7 @@ class RecordedCall:
     new_chars: int                # characters that entered this thread's context since its previous call
     prev_in_thread: int | None    # index of the previous call of the same thread
     tools: tuple[str, ...] = ()   # the tools this call used (what ran between it and the next call)
+    trigger: str | None = None    # a user message since the previous call after which the agent re-sent its messages
 
     @property
     def context(self) -> int:
@@ -84,6 +85,7 @@ def recorded_calls(trace: Trace) -> list[RecordedCall]:
     chars: dict[str, int] = {"main": 0}
     last: dict[str, int] = {}
     compacted: set[str] = set()
+    triggers: dict[str, str] = {}
     for ev in trace.events:
         thread = spans[-1] if spans else "main"
         if isinstance(ev, SubtaskStart):
@@ -95,6 +97,9 @@ def recorded_calls(trace: Trace) -> list[RecordedCall]:
                 spans.pop()
         elif isinstance(ev, UserEvent):
             chars[thread] = chars.get(thread, 0) + len(ev.text)
+            hit = next((p for p in REISSUE_AFTER if ev.text.startswith(p)), None)
+            if hit:
+                triggers[thread] = hit
         elif isinstance(ev, ToolResultEvent):
             chars[thread] = chars.get(thread, 0) + len(ev.content)
         elif isinstance(ev, CompactEvent):
@@ -104,7 +109,7 @@ def recorded_calls(trace: Trace) -> list[RecordedCall]:
             names = tuple(c.name for c in ev.tool_uses()) + tuple(
                 "web_search_call" for c in ev.content if isinstance(c, TextContent) and c.text.startswith("[web_search_call]"))
             out.append(RecordedCall(len(out), ev.t, ev.model, ev.usage, thread, thread in compacted,
-                                    chars.get(thread, 0), last.get(thread), names))
+                                    chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None)))
             compacted.discard(thread)
             last[thread] = len(out) - 1
             chars[thread] = sum(len(c.text) if isinstance(c, TextContent) else len(c.thinking)
@@ -429,9 +434,10 @@ def _pin_segments(calls: list[RecordedCall], table: pd.DataFrame) -> list[dict[s
 def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefix: int) -> list[dict[str, Any]]:
     """Every recorded cache miss with its cause: ``ttl`` (the gap since the previous call exceeds
     the TTL written), ``prefix_change`` (a change the log shows: the model switched, so another
-    cache; or the replay of the visible content misses there too) or ``unexplained`` (the log shows
-    nothing; ``fell_back_to`` says where the read stopped). A compaction's first call is a declared
-    rewrite, not a miss."""
+    cache; a ``<task-notification>`` user message came in and the read stopped exactly at the
+    system prefix, so the messages changed from the first one; or the replay of the visible content
+    misses there too) or ``unexplained`` (the log shows nothing; ``fell_back_to`` says where the
+    read stopped). A compaction's first call is a declared rewrite, not a miss."""
     out = []
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
@@ -449,6 +455,13 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
             cause, block = "ttl", f"{gap:.0f} s since the previous call > {ttl}"
         elif c.model != prev.model:
             cause, block = "prefix_change", f"model {prev.model} → {c.model} (another cache)"
+        elif c.trigger and abs(read - system_prefix) <= max(MISS_TOLERANCE_TOKENS, 0.02 * system_prefix):
+            # the read stopped exactly at the system prefix: the system and tools were unchanged,
+            # the messages were not reusable from the first one on
+            cause, block = "prefix_change", (
+                f"the messages, from the first (system and tools still read): Claude Code re-sent its conversation "
+                f"after a {c.trigger} user message; which message bytes or message-level request parameters "
+                f"changed, the log does not show")
         elif sim["simulated_cache_read"] + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) < sim_prev["simulated_context"]:
             cause, block = "prefix_change", "the replay of the visible content misses here too"
         else:
@@ -465,6 +478,7 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
             earlier = [p for p in calls[:c.index] if p.usage and p.thread == c.thread and abs(p.context - read) <= 64]
             where = f"an earlier call's context (call {earlier[-1].index}, {read})" if earlier else f"{read} tokens"
         out.append({"call": c.index, "t": round(c.t, 3), "gap_s": round(gap, 3), "cause": cause, "changed": block,
+                    "trigger": c.trigger,
                     "expected_read": expected, "recorded_read": read, "fell_back_to": where})
     return out
 

@@ -21,7 +21,15 @@ re-enacts, and where each habit was read:
 * a sub-agent span (``isolated``) runs in its own context: its own history and its own system
   prefix (``subtask_prefix_tokens``), the parent's history untouched until the Task result arrives;
 * the model of each call, when the log switched models mid-session (``models``: a Skill that runs
-  on Haiku, a sub-agent on Sonnet), since each model has its own price and its own cache.
+  on Haiku, a sub-agent on Sonnet), since each model has its own price and its own cache;
+* a re-sent conversation after a ``<task-notification>`` user message (``reissue_after``): in
+  spotter ``258c7280`` (Claude Code 2.1.39) both calls that followed a background task's
+  notification read back exactly the system prefix (21,460 tokens) and re-wrote every message,
+  while the context grew only by the visible notification — the messages' cache was not reusable,
+  the system's and tools' was; no other user message did this. What changed in the messages (or in
+  the message-level request parameters) the log does not show, so the replay changes the first
+  message's cache identity only (same text, same tokens) and keeps the new prefix from then on,
+  as the recorded reads do.
 
 It never sees recorded token counts: the parameters are the agent's *choices* (where it put
 breakpoints, which model it called), read from the log by ``ctxsim fidelity``.
@@ -33,7 +41,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.conversation import Breakpoint, History, Message, Request, SystemPrompt
+from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
 from harness.llm import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
 from strategies.base import CallInfo, Strategy, StrategyConfig
 
@@ -48,6 +56,8 @@ COMPACT_INSTRUCTIONS = (
 )
 SUMMARY_MAX_OUTPUT_TOKENS = 20_000  # N-COMP-1's reserve: what a summary may take
 MISSING_SUMMARY = "[the recorded log has no summary text for this compaction]"
+# Claude Code 2.1.39 re-sent its messages with a changed prefix after these (spotter 258c7280, 2 of 2)
+REISSUE_AFTER = ("<task-notification>",)
 
 
 class RecordedConfig(StrategyConfig):
@@ -66,6 +76,9 @@ class RecordedConfig(StrategyConfig):
         {}, description="system+tools tokens of each sub-agent span (by span id) the log has no text for")
     compact_models: tuple[str, ...] = Field(
         (), description="model of each recorded compaction call in order ('' or none: the last call's model)")
+    reissue_after: tuple[str, ...] = Field(
+        REISSUE_AFTER, description="a user message starting with one of these makes the agent re-send its "
+        "conversation with the message prefix changed from the first message (the messages' cache is lost)")
     compact_ttls: tuple[Literal["", "5m", "1h"], ...] = Field(
         (), description="cache TTL each recorded compaction call wrote with, in order ('' or none: ttl)")
 
@@ -115,6 +128,25 @@ class Recorded(Strategy):
         return sp
 
     # --- the recorded agent's own context management ------------------------------------------------
+    def on_user(self, message: Message) -> None:
+        super().on_user(message)
+        if not self._spans and len(self.history) > 1 and message.text.startswith(tuple(self.config.reissue_after)):
+            self._reissue()
+
+    def _reissue(self) -> None:
+        """The first message, re-sent with the same text under a new cache identity: every message
+        prefix changes (the cache falls back to the system prefix), no token is added."""
+        first = self.history[0]
+        b = first.blocks[0]
+        if b.type != "text":
+            self.counters.extra["re-send after a task notification skipped (first block is not text)"] += 1
+            return
+        n = self.counters.extra["messages re-sent with a changed prefix (after a task notification)"] + 1
+        self.counters.extra["messages re-sent with a changed prefix (after a task notification)"] = n
+        # a text block's ``id`` is not sent and not counted, but it is part of the cache key
+        salted = Block("text", b.text, id=f"reissue-{n}", meta={**b.meta, "reissued": n})
+        self.history = self.history.replace_at(0, Message(first.role, (salted, *first.blocks[1:]), first.meta))
+
     def on_recorded_compact(self, trigger: str, summary: str | None, now: float) -> None:
         n = self.counters.compactions_attempted
         self.counters.compactions_attempted += 1

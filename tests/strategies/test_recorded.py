@@ -8,6 +8,7 @@ import pytest
 from harness import trace as tr
 from harness.conversation import Breakpoint
 from harness.engine import RunConfig, replay
+from harness.provider import Provider
 from strategies.recorded import COMPACT_INSTRUCTIONS, MISSING_SUMMARY, Recorded, RecordedConfig
 from strategies.registry import StrategyError, get, make_config
 
@@ -135,3 +136,31 @@ def test_compaction_call_runs_on_the_recorded_compaction_model_and_ttl():
     _, seen = run(t, params)
     assert seen[2].model == haiku and seen[2].breakpoints[0] == Breakpoint("system", "1h")
     assert seen[2].system.opaque_tokens == 3500
+
+
+def test_task_notification_resends_the_messages_with_a_changed_prefix():
+    """Claude Code 2.1.39 (spotter 258c7280): after a <task-notification> user message the next
+    call reads back only the system prefix and re-writes the messages; the context does not grow
+    beyond the visible message. An ordinary user message keeps the cache."""
+    evs = [tr.UserEvent(t=0, text=BIG), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+           tr.UserEvent(t=2, text="did you push?"), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")]),
+           tr.UserEvent(t=4, text="<task-notification>\n<status>completed</status>\n</task-notification>"),
+           tr.AssistantEvent(t=5, content=[tr.TextContent(text="c")]),
+           tr.UserEvent(t=6, text="thanks"), tr.AssistantEvent(t=7, content=[tr.TextContent(text="d")])]
+    res, seen = run(trace(evs, prefix=5000))   # above Opus 4.6's 4,096-token minimum alone
+    c = res.calls
+    assert c.loc[1, "cache_read"] == c.loc[0, "context_tokens"]            # ordinary message: a hit
+    # after the notification: the read is the tools + system prefix (the system breakpoint's entry)
+    # and every message is written again
+    system_prefix = Provider(MODEL).layout(seen[2]).tokens(-1)
+    assert 5000 < system_prefix < 5100                                     # the 5,000 opaque + framing
+    assert c.loc[2, "cache_read"] == system_prefix
+    assert c.loc[2, "cache_read"] + c.loc[2, "cache_write_5m"] + c.loc[2, "input_uncached"] == c.loc[2, "context_tokens"]
+    assert seen[2].messages[0].text == BIG
+    assert c.loc[3, "cache_read"] == c.loc[2, "context_tokens"]           # the new prefix is kept
+    # turned off: the notification is an ordinary message (a hit), and the context is the same
+    # size either way: the re-send adds no token
+    off, _ = run(trace(evs, prefix=5000), {"reissue_after": ()})
+    assert off.calls.loc[2, "cache_read"] == off.calls.loc[1, "context_tokens"]
+    assert list(off.calls["context_tokens"]) == list(c["context_tokens"])
+    assert res.metrics["cost_usd"] > off.metrics["cost_usd"]
