@@ -391,10 +391,24 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         "cache_misses": n_miss,
         "hidden_tokens": {"calls": len(hidden), "total": int(sum(h["tokens"] for h in hidden)),
                           "shrinking_calls": sum(1 for h in hidden if h["tokens"] < 0),
-                          "by_preceding_tool": _by_tool(hidden)},
+                          "by_preceding_tool": _by_tool(hidden),
+                          "recovered": recovered_hidden(trace, Provider(model, token_scale=scale))},
         "subagent_calls": sum(1 for c in calls if c.thread != "main"),
     }
     return Fidelity(report, table, misses, hidden)
+
+
+def recovered_hidden(trace: Trace, provider: Provider) -> dict[str, Any]:
+    """The hidden content the importer put back from other log files (user messages marked
+    ``meta.hidden``), in tokens at the fitted scale: what no longer shows up as a hidden delta."""
+    by: dict[str, dict[str, int]] = {}
+    for e in trace.events:
+        if isinstance(e, UserEvent) and e.meta.get("hidden"):
+            d = by.setdefault(str(e.meta["hidden"]), {"messages": 0, "tokens": 0})
+            d["messages"] += 1
+            d["tokens"] += provider.message_tokens(Message.user(e.text))
+    return {"messages": sum(d["messages"] for d in by.values()), "tokens": sum(d["tokens"] for d in by.values()),
+            "by_source": by}
 
 
 def _by_tool(hidden: list[dict[str, Any]]) -> dict[str, int]:
@@ -552,5 +566,5 @@ def summary_line(report: dict[str, Any]) -> str:
             f"({cost['abs_pct_error']}%), misses {report['cache_misses']}, hidden {report['hidden_tokens']}")
 
 
-__all__ = ["Fidelity", "RecordedCall", "classify_misses", "compaction_calls", "figure", "fit_token_scale", "hidden_deltas",
-           "recorded_calls", "run_fidelity", "summary_line"]
+__all__ = ["Fidelity", "RecordedCall", "classify_misses", "compaction_calls", "figure", "fit_token_scale",
+           "hidden_deltas", "recorded_calls", "recovered_hidden", "run_fidelity", "summary_line"]

@@ -236,3 +236,21 @@ def test_classify_a_fall_back_to_the_system_prefix_after_a_task_notification():
     assert "the messages, from the first" in got[1]["changed"]
     assert got[2]["cause"] == "unexplained" and got[2]["trigger"] is None
     assert got[3]["cause"] == "unexplained"
+
+
+def test_recovered_hidden_content_is_reported_by_source():
+    """User messages the importer put back (meta.hidden) are counted apart, by source, in tokens at
+    the given scale; the visible user messages are not."""
+    from harness.conversation import Message
+    from harness.fidelity import recovered_hidden
+    from harness.provider import Provider
+
+    a, b = "<system-reminder>\ncompile error\n</system-reminder>", "<system-reminder>\nblocked\n</system-reminder>"
+    evs = [tr.UserEvent(t=0, text="go"), tr.UserEvent(t=1, text=a, meta={"hidden": "acompact"}),
+           tr.UserEvent(t=2, text=b, meta={"hidden": "acompact"}),
+           tr.AssistantEvent(t=3, content=[tr.TextContent(text="ok")])]
+    p = Provider(MODEL, token_scale=1.5)
+    got = recovered_hidden(tr.validate_events(tr.Header(name="h"), evs), p)
+    want = p.message_tokens(Message.user(a)) + p.message_tokens(Message.user(b))
+    assert got == {"messages": 2, "tokens": want, "by_source": {"acompact": {"messages": 2, "tokens": want}}}
+    assert want > 1.5 * 10   # both texts are over ten cl100k tokens, scaled by 1.5
