@@ -81,12 +81,28 @@ class Recording:
         return [e for e in self.entries if isinstance(e, Sent)]
 
 
+_SCRATCH = [0]
+
+
 def scratch_dir() -> Path:
     """A fresh directory for one run's files: in memory (/dev/shm) where there is one, since a
-    state machine makes hundreds of short runs that each write spills and transcripts."""
+    state machine makes hundreds of short runs that each write spills and transcripts.
+
+    Its name is ``ctxsim-check-`` and six digits: spill placeholders and transcript pointers name
+    it, and a name of random letters would tokenise to a different count on every run (a request
+    at the window's edge would pass once and fail the next time); six digits are two tokens
+    whatever they are.
+    """
     shm = Path("/dev/shm")
-    root = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
-    return Path(tempfile.mkdtemp(prefix="ctxsim-check-", dir=root))
+    root = shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+    while True:
+        _SCRATCH[0] += 1
+        d = root / f"ctxsim-check-{(os.getpid() * 1_000 + _SCRATCH[0]) % 1_000_000:06d}"
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            continue
 
 
 def originals_of(events) -> dict[str, str]:
