@@ -13,8 +13,9 @@ boundaries, a pairing-valid first request after a resume. This package checks th
   after every step; :func:`find_failure` returns the minimal failing session.
 
 Settings profiles: ``ci`` (bounded, deterministic; ``make test``) and ``deep`` (``make test-deep``),
-registered here and chosen by the ``HYPOTHESIS_PROFILE`` environment variable
-(:func:`selected_settings`). See docs/writing-a-strategy.md.
+chosen by the ``HYPOTHESIS_PROFILE`` environment variable (:func:`selected_settings`); the kit's
+runs always use its own :data:`KIT_SETTINGS` and :data:`LIMITS`, whatever profile a test suite
+loaded for its other tests. See docs/writing-a-strategy.md.
 """
 
 from __future__ import annotations
