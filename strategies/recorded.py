@@ -22,6 +22,12 @@ re-enacts, and where each habit was read:
   prefix (``subtask_prefix_tokens``), the parent's history untouched until the Task result arrives;
 * the model of each call, when the log switched models mid-session (``models``: a Skill that runs
   on Haiku, a sub-agent on Sonnet), since each model has its own price and its own cache;
+* earlier turns' thinking dropped at each new user turn, on the models whose API does that
+  (``strip_previous_thinking``; Anthropic's extended-thinking docs: models before Opus 4.5 remove
+  the thinking blocks of previous assistant turns from context). The codemie logs (Sonnet 4.5)
+  show it call by call: the context *shrinks* at each new user message by the previous turn's
+  thinking (e.g. 2,060 cl100k thinking tokens ×1.18 ≈ 2,438 vs a recorded −2,771; 816 → 966 vs
+  −863), and never between tool calls; Opus 4.6 keeps them (no shrink in the spotter logs);
 * a re-sent conversation after a ``<task-notification>`` user message (``reissue_after``): in
   spotter ``258c7280`` (Claude Code 2.1.39) both calls that followed a background task's
   notification read back exactly the system prefix (21,460 tokens) and re-wrote every message,
@@ -56,6 +62,9 @@ COMPACT_INSTRUCTIONS = (
 )
 SUMMARY_MAX_OUTPUT_TOKENS = 20_000  # N-COMP-1's reserve: what a summary may take
 MISSING_SUMMARY = "[the recorded log has no summary text for this compaction]"
+# Anthropic extended-thinking docs: models before Claude Opus 4.5 drop previous turns' thinking blocks
+STRIPS_PREVIOUS_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1", "claude-opus-4-0",
+                            "claude-opus-4-2", "claude-sonnet-4-0", "claude-sonnet-4-2", "claude-3-7-sonnet")
 # Claude Code 2.1.39 re-sent its messages with a changed prefix after these (spotter 258c7280, 2 of 2)
 REISSUE_AFTER = ("<task-notification>",)
 
@@ -79,6 +88,9 @@ class RecordedConfig(StrategyConfig):
     reissue_after: tuple[str, ...] = Field(
         REISSUE_AFTER, description="a user message starting with one of these makes the agent re-send its "
         "conversation with the message prefix changed from the first message (the messages' cache is lost)")
+    strip_previous_thinking: Literal["auto", "always", "never"] = Field(
+        "auto", description="drop earlier turns' thinking blocks at a new user turn (auto: on the models "
+        "whose API does, those before Opus 4.5)")
     compact_ttls: tuple[Literal["", "5m", "1h"], ...] = Field(
         (), description="cache TTL each recorded compaction call wrote with, in order ('' or none: ttl)")
 
@@ -96,6 +108,7 @@ class Recorded(Strategy):
         self._spans: list[str] = []        # open isolated sub-agent spans, innermost last
         self._last_model: str | None = None  # the model of the last call (the compaction call uses it)
         self._systems: dict[str, SystemPrompt] = {}
+        self._new_turn = False             # a user message (not tool results, not a meta record) came in
 
     # --- the model call ---------------------------------------------------------------------------
     def breakpoints(self, history: History, ttl: str | None = None) -> tuple[Breakpoint, ...]:
@@ -113,6 +126,10 @@ class Recorded(Strategy):
 
     def build_request(self, call: CallInfo) -> Request:
         self._last_model = self._model(call.index)
+        if self._new_turn:
+            self._new_turn = False
+            if self._strips(self._last_model or self.env.model):
+                self._strip_thinking()
         system = self.system
         if not self._spans and self._last_model in self.config.model_prefix_tokens:
             system = self._system_for(self._last_model)
@@ -130,8 +147,29 @@ class Recorded(Strategy):
     # --- the recorded agent's own context management ------------------------------------------------
     def on_user(self, message: Message) -> None:
         super().on_user(message)
+        if not message.meta.get("meta_record") and not message.meta.get("hidden"):
+            self._new_turn = True
         if not self._spans and len(self.history) > 1 and message.text.startswith(tuple(self.config.reissue_after)):
             self._reissue()
+
+    def _strips(self, model: str | None) -> bool:
+        mode = self.config.strip_previous_thinking
+        return mode == "always" or (mode == "auto" and bool(model) and model.startswith(STRIPS_PREVIOUS_THINKING))
+
+    def _strip_thinking(self) -> None:
+        """Every assistant message before the new user turn loses its thinking blocks (what the API
+        removes); a message that was only thinking keeps them (an empty message cannot be sent)."""
+        h = self.history
+        first = next((i for i in range(len(h)) if h[i].role == "assistant"
+                      and any(b.type == "thinking" for b in h[i].blocks)), None)
+        if first is None:
+            return
+        out = []
+        for m in h[first:]:
+            kept = tuple(b for b in m.blocks if b.type != "thinking") if m.role == "assistant" else m.blocks
+            out.append(m if len(kept) == len(m.blocks) or not kept else Message(m.role, kept, m.meta))
+        self.history = h.replace_from(first, out)
+        self.counters.extra["turns whose earlier thinking was dropped"] += 1
 
     def _reissue(self) -> None:
         """The first message, re-sent with the same text under a new cache identity: every message

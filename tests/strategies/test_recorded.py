@@ -164,3 +164,32 @@ def test_task_notification_resends_the_messages_with_a_changed_prefix():
     assert off.calls.loc[2, "cache_read"] == off.calls.loc[1, "context_tokens"]
     assert list(off.calls["context_tokens"]) == list(c["context_tokens"])
     assert res.metrics["cost_usd"] > off.metrics["cost_usd"]
+
+
+def test_new_user_turn_drops_earlier_thinking_on_models_that_strip_it():
+    """Sonnet 4.5 (before Opus 4.5) drops previous turns' thinking at a new user turn: the next
+    request holds the earlier answers without their thinking blocks; tool-result continuations and
+    meta records keep them; Opus 4.6 keeps them always."""
+    sonnet = "claude-sonnet-4-5-20250929"
+    think = tr.ThinkingContent(thinking="let me think " * 50)
+    evs = [tr.UserEvent(t=0, text=BIG),
+           tr.AssistantEvent(t=1, content=[think, tr.ToolUseContent(id="r1", name="Read", input={"p": 1})]),
+           tr.ToolResultEvent(t=2, tool_use_id="r1", content="file"),
+           tr.AssistantEvent(t=3, content=[think, tr.TextContent(text="done")]),     # continuation: kept
+           tr.UserEvent(t=4, text="<system-reminder>x</system-reminder>", meta={"meta_record": True}),
+           tr.AssistantEvent(t=5, content=[tr.TextContent(text="noted")]),           # meta record: kept
+           tr.UserEvent(t=6, text="next task"),
+           tr.AssistantEvent(t=7, content=[tr.TextContent(text="ok")])]
+    t = tr.validate_events(tr.Header(name="t", model=sonnet, prefix_tokens=3000), evs)
+    res, seen = run(t, {"models": (sonnet,) * 4})
+    kinds = lambda req: [[b.type for b in m.blocks] for m in req.messages if m.role == "assistant"]  # noqa: E731
+    assert kinds(seen[1]) == [["thinking", "tool_use"]]
+    assert kinds(seen[2]) == [["thinking", "tool_use"], ["thinking", "text"]]
+    assert kinds(seen[3]) == [["tool_use"], ["text"], ["text"]]
+    c = res.calls
+    # the context shrinks by the two thinking blocks although a message was added
+    assert c.loc[3, "context_tokens"] < c.loc[2, "context_tokens"]
+    res_opus, seen_opus = run(tr.validate_events(tr.Header(name="t", model=MODEL, prefix_tokens=3000), evs))
+    assert kinds(seen_opus[3]) == [["thinking", "tool_use"], ["thinking", "text"], ["text"]]
+    _, seen_never = run(t, {"models": (sonnet,) * 4, "strip_previous_thinking": "never"})
+    assert kinds(seen_never[3]) == kinds(seen_opus[3])
