@@ -44,7 +44,7 @@ from harness.trace import (
     Trace,
     UserEvent,
 )
-from strategies.recorded import COMPACT_INSTRUCTIONS, REISSUE_AFTER, Recorded
+from strategies.recorded import COMPACT_INSTRUCTIONS, REISSUE_AFTER, STRIPS_PREVIOUS_THINKING, Recorded
 
 FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
 NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
@@ -72,6 +72,7 @@ class RecordedCall:
     prev_in_thread: int | None    # index of the previous call of the same thread
     tools: tuple[str, ...] = ()   # the tools this call used (what ran between it and the next call)
     trigger: str | None = None    # a user message since the previous call after which the agent re-sent its messages
+    new_turn: bool = False        # a user message (not tool results, not a meta record) came since the previous call
 
     @property
     def context(self) -> int:
@@ -86,6 +87,7 @@ def recorded_calls(trace: Trace) -> list[RecordedCall]:
     last: dict[str, int] = {}
     compacted: set[str] = set()
     triggers: dict[str, str] = {}
+    turns: set[str] = set()
     for ev in trace.events:
         thread = spans[-1] if spans else "main"
         if isinstance(ev, SubtaskStart):
@@ -97,6 +99,8 @@ def recorded_calls(trace: Trace) -> list[RecordedCall]:
                 spans.pop()
         elif isinstance(ev, UserEvent):
             chars[thread] = chars.get(thread, 0) + len(ev.text)
+            if not ev.meta.get("meta_record") and not ev.meta.get("hidden"):
+                turns.add(thread)
             hit = next((p for p in REISSUE_AFTER if ev.text.startswith(p)), None)
             if hit:
                 triggers[thread] = hit
@@ -109,7 +113,9 @@ def recorded_calls(trace: Trace) -> list[RecordedCall]:
             names = tuple(c.name for c in ev.tool_uses()) + tuple(
                 "web_search_call" for c in ev.content if isinstance(c, TextContent) and c.text.startswith("[web_search_call]"))
             out.append(RecordedCall(len(out), ev.t, ev.model, ev.usage, thread, thread in compacted,
-                                    chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None)))
+                                    chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None),
+                                    thread in turns))
+            turns.discard(thread)
             compacted.discard(thread)
             last[thread] = len(out) - 1
             chars[thread] = sum(len(c.text) if isinstance(c, TextContent) else len(c.thinking)
@@ -478,6 +484,9 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
                 f"changed, the log does not show")
         elif sim["simulated_cache_read"] + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) < sim_prev["simulated_context"]:
             cause, block = "prefix_change", "the replay of the visible content misses here too"
+            if c.new_turn and c.model and c.model.startswith(STRIPS_PREVIOUS_THINKING):
+                block = ("the previous turn's thinking blocks, dropped at this new user turn (models before "
+                         "Opus 4.5): the prefix changed at the first of them; the replay misses here too")
         else:
             cause, block = "unexplained", None
         if read == 0:

@@ -289,3 +289,20 @@ def test_real_codemie_turn_starts_shrink_by_the_previous_turns_thinking():
     r = run_fidelity(import_file("claude-code", REAL / "codemie" / "session-196820da.jsonl").trace).report
     assert r["context_tokens"]["median_abs_pct_error"] <= 5.0
     assert r["hidden_tokens"]["by_preceding_tool"].get("(no tool)", 0) > -2000
+
+
+def test_classify_a_miss_at_a_new_turn_on_a_model_that_drops_thinking():
+    """Sonnet 4.5 at a new user turn, the replay (which drops the previous turn's thinking) misses
+    too: the changed block is named as that thinking; on Opus 4.6 the same miss keeps the generic
+    wording (Opus 4.6 keeps its thinking)."""
+    from dataclasses import replace as dc_replace
+
+    sonnet = "claude-sonnet-4-5-20250929"
+    calls = [call(0, 10_000, t=0, model=sonnet), call(1, 11_000, read=3_000, t=10, model=sonnet)]
+    calls[1] = dc_replace(calls[1], new_turn=True)
+    table = pd.DataFrame({"simulated_context": [10_000, 11_000], "simulated_cache_read": [0, 3_000]})
+    (m,) = classify_misses(calls, table, system_prefix=2_000)
+    assert m["cause"] == "prefix_change" and "thinking blocks, dropped at this new user turn" in m["changed"]
+    opus = [dc_replace(c, model=MODEL) for c in calls]
+    (m,) = classify_misses(opus, table, system_prefix=2_000)
+    assert m["changed"] == "the replay of the visible content misses here too"
