@@ -33,6 +33,7 @@ from hypothesis.stateful import (
 
 from harness import trace as tr
 from harness.engine import RunConfig
+from harness.llm import SUMMARY, VERIFY
 from harness.testing import conversations as conv
 from harness.testing.invariants import Checker, InvariantViolation, Violation, promises
 from harness.testing.recording import Stepper
@@ -40,6 +41,7 @@ from strategies.base import Strategy
 
 CHECK_WINDOW = 32_000  # tokens: small enough that ~40 steps cross it several times, fast to tokenise
 CHECK_MODEL = "claude-sonnet-4-6"
+FAILING_KINDS = (SUMMARY, VERIFY)  # side calls the machine fails by injection (the same call numbers)
 
 # --- parameters for a small window -----------------------------------------------------------------
 
@@ -127,8 +129,10 @@ class StrategyMachine(RuleBasedStateMachine):
     crashes: bool = True
     promised: frozenset[str] = frozenset()
     max_result_size: int = 2_000_000
+    # per machine class, i.e. per search: the first failure's size and the smallest failure seen
+    first_events: int = 0
+    best: CheckFailure | None = None
 
-    best: CheckFailure | None = None  # the smallest failure seen in this search
     def __init__(self) -> None:
         super().__init__()
         self.builder = conv.ConversationBuilder()
@@ -141,9 +145,7 @@ class StrategyMachine(RuleBasedStateMachine):
     def _settings(self) -> dict[str, Any]:
         return {"strategy": f"{self.strategy.__module__}:{self.strategy.__qualname__}", "name": self.strategy.name,
                 "params": self.params, "window": self.window, "model": CHECK_MODEL,
-                "fail_calls": {"summary": list(self.fail_calls)}}
-
-    first_events: int = 0  # size of the first failing session (set once per machine class)
+                "fail_calls": {k: list(self.fail_calls) for k in FAILING_KINDS}}
 
     def _failure(self, violations: list[Violation]) -> CheckFailure:
         cls = type(self)
@@ -162,14 +164,17 @@ class StrategyMachine(RuleBasedStateMachine):
             return
         try:
             self.stepper.feed(events)
+            self.stepper.flush()  # a step ends a group of results: nothing the engine would hold
         except Exception as e:  # the strategy (or the engine) raised on this input: a finding too
-            raise self._failure([Violation("crash", -1, "", f"{type(e).__name__}: {e}")]) from e
+            n = len(self.stepper.recording.requests)
+            raise self._failure([Violation("crash", n, "", f"{type(e).__name__}: {e}")]) from e
 
     # --- rules ------------------------------------------------------------------------------------
     @initialize(fail=st.sets(st.integers(0, 5), max_size=3), first=st.integers(20, 3_000))
     def start(self, fail: set[int], first: int) -> None:
         self.fail_calls = tuple(sorted(fail))
-        cfg = RunConfig(model=CHECK_MODEL, window=self.window, seed=0, fail_calls={"summary": self.fail_calls})
+        cfg = RunConfig(model=CHECK_MODEL, window=self.window, seed=0,
+                        fail_calls={k: self.fail_calls for k in FAILING_KINDS})
         self.stepper = Stepper(self.builder.header, self.strategy, self.params, cfg)
         self.checker = Checker(self.promised, self.stepper.recording.originals, self.stepper.session_dir)
         self._feed(self.builder.start_session())

@@ -140,3 +140,16 @@ class Spiller(Respiller):
     """The same with read-backs exempt (N-SPILL-3)."""
 
     exempt_readbacks = True
+
+
+# --- one that raises -----------------------------------------------------------------------------------
+
+class Raiser(_Base):
+    """Raises on an error result (a strategy that assumed tools never fail)."""
+
+    name = ""
+
+    def on_tool_results(self, message: Message) -> None:
+        if any(b.is_error for b in message.blocks):
+            raise KeyError("exit_code")
+        super().on_tool_results(message)

@@ -62,3 +62,11 @@ def test_respill_of_a_read_back_is_caught_n_spill_3():
                          ids=lambda c: c.__name__)
 def test_correct_twins_pass(cls):
     assert find_failure(cls, settings=selected_settings()) is None
+
+
+def test_a_strategy_that_raises_is_reported_as_a_crash():
+    f = caught(m.Raiser)
+    assert f.invariants == {"crash"}
+    assert f.violations[0].detail == "KeyError: 'exit_code'"
+    # the session ends with the error result that made it raise
+    assert f.trace.events[-1].is_error
