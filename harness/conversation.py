@@ -58,6 +58,9 @@ class Block:
     input: Mapping[str, Any] | None = None
     is_error: bool = False
     meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
+    # a new cache identity for the same bytes (neither sent nor counted): models a re-send the
+    # provider does not match against its cache, as a recorded log can show
+    revision: int = field(default=0, kw_only=True)
     _digest: list = field(default_factory=list, repr=False, compare=False)
     _ntok: list = field(default_factory=list, repr=False, compare=False)
 
@@ -92,7 +95,8 @@ class Block:
         if not self._digest:
             self._digest.append(
                 _h(self.type.encode(), (self.id or "").encode(), (self.name or "").encode(),
-                   b"1" if self.is_error else b"0", self.payload.encode("utf-8", "surrogatepass"))
+                   b"1" if self.is_error else b"0", self.payload.encode("utf-8", "surrogatepass"),
+                   str(self.revision).encode() if self.revision else b"")
             )
         return self._digest[0]
 

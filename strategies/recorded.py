@@ -181,8 +181,7 @@ class Recorded(Strategy):
             return
         n = self.counters.extra["messages re-sent with a changed prefix (after a task notification)"] + 1
         self.counters.extra["messages re-sent with a changed prefix (after a task notification)"] = n
-        # a text block's ``id`` is not sent and not counted, but it is part of the cache key
-        salted = Block("text", b.text, id=f"reissue-{n}", meta={**b.meta, "reissued": n})
+        salted = Block("text", b.text, meta={**b.meta, "reissued": n}, revision=n)
         self.history = self.history.replace_at(0, Message(first.role, (salted, *first.blocks[1:]), first.meta))
 
     def on_recorded_compact(self, trigger: str, summary: str | None, now: float) -> None:
