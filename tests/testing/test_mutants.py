@@ -14,7 +14,7 @@ from harness.testing import selected_settings
 from harness.testing.machine import find_failure
 from tests.testing import mutants as m
 
-SHRINK_S = 4.0
+SHRINK_S = 2.0
 
 
 def caught(cls, **kw):

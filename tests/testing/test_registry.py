@@ -16,7 +16,7 @@ import pytest
 from hypothesis import Phase, settings
 
 from harness.testing import selected_settings
-from harness.testing.machine import find_failure
+from harness.testing.machine import find_failure, params_for
 from strategies.registry import all_strategies
 
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
@@ -45,3 +45,12 @@ def test_every_strategy_resumes_a_crashed_session_n_trans_5(name):
     s = settings(selected_settings(), phases=NO_SHRINK, max_examples=3, stateful_step_count=12)
     f = find_failure(all_strategies()[name], crashes=True, settings=s)
     assert f is None, f"{name}: {f}\n(run `ctxsim check-strategy {name}` for the minimal session)"
+
+
+def test_novacode_with_its_memory_layers_keeps_its_invariants():
+    """The full seed system: instruction files (N-INST-3, resident) and auto memory (N-MEM-*,
+    recalled injections) on top of spill, compaction and caching."""
+    cls = all_strategies()["novacode"]
+    params = {**params_for(cls), "memory": True, "instructions": True}
+    f = find_failure(cls, params, settings=settings(selected_settings(), phases=NO_SHRINK))
+    assert f is None, f"novacode (memory, instructions): {f}"
