@@ -24,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", default=None, metavar="FAILING_TRACE.jsonl",
                    help="where to write the failing session (default: check-<name>-failure.jsonl)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a strategy parameter (repeatable); replaces what the kit would use at its window")
+                   help="a strategy parameter (repeatable); overrides what the kit would use at its window")
     p.add_argument("--window", type=int, default=None, help="context window of the generated sessions, in tokens")
     p.add_argument("--shrink-seconds", type=float, default=None, metavar="S",
                    help="time hypothesis may spend shrinking a failure (default: ci 30, deep 300)")
