@@ -256,8 +256,13 @@ class StrategyMachine(RuleBasedStateMachine):
 def machine_for(cls: type[Strategy], params: Mapping[str, Any] | None = None, window: int = CHECK_WINDOW,
                 crashes: bool = True, promised: frozenset[str] | None = None,
                 max_result_size: int = 2_000_000) -> type[StrategyMachine]:
-    """A state machine class for ``cls`` (a test module can expose it as
-    ``TestX = machine_for(X).TestCase``)."""
+    """A state machine class for ``cls``. A test module can expose it to pytest directly::
+
+        M = machine_for(MyStrategy)
+        M.TestCase.settings = selected_settings()
+        TestMyStrategy = M.TestCase
+
+    (:func:`find_failure` does the same and returns the smallest failure instead of raising.)"""
     return type(f"{cls.__name__}Machine", (StrategyMachine,), {
         "strategy": cls,
         "params": dict(params) if params is not None else params_for(cls, window),
