@@ -68,5 +68,6 @@ def test_a_strategy_that_raises_is_reported_as_a_crash():
     f = caught(m.Raiser)
     assert f.invariants == {"crash"}
     assert f.violations[0].detail == "KeyError: 'exit_code'"
-    # the session ends with the error result that made it raise
-    assert f.trace.events[-1].is_error
+    # the session holds the error result that made it raise (where it stands in the last group of
+    # results depends on how far shrinking got)
+    assert any(getattr(e, "is_error", False) for e in f.trace.events)
