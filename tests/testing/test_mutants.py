@@ -8,6 +8,8 @@ never larger than the first one found), not of how far shrinking got.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from harness.testing import selected_settings
@@ -38,9 +40,9 @@ def test_truncator_that_splits_pairs_is_caught_n_comp_7():
 def test_silent_edit_of_an_old_message_is_caught():
     f = caught(m.SilentEditor)
     assert f.invariants == {"stable_prefix"}
-    assert "'(call 0)' -> (user text) '(call 1)'" in f.violations[0].detail
-    # the edit shows on the second call, always: the session ends there
-    assert f.violations[0].call == 1 and f.trace.calls == 2
+    # the stamp of one call replaced by the next one's, before the previous request's breakpoint
+    assert re.search(r"'\(call \d+\)' -> \(user text\) '\(call \d+\)'", f.violations[0].detail)
+    assert f.violations[0].call >= 1 and f.trace.calls >= 2  # an edit shows from the second call on
 
 
 def test_overflow_while_claiming_manages_window_is_caught():
