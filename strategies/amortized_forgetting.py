@@ -13,42 +13,15 @@ One event is one message (see ``strategies/openhands.py``); the cut is pair-safe
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
-
 from harness.conversation import History
 from strategies.base import CallInfo
-from strategies.openhands import KEEP_FIRST, MAX_SIZE, halving_cut
-from strategies.templates import PeerConfig, ThresholdCompactor
+from strategies.openhands import Halving, HalvingConfig, halving_cut
 
 
-class AmortizedForgettingConfig(PeerConfig):
-    max_size: int = Field(MAX_SIZE, ge=2, le=1_000_000, description="forget when the view holds more events than this")
-    keep_first: int = Field(KEEP_FIRST, ge=0, le=1_000_000, description="first events always kept")
-
-    @model_validator(mode="after")
-    def _half(self):
-        if self.keep_first >= self.max_size // 2:
-            raise ValueError(f"keep_first ({self.keep_first}) must be less than half of max_size ({self.max_size})")
-        return self
-
-
-class AmortizedForgetting(ThresholdCompactor):
+class AmortizedForgetting(Halving):
     name = "amortized_forgetting"
     summary = "OpenHands AmortizedForgettingCondenser: over max_size events keep first + newest half, no summary"
-    Config = AmortizedForgettingConfig
-    check_params = {"max_size": 24, "keep_first": 4}  # the property kit's sessions are ~30 steps long
-
-    def __init__(self, config, env) -> None:
-        super().__init__(config, env)
-        self.head_len: int | None = None
-
-    def on_session_start(self, session: str, resume: bool, now: float) -> None:
-        super().on_session_start(session, resume, now)
-        if not resume:
-            self.head_len = None
-
-    def should_compact(self, call: CallInfo) -> bool:
-        return len(self.history) > self.config.max_size
+    Config = HalvingConfig
 
     def compact(self, call: CallInfo) -> bool | None:
         c = self.config

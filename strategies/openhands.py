@@ -72,14 +72,13 @@ def halving_cut(messages: list[Message], keep_first: int, max_size: int, summary
     return head, start
 
 
-class OpenHandsConfig(PeerConfig):
+class HalvingConfig(PeerConfig):
+    """What OpenHands' rolling condensers share: the view size that triggers, the head kept."""
+
     max_size: int = Field(MAX_SIZE, ge=4, le=1_000_000, description="condense when the view holds more "
                           "events than this (production 120; class default 100)")
     keep_first: int = Field(KEEP_FIRST, ge=0, le=1_000_000, description="first events always kept "
                             "(production 4; class default 1)")
-    max_event_length: int = Field(MAX_EVENT_LENGTH, ge=100, le=10_000_000, description="characters of one "
-                                  "event in the summariser's input (middle-cut)")
-    summary_max_tokens: int = Field(4_096, ge=256, le=200_000, description="output bound of the summary call")
 
     @model_validator(mode="after")
     def _half(self):
@@ -88,10 +87,10 @@ class OpenHandsConfig(PeerConfig):
         return self
 
 
-class OpenHands(ThresholdCompactor):
-    name = "openhands"
-    summary = "OpenHands LLMSummarizingCondenser: over 120 events keep first 4 + newest half, summarise the rest"
-    Config = OpenHandsConfig
+class Halving(ThresholdCompactor):
+    """Template of the rolling condensers: over ``max_size`` events, cut to head + newest half
+    (:func:`halving_cut`); subclasses say what replaces the middle. Not registered (no name)."""
+
     check_params = {"max_size": 24, "keep_first": 4}  # the property kit's sessions are ~30 steps long
 
     def __init__(self, config, env) -> None:
@@ -105,6 +104,18 @@ class OpenHands(ThresholdCompactor):
 
     def should_compact(self, call: CallInfo) -> bool:
         return len(self.history) > self.config.max_size
+
+
+class OpenHandsConfig(HalvingConfig):
+    max_event_length: int = Field(MAX_EVENT_LENGTH, ge=100, le=10_000_000, description="characters of one "
+                                  "event in the summariser's input (middle-cut)")
+    summary_max_tokens: int = Field(4_096, ge=256, le=200_000, description="output bound of the summary call")
+
+
+class OpenHands(Halving):
+    name = "openhands"
+    summary = "OpenHands LLMSummarizingCondenser: over 120 events keep first 4 + newest half, summarise the rest"
+    Config = OpenHandsConfig
 
     def _previous(self) -> Message | None:
         h = self.history
