@@ -82,12 +82,6 @@ def compute_metrics(res, counters, fact_scores: list, readbacks: int) -> dict[st
 def _retention(scores: list) -> dict[str, Any]:
     if not scores:
         return {"score": None, "goal": None, "by_category": {}, "probes": 0}
-    try:
-        from harness.retention import aggregate
-    except ImportError:  # pragma: no cover - retention lands with the synthetic-sessions work
-        aggregate = None
-    if aggregate is not None:
-        return aggregate(scores)
-    df = pd.DataFrame([{"category": s.category, "score": s.score} for s in scores])
-    by = df.groupby("category")["score"].mean().to_dict()
-    return {"score": float(df["score"].mean()), "goal": by.get("goal"), "by_category": by, "probes": len(scores)}
+    from harness.retention import aggregate
+
+    return aggregate(scores)
