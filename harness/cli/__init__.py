@@ -28,13 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"harness.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"harness.cli.{name}":
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(f"harness.cli.{name}").register(sub)
     return p
 
 
