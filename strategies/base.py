@@ -98,6 +98,9 @@ class Strategy:
     # True for strategies that only make sense on an imported log (they re-enact what it records);
     # `name = "all"` in a sweep leaves them out
     needs_recorded_trace: ClassVar[bool] = False
+    # True when nothing leaves the window without a summary or a path back (a file the model can
+    # read): NovaCode's principle; the property kit holds such strategies to it
+    keeps_path_back: ClassVar[bool] = False
 
     def __init__(self, config: StrategyConfig, env: StrategyEnv) -> None:
         self.config = config

@@ -16,7 +16,8 @@ def register(sub) -> None:
         description="Replay a trace through a context strategy and report cost, tokens by kind, cache hit "
         "rate, latency, compactions, overflows, pairing violations and retention.")
     p.add_argument("trace", help="trace file (.jsonl); see `ctxsim synth` and `ctxsim import`")
-    p.add_argument("--strategy", "-s", required=True, help="strategy name (`ctxsim strategies` lists them)")
+    p.add_argument("--strategy", "-s", required=True,
+                   help="strategy name (`ctxsim strategies` lists them) or MODULE:CLASS of your own")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a strategy parameter (repeatable); names as in `ctxsim strategies`")
     add_provider_args(p)
@@ -55,7 +56,7 @@ def run(args) -> int:
     from strategies import registry
 
     trace = tr.load(args.trace)
-    cls = registry.get(args.strategy)
+    cls = registry.load_class(args.strategy)  # a registered name or MODULE:CLASS
     params = registry.parse_sets(args.set)
     registry.make_config(cls, params)  # fail on bad parameters before any work
     cfg = run_config(args, session_dir=Path(args.session_dir) if args.session_dir else None)

@@ -67,15 +67,11 @@ class InvariantViolation(AssertionError):
 def promises(cls) -> frozenset[str]:
     """The invariants a strategy class is held to. Every strategy keeps pairing, stable prefixes,
     pair-safe boundaries, pairing on resume and never re-spills; ``window`` holds a strategy that
-    sets ``manages_window``; ``path_back`` one that sets ``keeps_path_back`` (NovaCode and strategies
-    derived from it, by name, until the class declares it)."""
+    sets ``manages_window``; ``path_back`` one that sets ``keeps_path_back`` (NovaCode does)."""
     out = {"pairing", "stable_prefix", "no_respill", "boundary_pairs", "resume_pairing"}
     if getattr(cls, "manages_window", False):
         out.add("window")
-    keeps = getattr(cls, "keeps_path_back", None)
-    if keeps is None:
-        keeps = any(getattr(k, "name", "") == "novacode" for k in getattr(cls, "__mro__", ()))
-    if keeps:
+    if getattr(cls, "keeps_path_back", False):
         out.add("path_back")
     return frozenset(out)
 
