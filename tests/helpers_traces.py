@@ -49,3 +49,15 @@ class Builder:
 
     def build(self) -> tr.Trace:
         return tr.validate_events(self.h, self.events, self.h.name)
+
+
+def convo(steps: int) -> list:
+    """A tool loop as messages: u0, a1(tool_use), r2(result), a3, r4, ... (2·steps + 1 messages;
+    odd indices assistant, even >= 2 results)."""
+    from harness.conversation import Block, Message
+
+    out = [Message.user("task")]
+    for i in range(steps):
+        out.append(Message("assistant", (Block.tool_use(f"t{i}", "Bash", {"c": i}),)))
+        out.append(Message("user", (Block.tool_result(f"t{i}", f"out {i}"),)))
+    return out

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from harness.conversation import Block, Message
+from harness.conversation import Message
 from harness.engine import RunConfig, replay
 from strategies.base import CallInfo
 from strategies.openhands import halving_cut
-from tests.helpers_traces import Builder
+from tests.helpers_traces import Builder, convo
 from tests.strategies.peer_env import FakeServices, make, step
-
-
-def convo(steps: int) -> list[Message]:
-    out = [Message.user("task")]
-    for i in range(steps):
-        out.append(Message("assistant", (Block.tool_use(f"t{i}", "Bash", {"c": i}),)))
-        out.append(Message("user", (Block.tool_result(f"t{i}", f"out {i}"),)))
-    return out
 
 
 def test_halving_cut_without_summary_slot():

@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness.conversation import Block, Message
+from harness.conversation import Message
 from harness.engine import RunConfig, replay
 from strategies.base import CallInfo
 from strategies.openhands import OpenHands, halving_cut, middle_cut
 from strategies.registry import StrategyError, make_config
-from tests.helpers_traces import Builder
+from tests.helpers_traces import Builder, convo
 from tests.strategies.peer_env import FakeServices, make, step
-
-
-def convo(steps: int) -> list[Message]:
-    """u0, a1(tool_use), r2, a3, r4, ...: odd = assistant, even ≥ 2 = results."""
-    out = [Message.user("task")]
-    for i in range(steps):
-        out.append(Message("assistant", (Block.tool_use(f"t{i}", "Bash", {"c": i}),)))
-        out.append(Message("user", (Block.tool_result(f"t{i}", f"out {i}"),)))
-    return out
 
 
 def test_halving_cut_with_summary_slot():

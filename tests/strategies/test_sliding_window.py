@@ -7,16 +7,8 @@ from harness.conversation import Block, Message, Usage
 from harness.engine import RunConfig, replay
 from strategies.base import CallInfo
 from strategies.sliding_window import allowed_tokens, first_exchange_end, removal_count, truncation_range
-from tests.helpers_traces import Builder
+from tests.helpers_traces import Builder, convo
 from tests.strategies.peer_env import make, step
-
-
-def convo(steps: int) -> list[Message]:
-    out = [Message.user("task")]
-    for i in range(steps):
-        out.append(Message("assistant", (Block.tool_use(f"t{i}", "Bash", {"c": i}),)))
-        out.append(Message("user", (Block.tool_result(f"t{i}", f"out {i}"),)))
-    return out
 
 
 def test_allowed_size_table():

@@ -19,15 +19,7 @@ from strategies.templates import (
     head_end,
     tail_start,
 )
-
-
-def convo(steps: int) -> list[Message]:
-    """u0, a1(tool_use), r2(result), a3, r4, ... (2·steps + 1 messages)."""
-    out = [Message.user("task")]
-    for i in range(steps):
-        out.append(Message("assistant", (Block.tool_use(f"t{i}", "Bash", {"c": i}),)))
-        out.append(Message("user", (Block.tool_result(f"t{i}", f"out {i}"),)))
-    return out
+from tests.helpers_traces import convo
 
 
 def test_chars_to_tokens_rounds_up():
