@@ -10,17 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
+from harness.conversation import Block, Message, ToolDef, Usage
 from harness.engine import RunConfig, replay
-from harness.llm import SideCallFailed, SideCallResult
-from strategies.base import CallInfo, StrategyEnv
+from strategies.base import CallInfo
 from strategies.novacode.accounting import chars_to_tokens
 from strategies.novacode.restore import RESTORE_NOTICE
 from strategies.novacode.strategy import NovaCode, NovaCodeConfig
 from strategies.registry import StrategyError, get, make_config
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers_traces import Builder  # noqa: E402
+from tests.fakes import IndexedServices, strategy_env
+from tests.helpers_traces import Builder
 
 WORDS = np.array(["alpha", "beta", "gamma", "delta", "def", "return", "self", "value", "x", "=", "(", ")",
                   "import", "class", "parser", "token", "error", "line", "42", "None"])
@@ -280,25 +278,13 @@ def test_cli_run_with_set(tmp_path: Path, capsys):
 
 # --- direct drives (fake side-call service) -------------------------------------------------------
 
-class FakeServices:
+class FakeServices(IndexedServices):
     def __init__(self, fail: set[int] | None = None, text: str = "<summary>S</summary>") -> None:
-        self.calls: list = []
-        self.fail = fail or set()
-        self.text = text
-
-    def call(self, request, spec):
-        n = len(self.calls)
-        self.calls.append((request, spec))
-        if n in self.fail:
-            raise SideCallFailed("injected", f"#{n}")
-        return SideCallResult(self.text, Usage(), 1.0)
+        super().__init__(text, fail)
 
 
 def make(tmp_path: Path, services=None, window: int = 200_000, **params) -> NovaCode:
-    env = StrategyEnv(session_dir=tmp_path, services=services or FakeServices(), now=lambda: 0.0, window=window,
-                      max_output_tokens=64_000, model="m", provider="anthropic", system=SystemPrompt.of("sys"),
-                      tools=ToolSet((ToolDef("Read", "read"),)), rng=np.random.default_rng(0))
-    return NovaCode(make_config(NovaCode, params), env)
+    return NovaCode(make_config(NovaCode, params), strategy_env(tmp_path, services or FakeServices(), window))
 
 
 def turn(s: NovaCode, user_chars: int, anchor: int | None, i: int) -> object:

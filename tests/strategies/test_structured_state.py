@@ -3,7 +3,6 @@ mechanics (token gauge, pair-safe cut) the windowed families build on."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import protocol
-from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolDef, ToolSet, Usage
+from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet, Usage
 from harness.engine import RunConfig, replay
-from harness.llm import SUMMARY, SideCallFailed, SideCallResult
-from strategies.base import CallInfo, StrategyEnv
+from harness.llm import SUMMARY
+from strategies.base import CallInfo
 from strategies.registry import StrategyError, get, make_config
 from strategies.structured_state import (
     STATE_SECTIONS,
@@ -24,29 +23,14 @@ from strategies.structured_state import (
     pair_safe_start,
     parse_sections,
 )
+from tests.fakes import IndexedServices, strategy_env
+from tests.helpers_traces import Builder
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers_traces import Builder  # noqa: E402
-
-
-class FakeServices:
-    def __init__(self, text: str = "", fail: set[int] | None = None) -> None:
-        self.calls: list = []
-        self.text, self.fail = text, fail or set()
-
-    def call(self, request, spec):
-        n = len(self.calls)
-        self.calls.append((request, spec))
-        if n in self.fail:
-            raise SideCallFailed("injected", f"#{n}")
-        return SideCallResult(self.text, Usage(), 1.0)
+FakeServices = IndexedServices
 
 
 def make(tmp_path: Path, services=None, window: int = 200_000, **params) -> StructuredState:
-    env = StrategyEnv(session_dir=tmp_path, services=services or FakeServices(), now=lambda: 0.0, window=window,
-                      max_output_tokens=64_000, model="m", provider="anthropic", system=SystemPrompt.of("sys"),
-                      tools=ToolSet((ToolDef("Read", "read"),)), rng=np.random.default_rng(0))
-    return StructuredState(make_config(StructuredState, params), env)
+    return StructuredState(make_config(StructuredState, params), strategy_env(tmp_path, services or FakeServices(), window))
 
 
 def user(n: int, ch: str = "u") -> Message:
