@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 from harness.conversation import Block, Breakpoint, Message
 from harness.engine import RunConfig, replay
@@ -15,9 +13,7 @@ from strategies.novacode.caching import (
     mark_last_user_message,
     mark_system,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers_traces import Builder  # noqa: E402
+from tests.helpers_traces import Builder
 
 
 def convo() -> list[Message]:

@@ -3,7 +3,6 @@ probe that needs an old read's detail is recovered by a billed read-back."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +14,7 @@ from harness.engine import RunConfig, replay
 from strategies.base import CallInfo, StrategyEnv
 from strategies.on_demand_reading import POINTER, OnDemandReading
 from strategies.registry import StrategyError, get, make_config
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers_traces import Builder  # noqa: E402
+from tests.helpers_traces import Builder
 
 PARAMS = {"inline_read_tokens": 5_000, "keep_read_tokens": 2_000, "keep_recent_reads": 1}
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +17,7 @@ from harness.engine import RunConfig, replay
 from strategies.base import CallInfo, StrategyEnv
 from strategies.rag_memory import ChunkStore, RagMemory, chunk_text, tokenize
 from strategies.registry import get, make_config
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers_traces import Builder  # noqa: E402
+from tests.helpers_traces import Builder
 
 
 def make(tmp_path: Path, **params) -> RagMemory:

@@ -3,16 +3,11 @@ tool_use/tool_result pair with the conclusion comes back to the main context."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from harness import trace as tr
 from harness.engine import RunConfig, replay
 from strategies.registry import get
 from strategies.subagent_isolation import SubagentIsolation
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers_traces import Builder  # noqa: E402
+from tests.helpers_traces import Builder
 
 BIG = "word " * 7000  # 35,000 characters, about 7,000 tokens
 

@@ -3,7 +3,6 @@ exemption, a failed write, and a spilled detail recovered at a probe."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +13,7 @@ from harness.engine import RunConfig, replay
 from strategies.base import CallInfo, StrategyEnv
 from strategies.registry import get, make_config
 from strategies.tiered_budget import CUT_MARKER, SPILLED, TieredBudget, cut_middle
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers_traces import Builder  # noqa: E402
+from tests.helpers_traces import Builder
 
 
 def make(tmp_path: Path, **params) -> TieredBudget:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +11,7 @@ from harness.engine import RunConfig, replay
 from strategies.base import CallInfo, StrategyEnv
 from strategies.registry import get, make_config
 from strategies.whole_repo import WholeRepo, file_block
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers_traces import Builder  # noqa: E402
+from tests.helpers_traces import Builder
 
 
 def make(tmp_path: Path, files: dict[str, str] | None = None, window: int = 200_000, seed: int = 0,
