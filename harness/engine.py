@@ -29,8 +29,6 @@ from harness import protocol
 from harness.conversation import Block, Message, Request, SystemPrompt, ToolDef, ToolSet, Usage
 from harness.llm import (
     READBACK,
-    SUMMARY,
-    VERIFY,
     BackendReply,
     CallSpec,
     LLMBackend,
@@ -58,8 +56,6 @@ from strategies.registry import build as build_strategy
 from strategies.registry import config_dict
 from strategies.registry import get as get_strategy
 
-SCHEMA_VERSION = 1
-COMPACTION_KINDS = (SUMMARY, VERIFY)  # side calls that block the session while history is rewritten
 READ_TOOL = "Read"  # the file-reading tool a read-back uses unless the trace names one (header.meta.read_tool)
 
 CALL_COLUMNS = ["index", "kind", "session", "t", "model", "context_tokens", "estimated_tokens",
@@ -107,10 +103,6 @@ class RunResult:
     calls: pd.DataFrame
     metrics: dict[str, Any]
     probes: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-
-class _Row(dict):
-    pass
 
 
 class Services:

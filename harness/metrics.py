@@ -24,10 +24,9 @@ def compute_metrics(res, counters, fact_scores: list, readbacks: int) -> dict[st
     c = res.calls
     main = c[c["kind"].isin(MAIN_KINDS)]
     ok = c[~c["rejected"] & ~c["failed"]]
-    tokens = {k: int(c[col].sum()) for k, col in (("input_uncached", "input_uncached"), ("cache_write", None),
-                                                    ("cache_read", "cache_read"), ("output", "output")) if col}
-    tokens["cache_write"] = int(c["cache_write_5m"].sum() + c["cache_write_1h"].sum())
-    tokens = {k: tokens[k] for k in ("input_uncached", "cache_write", "cache_read", "output")}
+    tokens = {"input_uncached": int(c["input_uncached"].sum()),
+              "cache_write": int(c["cache_write_5m"].sum() + c["cache_write_1h"].sum()),
+              "cache_read": int(c["cache_read"].sum()), "output": int(c["output"].sum())}
     all_input = tokens["input_uncached"] + tokens["cache_write"] + tokens["cache_read"]
     est = main[(main["estimated_tokens"] >= 0) & (main["context_tokens"] > 0)]
     est_err = (float(((est["estimated_tokens"] - est["context_tokens"]).abs() / est["context_tokens"]).mean() * 100)

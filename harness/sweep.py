@@ -214,14 +214,8 @@ def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
     try:
         res = replay(_trace(spec.trace), spec.strategy, dict(spec.params),
                      RunConfig(model=spec.model or RunConfig.model, window=spec.window, cache=spec.cache, seed=spec.seed))
-        m = dict(res.metrics)
-        m.pop("params", None)
-        m.pop("strategy", None)
-        m.pop("trace", None)
-        m.pop("seed", None)
-        m.pop("trace_hash", None)
-        m["by_kind"] = {k: v for k, v in m.get("by_kind", {}).items()}
-        m["retention"] = dict(m["retention"])
+        # the run's identity is already in the row (and its parameters as param.*)
+        m = {k: v for k, v in res.metrics.items() if k not in ("params", "strategy", "trace", "seed", "trace_hash")}
         flat = flatten(m)
         for k, v in flat.items():
             row[k if k not in row else f"metric.{k}"] = v
