@@ -1,7 +1,11 @@
 """The replay engine: one loop over a trace, in trace order, deterministic.
 
 For each event the strategy sees what a real agent would; at each model call it builds a request,
-the protocol checks what the API would reject, and the provider bills the rest. Side calls made by
+the protocol checks what the API would reject, and the provider bills the rest. A rejected request
+(a 400) is not billed but costs the time of the round trip; the strategy is told
+(``Strategy.on_rejected``) and may react as its agent does and have the call sent again, at most
+``MAX_ATTEMPTS_PER_CALL`` times. A strategy that gives up ends the session at that call: the rest
+of the trace is not replayed and the probes it holds score 0 (the task was not finished). Side calls made by
 the strategy (summaries, memory selection...) go through :class:`Services`, which validates, bills
 and times them like any call and can make them fail (seeded injection). The clock is the trace's
 time plus the blocking time side calls add, so cache TTLs expire as they would. At each probe the
@@ -18,7 +22,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +40,7 @@ from harness.llm import (
     SideCallResult,
 )
 from harness.provider import DEFAULT_MODEL, Provider
+from harness.retention import FactScore
 from harness.trace import (
     AssistantEvent,
     CompactEvent,
@@ -51,17 +56,23 @@ from harness.trace import (
     Trace,
     UserEvent,
 )
-from strategies.base import CallInfo, Strategy, StrategyEnv
+from strategies.base import CallInfo, Rejection, Strategy, StrategyEnv
 from strategies.registry import build as build_strategy
 from strategies.registry import config_dict
 from strategies.registry import get as get_strategy
 
 READ_TOOL = "Read"  # the file-reading tool a read-back uses unless the trace names one (header.meta.read_tool)
 
+# The most requests one main call may send: the first and up to five retries after a rejection.
+# assumed: the longest documented ladder is Goose's (a context error retried with 0/10/20/50/100% of
+# tool responses removed, peers.md), five steps; Claude Code compacts once and errors, Codex and
+# gemini-cli do not retry. A RunConfig field (``max_attempts``) so a run can vary it.
+MAX_ATTEMPTS_PER_CALL = 6
+
 CALL_COLUMNS = ["index", "kind", "session", "t", "model", "context_tokens", "estimated_tokens",
                 "input_uncached", "cache_write_5m", "cache_write_1h", "cache_read", "output", "cost_usd",
                 "ttft_s", "duration_s", "overflow", "pairing_violation", "compaction", "rejected", "failed",
-                "blocking", "error"]
+                "blocking", "error", "call", "attempt", "session_failed"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,7 @@ class RunConfig:
     token_scale: float | Mapping[str, float] | None = None  # one scale, or {model: scale}
     models_file: Path | None = None
     max_calls: int | None = None
+    max_attempts: int = MAX_ATTEMPTS_PER_CALL  # requests per main call, retries after a rejection included
     readback_probability: float | None = None  # overrides the retention model's recovery probability
     retention: Mapping[str, Any] = field(default_factory=dict)  # RetentionParams overrides
     # observer(request, info) sees every request sent, main and side calls (the property kit uses
@@ -128,7 +140,11 @@ class Services:
         now = run.now()
         if rejections:
             r = rejections[0]
-            run.record_call(req, now, None, tokens, failed=True, error=f"{r.reason}: {r.detail}", blocking=spec.blocking)
+            wait = run.rejection_wait(req)  # a 400 is not billed, but the round trip takes time
+            run.record_call(req, now, None, tokens, failed=True, error=f"{r.reason}: {r.detail}", blocking=spec.blocking,
+                            duration=wait)
+            if spec.blocking:
+                run.offset += wait
             raise SideCallFailed("prompt_too_long" if r.reason == "overflow" else r.reason, r.detail)
         if n in run.cfg.fail_calls.get(spec.kind, ()) or (
             run.cfg.failure_rates.get(spec.kind, 0.0) > 0 and run.fail_rng.random() < run.cfg.failure_rates[spec.kind]
@@ -198,6 +214,12 @@ class _Run:
         self.fact_scores: list[Any] = []
         self.readbacks = 0
         self._rb = 0
+        self.attempt = 1              # of the main call being sent (1, then 2 after a retry ...)
+        self.failed_at: int | None = None  # index of the main call whose rejection ended the session
+        self.failure: Rejection | None = None
+        self.probes_not_reached = 0
+        self.isolated: list[bool] = []  # per open subtask span: run in its own context?
+        self.turns, self.turns_failed = 0, 0
 
     def now(self) -> float:
         return self.t + self.offset
@@ -205,7 +227,8 @@ class _Run:
     # --- rows -----------------------------------------------------------------------------------
     def record_call(self, req: Request, now: float, usage: Usage | None, tokens: int, *, cost: float = 0.0,
                     ttft: float = 0.0, duration: float = 0.0, overflow: bool = False, pairing: bool = False,
-                    rejected: bool = False, failed: bool = False, error: str = "", blocking: bool = False) -> None:
+                    rejected: bool = False, failed: bool = False, error: str = "", blocking: bool = False,
+                    attempt: int = 1) -> None:
         if self.cfg.observer is not None:
             self.cfg.observer(req, {"tokens": tokens, "window": self.provider.window, "error": error,
                                     "rejected": rejected or failed, "now": now, "call": len(self.rows)})
@@ -218,11 +241,17 @@ class _Run:
             "cache_write_1h": u.cache_write_1h, "cache_read": u.cache_read, "output": u.output,
             "cost_usd": cost, "ttft_s": ttft, "duration_s": duration, "overflow": overflow,
             "pairing_violation": pairing, "compaction": req.rewrite, "rejected": rejected, "failed": failed,
-            "blocking": blocking, "error": error,
+            "blocking": blocking, "error": error, "call": self.main_index, "attempt": attempt,
+            "session_failed": False,
         })
 
     # --- the main loop ----------------------------------------------------------------------------
     def run(self) -> None:
+        """Replay ``self.trace.events`` (the property kit calls this again with each further chunk
+        of a session; after a failure nothing more is replayed)."""
+        if self.failed_at is not None:
+            self.not_reached(self.trace.events, [])
+            return
         s = self.strategy
         pending: list[Block] = []
         probes: list[ProbeEvent] = []
@@ -239,6 +268,8 @@ class _Run:
                     b = memo[i] = Block.tool_result(ev.tool_use_id, ev.content, ev.is_error)
                 pending.append(b)
             elif isinstance(ev, UserEvent):
+                if not any(self.isolated):
+                    self.turns += 1
                 m = memo.get(i)
                 if m is None:
                     m = memo[i] = Message.user(ev.text, **ev.meta)
@@ -249,7 +280,11 @@ class _Run:
                 m = memo.get(i)
                 if m is None:
                     m = memo[i] = Message("assistant", tuple(_blocks(ev)))
-                self.main_call(m, probes)
+                if not self.main_call(m, probes):
+                    self.failed_at = self.main_index
+                    self.turns_failed = 1 if self.turns else 0  # the turn in progress
+                    self.not_reached(self.trace.events[i + 1:], probes)
+                    return
                 probes = []
             elif isinstance(ev, ProbeEvent):
                 probes.append(ev)
@@ -263,9 +298,11 @@ class _Run:
                 s.on_recorded_compact(ev.trigger, ev.summary, self.now())
             elif isinstance(ev, SubtaskStart):
                 self.subtasks.append(ev.id)
+                self.isolated.append(ev.isolated)
                 s.on_subtask_start(ev.id, ev.description, ev.isolated)
             elif isinstance(ev, SubtaskEnd):
                 self.subtasks.pop()
+                self.isolated.pop()
                 s.on_subtask_end(ev.id, ev.conclusion)
             elif isinstance(ev, FactEvent):
                 pass  # ground truth: the engine's, never the strategy's
@@ -275,33 +312,86 @@ class _Run:
     def _call_info(self) -> CallInfo:
         return CallInfo(self.main_index, self.now(), self.session, self.subtasks[-1] if self.subtasks else None)
 
-    def _send(self, req: Request, output_tokens: int) -> tuple[Usage | None, int, Any]:
-        """Validate and bill one main-loop request; returns (usage or None if rejected, tokens, layout)."""
-        lay = self.provider.layout(req)
-        tokens = lay.total()
-        now = self.now()
-        rejections = protocol.validate(req, self.provider.window, tokens)
-        if rejections:
-            reasons = {r.reason for r in rejections}
-            self.record_call(req, now, None, tokens, overflow="overflow" in reasons,
-                             pairing="pairing" in reasons, rejected=True,
-                             error="; ".join(f"{r.reason}: {r.detail}" for r in rejections))
-            return None, tokens, lay
-        bill = self.provider.bill(req, now, output_tokens, lay)
-        self.record_call(req, now, bill.usage, tokens, cost=bill.cost_usd, ttft=bill.ttft_s, duration=bill.duration_s)
-        return bill.usage, tokens, lay
+    def rejection_wait(self, req: Request) -> float:
+        """The time a 400 costs: the fixed round trip of the latency model (its ``ttft_base_s``,
+        models.toml) with no prefill and no output."""
+        return self.provider.spec_for(req.model).ttft_base_s
 
-    def main_call(self, answer: Message, probes: list[ProbeEvent]) -> None:
+    def accept(self, req: Request, kind: str | None = None) -> tuple[Request, Any] | None:
+        """Validate ``req``; while the API would reject it, record the rejected request (unbilled,
+        with the time it cost), tell the strategy and, if it reacted, rebuild the request and try
+        again, at most ``max_attempts`` requests in all. Returns the request the API accepts and
+        its layout, or None when the strategy gave up (or ran out of attempts). ``kind`` overrides
+        the kind of a rebuilt request (a read-back stays a read-back)."""
         s = self.strategy
-        req = s.build_request(self._call_info())
-        out_tokens = self.provider.output_tokens(answer)
+        self.attempt = 1
+        while True:
+            lay = self.provider.layout(req)
+            tokens = lay.total()
+            rejections = protocol.validate(req, self.provider.window, tokens)
+            if not rejections:
+                return req, lay
+            reasons = tuple(dict.fromkeys(r.reason for r in rejections))
+            detail = "; ".join(f"{r.reason}: {r.detail}" for r in rejections)
+            wait = self.rejection_wait(req)
+            self.record_call(req, self.now(), None, tokens, overflow="overflow" in reasons,
+                             pairing="pairing" in reasons, rejected=True, error=detail, duration=wait,
+                             attempt=self.attempt)
+            self.offset += wait  # the agent waited for the 400 (time the trace does not hold)
+            rejection = Rejection(reasons, "; ".join(r.detail for r in rejections), tokens, self.provider.window,
+                                  self.attempt)
+            if self.attempt >= self.cfg.max_attempts or not s.on_rejected(rejection, self._call_info()):
+                self.rows[-1]["session_failed"] = True
+                self.failure = rejection
+                return None
+            self.attempt += 1
+            req = s.build_request(self._call_info())
+            if kind is not None:
+                req = _with_kind(req, kind)
+
+    def _bill(self, req: Request, lay: Any, output_tokens: int) -> Usage:
+        """Bill one accepted main-loop request."""
+        bill = self.provider.bill(req, self.now(), output_tokens, lay)
+        self.record_call(req, self.now(), bill.usage, lay.total(), cost=bill.cost_usd, ttft=bill.ttft_s,
+                         duration=bill.duration_s, attempt=self.attempt)
+        return bill.usage
+
+    def main_call(self, answer: Message, probes: list[ProbeEvent]) -> bool:
+        """One main call: build, send (with the strategy's reactions to rejections), score the
+        probes on what was sent, read back what they point to, bill. False: the session failed here."""
+        s = self.strategy
+        got = self.accept(s.build_request(self._call_info()))
+        if got is None:
+            return False
+        req, lay = got
         if probes and self.retention is not None:
             pointers = self.score_probes(probes, req)
             if pointers:
-                req = self.read_back(req, pointers)
-        usage, _, _ = self._send(req, out_tokens)
+                got = self.read_back(req, lay, pointers)
+                if got is None:
+                    return False
+                req, lay = got
+        usage = self._bill(req, lay, self.provider.output_tokens(answer))
         self.main_index += 1
         s.on_response(answer, usage)
+        return True
+
+    def not_reached(self, events, probes: list[ProbeEvent]) -> None:
+        """The session failed: ``events`` will not be replayed. The probes among them (and
+        ``probes``, those of the failing call) score 0: the task was not finished; their user turns
+        count as turns that failed."""
+        later = [ev for ev in events if isinstance(ev, ProbeEvent)]
+        for p in [*probes, *later] if self.retention is not None else []:
+            self.probes_not_reached += 1
+            for fid in p.needs:
+                fact = self.facts.get(fid)
+                sc = FactScore(fid, fact.category if fact is not None else "", "lost", 0.0, None, p.id)
+                self.fact_scores.append(sc)
+                self.probe_rows.append({"probe": p.id, "call": self.main_index, "fact": fid, "category": sc.category,
+                                        "where": "not_reached", "score": 0.0, "pointer": ""})
+        n = len(user_turns(events, self.isolated))
+        self.turns += n
+        self.turns_failed += n
 
     # --- retention and read-backs -----------------------------------------------------------------
     def score_probes(self, probes: list[ProbeEvent], req: Request) -> list[tuple[str, int | None]]:
@@ -309,7 +399,6 @@ class _Run:
         would read back."""
         lay = self.provider.layout(req)
         total = lay.total()
-        rejected = bool(protocol.validate(req, self.provider.window, total))
         base = lay.tokens(-1)
 
         def before(i: int) -> int:
@@ -318,8 +407,6 @@ class _Run:
         pointers: list[tuple[str, int | None]] = []
         for p in probes:
             scores = self.retention.score(p, req, before, total)
-            if rejected:  # the API refused the request: the model answers nothing
-                scores = [replace(sc, where="lost", score=0.0, pointer=None) for sc in scores]
             for sc in scores:
                 self.fact_scores.append(sc)
                 self.probe_rows.append({"probe": p.id, "call": self.main_index, "fact": sc.fact_id,
@@ -330,11 +417,13 @@ class _Run:
                     pointers.append(ptr)
         return pointers
 
-    def read_back(self, req: Request, pointers: list[tuple[str, int | None]]) -> Request:
+    def read_back(self, req: Request, lay: Any, pointers: list[tuple[str, int | None]]) -> tuple[Request, Any] | None:
         """The model reads each pointer back before it answers: one call whose answer is the Read
         tool use (billed as this main call), the excerpt entering history as its result, then the
         request that gets the recorded answer (kind ``readback``: the extra call). Like Claude
-        Code's Read, it reads a window of lines around the fact (READBACK_LINES), not the whole file."""
+        Code's Read, it reads a window of lines around the fact (READBACK_LINES), not the whole file.
+        The request after a read-back can be rejected like any (the excerpt made it too long):
+        None when the session failed there."""
         s = self.strategy
         for path, line in pointers:
             try:
@@ -344,14 +433,36 @@ class _Run:
             self._rb += 1
             tu = Block.tool_use(f"ctxsim_readback_{self._rb}", self.read_tool, {"file_path": path, **inp})
             ask = Message("assistant", (tu,), {"origin": "readback"})
-            usage, _, _ = self._send(req, self.provider.output_tokens(ask))
+            usage = self._bill(req, lay, self.provider.output_tokens(ask))
             s.on_response(ask, usage)
             s.on_tool_results(Message("user", (Block.tool_result(tu.id, text),), {"origin": "readback"}))
             self.readbacks += 1
-            req = s.build_request(self._call_info())
-            req = Request(req.system, req.tools, req.messages, req.breakpoints, READBACK, req.estimated_tokens,
-                          req.rewrite, req.model, req.max_output_tokens)
-        return req
+            got = self.accept(_with_kind(s.build_request(self._call_info()), READBACK), READBACK)
+            if got is None:
+                return None
+            req, lay = got
+        return req, lay
+
+
+def _with_kind(req: Request, kind: str) -> Request:
+    return Request(req.system, req.tools, req.messages, req.breakpoints, kind, req.estimated_tokens,
+                   req.rewrite, req.model, req.max_output_tokens)
+
+
+def user_turns(events, spans: list[bool] | tuple[bool, ...] = ()) -> list[int]:
+    """Indices of the events that open a user turn of the main conversation: every ``user`` event
+    outside an isolated sub-agent span (a sub-agent's prompt is its parent's tool call, not a
+    turn of the user's). ``spans``: the isolation of the spans already open before ``events``."""
+    out, spans = [], list(spans)
+    for i, ev in enumerate(events):
+        if isinstance(ev, SubtaskStart):
+            spans.append(ev.isolated)
+        elif isinstance(ev, SubtaskEnd):
+            if spans:
+                spans.pop()
+        elif isinstance(ev, UserEvent) and not any(spans):
+            out.append(i)
+    return out
 
 
 READBACK_LINES = 2000  # Claude Code's Read tool: 2,000 lines from an offset by default
@@ -462,5 +573,8 @@ def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, An
 
     res = RunResult(cls.name, config_dict(run.strategy.config), trace.path or trace.header.name,
                     trace.content_hash, run.provider.model, run.provider.window, cfg.seed, calls, {}, probes)
-    res.metrics = compute_metrics(res, run.strategy.counters, run.fact_scores, run.readbacks)
+    outcome = {"completed": run.failed_at is None, "failed_at_call": run.failed_at,
+               "failure": list(run.failure.reasons) if run.failure is not None else None,
+               "turns": run.turns, "turns_failed": run.turns_failed, "probes_not_reached": run.probes_not_reached}
+    res.metrics = compute_metrics(res, run.strategy.counters, run.fact_scores, run.readbacks, outcome)
     return res

@@ -1,6 +1,7 @@
 """append_only: history only grows. The seed's naive baseline ("more is better"): every message
 enters history as it is and stays there; no spill, no compaction, no cache breakpoints. On a long
-session it overflows the window, and the engine counts each rejected request."""
+session it overflows the window; at its first rejected request it gives up (the default reaction),
+so the run fails there."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ class AppendOnlyConfig(StrategyConfig):
 class AppendOnly(Strategy):
     name = "append_only"
     summary = "history only grows; overflows on long sessions (seed baseline)"
+    on_rejection = ("the turn errors and the session ends (no agent runs this: the seed's naive baseline; real agents "
+                    "never keep sending a rejected request, peers.md)")
     Config = AppendOnlyConfig
 
     def breakpoints(self, history):

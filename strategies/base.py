@@ -73,6 +73,24 @@ class CallInfo:
     subtask: str | None = None  # id of the open subtask span, if any
 
 
+@dataclass(frozen=True)
+class Rejection:
+    """The API refused the request built for a call (a 400: nothing billed, nothing answered).
+
+    What ``harness.protocol`` found, in the API's words: ``reasons`` holds each of "overflow"
+    (prompt is too long), "pairing" (a tool_use/tool_result mismatch) and "breakpoints" (cache_control
+    misuse) that applies; ``detail`` is the API's message; ``tokens`` the request's input tokens as
+    the API counted them (a prompt-too-long 400 states them: a strategy may re-anchor its estimate on
+    it); ``window`` the limit the API enforced; ``attempt`` is 1 at the first rejection of this call,
+    2 after one retry, and so on."""
+
+    reasons: tuple[str, ...]
+    detail: str
+    tokens: int
+    window: int
+    attempt: int
+
+
 @dataclass
 class Counters:
     """What a strategy reports about its own work (the engine counts calls and tokens itself)."""
@@ -101,6 +119,11 @@ class Strategy:
     # True when nothing leaves the window without a summary or a path back (a file the model can
     # read): NovaCode's principle; the property kit holds such strategies to it
     keeps_path_back: ClassVar[bool] = False
+    # One line: what the modelled agent does when the API rejects a request, with its source (listed
+    # by `ctxsim strategies`). The default is what most real agents do (peers.md, "Real agents never
+    # keep sending a rejected request"): gemini-cli refuses to send and ends the turn, Codex errors
+    # the turn, SWE-agent exits.
+    on_rejection: ClassVar[str] = "the turn errors and the session ends"
 
     def __init__(self, config: StrategyConfig, env: StrategyEnv) -> None:
         self.config = config
@@ -161,6 +184,16 @@ class Strategy:
         return Request(self.env.system, self.env.tools, self.history, self.breakpoints(self.history),
                        kind="subagent" if self.in_isolated_subtask else "main",
                        estimated_tokens=self.estimate(), rewrite=self._take_rewrite())
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        """The API rejected the request built for ``call``. React as the agent does (reactive
+        compaction, truncation, dropping tool output ...) and return True: the engine rebuilds the
+        request with build_request(call) and sends it again (billed like any call; side calls made
+        here are billed too). Return False to give up: the call fails, the session ends there.
+
+        The engine asks at most ``MAX_ATTEMPTS_PER_CALL − 1`` times per call (harness/engine.py);
+        after that the call fails whatever the strategy would do. The default gives up."""
+        return False
 
     def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
         return ()

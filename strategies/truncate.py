@@ -76,6 +76,7 @@ class TruncateConfig(PeerConfig):
 class Truncate(PeerStrategy):
     name = "truncate"
     summary = "cut each tool result to 10 KiB / 256 lines, head 128 + tail 128 (Codex CLI); irreversible"
+    on_rejection = "the turn errors and the session ends (Codex CLI: a context-window error ends the turn, peers.md)"
     Config = TruncateConfig
 
     def on_tool_results(self, message: Message) -> None:

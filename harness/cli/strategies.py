@@ -22,10 +22,12 @@ def run(args) -> int:
         found = {args.name: registry.get(args.name)}
     if args.json:
         print(json.dumps({n: {"summary": c.summary, "module": c.__module__, "manages_window": c.manages_window,
+                              "on_rejection": c.on_rejection,
                               "parameters": c.parameters()} for n, c in found.items()}, indent=2, default=str))
         return 0
     for n, c in found.items():
         print(f"{n}: {c.summary}")
+        print(f"    when the API rejects a request: {c.on_rejection}")
         for pname, info in c.parameters().items():
             bounds = " ".join(f"{k}={info[k]}" for k in ("minimum", "maximum", "exclusiveMinimum", "enum") if k in info)
             print(f"    {pname} = {info['default']!r}  ({info['type']}{', ' + bounds if bounds else ''})  {info['description']}")

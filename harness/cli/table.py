@@ -11,6 +11,7 @@ from rich.table import Table
 COLUMNS = [
     ("strategy", "strategy", "left"),
     ("trace", "trace", "left"),
+    ("completed", "completed", "left"),
     ("cost $", "cost_usd", "right"),
     ("uncached", "tokens.input_uncached", "right"),
     ("cache wr", "tokens.cache_write", "right"),
@@ -34,7 +35,9 @@ def _get(m: dict[str, Any], path: str) -> Any:
     return m
 
 
-def _fmt(v: Any, key: str) -> str:
+def _fmt(v: Any, key: str, m: dict[str, Any] | None = None) -> str:
+    if key == "completed":
+        return "yes" if v or v is None else f"FAILED at call {(m or {}).get('failed_at_call')}"
     if v is None:
         return "–"
     if key == "trace":
@@ -55,7 +58,7 @@ def metrics_table(rows: Iterable[dict[str, Any]], title: str | None = None) -> T
     for head, _, justify in COLUMNS:
         t.add_column(head, justify=justify)  # type: ignore[arg-type]
     for m in rows:
-        t.add_row(*(_fmt(_get(m, key), key) for _, key, _ in COLUMNS))
+        t.add_row(*(_fmt(_get(m, key), key, m) for _, key, _ in COLUMNS))
     return t
 
 

@@ -26,18 +26,20 @@ def test_same_seed_identical_rows():
     assert a.metrics == b.metrics
 
 
-def test_append_only_overflows_200k_and_does_not_crash():
-    t = long_trace()  # ~120 x 12k tokens: well past 200k
+def test_append_only_fails_at_its_first_overflow_at_200k():
+    # call k holds 103 + 6,039·k tokens (the 1M replay below): 33 → 199,390 fits, 34 → 205,429 does not
+    t = long_trace()
     r = replay(t, "append_only", None, RunConfig(window=200_000))
     m = r.metrics
-    assert m["overflows"] > 0
-    assert m["calls"] == 121
+    assert m["completed"] is False and m["failed_at_call"] == 34 and m["overflows"] == 1
+    assert m["calls"] == 35  # 34 answered, the 35th rejected; the other 86 never sent
     rejected = r.calls[r.calls["overflow"]]
-    assert (rejected["cost_usd"] == 0).all() and (rejected["context_tokens"] > 200_000).all()
-    assert m["peak_context_tokens"] > 200_000
-    assert m["pairing_violations"] == 0
-    # the same trace fits a 1M window
-    assert replay(t, "append_only", None, RunConfig(window=1_000_000)).metrics["overflows"] == 0
+    assert rejected["context_tokens"].tolist() == [205_429] and (rejected["cost_usd"] == 0).all()
+    assert m["peak_context_tokens"] == 205_429 and m["pairing_violations"] == 0
+    # the same trace fits a 1M window: every call answered
+    full = replay(t, "append_only", None, RunConfig(window=1_000_000))
+    assert full.metrics["completed"] is True and full.metrics["overflows"] == 0 and full.metrics["calls"] == 121
+    assert full.calls["context_tokens"].tolist()[:3] == [103, 6_142, 12_181]
 
 
 def test_each_block_is_tokenised_once_per_run():
@@ -96,18 +98,27 @@ def test_side_calls_are_billed_timed_and_can_fail():
 
 
 def test_side_call_over_the_window_is_a_prompt_too_long_failure():
-    t = long_trace(20, 3000)
+    t = long_trace(20, 300)  # the main requests stay under 8,000 tokens
     seen = []
 
-    class Big(Summarising):
-        def build_request(self, call):
-            r = super().build_request(call)
-            seen.extend(self.errors)
-            self.errors.clear()
-            return r
+    class Big(Strategy):
+        name = ""
 
-    replay(t, Big, None, RunConfig(window=8_000))
-    assert "prompt_too_long" in seen
+        def build_request(self, call):
+            req = super().build_request(call)
+            if call.index == 5:  # a side call carrying 10,000 more tokens than the main request
+                padded = req.with_messages(req.messages.append(Message.user("y " * 10_000)))
+                try:
+                    self.env.services.call(padded, CallSpec(kind="summary", max_output_tokens=500))
+                except SideCallFailed as e:
+                    seen.append(e.reason)
+            return req
+
+    r = replay(t, Big, None, RunConfig(window=8_000))
+    assert seen == ["prompt_too_long"] and r.metrics["completed"] is True
+    side = r.calls[r.calls["kind"] == "summary"]
+    assert side["failed"].tolist() == [True] and side["cost_usd"].tolist() == [0]
+    assert side["duration_s"].tolist() == [pytest.approx(0.5)]  # unbilled, but the round trip took time
 
 
 def test_isolated_subtask_runs_from_a_fresh_history():
