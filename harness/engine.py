@@ -258,7 +258,9 @@ class _Run:
         max_calls = self.cfg.max_calls
         memo = self.trace.memo
         for i, ev in enumerate(self.trace.events):
-            if pending and not isinstance(ev, ToolResultEvent):
+            # a fact may sit between two results of one call (after the result it is in): the
+            # results still reach the strategy as one message
+            if pending and not isinstance(ev, (ToolResultEvent, FactEvent)):
                 s.on_tool_results(Message("user", tuple(pending)))
                 pending = []
             self.t = ev.t

@@ -49,7 +49,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.conversation import Message, Request
-from harness.trace import FACT_CATEGORIES, FactEvent, ProbeEvent
+from harness.trace import ALL_CATEGORIES, FactEvent, ProbeEvent
 
 # "Lost in the Middle", GPT-3.5-Turbo, 20 documents (peers.md)
 LITM_POSITIONS = (1, 5, 10, 15, 20)
@@ -264,7 +264,7 @@ def aggregate(scores: list[FactScore], params: RetentionParams | None = None) ->
     for s in scores:
         by.setdefault(s.category, []).append(s.score)
         where[s.where] = where.get(s.where, 0) + 1
-    by_cat = {c: float(np.mean(by[c])) for c in FACT_CATEGORIES if c in by}
+    by_cat = {c: float(np.mean(by[c])) for c in ALL_CATEGORIES if c in by}
     probes = {s.probe for s in scores if s.probe is not None}
     return {
         "score": float((w * v).sum() / w.sum()) if w.sum() > 0 else float(v.mean()),

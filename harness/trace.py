@@ -20,8 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 FORMAT = "ctxsim-trace"
 VERSION = 1
 
+# planted facts (synthetic sessions) use FACT_CATEGORIES; facts derived from a session's content
+# (harness/probes.py) are named for the kind of item (goal and error, and ITEM_CATEGORIES)
 FACT_CATEGORIES = ("goal", "constraint", "decision", "error", "file", "preference", "feedback")
-FactCategory = Literal["goal", "constraint", "decision", "error", "file", "preference", "feedback"]
+ITEM_CATEGORIES = ("path", "identifier", "hash", "ticket", "command")
+ALL_CATEGORIES = FACT_CATEGORIES + ITEM_CATEGORIES
+FactCategory = Literal["goal", "constraint", "decision", "error", "file", "preference", "feedback",
+                       "path", "identifier", "hash", "ticket", "command"]
 
 
 class TraceError(ValueError):

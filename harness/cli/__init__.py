@@ -12,7 +12,7 @@ import importlib
 import sys
 
 # the order of `ctxsim --help`
-COMMANDS = ["synth", "importer", "validate", "strategies", "run", "compare", "fidelity", "sweep", "report",
+COMMANDS = ["synth", "importer", "probes", "validate", "strategies", "run", "compare", "fidelity", "sweep", "report",
             "check_strategy", "calibrate"]
 
 

@@ -20,21 +20,28 @@ def register(sub) -> None:
     p.add_argument("src", help="the log file")
     p.add_argument("-o", "--output", required=True, metavar="TRACE", help="trace file to write (.jsonl)")
     p.add_argument("--json", dest="json_out", action="store_true", help="print the import summary as JSON")
+    p.add_argument("--no-probes", action="store_true",
+                   help="do not derive facts and probes from the content (`ctxsim probes` does it later)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from harness import probes
     from harness import trace as tr
     from harness.importers import import_file
 
     result = import_file(args.format, args.src)
-    tr.write(result.trace, args.output)
+    trace, derived = (result.trace, None) if args.no_probes else probes.apply(result.trace)
+    tr.write(trace, args.output)
     tr.load(args.output)  # what was written must load: an importer bug fails here, not at replay
     if args.json_out:
-        sys.stdout.write(json.dumps({**result.summary, "output": args.output}, indent=2) + "\n")
+        extra = {"probes": derived.summary()} if derived else {}
+        sys.stdout.write(json.dumps({**result.summary, **extra, "output": args.output}, indent=2) + "\n")
     else:
         print(f"{args.src} → {args.output}")
         for line in result.summary_lines():
             if not line.startswith(("source:", "format:")):
                 print(f"  {line}")
+        if derived:
+            print(f"  derived: {derived.facts} facts, {derived.probes} probes at {derived.calls} calls")
     return 0
