@@ -9,12 +9,21 @@ here are the production pipeline's values for the summarising condenser (120 and
 
 One event is one message (see ``strategies/openhands.py``); the cut is pair-safe (the same
 :func:`strategies.openhands.halving_cut`). No side call, so cutting never fails.
+
+When the API rejects a request as too long, OpenHands asks the condenser to condense now: the
+agent controller turns a context-window error into a ``CondensationRequestAction`` when
+``enable_history_truncation`` is on (its default, ``openhands/core/config/agent_config.py``), and
+``AmortizedForgettingCondenser.should_condense`` honours an unhandled request "only if possible"
+(``_can_condense``: something would be forgotten), OpenHands/OpenHands @ 2796526. Here: a forced
+halving and the call is sent again; when nothing is left to forget, OpenHands would loop on the
+error until its stuck detector ends the session — the run gives up at once. Other rejections
+(pairing, breakpoints) are not something condensing repairs: it gives up.
 """
 
 from __future__ import annotations
 
 from harness.conversation import History
-from strategies.base import CallInfo
+from strategies.base import CallInfo, Rejection
 from strategies.openhands import Halving, HalvingConfig, halving_cut
 
 
@@ -22,6 +31,12 @@ class AmortizedForgetting(Halving):
     name = "amortized_forgetting"
     summary = "OpenHands AmortizedForgettingCondenser: over max_size events keep first + newest half, no summary"
     Config = HalvingConfig
+    on_rejection = ("prompt too long: forced halving and the call is sent again, until nothing is left to forget "
+                    "(OpenHands: context-window error -> CondensationRequest, enable_history_truncation default on); "
+                    "other rejections end the session")
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        return "overflow" in rejection.reasons and self.compact_now(call)
 
     def compact(self, call: CallInfo) -> bool | None:
         c = self.config

@@ -18,6 +18,12 @@ still opens with the user role; it says that something was removed, not what).
 
 ``manages_window`` is not claimed: like NovaCode's tail, the cut keeps history under the lines, but
 with no spill layer a single tool result larger than the window still overflows.
+
+When the API rejects a request as too long (the estimate ran low: 3.5 characters per token is an
+estimator, not the truth), it cuts at once and sends the call again, as Claude Code, NovaCode's
+closest real relative, compacts reactively on prompt-too-long and errors the turn when that fails
+(reported; peers.md "Verified against current sources"). When no cut is possible (N-COMP-8: too
+little prefix; or the tail alone is over the window) it gives up; other rejections end the session.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from harness.conversation import History, Message, Usage
-from strategies.base import CallInfo, Strategy, StrategyConfig
+from strategies.base import CallInfo, Rejection, Strategy, StrategyConfig
 from strategies.novacode import caching
 from strategies.novacode import compaction as rules
 from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, message_tokens
@@ -52,6 +58,8 @@ class CutNoSummary(Strategy):
     name = "cut_no_summary"
     summary = "NovaCode's triggers and tail, prefix dropped with no summary (N-COMP-13)"
     Config = CutNoSummaryConfig
+    on_rejection = ("prompt too long: cut at once (no summary) and send again; no cut possible: the session ends "
+                    "(as Claude Code compacts reactively, reported; peers.md)")
 
     @staticmethod
     def check_params(window: int) -> dict:
@@ -104,7 +112,11 @@ class CutNoSummary(Strategy):
             self._cut()
         return super().build_request(call)
 
-    def _cut(self) -> None:
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        return "overflow" in rejection.reasons and self._cut()
+
+    def _cut(self) -> bool:
+        """Drop the prefix before a pair-safe tail; False when N-COMP-8 says it is not worth it."""
         c = self.config
         msgs = list(self.history)
         tokens = [message_tokens(m, c.chars_per_token) for m in msgs]
@@ -112,7 +124,7 @@ class CutNoSummary(Strategy):
                                    c.tail_min_messages, c.tail_max_tokens)
         if not rules.worth_compacting(choice, c.min_prefix_tokens) or choice.boundary == 0:
             self.counters.extra["cut_skipped_small_prefix"] += 1  # N-COMP-8: not worth a cache break
-            return
+            return False
         self.counters.compactions_attempted += 1
         tail = msgs[choice.boundary:]
         self.history = History([Message.user(NOTICE, origin="placeholder"), *tail])
@@ -120,3 +132,4 @@ class CutNoSummary(Strategy):
         self.ledger.clear()
         self.counters.compactions_succeeded += 1
         self.counters.extra["messages_dropped"] += choice.boundary
+        return True

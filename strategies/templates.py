@@ -250,7 +250,11 @@ class PeerStrategy(Strategy):
 class ThresholdCompactor(PeerStrategy):
     """When, then what: :meth:`should_compact` decides at each model call, :meth:`compact` rewrites
     history and returns True (done), False (tried and failed) or None (nothing worth doing: not
-    counted as an attempt). The counters follow (attempted / succeeded / failed)."""
+    counted as an attempt). The counters follow (attempted / succeeded / failed).
+
+    On a rejected request it gives up, as the base does; an agent that compacts reactively (Claude
+    Code on prompt-too-long, OpenHands' condensation request) overrides ``on_rejected`` with
+    :meth:`compact_now`."""
 
     def should_compact(self, call: CallInfo) -> bool:
         raise NotImplementedError
@@ -259,13 +263,20 @@ class ThresholdCompactor(PeerStrategy):
         raise NotImplementedError
 
     def prepare(self, call: CallInfo) -> None:
-        if not self.should_compact(call):
-            return
-        done = self.compact(call)
+        if self.should_compact(call):
+            self._counted(self.compact(call))
+
+    def compact_now(self, call: CallInfo) -> bool:
+        """Compact whatever the trigger says (the reaction to a rejected request), counted like any
+        compaction; True when history was rewritten (worth sending again)."""
+        return self._counted(self.compact(call))
+
+    def _counted(self, done: bool | None) -> bool:
         if done is None:
-            return
+            return False
         self.counters.compactions_attempted += 1
         if done:
             self.counters.compactions_succeeded += 1
         else:
             self.counters.compactions_failed += 1
+        return bool(done)

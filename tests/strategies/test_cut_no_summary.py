@@ -62,3 +62,32 @@ def test_replay_keeps_window_and_pairs_and_makes_no_side_calls():
     assert m["overflows"] == 0 and m["pairing_violations"] == 0
     assert m["compactions"]["succeeded"] >= 1
     assert set(r.calls["kind"]) == {"main"}
+
+
+def _underestimated():
+    """Three 6,000-token steps, then a 45,000-token result. With chars_per_token 20 on text of 2
+    characters per token the estimate of new text is 10× low: the request at call 4 holds 63,243
+    tokens while the strategy estimates 22,728, under the soft line (60,000 − 20,000 − 13,000)."""
+    b = Builder().user("task")
+    for i in range(3):
+        b.call(f"s{i}", [f"r{i} " + "x " * 6000])
+    return b.call("s3", ["big " + "x " * 45000]).call("done").build()
+
+
+def test_prompt_too_long_cuts_at_once_and_sends_again():
+    p = {"chars_per_token": 20, "min_prefix_tokens": 1000, "tail_min_tokens": 1000, "tail_min_messages": 2}
+    r = replay(_underestimated(), "cut_no_summary", p, RunConfig(window=60_000))
+    c, m = r.calls, r.metrics
+    at4 = c[c["call"] == 4]
+    assert at4["estimated_tokens"].iloc[0] == 22_728 and at4["context_tokens"].iloc[0] == 63_243
+    assert at4["rejected"].tolist() == [True, False] and at4["attempt"].tolist() == [1, 2]
+    # the tail: [a3, big result] (≥ 2 messages, 4,5xx estimated tokens ≥ 1,000) after the notice
+    assert at4["context_tokens"].iloc[1] == 45_145 and at4["cost_usd"].iloc[1] > 0
+    assert m["completed"] is True and m["compactions"]["succeeded"] == 1 and m["retries"] == 1
+
+
+def test_no_cut_possible_ends_the_session():
+    # default N-COMP-6/8 limits: the whole history is under 10,000 estimated tokens, nothing to cut
+    r = replay(_underestimated(), "cut_no_summary", {"chars_per_token": 20}, RunConfig(window=60_000))
+    assert r.metrics["completed"] is False and r.metrics["failed_at_call"] == 4
+    assert r.metrics["strategy_counters"]["cut_skipped_small_prefix"] == 1

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
 from harness.protocol import pairing_error
+from strategies.base import Strategy
 from strategies.templates import (
     ThresholdCompactor,
     UsageAnchor,
@@ -98,6 +99,15 @@ def test_threshold_compactor_counts_true_false_none():
     c = s.counters
     # None (nothing worth doing) is not an attempt
     assert (c.compactions_attempted, c.compactions_succeeded, c.compactions_failed) == (2, 1, 1)
+
+
+def test_compact_now_is_counted_and_says_whether_to_send_again():
+    s = _Scripted([True, False, None])
+    assert [s.compact_now(None) for _ in range(3)] == [True, False, False]
+    c = s.counters
+    assert (c.compactions_attempted, c.compactions_succeeded, c.compactions_failed) == (2, 1, 1)
+    # the template's own reaction to a rejection is the base's: give up
+    assert ThresholdCompactor.on_rejected is Strategy.on_rejected
 
 
 
