@@ -318,21 +318,35 @@ class ToolSet:
 @dataclass(frozen=True, slots=True, eq=False)
 class SystemPrompt:
     """The system blocks. ``opaque_tokens`` stands for prompt text a recorded agent sent that the
-    trace has no text for (derived from its first call's usage): billed, cached, never read."""
+    trace has no text for (derived from its first call's usage): billed, cached, never read.
+
+    ``shared_tokens`` (≤ ``opaque_tokens``) is the head of that opaque text which agents cache
+    across sessions (Claude Code splits its system prompt into a static part, cached for every
+    session, and a per-session part: anthropics/claude-code#32102, #94815, reported): a cache
+    position of its own, the one a session's first call reads when an earlier session cached it."""
 
     blocks: tuple[Block, ...] = ()
     opaque_tokens: int = 0
+    shared_tokens: int = 0
     _digest: list = field(default_factory=list, repr=False)
 
     @staticmethod
-    def of(*texts: str, opaque_tokens: int = 0) -> SystemPrompt:
-        return SystemPrompt(tuple(Block.text_block(t) for t in texts if t), opaque_tokens)
+    def of(*texts: str, opaque_tokens: int = 0, shared_tokens: int = 0) -> SystemPrompt:
+        return SystemPrompt(tuple(Block.text_block(t) for t in texts if t), opaque_tokens,
+                            min(shared_tokens, opaque_tokens))
 
     @property
     def digest(self) -> bytes:
         if not self._digest:
-            self._digest.append(_h(b"system", str(self.opaque_tokens).encode(), *(b.digest for b in self.blocks)))
+            shared = (b"shared", str(self.shared_tokens).encode()) if self.shared_tokens else ()
+            self._digest.append(_h(b"system", str(self.opaque_tokens).encode(), *shared,
+                                   *(b.digest for b in self.blocks)))
         return self._digest[0]
+
+    @property
+    def shared_digest(self) -> bytes:
+        """The key of the shared head (the same for every system prompt with that head)."""
+        return _h(b"system-shared", str(self.shared_tokens).encode())
 
     @property
     def text(self) -> str:
@@ -345,10 +359,11 @@ BreakpointAt = int | Literal["tools", "system"]
 @dataclass(frozen=True, slots=True)
 class Breakpoint:
     """A ``cache_control`` marker: at the end of the tools array, of the system blocks, or of the
-    message with index ``at`` (its last content block)."""
+    message with index ``at`` (its last content block). ``ttl`` None: the client's TTL for the
+    run (the recorded agent's on an imported trace, else 5 minutes, the API's default)."""
 
     at: BreakpointAt
-    ttl: TTL = "5m"
+    ttl: TTL | None = None
 
 
 @dataclass(frozen=True, slots=True)

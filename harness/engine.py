@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -78,10 +78,17 @@ CALL_COLUMNS = ["index", "kind", "session", "t", "model", "context_tokens", "est
 @dataclass(frozen=True)
 class RunConfig:
     """The provider side of a run, and the run's seed. A run is a pure function of
-    (trace, strategy config, RunConfig)."""
+    (trace, strategy config, RunConfig).
 
-    model: str = DEFAULT_MODEL
+    ``model``, ``window``, ``cache_ttl`` and ``token_scale`` left at None take the trace's recorded
+    setting (``header.recorded``: imported logs), else the defaults: each call on the model the log
+    recorded for it (the trace's model, else DEFAULT_MODEL, for calls it does not name), the window
+    the agent ran with, the TTL it wrote, the scale fitted on the log. Set, they apply to every call.
+    """
+
+    model: str | None = None
     window: int | None = None
+    cache_ttl: Literal["5m", "1h"] | None = None
     cache: bool = True
     seed: int = 0
     failure_rates: Mapping[str, float] = field(default_factory=dict)  # side-call kind -> probability
@@ -98,9 +105,22 @@ class RunConfig:
     # it); info: {"tokens", "window", "rejections", "now", "call"}
     observer: Any = None
 
-    def provider(self) -> Provider:
-        return Provider(self.model, window=self.window, cache=self.cache, token_scale=self.token_scale,
-                        models_file=self.models_file)
+    def overrides(self) -> frozenset[str]:
+        """Which of the recorded setting's fields this config sets for every call."""
+        return frozenset(k for k in ("model", "window", "cache_ttl", "token_scale") if getattr(self, k) is not None)
+
+    def provider(self, trace: Trace | None = None) -> Provider:
+        """The run's provider, with the trace's recorded setting where this config leaves it open."""
+        rec = trace.header.recorded if trace is not None else None
+        model = self.model or run_model(trace)
+        return Provider(model, window=self.window or (rec.window if rec else None), cache=self.cache,
+                        token_scale=self.token_scale or (rec.token_scale if rec else None),
+                        models_file=self.models_file, cache_ttl=self.cache_ttl or (rec.cache_ttl if rec else None))
+
+
+def run_model(trace: Trace | None) -> str:
+    """The model of a replay that names none: the trace's recorded model, else DEFAULT_MODEL."""
+    return (trace.header.model if trace is not None else None) or DEFAULT_MODEL
 
 
 @dataclass
@@ -133,7 +153,7 @@ class Services:
         if spec.instructions:
             req = request.with_messages(request.messages.append(Message.user(spec.instructions, origin="instruction")))
         req = Request(req.system, req.tools, req.messages, req.breakpoints, spec.kind, None, False,
-                      req.model or run.provider.model, spec.max_output_tokens)
+                      req.model or run.current_model or run.provider.model, spec.max_output_tokens)
         lay = run.provider.layout(req)
         tokens = lay.total()
         rejections = protocol.validate(req, run.provider.window, tokens)
@@ -178,7 +198,12 @@ class _Run:
     def __init__(self, trace: Trace, strategy_cls: type[Strategy], params: Mapping[str, Any] | None,
                  cfg: RunConfig, session_dir: Path) -> None:
         self.trace, self.cfg = trace, cfg
-        self.provider = cfg.provider()
+        self.provider = cfg.provider(trace)
+        # each call on the model the log recorded for it, unless the run names one for all
+        self.call_models = cfg.model is None
+        self.current_model: str | None = None  # the recorded model side calls run on (see Services)
+        rec = trace.header.recorded
+        self.warm_prefix = rec.warm_prefix_tokens if rec is not None and cfg.cache else 0
         self.offset = 0.0
         self.t = 0.0
         self.rows: list[dict[str, Any]] = []
@@ -199,7 +224,8 @@ class _Run:
         h = trace.header
         self.read_tool = str(h.meta.get("read_tool", READ_TOOL))
         if "prefix" not in trace.memo:
-            trace.memo["prefix"] = (SystemPrompt.of(h.system, opaque_tokens=h.prefix_tokens),
+            trace.memo["prefix"] = (SystemPrompt.of(h.system, opaque_tokens=h.prefix_tokens,
+                                                    shared_tokens=rec.warm_prefix_tokens if rec else 0),
                                     ToolSet(tuple(ToolDef(t.name, t.description, t.input_schema) for t in h.tools)))
         system, tools = trace.memo["prefix"]
         home, project = _seed_files(session_dir, h.meta.get("files") or {})
@@ -209,7 +235,9 @@ class _Run:
                                model=self.provider.model, provider=self.provider.spec.provider,
                                system=system, tools=tools, rng=np.random.default_rng(seeds[1]),
                                home_dir=home, project_dir=project)
-        self.strategy = build_strategy(strategy_cls, params, self.env)
+        # parameters the strategy reads from the log's recorded setting, under the caller's own
+        defaults = strategy_cls.trace_defaults(trace, cfg.overrides()) if rec is not None else {}
+        self.strategy = build_strategy(strategy_cls, {**defaults, **(params or {})}, self.env)
         self.probe_rows: list[dict[str, Any]] = []
         self.fact_scores: list[Any] = []
         self.readbacks = 0
@@ -282,6 +310,8 @@ class _Run:
                 m = memo.get(i)
                 if m is None:
                     m = memo[i] = Message("assistant", tuple(_blocks(ev)))
+                if self.call_models:
+                    self.current_model = ev.model
                 if not self.main_call(m, probes):
                     self.failed_at = self.main_index
                     self.turns_failed = 1 if self.turns else 0  # the turn in progress
@@ -312,7 +342,8 @@ class _Run:
             s.on_tool_results(Message("user", tuple(pending)))
 
     def _call_info(self) -> CallInfo:
-        return CallInfo(self.main_index, self.now(), self.session, self.subtasks[-1] if self.subtasks else None)
+        return CallInfo(self.main_index, self.now(), self.session, self.subtasks[-1] if self.subtasks else None,
+                        self.current_model)
 
     def rejection_wait(self, req: Request) -> float:
         """The time a 400 costs: the fixed round trip of the latency model (its ``ttft_base_s``,
@@ -328,6 +359,7 @@ class _Run:
         s = self.strategy
         self.attempt = 1
         while True:
+            req = self._on_recorded_model(req)
             lay = self.provider.layout(req)
             tokens = lay.total()
             rejections = protocol.validate(req, self.provider.window, tokens)
@@ -351,8 +383,16 @@ class _Run:
             if kind is not None:
                 req = _with_kind(req, kind)
 
+    def _on_recorded_model(self, req: Request) -> Request:
+        """A request that names no model runs on the model the log recorded for this call."""
+        return replace(req, model=self.current_model) if req.model is None and self.current_model else req
+
     def _bill(self, req: Request, lay: Any, output_tokens: int) -> Usage:
         """Bill one accepted main-loop request."""
+        if self.warm_prefix:
+            # the log's first call read this head from the cache: an earlier session wrote it
+            self.provider.warm_shared_prefix(req, self.now())
+            self.warm_prefix = 0
         bill = self.provider.bill(req, self.now(), output_tokens, lay)
         self.record_call(req, self.now(), bill.usage, lay.total(), cost=bill.cost_usd, ttft=bill.ttft_s,
                          duration=bill.duration_s, attempt=self.attempt)

@@ -20,7 +20,7 @@ Pure functions over a trace and the engine's per-call table; the replay itself i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from harness.provider.tokenizer import REQUEST_OVERHEAD
 from harness.trace import (
     AssistantEvent,
     CompactEvent,
+    RecordedSetting,
     RecordedUsage,
     SubtaskEnd,
     SubtaskStart,
@@ -43,8 +44,15 @@ from harness.trace import (
     ToolResultEvent,
     Trace,
     UserEvent,
+    with_header,
 )
-from strategies.recorded import COMPACT_INSTRUCTIONS, REISSUE_AFTER, STRIPS_PREVIOUS_THINKING, Recorded
+from strategies.recorded import (
+    COMPACT_INSTRUCTIONS,
+    REISSUE_AFTER,
+    STRIPS_PREVIOUS_THINKING,
+    Recorded,
+    compaction_calls,
+)
 
 FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
 NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
@@ -79,8 +87,9 @@ class RecordedCall:
         return self.usage.context_tokens if self.usage else 0
 
 
-def recorded_calls(trace: Trace) -> list[RecordedCall]:
-    """The trace's calls in order, each tied to its context thread (main or a sub-agent span)."""
+def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]:
+    """The trace's calls in order, each tied to its context thread (main or a sub-agent span);
+    ``model`` replaces every call's recorded model."""
     out: list[RecordedCall] = []
     spans: list[str] = []
     chars: dict[str, int] = {"main": 0}
@@ -112,7 +121,7 @@ def recorded_calls(trace: Trace) -> list[RecordedCall]:
         elif isinstance(ev, AssistantEvent):
             names = tuple(c.name for c in ev.tool_uses()) + tuple(
                 "web_search_call" for c in ev.content if isinstance(c, TextContent) and c.text.startswith("[web_search_call]"))
-            out.append(RecordedCall(len(out), ev.t, ev.model, ev.usage, thread, thread in compacted,
+            out.append(RecordedCall(len(out), ev.t, model or ev.model, ev.usage, thread, thread in compacted,
                                     chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None),
                                     thread in turns))
             turns.discard(thread)
@@ -157,16 +166,6 @@ def _usage(u: RecordedUsage) -> Usage:
     return Usage(u.input, u.cache_write_5m, u.cache_write_1h, u.cache_read, u.output)
 
 
-def recorded_ttl(trace: Trace) -> str:
-    """The recorded agent's cache TTL: 1h when its usage shows more 1h writes than 5m ones."""
-    w1 = w5 = 0
-    for e in trace.events:
-        if isinstance(e, AssistantEvent) and e.usage:
-            w1 += e.usage.cache_write_1h
-            w5 += e.usage.cache_write_5m
-    return "1h" if w1 > w5 else "5m"
-
-
 @dataclass
 class Fidelity:
     report: dict[str, Any]
@@ -175,46 +174,125 @@ class Fidelity:
     hidden: list[dict[str, Any]] = field(default_factory=list)
 
 
-def compaction_calls(trace: Trace) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The model and the cache TTL of each recorded compaction call (``agent-acompact-*``), in
-    order: the agent's choices, read from the log ('' where the log does not say)."""
-    models, ttls = [], []
-    for e in trace.events:
-        if isinstance(e, CompactEvent):
-            models.append(str(e.meta.get("call_model") or ""))
-            u = e.usage
-            ttls.append("" if u is None or not (u.cache_write_1h or u.cache_write_5m)
-                        else "1h" if u.cache_write_1h >= u.cache_write_5m else "5m")
-    return tuple(models), tuple(ttls)
-
-
-def _strategy_params(trace: Trace, calls: list[RecordedCall], sub_prefix: dict[str, int],
-                     instructions: str, explicit_model: str | None = None) -> dict[str, Any]:
-    models = [c.model or "" for c in calls]
-    compact_models, compact_ttls = compaction_calls(trace)
-    return {
-        "ttl": recorded_ttl(trace),
-        "models": tuple(models) if len({m for m in models if m}) > 1 else (),
-        "subtask_prefix_tokens": sub_prefix,
-        "compact_instructions": instructions,
-        # an explicit --model prices every call with it, the compaction calls too
-        "compact_models": () if explicit_model else compact_models,
-        "compact_ttls": compact_ttls,
-    }
-
-
-def _with_header(trace: Trace, header) -> Trace:
-    """The same events under another header, with a fresh engine memo (the memo caches the
-    system prefix built from the header)."""
-    t = replace(trace, header=header)
-    if hasattr(t, "memo"):
-        t.memo = {}
-    return t
-
-
 def _sim_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The engine rows of the recorded calls (main and sub-agent), in trace order."""
     return df[df["kind"].isin(["main", SUBAGENT])].reset_index(drop=True)
+
+
+def _threads(calls: list[RecordedCall]) -> dict[str, RecordedCall]:
+    """The first call with usage of each context thread (main, each sub-agent span)."""
+    out: dict[str, RecordedCall] = {}
+    for c in calls:
+        if c.usage is not None:
+            out.setdefault(c.thread, c)
+    return out
+
+
+def raw_contexts(trace: Trace, calls: list[RecordedCall] | None = None, seed: int = 0,
+                 model: str | None = None) -> dict[int, int]:
+    """Each call's visible content in cl100k tokens (request framing left out): the recorded
+    strategy replayed at scale 1 with no opaque prefix. What the scale is fitted on."""
+    calls = calls if calls is not None else recorded_calls(trace, model)
+    rec = trace.header.recorded or RecordedSetting()
+    zero_rec = rec.model_copy(update={"token_scale": None, "warm_prefix_tokens": 0, "model_prefix_tokens": {},
+                                      "subagent_prefix_tokens": {k: 0 for k in _threads(calls) if k != "main"}})
+    zero = with_header(trace, trace.header.model_copy(update={"prefix_tokens": 0, "recorded": zero_rec}))
+    run = replay(zero, Recorded, {}, RunConfig(model=model, token_scale=1.0, seed=seed))
+    rows = _sim_rows(run.calls)
+    if len(rows) != len(calls):
+        raise RuntimeError(f"engine returned {len(rows)} call rows for {len(calls)} recorded calls")
+    return {c.index: int(rows.loc[c.index, "context_tokens"]) - REQUEST_OVERHEAD for c in calls}
+
+
+def fit_calls(calls: list[RecordedCall], fraction: float) -> set[int]:
+    """The first ``fraction`` of the calls that carry usage (at least 2): the scale's fit set."""
+    with_usage = [c for c in calls if c.usage is not None]
+    return {c.index for c in with_usage[:max(2, math.ceil(fraction * len(with_usage)))]}
+
+
+def scale_stability(calls: list[RecordedCall], base: dict[int, int]) -> dict[str, Any]:
+    """How much the fitted scale depends on where it is fitted: on the first 10/20/30/50% of the
+    calls, on each tenth of the session on its own, and on the held-out 70%."""
+    with_usage = [c for c in calls if c.usage is not None]
+    n = len(with_usage)
+    first = {f"first_{p}pct": fit_token_scale(calls, base, fit_calls(calls, p / 100)) for p in (10, 20, 30, 50)}
+    tenths = []
+    for k in range(10):
+        part = {c.index for c in with_usage[k * n // 10:(k + 1) * n // 10]}
+        tenths.append(fit_token_scale(calls, base, part))
+    held = {c.index for c in with_usage} - fit_calls(calls, FIT_FRACTION)
+    out: dict[str, Any] = {k: round(v, 4) if v else None for k, v in first.items()}
+    out["by_tenth"] = [round(v, 4) if v else None for v in tenths]
+    out["held_out_70pct"] = round(v, 4) if (v := fit_token_scale(calls, base, held)) else None
+    ref = first["first_30pct"]
+    vals = [v for v in [*first.values(), *tenths, out["held_out_70pct"]] if v]
+    out["spread_pct"] = round((max(vals) - min(vals)) / ref * 100, 2) if ref and vals else None
+    return out
+
+
+def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: float | None = None,
+              base: dict[int, int] | None = None, seed: int = 0, model: str | None = None) -> Trace:
+    """``trace`` with its recorded setting completed from its own calls: the token scale fitted on
+    the first ``fit_fraction`` of them (or ``token_scale`` as given), then the opaque prefix of
+    each context pinned on its first call (``prefix = R0 − framing − scale·raw0``: the main
+    context's in ``header.prefix_tokens``, each sub-agent's and each model's in the recorded
+    setting) and the head the first call read from the cache (``warm_prefix_tokens``). What
+    ``ctxsim import`` writes; a replay with no options then reproduces what ``ctxsim fidelity``
+    simulates. A trace with no per-call usage comes back unchanged."""
+    calls = recorded_calls(trace, model)
+    with_usage = [c for c in calls if c.usage is not None]
+    if not with_usage:
+        return trace
+    base = base if base is not None else raw_contexts(trace, calls, seed, model)
+    fit = set() if token_scale is not None else fit_calls(calls, fit_fraction)
+    rec = trace.header.recorded or RecordedSetting()
+    fitted = fit_token_scale(calls, base, fit) if token_scale is None else None
+    if token_scale is not None:
+        scale, evidence = token_scale, "given"
+    elif fitted:
+        pairs = sum(1 for c in calls if c.index in fit and c.prev_in_thread in fit
+                    and _continues(c, calls[c.prev_in_thread]))
+        scale, evidence = fitted, (f"fitted on the first {len(fit)} of {len(with_usage)} calls ({pairs} growth pairs): "
+                                   "Σ recorded context growth / Σ cl100k growth")
+    else:
+        scale = Provider(trace.header.model, models_file=None).spec.token_scale
+        evidence = "model table (no growth pairs to fit on)"
+
+    def prefix(c: RecordedCall) -> int:
+        return max(0, c.context - REQUEST_OVERHEAD - int(round(scale * base[c.index])))
+
+    threads = _threads(calls)
+    main_first = threads.get("main")
+    main_prefix = prefix(main_first) if main_first else trace.header.prefix_tokens
+    model_prefix: dict[str, int] = {}
+    for c in with_usage:   # a model switch in the main context: that model's own system prompt
+        if c.thread == "main" and c.model and c.model not in model_prefix:
+            model_prefix[c.model] = prefix(c)
+    warm, warm_ev = 0, ""
+    if main_first is not None and main_first.usage.cache_read:
+        warm = min(main_first.usage.cache_read, main_prefix)
+        warm_ev = (f"the first call read {main_first.usage.cache_read:,} tokens from the cache (a prefix an earlier "
+                   f"session cached within its TTL); {warm:,} of them are the system prompt's head")
+    rec = rec.model_copy(update={
+        "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit),
+        "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
+        "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
+        "subagent_prefix_tokens": {k: prefix(c) for k, c in threads.items() if k != "main"}})
+    meta = {**trace.header.meta, "prefix_tokens_scale": round(scale, 6)}
+    return with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
+                                                                 "meta": meta}))
+
+
+def _calibrated(trace: Trace, fit_fraction: float, token_scale: float | None, base: dict[int, int],
+                model: str | None) -> Trace:
+    """The trace as ``ctxsim import`` calibrated it, or calibrated here when it was not (an older
+    trace) or when the fit is asked for differently."""
+    rec = trace.header.recorded
+    n_fit = 0 if token_scale is not None else len(fit_calls(recorded_calls(trace), fit_fraction))
+    if (model is None and rec is not None and rec.token_scale is not None and rec.fit_calls == n_fit
+            and (token_scale is None or abs(rec.token_scale - token_scale) < 1e-9)):
+        return trace
+    return calibrate(trace, fit_fraction=fit_fraction, token_scale=token_scale, base=base, model=model)
 
 
 def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float = FIT_FRACTION,
@@ -222,64 +300,41 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
                  seed: int = 0) -> Fidelity:
     """Replay ``trace`` with the recorded strategy and compare it with its recorded usage.
 
-    ``token_scale`` skips the fit (all calls are then held out). Raises ``ValueError`` when the
-    trace has no per-call recorded usage to compare against.
+    The replay is ``replay(trace, "recorded", {}, RunConfig(model=model, seed=seed))`` on the
+    trace as ``ctxsim import`` calibrated it: exactly what ``ctxsim run TRACE --strategy recorded``
+    does with no options. ``token_scale`` skips the fit (all calls are then held out). Raises
+    ``ValueError`` when the trace has no per-call recorded usage to compare against.
     """
-    calls = recorded_calls(trace)
-    if model is not None:   # an explicit model prices (and caches) every call, whatever the log names
-        calls = [replace(c, model=model) for c in calls]
+    calls = recorded_calls(trace, model)   # an explicit model prices (and caches) every call
     with_usage = [c for c in calls if c.usage is not None]
     if not with_usage:
         raise ValueError(f"{trace.header.name}: no recorded per-call usage (header.usage={trace.header.usage!r}): nothing to compare")
     explicit = model
     model = model or trace.header.model or next((c.model for c in calls if c.model), None)
-    threads: dict[str, RecordedCall] = {}
-    for c in with_usage:
-        threads.setdefault(c.thread, c)
 
-    # 1. raw cl100k sizes: replay at scale 1 with no opaque prefix
-    zero = _with_header(trace, trace.header.model_copy(update={"prefix_tokens": 0}))
-    base_params = _strategy_params(trace, calls, {k: 0 for k in threads if k != "main"}, instructions, explicit)
-    raw_run = replay(zero, Recorded, base_params, RunConfig(model=model, token_scale=1.0, seed=seed))
-    raw_rows = _sim_rows(raw_run.calls)
-    if len(raw_rows) != len(calls):
-        raise RuntimeError(f"engine returned {len(raw_rows)} call rows for {len(calls)} recorded calls")
-    base = {c.index: int(raw_rows.loc[c.index, "context_tokens"]) - REQUEST_OVERHEAD for c in calls}
-
-    # 2. fit the scale on the first 30% of the calls that carry usage
-    n_fit = 0 if token_scale is not None else max(2, math.ceil(fit_fraction * len(with_usage)))
-    fit = {c.index for c in with_usage[:n_fit]}
-    fitted = None
+    # 1. raw cl100k sizes (what the scale is fitted on), the calibrated trace, the fit set
+    base = raw_contexts(trace, calls, seed, explicit)
+    trace = _calibrated(trace, fit_fraction, token_scale, base, explicit)
+    rec = trace.header.recorded
+    scale = rec.token_scale
+    fit = set() if token_scale is not None else fit_calls(calls, fit_fraction)
     per_model: dict[str, float] = {}
-    if token_scale is None:
-        fitted = fit_token_scale(calls, base, fit)
-        for m in sorted({c.model for c in with_usage if c.model}):   # diagnostic: each model's own scale
-            fm = fit_token_scale([c for c in calls], base, {c.index for c in with_usage[:n_fit] if c.model == m})
-            if fm:
-                per_model[m] = round(fm, 4)
+    for m in sorted({c.model for c in with_usage if c.model}):   # diagnostic: each model's own scale
+        fm = fit_token_scale(calls, base, {c.index for c in with_usage if c.index in fit and c.model == m})
+        if fm:
+            per_model[m] = round(fm, 4)
     provider = Provider(model)
-    scale = token_scale or fitted or provider.spec.token_scale
-    scale_source = "given" if token_scale else ("fitted" if fitted else "model table (fit impossible: no growth pairs)")
+    header = trace.header
+    model_prefix = rec.model_prefix_tokens
 
-    # 3. pin each thread's opaque prefix on its first call, replay at the fitted scale
-    def prefix(c: RecordedCall) -> int:
-        return max(0, c.context - REQUEST_OVERHEAD - int(round(scale * base[c.index])))
-
-    main_first = threads.get("main")
-    header = trace.header.model_copy(update={"prefix_tokens": prefix(main_first) if main_first else trace.header.prefix_tokens})
-    sub_prefix = {k: prefix(c) for k, c in threads.items() if k != "main"}
-    model_prefix: dict[str, int] = {}
-    for c in with_usage:   # a model switch in the main context: that model's own system prompt
-        if c.thread == "main" and c.model and c.model not in model_prefix:
-            model_prefix[c.model] = prefix(c)
-    params = _strategy_params(trace, calls, sub_prefix, instructions, explicit)
-    if len(model_prefix) > 1:
-        params["model_prefix_tokens"] = model_prefix
-    run = replay(_with_header(trace, header), Recorded, params, RunConfig(model=model, token_scale=scale, seed=seed))
+    # 2. the replay: what `ctxsim run TRACE --strategy recorded` does
+    params = {} if instructions == COMPACT_INSTRUCTIONS else {"compact_instructions": instructions}
+    run = replay(trace, Recorded, params, RunConfig(model=explicit, seed=seed))
     df = run.calls
     sim = _sim_rows(df)
+    compact_models = Recorded.trace_defaults(trace, RunConfig(model=explicit).overrides()).get("compact_models", ())
 
-    # 4. per-call table
+    # 3. per-call table
     rows = []
     for c in calls:
         s = sim.loc[c.index]
@@ -302,7 +357,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     errs = [_pct(r["simulated_context"] + int(table.loc[r["call"], "pin_offset"]), r["recorded_context"])
             for r in held if r["call"] not in pinned_calls]
 
-    # 5. totals: recorded calls + the recorded compaction calls; simulated: every engine row
+    # 4. totals: recorded calls + the recorded compaction calls; simulated: every engine row
     comp_events = [e for e in trace.events if isinstance(e, CompactEvent)]
     rec_usages = [(c.usage, c.model or model) for c in with_usage]
     rec_usages += [(e.usage, (e.meta.get("call_model") if explicit is None else None) or model)
@@ -315,7 +370,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     sim_cost = float(df["cost_usd"].sum())
     sim_cost_in = sim_cost - sum(float(r["output"]) * provider.spec_for(r["model"]).rates(0)[4] for _, r in df.iterrows())
 
-    # 6. NovaCode's estimator on the recorded truth: anchor (previous recorded context) + chars/3.5
+    # 5. NovaCode's estimator on the recorded truth: anchor (previous recorded context) + chars/3.5
     est_errs = []
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
@@ -324,7 +379,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         est = prev.context + c.new_chars / NOVACODE_CHARS_PER_TOKEN
         est_errs.append(_pct(est, c.context))
 
-    # 7. compactions: where they land and the recorded preTokens against the simulated context
+    # 6. compactions: where they land and the recorded preTokens against the simulated context
     instr_tokens = Provider(model, token_scale=scale).message_tokens(Message.user(instructions))
     summaries = df[df["kind"] == SUMMARY].reset_index(drop=True)
     compactions = []
@@ -345,7 +400,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
             simulated = int(summaries.loc[ci, "context_tokens"]) - instr_tokens if ci < len(summaries) else None
             # preTokens counts the conversation as the last call saw it: when the compaction call
             # ran on another model (its own system prompt), count the last call's system prompt
-            cm = params["compact_models"][ci] if ci < len(params["compact_models"]) else ""
+            cm = compact_models[ci] if ci < len(compact_models) else ""
             if simulated is not None and cm and cm != last_model and cm in model_prefix and last_model in model_prefix:
                 simulated += model_prefix[last_model] - model_prefix[cm]
             ci += 1
@@ -374,7 +429,9 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         "calls": len(calls),
         "fit_calls": len(fit),
         "token_scale": round(scale, 4),
-        "token_scale_source": scale_source,
+        "token_scale_source": rec.token_scale_evidence,
+        "token_scale_stability": scale_stability(calls, base),
+        "warm_start": {"tokens": rec.warm_prefix_tokens, "evidence": rec.warm_prefix_evidence},
         "token_scale_by_model": per_model,   # the replay uses one scale (the provider takes one per run)
         "prefix_tokens": header.prefix_tokens,
         "context_tokens": {"median_abs_pct_error": _q(errs, 50), "p90_abs_pct_error": _q(errs, 90),
@@ -575,5 +632,5 @@ def summary_line(report: dict[str, Any]) -> str:
             f"({cost['abs_pct_error']}%), misses {report['cache_misses']}, hidden {report['hidden_tokens']}")
 
 
-__all__ = ["Fidelity", "RecordedCall", "classify_misses", "compaction_calls", "figure", "fit_token_scale",
+__all__ = ["Fidelity", "RecordedCall", "calibrate", "classify_misses", "compaction_calls", "figure", "fit_token_scale",
            "hidden_deltas", "recorded_calls", "recovered_hidden", "run_fidelity", "summary_line"]

@@ -213,7 +213,7 @@ def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
     row.update({f"param.{k}": v for k, v in spec.params})
     try:
         res = replay(_trace(spec.trace), spec.strategy, dict(spec.params),
-                     RunConfig(model=spec.model or RunConfig.model, window=spec.window, cache=spec.cache, seed=spec.seed))
+                     RunConfig(model=spec.model, window=spec.window, cache=spec.cache, seed=spec.seed))
         # the run's identity is already in the row (and its parameters as param.*)
         m = {k: v for k, v in res.metrics.items() if k not in ("params", "strategy", "trace", "seed", "trace_hash")}
         flat = flatten(m)
@@ -284,6 +284,7 @@ def run_sweep(cfg: SweepConfig, out_dir: str | Path, *, base: Path = Path("."), 
     out.mkdir(parents=True, exist_ok=True)
     traces = resolve_traces(cfg, base, out / "traces", log)
     specs = expand(cfg, traces)
+    _note_overrides(cfg, traces, log)
     (out / "sweep.json").write_text(json.dumps({"config": cfg.model_dump(), "runs": [s.as_dict() for s in specs]},
                                                indent=1, default=str), encoding="utf-8")
     done = {p.stem for p in (out / "runs").glob("*.parquet")} if (out / "runs").exists() else set()
@@ -301,6 +302,21 @@ def run_sweep(cfg: SweepConfig, out_dir: str | Path, *, base: Path = Path("."), 
         raise SweepError(f"unknown executor {executor!r}: local or dask")
     _drain(it, len(todo), progress)
     return collect(out, [s.key for s in specs])
+
+
+def _note_overrides(cfg: SweepConfig, traces: list[Path], log: Callable[[str], None]) -> None:
+    """One line for each grid model or window that overrides what an imported trace recorded."""
+    from harness.engine import RunConfig
+    from harness.setting import override_warnings
+
+    seen: set[str] = set()
+    for p in traces:
+        t = _trace(str(p))
+        for model, window in itertools.product(cfg.models, cfg.windows):
+            for line in override_warnings(RunConfig(model=model, window=window), t):
+                if line not in seen:
+                    seen.add(line)
+                    log(f"warning: {line}")
 
 
 def _drain(it: Iterable[dict[str, Any]], total: int, progress: bool) -> None:

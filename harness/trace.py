@@ -62,6 +62,37 @@ class ToolSpec(_M):
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
+class RecordedSetting(_M):
+    """The setting the recorded agent ran with, as its log shows it (importers write it; the token
+    scale and the prefix sizes are fitted on the log's own first calls by ``ctxsim import``).
+    ``run``, ``compare``, ``sweep`` and ``harness.engine.replay`` take it as the defaults of a
+    replay of this trace; ``--model`` / ``--window`` / ``--cache-ttl`` / ``--token-scale``
+    override it. Each ``*_evidence`` says what in the log the value was read from."""
+
+    models: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="calls per model and role (main, subagent, compaction); each "
+        "assistant event's own `model` says which call ran on which")
+    window: int | None = Field(None, gt=0, description="context window the agent ran with (tokens)")
+    window_evidence: str = Field("", description="what in the log the window was read from")
+    cache_ttl: Literal["5m", "1h"] | None = Field(
+        None, description="TTL of the agent's cache writes (Anthropic usage: ephemeral_5m / _1h); null: "
+        "automatic caching, no TTL written (OpenAI), or no write recorded")
+    cache_ttl_evidence: str = Field("", description="the usage fields the TTL was read from")
+    token_scale: float | None = Field(
+        None, gt=0, description="recorded tokens per cl100k token, fitted on the first calls (fit_calls)")
+    token_scale_evidence: str = Field("", description="how the scale was fitted, on which calls")
+    fit_calls: int = Field(0, ge=0, description="the first calls the scale was fitted on (the rest are held out)")
+    warm_prefix_tokens: int = Field(
+        0, ge=0, description="head of the opaque prefix the first call already read from the cache (cached "
+        "by an earlier session within its TTL): a replay starts with it warm")
+    warm_prefix_evidence: str = Field("", description="what the first call read")
+    model_prefix_tokens: dict[str, int] = Field(
+        default_factory=dict, description="system+tools tokens of the main context per model, when the "
+        "log switched models (each model has its own system prompt)")
+    subagent_prefix_tokens: dict[str, int] = Field(
+        default_factory=dict, description="system+tools tokens of each sub-agent span (by span id)")
+
+
 class Header(_M):
     type: Literal["header"] = "header"
     format: Literal["ctxsim-trace"] = FORMAT
@@ -74,6 +105,8 @@ class Header(_M):
     usage: Literal["per_call", "aggregate", "none"] = "none"
     output_tokens_partial: bool = Field(False, description="recorded output counts are partial (streaming)")
     source: dict[str, Any] | None = None
+    recorded: RecordedSetting | None = Field(None, description="the setting the recorded agent ran with "
+                                             "(imported traces): the defaults of a replay")
     notes: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
 
@@ -388,6 +421,15 @@ def validate_events(header: Header, events: Iterable[Any], name: str = "<memory>
     for obj in _dump_all(header, evs):
         h.update(_canonical(obj).encode())
     return Trace(header, evs, None, list(range(2, len(evs) + 2)), h.hexdigest()[:16])
+
+
+def with_header(trace: Trace, header: Header) -> Trace:
+    """The same events under another header: content hash recomputed, a fresh engine memo (the
+    memo holds the system prefix built from the header)."""
+    h = hashlib.sha256()
+    for obj in _dump_all(header, trace.events):
+        h.update(_canonical(obj).encode())
+    return Trace(header, trace.events, trace.path, trace.lines, h.hexdigest()[:16])
 
 
 # --- writing ------------------------------------------------------------------------------------

@@ -71,6 +71,7 @@ class CallInfo:
     now: float                 # simulated time, seconds
     session: str | None = None
     subtask: str | None = None  # id of the open subtask span, if any
+    model: str | None = None    # the model the recorded agent used for this call (None: the run's)
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,14 @@ class Strategy:
         return r
 
     # --- introspection ----------------------------------------------------------------------------
+    @classmethod
+    def trace_defaults(cls, trace: Any, overrides: frozenset[str]) -> dict[str, Any]:
+        """Parameters this strategy reads from an imported trace's recorded setting
+        (``trace.header.recorded``): the engine passes them as defaults, under the caller's own
+        parameters. ``overrides`` names the recorded fields the run sets for every call instead
+        (``model``, ``window``, ``cache_ttl``, ``token_scale``)."""
+        return {}
+
     @classmethod
     def parameters(cls) -> dict[str, dict[str, Any]]:
         """Every parameter with its default, type, description and bounds (for ``ctxsim strategies``)."""

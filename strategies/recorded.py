@@ -16,12 +16,14 @@ re-enacts, and where each habit was read:
   ``/compact`` called Opus with 5-minute writes, so it re-wrote the whole history into Opus's
   cache — the most expensive call of the session, which a Haiku summary call would miss;
 * cache breakpoints where Claude Code puts them: the system block and the last message (reads after
-  a compaction stop at the system prefix, 21,460 tokens in the spotter logs); TTL ``1h`` when the
-  recorded usage shows ``ephemeral_1h`` writes (Claude Code 2.1.x), else ``5m`` — a parameter;
+  a compaction stop at the system prefix, 21,460 tokens in the spotter logs), with the client's TTL
+  (the one the log wrote, ``header.recorded.cache_ttl``: ``1h`` for Claude Code 2.1.x) unless
+  ``ttl`` sets one;
 * a sub-agent span (``isolated``) runs in its own context: its own history and its own system
   prefix (``subtask_prefix_tokens``), the parent's history untouched until the Task result arrives;
-* the model of each call, when the log switched models mid-session (``models``: a Skill that runs
-  on Haiku, a sub-agent on Sonnet), since each model has its own price and its own cache;
+* the model of each call, as the log recorded it (the engine runs each call on it: a Skill that
+  runs on Haiku, a sub-agent on Sonnet), each with its own price, cache and system prompt
+  (``model_prefix_tokens``);
 * earlier turns' thinking dropped at each new user turn, on the models whose API does that
   (``strip_previous_thinking``; Anthropic's extended-thinking docs: models before Opus 4.5 remove
   the thinking blocks of previous assistant turns from context). The codemie logs (Sonnet 4.5)
@@ -38,7 +40,9 @@ re-enacts, and where each habit was read:
   as the recorded reads do.
 
 It never sees recorded token counts: the parameters are the agent's *choices* (where it put
-breakpoints, which model it called), read from the log by ``ctxsim fidelity``.
+breakpoints, which model it called) and the sizes of the prompts the log has no text for, read from
+the trace's recorded setting (:meth:`Recorded.trace_defaults`), so ``ctxsim run TRACE --strategy
+recorded`` and ``ctxsim fidelity`` replay the same thing.
 """
 
 from __future__ import annotations
@@ -69,15 +73,29 @@ STRIPS_PREVIOUS_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opu
 REISSUE_AFTER = ("<task-notification>",)
 
 
+def compaction_calls(trace) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The model and the cache TTL of each recorded compaction call (``agent-acompact-*``), in
+    order: the agent's choices, read from the log ('' where the log does not say)."""
+    from harness.trace import CompactEvent
+
+    models, ttls = [], []
+    for e in trace.events:
+        if isinstance(e, CompactEvent):
+            models.append(str(e.meta.get("call_model") or ""))
+            u = e.usage
+            ttls.append("" if u is None or not (u.cache_write_1h or u.cache_write_5m)
+                        else "1h" if u.cache_write_1h >= u.cache_write_5m else "5m")
+    return tuple(models), tuple(ttls)
+
+
 class RecordedConfig(StrategyConfig):
     breakpoints: Literal["system+last", "last", "none"] = Field(
         "system+last", description="where the recorded agent put cache breakpoints (Claude Code: system block and last message)")
-    ttl: Literal["5m", "1h"] = Field(
-        "5m", description="cache TTL of the breakpoints; 1h when the recorded usage shows ephemeral_1h writes")
+    ttl: Literal["5m", "1h"] | None = Field(
+        None, description="cache TTL of the breakpoints (none: the client's, the TTL the log wrote)")
     summary_call: bool = Field(True, description="bill the recorded compaction's summary call (off: replace history only)")
     compact_instructions: str = Field(COMPACT_INSTRUCTIONS, min_length=1,
                                       description="the compaction prompt sent after the history")
-    models: tuple[str, ...] = Field((), description="model of each recorded call in order (empty: the run's model)")
     model_prefix_tokens: dict[str, int] = Field(
         {}, description="system+tools tokens of the main context per model, when the log "
         "switched models (each model gets its own system prompt); others use the trace header's")
@@ -120,12 +138,23 @@ class Recorded(Strategy):
             out.append(Breakpoint(len(history) - 1, ttl))
         return tuple(out)
 
-    def _model(self, index: int) -> str | None:
-        models = self.config.models
-        return models[index] if index < len(models) and models[index] else None
+    @classmethod
+    def trace_defaults(cls, trace, overrides: frozenset[str]) -> dict:
+        """The recorded setting this replay needs: each sub-agent's and each model's prompt size,
+        and the model and TTL of each recorded compaction call (unless the run sets them)."""
+        rec = trace.header.recorded
+        models, ttls = compaction_calls(trace)
+        out: dict = {"subtask_prefix_tokens": dict(rec.subagent_prefix_tokens)}
+        if len(rec.model_prefix_tokens) > 1:
+            out["model_prefix_tokens"] = dict(rec.model_prefix_tokens)
+        if "model" not in overrides and any(models):
+            out["compact_models"] = models
+        if "cache_ttl" not in overrides and any(t and t != rec.cache_ttl for t in ttls):
+            out["compact_ttls"] = tuple(t if t != rec.cache_ttl else "" for t in ttls)
+        return out
 
     def build_request(self, call: CallInfo) -> Request:
-        self._last_model = self._model(call.index)
+        self._last_model = call.model
         if self._new_turn:
             self._new_turn = False
             if self._strips(self._last_model or self.env.model):
@@ -141,7 +170,9 @@ class Recorded(Strategy):
         """One SystemPrompt object per model (same bytes, same cache key, call after call)."""
         sp = self._systems.get(model)
         if sp is None:
-            sp = self._systems[model] = SystemPrompt(self.env.system.blocks, self.config.model_prefix_tokens[model])
+            base, opaque = self.env.system, self.config.model_prefix_tokens[model]
+            sp = self._systems[model] = base if opaque == base.opaque_tokens else SystemPrompt(
+                base.blocks, opaque, min(base.shared_tokens, opaque))
         return sp
 
     # --- the recorded agent's own context management ------------------------------------------------

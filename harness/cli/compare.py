@@ -11,7 +11,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from harness.cli.options import add_provider_args, run_config
+from harness.cli.options import add_provider_args, run_config, warn_overrides
 
 
 def register(sub) -> None:
@@ -82,6 +82,7 @@ def run(args) -> int:
             return 2
     traces = [tr.load(p) for p in args.traces]
     cfg = run_config(args)
+    warn_overrides("compare", cfg, traces)
     results = []
     for trace in traces:
         for n, cls in classes.items():

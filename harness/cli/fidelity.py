@@ -19,7 +19,8 @@ def register(sub) -> None:
     p.add_argument("--json", dest="json_out", default=None, metavar="PATH|-", help="write the report as JSON")
     p.add_argument("--figure", default=None, metavar="PNG", help="recorded vs simulated context per call")
     p.add_argument("--calls", default=None, metavar="PATH.csv", help="write the per-call comparison table")
-    p.add_argument("--model", default=None, help="price and cache model (default: the trace's model)")
+    p.add_argument("--model", default=None, help="price and cache every call on this model (default: each call on "
+                   "the model the log recorded for it)")
     p.add_argument("--token-scale", type=float, default=None, help="use this scale instead of fitting one")
     p.add_argument("--fit-fraction", type=float, default=0.30, help="share of the calls the scale is fitted on")
     p.add_argument("--details", action="store_true", help="include every miss and hidden delta in the JSON")
@@ -36,6 +37,11 @@ def run(args) -> int:
     if args.token_scale is not None and args.token_scale <= 0:
         raise BadInput(f"--token-scale must be positive, got {args.token_scale}")
     trace = tr.load(args.trace)
+    if args.model is not None:
+        from harness.cli.options import warn_overrides
+        from harness.engine import RunConfig
+
+        warn_overrides("fidelity", RunConfig(model=args.model), [trace])
     try:
         fid = run_fidelity(trace, model=args.model, fit_fraction=args.fit_fraction, token_scale=args.token_scale)
     except (ValueError, KeyError) as e:

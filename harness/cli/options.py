@@ -9,13 +9,19 @@ from harness.engine import RunConfig
 
 
 def add_provider_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("provider (the API side of the run)")
-    g.add_argument("--model", default=None, help="model id from the price table (default claude-sonnet-4-6)")
-    g.add_argument("--window", type=int, default=None, help="context window in tokens (default: the model's)")
+    g = p.add_argument_group("provider (the API side of the run; an imported trace carries the setting it ran with)")
+    g.add_argument("--model", default=None,
+                   help="price and cache every call on this model (default: each call on the model the log recorded "
+                   "for it; claude-sonnet-4-6 for traces that name none)")
+    g.add_argument("--window", type=int, default=None,
+                   help="context window in tokens (default: the window the agent ran with, else the model's)")
+    g.add_argument("--cache-ttl", choices=["5m", "1h"], default=None,
+                   help="TTL of cache writes whose strategy sets none (default: the TTL the log wrote, else 5m)")
     g.add_argument("--no-cache", action="store_true", help="price as on a provider without prompt caching")
     g.add_argument("--seed", type=int, default=0, help="seed of the run (side-call failures, simulated LLM)")
     g.add_argument("--models", dest="models_file", default=None, help="extra TOML price table (same shape as models.toml)")
-    g.add_argument("--token-scale", type=float, default=None, help="true tokens per cl100k token (default: the model's)")
+    g.add_argument("--token-scale", type=float, default=None,
+                   help="true tokens per cl100k token (default: the scale fitted on the log, else the model's)")
     g.add_argument("--fail", action="append", default=[], metavar="KIND=P",
                    help="inject side-call failures: probability P for calls of KIND (e.g. summary=0.5)")
     g.add_argument("--llm", choices=["simulated", "live", "replay"], default="simulated",
@@ -49,11 +55,26 @@ def run_config(args, **overrides) -> RunConfig:
     from harness.provider.models import load_table
 
     try:
-        spec = load_table(args.models_file).get(args.model)
+        if args.model is not None:
+            load_table(args.models_file).get(args.model)
     except (KeyError, ValueError) as e:
         raise BadInput(str(e).strip('"')) from None
     if args.window is not None and args.window <= 0:
         raise BadInput("--window must be a positive number of tokens")
-    return RunConfig(model=args.model or spec.name, window=args.window, cache=not args.no_cache, seed=args.seed,
-                     failure_rates=rates, backend=backend, token_scale=args.token_scale,
+    return RunConfig(model=args.model, window=args.window, cache_ttl=args.cache_ttl, cache=not args.no_cache,
+                     seed=args.seed, failure_rates=rates, backend=backend, token_scale=args.token_scale,
                      models_file=Path(args.models_file) if args.models_file else None, **overrides)
+
+
+def warn_overrides(command: str, cfg: RunConfig, traces) -> None:
+    """Print :func:`harness.setting.override_warnings` for each trace to stderr (each line once)."""
+    import sys
+
+    from harness.setting import override_warnings
+
+    seen: set[str] = set()
+    for t in traces:
+        for line in override_warnings(cfg, t):
+            if line not in seen:
+                seen.add(line)
+                print(f"ctxsim {command}: warning: {line}", file=sys.stderr)

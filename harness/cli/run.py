@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.cli.options import add_provider_args, run_config
+from harness.cli.options import add_provider_args, run_config, warn_overrides
 
 
 def register(sub) -> None:
@@ -60,6 +60,7 @@ def run(args) -> int:
     params = registry.parse_sets(args.set)
     registry.make_config(cls, params)  # fail on bad parameters before any work
     cfg = run_config(args, session_dir=Path(args.session_dir) if args.session_dir else None)
+    warn_overrides("run", cfg, [trace])
     res = replay(trace, cls, params, cfg)
     if args.calls:
         write_calls(res.calls, args.calls)

@@ -28,8 +28,23 @@ def importer(fmt: str) -> Callable[[str | Path], ImportResult]:
     return getattr(importlib.import_module(module), func)
 
 
-def import_file(fmt: str, src: str | Path) -> ImportResult:
-    return importer(fmt)(src)
+def import_file(fmt: str, src: str | Path, *, calibrate: bool = True) -> ImportResult:
+    """Import one log. With per-call usage, the recorded setting is completed from the log's own
+    calls (token scale fitted on the first 30%, prompt prefixes pinned: :func:`harness.fidelity.
+    calibrate`), so a replay with no options reproduces the recorded session."""
+    result = importer(fmt)(src)
+    rec = result.trace.header.recorded
+    if rec is not None:
+        result.summary.update({"window": rec.window, "window_evidence": rec.window_evidence,
+                               "cache_ttl": rec.cache_ttl})
+    if calibrate and result.trace.header.usage == "per_call":
+        from harness.fidelity import calibrate as fit
+
+        result.trace = fit(result.trace)
+        rec = result.trace.header.recorded
+        result.summary.update({"token_scale": rec.token_scale, "prefix_tokens": result.trace.header.prefix_tokens,
+                               "warm_prefix_tokens": rec.warm_prefix_tokens})
+    return result
 
 
 __all__ = ["FORMATS", "ImportResult", "import_file", "importer"]

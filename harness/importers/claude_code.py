@@ -63,8 +63,10 @@ from harness import trace as tr
 from harness.importers.common import (
     ImportResult,
     TraceBuilder,
+    cache_ttl_of,
     finalize,
     flatten_content,
+    models_by_role,
     notes_from,
     parse_time,
     read_jsonl,
@@ -76,6 +78,34 @@ FORMAT = "claude-code"
 IGNORED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag")
 PARTIAL_OUTPUT_FROM = (2, 1)  # README of the real logs: 2.1.x output_tokens are streaming counts
 MESSAGE_OVERHEAD_TOKENS = 4   # harness.provider.tokenizer.MESSAGE_OVERHEAD (kept in step)
+# The windows Claude Code runs with: 200k by default, 1M where the model and plan offer it (peers.md)
+WINDOWS = (200_000, 1_000_000)
+# Auto-compact fires at window − min(max output, 20,000) − 13,000 (peers.md, "Verified against
+# current sources": reported; the real transcripts here compact at preTokens 167,094–170,251 on 200k)
+SUMMARY_OUTPUT_RESERVE = 20_000
+AUTOCOMPACT_BUFFER = 13_000
+TRIGGER_TOLERANCE = 0.05      # assumed: a preTokens this close to a window's trigger (share of it) names it
+
+
+def recorded_window(auto_pre_tokens: list[int], peak: int) -> tuple[int, str]:
+    """The window the agent ran with, and the log's evidence: an auto-compaction's preTokens sits
+    just past its window's trigger (167,094 ⇒ 200k); with none, a peak context over 200k means the
+    1M window, else Claude Code's default 200k (a 1M setting that never filled past 200k cannot be
+    told apart from it)."""
+    if auto_pre_tokens:
+        pre = max(auto_pre_tokens)
+        window = next((w for w in WINDOWS if w > pre), WINDOWS[-1])
+        trigger = window - SUMMARY_OUTPUT_RESERVE - AUTOCOMPACT_BUFFER
+        ev = (f"auto-compaction at preTokens {pre:,}: Claude Code compacts at window − {SUMMARY_OUTPUT_RESERVE:,} − "
+              f"{AUTOCOMPACT_BUFFER:,} (reported; {trigger:,} at {window:,})")
+        if abs(pre - trigger) > TRIGGER_TOLERANCE * trigger:
+            ev += f"; preTokens is {pre - trigger:+,} from that trigger (another version or an override): the smallest window above it"
+        return window, ev
+    if peak > WINDOWS[0]:
+        window = next((w for w in WINDOWS if w >= peak), WINDOWS[-1])
+        return window, f"no auto-compaction; peak context {peak:,} > {WINDOWS[0]:,}: the {window:,} window"
+    return WINDOWS[0], (f"no auto-compaction; peak context {peak:,} ≤ {WINDOWS[0]:,}: Claude Code's default window "
+                        "(a 1M setting that never filled past 200k cannot be told apart)")
 
 
 def usage_of(u: dict[str, Any] | None, path: Path, line: int) -> tr.RecordedUsage | None:
@@ -517,10 +547,19 @@ def import_claude_code(src: str | Path) -> ImportResult:
     tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
     compactions = sum(1 for e in b.events if isinstance(e, tr.CompactEvent))
     sub_calls = sum(1 for e in b.events if isinstance(e, tr.AssistantEvent) and e.meta.get("subagent"))
+    main_usages = [e.usage for e in b.events if isinstance(e, tr.AssistantEvent) and e.usage
+                   and not e.meta.get("subagent")]
+    window, window_ev = recorded_window(
+        [e.pre_tokens for e in b.events if isinstance(e, tr.CompactEvent) and e.trigger == "auto" and e.pre_tokens],
+        max((u.context_tokens for u in main_usages), default=0))
+    ttl, ttl_ev = cache_ttl_of(main_usages)
+    recorded = tr.RecordedSetting(models=models_by_role(b.events), window=window, window_evidence=window_ev,
+                                  cache_ttl=ttl, cache_ttl_evidence=ttl_ev)
     header = tr.Header(
         name=src.stem, model=model, prefix_tokens=prefix, usage="per_call", output_tokens_partial=partial,
         source={"format": FORMAT, "path": str(src), "version": version,
                 "session": main.sessions.most_common(1)[0][0] if main.sessions else None},
+        recorded=recorded,
         notes=notes_from(imp.ignored, repairs, extra),
         meta={"first_call_context": fu.context_tokens if fu else 0, "prefix_tokens_scale": 1.0,
               "subtasks": {k: v for k, v in imp.subtasks.items()}},

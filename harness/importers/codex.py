@@ -31,6 +31,7 @@ from harness.importers.common import (
     TraceBuilder,
     finalize,
     flatten_content,
+    models_by_role,
     notes_from,
     parse_time,
     read_jsonl,
@@ -76,6 +77,7 @@ def import_codex(src: str | Path) -> ImportResult:
     first_usage: tr.RecordedUsage | None = None
     before_first: list[str] = []     # visible messages the first call sent
     saw_meta = False
+    windows: Counter = Counter()     # token_count.info.model_context_window values seen
 
     def flush(usage: tr.RecordedUsage | None, t: float) -> None:
         nonlocal pending, pending_t, first_usage
@@ -115,6 +117,8 @@ def import_codex(src: str | Path) -> ImportResult:
                 if not info or not info.get("last_token_usage"):
                     ignored["token_count without usage (rate limits only)"] += 1
                     continue
+                if isinstance(info.get("model_context_window"), int) and info["model_context_window"] > 0:
+                    windows[info["model_context_window"]] += 1
                 total = info.get("total_token_usage")
                 if total is not None and total == last_total:
                     counts["duplicate token_count dropped"] += 1
@@ -192,9 +196,16 @@ def import_codex(src: str | Path) -> ImportResult:
     visible = tok.count(system) + sum(tok.count(x) + 4 for x in before_first)
     prefix = max(0, first_usage.context_tokens - visible) if first_usage else 0
     repairs = Counter(b.counts) + counts
+    if windows:
+        window = max(windows)
+        window_ev = f"token_count.info.model_context_window = {window:,} ({windows[window]} of {sum(windows.values())} token counts)"
+    else:
+        window, window_ev = None, "not recorded (no token_count.info.model_context_window)"
+    recorded = tr.RecordedSetting(models=models_by_role(b.events), window=window, window_evidence=window_ev,
+                                  cache_ttl=None, cache_ttl_evidence="automatic prompt caching (OpenAI): no TTL is written")
     header = tr.Header(
         name=src.stem, model=model, system=system, prefix_tokens=prefix, usage="per_call",
-        source={"format": FORMAT, "path": str(src), "version": version},
+        source={"format": FORMAT, "path": str(src), "version": version}, recorded=recorded,
         notes=notes_from(ignored, repairs, [
             f"Codex CLI {version}" if version else "Codex CLI",
             "usage: token_count.last_token_usage per call; input_tokens include cached_input_tokens (normalised)",

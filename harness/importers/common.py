@@ -196,6 +196,36 @@ class TraceBuilder:
         return sum(1 for e in self.events if isinstance(e, tr.AssistantEvent))
 
 
+def models_by_role(events: list[Any]) -> dict[str, dict[str, int]]:
+    """Calls per model and role: ``main``, ``subagent`` (assistant events in a sub-agent span or
+    marked ``meta.subagent``) and ``compaction`` (the recorded compaction calls)."""
+    out: dict[str, Counter] = {}
+    depth = 0
+    for e in events:
+        if isinstance(e, tr.SubtaskStart) and e.isolated:
+            depth += 1
+        elif isinstance(e, tr.SubtaskEnd) and depth:
+            depth -= 1
+        elif isinstance(e, tr.AssistantEvent):
+            role = "subagent" if depth or e.meta.get("subagent") else "main"
+            out.setdefault(e.model or "?", Counter())[role] += 1
+        elif isinstance(e, tr.CompactEvent) and e.usage is not None:
+            out.setdefault(str(e.meta.get("call_model") or "?"), Counter())["compaction"] += 1
+    return {m: dict(sorted(c.items())) for m, c in sorted(out.items())}
+
+
+def cache_ttl_of(usages: list[tr.RecordedUsage]) -> tuple[str | None, str]:
+    """The TTL the agent's cache writes used, from Anthropic's usage split (``cache_creation.
+    ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``), and what it was read from."""
+    w5 = sum(u.cache_write_5m for u in usages)
+    w1 = sum(u.cache_write_1h for u in usages)
+    if not w5 and not w1:
+        return None, f"no cache write in {len(usages)} calls"
+    ttl = "1h" if w1 > w5 else "5m"
+    return ttl, (f"cache_creation over {len(usages)} calls: ephemeral_1h_input_tokens {w1:,}, "
+                 f"ephemeral_5m_input_tokens {w5:,}")
+
+
 @dataclass
 class ImportResult:
     """A trace plus the import summary (what was read, what was ignored, what was repaired)."""

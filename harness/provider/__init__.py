@@ -34,16 +34,18 @@ class Bill:
 class Provider:
     """One model family's API, as seen by one run. ``window`` overrides the model's context window
     (to price a 200k setting of a 1M model, say); ``cache=False`` prices as on a provider without
-    prompt caching; ``token_scale`` overrides the model's calibrated scale."""
+    prompt caching; ``token_scale`` overrides the model's calibrated scale; ``cache_ttl`` is the
+    client's TTL, for breakpoints that set none (default 5 minutes, the API's)."""
 
     def __init__(self, model: str | None = None, *, window: int | None = None, cache: bool = True,
                  token_scale: float | dict[str, float] | None = None, models_file: str | Path | None = None,
-                 tokenizer: Tokenizer | None = None) -> None:
+                 tokenizer: Tokenizer | None = None, cache_ttl: str | None = None) -> None:
         self.table = load_table(str(models_file) if models_file else None)
         self.spec = self.table.get(model)
         self.model = model or self.spec.name
         self.window = window or self.spec.window
         self.cache_enabled = cache
+        self.cache_ttl = cache_ttl or "5m"
         # one scale for the run's model, or {model: scale} when a log mixes models (sub-agents, side calls)
         self._scales = dict(token_scale) if isinstance(token_scale, Mapping) else {}
         self.token_scale = (token_scale if isinstance(token_scale, (int, float)) else
@@ -95,10 +97,20 @@ class Provider:
     def _cache_for(self, spec: ModelSpec):
         c = self._caches.get(spec.name)
         if c is None:
-            c = (AnthropicCache(spec.min_cacheable) if spec.provider == "anthropic"
+            c = (AnthropicCache(spec.min_cacheable, self.cache_ttl) if spec.provider == "anthropic"
                  else OpenAICache(spec.min_cacheable, spec.cache_ttl_s))
             self._caches[spec.name] = c
         return c
+
+    def warm_shared_prefix(self, req: Request, expires: float) -> bool:
+        """An earlier session cached the shared head of ``req``'s system prompt: it is live until
+        ``expires`` in the cache of ``req``'s model (explicit-breakpoint caches only)."""
+        head = self.layout(req).head()
+        cache = self._cache_for(self.spec_for(req.model))
+        if head is None or not self.cache_enabled or not isinstance(cache, AnthropicCache):
+            return False
+        cache.warm(head[0], expires)
+        return True
 
     def bill(self, req: Request, now: float, output_tokens: int, layout: Layout | None = None) -> Bill:
         spec = self.spec_for(req.model)

@@ -12,7 +12,11 @@ Anthropic (docs "Prompt caching"; peers.md):
 * a read looks for the longest prefix with a live entry among the 20 block positions that end at
   each breakpoint (the breakpoint's own block included), so a write 20 or more blocks back of the
   only breakpoint is not found;
-* entries live 5 minutes or 1 hour and the TTL is refreshed, at no cost, on every hit;
+* entries live 5 minutes or 1 hour and the TTL is refreshed, at no cost, on every hit; a breakpoint
+  with no TTL of its own takes the client's (``default_ttl``: the recorded agent's, else 5 minutes);
+* a system prompt's shared head (``SystemPrompt.shared_tokens``: the static part agents cache for
+  every session) is a position of its own between the tools and the end of the system blocks;
+  nothing in a run writes it (an earlier session did: :meth:`AnthropicCache.warm`), a read finds it;
 * below the model's minimum cacheable length nothing is written and both counters are 0.
 
 OpenAI (platform.openai.com/docs/guides/prompt-caching; peers.md): automatic for prompts of at least
@@ -61,6 +65,11 @@ class Layout:
     def last(self) -> int:
         return len(self.req.messages) - 1
 
+    def head(self) -> tuple[tuple, int] | None:
+        """(key, tokens) of the system prompt's shared head, if it has one."""
+        shared = self.req.system.shared_tokens
+        return ((self._tk, self.req.system.shared_digest), self.tok_tools + shared) if shared else None
+
     def key(self, pos: int) -> tuple:
         if pos == -2:
             return (self._tk,)
@@ -97,8 +106,9 @@ class _Entry:
 class AnthropicCache:
     """Explicit-breakpoint cache of one model."""
 
-    def __init__(self, min_cacheable: int) -> None:
+    def __init__(self, min_cacheable: int, default_ttl: str = "5m") -> None:
         self.min_cacheable = min_cacheable
+        self.default_ttl = default_ttl
         self.entries: dict[tuple, _Entry] = {}
         self._expired_seen: set[tuple] = set()
         self._ops = 0
@@ -113,8 +123,14 @@ class AnthropicCache:
             return None
         return e
 
+    def warm(self, key: tuple, expires: float, ttl: str | None = None) -> None:
+        """An entry an earlier session wrote (e.g. a system prompt's shared head), live until ``expires``."""
+        self.entries[key] = _Entry(expires, TTL_SECONDS[ttl or self.default_ttl])
+
     def process(self, lay: Layout, now: float) -> CacheOutcome:
-        bps = sorted(((lay.resolve(b.at), TTL_SECONDS[b.ttl]) for b in lay.req.breakpoints), key=lambda x: x[0])
+        default = self.default_ttl
+        bps = sorted(((lay.resolve(b.at), TTL_SECONDS[b.ttl or default]) for b in lay.req.breakpoints),
+                     key=lambda x: x[0])
         if not bps:
             return CacheOutcome(miss_reason="no_breakpoints")
         if lay.total() < self.min_cacheable:
@@ -137,6 +153,10 @@ class AnthropicCache:
                     break
                 if key in self._expired_seen:
                     expired_near = True
+                if p == -1 and (head := lay.head()) is not None and head[1] > hit_tokens:
+                    if self._live(head[0], now) is not None:
+                        hit, hit_tokens = head
+                        break
                 p -= 1
         if hit is not None:
             e = self.entries[hit]

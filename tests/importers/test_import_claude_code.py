@@ -13,6 +13,7 @@ from harness.cli import main as cli
 from harness.importers import import_file
 from harness.importers.common import SYNTHETIC_RESULT
 from harness.trace import TraceError
+from tests.helpers_claude_code import asst, rec, result, user, write
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real" / "claude-code"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")
@@ -117,32 +118,6 @@ def test_real_missing_subagent_transcript_is_said():
 
 
 # --- hand-made files --------------------------------------------------------------------------
-
-def rec(kind, ts, **kw):
-    return {"type": kind, "timestamp": f"2026-01-01T00:00:{ts:06.3f}Z", "sessionId": "s", "version": "2.1.39",
-            "isSidechain": False, **kw}
-
-
-def asst(ts, rid, block, out=5, w1h=0, w5m=100, read=0):
-    usage = {"input_tokens": 3, "cache_creation_input_tokens": w1h + w5m, "cache_read_input_tokens": read,
-             "cache_creation": {"ephemeral_5m_input_tokens": w5m, "ephemeral_1h_input_tokens": w1h},
-             "output_tokens": out}
-    return rec("assistant", ts, requestId=rid, message={"id": "m" + rid, "model": "claude-opus-4-6",
-                                                         "role": "assistant", "content": [block], "usage": usage})
-
-
-def user(ts, content, **kw):
-    return rec("user", ts, message={"role": "user", "content": content}, **kw)
-
-
-def result(ts, tid, text, is_error=False):
-    return user(ts, [{"type": "tool_result", "tool_use_id": tid, "content": text, "is_error": is_error}])
-
-
-def write(path: Path, records) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
-
 
 def test_blocks_of_one_call_join_across_interleaved_tool_results(tmp_path):
     """Streaming: the call's second tool_use is logged after the first one's result. One call,

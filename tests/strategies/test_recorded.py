@@ -21,9 +21,12 @@ def trace(events, prefix=2000):
 
 
 def run(t, params=None, **cfg):
+    """Each call on the model its event names (the trace's model otherwise), as `ctxsim run` does."""
     seen = []
-    res = replay(t, Recorded, params or {}, RunConfig(model=MODEL, observer=lambda req, info: seen.append(req), **cfg))
+    res = replay(t, Recorded, params or {}, RunConfig(observer=lambda req, info: seen.append(req), **cfg))
     return res, seen
+
+
 
 
 def test_registered_and_config_round_trip():
@@ -45,6 +48,8 @@ def test_breakpoints_on_system_and_last_message_with_the_recorded_ttl():
     assert seen[1].breakpoints == (Breakpoint("system", "1h"), Breakpoint(2, "1h"))
     _, seen = run(t, {"breakpoints": "none"})
     assert seen[1].breakpoints == ()
+    _, seen = run(t)   # no ttl of its own: the client's (the TTL the log wrote, else 5m)
+    assert seen[0].breakpoints == (Breakpoint("system"), Breakpoint(0))
 
 
 def test_append_only_reads_the_previous_context_from_cache():
@@ -87,12 +92,12 @@ def test_isolated_subtask_runs_in_its_own_context_with_its_own_prefix_and_model(
         tr.UserEvent(t=0, text="parent task"),
         tr.AssistantEvent(t=1, content=[tr.ToolUseContent(id="task", name="Task", input={"prompt": "look"})]),
         tr.SubtaskStart(t=2, id="sub", isolated=True), tr.UserEvent(t=2, text="look"),
-        tr.AssistantEvent(t=3, content=[tr.TextContent(text="found it")]), tr.SubtaskEnd(t=4, id="sub"),
+        tr.AssistantEvent(t=3, content=[tr.TextContent(text="found it")], model="claude-sonnet-4-5"),
+        tr.SubtaskEnd(t=4, id="sub"),
         tr.ToolResultEvent(t=5, tool_use_id="task", content="found it"),
         tr.AssistantEvent(t=6, content=[tr.TextContent(text="thanks")]),
     ])
-    res, seen = run(t, {"subtask_prefix_tokens": {"sub": 700},
-                        "models": (MODEL, "claude-sonnet-4-5", MODEL)})
+    res, seen = run(t, {"subtask_prefix_tokens": {"sub": 700}})
     sub, after = seen[1], seen[2]
     assert [m.text for m in sub.messages] == ["look"] and sub.kind == "subagent"
     assert sub.system.opaque_tokens == 700 and sub.model == "claude-sonnet-4-5"
@@ -103,11 +108,13 @@ def test_isolated_subtask_runs_in_its_own_context_with_its_own_prefix_and_model(
 
 def test_model_switch_gets_that_models_system_prefix():
     t = trace([tr.UserEvent(t=0, text="hi"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
-               tr.UserEvent(t=2, text="skill"), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")])])
-    _, seen = run(t, {"models": (MODEL, "claude-haiku-4-5"),
-                      "model_prefix_tokens": {MODEL: 2000, "claude-haiku-4-5": 2600}})
+               tr.UserEvent(t=2, text="skill"),
+               tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")], model="claude-haiku-4-5")])
+    res, seen = run(t, {"model_prefix_tokens": {MODEL: 2000, "claude-haiku-4-5": 2600}})
     assert [r.system.opaque_tokens for r in seen] == [2000, 2600]
-    assert [r.model for r in seen] == [MODEL, "claude-haiku-4-5"]
+    # the first call names no model: it runs on the trace's
+    assert [r.model for r in seen] == [None, "claude-haiku-4-5"]
+    assert list(res.calls["model"]) == [MODEL, "claude-haiku-4-5"]
 
 
 def test_compaction_call_runs_on_the_recorded_compaction_model_and_ttl():
@@ -116,11 +123,10 @@ def test_compaction_call_runs_on_the_recorded_compaction_model_and_ttl():
     main calls keep their 1h breakpoints; without the parameters it follows the last call."""
     haiku = "claude-haiku-4-5"
     t = trace([tr.UserEvent(t=0, text=BIG), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
-               tr.UserEvent(t=2, text="more"), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")]),
+               tr.UserEvent(t=2, text="more"), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")], model=haiku),
                tr.CompactEvent(t=4, trigger="manual", summary="S"),
                tr.UserEvent(t=5, text="go on"), tr.AssistantEvent(t=6, content=[tr.TextContent(text="c")])], prefix=3000)
-    params = {"ttl": "1h", "models": (MODEL, haiku, MODEL),
-              "model_prefix_tokens": {MODEL: 3000, haiku: 3500}}
+    params = {"ttl": "1h", "model_prefix_tokens": {MODEL: 3000, haiku: 3500}}
     res, seen = run(t, {**params, "compact_models": (MODEL,), "compact_ttls": ("5m",)})
     summary = seen[2]
     assert summary.kind == "summary" and summary.model == MODEL
@@ -181,7 +187,7 @@ def test_new_user_turn_drops_earlier_thinking_on_models_that_strip_it():
            tr.UserEvent(t=6, text="next task"),
            tr.AssistantEvent(t=7, content=[tr.TextContent(text="ok")])]
     t = tr.validate_events(tr.Header(name="t", model=sonnet, prefix_tokens=3000), evs)
-    res, seen = run(t, {"models": (sonnet,) * 4})
+    res, seen = run(t)
     kinds = lambda req: [[b.type for b in m.blocks] for m in req.messages if m.role == "assistant"]  # noqa: E731
     assert kinds(seen[1]) == [["thinking", "tool_use"]]
     assert kinds(seen[2]) == [["thinking", "tool_use"], ["thinking", "text"]]
@@ -191,5 +197,5 @@ def test_new_user_turn_drops_earlier_thinking_on_models_that_strip_it():
     assert c.loc[3, "context_tokens"] < c.loc[2, "context_tokens"]
     res_opus, seen_opus = run(tr.validate_events(tr.Header(name="t", model=MODEL, prefix_tokens=3000), evs))
     assert kinds(seen_opus[3]) == [["thinking", "tool_use"], ["thinking", "text"], ["text"]]
-    _, seen_never = run(t, {"models": (sonnet,) * 4, "strip_previous_thinking": "never"})
+    _, seen_never = run(t, {"strip_previous_thinking": "never"})
     assert kinds(seen_never[3]) == kinds(seen_opus[3])

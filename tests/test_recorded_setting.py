@@ -1,0 +1,115 @@
+"""The recorded setting travels with the trace: a replay with no options prices each call on its
+own model, on the window and with the cache TTL the agent ran with, starts with the prefix an
+earlier session cached; options override it with a one-line warning; `ctxsim run --strategy
+recorded` is the replay `ctxsim fidelity` compares."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import trace as tr
+from harness.cli import main as cli
+from harness.engine import RunConfig, replay
+from harness.setting import override_warnings
+from tests.helpers_claude_code import asst, result, text, user, write
+
+OPUS, HAIKU = "claude-opus-4-6", "claude-haiku-4-5"
+
+
+def mixed(recorded: tr.RecordedSetting | None = None, prefix: int = 6000) -> tr.Trace:
+    """Main loop on Opus, one Skill call on Haiku, then Opus again."""
+    evs = [tr.UserEvent(t=0, text="fix the parser " * 200),
+           tr.AssistantEvent(t=1, content=[tr.TextContent(text="a" * 400)], model=OPUS),
+           tr.UserEvent(t=2, text="and the lexer " * 100),
+           tr.AssistantEvent(t=3, content=[tr.TextContent(text="b" * 400)], model=HAIKU),
+           tr.UserEvent(t=4, text="thanks"),
+           tr.AssistantEvent(t=5, content=[tr.TextContent(text="c" * 400)], model=OPUS)]
+    rec = recorded or tr.RecordedSetting(models={OPUS: {"main": 2}, HAIKU: {"main": 1}}, window=200_000,
+                                         window_evidence="test", cache_ttl="1h", cache_ttl_evidence="test")
+    return tr.validate_events(tr.Header(name="mixed", model=OPUS, prefix_tokens=prefix, recorded=rec), evs)
+
+
+def test_each_call_is_priced_on_its_own_model():
+    """No caching, so every input token is uncached: Opus 4.6 5 / 25, Haiku 4.5 1 / 5 per million
+    (models.toml). Each row's cost is its own tokens at its own model's rates."""
+    res = replay(mixed(), "recorded", {}, RunConfig(cache=False))
+    c = res.calls
+    assert list(c["model"]) == [OPUS, HAIKU, OPUS]
+    rates = {OPUS: (5e-6, 25e-6), HAIKU: (1e-6, 5e-6)}
+    for _, r in c.iterrows():
+        i, o = rates[r["model"]]
+        assert r["cost_usd"] == pytest.approx(r["input_uncached"] * i + r["output"] * o)
+    assert res.model == OPUS and res.window == 200_000
+    # one model for all: the same tokens, Haiku's call at Opus's rates
+    one = replay(mixed(), "recorded", {}, RunConfig(model=OPUS, cache=False)).calls
+    assert list(one["model"]) == [OPUS] * 3
+    assert one.loc[1, "cost_usd"] == pytest.approx(c.loc[1, "input_uncached"] * 5e-6 + c.loc[1, "output"] * 25e-6)
+
+
+def test_recorded_window_and_ttl_are_every_strategys_defaults():
+    on = {"cache_breakpoints": True}   # a breakpoint with no TTL of its own
+    res = replay(mixed(), "append_only", on, RunConfig())
+    assert res.window == 200_000
+    c = res.calls
+    assert c["cache_write_1h"].sum() > 0 and c["cache_write_5m"].sum() == 0   # the 1h the log wrote
+    res5 = replay(mixed(), "append_only", on, RunConfig(cache_ttl="5m", window=1_000_000))
+    assert res5.window == 1_000_000 and res5.calls["cache_write_1h"].sum() == 0
+
+
+def test_first_call_starts_with_the_shared_prefix_warm():
+    """The log's first call read 5,000 tokens from the cache (an earlier session's): the replay's
+    first call reads the same head and writes the rest; without it the first call writes all."""
+    rec = tr.RecordedSetting(models={OPUS: {"main": 3}}, window=200_000, cache_ttl="1h",
+                             warm_prefix_tokens=5000, warm_prefix_evidence="test")
+    warm = replay(mixed(rec, prefix=6000), "recorded", {}, RunConfig()).calls
+    cold = replay(mixed(rec.model_copy(update={"warm_prefix_tokens": 0}), prefix=6000), "recorded", {},
+                  RunConfig()).calls
+    assert warm.loc[0, "cache_read"] == 5000 and cold.loc[0, "cache_read"] == 0
+    assert warm.loc[0, "context_tokens"] == cold.loc[0, "context_tokens"]
+    assert warm.loc[0, "cache_write_1h"] == cold.loc[0, "cache_write_1h"] - 5000
+    assert list(warm["context_tokens"]) == list(cold["context_tokens"])
+
+
+def test_overrides_are_warned_naming_what_the_log_recorded():
+    t = mixed()
+    assert override_warnings(RunConfig(), t) == []
+    lines = override_warnings(RunConfig(model="claude-sonnet-4-6", window=1_000_000, cache_ttl="5m"), t)
+    assert lines == [
+        f"--model claude-sonnet-4-6 prices every call of mixed on it; the log recorded {OPUS} (2 calls), {HAIKU} (1 calls)",
+        "--window 1,000,000 on mixed; the agent ran with 200,000 (test)",
+        "--cache-ttl 5m on mixed; the log wrote 1h (test)"]
+    assert override_warnings(RunConfig(window=200_000), t) == []   # the same as recorded: nothing to say
+
+
+def hand_session(tmp_path):
+    big = "line of code\n" * 900
+    return write(tmp_path / "proj" / "sess.jsonl", [
+        user(0, "fix it"),
+        asst(1, "r1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}},
+             w1h=9000, w5m=0, read=4000),
+        result(2, "t1", big),
+        asst(3, "r2", {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "b.py"}},
+             w1h=3700, w5m=0, read=13003),
+        result(4, "t2", big),
+        asst(5, "r3", text("both read"), w1h=3650, w5m=0, read=16706, model="claude-haiku-4-5-20251001"),
+        user(6, "now the tests"),
+        asst(7, "r4", text("ok"), w1h=40, w5m=0, read=16706)])
+
+
+def test_cli_run_recorded_with_no_flags_is_fidelitys_simulation(tmp_path, capsys):
+    src = hand_session(tmp_path)
+    out = tmp_path / "t.jsonl"
+    assert cli(["import", "claude-code", str(src), "-o", str(out)]) == 0
+    assert cli(["run", str(out), "--strategy", "recorded", "--json", str(tmp_path / "run.json"), "-q"]) == 0
+    assert cli(["fidelity", str(out), "--json", str(tmp_path / "fid.json")]) == 0
+    run = json.loads((tmp_path / "run.json").read_text())
+    fid = json.loads((tmp_path / "fid.json").read_text())
+    assert run["cost_usd"] == pytest.approx(fid["cost_usd"]["simulated"], abs=1e-4)
+    assert run["window"] == 200_000 and run["model"] == OPUS
+    capsys.readouterr()
+    assert cli(["run", str(out), "--strategy", "recorded", "--model", "claude-sonnet-4-6", "-q"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ctxsim run: warning: --model claude-sonnet-4-6 prices every call")
+    assert f"{OPUS} (3 calls)" in err[0] and "claude-haiku-4-5-20251001 (1 calls)" in err[0]
