@@ -34,7 +34,8 @@ class RenderError(ValueError):
 
 
 def cache_control(bp: Breakpoint) -> dict[str, str]:
-    return {"type": CACHE_CONTROL_TYPE, "ttl": bp.ttl}
+    # a breakpoint with no TTL of its own: the API's default, 5 minutes
+    return {"type": CACHE_CONTROL_TYPE, "ttl": bp.ttl or "5m"}
 
 
 def _sendable(block: Block) -> bool:

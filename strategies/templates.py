@@ -132,8 +132,10 @@ def is_plain_user(m: Message) -> bool:
 
 # --- cache breakpoints ------------------------------------------------------------------------
 
-def breakpoints_for(style: BreakpointStyle, history: Sequence[Message], ttl: Literal["5m", "1h"] = "5m") -> tuple[Breakpoint, ...]:
-    """Where a family of clients puts ``cache_control``.
+def breakpoints_for(style: BreakpointStyle, history: Sequence[Message],
+                    ttl: Literal["5m", "1h"] | None = None) -> tuple[Breakpoint, ...]:
+    """Where a family of clients puts ``cache_control`` (``ttl`` None: the client's TTL for the run,
+    the recorded agent's on an imported trace, else 5 minutes).
 
     ``system_last``: the system prompt and the last message (Anthropic's documented pattern for
     multi-turn conversations; Claude Code, OpenHands and Cline do this). ``last_two_user``: the last

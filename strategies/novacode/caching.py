@@ -29,7 +29,7 @@ def last_user_index(messages: Sequence[Message]) -> int | None:
     return None
 
 
-def breakpoints(messages: Sequence[Message], ttl: TTL = "5m", *, tools: bool = True,
+def breakpoints(messages: Sequence[Message], ttl: TTL | None = None, *, tools: bool = True,
                 system: bool = True) -> tuple[Breakpoint, ...]:
     """N-CACHE-1: tools, system, and the last user message (its last block), in prefix order.
     An empty tools array or system prompt has nothing to mark (``tools=False`` / ``system=False``)."""
