@@ -6,7 +6,7 @@ CTXSIM := $(VENV)/bin/ctxsim
 STAMP  := $(VENV)/.installed
 WORKERS ?= 2
 
-.PHONY: help install test test-deep bench demo sweep example lint clean
+.PHONY: help install test test-deep bench demo sweep example calibration lint clean
 
 help:
 	@echo "make test       run the test suite (creates .venv and installs ctxsim[dev] first)"
@@ -15,6 +15,7 @@ help:
 	@echo "make bench      speed benchmarks (pytest-benchmark, tests/bench/)"
 	@echo "make test-deep  the property suite with the long hypothesis profile"
 	@echo "make example    regenerate the checked-in example report (reports/example/)"
+	@echo "make calibration  refit the simulated summariser on the real compactions (harness/data/summary_survival.json)"
 	@echo "make lint       ruff"
 
 $(STAMP): pyproject.toml
@@ -48,6 +49,9 @@ example: $(STAMP)
 	$(CTXSIM) sweep sweeps/example.toml --out reports/example/results --workers $(WORKERS) --no-progress
 	$(CTXSIM) report reports/example/results --out reports/example --target 0.5 --title "ctxsim example report"
 	rm -rf reports/example/results/calls reports/example/results/runs reports/example/results/traces
+
+calibration: $(STAMP)
+	$(CTXSIM) calibrate-summariser
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check harness strategies tests

@@ -194,3 +194,245 @@ def token_scale(api_counts: Sequence[int], local_counts: Sequence[int], model: s
         raise ValueError("token_scale needs requests with a positive local count")
     return {"model": model, "scale": round(api / local, 4), "requests": len(api_counts), "api_tokens": api,
             "local_tokens": local}
+
+
+# --- real compactions: what a real summary kept, and the survival model fitted to it ------------------
+#
+# A recorded Claude Code session that compacted holds a real pair: the conversation the model read
+# and the summary it wrote (the importer's ``compact`` event). For every derived fact
+# (harness/probes.py) present in the summarised part, its features (harness/survival.py) and
+# whether its text is in the summary are one training row of the logistic model.
+
+# L2 penalty on the kind offsets (log-odds): kinds seen a few times stay near the mean. Chosen among
+# 0.1 / 0.3 / 1 / 3 by the pooled leave-one-out error on the bundled compactions (largest error over
+# the checked kinds 6.5 / 9.8 / 16.7 / 25.9 points), so that error is slightly optimistic
+SURVIVAL_RIDGE = 0.1
+SLOPE_RIDGE = 0.01    # a token penalty on the slopes, for a well-posed fit on small data (assumed)
+MIN_KIND_CHECK = 10   # the leave-one-out check covers kinds with at least this many held-out facts (assumed)
+
+
+@dataclass(frozen=True)
+class SurvivalRow:
+    fact: str
+    kind: str
+    mentions: int
+    uses: int
+    from_user: bool
+    age: float
+    kept: bool
+
+
+@dataclass(frozen=True)
+class RealCompaction:
+    """One real compaction: where it happened, its sizes, and one row per fact present."""
+
+    source: str
+    trigger: str
+    call: int                 # main calls before it
+    input_tokens: int | None  # the recorded pre_tokens (the model's own count)
+    input_cl100k: int
+    summary_chars: int
+    summary_cl100k: int
+    rows: tuple[SurvivalRow, ...]
+
+
+def summarised_messages(trace, upto: int) -> list[tuple[str, bool, str]]:
+    """The main-context messages before event ``upto`` since the previous compaction, as the engine
+    groups them (consecutive tool results are one user message), each as (role, typed by the user,
+    text). A previous compaction's summary opens the list (what the next summariser reads)."""
+    from harness import probes
+    from harness import trace as tr
+
+    main = probes._main_context(trace.events)
+    start = 0
+    prev_summary = None
+    for i, ev in enumerate(trace.events[:upto]):
+        if isinstance(ev, tr.CompactEvent):
+            start, prev_summary = i + 1, ev.summary
+    out: list[tuple[str, bool, str]] = []
+    if prev_summary:
+        out.append(("user", False, prev_summary))
+    results: list[str] = []
+    for i in range(start, upto):
+        ev = trace.events[i]
+        if not main[i]:
+            continue
+        if isinstance(ev, tr.ToolResultEvent):
+            results.append(ev.content)
+            continue
+        if results and isinstance(ev, (tr.UserEvent, tr.AssistantEvent)):
+            out.append(("user", False, "\n".join(results)))
+            results = []
+        if isinstance(ev, tr.UserEvent):
+            out.append(("user", not (ev.meta.get("meta_record") or ev.meta.get("origin")), ev.text))
+        elif isinstance(ev, tr.AssistantEvent):
+            out.append(("assistant", False, probes.seen_text(ev)))
+    if results:
+        out.append(("user", False, "\n".join(results)))
+    return out
+
+
+def features_of(messages: Sequence[tuple[str, bool, int, frozenset[str] | set[str]]], fact_id: str, kind: str):
+    """Features (harness.survival) of one fact over messages given as (role, typed, tokens, fact ids
+    present): what the simulated summariser computes at run time and the fit computes on real logs."""
+    from harness.survival import Features
+
+    total = sum(m[2] for m in messages) or 1
+    mentions = uses = 0
+    user = False
+    after = None
+    seen_tokens = 0
+    for role, typed, tokens, present in messages:
+        seen_tokens += tokens
+        if fact_id in present:
+            mentions += 1
+            uses += role == "assistant"
+            user = user or (role == "user" and typed)
+            after = total - seen_tokens
+    return Features(kind, mentions, uses, user, (after if after is not None else total) / total)
+
+
+def real_compactions(trace, source: str, count: Callable[[str], int]) -> list[RealCompaction]:
+    """Every compaction of ``trace`` that has a summary, measured (facts derived first if the
+    trace has none)."""
+    from harness import probes
+    from harness import trace as tr
+
+    if not any(isinstance(e, tr.FactEvent) for e in trace.events):
+        trace, _ = probes.apply(trace)
+    facts = trace.facts()
+    main = probes._main_context(trace.events)
+    out = []
+    calls = 0
+    for i, ev in enumerate(trace.events):
+        if isinstance(ev, tr.AssistantEvent) and main[i]:
+            calls += 1
+        if not (isinstance(ev, tr.CompactEvent) and ev.summary):
+            continue
+        msgs = summarised_messages(trace, i)
+        entered = {e.id for e in trace.events[:i] if isinstance(e, tr.FactEvent)}
+        cand = [facts[f] for f in sorted(entered)]
+        table = [(role, typed, count(text), frozenset(f.id for f in cand if f.text in text))
+                 for role, typed, text in msgs]
+        present = set().union(*(m[3] for m in table)) if table else set()
+        rows = []
+        for f in cand:
+            if f.id not in present:
+                continue
+            x = features_of(table, f.id, f.category)
+            rows.append(SurvivalRow(f.text, f.category, x.mentions, x.uses, x.from_user, round(x.age, 6),
+                                    f.text in ev.summary))
+        out.append(RealCompaction(source, ev.trigger, calls, ev.pre_tokens, sum(m[2] for m in table),
+                                  len(ev.summary), count(ev.summary), tuple(rows)))
+    return out
+
+
+def _design(rows: Sequence[SurvivalRow], kinds: Sequence[str]):
+    import numpy as np
+
+    from harness.survival import FEATURES, Features
+
+    x = []
+    for r in rows:
+        v = Features(r.kind, r.mentions, r.uses, r.from_user, r.age).vector()
+        x.append([1.0, *(v[k] for k in FEATURES), *(1.0 if r.kind == k else 0.0 for k in kinds)])
+    return np.array(x, dtype=float), np.array([r.kept for r in rows], dtype=float)
+
+
+def fit_survival(rows: Sequence[SurvivalRow], ridge: float = SURVIVAL_RIDGE):
+    """Penalised maximum likelihood (Newton's method) of the survival model on ``rows``."""
+    import numpy as np
+
+    from harness.survival import FEATURES, SurvivalModel
+
+    kinds = sorted({r.kind for r in rows})
+    a, y = _design(rows, kinds)
+    pen = np.array([0.0] + [SLOPE_RIDGE] * len(FEATURES) + [ridge] * len(kinds))
+    w = np.zeros(a.shape[1])
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(a @ w)))
+        g = a.T @ (p - y) + pen * w
+        h = (a * (p * (1 - p))[:, None]).T @ a + np.diag(pen) + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(h, g)
+        w -= step
+        if float(np.abs(step).max()) < 1e-10:
+            break
+    n = len(FEATURES)
+    return SurvivalModel(float(w[0]), {k: float(w[1 + n + j]) for j, k in enumerate(kinds)},
+                         {k: float(w[1 + j]) for j, k in enumerate(FEATURES)})
+
+
+def _by_kind(rows: Sequence[SurvivalRow], model) -> dict[str, dict[str, Any]]:
+    from harness.survival import Features
+
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        c = out.setdefault(r.kind, {"n": 0, "kept": 0, "expected": 0.0})
+        c["n"] += 1
+        c["kept"] += r.kept
+        c["expected"] += model.p(Features(r.kind, r.mentions, r.uses, r.from_user, r.age))
+    for c in out.values():
+        c["real"] = round(c["kept"] / c["n"], 4)
+        c["predicted"] = round(c["expected"] / c["n"], 4)
+        c["error_points"] = round(100 * (c["predicted"] - c["real"]), 2)
+        del c["expected"]
+    return dict(sorted(out.items()))
+
+
+def leave_one_out(comps: Sequence[RealCompaction], ridge: float = SURVIVAL_RIDGE) -> dict[str, Any]:
+    """Fit on all compactions but one, predict the survival by kind of the one left out; per
+    compaction and pooled over the held-out predictions."""
+    per, pooled = [], {}
+    for i, held in enumerate(comps):
+        model = fit_survival([r for j, c in enumerate(comps) if j != i for r in c.rows], ridge)
+        bk = _by_kind(held.rows, model)
+        per.append({"left_out": f"{held.source} ({held.trigger}, call {held.call})", "by_kind": bk})
+        for k, c in bk.items():
+            p = pooled.setdefault(k, {"n": 0, "kept": 0, "predicted_sum": 0.0})
+            p["n"] += c["n"]
+            p["kept"] += c["kept"]
+            p["predicted_sum"] += c["predicted"] * c["n"]
+    pooled_out = {}
+    for k, p in sorted(pooled.items()):
+        real, pred = p["kept"] / p["n"], p["predicted_sum"] / p["n"]
+        pooled_out[k] = {"n": p["n"], "real": round(real, 4), "predicted": round(pred, 4),
+                         "error_points": round(100 * (pred - real), 2), "checked": p["n"] >= MIN_KIND_CHECK}
+    return {"per_compaction": per, "pooled": pooled_out, "min_kind_check": MIN_KIND_CHECK}
+
+
+def survival_file(comps: Sequence[RealCompaction], sources: Sequence[Mapping[str, str]],
+                  command: str) -> dict[str, Any]:
+    """The content of ``harness/data/summary_survival.json`` (format ``ctxsim-summary-survival`` v1)."""
+    from harness.survival import FORMAT as SFORMAT
+    from harness.survival import VERSION as SVERSION
+
+    rows = [r for c in comps for r in c.rows]
+    model = fit_survival(rows)
+    ratios = [c.summary_chars / c.input_tokens for c in comps if c.input_tokens]
+    return {
+        "format": SFORMAT, "version": SVERSION,
+        "source": {"command": command, "logs": [dict(s) for s in sources],
+                   "code": "harness/calibration.py: real_compactions, fit_survival, leave_one_out",
+                   "facts": "derived from each session's content (harness/probes.py); kept = the fact's text is "
+                            "verbatim in the real summary",
+                   "ridge": SURVIVAL_RIDGE, "slope_ridge": SLOPE_RIDGE},
+        "compactions": [{"source": c.source, "trigger": c.trigger, "call": c.call, "input_tokens": c.input_tokens,
+                         "input_cl100k": c.input_cl100k, "summary_chars": c.summary_chars,
+                         "summary_cl100k": c.summary_cl100k, "facts": len(c.rows),
+                         "kept": sum(r.kept for r in c.rows)} for c in comps],
+        "model": {k: _round(v) for k, v in model.as_dict().items()},
+        "fit": _by_kind(rows, model),
+        "leave_one_out": leave_one_out(comps),
+        "length": {"chars_per_input_token": round(statistics.median(ratios), 5) if ratios else None,
+                   "chars_per_input_token_range": [round(min(ratios), 5), round(max(ratios), 5)] if ratios else None,
+                   "summary_chars_range": [min(c.summary_chars for c in comps), max(c.summary_chars for c in comps)],
+                   "input_tokens_range": [min(c.input_tokens or 0 for c in comps), max(c.input_tokens or 0 for c in comps)]},
+    }
+
+
+def _round(v: Any) -> Any:
+    if isinstance(v, float):
+        return round(v, 6)
+    if isinstance(v, dict):
+        return {k: _round(x) for k, x in v.items()}
+    return v

@@ -101,6 +101,7 @@ class RunConfig:
     max_attempts: int = MAX_ATTEMPTS_PER_CALL  # requests per main call, retries after a rejection included
     readback_probability: float | None = None  # overrides the retention model's recovery probability
     retention: Mapping[str, Any] = field(default_factory=dict)  # RetentionParams overrides
+    summariser: Mapping[str, Any] = field(default_factory=dict)  # SimParams overrides (the simulated summariser)
     # observer(request, info) sees every request sent, main and side calls (the property kit uses
     # it); info: {"tokens", "window", "rejections", "now", "call"}
     observer: Any = None
@@ -219,7 +220,8 @@ class _Run:
         else:
             from harness.simllm import SimulatedLLM
 
-            self.backend = SimulatedLLM(facts, self.provider.count_text, cfg.seed, run_dir=str(session_dir))
+            self.backend = SimulatedLLM(facts, self.provider.count_text, cfg.seed, params=dict(cfg.summariser),
+                                        run_dir=str(session_dir), message_tokens=self.provider.message_tokens)
         self.retention = _make_retention(facts, cfg, seeds[2], session_dir)
         h = trace.header
         self.read_tool = str(h.meta.get("read_tool", READ_TOOL))

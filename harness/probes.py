@@ -81,8 +81,11 @@ _URL = re.compile(r"\bhttps?://[^\s'\"`<>()\[\]{}]+")
 _PATH = re.compile(r"(?<![\w@$/.\-])(?:~|\.{1,2})?/?(?:[\w@+\-.]+/)+[\w@+\-.]+")
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _HEX = re.compile(r"\b[0-9a-f]{7,64}\b")
+# ABC-123; name-4te (a short suffix with a digit) and its children name-4te.3; name-gqc.1 (a child id
+# names its parent); #1234 (not a CSS colour: color: #555)
 _TICKET = re.compile(r"(?<![\w\-])(?:[A-Z][A-Z0-9]{1,9}-\d+|[A-Za-z][A-Za-z0-9]{1,19}-(?=[a-z]*\d)[a-z0-9]{2,8}"
-                     r"(?:\.\d+)*)(?![\w\-])|(?<![\w&#])#\d{2,6}\b")
+                     r"(?:\.\d+)*|[A-Za-z][A-Za-z0-9]{1,19}-[a-z0-9]{2,8}(?:\.\d+)+)(?![\w\-])"
+                     r"|(?<![\w&#])(?<!:\s)(?<!:)#\d{2,6}\b")
 _IDENT = re.compile(r"(?<![\w.\-])[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*[!?]?")
 _CAMEL = re.compile(r"[a-z0-9][A-Z]")
 _HUMPS = re.compile(r"[A-Z][a-z0-9]+")

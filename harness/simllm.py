@@ -8,25 +8,26 @@ Summaries (kind ``summary``)
 Built from what the request really holds: the user's messages, the files the agent touched (with
 excerpts of the latest reads), the errors it met, its own recent reasoning, in the sections the
 strategy asked for (``CallSpec.sections``; Claude Code's nine by default). Of the trace's facts present
-in the summarised messages, each survives with probability
+in the summarised messages, each survives with the probability of the survival model fitted on real
+compactions (:mod:`harness.survival`, ``harness/data/summary_survival.json``): by the fact's kind, how
+often the assistant itself used it, how often it is mentioned, whether the user typed it and how old
+its last mention is. So a name the agent kept using survives, a path read once and never used is
+lost, and what the user said is kept (as Claude Code's "All user messages" section keeps it).
 
-    p = survival[category] × squeeze × ratio_factor
-
-* ``survival`` — by category (defaults below): goals and constraints are what summary prompts ask
-  for first (Claude Code's "Primary request and intent", Codex's "goal", gemini-cli's
-  "overall_goal"); exact file details and error strings are what summaries drop first.
-* ``squeeze`` = min(1, fact_share × target / tokens of the present facts): when the facts alone
-  would take more than ``fact_share`` of the summary, each is less likely to make it.
-* ``ratio_factor`` = min(1, (ratio_ref / (input tokens / target))^ratio_exponent): a summary that
-  compresses harder than ``ratio_ref``:1 loses more (a 1M-token history in a 20k-token summary).
+* ``survival`` (``SimParams``) — per-category fixed rates that replace the model for that category
+  (a sweep axis, or a live ``ctxsim calibrate`` file: ``SimParams(calibration=PATH)``).
+* Length — ``chars_per_token`` × the input tokens (fitted on the same compactions: 0.087 characters
+  per input token, 13–16k characters from 142–167k tokens), at least ``min_chars``, at most the call's
+  ``max_output_tokens``.
+* Capacity — the surviving facts may take at most ``fact_share`` of the summary's characters; beyond
+  it the least likely survivors are dropped first (assumed).
 
 Survivors are copied verbatim (so retention can find them); lines of material that hold a fact are
-left out (a fact enters the summary only through its survival draw). A fact already in an earlier summary is drawn again at the
-next compaction, so losses compound over repeated compactions (goal: 0.95^k after k of them).
-The summary's length is ``target`` = clamp(target_ratio × input tokens, min_tokens, max_output_tokens).
-All of these are modelling assumptions with documented defaults (:class:`SimParams`); ``ctxsim
-calibrate`` (harness/cli/calibrate.py) measures survival on a live model and writes a file that
-``SimParams(calibration=PATH)`` loads (format agreed in /work/helpers/coord-BE.md).
+left out (a fact enters the summary only through its survival draw). A fact already in an earlier
+summary is drawn again at the next compaction (there it is one mention in a message nobody typed), so
+losses compound over repeated compactions. Counts come from the engine's per-block token counts
+(``message_tokens``) and what each block holds is memoised by block identity: a summary never
+re-tokenises its input (issue #21).
 
 Memory side calls (``memory_extract``, ``memory_select``, ``memory_consolidate``)
 ---------------------------------------------------------------------------------
@@ -49,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.conversation import Message, Request
+from harness.conversation import Block, Message, Request
 from harness.llm import (
     JUDGE,
     MEMORY_CONSOLIDATE,
@@ -61,17 +62,17 @@ from harness.llm import (
     CallSpec,
 )
 
-# Survival of a fact through one summary, by category (modelling assumption; see the module docstring)
-DEFAULT_SURVIVAL = {"goal": 0.95, "constraint": 0.85, "decision": 0.8, "preference": 0.75,
-                    "feedback": 0.75, "error": 0.6, "file": 0.45}
 # Chance that memory extraction writes down a fact said in the dialogue (modelling assumption):
 # preferences and feedback are what auto memory exists for; project decisions and constraints often;
 # the task's goal rarely (it is this session's, not the project's); file details and errors seldom
 # (they are in the code and logs).
 DEFAULT_EXTRACT = {"preference": 0.9, "feedback": 0.9, "constraint": 0.7, "decision": 0.6, "goal": 0.3,
-                   "file": 0.15, "error": 0.1}
+                   "file": 0.15, "error": 0.1,
+                   # items derived from real sessions: reference details, seldom a memory (assumed)
+                   "path": 0.15, "identifier": 0.1, "hash": 0.05, "ticket": 0.3, "command": 0.2}
 MEMORY_TYPE = {"preference": "user", "feedback": "feedback", "constraint": "project", "decision": "project",
-               "goal": "project", "file": "reference", "error": "reference"}
+               "goal": "project", "file": "reference", "error": "reference", "path": "reference",
+               "identifier": "reference", "hash": "reference", "ticket": "project", "command": "reference"}
 DEFAULT_SECTIONS = ("Primary request and intent", "Key technical concepts", "Files and code sections",
                     "Errors and fixes", "Problem solving", "All user messages", "Pending tasks", "Current work",
                     "Optional next step")  # Claude Code's summary sections (peers.md)
@@ -92,29 +93,52 @@ _WORD = re.compile(r"[a-z0-9]{3,}")
 
 @dataclass
 class SimParams:
-    survival: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SURVIVAL))
-    # summary length: this share of the summarised input, at least min_tokens, at most the budget
-    target_ratio: float = 0.04
-    min_tokens: int = 600
-    # share of the summary that facts may take before the budget squeezes them
-    fact_share: float = 0.5
-    # compression beyond ratio_ref:1 lowers survival by (ratio_ref / ratio) ** ratio_exponent
-    ratio_ref: float = 25.0
-    ratio_exponent: float = 0.15
+    """The simulated summariser's and memory model's constants; each names its source (the fitted
+    ones come from ``harness/data/summary_survival.json``) or says assumed (:meth:`assumptions`)."""
+
+    # per-category fixed survival rates replacing the fitted model for those categories (none by default)
+    survival: dict[str, float] = field(default_factory=dict)
+    survival_file: str | None = None  # a `ctxsim calibrate-summariser` file (default: the committed one)
+    chars_per_token: float | None = None  # summary characters per input token (default: the file's fit)
+    min_chars: int = 2_400  # shortest summary (assumed: about 600 tokens)
+    fact_share: float = 0.5  # share of the summary's characters the surviving facts may take (assumed)
     extract: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_EXTRACT))
-    # a summary's excerpt of a file read keeps this many lines
+    # a summary's excerpt of a file read keeps this many lines (assumed)
     excerpt_lines: int = 8
-    calibration: str | None = None  # a `ctxsim calibrate` file: its measured survival rates replace the defaults
+    calibration: str | None = None  # a `ctxsim calibrate` file: its measured survival rates replace the model
 
     def __post_init__(self) -> None:
+        from harness import survival as sv
+
         for name in ("survival", "extract"):
             bad = {k: v for k, v in getattr(self, name).items() if not 0.0 <= v <= 1.0}
             if bad:
                 raise ValueError(f"SimParams.{name}: probabilities must be in [0, 1], got {bad}")
-        if not 0 < self.target_ratio <= 1 or not 0 < self.fact_share <= 1 or self.ratio_ref <= 0:
-            raise ValueError("SimParams: target_ratio and fact_share must be in (0, 1], ratio_ref > 0")
+        if not 0 < self.fact_share <= 1 or self.min_chars < 0:
+            raise ValueError("SimParams: fact_share must be in (0, 1], min_chars >= 0")
         if self.calibration:
             self.survival = {**self.survival, **load_calibration(self.calibration)}
+        data = sv.load(self.survival_file) if self.survival_file else None
+        self.model = sv.SurvivalModel.from_dict(data["model"]) if data else sv.default_model()
+        if self.chars_per_token is None:
+            self.chars_per_token = float((data["length"] if data else sv.default_length())["chars_per_input_token"])
+        if not 0 < self.chars_per_token <= 10:
+            raise ValueError(f"SimParams.chars_per_token: must be in (0, 10], got {self.chars_per_token}")
+
+    def assumptions(self) -> list[tuple[str, Any, str]]:
+        """(name, value, source) of every constant, for the report's assumptions."""
+        src = self.survival_file or "harness/data/summary_survival.json (ctxsim calibrate-summariser)"
+        m = self.model
+        out = [("summariser.survival_model", f"intercept {m.intercept:+.2f}, "
+                + ", ".join(f"{k} {v:+.2f}" for k, v in m.coef.items()), f"fitted on real compactions: {src}"),
+               ("summariser.chars_per_token", round(self.chars_per_token, 4), f"fitted: {src}"),
+               ("summariser.min_chars", self.min_chars, "assumed"),
+               ("summariser.fact_share", self.fact_share, "assumed"),
+               ("summariser.planted_kinds", "file→identifier, constraint/preference/feedback→goal", "assumed"),
+               ("summariser.excerpt_lines", self.excerpt_lines, "assumed")]
+        if self.survival:
+            out.append(("summariser.survival", dict(self.survival), self.calibration or "set for this run"))
+        return out
 
 
 def load_calibration(path: str | Path) -> dict[str, float]:
@@ -145,6 +169,7 @@ class _Seen:
     reads: list[tuple[str, str]] = field(default_factory=list)  # (path, result text) of file reads
     errors: list[str] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
     tools: dict[str, int] = field(default_factory=dict)
 
 
@@ -152,22 +177,36 @@ class SimulatedLLM:
     name = "simulated"
 
     def __init__(self, facts: dict, tokenizer_count: Callable[[str], int], seed: int = 0,
-                 params: SimParams | dict[str, Any] | None = None, run_dir: str | None = None) -> None:
+                 params: SimParams | dict[str, Any] | None = None, run_dir: str | None = None,
+                 message_tokens: Callable[[Message], int] | None = None) -> None:
         self.facts = facts
         self.count = tokenizer_count
         self.seed = seed
         self.params = params if isinstance(params, SimParams) else SimParams(**(params or {}))
-        self._msg: dict[int, tuple[Message, str, int, frozenset[str]]] = {}  # id -> (msg, text, tokens, facts)
         self.run_dir = run_dir
+        # the engine's per-message count (per-block counts cached on the blocks); else counted here once
+        self._message_tokens = message_tokens
+        self._block: dict[int, tuple[Block, frozenset[str], str]] = {}  # id -> (block, facts present, masked text)
         self._key: dict[int, tuple[Message, bytes]] = {}  # id -> (msg, digest with the run dir masked)
+        self._msg: dict[int, tuple[Message, str, int, frozenset[str]]] = {}  # id -> (msg, text, tokens, facts)
+        self._prefix: dict[tuple[int, int], tuple[Any, Any, int]] = {}  # (system, tools) -> tokens
+
+    def _block_info(self, b: Block) -> tuple[frozenset[str], str]:
+        """Facts present in a block and its payload with the run dir masked, once per block object."""
+        hit = self._block.get(id(b))
+        if hit is None or hit[0] is not b:
+            text = b.payload
+            present = frozenset(fid for fid, f in self.facts.items() if f.text in text)
+            hit = (b, present, text.replace(self.run_dir, "<run>") if self.run_dir else text)
+            self._block[id(b)] = hit
+        return hit[1], hit[2]
 
     def _digest(self, m: Message) -> bytes:
+        """The message's role and text with the run dir masked, hashed once per message object."""
         hit = self._key.get(id(m))
         if hit is not None and hit[0] is m:
             return hit[1]
-        text = m.role + "\x00" + m.text
-        if self.run_dir:
-            text = text.replace(self.run_dir, "<run>")
+        text = m.role + "\x00" + "\n".join(self._block_info(b)[1] for b in m.blocks)
         d = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         self._key[id(m)] = (m, d)
         return d
@@ -183,14 +222,26 @@ class SimulatedLLM:
         return np.random.default_rng(int.from_bytes(h.digest(), "little"))
 
     def _info(self, m: Message) -> tuple[str, int, frozenset[str]]:
-        """Text, token count and facts present, computed once per message object."""
+        """Text, token count and facts present, once per message object (facts and counts per block)."""
         hit = self._msg.get(id(m))
         if hit is None or hit[0] is not m:
             text = m.text
-            present = frozenset(fid for fid, f in self.facts.items() if f.text in text)
-            hit = (m, text, self.count(text), present)
+            present = frozenset().union(*(self._block_info(b)[0] for b in m.blocks)) if m.blocks else frozenset()
+            tokens = self._message_tokens(m) if self._message_tokens else self.count(text)
+            hit = (m, text, tokens, present)
             self._msg[id(m)] = hit
         return hit[1], hit[2], hit[3]
+
+    def _prefix_tokens(self, request: Request) -> int:
+        """Tokens of the request's system prompt and tools, counted once per object."""
+        key = (id(request.system), id(request.tools))
+        hit = self._prefix.get(key)
+        if hit is None or hit[0] is not request.system or hit[1] is not request.tools:
+            n = self.count(request.system.text) + request.system.opaque_tokens + \
+                sum(self.count(t.payload) for t in request.tools.tools)
+            hit = (request.system, request.tools, n)
+            self._prefix[key] = hit
+        return hit[2]
 
     def respond(self, request: Request, spec: CallSpec) -> BackendReply:
         if spec.kind == SUMMARY:
@@ -208,6 +259,24 @@ class SimulatedLLM:
         return BackendReply(self.generic(request, spec))
 
     # --- summaries -------------------------------------------------------------------------------
+    def survival(self, msgs: list[Message]) -> dict[str, float]:
+        """Survival probability of each fact present in ``msgs`` (the summarised messages)."""
+        from harness.calibration import features_of
+
+        p = self.params
+        table = []
+        for m in msgs:
+            _, tok, present = self._info(m)
+            typed = m.role == "user" and not m.meta.get("origin") and not m.meta.get("meta_record") \
+                and any(b.type == "text" for b in m.blocks)
+            table.append((m.role, typed, tok, present))
+        out = {}
+        for fid in sorted(set().union(*(t[3] for t in table)) if table else ()):
+            f = self.facts[fid]
+            fixed = p.survival.get(f.category)
+            out[fid] = fixed if fixed is not None else p.model.p(features_of(table, fid, f.category))
+        return out
+
     def summarize(self, request: Request, spec: CallSpec) -> str:
         p = self.params
         rng = self._rng(request, spec)
@@ -215,34 +284,36 @@ class SimulatedLLM:
         n = spec.params.get("summarize_messages")
         if isinstance(n, int) and 0 < n <= len(msgs):
             msgs = msgs[:n]  # the strategy keeps the rest verbatim: only the head is summarised
-        input_tokens = 0
-        present: set[str] = set()
-        for m in msgs:
-            _, tok, facts = self._info(m)
-            input_tokens += tok
-            present |= facts
-        target = int(min(spec.max_output_tokens, max(p.min_tokens, p.target_ratio * input_tokens)))
-        target = max(1, target)
-        pres = [self.facts[f] for f in sorted(present)]
-        need = sum(self.count(f.text) for f in pres) or 1
-        squeeze = min(1.0, p.fact_share * target / need)
-        ratio = input_tokens / target
-        ratio_factor = min(1.0, (p.ratio_ref / ratio) ** p.ratio_exponent) if ratio > 0 else 1.0
+        # the length is fitted per token of the whole context (system and tools included), as the
+        # recorded pre-compaction size counts it
+        input_tokens = sum(self._info(m)[1] for m in msgs) + self._prefix_tokens(request)
+        target = max(p.min_chars, int(p.chars_per_token * input_tokens))
+        probs = self.survival(msgs)
+        pres = [self.facts[f] for f in probs]
         draws = rng.random(len(pres))
-        kept = [f for f, u in zip(pres, draws, strict=True)
-                if u < p.survival.get(f.category, 0.5) * squeeze * ratio_factor]
+        kept = [(u / max(probs[f.id], 1e-12), f) for f, u in zip(pres, draws, strict=True) if u < probs[f.id]]
+        # capacity: the least likely survivors go first when the facts would take too much of the summary
+        kept.sort(key=lambda x: (x[0], x[1].id))
+        room, chosen = p.fact_share * target, []
+        for _, f in kept:
+            if len(f.text) + 3 <= room:
+                chosen.append(f)
+                room -= len(f.text) + 3
+        kept_f = sorted(chosen, key=lambda f: f.id)
         fact_texts = [f.text for f in pres]
         sections = tuple(spec.sections) or DEFAULT_SECTIONS
         seen = self._read(msgs)
         body: dict[str, list[str]] = {s: [] for s in sections}
-        for f in kept:
+        for f in kept_f:
             body[_route(f.category, sections)].append(f.text)
         material = self._material(seen, sections, p.excerpt_lines)
-        # facts first (protected), then material round-robin over the sections until the target
-        used = self.count("\n".join([SUMMARY_OPEN, SUMMARY_CLOSE, *(f"## {s}" for s in sections),
-                                     *(f"- {t}" for f in kept for t in [f.text])]))
-        # facts enter only through the survival draw: material lines holding any fact are left out
-        queues = {s: [x for x in material.get(s, []) if not any(t in x for t in fact_texts)] for s in sections}
+        # facts first (protected), then material round-robin over the sections until the target length
+        used = len(SUMMARY_OPEN) + len(SUMMARY_CLOSE) + sum(len(s) + 4 for s in sections) + \
+            sum(len(f.text) + 3 for f in kept_f)
+        # facts enter only through the survival draw (a survivor once, in its section): in material,
+        # every fact's text is elided ("…"), longest first
+        elided = sorted(fact_texts, key=len, reverse=True)
+        queues = {s: [_elide(x, elided) for x in material.get(s, [])] for s in sections}
         placed: set[str] = set()  # a line of material goes to one section only
         progress = True
         while used < target and progress:
@@ -253,7 +324,7 @@ class SimulatedLLM:
                 if queues[s] and used < target:
                     line = queues[s].pop(0)
                     placed.add(line)
-                    cost = self.count(line) + 1
+                    cost = len(line) + 3
                     if used + cost > target:
                         queues[s] = []
                         continue
@@ -265,7 +336,7 @@ class SimulatedLLM:
             lines.append(f"## {s}")
             lines.extend(f"- {x}" if "\n" not in x else x for x in body[s] if x)
         lines.append(SUMMARY_CLOSE)
-        return self._fit("\n".join(lines), spec.max_output_tokens, protect=[f.text for f in kept])
+        return self._fit("\n".join(lines), spec.max_output_tokens, protect=[f.text for f in kept_f])
 
     def _read(self, msgs: list[Message]) -> _Seen:
         s = _Seen()
@@ -276,13 +347,16 @@ class SimulatedLLM:
                 if b.type == "text" and m.role == "user" and not origin and b.text.strip():
                     s.users.append(b.text.strip())
                 elif b.type == "text" and m.role == "assistant" and b.text.strip():
-                    s.thoughts.append(b.text.strip().split("\n")[0][:300])
+                    s.thoughts.extend(p.strip().split("\n")[0][:300] for p in b.text.split("\n\n") if p.strip())
                 elif b.type == "tool_use":
                     s.tools[b.name or "?"] = s.tools.get(b.name or "?", 0) + 1
                     path = next((v for k, v in (b.input or {}).items()
                                  if isinstance(v, str) and k in ("file_path", "path") and _PATH.fullmatch(v.strip())), "")
                     if path and path not in s.files:
                         s.files.append(path)
+                    cmd = next((v for k, v in (b.input or {}).items() if k in ("command", "cmd") and isinstance(v, str)), "")
+                    if cmd.strip():
+                        s.commands.append(f"Ran `{cmd.strip().splitlines()[0][:200]}`")
                     uses[b.id or ""] = (b.name or "", path)
                 elif b.type == "tool_result":
                     name, path = uses.get(b.id or "", ("", ""))
@@ -301,20 +375,22 @@ class SimulatedLLM:
                 out[sec] = [u[:600] for u in seen.users]
             elif "file" in low or "code" in low or "artifact" in low:
                 lines = [f"{f}" for f in reversed(seen.files[-40:])]
-                for path, text in reversed(seen.reads[-5:]):
+                for path, text in reversed(seen.reads):
                     excerpt = "\n".join(text.splitlines()[:excerpt_lines])
                     lines.append(f"{path}:\n```\n{excerpt}\n```")
                 out[sec] = lines
             elif "error" in low:
-                out[sec] = list(reversed(seen.errors[-15:]))
+                out[sec] = list(reversed(seen.errors))
             elif "request" in low or "intent" in low or "goal" in low or "plan" in low:
                 out[sec] = [u[:400] for u in seen.users[:1]]
             elif any(w in low for w in ("current", "recent", "next", "pending", "state")):
                 out[sec] = ([f"Last request: {seen.users[-1][:400]}"] if seen.users else []) + \
                            [f"Latest step: {t}" for t in reversed(seen.thoughts[-3:])] + \
                            [f"Tools used so far: {json.dumps(seen.tools, sort_keys=True)}"]
-            else:  # concepts, problem solving, decisions, knowledge
-                out[sec] = list(reversed(seen.thoughts[-30:]))
+            else:  # concepts, problem solving, decisions, knowledge: the newest reasoning and steps first
+                out[sec] = [x for pair in zip(reversed(seen.thoughts), reversed(seen.commands)) for x in pair] + \
+                    list(reversed(seen.thoughts[:max(0, len(seen.thoughts) - len(seen.commands))])) + \
+                    list(reversed(seen.commands[:max(0, len(seen.commands) - len(seen.thoughts))]))
         return out
 
     def _fit(self, text: str, target: int, protect: list[str]) -> str:
@@ -398,6 +474,13 @@ class SimulatedLLM:
     def generic(self, request: Request, spec: CallSpec) -> str:
         last = request.messages[-1].text if len(request.messages) else ""
         return f"({spec.kind}) acknowledged: {last[:200]}"
+
+
+def _elide(line: str, lost: list[str]) -> str:
+    for t in lost:
+        if t in line:
+            line = line.replace(t, "…")
+    return line
 
 
 def _route(category: str, sections: tuple[str, ...]) -> str:

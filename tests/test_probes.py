@@ -46,8 +46,10 @@ def test_hashes_have_letters_and_digits_and_uuids_are_hashes():
 
 
 def test_tickets_carry_a_number():
-    got = kinds("fix ABC-123, bead spotter-4te and spotter-4te.3, issue #1234; not pre-commit, utf-8 or #1")
-    assert got == {"ABC-123": "ticket", "spotter-4te": "ticket", "spotter-4te.3": "ticket", "#1234": "ticket"}
+    got = kinds("fix ABC-123, bead spotter-4te and spotter-4te.3 under spotter-gqc.1, issue #1234; "
+                "not pre-commit, utf-8, #1, color: #888; or border:#555")
+    assert got == {"ABC-123": "ticket", "spotter-4te": "ticket", "spotter-4te.3": "ticket", "spotter-gqc.1": "ticket",
+                   "#1234": "ticket"}
 
 
 def test_a_path_masks_the_names_inside_it():
