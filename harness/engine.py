@@ -119,6 +119,16 @@ class RunConfig:
                         models_file=self.models_file, cache_ttl=self.cache_ttl or (rec.cache_ttl if rec else None))
 
 
+def recorded_models(trace: Trace) -> list[str]:
+    """Every model the trace's calls name (its recorded compaction calls' too), in first-seen order."""
+    seen: dict[str, None] = {}
+    for e in trace.events:
+        m = e.model if isinstance(e, AssistantEvent) else e.meta.get("call_model") if isinstance(e, CompactEvent) else None
+        if m:
+            seen.setdefault(str(m), None)
+    return list(seen)
+
+
 def run_model(trace: Trace | None) -> str:
     """The model of a replay that names none: the trace's recorded model, else DEFAULT_MODEL."""
     return (trace.header.model if trace is not None else None) or DEFAULT_MODEL
@@ -205,6 +215,9 @@ class _Run:
         self.current_model: str | None = None  # the recorded model side calls run on (see Services)
         rec = trace.header.recorded
         self.warm_prefix = rec.warm_prefix_tokens if rec is not None and cfg.cache else 0
+        if self.call_models:   # every recorded model must have a price before the replay starts
+            for m in recorded_models(trace):
+                self.provider.spec_for(m)
         self.offset = 0.0
         self.t = 0.0
         self.rows: list[dict[str, Any]] = []

@@ -34,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from harness.live import LiveError
+    from harness.provider.models import UnknownModelError
     from harness.response_store import StoreMiss
     from harness.trace import TraceError
     from strategies.registry import StrategyError
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (BadInput, TraceError, StrategyError, LiveError, StoreMiss) as e:
+    except (BadInput, TraceError, StrategyError, LiveError, StoreMiss, UnknownModelError) as e:
         print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

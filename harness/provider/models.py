@@ -1,9 +1,24 @@
 """The price and limit table (models.toml), as typed records. A user extends it with a TOML file
-of the same shape (``--models FILE`` or ``CTXSIM_MODELS``)."""
+of the same shape (``--models FILE`` or ``CTXSIM_MODELS``).
+
+A model id resolves to a row by exactly these rules, in order (:func:`base_id`), and never by a
+partial match, so a model the table lacks is an error rather than another model's price:
+
+1. the id itself (``gpt-5.5``, ``claude-opus-4-6``);
+2. the id without its snapshot date, when the rest is a row: Anthropic's ``-YYYYMMDD``
+   (``claude-sonnet-4-5-20250929`` → ``claude-sonnet-4-5``: the docs' "Models overview" names each
+   snapshot so, under its alias) and Vertex AI's ``@YYYYMMDD``; OpenAI's ``-YYYY-MM-DD``
+   (``gpt-4o-2024-08-06`` → ``gpt-4o``);
+3. Amazon Bedrock's form of an Anthropic id, ``[us.|eu.|apac.|global.]anthropic.<id>-v<N>[:<M>]``,
+   by rules 1–2 on ``<id>``.
+
+``claude-sonnet-4-5-foo``, ``gpt-5-mini`` or ``gpt-5.5-pro`` match nothing: add them with ``--models FILE``.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from functools import cache
 from importlib import resources
@@ -20,11 +35,46 @@ class LongContext(BaseModel):
     output: float = Field(ge=0)
 
 
+class UnknownModelError(KeyError, ValueError):
+    """A model id no row of the price table resolves to (exit 2 at the command line)."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(name)
+        self.name = name
+        self.message = (f"unknown model {name!r}: not in the price table (known: {', '.join(known)}); add it "
+                        f"with --models FILE, a TOML file of models.toml's shape ([models.\"{name}\"] with provider, "
+                        "window, max_output, input, output, cache_read, ...)")
+
+    def __str__(self) -> str:
+        return self.message
+
+
+_DATED = (re.compile(r"^(?P<base>.+)-\d{8}$"), re.compile(r"^(?P<base>.+)@\d{8}$"),
+          re.compile(r"^(?P<base>.+)-\d{4}-\d{2}-\d{2}$"))
+_BEDROCK = re.compile(r"^(?:(?:us|eu|apac|global)\.)?anthropic\.(?P<id>.+?)-v\d+(?::\d+)?$")
+
+
+def base_id(name: str, known) -> str | None:
+    """The table row ``name`` resolves to (module docstring), or None."""
+    m = _BEDROCK.match(name)
+    candidates = [m.group("id")] if m else [name]
+    for c in candidates:
+        if c in known:
+            return c
+        for rx in _DATED:
+            d = rx.match(c)
+            if d and d.group("base") in known:
+                return d.group("base")
+    return None
+
+
 class ModelSpec(BaseModel):
     """Prices in USD per million tokens."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = ""
+    source: str = Field("", description="where the prices and limits were read (page, document)")
+    as_of: str = Field("", description="when they were read from that source (YYYY-MM-DD)")
     provider: Literal["anthropic", "openai", "gemini"]
     window: int = Field(gt=0)
     max_output: int = Field(gt=0)
@@ -58,17 +108,18 @@ class ModelSpec(BaseModel):
 class ModelTable:
     def __init__(self, models: dict[str, ModelSpec], default: str) -> None:
         self.models, self.default = models, default
+        self._rows: dict[str, str] = {}   # id -> row, memoised (the lookup runs at every call)
 
     def get(self, name: str | None) -> ModelSpec:
-        """Exact name, else the longest table key the name starts with (dated ids such as
-        ``claude-sonnet-4-5-20250929`` resolve to ``claude-sonnet-4-5``)."""
+        """The row ``name`` resolves to by the module's rules; :class:`UnknownModelError` if none."""
         name = name or self.default
-        if name in self.models:
-            return self.models[name]
-        prefixes = [k for k in self.models if name.startswith(k)]
-        if prefixes:
-            return self.models[max(prefixes, key=len)]
-        raise KeyError(f"unknown model {name!r}; known: {', '.join(self.models)} (add it with --models FILE)")
+        row = self._rows.get(name)
+        if row is None:
+            row = base_id(name, self.models)
+            if row is None:
+                raise UnknownModelError(name, list(self.models))
+            self._rows[name] = row
+        return self.models[row]
 
 
 def _parse(data: dict, source: str) -> tuple[dict[str, ModelSpec], str | None]:

@@ -1,0 +1,77 @@
+"""Prices you can trust: every bundled row names its source and date; a model id resolves to a row
+only by the documented rules (exact, snapshot date dropped, Bedrock form), never by a partial match;
+an unknown model stops a run with exit 2 naming it and --models FILE."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from harness import trace as tr
+from harness.cli import main as cli
+from harness.provider import Provider
+from harness.provider.models import UnknownModelError, base_id, load_table
+
+
+def test_every_bundled_row_says_its_source_and_date():
+    for name, spec in load_table().models.items():
+        assert spec.source, name
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", spec.as_of), name
+
+
+@pytest.mark.parametrize("given,row", [
+    ("claude-opus-4-6", "claude-opus-4-6"),
+    ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),         # Anthropic snapshot
+    ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
+    ("claude-sonnet-4-5@20250929", "claude-sonnet-4-5"),         # Vertex AI
+    ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),  # Bedrock, regional
+    ("anthropic.claude-haiku-4-5-20251001-v1", "claude-haiku-4-5"),
+    ("gpt-4o-2024-08-06", "gpt-4o"),                             # OpenAI snapshot
+    ("gpt-5.5", "gpt-5.5"),
+])
+def test_alias_rule_resolves(given, row):
+    assert load_table().get(given).name == row
+
+
+@pytest.mark.parametrize("given", ["claude-sonnet-4-5-foo", "gpt-5-mini", "gpt-5.5-pro", "claude-opus-4-6-1",
+                                   "claude-sonnet", "eu.anthropic.claude-nope-v1:0", "gpt-4o-2024"])
+def test_no_partial_match(given):
+    assert base_id(given, load_table().models) is None
+    with pytest.raises(UnknownModelError) as e:
+        load_table().get(given)
+    assert f"unknown model {given!r}" in str(e.value) and "--models FILE" in str(e.value)
+
+
+def test_gpt_5_5_has_its_published_prices():
+    """5.00 input / 0.50 cached / 30.00 output per million, 10 / 1.00 / 45 past 272k input
+    (the majority of the readings the row cites): 1M uncached + 1M cached + 100k output."""
+    p = Provider("gpt-5.5")
+    from harness.conversation import Usage
+
+    assert p.price(Usage(1_000_000 - 1_000_000, 0, 0, 100_000, 10_000)) == pytest.approx(0.05 + 0.30)
+    assert p.price(Usage(200_000, 0, 0, 0, 1_000)) == pytest.approx(1.0 + 0.03)
+    assert p.price(Usage(300_000, 0, 0, 0, 1_000)) == pytest.approx(3.0 + 0.045)   # long context
+
+
+def unknown_model_trace(tmp_path):
+    evs = [tr.UserEvent(t=0, text="hi"),
+           tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")], model="claude-opus-4-6"),
+           tr.UserEvent(t=2, text="more"),
+           tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")], model="acme-coder-9")]
+    path = tmp_path / "t.jsonl"
+    tr.write(tr.validate_events(tr.Header(name="t", model="claude-opus-4-6"), evs), path)
+    return path
+
+
+def test_unknown_model_exits_2_naming_it_and_models_file(tmp_path, capsys):
+    path = unknown_model_trace(tmp_path)
+    assert cli(["run", str(path), "--strategy", "append_only", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown model 'acme-coder-9'" in err and "--models FILE" in err and "Traceback" not in err
+    assert cli(["run", str(path), "--strategy", "append_only", "--model", "acme-coder-9", "-q"]) == 2
+    assert "unknown model 'acme-coder-9'" in capsys.readouterr().err
+    extra = tmp_path / "more.toml"
+    extra.write_text('[models.acme-coder-9]\nprovider = "anthropic"\nwindow = 200_000\nmax_output = 8_000\n'
+                     'input = 2.0\noutput = 10.0\ncache_read = 0.2\n', encoding="utf-8")
+    assert cli(["run", str(path), "--strategy", "append_only", "--models", str(extra), "-q"]) == 0
