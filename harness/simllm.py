@@ -472,6 +472,12 @@ class SimulatedLLM:
         return "yes" if fact and fact in whole else "no"
 
     def generic(self, request: Request, spec: CallSpec) -> str:
+        """Any other kind. A tool call whose content the caller models itself (the todo list of a
+        TodoWrite call, a delegation's prompt: ``spec.params["expected_output"]``) is answered with
+        that text, so its output is billed at its real size."""
+        expected = spec.params.get("expected_output")
+        if isinstance(expected, str):
+            return expected
         last = request.messages[-1].text if len(request.messages) else ""
         return f"({spec.kind}) acknowledged: {last[:200]}"
 

@@ -104,6 +104,16 @@ class Counters:
     breaker_trips: int = 0
     extra: Counter = field(default_factory=Counter)
 
+    def compaction(self, succeeded: bool = True) -> None:
+        """Count one compaction. The one definition every strategy counts by: any rewrite of history
+        that removes content (a summary in place of messages, a cut with no summary, cleared or
+        masked results); ``succeeded=False`` for an attempt that left history as it was."""
+        self.compactions_attempted += 1
+        if succeeded:
+            self.compactions_succeeded += 1
+        else:
+            self.compactions_failed += 1
+
 
 class Strategy:
     """Template base: append-only history, no breakpoints. Override what you change."""

@@ -16,8 +16,14 @@ rewrites an already-sent message, so the cached prefix breaks behind it: replace
 batches (hysteresis between the two budgets) and the call declares the rewrite.
 
 ``elide_all_results`` extends the pointers to every tool result (shell output, search hits), which
-is the same mechanism applied to all observations. The rest of the conversation only grows, so the
-strategy makes no window promise. Sources: Claude Code's and Cline's "read what you need" tool
+is the same mechanism applied to all observations. Each replacement round removes content from
+history: it is counted as a compaction.
+
+The window fallback the agent it models has: pointers slow the growth but do not bound it (what is
+not a read grows on), so when the estimate reaches Claude Code's auto-compact line (window −
+min(max output, 20,000) − 13,000, reported; N-COMP-1/2) the conversation is compacted as Claude Code
+does (a billed summary in its nine sections, a N-COMP-6 tail), and a request the API rejects as too
+long is compacted at once and retried. Sources: Claude Code's and Cline's "read what you need" tool
 design (no pre-loaded repository), Anthropic's "just-in-time" context retrieval ("Effective context
 engineering for AI agents", 2025), and the context-editing tool-result clearing it sits beside.
 """
@@ -29,8 +35,8 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 
 from harness.conversation import Block, Message
-from strategies.base import CallInfo, StrategyConfig, StrategyEnv
-from strategies.structured_state import CHARS_PER_TOKEN, GaugedStrategy, split_names
+from strategies.base import CallInfo, StrategyEnv
+from strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 
 POINTER = ("[Content of {source} ({chars:,} characters) was removed from the context to save space. "
            "It is saved at {saved} — read that file to see it again.]")
@@ -38,7 +44,7 @@ READ_TOOLS = ("Read", "NotebookRead", "read_file", "view", "open_file")  # Claud
 PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
 
 
-class OnDemandReadingConfig(StrategyConfig):
+class OnDemandReadingConfig(WindowedConfig):
     read_tools: tuple[str, ...] = Field(READ_TOOLS, min_length=1, description="tools whose results are file contents")
     inline_read_tokens: int = Field(30_000, ge=100, le=2_000_000,
                                     description="replace old reads by pointers when the reads inline in history "
@@ -49,7 +55,6 @@ class OnDemandReadingConfig(StrategyConfig):
     min_pointer_chars: int = Field(1_000, ge=0, le=1_000_000,
                                    description="results shorter than this stay inline (a pointer would not save much)")
     elide_all_results: bool = Field(False, description="treat every tool result as a read (pointers for all)")
-    chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0.5, le=10, description="estimate before the first usage")
 
     @field_validator("read_tools", mode="before")
     @classmethod
@@ -65,7 +70,7 @@ class OnDemandReadingConfig(StrategyConfig):
         return self
 
 
-class OnDemandReading(GaugedStrategy):
+class OnDemandReading(WindowedStrategy):
     """Reads inline while fresh; old reads become pointers to real files (read back on demand)."""
 
     name = "on_demand_reading"
@@ -83,6 +88,10 @@ class OnDemandReading(GaugedStrategy):
         super().on_session_start(session, resume, now)
         if not resume:
             self.inline = []
+
+    def after_compaction(self, start: int, head: int) -> None:
+        if not self.in_isolated_subtask:
+            self.inline = [(i - start + head, tid, c) for i, tid, c in self.inline if i >= start]
 
     def is_read(self, tool_use_id: str) -> bool:
         name, _ = self.tool_uses.get(tool_use_id, ("", {}))
@@ -107,7 +116,7 @@ class OnDemandReading(GaugedStrategy):
     def inline_tokens(self) -> int:
         return sum(self.gauge.tokens(c) - self.gauge.opaque for _, _, c in self.inline)
 
-    def prepare(self, call: CallInfo) -> None:
+    def before_call(self, call: CallInfo) -> None:
         if self.in_isolated_subtask:  # a recorded sub-agent's own context: its reads are not tracked
             return
         if self.inline_tokens() < self.config.inline_read_tokens:
@@ -144,6 +153,7 @@ class OnDemandReading(GaugedStrategy):
         gone = set(chosen)
         self.inline = [r for r in self.inline if r not in gone]
         self.rewrote = True
+        self.counters.compaction(True)
         self.counters.extra["replacement_rounds"] += 1
 
     def pointer(self, b: Block) -> str:

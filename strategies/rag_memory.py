@@ -1,24 +1,48 @@
-"""rag_memory: history beyond a budget goes to a retrieval store; the chunks relevant to the current
-turn come back (spec/novacode.md section 8: "RAG-style memory (retrieve on demand, never inject
-everything)").
+"""rag_memory: Letta's memory hierarchy for a coding agent: a small core memory always in context,
+the rest of the conversation in a searchable store the model queries, a short summary of what left
+(spec/novacode.md section 8: "RAG-style memory (retrieve on demand, never inject everything)").
 
-Model. The conversation is windowed like structured_state's (cut at ``trigger_tokens`` down to
-``keep_tokens`` on a pair-safe boundary), but nothing is summarised: every message that leaves is
-split into chunks of at most ``chunk_chars`` characters on line boundaries (tool calls and results
-labelled with their tool) and added to a lexical index, Okapi BM25 from the maintained ``rank_bm25``
-library (k1, b as parameters; no model weights). The chunks are also appended to a real file,
-``<session_dir>/rag/chunks.jsonl``, as a vector store would persist them. When a new user message
-arrives, and every ``requery_every`` calls within a long turn, the strategy queries the index with
-the current turn (the user's message; within a turn, the newest assistant text and tool inputs) and
-injects the ``top_k`` best chunks with a positive score, at most ``inject_max_tokens``, as one user
-message (``origin: injection``) appended after the turn's newest message, so the cached prefix stays
-byte-stable. A chunk already injected into the current window is not injected again.
+Practitioner: Letta (MemGPT), ``letta-ai/letta`` at tag 0.16.8 (commit 87fd37a's history), read in
+``letta/constants.py``, ``letta/settings.py``, ``letta/functions/function_sets/base.py``,
+``letta/services/summarizer/{summarizer_config,summarizer_sliding_window,thresholds}.py``,
+``letta/prompts/summarizer_prompt.py`` and ``letta/agents/letta_agent_v3.py``.
 
-How retrieval quality is measured: through the probes. A probe's needed fact scores as "in the
-window" only if the chunk holding it was retrieved back (or never left); the engine's retention
-(``retention.by_category``) is the figure, beside NovaCode's summary. Source of the idea: MemGPT /
-Letta recall memory (evicted messages stay searchable), LangChain's vector-store-backed memory, and
-the RAG pattern (Lewis et al., 2020), with BM25 (Robertson and Zaragoza, 2009) as the retriever.
+Model, layer by layer:
+
+* **Core memory** (Letta's memory blocks, always in context): a block holding the user's
+  task-bearing messages (what a Letta agent files with ``core_memory_append``; hook output and task
+  notifications are not tasks, see :func:`strategies.structured_state.is_task_message`), each cut to
+  ``core_entry_chars``, the block to ``core_memory_chars`` (``CORE_MEMORY_HUMAN_CHAR_LIMIT`` = 20,000),
+  the oldest entries going first but the current session's first request (its goal) kept. Each
+  append is a billed model step (kind ``memory_edit``: the context in, the tool call out) whose
+  tool_use and result (Letta returns the whole updated block) enter the conversation. The block is
+  pinned at the head and re-rendered only after a compaction: Letta 0.16.8 "skip[s] system prompt
+  refresh during normal steps to preserve prefix caching" and rebuilds it after compaction
+  (``letta_agent_v3.py``). It persists across sessions (a Letta agent's blocks outlive any launch).
+* **Recall memory** (``conversation_search``): every message that leaves the window — at a
+  compaction, and what is still in the window when a session ends — is split into chunks of
+  ``chunk_chars`` (Letta's ``DEFAULT_EMBEDDING_CHUNK_SIZE`` of 300 tokens, at 4 characters a token)
+  and indexed; the chunks are also written to ``<session_dir>/rag/chunks.jsonl``. When a
+  task-bearing user message arrives (and, if ``requery_every`` > 0, every that many calls of a long
+  turn) the model searches: a billed step (kind ``retrieval``) whose ``conversation_search`` call
+  carries the turn's text as the query, and whose result — the ``top_k`` best chunks
+  (``RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE`` = 5), at most ``inject_max_chars``
+  (``FUNCTION_RETURN_CHAR_LIMIT`` = 50,000), in Letta's "Found N results:" form — enters the
+  conversation. Letta's search is hybrid (text and embeddings); the text half is modelled, as Okapi
+  BM25 (``rank_bm25``; no embedding model ships offline), so a cue that shares no word with what it
+  needs finds nothing. A chunk already returned into the current window is not returned again.
+  Archival memory is not modelled: 0.16.8 lists its tools as deprecated (``DEPRECATED_LETTA_TOOLS``).
+* **The window** (Letta's ``sliding_window`` compaction, the default mode): when the estimate
+  reaches ``SUMMARIZATION_TRIGGER_MULTIPLIER`` = 0.9 of the window, the oldest messages are evicted
+  until what stays is under 70% of the window (``sliding_window_percentage`` 0.3:
+  ``goal_tokens = (1 - 0.3) * context_window``), on a pair-safe boundary, and summarised by a billed
+  call on ``summary_model`` (Letta's default summariser for Anthropic is ``claude-haiku-4-5``; on
+  other providers the main model) with Letta's sliding-window sections and its 300-word limit. A
+  request the API rejects as too long is compacted at once and retried (Letta compacts on
+  ``context_window_exceeded`` and retries the step, ``letta_agent_v3.py``).
+
+How retrieval quality is measured: through the probes. A fact needed at a probe scores as "in the
+window" only if it never left, sits in core memory, or a search brought its chunk back.
 """
 
 from __future__ import annotations
@@ -28,23 +52,18 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
 from rank_bm25 import BM25Okapi
 
-from harness.conversation import History, Message
+from harness.conversation import Block, History, Message, ToolDef
 from strategies.base import CallInfo, StrategyEnv
-from strategies.structured_state import WindowedConfig, WindowedStrategy
+from strategies.structured_state import WindowedConfig, WindowedStrategy, is_task_message, pair_safe_start
 
 _WORD = re.compile(r"[a-z0-9]+(?:[_.\-/:][a-z0-9]+)*")
 
-INJECTION = """\
-<retrieved-context>
-Passages from earlier in this conversation that were moved out of the context window, retrieved \
-for the current turn (most relevant first):
-{chunks}
-</retrieved-context>"""
 
 
 def tokenize(text: str) -> list[str]:
@@ -183,16 +202,58 @@ class ChunkStore:
         return out
 
 
+
+
+TRIGGER_SHARE = 0.9      # letta/constants.py SUMMARIZATION_TRIGGER_MULTIPLIER
+KEEP_SHARE = 0.7         # summarizer_sliding_window.py: goal = (1 - sliding_window_percentage 0.3) x window
+CORE_MEMORY_CHARS = 20_000  # letta/constants.py CORE_MEMORY_HUMAN_CHAR_LIMIT
+CHUNK_CHARS = 1_200      # letta/constants.py DEFAULT_EMBEDDING_CHUNK_SIZE = 300 tokens (x 4 characters)
+TOP_K = 5                # letta/constants.py RETRIEVAL_QUERY_DEFAULT_PAGE_SIZE
+RESULT_CHARS = 50_000    # letta/constants.py FUNCTION_RETURN_CHAR_LIMIT
+SUMMARY_WORDS = 300      # letta/prompts/summarizer_prompt.py SLIDING_WORD_LIMIT
+SUMMARY_TOKENS = 400     # those 300 words at about 1.3 tokens a word (assumed)
+SUMMARIZER = "claude-haiku-4-5"  # summarizer_config.py get_default_summarizer_model(anthropic)
+LETTA_SECTIONS = ("High level goals", "What happened", "Important details", "Errors and fixes", "Lookup hints")
+LETTA_INSTRUCTIONS = ("The following messages are being evicted from the BEGINNING of your context window. Write a "
+                      "detailed summary that captures what happened in these messages to appear BEFORE the "
+                      "remaining recent messages in context. Include the following sections:\n{sections}\n"
+                      "Preserve identifiers verbatim. Keep your summary under " + str(SUMMARY_WORDS) + " words.")
+SEARCH_TOOL = ToolDef("conversation_search", "Search prior conversation history (text and semantic similarity).", {
+    "type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}})
+APPEND_TOOL = ToolDef("core_memory_append", "Append to the contents of core memory.", {
+    "type": "object", "required": ["label", "content"],
+    "properties": {"label": {"type": "string"}, "content": {"type": "string"}}})
+CORE_BLOCK = """<memory_blocks>
+The following memory blocks are always in your context (core memory); older messages are in recall \
+memory (search them with conversation_search).
+<task characters="{n}/{limit}">
+{value}
+</task>
+</memory_blocks>"""
+
+
 class RagMemoryConfig(WindowedConfig):
-    trigger_tokens: int = Field(80_000, ge=1_000, le=2_000_000,
-                                description="move history to the store when the estimated request reaches this")
-    keep_tokens: int = Field(30_000, ge=0, le=2_000_000, description="newest tokens kept verbatim after a move")
-    chunk_chars: int = Field(2_000, ge=100, le=100_000, description="largest chunk, in characters")
-    top_k: int = Field(5, ge=1, le=100, description="chunks retrieved per query")
-    inject_max_tokens: int = Field(4_000, ge=100, le=200_000, description="cap on one injection (estimated tokens)")
-    requery_every: int = Field(10, ge=0, le=10_000,
-                               description="within a long turn, query again every this many calls (0: only on "
-                               "user messages)")
+    summary_model: str = Field(SUMMARIZER, max_length=100,
+                               description="model of the summary call (Letta's default for Anthropic; the main model "
+                               "on other providers; empty: always the main model)")
+    summary_max_tokens: int = Field(SUMMARY_TOKENS, ge=100, le=200_000,
+                                    description="output cap of the summary (Letta asks for under 300 words)")
+    trigger_share: float = Field(TRIGGER_SHARE, gt=0, le=1, description="compact at this share of the window "
+                                 "(Letta SUMMARIZATION_TRIGGER_MULTIPLIER); trigger_tokens overrides")
+    keep_share: float = Field(KEEP_SHARE, gt=0, lt=1, description="evict until the request is under this share of "
+                              "the window (Letta: 1 - sliding_window_percentage); keep_tokens overrides")
+    core_memory: bool = Field(True, description="file task-bearing requests in a pinned core memory block")
+    core_memory_chars: int = Field(CORE_MEMORY_CHARS, ge=0, le=1_000_000,
+                                   description="core memory block limit (Letta CORE_MEMORY_HUMAN_CHAR_LIMIT); 0: none")
+    core_entry_chars: int = Field(2_000, ge=10, le=1_000_000,
+                                  description="one request is filed in core memory up to this many characters (assumed)")
+    chunk_chars: int = Field(CHUNK_CHARS, ge=100, le=100_000, description="largest chunk of recall memory, in characters")
+    top_k: int = Field(TOP_K, ge=1, le=100, description="chunks a search returns (Letta's page size)")
+    inject_max_chars: int = Field(RESULT_CHARS, ge=100, le=1_000_000,
+                                  description="cap on one search result (Letta FUNCTION_RETURN_CHAR_LIMIT)")
+    requery_every: int = Field(0, ge=0, le=10_000,
+                               description="within a long turn, search again every this many calls (0: only when a "
+                               "task-bearing user message arrives)")
     max_query_terms: int = Field(32, ge=1, le=10_000,
                                  description="a query keeps its this many rarest distinct terms (highest idf)")
     bm25_k1: float = Field(1.5, gt=0, le=5, description="BM25 term-frequency saturation (rank_bm25 default)")
@@ -200,43 +261,111 @@ class RagMemoryConfig(WindowedConfig):
 
 
 class RagMemory(WindowedStrategy):
-    """Windowed conversation; evicted messages chunked into BM25; top-k injected per turn."""
+    """Core memory pinned, recall memory searched by billed steps, Letta's sliding-window summary."""
 
     name = "rag_memory"
-    summary = "evicted history in a BM25 store; top-k chunks for the current turn injected"
+    summary = "Letta-style memory: core block pinned, evicted history searched by billed steps, sliding summary"
     Config = RagMemoryConfig
-    SCALED = (*WindowedStrategy.SCALED, "inject_max_tokens")
+    SCALED: ClassVar[tuple[str, ...]] = ("reserve_tokens",)
+    SUMMARY_SECTIONS = LETTA_SECTIONS
+    SUMMARY_INSTRUCTIONS = LETTA_INSTRUCTIONS
+    on_rejection: ClassVar[str] = ("compacts at once and retries the step, deeper at each retry (Letta 0.16.8 "
+                                   "letta_agent_v3.py, context_window_exceeded); the turn errors when nothing is left")
 
     def __init__(self, config: RagMemoryConfig, env: StrategyEnv) -> None:
         d = Path(env.session_dir) / "rag"
         d.mkdir(parents=True, exist_ok=True)
+        self.rag_dir = d
         self.store = ChunkStore(config.bm25_k1, config.bm25_b, d / "chunks.jsonl", config.max_query_terms)
-        self.injected: set[int] = set()   # chunk ids in the current window
+        self.indexed: set[bytes] = set()  # digests of messages already in the store
+        self.core: list[tuple[str | None, str]] = []  # (session, entry)
+        self.core_due: list[str] = []   # entries filed at the next call (one memory step)
         self.pending_query: str | None = None
         self.calls_since_query = 0
+        self.session: str | None = None
+        self.injected: set[int] = set()  # chunk ids returned into the current window
         self.evicted = 0
+        if env.provider != "anthropic" and config.summary_model == SUMMARIZER:
+            config = config.model_copy(update={"summary_model": ""})
         super().__init__(config, env)
+        self.add_tool(SEARCH_TOOL)
+        self.add_tool(APPEND_TOOL)
 
-    # --- events -----------------------------------------------------------------------------------
+    # --- the window rule --------------------------------------------------------------------------------
+    def rule_trigger(self) -> int:
+        return int(self.config.trigger_share * self.env.window)
+
+    def choose_start(self, h: History, lo: int, depth: int = 1) -> int:
+        c = self.config
+        keep = c.keep_tokens if c.keep_tokens is not None else int(c.keep_share * self.env.window) - self.head_tokens()
+        keep = max(0, min(keep, self.trigger - self.head_tokens() - 1)) // (4 ** (depth - 1))
+        return pair_safe_start(h, lo, keep, self.gauge)
+
+    # --- core memory ------------------------------------------------------------------------------------
+    def core_block(self) -> Message | None:
+        if not self.core:
+            return None
+        value = "\n".join(e for _, e in self.core)
+        limit = self.config.core_memory_chars or len(value)
+        return Message.user(CORE_BLOCK.format(n=len(value), limit=limit, value=value), origin="memory")
+
+    def file_in_core(self, text: str) -> None:
+        """Append an entry; over the block limit the oldest go, the session's first request stays."""
+        self.core.append((self.session, text[: self.config.core_entry_chars]))
+        limit = self.config.core_memory_chars
+        first = next((k for k, (s, _) in enumerate(self.core) if s == self.session), None)
+        while limit and len(self.core) > 1 and sum(len(e) + 1 for _, e in self.core) > limit:
+            k = next((k for k in range(len(self.core)) if k != first), None)
+            if k is None:
+                break
+            self.core.pop(k)
+            first = first - 1 if first is not None and k < first else first
+            self.counters.extra["core_entries_dropped"] += 1
+        (self.rag_dir / "core_memory.md").write_text("\n".join(e for _, e in self.core) + "\n", encoding="utf-8")
+
+    def session_head(self, resume: bool) -> list[Message]:
+        block = self.core_block()
+        return [block] if block is not None else []
+
+    # --- recall memory ----------------------------------------------------------------------------------
+    def index(self, messages) -> None:
+        names = {k: v[0] for k, v in self.tool_uses.items()}
+        for m in messages:
+            if m.meta.get("origin") in ("memory", "summary", "placeholder", "retrieval", "memory_edit") \
+                    or m.digest in self.indexed:
+                continue
+            self.indexed.add(m.digest)
+            self.evicted += 1
+            self.store.add(chunk_text(message_text(m, names), self.config.chunk_chars), self.evicted)
+        self.counters.extra["chunks_stored"] = len(self.store)
+
+    def on_cut(self, dropped: History, start: int) -> list[Message] | None:
+        self.index(dropped)
+        # what a search returned before the cut left with it, unless its message is kept
+        self.injected = {i for m in self.history[start:] for i in m.meta.get("chunks", ())}
+        block = self.core_block()  # re-rendered after a compaction (Letta 0.16.8)
+        return [block] if block is not None else []
+
+    def on_session_end(self, session: str, now: float) -> None:
+        """What is still in the window when the agent stops is in recall memory too."""
+        self.index(self.history[self.pinned:])
+
+    # --- events -----------------------------------------------------------------------------------------
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        self.session = session
+        self.injected = set()
+        super().on_session_start(session, resume, now)
+
     def on_user(self, message: Message) -> None:
         super().on_user(message)
-        self.pending_query = message.text
+        if is_task_message(message):
+            if self.config.core_memory:
+                self.core_due.append(message.text[: self.config.core_entry_chars])
+            self.pending_query = message.text
 
     def on_response(self, message: Message, usage) -> None:
         super().on_response(message, usage)
         self.calls_since_query += 1
-
-    # --- hooks ----------------------------------------------------------------------------------------
-    def on_cut(self, dropped: History, start: int) -> list[Message] | None:
-        for m in dropped[self.pinned:]:
-            if m.meta.get("origin") in ("injection", "placeholder"):
-                continue
-            self.evicted += 1
-            self.store.add(chunk_text(message_text(m, {k: v[0] for k, v in self.tool_uses.items()}), self.config.chunk_chars), self.evicted)
-        # what was injected before the cut left with it, unless the injection message is kept
-        self.injected = {i for m in self.history[start:] for i in m.meta.get("chunks", ())}
-        self.counters.extra["chunks_stored"] = len(self.store)
-        return []
 
     def turn_query(self) -> str:
         """Within a turn: the newest assistant text and tool inputs, and the user's message."""
@@ -244,12 +373,20 @@ class RagMemory(WindowedStrategy):
         for m in reversed(list(self.history[-6:])):
             if m.role == "assistant":
                 parts.append(m.text)
-            elif not m.has_tool_result and not m.meta.get("origin"):
+            elif is_task_message(m):
                 parts.append(m.text)
                 break
         return "\n".join(parts)
 
     def before_call(self, call: CallInfo) -> None:
+        if self.core_due:  # the model files the request in core memory (a billed step)
+            entries, self.core_due = self.core_due, []
+            for e in entries:
+                self.file_in_core(e)
+            n = self.counters.extra["memory_edit_calls"] + self.counters.extra["memory_edit_failed"] + 1
+            value = "\n".join(e for _, e in self.core)
+            tu = Block.tool_use(f"ctxsim_mem_{n}", APPEND_TOOL.name, {"label": "task", "content": "\n".join(entries)})
+            self.tool_step("memory_edit", tu, value)
         query = self.pending_query
         if query is None and self.config.requery_every and self.calls_since_query >= self.config.requery_every:
             query = self.turn_query()
@@ -259,20 +396,26 @@ class RagMemory(WindowedStrategy):
         self.calls_since_query = 0
         if not len(self.store):
             return
-        self.counters.extra["retrievals"] += 1
-        budget = self.config.inject_max_tokens
-        picked: list[str] = []
+        self.search(query)
+
+    def search(self, query: str) -> None:
+        """One billed ``conversation_search`` step; its result enters the conversation."""
+        budget = self.config.inject_max_chars
+        found: list[dict[str, Any]] = []
         ids: list[int] = []
         used = 0
-        for c, score in self.store.search(query, self.config.top_k, self.injected):
-            cost = self.gauge.tokens(len(c.text)) - self.gauge.opaque
-            if used + cost > budget:
+        for c, _score in self.store.search(query, self.config.top_k, self.injected):
+            if used + len(c.text) > budget:
                 break
-            picked.append(f'<passage n="{len(picked) + 1}" score="{score:.2f}">\n{c.text}\n</passage>')
-            self.injected.add(c.id)
+            found.append({"role": "recall", "content": c.text})
             ids.append(c.id)
-            used += cost
-        if picked:
-            self.counters.extra["chunks_injected"] += len(picked)
-            self.history = self.history.append(Message.user(INJECTION.format(chunks="\n".join(picked)),
-                                                            origin="injection", chunks=tuple(ids)))
+            used += len(c.text)
+        result = f"Found {len(found)} results: {json.dumps(found, ensure_ascii=False)}" if found else "No results found."
+        n = self.counters.extra["retrieval_calls"] + self.counters.extra["retrieval_failed"] + 1
+        q = " ".join(self.store.query_terms(query)) or query[:200]
+        tu = Block.tool_use(f"ctxsim_search_{n}", SEARCH_TOOL.name, {"query": q, "limit": self.config.top_k})
+        if self.tool_step("retrieval", tu, result):
+            self.injected.update(ids)
+            self.counters.extra["chunks_injected"] += len(ids)
+            self.history = self.history.replace_at(len(self.history) - 1, Message(
+                "user", self.history[-1].blocks, {"origin": "retrieval", "chunks": tuple(ids)}))

@@ -1,146 +1,180 @@
-"""subagent_isolation: a sub-task runs in its own context; only its conclusion returns (spec/
-novacode.md section 8: "sub-agent isolation (a sub-task runs in its own context, only its conclusion
-returns)").
+"""subagent_isolation: a sub-task runs in its own context on a small model; only its report returns
+(spec/novacode.md section 8: "sub-agent isolation (a sub-task runs in its own context, only its
+conclusion returns)").
 
-Model. Spans the trace marks as sub-tasks (``subtask_start`` / ``subtask_end``) run as a sub-agent:
-at the span's start the main conversation is set aside and a fresh one begins with the sub-agent's
-prompt (the span's description, as the ``Task`` tool's prompt); every model call inside the span is
-sent from that context as a request of kind ``subagent`` (billed like any call, optionally on a
-cheaper ``subagent_model``), and the span's tool results enter only that context. At the span's
-end the sub-agent's context is discarded and the main conversation gets one ``Task`` tool_use and its
-tool_result holding the conclusion (the span's recorded conclusion, else the sub-agent's last text,
-capped at ``conclusion_max_chars``), as Claude Code's Task tool returns a sub-agent's final report.
-The ``Task`` tool is added to the tools array when the trace does not declare it. Spans the recorded
-agent already ran isolated (``isolated: true``, e.g. imported Claude Code sub-agents) keep their
-recorded shape: the parent's own Task tool_use/tool_result pair is in the trace, so none is added.
+Practitioner: Claude Code's ``Task`` tool and its built-in ``Explore`` sub-agent (closed source;
+documented at code.claude.com/docs/en/sub-agents: a read-only exploration agent that runs on Haiku in
+its own context window and returns one answer; the bundled real sessions in
+``../shared/traces/real/claude-code/spotter/`` show the shape: the parent's Task tool_use, the
+sub-agent's calls on their own model, a report of 2,870–9,962 characters as the Task result).
 
-Outside spans the main conversation is append-only until the request nears the window, where the
-oldest messages are dropped on pair-safe boundaries (no summary), so a long session does not
-overflow; the default trigger is as late as the window allows, so on most traces it never fires.
+Model. Spans the trace marks as sub-tasks that the recorded agent did in its main context
+(``subtask_start``/``subtask_end`` with ``isolated: false``) run as sub-agents:
+
+1. **Delegation.** The parent makes the delegating call: a billed step on the parent's context
+   (kind ``delegate``) whose answer is the ``Task`` tool_use (the span's description as its prompt).
+2. **The sub-agent.** A fresh context starts with that prompt; every model call of the span is sent
+   from it, kind ``subagent``, on ``subagent_model`` (default ``claude-haiku-4-5``: Explore's model;
+   on a provider without it, the main model). The span's tool results enter only that context.
+3. **The report.** At the span's end the sub-agent writes its final report: a billed call on its
+   own context and model (kind ``summary``: a summary of the sub-agent's work, capped at
+   ``report_max_tokens``, the bundled logs' reports being 700–2,500 tokens); the trace's
+   ``conclusion``, when it gives one, opens it (the trace format's "what a sub-agent would return").
+   Its text comes from the backend: the simulated model's report of what the sub-agent's context
+   holds (files, errors, findings, facts by their survival draw), or a live model's.
+4. **Back in the parent.** The sub-agent's context is discarded; the parent gets the Task tool_use
+   and its tool_result (the report), and the next recorded call follows.
+
+Spans the recorded agent already ran isolated (``isolated: true``, imported Claude Code sub-agents)
+keep their recorded shape: the parent's own Task pair is in the trace and its calls run on their
+recorded model, so nothing is added. The ``Task`` tool is added to the tools array when the trace
+does not declare it.
+
+The main context is compacted as NovaCode does (N-COMP-1/2's soft line, window − 20,000 − 13,000:
+Claude Code's auto-compact line, reported; a billed summary in Claude Code's nine sections; a
+N-COMP-6 tail), so a long session stays in its window; a request the API rejects as too long is
+compacted at once and retried (Claude Code's reactive compaction, reported).
 
 What it trades: the main context never holds the exploration's tool output (lower peak, cheaper
-calls), and the sub-agent starts small; but whatever the exploration met and the conclusion does
-not carry is gone for the main agent (retention shows it). Sources: Claude Code's Task tool /
-sub-agents, Anthropic's multi-agent research system ("Building effective agents"; "How we built our
-multi-agent research system", 2025), OpenHands' delegation.
+calls, the exploration billed at the small model's price), at the price of the delegation and the
+report; whatever the exploration met and the report does not carry is gone for the parent
+(retention shows it). Sources beside Claude Code: Anthropic, "How we built our multi-agent research
+system" (2025); OpenHands' delegation.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from pydantic import Field
 
-from harness.conversation import Block, History, Message, Request, ToolDef, ToolSet
+from harness.conversation import Block, History, Message, Request, ToolDef
+from harness.llm import SUMMARY, CallSpec, SideCallFailed
 from strategies.base import CallInfo, StrategyEnv
 from strategies.structured_state import WindowedConfig, WindowedStrategy
 
-TASK_DESCRIPTION = "Launches a sub-agent for a multi-step task in its own context; returns its final report."
+EXPLORE_MODEL = "claude-haiku-4-5"  # Claude Code's Explore sub-agent (code.claude.com/docs/en/sub-agents)
+REPORT_MAX_TOKENS = 2_500  # bundled reports: 2,870-9,962 characters (spotter sessions), about 700-2,500 tokens
+TASK_TOOL = ToolDef("Task", "Launch a new agent to handle a multi-step task in its own context; it returns one "
+                    "final report.", {"type": "object", "required": ["description", "prompt"], "properties": {
+                        "description": {"type": "string"}, "prompt": {"type": "string"},
+                        "subagent_type": {"type": "string"}}})
 SUBAGENT_PROMPT = """\
-You are a sub-agent. Do this task, then end with a short report of what you found (the report is \
-all the main agent will see):
-{description}"""
+{description}
+
+Explore the codebase to answer this; do not modify files. End with a report of what you found: the \
+report is all the caller will see."""
+REPORT_SECTIONS = ("Answer", "Key findings", "Files and code sections", "Errors and fixes")
+REPORT_INSTRUCTIONS = """\
+Your task is done. Write your final report for the agent that delegated it: it sees nothing of this \
+conversation but the report. Use these sections:
+{sections}"""
 
 
 class SubagentIsolationConfig(WindowedConfig):
-    trigger_tokens: int = Field(2_000_000, ge=1_000, le=2_000_000,
-                                description="drop the oldest messages when the estimated request reaches this "
-                                "(default: as late as the window allows, window - reserve_tokens)")
-    keep_tokens: int = Field(40_000, ge=0, le=2_000_000, description="tokens kept verbatim after such a drop")
-    subagent_model: str = Field("", max_length=100,
-                                description="model of the sub-agents' calls (empty: the main model)")
-    conclusion_max_chars: int = Field(4_000, ge=100, le=200_000,
-                                      description="the conclusion returned to the main context is cut to this")
+    subagent_model: str = Field(EXPLORE_MODEL, max_length=100,
+                                description="model of the sub-agents this strategy runs (Explore's; empty: the main "
+                                "model; the main model on a provider without it)")
+    report_max_tokens: int = Field(REPORT_MAX_TOKENS, ge=100, le=100_000,
+                                   description="output cap of the sub-agent's final report")
     task_tool: str = Field("Task", min_length=1, max_length=64, description="name of the delegation tool")
+    subagent_type: str = Field("Explore", min_length=1, max_length=64, description="the Task call's subagent_type")
 
 
 @dataclass
-class _Frame:
+class _Span:
     id: str
-    description: str
-    recorded_isolated: bool
-    outer: History
-    outer_pinned: int
-    calls: int = 0
+    tool_use: Block | None  # the parent's Task call (None: the recorded agent ran it isolated)
 
 
 class SubagentIsolation(WindowedStrategy):
-    """Sub-task spans in their own context; one Task tool_use/tool_result pair in the main one."""
+    """Sub-task spans as sub-agents on a small model; a Task pair with the report in the main
+    context; the main context compacted as NovaCode does."""
 
     name = "subagent_isolation"
-    summary = "sub-task spans run as sub-agents in their own context; only the conclusion returns"
+    summary = "sub-task spans run as sub-agents (own context, small model); only their report returns; NovaCode-style compaction"
     Config = SubagentIsolationConfig
+    on_rejection: ClassVar[str] = ("reactive compaction, deeper at each retry, then the turn errors (Claude Code, "
+                                   "reported)")
 
     def __init__(self, config: SubagentIsolationConfig, env: StrategyEnv) -> None:
+        if env.provider != "anthropic" and config.subagent_model == EXPLORE_MODEL:
+            config = config.model_copy(update={"subagent_model": ""})
         super().__init__(config, env)
-        self.frames: list[_Frame] = []
+        self.spans: list[_Span] = []
         self.task_n = 0
-        if config.task_tool not in env.tools.names():
-            self.set_tools(ToolSet((*env.tools.tools, ToolDef(config.task_tool, TASK_DESCRIPTION, {
-                "type": "object", "properties": {"description": {"type": "string"}, "prompt": {"type": "string"}},
-                "required": ["description", "prompt"]}))))
+        self.add_tool(ToolDef(config.task_tool, TASK_TOOL.description, TASK_TOOL.input_schema))
 
     @property
-    def in_subagent(self) -> bool:
-        return bool(self.frames)
+    def in_own_subagent(self) -> bool:
+        """Inside a span this strategy isolated (not a recorded sub-agent)."""
+        return any(s.tool_use is not None for s in self.spans)
 
-    def request_kind(self) -> str:
-        return "subagent" if self.frames else "main"
+    def sub_model(self) -> str | None:
+        return (self.config.subagent_model or None) if self.in_own_subagent else None
+
+    def summary_model(self) -> str:
+        return (self.config.subagent_model if self.in_own_subagent else "") or self.config.summary_model
 
     def build_request(self, call: CallInfo) -> Request:
         req = super().build_request(call)
-        if self.frames:
-            self.frames[-1].calls += 1
+        if self.in_isolated_subtask:
             self.counters.extra["subagent_calls"] += 1
-            if self.config.subagent_model:
-                from dataclasses import replace
-
-                req = replace(req, model=self.config.subagent_model)
-        return req
+        model = self.sub_model()
+        return req.with_messages(req.messages, model=model) if model else req
 
     # --- spans --------------------------------------------------------------------------------------
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
-        self.frames.append(_Frame(id, description, isolated, self.history, self.pinned))
-        prompt = SUBAGENT_PROMPT.format(description=description or f"sub-task {id}")
-        self.history = History([Message.user(prompt, origin="subagent_prompt")])
-        self.pinned = 1
+        tu = None
+        if not isolated:  # the recorded agent did it in its main context: delegate it
+            self.task_n += 1
+            desc = description or f"sub-task {id}"
+            tu = Block.tool_use(f"ctxsim_task_{self.task_n}", self.config.task_tool, {
+                "description": desc[:80], "prompt": SUBAGENT_PROMPT.format(description=desc),
+                "subagent_type": self.config.subagent_type})
+            self.model_step("delegate", tu)  # billed; a failure still delegates (the trace did the work)
+        self.spans.append(_Span(id, tu))
+        super().on_subtask_start(id, description, True)
+        if tu is not None:
+            self.history = History([Message.user(str(tu.input["prompt"]), origin="subagent_prompt")])
+            self.pinned = 1
         self.counters.extra["subagents"] += 1
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         """A launch while a sub-agent ran (the previous one crashed inside a span): the sub-agent's
-        context is gone; the main conversation is what resumes (its open Task call repaired)."""
-        if self.frames:
-            self.history, self.pinned = self.frames[0].outer, self.frames[0].outer_pinned
-            self.frames.clear()
-            self.counters.extra["subagents_lost"] += 1
+        context is gone; the main conversation is what resumes (the base restores it)."""
+        self.spans.clear()
         super().on_session_start(session, resume, now)
 
     def on_subtask_end(self, id: str, conclusion: str) -> None:
-        if not self.frames or self.frames[-1].id != id:
+        if not self.spans or self.spans[-1].id != id:
             self.counters.extra["orphan_subtask_ends"] += 1  # its sub-agent died with its launch
             return
-        frame = self.frames.pop()
-        sub = self.history
-        self.history, self.pinned = frame.outer, frame.outer_pinned
-        if frame.recorded_isolated:
+        span = self.spans[-1]
+        report = self.report(conclusion) if span.tool_use is not None else ""
+        self.spans.pop()
+        super().on_subtask_end(id, conclusion)
+        if span.tool_use is None:
             return  # the trace carries the parent's own Task tool_use and its result
-        report = (conclusion or _last_text(sub) or f"(sub-task {id} ended without a report)")
-        report = report[: self.config.conclusion_max_chars]
-        self.task_n += 1
-        tu = Block.tool_use(f"ctxsim_task_{self.task_n}", self.config.task_tool,
-                            {"description": frame.description or id,
-                             "prompt": SUBAGENT_PROMPT.format(description=frame.description or id)})
         self.history = self.history.extend([
-            Message("assistant", (tu,), {"origin": "subagent"}),
-            Message("user", (Block.tool_result(tu.id, report),), {"origin": "subagent"}),
+            Message("assistant", (span.tool_use,), {"origin": "subagent"}),
+            Message("user", (Block.tool_result(span.tool_use.id or "", report),), {"origin": "subagent"}),
         ])
 
-
-def _last_text(h: History) -> str:
-    """The sub-agent's final report: the text of its last assistant message that has any."""
-    for m in reversed(list(h)):
-        if m.role == "assistant":
-            text = "\n".join(b.text for b in m.blocks if b.type == "text").strip()
-            if text:
-                return text
-    return ""
+    def report(self, conclusion: str) -> str:
+        """The sub-agent's final report: one billed call on its own context and model."""
+        h = self.history
+        text = ""
+        if len(h):
+            spec = CallSpec(kind=SUMMARY, sections=REPORT_SECTIONS, max_output_tokens=self.config.report_max_tokens,
+                            instructions=REPORT_INSTRUCTIONS.format(sections="\n".join(
+                                f"{i}. {s}" for i, s in enumerate(REPORT_SECTIONS, 1))),
+                            params={"purpose": "subagent_report"})
+            try:
+                text = self.env.services.call(self.request_of(h, kind=SUMMARY, model=self.sub_model()), spec).text
+                self.counters.extra["reports"] += 1
+            except SideCallFailed:
+                self.counters.extra["report_failed"] += 1
+        parts = [p for p in (conclusion.strip(), text.strip()) if p]
+        return "\n\n".join(parts) or "(the sub-agent ended without a report)"

@@ -276,9 +276,5 @@ class ThresholdCompactor(PeerStrategy):
     def _counted(self, done: bool | None) -> bool:
         if done is None:
             return False
-        self.counters.compactions_attempted += 1
-        if done:
-            self.counters.compactions_succeeded += 1
-        else:
-            self.counters.compactions_failed += 1
+        self.counters.compaction(done)
         return bool(done)

@@ -16,12 +16,24 @@ Each tier has a budget in characters and a mode:
 
 A result is final once it enters history (never rewritten later, so cached prefixes stay
 byte-stable); a read-back of a spilled file is exempt (no read/spill loop, as N-SPILL-3), and a
-failed disk write leaves the result inline, marked, and is not retried (as N-SPILL-4). The
-conversation itself only grows: the strategy bounds what each result costs, not the window.
+failed disk write leaves the result inline, marked, and is not retried (as N-SPILL-4).
+
+Defaults are Claude Code's per-tool limits (closed source, reported): shell output middle-cut at
+30,000 characters (``BASH_MAX_OUTPUT_DEFAULT`` in ``utils/shell/outputLimits.ts`` of the published
+source dump; middle truncation per anthropics/claude-code #19901), the same budget for search output;
+a file read capped at 25,000 tokens (``MaxFileReadTokenExceededError``, anthropics/claude-code #4002,
+#14876), about 100,000 characters at 4 per token, the rest persisted to a file as current releases
+do (#31674); other tools (MCP) 25,000 tokens (``MAX_MCP_OUTPUT_TOKENS``, code.claude.com/docs
+env-vars). The head/tail split of a cut is gemini-cli's 20% / 80% (peers.md).
+
+Budgets bound what each result costs, not the window: the conversation still grows, so the strategy
+has the fallback of the agent whose limits it uses, Claude Code's auto-compaction (window −
+min(max output, 20,000) − 13,000, reported; N-COMP-1/2: a billed summary in its nine sections, a
+N-COMP-6 tail), and compacts at once when a request is rejected as too long.
 
 Sources: NovaCode's single 50,000-character spill threshold (N-SPILL-1) generalised per tool; Codex
-CLI's 10 KiB / 256-line head+tail cut of tool output; gemini-cli's 40,000-character tool-output
-budget with 20% head / 80% tail kept; SWE-agent's clipping of observations over 100,000 characters
+CLI's head+tail cut of tool output (about 12k tokens); gemini-cli's 40,000-character shell budget
+with 20% head / 80% tail kept; SWE-agent's clipping of observations over 100,000 characters
 (peers.md).
 """
 
@@ -33,8 +45,12 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from harness.conversation import Block, Message
-from strategies.base import StrategyConfig, StrategyEnv
-from strategies.structured_state import CHARS_PER_TOKEN, GaugedStrategy, split_names
+from strategies.base import StrategyEnv
+from strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
+
+SHELL_CHARS = 30_000   # Claude Code BASH_MAX_OUTPUT_DEFAULT (utils/shell/outputLimits.ts, reported)
+READ_CHARS = 100_000   # Claude Code Read: 25,000 tokens (MaxFileReadTokenExceededError, reported) x 4 chars
+OTHER_CHARS = 100_000  # Claude Code MAX_MCP_OUTPUT_TOKENS 25,000 (docs env-vars) x 4 chars
 
 Mode = Literal["spill", "cut", "keep"]
 TIERS = ("read", "shell", "search", "other")
@@ -44,25 +60,24 @@ SPILLED = ("<persisted-output>\n{head}\n[... {rest:,} more characters. The whole
 CUT_MARKER = "\n[... {n:,} characters cut from the middle of this output ...]\n"
 
 
-class TieredBudgetConfig(StrategyConfig):
+class TieredBudgetConfig(WindowedConfig):
     read_tools: tuple[str, ...] = Field(("Read", "NotebookRead", "read_file", "view", "open_file", "WebFetch"),
                                         description="tools in the read tier")
     shell_tools: tuple[str, ...] = Field(("Bash", "shell", "exec_command", "execute_bash", "run", "BashOutput"),
                                          description="tools in the shell tier (command output, test logs)")
     search_tools: tuple[str, ...] = Field(("Grep", "Glob", "LS", "search", "find_file", "search_dir", "list_files"),
                                           description="tools in the search tier")
-    read_budget_chars: int = Field(40_000, ge=100, le=10_000_000, description="read tier: characters kept inline")
+    read_budget_chars: int = Field(READ_CHARS, ge=100, le=10_000_000, description="read tier: characters kept inline")
     read_mode: Mode = Field("spill", description="read tier: what happens beyond the budget")
-    shell_budget_chars: int = Field(8_000, ge=100, le=10_000_000, description="shell tier: characters kept inline")
+    shell_budget_chars: int = Field(SHELL_CHARS, ge=100, le=10_000_000, description="shell tier: characters kept inline")
     shell_mode: Mode = Field("cut", description="shell tier: what happens beyond the budget")
-    search_budget_chars: int = Field(10_000, ge=100, le=10_000_000, description="search tier: characters kept inline")
+    search_budget_chars: int = Field(SHELL_CHARS, ge=100, le=10_000_000, description="search tier: characters kept inline")
     search_mode: Mode = Field("cut", description="search tier: what happens beyond the budget")
-    other_budget_chars: int = Field(20_000, ge=100, le=10_000_000, description="other tools: characters kept inline")
+    other_budget_chars: int = Field(OTHER_CHARS, ge=100, le=10_000_000, description="other tools: characters kept inline")
     other_mode: Mode = Field("spill", description="other tools: what happens beyond the budget")
     head_share: float = Field(0.2, ge=0, le=1,
                               description="cut mode: share of the budget kept from the start (the rest from the end; "
                               "gemini-cli keeps 20% head / 80% tail)")
-    chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0.5, le=10, description="estimate before the first usage")
 
     @field_validator("read_tools", "shell_tools", "search_tools", mode="before")
     @classmethod
@@ -82,7 +97,7 @@ def cut_middle(text: str, budget: int, head_share: float) -> str:
     return text[:head] + CUT_MARKER.format(n=dropped) + (text[-tail:] if tail else "")
 
 
-class TieredBudget(GaugedStrategy):
+class TieredBudget(WindowedStrategy):
     """Per-tier budgets on tool results: read spilled, shell and search cut, by default."""
 
     name = "tiered_budget"

@@ -1,108 +1,96 @@
 """whole_repo: the whole repository goes into the context up front (spec/novacode.md section 8:
-"putting the whole repository in context").
+"putting the whole repository in context", the anti-pattern the seed rejects).
 
-Model. At the start of each session the agent sends a snapshot of the repository as the first user
-message (one text block per file, ``<file path=...>`` tags), pinned there for the whole session and
-cached behind its own breakpoint; the conversation follows and is windowed when the request nears
-the window (oldest messages dropped on pair-safe boundaries, no summary). The snapshot is real text:
-the files of the simulated project directory (the trace's ``header.meta.files``, seeded by the
-engine under ``env.project_dir``) first, then deterministic code-like modules synthesised from
-``env.rng`` until the snapshot reaches ``repo_tokens`` (estimated at ``chars_per_token``; the engine
-counts the true tokens). A snapshot larger than ``max_repo_share`` of the usable window is cut, whole
-files dropped from the end, and the cut is counted (``repo_files_dropped``).
+Practitioner: repository packing for long-context models (repomix / gitingest: every text file of
+the repository in one prompt, one ``<file path=...>`` block each), the thing Aider's repo map
+(``aider/repomap.py``: a ranked map of 1,024 tokens, peers.md) exists to avoid.
 
-Why it rarely works, and how the run shows it: every call carries the repository, so cost is paid
-on ``repo_tokens`` per call (cache reads at 0.1x while the cache is warm, a full 1.25x re-write after
-every gap longer than the 5-minute TTL); the conversation gets only what the repository leaves of
-the window, so it is cut sooner and more often; and attention is diluted: the retention model scores
-a fact lower the longer the context it sits in ("Context Rot", "Lost in the Middle"), so the same
-facts score worse next to a large snapshot. Source of the idea: the "stuff the repo in the prompt"
-approach of long-context coding tools (e.g. repomix / gitingest-style repository packing), which
-the seed names as an alternative it rejects.
+The repository is real, and known to the strategy only as the agent would know it:
+
+1. the files of the simulated project directory (the trace's ``header.meta.files``, seeded by the
+   engine under ``env.project_dir``), as on disk when the session starts;
+2. the files the agent reads during the session (results of ``read_tools``, ``cat -n`` line numbers
+   stripped): the trace's own project, as far as it shows it. They join the snapshot at the next
+   re-pack (a compaction or a new session), newest first (over the budget the oldest go), so on an
+   imported log the snapshot becomes the project's own code;
+3. when the project has no known file yet (a log's first calls, a trace with no project files), a
+   documented real corpus: the Python sources of an installed package pinned in pyproject.toml
+   (``corpus``, default ``rich``: rich==15.0.0, 100 files, 1.22 MB), files in path order.
+
+Size: ``repo_tokens`` (estimated tokens) defaults to the whole repository as found — its own size is
+the sourced figure — and is capped at ``max_repo_share`` of window − reserve (assumed 0.5: a sweep
+varies it), whole files dropped from the end and counted (``repo_files_dropped``).
+
+The snapshot is the first user message, pinned, behind its own cache breakpoint; the conversation
+behind it is compacted as NovaCode does (N-COMP-1/2's soft line, a billed summary, a N-COMP-6 tail,
+never more than what the repository leaves), and a request the API rejects as too long is compacted
+at once and retried (Claude Code's reactive compaction, reported).
+
+Why it rarely works, and how the run shows it: every call carries the repository (cache reads at
+0.1× while warm, a full re-write after every gap longer than the TTL and at every re-pack); the
+conversation gets only what the repository leaves of the window, so it is compacted sooner and more
+often; and attention is diluted: the retention model scores a fact lower the longer the context it
+sits in ("Context Rot", "Lost in the Middle").
 """
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from pathlib import Path
-from typing import Literal
 
-import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from harness.conversation import Block, Message
+from harness.conversation import Block, History, Message
 from strategies.base import StrategyEnv
-from strategies.structured_state import WindowedConfig, WindowedStrategy
+from strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 
-# Word lists of the synthesised code (any deterministic vocabulary would do; these read like a
-# backend service's modules).
-_PKGS = ("api", "core", "storage", "jobs", "auth", "billing", "search", "util", "export", "sync")
-_NOUNS = ("user", "order", "session", "token", "record", "batch", "report", "tenant", "cache", "queue",
-          "upload", "invoice", "event", "metric", "config", "schema", "index", "worker", "lease", "chunk")
-_VERBS = ("load", "save", "parse", "build", "check", "merge", "split", "flush", "fetch", "render",
-          "resolve", "apply", "encode", "decode", "retry", "prune", "sync", "emit", "scan", "lock")
-_TYPES = ("int", "str", "bytes", "float", "bool", "dict[str, Any]", "list[str]", "None")
+READ_TOOLS = ("Read", "read_file", "view", "open_file")  # Claude Code, Codex/SWE-agent, OpenHands
+PATH_KEYS = ("file_path", "path", "filename", "file")
+CORPUS = "rich"  # pinned in pyproject.toml (rich==15.0.0): 100 real Python modules, 1.22 MB
+_NUMBERED = re.compile(r"^ *\d+\t", re.M)  # `cat -n` prefixes, as Claude Code's Read returns lines
 
 
 class WholeRepoConfig(WindowedConfig):
-    repo_tokens: int = Field(100_000, ge=0, le=5_000_000,
-                             description="size of the repository snapshot put in context, in estimated tokens")
-    source: Literal["project", "synthetic"] = Field(
-        "project", description="project: the simulated project's real files first, synthesised modules fill "
-        "the rest; synthetic: synthesised modules only")
-    max_repo_share: float = Field(0.8, gt=0, le=1,
-                                  description="the snapshot may take at most this share of window - reserve_tokens; "
-                                  "files beyond it are dropped")
-    trigger_tokens: int = Field(2_000_000, ge=1_000, le=2_000_000,
-                                description="cut the conversation when the estimated request reaches this "
-                                "(default: as late as the window allows, window - reserve_tokens)")
-    keep_tokens: int = Field(40_000, ge=0, le=2_000_000,
-                             description="conversation tokens kept verbatim after a cut")
+    repo_tokens: int | None = Field(None, ge=0, le=10_000_000,
+                                    description="size of the snapshot in estimated tokens (default: the whole "
+                                    "repository as found), capped by max_repo_share")
+    max_repo_share: float = Field(0.5, gt=0, le=0.9,
+                                  description="the snapshot takes at most this share of window - reserve_tokens "
+                                  "(assumed); files beyond it are dropped")
+    learn_reads: bool = Field(True, description="files the agent reads join the snapshot at the next re-pack")
+    read_tools: tuple[str, ...] = Field(READ_TOOLS, min_length=1, description="tools whose results are file contents")
+    corpus: str = Field(CORPUS, min_length=1, max_length=500,
+                        description="the real corpus used while the project has no known file: an installed "
+                        "package's name (its .py sources) or a directory")
+
+    @field_validator("read_tools", mode="before")
+    @classmethod
+    def _names(cls, v):
+        return split_names(v)
 
 
-def _function(rng: np.random.Generator) -> str:
-    pick = lambda xs: xs[int(rng.integers(len(xs)))]  # noqa: E731
-    verb, noun, other = pick(_VERBS), pick(_NOUNS), pick(_NOUNS)
-    args = [f"{pick(_NOUNS)}_{i}: {pick(_TYPES)}" for i in range(int(rng.integers(1, 4)))]
-    ret = pick(_TYPES)
-    lines = [f"def {verb}_{noun}({', '.join(args)}) -> {ret}:",
-             f'    """{verb.capitalize()} the {noun} for the given {other}; raises {noun.capitalize()}Error '
-             f'when the {other} is stale."""']
-    for _ in range(int(rng.integers(3, 12))):
-        k = int(rng.integers(5))
-        a, b = pick(_NOUNS), pick(_NOUNS)
-        if k == 0:
-            lines.append(f"    if {a}_count > {int(rng.integers(2, 5000))}:")
-            lines.append(f"        raise {a.capitalize()}Error(f\"too many {a}s for {{{b}_id}}\")")
-        elif k == 1:
-            lines.append(f"    for {a} in {b}_index.get({a}_key, []):")
-            lines.append(f"        {pick(_VERBS)}_{a}({a}, retries={int(rng.integers(1, 9))})")
-        elif k == 2:
-            lines.append(f"    {a}_map = {{k: v for k, v in {b}_rows.items() if v is not None}}")
-        elif k == 3:
-            lines.append(f"    log.debug(\"{verb} {noun}: %s {a}s in %.2f ms\", len({a}_map), elapsed_ms)")
-        else:
-            lines.append(f"    {a}_total += {pick(_VERBS)}_{b}({a}_id, timeout_s={int(rng.integers(1, 60))})")
-    lines.append(f"    return {pick(_VERBS)}_{noun}_result")
-    return "\n".join(lines)
+def corpus_files(corpus: str) -> list[tuple[str, str]]:
+    """A real corpus (relative path, text) in path order: an installed package's ``.py`` sources,
+    or the text files under a directory. Exits with a clear error when it is neither."""
+    root = Path(corpus)
+    pattern = "*"
+    if not root.is_dir():
+        spec = importlib.util.find_spec(corpus)
+        if spec is None or not spec.submodule_search_locations:
+            raise ValueError(f"whole_repo: corpus {corpus!r} is neither a directory nor an installed package")
+        root, pattern = Path(next(iter(spec.submodule_search_locations))), "*.py"
+        return [(f"{corpus}/{p}", t) for p, t in project_files(root, pattern)]
+    return project_files(root, pattern)
 
 
-def synthesise_module(rng: np.random.Generator) -> tuple[str, str]:
-    """One code-like module (path, text), deterministic in ``rng``."""
-    pkg, mod = _PKGS[int(rng.integers(len(_PKGS)))], _NOUNS[int(rng.integers(len(_NOUNS)))]
-    path = f"src/{pkg}/{mod}_{int(rng.integers(1000)):03d}.py"
-    head = [f'"""{mod.capitalize()} handling for the {pkg} package."""', "", "from __future__ import annotations",
-            "", "import logging", "from typing import Any", "", "log = logging.getLogger(__name__)", ""]
-    body = [_function(rng) for _ in range(int(rng.integers(3, 10)))]
-    return path, "\n".join(head) + "\n\n" + "\n\n\n".join(body) + "\n"
-
-
-def project_files(root: Path | None) -> list[tuple[str, str]]:
-    """The simulated project's text files (relative path, text), in path order."""
+def project_files(root: Path | None, pattern: str = "*") -> list[tuple[str, str]]:
+    """Text files under ``root`` (relative path, text), in path order."""
     if root is None or not Path(root).is_dir():
         return []
     out = []
-    for p in sorted(Path(root).rglob("*")):
-        if p.is_file():
+    for p in sorted(Path(root).rglob(pattern)):
+        if p.is_file() and "__pycache__" not in p.parts:
             try:
                 out.append((str(p.relative_to(root)), p.read_text(encoding="utf-8")))
             except (UnicodeDecodeError, OSError):
@@ -114,61 +102,94 @@ def file_block(path: str, text: str) -> str:
     return f'<file path="{path}">\n{text}\n</file>'
 
 
+def strip_line_numbers(text: str) -> str:
+    """A Read result's text without its ``cat -n`` prefixes (unchanged when it has none)."""
+    lines = text.split("\n")
+    numbered = sum(1 for x in lines if _NUMBERED.match(x))
+    return _NUMBERED.sub("", text) if lines and numbered >= 0.8 * len(lines) else text
+
+
 class WholeRepo(WindowedStrategy):
-    """The repository pinned at the top of every session, the conversation windowed after it."""
+    """The repository pinned at the top of every session, the conversation compacted behind it."""
 
     name = "whole_repo"
-    summary = "whole repository in context up front; conversation windowed behind it"
+    summary = "whole (real) repository in context up front; conversation compacted behind it"
     Config = WholeRepoConfig
-    SCALED = (*WindowedStrategy.SCALED, "repo_tokens")
 
     def __init__(self, config: WholeRepoConfig, env: StrategyEnv) -> None:
-        self.files: list[tuple[str, str]] | None = None  # built once, at the first session head
+        self.files: list[tuple[str, str]] = []
+        self.read: dict[str, str] = {}  # files learned from reads: path -> latest text
+        self._packed: dict[str, str] | None = None
+        self._corpus: list[tuple[str, str]] | None = None
+        self._project = project_files(env.project_dir)
         super().__init__(config, env)
 
-    def _snapshot_files(self, config: WholeRepoConfig, env: StrategyEnv) -> list[tuple[str, str]]:
-        budget_chars = int(config.repo_tokens * config.chars_per_token)
-        cap_chars = int(config.max_repo_share * max(0, env.window - config.reserve_tokens) * config.chars_per_token)
-        files: list[tuple[str, str]] = []
-        chars = 0
-        if config.source == "project":
-            for path, text in project_files(env.project_dir):
-                if chars >= budget_chars:
-                    break
-                files.append((path, text))
-                chars += len(file_block(path, text))
-        seen = {p for p, _ in files}
-        while chars < budget_chars:
-            path, text = synthesise_module(env.rng)
-            if path in seen:
-                continue
-            seen.add(path)
-            if chars + len(file_block(path, text)) > budget_chars:  # last file: cut to the size asked
-                room = budget_chars - chars - len(file_block(path, ""))
-                if room <= 0:
-                    break
-                text = text[:room]
-            files.append((path, text))
-            chars += len(file_block(path, text))
-        kept, total = [], 0
+    def _budget_chars(self) -> int:
+        c = self.config
+        cap = int(c.max_repo_share * max(0, self.env.window - c.reserve_tokens) / self.gauge.ratio)
+        want = int(c.repo_tokens / self.gauge.ratio) if c.repo_tokens is not None else cap
+        return min(want, cap)
+
+    def repository(self) -> list[tuple[str, str]]:
+        """Project files (seeded, then read), else the corpus; cut to the budget, whole files."""
+        reads = [(p, t) for p, t in reversed(self.read.items()) if p not in dict(self._project)]
+        files = [*self._project, *reads]  # the newest reads before older ones: the budget drops the oldest
+        if not files:
+            if self._corpus is None:
+                self._corpus = corpus_files(self.config.corpus)
+            files = self._corpus
+        budget = self._budget_chars()
+        kept, total, dropped = [], 0, 0
         for path, text in files:
             n = len(file_block(path, text))
-            if total + n > cap_chars:
-                self.counters.extra["repo_files_dropped"] += 1
+            if total + n > budget:
+                dropped += 1
                 continue
             kept.append((path, text))
             total += n
         self.counters.extra["repo_files"] = len(kept)
+        self.counters.extra["repo_files_dropped"] = dropped
         self.counters.extra["repo_chars"] = total
         return kept
 
-    def session_head(self, resume: bool) -> list[Message]:
-        if self.files is None:
-            self.files = self._snapshot_files(self.config, self.env)
-        if not self.files:
-            return []
+    def repo_message(self) -> Message | None:
+        files = self.repository()
+        if self._packed is not None and dict(files) == self._packed and len(self.history) and self.pinned:
+            head = self.history[0]
+            if head.meta.get("origin") == "repository":
+                return head  # unchanged: the same bytes, the cached prefix holds
+        self.files = files
+        self._packed = dict(files)
+        if not files:
+            return None
         root = self.env.project_dir or "."
         blocks = [Block.text_block(f"<repository root=\"{root}\">\nThe whole repository follows, one file per block.")]
-        blocks += [Block.text_block(file_block(p, t)) for p, t in self.files]
+        blocks += [Block.text_block(file_block(p, t)) for p, t in files]
         blocks.append(Block.text_block("</repository>"))
-        return [Message("user", tuple(blocks), {"origin": "repository"})]
+        self.counters.extra["repo_packs"] += 1
+        return Message("user", tuple(blocks), {"origin": "repository"})
+
+    def session_head(self, resume: bool) -> list[Message]:
+        if self.in_isolated_subtask:
+            return []  # a recorded sub-agent's own context: no repository of its own
+        m = self.repo_message()
+        return [m] if m is not None else []
+
+    def on_cut(self, dropped: History, start: int) -> list[Message] | None:
+        if self.in_isolated_subtask:
+            return None
+        m = self.repo_message()
+        return [m] if m is not None else []
+
+    def on_tool_results(self, message: Message) -> None:
+        super().on_tool_results(message)
+        if not self.config.learn_reads or self.in_isolated_subtask:
+            return
+        for b in message.blocks:
+            if b.type != "tool_result" or b.is_error:
+                continue
+            name, inp = self.tool_uses.get(b.id or "", ("", {}))
+            path = next((inp[k] for k in PATH_KEYS if isinstance(inp.get(k), str)), None)
+            if name in self.config.read_tools and path and b.text and not inp.get("offset"):
+                self.read.pop(path, None)
+                self.read[path] = strip_line_numbers(b.text)

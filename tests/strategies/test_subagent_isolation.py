@@ -1,12 +1,13 @@
-"""subagent_isolation: spans run in their own context (kind "subagent"), and only a Task
-tool_use/tool_result pair with the conclusion comes back to the main context."""
+"""subagent_isolation: a span the recorded agent did in its main context runs as a sub-agent on the
+small model (kind "subagent"); the delegating call and the report are billed; only a Task
+tool_use/tool_result pair with the report comes back; the main context is compacted NovaCode-style."""
 
 from __future__ import annotations
 
 from harness import trace as tr
 from harness.engine import RunConfig, replay
 from strategies.registry import get
-from strategies.subagent_isolation import SubagentIsolation
+from strategies.subagent_isolation import EXPLORE_MODEL, SubagentIsolation
 from tests.helpers_traces import Builder
 
 BIG = "word " * 7000  # 35,000 characters, about 7,000 tokens
@@ -32,23 +33,31 @@ def span_trace(conclusion: str = "Found it: the parser is in src/parse.py.") -> 
     return b.build()
 
 
-def test_span_calls_run_from_their_own_context_and_the_conclusion_returns():
+def test_a_span_is_delegated_run_on_the_small_model_and_reported():
     cap = Capture()
     r = replay(span_trace(), "subagent_isolation", None, RunConfig(observer=cap))
     assert get("subagent_isolation") is SubagentIsolation
-    assert list(r.calls.kind) == ["subagent"] * 3 + ["main"] * 2
+    calls = r.calls
+    # the parent's delegating call, the sub-agent's three calls, its report, then the main loop
+    assert list(calls.kind) == ["delegate", "subagent", "subagent", "subagent", "summary", "main", "main"]
+    assert list(calls.model) == [r.model] + [EXPLORE_MODEL] * 4 + [r.model] * 2
+    assert (calls.cost_usd > 0).all()
+    delegate, sub = cap.seen[0], cap.seen[1:4]
+    assert len(delegate.messages) == 1 and "Task" in delegate.tools.names()
     # the sub-agent's requests: its prompt; prompt + call 1 + results; and so on (1, 3, 5 messages)
-    assert [len(q.messages) for q in cap.seen[:3]] == [1, 3, 5]
-    assert "Find the parser" in cap.seen[0].messages[0].text
-    # the main request after the span: user, Task tool_use, its tool_result (the conclusion): 3 messages
-    main = cap.seen[3].messages
+    assert [len(q.messages) for q in sub] == [1, 3, 5] and "Find the parser" in sub[0].messages[0].text
+    # the main request after the span: user, the Task tool_use, its tool_result (the report)
+    main = cap.seen[5].messages
     assert len(main) == 3 and main[1].tool_use_ids() == ["ctxsim_task_1"]
-    assert main[1].blocks[0].name == "Task" and main[2].tool_result_ids() == ["ctxsim_task_1"]
-    assert main[2].text == "Found it: the parser is in src/parse.py."
-    assert "Task" in cap.seen[3].tools.names()
+    task = main[1].blocks[0]
+    assert task.name == "Task" and task.input["subagent_type"] == "Explore"
+    report = main[2].blocks[0].text
+    assert main[2].tool_result_ids() == ["ctxsim_task_1"] and report.startswith("Found it: the parser is in src/parse.py.")
+    assert "<summary>" in report  # the sub-agent's own report of its context follows the conclusion
     m = r.metrics
-    assert m["pairing_violations"] == 0 and m["strategy_counters"] == {"subagents": 1, "subagent_calls": 3}
-    assert m["by_kind"]["subagent"]["calls"] == 3
+    assert m["pairing_violations"] == 0 and m["overflows"] == 0
+    assert m["strategy_counters"]["subagents"] == 1 and m["strategy_counters"]["subagent_calls"] == 3
+    assert m["by_kind"]["delegate"]["calls"] == 1 and m["by_kind"]["summary"]["calls"] == 1
 
 
 def test_the_main_context_never_holds_the_exploration():
@@ -57,28 +66,20 @@ def test_the_main_context_never_holds_the_exploration():
     base = replay(t, "append_only", {"cache_breakpoints": True}, RunConfig())
     iso_main = iso.calls[iso.calls.kind == "main"].context_tokens.to_numpy()
     base_main = base.calls.context_tokens.to_numpy()[3:]
-    # append_only's fourth call carries the three 7,000-token results; isolation's carries a
-    # ~15-token conclusion instead: at least 3 x 6,000 fewer tokens on each main call after the span
+    # append_only's fourth call carries the three 7,000-token results; isolation's carries a report
+    # of at most 2,500 tokens instead: more than 18,000 fewer tokens on each main call after the span
     assert all(b - i > 18_000 for b, i in zip(base_main, iso_main))
     assert iso.metrics["cost_usd"] < base.metrics["cost_usd"]
 
 
-def test_an_empty_conclusion_returns_the_sub_agents_last_text():
+def test_an_empty_conclusion_leaves_the_report_alone_and_the_main_model_is_a_choice():
     cap = Capture()
-    replay(span_trace(conclusion=""), "subagent_isolation", None, RunConfig(observer=cap))
-    assert cap.seen[3].messages[2].text == "looking 2"
+    r = replay(span_trace(conclusion=""), "subagent_isolation", {"subagent_model": ""}, RunConfig(observer=cap))
+    assert cap.seen[5].messages[2].blocks[0].text.startswith("<summary>")
+    assert set(r.calls.model) == {r.model}
 
 
-def test_conclusion_cap_and_subagent_model():
-    cap = Capture()
-    r = replay(span_trace(conclusion="z" * 500), "subagent_isolation",
-               {"conclusion_max_chars": 100, "subagent_model": "claude-haiku-4-5"}, RunConfig(observer=cap))
-    assert cap.seen[3].messages[2].text == "z" * 100
-    assert list(r.calls.model[:3]) == ["claude-haiku-4-5"] * 3
-    assert set(r.calls.model[3:]) == {r.model}
-
-
-def test_a_recorded_isolated_span_keeps_the_parents_own_task_pair():
+def test_a_recorded_isolated_span_keeps_the_parents_own_task_pair_and_model():
     b = Builder()
     b.user("Explore.")
     b.event(tr.AssistantEvent(t=b._tick(1), content=[tr.ToolUseContent(id="task1", name="Task",
@@ -91,8 +92,36 @@ def test_a_recorded_isolated_span_keeps_the_parents_own_task_pair():
     b.call("done")
     cap = Capture()
     r = replay(b.build(), "subagent_isolation", None, RunConfig(observer=cap))
-    assert list(r.calls.kind) == ["main", "subagent", "subagent", "main"]
+    assert list(r.calls.kind) == ["main", "subagent", "subagent", "main"]  # nothing added
+    assert set(r.calls.model) == {r.model}  # a recorded sub-agent runs on its recorded model
     last = cap.seen[-1].messages
-    assert [m.role for m in last] == ["user", "assistant", "user"]  # no extra pair was added
-    assert last[2].tool_result_ids() == ["task1"]
+    assert [m.role for m in last] == ["user", "assistant", "user"] and last[2].tool_result_ids() == ["task1"]
     assert r.metrics["pairing_violations"] == 0
+
+
+def test_the_main_context_is_compacted_with_a_summary():
+    b = Builder()
+    b.user("Goal: tidy the parser.")
+    for i in range(12):
+        b.call(f"step {i}", results=["word " * 1500])
+    r = replay(b.build(), "subagent_isolation", {"trigger_tokens": 8_000, "keep_tokens": 2_000}, RunConfig())
+    m = r.metrics
+    assert m["compactions"]["succeeded"] == m["by_kind"]["summary"]["calls"] >= 2
+    assert m["overflows"] == m["pairing_violations"] == 0
+    assert set(r.calls[r.calls.kind == "summary"].model) == {r.model}  # the main model summarises the main context
+
+
+def test_a_resumed_launch_after_a_span_continues_the_main_conversation():
+    b = Builder()
+    b.event(tr.SessionStart(t=0.0, session="s1"))
+    b.user("Explore, then fix.")
+    b.event(tr.SubtaskStart(t=b.t, id="st1", description="look"))
+    b.call("looking", results=["x" * 100])
+    b.event(tr.SubtaskEnd(t=b.t, id="st1", conclusion="nothing"))
+    b.event(tr.SessionEnd(t=b._tick(1), session="s1"))
+    b.event(tr.SessionStart(t=b._tick(10), session="s2", resume=True))
+    b.user("Go on.")
+    b.call("going on")
+    b.event(tr.SessionEnd(t=b._tick(1), session="s2"))
+    r = replay(b.build(), "subagent_isolation", None, RunConfig())
+    assert r.metrics["pairing_violations"] == 0 and r.metrics["overflows"] == 0

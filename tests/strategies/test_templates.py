@@ -81,8 +81,9 @@ class _Scripted(ThresholdCompactor):
     name = ""  # not registered
 
     def __init__(self, results):
-        self.counters = type("C", (), {"compactions_attempted": 0, "compactions_succeeded": 0,
-                                        "compactions_failed": 0})()
+        from strategies.base import Counters
+
+        self.counters = Counters()
         self.results = list(results)
 
     def should_compact(self, call):

@@ -41,20 +41,20 @@ def test_shell_output_is_cut_and_reads_are_spilled(tmp_path):
     s = make(tmp_path)
     assert get("tiered_budget") is TieredBudget
     s.on_user(Message.user("run the tests"))
-    log = "".join(f"line {i:05d}\n" for i in range(2000))  # 2,000 x 11 = 22,000 chars
+    log = "".join(f"line {i:05d}\n" for i in range(4000))  # 4,000 x 11 = 44,000 chars
     b = result_of(s, 0, "Bash", log)
-    # shell tier: 8,000 budget, cut: head 1,600 + tail 6,400; 22,000 - 8,000 = 14,000 cut
-    assert b.text == log[:1600] + CUT_MARKER.format(n=14_000) + log[-6400:]
+    # shell tier: Claude Code's 30,000 budget, cut: head 6,000 + tail 24,000; 44,000 - 30,000 = 14,000 cut
+    assert b.text == log[:6000] + CUT_MARKER.format(n=14_000) + log[-24_000:]
     assert s.counters.extra["chars_cut"] == 14_000 and s.counters.spills == 0
-    src = "x" * 50_000
+    src = "x" * 120_000
     b = result_of(s, 1, "Read", src)
     path = (tmp_path / "tool-results" / "tu1.txt").resolve()
-    # read tier: 40,000 budget, spill: the head inline, the whole 50,000 in the file
-    assert b.text == SPILLED.format(head="x" * 40_000, rest=10_000, size=50_000, path=path)
+    # read tier: 100,000 budget (25,000 tokens x 4), spill: the head inline, the whole 120,000 in the file
+    assert b.text == SPILLED.format(head="x" * 100_000, rest=20_000, size=120_000, path=path)
     assert path.read_text() == src and s.counters.spills == 1
     small = result_of(s, 2, "Read", "y" * 30_000)
     assert small.text == "y" * 30_000
-    other = result_of(s, 3, "Mystery", "z" * 25_000)  # other tier: 20,000, spill
+    other = result_of(s, 3, "Mystery", "z" * 120_000)  # other tier: 100,000 (MCP's 25,000 tokens), spill
     assert other.meta["spilled"].endswith("tu3.txt")
 
 
@@ -62,11 +62,11 @@ def test_read_backs_of_spilled_files_are_exempt(tmp_path):
     """As N-SPILL-3: a read-back of a spilled file is never spilled again (no read/spill loop)."""
     s = make(tmp_path)
     s.on_user(Message.user("go"))
-    result_of(s, 0, "Read", "x" * 50_000)
+    result_of(s, 0, "Read", "x" * 120_000)
     path = str((tmp_path / "tool-results" / "tu0.txt").resolve())
-    again = result_of(s, 1, "Read", "x" * 50_000, path=path)
-    engine_rb = result_of(s, 2, "Read", "x" * 50_000, path="/elsewhere", origin="readback")
-    assert again.text == "x" * 50_000 and engine_rb.text == "x" * 50_000
+    again = result_of(s, 1, "Read", "x" * 120_000, path=path)
+    engine_rb = result_of(s, 2, "Read", "x" * 120_000, path="/elsewhere", origin="readback")
+    assert again.text == "x" * 120_000 and engine_rb.text == "x" * 120_000
     assert s.counters.extra["readback_exempt"] == 2 and s.counters.spills == 1
 
 
@@ -74,10 +74,10 @@ def test_keep_mode_and_a_failed_write(tmp_path):
     """keep mode has no budget; a failed spill write stays inline, marked, not retried (as N-SPILL-4)."""
     s = make(tmp_path, shell_mode="keep")
     s.on_user(Message.user("go"))
-    assert result_of(s, 0, "Bash", "b" * 30_000).text == "b" * 30_000
+    assert result_of(s, 0, "Bash", "b" * 40_000).text == "b" * 40_000
     (tmp_path / "tool-results").write_text("not a directory")  # the spill directory cannot be made
-    b = result_of(s, 1, "Read", "r" * 50_000)
-    assert b.text == "r" * 50_000 and b.meta["spill_exempt"] and s.counters.extra["spill_failed"] == 1
+    b = result_of(s, 1, "Read", "r" * 120_000)
+    assert b.text == "r" * 120_000 and b.meta["spill_exempt"] and s.counters.extra["spill_failed"] == 1
 
 
 def test_results_are_final_once_in_history(tmp_path):
@@ -97,13 +97,13 @@ def test_a_spilled_detail_is_recovered_by_a_billed_read_back():
     fact = "EXPORT_BATCH_LIMIT = 100074"
     b = Builder()
     b.user("Fix the export batches.")
-    b.call("reading", results=["a = 1\n" * 7000 + fact + "\n"], tool="Read", inputs=[{"file_path": "/src/x.py"}])
+    b.call("reading", results=["a = 1\n" * 17_000 + fact + "\n"], tool="Read", inputs=[{"file_path": "/src/x.py"}])
     b.event(tr.FactEvent(t=b.t, id="f", category="file", text=fact))
     b.event(tr.ProbeEvent(t=b.t, id="p", needs=["f"]))
     b.call("answer")
     r = replay(b.build(), "tiered_budget", None, RunConfig(readback_probability=1.0))
     row = r.probes.set_index("fact").loc["f"]
-    # 42,000 + 28 chars > the 40,000 read budget: the fact is in the spilled part only
+    # 102,000 + 28 chars > the 100,000 read budget: the fact is in the spilled part only
     assert row["where"] == "recoverable" and row["pointer"].endswith("tool-results/tu_1.txt")
     assert r.metrics["readbacks"] == 1 and r.metrics["spills"] == 1
     cut = replay(b.build(), "tiered_budget", {"read_mode": "cut", "head_share": 1.0}, RunConfig())
@@ -114,3 +114,16 @@ def test_tool_lists_take_command_line_strings():
     """``--set`` passes strings: comma-separated or a JSON list."""
     assert make_config(TieredBudget, {"read_tools": "Read, View"}).read_tools == ("Read", "View")
     assert make_config(TieredBudget, {"shell_tools": '["Bash"]'}).shell_tools == ("Bash",)
+
+
+def test_the_window_has_the_agents_fallback():
+    """Budgets bound each result, not the window: at Claude Code's auto-compact line the conversation
+    is compacted with a summary (counted), so a long session completes."""
+    b = Builder()
+    b.user("Goal: tidy the logs.")
+    for i in range(12):
+        b.call(f"step {i}", results=["word " * 1500])
+    r = replay(b.build(), "tiered_budget", {"trigger_tokens": 8_000}, RunConfig())
+    m = r.metrics
+    assert m["compactions"]["succeeded"] == m["by_kind"]["summary"]["calls"] >= 2
+    assert m["overflows"] == m["pairing_violations"] == 0

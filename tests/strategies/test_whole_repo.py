@@ -1,79 +1,101 @@
-"""whole_repo: the repository snapshot (size, sources, cap), where it sits, and what it costs."""
+"""whole_repo: the snapshot is real (project files, files the agent reads, else a pinned package's
+sources), its size and cap, where it sits, what it costs, and its window fallback."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from harness.conversation import Message, SystemPrompt, ToolDef, ToolSet
+from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
 from harness.engine import RunConfig, replay
 from strategies.base import CallInfo, StrategyEnv
 from strategies.registry import get, make_config
-from strategies.whole_repo import WholeRepo, file_block
+from strategies.whole_repo import WholeRepo, corpus_files, file_block, strip_line_numbers
+from tests.fakes import IndexedServices
 from tests.helpers_traces import Builder
 
 
-def make(tmp_path: Path, files: dict[str, str] | None = None, window: int = 200_000, seed: int = 0,
-         **params) -> WholeRepo:
+def make(tmp_path: Path, files: dict[str, str] | None = None, window: int = 200_000, **params) -> WholeRepo:
     project = tmp_path / "project"
     project.mkdir(parents=True, exist_ok=True)
     for name, text in (files or {}).items():
         (project / name).write_text(text)
-    env = StrategyEnv(session_dir=tmp_path, services=None, now=lambda: 0.0, window=window,
-                      max_output_tokens=64_000, model="m", provider="anthropic", system=SystemPrompt.of("sys"),
-                      tools=ToolSet((ToolDef("Read", "read"),)), rng=np.random.default_rng(seed),
-                      project_dir=project)
+    env = StrategyEnv(session_dir=tmp_path, services=IndexedServices("<summary>s</summary>"), now=lambda: 0.0,
+                      window=window, max_output_tokens=64_000, model="m", provider="anthropic",
+                      system=SystemPrompt.of("sys"), tools=ToolSet((ToolDef("Read", "read"),)),
+                      rng=np.random.default_rng(0), project_dir=project)
     return WholeRepo(make_config(WholeRepo, params), env)
 
 
-def snapshot_chars(s: WholeRepo) -> int:
-    return sum(len(file_block(p, t)) for p, t in s.files)
-
-
-def test_project_files_first_then_synthesised_code_to_the_exact_budget(tmp_path):
-    # repo_tokens 1,000 x 3.5 chars/token = 3,500 chars of file blocks.
-    # a.py: '<file path="a.py">\n' (19) + 1,000 + '\n</file>' (8) = 1,027; b.py: 19 + 2,000 + 8 = 2,027;
-    # 3,054 so far, and one synthesised module cut to fill the last 446 characters exactly.
-    s = make(tmp_path, {"a.py": "x" * 1000, "b.py": "y" * 2000}, repo_tokens=1_000)
+def test_a_project_with_files_is_its_own_repository(tmp_path):
+    # repo_tokens 1,000 x 3.5 = 3,500 chars: a.py's block is 19 + 1,000 + 8 = 1,027, b.py's 2,027:
+    # 3,054 fit; c.py (another 2,027) does not, dropped whole; no corpus file is added
+    s = make(tmp_path, {"a.py": "x" * 1000, "b.py": "y" * 2000, "c.py": "z" * 2000}, repo_tokens=1_000)
     assert get("whole_repo") is WholeRepo
-    assert [p for p, _ in s.files[:2]] == ["a.py", "b.py"]
-    assert len(s.files) == 3 and s.files[2][0].startswith("src/")
-    assert snapshot_chars(s) == 3_500
-    assert s.counters.extra["repo_chars"] == 3_500
-
-
-def test_synthetic_source_ignores_the_project_and_is_deterministic(tmp_path):
-    a = make(tmp_path / "a", {"a.py": "x" * 1000}, repo_tokens=2_000, source="synthetic")
-    b = make(tmp_path / "b", {"a.py": "x" * 1000}, repo_tokens=2_000, source="synthetic")
-    c = make(tmp_path / "c", {"a.py": "x" * 1000}, repo_tokens=2_000, source="synthetic", seed=1)
-    assert "a.py" not in [p for p, _ in a.files]
-    assert a.files == b.files and a.files != c.files
-    assert snapshot_chars(a) <= 7_000 and "def " in a.files[0][1]
-
-
-def test_a_snapshot_over_its_share_of_the_window_drops_whole_files(tmp_path):
-    # five files of 5,000 chars: blocks of 19 + 5,000 + 8 = 5,027, 25,135 in all (repo_tokens 7,182
-    # x 3.5 = 25,137: the two characters left are too few for another file).
-    # cap: 0.5 x (10,000 window - 2,000 reserve) x 3.5 = 14,000 chars -> two files (10,054); three dropped.
-    files = {f"{c}.py": c * 5000 for c in "abcde"}
-    s = make(tmp_path, files, window=10_000, repo_tokens=7_182, max_repo_share=0.5, reserve_tokens=2_000,
-             keep_tokens=1_000)
     assert [p for p, _ in s.files] == ["a.py", "b.py"]
-    assert s.counters.extra["repo_files_dropped"] == 3 and s.counters.extra["repo_chars"] == 10_054
+    assert s.counters.extra["repo_chars"] == 3_054 and s.counters.extra["repo_files_dropped"] == 1
+
+
+def test_with_no_project_file_the_repository_is_a_real_pinned_corpus(tmp_path):
+    """rich==15.0.0 (pinned in pyproject.toml): its 100 modules in path order, up to half of
+    window - reserve: 0.5 x 180,000 x 3.5 = 315,000 characters of file blocks."""
+    corpus = corpus_files("rich")
+    assert len(corpus) == 100 and corpus[0][0] == "rich/__init__.py"
+    s = make(tmp_path)
+    assert s.files == [f for f in corpus if f in s.files] and s.files[0][0] == "rich/__init__.py"
+    total = sum(len(file_block(p, t)) for p, t in s.files)
+    assert total == s.counters.extra["repo_chars"] <= 315_000
+    assert s.counters.extra["repo_files"] + s.counters.extra["repo_files_dropped"] == 100
+    big = make(tmp_path / "1m", window=1_000_000)  # the whole package fits a 1M window's share
+    assert big.counters.extra["repo_files_dropped"] == 0
+    with pytest.raises(ValueError, match="neither a directory nor an installed package"):
+        make(tmp_path / "bad", corpus="no_such_package_here")
+
+
+def test_line_numbers_of_a_read_are_stripped():
+    assert strip_line_numbers("     1\tdef f():\n     2\t    return 1") == "def f():\n    return 1"
+    assert strip_line_numbers("plain text\n     2\tone numbered") == "plain text\n     2\tone numbered"
+
+
+def test_files_the_agent_reads_replace_the_corpus_at_the_next_re_pack(tmp_path):
+    s = make(tmp_path, trigger_tokens=100_000, keep_tokens=500, repo_tokens=20_000)
+    first = s.history[0]
+    assert first.text.count('<file path="rich/') >= 1
+    s.on_user(Message.user("fix the parser"))
+    s.build_request(CallInfo(0, 0.0))
+    s.on_response(Message("assistant", (Block.tool_use("r1", "Read", {"file_path": "/src/parser.ex"}),)), None)
+    s.on_tool_results(Message("user", (Block.tool_result("r1", "     1\tdefmodule Parser do\n     2\tend"),)))
+    assert s.history[0] is first  # learned, not yet packed: the cached prefix holds
+    s.on_session_start("s2", resume=False, now=1.0)
+    repo = s.history[0]
+    assert repo.meta["origin"] == "repository" and "rich/" not in repo.text
+    assert file_block("/src/parser.ex", "defmodule Parser do\nend") in repo.text
 
 
 def test_the_snapshot_is_the_pinned_first_message_behind_its_own_breakpoint(tmp_path):
-    s = make(tmp_path, {"a.py": "x" * 1000}, repo_tokens=1_000)
+    s = make(tmp_path, {"a.py": "x" * 1000})
     s.on_user(Message.user("fix it"))
     req = s.build_request(CallInfo(0, 0.0))
     assert req.messages[0].meta["origin"] == "repository" and s.pinned == 1
     assert [b.at for b in req.breakpoints] == ["system", 0, 1]
-    # the snapshot's blocks: opening tag, a.py (1,027 chars), one synthesised module filling the
-    # remaining 2,473 of 3,500, closing tag
-    assert len(req.messages[0].blocks) == 4
+    assert len(req.messages[0].blocks) == 3  # opening tag, a.py, closing tag
     s.on_session_start("s2", resume=False, now=1.0)
     assert len(s.history) == 1 and s.history[0].meta["origin"] == "repository"
+
+
+def test_an_unchanged_repository_keeps_its_bytes_through_a_compaction(tmp_path):
+    s = make(tmp_path, {"a.py": "x" * 1000}, trigger_tokens=2_000, keep_tokens=500)
+    repo = s.history[0]
+    s.on_user(Message.user("go"))
+    for i in range(4):
+        req = s.build_request(CallInfo(i, float(i)))
+        s.on_response(Message("assistant", (Block.tool_use(f"t{i}", "Bash", {"c": i}),)), Usage(input_uncached=req.estimated_tokens))
+        s.on_tool_results(Message("user", (Block.tool_result(f"t{i}", "o" * 2000),)))
+    s.build_request(CallInfo(4, 4.0))
+    assert s.counters.compactions_succeeded >= 1 and s.history[0] is repo
+    assert s.counters.extra["repo_packs"] == 1
 
 
 def test_every_call_pays_for_the_repository(tmp_path):
@@ -84,10 +106,9 @@ def test_every_call_pays_for_the_repository(tmp_path):
         b.call(f"step {i}", results=[" ".join(rng.choice(["alpha", "beta", "def", "x"], 300))], dt=30.0)
     t = b.build()
     base = replay(t, "append_only", {"cache_breakpoints": True}, RunConfig())
-    repo = replay(t, "whole_repo", {"repo_tokens": 20_000, "source": "synthetic"}, RunConfig())
+    repo = replay(t, "whole_repo", {"repo_tokens": 20_000}, RunConfig())
     extra = repo.calls.context_tokens.to_numpy() - base.calls.context_tokens.to_numpy()
-    # about 20,000 true tokens more on every call (the estimate is 3.5 chars/token; code tokenises
-    # near that): within 25% of the asked size, and the same on every call
-    assert all(15_000 < x < 25_000 for x in extra) and extra.max() - extra.min() < 50
+    # about 20,000 estimated tokens of real Python (rich) on every call, the same on every call
+    assert all(12_000 < x < 25_000 for x in extra) and extra.max() - extra.min() < 50
     assert repo.metrics["cost_usd"] > 2 * base.metrics["cost_usd"]
     assert repo.metrics["pairing_violations"] == 0 and repo.metrics["overflows"] == 0
