@@ -633,5 +633,6 @@ def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, An
     outcome = {"completed": run.failed_at is None, "failed_at_call": run.failed_at,
                "failure": list(run.failure.reasons) if run.failure is not None else None,
                "turns": run.turns, "turns_failed": run.turns_failed, "probes_not_reached": run.probes_not_reached}
-    res.metrics = compute_metrics(res, run.strategy.counters, run.fact_scores, run.readbacks, outcome)
+    res.metrics = compute_metrics(res, run.strategy.counters, run.fact_scores, run.readbacks, outcome,
+                                  run.retention.params if run.retention is not None else None)
     return res

@@ -34,7 +34,9 @@ NOT_FAILED = {"completed": True, "failed_at_call": None, "failure": None, "turns
 
 
 def compute_metrics(res, counters, fact_scores: list, readbacks: int,
-                    outcome: dict[str, Any] | None = None) -> dict[str, Any]:
+                    outcome: dict[str, Any] | None = None, retention_params: Any = None) -> dict[str, Any]:
+    """``retention_params``: the run's :class:`harness.retention.RetentionParams` (its category
+    weights make the score; None: the defaults)."""
     outcome = {**NOT_FAILED, **(outcome or {})}
     c = res.calls
     attempts = c[c["kind"].isin(MAIN_KINDS)]
@@ -94,15 +96,16 @@ def compute_metrics(res, counters, fact_scores: list, readbacks: int,
         "peak_context_tokens": int(attempts["context_tokens"].max()) if len(attempts) else 0,
         "peak_main_context_tokens": int(main_only["context_tokens"].max()) if len(main_only) else 0,
         "estimator": {"mean_abs_pct_error": est_err},
-        "retention": {**_retention(fact_scores), "probes_not_reached": int(outcome["probes_not_reached"])},
+        "retention": {**_retention(fact_scores, retention_params),
+                      "probes_not_reached": int(outcome["probes_not_reached"])},
         "by_kind": by_kind,
         "strategy_counters": dict(counters.extra),
     }
 
 
-def _retention(scores: list) -> dict[str, Any]:
+def _retention(scores: list, params: Any = None) -> dict[str, Any]:
     if not scores:
         return {"score": None, "goal": None, "by_category": {}, "probes": 0}
     from harness.retention import aggregate
 
-    return aggregate(scores)
+    return aggregate(scores, params)

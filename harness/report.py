@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from harness import analysis  # noqa: E402
+from harness import analysis, uncertainty  # noqa: E402
 from harness.sweep import flatten  # noqa: E402
 
 TOKEN_KINDS = [("tokens.input_uncached", "uncached input"), ("tokens.cache_write", "cache write"),
@@ -299,13 +299,16 @@ def fig_ledger(ledger: pd.DataFrame | None, out: Path) -> Figure | None:
 
 def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
                  calls: dict[str, pd.DataFrame] | None = None, ledger: pd.DataFrame | None = None,
-                 target: float = 0.7, title: str = "ctxsim report") -> Path:
+                 target: float = 0.7, title: str = "ctxsim report",
+                 probes: dict[str, pd.DataFrame] | None = None) -> Path:
+    """``probes``: run key -> per-probe scores (a sweep's DIR/probes/), for the retention intervals."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(results, pd.DataFrame):
         df, calls = results.copy(), calls or {}
     else:
         df, calls = rows_from_results(results)
+        probes = {f"run{i}": r.probes for i, r in enumerate(results)}
     bad = df[df["error"].fillna("") != ""] if "error" in df else df.iloc[0:0]
     df = analysis.ok_runs(df)
     if df.empty:
@@ -320,9 +323,12 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
                         fig_windows(df, out), fig_ledger(ledger, out)) if f is not None]
     summary = _summary_table(df)
     sens = analysis.sensitivity(df)
-    md = _markdown(title, figs, summary, rec, target, sens, bad)
+    section = uncertainty.report_section(df, probes or {})  # intervals, noise, seeds, assumptions (#16)
+    md = _markdown(title, figs, summary, rec, target, sens, bad) + "\n" + "\n".join(section)
     (out / "report.md").write_text(md, encoding="utf-8")
-    (out / "index.html").write_text(_html(title, figs, summary, rec, target, sens, bad, out), encoding="utf-8")
+    page = _html(title, figs, summary, rec, target, sens, bad, out)
+    page = page.replace("</body></html>", uncertainty.section_html(section) + "\n</body></html>")
+    (out / "index.html").write_text(page, encoding="utf-8")
     df.to_parquet(out / "runs.parquet", index=False)
     return out
 

@@ -63,7 +63,8 @@ _PATH = re.compile(r"/[A-Za-z0-9_.@+\-]+(?:/[A-Za-z0-9_.@+\-]+)+")
 
 
 class RetentionParams(BaseModel):
-    """Constants of the retention model (every one a documented modelling assumption)."""
+    """Constants of the retention model; each one's source is in :data:`RETENTION_SOURCES`
+    (``ctxsim run/compare --retention key=value`` and sweeps' ``[retention]`` grid vary them)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -74,14 +75,40 @@ class RetentionParams(BaseModel):
     curve_tau2: float = Field(0.1990, gt=0, description="recency decay length, relative position (LitM fit)")
     ref_tokens: int = Field(3_000, gt=0, description="context length the curve was measured at (LitM 20 docs)")
     rot_per_doubling: float = Field(0.043, ge=0, le=1, description="attention lost per doubling of the context (LitM 20->30 docs)")
-    rot_floor: float = Field(0.3, ge=0, le=1, description="lowest context-length factor")
-    summary_fidelity: float = Field(0.9, ge=0, le=1, description="a fact restated by a summary, relative to the original")
-    recover_probability: float = Field(0.7, ge=0, le=1, description="chance the model follows a pointer to a fact it needs")
+    rot_floor: float = Field(0.3, ge=0, le=1, description="lowest context-length factor (assumed)")
+    summary_fidelity: float = Field(0.9, ge=0, le=1, description="a fact restated by a summary, relative to the "
+                                    "original at the same position (assumed; at most 1: a summarised fact never "
+                                    "outscores the verbatim one)")
+    recover_probability: float = Field(0.7, ge=0, le=1, description="chance the model follows a pointer to a fact "
+                                       "it needs (assumed)")
     category_weights: dict[str, float] = Field(
         default_factory=lambda: {"goal": 2.0, "constraint": 1.5, "decision": 1.0, "error": 1.0, "file": 1.0,
                                  "preference": 1.0, "feedback": 1.0},
         description="weights of retention.score; goal and constraint count more because forgetting them is what "
         "users of real agents complain about most (peers.md)")
+
+
+    def assumptions(self) -> list[tuple[str, Any, str]]:
+        """(name, value, source) of every constant of the retention model, for reports."""
+        return [(f"retention.{k}", getattr(self, k), RETENTION_SOURCES[k]) for k in type(self).model_fields]
+
+
+# where each constant of RetentionParams comes from ("assumed": a modelling choice a sweep can vary)
+RETENTION_SOURCES = {
+    "curve_m": "fitted: Lost in the Middle (Liu et al., TACL 2024), GPT-3.5-Turbo, 20 documents, oracle-normalised",
+    "curve_a": "fitted: Lost in the Middle, as curve_m",
+    "curve_tau1": "fitted: Lost in the Middle, as curve_m",
+    "curve_b": "fitted: Lost in the Middle, as curve_m",
+    "curve_tau2": "fitted: Lost in the Middle, as curve_m",
+    "ref_tokens": "Lost in the Middle: 20 passages of at most 100 words (about 3,000 tokens)",
+    "rot_per_doubling": "Lost in the Middle, 20 -> 30 documents (-2.5% for x1.5 length); Context Rot (Chroma 2025) "
+                        "for the direction; extrapolated beyond 4.5k tokens: assumed",
+    "rot_floor": "assumed",
+    "summary_fidelity": "assumed",
+    "recover_probability": "assumed",
+    "category_weights": "assumed (goal and constraint count more: what users of real agents complain about "
+                        "losing, peers.md)",
+}
 
 
 @dataclass(frozen=True)

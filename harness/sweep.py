@@ -58,7 +58,13 @@ class SweepConfig(BaseModel):
     windows: list[int | None] = Field(default_factory=lambda: [None])
     models: list[str | None] = Field(default_factory=lambda: [None])
     cache: list[bool] = Field(default_factory=lambda: [True])
-    seeds: list[int] = Field(default_factory=lambda: [0])
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1,
+                             description="run seeds (each configuration runs once per seed; reports give retention "
+                             "with an interval over seeds × probes: at least 3 for a meaningful one)")
+    retention: dict[str, list[Any]] = Field(default_factory=dict, description="retention-model constant -> values "
+                                            "to sweep (RetentionParams, harness/retention.py)")
+    summariser: dict[str, list[Any]] = Field(default_factory=dict, description="simulated-summariser constant -> "
+                                             "values to sweep (SimParams, harness/simllm.py)")
     save_calls: bool = True
     retention_target: float = Field(0.7, ge=0, le=1, description="recommendation: lowest cost with retention >= this")
 
@@ -76,11 +82,18 @@ class RunSpec:
     cache: bool
     seed: int
     save_calls: bool
+    assume: tuple[tuple[str, Any], ...] = ()  # ("retention.X" | "summariser.X", value) of this run
 
     def as_dict(self) -> dict[str, Any]:
         return {"key": self.key, "strategy": self.strategy, "label": self.label, "params": dict(self.params),
                 "trace": self.trace, "trace_hash": self.trace_hash, "model": self.model, "window": self.window,
-                "cache": self.cache, "seed": self.seed}
+                "cache": self.cache, "seed": self.seed, "assume": dict(self.assume)}
+
+    def assumptions(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(RetentionParams overrides, SimParams overrides) of this run."""
+        ret = {k.split(".", 1)[1]: v for k, v in self.assume if k.startswith("retention.")}
+        summ = {k.split(".", 1)[1]: v for k, v in self.assume if k.startswith("summariser.")}
+        return ret, summ
 
 
 def load_config(path: str | Path) -> SweepConfig:
@@ -97,11 +110,36 @@ def load_config(path: str | Path) -> SweepConfig:
         err = e.errors()[0]
         raise SweepError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
     cfg.strategies = _expand_all(cfg.strategies)
+    for combo in assumption_grid(cfg):  # and on a bad modelling constant
+        _check_assumptions(path, combo)
     for s in cfg.strategies:  # fail on a bad name or parameter before any run starts
         cls = registry.get(s.name)
         for combo in _grid(s):
             registry.make_config(cls, {**s.set, **combo})
     return cfg
+
+
+def _check_assumptions(path: Path, combo: dict[str, Any]) -> None:
+    import dataclasses
+
+    from harness.retention import RetentionParams
+    from harness.simllm import SimParams
+
+    ret = {k.split(".", 1)[1]: v for k, v in combo.items() if k.startswith("retention.")}
+    summ = {k.split(".", 1)[1]: v for k, v in combo.items() if k.startswith("summariser.")}
+    try:
+        RetentionParams(**ret)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise SweepError(f"{path}: retention.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    valid = {f.name for f in dataclasses.fields(SimParams)}
+    bad = sorted(set(summ) - valid)
+    if bad:
+        raise SweepError(f"{path}: summariser.{bad[0]}: unknown constant (valid: {', '.join(sorted(valid))})")
+    try:
+        SimParams(**summ)
+    except (TypeError, ValueError) as e:
+        raise SweepError(f"{path}: summariser: {e}") from None
 
 
 def _expand_all(items: list[StrategyGrid]) -> list[StrategyGrid]:
@@ -151,9 +189,19 @@ def resolve_traces(cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[s
 
 
 def run_key(strategy: str, params: dict[str, Any], trace_hash: str, model: str | None, window: int | None,
-            cache: bool, seed: int) -> str:
-    blob = json.dumps([strategy, params, trace_hash, model, window, cache, seed], sort_keys=True, default=str)
+            cache: bool, seed: int, assume: dict[str, Any] | None = None) -> str:
+    parts: list[Any] = [strategy, params, trace_hash, model, window, cache, seed]
+    if assume:  # only when set: the keys of sweeps without modelling overrides stay what they were
+        parts.append(assume)
+    blob = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def assumption_grid(cfg: SweepConfig) -> list[dict[str, Any]]:
+    """Every combination of the swept modelling constants, keyed ``retention.X`` / ``summariser.X``."""
+    axes = {f"retention.{k}": v for k, v in cfg.retention.items()} | {f"summariser.{k}": v for k, v in cfg.summariser.items()}
+    keys = list(axes)
+    return [dict(zip(keys, vals, strict=True)) for vals in itertools.product(*(axes[k] for k in keys))] or [{}]
 
 
 def expand(cfg: SweepConfig, traces: list[Path]) -> list[RunSpec]:
@@ -163,11 +211,12 @@ def expand(cfg: SweepConfig, traces: list[Path]) -> list[RunSpec]:
         cls = registry.get(s.name)
         for combo in _grid(s):
             resolved = registry.config_dict(registry.make_config(cls, {**s.set, **combo}))
-            for p, model, window, cache, seed in itertools.product(traces, cfg.models, cfg.windows, cfg.cache, cfg.seeds):
-                key = run_key(s.name, resolved, hashes[p], model, window, cache, seed)
+            for p, model, window, cache, seed, assume in itertools.product(
+                    traces, cfg.models, cfg.windows, cfg.cache, cfg.seeds, assumption_grid(cfg)):
+                key = run_key(s.name, resolved, hashes[p], model, window, cache, seed, assume)
                 label = s.label or s.name
                 specs.append(RunSpec(key, s.name, label, tuple(sorted(resolved.items())), str(p), hashes[p], model,
-                                     window, cache, seed, cfg.save_calls))
+                                     window, cache, seed, cfg.save_calls, tuple(sorted(assume.items()))))
     seen: set[str] = set()
     unique = []
     for sp in specs:
@@ -211,9 +260,12 @@ def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
                            "trace_hash": spec.trace_hash, "model_setting": spec.model or "", "window_setting": spec.window or 0,
                            "cache": spec.cache, "seed": spec.seed, "error": ""}
     row.update({f"param.{k}": v for k, v in spec.params})
+    row.update({f"param.{k}": v for k, v in spec.assume})  # swept modelling constants: param.retention.X ...
+    ret, summ = spec.assumptions()
     try:
         res = replay(_trace(spec.trace), spec.strategy, dict(spec.params),
-                     RunConfig(model=spec.model, window=spec.window, cache=spec.cache, seed=spec.seed))
+                     RunConfig(model=spec.model, window=spec.window, cache=spec.cache, seed=spec.seed,
+                               retention=ret, summariser=summ))
         # the run's identity is already in the row (and its parameters as param.*)
         m = {k: v for k, v in res.metrics.items() if k not in ("params", "strategy", "trace", "seed", "trace_hash")}
         flat = flatten(m)
@@ -222,6 +274,8 @@ def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
         if spec.save_calls:
             calls = res.calls.assign(key=spec.key)
             _atomic_parquet(calls, Path(out_dir) / "calls" / f"{spec.key}.parquet")
+        if len(res.probes):  # per-probe scores: what a report's retention intervals resample
+            _atomic_parquet(res.probes, Path(out_dir) / "probes" / f"{spec.key}.parquet")
     except Exception as e:  # a failed run is a recorded result, not the end of the sweep
         row["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
     row["run_s"] = time.perf_counter() - t0
@@ -363,6 +417,16 @@ def load_results(out: str | Path) -> pd.DataFrame:
     if df.empty:
         raise SweepError(f"{out}: no sweep results (expected {RESULTS} or runs/*.parquet)")
     return df
+
+
+def load_probes(out: str | Path, keys: Iterable[str]) -> dict[str, pd.DataFrame]:
+    """Per-probe scores of the runs that have them (``DIR/probes/<key>.parquet``)."""
+    found = {}
+    for k in keys:
+        p = Path(out) / "probes" / f"{k}.parquet"
+        if p.exists():
+            found[k] = pd.read_parquet(p)
+    return found
 
 
 def load_calls(out: str | Path, keys: Iterable[str]) -> dict[str, pd.DataFrame]:

@@ -192,3 +192,57 @@ def test_pointer_under_a_symlinked_session_dir_counts_in_either_form(tmp_path):
         model = RetentionModel(FACTS, RetentionParams(recover_probability=1.0), np.random.default_rng(0), session_dir=link)
         [s] = model.score(ProbeEvent(t=0, id="p", needs=["f"]), _req(Message.user(f"see {written}")), lambda i: 0, 10)
         assert s.where == "recoverable" and s.pointer == str(written)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 12), at=st.integers(0, 11), per=st.integers(10, 40_000), base=st.integers(0, 30_000),
+       pad=st.integers(0, 400), fidelity=st.floats(0, 1), rot=st.floats(0, 0.2))
+def test_a_summarised_fact_never_outscores_the_same_fact_verbatim_at_the_same_position(n, at, per, base, pad,
+                                                                                         fidelity, rot):
+    """Issue 16: the same request twice, the fact's message once a summary and once a plain message
+    (same text, same place): the summary's score is at most the verbatim one's, whatever the size,
+    the position and the constants."""
+    at = at % n
+    text = "x" * pad + GOAL.text + " and more"
+    params = RetentionParams(summary_fidelity=fidelity, rot_per_doubling=rot)
+    scores = {}
+    for origin in ("summary", None):
+        msgs = [Message.user(f"filler {i}") for i in range(n)]
+        msgs[at] = Message("user", (Block.text_block(text),), {"origin": origin} if origin else {})
+        total = base + per * n
+        [s] = RetentionModel(FACTS, params, np.random.default_rng(0)).score(
+            ProbeEvent(t=0, id="p", needs=["g"]), _req(*msgs), _before_even(n, per, base), total)
+        scores[origin] = s
+    assert scores["summary"].where == "summary" and scores[None].where == "window"
+    assert scores["summary"].score <= scores[None].score + 1e-12
+
+
+def test_run_scores_with_the_runs_category_weights():
+    """The weights a run is given make its score (they were ignored: metrics aggregated with the
+    defaults). Worked from the run's own per-fact scores."""
+    from harness.engine import RunConfig, replay
+    from tests.helpers_traces import Builder
+
+    b = Builder()
+    b.user("Goal: ship the uploader (ticket ORB-100001).")
+    b.event(FactEvent(t=b.t, id="g", category="goal", text="ship the uploader"))
+    b.call("Reading.", ["UPLOAD_RETRY_MS = 100074"])
+    b.event(FactEvent(t=b.t, id="f", category="file", text="UPLOAD_RETRY_MS = 100074"))
+    b.event(ProbeEvent(t=b.t, id="p1", needs=["g", "f"]))
+    b.call("done")
+    trace = b.build()
+    w = {"goal": 9.0, "file": 1.0}
+    res = replay(trace, "append_only", {}, RunConfig(retention={"category_weights": w}))
+    by = dict(zip(res.probes["fact"], res.probes["score"], strict=True))
+    want = (9 * by["g"] + 1 * by["f"]) / 10
+    assert res.metrics["retention"]["score"] == pytest.approx(want, abs=1e-9)
+    default = replay(trace, "append_only", {}, RunConfig()).metrics["retention"]["score"]
+    assert default == pytest.approx((2 * by["g"] + by["f"]) / 3, abs=1e-9) and default != pytest.approx(want)
+
+
+def test_every_retention_constant_names_its_source():
+    names = set(RetentionParams.model_fields)
+    listed = {a[0].removeprefix("retention.") for a in RetentionParams().assumptions()}
+    assert listed == names
+    for _, _, source in RetentionParams().assumptions():
+        assert source

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from harness.cli.options import add_provider_args, run_config, warn_overrides
@@ -25,8 +26,12 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NAME.KEY=VALUE",
                    help="a parameter of one strategy (repeatable), e.g. codex.auto_compact_fraction=0.8")
     add_provider_args(p)
+    p.add_argument("--seeds", type=int, default=3, metavar="N",
+                   help="run each strategy with N seeds (--seed, --seed + 1, ...; default 3) and report retention "
+                   "with a 95%% interval over seeds × probes")
     p.add_argument("--json", dest="json_out", default=None, metavar="PATH|-",
-                   help="write a list of run metrics (one object per trace × strategy) as JSON")
+                   help="write a list of run metrics (one object per trace × strategy, averaged over the seeds, "
+                   "with retention.ci95 and per_seed) as JSON")
     p.add_argument("--report", default=None, metavar="DIR", help="write a Markdown/HTML report of the runs to DIR")
     p.add_argument("--quiet", "-q", action="store_true", help="no table on the terminal")
     p.set_defaults(func=run)
@@ -47,6 +52,35 @@ def parse_strategy_sets(items: list[str], names: list[str]) -> dict[str, dict[st
             raise BadInput(f"--set {item!r}: {name!r} is not among --strategies ({', '.join(names)})")
         out[name][param.strip()] = value.strip()
     return out
+
+
+def seed_summary(groups: dict[tuple[int, str], list], cfg) -> tuple[list[dict], list[str]]:
+    """One metrics object per trace × strategy (``groups``: (trace number, strategy) -> its runs),
+    averaged over its seeds, with the retention interval (harness/uncertainty.py), and the lines
+    saying which strategies are within noise, per trace."""
+    from harness import uncertainty as un
+    from harness.retention import RetentionParams
+
+    weights = RetentionParams(**dict(cfg.retention)).category_weights
+    rows, noise = [], []
+    by_trace: dict[int, dict[str, list]] = {}
+    for (ti, name), runs in groups.items():
+        row = un.mean_metrics([r.metrics for r in runs])
+        row["seeds"] = [r.seed for r in runs]
+        row["per_seed"] = [{"seed": r.seed, "cost_usd": r.metrics["cost_usd"], "completed": r.metrics.get("completed"),
+                            "retention": r.metrics["retention"]["score"]} for r in runs]
+        blocks = un.blocks_by_config(runs, weights=weights).get(name)
+        if blocks:
+            est, lo, hi = un.interval(blocks)
+            row["retention"] = {**row["retention"], "score": est, "ci95": [lo, hi], "interval": un.METHOD}
+        rows.append(row)
+        by_trace.setdefault(ti, {})[name] = runs
+    for per in by_trace.values():
+        blocks = un.blocks_by_config([r for runs in per.values() for r in runs], weights=weights)
+        if len(blocks) >= 2:
+            trace = next(iter(per.values()))[0].trace
+            noise += ["", f"{Path(str(trace)).name}:", *un.noise_lines(blocks)]
+    return rows, noise
 
 
 def _report_module():
@@ -80,14 +114,18 @@ def run(args) -> int:
         if report is None or not hasattr(report, "write_report"):
             print("ctxsim compare: error: report module not available (harness.report.write_report)", file=sys.stderr)
             return 2
+    if args.seeds < 1:
+        raise BadInput(f"--seeds {args.seeds}: run at least one seed")
     traces = [tr.load(p) for p in args.traces]
     cfg = run_config(args)
     warn_overrides("compare", cfg, traces)
-    results = []
-    for trace in traces:
+    seeds = [cfg.seed + i for i in range(args.seeds)]
+    groups: dict[tuple[int, str], list] = {}  # (trace number, strategy) -> its runs, one per seed
+    for ti, trace in enumerate(traces):
         for n, cls in classes.items():
-            results.append(replay(trace, cls, sets[n], cfg))
-    rows = [r.metrics for r in results]
+            groups[(ti, n)] = [replay(trace, cls, sets[n], replace(cfg, seed=seed)) for seed in seeds]
+    results = [r for runs in groups.values() for r in runs]
+    rows, noise = seed_summary(groups, cfg)
     if args.json_out:
         write_json(rows, args.json_out)
     if not args.quiet and args.json_out != "-":
@@ -96,7 +134,10 @@ def run(args) -> int:
         first = results[0]
         caching = "no prompt caching" if args.no_cache else "prompt caching on"
         where = Path(args.traces[0]).name if len(args.traces) == 1 else f"{len(args.traces)} traces"
-        print_table(rows, title=f"{len(names)} strategies on {where} ({first.model}, window {first.window:,}, {caching})")
+        print_table(rows, title=f"{len(names)} strategies on {where} ({first.model}, window {first.window:,}, {caching}; "
+                    f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''})")
+        for line in noise:
+            print(line)
     if report is not None:
         report.write_report(results, Path(args.report))
     return 0

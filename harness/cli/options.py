@@ -27,6 +27,12 @@ def add_provider_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--llm", choices=["simulated", "live", "replay"], default="simulated",
                    help="who answers side calls: the simulated model (default), the live API, or a recorded store")
     g.add_argument("--llm-store", default=None, help="response store (JSONL) for --llm live (records) or replay")
+    m = p.add_argument_group("modelling assumptions (each listed with its source in reports)")
+    m.add_argument("--retention", action="append", default=[], metavar="KEY=VALUE",
+                   help="a constant of the retention model (harness/retention.py RetentionParams), value as TOML, "
+                   "e.g. summary_fidelity=0.8 or 'category_weights={goal=3}'")
+    m.add_argument("--summariser", action="append", default=[], metavar="KEY=VALUE",
+                   help="a constant of the simulated summariser (harness/simllm.py SimParams), e.g. fact_share=0.3")
 
 
 def run_config(args, **overrides) -> RunConfig:
@@ -61,9 +67,57 @@ def run_config(args, **overrides) -> RunConfig:
         raise BadInput(str(e).strip('"')) from None
     if args.window is not None and args.window <= 0:
         raise BadInput("--window must be a positive number of tokens")
+    retention, summariser = assumption_sets(getattr(args, "retention", []), getattr(args, "summariser", []))
     return RunConfig(model=args.model, window=args.window, cache_ttl=args.cache_ttl, cache=not args.no_cache,
                      seed=args.seed, failure_rates=rates, backend=backend, token_scale=args.token_scale,
-                     models_file=Path(args.models_file) if args.models_file else None, **overrides)
+                     models_file=Path(args.models_file) if args.models_file else None, retention=retention,
+                     summariser=summariser, **overrides)
+
+
+def assumption_sets(retention: list[str], summariser: list[str]) -> tuple[dict, dict]:
+    """``--retention`` / ``--summariser`` KEY=VALUE items (values read as TOML), checked against
+    RetentionParams and SimParams before any run."""
+    import tomllib
+
+    from harness.cli import BadInput
+    from harness.retention import RetentionParams
+    from harness.simllm import SimParams
+
+    out = []
+    for flag, items in (("--retention", retention), ("--summariser", summariser)):
+        d = {}
+        for item in items:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise BadInput(f"{flag} expects KEY=VALUE, got {item!r}")
+            try:
+                d[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
+            except tomllib.TOMLDecodeError:
+                d[key.strip()] = value.strip()
+        out.append(d)
+    try:
+        RetentionParams(**out[0])
+    except ValueError as e:
+        raise BadInput(f"--retention: {_first(e)}") from None
+    import dataclasses
+
+    valid = [f.name for f in dataclasses.fields(SimParams)]
+    unknown = sorted(set(out[1]) - set(valid))
+    if unknown:
+        raise BadInput(f"--summariser: unknown constant {unknown[0]!r} (valid: {', '.join(valid)})")
+    try:
+        SimParams(**out[1])
+    except (TypeError, ValueError) as e:
+        raise BadInput(f"--summariser: {e}") from None
+    return out[0], out[1]
+
+
+def _first(e: Exception) -> str:
+    errs = getattr(e, "errors", lambda: [])()
+    if errs:
+        err = errs[0]
+        return f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
+    return str(e)
 
 
 def warn_overrides(command: str, cfg: RunConfig, traces) -> None:

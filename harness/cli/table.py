@@ -25,6 +25,7 @@ COLUMNS = [
     ("pair 400", "pairing_violations", "right"),
     ("peak ctx", "peak_context_tokens", "right"),
     ("retention", "retention.score", "right"),
+    ("95% CI", "retention.ci95", "right"),  # over seeds × probes (compare; harness/uncertainty.py)
     ("goal", "retention.goal", "right"),
 ]
 
@@ -44,6 +45,8 @@ def _fmt(v: Any, key: str, m: dict[str, Any] | None = None) -> str:
         return str(v).rsplit("/", 1)[-1]
     if key == "cost_usd":
         return f"{v:,.3f}"
+    if key == "retention.ci95":
+        return f"{v[0]:.2f}–{v[1]:.2f}" if isinstance(v, (list, tuple)) and len(v) == 2 else "–"
     if key in ("cache_hit_rate", "retention.score", "retention.goal"):
         return f"{v:.3f}"
     if isinstance(v, float):
