@@ -124,7 +124,7 @@ def paired(a: Sequence[Block], b: Sequence[Block]) -> tuple[list[Block], list[Bl
         common = [s for s in x.seeds if s in y.seeds]
         ix = [x.seeds.index(s) for s in common]
         iy = [y.seeds.index(s) for s in common]
-        if not common or x.scores.shape[1] != y.scores.shape[1]:
+        if not common or x.scores.shape[1] != y.scores.shape[1] or not x.scores.shape[1]:
             continue
         out_a.append(Block(x.scores[ix], x.weights, tuple(common)))
         out_b.append(Block(y.scores[iy], y.weights, tuple(common)))
@@ -304,9 +304,15 @@ def report_section(df: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> list
                 for _, tg in g.groupby(th, sort=True):
                     tg = tg.sort_values("seed") if "seed" in tg else tg
                     seeds = [int(s) for s in tg["seed"]] if "seed" in tg else list(range(len(tg)))
-                    per_trace.append(probe_block([probes[k] for k in tg["key"]], seeds, w))
-                blocks[name] = per_trace
-            lines += [f"### Window {int(window):,}", "", *noise_lines(blocks), ""]
+                    b = probe_block([probes[k] for k in tg["key"]], seeds, w)
+                    if b.scores.size:
+                        per_trace.append(b)
+                if per_trace:
+                    blocks[name] = per_trace
+            if blocks:
+                lines += [f"### Window {int(window):,}", "", *noise_lines(blocks), ""]
+            else:
+                lines += [f"### Window {int(window):,}", "", "No probes in these traces: no retention to compare.", ""]
     lines += ["## Assumptions", "",
               "The constants every retention figure here rests on, with their sources (\"assumed\": a modelling "
               "choice; `--retention` / `--summariser` or a sweep's `[retention]` / `[summariser]` grid vary them):", ""]
