@@ -156,10 +156,15 @@ def render_restore(
     return "\n\n".join(parts)
 
 
-def restore_attachment(tracker: ReadTracker, tools: ToolSet, tail_start: int, **caps: Any) -> Message:
-    """The attachment message (meta ``origin="restore"``). Files whose latest read is still in the
-    verbatim tail (history index >= ``tail_start``) are skipped: they are already in the window."""
-    files = [(p, text) for p, (text, i) in reversed(tracker.files.items()) if i < tail_start]
+def restore_attachment(tracker: ReadTracker, tools: ToolSet, tail_start: int, *, skip_in_tail: bool = False,
+                       **caps: Any) -> Message:
+    """The attachment message (meta ``origin="restore"``).
+
+    N-COMP-11 literally: the 5 most recently read files, whether or not their latest read is still
+    in the verbatim tail. ``skip_in_tail`` is the labelled alternative (not in the seed): files whose
+    latest read sits in the tail (history index >= ``tail_start``) are skipped, since they are already
+    in the window, and the next most recent take their places."""
+    files = [(p, text) for p, (text, i) in reversed(tracker.files.items()) if not skip_in_tail or i < tail_start]
     skills = list(reversed(tracker.skills.items()))
     tool_list = [(t.name, t.description) for t in tools.tools]
     return Message.user(render_restore(files, skills, tool_list, **caps), origin="restore")

@@ -24,7 +24,7 @@ from harness.conversation import Message
 SPILL_THRESHOLD_CHARS = 50_000  # N-SPILL-1: a single result longer than this is spilled
 PREVIEW_CHARS = 2_000  # N-SPILL-1: the placeholder keeps the first 2,000 characters
 AGGREGATE_BUDGET_CHARS = 200_000  # N-SPILL-2: tool results of one message, in total
-SPILL_DIR = "tool-results"  # N-SPILL-1: <session_dir>/tool-results/<tool_use_id>.txt
+SPILL_DIR = "tool-results"  # N-SPILL-1: <launch session dir>/tool-results/<tool_use_id>.txt
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -59,13 +59,11 @@ def plan_spills(
     exempt: Sequence[bool],
     threshold: int = SPILL_THRESHOLD_CHARS,
     budget: int = AGGREGATE_BUDGET_CHARS,
-    already: Iterable[int] = (),
 ) -> list[int]:
     """Indices of the results of one message to spill, in the order they are spilled.
 
     ``sizes[i]`` is the length of result ``i`` inline, ``spilled_sizes[i]`` the length of its
-    placeholder. Exempt results (read-backs, failed writes) are never chosen. ``already`` are
-    results already spilled (a re-plan after a failed write keeps them).
+    placeholder. Exempt results (read-backs) are never chosen.
 
     1. Every result over ``threshold`` is spilled (N-SPILL-1).
     2. Then, while the message's total is over ``budget``, the largest remaining result is spilled,
@@ -79,8 +77,8 @@ def plan_spills(
     n = len(sizes)
     if len(spilled_sizes) != n or len(exempt) != n:
         raise ValueError("sizes, spilled_sizes and exempt must have one entry per result")
-    chosen = [i for i in already]
-    taken = set(chosen)
+    chosen: list[int] = []
+    taken: set[int] = set()
     for i in range(n):
         if i not in taken and not exempt[i] and sizes[i] > threshold:
             chosen.append(i)
@@ -145,6 +143,7 @@ class SpillOutcome:
     spilled: list[str] = field(default_factory=list)  # tool_use ids written to disk
     failed: list[str] = field(default_factory=list)  # write failed: exempt, inline (N-SPILL-4)
     readbacks: list[str] = field(default_factory=list)  # exempt read-backs (N-SPILL-3)
+    not_tried: list[str] = field(default_factory=list)  # after a failed write in this message (N-SPILL-4)
 
 
 Writer = Callable[[Path, str], None]
@@ -172,8 +171,11 @@ def spill_message(
 
     ``readback_ids`` are the tool_use ids whose call read a spill file (exempt, N-SPILL-3).
     ``fail(tool_use_id)`` injects a write failure (a seeded failure rate); a real OSError counts the
-    same. A failed result is exempt and stays inline; it is not retried (N-SPILL-4), and the
-    selection is re-planned without it so the aggregate budget is still met with the next largest.
+    same. A failed result is exempt and stays inline; it is not retried (N-SPILL-4). Once one write
+    of this message failed, the results still planned are not tried against the same disk either
+    (N-SPILL-4, "避免对着同一块坏磁盘反复重试": no hammering a bad disk); they stay inline too, and the
+    message may stay over the aggregate budget (nothing else may be done to a result, N-SPILL-5).
+    The next message tries the disk again: a failure may be transient.
     """
     blocks = list(message.blocks)
     idx = [k for k, b in enumerate(blocks) if b.type == "tool_result"]
@@ -191,31 +193,26 @@ def spill_message(
             exempt[j] = True
             out.readbacks.append(blocks[k].id or "")
     done: list[int] = []
-    while True:
-        plan = plan_spills(sizes, spilled_sizes, exempt, threshold, budget, already=done)
-        todo = [j for j in plan if j not in done]
-        if not todo:
-            break
-        failed_any = False
-        for j in todo:
-            tid = blocks[idx[j]].id or ""
-            try:
-                if fail is not None and fail(tid):
-                    raise OSError("injected spill write failure")
-                write(paths[j], contents[j])
-            except OSError:
-                exempt[j] = True  # N-SPILL-4: exempt, inline, not retried
-                out.failed.append(tid)
-                failed_any = True
-                break  # re-plan: the next largest may be needed instead
-            done.append(j)
-            out.spilled.append(tid)
-        if not failed_any:
-            break
+    for j in plan_spills(sizes, spilled_sizes, exempt, threshold, budget):
+        tid = blocks[idx[j]].id or ""
+        if out.failed:  # N-SPILL-4: the disk failed once in this message: not tried again
+            out.not_tried.append(tid)
+            continue
+        try:
+            if fail is not None and fail(tid):
+                raise OSError("injected spill write failure")
+            write(paths[j], contents[j])
+        except OSError:
+            out.failed.append(tid)  # N-SPILL-4: exempt, inline, not retried
+            continue
+        done.append(j)
+        out.spilled.append(tid)
     for k in idx:
         b = blocks[k]
         if b.id in out.failed:
             blocks[k] = b.with_text(b.text, spill_exempt="write_failed")
+        elif b.id in out.not_tried:
+            blocks[k] = b.with_text(b.text, spill_exempt="disk_failed")
         elif b.id in out.readbacks:
             blocks[k] = b.with_text(b.text, spill_exempt="readback")
     for j in done:
@@ -223,6 +220,6 @@ def spill_message(
         b = blocks[k]
         blocks[k] = b.with_text(placeholder(contents[j], paths[j], preview_chars),
                                 spilled=str(paths[j]), spilled_chars=sizes[j])
-    if done or out.failed or out.readbacks:
+    if done or out.failed or out.not_tried or out.readbacks:
         out.message = Message(message.role, tuple(blocks), message.meta)
     return out

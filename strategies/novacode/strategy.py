@@ -27,6 +27,7 @@ sub-agent) runs in a context of its own, with its own transcript.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -42,6 +43,8 @@ from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, chars_t
 from strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
 from strategies.novacode.lock import DEFAULT_STALE_AFTER_S
 from strategies.novacode.transcript import TRANSCRIPT_FILE, Transcript
+
+LAUNCHES_DIR = "transcripts"  # N-TRANS-1: <run>/transcripts/<launch>/ is each launch's session directory
 
 # The summary's sections: the seed names none; these are the ones reported for Claude Code, the
 # closest real relative (peers.md), and what real compaction requests ask for
@@ -141,11 +144,15 @@ class NovaCodeConfig(StrategyConfig):
     summary_max_output_tokens: int = Field(rules.SUMMARY_RESERVE_TOKENS, ge=1,
                                            description="max output tokens of the summary call")
     summary_input_fit: bool = Field(
-        True, description="not in the seed: when the summary request would not fit the effective window "
-        "(one message jumped past it), elide the largest messages of the summarised part from that request, "
-        "pointing to the transcript, instead of failing on every turn")
+        False, description="not in the seed (off: the seed's behaviour): when the summary request would not fit "
+        "the effective window (one message jumped past it), elide the newest messages of the summarised part from "
+        "that request, pointing to the transcript; their text is then in neither the summary nor the tail "
+        "(counted: summary_input_elided, summary_input_elided_chars)")
     restore_max_files: int = Field(restore.RESTORE_MAX_FILES, ge=0,
                                    description="N-COMP-11: most recently read files restored after compaction")
+    restore_skip_in_tail: bool = Field(
+        False, description="not in the seed (N-COMP-11 alternative): skip files whose latest read is still in the "
+        "verbatim tail, restoring the next most recent instead (off: the 5 most recently read, literally)")
     restore_file_tokens: int = Field(restore.RESTORE_FILE_TOKENS, ge=0,
                                      description="per restored file (Claude Code, reported)")
     restore_total_tokens: int = Field(restore.RESTORE_TOTAL_TOKENS, ge=0,
@@ -201,7 +208,7 @@ class NovaCode(Strategy):
         self.lines = rules.thresholds(env.window, c.summary_reserve, c.soft_margin, c.hard_margin)
         self.reads = restore.ReadTracker()
         self.readback_ids: set[str] = set()
-        self.spill_dir = env.session_dir / spilling.SPILL_DIR
+        self.launches = env.session_dir / LAUNCHES_DIR  # every launch's session directory (N-TRANS-1)
         self.session: str | None = None
         self.transcript: Transcript | None = None
         self.memory = None
@@ -234,8 +241,14 @@ class NovaCode(Strategy):
             name = _dir_name(self.session)
             if self._saved and self._sub_id is not None:  # a sub-agent's own transcript, beside its parent's
                 name = f"{name}.subagent-{_dir_name(self._sub_id)}"
-            self.transcript = Transcript(self.env.session_dir / "transcripts", name, self.env.now)
+            self.transcript = Transcript(self.launches, name, self.env.now)
         return self.transcript
+
+    def _launch_dir(self) -> Path:
+        """This launch's session directory (N-TRANS-1), where its transcript and its spill files
+        live (N-SPILL-1: ``<session dir>/tool-results/<tool_use_id>.txt``). A sub-agent's spills go
+        to its launch's directory: it runs in the same process."""
+        return self.launches / _dir_name(self.session)
 
     # --- sub-agents: an isolated subtask runs in its own context --------------------------------------
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
@@ -282,7 +295,7 @@ class NovaCode(Strategy):
         self.breaker = self._new_breaker()  # N-COMP-4: "for the rest of the session"
         self.ledger.clear()  # a new launch has no usage yet
         self.readback_ids.clear()
-        root = self.env.session_dir / "transcripts"
+        root = self.launches
         if (resume and self.config.transcript and previous is not None
                 and (root / _dir_name(previous) / TRANSCRIPT_FILE).exists()):
             new_id = session if session != previous else None
@@ -326,17 +339,20 @@ class NovaCode(Strategy):
         rate = c.spill_failure_rate
         fail = (lambda _tid: bool(self.env.rng.random() < rate)) if rate > 0 else None
         ids = {i for i in message.tool_result_ids() if i in self.readback_ids}
-        out = spilling.spill_message(message, self.env.session_dir, ids, threshold=c.spill_threshold_chars,
-                                  budget=c.spill_budget_chars, preview_chars=c.spill_preview_chars, fail=fail)
+        out = spilling.spill_message(message, self._launch_dir(), ids, threshold=c.spill_threshold_chars,
+                                     budget=c.spill_budget_chars, preview_chars=c.spill_preview_chars, fail=fail)
         self.counters.spills += len(out.spilled)
         self.counters.readbacks += len(out.readbacks)
         if out.failed:
             self.counters.extra["spill_write_failures"] += len(out.failed)
+        if out.not_tried:
+            self.counters.extra["spill_not_tried_after_failure"] += len(out.not_tried)  # N-SPILL-4
         return out.message
 
     def on_response(self, message: Message, usage: Usage | None) -> None:
+        spill_dir = self._launch_dir() / spilling.SPILL_DIR  # earlier launches' dirs match by name
         for b in message.blocks:
-            if b.type == "tool_use" and b.id and spilling.names_spill_file(b.input, self.spill_dir):
+            if b.type == "tool_use" and b.id and spilling.names_spill_file(b.input, spill_dir):
                 self.readback_ids.add(b.id)  # N-SPILL-3: its result will be exempt
         self.reads.on_assistant(message)
         self._append(message)
@@ -461,6 +477,7 @@ class NovaCode(Strategy):
         if not idx:
             return messages, None
         self.counters.extra["summary_input_elided"] += len(idx)
+        self.counters.extra["summary_input_elided_chars"] += sum(self.history[i].chars for i in idx)
         pointer = str(self._transcript().path) if c.transcript else "(no transcript kept)"
         first = min(idx)
         rest = [_elided(m, pointer) if i in idx else m for i, m in enumerate(self.history[first:], first)]
@@ -485,7 +502,8 @@ class NovaCode(Strategy):
         summary_msg = Message.user(SUMMARY_MESSAGE.format(summary=text.strip(), transcript=path),
                                    origin="summary", transcript=path)  # N-COMP-10
         restore_msg = restore.restore_attachment(
-            self.reads, self.env.tools, b, max_files=c.restore_max_files, file_tokens=c.restore_file_tokens,
+            self.reads, self.env.tools, b, skip_in_tail=c.restore_skip_in_tail,
+            max_files=c.restore_max_files, file_tokens=c.restore_file_tokens,
             total_tokens=c.restore_total_tokens, skill_tokens=c.restore_skill_tokens,
             chars_per_token=c.chars_per_token)
         tail = list(self.history[b:])

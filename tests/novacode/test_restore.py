@@ -58,14 +58,30 @@ def test_n_comp_11_five_most_recent_files_most_recent_first():
     assert "content 2 v2" in text and "content 2\n" not in text
 
 
-def test_n_comp_11_files_still_in_the_tail_are_not_restored():
+def test_n_comp_11_the_5_most_recently_read_literally_even_when_still_in_the_tail():
+    """N-COMP-11 as the seed says it ("最近读过的 5 个文件内容"): /b.py was read at index 7, inside a
+    tail starting at 5; it is restored all the same, most recent first."""
     tr = ReadTracker()
     tr.on_assistant(read_call("t1", "/a.py"))
     tr.on_results(result("t1", "A"), index=3)
     tr.on_assistant(read_call("t2", "/b.py"))
     tr.on_results(result("t2", "B"), index=7)
     text = restore_attachment(tr, TOOLS, tail_start=5).text
-    assert "### /a.py" in text and "### /b.py" not in text
+    assert "### /b.py\nB" in text and "### /a.py\nA" in text
+    assert text.index("### /b.py") < text.index("### /a.py")
+
+
+def test_n_comp_11_skip_in_tail_alternative_restores_the_next_most_recent_instead():
+    """The labelled alternative: six files read at indices 1..11 (odd), the tail starts at 10, so f5
+    (index 11) is in the window already; skipped, the five before it are restored."""
+    tr = ReadTracker()
+    for i in range(6):
+        tr.on_assistant(read_call(f"t{i}", f"/f{i}.py"))
+        tr.on_results(result(f"t{i}", f"content {i}"), index=2 * i + 1)
+    text = restore_attachment(tr, TOOLS, tail_start=10, skip_in_tail=True).text
+    assert [i for i in range(6) if f"### /f{i}.py" in text] == [0, 1, 2, 3, 4]
+    literal = restore_attachment(tr, TOOLS, tail_start=10).text
+    assert [i for i in range(6) if f"### /f{i}.py" in literal] == [1, 2, 3, 4, 5]
 
 
 def test_n_comp_11_failed_reads_and_other_tools_are_ignored():

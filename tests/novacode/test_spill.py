@@ -198,9 +198,10 @@ def test_n_spill_4_unwritable_directory_marks_exempt_and_stays_inline(tmp_path: 
     assert b.text == content and b.meta["spill_exempt"] == "write_failed"
 
 
-def test_n_spill_4_failed_write_not_retried_and_next_largest_spilled(tmp_path: Path):
-    """Five results 41k..49k (222,000). The first choice (49k) fails: it stays inline, exempt, and is
-    not written again; the next largest (45k) is spilled instead: 222,000 − 45,000 + ~2,200 ≤ 200,000."""
+def test_n_spill_4_after_a_failed_write_the_rest_of_the_message_is_not_tried(tmp_path: Path):
+    """Five results 41k..49k (222,000 > 200,000): the first choice (49k, the largest) fails. It stays
+    inline, exempt, written once; nothing else of this message is tried against the same disk (the
+    budget is left unmet: nothing else may be done to a result, N-SPILL-5)."""
     sizes = [41_000, 49_000, 45_000, 44_000, 43_000]
     attempts: list[str] = []
 
@@ -209,10 +210,31 @@ def test_n_spill_4_failed_write_not_retried_and_next_largest_spilled(tmp_path: P
         return tid == "toolu_1"
 
     out = spill_message(results(*("z" * n for n in sizes)), tmp_path, fail=fail)
-    assert out.failed == ["toolu_1"] and out.spilled == ["toolu_2"]
-    assert attempts == ["toolu_1", "toolu_2"]  # the failed one was tried once
-    assert out.message.blocks[1].text == "z" * 49_000
-    assert not (tmp_path / "tool-results" / "toolu_1.txt").exists()
+    assert out.failed == ["toolu_1"] and out.spilled == [] and out.not_tried == []
+    assert attempts == ["toolu_1"]
+    assert [len(b.text) for b in out.message.blocks] == sizes
+    assert not (tmp_path / "tool-results").exists()
+
+
+def test_n_spill_4_three_over_threshold_second_fails_third_not_tried(tmp_path: Path):
+    """Three results over 50,000 (60k, 70k, 80k) are all due (N-SPILL-1), in message order. The first
+    is written; the second fails; the third is not tried (it stays inline, marked disk_failed). The
+    next message tries the disk again."""
+    attempts: list[str] = []
+
+    def fail(tid: str) -> bool:
+        attempts.append(tid)
+        return tid == "toolu_1"
+
+    out = spill_message(results("a" * 60_000, "b" * 70_000, "c" * 80_000), tmp_path, fail=fail)
+    assert attempts == ["toolu_0", "toolu_1"]
+    assert (out.spilled, out.failed, out.not_tried) == (["toolu_0"], ["toolu_1"], ["toolu_2"])
+    b0, b1, b2 = out.message.blocks
+    assert b0.text.startswith("<persisted-output>") and (tmp_path / "tool-results" / "toolu_0.txt").exists()
+    assert b1.meta["spill_exempt"] == "write_failed" and b2.meta["spill_exempt"] == "disk_failed"
+    assert b2.text == "c" * 80_000
+    nxt = spill_message(results("d" * 60_000, prefix="next_"), tmp_path, fail=fail)
+    assert nxt.spilled == ["next_0"]
 
 
 # --- N-SPILL-5 / N-SPILL-6 -----------------------------------------------------------------------

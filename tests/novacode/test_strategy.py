@@ -38,6 +38,12 @@ def growing_trace(calls: int, result_chars: int, seed: int = 0):
     return b.build()
 
 
+def spills_of(run_dir: Path, launch: str = "session") -> Path:
+    """Where a launch's spill files live (N-SPILL-1: under its session directory, N-TRANS-1); a
+    trace without session events is one launch named "session"."""
+    return run_dir / "transcripts" / launch / "tool-results"
+
+
 class Capture:
     """RunConfig.observer: keeps every request the engine sees, with its info."""
 
@@ -109,13 +115,49 @@ def test_scenario_60k_result_spills_and_its_readback_does_not(tmp_path: Path):
     cap = Capture()
     r = replay(b.build(), "novacode", None, RunConfig(window=200_000, session_dir=tmp_path, observer=cap))
     assert r.metrics["spills"] == 1
-    assert (tmp_path / "tool-results" / "tu_1.txt").read_text() == out
-    assert not (tmp_path / "tool-results" / "tu_2.txt").exists()
+    assert (spills_of(tmp_path) / "tu_1.txt").read_text() == out
+    assert not (spills_of(tmp_path) / "tu_2.txt").exists()
     last = cap.seen[-1][0].messages
     first_result, readback = last[2].blocks[0], last[4].blocks[0]
     assert first_result.text.startswith("<persisted-output>") and first_result.meta["spilled"]
     assert readback.text == out and readback.meta["spill_exempt"] == "readback"
     assert r.metrics["strategy_counters"] == {} or "spill_write_failures" not in r.metrics["strategy_counters"]
+
+
+def test_n_spill_1_spill_files_live_under_each_launchs_session_directory(tmp_path: Path):
+    """N-SPILL-1 + N-TRANS-1: two launches each spill a 60,000-char result. Each file lands in its own
+    launch's session directory, beside that launch's transcript, not in one directory for the run."""
+    from harness import trace as tr
+
+    def launch(b: Builder, session: str, text: str) -> None:
+        b.event(tr.SessionStart(t=b._tick(1.0), session=session))
+        b.user("run it")
+        b.call("running", results=[text])
+        b.call("done")
+        b.event(tr.SessionEnd(t=b._tick(1.0), session=session))
+
+    b = Builder()
+    launch(b, "s1", "1" * 60_000)
+    launch(b, "s2", "2" * 60_000)
+    r = replay(b.build(), "novacode", None, RunConfig(window=200_000, session_dir=tmp_path))
+    assert r.metrics["spills"] == 2
+    assert [p.name for p in spills_of(tmp_path, "s1").iterdir()] == ["tu_1.txt"]
+    assert [p.name for p in spills_of(tmp_path, "s2").iterdir()] == ["tu_2.txt"]
+    assert (spills_of(tmp_path, "s2") / "tu_2.txt").read_text() == "2" * 60_000
+    assert (tmp_path / "transcripts" / "s1" / "transcript.jsonl").exists()
+    assert not (tmp_path / "tool-results").exists()
+
+
+def test_n_spill_3_a_read_of_the_transcript_is_not_a_spill_read_back(tmp_path: Path):
+    """The transcript lives in the same launch directory as the spill files (N-TRANS-1), but only a
+    read of a ``tool-results/`` file is exempt (N-SPILL-3): a 60,000-char read of the transcript is
+    spilled like any other result."""
+    s = make(tmp_path)
+    s.on_user(Message.user("go"))
+    transcript = str(tmp_path / "transcripts" / "session" / "transcript.jsonl")
+    s.on_response(Message("assistant", (Block.tool_use("rd", "Read", {"file_path": transcript}),)), None)
+    s.on_tool_results(Message("user", (Block.tool_result("rd", "t" * 60_000),)))
+    assert s.counters.spills == 1 and s.counters.readbacks == 0
 
 
 def test_scenario_five_45k_results_in_one_message_spill_exactly_one(tmp_path: Path):
@@ -127,7 +169,7 @@ def test_scenario_five_45k_results_in_one_message_spill_exactly_one(tmp_path: Pa
     b.call("done")
     r = replay(b.build(), "novacode", None, RunConfig(window=200_000, session_dir=tmp_path))
     assert r.metrics["spills"] == 1
-    assert [p.name for p in (tmp_path / "tool-results").iterdir()] == ["tu_1.txt"]
+    assert [p.name for p in (spills_of(tmp_path)).iterdir()] == ["tu_1.txt"]
 
 
 def test_scenario_spill_failure_rate_keeps_results_inline(tmp_path: Path):
@@ -140,7 +182,7 @@ def test_scenario_spill_failure_rate_keeps_results_inline(tmp_path: Path):
     r = replay(b.build(), "novacode", {"spill_failure_rate": 1.0}, RunConfig(window=200_000, session_dir=tmp_path))
     assert r.metrics["spills"] == 0
     assert r.metrics["strategy_counters"]["spill_write_failures"] == 1
-    assert not (tmp_path / "tool-results").exists()
+    assert not (spills_of(tmp_path)).exists()
 
 
 def test_n_spill_6_history_messages_are_never_rewritten(tmp_path: Path):
@@ -525,18 +567,21 @@ def test_summary_request_fits_when_one_message_jumped_past_the_line(tmp_path: Pa
     summarised part are elided from that request (pointing to the transcript) until it fits; a fourth
     breakpoint before the first elided message keeps the cached prefix readable. It succeeds."""
     svc = FakeServices()
-    s = make(tmp_path, svc)
+    s = make(tmp_path, svc, summary_input_fit=True)
     fill(s, 20, lambda i: 100_000)
-    spill_file = str(tmp_path / "tool-results" / "toolu_x.txt")
+    spill_file = str(spills_of(tmp_path) / "toolu_x.txt")
     s.on_response(Message("assistant", (Block.tool_use("rb", "Read", {"file_path": spill_file}),)),
                   Usage(input_uncached=150_000))
     s.on_tool_results(Message("user", (Block.tool_result("rb", "r" * 105_000),)))
     assert s.counters.readbacks == 1 and s.counters.spills == 0
+    originals = list(s.history)
     req = s.build_request(CallInfo(21, 21.0))
     assert req.rewrite and s.counters.compactions_succeeded == 1
     sreq, spec = svc.calls[0]
     elided = [i for i, m in enumerate(sreq.messages) if m.meta.get("elided")]
     assert elided and s.counters.extra["summary_input_elided"] == len(elided)
+    # what it elided is counted: the messages' characters, in neither the summary nor the tail
+    assert s.counters.extra["summary_input_elided_chars"] == sum(originals[i].chars for i in elided)
     assert all("session transcript at" in m.text for i, m in enumerate(sreq.messages) if i in elided)
     assert len(sreq.breakpoints) == 4 and sreq.breakpoints[2].at == min(elided) - 1
     est_after = sum(chars_to_tokens(m.chars) for m in sreq.messages)
@@ -546,6 +591,22 @@ def test_summary_request_fits_when_one_message_jumped_past_the_line(tmp_path: Pa
     for m in sreq.messages:
         uses |= set(m.tool_use_ids())
         assert set(m.tool_result_ids()) <= uses
+
+
+def test_summary_input_fit_is_off_by_default_the_summary_request_carries_every_message(tmp_path: Path):
+    """The seed has no elision: by default the same jump sends the summary request whole (here the
+    fake service accepts it; in the engine the API decides), and nothing is counted as elided."""
+    svc = FakeServices()
+    s = make(tmp_path, svc)
+    assert s.config.summary_input_fit is False
+    fill(s, 20, lambda i: 100_000)
+    s.on_response(Message("assistant", (Block.tool_use("rb", "Read", {"file_path": "/x/tool-results/a.txt"}),)),
+                  Usage(input_uncached=150_000))
+    s.on_tool_results(Message("user", (Block.tool_result("rb", "r" * 105_000),)))
+    s.build_request(CallInfo(21, 21.0))
+    sreq, _ = svc.calls[0]
+    assert not any(m.meta.get("elided") for m in sreq.messages)
+    assert "summary_input_elided" not in s.counters.extra
 
 
 def test_isolated_subtask_runs_in_its_own_context_and_stays_out_of_the_parent_transcript(tmp_path: Path):
