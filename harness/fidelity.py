@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -174,6 +175,25 @@ class Fidelity:
     hidden: list[dict[str, Any]] = field(default_factory=list)
 
 
+def recorded_usages(trace: Trace, model: str | None = None) -> list[tuple[RecordedUsage, str | None]]:
+    """Every call the log billed (model calls and the recorded compaction calls) with its usage
+    and its model (``model`` for all, if given; else the call's, else the trace's)."""
+    default = model or trace.header.model
+    out = []
+    for e in trace.events:
+        if isinstance(e, AssistantEvent) and e.usage is not None:
+            out.append((e.usage, model or e.model or default))
+        elif isinstance(e, CompactEvent) and e.usage is not None:
+            out.append((e.usage, model or e.meta.get("call_model") or default))
+    return out
+
+
+def recorded_cost(trace: Trace, models_file: str | None = None) -> float:
+    """What the API billed for the log, each call priced on its own model (the ccusage figure)."""
+    provider = Provider(trace.header.model, models_file=models_file)
+    return sum(provider.price(_usage(u), provider.spec_for(m)) for u, m in recorded_usages(trace))
+
+
 def _sim_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The engine rows of the recorded calls (main and sub-agent), in trace order."""
     return df[df["kind"].isin(["main", SUBAGENT])].reset_index(drop=True)
@@ -189,7 +209,7 @@ def _threads(calls: list[RecordedCall]) -> dict[str, RecordedCall]:
 
 
 def raw_contexts(trace: Trace, calls: list[RecordedCall] | None = None, seed: int = 0,
-                 model: str | None = None) -> dict[int, int]:
+                 model: str | None = None, models_file: str | None = None) -> dict[int, int]:
     """Each call's visible content in cl100k tokens (request framing left out): the recorded
     strategy replayed at scale 1 with no opaque prefix. What the scale is fitted on."""
     calls = calls if calls is not None else recorded_calls(trace, model)
@@ -197,7 +217,8 @@ def raw_contexts(trace: Trace, calls: list[RecordedCall] | None = None, seed: in
     zero_rec = rec.model_copy(update={"token_scale": None, "warm_prefix_tokens": 0, "model_prefix_tokens": {},
                                       "subagent_prefix_tokens": {k: 0 for k in _threads(calls) if k != "main"}})
     zero = with_header(trace, trace.header.model_copy(update={"prefix_tokens": 0, "recorded": zero_rec}))
-    run = replay(zero, Recorded, {}, RunConfig(model=model, token_scale=1.0, seed=seed))
+    run = replay(zero, Recorded, {}, RunConfig(model=model, token_scale=1.0, seed=seed,
+                                               models_file=Path(models_file) if models_file else None))
     rows = _sim_rows(run.calls)
     if len(rows) != len(calls):
         raise RuntimeError(f"engine returned {len(rows)} call rows for {len(calls)} recorded calls")
@@ -231,7 +252,8 @@ def scale_stability(calls: list[RecordedCall], base: dict[int, int]) -> dict[str
 
 
 def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: float | None = None,
-              base: dict[int, int] | None = None, seed: int = 0, model: str | None = None) -> Trace:
+              base: dict[int, int] | None = None, seed: int = 0, model: str | None = None,
+              models_file: str | None = None) -> Trace:
     """``trace`` with its recorded setting completed from its own calls: the token scale fitted on
     the first ``fit_fraction`` of them (or ``token_scale`` as given), then the opaque prefix of
     each context pinned on its first call (``prefix = R0 − framing − scale·raw0``: the main
@@ -243,7 +265,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     with_usage = [c for c in calls if c.usage is not None]
     if not with_usage:
         return trace
-    base = base if base is not None else raw_contexts(trace, calls, seed, model)
+    base = base if base is not None else raw_contexts(trace, calls, seed, model, models_file)
     fit = set() if token_scale is not None else fit_calls(calls, fit_fraction)
     rec = trace.header.recorded or RecordedSetting()
     fitted = fit_token_scale(calls, base, fit) if token_scale is None else None
@@ -255,7 +277,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         scale, evidence = fitted, (f"fitted on the first {len(fit)} of {len(with_usage)} calls ({pairs} growth pairs): "
                                    "Σ recorded context growth / Σ cl100k growth")
     else:
-        scale = Provider(trace.header.model, models_file=None).spec.token_scale
+        scale = Provider(trace.header.model, models_file=models_file).spec.token_scale
         evidence = "model table (no growth pairs to fit on)"
 
     def prefix(c: RecordedCall) -> int:
@@ -358,10 +380,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
             for r in held if r["call"] not in pinned_calls]
 
     # 4. totals: recorded calls + the recorded compaction calls; simulated: every engine row
-    comp_events = [e for e in trace.events if isinstance(e, CompactEvent)]
-    rec_usages = [(c.usage, c.model or model) for c in with_usage]
-    rec_usages += [(e.usage, (e.meta.get("call_model") if explicit is None else None) or model)
-                   for e in comp_events if e.usage]
+    rec_usages = recorded_usages(trace, explicit)
     rec_ctx = sum(u.context_tokens for u, _ in rec_usages)
     rec_read = sum(u.cache_read for u, _ in rec_usages)
     rec_cost = sum(provider.price(_usage(u), provider.spec_for(m)) for u, m in rec_usages)

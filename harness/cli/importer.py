@@ -1,45 +1,187 @@
-"""ctxsim import FORMAT SRC -o TRACE: a third-party agent log to a trace (the module is not named
-``import``: that is a keyword). The import summary — calls, tool uses, compactions, and every record
-kind ignored or repaired, with counts — is printed and kept in the trace header's notes."""
+"""ctxsim import FORMAT SRC -o OUT: third-party agent logs to traces (the module is not named
+``import``: that is a keyword).
+
+SRC is one log (OUT is then the trace file) or a folder of them (``harness.importers.folders``:
+a Claude Code project folder or the whole ``~/.claude/projects`` root, a Codex ``~/.codex/sessions``
+tree; OUT is then a folder, one trace per session). A folder import prints one row per session —
+project, session, start, calls, models, recorded cost, compactions: what ccusage shows — as text or
+``--json``; a session that cannot be imported is reported with its file and line and skipped, and
+the exit status says some failed (2; 1 if one failed on an internal error). The import summary of
+one log — calls, tool uses, compactions, every record kind ignored or repaired, with counts — is
+printed and kept in the trace header's notes.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from datetime import date
+from pathlib import Path
+from typing import Any
 
 from harness.importers import FORMATS
 
 
+def _date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+
+
 def register(sub) -> None:
     p = sub.add_parser(
-        "import", help="third-party log → trace",
-        description="Convert a recorded agent session into a ctxsim trace. Formats: claude-code (session "
-        ".jsonl; its <session>/subagents/ directory is read too), codex (rollout .jsonl), swe-agent (.traj), "
-        "openhands (event stream .json). A truncated or foreign file fails with its path, line and reason.")
+        "import", help="third-party logs → traces (a file, or a folder of sessions)",
+        description="Convert recorded agent sessions into ctxsim traces. Formats: claude-code (a session .jsonl "
+        "with its <session>/subagents/, a project folder ~/.claude/projects/<project>/, or the projects root "
+        "~/.claude/projects/), codex (a rollout .jsonl or a ~/.codex/sessions/ tree), swe-agent (.traj), "
+        "openhands (event stream .json). A truncated or foreign file fails with its path, line and reason; in a "
+        "folder it is reported and skipped (exit 2 when some failed).")
     p.add_argument("format", choices=list(FORMATS), help="log format")
-    p.add_argument("src", help="the log file")
-    p.add_argument("-o", "--output", required=True, metavar="TRACE", help="trace file to write (.jsonl)")
-    p.add_argument("--json", dest="json_out", action="store_true", help="print the import summary as JSON")
+    p.add_argument("src", help="the log file, or a folder of sessions")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="trace file to write (.jsonl); for a folder of sessions, the folder to write them to")
+    p.add_argument("--json", dest="json_out", action="store_true",
+                   help="print the import summary (a folder: the per-session table) as JSON")
+    p.add_argument("--since", type=_date, default=None, metavar="YYYY-MM-DD",
+                   help="only sessions that started on or after this date (UTC)")
+    p.add_argument("--until", type=_date, default=None, metavar="YYYY-MM-DD",
+                   help="only sessions that started on or before this date (UTC)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (none either when stderr is not a terminal)")
+    p.add_argument("--models", dest="models_file", default=None,
+                   help="extra TOML price table for models models.toml lacks (same shape)")
     p.add_argument("--no-probes", action="store_true",
                    help="do not derive facts and probes from the content (`ctxsim probes` does it later)")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def import_one(fmt: str, src: Path, out: Path, args) -> tuple[Any, dict[str, Any], Any]:
+    """Import, derive probes, write and re-load one session; returns (trace, summary, derived)."""
     from harness import probes
     from harness import trace as tr
     from harness.importers import import_file
 
-    result = import_file(args.format, args.src)
+    result = import_file(fmt, src, models_file=args.models_file)
     trace, derived = (result.trace, None) if args.no_probes else probes.apply(result.trace)
-    tr.write(trace, args.output)
-    tr.load(args.output)  # what was written must load: an importer bug fails here, not at replay
+    tr.write(trace, out)
+    tr.load(out)  # what was written must load: an importer bug fails here, not at replay
+    return trace, result.summary, derived
+
+
+def session_row(project: str, src: Path, out: Path, trace, models_file: str | None) -> dict[str, Any]:
+    """One row of the per-session table."""
+    from harness import trace as tr
+    from harness.fidelity import recorded_cost, recorded_usages
+
+    rec = trace.header.recorded
+    models = {m: sum(r.values()) for m, r in (rec.models if rec else {}).items()}
+    per_call = trace.header.usage == "per_call"
+    # calls: every API call the log billed (its compaction calls too), as the cost and models count them
+    return {"project": project, "session": src.stem, "start": (trace.header.source or {}).get("start"),
+            "calls": len(recorded_usages(trace)) if per_call else trace.calls, "models": models,
+            "recorded_cost_usd": round(recorded_cost(trace, models_file), 4) if per_call else None,
+            "compactions": sum(1 for e in trace.events if isinstance(e, tr.CompactEvent)),
+            "source": str(src), "trace": str(out)}
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled or total < 2 or not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("import"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    TextColumn("{task.fields[name]}"), console=Console(stderr=True), transient=True)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    cols = ["project", "session", "start", "calls", "models", "recorded $", "compactions"]
+    cells = [[r["project"], r["session"], (r["start"] or "?")[:19].replace("T", " "), f"{r['calls']:,}",
+              ", ".join(f"{m} ×{n}" for m, n in r["models"].items()),
+              "?" if r["recorded_cost_usd"] is None else f"{r['recorded_cost_usd']:.2f}", str(r["compactions"])]
+             for r in rows]
+    right = {3, 5, 6}
+    widths = [max([len(c)] + [len(x[i]) for x in cells]) for i, c in enumerate(cols)]
+    fmt = lambda xs: "  ".join(x.rjust(w) if i in right else x.ljust(w) for i, (x, w) in enumerate(zip(xs, widths)))  # noqa: E731
+    print(fmt(cols).rstrip())
+    for x in cells:
+        print(fmt(x).rstrip())
+    if rows:
+        total = sum(r["recorded_cost_usd"] or 0 for r in rows)
+        print(f"{len(rows)} sessions, {sum(r['calls'] for r in rows):,} calls, recorded ${total:.2f}")
+
+
+def run(args) -> int:
+    from harness.cli import BadInput
+    from harness.importers.folders import discover, in_range, session_start
+
+    src, out = Path(args.src), Path(args.output)
+    if out.exists() and src.exists() and out.resolve() == src.resolve():
+        raise BadInput(f"-o {args.output}: that is the source log; write the trace elsewhere")
+    sessions, folder = discover(args.format, src)
+    if not folder:
+        if out.is_dir():
+            raise BadInput(f"-o {args.output}: a folder; for one log, give the trace file to write")
+        return _single(args, sessions[0].path, out)
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"-o {args.output}: a file; a folder of sessions is written to a folder")
+    chosen = [s for s in sessions if in_range(session_start(s.path), args.since, args.until)]
+    rows: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    internal = False
+    bar = _progress(len(chosen), not args.no_progress)
+    task = bar.add_task("sessions", total=len(chosen), name="") if bar else None
+    if bar:
+        bar.start()
+    try:
+        for s in chosen:
+            if bar:
+                bar.update(task, name=f"{s.project}/{s.path.stem}"[:60])
+            dest = out / s.out
+            try:
+                trace, _, _ = import_one(args.format, s.path, dest, args)
+                rows.append(session_row(s.project, s.path, dest, trace, args.models_file))
+            except (ValueError, KeyError, OSError) as e:   # TraceError, an unknown model, a bad file: its input
+                msg = str(e).strip('"')
+                failed.append({"source": str(s.path), "kind": "bad input",
+                               "error": msg if msg.startswith(str(s.path)) else f"{s.path}: {msg}"})
+            except Exception as e:  # an importer bug: said, and the other sessions still imported
+                internal = True
+                failed.append({"source": str(s.path), "kind": "internal",
+                               "error": f"{s.path}: internal error: {type(e).__name__}: {e}"})
+            if bar:
+                bar.advance(task)
+    finally:
+        if bar:
+            bar.stop()
+    status = 0 if not failed else 1 if internal else 2
+    if args.json_out:
+        sys.stdout.write(json.dumps({"output": str(out), "sessions": rows, "failed": failed,
+                                     "outside_dates": len(sessions) - len(chosen), "exit_status": status},
+                                    indent=2) + "\n")
+    else:
+        print_table(rows)
+        if len(chosen) < len(sessions):
+            print(f"{len(sessions) - len(chosen)} sessions outside --since/--until left out")
+        print(f"traces in {out}/")
+    for f in failed:
+        print(f"ctxsim import: error: {f['error']} (session skipped)", file=sys.stderr)
+    if failed:
+        print(f"ctxsim import: {len(failed)} of {len(chosen)} sessions failed (exit {status})", file=sys.stderr)
+    return status
+
+
+def _single(args, src: Path, out: Path) -> int:
+    trace, summary, derived = import_one(args.format, src, out, args)
     if args.json_out:
         extra = {"probes": derived.summary()} if derived else {}
-        sys.stdout.write(json.dumps({**result.summary, **extra, "output": args.output}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({**summary, **extra, "output": str(out)}, indent=2, default=str) + "\n")
     else:
-        print(f"{args.src} → {args.output}")
-        for line in result.summary_lines():
+        from harness.importers.common import ImportResult
+
+        print(f"{src} → {out}")
+        for line in ImportResult(trace, summary).summary_lines():
             if not line.startswith(("source:", "format:")):
                 print(f"  {line}")
         if derived:

@@ -28,7 +28,7 @@ def importer(fmt: str) -> Callable[[str | Path], ImportResult]:
     return getattr(importlib.import_module(module), func)
 
 
-def import_file(fmt: str, src: str | Path, *, calibrate: bool = True) -> ImportResult:
+def import_file(fmt: str, src: str | Path, *, calibrate: bool = True, models_file: str | None = None) -> ImportResult:
     """Import one log. With per-call usage, the recorded setting is completed from the log's own
     calls (token scale fitted on the first 30%, prompt prefixes pinned: :func:`harness.fidelity.
     calibrate`), so a replay with no options reproduces the recorded session."""
@@ -40,7 +40,7 @@ def import_file(fmt: str, src: str | Path, *, calibrate: bool = True) -> ImportR
     if calibrate and result.trace.header.usage == "per_call":
         from harness.fidelity import calibrate as fit
 
-        result.trace = fit(result.trace)
+        result.trace = fit(result.trace, models_file=models_file)
         rec = result.trace.header.recorded
         result.summary.update({"token_scale": rec.token_scale, "prefix_tokens": result.trace.header.prefix_tokens,
                                "warm_prefix_tokens": rec.warm_prefix_tokens})

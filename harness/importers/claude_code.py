@@ -66,6 +66,7 @@ from harness.importers.common import (
     cache_ttl_of,
     finalize,
     flatten_content,
+    iso_time,
     models_by_role,
     notes_from,
     parse_time,
@@ -557,7 +558,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
                                   cache_ttl=ttl, cache_ttl_evidence=ttl_ev)
     header = tr.Header(
         name=src.stem, model=model, prefix_tokens=prefix, usage="per_call", output_tokens_partial=partial,
-        source={"format": FORMAT, "path": str(src), "version": version,
+        source={"format": FORMAT, "path": str(src), "version": version, "start": iso_time(b.t0),
                 "session": main.sessions.most_common(1)[0][0] if main.sessions else None},
         recorded=recorded,
         notes=notes_from(imp.ignored, repairs, extra),

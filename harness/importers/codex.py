@@ -31,6 +31,7 @@ from harness.importers.common import (
     TraceBuilder,
     finalize,
     flatten_content,
+    iso_time,
     models_by_role,
     notes_from,
     parse_time,
@@ -205,7 +206,7 @@ def import_codex(src: str | Path) -> ImportResult:
                                   cache_ttl=None, cache_ttl_evidence="automatic prompt caching (OpenAI): no TTL is written")
     header = tr.Header(
         name=src.stem, model=model, system=system, prefix_tokens=prefix, usage="per_call",
-        source={"format": FORMAT, "path": str(src), "version": version}, recorded=recorded,
+        source={"format": FORMAT, "path": str(src), "version": version, "start": iso_time(b.t0)}, recorded=recorded,
         notes=notes_from(ignored, repairs, [
             f"Codex CLI {version}" if version else "Codex CLI",
             "usage: token_count.last_token_usage per call; input_tokens include cached_input_tokens (normalised)",

@@ -18,7 +18,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,13 @@ def parse_time(value: Any, path: str | Path, line: int | None) -> float:
         except ValueError:
             pass
     raise TraceError(path, line, f"bad timestamp {value!r}")
+
+
+def iso_time(epoch: float | None) -> str | None:
+    """Epoch seconds as an ISO-8601 UTC timestamp (a session's start, in ``header.source``)."""
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def flatten_content(content: Any) -> tuple[str, Counter]:

@@ -1,0 +1,92 @@
+"""Folders of logs: which session files ``ctxsim import FORMAT SRC`` reads, and where each trace goes.
+
+* ``claude-code``: SRC is a session file (``<session>.jsonl``), a project folder
+  (``~/.claude/projects/<project>/``: every ``*.jsonl`` directly in it is a session; its
+  ``<session>/subagents/`` folder belongs to that session, not a session of its own) or the
+  projects root (``~/.claude/projects/``: every project folder in it). A project folder's
+  sessions go to ``OUT/<session>.jsonl``, the root's to ``OUT/<project>/<session>.jsonl``.
+* ``codex``: SRC is a rollout file or a folder searched at any depth for ``rollout-*.jsonl``
+  (``~/.codex/sessions/YYYY/MM/DD/``); each goes to ``OUT/<rollout name>.jsonl``.
+* the other formats: SRC is one file.
+
+A session's start is its first timestamp (``--since`` / ``--until`` filter on its UTC date before
+the session is imported).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from harness.importers.common import parse_time
+from harness.trace import TraceError
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    path: Path
+    project: str      # the project folder's name (Claude Code) or the session's parent folder
+    out: Path         # where its trace goes, relative to OUT (a folder of sessions) or OUT itself
+
+
+def _claude_sessions(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
+
+
+def discover(fmt: str, src: str | Path) -> tuple[list[SessionFile], bool]:
+    """The session files under ``src`` and whether ``src`` is a folder of them (then OUT is a
+    folder). A missing path or a folder holding no session is a :class:`TraceError`."""
+    src = Path(src)
+    if not src.exists():
+        raise TraceError(src, None, "no such file or folder")
+    if src.is_file():
+        return [SessionFile(src, src.parent.name, Path(src.name))], False
+    if fmt == "claude-code":
+        direct = _claude_sessions(src)
+        if direct:   # a project folder
+            return [SessionFile(p, src.name, Path(p.name)) for p in direct], True
+        out = [SessionFile(p, proj.name, Path(proj.name) / p.name)
+               for proj in sorted(d for d in src.iterdir() if d.is_dir()) for p in _claude_sessions(proj)]
+        if not out:
+            raise TraceError(src, None, "no Claude Code session here: expected <session>.jsonl files (a project "
+                             "folder) or folders of them (~/.claude/projects)")
+        return out, True
+    if fmt == "codex":
+        out = [SessionFile(p, p.parent.name, Path(p.name)) for p in sorted(src.rglob("rollout-*.jsonl")) if p.is_file()]
+        if not out:
+            raise TraceError(src, None, "no Codex rollout here: expected rollout-*.jsonl files (~/.codex/sessions/YYYY/MM/DD/)")
+        return out, True
+    raise TraceError(src, None, f"{fmt}: expected a log file, got a folder")
+
+
+def session_start(path: Path) -> float | None:
+    """Epoch seconds of the first timestamp in a JSONL log (None if it has none that parses)."""
+    try:
+        with path.open("rb") as fh:
+            for no, raw in enumerate(fh, 1):
+                try:
+                    obj = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                ts = obj.get("timestamp") if isinstance(obj, dict) else None
+                if ts is not None:
+                    try:
+                        return parse_time(ts, path, no)
+                    except TraceError:
+                        continue
+    except OSError:
+        return None
+    return None
+
+
+def in_range(start: float | None, since: date | None, until: date | None) -> bool:
+    """Whether a session that started at ``start`` (epoch s) falls in [since, until] (UTC dates,
+    both inclusive). A session with no timestamp is kept: the import will say what is wrong."""
+    if start is None or (since is None and until is None):
+        return True
+    from datetime import UTC, datetime
+
+    d = datetime.fromtimestamp(start, tz=UTC).date()
+    return (since is None or d >= since) and (until is None or d <= until)

@@ -1,0 +1,115 @@
+"""Folders in: `ctxsim import claude-code` on a project folder or the whole ~/.claude/projects
+root, `ctxsim import codex` on ~/.codex/sessions; the per-session table; dates; a broken session
+reported with its file and line and skipped, the exit status saying so. The layouts are built in
+tmp_path at test time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import trace as tr
+from harness.cli import main as cli
+from harness.importers.folders import discover
+from tests.helpers_claude_code import asst, result, text, user, write
+
+REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real"
+
+
+def session(path: Path, day: int, model: str = "claude-opus-4-6", sid: str = "s") -> Path:
+    """Two calls: 3 + 1,000 (1h) then 3 + 20 (1h) + 1,003 read, 5 output tokens each."""
+    return write(path, [
+        user(0, "fix it", day=day, session=sid),
+        asst(1, "r1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}},
+             w1h=1000, w5m=0, model=model, day=day, session=sid),
+        result(2, "t1", "print(1)\n", day=day, session=sid),
+        asst(3, "r2", text("done"), w1h=20, w5m=0, read=1003, model=model, day=day, session=sid)])
+
+
+def projects(tmp_path: Path) -> Path:
+    root = tmp_path / ".claude" / "projects"
+    session(root / "-home-u-alpha" / "aaaa.jsonl", day=0, sid="aaaa")
+    session(root / "-home-u-alpha" / "bbbb.jsonl", day=3, model="claude-haiku-4-5-20251001", sid="bbbb")
+    session(root / "-home-u-beta" / "cccc.jsonl", day=5, sid="cccc")
+    # a broken session: its second line is cut short
+    bad = root / "-home-u-beta" / "dddd.jsonl"
+    bad.write_text(json.dumps(user(0, "go", session="dddd")) + "\n" + '{"type": "assistant", "mess\n', encoding="utf-8")
+    return root
+
+
+def test_discover_a_root_a_project_and_a_file(tmp_path):
+    root = projects(tmp_path)
+    (root / "-home-u-alpha" / "aaaa" / "subagents").mkdir(parents=True)   # belongs to aaaa, not a session
+    found, folder = discover("claude-code", root)
+    assert folder and [(s.project, str(s.out)) for s in found] == [
+        ("-home-u-alpha", "-home-u-alpha/aaaa.jsonl"), ("-home-u-alpha", "-home-u-alpha/bbbb.jsonl"),
+        ("-home-u-beta", "-home-u-beta/cccc.jsonl"), ("-home-u-beta", "-home-u-beta/dddd.jsonl")]
+    found, folder = discover("claude-code", root / "-home-u-alpha")
+    assert folder and [str(s.out) for s in found] == ["aaaa.jsonl", "bbbb.jsonl"]
+    found, folder = discover("claude-code", root / "-home-u-alpha" / "aaaa.jsonl")
+    assert not folder and len(found) == 1
+    with pytest.raises(tr.TraceError, match="no Claude Code session here"):
+        discover("claude-code", tmp_path / ".claude")
+
+
+def test_the_projects_root_imports_in_one_command_with_one_broken_session(tmp_path, capsys):
+    root, out = projects(tmp_path), tmp_path / "traces"
+    assert cli(["import", "claude-code", str(root), "-o", str(out), "--json"]) == 2
+    cap = capsys.readouterr()
+    rep = json.loads(cap.out)
+    assert [(r["project"], r["session"], r["calls"], r["compactions"]) for r in rep["sessions"]] == [
+        ("-home-u-alpha", "aaaa", 2, 0), ("-home-u-alpha", "bbbb", 2, 0), ("-home-u-beta", "cccc", 2, 0)]
+    # recorded cost by hand: Opus 4.6 5 / 10 (1h write) / 0.50 / 25 per million: call 1 = 3·5 + 1,000·10
+    # + 5·25 = 10,140e-6; call 2 = 3·5 + 20·10 + 1,003·0.5 + 5·25 = 841.5e-6; Haiku 4.5 at a fifth of that
+    assert rep["sessions"][0]["recorded_cost_usd"] == pytest.approx(0.0109815, abs=1e-4)
+    assert rep["sessions"][1]["recorded_cost_usd"] == pytest.approx(0.0109815 / 5, abs=1e-4)
+    assert rep["sessions"][1]["models"] == {"claude-haiku-4-5-20251001": 2}
+    assert rep["sessions"][0]["start"] == "2026-01-01T00:00:00Z"
+    (bad,) = rep["failed"]
+    assert bad["error"].startswith(f"{root / '-home-u-beta' / 'dddd.jsonl'}:2: not JSON")
+    assert rep["exit_status"] == 2
+    assert "(session skipped)" in cap.err and "1 of 4 sessions failed (exit 2)" in cap.err
+    for r in rep["sessions"]:   # one trace per session, named after it, and it loads
+        assert Path(r["trace"]) == out / r["project"] / f"{r['session']}.jsonl"
+        assert tr.load(r["trace"]).header.recorded.cache_ttl == "1h"
+
+
+def test_since_until_and_the_text_table(tmp_path, capsys):
+    root, out = projects(tmp_path), tmp_path / "traces"
+    assert cli(["import", "claude-code", str(root / "-home-u-alpha"), "-o", str(out),
+                "--since", "2026-01-02", "--until", "2026-01-04"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["project", "session", "start", "calls", "models", "recorded", "$", "compactions"]
+    assert lines[1].split()[:2] == ["-home-u-alpha", "bbbb"] and "claude-haiku-4-5-20251001 ×2" in lines[1]
+    assert lines[2].startswith("1 sessions, 2 calls, recorded $0.00")
+    assert "1 sessions outside --since/--until left out" in lines[3]
+    assert sorted(p.name for p in out.iterdir()) == ["bbbb.jsonl"]   # a project folder: OUT/<session>.jsonl
+    with pytest.raises(SystemExit) as e:   # argparse: the option named, exit 2
+        cli(["import", "claude-code", str(root), "-o", str(out), "--since", "2026-13-01"])
+    assert e.value.code == 2 and "--since: expected a date YYYY-MM-DD" in capsys.readouterr().err
+
+
+def test_output_that_is_the_source_or_a_file_for_a_folder_is_refused(tmp_path, capsys):
+    root = projects(tmp_path)
+    one = root / "-home-u-alpha" / "aaaa.jsonl"
+    assert cli(["import", "claude-code", str(one), "-o", str(one)]) == 2
+    assert "that is the source log" in capsys.readouterr().err
+    assert cli(["import", "claude-code", str(root), "-o", str(one)]) == 2
+    assert "a folder of sessions is written to a folder" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (REAL / "codex").is_dir(), reason="real logs not present (../shared/traces/real)")
+def test_codex_sessions_tree(tmp_path, capsys):
+    """~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl, found at any depth."""
+    src = next((REAL / "codex").glob("rollout-*.jsonl"))
+    day = tmp_path / "sessions" / "2026" / "05" / "11"
+    day.mkdir(parents=True)
+    (day / src.name).symlink_to(src.resolve())
+    out = tmp_path / "traces"
+    assert cli(["import", "codex", str(tmp_path / "sessions"), "-o", str(out), "--json", "--no-probes"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["sessions"]
+    assert row["models"] == {"gpt-5.5": 66} and row["session"] == src.stem
+    t = tr.load(out / src.name)
+    assert t.header.recorded.window == 258_400 and "model_context_window" in t.header.recorded.window_evidence
