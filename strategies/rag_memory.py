@@ -218,6 +218,9 @@ LETTA_INSTRUCTIONS = ("The following messages are being evicted from the BEGINNI
                       "detailed summary that captures what happened in these messages to appear BEFORE the "
                       "remaining recent messages in context. Include the following sections:\n{sections}\n"
                       "Preserve identifiers verbatim. Keep your summary under " + str(SUMMARY_WORDS) + " words.")
+# letta/system.py package_summarize_message_no_counts, sliding_window mode
+LETTA_CONTINUATION = ("Note: prior messages from the beginning of the conversation have been hidden from view due to "
+                      "conversation memory constraints.\nThe following is a summary of the previous messages:\n {summary}")
 SEARCH_TOOL = ToolDef("conversation_search", "Search prior conversation history (text and semantic similarity).", {
     "type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}})
 APPEND_TOOL = ToolDef("core_memory_append", "Append to the contents of core memory.", {
@@ -233,6 +236,8 @@ memory (search them with conversation_search).
 
 
 class RagMemoryConfig(WindowedConfig):
+    transcript: bool = Field(False, description="also keep a transcript file and name it after a compaction (Letta's "
+                             "path back is recall memory)")
     summary_model: str = Field(SUMMARIZER, max_length=100,
                                description="model of the summary call (Letta's default for Anthropic; the main model "
                                "on other providers; empty: always the main model)")
@@ -269,6 +274,7 @@ class RagMemory(WindowedStrategy):
     SCALED: ClassVar[tuple[str, ...]] = ("reserve_tokens",)
     SUMMARY_SECTIONS = LETTA_SECTIONS
     SUMMARY_INSTRUCTIONS = LETTA_INSTRUCTIONS
+    CONTINUATION = LETTA_CONTINUATION
     on_rejection: ClassVar[str] = ("compacts at once and retries the step, deeper at each retry (Letta 0.16.8 "
                                    "letta_agent_v3.py, context_window_exceeded); the turn errors when nothing is left")
 

@@ -67,6 +67,13 @@ TAIL_MIN_TOKENS = 10_000    # N-COMP-6
 TAIL_MIN_MESSAGES = 5       # N-COMP-6
 TAIL_MAX_TOKENS = 40_000    # N-COMP-6
 DROPPED_NOTE = "[Earlier messages of this conversation were dropped from the context window.]"
+# Claude Code's compaction message around its summary, with the path back to the full transcript
+# (2.1.39, as the bundled spotter sessions record it)
+CONTINUATION = ("This session is being continued from a previous conversation that ran out of context. The "
+                "summary below covers the earlier portion of the conversation.\n\n{summary}")
+NOT_TRANSCRIBED = ("summary", "placeholder", "repository", "state", "memory")
+TRANSCRIPT_NOTE = ("If you need specific details from before compaction (like exact code snippets, error messages, "
+                   "or content you generated), read the full transcript at: {path}")
 CAP_MARKER = "\n[... {n} characters cut: the result was larger than this context can hold ...]\n"
 SUMMARY_INSTRUCTIONS = """\
 Your task is to create a detailed summary of the conversation so far, paying close attention to the \
@@ -253,6 +260,8 @@ class WindowedConfig(StrategyConfig):
                                  "tokens kept verbatim (N-COMP-6)")
     tail_max_tokens: int = Field(TAIL_MAX_TOKENS, ge=0, le=2_000_000, description="default tail: never more than "
                                  "this (N-COMP-6; the cap wins over the minimum)")
+    transcript: bool = Field(True, description="keep the full transcript in a file and name it after a compaction "
+                             "(Claude Code's path back; a read-back of it is billed)")
     summary: bool = Field(True, description="summarise what a compaction drops (a billed side call); off: cut with "
                           "no summary")
     summary_model: str = Field("", max_length=100, description="model of the summary call (empty: the main model)")
@@ -376,6 +385,7 @@ class _Frame:
     pinned: int
     summary: Message | None
     state: Any = None
+    label: str = "main"
 
 
 class WindowedStrategy(GaugedStrategy):
@@ -393,6 +403,7 @@ class WindowedStrategy(GaugedStrategy):
                                    "the turn errors when nothing is left to cut (Claude Code, reported)")
     SUMMARY_SECTIONS: ClassVar[tuple[str, ...]] = SUMMARY_SECTIONS
     SUMMARY_INSTRUCTIONS: ClassVar[str] = SUMMARY_INSTRUCTIONS
+    CONTINUATION: ClassVar[str] = CONTINUATION
 
     def __init__(self, config: WindowedConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
@@ -400,6 +411,9 @@ class WindowedStrategy(GaugedStrategy):
         self.cuts = 0
         self.summary_msg: Message | None = None
         self._frames: list[_Frame] = []
+        self.label = "main"  # this agent context's name (its transcript file)
+        self._written: set[bytes] = set()
+        self._subagents = 0
         self._start_session(resume=False)
 
     # --- limits -----------------------------------------------------------------------------------
@@ -501,6 +515,7 @@ class WindowedStrategy(GaugedStrategy):
         if self._frames:  # the launch crashed inside a sub-agent: its context is gone
             outer = self._frames[0]
             self.history, self.pinned, self.summary_msg = outer.history, outer.pinned, outer.summary
+            self.label = outer.label
             self.set_agent_state(outer.state, None)
             self._frames.clear()
             self._spans.clear()
@@ -513,8 +528,10 @@ class WindowedStrategy(GaugedStrategy):
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
         """An isolated span is a sub-agent with its own context and its own state."""
         if isolated:
-            self._frames.append(_Frame(self.history, self.pinned, self.summary_msg, self.agent_state()))
+            self._frames.append(_Frame(self.history, self.pinned, self.summary_msg, self.agent_state(), self.label))
             self.summary_msg = None
+            self._subagents += 1
+            self.label = f"agent-{self._subagents:03d}"
             self.set_agent_state(None, description or id)
         super().on_subtask_start(id, description, isolated)
         if isolated:
@@ -530,6 +547,7 @@ class WindowedStrategy(GaugedStrategy):
         if isolated and self._frames:
             f = self._frames.pop()
             self.history, self.pinned, self.summary_msg = f.history, f.pinned, f.summary
+            self.label = f.label
             self.set_agent_state(f.state, None)
 
     def on_tool_results(self, message: Message) -> None:
@@ -564,7 +582,25 @@ class WindowedStrategy(GaugedStrategy):
         return Message(message.role, tuple(blocks), message.meta)
 
     # --- compaction -----------------------------------------------------------------------------------
-    def summarise(self, dropped: History) -> Message | None:
+    def write_transcript(self, messages: History) -> Path:
+        """Append the messages not yet on disk to this agent context's transcript (JSONL, one
+        message a line, as Claude Code keeps one per session); returns its absolute path."""
+        d = Path(self.env.session_dir) / "transcripts"
+        d.mkdir(parents=True, exist_ok=True)
+        path = (d / f"{self.label}.jsonl").resolve()
+        lines = []
+        for m in messages:
+            # the pinned head is on disk already (the repository, the state files, core memory)
+            if m.meta.get("origin") in NOT_TRANSCRIBED or m.digest in self._written:
+                continue
+            self._written.add(m.digest)
+            lines.append(json.dumps(m.to_api(), ensure_ascii=False) + "\n")
+        if lines:
+            with path.open("a", encoding="utf-8") as fh:
+                fh.writelines(lines)
+        return path
+
+    def summarise(self, dropped: History, transcript: Path | None = None) -> Message | None:
         """One billed summary of ``dropped`` (the head and the last summary included: the call reads
         the cached prefix on the main model); None when the call fails (the cut happens anyway)."""
         c = self.config
@@ -590,7 +626,10 @@ class WindowedStrategy(GaugedStrategy):
             self.counters.extra["summary_failed"] += 1
             return self.summary_msg
         self.counters.extra["summaries"] += 1
-        return Message.user(res.text, origin="summary")
+        text = self.CONTINUATION.format(summary=res.text.strip())
+        if transcript is not None:
+            text += "\n\n" + TRANSCRIPT_NOTE.format(path=transcript)
+        return Message.user(text, origin="summary")
 
     def summary_model(self) -> str:
         """The model of this context's summary call (empty: the main model)."""
@@ -605,13 +644,16 @@ class WindowedStrategy(GaugedStrategy):
             self.counters.extra["cut_impossible"] += 1
             return False
         dropped = h.truncate(start)
+        path = self.write_transcript(dropped) if self.config.transcript else None
         head = self.on_cut(dropped, start)
         if head is None:
             head = self.family_head()
         if self.config.summary:
-            self.summary_msg = self.summarise(dropped)
+            self.summary_msg = self.summarise(dropped, path)
         if self.summary_msg is not None:
             head = [*head, self.summary_msg]
+        elif path is not None:
+            head = [*head, Message.user(DROPPED_NOTE + " " + TRANSCRIPT_NOTE.format(path=path), origin="placeholder")]
         if not head or head[-1].role != "user":  # the API wants a user message first
             head = [*head, Message.user(DROPPED_NOTE, origin="placeholder")]
         self.pinned = len(head)

@@ -10,9 +10,10 @@ The repository is real, and known to the strategy only as the agent would know i
 1. the files of the simulated project directory (the trace's ``header.meta.files``, seeded by the
    engine under ``env.project_dir``), as on disk when the session starts;
 2. the files the agent reads during the session (results of ``read_tools``, ``cat -n`` line numbers
-   stripped): the trace's own project, as far as it shows it. They join the snapshot at the next
-   re-pack (a compaction or a new session), newest first (over the budget the oldest go), so on an
-   imported log the snapshot becomes the project's own code;
+   stripped): the trace's own project, as far as it shows it. They make the snapshot at the next
+   session start, newest first (over the budget the oldest go), and at the first compaction that
+   finds the snapshot still a corpus (a whole-repository agent does not re-send its repository
+   otherwise), so on an imported log the snapshot becomes the project's own code;
 3. when the project has no known file yet (a log's first calls, a trace with no project files), a
    documented real corpus: the Python sources of an installed package pinned in pyproject.toml
    (``corpus``, default ``rich``: rich==15.0.0, 100 files, 1.22 MB), files in path order.
@@ -176,10 +177,15 @@ class WholeRepo(WindowedStrategy):
         return [m] if m is not None else []
 
     def on_cut(self, dropped: History, start: int) -> list[Message] | None:
-        if self.in_isolated_subtask:
+        """A compaction re-packs only a snapshot that is still the corpus once project files are
+        known (a whole-repository agent does not re-send its repository mid-session otherwise)."""
+        if self.in_isolated_subtask or not (self.read and self._corpus_packed()):
             return None
         m = self.repo_message()
         return [m] if m is not None else []
+
+    def _corpus_packed(self) -> bool:
+        return bool(self.files) and self._corpus is not None and self.files[0] in self._corpus
 
     def on_tool_results(self, message: Message) -> None:
         super().on_tool_results(message)

@@ -101,7 +101,8 @@ def test_core_memory_holds_the_goal_billed_and_pinned_through_a_compaction(tmp_p
     assert s.counters.compactions_succeeded >= 1 == min(1, s.counters.extra["summaries"])
     head = req.messages
     assert head[0].meta["origin"] == "memory" and GOAL in head[0].text  # re-rendered after the compaction
-    assert head[1].meta["origin"] == "summary"
+    assert head[1].meta["origin"] == "summary" and head[1].text.startswith("Note: prior messages from the beginning")
+    assert not (tmp_path / "transcripts").exists()  # Letta's path back is recall memory
     summary = [(r, sp) for r, sp in svc.calls if sp.kind == SUMMARY]
     assert summary and all(r.model == "claude-haiku-4-5" for r, _ in summary)  # Letta's summariser
     assert all(not any(m.meta.get("origin") == "memory" for m in r.messages) for r, _ in summary)

@@ -212,16 +212,20 @@ def test_the_cut_leaves_the_state_block_in_front(tmp_path):
     reqs = _drive(s)
     # system + tools (Read, TodoWrite) 590 chars = 169 tokens; goal and the TodoWrite pair: 301 at call
     # 0; each turn adds 104 + 1,004 = 1,108: 1,409, then 2,517 >= 2,500 at call 2: cut to the newest
-    # turn (1,108 <= keep 1,200) behind the state block: (590 + block + 3,850) / 3.5 + 3 x 4 framing
-    # (the block's length depends on the run directory's path); call 3 is past 2,500 again: a second cut
-    block = len(reqs[2].messages[0].text)
-    assert [r.estimated_tokens for r in reqs] == [301, 1_409] + [-(-(590 + block + 350 + 3_500) * 2 // 7) + 12] * 2
-    assert [r.rewrite for r in reqs] == [False, False, True, True]
+    # turn (1,108 <= keep 1,200) behind the state block and the note naming the transcript:
+    # (590 + block + note + 3,850) / 3.5 + 4 x 4 framing (both depend on the run directory's path);
+    # call 3 is past 2,500 again: a second cut
     sent = reqs[2].messages
+    block, note = len(sent[0].text), len(sent[1].text)
+    assert [r.estimated_tokens for r in reqs] == [301, 1_409] + [-(-(590 + block + note + 3_850) * 2 // 7) + 16] * 2
+    assert [r.rewrite for r in reqs] == [False, False, True, True]
     assert sent[0].meta["origin"] == "state" and GOAL in sent[0].text
     assert str((tmp_path / "state" / "main" / "requests.md").resolve()) in sent[0].text
-    assert sent[1].role == "assistant" and protocol.pairing_error(reqs[2]) == ""
-    assert reqs[2].breakpoints[1].at == 0  # the state block is cached behind its own breakpoint
+    transcript = (tmp_path / "transcripts" / "main.jsonl").resolve()
+    assert sent[1].meta["origin"] == "placeholder" and str(transcript) in sent[1].text
+    assert GOAL in transcript.read_text()  # the path back: the dropped messages, on disk
+    assert sent[2].role == "assistant" and protocol.pairing_error(reqs[2]) == ""
+    assert reqs[2].breakpoints[1].at == 1  # the head is cached behind its own breakpoint
     c = s.counters
     assert c.compactions_attempted == c.compactions_succeeded == c.extra["window_cuts"] == 2
     assert "summary" not in {spec.kind for _, spec in s.env.services.calls}  # the state replaces a summary

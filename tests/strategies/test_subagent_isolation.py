@@ -104,8 +104,15 @@ def test_the_main_context_is_compacted_with_a_summary():
     b.user("Goal: tidy the parser.")
     for i in range(12):
         b.call(f"step {i}", results=["word " * 1500])
-    r = replay(b.build(), "subagent_isolation", {"trigger_tokens": 8_000, "keep_tokens": 2_000}, RunConfig())
+    cap = Capture()
+    r = replay(b.build(), "subagent_isolation", {"trigger_tokens": 8_000, "keep_tokens": 2_000},
+               RunConfig(observer=cap))
     m = r.metrics
+    # Claude Code's compaction message: the summary, then the path to the full transcript
+    head = cap.seen[-1].messages[0]
+    assert head.meta["origin"] == "summary"
+    assert head.text.startswith("This session is being continued from a previous conversation that ran out of context.")
+    assert "read the full transcript at: /" in head.text and head.text.rstrip().endswith("transcripts/main.jsonl")
     assert m["compactions"]["succeeded"] == m["by_kind"]["summary"]["calls"] >= 2
     assert m["overflows"] == m["pairing_violations"] == 0
     assert set(r.calls[r.calls.kind == "summary"].model) == {r.model}  # the main model summarises the main context
