@@ -1,21 +1,39 @@
-"""codex: OpenAI Codex CLI's auto-compaction with a handoff summary.
+"""codex: OpenAI Codex CLI's auto-compaction with a handoff summary, and its tool-output cut.
 
-Source: openai/codex, ``codex-rs/core/src/compact.rs`` (``run_compact_task_inner``,
-``collect_user_messages``, ``build_compacted_history``, ``COMPACT_USER_MESSAGE_MAX_TOKENS``),
-``codex-rs/core/templates/compact/prompt.md`` and ``summary_prefix.md``, ``codex.rs`` (the
-auto-compact limit) and ``truncate.rs`` (read 2025-11):
+Source: openai/codex ``codex-rs`` (2026 files): ``core/src/compact.rs`` (``run_compact_task_inner``,
+``collect_user_messages``, ``build_compacted_history``, ``COMPACT_USER_MESSAGE_MAX_TOKENS``,
+``should_use_remote_compact_task``), ``core/src/compact_remote.rs``
+(``run_remote_compact_task_inner_impl``), ``core/src/context_manager/history.rs``
+(``process_item``: the truncation policy × 1.2), ``utils/output-truncation/src/lib.rs``
+(``truncate_text``, ``truncate_middle_with_token_budget``), the models' ``truncation_policy``
+(``{"mode": "tokens", "limit": 10000}`` for the gpt-5.x family) and ``templates/compact/prompt.md``,
+``summary_prefix.md``:
 
 * trigger: the conversation's token total reaches ``model_auto_compact_token_limit``, by default
   90% of the context window (gpt-5 family: 272,000 → 244,800);
-* the compaction call is the conversation itself plus the compaction prompt as a last user message
-  (one LLM call); if it is rejected as too long, the oldest history item is removed and the call
-  retried ("trim from the beginning to preserve cache"); other errors are retried up to
-  ``stream_max_retries`` (5) times, then the compaction fails and history stays as it was;
+* every tool output is recorded cut to its truncation budget: 10,000 tokens × 1.2 = 12,000 tokens
+  (≈ 48 KB at 4 bytes per token), the middle removed around ``…N tokens truncated…``; there is no line
+  cap any more;
+* the local compaction request (``Prompt { input, ..Default::default() }``) is the conversation plus
+  the compaction prompt as a last user message, **sent without tools**: its prefix is not the main
+  loop's, so it reads nothing from the cache (here: priced as Anthropic, the empty tools array
+  differs at the first level and the whole request is written). If it is rejected as too long the
+  oldest history item is removed and the call retried ("trim from the beginning"); other errors are
+  retried up to ``stream_max_retries`` (5) times, then the compaction fails and history stays;
 * the new history is the initial context (instructions, AGENTS.md, environment — here the system
-  prompt, which is never dropped), then the newest real user messages up to 20,000 tokens
-  (``approx_token_count``: 4 bytes per token; the oldest one that does not fit whole is cut to
-  the remaining budget), then one user message holding the summary behind a handoff prefix;
-* every tool output reaches the model cut to 10 KiB / 256 lines (``strategies.truncate``).
+  prompt, which is never dropped), then the newest real user messages up to 20,000 tokens (4 bytes
+  per token; the oldest one that does not fit whole is cut to the remaining budget), then one user
+  message holding the summary behind a handoff prefix;
+* on OpenAI models Codex compacts on the server instead (``compaction="remote"``: the Responses API
+  ``/responses/compact`` on the whole history, again with no tools; it returns the replacement
+  history, with an opaque encrypted compaction item). What the server returns is not public: here it
+  is the local shape, the user messages (20,000 tokens) and one item of the summary's size (assumed).
+  ``compaction="auto"`` (the default) picks remote when the run's provider is OpenAI;
+* a request the API rejects as too long errors the turn (``CodexErr::ContextWindowExceeded``).
+
+The older reading, kept as labelled values: ``tool_output="bytes_lines"`` (the 2025 rule: 10 KiB and
+256 lines, head and tail lines, ``strategies.truncate``) and ``compaction_tools=True`` (the compaction
+call sent with the agent's tools and cache markers, reading the main loop's cached prefix).
 
 The summary prompt and prefix here are this project's own wording of the same structure (a handoff
 note: progress and decisions, context and constraints, next steps, critical references).
@@ -25,17 +43,23 @@ strategy places the markers an Anthropic client would (system + last message).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
 from pydantic import Field
 
-from harness.conversation import Block, History, Message, Request
+from harness.conversation import Block, History, Message, Request, ToolSet
 from harness.llm import SUMMARY, CallSpec, SideCallFailed
 from strategies.base import CallInfo
 from strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens, is_plain_user, tail_start
 from strategies.truncate import MAX_BYTES, MAX_LINES, truncate_head_tail
 
+if TYPE_CHECKING:
+    from strategies.base import Rejection
+
 AUTO_COMPACT_FRACTION = 0.9  # codex.rs: auto compact limit defaults to 90% of the context window
 USER_MESSAGE_MAX_TOKENS = 20_000  # compact.rs COMPACT_USER_MESSAGE_MAX_TOKENS
 STREAM_MAX_RETRIES = 5  # model_provider_info.rs DEFAULT_STREAM_MAX_RETRIES
+TOOL_OUTPUT_TOKENS = 12_000  # models truncation_policy {"mode": "tokens", "limit": 10000} × 1.2 (history.rs process_item)
 SUMMARY_SECTIONS = ("Progress and key decisions", "Context, constraints and user preferences",
                     "Remaining work and next steps", "Critical data and references")
 
@@ -91,15 +115,30 @@ class CodexConfig(PeerConfig):
     max_retries: int = Field(STREAM_MAX_RETRIES, ge=0, le=100, description="retries of a failed compaction "
                              "call (not counting the drop-oldest retries after a too-long rejection)")
     summary_max_tokens: int = Field(16_000, ge=256, le=200_000, description="output bound of the summary call")
-    truncate_tool_output: bool = Field(True, description="cut tool outputs to max_bytes / max_lines (Codex)")
-    max_bytes: int = Field(MAX_BYTES, ge=256, le=10_000_000, description="tool output bytes to the model (10 KiB)")
-    max_lines: int = Field(MAX_LINES, ge=2, le=1_000_000, description="tool output lines to the model (256)")
+    truncate_tool_output: bool = Field(True, description="cut tool outputs as Codex records them")
+    tool_output: Literal["tokens", "bytes_lines"] = Field("tokens", description="tokens: a middle cut to "
+                                                          "tool_output_tokens (current); bytes_lines: 10 KiB / "
+                                                          "256 lines (the 2025 rule)")
+    tool_output_tokens: int = Field(TOOL_OUTPUT_TOKENS, ge=16, le=10_000_000,
+                                    description="tool output tokens to the model (10,000 × 1.2)")
+    max_bytes: int = Field(MAX_BYTES, ge=256, le=10_000_000, description="bytes_lines: tool output bytes (10 KiB)")
+    max_lines: int = Field(MAX_LINES, ge=2, le=1_000_000, description="bytes_lines: tool output lines (256)")
+    compaction: Literal["auto", "local", "remote"] = Field("auto", description="local summary call, server-side "
+                                                            "compaction (remote), or auto: remote on OpenAI")
+    compaction_tools: bool = Field(False, description="send the compaction call with the agent's tools and "
+                                   "cache markers (an older reading: it then reads the cached prefix)")
 
 
 class Codex(ThresholdCompactor):
     name = "codex"
-    summary = "Codex CLI: compact at 90% of the window; newest user messages ≤ 20k tokens + handoff summary"
+    summary = "Codex CLI: tool output cut to 12k tokens; compact at 90% (no tools); user messages ≤ 20k + handoff"
+    on_rejection = "the turn errors (codex-rs CodexErr::ContextWindowExceeded)"
     Config = CodexConfig
+
+    @property
+    def remote(self) -> bool:
+        c = self.config.compaction
+        return c == "remote" or (c == "auto" and self.env.provider == "openai")
 
     def limit(self) -> int:
         c = self.config
@@ -111,8 +150,9 @@ class Codex(ThresholdCompactor):
             blocks = []
             for b in message.blocks:
                 if b.type == "tool_result":
-                    cut = truncate_head_tail(b.text, c.max_bytes, c.max_lines, c.max_lines // 2,
-                                             c.max_lines - c.max_lines // 2)
+                    cut = (middle_truncate(b.text, c.tool_output_tokens, c.chars_per_token) if c.tool_output == "tokens"
+                           else truncate_head_tail(b.text, c.max_bytes, c.max_lines, c.max_lines // 2,
+                                                   c.max_lines - c.max_lines // 2))
                     if cut != b.text:
                         self.counters.extra["truncated_results"] += 1
                         b = Block.tool_result(b.id or "", cut, b.is_error, truncated=True)
@@ -128,10 +168,13 @@ class Codex(ThresholdCompactor):
         msgs = list(self.history)
         prompt = COMPACT_PROMPT.format(sections="; ".join(SUMMARY_SECTIONS))
         retries = 0
+        with_tools = c.compaction_tools and not self.remote
         while True:
-            req = Request(self.env.system, self.env.tools, History(msgs), self.breakpoints(History(msgs)))
+            h = History(msgs)
+            req = (Request(self.env.system, self.env.tools, h, self.breakpoints(h)) if with_tools
+                   else Request(self.env.system, ToolSet(), h))
             try:
-                res = self.env.services.call(req, CallSpec(kind=SUMMARY, instructions=prompt,
+                res = self.env.services.call(req, CallSpec(kind=SUMMARY, instructions="" if self.remote else prompt,
                                                            sections=SUMMARY_SECTIONS,
                                                            max_output_tokens=c.summary_max_tokens))
                 return res.text
@@ -157,6 +200,14 @@ class Codex(ThresholdCompactor):
         users = [m.text for m in self.history if is_plain_user(m)]
         kept = select_user_messages(users, c.user_message_max_tokens, c.chars_per_token)
         new = [Message.user(t) for t in kept]
-        new.append(Message.user(f"{SUMMARY_PREFIX}\n{summary or '(no summary available)'}", origin="summary"))
+        if self.remote:  # the server's opaque compaction item, sized as the summary (assumed)
+            new.append(Message.user(summary or "(no summary available)", origin="summary", opaque=True))
+        else:
+            new.append(Message.user(f"{SUMMARY_PREFIX}\n{summary or '(no summary available)'}", origin="summary"))
         self.set_history(History(new))
+        if self.remote:
+            self.counters.extra["remote_compactions"] += 1
         return True
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        return False

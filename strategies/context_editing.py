@@ -1,40 +1,53 @@
 """context_editing: Anthropic's server-side tool-result clearing, ``clear_tool_uses_20250919``.
 
-Source: Anthropic documentation, "Context editing" (docs.claude.com/en/docs/build-with-claude/
-context-editing, beta header ``context-management-2025-06-27``, read 2025-10) and the SDK types
-(``BetaClearToolUses20250919Edit``):
+Source: Anthropic documentation, "Context editing" (platform.claude.com/docs/en/build-with-claude/
+context-editing, beta header ``context-management-2025-06-27``, read 2026-12) and the SDK types
+(``BetaClearToolUses20250919Edit``, ``…EditResponse``: ``cleared_tool_uses``, ``cleared_input_tokens``):
 
-* ``trigger``: input tokens (default 100,000) at which clearing activates;
+* ``trigger``: input tokens (default 100,000) past which clearing activates;
 * ``keep``: tool uses kept (default 3, the most recent); the oldest results go first;
-* ``clear_at_least``: minimum input tokens to clear when it activates (default none) — the docs'
-  answer to the cache: "clearing invalidates the cached prompt prefix... you incur cache write
-  costs each time content is cleared, but subsequent requests can reuse the newly cached prefix";
+* ``clear_at_least``: minimum input tokens an activation must clear, else it is not applied
+  (default none; the docs' answer to "is clearing worth breaking the cache");
 * ``exclude_tools``: tool names never cleared; ``clear_tool_inputs``: also clear the tool_use
   inputs (default false). A cleared result is replaced by a placeholder.
 
-The edit runs on the server, before the model reads the prompt; the client keeps its full history.
-Our reading of how it behaves between requests (the docs do not spell it out): once a result is
-cleared it stays cleared (that is what lets "subsequent requests reuse the newly cached prefix"),
-and the trigger is checked against the prompt as the server would send it to the model, so
-clearing comes in episodes: the prompt grows back to the trigger, then the next episode clears
-everything but the last ``keep`` tool uses. With ``clear_at_least`` an episode that would free less
-than that is skipped (no cache break for a small gain). The strategy stands for the server, but a
-strategy never sees true token counts, so the input figure is the usual estimate: the last reported
-input plus 4 characters per token for what came after.
+**How it runs (the default, ``mode="per_request"``: what the docs state).** "Context editing is
+applied server-side before the prompt reaches Claude. Your client application maintains the full,
+unmodified conversation history." So the client keeps and sends its whole history on every call and
+the server edits each request it receives on its own: once the *full* prompt is past the trigger,
+every request goes out with all but the newest ``keep`` tool results cleared. The history only grows,
+so past the trigger every request is cleared, and each new tool use pushes one more result out of
+the kept window: the cleared prefix changes at that result on every request. The cache model bills
+what follows: a request matches no earlier cache entry beyond the tools and system (each earlier
+entry holds a result that is now cleared), so everything after them is written again on each call.
+Each such request declares a rewrite and counts as a compaction; the strategy stands for the server,
+which measures the full prompt, here estimated the usual way (the last reported input, plus what
+this request clears again, plus 4 characters per token for what came since).
 
-Each episode rewrites old messages, so the request declares a rewrite and the cache model bills the
-re-write of everything after the first cleared result (visible as cache writes). An episode counts
-as a compaction in the metrics (``compactions.succeeded``); a skipped one (``clear_at_least``) does
-not.
+**The older reading (``mode="episodic"``, this module's default before 2026-12).** Cleared results
+stay cleared in the history the client sends and the trigger is checked on the prompt as cleared, so
+clearing comes in episodes: the prompt grows back to the trigger, then one episode clears everything
+but the newest ``keep``. It reads the docs' "subsequent requests can reuse the newly cached prefix"
+as a promise of stable cleared prefixes, which a client that sends its full history cannot get; kept
+so earlier numbers can be reproduced. On one bundled real session it costs $6.25 (hit rate 0.98)
+where the documented behaviour costs $15.50 (0.81) (issue #18).
+
+A rejected request: context editing is an API feature with no client behind it; a bare client's
+turn errors on the 400 (no recovery is documented).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
 from pydantic import Field, field_validator
 
-from harness.conversation import Block, Message
+from harness.conversation import Block, History, Message, Request
 from strategies.base import CallInfo
 from strategies.templates import PeerConfig, ThresholdCompactor
+
+if TYPE_CHECKING:
+    from strategies.base import Rejection
 
 TRIGGER_INPUT_TOKENS = 100_000  # docs: trigger default {type: input_tokens, value: 100000}
 KEEP_TOOL_USES = 3  # docs: keep default {type: tool_uses, value: 3}
@@ -42,11 +55,15 @@ PLACEHOLDER = "[cleared]"  # the docs say "placeholder text" without giving it; 
 
 
 class ContextEditingConfig(PeerConfig):
+    mode: Literal["per_request", "episodic"] = Field(
+        "per_request", description="per_request: the server clears each request of the full history the "
+        "client sends (the docs); episodic: cleared results stay cleared and the trigger sees the cleared "
+        "prompt (this module's reading before 2026-12)")
     trigger_input_tokens: int = Field(TRIGGER_INPUT_TOKENS, ge=1, le=10_000_000,
                                       description="clear when the prompt's input tokens exceed this")
     keep_tool_uses: int = Field(KEEP_TOOL_USES, ge=0, le=100_000, description="most recent tool uses kept")
-    clear_at_least: int | None = Field(None, ge=0, le=10_000_000, description="skip an episode that would "
-                                       "clear fewer input tokens than this (docs example: 5,000); None: no minimum")
+    clear_at_least: int | None = Field(None, ge=0, le=10_000_000, description="do not apply a clearing that "
+                                       "would clear fewer input tokens than this (docs example: 5,000); None: no minimum")
     exclude_tools: tuple[str, ...] = Field((), description="tool names whose results are never cleared")
     clear_tool_inputs: bool = Field(False, description="also clear the inputs of cleared tool uses")
     placeholder: str = Field(PLACEHOLDER, min_length=1, max_length=1000, description="text of a cleared result")
@@ -58,9 +75,19 @@ class ContextEditingConfig(PeerConfig):
         return tuple(x.strip() for x in v.split(",") if x.strip()) if isinstance(v, str) else v
 
 
+def clearable_ids(messages, keep: int, excluded: set[str]) -> list[str]:
+    """Tool use ids whose results the edit clears, oldest first: all but the newest ``keep`` tool
+    uses, minus excluded tools."""
+    uses = [(b.id or "", b.name or "") for m in messages if m.role == "assistant" for b in m.blocks
+            if b.type == "tool_use"]
+    old = uses[:-keep] if keep else uses
+    return [i for i, name in old if name not in excluded]
+
+
 class ContextEditing(ThresholdCompactor):
     name = "context_editing"
-    summary = "Anthropic clear_tool_uses_20250919: over 100k input, clear all but the last 3 tool results"
+    summary = "Anthropic clear_tool_uses_20250919: past 100k input, each request cleared to the last 3 tool results"
+    on_rejection = "none: the API's 400 ends the bare client's turn (context editing is an API feature; no recovery documented)"
     Config = ContextEditingConfig
 
     @staticmethod
@@ -68,29 +95,127 @@ class ContextEditing(ThresholdCompactor):
         """For the property kit's small windows: the trigger at the same share of a 200k window."""
         return {"trigger_input_tokens": max(1, TRIGGER_INPUT_TOKENS * window // 200_000)}
 
+    def __init__(self, config, env) -> None:
+        super().__init__(config, env)
+        self._reset_view()
+
+    # --- per_request: the edited copy of the full history, kept incrementally ---------------------
+    def _reset_view(self) -> None:
+        self._view = History()
+        self._view_src: History | None = None  # the history the view mirrors (its first messages)
+        self._cleared: set[str] = set()
+        self._cleared_chars = 0  # characters the cleared blocks no longer send
+        self._uses: dict[str, int] = {}  # tool id -> index of the message holding the tool_use
+        self._results: dict[str, int] = {}  # tool id -> index of the message holding its result
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        self._reset_view()
+
+    def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
+        super().on_subtask_start(id, description, isolated)
+        if isolated:
+            self._reset_view()
+
+    def on_subtask_end(self, id: str, conclusion: str) -> None:
+        isolated = self.in_isolated_subtask
+        super().on_subtask_end(id, conclusion)
+        if isolated:
+            self._reset_view()
+
+    def _sync_view(self) -> None:
+        """Append to the view what the history gained since (or rebuild it when the history was
+        replaced); appended messages hold only results newer than the kept ones, so they go as is."""
+        h = self.history
+        src = self._view_src
+        if src is None or len(src) > len(h) or (len(src) and src.prefix_digest(len(src) - 1) != h.prefix_digest(len(src) - 1)):
+            self._reset_view()
+            src = History()
+        for i in range(len(src), len(h)):
+            m = h[i]
+            for b in m.blocks:
+                if b.id and b.type == "tool_use":
+                    self._uses[b.id] = i
+                elif b.id and b.type == "tool_result":
+                    self._results[b.id] = i
+            self._view = self._view.append(m)
+        self._view_src = h
+
+    def _clear_in_view(self, ids: list[str]) -> int:
+        """Clear these results (and inputs) in the view; returns the characters freed."""
+        c = self.config
+        freed = 0
+        view = self._view
+        by_msg: dict[int, set[str]] = {}
+        for tid in ids:
+            if tid in self._results:
+                by_msg.setdefault(self._results[tid], set()).add(tid)
+            if c.clear_tool_inputs and tid in self._uses:
+                by_msg.setdefault(self._uses[tid], set()).add(tid)
+        for mi in sorted(by_msg):
+            m = view[mi]
+            blocks = []
+            for b in m.blocks:
+                if b.id in by_msg[mi] and b.type == "tool_result":
+                    freed += len(b.text) - len(c.placeholder)
+                    b = Block.tool_result(b.id or "", c.placeholder, b.is_error, cleared=True)
+                elif b.id in by_msg[mi] and b.type == "tool_use":
+                    freed += len(b.payload) - len(f"{b.name} {{}}")
+                    b = Block("tool_use", id=b.id, name=b.name, input={}, meta={"cleared": True})
+                blocks.append(b)
+            view = view.replace_at(mi, Message(m.role, tuple(blocks), m.meta))
+        self._view = view
+        return freed
+
+    def _per_request(self) -> Request:
+        c = self.config
+        self._sync_view()
+        full = (self.anchor.estimate(self._view if self._cleared else self.history, self.env.system, self.env.tools)
+                + int(self._cleared_chars / c.chars_per_token))
+        new: list[str] = []
+        if full > c.trigger_input_tokens:
+            new = [i for i in clearable_ids(self.history, c.keep_tool_uses, set(c.exclude_tools)) if i not in self._cleared]
+        if new:
+            before = self._view
+            freed = self._clear_in_view(new)
+            tokens = int(freed / c.chars_per_token)
+            if c.clear_at_least is not None and not self._cleared and tokens < c.clear_at_least:
+                self._view = before  # not worth it: the request goes out in full
+                self.counters.extra["clear_skipped"] += 1
+            else:
+                self._cleared.update(new)
+                self._cleared_chars += freed
+                self.rewrote = True
+                self.counters.compactions_attempted += 1
+                self.counters.compactions_succeeded += 1
+                self.counters.extra["cleared_tool_results"] += len(new)
+                self.counters.extra["cleared_input_tokens_est"] += tokens
+        messages = self._view if self._cleared else self.history
+        est = full - int(self._cleared_chars / c.chars_per_token) if self._cleared else full
+        return Request(self.env.system, self.env.tools, messages, self.breakpoints(messages),
+                       kind="subagent" if self.in_isolated_subtask else "main",
+                       estimated_tokens=est, rewrite=self._take_rewrite())
+
+    def build_request(self, call: CallInfo) -> Request:
+        if self.config.mode == "per_request":
+            self.answer_dangling()
+            return self._per_request()
+        return super().build_request(call)
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        return False
+
+    # --- episodic (the older reading) --------------------------------------------------------------
     def should_compact(self, call: CallInfo) -> bool:
         return (self.estimate() or 0) > self.config.trigger_input_tokens
 
     def _candidates(self) -> list[tuple[int, int, str]]:
-        """(message, block, tool_use id) of every clearable, not yet cleared result, oldest first:
-        all tool uses but the last ``keep``, minus excluded tools."""
-        h = self.history
-        uses: list[tuple[str, str]] = []  # (id, tool name) in order
-        for m in h:
-            if m.role == "assistant":
-                uses += [(b.id or "", b.name or "") for b in m.blocks if b.type == "tool_use"]
-        keep = self.config.keep_tool_uses
-        old = uses[:-keep] if keep else uses
-        excluded = set(self.config.exclude_tools)
-        clearable = {i for i, name in old if name not in excluded}
-        out = []
-        for mi, m in enumerate(h):
-            if m.role != "user":
-                continue
-            for bi, b in enumerate(m.blocks):
-                if b.type == "tool_result" and b.id in clearable and not b.meta.get("cleared"):
-                    out.append((mi, bi, b.id or ""))
-        return out
+        """(message, block, tool_use id) of every clearable, not yet cleared result, oldest first."""
+        c = self.config
+        clearable = set(clearable_ids(self.history, c.keep_tool_uses, set(c.exclude_tools)))
+        return [(mi, bi, b.id or "") for mi, m in enumerate(self.history) if m.role == "user"
+                for bi, b in enumerate(m.blocks)
+                if b.type == "tool_result" and b.id in clearable and not b.meta.get("cleared")]
 
     def compact(self, call: CallInfo) -> bool | None:
         c = self.config

@@ -1,37 +1,54 @@
-"""gemini_cli: Google gemini-cli's chat compression (state snapshot + verification).
+"""gemini_cli: Google gemini-cli's context management: tool-output masking, arrival truncation,
+and chat compression (state snapshot + verification).
 
-Source: google-gemini/gemini-cli, ``packages/core/src/services/chatCompressionService.ts``
-(``findCompressSplitPoint``, ``truncateHistoryToBudget``, ``ChatCompressionService.compress``),
-``packages/core/src/utils/fileUtils.ts`` (``formatTruncatedToolOutput``,
-``saveTruncatedToolOutput``), ``packages/core/src/core/prompts.ts`` (the compression prompt) and
-``core/client.ts`` (``tryCompressChat``, ``hasFailedCompressionAttempt``), read 2025-12:
+Source: google-gemini/gemini-cli **v0.56.0** (the current release; the same rules since v0.30.0
+unless noted): ``packages/core/src/context/chatCompressionService.ts`` (``findCompressSplitPoint``,
+``truncateHistoryToBudget``, ``ChatCompressionService.compress``),
+``context/toolOutputMaskingService.ts``, ``core/client.ts`` (``sendMessageStream``,
+``tryCompressChat``, ``tryMaskToolOutputs``, ``startChat``), ``scheduler/tool-executor.ts``
+(``truncateOutputIfNeeded``), ``utils/fileUtils.ts`` (``formatTruncatedToolOutput``) and
+``config/config.ts`` (``getTruncateToolOutputThreshold``). Before every model call, in this order:
 
-* trigger: the last prompt's token count ≥ 0.5 × the model's token limit (0.7 before Oct 2025);
-* before splitting, tool responses are walked newest first against a 50,000-token budget; older
-  ones that are still over the truncation threshold are saved to a file and truncated;
-* split: keep the newest 30% of history by characters (JSON length of each message); the split may
-  only fall on a user message that is not a function response (else the last such point before);
-* two LLM calls, each with the compression prompt as system instruction and the part to compress
-  as the conversation (no main system prompt, so no shared cache): a ``<state_snapshot>`` (overall
-  goal, active constraints, key knowledge, artifact trail, file system state, recent actions, task
-  state), then a "probe" that re-checks it and returns the final snapshot;
-* new history: the snapshot as a user message, the model's "Got it. Thanks for the additional
-  context!", then the kept 30%; rejected if the new token count is larger than the old one;
-* after a failure the client sets ``hasFailedCompressionAttempt`` and later automatic attempts
-  only truncate (no LLM call); kept for the session here;
-* any tool output over 40,000 characters is saved whole to a file and the model sees the first 20%
-  and the last 80% of 40,000 characters with the file's path (``tool-outputs/`` under the run's
-  session directory: a real file).
+* **compression**, when the last prompt's token count ≥ 0.5 × the model's token limit: tool
+  responses are walked newest first against a 50,000-token budget and older ones over the
+  truncation threshold are saved to a file and cut; the newest 30% of history (by JSON characters)
+  is kept, split only on a user message that is not a function response; two LLM calls with the
+  compression prompt as system instruction and no tools (a ``<state_snapshot>``, then a "probe" that
+  re-checks it); the summariser gets the original part when it is under the token limit, else the
+  truncated one. New history: snapshot, "Got it. Thanks for the additional context!", the kept part.
+  It is refused when the new *history* (its own token count: system prompt and tools are not in
+  it) is larger than the last prompt; that failure (and only that one) sets
+  ``hasFailedCompressionAttempt``, after which automatic attempts only truncate (no LLM call); a
+  successful compression starts a new chat, which resets the flag (v0.30.0 had no truncation
+  fallback: it did nothing once failed). An empty snapshot fails without setting the flag;
+* **tool-output masking**, every turn (on by default since v0.30.0): the newest 50,000 tokens of
+  tool output (and the latest turn) are protected; older outputs are masked only once at least
+  30,000 tokens of them are prunable: each is saved to a file and replaced by a
+  ``<tool_output_masked>`` preview (head and tail) naming that file;
+* **arrival truncation** applies to shell and MCP tool outputs only, over
+  ``min(40,000, 4 × (token limit − last prompt tokens))`` characters: the first 20% and the last 80%
+  of that many characters, the whole output in a file;
+* a request estimated over what is left of the window is not sent: the turn ends
+  (``ContextWindowWillOverflow``).
 
-Token figures are gemini-cli's estimate: characters / 4, anchored on the last reported usage.
-The probe's answer replaces the snapshot only when it contains a ``<state_snapshot>`` (a model that
-answers anything else has not produced one). The prompts are this project's own wording.
+``release="2025-12"`` is this module's reading before 2026-12 (kept to reproduce earlier numbers): no
+masking, arrival truncation of every tool's output at 40,000 characters, the shrink check on the
+whole request, the summariser given the original part only under the limit − 20,000, and any failure
+(a failed call, an empty or inflated snapshot) switching to truncation for the rest of the session.
+
+Token figures are gemini-cli's estimate: characters / 4, anchored on the last reported usage. The
+probe's answer replaces the snapshot only when it contains a ``<state_snapshot>``. A side call that
+fails (an API error) makes gemini-cli's turn error; here it is a failed compression that leaves the
+flag alone, and the request goes on. Tool names: shell tools are ``run_shell_command`` and the
+spellings other agents' logs use (``Bash``, ``shell``, ``exec_command``); MCP tools are ``mcp__…``
+(Claude Code's naming) or listed in ``mcp_tools``. The prompts are this project's own wording.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -40,12 +57,21 @@ from harness.llm import SUMMARY, VERIFY, CallSpec
 from strategies.base import CallInfo
 from strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens
 
+if TYPE_CHECKING:
+    from strategies.base import Rejection
+
 COMPRESSION_THRESHOLD = 0.5  # chatCompressionService.ts DEFAULT_COMPRESSION_TOKEN_THRESHOLD
 PRESERVE_FRACTION = 0.3  # COMPRESSION_PRESERVE_THRESHOLD
 FUNCTION_RESPONSE_TOKEN_BUDGET = 50_000  # COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET
 TRUNCATE_THRESHOLD_CHARS = 40_000  # config truncateToolOutputThreshold default
 HEAD_SHARE = 0.2  # formatTruncatedToolOutput: first 20%, last 80%
-SAFE_BUFFER_TOKENS = 20_000  # compress(): summariser gets the truncated history above limit − this
+SAFE_BUFFER_TOKENS = 20_000  # release 2025-12 reading: summariser gets the truncated history above limit − this
+PROTECTION_THRESHOLD_TOKENS = 50_000  # toolOutputMaskingService.ts DEFAULT_TOOL_PROTECTION_THRESHOLD
+MIN_PRUNABLE_TOKENS = 30_000  # DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD
+MASK_TAG = "tool_output_masked"  # MASKING_INDICATOR_TAG
+MASK_EXEMPT_TOOLS = ("activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode")  # EXEMPT_TOOLS
+SHELL_TOOLS = ("run_shell_command", "Bash", "shell", "exec_command")  # SHELL_TOOL_NAME and other agents' spellings
+MCP_PREFIX = "mcp__"  # Claude Code's MCP tool naming (gemini-cli: DiscoveredMCPTool instances)
 ACK = "Got it. Thanks for the additional context!"
 SNAPSHOT_SECTIONS = ("overall_goal", "active_constraints", "key_knowledge", "artifact_trail",
                      "file_system_state", "recent_actions", "task_state")
@@ -99,6 +125,9 @@ def compress_split_point(messages: list[Message], fraction: float) -> int:
 
 
 class GeminiCliConfig(PeerConfig):
+    release: Literal["0.56", "2025-12"] = Field("0.56", description="0.56: the current release (masking every "
+                                                "turn, arrival truncation of shell/MCP output only, shrink check on "
+                                                "history, reset after a success); 2025-12: this module's older reading")
     threshold: float = Field(COMPRESSION_THRESHOLD, gt=0, le=1, description="compress when the last prompt "
                              "reaches this share of the token limit (0.5; 0.7 before Oct 2025)")
     preserve_fraction: float = Field(PRESERVE_FRACTION, gt=0, lt=1, description="newest share of history "
@@ -109,17 +138,48 @@ class GeminiCliConfig(PeerConfig):
                                           description="a tool output over this is saved to a file and cut")
     summary_max_tokens: int = Field(16_000, ge=256, le=200_000, description="output bound of each call")
     verify: bool = Field(True, description="make the second (probe) call")
+    protection_threshold_tokens: int = Field(PROTECTION_THRESHOLD_TOKENS, ge=0, le=10_000_000,
+                                             description="masking: newest tool output kept whole (release 0.56)")
+    min_prunable_tokens: int = Field(MIN_PRUNABLE_TOKENS, ge=0, le=10_000_000,
+                                     description="masking: mask only once this much older tool output is prunable")
+    mcp_tools: tuple[str, ...] = Field((), description="tool names treated as MCP tools (besides mcp__…)")
 
 
 class GeminiCli(ThresholdCompactor):
     name = "gemini_cli"
-    summary = "gemini-cli: at 50% keep newest 30% by chars, <state_snapshot> + verify call; truncation after a failure"
+    summary = "gemini-cli 0.56: mask old tool output every turn; at 50% keep newest 30%, <state_snapshot> + verify"
+    on_rejection = "refuses to send a request over its limit; the turn ends (gemini-cli client.ts ContextWindowWillOverflow)"
     Config = GeminiCliConfig
 
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         self.has_failed = False
         self.truncation_id = 0
+        self.tool_names: dict[str, str] = {}  # tool_use id -> tool name
+
+    @property
+    def current(self) -> bool:
+        return self.config.release == "0.56"
+
+    def on_response(self, message: Message, usage) -> None:
+        for b in message.blocks:
+            if b.type == "tool_use" and b.id:
+                self.tool_names[b.id] = b.name or ""
+        super().on_response(message, usage)
+
+    def threshold_chars(self) -> int:
+        """``getTruncateToolOutputThreshold``: 40,000, or less when the window is nearly full."""
+        c = self.config
+        if not self.current:
+            return c.truncate_threshold_chars
+        left = self.env.window - (self.anchor.last_input or 0)
+        return min(int(4 * left), c.truncate_threshold_chars)
+
+    def truncated_on_arrival(self, tool_use_id: str | None) -> bool:
+        if not self.current:
+            return True
+        name = self.tool_names.get(tool_use_id or "", "")
+        return name in SHELL_TOOLS or name.startswith(MCP_PREFIX) or name in self.config.mcp_tools
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
@@ -141,10 +201,10 @@ class GeminiCli(ThresholdCompactor):
         return str(path)
 
     def on_tool_results(self, message: Message) -> None:
-        limit = self.config.truncate_threshold_chars
+        limit = self.threshold_chars()
         blocks = []
         for b in message.blocks:
-            if b.type == "tool_result" and len(b.text) > limit:
+            if b.type == "tool_result" and 0 < limit < len(b.text) and self.truncated_on_arrival(b.id):
                 path = self._save(b.text, b.id or "result")
                 if path is not None:
                     b = Block.tool_result(b.id or "", format_truncated(b.text, path, limit), b.is_error, saved=path)
@@ -155,6 +215,7 @@ class GeminiCli(ThresholdCompactor):
         """``truncateHistoryToBudget``: newest tool responses whole up to the budget; older ones over
         the truncation threshold saved and cut (one file per truncation, as gemini-cli does)."""
         c = self.config
+        limit = self.threshold_chars()
         used = 0
         out: list[Message] = []
         for m in reversed(messages):
@@ -168,12 +229,12 @@ class GeminiCli(ThresholdCompactor):
                     blocks.append(b)
                     continue
                 tok = chars_to_tokens(len(b.text), c.chars_per_token)
-                if (used + tok > c.function_response_token_budget and len(b.text) > c.truncate_threshold_chars
+                if (used + tok > c.function_response_token_budget and 0 < limit < len(b.text)
                         and not b.meta.get("saved")):
                     path = self._save(b.text, b.id or "result")
                     if path is not None:
-                        b = Block.tool_result(b.id or "", format_truncated(b.text, path, c.truncate_threshold_chars),
-                                              b.is_error, saved=path)
+                        b = Block.tool_result(b.id or "", format_truncated(b.text, path, limit),
+                                              b.is_error, saved=path, **({"masked": True} if b.meta.get("masked") else {}))
                         changed = True
                 used += chars_to_tokens(len(b.text), c.chars_per_token)
                 blocks.append(b)
@@ -189,9 +250,21 @@ class GeminiCli(ThresholdCompactor):
         return last >= self.config.threshold * self.env.window
 
     def _tokens(self, messages: list[Message]) -> int:
+        """The whole request (system prompt and tools too): release 2025-12's shrink check."""
         return self.env.system.opaque_tokens + chars_to_tokens(
             sum(len(b.payload) for b in self.env.system.blocks) + sum(len(t.payload) for t in self.env.tools.tools)
             + sum(m.chars for m in messages), self.config.chars_per_token)
+
+    def _history_tokens(self, messages: list[Message]) -> int:
+        """The history alone (``estimateTokenCountSync`` over its parts): release 0.56's checks."""
+        if not self.current:
+            return self._tokens(messages)
+        return chars_to_tokens(sum(m.chars for m in messages), self.config.chars_per_token)
+
+    def _fail(self, flag: bool) -> bool:
+        if flag or not self.current:
+            self.has_failed = True
+        return False
 
     def compact(self, call: CallInfo) -> bool | None:
         """True: compressed (or truncated, after a failure); False: a failed compression (an LLM
@@ -203,7 +276,7 @@ class GeminiCli(ThresholdCompactor):
         if self.has_failed:
             # truncation only, no LLM call
             self.counters.extra["truncation_fallbacks"] += 1
-            if any(a is not b for a, b in zip(truncated, msgs, strict=True)) and self._tokens(truncated) < original:
+            if any(a is not b for a, b in zip(truncated, msgs, strict=True)) and self._history_tokens(truncated) < original:
                 self.set_history(History(truncated))
                 return True
             return None
@@ -212,38 +285,111 @@ class GeminiCli(ThresholdCompactor):
             self.counters.extra["compress_noop"] += 1
             return None
         original_part = msgs[:split]
-        for_summary = (original_part if self._tokens(original_part) < self.env.window - SAFE_BUFFER_TOKENS
-                       else truncated[:split])
+        limit = self.env.window if self.current else self.env.window - SAFE_BUFFER_TOKENS
+        for_summary = original_part if self._history_tokens(original_part) < limit else truncated[:split]
         previous = any("<state_snapshot>" in m.text for m in for_summary)
         system = SystemPrompt.of(COMPRESSION_SYSTEM.format(sections=", ".join(SNAPSHOT_SECTIONS)))
         req = Request(system, ToolSet(), History(for_summary))
         res = self.side_call(req, CallSpec(kind=SUMMARY, instructions=MERGE_SNAPSHOT if previous else NEW_SNAPSHOT,
                                            sections=SNAPSHOT_SECTIONS, max_output_tokens=c.summary_max_tokens))
         if res is None:
-            self.has_failed = True
-            return False
+            return self._fail(False)
         snapshot = _as_snapshot(res.text)
         if c.verify:
             probe_req = Request(system, ToolSet(), History([*for_summary, Message("assistant", (Block.text_block(snapshot),))]))
             probe = self.side_call(probe_req, CallSpec(kind=VERIFY, instructions=PROBE, sections=SNAPSHOT_SECTIONS,
                                                        max_output_tokens=c.summary_max_tokens))
             if probe is None:
-                self.has_failed = True
-                return False
+                return self._fail(False)
             if "<state_snapshot>" in probe.text:
                 snapshot = probe.text.strip()
         if not snapshot.strip():
-            self.has_failed = True
-            return False
+            return self._fail(False)  # COMPRESSION_FAILED_EMPTY_SUMMARY (no flag in 0.56)
         new = [Message.user(snapshot, origin="summary"), Message("assistant", (Block.text_block(ACK),), {"origin": "summary_ack"}),
                *truncated[split:]]
-        new_tokens = self._tokens(new)
-        if new_tokens > original:
+        if self._history_tokens(new) > original:
             self.counters.extra["rejected_inflated"] += 1
-            self.has_failed = True
-            return False
+            return self._fail(True)  # COMPRESSION_FAILED_INFLATED_TOKEN_COUNT
         self.set_history(History(new))
+        if self.current:
+            self.has_failed = False  # startChat() after COMPRESSED
         return True
+
+    # --- tool-output masking (release 0.56) --------------------------------------------------------
+    def prepare(self, call: CallInfo) -> None:
+        super().prepare(call)
+        if self.current:
+            self.mask_tool_outputs()
+
+    def mask_tool_outputs(self) -> int:
+        """``ToolOutputMaskingService.mask``: returns the number of outputs masked."""
+        c = self.config
+        h = self.history
+        cum, prunable, reached = 0.0, 0.0, False
+        parts: list[tuple[int, int, float]] = []
+        for i in range(len(h) - 2, -1, -1):  # protectLatestTurn: the newest message is skipped
+            for j in range(len(h[i].blocks) - 1, -1, -1):
+                b = h[i].blocks[j]
+                name = self.tool_names.get(b.id or "", "")
+                if b.type != "tool_result" or name in MASK_EXEMPT_TOOLS or f"<{MASK_TAG}" in b.text:
+                    continue
+                tok = (len(name) + len(b.text)) / c.chars_per_token
+                if not reached:
+                    cum += tok
+                    if cum <= c.protection_threshold_tokens:
+                        continue
+                    reached = True
+                prunable += tok
+                parts.append((i, j, tok))
+        if not parts or prunable < c.min_prunable_tokens:
+            return 0
+        by_msg: dict[int, dict[int, Block]] = {}
+        saved = 0.0
+        for i, j, tok in parts:
+            b = h[i].blocks[j]
+            name = self.tool_names.get(b.id or "", "")
+            path = self._save(b.text, b.id or "result")
+            if path is None:
+                continue
+            snippet = masked_snippet(b.text, path, shell=name in SHELL_TOOLS)
+            gain = tok - (len(name) + len(snippet)) / c.chars_per_token
+            if gain > 0:
+                by_msg.setdefault(i, {})[j] = Block.tool_result(b.id or "", snippet, b.is_error, saved=path, masked=True)
+                saved += gain
+        if not by_msg:
+            return 0
+        for i in sorted(by_msg):
+            m = h[i]
+            h = h.replace_at(i, Message(m.role, tuple(by_msg[i].get(j, b) for j, b in enumerate(m.blocks)), m.meta))
+        est = self.estimate()
+        self.set_history(h, estimate=est - int(saved) if est is not None and self.anchor.anchor is not None else None)
+        n = sum(len(v) for v in by_msg.values())
+        self.counters.extra["masked_tool_outputs"] += n
+        return n
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        """``ContextWindowWillOverflow``: the request is not sent and the turn ends."""
+        return False
+
+
+def simple_preview(content: str) -> str:
+    """``formatSimplePreview``: up to 20 lines whole, else the first and last 10 lines."""
+    lines = content.split("\n")
+    if len(lines) <= 20:
+        return content
+    return "\n".join(lines[:10]) + f"\n\n... [{len(lines) - 20} lines omitted] ...\n\n" + "\n".join(lines[-10:])
+
+
+def masked_snippet(content: str, path: str, shell: bool) -> str:
+    """``formatMaskedSnippet``: a shell output keeps its first and last 10 lines (shell.ts sections
+    are not parsed here), any other output its first and last 250 characters."""
+    if shell:
+        preview = simple_preview(content)
+    elif len(content) > 500:
+        preview = f"{content[:250]}\n... [TRUNCATED] ...\n{content[-250:]}"
+    else:
+        preview = content
+    return f"<{MASK_TAG}>\n{preview}\n\nOutput too large. Full output available at: {path}\n</{MASK_TAG}>"
 
 
 def _as_snapshot(text: str) -> str:

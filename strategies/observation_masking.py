@@ -1,8 +1,11 @@
-"""observation_masking: keep the last M observations verbatim, mask the older ones (SWE-agent).
+"""observation_masking: keep the last n observations verbatim, mask the older ones (SWE-agent).
 
-Sources: SWE-agent/SWE-agent ``sweagent/agent/history_processors.py`` (``LastNObservations``,
-``CacheControlHistoryProcessor``) and ``sweagent/agent/agents.py`` / tools config
-(``max_observation_length``); JetBrains, "The Complexity Trap" (arXiv 2508.21433), which runs
+Sources: SWE-agent/SWE-agent **v1.1.0** ``sweagent/agent/history_processors.py``
+(``LastNObservations``, ``CacheControlHistoryProcessor``), the published configs that use it
+(``config/sweagent_0_7/07.yaml``, ``config/coding_challenge.yaml``: ``last_n_observations`` with
+``n: 5`` and the default ``polling: 1``; the shipped ``config/default.yaml`` masks nothing and only
+marks the last two messages for caching), ``sweagent/agent/agents.py`` (``max_observation_length``,
+the context-window exit); JetBrains, "The Complexity Trap" (arXiv 2508.21433), which runs
 SWE-agent with M = 10 and finds masking as good as LLM summaries at about half the cost.
 
 The rule, as SWE-agent computes it on every query:
@@ -11,17 +14,24 @@ The rule, as SWE-agent computes it on every query:
   environment output (here: every ``tool_result``), in order;
 * ``last_removed = max(0, floor(count / polling) × polling − n)``; observations ``[1, last_removed)``
   are replaced by ``Old environment output: (L lines omitted)``; the first one (the task) never is;
-* ``polling`` = 1 moves the masking boundary on every step, so every query rewrites one old message
-  and the provider re-writes the cache from there on; ``polling`` = p moves it once every p steps
-  (SWE-agent: "keep between n and n + polling observations"), trading a little context for cache hits;
+* ``polling`` (SWE-agent's own parameter and meaning): "how many steps to keep between updating the
+  number of observations to keep … effectively, we will now keep between n and n + polling
+  observations". At 1 the masking boundary moves on every step, so every query rewrites one old
+  message and the provider writes the cache again from there on (the class docstring warns that it
+  breaks prompt caching); at p it moves once every p steps, trading a little context for cache hits;
 * cache markers on the last two user/tool messages (``CacheControlHistoryProcessor``,
   ``last_n_messages`` = 2), none on the system prompt;
-* an observation over ``max_observation_length`` = 100,000 characters is clipped when it arrives.
+* an observation over ``max_observation_length`` = 100,000 characters is clipped when it arrives;
+* a request the API rejects as too long ends the run (``exit_context``: SWE-agent submits what it has).
 
-Everything else (the task, the agent's own messages and actions) stays verbatim.
+Defaults are the published config's (n 5, polling 1); ``n=10`` is the JetBrains study's M and this
+module's default before 2026-12. Everything else (the task, the agent's messages and actions) stays
+verbatim.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -29,7 +39,11 @@ from harness.conversation import Block, Message
 from strategies.base import CallInfo
 from strategies.templates import BreakpointStyle, PeerConfig, PeerStrategy
 
-KEEP_OBSERVATIONS = 10  # JetBrains "The Complexity Trap": M = 10 (SWE-agent paper config: 5)
+if TYPE_CHECKING:
+    from strategies.base import Rejection
+
+KEEP_OBSERVATIONS = 5  # SWE-agent config/sweagent_0_7/07.yaml: last_n_observations n: 5 (JetBrains M = 10)
+POLLING = 1  # LastNObservations.polling default (the published configs do not set it)
 MAX_OBSERVATION_CHARS = 100_000  # SWE-agent max_observation_length
 
 
@@ -57,9 +71,11 @@ def last_removed_index(count: int, n: int, polling: int) -> int:
 
 
 class ObservationMaskingConfig(PeerConfig):
-    n: int = Field(KEEP_OBSERVATIONS, ge=1, le=100_000, description="observations kept verbatim (JetBrains M = 10)")
-    polling: int = Field(1, ge=1, le=10_000, description="move the masking boundary once every this many "
-                         "observations (SWE-agent polling; keeps between n and n + polling)")
+    n: int = Field(KEEP_OBSERVATIONS, ge=1, le=100_000, description="observations kept verbatim (SWE-agent's "
+                   "published config: 5; JetBrains M = 10, this module's older default)")
+    polling: int = Field(POLLING, ge=1, le=10_000, description="SWE-agent polling: update the number of "
+                         "observations kept once every this many steps (keeps between n and n + polling; "
+                         "1 rewrites an old message on every call)")
     max_observation_chars: int | None = Field(MAX_OBSERVATION_CHARS, ge=100, le=100_000_000,
                                               description="clip an observation longer than this when it "
                                               "arrives (SWE-agent max_observation_length); None: never")
@@ -69,7 +85,8 @@ class ObservationMaskingConfig(PeerConfig):
 
 class ObservationMasking(PeerStrategy):
     name = "observation_masking"
-    summary = "keep the last 10 observations, older ones → 'Old environment output' (SWE-agent, JetBrains)"
+    summary = "SWE-agent LastNObservations: keep the last 5 observations, older ones → 'Old environment output'"
+    on_rejection = "the run exits and submits what it has (SWE-agent agents.py exit_context)"
     Config = ObservationMaskingConfig
 
     def __init__(self, config, env) -> None:
@@ -141,3 +158,6 @@ class ObservationMasking(PeerStrategy):
         est = self.estimate()
         self.set_history(h, estimate=None if est is None or self.anchor.anchor is None
                          else est - int(removed / self.config.chars_per_token))
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        return False

@@ -1,37 +1,59 @@
-"""openhands: OpenHands' LLMSummarizingCondenser with the production defaults.
+"""openhands: OpenHands' LLMSummarizingCondenser, as the V1 SDK's default agent runs it.
 
-Source: All-Hands-AI/OpenHands, ``openhands/memory/condenser/impl/llm_summarizing_condenser.py``
-(``LLMSummarizingCondenser``, a ``RollingCondenser``) and ``openhands/core/config/condenser_config.py``
-(read 2025): class defaults ``max_size`` 100, ``keep_first`` 1; the production default pipeline
-uses ``keep_first`` 4, ``max_size`` 120 (peers.md).
+Source: OpenHands/software-agent-sdk **v1.43.1** (``openhands-sdk/openhands/sdk/context/condenser/
+llm_summarizing_condenser.py``: ``LLMSummarizingCondenser``, ``default_condenser``;
+``condenser/base.py``: ``RollingCondenser.condense``, ``hard_context_reset``; ``context/view/``:
+manipulation indices, batch atomicity; ``agent/agent.py``: the ``LLMContextWindowExceedError``
+handler; ``openhands-tools/openhands/tools/preset/default.py``):
 
-* when the view holds more than ``max_size`` events it is condensed: the first ``keep_first``
-  events stay, then one summary event, then the newest ``max_size // 2 − keep_first − 1`` events;
-  everything between (minus an earlier summary, whose text is fed back as the previous summary) is
-  forgotten and summarised;
-* the summariser is a separate, single-message call: its own prompt, the previous summary and each
-  forgotten event as text, each event cut to ``max_event_length`` = 10,000 characters in the middle;
-  prompt caching is off for it;
-* the agent's own requests carry the usual Anthropic markers (system + last message).
+* the default agent condenses at ``max_size`` 80 events keeping the first ``keep_first`` 4 (the
+  class defaults are 240 and 2, which the OpenHands app uses, plus a token trigger);
+* **an event is one action or one observation**: an assistant turn with k parallel tool calls is k
+  action events (one event when it calls no tool), its results are k observation events, a user
+  message is one event, and the system prompt is the first event of the view;
+* reasons to condense: the view holds more than ``max_size`` events (soft: skipped when no range can
+  be forgotten), or its tokens exceed the agent model's input limit (``max_tokens`` if set, else the
+  window; hard), or a condensation request (hard). The tail kept is ``max_size // 2 − keep_first − 1``
+  events, the suffix that brings the tokens under half the limit, or ``len(view) // 2 − keep_first −
+  1`` events, whichever is strictest; the forgotten range runs from the first cut point at or after
+  ``keep_first`` to the first at or after ``len − tail`` (cut points never split an assistant turn
+  from its observations), and must be at least 10% of the view (``minimum_progress``);
+* the summariser is a separate call with its own prompt (no system prompt, no tools, no cache
+  markers), fed every forgotten event as text (the previous summary is one of them), uncut; the
+  summary is inserted where the forgotten range began. A hard requirement with nothing to forget
+  is a hard context reset: everything is summarised;
+* a request the API rejects as too long becomes a condensation request, then the call is retried.
 
-An OpenHands event is one action or one observation; in the Messages API form one agent step is one
-assistant message (the action) and one tool-result message (the observation), so here one event
-is one message. The cut moves so that no ``tool_use`` loses its result (OpenHands filters unmatched
-pairs out of the view; here they are never made).
+``release="v0"`` is the V0 reading this module had before 2026-12 (All-Hands-AI/OpenHands
+``openhands/memory/condenser/impl/llm_summarizing_condenser.py`` and the production pipeline:
+``max_size`` 120, ``keep_first`` 4): one event per *message*, no token trigger, the head fixed at the
+first condensation, the previous summary passed separately, every event cut to 10,000 characters in
+the middle in the summariser's input. It is also the template (:class:`Halving`) of
+``amortized_forgetting``.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_left
+from itertools import accumulate
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
 from harness.conversation import History, Message, Request, SystemPrompt, ToolSet
 from harness.llm import SUMMARY, CallSpec
 from strategies.base import CallInfo
-from strategies.templates import PeerConfig, ThresholdCompactor, head_end, tail_start
+from strategies.templates import PeerConfig, ThresholdCompactor, head_end, tail_start, transcript_text
 
-MAX_SIZE = 120  # production default pipeline: LLMSummarizingCondenser(max_size=120)
-KEEP_FIRST = 4  # production default pipeline: keep_first=4
-MAX_EVENT_LENGTH = 10_000  # LLMSummarizingCondenser.max_event_length
+if TYPE_CHECKING:
+    from strategies.base import Rejection
+
+MAX_SIZE = 120  # V0 production default pipeline: LLMSummarizingCondenser(max_size=120)
+KEEP_FIRST = 4  # V0 production default pipeline: keep_first=4
+MAX_EVENT_LENGTH = 10_000  # V0 LLMSummarizingCondenser.max_event_length
+V1_MAX_SIZE = 80  # software-agent-sdk llm_summarizing_condenser.py _DEFAULT_MAX_SIZE (default agent)
+V1_KEEP_FIRST = 4  # _DEFAULT_KEEP_FIRST
+MINIMUM_PROGRESS = 0.1  # LLMSummarizingCondenser.minimum_progress
 SUMMARY_SECTIONS = ("USER_CONTEXT", "TASK_TRACKING", "COMPLETED", "PENDING", "CURRENT_STATE",
                     "CODE_STATE", "TESTS", "CHANGES", "DEPS", "VERSION_CONTROL_STATUS")
 
@@ -106,17 +128,168 @@ class Halving(ThresholdCompactor):
         return len(self.history) > self.config.max_size
 
 
-class OpenHandsConfig(HalvingConfig):
-    max_event_length: int = Field(MAX_EVENT_LENGTH, ge=100, le=10_000_000, description="characters of one "
-                                  "event in the summariser's input (middle-cut)")
+class OpenHandsConfig(PeerConfig):
+    release: Literal["v1", "v0"] = Field("v1", description="v1: the SDK's default agent (events, token "
+                                         "trigger); v0: this module's reading before 2026-12 (messages, 120/4)")
+    max_size: int | None = Field(None, ge=4, le=1_000_000, description="condense when the view holds more "
+                                 "events than this; None: the release's (v1 80, v0 120)")
+    keep_first: int = Field(V1_KEEP_FIRST, ge=0, le=1_000_000, description="first events always kept (4)")
+    max_tokens: int | None = Field(None, ge=1, le=100_000_000, description="v1 token trigger; None: the "
+                                   "agent model's input limit (the window)")
+    max_event_length: int | None = Field(None, ge=100, le=10_000_000, description="characters of one event "
+                                         "in the summariser's input (middle-cut); None: the release's "
+                                         "(v1 whole, v0 10,000)")
     summary_max_tokens: int = Field(4_096, ge=256, le=200_000, description="output bound of the summary call")
 
+    def size(self) -> int:
+        return self.max_size if self.max_size is not None else (V1_MAX_SIZE if self.release == "v1" else MAX_SIZE)
 
-class OpenHands(Halving):
+    def event_length(self) -> int | None:
+        if self.max_event_length is not None:
+            return self.max_event_length
+        return None if self.release == "v1" else MAX_EVENT_LENGTH
+
+    @model_validator(mode="after")
+    def _half(self):
+        if self.keep_first >= self.size() // 2 - (1 if self.release == "v1" else 0):
+            raise ValueError(f"keep_first ({self.keep_first}) must be less than max_size // 2 ({self.size() // 2}) "
+                             "to leave room for condensation")
+        return self
+
+
+def events_of(m: Message) -> int:
+    """Events one message stands for in OpenHands V1: an action per tool call (one event for a turn
+    without calls), an observation per result, one event otherwise."""
+    if m.role == "assistant":
+        return max(1, sum(1 for b in m.blocks if b.type == "tool_use"))
+    if m.has_tool_result:
+        return sum(1 for b in m.blocks if b.type == "tool_result")
+    return 1
+
+
+class OpenHands(ThresholdCompactor):
     name = "openhands"
-    summary = "OpenHands LLMSummarizingCondenser: over 120 events keep first 4 + newest half, summarise the rest"
+    summary = "OpenHands V1 condenser: over 80 events (one per action/observation) keep first 4 + newest half, summarise the rest"
+    on_rejection = ("a condensation request (half the view summarised; a hard reset if nothing can go), then "
+                    "the call is retried (OpenHands SDK agent.py LLMContextWindowExceedError)")
     Config = OpenHandsConfig
 
+    @staticmethod
+    def check_params(window: int) -> dict:
+        return {"max_size": 24, "keep_first": 4}  # the property kit's sessions are ~30 steps long
+
+    def __init__(self, config, env) -> None:
+        super().__init__(config, env)
+        self.head_len: int | None = None  # v0: fixed at the first condensation
+        self._request = False  # v1: a condensation request is pending (a rejected call)
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        if not resume:
+            self.head_len = None
+
+    @property
+    def v1(self) -> bool:
+        return self.config.release == "v1"
+
+    # --- v1: events --------------------------------------------------------------------------------
+    def _starts(self) -> list[int]:
+        """Event offset at which each message starts (the system prompt is event 0), and the view's
+        length last."""
+        return [1, *(1 + x for x in accumulate(events_of(m) for m in self.history))]
+
+    def _limit(self) -> int:
+        return self.config.max_tokens or self.env.window
+
+    def _reasons(self, starts: list[int]) -> set[str]:
+        out = set()
+        if self._request:
+            out.add("request")
+        if (self.estimate() or 0) > self._limit():
+            out.add("tokens")
+        if starts[-1] > self.config.size():
+            out.add("events")
+        return out
+
+    def should_compact(self, call: CallInfo) -> bool:
+        if not self.v1:
+            return len(self.history) > self.config.size()
+        return bool(self._reasons(self._starts()))
+
+    def _forgotten(self, starts: list[int], reasons: set[str]) -> tuple[int, int]:
+        """Messages ``[start, end)`` to forget."""
+        c = self.config
+        msgs = self.history
+        n_events = starts[-1]
+        tails = []
+        if "request" in reasons:
+            tails.append(n_events // 2 - c.keep_first - 1)
+        if "events" in reasons:
+            tails.append(c.size() // 2 - c.keep_first - 1)
+        # cut points: message starts that are not results (an assistant turn keeps its observations)
+        cuts = [i for i in range(len(msgs)) if not msgs[i].has_tool_result] + [len(msgs)]
+        cut_at = [starts[i] for i in cuts]
+
+        def next_cut(event: int) -> int:
+            k = bisect_left(cut_at, event)
+            return cuts[k] if k < len(cuts) else len(msgs)
+
+        start = next_cut(c.keep_first)
+        if "tokens" in reasons:
+            reduce = (self.estimate() or 0) - self._limit() // 2
+            j, gone = start, 0
+            while j < len(msgs) and gone < reduce:
+                gone += self.tokens_of([msgs[j]])
+                j += 1
+            tails.append(n_events - starts[j])
+        end = next_cut(n_events - max(min(tails), 0))
+        return start, max(start, end)
+
+    def _v1_compact(self, hard_only: bool = False) -> bool | None:
+        c = self.config
+        msgs = list(self.history)
+        starts = self._starts()
+        reasons = self._reasons(starts)
+        if not reasons:
+            return None
+        start, end = self._forgotten(starts, reasons)
+        forgotten = msgs[start:end]
+        hard = bool(reasons & {"tokens", "request"})
+        if not forgotten or (starts[end] - starts[start]) < starts[-1] * MINIMUM_PROGRESS:
+            if not hard:
+                return None  # soft: wait until a range can go
+            start, end, forgotten = 0, len(msgs), msgs  # hard context reset: summarise it all
+            self.counters.extra["hard_context_resets"] += 1
+        res = self._summarise(forgotten)
+        if res is None:
+            return False
+        self._request = False
+        summary = Message.user(res, origin="summary")
+        est = self.estimate()
+        known = self.anchor.anchor is not None and est is not None
+        self.set_history(History([*msgs[:start], summary, *msgs[end:]]),
+                         estimate=est - self.tokens_of(forgotten) + self.tokens_of([summary]) if known else None)
+        self.counters.extra["events_forgotten"] += sum(events_of(m) for m in forgotten)
+        return True
+
+    def _summarise(self, forgotten: list[Message], previous: Message | None = None) -> str | None:
+        c = self.config
+        limit = c.event_length()
+        if self.v1:
+            events = "\n\n".join(f"<EVENT>\n{transcript_text([m], limit)}\n</EVENT>" for m in forgotten)
+            prompt = SUMMARY_PROMPT_V1.format(sections=", ".join(SUMMARY_SECTIONS), events=events)
+        else:
+            events = "\n\n".join(f"<EVENT id={i}>\n{middle_cut(m.text, limit or MAX_EVENT_LENGTH)}\n</EVENT>"
+                                   for i, m in enumerate(forgotten, start=self.head_len or 0))
+            prompt = SUMMARY_PROMPT.format(sections=", ".join(SUMMARY_SECTIONS),
+                                           previous=previous.text if previous else "No events summarized",
+                                           events=events)
+        req = Request(SystemPrompt(), ToolSet(), History([Message.user(prompt)]))
+        res = self.side_call(req, CallSpec(kind=SUMMARY, sections=SUMMARY_SECTIONS,
+                                           max_output_tokens=c.summary_max_tokens))
+        return None if res is None else res.text
+
+    # --- v0: messages (the older reading) ----------------------------------------------------------
     def _previous(self) -> Message | None:
         h = self.history
         if self.head_len is not None and self.head_len < len(h) and h[self.head_len].meta.get("origin") == "summary":
@@ -124,25 +297,39 @@ class OpenHands(Halving):
         return None
 
     def compact(self, call: CallInfo) -> bool | None:
+        if self.v1:
+            return self._v1_compact()
         c = self.config
         msgs = list(self.history)
-        head, start = halving_cut(msgs, c.keep_first, c.max_size, True, self.head_len)
+        size = len(msgs) if self._request else c.size()  # a request halves the view
+        head, start = halving_cut(msgs, c.keep_first, size, True, self.head_len)
         previous = self._previous()
         forgotten = [m for m in msgs[head:start] if m is not previous]
         if not forgotten:
             return None
-        events = "\n\n".join(f"<EVENT id={i}>\n{middle_cut(m.text, c.max_event_length)}\n</EVENT>"
-                             for i, m in enumerate(forgotten, start=head))
-        prompt = SUMMARY_PROMPT.format(sections=", ".join(SUMMARY_SECTIONS),
-                                       previous=previous.text if previous else "No events summarized",
-                                       events=events)
-        req = Request(SystemPrompt(), ToolSet(), History([Message.user(prompt)]))
-        res = self.side_call(req, CallSpec(kind=SUMMARY, sections=SUMMARY_SECTIONS,
-                                           max_output_tokens=c.summary_max_tokens))
-        if res is None:
-            return False
-        summary = Message.user(res.text, origin="summary")
         self.head_len = head
+        text = self._summarise(forgotten, previous)
+        if text is None:
+            return False
+        summary = Message.user(text, origin="summary")
         self.set_history(History([*msgs[:head], summary, *msgs[start:]]))
         self.counters.extra["events_forgotten"] += len(forgotten)
         return True
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        """A condensation request: condense now (v1: half the view, a hard reset if nothing can go;
+        v0: the view halved)."""
+        self._request = True
+        try:
+            return self.compact_now(call)
+        finally:
+            self._request = False
+
+
+SUMMARY_PROMPT_V1 = """\
+You are maintaining a context-aware state summary for an interactive agent. You are given the events \
+being forgotten (they may include an earlier summary). Track, concisely: {sections}. Preserve task ids \
+and statuses, the user's requirements, file paths and code state, test results and errors, and any \
+version-control state.
+
+{events}"""

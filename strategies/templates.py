@@ -130,6 +130,31 @@ def is_plain_user(m: Message) -> bool:
     return m.role == "user" and not m.has_tool_result and not m.meta.get("origin")
 
 
+def last_plain_user(messages: Sequence[Message]) -> int:
+    """Index of the newest message the user typed (-1: none)."""
+    return next((i for i in range(len(messages) - 1, -1, -1) if is_plain_user(messages[i])), -1)
+
+
+def transcript_text(messages: Sequence[Message], max_result_chars: int | None = None) -> str:
+    """A conversation as plain text, for a summariser that gets it as one prompt rather than as
+    messages (OpenHands, Goose, Cline, Roo Code, Aider do): ``[role]: text`` per block, tool uses as
+    ``name {input}``, tool results cut to ``max_result_chars`` (None: whole). Thinking is left out."""
+    lines = []
+    for m in messages:
+        for b in m.blocks:
+            if b.type == "thinking":
+                continue
+            if b.type == "tool_result":
+                text = b.text if max_result_chars is None or len(b.text) <= max_result_chars else (
+                    f"{b.text[:max_result_chars]}\n...[truncated {len(b.text) - max_result_chars} chars]")
+                lines.append(f"[tool result{' (error)' if b.is_error else ''}]: {text}")
+            elif b.type == "tool_use":
+                lines.append(f"[{m.role} tool call]: {b.payload}")
+            else:
+                lines.append(f"[{m.role}]: {b.text}")
+    return "\n\n".join(lines)
+
+
 # --- cache breakpoints ------------------------------------------------------------------------
 
 def breakpoints_for(style: BreakpointStyle, history: Sequence[Message],

@@ -52,3 +52,26 @@ def step(s, i: int, result: str, *, tool: str = "Bash", usage: Usage | None = No
 
 def fail(reason: str = "injected") -> SideCallFailed:
     return SideCallFailed(reason, "scripted")
+
+
+try:  # the rejections interface (issue #15); a stand-in with the same fields until it lands
+    from strategies.base import Rejection
+except ImportError:  # pragma: no cover - removed once strategies.base has it
+    from dataclasses import dataclass as _dataclass
+
+    @_dataclass(frozen=True)
+    class Rejection:  # type: ignore[no-redef]
+        reasons: tuple[str, ...]
+        detail: str
+        tokens: int
+        window: int
+        attempt: int
+
+
+def reject(s, *, call: int = 0, tokens: int | None = None, attempt: int = 1, reasons=("overflow",)) -> bool:
+    """Tell ``s`` the API rejected the request built for main call ``call`` (as too long unless
+    told); returns the strategy's answer (True: rebuild and retry)."""
+    w = s.env.window
+    tokens = w + 1 if tokens is None else tokens
+    r = Rejection(tuple(reasons), f"prompt is too long: {tokens} tokens > {w} maximum", tokens, w, attempt)
+    return s.on_rejected(r, CallInfo(call, float(call)))

@@ -1,5 +1,7 @@
 """codex: compact at 90% of the window; newest user messages up to 20,000 tokens + a handoff
-summary; drop the oldest item and retry when the compaction call is too long."""
+summary; drop the oldest item and retry when the compaction call is too long; tool output cut to
+12,000 tokens (the 2025 rule, 10 KiB / 256 lines, as tool_output="bytes_lines"); the compaction
+call sent without tools (with them: compaction_tools=True); server-side compaction as a mode."""
 
 from __future__ import annotations
 
@@ -69,8 +71,8 @@ def test_failed_compaction_retries_then_leaves_history():
     assert s.counters.compactions_failed == 1
 
 
-def test_tool_output_cut_to_codex_limits_on_arrival():
-    s = make("codex")
+def test_bytes_lines_tool_output_cut_to_the_2025_limits_on_arrival():
+    s = make("codex", {"tool_output": "bytes_lines"})
     s.on_user(Message.user("task"))
     step(s, 0, "".join(f"{i}\n" for i in range(400)))
     out = s.history[-1].blocks[0].text
@@ -86,3 +88,61 @@ def test_replay_200k_window_compacts_without_overflow():
     m = r.metrics
     assert m["overflows"] == 0 and m["pairing_violations"] == 0 and m["compactions"]["succeeded"] >= 2
     assert (r.calls["kind"] == "summary").sum() == m["compactions"]["succeeded"]
+
+
+def test_tool_output_cut_to_12k_tokens_in_the_middle_with_no_line_cap():
+    s = make("codex")
+    s.on_user(Message.user("task"))
+    lines = "".join(f"{i}\n" for i in range(400))
+    step(s, 0, lines)  # 1,290 chars: far under 12,000 tokens, and 400 lines are no longer a limit
+    assert s.history[-1].blocks[0].text == lines
+    step(s, 1, "h" * 30_000 + "t" * 30_000)
+    out = s.history[-1].blocks[0].text
+    # budget 12,000 tokens · 4 = 48,000 chars: 24,000 head, 24,000 tail; 12,000 chars = 3,000 tokens cut
+    assert out == "h" * 24_000 + "…3000 tokens truncated…" + "t" * 24_000
+    assert s.counters.extra["truncated_results"] == 1
+
+
+def _at_limit(s):
+    s.on_user(Message.user("task"))
+    step(s, 0, "a")
+    step(s, 1, "b", usage=Usage(input_uncached=1_000))
+
+
+def test_compaction_call_is_sent_without_tools_and_reads_no_cache():
+    services = FakeServices("S")
+    s = make("codex", {"auto_compact_token_limit": 1_000}, services=services)
+    _at_limit(s)
+    s.build_request(CallInfo(2, 2.0))
+    (req, spec), = services.calls
+    assert len(req.tools) == 0 and req.breakpoints == () and req.system is s.env.system
+    old = FakeServices("S")
+    s = make("codex", {"auto_compact_token_limit": 1_000, "compaction_tools": True}, services=old)
+    _at_limit(s)
+    s.build_request(CallInfo(2, 2.0))
+    (req, _), = old.calls
+    assert req.tools is s.env.tools and len(req.breakpoints) == 2
+
+
+def test_remote_compaction_replaces_history_with_user_messages_and_an_opaque_item():
+    services = FakeServices("ENCRYPTED")
+    s = make("codex", {"auto_compact_token_limit": 1_000, "compaction": "remote"}, services=services)
+    _at_limit(s)
+    assert s.build_request(CallInfo(2, 2.0)).rewrite
+    (req, spec), = services.calls
+    assert spec.instructions == "" and len(req.tools) == 0  # /responses/compact: the history alone
+    assert [m.text for m in s.history] == ["task", "ENCRYPTED"] and s.history[-1].meta["opaque"]
+    assert s.counters.extra["remote_compactions"] == 1
+
+
+def test_compaction_calls_pay_full_input_and_the_older_reading_reads_the_cache():
+    b = Builder().user("migrate the service")
+    for i in range(60):
+        b.call(f"step {i}", [f"out {i} " + "data " * 1_500])
+    t = b.call("done").build()
+    new = replay(t, "codex", None, RunConfig(window=100_000)).calls
+    old = replay(t, "codex", {"compaction_tools": True}, RunConfig(window=100_000)).calls
+    sn, so = new[new["kind"] == "summary"], old[old["kind"] == "summary"]
+    assert len(sn) >= 1 and len(so) >= 1
+    assert (sn["cache_read"] == 0).all()
+    assert (so["cache_read"] > 0.9 * so["context_tokens"]).all()

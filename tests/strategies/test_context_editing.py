@@ -1,5 +1,7 @@
 """context_editing: Anthropic clear_tool_uses_20250919 (trigger 100,000 input tokens, keep 3,
-clear_at_least, exclude_tools, clear_tool_inputs) and the cache re-write it causes."""
+clear_at_least, exclude_tools, clear_tool_inputs) and the cache re-write it causes: the documented
+behaviour (mode per_request, the default: the server clears each request of the full history the
+client keeps) and the older reading (mode episodic: cleared results stay cleared)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,11 @@ from tests.helpers_traces import Builder
 from tests.strategies.peer_env import make, step
 
 
-def results(s) -> list[str]:
-    return [b.text for m in s.history for b in m.blocks if b.type == "tool_result"]
+EPISODIC = {"mode": "episodic"}
+
+
+def results(s, messages=None) -> list[str]:
+    return [b.text for m in (s.history if messages is None else messages) for b in m.blocks if b.type == "tool_result"]
 
 
 def six_steps(s, size=4_000, tools=("Bash",) * 6):
@@ -24,8 +29,8 @@ def over_trigger(s, input_tokens=100_001):
     s.on_response(Message("assistant", ()), Usage(input_uncached=input_tokens - 1, output=1))
 
 
-def test_clears_all_but_last_3_tool_results_over_100k():
-    s = make("context_editing")
+def test_episodic_clears_all_but_last_3_tool_results_over_100k():
+    s = make("context_editing", EPISODIC)
     six_steps(s)
     over_trigger(s, 100_000)  # 100,000 is not over the trigger
     assert not s.build_request(CallInfo(6, 6.0)).rewrite
@@ -39,8 +44,8 @@ def test_clears_all_but_last_3_tool_results_over_100k():
     assert req.estimated_tokens == 100_001 - 2_993
 
 
-def test_cleared_results_stay_cleared_and_next_episode_waits_for_trigger():
-    s = make("context_editing")
+def test_episodic_cleared_results_stay_cleared_and_next_episode_waits_for_trigger():
+    s = make("context_editing", EPISODIC)
     six_steps(s)
     over_trigger(s)
     s.build_request(CallInfo(6, 6.0))
@@ -50,36 +55,41 @@ def test_cleared_results_stay_cleared_and_next_episode_waits_for_trigger():
     assert results(s)[:3] == ["[cleared]"] * 3 and results(s)[3] == "3" * 4_000
 
 
-def test_clear_at_least_skips_small_episodes():
-    s = make("context_editing", {"clear_at_least": 5_000})
+def test_episodic_clear_at_least_skips_small_episodes():
+    s = make("context_editing", {**EPISODIC, "clear_at_least": 5_000})
     six_steps(s)
     over_trigger(s)
     # it would free 2,993 < 5,000 tokens: no episode, no cache break
     assert not s.build_request(CallInfo(6, 6.0)).rewrite
     assert results(s)[0] == "0" * 4_000 and s.counters.extra["clear_skipped"] == 1
-    s2 = make("context_editing", {"clear_at_least": 2_000})
+    s2 = make("context_editing", {**EPISODIC, "clear_at_least": 2_000})
     six_steps(s2)
     over_trigger(s2)
     assert s2.build_request(CallInfo(6, 6.0)).rewrite
 
 
 def test_exclude_tools_and_clear_tool_inputs():
-    s = make("context_editing", {"exclude_tools": ["Read"], "clear_tool_inputs": True})
-    six_steps(s, tools=("Bash", "Read", "Bash", "Bash", "Bash", "Bash"))
-    over_trigger(s)
-    s.build_request(CallInfo(6, 6.0))
-    # the oldest three are tu_0 (Bash), tu_1 (Read: excluded), tu_2 (Bash)
-    assert results(s)[:3] == ["[cleared]", "1" * 4_000, "[cleared]"]
-    inputs = {b.id: dict(b.input or {}) for m in s.history for b in m.blocks if b.type == "tool_use"}
-    assert inputs["tu_0"] == {} and inputs["tu_2"] == {} and inputs["tu_1"] == {"command": "c1"}
+    for mode in ("per_request", "episodic"):
+        s = make("context_editing", {"mode": mode, "exclude_tools": ["Read"], "clear_tool_inputs": True})
+        six_steps(s, tools=("Bash", "Read", "Bash", "Bash", "Bash", "Bash"))
+        over_trigger(s)
+        sent = s.build_request(CallInfo(6, 6.0)).messages
+        # the oldest three are tu_0 (Bash), tu_1 (Read: excluded), tu_2 (Bash)
+        assert results(s, sent)[:3] == ["[cleared]", "1" * 4_000, "[cleared]"], mode
+        inputs = {b.id: dict(b.input or {}) for m in sent for b in m.blocks if b.type == "tool_use"}
+        assert inputs["tu_0"] == {} and inputs["tu_2"] == {} and inputs["tu_1"] == {"command": "c1"}, mode
 
 
-def test_clearing_is_paid_in_cache_writes():
+def eighty_steps():
     b = Builder().user("investigate the failures")
     for i in range(80):
         b.call(f"step {i}", [f"log {i}\n" + "entry " * 1_000])  # ~6,000 chars, ~1,000+ tokens each
-    t = b.call("done").build()
-    r = replay(t, "context_editing", {"trigger_input_tokens": 40_000}, RunConfig())
+    return b.call("done").build()
+
+
+def test_episodic_clearing_is_paid_in_cache_writes():
+    t = eighty_steps()
+    r = replay(t, "context_editing", {**EPISODIC, "trigger_input_tokens": 40_000}, RunConfig())
     c = r.calls[r.calls["kind"] == "main"]
     m = r.metrics
     assert m["pairing_violations"] == 0 and m["compactions"]["succeeded"] >= 2
@@ -100,3 +110,68 @@ def test_exclude_tools_from_the_command_line():
     from strategies.registry import make_config
 
     assert make_config(ContextEditing, {"exclude_tools": "Read, Grep"}).exclude_tools == ("Read", "Grep")
+
+
+# --- the documented behaviour (mode per_request, the default) ------------------------------------
+
+def test_per_request_clears_the_request_and_keeps_the_client_history_whole():
+    s = make("context_editing")
+    six_steps(s)
+    over_trigger(s, 100_000)  # 100,000 is not over the trigger: the full history goes out
+    req = s.build_request(CallInfo(6, 6.0))
+    assert not req.rewrite and results(s, req.messages)[0] == "0" * 4_000
+    over_trigger(s)  # 100,001 > 100,000
+    req = s.build_request(CallInfo(7, 7.0))
+    assert req.rewrite
+    # the server edits the request: 6 tool uses, keep 3, the oldest 3 results cleared
+    assert results(s, req.messages) == ["[cleared]"] * 3 + ["3" * 4_000, "4" * 4_000, "5" * 4_000]
+    # ... and the client keeps its full, unmodified history
+    assert results(s) == [str(i) * 4_000 for i in range(6)]
+    # cleared: 3 · (4,000 − 9) = 11,973 chars = 2,993 tokens; sent: 100,001 − 2,993
+    assert s.counters.extra["cleared_input_tokens_est"] == 2_993
+    assert req.estimated_tokens == 100_001 - 2_993
+
+
+def test_per_request_clears_one_more_result_on_every_request_past_the_trigger():
+    s = make("context_editing")
+    six_steps(s)
+    over_trigger(s)
+    s.build_request(CallInfo(6, 6.0))
+    # the server reported the edited request (97,008 input, 1 output); one more 4,000-char step
+    step(s, 6, "6" * 4_000, usage=Usage(input_uncached=97_007, output=1))
+    req = s.build_request(CallInfo(8, 8.0))
+    # the full prompt: 97,008 + (assistant "Bash {...}" + 4,000 chars)/4 + 2,993 cleared > 100,000:
+    # still triggered; 7 tool uses, keep 3: tu_3 is cleared too, so the request rewrites at r3
+    assert req.rewrite
+    assert results(s, req.messages) == ["[cleared]"] * 4 + [str(i) * 4_000 for i in (4, 5, 6)]
+    assert s.counters.compactions_succeeded == 2 and s.counters.extra["cleared_tool_results"] == 4
+    # r3's 3,991 chars: 997 tokens more (each activation's share rounded down)
+    assert s.counters.extra["cleared_input_tokens_est"] == 2_993 + 997
+
+
+def test_per_request_clear_at_least_holds_back_only_the_first_activation():
+    s = make("context_editing", {"clear_at_least": 5_000})
+    six_steps(s)
+    over_trigger(s)
+    # it would clear 2,993 < 5,000 tokens: the request goes out whole, no cache break
+    req = s.build_request(CallInfo(6, 6.0))
+    assert not req.rewrite and results(s, req.messages)[0] == "0" * 4_000
+    assert s.counters.extra["clear_skipped"] == 1
+
+
+def test_per_request_breaks_the_cache_on_every_call_past_the_trigger():
+    """The cost the docs imply: each request past the trigger matches no earlier cache entry (each
+    holds a result that is now cleared), so it is written again in full; the older episodic reading
+    reads most of its prompt from the cache between episodes and costs less."""
+    t = eighty_steps()
+    per = replay(t, "context_editing", {"trigger_input_tokens": 40_000}, RunConfig())
+    epi = replay(t, "context_editing", {**EPISODIC, "trigger_input_tokens": 40_000}, RunConfig())
+    c = per.calls[per.calls["kind"] == "main"]
+    past = c[c["compaction"]]
+    assert per.metrics["pairing_violations"] == 0
+    assert len(past) >= 40 and (past["cache_read"] == 0).all()
+    # once past the trigger every later call clears (the full history only grows)
+    first = int(past["index"].min())
+    assert c[c["index"] > first]["compaction"].all()
+    assert per.metrics["cache_hit_rate"] < epi.metrics["cache_hit_rate"]
+    assert per.metrics["cost_usd"] > epi.metrics["cost_usd"]

@@ -1,6 +1,9 @@
 """gemini_cli: compress at 0.5 of the window, keep the newest 30% by characters split on a plain
 user message, <state_snapshot> + verification call, reject if it does not shrink, truncation only
-after a failure, tool outputs over 40,000 characters saved to a file (20% head / 80% tail)."""
+after a failure, tool outputs over 40,000 characters saved to a file (20% head / 80% tail); in
+release 0.56 (the default) also masking of old tool output every turn, arrival truncation of shell
+and MCP output only, the shrink check on history alone and the flag set by an inflated snapshot
+only; release 2025-12 is the older reading."""
 
 from __future__ import annotations
 
@@ -94,9 +97,12 @@ def test_verify_answer_without_snapshot_keeps_the_first_snapshot():
     assert s.history[0].text == "<state_snapshot>\nplain summary text\n</state_snapshot>"
 
 
-def test_failure_then_truncation_only_without_llm_calls():
+OLD = {"release": "2025-12"}
+
+
+def test_2025_12_any_failure_then_truncation_only_without_llm_calls():
     services = FakeServices(fail())
-    s = make("gemini_cli", services=services)
+    s = make("gemini_cli", OLD, services=services)
     _session(s)
     n = len(s.history)
     assert not s.build_request(CallInfo(5, 5.0)).rewrite and len(s.history) == n
@@ -121,7 +127,7 @@ def test_large_tool_output_saved_to_a_real_file(tmp_path: Path):
     s = make("gemini_cli", session_dir=tmp_path)
     s.on_user(Message.user("task"))
     big = "h" * 10_000 + "t" * 40_000
-    step(s, 0, big)
+    step(s, 0, big)  # a Bash (shell) output: truncated on arrival
     text = s.history[-1].blocks[0].text
     path = Path(s.history[-1].blocks[0].meta["saved"])
     assert path.parent == tmp_path / "tool-outputs" and path.read_text() == big
@@ -141,3 +147,99 @@ def test_replay_pairs_and_two_calls_per_compression():
     kinds = r.calls["kind"].value_counts()
     assert m["pairing_violations"] == 0 and m["compactions"]["succeeded"] >= 1
     assert kinds["summary"] == kinds["verify"]
+
+
+# --- release 0.56 (the default) ---------------------------------------------------------------
+
+def test_0_56_a_failed_call_leaves_the_flag_and_the_next_call_tries_again():
+    services = FakeServices(fail(), "<state_snapshot>ok</state_snapshot>", "<state_snapshot>ok</state_snapshot>")
+    s = make("gemini_cli", services=services)
+    _session(s)
+    assert not s.build_request(CallInfo(5, 5.0)).rewrite
+    assert not s.has_failed and s.counters.compactions_failed == 1
+    assert s.build_request(CallInfo(5, 5.0)).rewrite  # the retried call tries again, and succeeds
+    assert len(services.calls) == 3 and s.counters.compactions_succeeded == 1
+
+
+def test_0_56_only_an_inflated_snapshot_sets_the_flag_and_a_success_resets_it():
+    services = FakeServices("<state_snapshot>" + "z" * 400_000 + "</state_snapshot>", "")
+    s = make("gemini_cli", services=services)
+    _session(s, usage_last=100_000)
+    s.build_request(CallInfo(5, 5.0))
+    assert s.has_failed and s.counters.extra["rejected_inflated"] == 1
+    # with the flag set, automatic attempts only truncate: no LLM call
+    step(s, 5, "r", usage=Usage(input_uncached=150_000))
+    s.build_request(CallInfo(6, 6.0))
+    assert len(services.calls) == 2 and s.counters.extra["truncation_fallbacks"] == 2  # step 5's call and call 6
+    s.on_session_start("s2", False, 7.0)  # a new chat (startChat) resets it
+    assert not s.has_failed
+
+
+def test_0_56_shrink_check_counts_history_only():
+    """A 40,000-char system prompt is 10,000 tokens of the reported 100,000 but not of the new
+    history: a snapshot of ~95,000 tokens is accepted by 0.56 and refused by the 2025-12 reading."""
+    snap = "<state_snapshot>" + "z" * 376_000 + "</state_snapshot>"  # 94,008 tokens at 4 chars
+    for params, ok in (({}, True), (OLD, False)):
+        s = make("gemini_cli", params, services=FakeServices(snap, ""), system="s" * 40_000)
+        _session(s, usage_last=100_000)
+        # kept part: "second task" (11), the assistant step (Bash {...}) and the 100-char result
+        s.build_request(CallInfo(5, 5.0))
+        assert (s.history[0].meta.get("origin") == "summary") is ok, params
+
+
+def test_0_56_arrival_truncation_for_shell_and_mcp_only_at_a_threshold_that_shrinks(tmp_path: Path):
+    s = make("gemini_cli", session_dir=tmp_path, window=200_000)
+    s.on_user(Message.user("task"))
+    big = "x" * 50_000
+    step(s, 0, big, tool="Read")  # not a shell or MCP tool: kept whole
+    assert s.history[-1].blocks[0].text == big
+    step(s, 1, big, tool="mcp__db__query")  # an MCP tool: cut to 40,000 chars around a marker
+    assert "Showing first 8,000 and last 32,000 characters" in s.history[-1].blocks[0].text
+    # last prompt 195,000 of 200,000: the threshold is min(40,000, 4 · 5,000) = 20,000 chars
+    step(s, 2, big, tool="Bash", usage=Usage(input_uncached=195_000))
+    assert "Showing first 4,000 and last 16,000 characters" in s.history[-1].blocks[0].text
+    old = make("gemini_cli", OLD, session_dir=tmp_path)
+    old.on_user(Message.user("task"))
+    step(old, 0, big, tool="Read")  # the older reading cut every tool's output
+    assert "Showing first 8,000" in old.history[-1].blocks[0].text
+
+
+def _five_reads(s):
+    s.on_user(Message.user("task"))
+    for i in range(5):
+        step(s, i, f"{i}" * 4_000, tool="Read")
+
+
+def test_0_56_masks_old_tool_output_past_the_protected_newest(tmp_path: Path):
+    # each output: (4 + 4,000)/4 = 1,001 tokens; protect 1,000, mask when 500 are prunable
+    s = make("gemini_cli", {"protection_threshold_tokens": 1_000, "min_prunable_tokens": 500},
+             session_dir=tmp_path)
+    _five_reads(s)
+    req = s.build_request(CallInfo(5, 5.0))
+    texts = [b.text for m in s.history for b in m.blocks if b.type == "tool_result"]
+    # the newest message (r4) is the latest turn: skipped; r3 crosses the 1,000-token protection and
+    # is the first prunable one; r3..r0 = 4,004 tokens ≥ 500: all four masked, r4 whole
+    assert texts[4] == "4" * 4_000 and req.rewrite
+    for i in range(4):
+        assert texts[i].startswith(f"<tool_output_masked>\n{str(i) * 250}\n... [TRUNCATED] ...\n{str(i) * 250}")
+        path = s.history[2 * i + 2].blocks[0].meta["saved"]
+        assert Path(path).read_text() == str(i) * 4_000 and f"Full output available at: {path}" in texts[i]
+    assert s.counters.extra["masked_tool_outputs"] == 4
+    # one more step: r4 is no longer the latest turn and alone crosses the protection (1,001 >
+    # 1,000), so it is masked now; masked outputs are not masked again
+    step(s, 5, "5" * 10)
+    assert s.build_request(CallInfo(6, 6.0)).rewrite
+    after = [b.text for m in s.history for b in m.blocks if b.type == "tool_result"]
+    assert after[:4] == texts[:4] and after[4].startswith("<tool_output_masked>") and after[5] == "5" * 10
+    assert s.counters.extra["masked_tool_outputs"] == 5
+
+
+def test_0_56_masks_nothing_until_enough_is_prunable_and_2025_12_never(tmp_path: Path):
+    s = make("gemini_cli", {"protection_threshold_tokens": 1_000, "min_prunable_tokens": 5_000},
+             session_dir=tmp_path)
+    _five_reads(s)
+    assert not s.build_request(CallInfo(5, 5.0)).rewrite  # 4,004 < 5,000 prunable
+    old = make("gemini_cli", {**OLD, "protection_threshold_tokens": 1_000, "min_prunable_tokens": 500},
+               session_dir=tmp_path)
+    _five_reads(old)
+    assert not old.build_request(CallInfo(5, 5.0)).rewrite

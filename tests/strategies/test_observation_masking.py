@@ -1,4 +1,5 @@
-"""observation_masking: SWE-agent LastNObservations (n = 10, polling) and its cache markers."""
+"""observation_masking: SWE-agent LastNObservations (the published config's n = 5, polling 1; the
+older default n = 10, JetBrains' M), polling with SWE-agent's meaning, and its cache markers."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from harness.engine import RunConfig, replay
 from strategies.base import CallInfo
 from strategies.observation_masking import clipped_text, last_removed_index, masked_text
 from tests.helpers_traces import Builder
-from tests.strategies.peer_env import make, step
+from tests.strategies.peer_env import make, reject, step
 
 
 def results(s) -> list[str]:
@@ -22,8 +23,8 @@ def test_last_removed_index_as_swe_agent():
     assert last_removed_index(9, 10, 1) == 0
 
 
-def test_keeps_last_10_observations_masks_older_with_line_count():
-    s = make("observation_masking")
+def test_n_10_the_older_default_keeps_the_last_10_observations_masks_older_with_line_count():
+    s = make("observation_masking", {"n": 10})
     s.on_user(Message.user("the task"))
     for i in range(14):
         step(s, i, f"line a {i}\nline b {i}\nline c {i}")
@@ -37,7 +38,7 @@ def test_keeps_last_10_observations_masks_older_with_line_count():
 
 
 def test_polling_moves_the_boundary_every_p_steps():
-    s = make("observation_masking", {"polling": 4})
+    s = make("observation_masking", {"n": 10, "polling": 4})
     s.on_user(Message.user("the task"))
     rewrites = []
     for i in range(17):
@@ -77,9 +78,42 @@ def test_polling_cuts_cache_writes_on_replay():
     for i in range(60):
         b.call(f"step {i}", [f"output {i}\n" + "text " * 800])
     t = b.call("done").build()
-    every = replay(t, "observation_masking", None, RunConfig()).metrics
+    every = replay(t, "observation_masking", None, RunConfig()).metrics  # polling 1
     polled = replay(t, "observation_masking", {"polling": 10}, RunConfig()).metrics
     assert every["pairing_violations"] == polled["pairing_violations"] == 0
     # masking on every step rewrites an old message on every call: the cache is re-written behind it
     assert polled["tokens"]["cache_write"] < every["tokens"]["cache_write"] / 2
     assert polled["cost_usd"] < every["cost_usd"]
+
+
+def test_default_is_the_published_config_n_5_polling_1():
+    s = make("observation_masking")
+    assert (s.config.n, s.config.polling) == (5, 1)
+    s.on_user(Message.user("the task"))
+    rewrites = []
+    for i in range(9):
+        rewrites.append(s.build_request(CallInfo(i, float(i))).rewrite)
+        step_no_call(s, i)
+    # count = 1 + i; last_removed = count − 5 first passes 1 at i = 5 (6 − 5 = 1: still nothing in
+    # [1, 1)), masks one at i = 6, and from then on one more on every call
+    assert [i for i, r in enumerate(rewrites) if r] == [6, 7, 8]
+    assert results(s)[:3] == ["Old environment output: (1 lines omitted)"] * 3 and results(s)[3] == "out 3"
+
+
+def test_polling_5_keeps_between_n_and_n_plus_polling():
+    s = make("observation_masking", {"polling": 5})
+    s.on_user(Message.user("the task"))
+    kept = []
+    for i in range(21):
+        s.build_request(CallInfo(i, float(i)))
+        kept.append(sum(1 for t in results(s) if not t.startswith("Old environment output")))
+        step_no_call(s, i)
+    # last_removed = floor((1 + i)/5)·5 − 5: masked = max(0, last_removed − 1) of the i results
+    assert kept == [0, 1, 2, 3, 4, 5, 6, 7, 8, 5, 6, 7, 8, 9, 5, 6, 7, 8, 9, 5, 6]
+    assert all(5 <= k < 10 for k in kept[9:])  # between n and n + polling (SWE-agent's words)
+
+
+def test_a_rejected_request_ends_the_run():
+    s = make("observation_masking")
+    s.on_user(Message.user("t"))
+    assert reject(s) is False

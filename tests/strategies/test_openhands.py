@@ -1,16 +1,20 @@
-"""openhands: LLMSummarizingCondenser with the production defaults (keep_first 4, max_size 120)."""
+"""openhands: LLMSummarizingCondenser as the V1 SDK's default agent runs it (80 events, keep 4, one
+event per action or observation, a token trigger, condensation on a rejected request), and the V0
+reading (release v0: one event per message, the production 120 / 4)."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.conversation import Message
+from harness.conversation import Block, Message, Usage
 from harness.engine import RunConfig, replay
 from strategies.base import CallInfo
 from strategies.openhands import OpenHands, halving_cut, middle_cut
 from strategies.registry import StrategyError, make_config
 from tests.helpers_traces import Builder, convo
-from tests.strategies.peer_env import FakeServices, make, step
+from tests.strategies.peer_env import FakeServices, make, reject, step
+
+V0 = {"release": "v0"}
 
 
 def test_halving_cut_with_summary_slot():
@@ -26,6 +30,7 @@ def test_halving_cut_with_summary_slot():
 def test_config_rejects_keep_first_at_half():
     with pytest.raises(StrategyError):
         make_config(OpenHands, {"max_size": 10, "keep_first": 5})
+    assert make_config(OpenHands, {}).size() == 80 and make_config(OpenHands, V0).size() == 120
 
 
 def test_middle_cut_at_10000_chars():
@@ -33,9 +38,9 @@ def test_middle_cut_at_10000_chars():
     assert out.startswith("a" * 5_000 + "\n<response clipped>") and out.endswith("b" * 5_000)
 
 
-def test_condensation_summarises_the_middle_with_one_fresh_call():
+def test_v0_condensation_summarises_the_middle_with_one_fresh_call():
     services = FakeServices("STATE: first summary")
-    s = make("openhands", {"max_size": 20, "keep_first": 2}, services=services)
+    s = make("openhands", {**V0, "max_size": 20, "keep_first": 2}, services=services)
     s.on_user(Message.user("task"))
     for i in range(10):
         step(s, i, f"out {i}")  # 21 messages after step 9's result
@@ -55,9 +60,9 @@ def test_condensation_summarises_the_middle_with_one_fresh_call():
     assert s.counters.extra["events_forgotten"] == 14  # messages 1..14
 
 
-def test_second_condensation_feeds_back_the_previous_summary():
+def test_v0_second_condensation_feeds_back_the_previous_summary():
     services = FakeServices("STATE: one", "STATE: two")
-    s = make("openhands", {"max_size": 20, "keep_first": 2}, services=services)
+    s = make("openhands", {**V0, "max_size": 20, "keep_first": 2}, services=services)
     s.on_user(Message.user("task"))
     for i in range(10):
         step(s, i, f"out {i}")
@@ -82,3 +87,67 @@ def test_replay_with_production_defaults():
     summaries = r.calls[r.calls["kind"] == "summary"]
     assert len(summaries) == m["compactions"]["succeeded"]
     assert (summaries["cache_read"] == 0).all()  # no caching for the summariser
+
+
+# --- V1 (the default) ------------------------------------------------------------------------------
+
+def parallel_step(s, i: int, k: int = 3, size: int = 10) -> None:
+    s.build_request(CallInfo(i, float(i)))
+    s.on_response(Message("assistant", tuple(Block.tool_use(f"t{i}_{j}", "Read", {"p": j}) for j in range(k))), None)
+    s.on_tool_results(Message("user", tuple(Block.tool_result(f"t{i}_{j}", "x" * size) for j in range(k))))
+
+
+def test_v1_counts_parallel_calls_as_separate_events():
+    services = FakeServices("STATE")
+    s = make("openhands", {"max_size": 20, "keep_first": 2}, services=services)
+    s.on_user(Message.user("task"))
+    for i in range(4):
+        parallel_step(s, i)
+    # 9 messages, but 1 (system) + 1 (task) + 4 · (3 actions + 3 observations) = 26 events > 20
+    req = s.build_request(CallInfo(4, 4.0))
+    assert req.rewrite
+    # events start: task 1, a0 2, r0 5, a1 8, r1 11, a2 14, r2 17, a3 20, r3 23; tail 20//2 − 2 − 1 = 7
+    # → forget from the first cut ≥ 2 (a0) to the first cut ≥ 26 − 7 = 19 (a3): a0..r2, 18 events
+    assert [m.meta.get("origin") for m in s.history[:2]] == [None, "summary"]
+    assert s.history[2].blocks[0].id == "t3_0" and len(s.history) == 4
+    assert s.counters.extra["events_forgotten"] == 18
+    # the summariser gets the forgotten events as text, uncut, in one message of its own
+    (sreq, _), = services.calls
+    assert len(sreq.messages) == 1 and not sreq.tools.tools and sreq.messages[0].text.count("<EVENT>") == 6
+    # the V0 reading counts 9 messages: nothing to condense yet
+    v0 = make("openhands", {**V0, "max_size": 20, "keep_first": 2})
+    v0.on_user(Message.user("task"))
+    for i in range(4):
+        parallel_step(v0, i)
+    assert not v0.build_request(CallInfo(4, 4.0)).rewrite
+
+
+def test_v1_token_trigger_keeps_the_suffix_under_half_the_limit():
+    s = make("openhands", {"max_size": 40, "keep_first": 2, "max_tokens": 1_000})
+    s.on_user(Message.user("task"))
+    for i in range(4):
+        step(s, i, "r" * 1_000, usage=Usage(input_uncached=1_001) if i == 3 else None)
+    assert s.build_request(CallInfo(4, 4.0)).rewrite
+    # estimate 1,001 + r3 (1,000 chars = 250) = 1,251 > 1,000: reduce by 1,251 − 500 = 751 tokens from
+    # a0 on: a0 6 ('Bash {"command": "c0"}' = 22 chars), r0 250, a1 6, r1 250, a2 6, r2 250 → 768 ≥ 751
+    # at a3 (event 8 of 10): keep 2 events (a3, r3)
+    assert [m.blocks[0].id or m.meta.get("origin") or m.text for m in s.history] == ["task", "summary", "tu_3", "tu_3"]
+
+
+def test_v1_rejected_request_condenses_half_the_view_and_retries():
+    s = make("openhands", {"max_size": 40, "keep_first": 2})
+    s.on_user(Message.user("task"))
+    for i in range(10):
+        step(s, i, f"out {i}")
+    # 22 events: a request keeps 22 // 2 − 2 − 1 = 8 → forget a0 .. up to the first cut ≥ 14 (a6)
+    assert reject(s, call=10)
+    assert s.history[2].blocks[0].id == "tu_6" and len(s.history) == 2 + 8
+    assert s.counters.compactions_succeeded == 1
+
+
+def test_v1_hard_context_reset_when_nothing_can_be_forgotten():
+    s = make("openhands", {"max_size": 40, "keep_first": 2})
+    s.on_user(Message.user("a task " * 10))
+    assert reject(s, call=0)  # the head is everything: the whole view is summarised
+    assert [m.meta.get("origin") for m in s.history] == ["summary"]
+    assert s.counters.extra["hard_context_resets"] == 1
