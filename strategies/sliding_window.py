@@ -1,23 +1,37 @@
-"""sliding_window: drop the oldest messages when over budget, keeping the first exchange (Cline).
+"""sliding_window: Cline's classic context manager: drop the oldest messages after the first
+exchange when over budget, after first dropping duplicate file reads.
 
-Source: cline/cline, ``src/core/context/context-management/ContextManager.ts``
-(``getNextTruncationRange``) and ``context-window-utils.ts`` (``getContextWindowInfo``), the
-"classic" context manager (read 2025):
+Source: cline/cline **v3.89.0**, ``apps/vscode/src/core/context/context-management/ContextManager.ts``
+(``getNewContextMessagesAndMetadata``, ``getNextTruncationRange``, ``attemptFileReadOptimizationCore``,
+``applyStandardContextTruncationNoticeChange``, ``ensureToolResultsFollowToolUse``),
+``context-window-utils.ts`` (``getContextWindowInfo``), ``core/prompts/responses.ts`` (the notices)
+and ``core/task/index.ts`` (the context-window error handler):
 
 * allowed size = window − 27,000 (64k windows), − 30,000 (128k), − 40,000 (200k), otherwise
   max(window − 40,000, 0.8 × window);
 * when the previous request's total (input + output + cache writes + cache reads, as reported) is at
-  or over the allowed size, drop half of the messages after the first user–assistant pair
-  (``floor(rest / 4) × 2``: an even number, so user/assistant alternation is kept), or three
-  quarters (``floor(rest × 3/4 / 2) × 2``) when half of the total alone is over the allowed size;
-* the dropped range ends on a user message, so the kept history still alternates; Cline then notes
-  the removal in the first kept message.
+  or over the allowed size, first the **duplicate file reads** go: every file read more than once
+  keeps only its latest read; the earlier ones are replaced by "[[NOTE] This file read has been
+  removed …]". If that saves at least 30% of the context's characters nothing more is dropped;
+* otherwise the conversation after the first user–assistant pair is cut: half of the messages
+  (``floor(rest / 4) × 2``) or three quarters (``floor(rest × 3/4 / 2) × 2``) when half of the total
+  alone is over the allowed size. **The dropped range ends on an assistant message**, so the first
+  kept message after the pair is a user message (user–assistant alternation is kept);
+* the first assistant message's text becomes the truncation notice ("[NOTE] Some previous
+  conversation history with the user has been removed …");
+* ``ensureToolResultsFollowToolUse`` then repairs the pairs the cut broke: the first kept user
+  message gets a "result missing" result for each tool use of the first assistant message (its own
+  results were in the dropped range), and results whose tool use was dropped are removed;
+* a request the API rejects for its size is cut to a quarter and retried once (then the task
+  stops and asks the user).
 
-Here the first exchange also keeps the first answer's tool results (Cline's XML tools have no
-pairing to keep; native tool calls do), and the dropped range never ends between a ``tool_use`` and
-its result. Cline reacts to a context-window error by truncating a quarter and retrying; an
-open-loop replay cannot retry, so the trigger also counts the messages added since the last usage
-(at 4 characters per token) and drops again while the estimate is still over the allowed size.
+The older reading this module had before 2026-12 is kept as labelled values: ``range_end="user"``
+(the dropped range ended on a user message, the first answer's results were kept with the first
+exchange and the notice was a message of its own) and ``duplicate_file_reads=False``. File reads are
+the calls of a file-reading tool (``Read``, ``read_file`` …, as NovaCode's restore recognises them)
+naming the same path; Cline's file mentions and write results are not tracked. The trigger also
+counts the messages added since the last usage (``count_pending``, not Cline's: an open-loop replay
+sends the next request whatever it holds, so the check is made on it).
 
 ``manages_window`` is not claimed: history is kept under the allowed size, but nothing here cuts a
 single tool result, so one result larger than the window still overflows (so does Cline's).
@@ -25,17 +39,25 @@ single tool result, so one result larger than the window still overflows (so doe
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from harness.conversation import Block, History, Message
 from strategies.base import CallInfo
+from strategies.novacode.restore import PATH_KEYS, READ_TOOLS
 from strategies.templates import PeerConfig, ThresholdCompactor, tail_start
+
+if TYPE_CHECKING:
+    from strategies.base import Rejection
 
 NOTICE = ("[NOTE] Part of the earlier conversation was removed to keep the context window within its "
           "limit. The initial task and the latest exchanges are kept; what came between is gone.")
 # the role of Cline's contextTruncationNotice, in this project's own words
+DUPLICATE_READ_NOTICE = ("[[NOTE] This file read has been removed to save space in the context window. "
+                         "Refer to the latest file read for the most up to date version of this file.]")  # responses.ts duplicateFileReadNotice
+MISSING_RESULT = "result missing"  # ContextManager.ts ensureToolResultsFollowToolUse
+MIN_READ_SAVING = 0.3  # attemptFileReadOptimizationCore: needToTruncate = percentSaved < 0.3
 
 
 def allowed_tokens(window: int) -> int:
@@ -83,6 +105,58 @@ def truncation_range(messages, keep: Literal["half", "quarter"], start: int | No
     return start, min(end, n)
 
 
+def cline_range(messages, keep: Literal["half", "quarter"]) -> tuple[int, int]:
+    """``getNextTruncationRange`` on a history whose earlier ranges are already gone: drop from
+    index 2 (the first pair is kept) an even count, moved back one if needed so that the last
+    dropped message is an assistant message. Half-open ``[2, end)``."""
+    n = len(messages)
+    start = min(2, n)
+    end = start + removal_count(n - start, keep)
+    if end > start and end - 1 < n and messages[end - 1].role != "assistant":
+        end -= 1
+    return start, end
+
+
+def repair_first_kept(first_answer: Message, kept: Message | None) -> Message | None:
+    """``ensureToolResultsFollowToolUse`` for the first kept user message: results for the first
+    answer's tool uses first ("result missing" where the cut removed them), then its other blocks;
+    results answering a dropped tool use are removed. None: nothing left."""
+    ids = first_answer.tool_use_ids()
+    own = {b.id: b for b in kept.blocks if b.type == "tool_result"} if kept is not None else {}
+    blocks = [own.get(i) or Block.tool_result(i, MISSING_RESULT, synthetic=True) for i in ids]
+    if kept is not None:
+        blocks += [b for b in kept.blocks if b.type != "tool_result"]
+    if not blocks:
+        return None
+    return Message("user", tuple(blocks), kept.meta if kept is not None else {"origin": "synthetic_result"})
+
+
+def with_notice(first_answer: Message) -> Message:
+    """``applyStandardContextTruncationNoticeChange``: the first answer's first text block becomes
+    the notice (one is put first when it has none)."""
+    blocks = list(first_answer.blocks)
+    if blocks and blocks[0].type == "text":
+        blocks[0] = blocks[0].with_text(NOTICE)
+    else:
+        blocks.insert(0, Block.text_block(NOTICE))
+    return Message("assistant", tuple(blocks), {**first_answer.meta, "truncation_notice": True})
+
+
+def duplicate_reads(messages) -> dict[str, str]:
+    """tool_use id -> path for every read of a file that is read again later (all but the latest),
+    not yet replaced by the notice."""
+    reads: dict[str, list[str]] = {}
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        for b in m.blocks:
+            if b.type == "tool_use" and b.name in READ_TOOLS and b.id:
+                path = next((v for k in PATH_KEYS if isinstance(v := (b.input or {}).get(k), str) and v), None)
+                if path:
+                    reads.setdefault(path, []).append(b.id)
+    return {i: p for p, ids in reads.items() for i in ids[:-1]}
+
+
 class SlidingWindowConfig(PeerConfig):
     reserve_tokens: int | None = Field(None, ge=0, le=10_000_000, description="window minus this is the "
                                        "allowed size; None: Cline's table (200k → 40,000)")
@@ -90,12 +164,18 @@ class SlidingWindowConfig(PeerConfig):
                                                      "Cline's (quarter when half the total is still over)")
     count_pending: bool = Field(True, description="add the messages since the last reported usage to the "
                                 "trigger (Cline: no, it retries after a context-window error instead)")
-    notice: bool = Field(True, description="insert Cline's truncation notice after the first exchange")
+    notice: bool = Field(True, description="put Cline's truncation notice in the kept history")
+    range_end: Literal["assistant", "user"] = Field("assistant", description="assistant: the dropped range ends "
+                                                    "on an assistant message, pairs repaired as Cline does; user: "
+                                                    "this module's reading before 2026-12")
+    duplicate_file_reads: bool = Field(True, description="first replace all but the latest read of each file "
+                                       "(Cline's file-read optimisation; off: the older reading)")
 
 
 class SlidingWindow(ThresholdCompactor):
     name = "sliding_window"
-    summary = "drop half of the messages after the first exchange when over window − 40k (Cline classic)"
+    summary = "Cline classic: over window − 40k drop duplicate file reads, then half of the messages after the first pair"
+    on_rejection = "the history is cut to a quarter and the request retried once (Cline task/index.ts context-window error)"
     Config = SlidingWindowConfig
 
     def allowed(self) -> int:
@@ -111,28 +191,93 @@ class SlidingWindow(ThresholdCompactor):
     def should_compact(self, call: CallInfo) -> bool:
         return self._total() >= self.allowed()
 
-    def compact(self, call: CallInfo) -> bool | None:
+    def compact(self, call: CallInfo, force: Literal["half", "quarter"] | None = None) -> bool | None:
         allowed = self.allowed()
+        if force is None and self.config.duplicate_file_reads and self._drop_duplicate_reads():
+            return True
         total = self._total()
         dropped_any = False
-        while total >= allowed:
-            keep = self.config.keep
+        while force is not None or total >= allowed:
+            keep = force or self.config.keep
             if keep == "auto":
                 keep = "quarter" if total // 2 > allowed else "half"
-            msgs = list(self.history)
-            start = first_exchange_end(msgs)
-            has_notice = start < len(msgs) and msgs[start].meta.get("origin") == "truncation_notice"
-            start += has_notice
-            start, end = truncation_range(msgs, keep, start)
-            if end <= start:
+            cut = self._cut_assistant(keep) if self.config.range_end == "assistant" else self._cut_user(keep)
+            if not cut:
                 break
-            removed = msgs[start:end]
-            added = [] if has_notice or not self.config.notice else [
-                Message("user", (Block.text_block(NOTICE),), {"origin": "truncation_notice"})]
-            new = History([*msgs[:start], *added, *msgs[end:]])
-            known = self.anchor.anchor is not None
-            self.set_history(new, estimate=total - self.tokens_of(removed) + self.tokens_of(added) if known else None)
-            self.counters.extra["messages_dropped"] += len(removed)
             dropped_any = True
             total = self._total()
+            if force is not None:
+                break
         return True if dropped_any else None
+
+    def _drop_duplicate_reads(self) -> bool:
+        """True when the duplicate reads saved at least 30% of the characters (no cut needed)."""
+        msgs = list(self.history)
+        dup = duplicate_reads(msgs)
+        saved, total = 0, sum(m.chars for m in msgs)
+        new = []
+        for m in msgs:
+            if m.role == "user" and any(b.type == "tool_result" and b.id in dup and b.text != DUPLICATE_READ_NOTICE
+                                        for b in m.blocks):
+                blocks = []
+                for b in m.blocks:
+                    if b.type == "tool_result" and b.id in dup and b.text != DUPLICATE_READ_NOTICE:
+                        saved += len(b.text) - len(DUPLICATE_READ_NOTICE)
+                        b = b.with_text(DUPLICATE_READ_NOTICE, duplicate_read=True)
+                    blocks.append(b)
+                m = Message(m.role, tuple(blocks), m.meta)
+            new.append(m)
+        if saved <= 0:
+            return False
+        known = self.anchor.anchor is not None
+        est = self.estimate()
+        self.set_history(History(new), estimate=est - int(saved / self.config.chars_per_token) if known and est else None)
+        self.counters.extra["duplicate_reads_dropped"] += sum(1 for _ in dup)
+        return total > 0 and saved / total >= MIN_READ_SAVING
+
+    def _cut_assistant(self, keep: Literal["half", "quarter"]) -> bool:
+        msgs = list(self.history)
+        start, end = cline_range(msgs, keep)
+        if end <= start:
+            return False
+        removed = msgs[start:end]
+        first = msgs[1]
+        kept = repair_first_kept(first, msgs[end] if end < len(msgs) else None)
+        head = [msgs[0], with_notice(first) if self.config.notice and not first.meta.get("truncation_notice") else first]
+        rest = ([kept] if kept is not None else []) + msgs[end + 1:]
+        new = History([*head, *rest])
+        known = self.anchor.anchor is not None
+        before = self.tokens_of(msgs[1:2] + msgs[end:end + 1])
+        after = self.tokens_of(head[1:2] + ([kept] if kept is not None else []))
+        self.set_history(new, estimate=self._total() - self.tokens_of(removed) - before + after if known else None)
+        self.counters.extra["messages_dropped"] += len(removed)
+        return True
+
+    def _cut_user(self, keep: Literal["half", "quarter"]) -> bool:
+        """The older reading: the first exchange keeps its results, the range ends on a user message,
+        the notice is a message of its own."""
+        msgs = list(self.history)
+        start = first_exchange_end(msgs)
+        has_notice = start < len(msgs) and msgs[start].meta.get("origin") == "truncation_notice"
+        start += has_notice
+        start, end = truncation_range(msgs, keep, start)
+        if end <= start:
+            return False
+        removed = msgs[start:end]
+        added = [] if has_notice or not self.config.notice else [
+            Message("user", (Block.text_block(NOTICE),), {"origin": "truncation_notice"})]
+        new = History([*msgs[:start], *added, *msgs[end:]])
+        known = self.anchor.anchor is not None
+        self.set_history(new, estimate=self._total() - self.tokens_of(removed) + self.tokens_of(added) if known else None)
+        self.counters.extra["messages_dropped"] += len(removed)
+        return True
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        """Cut to a quarter and retry, once."""
+        if rejection.attempt > 1:
+            return False
+        done = self.compact(call, force="quarter")
+        if done:
+            self.counters.compactions_attempted += 1
+            self.counters.compactions_succeeded += 1
+        return bool(done)

@@ -1,14 +1,27 @@
-"""sliding_window: Cline's classic truncation (allowed = window − 40k on 200k; drop half after the
-first exchange; never split a pair)."""
+"""sliding_window: Cline's classic truncation (allowed = window − 40k on 200k; duplicate file reads
+first; drop half after the first pair, the range ending on an assistant message, pairs repaired as
+Cline does; a quarter and one retry on a rejected request) and the older reading (range_end user,
+no duplicate-read step)."""
 
 from __future__ import annotations
 
 from harness.conversation import Block, Message, Usage
 from harness.engine import RunConfig, replay
 from strategies.base import CallInfo
-from strategies.sliding_window import allowed_tokens, first_exchange_end, removal_count, truncation_range
+from strategies.sliding_window import (
+    DUPLICATE_READ_NOTICE,
+    MISSING_RESULT,
+    NOTICE,
+    allowed_tokens,
+    cline_range,
+    first_exchange_end,
+    removal_count,
+    truncation_range,
+)
 from tests.helpers_traces import Builder, convo
-from tests.strategies.peer_env import make, step
+from tests.strategies.peer_env import make, reject, step
+
+OLD = {"range_end": "user", "duplicate_file_reads": False}
 
 
 def test_allowed_size_table():
@@ -25,7 +38,7 @@ def test_removal_counts_are_even():
     assert removal_count(3, "half") == 0
 
 
-def test_first_exchange_keeps_the_first_answers_results():
+def test_older_reading_first_exchange_keeps_the_first_answers_results():
     m = convo(6)  # u0 a1 r2 a3 r4 ... r12 (13 messages)
     assert first_exchange_end(m) == 3  # u0, a1 and a1's result r2
     # rest = 13 − 3 = 10 → drop 4: [3, 7) = a3 r4 a5 r6; the last dropped (r6) is a user message
@@ -34,8 +47,8 @@ def test_first_exchange_keeps_the_first_answers_results():
     assert truncation_range(m, "quarter") == (3, 9)
 
 
-def test_trigger_at_allowed_size_counting_pending_messages():
-    s = make("sliding_window", window=30_000)  # allowed 24,000
+def test_older_reading_trigger_at_allowed_size_counting_pending_messages():
+    s = make("sliding_window", OLD, window=30_000)  # allowed 24,000
     s.on_user(Message.user("task"))
     for i in range(6):
         step(s, i, f"out {i}")
@@ -74,8 +87,74 @@ def test_replay_small_window_no_overflow_no_pairing_violation():
     for i in range(60):
         b.call(f"step {i}", [f"result {i} " + "word " * 600])  # ~3,000 chars each
     t = b.call("done").build()
-    r = replay(t, "sliding_window", None, RunConfig(window=30_000))
-    m = r.metrics
-    assert m["overflows"] == 0 and m["pairing_violations"] == 0
-    assert m["compactions"]["succeeded"] >= 2
+    for params in (None, OLD):
+        m = replay(t, "sliding_window", params, RunConfig(window=30_000)).metrics
+        assert m["overflows"] == 0 and m["pairing_violations"] == 0, params
+        assert m["compactions"]["succeeded"] >= 2, params
     assert replay(t, "append_only", None, RunConfig(window=30_000)).metrics["overflows"] > 0
+
+
+# --- Cline v3.89 (the default) --------------------------------------------------------------------
+
+def test_cline_range_ends_on_an_assistant_message():
+    m = convo(6)  # u0 a1 r2 a3 r4 a5 r6 ... a11 r12 (13 messages)
+    # rest = 13 − 2 = 11: half drops floor(11/4)·2 = 4 → [2, 6), the last dropped a5 an assistant
+    assert cline_range(m, "half") == (2, 6)
+    # quarter: floor(11·3/4/2)·2 = 8 → [2, 10), a9
+    assert cline_range(m, "quarter") == (2, 10)
+    # a plain user message at 3 shifts the roles: [2, 6) would end on r5 (a user message) → [2, 5)
+    shifted = [m[0], m[1], m[2], Message.user("more"), *m[3:12]]
+    assert shifted[5].role == "user" and cline_range(shifted, "half") == (2, 5)
+
+
+def _first_pair_and_loop(s, n=6):
+    s.on_user(Message.user("task"))
+    for i in range(n):
+        step(s, i, f"out {i}")
+
+
+def test_cut_repairs_the_pairs_as_cline_does():
+    s = make("sliding_window", window=30_000)  # allowed 24,000
+    _first_pair_and_loop(s)
+    # u0 a0 r0 a1 r1 ... a5 r5 (13 messages); the reported total is at the allowed size
+    s.on_response(Message("assistant", (Block.text_block("thinking aloud"),)), Usage(input_uncached=23_999, output=1))
+    s.on_user(Message.user("next"))  # 15 messages
+    s.compact(CallInfo(7, 7.0), force="half")
+    h = list(s.history)
+    # rest 13 → drop floor(13/4)·2 = 6: [2, 8) = r0 a1 r1 a2 r2 a3 (the last dropped, a3, an assistant);
+    # the first kept, r3, answered a3: its result goes, and a0's tool use gets "result missing"
+    assert h[1].blocks[0].text == NOTICE and h[1].blocks[1].id == "tu_0"
+    assert [(b.id, b.text) for b in h[2].blocks] == [("tu_0", MISSING_RESULT)]
+    assert h[3].blocks[0].id == "tu_4" and len(h) == 15 - 6
+    assert s.counters.extra["messages_dropped"] == 6
+
+
+def test_duplicate_file_reads_go_first_and_enough_saving_spares_the_cut():
+    s = make("sliding_window", window=30_000)
+    s.on_user(Message.user("task"))
+    for i in range(3):  # a.py read three times (8,000 chars each), one small command between
+        s.build_request(CallInfo(2 * i, 0.0))
+        s.on_response(Message("assistant", (Block.tool_use(f"r{i}", "Read", {"file_path": "a.py"}),)), None)
+        s.on_tool_results(Message("user", (Block.tool_result(f"r{i}", "a" * 8_000),)))
+        step(s, 2 * i + 1, "ok")
+    s.on_response(Message("assistant", (Block.text_block("x"),)), Usage(input_uncached=24_000))
+    n = len(s.history)
+    assert s.should_compact(CallInfo(9, 9.0))
+    assert s.compact(CallInfo(9, 9.0))
+    reads = [b.text for m in s.history for b in m.blocks if b.type == "tool_result" and b.id.startswith("r")]
+    # the two earlier reads become the 153-char notice: 2 · 7,847 of ~24,100 chars ≥ 30%: no cut
+    assert reads == [DUPLICATE_READ_NOTICE] * 2 + ["a" * 8_000] and len(s.history) == n
+    assert s.counters.extra["messages_dropped"] == 0
+    old = make("sliding_window", OLD, window=30_000)
+    old.on_user(Message.user("task"))
+    old.on_response(Message("assistant", (Block.text_block("x"),)), Usage(input_uncached=24_000))
+    assert not any(b.text == DUPLICATE_READ_NOTICE for m in old.history for b in m.blocks)
+
+
+def test_a_rejected_request_is_cut_to_a_quarter_and_retried_once():
+    s = make("sliding_window", window=30_000)
+    _first_pair_and_loop(s, 10)  # 21 messages
+    assert reject(s, call=10)
+    # quarter: rest 19 → floor(19·3/4/2)·2 = 14 → [2, 16) ends on a7 (index 15): 21 − 14 = 7 kept
+    assert len(s.history) == 7 and s.history[3].blocks[0].id == "tu_8"
+    assert not reject(s, call=10, attempt=2)  # then Cline stops and asks the user
