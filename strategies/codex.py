@@ -43,18 +43,15 @@ strategy places the markers an Anthropic client would (system + last message).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from harness.conversation import Block, History, Message, Request, ToolSet
 from harness.llm import SUMMARY, CallSpec, SideCallFailed
-from strategies.base import CallInfo
+from strategies.base import CallInfo, Rejection
 from strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens, is_plain_user, tail_start
 from strategies.truncate import MAX_BYTES, MAX_LINES, truncate_head_tail
-
-if TYPE_CHECKING:
-    from strategies.base import Rejection
 
 AUTO_COMPACT_FRACTION = 0.9  # codex.rs: auto compact limit defaults to 90% of the context window
 USER_MESSAGE_MAX_TOKENS = 20_000  # compact.rs COMPACT_USER_MESSAGE_MAX_TOKENS

@@ -38,16 +38,13 @@ turn errors on the 400 (no recovery is documented).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator
 
 from harness.conversation import Block, History, Message, Request
-from strategies.base import CallInfo
+from strategies.base import CallInfo, Rejection
 from strategies.templates import PeerConfig, ThresholdCompactor
-
-if TYPE_CHECKING:
-    from strategies.base import Rejection
 
 TRIGGER_INPUT_TOKENS = 100_000  # docs: trigger default {type: input_tokens, value: 100000}
 KEEP_TOOL_USES = 3  # docs: keep default {type: tool_uses, value: 3}

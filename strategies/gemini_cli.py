@@ -48,17 +48,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
 from harness.llm import SUMMARY, VERIFY, CallSpec
-from strategies.base import CallInfo
+from strategies.base import CallInfo, Rejection
 from strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens
-
-if TYPE_CHECKING:
-    from strategies.base import Rejection
 
 COMPRESSION_THRESHOLD = 0.5  # chatCompressionService.ts DEFAULT_COMPRESSION_TOKEN_THRESHOLD
 PRESERVE_FRACTION = 0.3  # COMPRESSION_PRESERVE_THRESHOLD

@@ -31,16 +31,11 @@ verbatim.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import Field
 
 from harness.conversation import Block, Message
-from strategies.base import CallInfo
+from strategies.base import CallInfo, Rejection
 from strategies.templates import BreakpointStyle, PeerConfig, PeerStrategy
-
-if TYPE_CHECKING:
-    from strategies.base import Rejection
 
 KEEP_OBSERVATIONS = 5  # SWE-agent config/sweagent_0_7/07.yaml: last_n_observations n: 5 (JetBrains M = 10)
 POLLING = 1  # LastNObservations.polling default (the published configs do not set it)

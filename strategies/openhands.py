@@ -36,17 +36,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from itertools import accumulate
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
 from harness.conversation import History, Message, Request, SystemPrompt, ToolSet
 from harness.llm import SUMMARY, CallSpec
-from strategies.base import CallInfo
+from strategies.base import CallInfo, Rejection
 from strategies.templates import PeerConfig, ThresholdCompactor, head_end, tail_start, transcript_text
-
-if TYPE_CHECKING:
-    from strategies.base import Rejection
 
 MAX_SIZE = 120  # V0 production default pipeline: LLMSummarizingCondenser(max_size=120)
 KEEP_FIRST = 4  # V0 production default pipeline: keep_first=4
@@ -245,8 +242,7 @@ class OpenHands(ThresholdCompactor):
         end = next_cut(n_events - max(min(tails), 0))
         return start, max(start, end)
 
-    def _v1_compact(self, hard_only: bool = False) -> bool | None:
-        c = self.config
+    def _v1_compact(self) -> bool | None:
         msgs = list(self.history)
         starts = self._starts()
         reasons = self._reasons(starts)

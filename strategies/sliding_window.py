@@ -39,17 +39,14 @@ single tool result, so one result larger than the window still overflows (so doe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from harness.conversation import Block, History, Message
-from strategies.base import CallInfo
+from strategies.base import CallInfo, Rejection
 from strategies.novacode.restore import PATH_KEYS, READ_TOOLS
 from strategies.templates import PeerConfig, ThresholdCompactor, tail_start
-
-if TYPE_CHECKING:
-    from strategies.base import Rejection
 
 NOTICE = ("[NOTE] Part of the earlier conversation was removed to keep the context window within its "
           "limit. The initial task and the latest exchanges are kept; what came between is gone.")

@@ -9,7 +9,7 @@ import numpy as np
 
 from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
 from harness.llm import CallSpec, SideCallFailed, SideCallResult
-from strategies.base import CallInfo, StrategyEnv
+from strategies.base import CallInfo, Rejection, StrategyEnv
 from strategies.registry import build
 
 
@@ -53,19 +53,6 @@ def step(s, i: int, result: str, *, tool: str = "Bash", usage: Usage | None = No
 def fail(reason: str = "injected") -> SideCallFailed:
     return SideCallFailed(reason, "scripted")
 
-
-try:  # the rejections interface (issue #15); a stand-in with the same fields until it lands
-    from strategies.base import Rejection
-except ImportError:  # pragma: no cover - removed once strategies.base has it
-    from dataclasses import dataclass as _dataclass
-
-    @_dataclass(frozen=True)
-    class Rejection:  # type: ignore[no-redef]
-        reasons: tuple[str, ...]
-        detail: str
-        tokens: int
-        window: int
-        attempt: int
 
 
 def reject(s, *, call: int = 0, tokens: int | None = None, attempt: int = 1, reasons=("overflow",)) -> bool:

@@ -11,7 +11,6 @@ from strategies.base import CallInfo
 from tests.helpers_traces import Builder
 from tests.strategies.peer_env import make, step
 
-
 EPISODIC = {"mode": "episodic"}
 
 
