@@ -101,13 +101,15 @@ class ContextEditing(ThresholdCompactor):
         self._view = History()
         self._view_src: History | None = None  # the history the view mirrors (its first messages)
         self._cleared: set[str] = set()
+        self._sent: frozenset[str] = frozenset()  # ids cleared in the last request of this conversation
         self._cleared_chars = 0  # characters the cleared blocks no longer send
         self._uses: dict[str, int] = {}  # tool id -> index of the message holding the tool_use
         self._results: dict[str, int] = {}  # tool id -> index of the message holding its result
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
-        self._reset_view()
+        if not resume:
+            self._reset_view()
 
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
         super().on_subtask_start(id, description, isolated)
@@ -126,7 +128,9 @@ class ContextEditing(ThresholdCompactor):
         h = self.history
         src = self._view_src
         if src is None or len(src) > len(h) or (len(src) and src.prefix_digest(len(src) - 1) != h.prefix_digest(len(src) - 1)):
+            replaced = src is not None and bool(self._sent)
             self._reset_view()
+            self.rewrote = self.rewrote or replaced
             src = History()
         for i in range(len(src), len(h)):
             m = h[i]
@@ -189,6 +193,10 @@ class ContextEditing(ThresholdCompactor):
                 self.counters.extra["cleared_input_tokens_est"] += tokens
         messages = self._view if self._cleared else self.history
         est = full - int(self._cleared_chars / c.chars_per_token) if self._cleared else full
+        sent = frozenset(self._cleared)
+        if not sent >= self._sent:  # results the last request had cleared go out whole again
+            self.rewrote = True
+        self._sent = sent
         return Request(self.env.system, self.env.tools, messages, self.breakpoints(messages),
                        kind="subagent" if self.in_isolated_subtask else "main",
                        estimated_tokens=est, rewrite=self._take_rewrite())

@@ -1,0 +1,245 @@
+"""claude_code: Anthropic's Claude Code: auto-compact, the post-compaction restore and microcompact.
+
+Claude Code is closed source: every rule here is **reported** (third-party analyses of its
+behaviour and of the 2.1.x client, cited below) and checked against the real transcripts bundled in
+``../shared/traces/real/claude-code/`` where they show it (``tests/strategies/test_claude_code.py``).
+
+* **Auto-compact trigger** (reported: zhanghandong, "Harness engineering from Claude Code", ch. 9,
+  ``MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20_000``, ``AUTOCOMPACT_BUFFER_TOKENS = 13_000``; manavgup,
+  "shipai" deep dive 06): effective window = window − min(the model's max output, 20,000); compact
+  when the token count reaches effective − 13,000 (167,000 on 200k). The count is the last usage the
+  API reported (input, cache and output) plus a character estimate of what came since (4 characters
+  per token padded by 4/3: 3 characters per token here). The bundled 2.1.39 transcript compacted at
+  preTokens 167,094 right after a call that started under 167,000. ``release="2.0"``: the 2.0.x
+  client reserved 45,000 tokens below the window (reported: /context's "Autocompact buffer 45.0k";
+  buildthisnow.com / claudefa.st "Claude Code context buffer", 2026-01: 45K → 33K), which the bundled
+  2.0.76 transcript matches (preTokens 155,979, the previous call under 155,000).
+* **The compaction call** is the conversation itself with the summary instructions as a last user
+  message: the same tools, system prompt and cache markers, so it reads the main loop's cached
+  prefix (the bundled ``agent-acompact-*`` calls are ≈ 99% cache reads), output up to 20,000 tokens;
+  a nine-section summary (reported: primary request and intent, key technical concepts, files and
+  code sections, errors and fixes, problem solving, all user messages, pending tasks, current work,
+  optional next step). After three consecutive failures auto-compact stops (reported: manavgup,
+  "circuit breaker after 3 consecutive failures").
+* **After compacting** the history is the summary ("This session is being continued from a previous
+  conversation that ran out of context…", as the bundled transcripts show it) and the restored
+  context (reported, peers.md): up to 5 recently read files at 5,000 tokens each and 50,000 in all,
+  the latest todo list, and the active skills (25,000 tokens). The read tracking and the caps are
+  NovaCode's (``strategies.novacode.restore``: the same reported values). A thrashing detector
+  is reported without numbers; it is not modelled.
+* **Microcompact** (reported: zhanghandong ch. 11; Hacker News item 47614091): the time-based path
+  clears the results of compactable tools (Read, Bash, Grep, Glob, Edit, Write, WebFetch,
+  WebSearch, NotebookEdit) but the newest 5 to "[Old tool result content cleared]" when the gap since
+  the last assistant message passes the cache TTL (the cache is cold then, so clearing costs no extra
+  write). One report says it sits behind a server-side flag; ``microcompact="off"`` turns it off. The
+  count-based ``cache_edits`` path edits the server's cache and is not modelled.
+* 1-hour cache writes on the system prompt and the last message (``ephemeral_1h_input_tokens`` in
+  the bundled transcripts).
+* **A rejected request** ("prompt is too long") is compacted reactively and retried once; if that
+  fails the turn errors (reported, peers.md).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from harness.conversation import Block, Breakpoint, History, Message, Request, Usage
+from harness.llm import SUMMARY, CallSpec
+from strategies.base import CallInfo, Rejection
+from strategies.novacode import restore
+from strategies.templates import PeerConfig, ThresholdCompactor, breakpoints_for, chars_to_tokens
+
+SUMMARY_RESERVE_TOKENS = 20_000  # reported: MAX_OUTPUT_TOKENS_FOR_SUMMARY
+AUTOCOMPACT_BUFFER_TOKENS = 13_000  # reported: AUTOCOMPACT_BUFFER_TOKENS (2.1.x)
+BUFFER_2_0_TOKENS = 45_000  # reported: /context "Autocompact buffer 45.0k" (2.0.x)
+CHARS_PER_TOKEN = 3.0  # reported: chars/4 with a 4/3 conservative padding for messages since the last usage
+MAX_CONSECUTIVE_FAILURES = 3  # reported: the auto-compact circuit breaker
+MICROCOMPACT_KEEP = 5  # reported: the most recent 5 compactable tool results are kept
+MICROCOMPACT_IDLE_S = 3_600.0  # the 1-hour cache TTL Claude Code writes: past it the cache is cold
+CLEARED = "[Old tool result content cleared]"  # reported placeholder
+COMPACTABLE_TOOLS = ("Read", "Bash", "Grep", "Glob", "Edit", "Write", "WebFetch", "WebSearch", "NotebookEdit")
+TODO_TOOLS = ("TodoWrite",)
+SECTIONS = ("Primary request and intent", "Key technical concepts", "Files and code sections",
+            "Errors and fixes", "Problem solving", "All user messages", "Pending tasks", "Current work",
+            "Optional next step")
+CONTINUED = ("This session is being continued from a previous conversation that ran out of context. "
+             "The summary below covers the earlier portion of the conversation.\n\n")  # as the bundled transcripts show it
+COMPACT_PROMPT = """\
+Your task is to create a detailed summary of the conversation so far, paying close attention to the \
+user's explicit requests and your previous actions. It will replace the conversation: capture every \
+technical detail, code pattern and decision needed to continue the work without losing context. \
+Write it in these sections: {sections}. Quote the user's messages that are not tool results."""
+
+
+class ClaudeCodeConfig(PeerConfig):
+    chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0, le=20, description="characters per token of the "
+                                   "estimate for messages since the last usage (reported: 4, padded by 4/3)")
+    release: Literal["2.1", "2.0"] = Field("2.1", description="2.1: compact at window − min(max output, 20k) − "
+                                           "13k; 2.0: at window − 45k (the 2.0.x buffer)")
+    summary_reserve_tokens: int = Field(SUMMARY_RESERVE_TOKENS, ge=0, le=10_000_000,
+                                        description="kept below the window for the summary (capped by max output)")
+    autocompact_buffer_tokens: int | None = Field(None, ge=0, le=10_000_000, description="below the effective "
+                                                  "window (2.1: 13,000) or the window (2.0: 45,000); None: the release's")
+    summary_max_tokens: int = Field(SUMMARY_RESERVE_TOKENS, ge=256, le=200_000, description="output bound of the summary call")
+    restore_max_files: int = Field(restore.RESTORE_MAX_FILES, ge=0, le=1_000, description="files re-attached after compacting")
+    restore_file_tokens: int = Field(restore.RESTORE_FILE_TOKENS, ge=0, le=10_000_000, description="cap per restored file")
+    restore_total_tokens: int = Field(restore.RESTORE_TOTAL_TOKENS, ge=0, le=10_000_000, description="cap for all restored files")
+    restore_skill_tokens: int = Field(restore.RESTORE_SKILL_TOKENS, ge=0, le=10_000_000, description="cap for the active skills")
+    microcompact: Literal["time", "off"] = Field("time", description="time: clear old compactable tool results "
+                                                 "once the cache has gone cold; off: never")
+    microcompact_idle_s: float = Field(MICROCOMPACT_IDLE_S, gt=0, le=10_000_000, description="idle gap that "
+                                       "triggers microcompact (the cache TTL)")
+    microcompact_keep: int = Field(MICROCOMPACT_KEEP, ge=0, le=100_000, description="newest compactable results kept")
+    cache_ttl: Literal["1h", "5m"] = Field("1h", description="TTL of the cache writes")
+    max_consecutive_failures: int = Field(MAX_CONSECUTIVE_FAILURES, ge=1, le=1_000,
+                                          description="failed auto-compactions in a row before auto-compact stops")
+
+
+class ClaudeCode(ThresholdCompactor):
+    name = "claude_code"
+    summary = "Claude Code (reported): auto-compact at window − 33k, restore 5 read files, microcompact when the cache is cold"
+    on_rejection = "compacts reactively on prompt-too-long and retries; the turn errors if that fails (Claude Code, reported)"
+    Config = ClaudeCodeConfig
+
+    @staticmethod
+    def check_params(window: int) -> dict:
+        """The same rules at the same relative points of the property kit's small window."""
+        scale = window / 200_000
+        return {"summary_reserve_tokens": int(SUMMARY_RESERVE_TOKENS * scale),
+                "autocompact_buffer_tokens": int(AUTOCOMPACT_BUFFER_TOKENS * scale),
+                "summary_max_tokens": max(256, int(SUMMARY_RESERVE_TOKENS * scale)),
+                "restore_file_tokens": int(restore.RESTORE_FILE_TOKENS * scale),
+                "restore_total_tokens": int(restore.RESTORE_TOTAL_TOKENS * scale),
+                "restore_skill_tokens": int(restore.RESTORE_SKILL_TOKENS * scale)}
+
+    def __init__(self, config, env) -> None:
+        super().__init__(config, env)
+        self.reads = restore.ReadTracker()
+        self.tool_names: dict[str, str] = {}
+        self.todos: str | None = None  # the latest todo list (a TodoWrite input)
+        self.failures = 0  # consecutive failed auto-compactions
+        self.last_answer_at: float | None = None
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        if not resume:
+            self.reads.reset()
+            self.todos, self.failures, self.last_answer_at = None, 0, None
+
+    def on_response(self, message: Message, usage: Usage | None) -> None:
+        self.reads.on_assistant(message)
+        for b in message.blocks:
+            if b.type == "tool_use" and b.id:
+                self.tool_names[b.id] = b.name or ""
+                if b.name in TODO_TOOLS:
+                    self.todos = b.payload
+        self.last_answer_at = self.env.now()
+        super().on_response(message, usage)
+
+    def on_tool_results(self, message: Message) -> None:
+        super().on_tool_results(message)
+        self.reads.on_results(message, len(self.history) - 1)
+
+    # --- the trigger -------------------------------------------------------------------------------
+    def threshold(self) -> int:
+        c = self.config
+        w = self.env.window
+        if c.release == "2.0":
+            return w - (BUFFER_2_0_TOKENS if c.autocompact_buffer_tokens is None else c.autocompact_buffer_tokens)
+        effective = w - min(self.env.max_output_tokens, c.summary_reserve_tokens)
+        return effective - (AUTOCOMPACT_BUFFER_TOKENS if c.autocompact_buffer_tokens is None else c.autocompact_buffer_tokens)
+
+    def should_compact(self, call: CallInfo) -> bool:
+        return self.failures < self.config.max_consecutive_failures and (self.estimate() or 0) >= self.threshold()
+
+    def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
+        return breakpoints_for(self.config.breakpoints, history, ttl=self.config.cache_ttl)
+
+    # --- microcompact ------------------------------------------------------------------------------
+    def prepare(self, call: CallInfo) -> None:
+        c = self.config
+        if (c.microcompact == "time" and self.last_answer_at is not None
+                and call.now - self.last_answer_at > c.microcompact_idle_s):
+            self.microcompact()
+        super().prepare(call)
+
+    def microcompact(self) -> int:
+        """Clear the results of compactable tools but the newest ``microcompact_keep``."""
+        h = self.history
+        spots = [(i, j) for i, m in enumerate(h) if m.role == "user" for j, b in enumerate(m.blocks)
+                 if b.type == "tool_result" and self.tool_names.get(b.id or "") in COMPACTABLE_TOOLS]
+        keep = self.config.microcompact_keep
+        old = [(i, j) for i, j in (spots[:-keep] if keep else spots) if h[i].blocks[j].text != CLEARED]
+        if not old:
+            return 0
+        freed = 0
+        by_msg: dict[int, set[int]] = {}
+        for i, j in old:
+            by_msg.setdefault(i, set()).add(j)
+        for i in sorted(by_msg):
+            m = h[i]
+            blocks = []
+            for j, b in enumerate(m.blocks):
+                if j in by_msg[i]:
+                    freed += len(b.text) - len(CLEARED)
+                    b = Block.tool_result(b.id or "", CLEARED, b.is_error, cleared=True)
+                blocks.append(b)
+            h = h.replace_at(i, Message(m.role, tuple(blocks), m.meta))
+        est = self.estimate()
+        self.set_history(h, estimate=est - chars_to_tokens(max(0, freed), self.config.chars_per_token)
+                         if est is not None and self.anchor.anchor is not None else None)
+        self.counters.extra["microcompacted_results"] += len(old)
+        self.counters.extra["microcompactions"] += 1
+        return len(old)
+
+    # --- compaction --------------------------------------------------------------------------------
+    def compact(self, call: CallInfo) -> bool | None:
+        c = self.config
+        if not len(self.history):
+            return None
+        h = self.history
+        res = self.side_call(self.build_request_for_summary(h),
+                             CallSpec(kind=SUMMARY, instructions=COMPACT_PROMPT.format(sections="; ".join(SECTIONS)),
+                                      sections=SECTIONS, max_output_tokens=c.summary_max_tokens))
+        if res is None or not res.text.strip():
+            self.failures += 1
+            if self.failures == c.max_consecutive_failures:
+                self.counters.breaker_trips += 1
+            return False
+        self.failures = 0
+        new = [Message.user(CONTINUED + res.text, origin="summary")]
+        attached = self.restored()
+        if attached is not None:
+            new.append(attached)
+        self.set_history(History(new))
+        return True
+
+    def build_request_for_summary(self, h: History) -> Request:
+        """The summary call shares the main loop's prefix: same system prompt, tools and markers."""
+        return Request(self.env.system, self.env.tools, h, self.breakpoints(h))
+
+    def restored(self) -> Message | None:
+        """The context re-attached after a compaction: recent files and the active skills (rendered
+        by NovaCode's restore, the same reported caps; Claude Code's own attachment text is not in
+        its logs), then the todo list."""
+        c = self.config
+        files = [(p, text) for p, (text, _) in reversed(self.reads.files.items())]
+        skills = list(reversed(self.reads.skills.items()))
+        if not files and not skills and not self.todos:
+            return None
+        text = restore.render_restore(files, skills, (), max_files=c.restore_max_files,
+                                      file_tokens=c.restore_file_tokens, total_tokens=c.restore_total_tokens,
+                                      skill_tokens=c.restore_skill_tokens, chars_per_token=c.chars_per_token)
+        if self.todos:
+            text += f"\n\nThe todo list at the time of compaction:\n{self.todos}"
+        self.counters.extra["restored_files"] += min(len(files), c.restore_max_files)
+        return Message.user(text, origin="restore")
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        """Reactive compaction on prompt-too-long, once per call."""
+        if "overflow" not in rejection.reasons or rejection.attempt > 1:
+            return False
+        self.counters.extra["reactive_compactions"] += 1
+        return self.compact_now(call)

@@ -1,0 +1,164 @@
+"""claude_code (reported): the auto-compact trigger (checked against the bundled real transcripts),
+the compaction call on the cached prefix, the restore, microcompact, the breaker and the reactive
+compaction on a rejected request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.conversation import Block, Message, Usage
+from harness.engine import RunConfig, replay
+from strategies.base import CallInfo
+from strategies.claude_code import CLEARED, CONTINUED, ClaudeCode
+from strategies.registry import make_config
+from tests.helpers_traces import Builder
+from tests.strategies.peer_env import FakeServices, fail, make, reject, step
+
+REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real" / "claude-code"
+
+
+def test_threshold_is_the_effective_window_minus_13k_and_2_0_reserved_45k():
+    # max output 64,000: effective = 200,000 − min(64,000, 20,000) = 180,000; − 13,000
+    assert make("claude_code", window=200_000).threshold() == 167_000
+    assert make("claude_code", window=1_000_000).threshold() == 967_000
+    assert make("claude_code", {"release": "2.0"}, window=200_000).threshold() == 155_000
+
+
+def _before_compaction(path: Path) -> tuple[str, str, int, int]:
+    """(version, model, count before the last request, preTokens) of the first auto-compaction."""
+    seen: list[list] = []
+    version = model = ""
+    for line in path.open():
+        r = json.loads(line)
+        version = r.get("version", version)
+        m = r.get("message")
+        if r.get("type") == "assistant" and isinstance(m, dict) and m.get("usage") and not r.get("isSidechain"):
+            u = m["usage"]
+            total = u.get("input_tokens", 0) + u.get("cache_creation_input_tokens", 0) + u.get("cache_read_input_tokens", 0)
+            key = m.get("id") or r.get("requestId")
+            if not seen or seen[-1][0] != key:
+                seen.append([key, total, u.get("output_tokens", 0)])
+            model = m.get("model", model)
+        if r.get("subtype") == "compact_boundary" and r["compactMetadata"]["trigger"] == "auto":
+            _, total, out = seen[-2]
+            return version, model, total + out, r["compactMetadata"]["preTokens"]
+    raise AssertionError(f"{path}: no auto-compaction")
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")
+@pytest.mark.parametrize("log,release,max_output", [
+    ("spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl", "2.1", 128_000),  # Claude Code 2.1.39, Opus 4.6
+    ("codemie/session-624a4a58.jsonl", "2.0", 64_000),  # Claude Code 2.0.76, Sonnet 4.5
+])
+def test_the_trigger_matches_the_real_transcripts(log, release, max_output):
+    """Each compaction fired on the first check at or past the reported threshold: the count before
+    the last request was under it, the preTokens recorded at the compaction at or over it."""
+    version, model, before, pre = _before_compaction(REAL / log)
+    assert version.startswith(release)
+    s = make("claude_code", {"release": release}, window=200_000)
+    s.env.max_output_tokens = max_output
+    t = s.threshold()
+    assert before < t <= pre, (version, model, before, t, pre)  # 2.1.39: 165,894 < 167,000 ≤ 167,094
+    other = make("claude_code", {"release": "2.0" if release == "2.1" else "2.1"}, window=200_000)
+    other.env.max_output_tokens = max_output
+    assert not before < other.threshold() <= pre  # the other release's rule does not fit this log
+
+
+def test_estimate_pads_new_messages_to_3_chars_per_token():
+    s = make("claude_code", window=200_000)
+    s.on_user(Message.user("task"))
+    s.on_response(Message("assistant", (Block.tool_use("t0", "Bash", {"c": 1}),)), Usage(input_uncached=165_999, output=1))
+    s.on_tool_results(Message("user", (Block.tool_result("t0", "x" * 2_997),)))
+    assert s.estimate() == 166_999 and not s.should_compact(CallInfo(1, 1.0))  # 2,997 / 3 = 999
+    s.on_tool_results(Message("user", (Block.text_block("abc"),)))
+    assert s.estimate() == 167_000 and s.should_compact(CallInfo(1, 1.0))
+
+
+def _read_step(s, i, path, text, usage=None):
+    s.build_request(CallInfo(i, float(i)))
+    s.on_response(Message("assistant", (Block.tool_use(f"t{i}", "Read", {"file_path": path}),)), usage)
+    s.on_tool_results(Message("user", (Block.tool_result(f"t{i}", text),)))
+
+
+def test_compaction_shares_the_prefix_and_restores_the_five_latest_files():
+    services = FakeServices("SUMMARY")
+    s = make("claude_code", services=services, window=200_000)
+    s.on_user(Message.user("task"))
+    for i in range(6):
+        _read_step(s, i, f"/p/f{i}.py", f"body {i}")
+    _read_step(s, 6, "/p/f1.py", "body 1 again", usage=Usage(input_uncached=167_000))
+    req = s.build_request(CallInfo(7, 7.0))
+    assert req.rewrite and req.breakpoints[0].ttl == "1h"
+    (sreq, spec), = services.calls
+    # the summary call: the same system prompt, tools and markers as the main loop, the whole history
+    assert sreq.system is s.env.system and sreq.tools is s.env.tools and len(sreq.breakpoints) == 2
+    assert len(sreq.messages) == 1 + 2 * 7 and spec.kind == "summary" and "All user messages" in spec.instructions
+    h = list(s.history)
+    assert h[0].text == CONTINUED + "SUMMARY" and h[1].meta["origin"] == "restore"
+    # files most recent first: f1 (read again, its latest text), f5, f4, f3, f2; f0 is the sixth
+    restored = h[1].text
+    order = [restored.index(f"### /p/f{k}.py") for k in (1, 5, 4, 3, 2)]
+    assert order == sorted(order) and "/p/f0.py" not in restored and "body 1 again" in restored
+    assert len(h) == 2 and s.counters.extra["restored_files"] == 5
+
+
+def test_microcompact_clears_old_compactable_results_once_the_cache_is_cold():
+    s = make("claude_code", window=200_000)  # env.now() is 0: the last answer is at t = 0
+    s.on_user(Message.user("task"))
+    for i in range(7):
+        step(s, i, f"out {i}", tool="Read" if i % 2 else "Bash")
+    step(s, 7, "sub-agent report", tool="Task")  # not a compactable tool
+    assert not s.build_request(CallInfo(8, 3_600.0)).rewrite  # a gap of exactly the TTL: still warm
+    req = s.build_request(CallInfo(8, 3_601.0))
+    results = [b.text for m in s.history for b in m.blocks if b.type == "tool_result"]
+    # 7 compactable results, the newest 5 kept: out 0 and out 1 cleared; Task's result untouched
+    assert results == [CLEARED, CLEARED, "out 2", "out 3", "out 4", "out 5", "out 6", "sub-agent report"]
+    assert req.rewrite and s.counters.extra["microcompacted_results"] == 2
+    off = make("claude_code", {"microcompact": "off"}, window=200_000)
+    off.on_user(Message.user("task"))
+    for i in range(7):
+        step(off, i, f"out {i}")
+    assert not off.build_request(CallInfo(8, 9_999.0)).rewrite
+
+
+def test_three_failed_compactions_stop_auto_compact():
+    services = FakeServices(fail(), fail(), fail(), "never asked")
+    s = make("claude_code", services=services, window=200_000)
+    s.on_user(Message.user("task"))
+    step(s, 0, "x", usage=Usage(input_uncached=170_000))
+    for i in range(4):
+        s.build_request(CallInfo(1 + i, 1.0 + i))
+    assert len(services.calls) == 3 and s.counters.compactions_failed == 3 and s.counters.breaker_trips == 1
+
+
+def test_a_rejected_request_is_compacted_reactively_once():
+    services = FakeServices("S1", "S2")
+    s = make("claude_code", services=services, window=200_000)
+    s.on_user(Message.user("task"))
+    step(s, 0, "x" * 100)
+    assert reject(s, call=1)  # under the threshold by its estimate, but the API said too long
+    assert s.history[0].text == CONTINUED + "S1" and s.counters.extra["reactive_compactions"] == 1
+    assert not reject(s, call=1, attempt=2)  # it still did not fit: the turn errors
+    assert not reject(s, call=1, reasons=("pairing",))
+
+
+def test_check_params_scale_to_the_kit_window():
+    cfg = make_config(ClaudeCode, ClaudeCode.check_params(32_000))
+    s = make("claude_code", cfg.model_dump(), window=32_000)
+    # 32,000 − min(64,000, 3,200) − 2,080 = 26,720: the same 83.5% of the window as 167,000 of 200,000
+    assert s.threshold() == 26_720
+
+
+def test_replay_compacts_on_the_cached_prefix_without_a_rejected_request():
+    b = Builder().user("port the module")
+    for i in range(80):
+        b.call(f"step {i}", [f"out {i} " + "data " * 1_200], tool="Read", inputs=[{"file_path": f"/m/{i % 7}.py"}])
+    t = b.call("done").build()
+    r = replay(t, "claude_code", ClaudeCode.check_params(60_000), RunConfig(window=60_000))
+    m = r.metrics
+    assert m["overflows"] == 0 and m["pairing_violations"] == 0 and m["compactions"]["succeeded"] >= 2
+    s = r.calls[r.calls["kind"] == "summary"]
+    assert (s["cache_read"] > 0.8 * s["context_tokens"]).all()  # the compaction call reads the cache
