@@ -13,7 +13,8 @@ from harness.synth.config import load_preset
 from harness.synth.generator import generate
 
 PEERS = ["truncate", "sliding_window", "cut_no_summary", "observation_masking", "context_editing", "codex",
-         "gemini_cli", "openhands", "amortized_forgetting", "claude_code", "anthropic_compaction"]
+         "gemini_cli", "openhands", "amortized_forgetting", "claude_code", "anthropic_compaction", "aider", "opencode", "goose", "roo_code",
+         "cline"]
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")
 

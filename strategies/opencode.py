@@ -1,0 +1,186 @@
+"""opencode: OpenCode's (and Kilo Code's) session compaction: prune old tool output, summarise on
+overflow.
+
+Source: anomalyco/opencode (sst/opencode) ``packages/opencode/src/session/compaction.ts``
+(``prune``, ``PRUNE_MINIMUM``, ``PRUNE_PROTECT``, ``PRUNE_PROTECTED_TOOLS``, ``process``, the
+compaction prompt) and ``session/overflow.ts`` (``usable``, ``isOverflow``), read at commits
+001aa6cc and 08f74b9b (2026), with the tail-turn budget of the newer ``compaction`` config
+(``tail_turns``, 2) as peers.md records it:
+
+* **overflow**: after a step, its tokens (input + output + cache reads + cache writes, as reported)
+  reach the usable context: the window less the model's output limit capped at 32,000
+  (``ProviderTransform.maxOutputTokens``; when a model declares an input limit: that less 20,000);
+  the next step compacts first;
+* **prune**, when a turn ends: walking back from the newest message, the last 2 user turns are
+  skipped; past the newest 40,000 tokens of tool output (4 characters per token) older outputs are
+  marked compacted — only if more than 20,000 tokens can go — and the model then reads "[Old tool
+  result content cleared]"; the walk stops at a summary or at output already pruned; ``skill``
+  outputs are never pruned;
+* **compaction**: the compaction agent gets the conversation and the compaction prompt (Goal,
+  Instructions, Discoveries, Accomplished, Relevant files) with no tools and no system prompt, so it
+  reads nothing of the main loop's cache (tool outputs cut to 2,000 characters in its input, as
+  peers.md records); the history is then the compaction request ("What did we do so far?"), the
+  summary, the last 2 user turns if they fit in ``min(8,000, max(2,000, 0.25 × usable))`` tokens (else
+  the last one, else none), and an automatic "Continue if you have next steps…" message;
+* a request the provider rejects as too long (``ContextOverflowError``) is compacted the same way
+  and sent again.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from harness.llm import SUMMARY, CallSpec
+from strategies.base import CallInfo, Rejection
+from strategies.templates import (
+    PeerConfig,
+    ThresholdCompactor,
+    chars_to_tokens,
+    is_plain_user,
+    transcript_text,
+)
+
+OUTPUT_TOKEN_MAX = 32_000  # provider/transform.ts maxOutputTokens cap
+PRUNE_MINIMUM = 20_000  # compaction.ts
+PRUNE_PROTECT = 40_000  # compaction.ts
+PRUNE_PROTECTED_TOOLS = ("skill",)  # compaction.ts
+PRUNED = "[Old tool result content cleared]"  # message-v2.ts: what a compacted tool part shows the model
+TAIL_TURNS = 2  # compaction config tail_turns default (peers.md)
+SUMMARY_TOOL_CHARS = 2_000  # peers.md: tool outputs cut in the summariser's input
+SUMMARY_MAX_TOKENS = 20_000  # compaction.ts COMPACTION_MAX_OUTPUT_TOKENS (commit 001aa6cc)
+COMPACTION_ASK = "What did we do so far?"
+CONTINUE = "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
+PROMPT = """\
+Provide a detailed prompt for continuing our conversation above. Focus on what we did, what we are \
+doing, which files we are working on and what we are going to do next; another agent will read it \
+and continue the work. Do not call any tools. Use this template: ## Goal, ## Instructions, \
+## Discoveries, ## Accomplished, ## Relevant files / directories."""  # compaction.ts defaultPrompt, shortened
+
+
+def tail_budget(usable: float) -> int:
+    """Tokens the kept tail turns may take: min(8,000, max(2,000, 0.25 × usable))."""
+    return int(min(8_000, max(2_000, 0.25 * usable)))
+
+
+class OpenCodeConfig(PeerConfig):
+    reserved_tokens: int | None = Field(None, ge=0, le=10_000_000, description="kept below the window; None: "
+                                        "the model's output limit capped at 32,000")
+    prune: bool = Field(True, description="prune old tool output when a turn ends")
+    prune_protect_tokens: int = Field(PRUNE_PROTECT, ge=0, le=10_000_000, description="newest tool output kept")
+    prune_minimum_tokens: int = Field(PRUNE_MINIMUM, ge=0, le=10_000_000, description="prune only if more than this can go")
+    tail_turns: int = Field(TAIL_TURNS, ge=0, le=100, description="newest user turns kept verbatim after compacting")
+    summary_max_tokens: int = Field(SUMMARY_MAX_TOKENS, ge=256, le=200_000, description="output bound of the compaction agent")
+
+
+class OpenCode(ThresholdCompactor):
+    name = "opencode"
+    summary = "OpenCode: prune tool output past the newest 40k tokens; at window − 32k summarise, keep the last 2 turns"
+    on_rejection = "compacts (the compaction agent) and sends again (opencode ContextOverflowError → compaction)"
+    Config = OpenCodeConfig
+
+    @staticmethod
+    def check_params(window: int) -> dict:
+        scale = window / 200_000
+        return {"reserved_tokens": int(OUTPUT_TOKEN_MAX * scale), "prune_protect_tokens": int(PRUNE_PROTECT * scale),
+                "prune_minimum_tokens": int(PRUNE_MINIMUM * scale)}
+
+    def __init__(self, config, env) -> None:
+        super().__init__(config, env)
+        self.tool_names: dict[str, str] = {}
+
+    def usable(self) -> int:
+        c = self.config
+        reserved = c.reserved_tokens if c.reserved_tokens is not None else min(self.env.max_output_tokens, OUTPUT_TOKEN_MAX)
+        return max(0, self.env.window - reserved)
+
+    def on_response(self, message: Message, usage) -> None:
+        for b in message.blocks:
+            if b.type == "tool_use" and b.id:
+                self.tool_names[b.id] = b.name or ""
+        super().on_response(message, usage)
+
+    def on_user(self, message: Message) -> None:
+        if is_plain_user(message) and self.config.prune:
+            self.prune()  # the previous turn ended
+        super().on_user(message)
+
+    # --- prune ---------------------------------------------------------------------------------------
+    def prune(self) -> int:
+        c = self.config
+        h = self.history
+        turns, total, pruned = 0, 0, 0
+        marks: list[tuple[int, int]] = []
+        for i in range(len(h) - 1, -1, -1):
+            m = h[i]
+            if is_plain_user(m):
+                turns += 1
+            if turns < 2:
+                continue
+            if m.meta.get("origin") == "summary":
+                break
+            stop = False
+            for j in range(len(m.blocks) - 1, -1, -1):
+                b = m.blocks[j]
+                if b.type != "tool_result" or self.tool_names.get(b.id or "") in PRUNE_PROTECTED_TOOLS:
+                    continue
+                if b.meta.get("pruned"):
+                    stop = True
+                    break
+                est = chars_to_tokens(len(b.text), 4.0)  # Token.estimate: chars / 4
+                total += est
+                if total > c.prune_protect_tokens:
+                    pruned += est
+                    marks.append((i, j))
+            if stop:
+                break
+        if pruned <= c.prune_minimum_tokens:
+            return 0
+        by_msg: dict[int, set[int]] = {}
+        for i, j in marks:
+            by_msg.setdefault(i, set()).add(j)
+        for i in sorted(by_msg):
+            m = h[i]
+            h = h.replace_at(i, Message(m.role, tuple(Block.tool_result(b.id or "", PRUNED, b.is_error, pruned=True)
+                                                      if j in by_msg[i] else b for j, b in enumerate(m.blocks)), m.meta))
+        self.set_history(h)
+        self.counters.extra["pruned_tool_outputs"] += len(marks)
+        return len(marks)
+
+    # --- compaction ----------------------------------------------------------------------------------
+    def should_compact(self, call: CallInfo) -> bool:
+        last = self.anchor.anchor  # the last step's input (cache included) + output
+        return last is not None and last >= self.usable()
+
+    def _tail(self, msgs: list[Message]) -> list[Message]:
+        budget = tail_budget(self.usable())
+        starts = [i for i, m in enumerate(msgs) if is_plain_user(m)]
+        for k in range(min(self.config.tail_turns, len(starts)), 0, -1):
+            tail = msgs[starts[-k]:]
+            if self.tokens_of(tail) <= budget:
+                return tail
+        return []
+
+    def compact(self, call: CallInfo) -> bool | None:
+        c = self.config
+        msgs = list(self.history)
+        if not msgs:
+            return None
+        tail = self._tail(msgs)
+        head = msgs[:len(msgs) - len(tail)]
+        if not head:  # the tail is everything: summarise it all
+            head, tail = msgs, []
+        req = Request(SystemPrompt(), ToolSet(), History([Message.user(transcript_text(head, SUMMARY_TOOL_CHARS))]))
+        res = self.side_call(req, CallSpec(kind=SUMMARY, instructions=PROMPT, max_output_tokens=c.summary_max_tokens))
+        if res is None or not res.text.strip():
+            return False
+        new = [Message.user(COMPACTION_ASK, origin="summary_request"),
+               Message("assistant", (Block.text_block(res.text.strip()),), {"origin": "summary"}),
+               *tail, Message.user(CONTINUE, origin="continuation")]
+        self.set_history(History(new))
+        return True
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        if "overflow" not in rejection.reasons or rejection.attempt > 2:
+            return False
+        return self.compact_now(call)
