@@ -160,21 +160,36 @@ class Cline(ThresholdCompactor):
         return True
 
     def basic(self) -> bool:
-        """The deterministic recovery: typed user prompts, a notice of the dropped tool work, the tail."""
+        """The deterministic recovery (``runBasicCompaction``): every typed user prompt, a notice of the
+        dropped tool work, and the newest messages after the latest prompt that fit the target
+        (starting on an assistant message). The target of a recovery is ``resolveManualMessageTargetTokens``:
+        half the messages' tokens, at most the trigger less the request overhead."""
         c = self.config
         msgs = list(self.history)
-        cut = safe_cut(msgs, min(c.preserve_recent_tokens, self.target_messages()), c.chars_per_token)
-        if cut <= 0:
+        overhead = self.env.system.opaque_tokens + chars_to_tokens(prompt_chars(self.env.system, self.env.tools),
+                                                                   c.chars_per_token)
+        sizes = [chars_to_tokens(message_json_chars(m), c.chars_per_token) for m in msgs]
+        target = max(1, min(int(self.trigger()) - overhead, sum(sizes) // 2))
+        typed = [i for i, m in enumerate(msgs) if is_plain_user(m) or m.meta.get("origin") == "summary"]
+        if not typed:
             return False
-        dropped = msgs[:cut]
-        prompts = [m for m in dropped if is_plain_user(m) or m.meta.get("origin") == "summary"]
+        total = sum(sizes[i] for i in typed)
+        start, acc = len(msgs), 0
+        for i in range(len(msgs) - 1, typed[-1], -1):
+            if total + acc + sizes[i] > target:
+                break
+            acc += sizes[i]
+            start = i
+        while start < len(msgs) and msgs[start].role != "assistant":
+            start += 1
+        dropped = [m for i, m in enumerate(msgs[:start]) if i not in set(typed)]
+        if not dropped:
+            return False  # nothing to drop: the request would not get smaller
         tools = Counter(b.name for m in dropped for b in m.blocks if b.type == "tool_use")
-        if len(prompts) == len(dropped):
-            return False  # nothing but prompts to drop: the request would not get smaller
         activity = ", ".join(f"{name} ×{n}" for name, n in sorted(tools.items())) or "none"
         notice = Message.user(f"<SYSTEM_NOTICE>\nEarlier context was compacted. Tool calls dropped: {activity}\n"
                               "</SYSTEM_NOTICE>", origin="notice")
-        self.set_history(History([*prompts, notice, *msgs[cut:]]))
+        self.set_history(History([*(msgs[i] for i in typed if i < start), notice, *msgs[start:]]))
         self.counters.extra["basic_compactions"] += 1
         return True
 

@@ -47,7 +47,6 @@ spellings other agents' logs use (``Bash``, ``shell``, ``exec_command``); MCP to
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -186,16 +185,7 @@ class GeminiCli(ThresholdCompactor):
     # --- tool outputs ----------------------------------------------------------------------------
     def _save(self, content: str, tool_use_id: str) -> str | None:
         self.truncation_id += 1
-        d = Path(self.env.session_dir) / "tool-outputs"
-        path = d / f"{_safe(tool_use_id)}_{self.truncation_id}.txt"
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
-        except OSError:
-            self.counters.extra["save_failed"] += 1
-            return None
-        self.counters.spills += 1
-        return str(path)
+        return self.save_output("tool-outputs", f"{tool_use_id}_{self.truncation_id}", content)
 
     def on_tool_results(self, message: Message) -> None:
         limit = self.threshold_chars()
@@ -392,7 +382,3 @@ def masked_snippet(content: str, path: str, shell: bool) -> str:
 def _as_snapshot(text: str) -> str:
     t = text.strip()
     return t if "<state_snapshot>" in t else f"<state_snapshot>\n{t}\n</state_snapshot>"
-
-
-def _safe(part: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in part)

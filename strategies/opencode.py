@@ -7,6 +7,8 @@ compaction prompt) and ``session/overflow.ts`` (``usable``, ``isOverflow``), rea
 001aa6cc and 08f74b9b (2026), with the tail-turn budget of the newer ``compaction`` config
 (``tail_turns``, 2) as peers.md records it:
 
+* **tool output** over 2,000 lines or 50 KB is cut to its first lines within both limits; the whole
+  output is saved to a file the hint names (``tool/truncation.ts``, ``Truncate.output``);
 * **overflow**: after a step, its tokens (input + output + cache reads + cache writes, as reported)
   reach the usable context: the window less the model's output limit capped at 32,000
   (``ProviderTransform.maxOutputTokens``; when a model declares an input limit: that less 20,000);
@@ -42,6 +44,8 @@ from strategies.templates import (
 )
 
 OUTPUT_TOKEN_MAX = 32_000  # provider/transform.ts maxOutputTokens cap
+TRUNCATE_MAX_LINES = 2_000  # tool/truncation.ts Truncate.MAX_LINES
+TRUNCATE_MAX_BYTES = 50 * 1024  # tool/truncation.ts Truncate.MAX_BYTES
 PRUNE_MINIMUM = 20_000  # compaction.ts
 PRUNE_PROTECT = 40_000  # compaction.ts
 PRUNE_PROTECTED_TOOLS = ("skill",)  # compaction.ts
@@ -58,6 +62,22 @@ and continue the work. Do not call any tools. Use this template: ## Goal, ## Ins
 ## Discoveries, ## Accomplished, ## Relevant files / directories."""  # compaction.ts defaultPrompt, shortened
 
 
+def truncate_head(text: str, max_lines: int = TRUNCATE_MAX_LINES, max_bytes: int = TRUNCATE_MAX_BYTES) -> str | None:
+    """``Truncate.output`` (direction head): the first lines within both limits, or None when the
+    text is within them."""
+    lines = text.split("\n")
+    if len(lines) <= max_lines and len(text.encode("utf-8", "surrogatepass")) <= max_bytes:
+        return None
+    out, size = [], 0
+    for line in lines[:max_lines]:
+        b = len(line.encode("utf-8", "surrogatepass")) + 1
+        if size + b > max_bytes:
+            break
+        out.append(line)
+        size += b
+    return "\n".join(out)
+
+
 def tail_budget(usable: float) -> int:
     """Tokens the kept tail turns may take: min(8,000, max(2,000, 0.25 × usable))."""
     return int(min(8_000, max(2_000, 0.25 * usable)))
@@ -71,6 +91,7 @@ class OpenCodeConfig(PeerConfig):
     prune_minimum_tokens: int = Field(PRUNE_MINIMUM, ge=0, le=10_000_000, description="prune only if more than this can go")
     tail_turns: int = Field(TAIL_TURNS, ge=0, le=100, description="newest user turns kept verbatim after compacting")
     summary_max_tokens: int = Field(SUMMARY_MAX_TOKENS, ge=256, le=200_000, description="output bound of the compaction agent")
+    truncate_tool_output: bool = Field(True, description="cut tool output over 2,000 lines / 50 KB (saved to a file)")
 
 
 class OpenCode(ThresholdCompactor):
@@ -99,6 +120,20 @@ class OpenCode(ThresholdCompactor):
             if b.type == "tool_use" and b.id:
                 self.tool_names[b.id] = b.name or ""
         super().on_response(message, usage)
+
+    def on_tool_results(self, message: Message) -> None:
+        if self.config.truncate_tool_output:
+            blocks = []
+            for b in message.blocks:
+                cut = truncate_head(b.text) if b.type == "tool_result" else None
+                if cut is not None:
+                    path = self.save_output("tool-output", b.id or "result", b.text)
+                    hint = (f"\n\n...output truncated: {len(b.text) - len(cut):,} more characters; the full output is in "
+                            f"{path}" if path else "\n\n...output truncated")
+                    b = b.with_text(cut + hint, truncated=True, **({"saved": path} if path else {}))
+                blocks.append(b)
+            message = Message(message.role, tuple(blocks), message.meta)
+        super().on_tool_results(message)
 
     def on_user(self, message: Message) -> None:
         if is_plain_user(message) and self.config.prune:

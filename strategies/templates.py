@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -259,6 +260,20 @@ class PeerStrategy(Strategy):
             self.anchor.clear()
         else:
             self.anchor.rebase(estimate, len(history))
+
+    def save_output(self, subdir: str, name: str, text: str) -> str | None:
+        """Write a tool output the agent keeps on disk (a real file under the run's directory);
+        counted as a spill. None when it cannot be written (counted in ``save_failed``)."""
+        d = Path(self.env.session_dir) / subdir
+        path = d / f"{''.join(ch if ch.isalnum() or ch in '_-' else '_' for ch in name)}.txt"
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            self.counters.extra["save_failed"] += 1
+            return None
+        self.counters.spills += 1
+        return str(path)
 
     def tokens_of(self, messages: Sequence[Message]) -> int:
         return chars_to_tokens(sum(m.chars for m in messages), self.config.chars_per_token)

@@ -59,7 +59,10 @@ def test_a_rejected_request_runs_the_basic_compaction_and_one_retry():
     _six_steps(s)
     assert reject(s, call=6)
     h = list(s.history)
-    # no LLM call; the typed prompt, the notice of dropped work, then the kept tail from a2
-    assert not services.calls and h[0].text == "task" and "Bash ×2" in h[1].text and h[2].blocks[0].id == "tu_2"
+    # no LLM call; the target is half the messages' 2,871 tokens (task 21, each step 38 + 437) = 1,435:
+    # the typed prompt (21) and, from the end, r5 a5 r4 a4 r3 (1,408) fit, a3 does not; the kept tail
+    # starts on an assistant message: a4. The notice counts the 4 dropped tool calls
+    assert not services.calls and h[0].text == "task" and "Bash ×4" in h[1].text and h[2].blocks[0].id == "tu_4"
+    assert len(h) == 6
     assert s.counters.extra["basic_compactions"] == 1
     assert not reject(s, call=6, attempt=2)

@@ -67,3 +67,18 @@ def test_a_rejected_request_is_compacted_and_sent_again():
     _turn(s, "task", ["x" * 100], 0)
     assert reject(s, call=1)
     assert s.history[1].text == "S"
+
+
+def test_tool_output_over_50kb_is_cut_to_its_head_and_saved(tmp_path):
+    from pathlib import Path
+
+    s = make("opencode", session_dir=tmp_path)
+    s.on_user(Message.user("task"))
+    text = "\n".join("x" * 99 for _ in range(600))  # 600 lines, 60,000 bytes > 51,200
+    step(s, 0, text)
+    out = s.history[-1].blocks[0]
+    # each line is 100 bytes with its newline: 512 lines fit in 51,200 bytes
+    assert out.text.startswith("\n".join(["x" * 99] * 512) + "\n\n...output truncated: 8,800 more characters")
+    assert Path(out.meta["saved"]).read_text() == text and s.counters.spills == 1
+    step(s, 1, "\n".join(["y"] * 2_000))  # 2,000 lines, 3,999 bytes: within both limits
+    assert s.history[-1].blocks[0].text == "\n".join(["y"] * 2_000)
