@@ -13,7 +13,9 @@ can follow the pointer with its reading tool; the engine charges that read-back 
 ``readback``) when a probe needs a fact held only in such a file. A read of a saved file (a
 read-back) points, once old, at the same file: nothing is written twice. Replacing an old result
 rewrites an already-sent message, so the cached prefix breaks behind it: replacements happen in
-batches (hysteresis between the two budgets) and the call declares the rewrite.
+batches (hysteresis between the two budgets), only when the cache has expired anyway (an idle gap
+past ``cold_cache_s``, the 5-minute TTL: Claude Code's time-based microcompact, reported, peers.md),
+and the call declares the rewrite.
 
 ``elide_all_results`` extends the pointers to every tool result (shell output, search hits), which
 is the same mechanism applied to all observations. Each replacement round removes content from
@@ -42,6 +44,7 @@ POINTER = ("[Content of {source} ({chars:,} characters) was removed from the con
            "It is saved at {saved} — read that file to see it again.]")
 READ_TOOLS = ("Read", "NotebookRead", "read_file", "view", "open_file")  # Claude Code, Codex/SWE-agent, OpenHands
 PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
+COLD_CACHE_S = 300.0  # Anthropic's 5-minute cache TTL: Claude Code's time-based microcompact fires past it (reported)
 
 
 class OnDemandReadingConfig(WindowedConfig):
@@ -55,6 +58,10 @@ class OnDemandReadingConfig(WindowedConfig):
     min_pointer_chars: int = Field(1_000, ge=0, le=1_000_000,
                                    description="results shorter than this stay inline (a pointer would not save much)")
     elide_all_results: bool = Field(False, description="treat every tool result as a read (pointers for all)")
+    cold_cache_s: float = Field(COLD_CACHE_S, ge=0, le=86_400,
+                                description="replace old reads only after an idle gap this long, when the prompt "
+                                "cache has expired anyway (Claude Code's time-based microcompact, reported; the 5-minute "
+                                "TTL); 0: as soon as the budget is passed")
 
     @field_validator("read_tools", mode="before")
     @classmethod
@@ -83,6 +90,7 @@ class OnDemandReading(WindowedStrategy):
         self.reads_dir.mkdir(parents=True, exist_ok=True)
         # inline reads, oldest first: (message index, tool_use id, chars)
         self.inline: list[tuple[int, str, int]] = []
+        self._last_call: float | None = None
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
@@ -119,8 +127,11 @@ class OnDemandReading(WindowedStrategy):
     def before_call(self, call: CallInfo) -> None:
         if self.in_isolated_subtask:  # a recorded sub-agent's own context: its reads are not tracked
             return
+        last, self._last_call = self._last_call, call.now
         if self.inline_tokens() < self.config.inline_read_tokens:
             return
+        if self.config.cold_cache_s and last is not None and call.now - last < self.config.cold_cache_s:
+            return  # the cache is warm: replacing now would re-write everything behind the first pointer
         k = self.config.keep_recent_reads
         protected = self.inline[-k:] if k else []
         candidates = [r for r in self.inline if r not in protected]
@@ -160,10 +171,10 @@ class OnDemandReading(WindowedStrategy):
         """Write the result to its file (unless it is a read of a file already saved) and return the
         pointer text that replaces it."""
         source = self.source_of(b.id or "")
-        root = self.reads_dir.resolve()
+        root = Path(self.env.session_dir).resolve()
         src = Path(source)
         if src.is_absolute() and root in src.resolve().parents and src.exists():
-            saved = src  # a read-back of a saved file: point at it again
+            saved = src  # a read-back of a file the agent saved (a read, a transcript): point at it again
         else:
             saved = self.reads_dir / f"{_safe(b.id or 'result')}.txt"
             saved.write_text(b.text, encoding="utf-8")

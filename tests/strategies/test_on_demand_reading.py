@@ -16,7 +16,7 @@ from strategies.on_demand_reading import POINTER, OnDemandReading
 from strategies.registry import StrategyError, get, make_config
 from tests.helpers_traces import Builder
 
-PARAMS = {"inline_read_tokens": 5_000, "keep_read_tokens": 2_000, "keep_recent_reads": 1}
+PARAMS = {"inline_read_tokens": 5_000, "keep_read_tokens": 2_000, "keep_recent_reads": 1, "cold_cache_s": 0}
 
 
 def make(tmp_path: Path, **params) -> OnDemandReading:
@@ -126,3 +126,17 @@ def test_replacement_rounds_count_as_compactions_and_the_window_has_a_fallback()
     assert m["compactions"]["succeeded"] == c["replacement_rounds"] + c.get("window_cuts", 0)
     assert c["replacement_rounds"] >= 1 and c.get("window_cuts", 0) >= 1
     assert m["overflows"] == m["pairing_violations"] == 0
+
+
+def test_reads_are_replaced_only_once_the_cache_is_cold(tmp_path):
+    """Claude Code's time-based microcompact (reported): replacing an old read re-writes everything
+    after it, so by default it waits for an idle gap past the 5-minute TTL, when the cache is cold."""
+    s = make(tmp_path, cold_cache_s=300)
+    s.on_user(Message.user("fix the parser"))
+    for i in range(3):  # three reads of 2,000 tokens, 2 s apart: over the 5,000 budget, cache warm
+        read(s, i, f"/src/f{i}.py", str(i) * 7000)
+    warm = s.build_request(CallInfo(3, 10.0))
+    assert not warm.rewrite and s.counters.extra["reads_replaced"] == 0
+    s.on_response(Message("assistant", (Block.text_block("thinking"),)), None)
+    cold = s.build_request(CallInfo(4, 400.0))  # 390 s idle: the cache has expired
+    assert cold.rewrite and s.counters.extra["reads_replaced"] == 2 and s.counters.compactions_succeeded == 1
