@@ -256,6 +256,8 @@ class RagMemoryConfig(WindowedConfig):
     top_k: int = Field(TOP_K, ge=1, le=100, description="chunks a search returns (Letta's page size)")
     inject_max_chars: int = Field(RESULT_CHARS, ge=100, le=1_000_000,
                                   description="cap on one search result (Letta FUNCTION_RETURN_CHAR_LIMIT)")
+    search: bool = Field(True, description="the model searches recall memory at each task-bearing request (off: "
+                         "measure what retrieval adds)")
     requery_every: int = Field(0, ge=0, le=10_000,
                                description="within a long turn, search again every this many calls (0: only when a "
                                "task-bearing user message arrives)")
@@ -400,7 +402,7 @@ class RagMemory(WindowedStrategy):
             return
         self.pending_query = None
         self.calls_since_query = 0
-        if not len(self.store):
+        if not len(self.store) or not self.config.search:
             return
         self.search(query)
 
