@@ -6,9 +6,21 @@ assistant message, as the API measured it. Messages added after the anchor are e
 ``chars_per_token`` (3.5 by the seed). Usage = anchor + estimate(new messages). Nobody re-counts
 the whole history each turn: the estimate touches only the messages since the anchor.
 
-With no anchor (before the first answer, or after a compaction cleared it, N-COMP-12) the whole
-request is estimated from characters. The engine compares every estimate with the true count, so
-the error of this rule is a measured figure (``estimator`` in the metrics).
+With no anchor (before the first answer, after a compaction cleared it, N-COMP-12, or in a new
+launch) the whole request is estimated from characters. The engine compares every estimate with the
+true count, so the error of this rule is a measured figure (``estimator`` in the metrics).
+
+Beyond the seed, calibrated unanchored estimates (``calibrate``, on by default). The seed's premise
+is that only the messages since the anchor are estimated, so 3.5 chars/token errs on a turn's worth
+of text, well inside the 3,000-token hard margin (N-COMP-3). An unanchored estimate errs on the whole
+context: on real Claude Code traffic the recorded tokens are 2.3–3.0 characters each (peers.md,
+"Tokens per character"), so 3.5 runs 14–34% low there, and a session of crash-and-resume launches
+(every resume clears the anchor) sent 32,109 tokens into a 32,000 window. So every real usage also
+measures this conversation's characters per token (the anchored request's characters over its
+tokens), and an unanchored estimate uses that figure when it is lower than the seed's: never below
+the seed's estimate, and as close to the API's count as the conversation's own history allows. The
+figure survives a compaction (same process) and a resume (it is read back from the transcript's last
+record carrying a usage, strategy.py); a conversation never measured uses the seed's 3.5.
 """
 
 from __future__ import annotations
@@ -44,36 +56,72 @@ def prompt_chars(system: SystemPrompt, tools: ToolSet) -> int:
 @dataclass
 class TokenLedger:
     """The anchor and where it was taken. ``anchor_len`` is the number of history messages the
-    anchored request covered, the assistant answer included; later messages are estimated."""
+    anchored request covered, the assistant answer included; later messages are estimated.
+    ``anchor_chars`` is that request's size in characters (kept incrementally: each anchor adds the
+    characters of the messages since the previous one), ``observed_cpt`` the characters per token
+    the last anchor measured (see the module docstring)."""
 
     chars_per_token: float = CHARS_PER_TOKEN
+    calibrate: bool = True
     anchor: int | None = None
     anchor_len: int = 0
+    anchor_chars: int | None = None
+    observed_cpt: float | None = None
 
-    def record(self, usage: Usage | None, history_len: int) -> None:
+    def record(self, usage: Usage | None, history_len: int, chars: int | None = None,
+               opaque_tokens: int = 0) -> None:
         """The assistant message just entered history (``history_len`` messages now) and the API
-        reported ``usage`` for its call. A rejected call (no usage) keeps the old anchor: the
-        messages since it are still estimated, so the figure stays an upper-bound-ish estimate
-        rather than a guess from nothing."""
+        reported ``usage`` for its call; ``chars`` is that request's size in characters with the
+        answer (:meth:`request_chars`, taken before this call; None: nothing is measured).
+        A rejected call (no usage) keeps the old anchor: the messages since it are still estimated,
+        so the figure stays an upper-bound-ish estimate rather than a guess from nothing."""
         if usage is None:
             return
-        self.anchor = usage.input_total + usage.output
-        self.anchor_len = history_len
+        self.set_anchor(usage.input_total + usage.output, history_len, chars, opaque_tokens)
+
+    def set_anchor(self, tokens: int, history_len: int, chars: int | None = None, opaque_tokens: int = 0) -> None:
+        """An API count of a request covering ``history_len`` history messages and ``chars``
+        characters (a usage, or the count a prompt-too-long 400 states)."""
+        self.anchor, self.anchor_len, self.anchor_chars = tokens, history_len, chars
+        if chars:
+            self.measure(tokens, chars, opaque_tokens)
+
+    def measure(self, tokens: int, chars: int, opaque_tokens: int = 0) -> None:
+        """A request of ``chars`` characters was ``tokens`` tokens by the API's count (``opaque_tokens``
+        of them without text in hand): this conversation's characters per token."""
+        if chars > 0 and tokens - opaque_tokens > 0:
+            self.observed_cpt = chars / (tokens - opaque_tokens)
 
     def clear(self) -> None:
-        """N-COMP-12: after a compaction the anchor no longer describes the history."""
+        """N-COMP-12: after a compaction the anchor no longer describes the history (the measured
+        characters per token still describe the conversation's text)."""
         self.anchor = None
         self.anchor_len = 0
+        self.anchor_chars = None
+
+    def unanchored_cpt(self) -> float:
+        """Characters per token of an estimate with no anchor: the seed's, or the measured figure
+        when calibrating and it is lower (a larger, safer estimate)."""
+        if self.calibrate and self.observed_cpt is not None:
+            return min(self.chars_per_token, self.observed_cpt)
+        return self.chars_per_token
 
     def estimate(self, history: History, *, system: SystemPrompt, tools: ToolSet,
                  prefix: Iterable[Message] = (), extra: Iterable[Message] = ()) -> int:
         """Estimated input tokens of a request made of ``prefix`` (resident messages), ``history``
         and ``extra`` (messages sent but not kept). With an anchor: anchor + new history messages
-        + extra; the system prompt, tools and resident prefix are inside the anchor."""
-        cpt = self.chars_per_token
+        + extra at the seed's rate; the system prompt, tools and resident prefix are inside the
+        anchor. Without: everything, at :meth:`unanchored_cpt`."""
         extra_chars = message_chars(extra)
         if self.anchor is not None and self.anchor_len <= len(history):
             new = history[self.anchor_len:]
-            return self.anchor + chars_to_tokens(message_chars(new) + extra_chars, cpt)
+            return self.anchor + chars_to_tokens(message_chars(new) + extra_chars, self.chars_per_token)
         chars = prompt_chars(system, tools) + message_chars(prefix) + message_chars(history) + extra_chars
-        return system.opaque_tokens + chars_to_tokens(chars, cpt)
+        return system.opaque_tokens + chars_to_tokens(chars, self.unanchored_cpt())
+
+    def request_chars(self, history: History, *, system: SystemPrompt, tools: ToolSet,
+                      prefix: Iterable[Message] = ()) -> int:
+        """Characters of the request made of ``prefix`` and ``history`` (cheap with an anchor)."""
+        if self.anchor is not None and self.anchor_chars is not None and self.anchor_len <= len(history):
+            return self.anchor_chars + message_chars(history[self.anchor_len:])
+        return prompt_chars(system, tools) + message_chars(prefix) + message_chars(history)

@@ -100,6 +100,8 @@ class MemoryLayer:
         self._recalls: list[_Recall] = []           # prefetches in flight or ready
         self._writes: list[_Extraction] = []        # extraction answers not yet on disk
         self.injected: set[Path] = set()            # N-COMP-12 markers: memories already injected
+        self._order: list[Path] = []                # the same, in the order they were injected
+        self._reinject: list[Path] = []             # reset by a compaction: injected again next request
         # a trace without session events is one launch that starts now: load what it starts with
         self._refresh_resident()
 
@@ -131,6 +133,7 @@ class MemoryLayer:
         self.session = session
         if not resume:  # a fresh conversation: nothing injected in it yet
             self.injected.clear()
+            self._order, self._reinject = [], []
             self._dialogue = []
             self._recalls = []
         self._refresh_resident()
@@ -142,9 +145,15 @@ class MemoryLayer:
         self._consolidate(session, now)
 
     def on_compacted(self) -> None:
-        """N-COMP-12: memories may be injected again; the index is re-read (the prefix changed
-        anyway, so a newer index costs no extra cache break)."""
+        """N-COMP-12: the injection markers are reset and the memories are injected again on the
+        very next request (not at the next user message, when a new recall would be ready): the
+        ones injected so far, the most recently injected first, at most ``recall_max`` (the size of
+        one injection block, N-MEM-5), read again from their files. The index is re-read (the prefix
+        changed anyway, so a newer index costs no extra cache break)."""
+        recent = list(dict.fromkeys(reversed(self._order)))
+        self._reinject = recent[: self.params.recall_max]
         self.injected.clear()
+        self._order = []
         self._refresh_resident()
 
     # --- recall (N-MEM-5, N-MEM-6) -----------------------------------------------------------------
@@ -182,18 +191,22 @@ class MemoryLayer:
         self.extra["memory_recalls"] += 1
 
     def injection_messages(self, now: float) -> list[Message]:
-        """Recalled memories ready by ``now`` and not injected yet, as one block (or nothing)."""
+        """Memories to inject into this request, as one block (or nothing): those a compaction
+        reset (N-COMP-12), then recalled memories ready by ``now`` and not injected yet."""
         self._tick(now)
-        if not self._recalls:
+        reinject, self._reinject = self._reinject, []
+        if not self._recalls and not reinject:
             return []
         ready = [r for r in self._recalls if r.ready_at <= now]
-        if not ready:
+        if not ready and not reinject:
             return []
         self._recalls = [r for r in self._recalls if r.ready_at > now]
         chosen: list[mm.Memory] = []
-        for r in ready:
-            for path in r.files:
-                if path in self.injected or len(chosen) >= self.params.recall_max:
+        # at most recall_max of each: the reset ones, and the new recalls together (N-MEM-5)
+        for files in (reinject, [p for r in ready for p in r.files]):
+            cap = len(chosen) + self.params.recall_max
+            for path in files:
+                if path in self.injected or len(chosen) >= cap:
                     continue
                 try:
                     chosen.append(mm.parse_memory(path.read_text(encoding="utf-8", errors="replace"), path))
@@ -201,8 +214,11 @@ class MemoryLayer:
                     self.extra["memory_recall_unreadable"] += 1
                     continue
                 self.injected.add(path)
+                self._order.append(path)
         if not chosen:
             return []
+        if reinject:
+            self.extra["memory_reinjected_after_compaction"] += sum(1 for m in chosen if m.path in reinject)
         self.extra["memory_injected"] += len(chosen)
         return [mm.render_injection(chosen)]
 

@@ -1,26 +1,39 @@
-"""NovaCode, the seed's context system, as a ctxsim strategy (spec/novacode.md sections 1, 2, 6).
+"""NovaCode, the seed's context system, as a ctxsim strategy (spec/novacode.md), every layer on by
+default (``--set memory=false`` and the like turn one off).
 
 A thin wiring of the layers, each in its own module:
 
-* ``spill``      layer 1: large tool results to real files before they enter history (N-SPILL-*);
+* ``spill``      layer 1: large tool results to real files before they enter history (N-SPILL-*),
+                 under each launch's session directory ``transcripts/<launch>/tool-results/``;
 * ``accounting`` the real-usage anchor plus a 3.5 chars/token estimate (N-COMP-5);
 * ``compaction`` the triggers and the tail choice, pure (N-COMP-1…3, 6…8);
 * ``breaker``    the circuit breaker (N-COMP-4);
 * ``restore``    the restore attachment (N-COMP-11);
 * ``caching``    the three cache breakpoints (N-CACHE-1…3);
+* ``environment`` the environment block, resident, rendered again after a compaction (N-COMP-12);
 * ``transcript`` (memory layer 3) the session transcript whose path the summary carries (N-COMP-10);
-* ``memory_layer`` (memory layers 1–2), built only when ``memory`` or ``instructions`` is on.
+* ``memory_layer`` (memory layers 1–2: instruction files, auto memory), built when ``memory`` or
+  ``instructions`` is on.
 
 Compaction happens at the model call that first sees the estimate reach a trigger line: the summary
 side call reuses the conversation's cached prefix (same system, tools and messages, the same
 breakpoints; the engine appends the instructions as a final user message), and on success history
-becomes summary message + restore attachment + verbatim tail (N-COMP-9) before the main request is
-built, which declares the rewrite (``Request.rewrite``).
+becomes summary message + restore attachment + verbatim tail (N-COMP-9); the memories injected so
+far and a fresh environment block go into that very request (N-COMP-12), which declares the
+rewrite (``Request.rewrite``). A prompt-too-long 400 forces the same compaction, bypassing the
+breaker as the hard line does, on the API's own count (:meth:`NovaCode.on_rejected`).
 
-Beyond the seed (each documented where it lives, each counted in ``strategy_counters``): a summary
-request that would not fit the effective window elides its newest summarised messages
-(``summary_input_fit``, :func:`compaction.fit_summary_input`); a product no smaller than what it
-replaces is a failed compaction (``compaction_failed_no_shrink``); an isolated subtask (a
+Readings where the seed is silent (documented where they live): the summary request stops at the
+tail boundary when the whole conversation would not fit the effective window (it loses nothing:
+the tail stays verbatim; ``summary_request_without_tail``); memories re-injected after a compaction
+are the 5 most recently injected (one injection block, N-MEM-5); the environment block's items.
+
+Beyond the seed (each a parameter, each counted in ``strategy_counters``): ``calibrate_unanchored``
+(on: an estimate with no anchor uses the conversation's measured characters per token, so the hard
+line holds when 3.5 runs low; accounting.py); ``summary_input_fit`` (off: elide the newest summarised
+messages from a summary request that still would not fit, losing their text); ``restore_skip_in_tail``
+(off: N-COMP-11 literally restores the 5 most recently read files); a product no smaller than what
+it replaces is a failed compaction (``compaction_failed_no_shrink``); an isolated subtask (a
 sub-agent) runs in a context of its own, with its own transcript.
 """
 
@@ -34,13 +47,16 @@ from pydantic import Field, model_validator
 
 from harness.conversation import Breakpoint, History, Message, Request, Usage
 from harness.llm import SUMMARY, CallSpec, SideCallFailed
-from strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv, answer_dangling
+from strategies.base import CallInfo, Rejection, Strategy, StrategyConfig, StrategyEnv, answer_dangling
 from strategies.novacode import caching, restore
 from strategies.novacode import compaction as rules
 from strategies.novacode import memory as mem
 from strategies.novacode import spill as spilling
 from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, chars_to_tokens, message_tokens
 from strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
+from strategies.novacode.environment import EPOCH_S as ENV_EPOCH_S
+from strategies.novacode.environment import PLATFORM as ENV_PLATFORM
+from strategies.novacode.environment import EnvironmentInjection
 from strategies.novacode.lock import DEFAULT_STALE_AFTER_S
 from strategies.novacode.transcript import TRANSCRIPT_FILE, Transcript
 
@@ -84,6 +100,11 @@ The full transcript of this session is saved at: {transcript}
 Read it back if you need exact details from before this summary."""
 
 
+# the summary instructions' size with its longest scope line (the summary request's estimate needs it
+# before the scope is chosen)
+_INSTRUCTIONS_CHARS = len(SUMMARY_INSTRUCTIONS) + 200 + sum(len(s) + 4 for s in SUMMARY_SECTIONS)
+
+
 def _dir_name(session: str | None) -> str:
     """A session id as a directory name (ids come from logs and may hold any character)."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", session or "session")
@@ -115,6 +136,10 @@ class NovaCodeConfig(StrategyConfig):
     # --- accounting (N-COMP-5) ------------------------------------------------------------------
     chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0.0, le=100.0,
                                    description="N-COMP-5: characters per estimated token after the usage anchor")
+    calibrate_unanchored: bool = Field(
+        True, description="not in the seed: an estimate with no anchor (a new launch, after a compaction) uses the "
+        "characters per token this conversation's last usage measured when lower than chars_per_token, so the "
+        "hard line (N-COMP-3) holds when 3.5 runs low on the whole context (accounting.py)")
     # --- layer 2: compaction (N-COMP-*) ---------------------------------------------------------
     compaction: bool = Field(True, description="threshold compaction (layer 2)")
     summary_reserve: int = Field(rules.SUMMARY_RESERVE_TOKENS, ge=0,
@@ -164,8 +189,16 @@ class NovaCodeConfig(StrategyConfig):
     cache_ttl: Literal["5m", "1h"] = Field("5m", description="TTL of the cache breakpoints")
     # --- memory seams (sections 3–5, strategies/novacode/memory_layer.py) -------------------------
     transcript: bool = Field(True, description="N-COMP-10 / N-TRANS: keep the session transcript on disk")
-    memory: bool = Field(False, description="auto memory (N-MEM-*): recall injections, extraction")
-    instructions: bool = Field(False, description="instruction files (N-INST-*), resident in every request")
+    memory: bool = Field(True, description="auto memory (N-MEM-*): the index resident, recalled injections, "
+                         "extraction and consolidation side calls")
+    instructions: bool = Field(True, description="instruction files (N-INST-*), resident in every request")
+    environment: bool = Field(True, description="N-COMP-12: the environment block (working directory, git state, "
+                              "platform, date), resident, rendered per launch and again after each compaction")
+    environment_platform: str = Field(ENV_PLATFORM, min_length=1, max_length=40,
+                                      description="platform the environment block names (assumed)")
+    environment_epoch_s: float = Field(ENV_EPOCH_S, ge=0.0, le=4_102_444_800.0,
+                                       description="Unix time of the trace's t=0, for the block's date (assumed: "
+                                       "traces hold relative time)")
     # the memory layers' numbers (read by memory_layer.MemoryParams through the memory_ prefix)
     memory_recall_max: int = Field(mem.RECALL_MAX, ge=0, description="N-MEM-5: memories recalled per turn, at most")
     memory_recall_timeout_s: float = Field(mem.RECALL_TIMEOUT_S, ge=0.0,
@@ -203,7 +236,7 @@ class NovaCode(Strategy):
     def __init__(self, config: NovaCodeConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
         c = self.config = config
-        self.ledger = TokenLedger(c.chars_per_token)
+        self.ledger = self._new_ledger()
         self.breaker = self._new_breaker()
         self.lines = rules.thresholds(env.window, c.summary_reserve, c.soft_margin, c.hard_margin)
         self.reads = restore.ReadTracker()
@@ -211,16 +244,25 @@ class NovaCode(Strategy):
         self.launches = env.session_dir / LAUNCHES_DIR  # every launch's session directory (N-TRANS-1)
         self.session: str | None = None
         self.transcript: Transcript | None = None
+        self.environment = None
+        if c.environment:
+            self.environment = EnvironmentInjection(
+                Path(env.project_dir) if env.project_dir is not None else env.session_dir / "project",
+                c.environment_platform, c.environment_epoch_s)
         self.memory = None
         if c.memory or c.instructions:
             from strategies.novacode.memory_layer import MemoryLayer
 
             self.memory = MemoryLayer(c, env, counters=self.counters.extra)
         self._epoch = 0  # bumped on every non-append rewrite of history
+        self._resident_key: tuple[bytes, ...] | None = None  # the last request's resident block
         self._req: tuple[tuple[bytes, ...], int, int, History] | None = None
         # parent contexts of the open subtask spans (None for a span that is not isolated)
         self._saved: list[tuple[TokenLedger, restore.ReadTracker, object, str | None] | None] = []
         self._sub_id: str | None = None
+
+    def _new_ledger(self) -> TokenLedger:
+        return TokenLedger(self.config.chars_per_token, self.config.calibrate_unanchored)
 
     def _new_breaker(self) -> CircuitBreaker:
         c = self.config
@@ -258,7 +300,8 @@ class NovaCode(Strategy):
         anchor still describes the parent's history when the span ends."""
         if isolated:
             self._saved.append((self.ledger, self.reads, self.transcript, self._sub_id))
-            self.ledger = TokenLedger(self.config.chars_per_token)
+            parent, self.ledger = self.ledger, self._new_ledger()
+            self.ledger.observed_cpt = parent.observed_cpt  # the same process, the same kind of text
             self.reads = restore.ReadTracker()
             self.transcript, self._sub_id = None, id
         else:
@@ -294,6 +337,8 @@ class NovaCode(Strategy):
         self.session = session
         self.breaker = self._new_breaker()  # N-COMP-4: "for the rest of the session"
         self.ledger.clear()  # a new launch has no usage yet
+        if self.environment is not None:
+            self.environment.reset()  # a new launch injects its environment afresh
         self.readback_ids.clear()
         root = self.launches
         if (resume and self.config.transcript and previous is not None
@@ -305,6 +350,10 @@ class NovaCode(Strategy):
             self._replace_history(History(msgs))
             self.reads.reset()
             self.rewrote = True  # thinking is not persisted (N-TRANS-3): the prefix differs
+            ctx = self.transcript.resumed_context
+            self.ledger.observed_cpt = None  # a new process: only what is on disk is known
+            if ctx is not None:
+                self.ledger.measure(ctx["tokens"], ctx["chars"], self.env.system.opaque_tokens)
         elif resume:  # nothing on disk to resume from (no transcript kept, or an empty launch)
             self._epoch += 1
             answered, n = answer_dangling(self.history)  # N-TRANS-5, as the base does
@@ -314,6 +363,8 @@ class NovaCode(Strategy):
         else:
             self._replace_history(History())
             self.reads.reset()
+            self.ledger.observed_cpt = None  # a new conversation, not measured yet
+            self._resident_key = None
             self.transcript = None  # the next append opens this launch's transcript
         if self.memory is not None:
             self.memory.on_session_start(session, resume, now)
@@ -355,19 +406,31 @@ class NovaCode(Strategy):
             if b.type == "tool_use" and b.id and spilling.names_spill_file(b.input, spill_dir):
                 self.readback_ids.add(b.id)  # N-SPILL-3: its result will be exempt
         self.reads.on_assistant(message)
-        self._append(message)
-        self.ledger.record(usage, len(self.history))  # N-COMP-5: the anchor
+        chars = None
+        if usage is not None:  # the answered request's characters, the answer included
+            chars = self.ledger.request_chars(self.history, system=self.env.system, tools=self.env.tools,
+                                              prefix=self._resident()) + message.chars
+        self.history = self.history.append(message)
+        self.ledger.record(usage, len(self.history), chars, self.env.system.opaque_tokens)  # N-COMP-5: the anchor
+        if self.config.transcript:
+            ctx = {"tokens": self.ledger.anchor, "chars": chars} if chars is not None else None
+            self._transcript().append(message, context=ctx)
         if self.memory is not None and not self.in_isolated_subtask:
             self.memory.on_response(message, usage, self.env.now())
 
     # --- the model call -------------------------------------------------------------------------------
     def build_request(self, call: CallInfo) -> Request:
-        if self.memory is not None and not self.in_isolated_subtask:
-            for m in self.memory.injection_messages(call.now):
-                self._append(m)
+        self._inject(call.now)
         resident = self._resident()
-        if self.config.compaction:
-            self._maybe_compact(call.now, resident)
+        if self.config.compaction and self._maybe_compact(call.now, resident):
+            # N-COMP-12: the markers were reset; this very request carries the injections again
+            # (the memories injected so far, a fresh environment block and memory index)
+            self._inject(call.now)
+            resident = self._resident()
+        key = tuple(m.digest for m in resident)
+        if self._resident_key is not None and key != self._resident_key:
+            self.rewrote = True  # a new launch re-read the resident block and it changed: a declared break
+        self._resident_key = key
         messages = self._request_messages(resident)
         return Request(self.env.system, self.env.tools, messages, self._breakpoints(messages),
                        kind="subagent" if self.in_isolated_subtask else "main",
@@ -376,8 +439,44 @@ class NovaCode(Strategy):
     def estimate(self) -> int | None:
         return self._estimate(self._resident())
 
+    # --- a rejected request ---------------------------------------------------------------------------
+    on_rejection = ("prompt too long: a compaction forced as at the hard line (N-COMP-3: bypasses the breaker, "
+                    "\"rather a failed compaction than a failed request\"), on the API's own count, then a retry; "
+                    "the turn errors and the session ends when that cannot shrink the request, and on any other 400 "
+                    "(the seed names no reaction to those)")
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        """The API refused the request as too long: it stated the request's size, which re-anchors
+        the estimate (N-COMP-5 on the API's count, as a usage would) and measures this conversation's
+        characters per token. Then a compaction is forced, bypassing the breaker as the hard line
+        does (N-COMP-3); the engine rebuilds and resends the request. No compaction (the prefix is
+        under 2,000 tokens, N-COMP-8; the summary failed; it would not shrink): give up. A pairing or
+        breakpoint 400 is a bug of the strategy, not a state the seed recovers from: give up."""
+        if "overflow" not in rejection.reasons or not self.config.compaction:
+            self.counters.extra["rejection_gave_up"] += 1
+            return False
+        resident = self._resident()
+        chars = self.ledger.request_chars(self.history, system=self.env.system, tools=self.env.tools, prefix=resident)
+        self.ledger.set_anchor(rejection.tokens, len(self.history), chars, self.env.system.opaque_tokens)
+        self.counters.extra["rejection_reactive_compactions"] += 1
+        if self._maybe_compact(call.now, resident, force=True):
+            return True
+        self.counters.extra["rejection_gave_up"] += 1
+        return False
+
+    def _inject(self, now: float) -> None:
+        """Recalled memories ready by now (N-MEM-5/6), or reset by a compaction (N-COMP-12)."""
+        if self.memory is not None and not self.in_isolated_subtask:
+            for m in self.memory.injection_messages(now):
+                self._append(m)
+
     def _resident(self) -> list[Message]:
-        return list(self.memory.resident_messages()) if self.memory is not None else []
+        """Sent before history with every request: the instruction files (N-INST-3), the memory
+        index (N-MEM-3), the environment block (environment.py)."""
+        out = list(self.memory.resident_messages()) if self.memory is not None else []
+        if self.environment is not None:
+            out.append(self.environment.current(self.env.now()))
+        return out
 
     def _estimate(self, resident: list[Message]) -> int:
         return self.ledger.estimate(self.history, system=self.env.system, tools=self.env.tools, prefix=resident)
@@ -405,37 +504,57 @@ class NovaCode(Strategy):
         return req
 
     # --- compaction -----------------------------------------------------------------------------------
-    def _maybe_compact(self, now: float, resident: list[Message]) -> None:
+    def _maybe_compact(self, now: float, resident: list[Message], force: bool = False) -> bool:
+        """Compact when the estimate reaches a line (``force``: as at the hard line, whatever the
+        estimate: the reaction to a prompt-too-long 400). True when history was compacted."""
         c = self.config
         est = self._estimate(resident)
-        fired = rules.trigger(est, self.lines)
+        fired = "hard" if force else rules.trigger(est, self.lines)
         if fired == "none":
-            return
+            return False
         if fired == "soft" and not self.breaker.allows(now):
             self.counters.extra["compaction_skipped_breaker_open"] += 1  # N-COMP-4
-            return
+            return False
         choice = rules.select_tail(
             [message_tokens(m, c.chars_per_token) for m in self.history],
             [m.has_tool_result for m in self.history],
             c.tail_min_tokens, c.tail_min_messages, c.tail_max_tokens, c.tail_rule)
         if not rules.worth_compacting(choice, c.min_compressible_tokens):
             self.counters.extra["compaction_gave_up_small_prefix"] += 1  # N-COMP-8
-            return
+            return False
         self.counters.compactions_attempted += 1
         try:
             text = self._summarise(choice, resident, fired, est)
         except SideCallFailed as e:
             self._failed(now, e.reason)
-            return
-        self._apply(choice, text, est, now, resident)
+            return False
+        return self._apply(choice, text, est, now, resident)
 
     def _summarise(self, choice: rules.TailChoice, resident: list[Message], fired: str, est: int) -> str:
-        """The summary side call, built like the main request so it reads the cached prefix."""
+        """The summary side call, built like the main request so it reads the cached prefix.
+
+        When that whole request would not fit the effective window (one message jumped past the
+        hard line, or the API refused the main request as too long), the request stops at the tail
+        boundary: only the compressible prefix is sent, which is all the summary covers; the tail
+        stays verbatim in history and loses nothing. The seed does not say what the summary request
+        holds; this is the reading under which a summary of the prefix can always be asked for
+        when the prefix itself fits (counted: summary_request_without_tail)."""
         c = self.config
         messages = self._request_messages(resident)
         kept = len(self.history) - choice.boundary
-        scope = (f"The last {kept} message(s) will be kept verbatim after your summary: summarise everything "
-                 "before them." if kept else "Nothing will be kept verbatim: summarise the whole conversation.")
+        end = len(self.history)
+        instructions_tokens = chars_to_tokens(_INSTRUCTIONS_CHARS, c.chars_per_token)
+        if kept and est + instructions_tokens > self.lines.effective:
+            messages, end = messages.truncate(len(resident) + choice.boundary), choice.boundary
+            est -= choice.tail_tokens
+            self.counters.extra["summary_request_without_tail"] += 1
+            scope = (f"The newest {kept} message(s) of the conversation are not shown here and will be kept "
+                     "verbatim after your summary: summarise everything above.")
+        elif kept:
+            scope = (f"The last {kept} message(s) will be kept verbatim after your summary: summarise everything "
+                     "before them.")
+        else:
+            scope = "Nothing will be kept verbatim: summarise the whole conversation."
         spec = CallSpec(
             kind=SUMMARY,
             instructions=SUMMARY_INSTRUCTIONS.format(
@@ -447,7 +566,7 @@ class NovaCode(Strategy):
         )
         breakpoints = self._breakpoints(messages)
         if c.summary_input_fit:
-            messages, first = self._fit_summary_input(messages, choice, est, spec.instructions, len(resident))
+            messages, first = self._fit_summary_input(messages, choice, est, spec.instructions, len(resident), end)
             if first and breakpoints and len(breakpoints) < caching.MAX_BREAKPOINTS:
                 # a fourth marker just before the first elided message: the unchanged prefix up to
                 # there is still read from the cache written by earlier turns
@@ -462,11 +581,12 @@ class NovaCode(Strategy):
         return result.text
 
     def _fit_summary_input(self, messages: History, choice: rules.TailChoice, est: int, instructions: str,
-                           offset: int) -> tuple[History, int | None]:
+                           offset: int, end: int) -> tuple[History, int | None]:
         """Elide the newest messages of the compressible prefix from the summary request when it
         would not fit the effective window (see :func:`rules.fit_summary_input`). The messages
-        before the first elided one are untouched, so the cached prefix is still read. Returns the
-        request's messages and the request index of the first elided message (None: nothing elided)."""
+        before the first elided one are untouched, so the cached prefix is still read. ``end``: the
+        history messages the request holds. Returns the request's messages and the request index of
+        the first elided message (None: nothing elided)."""
         c = self.config
         budget = self.lines.effective
         excess = est + chars_to_tokens(len(instructions), c.chars_per_token) - budget
@@ -480,7 +600,7 @@ class NovaCode(Strategy):
         self.counters.extra["summary_input_elided_chars"] += sum(self.history[i].chars for i in idx)
         pointer = str(self._transcript().path) if c.transcript else "(no transcript kept)"
         first = min(idx)
-        rest = [_elided(m, pointer) if i in idx else m for i, m in enumerate(self.history[first:], first)]
+        rest = [_elided(m, pointer) if i in idx else m for i, m in enumerate(self.history[first:end], first)]
         return messages.replace_from(offset + first, rest), offset + first
 
     def _failed(self, now: float, reason: str) -> None:
@@ -489,7 +609,7 @@ class NovaCode(Strategy):
         if self.breaker.failure(now):
             self.counters.breaker_trips += 1
 
-    def _apply(self, choice: rules.TailChoice, text: str, est: int, now: float, resident: list[Message]) -> None:
+    def _apply(self, choice: rules.TailChoice, text: str, est: int, now: float, resident: list[Message]) -> bool:
         """N-COMP-9: summary message, restore attachment, verbatim tail; then N-COMP-12.
 
         A product that would not be smaller than what it replaces (by the strategy's own estimate)
@@ -508,18 +628,23 @@ class NovaCode(Strategy):
             chars_per_token=c.chars_per_token)
         tail = list(self.history[b:])
         new = History([summary_msg, restore_msg, *tail])
-        after = TokenLedger(c.chars_per_token).estimate(new, system=self.env.system, tools=self.env.tools,
-                                                         prefix=resident)
+        fresh = self._new_ledger()
+        fresh.observed_cpt = self.ledger.observed_cpt
+        after = fresh.estimate(new, system=self.env.system, tools=self.env.tools, prefix=resident)
         if after >= est:
             self._failed(now, "no_shrink")
-            return
+            return False
         self.reads.reindex({i: i - b + 2 for i in range(b, len(self.history))})
         self._replace_history(new)
         if c.transcript:
             self._transcript().compact_boundary(est, summary_msg.text, [restore_msg, *tail])
         self.ledger.clear()  # N-COMP-12: no anchor until the next real usage
-        if self.memory is not None and not self.in_isolated_subtask:
-            self.memory.on_compacted()  # N-COMP-12: injection markers reset
+        if not self.in_isolated_subtask:  # N-COMP-12: injection markers reset
+            if self.memory is not None:
+                self.memory.on_compacted()
+            if self.environment is not None:
+                self.environment.reset()
         self.breaker.success()  # N-COMP-4: a success resets the count
         self.counters.compactions_succeeded += 1
         self.rewrote = True
+        return True

@@ -145,6 +145,16 @@ def replay_messages(records: Iterable[Mapping[str, Any]]) -> list[Message]:
     return msgs
 
 
+def last_context(records: Iterable[Mapping[str, Any]]) -> dict[str, int] | None:
+    """The ``context`` of the last record carrying one (see :meth:`Transcript.append`), or None."""
+    last = None
+    for rec in records:
+        ctx = rec.get("context")
+        if isinstance(ctx, dict) and isinstance(ctx.get("tokens"), int) and isinstance(ctx.get("chars"), int):
+            last = ctx
+    return last
+
+
 def repair_pairing(messages: list[Message]) -> tuple[list[Message], int, int]:
     """Make the messages valid for the API again (N-TRANS-5).
 
@@ -237,6 +247,7 @@ class Transcript:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / TRANSCRIPT_FILE
         self.meta_path = self.dir / META_FILE
+        self.resumed_context: dict[str, int] | None = None  # set by resume (last_context)
         self.path.touch(exist_ok=True)
         self.meta: dict[str, Any] = self._read_meta() or {
             "version": RECORD_VERSION, "session_id": session_id, "created": clock(),
@@ -249,13 +260,18 @@ class Transcript:
         self._write_meta()
 
     # --- writing ------------------------------------------------------------------------------
-    def append(self, message: Message) -> None:
-        """Append one message as a record (thinking dropped, N-TRANS-3); flushed at once."""
+    def append(self, message: Message, context: Mapping[str, int] | None = None) -> None:
+        """Append one message as a record (thinking dropped, N-TRANS-3); flushed at once.
+        ``context`` (an answer's record): the size of the request it answered as the API counted it
+        and in characters, ``{"tokens": n, "chars": c}``, so a later launch knows this conversation's
+        characters per token (accounting.py) before its first usage arrives."""
         dropped = sum(1 for b in message.blocks if b.type == "thinking")
         rec = message_record(message, self.clock())
         self.meta["thinking_dropped"] += dropped
         if rec is None:
             return
+        if context:
+            rec["context"] = dict(context)
         self.meta["messages"] += 1
         self._write(rec)
 
@@ -323,7 +339,8 @@ class Transcript:
         src = Path(root) / session_id / TRANSCRIPT_FILE
         if not src.exists():
             raise TranscriptError(f"{src}: no transcript for session {session_id!r}")
-        msgs, added, dropped = repair_pairing(replay_messages(read_records(src)))
+        records = read_records(src)
+        msgs, added, dropped = repair_pairing(replay_messages(records))
         if new_session_id is None or new_session_id == session_id:
             tr = cls(root, session_id, clock, fsync=fsync)
             # a crash mid tool call leaves the dangling call last: its synthetic result is recorded
@@ -338,4 +355,5 @@ class Transcript:
         tr.meta.setdefault("repairs", []).append({"t": clock(), "synthetic_results": added,
                                                   "orphan_results_dropped": dropped})
         tr._write_meta()
+        tr.resumed_context = last_context(records)
         return tr, msgs

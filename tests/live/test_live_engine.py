@@ -20,8 +20,9 @@ WINDOW = 60_000  # NovaCode lines on 60k: effective 40,000; soft 27,000; hard 37
 RUN_PATH = RUN_DIR_PATTERN + r"/transcripts/[^\s\"'`)]+"
 # The restore caps are Claude Code's 200k numbers (5 files of up to 5,000 tokens): on this 60k window
 # the literal N-COMP-11 (files still in the verbatim tail restored as well) makes a product no smaller
-# than what it replaces. The labelled alternative keeps these tests about the live path.
-PARAMS = {"restore_skip_in_tail": True}
+# than what it replaces. The labelled alternative keeps these tests about the live path, and auto
+# memory is off: its extraction and selection calls would reach the server too (these count summaries).
+PARAMS = {"restore_skip_in_tail": True, "memory": False}
 
 
 @pytest.fixture(scope="module")

@@ -96,3 +96,57 @@ def test_anchor_older_than_a_rewritten_history_is_ignored():
 def test_message_tokens():
     m = Message("assistant", (Block.text_block("a" * 7), Block.tool_use("t", "Read", {"p": 1})))
     assert message_tokens(m) == chars_to_tokens(7 + len('Read {"p": 1}'))
+
+
+# --- calibrated unanchored estimates (not in the seed: calibrate_unanchored) -------------------------
+
+def test_n_comp_5_a_usage_measures_the_conversations_chars_per_token():
+    """A request of 7,000 characters (answer included) the API counted as 2,800 tokens (input 2,700
+    + output 100): 2.5 characters per token. With 1,000 opaque tokens (text the trace does not hold)
+    the figure is over the 1,800 tokens that have text: 7,000 / 1,800."""
+    led = TokenLedger()
+    led.record(Usage(input_uncached=2_700, output=100), 2, chars=7_000)
+    assert led.observed_cpt == pytest.approx(2.5) and led.anchor_chars == 7_000
+    led2 = TokenLedger()
+    led2.record(Usage(input_uncached=2_700, output=100), 2, chars=7_000, opaque_tokens=1_000)
+    assert led2.observed_cpt == pytest.approx(7_000 / 1_800)
+    led3 = TokenLedger()
+    led3.record(Usage(input_uncached=2_700, output=100), 2)  # no characters given: nothing measured
+    assert led3.observed_cpt is None
+
+
+def test_n_comp_5_unanchored_estimate_uses_the_measured_rate_never_above_the_seeds():
+    """After a clear (a compaction, N-COMP-12) the anchor is gone but the measured 2.5 stays: the
+    35 + 70 + tools characters are estimated at 2.5, not 3.5. Anchored estimates keep the seed's
+    rate for the new messages. A measured rate above 3.5 (prose) never lowers the estimate; with
+    calibration off the seed's rate is used."""
+    h = History([Message.user("u" * 35)])
+    chars = 70 + tools_chars() + 35
+    led = TokenLedger()
+    led.record(Usage(input_uncached=2_800), 1, chars=7_000)
+    led.clear()
+    assert led.observed_cpt == pytest.approx(2.5)
+    assert led.estimate(h, system=SYSTEM, tools=TOOLS) == chars_to_tokens(chars, 2.5)
+    led.record(Usage(input_uncached=500), 1, chars=1_000)  # anchored again: 2.0 measured
+    h2 = h.append(Message.user("q" * 35))
+    assert led.estimate(h2, system=SYSTEM, tools=TOOLS) == 500 + 10  # the new message at 3.5
+    prose = TokenLedger()
+    prose.record(Usage(input_uncached=1_000), 1, chars=5_000)  # 5 chars per token
+    prose.clear()
+    assert prose.estimate(h, system=SYSTEM, tools=TOOLS) == chars_to_tokens(chars)
+    off = TokenLedger(calibrate=False)
+    off.record(Usage(input_uncached=2_800), 1, chars=7_000)
+    off.clear()
+    assert off.estimate(h, system=SYSTEM, tools=TOOLS) == chars_to_tokens(chars)
+
+
+def test_request_chars_is_incremental_once_anchored():
+    """The anchored request's characters plus those of the messages since: the old huge messages
+    are not read again."""
+    big = [Message.user("z" * 1_000_000) for _ in range(2)]
+    h = History([*big, Message("assistant", (Block.text_block("ok"),))])
+    led = TokenLedger()
+    assert led.request_chars(h, system=SYSTEM, tools=TOOLS) == 70 + tools_chars() + 2_000_002
+    led.record(Usage(input_uncached=700_000), len(h), chars=123)
+    h = h.append(Message.user("q" * 14))
+    assert led.request_chars(h, system=SYSTEM, tools=TOOLS) == 123 + 14

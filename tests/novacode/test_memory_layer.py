@@ -182,17 +182,41 @@ def test_n_mem_5_unparseable_selection_falls_back(world):
 
 
 def test_n_comp_12_markers_reset_after_compaction(world):
-    """N-COMP-12: after a compaction the same memory is injected again on the next turn."""
-    seed(world, "tabs", "user")
+    """N-COMP-12: after a compaction the memory injected before is injected again on the very next
+    request, read again from its file, with no new selection call and before any user message; the
+    next recall then does not offer it again (its marker is set once more)."""
+    seed(world, "tabs", "user", "I prefer tabs.")
     ml = layer(world)
     ml.on_session_start("s", False, 0.0)
-    world.services.script("memory_select", ('["tabs.md"]', 1.0, False), ('["tabs.md"]', 1.0, False))
+    world.services.script("memory_select", ('["tabs.md"]', 1.0, False))
     ml.on_user(Message.user("a"), 1.0)
     assert len(ml.injection_messages(2.0)) == 1
+    assert ml.injection_messages(2.1) == []  # injected once
+    calls = len(world.services.calls)
     ml.on_compacted()
+    (again,) = ml.injection_messages(2.2)
+    assert "I prefer tabs." in again.text and again.meta["origin"] == "memory"
+    assert len(world.services.calls) == calls and ml.extra["memory_reinjected_after_compaction"] == 1
     ml.on_user(Message.user("b"), 3.0)
-    assert world.services.calls[-1][2].params["candidates"] == ["tabs.md"]
-    assert len(ml.injection_messages(4.0)) == 1
+    assert len(world.services.calls) == calls and ml.extra["memory_recall_empty"] == 1
+
+
+def test_n_comp_12_reinjects_the_5_most_recently_injected(world):
+    """Seven memories injected over three recalls (m0..m2, then m3..m5, then m6): a compaction brings
+    back the five most recently injected (N-MEM-5: one block holds at most 5), newest first."""
+    for i in range(7):
+        seed(world, f"m{i}", "user")
+    ml = layer(world)
+    ml.on_session_start("s", False, 0.0)
+    t = 1.0
+    for names in (["m0", "m1", "m2"], ["m3", "m4", "m5"], ["m6"]):
+        world.services.script("memory_select", (str([f"{n}.md" for n in names]).replace("'", '"'), 0.5, False))
+        ml.on_user(Message.user("q"), t)
+        assert len(ml.injection_messages(t + 1.0)) == 1
+        t += 10.0
+    ml.on_compacted()
+    (again,) = ml.injection_messages(t)
+    assert [Path(p).name for p in again.meta["memories"]] == ["m6.md", "m5.md", "m4.md", "m3.md", "m2.md"]
 
 
 def test_resume_keeps_markers_fresh_session_resets(world):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.conversation import Block, Message, ToolDef, Usage
+from harness.conversation import Block, Message, Request, ToolDef, Usage
 from harness.engine import RunConfig, replay
 from strategies.base import CallInfo
 from strategies.novacode.accounting import chars_to_tokens
@@ -44,6 +44,18 @@ def spills_of(run_dir: Path, launch: str = "session") -> Path:
     return run_dir / "transcripts" / launch / "tool-results"
 
 
+RESIDENT = ("instructions", "memory_index", "environment")  # sent before history with every request
+
+
+def split_resident(messages) -> tuple[list[Message], list[Message]]:
+    """A request's messages as (the resident block it starts with, the history after it)."""
+    msgs = list(messages)
+    n = 0
+    while n < len(msgs) and msgs[n].meta.get("origin") in RESIDENT:
+        n += 1
+    return msgs[:n], msgs[n:]
+
+
 class Capture:
     """RunConfig.observer: keeps every request the engine sees, with its info."""
 
@@ -52,6 +64,10 @@ class Capture:
 
     def __call__(self, req, info) -> None:
         self.seen.append((req, info))
+
+    def agent(self) -> list:
+        """The agent's own requests (main loop and sub-agents), side calls left out."""
+        return [req for req, _ in self.seen if req.kind in ("main", "subagent", "readback")]
 
 
 # --- registration and parameters ---------------------------------------------------------------
@@ -71,6 +87,47 @@ def test_registered_with_every_number_as_a_parameter():
         assert params[name]["description"], name
     assert params["tail_rule"]["enum"] == ["both", "either"]
     assert params["breaker_reset"]["enum"] == ["never", "cooldown"]
+
+
+LAYERS = ("spill", "compaction", "cache_breakpoints", "instructions", "memory", "transcript", "environment")
+
+
+def test_every_layer_on_by_default_in_ctxsim_strategies_json(capsys):
+    """Issue 17: the whole seed system by default (spill, compaction, caching, instruction files,
+    auto memory, transcripts, the environment injection); the beyond-the-seed alternatives off,
+    the hard line's estimate calibration on (it is what keeps the window promise)."""
+    import json
+
+    from harness.cli import main
+
+    assert main(["strategies", "--json"]) == 0
+    params = json.loads(capsys.readouterr().out)["novacode"]["parameters"]
+    for name in LAYERS:
+        assert params[name]["default"] is True, name
+    for name in ("summary_input_fit", "restore_skip_in_tail"):
+        assert params[name]["default"] is False and params[name]["description"].startswith("not in the seed")
+    assert params["calibrate_unanchored"]["default"] is True
+
+
+def test_a_trace_with_nothing_to_load_runs_with_only_the_side_calls_the_seed_makes():
+    """No instruction files, an empty memory: no resident instruction or index block, no selection
+    call (nothing to select from, N-MEM-5), no consolidation (nothing to merge); the one memory
+    side call is the extraction the seed triggers on each turn without tool calls (N-MEM-4), its
+    cost reported under its own kind."""
+    b = Builder()
+    b.user("Explain what the scheduler does.")
+    b.call("reading", results=["def schedule(): ..."], tool="Read", inputs=[{"file_path": "/s.py"}])
+    b.call("It runs jobs in order.")
+    b.user("And the retry policy?", dt=120.0)
+    b.call("Three retries with backoff.")
+    cap = Capture()
+    r = replay(b.build(), "novacode", None, RunConfig(observer=cap))
+    kinds = r.calls["kind"].tolist()
+    assert kinds.count("main") == 3 and kinds.count("memory_extract") == 2
+    assert not {"memory_select", "memory_consolidate", "summary"} & set(kinds)
+    assert r.metrics["by_kind"]["memory_extract"]["cost_usd"] > 0 and r.metrics["completed"] is True
+    for req in cap.agent():
+        assert [m.meta["origin"] for m in split_resident(req.messages)[0]] == ["environment"]
 
 
 def test_set_strings_are_coerced_and_bad_values_fail_loudly():
@@ -117,7 +174,7 @@ def test_scenario_60k_result_spills_and_its_readback_does_not(tmp_path: Path):
     assert r.metrics["spills"] == 1
     assert (spills_of(tmp_path) / "tu_1.txt").read_text() == out
     assert not (spills_of(tmp_path) / "tu_2.txt").exists()
-    last = cap.seen[-1][0].messages
+    last = split_resident(cap.agent()[-1].messages)[1]
     first_result, readback = last[2].blocks[0], last[4].blocks[0]
     assert first_result.text.startswith("<persisted-output>") and first_result.meta["spilled"]
     assert readback.text == out and readback.meta["spill_exempt"] == "readback"
@@ -283,7 +340,9 @@ def test_n_comp_9_10_11_product_summary_restore_tail(tmp_path: Path):
     pre = cap.seen[i_summary][0]  # the summary request: the full history + the instructions
     post = cap.seen[i_summary + 1][0]
     assert post.rewrite and post.kind == "main"
-    s, rest = post.messages[0], post.messages[1]
+    resident, after = split_resident(post.messages)
+    assert [m.meta["origin"] for m in resident] == ["environment"]  # nothing to load here but that
+    s, rest = after[0], after[1]
     assert s.meta["origin"] == "summary" and "<summary>" in s.text
     path = Path(s.meta["transcript"])
     assert str(path) in s.text and path.exists() and path.is_relative_to(tmp_path)
@@ -291,8 +350,8 @@ def test_n_comp_9_10_11_product_summary_restore_tail(tmp_path: Path):
     for section in ("## Recently read files", "## Activated skills", "## Available tools", RESTORE_NOTICE):
         assert section in rest.text
     assert "### /src/f" in rest.text and "- Read: read a file" in rest.text
-    tail = list(post.messages[2:])
-    history = list(pre.messages)[:-1]  # drop the instruction message the engine appended
+    tail = after[2:]
+    history = split_resident(pre.messages)[1][:-1]  # drop the instruction message the engine appended
     assert len(tail) >= 5
     assert all(a is b for a, b in zip(tail, history[-len(tail):], strict=True))
     assert not tail[0].has_tool_result  # N-COMP-7: the tail does not open on an orphan result
@@ -326,6 +385,10 @@ class FakeServices(IndexedServices):
 
 
 def make(tmp_path: Path, services=None, window: int = 200_000, **params) -> NovaCode:
+    """NovaCode driven by hand, every layer on but auto memory: its extraction side calls (one per
+    turn without tool calls, N-MEM-4) would take the fake service's call numbers that these
+    compaction tests count (memory is tested on its own, and with everything on through the engine)."""
+    params.setdefault("memory", False)
     return NovaCode(make_config(NovaCode, params), strategy_env(tmp_path, services or FakeServices(), window))
 
 
@@ -401,14 +464,18 @@ def test_n_comp_4_cooldown_reading(tmp_path: Path):
 
 
 def test_n_comp_12_resets_after_success(tmp_path: Path, monkeypatch):
-    """After a compaction: the anchor is cleared (the request is estimated from characters) and the
-    memory layer's on_compacted hook runs (its injection markers reset)."""
+    """After a compaction: the anchor is cleared (the request is estimated from characters), the
+    memory layer's on_compacted hook runs (its injection markers reset) and the injections are made
+    again on that very request, not at the next user message: the memory block the layer hands back
+    comes last, after the verbatim tail, and the environment block is rendered afresh (a new message:
+    its marker was reset)."""
     events: list[str] = []
 
     class FakeMemory:
         def __init__(self, config, env, counters=None):
             events.append("init")
             counters["fake_memory_built"] += 1  # the strategy's own counters reach the layer
+            self.reset = False
 
         def on_session_start(self, session, resume, now):
             pass
@@ -420,13 +487,18 @@ def test_n_comp_12_resets_after_success(tmp_path: Path, monkeypatch):
             pass
 
         def injection_messages(self, now):
-            return []
+            if not self.reset:
+                return []
+            self.reset = False
+            events.append("reinjected")
+            return [Message.user("MEMORY: the user prefers tabs", origin="memory")]
 
         def on_response(self, message, usage, now):
             pass
 
         def on_compacted(self):
             events.append("compacted")
+            self.reset = True
 
         def on_session_end(self, session, now):
             pass
@@ -434,20 +506,29 @@ def test_n_comp_12_resets_after_success(tmp_path: Path, monkeypatch):
     mod = types.ModuleType("strategies.novacode.memory_layer")
     mod.MemoryLayer = FakeMemory
     monkeypatch.setitem(sys.modules, "strategies.novacode.memory_layer", mod)
-    s = make(tmp_path, instructions=True)
+    s = make(tmp_path, memory=True)
     fill(s, 20, lambda i: 100_000)
     req = turn(s, 14_000, 165_000, 20)
     assert not req.rewrite
+    env_before = split_resident(req.messages)[0][1]
     s.on_user(Message.user("u" * 14_000))
     req = s.build_request(CallInfo(21, 21.0))
-    assert req.rewrite and events == ["init", "compacted"]
+    assert req.rewrite and events == ["init", "compacted", "reinjected"]
     assert s.counters.extra["fake_memory_built"] == 1
     assert s.ledger.anchor is None
-    # resident instruction block first, then summary, restore, tail
-    assert req.messages[0].text == "RULES: use tabs"
-    assert [m.meta.get("origin") for m in req.messages[1:3]] == ["summary", "restore"]
+    # resident instruction and environment blocks first, then summary, restore, tail, memory block
+    resident, after = split_resident(req.messages)
+    assert [m.meta["origin"] for m in resident] == ["instructions", "environment"]
+    assert resident[1] is not env_before and resident[1].text == env_before.text  # rendered again
+    assert [m.meta.get("origin") for m in after[:2]] == ["summary", "restore"]
+    assert after[-1].meta["origin"] == "memory" and after[-1] is s.history[-1]
     chars = (len("sys") + len(ToolDef("Read", "read").payload) + sum(m.chars for m in req.messages))
-    assert req.estimated_tokens == chars_to_tokens(chars)
+    # unanchored: every character estimated, at the rate the last usage measured (165,000 tokens for
+    # fewer characters than 3.5 each: calibrate_unanchored, accounting.py)
+    cpt = s.ledger.unanchored_cpt()
+    assert cpt < 3.5 and req.estimated_tokens == chars_to_tokens(chars, cpt)
+    nxt = s.build_request(CallInfo(22, 22.0))
+    assert split_resident(nxt.messages)[0][1] is resident[1]  # byte-stable until the next reset
 
 
 def test_n_comp_6_tail_rule_either_keeps_a_shorter_tail(tmp_path: Path):
@@ -464,7 +545,7 @@ def test_n_comp_6_tail_rule_either_keeps_a_shorter_tail(tmp_path: Path):
         s.ledger.anchor = 170_000
         req = s.build_request(CallInfo(21, 21.0))
         assert req.rewrite
-        tails[rule] = len(req.messages) - 2
+        tails[rule] = len(split_resident(req.messages)[1]) - 2  # after summary and restore
     assert (tails["both"], tails["either"]) == (8, 5)
 
 
@@ -480,7 +561,8 @@ def test_summary_request_reuses_the_main_request(tmp_path: Path):
     assert req.system is s.env.system and req.tools is s.env.tools and req.kind == "summary"
     assert req.breakpoints[-1].at == len(req.messages) - 1
     assert spec.kind == "summary" and spec.max_output_tokens == 20_000 and len(spec.sections) == 9
-    assert "summary" in spec.instructions.lower() and spec.params["kept_messages"] == len(main.messages) - 2
+    kept = len(split_resident(main.messages)[1]) - 2  # after summary and restore
+    assert "summary" in spec.instructions.lower() and spec.params["kept_messages"] == kept
 
 
 def test_empty_summary_counts_as_a_failure(tmp_path: Path):
@@ -533,7 +615,7 @@ def test_resume_rebuilds_history_from_the_transcript_and_repairs_a_dangling_call
     cap = Capture()
     r = replay(trace, "novacode", None, RunConfig(window=200_000, session_dir=tmp_path, observer=cap))
     assert r.metrics["pairing_violations"] == 0
-    last = cap.seen[-1][0]
+    last = cap.agent()[-1]
     assert last.rewrite  # the resumed prefix differs (thinking not persisted): a declared break
     texts = [b.type for m in last.messages for b in m.blocks]
     assert "thinking" not in texts
@@ -557,34 +639,60 @@ def test_new_session_without_resume_starts_empty(tmp_path: Path):
     b.call("done")
     cap = Capture()
     replay(b.build(), "novacode", None, RunConfig(window=200_000, session_dir=tmp_path, observer=cap))
-    assert [m.text for m in cap.seen[-1][0].messages] == ["second task"]
+    assert [m.text for m in split_resident(cap.agent()[-1].messages)[1]] == ["second task"]
 
 
-def test_summary_request_fits_when_one_message_jumped_past_the_line(tmp_path: Path):
-    """Anchor 150,000, then a read-back of a spill file (exempt, N-SPILL-3) of 105,000 chars =
-    30,000 tokens: the estimate is 180,000 ≥ 177,000 (hard) and the summary request would need
-    180,000 + its instructions > 180,000 (the effective window). The newest messages of the
-    summarised part are elided from that request (pointing to the transcript) until it fits; a fourth
-    breakpoint before the first elided message keeps the cached prefix readable. It succeeds."""
+def jump(tmp_path: Path, chars: int, **params) -> tuple[NovaCode, FakeServices, list[Message], Request]:
+    """20 turns of 4,000 tokens, anchor 150,000, then a read-back of a spill file (exempt, N-SPILL-3)
+    of ``chars`` characters: one message jumps past the hard line (177,000)."""
     svc = FakeServices()
-    s = make(tmp_path, svc, summary_input_fit=True)
+    s = make(tmp_path, svc, **params)
     fill(s, 20, lambda i: 100_000)
     spill_file = str(spills_of(tmp_path) / "toolu_x.txt")
     s.on_response(Message("assistant", (Block.tool_use("rb", "Read", {"file_path": spill_file}),)),
                   Usage(input_uncached=150_000))
-    s.on_tool_results(Message("user", (Block.tool_result("rb", "r" * 105_000),)))
+    s.on_tool_results(Message("user", (Block.tool_result("rb", "r" * chars),)))
     assert s.counters.readbacks == 1 and s.counters.spills == 0
     originals = list(s.history)
-    req = s.build_request(CallInfo(21, 21.0))
+    return s, svc, originals, s.build_request(CallInfo(21, 21.0))
+
+
+def test_summary_request_without_the_tail_when_the_whole_would_not_fit(tmp_path: Path):
+    """A read-back of 105,000 chars (30,000 tokens): the estimate is 180,000 ≥ 177,000 (hard) and the
+    whole conversation plus the instructions would pass the effective window (180,000). The read-back
+    fits the verbatim tail (≤ 40,000 tokens), so the summary request stops at the tail boundary: it
+    holds only what the summary covers, nothing is elided, and the tail keeps every character."""
+    s, svc, originals, req = jump(tmp_path, 105_000)
+    assert s.config.summary_input_fit is False
     assert req.rewrite and s.counters.compactions_succeeded == 1
     sreq, spec = svc.calls[0]
-    elided = [i for i, m in enumerate(sreq.messages) if m.meta.get("elided")]
+    assert s.counters.extra["summary_request_without_tail"] == 1
+    kept = spec.params["kept_messages"]
+    assert kept >= 5 and [m.digest for m in split_resident(sreq.messages)[1]] == [m.digest for m in originals[:-kept]]
+    assert "are not shown here and will be kept verbatim" in spec.instructions
+    assert not any(m.meta.get("elided") for m in sreq.messages) and "summary_input_elided" not in s.counters.extra
+    assert req.messages[-1].blocks[0].text == "r" * 105_000  # verbatim in the tail
+
+
+def test_summary_input_fit_elides_and_counts_when_even_the_prefix_would_not_fit(tmp_path: Path):
+    """A read-back of 175,000 chars (50,000 tokens) is larger than the tail cap (40,000), so it is
+    part of what is summarised: the estimate is 200,000 and the summary request cannot fit by
+    dropping the tail. With summary_input_fit (not in the seed) the newest messages of the summarised
+    part are elided from that request, pointing to the transcript, until it fits; a fourth breakpoint
+    before the first elided message keeps the cached prefix readable; what it elided is counted (its
+    text is in neither the summary nor the tail)."""
+    s, svc, originals, req = jump(tmp_path, 175_000, summary_input_fit=True)
+    assert req.rewrite and s.counters.compactions_succeeded == 1
+    sreq, spec = svc.calls[0]
+    assert spec.params["kept_messages"] == 0 and "summary_request_without_tail" not in s.counters.extra
+    resident, body = split_resident(sreq.messages)
+    elided = [i for i, m in enumerate(body) if m.meta.get("elided")]
     assert elided and s.counters.extra["summary_input_elided"] == len(elided)
-    # what it elided is counted: the messages' characters, in neither the summary nor the tail
+    assert len(originals) - 1 in elided  # the read-back itself
     assert s.counters.extra["summary_input_elided_chars"] == sum(originals[i].chars for i in elided)
-    assert all("session transcript at" in m.text for i, m in enumerate(sreq.messages) if i in elided)
-    assert len(sreq.breakpoints) == 4 and sreq.breakpoints[2].at == min(elided) - 1
-    est_after = sum(chars_to_tokens(m.chars) for m in sreq.messages)
+    assert all("session transcript at" in m.text for i, m in enumerate(body) if i in elided)
+    assert len(sreq.breakpoints) == 4 and sreq.breakpoints[2].at == len(resident) + min(elided) - 1
+    est_after = sum(chars_to_tokens(m.chars) for m in body)
     assert est_after + chars_to_tokens(len(spec.instructions)) <= 180_000 + 60 * len(elided)
     # pairs stay paired in the summary request: every tool_result answers a tool_use before it
     uses = set()
@@ -594,18 +702,11 @@ def test_summary_request_fits_when_one_message_jumped_past_the_line(tmp_path: Pa
 
 
 def test_summary_input_fit_is_off_by_default_the_summary_request_carries_every_message(tmp_path: Path):
-    """The seed has no elision: by default the same jump sends the summary request whole (here the
-    fake service accepts it; in the engine the API decides), and nothing is counted as elided."""
-    svc = FakeServices()
-    s = make(tmp_path, svc)
-    assert s.config.summary_input_fit is False
-    fill(s, 20, lambda i: 100_000)
-    s.on_response(Message("assistant", (Block.tool_use("rb", "Read", {"file_path": "/x/tool-results/a.txt"}),)),
-                  Usage(input_uncached=150_000))
-    s.on_tool_results(Message("user", (Block.tool_result("rb", "r" * 105_000),)))
-    s.build_request(CallInfo(21, 21.0))
+    """The seed has no elision: by default the same 175,000-char jump sends the summary request whole
+    (here the fake service accepts it; in the engine the API decides), and nothing is counted as elided."""
+    s, svc, originals, req = jump(tmp_path, 175_000)
     sreq, _ = svc.calls[0]
-    assert not any(m.meta.get("elided") for m in sreq.messages)
+    assert [m.digest for m in split_resident(sreq.messages)[1]] == [m.digest for m in originals]
     assert "summary_input_elided" not in s.counters.extra
 
 
@@ -632,11 +733,11 @@ def test_isolated_subtask_runs_in_its_own_context_and_stays_out_of_the_parent_tr
     cap = Capture()
     r = replay(b.build(), "novacode", None, RunConfig(window=200_000, session_dir=tmp_path, observer=cap))
     assert r.metrics["pairing_violations"] == 0
-    kinds = [req.kind for req, _ in cap.seen]
+    kinds = [req.kind for req in cap.agent()]
     assert kinds == ["main", "subagent", "main", "main"]
-    sub = cap.seen[1][0]
-    assert [m.text for m in sub.messages] == ["look at the tests"]
-    last = cap.seen[-1][0]
+    sub = cap.agent()[1]
+    assert [m.text for m in split_resident(sub.messages)[1]] == ["look at the tests"]
+    last = cap.agent()[-1]
     result = [blk for m in last.messages for blk in m.blocks if blk.type == "tool_result" and blk.id == "task1"]
     assert len(result) == 1 and result[0].text == "conclusion: test_x fails"
     assert all("look at the tests" not in m.text for m in last.messages)
@@ -655,7 +756,8 @@ def test_n_comp_13_a_failed_summary_never_cuts_history(tmp_path: Path):
     before = list(s.history)
     req = s.build_request(CallInfo(21, 21.0))
     assert not req.rewrite and s.counters.compactions_failed == 1
-    assert len(req.messages) == len(before) and all(a is b for a, b in zip(req.messages, before, strict=True))
+    kept = split_resident(req.messages)[1]
+    assert len(kept) == len(before) and all(a is b for a, b in zip(kept, before, strict=True))
 
 
 def test_a_summary_that_does_not_shrink_the_context_is_a_failure(tmp_path: Path):
