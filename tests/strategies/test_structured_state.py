@@ -338,3 +338,22 @@ def test_repair_dangling_answers_every_open_call():
     assert repair_dangling(ok) == (ok, False)
     for hist in (repair_dangling(History([user(10), two]))[0], repair_dangling(History([user(10), two, result("a", 5)]))[0]):
         assert protocol.pairing_error(Request(SystemPrompt.of("s"), ToolSet(), hist)) == ""
+
+
+def test_a_rejection_the_estimate_did_not_see_coming_is_recovered_through_the_engine():
+    """The gauge learns about 4 characters a token on code-like text; then a result of about one
+    token a character (CJK) arrives: the request goes over the window, the API's 400 states its size,
+    the strategy re-learns and compacts, and the billed retry goes through (the session completes)."""
+    rng = np.random.default_rng(0)
+    b = Builder()
+    b.user("Goal: translate the notes.")
+    for i in range(4):
+        b.call(f"step {i}", results=[" ".join(rng.choice(["alpha", "beta", "def", "x", "="], 1200))])
+    b.call("read the notes", results=["\u7ed3\u679c\u4e0d\u4e00\u81f4 " * 4700])  # 28,200 characters, ~28,200 tokens
+    b.call("translating")
+    b.call("done")
+    params = {"reserve_tokens": 4_000, "margin_tokens": 2_000, "todo_every": 0}
+    r = replay(b.build(), "structured_state", params, RunConfig(window=32_000))
+    m = r.metrics
+    assert m["completed"] and m["rejected_requests"] == 1 and m["retries"] == 1
+    assert m["strategy_counters"]["reactive_compactions"] == 1 and m["pairing_violations"] == 0
