@@ -229,7 +229,8 @@ class NovaCodeConfig(StrategyConfig):
 class NovaCode(Strategy):
     name = "novacode"
     keeps_path_back = True  # what leaves the window leaves a summary or a path back (the seed's principle)
-    summary = "spill + anchored accounting + threshold compaction with breaker + 3 cache breakpoints (the seed)"
+    summary = ("the seed, every layer: spill, anchored accounting, threshold compaction with breaker, 3 cache "
+               "breakpoints, instruction files, auto memory, transcripts, environment block")
     Config = NovaCodeConfig
     manages_window = True  # the hard line (N-COMP-3) keeps requests under the window
 
