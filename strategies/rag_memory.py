@@ -60,7 +60,13 @@ from rank_bm25 import BM25Okapi
 
 from harness.conversation import Block, History, Message, ToolDef
 from strategies.base import CallInfo, StrategyEnv
-from strategies.structured_state import WindowedConfig, WindowedStrategy, is_task_message, pair_safe_start
+from strategies.structured_state import (
+    WindowedConfig,
+    WindowedStrategy,
+    is_task_message,
+    keep_within,
+    pair_safe_start,
+)
 
 _WORD = re.compile(r"[a-z0-9]+(?:[_.\-/:][a-z0-9]+)*")
 
@@ -320,15 +326,10 @@ class RagMemory(WindowedStrategy):
     def file_in_core(self, text: str) -> None:
         """Append an entry; over the block limit the oldest go, the session's first request stays."""
         self.core.append((self.session, text[: self.config.core_entry_chars]))
-        limit = self.config.core_memory_chars
-        first = next((k for k, (s, _) in enumerate(self.core) if s == self.session), None)
-        while limit and len(self.core) > 1 and sum(len(e) + 1 for _, e in self.core) > limit:
-            k = next((k for k in range(len(self.core)) if k != first), None)
-            if k is None:
-                break
-            self.core.pop(k)
-            first = first - 1 if first is not None and k < first else first
-            self.counters.extra["core_entries_dropped"] += 1
+        if self.config.core_memory_chars:
+            self.core, dropped = keep_within(self.core, self.session, self.config.core_memory_chars,
+                                             lambda e: len(e) + 1)
+            self.counters.extra["core_entries_dropped"] += dropped
         (self.rag_dir / "core_memory.md").write_text("\n".join(e for _, e in self.core) + "\n", encoding="utf-8")
 
     def session_head(self, resume: bool) -> list[Message]:

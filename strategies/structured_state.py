@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -755,6 +756,23 @@ class AgentTasks:
     recorded: bool = False  # the recorded agent writes its own todo list
 
 
+def keep_within(entries: list[tuple[str | None, str]], session: str | None, budget: int,
+                size: Callable[[str], int]) -> tuple[list[tuple[str | None, str]], int]:
+    """(session, text) entries cut to ``budget`` (by ``size``), oldest first, but the first entry of
+    ``session`` (its goal) and the newest always stay. Returns the kept entries and how many went."""
+    kept = list(entries)
+    first = next((k for k, (s, _) in enumerate(kept) if s == session), None)
+    dropped = 0
+    while len(kept) > 1 and sum(size(x) for _, x in kept) > budget:
+        k = next((k for k in range(len(kept) - 1) if k != first), None)
+        if k is None:
+            break
+        kept.pop(k)
+        dropped += 1
+        first = first - 1 if first is not None and k < first else first
+    return kept, dropped
+
+
 def todo_item(text: str, chars: int) -> dict[str, str]:
     """The simulated model's todo item for a request: its first non-empty line, cut to ``chars``."""
     line = next((x.strip() for x in text.splitlines() if x.strip()), "")[:chars]
@@ -861,15 +879,9 @@ class StructuredState(WindowedStrategy):
         budget, the current session's first request kept."""
         t = self.tasks
         t.requests.append((self.session, m.text[: self.config.request_max_chars]))
-        first = next((k for k, (s, _) in enumerate(t.requests) if s == self.session), None)
-        budget = self.config.requests_max_tokens
-        while len(t.requests) > 1 and sum(self.gauge.content(len(x)) for _, x in t.requests) > budget:
-            k = next((k for k in range(len(t.requests)) if k != first), None)
-            if k is None:
-                break
-            t.requests.pop(k)
-            first = first - 1 if first is not None and k < first else first
-            self.counters.extra["requests_trimmed"] += 1
+        t.requests, dropped = keep_within(t.requests, self.session, self.config.requests_max_tokens,
+                                          lambda x: self.gauge.content(len(x)))
+        self.counters.extra["requests_trimmed"] += dropped
         self.write_state()
 
     # --- events ---------------------------------------------------------------------------------------
@@ -923,4 +935,4 @@ class StructuredState(WindowedStrategy):
 
 __all__ = ["split_names", "StructuredState", "StructuredStateConfig", "GaugedStrategy", "WindowedStrategy",
            "WindowedConfig", "TokenGauge", "pair_safe_start", "tail_start", "history_chars", "repair_dangling",
-           "is_task_message", "auto_compact_line", "parse_todos", "todo_item"]
+           "is_task_message", "auto_compact_line", "parse_todos", "todo_item", "keep_within"]

@@ -12,10 +12,10 @@ import statistics
 
 import pytest
 
-from harness import trace as tr
 from harness.engine import RunConfig, replay
 from harness.synth.config import load_preset
 from harness.synth.generator import generate
+from tests.novacode.test_memory_sessions import session_of
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("HYPOTHESIS_PROFILE") != "deep", reason="deep profile only")]
@@ -43,12 +43,8 @@ def test_rag_memory_keeps_the_goal_as_well_as_novacode(long_200k):
 
 
 def _cross_session(result, trace) -> float:
-    sess, cur = {}, None
-    for ev in trace.events:
-        if isinstance(ev, tr.SessionStart):
-            cur = ev.session
-        elif isinstance(ev, tr.FactEvent | tr.ProbeEvent):
-            sess[ev.id] = cur
+    """Mean score of the facts needed in a later session than they were said in."""
+    sess = session_of(trace)
     p = result.probes
     later = p[[sess[f] != sess[q] for f, q in zip(p["fact"], p["probe"], strict=True)]]
     return float(later["score"].mean())
