@@ -616,6 +616,17 @@ def _session_dir(cfg: RunConfig):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _provenance(run: _Run, calls: pd.DataFrame) -> dict[str, Any]:
+    from harness import provenance as pv
+    from harness import retention as ret
+
+    models = [run.provider.model, *calls["model"].dropna().unique().tolist()]
+    params = run.retention.params if run.retention is not None else ret.RetentionParams(**run.cfg.retention)
+    return {"trace": pv.trace_source(run.trace.header), "prices": pv.prices(run.provider.table, models),
+            "summariser": pv.summariser(run.backend), "retention": pv.retention(params),
+            "max_attempts_per_call": run.cfg.max_attempts}
+
+
 def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, Any] | None = None,
            config: RunConfig | None = None) -> RunResult:
     """Replay ``trace`` through ``strategy`` (a registered name or a class) with ``params``."""
@@ -635,4 +646,5 @@ def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, An
                "turns": run.turns, "turns_failed": run.turns_failed, "probes_not_reached": run.probes_not_reached}
     res.metrics = compute_metrics(res, run.strategy.counters, run.fact_scores, run.readbacks, outcome,
                                   run.retention.params if run.retention is not None else None)
+    res.metrics["provenance"] = _provenance(run, calls)
     return res

@@ -1,7 +1,22 @@
 """Reports for design reviews: ``report.md`` with PNG figures and a self-contained ``index.html``
 (figures embedded), from a sweep's results or from a set of runs (``ctxsim compare --report``).
 
-Every figure has a title, axis labels with units and a one-line reading computed from the data.
+What a reader can rely on:
+
+* every number is per *configuration* (a strategy with its parameters, at a window): the mean over
+  its runs (traces × seeds), never a mean over a grid; a configuration is named by its strategy and
+  only the parameters that differ from the strategy's defaults;
+* a configuration that did not complete its sessions (a rejected request it did not recover from)
+  is marked failed in every table, figure and reading, is listed after every one that completed and
+  is never compared by cost with them: its cost is only its spend until it failed;
+* the recommendation is the cheapest configuration that completed every run with retention at the
+  target, shown with its own metrics; when there is none the report says why;
+* an Assumptions section states what the numbers rest on, read from the runs (``provenance``).
+
+The report is a list of sections (:data:`SECTIONS`), each a small function of a :class:`Context`
+returning a :class:`Section` (or None); adding one is adding a function to that list. Content is
+written once as paragraphs, tables and figures (``harness/figures.py``) and rendered to both
+Markdown and HTML.
 """
 
 from __future__ import annotations
@@ -9,33 +24,391 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from harness import analysis, uncertainty
+from harness import figures as figs
+from harness import formatting as fmt
+from harness.figures import Figure
+from harness.sweep import flatten
 
-from harness import analysis, uncertainty  # noqa: E402
-from harness.sweep import flatten  # noqa: E402
+RET = analysis.RETENTION
 
-TOKEN_KINDS = [("tokens.input_uncached", "uncached input"), ("tokens.cache_write", "cache write"),
-               ("tokens.cache_read", "cache read"), ("tokens.output", "output")]
-CATEGORIES = ("goal", "constraint", "decision", "error", "file", "preference", "feedback")
-SUMMARY_RESERVE, SOFT_MARGIN, HARD_MARGIN = 20_000, 13_000, 3_000  # N-COMP-1..3 (the lines drawn)
+
+# --- content, rendered twice -------------------------------------------------------------------------
+
+@dataclass
+class Para:
+    """A paragraph; ``code`` and **bold** spans are kept in HTML."""
+
+    text: str
 
 
 @dataclass
-class Figure:
-    file: str
-    title: str
-    reading: str
+class Bullets:
+    items: list[str]
 
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    align: list[str]  # "l" | "r" per column
+    failed: list[bool] = field(default_factory=list)  # rows marked failed (shaded in HTML)
+
+
+@dataclass
+class Raw:
+    """Content another module rendered itself (its Markdown lines and their HTML)."""
+
+    md: list[str]
+    html: str
+
+
+@dataclass
+class Section:
+    title: str
+    content: list[Para | Bullets | Table | Figure | Raw]
+
+
+def _md_cell(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def _md(item) -> list[str]:
+    if isinstance(item, Raw):
+        return [*item.md, ""]
+    if isinstance(item, Para):
+        return [item.text, ""]
+    if isinstance(item, Bullets):
+        return [f"- {x}" for x in item.items] + [""]
+    if isinstance(item, Table):
+        sep = ["---:" if a == "r" else "---" for a in item.align]
+        return (["| " + " | ".join(_md_cell(h) for h in item.headers) + " |", "| " + " | ".join(sep) + " |"]
+                + ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in item.rows] + [""])
+    return [f"![{item.title}]({item.file})", "", f"*{item.reading}*", ""]
+
+
+def _inline(text: str) -> str:
+    t = html.escape(text)
+    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", t)
+
+
+def _html(item, out: Path) -> str:
+    if isinstance(item, Raw):
+        return f"<div class='tablewrap'>{item.html}</div>"
+    if isinstance(item, Para):
+        return f"<p>{_inline(item.text)}</p>"
+    if isinstance(item, Bullets):
+        return "<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in item.items) + "</ul>"
+    if isinstance(item, Table):
+        al = ["num" if a == "r" else "" for a in item.align]
+        head = "".join(f"<th class='{a}'>{_inline(h)}</th>" for h, a in zip(item.headers, al))
+        body = []
+        for i, r in enumerate(item.rows):
+            cls = " class='failed'" if i < len(item.failed) and item.failed[i] else ""
+            body.append(f"<tr{cls}>" + "".join(f"<td class='{a}'>{_inline(c)}</td>" for c, a in zip(r, al)) + "</tr>")
+        return f"<div class='tablewrap'><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    data = base64.b64encode((out / item.file).read_bytes()).decode()
+    return (f"<figure><img alt='{html.escape(item.title)}' src='data:image/png;base64,{data}'>"
+            f"<figcaption class='reading'>{_inline(item.reading)}</figcaption></figure>")
+
+
+CSS = ("body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 16px;line-height:1.4}"
+       "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
+       "th{background:#f4f4f4}.num{text-align:right;white-space:nowrap}tr.failed td{background:#fbeef3}"
+       ".tablewrap{max-width:100%;overflow-x:auto}img{max-width:100%;height:auto}figure{margin:1em 0}"
+       ".reading{font-style:italic;color:#333}code{font-size:90%;overflow-wrap:anywhere}")
+
+
+def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
+    lines = [f"# {title}", "", intro, ""]
+    for s in sections:
+        lines += [f"## {s.title}", ""]
+        for item in s.content:
+            lines += _md(item)
+    return "\n".join(lines)
+
+
+def render_html(title: str, intro: str, sections: list[Section], out: Path) -> str:
+    parts = ["<!doctype html><html><head><meta charset='utf-8'>",
+             "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+             f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
+             f"<h1>{html.escape(title)}</h1>", f"<p>{_inline(intro)}</p>"]
+    for s in sections:
+        parts.append(f"<section><h2>{_inline(s.title)}</h2>")
+        parts += [_html(item, out) for item in s.content]
+        parts.append("</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+# --- what every section reads ------------------------------------------------------------------------
+
+@dataclass
+class Context:
+    runs: pd.DataFrame                 # one row per successful run, with ``completed`` and ``config``
+    cfgs: pd.DataFrame                 # one row per configuration × window (analysis.by_config), ranked
+    calls: dict[str, pd.DataFrame]     # per-call rows by run key
+    ledger: pd.DataFrame | None
+    target: float
+    out: Path
+    errors: pd.DataFrame               # runs that raised (no numbers)
+    probes: dict[str, pd.DataFrame] = field(default_factory=dict)  # run key -> per-probe scores
+    rec: dict[str, Any] | None = None
+    figures: int = 0
+
+    @property
+    def window(self) -> int:
+        return int(self.cfgs["window"].min())
+
+    @property
+    def primary(self) -> pd.DataFrame:
+        """Configurations at the smallest window (where strategies differ), in report order."""
+        return self.cfgs[self.cfgs["window"] == self.window]
+
+    @property
+    def windows(self) -> list[int]:
+        return sorted(int(w) for w in self.cfgs["window"].dropna().unique())
+
+    def figure(self, fig: Figure | None) -> Section | None:
+        if fig is None:
+            return None
+        self.figures += 1
+        return Section(f"Figure {self.figures}. {fig.title}", [fig])
+
+
+# --- sections ------------------------------------------------------------------------------------------
+
+def _metrics_rows(r: Any) -> list[list[str]]:
+    out = [["window", fmt.count(r["window"])], ["completed", fmt.failed_at(r) or f"yes, {fmt.count(r.get('runs', 1))} of {fmt.count(r.get('runs', 1))} runs"],
+           ["cost per session", fmt.money(r["cost_usd"])]]
+    for key, label, f in (("cache_hit_rate", "cache hit rate", fmt.share), ("latency_s.p95", "p95 latency (s)", fmt.seconds),
+                          ("compactions.succeeded", "compactions", fmt.count), ("rejected_requests", "rejected requests (recovered)", fmt.count),
+                          ("peak_context_tokens", "peak context (tokens)", fmt.count), (RET, "retention", fmt.share),
+                          ("retention.goal", "goal retention", fmt.share)):
+        if key in r and not pd.isna(r[key]):
+            out.append([label, f(r[key])])
+    return out
+
+
+def section_recommendation(ctx: Context) -> Section:
+    if not ctx.rec:
+        return Section("Recommendation", [Para(f"**No recommendation**: {analysis.no_recommendation_reason(ctx.cfgs, ctx.target)}.")])
+    r = ctx.rec
+    changed = analysis.changed_params(r)
+    content: list[Any] = [Para(f"**{r['config']}** at window {fmt.count(r['window'])}: the cheapest configuration that "
+                               f"completed every run with retention ≥ {ctx.target:g}.")]
+    content.append(Table(["metric", "value"], _metrics_rows(r), ["l", "r"]))
+    if changed:
+        content.append(Table(["parameter (changed from the default)", "value"],
+                             [[f"`{k}`", f"`{fmt.value(v)}`"] for k, v in sorted(changed.items())], ["l", "r"]))
+    else:
+        content.append(Para(f"Every parameter of `{r['label']}` at its default (`ctxsim strategies {r.get('strategy', r['label'])}`)."))
+    return Section("Recommendation", content)
+
+
+def _provenance(runs: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    cols = [c for c in runs.columns if c.startswith(prefix)]
+    return runs[cols].rename(columns=lambda c: c[len(prefix):])
+
+
+_PRICE_FIELDS = ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output", "long_context.above_tokens",
+                 "long_context.input", "long_context.output", "as_of", "source")
+
+
+def _prices(runs: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """{model: {field: value}} from the flattened ``provenance.prices.models.<model>.<field>``
+    columns (a model name may hold dots: the field is matched from the end)."""
+    out: dict[str, dict[str, Any]] = {}
+    for col, v in _provenance(runs, "provenance.prices.models.").items():
+        f = next((f for f in _PRICE_FIELDS if col.endswith("." + f)), None)
+        vals = v.dropna().unique()
+        if f is None or not len(vals):
+            continue
+        out.setdefault(col[: -len(f) - 1], {})[f] = vals[0]
+    return out
+
+
+def _uniq(runs: pd.DataFrame, col: str) -> list[Any]:
+    return sorted(runs[col].dropna().unique().tolist(), key=str) if col in runs else []
+
+
+def section_assumptions(ctx: Context) -> Section:
+    runs = ctx.runs
+    items: list[Any] = []
+    prices = _prices(runs)
+    cache = _uniq(runs, "cache")
+    if prices:
+        rows = []
+        for m, p in sorted(prices.items()):
+            lc = (f"above {fmt.count(p['long_context.above_tokens'])}: {fmt.value(p.get('long_context.input'))} / "
+                  f"{fmt.value(p.get('long_context.output'))}" if "long_context.above_tokens" in p else "none")
+            rows.append([m] + [fmt.value(p.get(k)) for k in ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output")]
+                        + [lc, str(p.get("as_of") or "undated")])
+        items.append(Para("**Models and prices** (USD per million tokens, from `harness/provider/models.toml` or the "
+                          f"`--models` file; prompt caching {'on' if cache == [True] else 'off' if cache == [False] else 'on and off'}):"))
+        items.append(Table(["model", "input", "5 m write", "1 h write", "cache read", "output", "long context", "prices as of"],
+                           rows, ["l", "r", "r", "r", "r", "r", "l", "l"]))
+        sources = sorted({str(p["source"]) for p in prices.values() if p.get("source")})
+        if sources:
+            items.append(Para("Price sources: " + "; ".join(sources) + "."))
+    else:
+        items.append(Para(f"**Models**: {', '.join(map(str, _uniq(runs, 'model')))}; prices not recorded in these results "
+                          "(written by an older ctxsim: run them again to have them stated)."))
+    bullets = [f"**Windows**: {', '.join(f'{w:,}' for w in ctx.windows)} tokens; the per-strategy figures use {ctx.window:,}."]
+    traces = runs.drop_duplicates("trace") if "trace" in runs else runs.iloc[0:0]
+    for _, t in traces.iterrows():
+        kind = t.get("provenance.trace.kind")
+        tname = Path(str(t["trace"])).name
+        h = f" (hash {str(t['trace_hash'])[:12]})" if "trace_hash" in t and isinstance(t["trace_hash"], str) else ""
+        if kind == "synthetic":
+            size = f", {fmt.count(t['provenance.trace.calls'])} calls" if not pd.isna(t.get("provenance.trace.calls")) else ""
+            desc = (f"synthetic: `ctxsim synth {t.get('provenance.trace.preset')} --seed {fmt.value(t.get('provenance.trace.seed'))}`"
+                    f"{size}; sizes, tool mix and gaps fitted to real logs, content generated")
+        elif kind == "imported":
+            desc = f"imported from a {t.get('provenance.trace.format')} log (`{t.get('provenance.trace.path')}`)"
+        elif kind == "hand-built":
+            desc = "hand-built (a test or example trace)"
+        else:
+            desc = "source not recorded"
+        bullets.append(f"**Trace** `{tname}`{h}: {desc}.")
+    seeds = _uniq(runs, "seed")
+    per = ctx.cfgs["runs"]
+    bullets.append(f"**Seeds**: run seed(s) {', '.join(fmt.value(s) for s in seeds) or '–'}; "
+                   f"{fmt.count(per.min())}{'–' + fmt.count(per.max()) if per.max() != per.min() else ''} run(s) per "
+                   f"configuration and window (traces × seeds), averaged.")
+    kinds = _uniq(runs, "provenance.summariser.kind")
+    if kinds == ["simulated"]:
+        calib = [c for c in _uniq(runs, "provenance.summariser.calibration") if c]
+        surv = _provenance(runs, "provenance.summariser.survival.").iloc[0].dropna() if any(
+            c.startswith("provenance.summariser.survival.") for c in runs) else pd.Series(dtype=float)
+        rates = ", ".join(f"{k} {fmt.share(v, 2)}" for k, v in surv.items())
+        bullets.append(f"**Summariser**: simulated (`harness/simllm.py`), no model called; a fact survives a summary with a "
+                       f"per-category probability ({rates}){'; calibration file ' + ', '.join(f'`{c}`' for c in calib) if calib else ', built-in values (no calibration file)'}.")
+    elif kinds:
+        models = [m for m in _uniq(runs, "provenance.summariser.model") if m]
+        bullets.append(f"**Summariser**: {' and '.join(kinds)} ({', '.join(models) or 'the run model'}).")
+    else:
+        bullets.append("**Summariser**: not recorded in these results.")
+    ret = _provenance(runs, "provenance.retention.")
+    if len(ret.columns):
+        first = ret.iloc[0]
+        varies = [c for c in ret.columns if ret[c].astype(str).nunique() > 1]
+        weights = ", ".join(f"{k.rsplit('.', 1)[-1]} {fmt.value(v)}" for k, v in first.items() if k.startswith("category_weights."))
+        bullets.append(
+            "**Retention model** (`harness/retention.py`): attention by position fitted to Lost in the Middle "
+            f"(M {fmt.value(first.get('curve_m'))}, A {fmt.value(first.get('curve_a'))}, τ1 {fmt.value(first.get('curve_tau1'))}, "
+            f"B {fmt.value(first.get('curve_b'))}, τ2 {fmt.value(first.get('curve_tau2'))}), context rot "
+            f"{fmt.value(first.get('rot_per_doubling'))} per doubling above {fmt.count(first.get('ref_tokens'))} tokens "
+            f"(floor {fmt.value(first.get('rot_floor'))}), summary fidelity {fmt.value(first.get('summary_fidelity'))}, "
+            f"read-back probability {fmt.value(first.get('recover_probability'))}; weights {weights}"
+            + (f"; varies across runs: {', '.join(varies)}" if varies else "") + ".")
+    else:
+        bullets.append("**Retention model**: parameters not recorded in these results.")
+    attempts = _uniq(runs, "provenance.max_attempts_per_call")
+    bullets.append("**Rejected requests**: not billed; each costs its round trip. A strategy may react and send the call "
+                   f"again ({'at most ' + ', '.join(fmt.value(a) for a in attempts) + ' requests per call' if attempts else 'bounded per call'}); "
+                   "one that does not recover fails there: the rest of its trace is not replayed and its later probes score 0. "
+                   "A failed configuration's cost is its spend until it failed; it is listed last and never ranked by cost.")
+    items.append(Bullets(bullets))
+    return Section("Assumptions", items)
+
+
+def summary_table(cfgs: pd.DataFrame, with_window: bool) -> Table:
+    cols = [("cache_hit_rate", "hit rate", fmt.share), ("latency_s.p95", "p95 s", fmt.seconds),
+            ("compactions.succeeded", "compactions", fmt.count), ("rejected_requests", "rejected", fmt.count),
+            ("peak_context_tokens", "peak context", fmt.count), (RET, "retention", fmt.share),
+            ("retention.goal", "goal", fmt.share)]
+    cols = [c for c in cols if c[0] in cfgs]
+    runs = "runs" in cfgs and cfgs["runs"].max() > 1
+    headers = ["configuration"] + (["window"] if with_window else []) + ["completed", "cost $"] + [h for _, h, _ in cols]
+    headers += ["runs"] if runs else []
+    rows, failed = [], []
+    for _, r in cfgs.iterrows():
+        bad = fmt.failed_at(r)
+        cost = fmt.money(r["cost_usd"]).lstrip("$")
+        row = [str(r["config"])] + ([fmt.count(r["window"])] if with_window else [])
+        row += [f"**{bad}**" if bad else "yes", f"({cost} until it failed)" if bad else cost]
+        row += [f(r[k]) for k, _, f in cols] + ([fmt.count(r["runs"])] if runs else [])
+        rows.append(row)
+        failed.append(bool(bad))
+    align = ["l"] + (["r"] if with_window else []) + ["l"] + ["r"] * (len(headers) - 2 - (1 if with_window else 0))
+    return Table(headers, rows, align, failed)
+
+
+def section_summary(ctx: Context) -> Section:
+    content: list[Any] = []
+    for w in ctx.windows:
+        d = ctx.cfgs[ctx.cfgs["window"] == w]
+        n_bad = int((~d["completed"]).sum())
+        content.append(Para(f"**Window {w:,}**: {len(d) - n_bad} of {len(d)} configurations completed"
+                            + (f"; {n_bad} failed (listed last, cost = spend until the failure)." if n_bad else ".")))
+        content.append(summary_table(d, with_window=False))
+    return Section("Summary", content)
+
+
+def section_sensitivity(ctx: Context) -> Section | None:
+    sens = analysis.sensitivity(ctx.runs)
+    if sens.empty:
+        return None
+    top = sens.drop_duplicates(["label", "parameter"]).sort_values("cost_spread", ascending=False).head(10)
+    rows = []
+    for _, t in top.iterrows():
+        vals = sens[(sens["label"] == t["label"]) & (sens["parameter"] == t["parameter"])]
+        per = "; ".join(f"{fmt.value(v['value'])}: {fmt.money(v['cost_usd'])}" + (f" ({v['failed']} failed)" if v["failed"] else "")
+                        for _, v in vals.iterrows())
+        rows.append([t["label"], f"`{t['parameter']}`", per, fmt.money(t["cost_spread"])])
+    return Section("Sensitivity", [Para("Mean cost per value of each swept parameter, over the runs that completed "
+                                        "(failed runs counted, not averaged in); the ten widest spreads."),
+                                   Table(["strategy", "parameter", "cost per value", "spread"], rows, ["l", "l", "l", "r"])])
+
+
+def section_retention_noise(ctx: Context) -> Section | None:
+    """Retention with its interval per configuration, what is within noise, what the seed alone
+    reorders, and every retention constant with its source (harness/uncertainty.py, issue #16)."""
+    lines = uncertainty.report_section(ctx.runs, ctx.probes)
+    if not lines:
+        return None
+    title = lines[0].removeprefix("## ").strip() if lines[0].startswith("## ") else "Retention"
+    body = lines[1:] if lines[0].startswith("## ") else lines
+    return Section(title, [Raw(body, uncertainty.section_html(body))])
+
+
+def section_errors(ctx: Context) -> Section | None:
+    if ctx.errors.empty:
+        return None
+    return Section(f"Runs that raised an error ({len(ctx.errors)})", [Bullets(
+        [f"{r['label']} on {Path(str(r.get('trace', ''))).name}: `{str(r['error']).splitlines()[0]}`"
+         for _, r in ctx.errors.iterrows()])])
+
+
+SECTIONS: list[Callable[[Context], Section | None]] = [
+    section_recommendation,
+    section_assumptions,
+    section_summary,
+    lambda ctx: ctx.figure(figs.fig_cost(ctx)),
+    lambda ctx: ctx.figure(figs.fig_sawtooth(ctx)),
+    lambda ctx: ctx.figure(figs.fig_cache(ctx)),
+    lambda ctx: ctx.figure(figs.fig_latency(ctx)),
+    lambda ctx: ctx.figure(figs.fig_retention(ctx)),
+    lambda ctx: ctx.figure(figs.fig_pareto(ctx)),
+    lambda ctx: ctx.figure(figs.fig_windows(ctx)),
+    lambda ctx: ctx.figure(figs.fig_ledger(ctx)),
+    section_retention_noise,
+    section_sensitivity,
+    section_errors,
+]
+
+
+# --- assembling ----------------------------------------------------------------------------------------
 
 def rows_from_results(results: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """RunResults (from ``compare``) -> the same flat rows a sweep writes, and their call tables."""
@@ -52,251 +425,6 @@ def rows_from_results(results: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, p
     return pd.DataFrame(rows), calls
 
 
-def _label_order(df: pd.DataFrame) -> list[str]:
-    return list(df.groupby("label")["cost_usd"].mean().sort_values().index)
-
-
-def _save(fig, out: Path, name: str) -> str:
-    path = out / "figures" / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout(rect=(0, 0, 1, 0.97) if fig._suptitle is not None else None)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return f"figures/{name}"
-
-
-def _money(x: float) -> str:
-    return f"${x:,.2f}" if x >= 0.1 else f"${x:,.4f}"
-
-
-# --- the figures ------------------------------------------------------------------------------------
-
-def fig_cost(df: pd.DataFrame, out: Path) -> Figure:
-    order = _label_order(df)
-    g = df.groupby("label")
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
-    cost = g["cost_usd"].mean().reindex(order)
-    over = g["overflows"].mean().reindex(order)
-    # a rejected request is not billed: a strategy that overflows looks cheap; say so on the bar
-    a.barh(order, cost.to_numpy(), color=["#cc6677" if o > 0 else "#4477aa" for o in over])
-    for y, (c, o) in enumerate(zip(cost, over)):
-        if o > 0:
-            a.text(c, y, f" {o:,.0f} requests rejected", va="center", fontsize=7, color="#882255")
-    a.set_xlabel("cost per session (USD, mean over runs)")
-    a.set_title(f"Cost per session by strategy (window {int(df['window'].iloc[0]):,})")
-    left = np.zeros(len(order))
-    for col, name in TOKEN_KINDS:
-        if col not in df:
-            continue
-        v = g[col].mean().reindex(order).to_numpy() / 1e6
-        b.barh(order, v, left=left, label=name)
-        left += v
-    b.set_xlabel("tokens per session (millions)")
-    b.set_title("Tokens by kind")
-    b.legend(loc="lower right", fontsize=8)
-    f = _save(fig, out, "01-cost.png")
-    valid = cost[over == 0]
-    if len(valid):
-        reading = (f"of the strategies with no rejected request, {valid.index[0]} is cheapest at "
-                   f"{_money(valid.iloc[0])} per session and {valid.index[-1]} costs {_money(valid.iloc[-1])} "
-                   f"({valid.iloc[-1] / max(valid.iloc[0], 1e-12):.1f}x); red bars overflowed (rejected calls are not billed).")
-    else:
-        reading = "every strategy overflowed here: rejected calls are not billed, so costs understate the session."
-    return Figure(f, "Cost per session and tokens by kind", reading)
-
-
-def _pick_trace_runs(df: pd.DataFrame, calls: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, int]:
-    have = df[df["key"].isin(calls)]
-    if have.empty:
-        return have, 0
-    window = int(have["window"].min())
-    have = have[have["window"] == window]
-    trace = have.groupby("trace")["calls"].max().idxmax() if "trace" in have else None
-    if trace is not None:
-        have = have[have["trace"] == trace]
-    return have.drop_duplicates("label"), window
-
-
-def fig_sawtooth(df: pd.DataFrame, calls: dict[str, pd.DataFrame], out: Path) -> Figure | None:
-    """Small multiples, one panel per strategy on one trace: 18 lines on one axis are unreadable."""
-    runs, window = _pick_trace_runs(df, calls)
-    if runs.empty:
-        return None
-    runs = runs.sort_values("label")
-    n = len(runs)
-    cols = min(3, n)
-    rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 2.6 * rows + 0.8), sharex=True, sharey=True,
-                             squeeze=False)
-    eff = window - SUMMARY_RESERVE
-    top = 1.25 * window / 1e3
-    over = []
-    for ax, (_, r) in zip(axes.flat, runs.iterrows()):
-        c = calls[r["key"]]
-        main = c[c["kind"].isin(["main", "readback"])].reset_index(drop=True)
-        y = main["context_tokens"] / 1e3
-        ax.plot(np.arange(len(main)), y.clip(upper=top), lw=0.9, color="#4477aa")
-        comp = main.index[main["compaction"]]
-        if len(comp):
-            ax.scatter(comp, y[comp].clip(upper=top), marker="v", s=14, color="#cc6677", zorder=3)
-        rej = main.index[main["overflow"]]
-        if len(rej):
-            ax.scatter(rej, np.full(len(rej), top * 0.98), marker="|", s=10, color="k")
-        ax.axhline(window / 1e3, color="k", lw=1)
-        ax.axhline((eff - HARD_MARGIN) / 1e3, color="r", ls="--", lw=0.8)
-        ax.axhline((eff - SOFT_MARGIN) / 1e3, color="orange", ls="--", lw=0.8)
-        peak = int(main["context_tokens"].max())
-        ax.set_title(f"{r['label']} (peak {peak / 1e3:,.0f}k)", fontsize=9)
-        if peak > window:
-            over.append(r["label"])
-        ax.set_ylim(0, top * 1.02)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    for ax in axes[-1]:
-        ax.set_xlabel("main model call (index)")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("context (k tokens)")
-    trace = Path(str(runs["trace"].iloc[0])).name if "trace" in runs else ""
-    fig.suptitle(f"Context per call on {trace}, window {window:,}: black = window, dashed = NovaCode soft/hard "
-                 f"lines (N-COMP-2/3), ▼ = history rewritten, | = request rejected as too long", fontsize=10)
-    reading = (f"{len(over)} of {n} strategies send requests over the window ({', '.join(over[:4])}"
-               f"{'…' if len(over) > 4 else ''}); the rest stay below it by compacting, clearing or dropping."
-               if over else f"Every strategy stays under the {window:,}-token window on this trace.")
-    return Figure(_save(fig, out, "02-context-per-call.png"), "Context tokens per call (the sawtooth)", reading)
-
-
-def fig_cache(df: pd.DataFrame, out: Path) -> Figure:
-    g = df.groupby("label")["cache_hit_rate"].mean().sort_values()
-    fig, ax = plt.subplots(figsize=(9, 4.8))
-    ax.barh(g.index, g.to_numpy() * 100, color="#228833")
-    ax.set_xlabel("cache hit rate (% of input tokens read from cache)")
-    ax.set_xlim(0, 100)
-    ax.set_title(f"Prompt-cache hit rate by strategy (window {int(df['window'].iloc[0]):,})")
-    reading = f"{g.index[-1]} reads {g.iloc[-1]:.0%} of its input from cache; {g.index[0]} {g.iloc[0]:.0%}."
-    return Figure(_save(fig, out, "03-cache-hit-rate.png"), "Cache hit rate", reading)
-
-
-def fig_latency(df: pd.DataFrame, out: Path) -> Figure:
-    order = _label_order(df)
-    g = df.groupby("label")
-    p50, p95 = g["latency_s.p50"].mean().reindex(order), g["latency_s.p95"].mean().reindex(order)
-    block = g["latency_s.compaction_blocking"].mean().reindex(order)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
-    y = np.arange(len(order))
-    a.barh(y - 0.2, p50.to_numpy(), 0.4, label="p50")
-    a.barh(y + 0.2, p95.to_numpy(), 0.4, label="p95")
-    a.set_yticks(y, order)
-    a.set_xlabel("latency per main call (s)")
-    a.set_title(f"Latency per call (window {int(df['window'].iloc[0]):,})")
-    a.legend()
-    b.barh(order, block.to_numpy() / 60, color="#cc6677")
-    b.set_xlabel("time blocked in compaction per session (minutes)")
-    b.set_title("Blocking compaction time")
-    reading = f"p95 latency ranges {p95.min():.1f}–{p95.max():.1f} s; "
-    reading += (f"{block.idxmax()} blocks the session longest in compaction ({block.max() / 60:.1f} min per session)."
-                if block.max() > 0 else "no strategy blocked the session on compaction here.")
-    return Figure(_save(fig, out, "04-latency.png"), "Latency and compaction blocking", reading)
-
-
-def fig_retention(df: pd.DataFrame, out: Path) -> Figure | None:
-    cols = [c for c in (f"retention.by_category.{k}" for k in CATEGORIES) if c in df and df[c].notna().any()]
-    if not cols:
-        return None
-    order = _label_order(df)
-    g = df.groupby("label")[cols + (["retention.goal"] if "retention.goal" in df else [])].mean().reindex(order)
-    fig, ax = plt.subplots(figsize=(13, 5.5))
-    width = 0.8 / len(cols)
-    x = np.arange(len(order))
-    for i, c in enumerate(cols):
-        ax.bar(x + i * width - 0.4 + width / 2, g[c].to_numpy(), width, label=c.rsplit(".", 1)[-1])
-    ax.set_xticks(x, order, rotation=30, ha="right")
-    ax.set_ylabel("retention score (0 = lost, 1 = verbatim and attended)")
-    ax.set_title(f"Retention by fact category (window {int(df['window'].iloc[0]):,})")
-    ax.set_ylim(0, 1.12)
-    ax.legend(ncol=len(cols), fontsize=8, loc="upper center")
-    goal = g["retention.goal"].dropna().sort_values() if "retention.goal" in g else pd.Series(dtype=float)
-    reading = (f"goal retention is highest for {goal.index[-1]} ({goal.iloc[-1]:.2f}) and lowest for "
-               f"{goal.index[0]} ({goal.iloc[0]:.2f})." if len(goal) else "no goal probes in these traces.")
-    return Figure(_save(fig, out, "05-retention.png"), "Retention by fact category and goal retention", reading)
-
-
-def fig_pareto(cfgs: pd.DataFrame, rec: dict[str, Any] | None, target: float, out: Path) -> Figure | None:
-    if analysis.RETENTION not in cfgs or cfgs[analysis.RETENTION].isna().all():
-        return None
-    d = cfgs.dropna(subset=[analysis.RETENTION])
-    front = analysis.pareto_front(d[d["overflows"] == 0])  # a configuration that overflows is no option
-    fig, ax = plt.subplots(figsize=(11, 6.5))
-    colors = plt.get_cmap("tab20")
-    for i, (label, g) in enumerate(d.groupby("label")):
-        ok = g["overflows"] == 0
-        ax.scatter(g.loc[ok, "cost_usd"], g.loc[ok, analysis.RETENTION], s=34, color=colors(i % 20), label=label)
-        ax.scatter(g.loc[~ok, "cost_usd"], g.loc[~ok, analysis.RETENTION], s=34, color=colors(i % 20), marker="x")
-    ax.plot(front["cost_usd"], front[analysis.RETENTION], "k--", lw=1, label="Pareto front (no overflow)")
-    ax.set_xscale("log")
-    ax.axhline(target, color="grey", lw=0.8, ls=":", label=f"retention target {target}")
-    if rec:
-        ax.scatter([rec["cost_usd"]], [rec[analysis.RETENTION]], s=220, facecolors="none", edgecolors="red",
-                   linewidths=2, label="recommended")
-    ax.set_xlabel("cost per session (USD, log scale)")
-    ax.set_ylabel("retention score (mean)")
-    ax.set_title("Cost against retention, every configuration (× = some requests overflowed)")
-    ax.legend(fontsize=7, ncol=2)
-    reading = (f"recommended: {rec['label']} at {_money(rec['cost_usd'])} with retention {rec[analysis.RETENTION]:.2f}."
-               if rec else f"no configuration reaches retention {target} without overflowing.")
-    return Figure(_save(fig, out, "06-pareto.png"), "Pareto front: cost against retention", reading)
-
-
-def fig_windows(df: pd.DataFrame, out: Path) -> Figure:
-    wins = sorted(df["window"].dropna().unique())
-    order = _label_order(df)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5))
-    y = np.arange(len(order))
-    h = 0.8 / max(len(wins), 1)
-    for i, w in enumerate(wins):
-        g = df[df["window"] == w].groupby("label")
-        a.barh(y + i * h - 0.4 + h / 2, g["cost_usd"].mean().reindex(order).to_numpy(), h, label=f"{int(w):,}")
-        if analysis.RETENTION in df:
-            b.barh(y + i * h - 0.4 + h / 2, g[analysis.RETENTION].mean().reindex(order).to_numpy(), h, label=f"{int(w):,}")
-    a.set_yticks(y, order)
-    b.set_yticks(y, order)
-    a.set_xscale("log")
-    a.set_xlabel("cost per session (USD, log scale)")
-    b.set_xlabel("retention score")
-    a.set_title("Cost by window size")
-    b.set_title("Retention by window size")
-    a.legend(title="window (tokens)", fontsize=8)
-    if len(wins) < 2:
-        reading = f"only one window ({int(wins[0]):,}) in these runs: sweep windows = [200000, 1000000] to compare."
-    else:
-        lo, hi = wins[0], wins[-1]
-        c_lo = df[df["window"] == lo].groupby("label")["cost_usd"].mean()
-        c_hi = df[df["window"] == hi].groupby("label")["cost_usd"].mean()
-        ratio = (c_hi / c_lo).dropna()
-        reading = (f"moving from {int(lo):,} to {int(hi):,} tokens changes cost by {ratio.min():.2f}–{ratio.max():.2f}x "
-                   f"across strategies (mechanisms stay, parameters move: N-WIN-1).")
-    return Figure(_save(fig, out, "07-windows.png"), "200k against 1M", reading)
-
-
-def fig_ledger(ledger: pd.DataFrame | None, out: Path) -> Figure | None:
-    if ledger is None or ledger.empty:
-        return None
-    fig, ax = plt.subplots(figsize=(10, 5))
-    x = ledger["trigger_tokens"] / 1e3
-    ax.plot(x, ledger["summary_cost_usd"], "o-", label="summary calls")
-    ax.plot(x, ledger["main_cost_usd"], "s-", label="main calls (carrying the text)")
-    ax.plot(x, ledger["total_cost_usd"], "k^-", label="total")
-    ax.set_xlabel("soft compaction trigger (thousand tokens)")
-    ax.set_ylabel("cost per session (USD)")
-    ax.set_title("The compaction ledger (N-WIN-3): summary cost against carrying cost")
-    ax.legend()
-    best = ledger.loc[ledger["total_cost_usd"].idxmin()]
-    reading = (f"on this trace the cheapest trigger is {int(best['trigger_tokens']):,} tokens "
-               f"({_money(best['total_cost_usd'])}, {int(best['compactions'])} compactions).")
-    return Figure(_save(fig, out, "08-compaction-ledger.png"), "Compaction ledger", reading)
-
-
-# --- assembling ------------------------------------------------------------------------------------
-
 def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
                  calls: dict[str, pd.DataFrame] | None = None, ledger: pd.DataFrame | None = None,
                  target: float = 0.7, title: str = "ctxsim report",
@@ -309,89 +437,23 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
     else:
         df, calls = rows_from_results(results)
         probes = {f"run{i}": r.probes for i, r in enumerate(results)}
-    bad = df[df["error"].fillna("") != ""] if "error" in df else df.iloc[0:0]
-    df = analysis.ok_runs(df)
-    if df.empty:
+    errors = df[df["error"].fillna("") != ""] if "error" in df else df.iloc[0:0]
+    runs = analysis.with_outcome(analysis.ok_runs(df))
+    if runs.empty:
         raise ValueError("no successful runs to report")
-    cfgs = analysis.by_config(df)
-    rec = analysis.recommend(cfgs, target)
-    # the per-strategy figures use one window (the smallest: where strategies differ); figure 7
-    # puts the windows side by side
-    primary = df[df["window"] == df["window"].min()]
-    figs = [f for f in (fig_cost(primary, out), fig_sawtooth(df, calls, out), fig_cache(primary, out),
-                        fig_latency(primary, out), fig_retention(primary, out), fig_pareto(cfgs, rec, target, out),
-                        fig_windows(df, out), fig_ledger(ledger, out)) if f is not None]
-    summary = _summary_table(df)
-    sens = analysis.sensitivity(df)
-    section = uncertainty.report_section(df, probes or {})  # intervals, noise, seeds, assumptions (#16)
-    md = _markdown(title, figs, summary, rec, target, sens, bad) + "\n" + "\n".join(section)
-    (out / "report.md").write_text(md, encoding="utf-8")
-    page = _html(title, figs, summary, rec, target, sens, bad, out)
-    page = page.replace("</body></html>", uncertainty.section_html(section) + "\n</body></html>")
-    (out / "index.html").write_text(page, encoding="utf-8")
-    df.to_parquet(out / "runs.parquet", index=False)
+    runs = runs.assign(config=[analysis.config_name(r) for _, r in runs.iterrows()])
+    cfgs = analysis.by_config(runs)
+    cfgs = pd.concat([analysis.ranked(cfgs[cfgs["window"] == w]) for w in sorted(cfgs["window"].unique())])
+    cfgs = cfgs.astype({"completed": bool})
+    ctx = Context(runs, cfgs.reset_index(drop=True), calls, ledger, target, out, errors, probes or {})
+    ctx.rec = analysis.recommend(ctx.cfgs, target)
+    sections = [s for s in (f(ctx) for f in SECTIONS) if s is not None]
+    n_runs = len(runs)
+    intro = (f"Generated by `ctxsim report` from {n_runs} run(s). Every number is per configuration (a strategy, "
+             "its parameters, a window): the mean over its runs, never over a grid. A configuration is named by its "
+             "strategy and only the parameters that differ from the defaults. **Failed** means a request the API "
+             "rejected was not recovered from: the session stopped there.")
+    (out / "report.md").write_text(render_markdown(title, intro, sections), encoding="utf-8")
+    (out / "index.html").write_text(render_html(title, intro, sections, out), encoding="utf-8")
+    runs.to_parquet(out / "runs.parquet", index=False)
     return out
-
-
-def _summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    cols = {"cost_usd": "cost $", "cache_hit_rate": "hit rate", "latency_s.p95": "p95 s",
-            "compactions.succeeded": "compactions", "overflows": "overflows", "pairing_violations": "pairing 400s",
-            "peak_context_tokens": "peak context", analysis.RETENTION: "retention", "retention.goal": "goal"}
-    keep = [c for c in cols if c in df]
-    t = df.groupby(["label", "window"])[keep].mean().reset_index().rename(columns=cols)
-    return t.sort_values(["window", "cost $"]).round(4)
-
-
-def _markdown(title, figs, summary, rec, target, sens, bad) -> str:
-    lines = [f"# {title}", "", "Generated by `ctxsim report`. Numbers are means over the runs of each strategy.", ""]
-    if rec:
-        lines += [f"**Recommendation** (cheapest with retention ≥ {target}, no overflow): `{rec['label']}` "
-                  f"at {_money(rec['cost_usd'])} per session, retention {rec[analysis.RETENTION]:.3f}.", ""]
-        params = analysis.config_params(rec)
-        if params:
-            lines += ["Parameters: " + ", ".join(f"`{k}={v}`" for k, v in params.items()), ""]
-    lines += ["## Summary", "", summary.to_markdown(index=False) if _has_tabulate() else "```\n" + summary.to_string(index=False) + "\n```", ""]
-    for i, f in enumerate(figs, 1):
-        lines += [f"## {i}. {f.title}", "", f"![{f.title}]({f.file})", "", f"*{f.reading}*", ""]
-    if not sens.empty:
-        top = sens.drop_duplicates(["label", "parameter"]).sort_values("cost_spread", ascending=False).head(10)
-        lines += ["## Sensitivity (cost spread across the values of each swept parameter)", "", "```",
-                  top[["label", "parameter", "cost_spread"]].to_string(index=False), "```", ""]
-    if len(bad):
-        lines += [f"## Failed runs ({len(bad)})", ""] + [f"- {r['label']} on {r.get('trace', '')}: {str(r['error']).splitlines()[0]}"
-                                                         for _, r in bad.iterrows()] + [""]
-    return "\n".join(lines)
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _html(title, figs, summary, rec, target, sens, bad, out: Path) -> str:
-    esc = html.escape
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
-             "<style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}"
-             "img{max-width:100%}.reading{font-style:italic;color:#333}</style></head><body>",
-             f"<h1>{esc(title)}</h1>"]
-    if rec:
-        parts.append(f"<p><b>Recommendation</b> (cheapest with retention ≥ {target}, no overflow): "
-                     f"<code>{esc(str(rec['label']))}</code> at {_money(rec['cost_usd'])} per session, "
-                     f"retention {rec[analysis.RETENTION]:.3f}.</p>")
-    parts += ["<h2>Summary</h2>", summary.to_html(index=False, border=0)]
-    for i, f in enumerate(figs, 1):
-        data = base64.b64encode((out / f.file).read_bytes()).decode()
-        parts += [f"<h2>{i}. {esc(f.title)}</h2>", f"<img alt='{esc(f.title)}' src='data:image/png;base64,{data}'>",
-                  f"<p class='reading'>{esc(f.reading)}</p>"]
-    if not sens.empty:
-        top = sens.drop_duplicates(["label", "parameter"]).sort_values("cost_spread", ascending=False).head(10)
-        parts += ["<h2>Sensitivity</h2>", top[["label", "parameter", "cost_spread"]].to_html(index=False, border=0)]
-    if len(bad):
-        parts += [f"<h2>Failed runs ({len(bad)})</h2><ul>"] + [
-            f"<li>{esc(str(r['label']))}: {esc(str(r['error']).splitlines()[0])}</li>" for _, r in bad.iterrows()] + ["</ul>"]
-    parts.append("</body></html>")
-    return "\n".join(parts)

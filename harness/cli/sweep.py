@@ -39,12 +39,18 @@ def run(args) -> int:
     errors = int((df["error"].fillna("") != "").sum()) if len(df) else 0
     print(f"{len(df)} runs in {args.out}/results.parquet ({errors} failed)")
     if len(df) and errors < len(df):
+        from harness import formatting as fmt
+
         cfgs = analysis.by_config(df)
-        rec = analysis.recommend(cfgs, args.target if args.target is not None else cfg.retention_target)
+        target = args.target if args.target is not None else cfg.retention_target
+        rec = analysis.recommend(cfgs, target)
+        failed = int((~cfgs["completed"]).sum())
+        if failed:
+            print(f"{failed} of {len(cfgs)} configurations failed (a rejected request not recovered from): "
+                  "never recommended, their cost is spend until the failure")
         if rec:
-            params = analysis.config_params(rec)
-            print(f"recommended: {rec['label']} {params} at ${rec['cost_usd']:.3f} per session, "
-                  f"retention {rec['retention.score']:.3f}")
+            print(f"recommended: {rec['config']} at window {fmt.count(rec['window'])}, {fmt.money(rec['cost_usd'])} "
+                  f"per session, retention {fmt.share(rec['retention.score'])}")
         else:
-            print("no configuration meets the retention target without overflow")
+            print(f"no recommendation: {analysis.no_recommendation_reason(cfgs, target)}")
     return 0

@@ -1,33 +1,45 @@
-"""The terminal table of run metrics (one row per run), shared by run and compare."""
+"""The terminal table of run metrics (one row per run), shared by run and compare.
+
+It fits the terminal: the essential columns always, the others (trace, tokens by kind, p50) in
+that order while the table stays within the console's width. Runs that completed come first, cheapest
+first; runs that failed come last, marked, their cost in parentheses (spend until the failure:
+never ranked against the others).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
-COLUMNS = [
-    ("strategy", "strategy", "left"),
-    ("trace", "trace", "left"),
-    ("completed", "completed", "left"),
-    ("cost $", "cost_usd", "right"),
-    ("uncached", "tokens.input_uncached", "right"),
-    ("cache wr", "tokens.cache_write", "right"),
-    ("cache rd", "tokens.cache_read", "right"),
-    ("output", "tokens.output", "right"),
-    ("hit rate", "cache_hit_rate", "right"),
-    ("p50 s", "latency_s.p50", "right"),
-    ("p95 s", "latency_s.p95", "right"),
-    ("compact", "compactions.succeeded", "right"),
-    ("overflow", "overflows", "right"),
-    ("pair 400", "pairing_violations", "right"),
-    ("peak ctx", "peak_context_tokens", "right"),
-    ("retention", "retention.score", "right"),
-    ("95% CI", "retention.ci95", "right"),  # over seeds × probes (compare; harness/uncertainty.py)
-    ("goal", "retention.goal", "right"),
+from harness import formatting as fmt
+
+# (header, metric path, justify, formatter); the essential ones first, then by priority
+ESSENTIAL = [
+    ("strategy", "strategy", "left", str),
+    ("completed", "completed", "left", None),
+    ("cost $", "cost_usd", "right", None),
+    ("hit\nrate", "cache_hit_rate", "right", fmt.share),
+    ("p95\ns", "latency_s.p95", "right", fmt.seconds),
+    ("com-\npact", "compactions.succeeded", "right", fmt.count),
+    ("rej-\nected", "rejected_requests", "right", fmt.count),
+    ("peak\nctx", "peak_context_tokens", "right", fmt.count),
+    ("reten-\ntion", "retention.score", "right", fmt.share),
+    ("95% CI", "retention.ci95", "right", None),  # over seeds × probes (compare; harness/uncertainty.py)
+    ("goal", "retention.goal", "right", fmt.share),
 ]
+OPTIONAL = [
+    ("trace", "trace", "left", lambda v: str(v).rsplit("/", 1)[-1]),
+    ("cache\nread", "tokens.cache_read", "right", fmt.count),
+    ("cache\nwrite", "tokens.cache_write", "right", fmt.count),
+    ("un-\ncached", "tokens.input_uncached", "right", fmt.count),
+    ("output", "tokens.output", "right", fmt.count),
+    ("p50\ns", "latency_s.p50", "right", fmt.seconds),
+]
+FAILED_NOTE = "(cost) = spend until the session failed, not comparable with the runs that completed"
 
 
 def _get(m: dict[str, Any], path: str) -> Any:
@@ -36,34 +48,61 @@ def _get(m: dict[str, Any], path: str) -> Any:
     return m
 
 
-def _fmt(v: Any, key: str, m: dict[str, Any] | None = None) -> str:
+def _cell(m: dict[str, Any], key: str, f) -> str:
+    failed = m.get("completed") is False
     if key == "completed":
-        return "yes" if v or v is None else f"FAILED at call {(m or {}).get('failed_at_call')}"
-    if v is None:
-        return "–"
-    if key == "trace":
-        return str(v).rsplit("/", 1)[-1]
+        return f"FAILED@{fmt.count(m.get('failed_at_call'))}" if failed else "yes"
     if key == "cost_usd":
-        return f"{v:,.3f}"
+        v = fmt.money(m.get("cost_usd")).lstrip("$")
+        return f"({v})" if failed else v
+    v = _get(m, key)
     if key == "retention.ci95":
-        return f"{v[0]:.2f}–{v[1]:.2f}" if isinstance(v, (list, tuple)) and len(v) == 2 else "–"
-    if key in ("cache_hit_rate", "retention.score", "retention.goal"):
-        return f"{v:.3f}"
-    if isinstance(v, float):
-        return f"{v:,.2f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
+        return f"{v[0]:.2f}–{v[1]:.2f}" if isinstance(v, (list, tuple)) and len(v) == 2 else fmt.MISSING
+    return fmt.MISSING if v is None else f(v)
 
 
-def metrics_table(rows: Iterable[dict[str, Any]], title: str | None = None) -> Table:
-    t = Table(title=title, header_style="bold")
-    for head, _, justify in COLUMNS:
-        t.add_column(head, justify=justify)  # type: ignore[arg-type]
-    for m in rows:
-        t.add_row(*(_fmt(_get(m, key), key, m) for _, key, _ in COLUMNS))
+def ordered(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Completed runs by cost, then failed runs by how far they got."""
+    rows = list(rows)
+    done = sorted((m for m in rows if m.get("completed") is not False), key=lambda m: m.get("cost_usd") or 0)
+    failed = sorted((m for m in rows if m.get("completed") is False), key=lambda m: -(m.get("failed_at_call") or 0))
+    return done + failed
+
+
+def _table(rows: list[dict[str, Any]], cols, cells, title: str | None) -> Table:
+    failed = any(m.get("completed") is False for m in rows)
+    t = Table(title=title, header_style="bold", caption=FAILED_NOTE if failed else None, caption_justify="left",
+              box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0))
+    for head, _, justify, _ in cols:
+        t.add_column(head, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for i, m in enumerate(rows):
+        t.add_row(*(cells[k][i] for _, k, _, _ in cols), style="magenta" if m.get("completed") is False else None)
     return t
 
 
-def print_table(rows: Iterable[dict[str, Any]], title: str | None = None) -> None:
-    Console(width=200).print(metrics_table(rows, title))
+def _rendered_width(t: Table) -> int:
+    c = Console(width=10_000)
+    with c.capture() as cap:
+        c.print(t)
+    return max((len(line.rstrip()) for line in cap.get().splitlines()), default=0)
+
+
+def metrics_table(rows: Iterable[dict[str, Any]], title: str | None = None, width: int = 100) -> Table:
+    """The table of ``rows``: essential columns, then optional ones while it fits ``width``."""
+    rows = ordered(rows)
+    cells = {c[1]: [_cell(m, c[1], c[3]) for m in rows] for c in ESSENTIAL + OPTIONAL}
+    has_ci = any(_get(m, "retention.ci95") for m in rows)
+    cols = [c for c in ESSENTIAL if c[1] != "retention.ci95" or has_ci]
+    multi_trace = len({m.get("trace") for m in rows}) > 1
+    for c in OPTIONAL:
+        if c[1] == "trace" and not multi_trace:
+            continue
+        if _rendered_width(_table(rows, [*cols, c], cells, None)) > width:
+            break  # in priority order: a later column never shows without the earlier ones
+        cols.append(c)
+    return _table(rows, cols, cells, title)
+
+
+def print_table(rows: Iterable[dict[str, Any]], title: str | None = None, console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(metrics_table(rows, title, console.width))

@@ -1,0 +1,44 @@
+"""The terminal table fits a 100-column terminal, lists failed runs last and marks them."""
+
+from rich.console import Console
+
+from harness.cli.table import print_table
+
+
+def _m(strategy, cost, completed=True, failed_at=None, **kw):
+    return {"strategy": strategy, "trace": "t.jsonl", "completed": completed, "failed_at_call": failed_at,
+            "cost_usd": cost, "cache_hit_rate": 0.98, "latency_s": {"p50": 3.8, "p95": 16.56},
+            "compactions": {"succeeded": 5}, "rejected_requests": 0 if completed else 1,
+            "peak_context_tokens": 906_365, "retention": {"score": 0.547, "goal": 0.595, "ci95": [0.521, 0.583]},
+            "tokens": {"input_uncached": 14_545_001, "cache_write": 73_990_812, "cache_read": 79_846_825,
+                       "output": 216_407}, **kw}
+
+
+ROWS = [_m("append_only", 44.151, False, 142), _m("observation_masking", 281.229), _m("amortized_forgetting", 33.248),
+        _m("on_demand_reading", 6.68, False, 150)]
+
+
+def _render(width):
+    c = Console(width=width, record=True)
+    print_table(ROWS, "4 strategies on long.jsonl (claude-sonnet-4-6, window 200,000, prompt caching on)", console=c)
+    return c.export_text()
+
+
+def test_fits_100_columns_without_cutting_a_value():
+    text = _render(100)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "…" not in text
+    for v in ("observation_masking", "amortized_forgetting", "281.23", "(44.15)", "FAILED@142", "906,365", "0.547",
+              "0.52–0.58"):
+        assert v in text
+
+
+def test_failed_runs_last_never_ranked_by_cost():
+    lines = [line for line in _render(100).splitlines() if line[:4] in ("appe", "obse", "amor", "on_d")]
+    assert [line.split()[0] for line in lines] == ["amortized_forgetting", "observation_masking", "on_demand_reading",
+                                                   "append_only"]
+    assert "spend until the session failed" in _render(100)
+
+
+def test_a_wide_terminal_gets_the_token_columns():
+    assert "14,545,001" not in _render(100) and "14,545,001" in _render(200)
