@@ -52,8 +52,11 @@ def summariser(backend: Any) -> dict[str, Any]:
     params = getattr(backend, "params", None)
     if kind == "SimulatedLLM":
         p = dataclasses.asdict(params) if dataclasses.is_dataclass(params) else {}
-        return {"kind": "simulated", "calibration": p.get("calibration"),
-                "survival": p.get("survival"), "target_ratio": p.get("target_ratio")}
+        constants = {}
+        for cname, value, source in (params.assumptions() if hasattr(params, "assumptions") else []):
+            constants[str(cname).removeprefix("summariser.").replace(".", "_")] = {
+                "value": value if isinstance(value, (int, float, str, bool)) else str(value), "source": source}
+        return {"kind": "simulated", "calibration": p.get("calibration"), "constants": constants}
     if kind == "ReplayBackend":
         return {"kind": "replay", "model": getattr(backend, "_model", None)}
     return {"kind": "live", "backend": kind, "model": getattr(backend, "_model", None)}

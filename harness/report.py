@@ -288,11 +288,17 @@ def section_assumptions(ctx: Context) -> Section:
     kinds = _uniq(runs, "provenance.summariser.kind")
     if kinds == ["simulated"]:
         calib = [c for c in _uniq(runs, "provenance.summariser.calibration") if c]
-        surv = _provenance(runs, "provenance.summariser.survival.").iloc[0].dropna() if any(
-            c.startswith("provenance.summariser.survival.") for c in runs) else pd.Series(dtype=float)
-        rates = ", ".join(f"{k} {fmt.share(v, 2)}" for k, v in surv.items())
-        bullets.append(f"**Summariser**: simulated (`harness/simllm.py`), no model called; a fact survives a summary with a "
-                       f"per-category probability ({rates}){'; calibration file ' + ', '.join(f'`{c}`' for c in calib) if calib else ', built-in values (no calibration file)'}.")
+        consts = _provenance(runs, "provenance.summariser.constants.").iloc[0].dropna()
+        parts = []
+        for col, v in consts.items():
+            if col.endswith(".value"):
+                cname = col.removesuffix(".value")
+                src = consts.get(f"{cname}.source", "")
+                parts.append(f"{cname.replace('_', ' ')} {fmt.value(v)}" + (f" ({src})" if src else ""))
+        bullets.append("**Summariser**: simulated (`harness/simllm.py`), no model called"
+                       + (f"; {'; '.join(parts)}" if parts else "")
+                       + (f"; calibration file {', '.join(f'`{c}`' for c in calib)}" if calib else "; no calibration file")
+                       + ".")
     elif kinds:
         models = [m for m in _uniq(runs, "provenance.summariser.model") if m]
         bullets.append(f"**Summariser**: {' and '.join(kinds)} ({', '.join(models) or 'the run model'}).")

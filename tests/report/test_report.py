@@ -82,7 +82,8 @@ def test_the_report_states_its_assumptions(dump_report):
     assert "| claude-sonnet-4-6 | 3 | 3.75 | 6 | 0.3 | 15 | none | 2026-12-01 |" in a
     assert "**Windows**: 200,000, 1,000,000 tokens" in a
     assert "hand-built" in a and "**Seeds**: run seed(s) 0; 1 run(s) per configuration" in a
-    assert "**Summariser**: simulated" in a and "goal 0.95" in a and "no calibration file" in a
+    assert "**Summariser**: simulated" in a and "survival model intercept" in a and "no calibration file" in a
+    assert "fitted on real compactions" in a and "min chars 2400 (assumed)" in a
     assert "summary fidelity 0.9" in a and "read-back probability 0.7" in a and "weights goal 2" in a
     assert "at most 6 requests per call" in a and "spend until it failed" in a
 
