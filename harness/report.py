@@ -306,17 +306,12 @@ def section_assumptions(ctx: Context) -> Section:
         bullets.append("**Summariser**: not recorded in these results.")
     ret = _provenance(runs, "provenance.retention.")
     if len(ret.columns):
-        first = ret.iloc[0]
         varies = [c for c in ret.columns if ret[c].astype(str).nunique() > 1]
-        weights = ", ".join(f"{k.rsplit('.', 1)[-1]} {fmt.value(v)}" for k, v in first.items() if k.startswith("category_weights."))
-        bullets.append(
-            "**Retention model** (`harness/retention.py`): attention by position fitted to Lost in the Middle "
-            f"(M {fmt.value(first.get('curve_m'))}, A {fmt.value(first.get('curve_a'))}, τ1 {fmt.value(first.get('curve_tau1'))}, "
-            f"B {fmt.value(first.get('curve_b'))}, τ2 {fmt.value(first.get('curve_tau2'))}), context rot "
-            f"{fmt.value(first.get('rot_per_doubling'))} per doubling above {fmt.count(first.get('ref_tokens'))} tokens "
-            f"(floor {fmt.value(first.get('rot_floor'))}), summary fidelity {fmt.value(first.get('summary_fidelity'))}, "
-            f"read-back probability {fmt.value(first.get('recover_probability'))}; weights {weights}"
-            + (f"; varies across runs: {', '.join(varies)}" if varies else "") + ".")
+        bullets.append("**Retention model** (`harness/retention.py`): attention by position (Lost in the Middle), context "
+                       f"rot, summary fidelity {fmt.value(ret.iloc[0].get('summary_fidelity'))}, read-back probability "
+                       f"{fmt.value(ret.iloc[0].get('recover_probability'))}; every constant with its source is listed "
+                       "with the retention intervals below"
+                       + (f"; varies across runs: {', '.join(varies)}" if varies else "") + ".")
     else:
         bullets.append("**Retention model**: parameters not recorded in these results.")
     attempts = _uniq(runs, "provenance.max_attempts_per_call")
@@ -384,7 +379,18 @@ def section_retention_noise(ctx: Context) -> Section | None:
     if not lines:
         return None
     title = lines[0].removeprefix("## ").strip() if lines[0].startswith("## ") else "Retention"
-    body = lines[1:] if lines[0].startswith("## ") else lines
+    body, window = [], None
+    failed = {(int(r["window"]), r["config"]): fmt.failed_at(r).split(" (")[0]
+              for _, r in ctx.cfgs.iterrows() if not r["completed"]}
+    for line in lines[1:] if lines[0].startswith("## ") else lines:
+        if line.startswith("### Window "):
+            window = int(line.removeprefix("### Window ").replace(",", ""))
+        elif line.startswith("## "):  # a sub-part of this section, not a section of the report
+            line = "### " + ("The constants behind these retention figures" if "Assumptions" in line else line[3:])
+        for (w, config), bad in failed.items():
+            if w == window and line.startswith(f"- `{config}`:"):
+                line = line.replace(f"- `{config}`:", f"- `{config}` (**{bad}**; probes after it score 0):", 1)
+        body.append(line)
     return Section(title, [Raw(body, uncertainty.section_html(body))])
 
 

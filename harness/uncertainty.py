@@ -325,7 +325,10 @@ def report_section(df: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> list
 
 
 def _config_name(row: pd.Series, sub: pd.DataFrame) -> str:
-    """The label, and the parameters that vary among the runs of that label."""
+    """The label, and the parameters that vary among the runs of that label (the report's own name,
+    ``config``, when the rows carry it: the same name in every table)."""
+    if isinstance(row.get("config"), str):
+        return row["config"]
     same = sub[sub["label"] == row["label"]]
     varying = [c for c in same.columns if c.startswith("param.") and same[c].astype(str).nunique() > 1]
     extra = ", ".join(f"{c.removeprefix('param.')}={row[c]}" for c in varying)
