@@ -8,6 +8,7 @@ never ranked against the others).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -103,6 +104,15 @@ def metrics_table(rows: Iterable[dict[str, Any]], title: str | None = None, widt
     return _table(rows, cols, cells, title)
 
 
+PIPE_WIDTH = 120  # output to a file or a pipe: no terminal to fit (rich would assume 80 columns)
+
+
 def print_table(rows: Iterable[dict[str, Any]], title: str | None = None, console: Console | None = None) -> None:
-    console = console or Console()
-    console.print(metrics_table(rows, title, console.width))
+    """The title on its own line (never wrapped), then the table at the terminal's width."""
+    if console is None:
+        console = Console()
+        if not console.is_terminal and "COLUMNS" not in os.environ:
+            console = Console(width=PIPE_WIDTH)
+    if title:
+        console.print(title, soft_wrap=True, highlight=False)
+    console.print(metrics_table(rows, None, console.width))
