@@ -328,6 +328,7 @@ class SystemPrompt:
     blocks: tuple[Block, ...] = ()
     opaque_tokens: int = 0
     shared_tokens: int = 0
+    revision: int = 0   # a new cache identity for the same size (the prompt changed in bytes the trace lacks)
     _digest: list = field(default_factory=list, repr=False)
 
     @staticmethod
@@ -339,7 +340,8 @@ class SystemPrompt:
     def digest(self) -> bytes:
         if not self._digest:
             shared = (b"shared", str(self.shared_tokens).encode()) if self.shared_tokens else ()
-            self._digest.append(_h(b"system", str(self.opaque_tokens).encode(), *shared,
+            rev = (b"revision", str(self.revision).encode()) if self.revision else ()
+            self._digest.append(_h(b"system", str(self.opaque_tokens).encode(), *shared, *rev,
                                    *(b.digest for b in self.blocks)))
         return self._digest[0]
 

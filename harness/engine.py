@@ -327,7 +327,7 @@ class _Run:
                     m = memo[i] = Message("assistant", tuple(_blocks(ev)))
                 if self.call_models:
                     self.current_model = ev.model
-                if not self.main_call(m, probes):
+                if not self.main_call(m, probes, ev.usage.output if ev.usage is not None else None):
                     self.failed_at = self.main_index
                     self.turns_failed = 1 if self.turns else 0  # the turn in progress
                     self.not_reached(self.trace.events[i + 1:], probes)
@@ -413,9 +413,12 @@ class _Run:
                          duration=bill.duration_s, attempt=self.attempt)
         return bill.usage
 
-    def main_call(self, answer: Message, probes: list[ProbeEvent]) -> bool:
+    def main_call(self, answer: Message, probes: list[ProbeEvent], recorded_output: int | None = None) -> bool:
         """One main call: build, send (with the strategy's reactions to rejections), score the
-        probes on what was sent, read back what they point to, bill. False: the session failed here."""
+        probes on what was sent, read back what they point to, bill. False: the session failed here.
+        The answer is the log's whatever the strategy, so its output tokens are the log's count when
+        it has one (``header.output_tokens_partial``: a lower bound, Claude Code 2.1.x), else the
+        answer's own count."""
         s = self.strategy
         got = self.accept(s.build_request(self._call_info()))
         if got is None:
@@ -428,7 +431,8 @@ class _Run:
                 if got is None:
                     return False
                 req, lay = got
-        usage = self._bill(req, lay, self.provider.output_tokens(answer))
+        out = recorded_output if recorded_output is not None else self.provider.output_tokens(answer)
+        usage = self._bill(req, lay, out)
         self.main_index += 1
         s.on_response(answer, usage)
         return True

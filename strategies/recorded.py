@@ -30,14 +30,18 @@ re-enacts, and where each habit was read:
   show it call by call: the context *shrinks* at each new user message by the previous turn's
   thinking (e.g. 2,060 cl100k thinking tokens ×1.18 ≈ 2,438 vs a recorded −2,771; 816 → 966 vs
   −863), and never between tool calls; Opus 4.6 keeps them (no shrink in the spotter logs);
-* a re-sent conversation after a ``<task-notification>`` user message (``reissue_after``): in
-  spotter ``258c7280`` (Claude Code 2.1.39) both calls that followed a background task's
-  notification read back exactly the system prefix (21,460 tokens) and re-wrote every message,
-  while the context grew only by the visible notification — the messages' cache was not reusable,
-  the system's and tools' was; no other user message did this. What changed in the messages (or in
-  the message-level request parameters) the log does not show, so the replay changes the first
-  message's cache identity only (same text, same tokens) and keeps the new prefix from then on,
-  as the recorded reads do.
+* after an ``/mcp`` command reconnected a server, the session part of the system prompt sent anew
+  (``mcp_reconnect``: MCP servers' instructions are in that part, reported, anthropics/claude-code
+  source readings: ultraworkers/claw-code#1639; spotter ``tool_heavy`` reads back only the shared
+  head after one): the messages' cache is lost, the shared head is not;
+* after a compaction, what Claude Code re-attaches (``reattach``; :mod:`strategies.reattach`,
+  reported): the most recently read files (5, 5,000 tokens each, 50,000 in all), the plan, the
+  invoked skills and the todo list, as the log holds them. What else it re-sends (the SessionStart
+  hooks' output) is not in the log and stays a measured residual of ``ctxsim fidelity``.
+
+Cache misses the log shows no cause for (a fall-back to the system prefix after a
+``<task-notification>`` in one bundled session, seen at a full hit in others) are classified and
+reported by ``ctxsim fidelity``, never re-enacted.
 
 It never sees recorded token counts: the parameters are the agent's *choices* (where it put
 breakpoints, which model it called) and the sizes of the prompts the log has no text for, read from
@@ -51,9 +55,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
+from harness.conversation import Breakpoint, History, Message, Request, SystemPrompt
 from harness.llm import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
 from strategies.base import CallInfo, Strategy, StrategyConfig
+from strategies.reattach import ReattachCaps, ReattachTracker, reattachments
 
 # What Claude Code's compaction prompt asks for (peers.md, "Summary prompt sections", reported).
 COMPACT_SECTIONS = ("Primary request and intent", "Key technical concepts", "Files and code sections",
@@ -65,12 +70,11 @@ COMPACT_INSTRUCTIONS = (
     "the summary with these sections: " + "; ".join(f"{i}. {s}" for i, s in enumerate(COMPACT_SECTIONS, 1)) + "."
 )
 SUMMARY_MAX_OUTPUT_TOKENS = 20_000  # N-COMP-1's reserve: what a summary may take
+MCP_COMMAND = "<command-name>/mcp</command-name>"   # Claude Code's record of the /mcp local command
 MISSING_SUMMARY = "[the recorded log has no summary text for this compaction]"
 # Anthropic extended-thinking docs: models before Claude Opus 4.5 drop previous turns' thinking blocks
 STRIPS_PREVIOUS_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1", "claude-opus-4-0",
                             "claude-opus-4-2", "claude-sonnet-4-0", "claude-sonnet-4-2", "claude-3-7-sonnet")
-# Claude Code 2.1.39 re-sent its messages with a changed prefix after these (spotter 258c7280, 2 of 2)
-REISSUE_AFTER = ("<task-notification>",)
 
 
 def compaction_calls(trace) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -103,9 +107,17 @@ class RecordedConfig(StrategyConfig):
         {}, description="system+tools tokens of each sub-agent span (by span id) the log has no text for")
     compact_models: tuple[str, ...] = Field(
         (), description="model of each recorded compaction call in order ('' or none: the last call's model)")
-    reissue_after: tuple[str, ...] = Field(
-        REISSUE_AFTER, description="a user message starting with one of these makes the agent re-send its "
-        "conversation with the message prefix changed from the first message (the messages' cache is lost)")
+    mcp_reconnect: bool = Field(
+        True, description="an /mcp command changes the session part of the system prompt (a new cache identity, "
+        "same size; its shared head stays cached)")
+    reattach: Literal["claude-code", "none"] = Field(
+        "none", description="what the agent re-attaches after a compaction: Claude Code's recently read files, "
+        "plan, skills and todo list (the default on Claude Code logs), or nothing")
+    reattach_max_files: int = Field(ReattachCaps.max_files, ge=0, le=100, description="files re-attached at most")
+    reattach_file_tokens: int = Field(ReattachCaps.file_tokens, ge=0, le=1_000_000,
+                                      description="estimated tokens kept of each re-attached file")
+    reattach_total_tokens: int = Field(ReattachCaps.total_tokens, ge=0, le=10_000_000,
+                                       description="estimated tokens of all re-attached files")
     strip_previous_thinking: Literal["auto", "always", "never"] = Field(
         "auto", description="drop earlier turns' thinking blocks at a new user turn (auto: on the models "
         "whose API does, those before Opus 4.5)")
@@ -127,6 +139,7 @@ class Recorded(Strategy):
         self._last_model: str | None = None  # the model of the last call (the compaction call uses it)
         self._systems: dict[str, SystemPrompt] = {}
         self._new_turn = False             # a user message (not tool results, not a meta record) came in
+        self._reattach = ReattachTracker()  # what Claude Code would re-attach after a compaction
 
     # --- the model call ---------------------------------------------------------------------------
     def breakpoints(self, history: History, ttl: str | None = None) -> tuple[Breakpoint, ...]:
@@ -147,6 +160,8 @@ class Recorded(Strategy):
         out: dict = {"subtask_prefix_tokens": dict(rec.subagent_prefix_tokens)}
         if len(rec.model_prefix_tokens) > 1:
             out["model_prefix_tokens"] = dict(rec.model_prefix_tokens)
+        if (trace.header.source or {}).get("format") == "claude-code":
+            out["reattach"] = "claude-code"
         if "model" not in overrides and any(models):
             out["compact_models"] = models
         if "cache_ttl" not in overrides and any(t and t != rec.cache_ttl for t in ttls):
@@ -170,9 +185,9 @@ class Recorded(Strategy):
         """One SystemPrompt object per model (same bytes, same cache key, call after call)."""
         sp = self._systems.get(model)
         if sp is None:
-            base, opaque = self.env.system, self.config.model_prefix_tokens[model]
+            base, opaque = self.system, self.config.model_prefix_tokens[model]
             sp = self._systems[model] = base if opaque == base.opaque_tokens else SystemPrompt(
-                base.blocks, opaque, min(base.shared_tokens, opaque))
+                base.blocks, opaque, min(base.shared_tokens, opaque), base.revision)
         return sp
 
     # --- the recorded agent's own context management ------------------------------------------------
@@ -180,8 +195,23 @@ class Recorded(Strategy):
         super().on_user(message)
         if not message.meta.get("meta_record") and not message.meta.get("hidden"):
             self._new_turn = True
-        if not self._spans and len(self.history) > 1 and message.text.startswith(tuple(self.config.reissue_after)):
-            self._reissue()
+        if not self._spans:
+            self._reattach.on_user(message)
+            if self.config.mcp_reconnect and MCP_COMMAND in message.text:
+                s = self.system
+                self.system = SystemPrompt(s.blocks, s.opaque_tokens, s.shared_tokens, s.revision + 1)
+                self._systems.clear()
+                self.counters.extra["system prompt sent anew after /mcp"] += 1
+
+    def on_tool_results(self, message: Message) -> None:
+        super().on_tool_results(message)
+        if not self._spans:
+            self._reattach.on_results(message, len(self.history) - 1)
+
+    def on_response(self, message: Message, usage) -> None:
+        super().on_response(message, usage)
+        if not self._spans:
+            self._reattach.on_assistant(message)
 
     def _strips(self, model: str | None) -> bool:
         mode = self.config.strip_previous_thinking
@@ -201,19 +231,6 @@ class Recorded(Strategy):
             out.append(m if len(kept) == len(m.blocks) or not kept else Message(m.role, kept, m.meta))
         self.history = h.replace_from(first, out)
         self.counters.extra["turns whose earlier thinking was dropped"] += 1
-
-    def _reissue(self) -> None:
-        """The first message, re-sent with the same text under a new cache identity: every message
-        prefix changes (the cache falls back to the system prefix), no token is added."""
-        first = self.history[0]
-        b = first.blocks[0]
-        if b.type != "text":
-            self.counters.extra["re-send after a task notification skipped (first block is not text)"] += 1
-            return
-        n = self.counters.extra["messages re-sent with a changed prefix (after a task notification)"] + 1
-        self.counters.extra["messages re-sent with a changed prefix (after a task notification)"] = n
-        salted = Block("text", b.text, meta={**b.meta, "reissued": n}, revision=n)
-        self.history = self.history.replace_at(0, Message(first.role, (salted, *first.blocks[1:]), first.meta))
 
     def on_recorded_compact(self, trigger: str, summary: str | None, now: float) -> None:
         n = self.counters.compactions_attempted
@@ -237,7 +254,14 @@ class Recorded(Strategy):
                 self.counters.extra[f"summary call failed ({e.reason}); record followed"] += 1
         if summary is None:
             self.counters.extra["compaction without recorded summary"] += 1
-        self.history = History([Message.user(summary or MISSING_SUMMARY, origin="summary")])
+        after = [Message.user(summary or MISSING_SUMMARY, origin="summary")]
+        if self.config.reattach == "claude-code" and not self._spans:
+            c = self.config
+            extra = reattachments(self._reattach, ReattachCaps(max_files=c.reattach_max_files, file_tokens=c.reattach_file_tokens,
+                                                               total_tokens=c.reattach_total_tokens))
+            after += extra
+            self.counters.extra["messages re-attached after compactions"] += len(extra)
+        self.history = History(after)
         self.counters.compactions_succeeded += 1
         self.rewrote = True
 

@@ -158,13 +158,21 @@ def real_reports():
 
 @needs_real
 def test_real_spotter_context_and_cache_share(real_reports):
-    """Issue 7's checks that hold: held-out median |error| of per-call context ≤ 5% (with the
-    post-compaction re-attachments pinned, as reported) and the cache-read share within 3 points."""
-    for fid in real_reports.values():
-        r = fid.report
-        assert r["context_tokens"]["median_abs_pct_error"] <= 5.0
-        assert abs(r["cache_read_share"]["simulated"] - r["cache_read_share"]["recorded"]) <= 0.03
-        assert r["context_tokens"]["pinned"] and r["context_tokens_unpinned"]["calls"] > 100
+    """Held-out median |error| of per-call context, nothing pinned: 258c7280 within 3% (what Claude
+    Code re-attaches after its compaction is modelled: the residual left is about 1k tokens);
+    ae4a77f8's residual after its manual /compact is larger (what the hooks re-sent is not in the
+    log) and shows as such, beside the pinned diagnostic. Cache-read share within 2 points."""
+    r258, rae = real_reports["258c"].report, real_reports["ae4a"].report
+    assert r258["context_tokens"]["median_abs_pct_error"] <= 3.0 and r258["context_tokens"]["calls"] > 100
+    (pin,) = r258["context_tokens_pinned"]["pinned"]
+    assert abs(pin["tokens"]) < 2_000
+    (pin,) = rae["context_tokens_pinned"]["pinned"]
+    assert pin["tokens"] > 5_000 and rae["context_tokens_pinned"]["median_abs_pct_error"] <= 3.0
+    for r in (r258, rae):
+        assert abs(r["cache_read_share"]["simulated"] - r["cache_read_share"]["recorded"]) <= 0.02
+        assert r["warm_start"]["tokens"] == 17_842   # both first calls read an earlier session's prefix
+        stab = r["token_scale_stability"]
+        assert stab["first_30pct"] == pytest.approx(r["token_scale"], abs=1e-3) and len(stab["by_tenth"]) == 10
 
 
 @needs_real
@@ -180,9 +188,9 @@ def test_real_spotter_compactions_land_on_the_recorded_call(real_reports):
 def test_real_spotter_misses_are_classified_not_fitted(real_reports):
     """258c7280's two falls back to the system prefix are the first calls after the log's two
     <task-notification> user messages (found here in the raw file: the first assistant record after
-    each such user record, and what it read). Classified as a prefix change of the messages, with
-    the trigger named; the replay re-enacts the re-send (same tokens), which is what brings the cost
-    within 5% — not a fitted figure."""
+    each such user record, and what it read). Other sessions read a full hit after such a message,
+    so it is not a cause: the misses are unexplained, the message named beside them, not
+    re-enacted; the cost error is then theirs (its premium said apart)."""
     recs = [json.loads(x) for x in (REAL / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl").read_text().splitlines()]
     reads = []
     for i, o in enumerate(recs):
@@ -193,10 +201,11 @@ def test_real_spotter_misses_are_classified_not_fitted(real_reports):
     assert reads == [21_460, 21_460]   # the system prefix: what the first call after the compaction read
     r = real_reports["258c"]
     assert [(m["call"], m["cause"], m["trigger"], m["recorded_read"]) for m in r.misses] == [
-        (31, "prefix_change", "<task-notification>", 21_460), (152, "prefix_change", "<task-notification>", 21_460)]
-    assert all("the log does not show" in m["changed"] for m in r.misses)
-    assert r.report["cache_misses"] == {"ttl": 0, "prefix_change": 2, "unexplained": 0}
-    assert r.report["cost_usd"]["abs_pct_error"] <= 5.0
+        (31, "unexplained", "<task-notification>", 21_460), (152, "unexplained", "<task-notification>", 21_460)]
+    assert all("#87966" in m["changed"] and m["fell_back_to"] == "the system prefix (21460)" for m in r.misses)
+    assert r.report["cache_misses"] == {"ttl": 0, "prefix_change": 0, "unexplained": 2}
+    cost = r.report["cost_usd"]
+    assert cost["abs_pct_error"] > 5.0 and cost["abs_pct_error_without_unexplained_misses"] <= 3.0
     ae = real_reports["ae4a"]
     assert any(m["cause"] == "prefix_change" and "haiku" in m["changed"] for m in ae.misses)
 
@@ -219,23 +228,23 @@ def test_real_compaction_call_model_and_ttl_come_from_the_acompact_file(real_rep
     assert real_reports["ae4a"].report["cost_usd"]["abs_pct_error"] <= 5.0
 
 
-def test_classify_a_fall_back_to_the_system_prefix_after_a_task_notification():
-    """Read stopped at the system prefix (2,000) right after a <task-notification>: the messages
-    changed from the first one (prefix_change, trigger named). The same fall-back with no trigger,
-    or a trigger with a read elsewhere (8,000: not the system prefix), stays unexplained."""
+def test_classify_a_fall_back_after_a_task_notification_or_an_mcp_reconnect():
+    """A read that stopped at the system prefix (2,000) after a <task-notification>, or with no
+    message at all, is unexplained (the message named, the reported intermittent fall-back cited);
+    after an /mcp reconnect it is a prefix change the log shows."""
     from dataclasses import replace as dc_replace
 
     calls = [call(0, 10_000, t=0), call(1, 11_000, read=2_000, t=10), call(2, 12_000, read=2_000, t=20),
              call(3, 13_000, read=8_000, t=30)]
     calls[1] = dc_replace(calls[1], trigger="<task-notification>")
-    calls[3] = dc_replace(calls[3], trigger="<task-notification>")
+    calls[3] = dc_replace(calls[3], trigger="/mcp")
     table = pd.DataFrame({"simulated_context": [10_000, 11_000, 12_000, 13_000],
                           "simulated_cache_read": [0, 10_000, 11_000, 12_000]})
     got = {m["call"]: m for m in classify_misses(calls, table, system_prefix=2_000)}
-    assert (got[1]["cause"], got[1]["trigger"]) == ("prefix_change", "<task-notification>")
-    assert "the messages, from the first" in got[1]["changed"]
+    assert (got[1]["cause"], got[1]["trigger"]) == ("unexplained", "<task-notification>")
+    assert "#87966" in got[1]["changed"]
     assert got[2]["cause"] == "unexplained" and got[2]["trigger"] is None
-    assert got[3]["cause"] == "unexplained"
+    assert got[3]["cause"] == "prefix_change" and "/mcp" in got[3]["changed"]
 
 
 def test_recovered_hidden_content_is_reported_by_source():

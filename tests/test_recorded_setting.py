@@ -113,3 +113,17 @@ def test_cli_run_recorded_with_no_flags_is_fidelitys_simulation(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("ctxsim run: warning: --model claude-sonnet-4-6 prices every call")
     assert f"{OPUS} (3 calls)" in err[0] and "claude-haiku-4-5-20251001 (1 calls)" in err[0]
+
+
+def test_fidelity_says_the_session_started_warm(tmp_path):
+    """The hand-made session's first call read 4,000 tokens from the cache: the imported trace
+    starts with that head warm, the replay's first call reads it, and fidelity says so."""
+    from harness.fidelity import run_fidelity
+    from harness.importers import import_file
+
+    t = import_file("claude-code", hand_session(tmp_path)).trace
+    rec = t.header.recorded
+    assert rec.warm_prefix_tokens == 4000 and "read 4,000 tokens from the cache" in rec.warm_prefix_evidence
+    fid = run_fidelity(t)
+    assert fid.report["warm_start"] == {"tokens": 4000, "evidence": rec.warm_prefix_evidence}
+    assert fid.calls.loc[0, "simulated_cache_read"] == fid.calls.loc[0, "recorded_cache_read"] == 4000

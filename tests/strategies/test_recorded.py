@@ -8,7 +8,6 @@ import pytest
 from harness import trace as tr
 from harness.conversation import Breakpoint
 from harness.engine import RunConfig, replay
-from harness.provider import Provider
 from strategies.recorded import COMPACT_INSTRUCTIONS, MISSING_SUMMARY, Recorded, RecordedConfig
 from strategies.registry import StrategyError, get, make_config
 
@@ -144,32 +143,77 @@ def test_compaction_call_runs_on_the_recorded_compaction_model_and_ttl():
     assert seen[2].system.opaque_tokens == 3500
 
 
-def test_task_notification_resends_the_messages_with_a_changed_prefix():
-    """Claude Code 2.1.39 (spotter 258c7280): after a <task-notification> user message the next
-    call reads back only the system prefix and re-writes the messages; the context does not grow
-    beyond the visible message. An ordinary user message keeps the cache."""
+def test_a_task_notification_is_an_ordinary_message_and_an_mcp_reconnect_resends_the_system():
+    """A <task-notification> is appended like any message (a full hit: it is not re-enacted as a
+    cache loss). After an /mcp command the session part of the system prompt goes anew: the next
+    call reads only the system prompt's shared head (an earlier session's, 3,000 of the 5,000) and
+    writes the rest; the context does not change size."""
     evs = [tr.UserEvent(t=0, text=BIG), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
-           tr.UserEvent(t=2, text="did you push?"), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")]),
-           tr.UserEvent(t=4, text="<task-notification>\n<status>completed</status>\n</task-notification>"),
+           tr.UserEvent(t=2, text="<task-notification>\n<status>completed</status>\n</task-notification>"),
+           tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")]),
+           tr.UserEvent(t=4, text="<command-name>/mcp</command-name>"),
+           tr.UserEvent(t=4, text="<local-command-stdout>Reconnected to tidewave.</local-command-stdout>"),
            tr.AssistantEvent(t=5, content=[tr.TextContent(text="c")]),
            tr.UserEvent(t=6, text="thanks"), tr.AssistantEvent(t=7, content=[tr.TextContent(text="d")])]
-    res, seen = run(trace(evs, prefix=5000))   # above Opus 4.6's 4,096-token minimum alone
+    rec = tr.RecordedSetting(warm_prefix_tokens=3000, cache_ttl="1h")
+    t = tr.validate_events(tr.Header(name="t", model=MODEL, prefix_tokens=5000, recorded=rec), evs)
+    res, seen = run(t)
     c = res.calls
-    assert c.loc[1, "cache_read"] == c.loc[0, "context_tokens"]            # ordinary message: a hit
-    # after the notification: the read is the tools + system prefix (the system breakpoint's entry)
-    # and every message is written again
-    system_prefix = Provider(MODEL).layout(seen[2]).tokens(-1)
-    assert 5000 < system_prefix < 5100                                     # the 5,000 opaque + framing
-    assert c.loc[2, "cache_read"] == system_prefix
-    assert c.loc[2, "cache_read"] + c.loc[2, "cache_write_5m"] + c.loc[2, "input_uncached"] == c.loc[2, "context_tokens"]
-    assert seen[2].messages[0].text == BIG
-    assert c.loc[3, "cache_read"] == c.loc[2, "context_tokens"]           # the new prefix is kept
-    # turned off: the notification is an ordinary message (a hit), and the context is the same
-    # size either way: the re-send adds no token
-    off, _ = run(trace(evs, prefix=5000), {"reissue_after": ()})
+    assert c.loc[1, "cache_read"] == c.loc[0, "context_tokens"]            # the notification: a hit
+    assert c.loc[2, "cache_read"] == 3000                                   # after /mcp: the shared head
+    assert c.loc[2, "cache_write_1h"] + c.loc[2, "input_uncached"] == c.loc[2, "context_tokens"] - 3000
+    assert c.loc[3, "cache_read"] == c.loc[2, "context_tokens"]            # the new prompt is kept
+    assert seen[2].system.opaque_tokens == 5000 and seen[2].system.revision == 1
+    off, _ = run(t, {"mcp_reconnect": False})
     assert off.calls.loc[2, "cache_read"] == off.calls.loc[1, "context_tokens"]
     assert list(off.calls["context_tokens"]) == list(c["context_tokens"])
-    assert res.metrics["cost_usd"] > off.metrics["cost_usd"]
+
+
+def read_call(i, path, t):
+    return tr.AssistantEvent(t=t, content=[tr.ToolUseContent(id=f"r{i}", name="Read", input={"file_path": path})])
+
+
+def test_compaction_reattaches_the_recently_read_files_skills_and_todo():
+    """Claude Code (reported): after the summary, the 5 most recently read files (5,000 estimated
+    tokens = 20,000 characters each), the plan, the invoked skills' bodies and the todo list. Seven
+    files are read (f6 twice: its second read counts, as the most recent); a sub-agent's read
+    does not count."""
+    evs, t = [tr.UserEvent(t=0, text="go")], 1.0
+    for i, name in enumerate(["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f6"]):
+        evs += [read_call(i, name, t), tr.ToolResultEvent(t=t + 0.5, tool_use_id=f"r{i}",
+                                                          content=("x" * 30_000 if name == "f5" else f"text of {name} #{i}"))]
+        t += 1
+    evs += [tr.AssistantEvent(t=t, content=[tr.ToolUseContent(id="sk", name="Skill", input={"skill": "deploy"})]),
+            tr.ToolResultEvent(t=t + 0.1, tool_use_id="sk", content="Launching skill: deploy"),
+            tr.UserEvent(t=t + 0.2, text="Base directory for this skill: /s\n# Deploy\nrun make deploy",
+                         meta={"meta_record": True}),
+            tr.AssistantEvent(t=t + 1, content=[tr.ToolUseContent(id="td", name="TodoWrite", input={
+                "todos": [{"content": "ship it", "status": "in_progress"}]})]),
+            tr.ToolResultEvent(t=t + 1.1, tool_use_id="td", content="ok"),
+            tr.AssistantEvent(t=t + 2, content=[tr.ToolUseContent(id="task", name="Task", input={})]),
+            tr.SubtaskStart(t=t + 2, id="sub", isolated=True), tr.UserEvent(t=t + 2, text="look"),
+            read_call(99, "sub-only", t + 2.1), tr.ToolResultEvent(t=t + 2.2, tool_use_id="r99", content="sub"),
+            tr.AssistantEvent(t=t + 2.3, content=[tr.TextContent(text="done")]), tr.SubtaskEnd(t=t + 2.4, id="sub"),
+            tr.ToolResultEvent(t=t + 2.5, tool_use_id="task", content="done"),
+            tr.AssistantEvent(t=t + 3, content=[tr.TextContent(text="ok")]),
+            tr.CompactEvent(t=t + 4, summary="SUMMARY"), tr.UserEvent(t=t + 5, text="go on"),
+            tr.AssistantEvent(t=t + 6, content=[tr.TextContent(text="b")])]
+    t_ = trace(evs)
+    _, seen = run(t_, {"reattach": "claude-code"})
+    after = [m.text for m in seen[-1].messages]
+    assert after[0] == "SUMMARY" and after[-1] == "go on"
+    files = [x for x in after if "Called the Read tool" in x]
+    assert [x.split('"file_path": "')[1].split('"')[0] for x in files] == ["f6", "f5", "f4", "f3", "f2"]
+    assert "text of f6 #7" in files[0]
+    assert "x" * 20_000 + "\n[... truncated]" in files[1] and "x" * 20_001 not in files[1]
+    assert "### Skill: deploy\nBase directory for this skill" in after[6]
+    assert "ship it" in after[7] and len(after) == 9
+    _, seen = run(t_)   # without the setting (another agent's trace): nothing re-attached
+    assert [m.text for m in seen[-1].messages] == ["SUMMARY", "go on"]
+    # 4,000 tokens = 16,000 characters in all: f6 fits, f5's 20,000 kept characters do not, and the
+    # budget stops there (as NovaCode's N-COMP-11 restore does)
+    _, seen = run(t_, {"reattach": "claude-code", "reattach_total_tokens": 4_000})
+    assert len([m for m in seen[-1].messages if "Called the Read tool" in m.text]) == 1
 
 
 def test_new_user_turn_drops_earlier_thinking_on_models_that_strip_it():
