@@ -38,6 +38,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -118,6 +119,7 @@ def _is_path(s: str) -> bool:
     return rooted or ext or len(segs) >= 3
 
 
+@lru_cache(maxsize=65_536)
 def _is_identifier(s: str) -> bool:
     """Distinctive code names: with an inner underscore, a camelCase hump, two PascalCase humps, or
     qualified (``a.b``, ``A::B``) with a part that is itself distinctive or capitalised."""
@@ -137,10 +139,10 @@ def extract(text: str, p: DeriveParams | None = None) -> list[Item]:
     earlier kind (URL and path, then hash, ticket) are masked before the later kinds look."""
     p = p or _DEFAULT
     out: dict[str, Item] = {}
-    spans: list[tuple[int, int]] = []
+    mask = bytearray(len(text))  # 1 where an earlier match lies
 
     def taken(a: int, b: int) -> bool:
-        return any(a < y and x < b for x, y in spans)
+        return mask.find(1, a, b) != -1
 
     found: list[tuple[int, Item]] = []
 
@@ -150,7 +152,7 @@ def extract(text: str, p: DeriveParams | None = None) -> list[Item]:
             s = s.rstrip("/")
         if _ok(s, p) and not taken(m.start(), m.end()):
             found.append((m.start(), Item(kind, s)))
-        spans.append((m.start(), m.end()))
+        mask[m.start():m.end()] = b"\x01" * (m.end() - m.start())
 
     for m in _URL.finditer(text):
         add("path", m)
@@ -369,7 +371,7 @@ def derive(trace: tr.Trace, params: DeriveParams | None = None) -> Derived:
     first: dict[str, tuple[int, str]] = {}   # item text -> (event index, kind) of its first appearance
     errors: list[tuple[str, int]] = []       # (message, event index) in order of entrance
     error_seen: set[str] = set()
-    buffers: list[tuple[int, str]] = []       # (event index, text) of user/tool events, for commands
+    buffers = _Buffers()                      # texts of user/tool events, for commands
     facts_after: dict[int, list[tr.FactEvent]] = {}
     fact_of: dict[tuple[str, str], str] = {}  # (kind, text) -> fact id
     probe_before: dict[int, list[str]] = {}  # call's event index -> fact ids it needs, one probe each
@@ -413,7 +415,7 @@ def derive(trace: tr.Trace, params: DeriveParams | None = None) -> Derived:
                 if msg not in error_seen and msg not in agent_wrote:
                     error_seen.add(msg)
                     errors.append((msg, i))
-            buffers.append((i, text))
+            buffers.add(i, text)
             if isinstance(ev, tr.UserEvent) and is_request(ev):
                 if goal is None:
                     g = goal_text(ev.text, p)
@@ -450,7 +452,7 @@ def derive(trace: tr.Trace, params: DeriveParams | None = None) -> Derived:
             cmd = command_of(c, p)
             if cmd is None or cmd in fixed_items:
                 continue
-            at = _first_containing(buffers, cmd)
+            at = buffers.first(cmd)
             if at is not None and cmd not in agent_wrote:
                 needs.append((at, fact_for("command", cmd, at)))
         if goal is not None and goal_due:
@@ -468,7 +470,7 @@ def derive(trace: tr.Trace, params: DeriveParams | None = None) -> Derived:
             first.setdefault(it.text, (i, it.kind))
         for c in ev.tool_uses():
             cmd = command_of(c, p)
-            if cmd and _first_containing(buffers, cmd) is None:
+            if cmd and buffers.first(cmd) is None:
                 agent_wrote.add(cmd)
         for msg in error_messages(seen, p):
             if msg not in error_seen:
@@ -496,11 +498,26 @@ def _add_goal_need(probe_before: dict[int, list[str]], call: int, gid: str) -> N
         needs.insert(0, gid)  # the goal entered first
 
 
-def _first_containing(buffers: Sequence[tuple[int, str]], needle: str) -> int | None:
-    for i, text in buffers:
-        if needle in text:
-            return i
-    return None
+class _Buffers:
+    """The user and tool texts seen so far; where a string first appeared in them, each text searched
+    once per string (a command is looked up at every call that runs it)."""
+
+    def __init__(self) -> None:
+        self.texts: list[tuple[int, str]] = []
+        self.memo: dict[str, tuple[int | None, int]] = {}  # needle -> (event index or None, texts searched)
+
+    def add(self, i: int, text: str) -> None:
+        self.texts.append((i, text))
+
+    def first(self, needle: str) -> int | None:
+        at, done = self.memo.get(needle, (None, 0))
+        if at is None:
+            for i, text in self.texts[done:]:
+                if needle in text:
+                    at = i
+                    break
+        self.memo[needle] = (at, len(self.texts))
+        return at
 
 
 def apply(trace: tr.Trace, params: DeriveParams | None = None) -> tuple[tr.Trace, Derived]:

@@ -339,35 +339,27 @@ def section_html(lines: Sequence[str]) -> str:
     """The section's Markdown as plain HTML (headings, bullets, tables, paragraphs)."""
     import html as _html
 
-    out, in_list, in_table = [], False, False
+    esc = _html.escape
+    out: list[str] = []
+    open_tag = None  # "ul" or "table" while inside one
     for ln in lines:
-        if ln.startswith("- ") and not in_list:
-            out.append("<ul>")
-            in_list = True
-        if not ln.startswith("- ") and in_list:
-            out.append("</ul>")
-            in_list = False
-        if ln.startswith("|") and not in_table:
-            out.append("<table>")
-            in_table = True
-        if not ln.startswith("|") and in_table:
-            out.append("</table>")
-            in_table = False
+        tag = "ul" if ln.startswith("- ") else "table" if ln.startswith("|") else None
+        if tag != open_tag:
+            if open_tag:
+                out.append(f"</{open_tag}>")
+            if tag:
+                out.append(f"<{tag}>")
+            open_tag = tag
         if ln.startswith("### "):
-            out.append(f"<h3>{_html.escape(ln[4:])}</h3>")
+            out.append(f"<h3>{esc(ln[4:])}</h3>")
         elif ln.startswith("## "):
-            out.append(f"<h2>{_html.escape(ln[3:])}</h2>")
-        elif ln.startswith("- "):
-            out.append(f"<li>{_html.escape(ln[2:])}</li>")
-        elif ln.startswith("|---"):
-            continue
-        elif ln.startswith("|"):
-            cells = [c.strip() for c in ln.strip("|").split("|")]
-            out.append("<tr>" + "".join(f"<td>{_html.escape(c)}</td>" for c in cells) + "</tr>")
-        elif ln.strip():
-            out.append(f"<p>{_html.escape(ln)}</p>")
-    if in_list:
-        out.append("</ul>")
-    if in_table:
-        out.append("</table>")
+            out.append(f"<h2>{esc(ln[3:])}</h2>")
+        elif tag == "ul":
+            out.append(f"<li>{esc(ln[2:])}</li>")
+        elif tag == "table" and not ln.startswith("|---"):
+            out.append("<tr>" + "".join(f"<td>{esc(c.strip())}</td>" for c in ln.strip("|").split("|")) + "</tr>")
+        elif tag is None and ln.strip():
+            out.append(f"<p>{esc(ln)}</p>")
+    if open_tag:
+        out.append(f"</{open_tag}>")
     return "\n".join(out)
