@@ -22,11 +22,14 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
   optional next step). After three consecutive failures auto-compact stops (reported: manavgup,
   "circuit breaker after 3 consecutive failures").
 * **After compacting** the history is the summary ("This session is being continued from a previous
-  conversation that ran out of context…", as the bundled transcripts show it) and the restored
-  context (reported, peers.md): up to 5 recently read files at 5,000 tokens each and 50,000 in all,
-  the latest todo list, and the active skills (25,000 tokens). The read tracking and the caps are
-  NovaCode's (``strategies.novacode.restore``: the same reported values). A thrashing detector
-  is reported without numbers; it is not modelled.
+  conversation that ran out of context…", as the bundled transcripts show it) and what Claude Code
+  re-attaches (reported, peers.md): up to 5 recently read files at 5,000 tokens each and 50,000 in
+  all, the plan, the invoked skills (5,000 tokens each, 25,000 in all) and the latest todo list,
+  budgeted in its 4-characters-per-token estimate and rendered as its ``<system-reminder>`` meta
+  messages. The tracking and the rendering are :mod:`strategies.reattach`, the module the
+  recorded replay re-attaches with (one reading of Claude Code for both); reads inside a sub-agent
+  are not tracked (the sub-agent's context is its own). A thrashing detector is reported without
+  numbers; it is not modelled.
 * **Microcompact** (reported: zhanghandong ch. 11; Hacker News item 47614091): the time-based path
   clears the results of compactable tools (Read, Bash, Grep, Glob, Edit, Write, WebFetch,
   WebSearch, NotebookEdit) but the newest 5 to "[Old tool result content cleared]" when the gap since
@@ -48,7 +51,7 @@ from pydantic import Field
 from harness.conversation import Block, Breakpoint, History, Message, Request, Usage
 from harness.llm import SUMMARY, CallSpec
 from strategies.base import CallInfo, Rejection
-from strategies.novacode import restore
+from strategies.reattach import ReattachCaps, ReattachTracker, reattachments
 from strategies.templates import PeerConfig, ThresholdCompactor, breakpoints_for, chars_to_tokens
 
 SUMMARY_RESERVE_TOKENS = 20_000  # reported: MAX_OUTPUT_TOKENS_FOR_SUMMARY
@@ -60,7 +63,6 @@ MICROCOMPACT_KEEP = 5  # reported: the most recent 5 compactable tool results ar
 MICROCOMPACT_IDLE_S = 3_600.0  # the 1-hour cache TTL Claude Code writes: past it the cache is cold
 CLEARED = "[Old tool result content cleared]"  # reported placeholder
 COMPACTABLE_TOOLS = ("Read", "Bash", "Grep", "Glob", "Edit", "Write", "WebFetch", "WebSearch", "NotebookEdit")
-TODO_TOOLS = ("TodoWrite",)
 SECTIONS = ("Primary request and intent", "Key technical concepts", "Files and code sections",
             "Errors and fixes", "Problem solving", "All user messages", "Pending tasks", "Current work",
             "Optional next step")
@@ -83,10 +85,10 @@ class ClaudeCodeConfig(PeerConfig):
     autocompact_buffer_tokens: int | None = Field(None, ge=0, le=10_000_000, description="below the effective "
                                                   "window (2.1: 13,000) or the window (2.0: 45,000); None: the release's")
     summary_max_tokens: int = Field(SUMMARY_RESERVE_TOKENS, ge=256, le=200_000, description="output bound of the summary call")
-    restore_max_files: int = Field(restore.RESTORE_MAX_FILES, ge=0, le=1_000, description="files re-attached after compacting")
-    restore_file_tokens: int = Field(restore.RESTORE_FILE_TOKENS, ge=0, le=10_000_000, description="cap per restored file")
-    restore_total_tokens: int = Field(restore.RESTORE_TOTAL_TOKENS, ge=0, le=10_000_000, description="cap for all restored files")
-    restore_skill_tokens: int = Field(restore.RESTORE_SKILL_TOKENS, ge=0, le=10_000_000, description="cap for the active skills")
+    restore_max_files: int = Field(ReattachCaps.max_files, ge=0, le=1_000, description="files re-attached after compacting")
+    restore_file_tokens: int = Field(ReattachCaps.file_tokens, ge=0, le=10_000_000, description="cap per restored file")
+    restore_total_tokens: int = Field(ReattachCaps.total_tokens, ge=0, le=10_000_000, description="cap for all restored files")
+    restore_skill_tokens: int = Field(ReattachCaps.skills_total_tokens, ge=0, le=10_000_000, description="cap for the invoked skills")
     microcompact: Literal["time", "off"] = Field("time", description="time: clear old compactable tool results "
                                                  "once the cache has gone cold; off: never")
     microcompact_idle_s: float = Field(MICROCOMPACT_IDLE_S, gt=0, le=10_000_000, description="idle gap that "
@@ -110,37 +112,41 @@ class ClaudeCode(ThresholdCompactor):
         return {"summary_reserve_tokens": int(SUMMARY_RESERVE_TOKENS * scale),
                 "autocompact_buffer_tokens": int(AUTOCOMPACT_BUFFER_TOKENS * scale),
                 "summary_max_tokens": max(256, int(SUMMARY_RESERVE_TOKENS * scale)),
-                "restore_file_tokens": int(restore.RESTORE_FILE_TOKENS * scale),
-                "restore_total_tokens": int(restore.RESTORE_TOTAL_TOKENS * scale),
-                "restore_skill_tokens": int(restore.RESTORE_SKILL_TOKENS * scale)}
+                "restore_file_tokens": int(ReattachCaps.file_tokens * scale),
+                "restore_total_tokens": int(ReattachCaps.total_tokens * scale),
+                "restore_skill_tokens": int(ReattachCaps.skills_total_tokens * scale)}
 
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
-        self.reads = restore.ReadTracker()
+        self.reattach = ReattachTracker()  # files read, plan, skills, todo list (main context)
         self.tool_names: dict[str, str] = {}
-        self.todos: str | None = None  # the latest todo list (a TodoWrite input)
         self.failures = 0  # consecutive failed auto-compactions
         self.last_answer_at: float | None = None
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
         if not resume:
-            self.reads.reset()
-            self.todos, self.failures, self.last_answer_at = None, 0, None
+            self.reattach = ReattachTracker()
+            self.failures, self.last_answer_at = 0, None
+
+    def on_user(self, message: Message) -> None:
+        super().on_user(message)
+        if not self.in_isolated_subtask:
+            self.reattach.on_user(message)
 
     def on_response(self, message: Message, usage: Usage | None) -> None:
-        self.reads.on_assistant(message)
+        if not self.in_isolated_subtask:
+            self.reattach.on_assistant(message)
         for b in message.blocks:
             if b.type == "tool_use" and b.id:
                 self.tool_names[b.id] = b.name or ""
-                if b.name in TODO_TOOLS:
-                    self.todos = b.payload
         self.last_answer_at = self.env.now()
         super().on_response(message, usage)
 
     def on_tool_results(self, message: Message) -> None:
         super().on_tool_results(message)
-        self.reads.on_results(message, len(self.history) - 1)
+        if not self.in_isolated_subtask:
+            self.reattach.on_results(message, len(self.history) - 1)
 
     # --- the trigger -------------------------------------------------------------------------------
     def threshold(self) -> int:
@@ -209,33 +215,22 @@ class ClaudeCode(ThresholdCompactor):
                 self.counters.breaker_trips += 1
             return False
         self.failures = 0
-        new = [Message.user(CONTINUED + res.text, origin="summary")]
-        attached = self.restored()
-        if attached is not None:
-            new.append(attached)
-        self.set_history(History(new))
+        self.set_history(History([Message.user(CONTINUED + res.text, origin="summary"), *self.restored()]))
         return True
 
     def build_request_for_summary(self, h: History) -> Request:
         """The summary call shares the main loop's prefix: same system prompt, tools and markers."""
         return Request(self.env.system, self.env.tools, h, self.breakpoints(h))
 
-    def restored(self) -> Message | None:
-        """The context re-attached after a compaction: recent files and the active skills (rendered
-        by NovaCode's restore, the same reported caps; Claude Code's own attachment text is not in
-        its logs), then the todo list."""
+    def restored(self) -> list[Message]:
+        """What Claude Code re-attaches after the summary (:func:`strategies.reattach.reattachments`):
+        recent files, the plan, invoked skills, the todo list."""
         c = self.config
-        files = [(p, text) for p, (text, _) in reversed(self.reads.files.items())]
-        skills = list(reversed(self.reads.skills.items()))
-        if not files and not skills and not self.todos:
-            return None
-        text = restore.render_restore(files, skills, (), max_files=c.restore_max_files,
-                                      file_tokens=c.restore_file_tokens, total_tokens=c.restore_total_tokens,
-                                      skill_tokens=c.restore_skill_tokens, chars_per_token=c.chars_per_token)
-        if self.todos:
-            text += f"\n\nThe todo list at the time of compaction:\n{self.todos}"
-        self.counters.extra["restored_files"] += min(len(files), c.restore_max_files)
-        return Message.user(text, origin="restore")
+        caps = ReattachCaps(max_files=c.restore_max_files, file_tokens=c.restore_file_tokens,
+                            total_tokens=c.restore_total_tokens, skills_total_tokens=c.restore_skill_tokens)
+        out = reattachments(self.reattach, caps)
+        self.counters.extra["restored_files"] += sum(m.meta.get("reattached") == "file" for m in out)
+        return out
 
     def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
         """Reactive compaction on prompt-too-long, once per call."""

@@ -87,7 +87,8 @@ def _clip(text: str, max_chars: int) -> str:
 
 def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps()) -> list[Message]:
     """The meta user messages Claude Code adds after the summary, in its order: files, plan,
-    skills, todo list. Sizes are budgeted in estimated tokens (``caps.chars_per_token``)."""
+    skills, todo list (each message's ``reattached`` meta says which). Sizes are budgeted in
+    estimated tokens (``caps.chars_per_token``)."""
     out: list[Message] = []
     per_file = int(caps.file_tokens * caps.chars_per_token)
     budget = int(caps.total_tokens * caps.chars_per_token)
@@ -100,10 +101,10 @@ def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps())
         call = json.dumps({"file_path": path}, ensure_ascii=False)
         out.append(Message.user(f"<system-reminder>\nCalled the Read tool with the following input: {call}\n"
                                 f"</system-reminder>\n<system-reminder>\nResult of calling the Read tool:\n{kept}\n"
-                                "</system-reminder>", origin="reattach", meta_record=True))
+                                "</system-reminder>", origin="reattach", reattached="file", meta_record=True))
     if tracker.plan:
         out.append(Message.user(f"<system-reminder>\nA plan exists for this session:\n{tracker.plan}\n</system-reminder>",
-                                origin="reattach", meta_record=True))
+                                origin="reattach", reattached="plan", meta_record=True))
     left = int(caps.skills_total_tokens * caps.chars_per_token)
     each = int(caps.skill_tokens * caps.chars_per_token)
     skills = []
@@ -115,8 +116,9 @@ def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps())
         skills.append(f"### Skill: {name}\n{kept}")
     if skills:
         out.append(Message.user("<system-reminder>\nThe following skills were invoked in this session:\n\n"
-                                + "\n\n".join(skills) + "\n</system-reminder>", origin="reattach", meta_record=True))
+                                + "\n\n".join(skills) + "\n</system-reminder>", origin="reattach", reattached="skills",
+                                meta_record=True))
     if tracker.todo:
         out.append(Message.user("<system-reminder>\nYour todo list:\n" + json.dumps(tracker.todo, ensure_ascii=False)
-                                + "\n</system-reminder>", origin="reattach", meta_record=True))
+                                + "\n</system-reminder>", origin="reattach", reattached="todo", meta_record=True))
     return out

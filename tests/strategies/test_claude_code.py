@@ -83,26 +83,35 @@ def _read_step(s, i, path, text, usage=None):
     s.on_tool_results(Message("user", (Block.tool_result(f"t{i}", text),)))
 
 
-def test_compaction_shares_the_prefix_and_restores_the_five_latest_files():
+def test_compaction_shares_the_prefix_and_reattaches_the_five_latest_files_and_the_todo_list():
     services = FakeServices("SUMMARY")
     s = make("claude_code", services=services, window=200_000)
     s.on_user(Message.user("task"))
     for i in range(6):
         _read_step(s, i, f"/p/f{i}.py", f"body {i}")
-    _read_step(s, 6, "/p/f1.py", "body 1 again", usage=Usage(input_uncached=167_000))
-    req = s.build_request(CallInfo(7, 7.0))
+    # a read inside a sub-agent is the sub-agent's context, not re-attached to the main one
+    s.on_subtask_start("a1", "explore", isolated=True)
+    _read_step(s, 6, "/p/sub.py", "sub body")
+    s.on_subtask_end("a1", "done")
+    s.build_request(CallInfo(7, 7.0))
+    s.on_response(Message("assistant", (Block.tool_use("t7", "TodoWrite", {"todos": [{"content": "fix it"}]}),)), None)
+    s.on_tool_results(Message("user", (Block.tool_result("t7", "ok"),)))
+    _read_step(s, 8, "/p/f1.py", "x" * 20_001, usage=Usage(input_uncached=167_000))
+    req = s.build_request(CallInfo(9, 9.0))
     assert req.rewrite and req.breakpoints[0].ttl == "1h"
     (sreq, spec), = services.calls
     # the summary call: the same system prompt, tools and markers as the main loop, the whole history
     assert sreq.system is s.env.system and sreq.tools is s.env.tools and len(sreq.breakpoints) == 2
-    assert len(sreq.messages) == 1 + 2 * 7 and spec.kind == "summary" and "All user messages" in spec.instructions
+    assert len(sreq.messages) == 1 + 2 * 8 and spec.kind == "summary" and "All user messages" in spec.instructions
     h = list(s.history)
-    assert h[0].text == CONTINUED + "SUMMARY" and h[1].meta["origin"] == "restore"
-    # files most recent first: f1 (read again, its latest text), f5, f4, f3, f2; f0 is the sixth
-    restored = h[1].text
-    order = [restored.index(f"### /p/f{k}.py") for k in (1, 5, 4, 3, 2)]
-    assert order == sorted(order) and "/p/f0.py" not in restored and "body 1 again" in restored
-    assert len(h) == 2 and s.counters.extra["restored_files"] == 5
+    assert h[0].text == CONTINUED + "SUMMARY"
+    # strategies.reattach, as the recorded replay: one Read meta message per file, most recent first
+    # (f1 read again, its latest text clipped to 5,000 × 4 = 20,000 characters; f5 .. f2; f0 is the
+    # sixth), then the todo list
+    assert [m.meta["reattached"] for m in h[1:]] == ["file"] * 5 + ["todo"]
+    assert [m.text.split('"file_path": "')[1].split('"')[0] for m in h[1:6]] == [f"/p/f{k}.py" for k in (1, 5, 4, 3, 2)]
+    assert "x" * 20_000 + "\n[... truncated]" in h[1].text and "x" * 20_001 not in h[1].text
+    assert '"fix it"' in h[6].text and s.counters.extra["restored_files"] == 5
 
 
 def test_microcompact_clears_old_compactable_results_once_the_cache_is_cold():
