@@ -12,6 +12,7 @@ request was rejected (the old engine went on past a rejection as if it had been 
 from __future__ import annotations
 
 import json
+import warnings
 from functools import cache
 from typing import Any
 
@@ -45,6 +46,8 @@ def with_outcome(df: pd.DataFrame) -> pd.DataFrame:
 def _norm(v: Any) -> Any:
     """A parameter value as comparable data: JSON text of lists/dicts decoded, integral floats
     (a column shared with strategies that lack the parameter is float) as int."""
+    if isinstance(v, str) and v in ("true", "false"):  # a column shared with a string parameter (sweep.collect)
+        return v == "true"
     if isinstance(v, str) and v[:1] in "[{":
         try:
             v = json.loads(v)
@@ -128,10 +131,13 @@ def by_config(df: pd.DataFrame) -> pd.DataFrame:
         agg["peak_context_tokens"] = "max"
     if "strategy" in df:
         agg["strategy"] = "first"
+    df = df.copy()  # one block per dtype (the rows come in with many columns added one by one)
     keyed = df.assign(**{k: df[k].astype(object).where(df[k].notna(), "–") for k in keys},
                       runs_failed=~df["completed"])
     grouped = keyed.groupby(keys, dropna=False)
-    g = grouped.agg({**agg, "runs_failed": "sum"}).reset_index().copy()
+    with warnings.catch_warnings():  # pandas builds an aggregate of many columns one at a time
+        warnings.simplefilter("ignore", pd.errors.PerformanceWarning)
+        g = grouped.agg({**agg, "runs_failed": "sum"}).reset_index().copy()
     g["runs"] = grouped.size().to_numpy()
     g["runs_failed"] = g["runs_failed"].astype(int)
     g["config"] = [config_name(r) for _, r in g.iterrows()]

@@ -404,8 +404,22 @@ def collect(out: Path, keys: list[str] | None = None) -> pd.DataFrame:
     if not files:
         return pd.DataFrame()
     df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    df = df.sort_values("key").reset_index(drop=True)
+    df = _one_type_per_column(df.sort_values("key").reset_index(drop=True))
     df.to_parquet(out / RESULTS, index=False)
+    return df
+
+
+def _one_type_per_column(df: pd.DataFrame) -> pd.DataFrame:
+    """Two strategies may share a parameter name with different types (``compaction``: a bool in
+    one, ``"auto"`` in another); Parquet holds one type per column, so such a column keeps its
+    strings and writes every other value as JSON text (``true``, ``13000``)."""
+    for c in df.columns:
+        if df[c].dtype != object:
+            continue
+        kinds = {type(v) for v in df[c].dropna()}
+        if len(kinds) > 1 and str in kinds:
+            df[c] = [v if v is None or isinstance(v, str) or (isinstance(v, float) and v != v) else json.dumps(v)
+                     for v in df[c]]
     return df
 
 

@@ -113,3 +113,17 @@ def test_report_from_a_small_sweep(grid_dir, one_worker):
         assert f"figures/{f.name}" in md
     assert html.count("data:image/png;base64,") == len(figs)
     assert "## Summary" in md and "<h2>Summary</h2>" in html
+
+
+def test_a_parameter_name_two_strategies_type_differently_still_writes(tmp_path):
+    """``compaction`` is a bool in one strategy and "auto" in another: results.parquet still writes,
+    and the report reads the bool back."""
+    from harness.analysis import changed_params
+    from harness.sweep import collect
+
+    for i, v in enumerate([True, "auto", False]):
+        (tmp_path / "runs").mkdir(exist_ok=True)
+        pd.DataFrame([{"key": f"k{i}", "param.compaction": v}]).to_parquet(tmp_path / "runs" / f"k{i}.parquet")
+    df = collect(tmp_path)
+    assert df["param.compaction"].tolist() == ["true", "auto", "false"]
+    assert changed_params({"strategy": "unregistered", "param.compaction": "true"}) == {"compaction": True}
