@@ -112,10 +112,11 @@ def config_columns(df: pd.DataFrame) -> list[str]:
     return cols + [c for c in ("model", "window", "cache") if c in df.columns]
 
 
-_MEAN = ["cache_hit_rate", "latency_s.p50", "latency_s.p95", "latency_s.compaction_blocking", "compactions.succeeded",
-         "turns", "turns_failed", RETENTION, "retention.goal", "calls", "tokens.input_uncached", "tokens.cache_write",
-         "tokens.cache_read", "tokens.output"]
-_SUM = ["overflows", "pairing_violations", "rejected_requests", "retries"]
+# per session, averaged over a configuration's runs: counts too (a sum over seeds describes no session)
+_MEAN = ["overflows", "pairing_violations", "rejected_requests", "retries", "cache_hit_rate", "latency_s.p50",
+         "latency_s.p95", "latency_s.compaction_blocking", "compactions.succeeded", "turns", "turns_failed",
+         RETENTION, "retention.goal", "calls", "tokens.input_uncached", "tokens.cache_write", "tokens.cache_read",
+         "tokens.output"]
 
 
 def by_config(df: pd.DataFrame) -> pd.DataFrame:
@@ -126,17 +127,15 @@ def by_config(df: pd.DataFrame) -> pd.DataFrame:
     keys = [c for c in config_columns(df) if df[c].notna().any()]
     agg: dict[str, Any] = {COST: "mean", "completed": "all", "failed_at_call": "min"}
     agg.update({c: "mean" for c in _MEAN if c in df})
-    agg.update({c: "sum" for c in _SUM if c in df})
     if "peak_context_tokens" in df:
         agg["peak_context_tokens"] = "max"
     if "strategy" in df:
         agg["strategy"] = "first"
-    df = df.copy()  # one block per dtype (the rows come in with many columns added one by one)
-    keyed = df.assign(**{k: df[k].astype(object).where(df[k].notna(), "–") for k in keys},
-                      runs_failed=~df["completed"])
-    grouped = keyed.groupby(keys, dropna=False)
-    with warnings.catch_warnings():  # pandas builds an aggregate of many columns one at a time
+    with warnings.catch_warnings():  # pandas adds the many key and aggregate columns one at a time
         warnings.simplefilter("ignore", pd.errors.PerformanceWarning)
+        keyed = df.assign(**{k: df[k].astype(object).where(df[k].notna(), "–") for k in keys},
+                          runs_failed=~df["completed"])
+        grouped = keyed.groupby(keys, dropna=False)
         g = grouped.agg({**agg, "runs_failed": "sum"}).reset_index().copy()
     g["runs"] = grouped.size().to_numpy()
     g["runs_failed"] = g["runs_failed"].astype(int)
