@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,10 +94,7 @@ def _md(item) -> list[str]:
     return [f"![{item.title}]({item.file})", "", f"*{item.reading}*", ""]
 
 
-def _inline(text: str) -> str:
-    t = html.escape(text)
-    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", t)
+_inline = fmt.inline_html
 
 
 def _html(item, out: Path) -> str:

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.formatting import inline_html
+
 N_BOOT = 2_000   # resamples (assumed: the percentile's own Monte Carlo error is about 1% of the width)
 LEVEL = 0.95     # interval level (convention)
 BOOT_SEED = 0    # resampling seed: the same report twice gives the same interval
@@ -336,10 +338,9 @@ def _config_name(row: pd.Series, sub: pd.DataFrame) -> str:
 
 
 def section_html(lines: Sequence[str]) -> str:
-    """The section's Markdown as plain HTML (headings, bullets, tables, paragraphs)."""
-    import html as _html
-
-    esc = _html.escape
+    """The section's Markdown as plain HTML (headings, bullets, tables, paragraphs; `code` and
+    **bold** kept)."""
+    esc = inline_html
     out: list[str] = []
     open_tag = None  # "ul" or "table" while inside one
     for ln in lines:

@@ -21,7 +21,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars", "--force-device-scale-factor=1"]
 
-PROBE = """
+PROBE = r"""
 <script>
 window.addEventListener('load', () => {
   const vw = window.innerWidth;
@@ -32,7 +32,8 @@ window.addEventListener('load', () => {
   const figures = [...document.querySelectorAll('figure')].map(f => ({
     img: f.querySelector('img') ? f.querySelector('img').alt : null,
     reading: (f.querySelector('figcaption.reading') || {textContent: ''}).textContent.trim()}));
-  const out = {viewport: vw, page_width: document.documentElement.scrollWidth,
+  const stray = (document.body.innerText.match(/\*\*|`/g) || []).length;  // Markdown left unrendered
+  const out = {viewport: vw, stray_markdown: stray, page_width: document.documentElement.scrollWidth,
                page_height: document.documentElement.scrollHeight, images: document.images.length,
                broken: broken, outside: outside, scrolled_tables: scrolled, figures: figures};
   const pre = document.createElement('pre');

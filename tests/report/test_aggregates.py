@@ -1,8 +1,9 @@
-"""Per-configuration numbers over several runs."""
+"""Per-configuration numbers over several runs, and report text rendered as HTML."""
 
 import pandas as pd
 
 from harness import analysis
+from harness.formatting import inline_html
 
 
 def test_per_session_counts_are_means_over_seeds():
@@ -15,3 +16,7 @@ def test_per_session_counts_are_means_over_seeds():
     assert (row["runs"], row["calls"], row["rejected_requests"], row["retries"]) == (3, 900, 4, 4)
     assert row["overflows"] == 2 and row["cost_usd"] == 2.0 and row["runs_failed"] == 0
 
+
+def test_inline_markdown_becomes_html_and_the_rest_is_escaped():
+    assert inline_html("**failed at call 15** in `append_only` <b>") == (
+        "<b>failed at call 15</b> in <code>append_only</code> &lt;b&gt;")

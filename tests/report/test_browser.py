@@ -14,6 +14,7 @@ def test_the_report_reads_whole_at_1000_px(dump_report):
     assert r["viewport"] == 1000
     assert r["broken"] == [] and r["images"] == 7  # every figure but the ledger (a sweep report has it)
     assert r["page_width"] <= 1000 and r["outside"] == [] and r["scrolled_tables"] == 0
+    assert r["stray_markdown"] == 0  # no ** or ` shown as text
     assert len(r["figures"]) == 7
     assert all(f["img"] and len(f["reading"]) > 40 for f in r["figures"]), r["figures"]
 
@@ -22,7 +23,7 @@ def test_the_check_sees_what_it_looks_for(tmp_path):
     """A page with a broken image, a figure without a reading and a block wider than the window."""
     page = tmp_path / "bad.html"
     page.write_text("<html><body><figure><img alt='gone' src='missing.png'></figure>"
-                    "<div style='width:1400px'>wide</div></body></html>")
+                    "<div style='width:1400px'>wide **not bold**</div></body></html>")
     r = check_page(page, width=1000)
     assert r["broken"] == ["gone"] and r["page_width"] > 1000 and "DIV." in r["outside"]
-    assert r["figures"] == [{"img": "gone", "reading": ""}]
+    assert r["figures"] == [{"img": "gone", "reading": ""}] and r["stray_markdown"] == 2
