@@ -50,7 +50,7 @@ def name(row: Any, *, window: bool = False) -> str:
     return f"{n} [{bad.split(' (')[0].upper()}]" if bad else n
 
 
-def _failed_names(d: pd.DataFrame, limit: int = 5) -> str:
+def _failed_names(d: pd.DataFrame, limit: int = 30) -> str:
     bad = d[~d["completed"]]
     items = [f"{r['config']} ({fmt.failed_at(r).split(' (')[0]})" for _, r in bad.iterrows()]
     return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
@@ -187,12 +187,11 @@ def fig_sawtooth(ctx: Context) -> Figure | None:
     f = _save(fig, ctx.out, "02-context-per-call.png")
     rej = runs[(runs.get("rejected_requests", pd.Series(0, index=runs.index)) > 0) & runs["completed"]]
     if failed:
-        where = ", ".join(f"{r['config']} at call {fmt.count(r['failed_at_call'])}" for r in failed[:5])
-        reading = (f"{len(failed)} of {n} configurations fail at a request over the window and stop there "
-                   f"({where}{' …' if len(failed) > 5 else ''}); ")
+        where = ", ".join(f"{r['config']} at call {fmt.count(r['failed_at_call'])}" for r in failed)
+        reading = f"{len(failed)} of {n} configurations fail at a request over the window and stop there ({where}); "
     else:
         reading = f"Every configuration completes under the {window:,}-token window; "
-    reading += (f"{len(rej)} recovered from a rejected request by reacting and sending again ({', '.join(rej['config'][:4])})."
+    reading += (f"{len(rej)} recovered from a rejected request by reacting and sending again ({', '.join(rej['config'])})."
                 if len(rej) else "the rest stay below it by compacting, clearing or dropping.")
     return Figure(f, "Context tokens per call (the sawtooth)", reading)
 
@@ -352,10 +351,10 @@ def fig_windows(ctx: Context) -> Figure:
     else:
         reading = f"No configuration completed at both {lo:,} and {hi:,}: there is no cost change to state."
     if only_hi:
-        reading += (f" {len(only_hi)} complete only at {hi:,} ({', '.join(only_hi[:5])}{' …' if len(only_hi) > 5 else ''}): "
+        reading += (f" {len(only_hi)} complete only at {hi:,} ({', '.join(only_hi)}): "
                     f"at {lo:,} they fail, so their ratio is not given.")
     if neither:
-        reading += f" {len(neither)} fail at both ({', '.join(neither[:5])})."
+        reading += f" {len(neither)} fail at both ({', '.join(neither)})."
     return Figure(f, "200k against 1M", reading)
 
 

@@ -1,8 +1,10 @@
-"""Per-configuration numbers over several runs, and report text rendered as HTML."""
+"""Per-configuration numbers over several runs, failed configurations named in figure readings, and
+report text rendered as HTML."""
 
 import pandas as pd
 
 from harness import analysis
+from harness.figures import _failed_names
 from harness.formatting import inline_html
 
 
@@ -20,3 +22,13 @@ def test_per_session_counts_are_means_over_seeds():
 def test_inline_markdown_becomes_html_and_the_rest_is_escaped():
     assert inline_html("**failed at call 15** in `append_only` <b>") == (
         "<b>failed at call 15</b> in <code>append_only</code> &lt;b&gt;")
+
+
+def test_a_reading_names_every_failed_configuration():
+    """Seven of eight configurations fail (the demo at 200k has more than five): each is named with
+    its call, none hidden behind an ellipsis."""
+    d = pd.DataFrame({"config": [f"s{i}" for i in range(8)], "completed": [False] * 7 + [True],
+                      "failed_at_call": [10 * i for i in range(1, 8)] + [None]})
+    assert _failed_names(d) == ", ".join(f"s{i} (failed at call {10 * (i + 1)})" for i in range(7))
+    many = pd.DataFrame({"config": [f"s{i}" for i in range(33)], "completed": [False] * 33, "failed_at_call": 5})
+    assert _failed_names(many).endswith("s29 (failed at call 5) and 3 more")
