@@ -129,6 +129,8 @@ class Recorded(Strategy):
     name = "recorded"
     needs_recorded_trace = True
     summary = "re-enacts the recorded agent: append-only, its own compactions, breakpoints and models (fidelity)"
+    on_rejection = ("the turn errors and the session ends (the log holds no rejected request to re-enact: the API "
+                    "accepted every recorded call; only a smaller --window than the recorded one makes one)")
     Config = RecordedConfig
 
     def __init__(self, config: RecordedConfig, env) -> None:

@@ -179,3 +179,13 @@ def test_user_turns_leave_out_a_sub_agents_prompt():
 def test_the_base_strategy_declares_that_it_gives_up():
     assert Strategy.on_rejection == "the turn errors and the session ends"
     assert Strategy.on_rejected(Strategy.__new__(Strategy), None, None) is False
+
+
+def test_every_registered_strategy_declares_its_reaction():
+    """Not the base class's sentence, and a source or a reason in parentheses for each (listed by
+    `ctxsim strategies`)."""
+    from strategies.registry import get, names
+
+    for name in names():
+        text = get(name).on_rejection
+        assert text != Strategy.on_rejection and "(" in text, (name, text)
