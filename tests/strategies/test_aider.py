@@ -1,6 +1,9 @@
 """aider: the chat-history budget min(max(window/16, 1024), 8192), ChatSummary's split (the tail
 under half the budget, the head ending on an assistant message, recursion), cache markers through
-the finished exchanges, and no retry on a rejected request."""
+the finished exchanges, and no retry on a rejected request.
+
+Read at: Aider-AI/aider v0.86.
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """anthropic_compaction: the server compaction compact_20260112 (trigger 150,000 input tokens, the
 summary step billed on the request's prefix, the conversation going on from the compaction block,
-instructions, pause_after_compaction)."""
+instructions, pause_after_compaction).
+
+Read at: the Anthropic compaction docs (beta compact-2026-01-12), read 2026-12.
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

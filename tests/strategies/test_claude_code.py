@@ -1,6 +1,9 @@
 """claude_code (reported): the auto-compact trigger (checked against the bundled real transcripts),
 the compaction call on the cached prefix, the restore, microcompact, the breaker and the reactive
-compaction on a rejected request."""
+compaction on a rejected request.
+
+Read at: closed source, reported; the trigger checked on the bundled 2.1.39 and 2.0.76 transcripts.
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

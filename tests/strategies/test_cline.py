@@ -1,6 +1,9 @@
 """cline: the Cline SDK's auto-compaction (0.9 × the usable input, the request estimated from its JSON
 characters / 3, the newest tokens up to min(20,000, target) kept, a 4,096-token summary from a
-separate call) and the basic compaction plus one retry on a rejected request."""
+separate call) and the basic compaction plus one retry on a rejected request.
+
+Read at: cline/cline v4.1.12 (the SDK's compaction.ts).
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

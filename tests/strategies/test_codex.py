@@ -1,7 +1,10 @@
 """codex: compact at 90% of the window; newest user messages up to 20,000 tokens + a handoff
 summary; drop the oldest item and retry when the compaction call is too long; tool output cut to
 12,000 tokens (the 2025 rule, 10 KiB / 256 lines, as tool_output="bytes_lines"); the compaction
-call sent without tools (with them: compaction_tools=True); server-side compaction as a mode."""
+call sent without tools (with them: compaction_tools=True); server-side compaction as a mode.
+
+Read at: openai/codex codex-rs, 2026 files (no release tag named).
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """context_editing: Anthropic clear_tool_uses_20250919 (trigger 100,000 input tokens, keep 3,
 clear_at_least, exclude_tools, clear_tool_inputs) and the cache re-write it causes: the documented
 behaviour (mode per_request, the default: the server clears each request of the full history the
-client keeps) and the older reading (mode episodic: cleared results stay cleared)."""
+client keeps) and the older reading (mode episodic: cleared results stay cleared).
+
+Read at: the Anthropic context-editing docs (beta context-management-2025-06-27), read 2026-12.
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

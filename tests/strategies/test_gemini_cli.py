@@ -3,7 +3,10 @@ user message, <state_snapshot> + verification call, reject if it does not shrink
 after a failure, tool outputs over 40,000 characters saved to a file (20% head / 80% tail); in
 release 0.56 (the default) also masking of old tool output every turn, arrival truncation of shell
 and MCP output only, the shrink check on history alone and the flag set by an inflated snapshot
-only; release 2025-12 is the older reading."""
+only; release 2025-12 is the older reading.
+
+Read at: google-gemini/gemini-cli v0.56.0.
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

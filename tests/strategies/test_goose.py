@@ -1,12 +1,20 @@
 """goose: the 0.8 threshold checked when a reply starts, the whole conversation summarised by the
 fast model (tool responses removed middle out when that is too long), the continuation messages,
-and the recovery on a rejected request (once per reply)."""
+and the recovery on a rejected request (once per reply).
+
+Read at: block/goose, 2026 files (no release tag named).
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
 from harness.conversation import Message, Usage
 from strategies.base import CallInfo
-from strategies.goose import CONVERSATION_CONTINUATION, FAST_MODEL, TOOL_LOOP_CONTINUATION, remove_tool_responses
+from strategies.goose import (
+    CONVERSATION_CONTINUATION,
+    FAST_MODEL,
+    TOOL_LOOP_CONTINUATION,
+    remove_tool_responses,
+)
 from tests.helpers_traces import convo
 from tests.strategies.peer_env import FakeServices, fail, make, reject, step
 

@@ -1,5 +1,8 @@
 """observation_masking: SWE-agent LastNObservations (the published config's n = 5, polling 1; the
-older default n = 10, JetBrains' M), polling with SWE-agent's meaning, and its cache markers."""
+older default n = 10, JetBrains' M), polling with SWE-agent's meaning, and its cache markers.
+
+Read at: SWE-agent/SWE-agent v1.1.0.
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """opencode: usable = window − min(output limit, 32,000); prune past the newest 40,000 tool-output
 tokens (the last 2 user turns spared, only if more than 20,000 can go); compaction by a separate
-agent keeping the last 2 turns within min(8,000, max(2,000, usable/4)); a rejected request compacted."""
+agent keeping the last 2 turns within min(8,000, max(2,000, usable/4)); a rejected request compacted.
+
+Read at: anomalyco/opencode (sst/opencode) at commits 001aa6cc and 08f74b9b (2026).
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

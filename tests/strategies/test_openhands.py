@@ -1,6 +1,9 @@
 """openhands: LLMSummarizingCondenser as the V1 SDK's default agent runs it (80 events, keep 4, one
 event per action or observation, a token trigger, condensation on a rejected request), and the V0
-reading (release v0: one event per message, the production 120 / 4)."""
+reading (release v0: one event per message, the production 120 / 4).
+
+Read at: OpenHands/software-agent-sdk v1.43.1.
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """roo_code: allowed = 0.9 × window − 8,192; condense to a summary-only fresh start; the
-sliding-window truncation when condensing fails; a rejected request handled at 75%, 3 retries."""
+sliding-window truncation when condensing fails; a rejected request handled at 75%, 3 retries.
+
+Read at: RooCodeInc/Roo-Code v3.52.1.
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """sliding_window: Cline's classic truncation (allowed = window − 40k on 200k; duplicate file reads
 first; drop half after the first pair, the range ending on an assistant message, pairs repaired as
 Cline does; a quarter and one retry on a rejected request) and the older reading (range_end user,
-no duplicate-read step)."""
+no duplicate-read step).
+
+Read at: cline/cline v3.89.0 (the VS Code extension's ContextManager.ts).
+The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
