@@ -32,13 +32,24 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    from harness.live import LiveError
-    from harness.provider.models import UnknownModelError
-    from harness.response_store import StoreMiss
-    from harness.trace import TraceError
-    from strategies.registry import StrategyError
+# exceptions that mean "bad input" (exit 2), by module: a module that was never imported cannot
+# have raised one, so none is imported just to be caught (`ctxsim --help` stays light)
+_USER_ERRORS = {"harness.live": "LiveError", "harness.provider.models": "UnknownModelError",
+                "harness.response_store": "StoreMiss", "harness.trace": "TraceError",
+                "strategies.registry": "StrategyError"}
 
+
+def _is_user_error(e: BaseException) -> bool:
+    if isinstance(e, BadInput):
+        return True
+    for mod, name in _USER_ERRORS.items():
+        m = sys.modules.get(mod)
+        if m is not None and isinstance(e, getattr(m, name)):
+            return True
+    return False
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -46,11 +57,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (BadInput, TraceError, StrategyError, LiveError, StoreMiss, UnknownModelError) as e:
-        print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as e:
+        if not _is_user_error(e):
+            raise
+        print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)
+        return 2

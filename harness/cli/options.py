@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.engine import RunConfig
+if TYPE_CHECKING:  # the engine (pandas, numpy) loads when a run is configured, not at `--help`
+    from harness.engine import RunConfig
 
 
 def add_provider_args(p: argparse.ArgumentParser) -> None:
@@ -68,6 +70,8 @@ def run_config(args, **overrides) -> RunConfig:
     if args.window is not None and args.window <= 0:
         raise BadInput("--window must be a positive number of tokens")
     retention, summariser = assumption_sets(getattr(args, "retention", []), getattr(args, "summariser", []))
+    from harness.engine import RunConfig
+
     return RunConfig(model=args.model, window=args.window, cache_ttl=args.cache_ttl, cache=not args.no_cache,
                      seed=args.seed, failure_rates=rates, backend=backend, token_scale=args.token_scale,
                      models_file=Path(args.models_file) if args.models_file else None, retention=retention,
