@@ -5,7 +5,7 @@ report.
 * goal retention, 200k window: append_only while it still works (probes before its first overflow)
   >= NovaCode (whole session) > cut_no_summary (whole session): a summary keeps the goal that a
   plain cut throws away (N-COMP-13);
-* file details, 1M window (no overflow on either side, so only truncation vs spill differs): every
+* file details, 1M window, spill-heavy (no overflow on either side, so only truncation vs spill differs): every
   file detail that irreversible truncation (truncate: Codex's 10 KiB / 256 lines) loses, NovaCode
   still has — in the window, or through the path its spill placeholder keeps (N-SPILL-5), read back.
 """
@@ -24,16 +24,18 @@ def _first_overflow(r):
 
 @pytest.fixture(scope="module")
 def goal_runs():
-    # the first 450 calls of long-200k, seed 0 (~330k tokens): append_only overflows a 200k window,
-    # NovaCode compacts twice
-    trace = generate(load_preset("long-200k", ["calls=450"]), 0)
+    # the first 450 calls of long-200k, seed 0: append_only overflows a 200k window, NovaCode compacts
+    # twice; the goal is needed at 40% of the probes (the preset's 3% gives too few goal probes to rank)
+    trace = generate(load_preset("long-200k", ["calls=450", "probe_goal_share=0.4"]), 0)
     return {s: replay(trace, s, None, RunConfig(window=200_000, seed=0))
             for s in ("append_only", "novacode", "cut_no_summary")}
 
 
 @pytest.fixture(scope="module")
 def file_runs():
-    trace = generate(load_preset("long-200k", ["calls=450"]), 2)
+    # spill-heavy holds file details deep inside huge results; with reseen_share=0 the agent never reads
+    # them again in a small read (which truncation would keep whole), so only truncation vs spill differs
+    trace = generate(load_preset("spill-heavy", ["reseen_share=0"]), 2)
     return {s: replay(trace, s, None, RunConfig(window=1_000_000, seed=0)) for s in ("novacode", "truncate")}
 
 

@@ -1,5 +1,7 @@
-"""Synthetic long sessions: presets (``traces/presets/*.toml``) -> traces, with sizes, tool mix and
-gaps fitted to real logs (:mod:`harness.synth.fit`), planted facts and probes for retention."""
+"""Synthetic long sessions: presets (``traces/presets/*.toml``) -> traces. Shape (sizes, tool mix,
+gaps) fitted to real logs (:mod:`harness.synth.fit`); content real (a real project, its real test
+runs, :mod:`harness.synth.corpus`); facts and probes whose distances are fitted to the real logs
+(:mod:`harness.synth.recurrence`)."""
 
 from harness.synth.config import PresetError, SynthConfig, load_preset, preset_names
 from harness.synth.generator import generate

@@ -21,6 +21,7 @@ from harness.trace import FACT_CATEGORIES
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "traces" / "presets"
 TOOL_KINDS = ("bash", "edit", "read", "grep", "glob", "web", "task")
+RATE_CATEGORIES = ("file", "constraint", "preference", "feedback")
 RESULT_MAX_CHARS = 400_000  # clip: the largest single result in the logs is 84k; spill-heavy goes beyond
 
 
@@ -70,22 +71,60 @@ class SynthConfig(BaseModel):
     burst_tools: int = Field(5, ge=2, le=16, description="tool calls in a burst")
     burst_min_total: int = Field(200_001, ge=1, description="a burst's results add up to at least this many chars")
 
-    facts: dict[str, float] = Field(default_factory=lambda: {"constraint": 1.0, "decision": 2.0, "error": 2.0,
-                                                             "file": 4.0, "preference": 0.6, "feedback": 0.6},
-                                    description="facts planted per 100 calls by category (the goal: one per session)")
+    facts: dict[str, float] = Field(default_factory=lambda: {"constraint": 1.0, "file": 4.0, "preference": 0.6,
+                                                             "feedback": 0.6},
+                                    description="facts per 100 calls: file lines noted among what the agent reads, "
+                                                "and constraints, preferences and feedback the user states (the goal: "
+                                                "one per session; an error and a root-cause decision: one per bug)")
     file_facts_in_huge: float = Field(0.8, ge=0, le=1,
                                       description="chance a file fact goes into a huge result of its call when there is one")
     huge_file_fact_share: float = Field(0.0, ge=0, le=1,
                                         description="chance a huge read result holds an extra file fact (large files hold details)")
+    area_files: int = Field(3, ge=1, le=20, description="source files most of a session's bugs are in (real sessions "
+                                                        "stay in one part of a project; modelling choice)")
+    area_drift: float = Field(0.15, ge=0, le=1, description="chance a new bug moves one area file to another file")
+    area_focus: float = Field(0.8, ge=0, le=1, description="share of bugs drawn from the session's area files")
+    attempt_weights: tuple[float, float, float] = Field((0.3, 0.4, 0.3),
+                                                        description="chance of 0, 1, 2 wrong attempts before a bug's fix")
+    new_task_share: float = Field(0.7, ge=0, le=1,
+                                  description="chance the user reports the next bug once the current one is fixed")
+    grep_files_share: float = Field(0.04, ge=0, le=1,
+                                    description="share of Grep calls in files_with_matches mode (the rest: content)")
     probe_every: float = Field(8.0, ge=1, description="mean calls between probes")
-    probe_goal_share: float = Field(0.4, ge=0, le=1, description="share of probes that need the session goal")
+    probe_goal_share: float = Field(0.03, ge=0, le=1, description="share of probes that need the session goal")
     probe_max_needs: int = Field(3, ge=1, le=10, description="most facts one probe needs")
-    probe_recent_calls: float = Field(40.0, gt=0, description="scale of the recency weighting (calls)")
-    probe_far_share: float = Field(0.2, ge=0, le=1, description="share of needs drawn uniformly over all past facts")
+    probe_mix: dict[str, float] = Field(default_factory=lambda: {"file": 0.6, "error": 0.15, "decision": 0.1,
+                                                                 "constraint": 0.05, "preference": 0.05,
+                                                                 "feedback": 0.05},
+                                        description="weight of each category among a probe's needs (goal: probe_goal_share)")
+    probe_age: LogNormal = Field(LogNormal(median=28_840, p90=89_698, lo=200),
+                                 description="tokens since a needed fact first entered (fitted: "
+                                             "harness/synth/recurrence.py on the real logs)")
+    probe_age_unseen: LogNormal = Field(LogNormal(median=1_725, p90=15_488, lo=50, hi=40_000),
+                                        description="tokens back of a needed fact the agent cannot look at again (what "
+                                                    "the user said, what it decided, a fixed bug's error): real uses are "
+                                                    "of things last seen this far back (fitted, recurrence.py); "
+                                                    "none is needed from further back than hi (1.7% of real uses "
+                                                    "were last seen over 40k tokens back)")
+    reseen_share: float = Field(0.98, ge=0, le=1,
+                                description="chance the agent looks again (re-reads, re-runs) at a file line or failing "
+                                            "run right before it needs it (real agents re-read what they use)")
+    reseen_calls: LogNormal = Field(LogNormal(median=1.5, p90=8, lo=1, hi=40),
+                                    description="calls before a use at which the agent looks again at what it will use "
+                                                "(fitted so the last-seen tokens match the real logs' median 1.7k, p90 "
+                                                "15.5k: real uses last saw the item a median 3, p90 16 calls back, in "
+                                                "calls that added fewer tokens than the synthetic ones)")
+    fix_use_share: float = Field(0.12, ge=0, le=1,
+                                 description="chance an edit of a bug needs the bug's root-cause decision and its "
+                                             "latest failure (stated or seen a few calls earlier)")
+    preference_use_share: float = Field(0.03, ge=0, le=1,
+                                        description="chance a preference/feedback is needed at a call doing what it governs")
     cross_session_share: float = Field(0.35, ge=0, le=1,
                                        description="in sessions after the first, share of needs reaching earlier sessions")
     cross_session_categories: tuple[str, ...] = Field(("constraint", "decision", "preference", "feedback"),
                                                       description="categories worth remembering across sessions")
+    seed_files: bool = Field(True, description="header.meta.files: the user's and the project's instruction files")
+    seed_memories: bool = Field(False, description="header.meta.files also holds memories of an earlier use of the agent")
     subtask_share: float = Field(0.0, ge=0, le=1, description="share of user turns that are an exploratory span")
     subtask_calls: LogNormal = Field(LogNormal(median=10, p90=22, lo=3, hi=60),
                                      description="calls in an exploratory span")
@@ -116,11 +155,33 @@ class SynthConfig(BaseModel):
     @field_validator("facts")
     @classmethod
     def _facts(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = sorted(set(v) - set(FACT_CATEGORIES) | ({"goal"} & set(v)))
+        bad = sorted(set(v) - set(RATE_CATEGORIES))
         if bad:
-            raise ValueError(f"facts: unknown or non-rate categories {bad}; rates are for "
-                             f"{', '.join(c for c in FACT_CATEGORIES if c != 'goal')}")
+            raise ValueError(f"facts: unknown or non-rate categories {bad}; rates are for {', '.join(RATE_CATEGORIES)} "
+                             "(goal: one per session; error and decision: one per bug)")
+        if any(x < 0 for x in v.values()):
+            raise ValueError("facts: rates must be >= 0")
         return v
+
+    @field_validator("probe_mix")
+    @classmethod
+    def _mix(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = sorted(set(v) - (set(FACT_CATEGORIES) - {"goal"}))
+        if bad or any(x < 0 for x in v.values()) or sum(v.values()) <= 0:
+            raise ValueError(f"probe_mix: weights >= 0 with a positive sum, for categories other than goal; got {v}")
+        return v
+
+    @field_validator("attempt_weights")
+    @classmethod
+    def _attempts(cls, v: tuple[float, float, float]) -> tuple[float, float, float]:
+        if any(x < 0 for x in v) or sum(v) <= 0:
+            raise ValueError("attempt_weights: three weights >= 0 with a positive sum")
+        return v
+
+    @property
+    def attempt_weights_p(self) -> list[float]:
+        w = list(self.attempt_weights)
+        return [x / sum(w) for x in w] if sum(w) > 0 else [1.0, 0.0, 0.0]
 
 
 # --- loading --------------------------------------------------------------------------------------

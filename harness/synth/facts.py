@@ -1,79 +1,98 @@
-"""Fact texts: one checkable sentence per fact, unique in the whole trace.
+"""Which real things of a session's content become facts, and how a fact is recognised again.
 
-A fact is planted where an agent would meet it: the goal, constraints, preferences and feedback in
-user messages; decisions in the assistant's own text; errors in failing test logs; file details as
-a line of a file the agent reads. Each text carries a serial-derived code (a ticket number, a
-constant's value) so no two facts and no generated filler can share it, and holds no quote,
-backslash or newline, so it stays verbatim in JSON transcripts and spill files too.
+A fact is a line of text a later call needs, taken from where the agent meets it: a line of a file
+it reads (a signature, a constant, a config value, the changed line a bug is in), the first
+assertion line of a failing test run, the user's goal, constraint, preference or feedback, the
+agent's own root-cause statement. Facts must be checkable strings: a file line is a fact only when
+it is distinctive (at least :data:`MIN_FACT_CHARS` characters, once in the whole corpus), so finding
+it in a request means the request holds that line; every fact text is unique in the trace.
 """
 
 from __future__ import annotations
 
-from harness.synth.content import DIRS, EXC, NOUNS, VERBS, Draw
+import re
+from collections import Counter
 
-PROJECTS = ("LED", "ORB", "KAP", "NIM", "TESS", "VEGA", "RUNE", "HALO")
-STRUCTS = ("an LRU map", "a ring buffer", "a sorted list", "a bloom filter", "a SQLite table", "a trie")
-GOAL_OUTCOMES = ("nightly exports stop failing", "p95 latency drops below the SLO", "the flaky CI job goes green",
-                 "tenants can be migrated without downtime", "the memory leak under load disappears",
-                 "partial uploads can be resumed")
-UNITS = ("MS", "BYTES", "LIMIT", "RETRIES", "TTL_S", "SLOTS", "BATCH")
+from harness.synth.corpus import Corpus, SourceFile
+
+MIN_FACT_CHARS = 20     # shorter lines ("return rv") recur everywhere: not checkable (assumed)
+_CONST = re.compile(r"^[A-Z][A-Z0-9_]+\s*(:[^=]+)?=\s*\S")
+_CONFIG = re.compile(r"^[\w.\-]+\s*=\s*\S")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 
 
-class FactMaker:
-    """Makes unique fact texts; ``serial`` numbers them in the order they are planted."""
+_COUNTS: dict[int, Counter] = {}
 
-    def __init__(self, d: Draw) -> None:
-        self.d = d
-        self.serial = 0
-        self.seen: set[str] = set()
 
-    def _code(self) -> int:
-        self.serial += 1
-        # strictly increasing and six digits wide (up to 24,000 facts): unique, and never a prefix of another
-        return 100_000 + self.serial * 37 + self.d.int(37)
+def _line_counts(corpus: Corpus) -> Counter:
+    c = _COUNTS.get(id(corpus))
+    if c is None:
+        c = _COUNTS[id(corpus)] = Counter(ln.strip() for f in corpus.files.values() for ln in f.lines)
+    return c
 
-    def _unique(self, make) -> str:
-        for _ in range(100):
-            text = make(self._code())
-            if text not in self.seen:
-                self.seen.add(text)
-                return text
-        raise RuntimeError("could not make a unique fact text")  # pragma: no cover - serial codes are unique
 
-    def goal(self) -> str:
-        d = self.d
-        return self._unique(lambda n: f"Goal: make `{d.pick(VERBS)}_{d.pick(NOUNS)}()` in {d.pick(DIRS)}/"
-                            f"{d.pick(NOUNS)}_{d.pick(NOUNS)}.py robust so that {d.pick(GOAL_OUTCOMES)} "
-                            f"(ticket {d.pick(PROJECTS)}-{n}).")
+def distinctive(corpus: Corpus, line: str) -> bool:
+    s = line.strip()
+    return len(s) >= MIN_FACT_CHARS and _line_counts(corpus)[s] == 1
 
-    def constraint(self) -> str:
-        d = self.d
-        return self._unique(lambda n: f"Constraint: `{d.pick(VERBS)}_{d.pick(NOUNS)}()` must keep its signature "
-                            f"and stay under {n} ms at p95.")
 
-    def decision(self) -> str:
-        d = self.d
-        return self._unique(lambda n: f"Decision: keep {d.pick(NOUNS)} {d.pick(NOUNS)}s in {d.pick(STRUCTS)} "
-                            f"keyed by {d.pick(NOUNS)}_id, capped at {n} entries.")
+def def_line(f: SourceFile, first: int, last: int) -> int | None:
+    """The ``def``/``class`` line of a block whose span (decorators included) is ``first..last``."""
+    for ln in range(first, min(last, first + 12) + 1):
+        s = f.lines[ln - 1].lstrip()
+        if s.startswith(("def ", "async def ", "class ")):
+            return ln
+    return None
 
-    def error(self) -> str:
-        d = self.d
-        return self._unique(lambda n: f"{d.pick(EXC)}: {d.pick(NOUNS)} {d.hexs(6)} rejected by "
-                            f"{d.pick(VERBS)}_{d.pick(NOUNS)}() with code E{n}")
 
-    def file(self) -> str:
-        d = self.d
-        return self._unique(lambda n: f"{d.pick(NOUNS).upper()}_{d.pick(NOUNS).upper()}_{d.pick(UNITS)} = {n}")
+def signature(f: SourceFile, line: int) -> str:
+    """The ``def`` at ``line`` as one line: its lines up to the closing ``:``, whitespace collapsed."""
+    parts = []
+    for ln in range(line, min(len(f.lines), line + 12) + 1):
+        parts.append(f.lines[ln - 1].strip())
+        if parts[-1].endswith(":"):
+            break
+    return " ".join(parts).replace("( ", "(").replace(" )", ")").replace(",)", ")")
 
-    def preference(self) -> str:
-        d = self.d
-        return self._unique(lambda n: f"Preference: name new {d.pick(NOUNS)} helpers with the prefix "
-                            f"`{d.pick(NOUNS)}{n}_` and keep each under {20 + d.int(60)} lines.")
 
-    def feedback(self) -> str:
-        d = self.d
-        return self._unique(lambda n: f"Feedback: you changed `{d.pick(VERBS)}_{d.pick(NOUNS)}()` without running "
-                            f"tests/test_{d.pick(NOUNS)}.py; always run it before a commit (note {n}).")
+def kind_of_line(path: str, line: str) -> str:
+    """What a file line is, for the fact's description: signature, constant, config or code."""
+    s = line.strip()
+    if s.startswith(("def ", "async def ", "class ")):
+        return "signature"
+    if path.endswith((".toml", ".ini", ".cfg", ".txt")) and _CONFIG.match(s):
+        return "config"
+    if _CONST.match(s):
+        return "constant"
+    return "code"
 
-    def make(self, category: str) -> str:
-        return getattr(self, category)()
+
+def file_fact_lines(corpus: Corpus, path: str, lines, first: int, last: int) -> list[int]:
+    """Lines of ``first..last`` worth a fact: distinctive signatures, constants and config values
+    first, then other distinctive code lines."""
+    good, other = [], []
+    for ln in range(first, last + 1):
+        text = lines[ln - 1]
+        if not distinctive(corpus, text):
+            continue
+        (good if kind_of_line(path, text) != "code" else other).append(ln)
+    return good + other
+
+
+def error_line(output: str, taken: set[str]) -> str | None:
+    """The fact a failing run shows: its first distinctive assertion line (``E   ...``), else the
+    first ``FAILED`` summary line, not already a fact."""
+    cands = [ln.strip() for ln in output.split("\n") if ln.startswith("E ") and len(ln.strip()) >= MIN_FACT_CHARS + 5]
+    cands += [ln.strip() for ln in output.split("\n") if ln.startswith("FAILED ")]
+    return next((c for c in cands if c not in taken), None)
+
+
+_COMMON = frozenset("self None True False return value values import from lambda class async await isinstance "
+                    "super assert raise yield while print".split())
+
+
+def identifier_of(line: str) -> str | None:
+    """The longest identifier in a line that is not a keyword or a common name (a grep pattern that
+    finds the line again without finding half the project)."""
+    ids = [i for i in _IDENT.findall(line) if i not in _COMMON]
+    return max(ids, key=len) if ids else None

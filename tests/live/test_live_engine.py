@@ -27,7 +27,14 @@ PARAMS = {"restore_skip_in_tail": True, "memory": False}
 
 @pytest.fixture(scope="module")
 def short_trace():
-    return generate(load_preset("short"), 0)  # 30 calls: on a 60k window NovaCode compacts
+    # 60 calls of the short preset (about 40k tokens of real content): on a 60k window NovaCode compacts
+    return generate(load_preset("short", ["calls=60"]), 0)
+
+
+def fact_keeping_responder(trace):
+    """The loopback summariser keeping the lines of the trace's goal, constraints and decisions."""
+    keep = tuple(dict.fromkeys(f.text[:30] for f in trace.facts().values() if f.category in ("goal", "constraint", "decision")))
+    return keeping_responder(keep, path_pattern=RUN_PATH)
 
 
 def live(server, store=None):
@@ -42,7 +49,7 @@ def summary_rows(result):
 def test_compaction_through_the_live_summariser_end_to_end(loopback, short_trace):
     """N-COMP-9/10 through the real SDK: NovaCode's own prompt is what the server receives, the
     server's text becomes the summary message, and the engine bills the usage the API reported."""
-    loopback.responder = keeping_responder(path_pattern=RUN_PATH)
+    loopback.responder = fact_keeping_responder(short_trace)
     seen = []
     cfg = RunConfig(window=WINDOW, backend=live(loopback), observer=lambda req, info: seen.append(req))
     r = replay(short_trace, "novacode", PARAMS, cfg)
@@ -99,7 +106,7 @@ def test_replay_reproduces_the_live_run_exactly(loopback, short_trace, tmp_path)
     """Record a live run (default temporary session dirs), stop the server, replay from the store:
     identical metrics and per-call table. The summary cites the transcript path of its own run."""
     store = tmp_path / "store.jsonl"
-    loopback.responder = keeping_responder(path_pattern=RUN_PATH)
+    loopback.responder = fact_keeping_responder(short_trace)
     loopback.script("messages", Reply.message("## Summary\nnothing kept"))  # first summary keeps nothing
     first = replay(short_trace, "novacode", PARAMS, RunConfig(window=WINDOW, backend=live(loopback, store)))
     loopback.close()

