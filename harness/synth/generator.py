@@ -187,6 +187,7 @@ class _Gen:
         self.area: list[str] = []
         self.prepared: list[_Fact] = []
         self.prepared_for = -1
+        self.goal_due = float(self.rng.random())
         self.show: list[_Fact] = []
         self.by_path: dict[str, list[Mutation]] = {}
         for m in self.c.mutations:
@@ -367,13 +368,14 @@ class _Gen:
             # one, past the part a spill placeholder previews (N-SPILL-1)
             if self.rng.random() < self.cfg.huge_file_fact_share:
                 self.file_due += 1
-            if self.file_due and self.rng.random() < self.cfg.file_facts_in_huge:
-                self._plant_lines(act, path, first, last, min_offset=HUGE_FACT_OFFSET)
-                return act
+            here = self.rng.random() < self.cfg.file_facts_in_huge   # else a due file fact waits for another read
+            self._plant_lines(act, path, first, last, min_offset=HUGE_FACT_OFFSET, take_due=here)
+            return act
         self._plant_lines(act, path, first, last)
         return act
 
-    def _plant_lines(self, act: _Act, path: str, first: int, last: int, min_offset: int = 0) -> None:
+    def _plant_lines(self, act: _Act, path: str, first: int, last: int, min_offset: int = 0,
+                     take_due: bool = True) -> None:
         """File facts the result shows: the task's changed line when it is first seen, and a due
         file fact (``self.file_due``) among the distinctive lines shown."""
         task, ws = self.task, self.ws
@@ -385,9 +387,10 @@ class _Gen:
             text = lines[ln - 1].strip()
             if not F.distinctive(self.c, text) and act.kind == "read":
                 text = f"{ln:>6}{ARROW}{lines[ln - 1]}"    # the numbered line: distinctive in a Read
-            if F.distinctive(self.c, text) or act.kind == "read":
+            if (F.distinctive(self.c, text) or act.kind == "read") and \
+                    (not min_offset or ws.read_size(path, first, ln) >= min_offset):
                 act.plant.append(("file", text, {"path": path, "line": ln}))
-        if self.file_due > 0:
+        if self.file_due > 0 and take_due:
             cands = [ln for ln in F.file_fact_lines(self.c, path, lines, first, last if min_offset else min(last, first + 600))
                      if lines[ln - 1].strip() not in self.texts]
             if min_offset:
@@ -410,6 +413,7 @@ class _Gen:
                 self.show.remove(f)
                 return self._read(f.path, f.line, target)
         task = self.task
+        huge = huge or target > SPILL_CHARS   # the fitted size's tail: a large file read in full
         if huge:   # a file that can give a result this large
             big = [p for p in HUGE_FILES if self.ws.read_size(p, 1, min(self.ws.n_lines(p), READ_MAX_LINES)) >= target * 0.8]
             path = (big or ["src/click/core.py"])[self.d.int(len(big) or 1)]
@@ -572,7 +576,7 @@ class _Gen:
         for k in (10, 30, 80, 200):
             a = max(1, line - k // 2)
             options.append((len(ws.cat(focus, a, a + k)), ("sed", focus, a, min(n, a + k))))
-        for p in {focus, *self.area}:
+        for p in sorted({focus, *self.area}):
             options.append((len(ws.text(p)), ("cat", [p])))
         options.append((len(ws.wc_l(ws.scope("src/click", "*.py"))), ("wc", "src/click")))
         options.append((len(ws.ls("src/click")), ("ls", "src/click")))
@@ -624,6 +628,7 @@ class _Gen:
         task = self._new_task()
         if task is None:
             return None
+        self.pulled = True
         return _Act("bash", {"command": "git pull --ff-only", "description": "Take the next upstream commit"},
                     Output(self.ws.last_pull), tags={"pull"})
 
@@ -845,7 +850,9 @@ class _Gen:
         here = [f for f in self.facts if f.session == self.session and f.category != "goal"]
         earlier = [f for f in self.facts if f.session < self.session and f.category in cfg.cross_session_categories]
         needs: list[_Fact] = []
-        if self.goal is not None and self.rng.random() < cfg.probe_goal_share:
+        self.goal_due += cfg.probe_goal_share   # exactly that share of the probes (a random phase), not a coin flip each
+        if self.goal is not None and self.goal_due >= 1.0:
+            self.goal_due -= 1.0
             needs.append(self.goal)
         k = int(self.rng.integers(1, cfg.probe_max_needs + 1)) - len(needs)
         cutoff = cfg.probe_age_unseen.hi or math.inf
@@ -1054,29 +1061,35 @@ class _Gen:
             self._user(first)
             first = False
             turn = max(1, min(int(round(cfg.calls_per_turn.sample(self.rng))), end - self.call))
+            span_id, span_end = None, -1
             explore = turn >= 3 and cfg.subtask_share > 0 and self.rng.random() < cfg.subtask_share
-            span_id = None
-            span = 0
-            if explore:
-                span = max(2, min(int(round(cfg.subtask_calls.sample(self.rng))), turn - 1))
-                span_id = f"st{sum(isinstance(e, tr.SubtaskStart) for e in self.events) + 1:04d}"
-                name = self.task.short_name if self.task else "main"
-                self.events.append(tr.SubtaskStart(t=self.t, id=span_id, description=f"Explore how {name}() is used "
-                                                   f"across src/click and tests", isolated=False))
             for k in range(turn):
-                in_span = span_id is not None and k < span
+                # an exploratory span opens a turn, or follows a pull that brought a new bug
+                if explore or (span_id is None and self.pulled and turn - k >= 3 and cfg.subtask_share > 0
+                               and self.rng.random() < cfg.subtask_share):
+                    span_id = f"st{sum(isinstance(e, tr.SubtaskStart) for e in self.events) + 1:04d}"
+                    span_end = k + max(2, min(int(round(cfg.subtask_calls.sample(self.rng))), turn - k - 1))
+                    name = self.task.short_name if self.task else "main"
+                    self.events.append(tr.SubtaskStart(t=self.t, id=span_id, description=f"Explore how {name}() is "
+                                                       f"used across src/click and tests", isolated=False))
+                explore = self.pulled = False
+                in_span = span_id is not None and k < span_end
                 final = k == turn - 1
                 self._since_user += 1
-                extra = self._conclusion() if span_id is not None and k == span else None
+                extra = self._conclusion() if span_id is not None and k == span_end else None
                 if final:
                     self._call([], [], True, False, extra)
-                    continue
-                kinds, huge = self._kinds(in_span)
-                self._call(kinds, huge, False, in_span, extra)
-                if span_id is not None and k == span - 1:
+                else:
+                    kinds, huge = self._kinds(in_span)
+                    self._call(kinds, huge, False, in_span, extra)
+                if span_id is not None and k == span_end - 1:
                     self.events.append(tr.SubtaskEnd(t=self.t, id=span_id, conclusion=self._summary()))
+                elif span_id is not None and k == span_end:
+                    span_id = None     # its conclusion is stated: another span may follow
+            # (a span always closes: span_end <= turn - 1, so its end is emitted before the final call)
 
     _since_user = 0
+    pulled = False
     file_due = 0
     burst_i = 0
 

