@@ -160,8 +160,13 @@ def test_numbers_do_not_depend_on_the_run_directory(tmp_path):
     processes take the first free ones), its numbers are the same."""
     from harness.synth import generate, load_preset
 
+    # Synthetic content is real code, ~2.7 characters per token (the word salad was ~4): one turn of
+    # parallel reads under N-SPILL-2's 200,000-character cap holds up to ~74k tokens, so at a 60k
+    # window this trace's call 24 (17.7k before, 61.6k after its results) leaves NovaCode's compaction
+    # request over the window and the session fails with no compaction done. At 120k it compacts 4
+    # times, spills 14 results and completes: both paths that name the run directory are exercised.
     t = generate(load_preset("spill-heavy", ["calls=60"]), 3)
-    a = replay(t, "novacode", None, RunConfig(window=60_000, session_dir=tmp_path / "run-000001"))
-    b = replay(t, "novacode", None, RunConfig(window=60_000, session_dir=tmp_path / "run-000042"))
-    assert a.metrics["compactions"]["succeeded"] > 0 and a.metrics["spills"] > 0
+    a = replay(t, "novacode", None, RunConfig(window=120_000, session_dir=tmp_path / "run-000001"))
+    b = replay(t, "novacode", None, RunConfig(window=120_000, session_dir=tmp_path / "run-000042"))
+    assert a.metrics["compactions"]["succeeded"] > 0 and a.metrics["spills"] > 0 and a.metrics["completed"]
     pd.testing.assert_frame_equal(a.calls, b.calls)

@@ -254,3 +254,18 @@ def test_the_same_bytes_whatever_the_hash_seed_of_the_process():
     hashes = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")}
     assert len(hashes) == 1
+
+
+def test_seeded_memories_are_what_novacode_parses_and_indexes(tmp_path):
+    from strategies.novacode import memory as nm
+
+    files = generate(load_preset("multi-session"), 0).header.meta["files"]
+    mems = {k: v for k, v in files.items() if "/memory/" in k and not k.endswith(nm.INDEX_FILE)}
+    assert {nm.parse_memory(v, tmp_path / k).type for k, v in mems.items()} == {"user", "project", "reference"}
+    for k, v in files.items():
+        (tmp_path / k).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / k).write_text(v)
+    for root in ("home", "project"):
+        d = tmp_path / root / nm.MEMORY_SUBDIR
+        seeded = (d / nm.INDEX_FILE).read_text()
+        assert nm.write_index(d, 0.0).read_text() == seeded   # the index NovaCode itself would write
