@@ -12,6 +12,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from harness import formatting as fmt
 from harness.cli.options import add_provider_args, run_config, warn_overrides
 
 
@@ -66,6 +67,7 @@ def seed_summary(groups: dict[tuple[int, str], list], cfg) -> tuple[list[dict], 
     by_trace: dict[int, dict[str, list]] = {}
     for (ti, name), runs in groups.items():
         row = un.mean_metrics([r.metrics for r in runs])
+        row.update(seed_outcome([r.metrics for r in runs]))
         row["seeds"] = [r.seed for r in runs]
         row["per_seed"] = [{"seed": r.seed, "cost_usd": r.metrics["cost_usd"], "completed": r.metrics.get("completed"),
                             "retention": r.metrics["retention"]["score"]} for r in runs]
@@ -79,8 +81,30 @@ def seed_summary(groups: dict[tuple[int, str], list], cfg) -> tuple[list[dict], 
         blocks = un.blocks_by_config([r for runs in per.values() for r in runs], weights=weights)
         if len(blocks) >= 2:
             trace = next(iter(per.values()))[0].trace
-            noise += ["", f"{Path(str(trace)).name}:", *un.noise_lines(blocks)]
+            failed = {n: seed_outcome([r.metrics for r in runs]) for n, runs in per.items()}
+            last = {n for n, o in failed.items() if not o["completed"]}
+            noise += ["", f"{Path(str(trace)).name}:",
+                      *(mark_failed(line, failed) for line in un.noise_lines(blocks, last))]
     return rows, noise
+
+
+def seed_outcome(runs: list[dict]) -> dict:
+    """How the seeds of one configuration ended: ``completed`` only if every seed completed,
+    ``failed_at_call`` the earliest failure (an average of call indices, or the first seed's
+    ``None`` when a later seed failed, would name a call no run failed at), ``runs`` and
+    ``runs_failed``."""
+    bad = [m for m in runs if m.get("completed") is False]
+    at = [m["failed_at_call"] for m in bad if m.get("failed_at_call") is not None]
+    return {"completed": not bad, "failed_at_call": min(at) if at else None, "runs": len(runs), "runs_failed": len(bad)}
+
+
+def mark_failed(line: str, outcome: dict[str, dict]) -> str:
+    """A retention bullet ``- `name`: ...`` of a configuration that failed, marked as the report
+    marks it (its later probes score 0, which is part of that number)."""
+    for name, o in outcome.items():
+        if not o["completed"] and line.startswith(f"- `{name}`:"):
+            return line.replace(f"- `{name}`:", f"- `{name}` ({fmt.failed_at(o)}; probes after it score 0):", 1)
+    return line
 
 
 def _report_module():

@@ -41,6 +41,7 @@ OPTIONAL = [
     ("p50\ns", "latency_s.p50", "right", fmt.seconds),
 ]
 FAILED_NOTE = "(cost) = spend until the session failed, not comparable with the runs that completed"
+PARTLY_NOTE = "1/3 FAILED@k = 1 of 3 seeds failed, the earliest at call k"
 
 
 def _get(m: dict[str, Any], path: str) -> Any:
@@ -52,7 +53,11 @@ def _get(m: dict[str, Any], path: str) -> Any:
 def _cell(m: dict[str, Any], key: str, f) -> str:
     failed = m.get("completed") is False
     if key == "completed":
-        return f"FAILED@{fmt.count(m.get('failed_at_call'))}" if failed else "yes"
+        if not failed:
+            return "yes"
+        runs, bad = m.get("runs"), m.get("runs_failed")
+        some = f"{bad}/{runs} " if isinstance(runs, int) and isinstance(bad, int) and 0 < bad < runs else ""
+        return f"{some}FAILED@{fmt.count(m.get('failed_at_call'))}"  # 1/3 FAILED@678: one seed of three, at call 678
     if key == "cost_usd":
         v = fmt.money(m.get("cost_usd")).lstrip("$")
         return f"({v})" if failed else v
@@ -72,7 +77,9 @@ def ordered(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _table(rows: list[dict[str, Any]], cols, cells, title: str | None) -> Table:
     failed = any(m.get("completed") is False for m in rows)
-    t = Table(title=title, header_style="bold", caption=FAILED_NOTE if failed else None, caption_justify="left",
+    partly = any(cells["completed"][i][:1].isdigit() for i in range(len(rows)))
+    caption = (FAILED_NOTE + (f"; {PARTLY_NOTE}" if partly else "")) if failed else None
+    t = Table(title=title, header_style="bold", caption=caption, caption_justify="left",
               box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0))
     for head, _, justify, _ in cols:
         t.add_column(head, justify=justify, no_wrap=True)  # type: ignore[arg-type]

@@ -42,3 +42,25 @@ def test_failed_runs_last_never_ranked_by_cost():
 
 def test_a_wide_terminal_gets_the_token_columns():
     assert "14,545,001" not in _render(100) and "14,545,001" in _render(200)
+
+
+def test_a_configuration_that_failed_in_some_seeds_says_how_many_and_the_earliest_call():
+    from harness.cli.compare import mark_failed, seed_outcome
+
+    seeds = [{"completed": True, "failed_at_call": None}, {"completed": False, "failed_at_call": 700},
+             {"completed": False, "failed_at_call": 678}]
+    o = seed_outcome(seeds)  # a mean of the calls (689) or the first seed's None would name no failure
+    assert o == {"completed": False, "failed_at_call": 678, "runs": 3, "runs_failed": 2}
+    c = Console(width=100, record=True)
+    print_table([_m("gemini_cli", 30.0, **o), _m("codex", 32.2)], console=c)
+    text = c.export_text()
+    assert "2/3 FAILED@678" in text and "2 of 3 seeds failed, the earliest at call k" not in text
+    assert "1/3 FAILED@k = 1 of 3 seeds failed, the earliest at call k" in " ".join(text.split())
+    assert text.index("codex") < text.index("gemini_cli")
+    line = "- `gemini_cli`: 0.225 [0.178, 0.273]"
+    assert mark_failed(line, {"gemini_cli": o, "codex": seed_outcome([{"completed": True}])}) == (
+        "- `gemini_cli` (failed in 2 of 3 runs, first at call 678; probes after it score 0): 0.225 [0.178, 0.273]")
+    every = seed_outcome([{"completed": False, "failed_at_call": 142}] * 3)
+    assert mark_failed("- `append_only`: 0.120 [0.074, 0.166]", {"append_only": every}).startswith(
+        "- `append_only` (failed at call 142; probes after it score 0):")
+    assert mark_failed("- `codex`: 0.485 [0.457, 0.511]", {"append_only": every}) == "- `codex`: 0.485 [0.457, 0.511]"
