@@ -371,13 +371,16 @@ def section_sensitivity(ctx: Context) -> Section | None:
 def section_retention_noise(ctx: Context) -> Section | None:
     """Retention with its interval per configuration, what is within noise, what the seed alone
     reorders, and every retention constant with its source (harness/uncertainty.py, issue #16)."""
-    lines = uncertainty.report_section(ctx.runs, ctx.probes)
+    failed = {(int(r["window"]), r["config"]): fmt.failed_at(r).split(" (")[0]
+              for _, r in ctx.cfgs.iterrows() if not r["completed"]}
+    last: dict[int, set[str]] = {}
+    for w, config in failed:
+        last.setdefault(w, set()).add(config)
+    lines = uncertainty.report_section(ctx.runs, ctx.probes, last)
     if not lines:
         return None
     title = lines[0].removeprefix("## ").strip() if lines[0].startswith("## ") else "Retention"
     body, window = [], None
-    failed = {(int(r["window"]), r["config"]): fmt.failed_at(r).split(" (")[0]
-              for _, r in ctx.cfgs.iterrows() if not r["completed"]}
     for line in lines[1:] if lines[0].startswith("## ") else lines:
         if line.startswith("### Window "):
             window = int(line.removeprefix("### Window ").replace(",", ""))

@@ -22,7 +22,7 @@ resampling seed ``BOOT_SEED`` so a report is reproducible.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,13 +172,14 @@ def seed_flips(blocks: Mapping[str, Sequence[Block]]) -> list[tuple[str, str, li
     return out
 
 
-def noise_lines(blocks: Mapping[str, Sequence[Block]]) -> list[str]:
+def noise_lines(blocks: Mapping[str, Sequence[Block]], failed: Collection[str] = ()) -> list[str]:
     """Markdown bullets: the ranking on retention with intervals, each neighbour pair within noise or
-    not, and the pairs the seed alone reorders."""
+    not, and the pairs the seed alone reorders. Configurations named in ``failed`` come last (a
+    failed session is never listed first, issue #15), ranked among themselves."""
     if len(blocks) < 1:
         return []
     ci = {k: interval(v) for k, v in blocks.items()}
-    names = sorted(ci, key=lambda k: -ci[k][0])
+    names = sorted(ci, key=lambda k: (k in failed, -ci[k][0]))
     seeds = sorted({s for v in blocks.values() for b in v for s in b.seeds})
     lines = [f"Retention by configuration ({len(seeds)} seed{'s' if len(seeds) != 1 else ''}: "
              f"{', '.join(map(str, seeds))}; {METHOD}):", ""]
@@ -188,7 +189,7 @@ def noise_lines(blocks: Mapping[str, Sequence[Block]]) -> list[str]:
     lines.append("")
     for a, b in zip(names, names[1:]):
         d = difference(blocks[a], blocks[b])
-        verdict = "within noise of" if within_noise(d) else "above"
+        verdict = "within noise of" if within_noise(d) else "above" if d[0] > 0 else "below"  # below: a failed one next
         lines.append(f"- `{a}` is {verdict} `{b}`: difference {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]")
     flips = seed_flips(blocks)
     lines.append("")
@@ -274,11 +275,13 @@ def blocks_by_config(results: Sequence[Any], key=lambda r: r.strategy,
     return out
 
 
-def report_section(df: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> list[str]:
+def report_section(df: pd.DataFrame, probes: Mapping[str, pd.DataFrame],
+                   failed: Mapping[int, Collection[str]] | None = None) -> list[str]:
     """The report's retention section (Markdown lines): per window, each configuration's retention
     with its interval, which neighbours are within noise, which pairs the seed alone reorders; then
     the assumptions every retention figure here rests on. ``df``: one row per run (a sweep's results
-    or ``report.rows_from_results``); ``probes``: run key -> its per-probe scores."""
+    or ``report.rows_from_results``); ``probes``: run key -> its per-probe scores; ``failed``: window
+    -> the configurations that failed there (listed last)."""
     import json as _json
 
     from harness import analysis
@@ -312,7 +315,7 @@ def report_section(df: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> list
                 if per_trace:
                     blocks[name] = per_trace
             if blocks:
-                lines += [f"### Window {int(window):,}", "", *noise_lines(blocks), ""]
+                lines += [f"### Window {int(window):,}", "", *noise_lines(blocks, (failed or {}).get(int(window), ())), ""]
             else:
                 lines += [f"### Window {int(window):,}", "", "No probes in these traces: no retention to compare.", ""]
     lines += ["## Assumptions", "",

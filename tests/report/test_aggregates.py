@@ -32,3 +32,22 @@ def test_a_reading_names_every_failed_configuration():
     assert _failed_names(d) == ", ".join(f"s{i} (failed at call {10 * (i + 1)})" for i in range(7))
     many = pd.DataFrame({"config": [f"s{i}" for i in range(33)], "completed": [False] * 33, "failed_at_call": 5})
     assert _failed_names(many).endswith("s29 (failed at call 5) and 3 more")
+
+
+def test_a_failed_configuration_is_listed_last_in_the_retention_ranking_and_the_pair_reads_true():
+    """Three seeds × ten probes (weight 1). ``kept`` completes and scores 0.5 on every probe; ``lost``
+    failed late and scores 0.9 (its last probe unreached: 0): 0.9 × 9 / 10 = 0.81, above 0.5 unless a
+    resample draws the unreached probe 5 times of 10 (p ≈ 0.002). It is listed after ``kept`` and the
+    pair says ``below``, not ``above``."""
+    import numpy as np
+
+    from harness.uncertainty import Block, noise_lines
+
+    def block(row):
+        return [Block(np.array([row] * 3, dtype=float), np.ones(10), (0, 1, 2))]
+
+    blocks = {"lost": block([0.9] * 9 + [0.0]), "kept": block([0.5] * 10)}
+    assert [ln for ln in noise_lines(blocks) if ln.startswith("- `")][0].startswith("- `lost`: 0.810")
+    lines = [ln for ln in noise_lines(blocks, failed={"lost"}) if ln.startswith("- `")]
+    assert lines[0] == "- `kept`: 0.500 [0.500, 0.500]" and lines[1].startswith("- `lost`: 0.810")
+    assert lines[2].startswith("- `kept` is below `lost`: difference -0.310")
