@@ -5,7 +5,14 @@
 * a ``tool_use`` with no ``tool_result`` in the next user turn ("tool_use ids were found without
   tool_result blocks immediately after");
 * a request over the window ("prompt is too long: N tokens > W maximum");
-* more than 4 cache breakpoints ("A maximum of 4 blocks with cache_control may be provided").
+* more than 4 cache breakpoints ("A maximum of 4 blocks with cache_control may be provided");
+* content the API refuses (:func:`content_error`, used by the property kit): an empty or
+  whitespace-only text block ("text content blocks must be non-empty" / "must contain
+  non-whitespace text"), an empty thinking block ("each thinking block must contain thinking"), a
+  message with no content, and a user turn whose ``tool_result`` blocks do not come first ("In the
+  user message containing tool results, the tool_result blocks must come FIRST in the content
+  array. Any text must come AFTER all tool results": platform.claude.com/docs/en/agents-and-tools/
+  tool-use/handle-tool-calls, read 2026-11).
 
 Consecutive messages of one role are merged first, as the API does. The pairing check is a fold
 over the messages memoised in the history's store, so each message is checked once per run, not
@@ -71,6 +78,42 @@ def pairing_error(req: Request) -> str:
     if role == "user" and not expected <= answered:
         return f"tool_use ids were found without tool_result blocks immediately after: {', '.join(sorted(expected - answered))}"
     return ""
+
+
+# fold state: (role of the open turn, a block other than tool_result seen in the open user turn,
+#              index of the next message, first violation or "")
+_CONTENT_INIT = ("", "", 0, "")
+
+
+def _content_step(state, m: Message):
+    role, other, i, bad = state
+    if m.role != role:
+        role, other = m.role, ""
+    if not bad:
+        if not m.blocks:
+            bad = f"message {i} ({m.role}) has no content"
+        for b in m.blocks:
+            if bad:
+                break
+            if b.type == "text" and not b.text.strip():
+                bad = (f"message {i} ({m.role}) holds an empty text block" if not b.text else
+                       f"message {i} ({m.role}) holds a text block of whitespace only")
+            elif b.type == "thinking" and not b.text.strip():
+                bad = f"message {i} (assistant) holds an empty thinking block"
+            elif m.role == "user" and b.type == "tool_result" and other:
+                bad = f"tool_result for {b.id} is not first in the user turn (message {i}: it follows a {other} block)"
+            elif m.role == "user" and b.type != "tool_result" and not other:
+                other = b.type
+    return (role, other, i + 1, bad)
+
+
+def content_error(req: Request) -> str:
+    """The API's complaint about the content of ``req``'s messages, or ``""``: memoised per
+    message like the pairing fold, so each message is checked once per run."""
+    msgs = req.messages
+    if not len(msgs):
+        return ""
+    return msgs.fold_through(len(msgs) - 1, _content_step, _CONTENT_INIT, _content_step)[3]
 
 
 def validate(req: Request, window: int, input_tokens: int) -> list[Rejection]:

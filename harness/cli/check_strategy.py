@@ -1,6 +1,7 @@
 """ctxsim check-strategy MODULE:CLASS: the property suite (harness.testing) on any strategy, a
-user's own included; prints the minimal failing session hypothesis found and writes it as a trace
-file that replays the failure.
+user's own included; prints the violated rules one per line (with the request, the session's state
+and, for a crash, the file and line), writes the minimal failing session hypothesis found as a
+trace file, and prints the commands that replay it.
 
 Exit status: 0 every invariant held on every generated session; 1 an invariant failed (the
 failing trace is written); 2 bad input.
@@ -19,8 +20,9 @@ def register(sub) -> None:
         "megabytes, thinking, errors, sub-agents, restarts, crashes and resumes) and check its invariants "
         "after every step. On failure, print the minimal session hypothesis found and write it as a trace.")
     p.add_argument("strategy", help="MODULE:CLASS (e.g. mypkg.strategies:KeepRecent) or a registered name")
-    p.add_argument("--profile", choices=["ci", "deep"], default=None,
-                   help="ci: few short sessions, deterministic (default, or $HYPOTHESIS_PROFILE); deep: many long ones")
+    p.add_argument("--profile", choices=["default", "ci", "deep"], default=None,
+                   help="default: under a minute per strategy, deterministic; ci: its first few sessions; deep: "
+                   "many long random ones (default: $HYPOTHESIS_PROFILE if it names one, else default)")
     p.add_argument("-o", "--output", default=None, metavar="FAILING_TRACE.jsonl",
                    help="where to write the failing session (default: check-<name>-failure.jsonl)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -29,6 +31,8 @@ def register(sub) -> None:
     p.add_argument("--shrink-seconds", type=float, default=None, metavar="S",
                    help="time hypothesis may spend shrinking a failure (default: ci 30, deep 300)")
     p.add_argument("--no-crashes", action="store_true", help="no crashed sessions (unanswered calls, then a resume)")
+    p.add_argument("--no-twin", action="store_true",
+                   help="replay each session once (faster; skips the check that a second run sends the same requests)")
     p.add_argument("--replay", default=None, metavar="TRACE",
                    help="instead of generating: check the strategy on this trace (a failure this command wrote "
                    "replays with the same window, parameters and injected failures)")
@@ -70,14 +74,20 @@ def run(args) -> int:
     print(f"  invariants: {', '.join(held)}")
     if params:
         print(f"  parameters: {', '.join(f'{k}={v}' for k, v in params.items())}")
+    import time
+
+    from harness.testing import selected_settings
     from harness.testing.machine import find_failure
 
     if args.shrink_seconds is not None and args.shrink_seconds < 0:
         raise BadInput("--shrink-seconds must be >= 0")
+    t0 = time.perf_counter()
     failure = find_failure(cls, params, window=window, crashes=not args.no_crashes, profile=profile,
-                           shrink_seconds=args.shrink_seconds)
+                           shrink_seconds=args.shrink_seconds, twin=not args.no_twin)
+    took = time.perf_counter() - t0
     if failure is None:
-        print("ok: every invariant held on every generated session")
+        n = selected_settings(profile).max_examples
+        print(f"ok: every invariant held on {n} generated sessions ({took:.0f} s)")
         return 0
     return _report(cls, args, failure)
 
@@ -96,16 +106,19 @@ def _report(cls, args, failure) -> int:
     print(f"  ctxsim check-strategy {shlex.quote(args.strategy)} --replay {shlex.quote(str(out))}")
     from strategies import registry
 
-    if cls.name in registry.names() and registry.get(cls.name) is cls:
-        sets = " ".join(f"--set {shlex.quote(f'{k}={v}')}" for k, v in s.get("params", {}).items())
-        print(f"  ctxsim run {shlex.quote(str(out))} --strategy {cls.name} --window {s['window']} {sets}".rstrip())
+    registered = bool(cls.name) and cls.name in registry.names() and registry.get(cls.name) is cls
+    name = cls.name if registered else f"{cls.__module__}:{cls.__qualname__}"
+    sets = " ".join(f"--set {shlex.quote(f'{k}={v}')}" for k, v in s.get("params", {}).items())
+    print(f"  ctxsim run {shlex.quote(str(out))} --strategy {shlex.quote(name)} --window {s['window']} {sets}".rstrip())
     return 1
 
 
 def _replay(cls, args) -> int:
     from harness import trace as tr
     from harness.engine import RunConfig
-    from harness.testing.invariants import Checker, promises
+    from harness.testing.determinism import Canon, request_difference
+    from harness.testing.inputs import InputGuard
+    from harness.testing.invariants import Checker, Violation, promises
     from harness.testing.machine import CHECK_MODEL, CHECK_WINDOW
     from harness.testing.recording import Stepper
     from strategies import registry
@@ -118,16 +131,50 @@ def _replay(cls, args) -> int:
     registry.make_config(cls, params)
     fail_calls = {k: tuple(v) for k, v in (meta.get("fail_calls") or {}).items()}
     cfg = RunConfig(model=meta.get("model") or CHECK_MODEL, window=window, seed=0, fail_calls=fail_calls)
+    held = promises(cls)
+    guard = InputGuard(trace.header)
+    guard.add(trace.events)
     stepper = Stepper(trace.header, cls, params, cfg)
-    checker = Checker(promises(cls), stepper.recording.originals, stepper.session_dir)
+    other = Stepper(trace.header, cls, params, cfg, twin_of=stepper) if not args.no_twin else None
+    checker = Checker.for_recording(held, stepper.recording)
     try:
-        stepper.feed(list(trace.events))
-        stepper.flush()
+        try:
+            stepper.feed(list(trace.events))
+            stepper.flush()
+        except Exception as e:  # the strategy raised on this session: report it as the kit does
+            from harness.testing.machine import crash_site
+
+            found = checker.feed(stepper.recording.entries)
+            reqs = stepper.recording.requests
+            at = crash_site(e)
+            found.append(Violation("crash", reqs[-1].call if reqs else -1, "", f"{type(e).__name__}: {e}"
+                                   + (f" at {at}" if at else ""), checker.where()))
+            if other is not None:
+                other.close()
+                other = None
+            return _print_replay(args, window, stepper, meta, found)
         found = checker.feed(stepper.recording.entries)
+        found += [Violation("inputs", -1, "", d) for d in guard.changes()]
+        if other is not None:
+            other.feed(list(trace.events))
+            other.flush()
+            a, b = stepper.recording.requests, other.recording.requests
+            ca, cb = Canon(), Canon(str(other.session_dir), str(stepper.session_dir))
+            diff = next(((x, d) for x, y in zip(a, b) if (d := request_difference(x.request, y.request, ca, cb))), None)
+            if diff is not None:
+                found.append(Violation("deterministic", diff[0].call, diff[0].kind,
+                                       f"the same session replayed again sent another request: {diff[1]}"))
+            elif len(a) != len(b):
+                found.append(Violation("deterministic", -1, "", f"a second replay sent {len(b)} requests, the first {len(a)}"))
     finally:
         stepper.close()
-    print(f"replayed {args.replay} through {cls.name or cls.__name__} (window {window:,}, "
-          f"{len(stepper.recording.requests)} requests)")
+        if other is not None:
+            other.close()
+    return _print_replay(args, window, stepper, meta, found, cls)
+
+
+def _print_replay(args, window, stepper, meta, found, cls=None) -> int:
+    print(f"replayed {args.replay} (window {window:,}, {len(stepper.recording.requests)} requests)")
     if meta.get("violations"):
         print("recorded violations:\n" + "\n".join(f"  {v}" for v in meta["violations"]))
     if not found:

@@ -12,10 +12,12 @@ boundaries, a pairing-valid first request after a resume. This package checks th
 * :mod:`harness.testing.machine` — a hypothesis state machine that drives any strategy and checks
   after every step; :func:`find_failure` returns the minimal failing session.
 
-Settings profiles: ``ci`` (bounded, deterministic; ``make test``) and ``deep`` (``make test-deep``),
-chosen by the ``HYPOTHESIS_PROFILE`` environment variable (:func:`selected_settings`); the kit's
-runs always use its own :data:`KIT_SETTINGS` and :data:`LIMITS`, whatever profile a test suite
-loaded for its other tests. See docs/writing-a-strategy.md.
+Settings profiles: ``default`` (what ``ctxsim check-strategy`` runs: under a minute per strategy,
+derandomized), ``ci`` (the same sessions, fewer of them: ``make test`` runs it on every registered
+strategy) and ``deep`` (``make test-deep``, ``--profile deep``), chosen by the ``HYPOTHESIS_PROFILE``
+environment variable when it names one of them (:func:`selected_settings`); the kit's runs always
+use its own :data:`KIT_SETTINGS` and :data:`LIMITS`, whatever profile a test suite loaded for its
+other tests. See docs/writing-a-strategy.md.
 """
 
 from __future__ import annotations
@@ -29,16 +31,19 @@ PROFILE_ENV = "HYPOTHESIS_PROFILE"
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
             HealthCheck.large_base_example]
 
-# ci: derandomized (same examples on every run and machine: a flaky test is a bug), no example
-# database, bounded so the registry-wide run stays within the suite's time budget.
+# default and ci: derandomized (same examples on every run and machine: a flaky test is a bug), no
+# example database. default is sized to stay under a minute per strategy on a 2-core machine; ci
+# runs the first of the same sessions, so that the registry-wide run stays within the suite's budget.
+_FIXED = dict(derandomize=True, database=None, deadline=None, suppress_health_check=_SLOW_OK,
+              report_multiple_bugs=False, print_blob=False)
 KIT_SETTINGS = {
-    "ci": settings(max_examples=6, stateful_step_count=30, derandomize=True, database=None, deadline=None,
-                   suppress_health_check=_SLOW_OK, report_multiple_bugs=False, print_blob=False),
+    "default": settings(max_examples=16, stateful_step_count=50, **_FIXED),
+    "ci": settings(max_examples=3, stateful_step_count=40, **_FIXED),
     # deep: ten times the sessions, twice as long, results up to megabytes, random (a new search on
     # every run; hypothesis' example database replays past failures first). About an hour for the
     # whole registry on two cores.
-    "deep": settings(max_examples=60, stateful_step_count=60, deadline=None, suppress_health_check=_SLOW_OK,
-                     report_multiple_bugs=False),
+    "deep": settings(max_examples=100, stateful_step_count=100, deadline=None, suppress_health_check=_SLOW_OK,
+                     report_multiple_bugs=False, print_blob=False),
 }
 # Registered for users who load them by name, unless a test suite registered its own first (this
 # project's tests/conftest.py does, for its whole suite: the kit's runs use KIT_SETTINGS anyway).
@@ -48,23 +53,24 @@ for _name, _s in KIT_SETTINGS.items():
     except InvalidArgument:
         settings.register_profile(_name, _s)
 
-PROFILES = ("ci", "deep")
+PROFILES = ("default", "ci", "deep")
 # Per profile: the largest tool result the state machine generates (megabytes in deep; in ci the
 # true token count of a kept result, a real BPE pass, would dominate the suite's time budget) and
 # the time hypothesis may spend shrinking a failure (each attempt replays a session).
-LIMITS = {"ci": {"max_result_size": 150_000, "shrink_seconds": 30.0},
+LIMITS = {"default": {"max_result_size": 150_000, "shrink_seconds": 30.0},
+          "ci": {"max_result_size": 150_000, "shrink_seconds": 30.0},
           "deep": {"max_result_size": 2_000_000, "shrink_seconds": 300.0}}
 
 
 def selected_profile(profile: str | None = None) -> str:
     if profile is not None and profile not in PROFILES:
         raise ValueError(f"unknown property-kit profile {profile!r}; valid: {', '.join(PROFILES)}")
-    name = profile or os.environ.get(PROFILE_ENV, "ci")
-    return name if name in PROFILES else "ci"
+    name = profile or os.environ.get(PROFILE_ENV, "default")
+    return name if name in PROFILES else "default"
 
 
 def selected_settings(profile: str | None = None) -> settings:
-    """The settings of ``profile``, else of ``$HYPOTHESIS_PROFILE`` if it names one of ours, else ci."""
+    """The settings of ``profile``, else of ``$HYPOTHESIS_PROFILE`` if it names one of ours, else default."""
     return KIT_SETTINGS[selected_profile(profile)]
 
 

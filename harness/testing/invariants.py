@@ -2,6 +2,11 @@
 
 Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reason:
 
+``api``            every request (main and side calls) is one the Messages API accepts: at most 4
+                   cache breakpoints, each on a block that exists; no empty text or thinking block,
+                   no empty message; a user turn's ``tool_result`` blocks come first; the first
+                   message is the user's; with thinking, the open tool loop keeps its thinking
+                   block (:mod:`harness.testing.api_rules`, sources there).
 ``pairing``        every request is pairing-valid: a split tool_use/tool_result pair is a 400, and
                    every later request of the session is a 400 too until the history is repaired.
 ``window``         no main-line request exceeds the window, for a strategy that claims to manage
@@ -11,22 +16,43 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    as too long is no excuse, that is the strategy's own doing).
 ``stable_prefix``  the bytes before each cache breakpoint of a request are unchanged in the next
                    request of the same conversation, unless the strategy declared a rewrite at that
-                   call (``Request.rewrite``): an undeclared change silently multiplies the bill.
+                   call (``Request.rewrite``): an undeclared change silently multiplies the bill. The
+                   tools array is compared by value (an in-place edit keeps a memoised digest).
+``false_rewrite``  a declared rewrite rewrote something: requests that only append to the
+                   previous one of their conversation and declare a rewrite disable the
+                   stable-prefix check and count compactions that did not happen. Judged on the
+                   second such request in a row (a compaction that dropped only what had not been
+                   sent yet leaves the last request a prefix of the next: once is no defect); a
+                   request identical to the previous one and the first request of a launch (a
+                   resumed history may differ in what was not persisted) are not judged.
+``is_error``       a tool result is sent with the ``is_error`` flag the tool returned it with.
+``estimate``       a strategy that gives an estimate of its request (``Request.estimated_tokens``)
+                   keeps it near the truth: within a factor of :data:`ESTIMATE_FACTOR` of the true
+                   count, on requests of at least :data:`ESTIMATE_MIN_SHARE` of the window.
 ``path_back``      nothing leaves the window without a summary or a path back (NovaCode's principle,
                    spec/novacode.md): a tool result replaced on its way in names a file that holds
-                   it whole (N-SPILL-1, N-SPILL-5); a message dropped from the window is covered by a
-                   summary made at that rewrite, or by a file named in the request that holds it.
+                   it whole (N-SPILL-1, N-SPILL-5), and that file keeps holding it for as long as the
+                   placeholder is in the window; a message of the session dropped from the window
+                   was in the input of a summary whose text the request holds, or a file named in
+                   the request holds it. Text the strategy adds per request (a reminder, a date)
+                   never entered the session and is not held to it; a placeholder re-rendered with
+                   its file still holding the result is no loss.
 ``no_respill``     a spill is never spilled again (N-SPILL-3): the result of a call that reads back
-                   a spilled file enters the window as it is.
+                   a spilled file (by its absolute path or a relative one) enters the window as it is.
 ``boundary_pairs`` a compaction boundary never splits a pair: after a declared rewrite, every
                    tool_use in the request has its tool_result in it and vice versa (N-COMP-7).
 ``resume_pairing`` a resumed transcript sends a pairing-valid first request (N-TRANS-5): the
                    calls a crash left unanswered are completed before the next request.
 
+Two more are checked by the state machine (:mod:`harness.testing.machine`), which replays each
+session twice: ``inputs`` (the strategy never changes the trace's dicts or the shared tool schemas
+in place, :mod:`harness.testing.inputs`) and ``deterministic`` (the second run sends the same
+requests byte for byte, :mod:`harness.testing.determinism`); a strategy raising is ``crash``.
+
 Use :func:`check` on a :class:`~harness.testing.recording.Recording` (from ``record`` or a
 ``Stepper``), or :class:`Checker` to check entries as they come. Each check is also a function of
-one or two requests (:func:`pairing_violation`, :func:`prefix_change`, :func:`split_pairs`) usable on
-hand-built requests.
+one or two requests (:func:`pairing_violation`, :func:`prefix_change`, :func:`split_pairs`,
+:func:`harness.testing.api_rules.api_errors`) usable on hand-built requests.
 """
 
 from __future__ import annotations
@@ -39,10 +65,22 @@ from pathlib import Path
 
 from harness import protocol
 from harness.conversation import Block, Breakpoint, Message, Request
+from harness.llm import SUMMARY
+from harness.testing.api_rules import api_errors
 from harness.testing.recording import Mark, Recording, Sent
 
-INVARIANTS = ("pairing", "window", "stable_prefix", "path_back", "no_respill", "boundary_pairs",
-              "resume_pairing")
+INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
+              "no_respill", "boundary_pairs", "resume_pairing", "inputs", "deterministic")
+# every strategy is held to these; window and path_back are promises (promises())
+ALWAYS = frozenset(INVARIANTS) - {"window", "path_back"}
+
+# An estimate is a strategy's own measure of its request; the engine measures its error. Real
+# agents' character rules (3.5-4 characters per token, plus a usage anchor) run within about 20% of
+# the truth on the kit's sessions, and NovaCode's runs 18% low at worst on crash-and-resume chains
+# (issue #17); a factor of 1.6 either way leaves room for any reasonable rule of thumb and catches
+# an estimate in the wrong unit or one that counts the history twice. # assumed
+ESTIMATE_FACTOR = 1.6
+ESTIMATE_MIN_SHARE = 0.25  # judged on requests of at least this share of the window (small ones are mostly framing) # assumed
 
 
 @dataclass(frozen=True)
@@ -51,9 +89,12 @@ class Violation:
     call: int      # row of RunResult.calls (the engine's call index)
     kind: str      # kind of the request (main, readback, subagent, summary...)
     detail: str
+    where: str = ""  # the session's state: launch, resumes, compactions so far
 
     def __str__(self) -> str:
-        return f"[{self.invariant}] call {self.call} ({self.kind}): {self.detail}"
+        at = f"request {self.call}" if self.call >= 0 else "the run"
+        ctx = "; ".join(x for x in (self.kind, self.where) if x)
+        return f"[{self.invariant}] {at}{f' ({ctx})' if ctx else ''}: {self.detail}"
 
 
 class InvariantViolation(AssertionError):
@@ -65,10 +106,10 @@ class InvariantViolation(AssertionError):
 
 
 def promises(cls) -> frozenset[str]:
-    """The invariants a strategy class is held to. Every strategy keeps pairing, stable prefixes,
-    pair-safe boundaries, pairing on resume and never re-spills; ``window`` holds a strategy that
-    sets ``manages_window``; ``path_back`` one that sets ``keeps_path_back`` (NovaCode does)."""
-    out = {"pairing", "stable_prefix", "no_respill", "boundary_pairs", "resume_pairing"}
+    """The invariants a strategy class is held to: every one but two (:data:`ALWAYS`); ``window``
+    holds a strategy that sets ``manages_window``, ``path_back`` one that sets ``keeps_path_back``
+    (NovaCode does)."""
+    out = set(ALWAYS)
     if getattr(cls, "manages_window", False):
         out.add("window")
     if getattr(cls, "keeps_path_back", False):
@@ -105,17 +146,26 @@ def _first_difference(before: list[tuple[str, Block]], after: list[tuple[str, Bl
     return ""
 
 
-def prefix_change(before: Request, after: Request) -> str:
+def _tools_value(req: Request) -> str:
+    return json.dumps([t.to_api() for t in req.tools.tools], sort_keys=True, ensure_ascii=False, default=str)
+
+
+def prefix_change(before: Request, after: Request, tools_before: str | None = None,
+                  tools_after: str | None = None) -> str:
     """How ``after`` changed the bytes before one of ``before``'s cache breakpoints, or ``""``.
 
     Compared in the API's prefix order (tools, system, messages) and block by block, so a message
     that only gained blocks after the breakpoint, or consecutive messages of one role split or
-    merged differently, are not changes: the API sees the same bytes.
+    merged differently, are not changes: the API sees the same bytes. The tools arrays are compared
+    by value: ``tools_before`` / ``tools_after`` are their JSON as sent (recorded at send time),
+    else taken now.
     """
     bps: tuple[Breakpoint, ...] = before.breakpoints
     if not bps:
         return ""
-    if before.tools.digest != after.tools.digest:
+    tb = tools_before if tools_before is not None else _tools_value(before)
+    ta = tools_after if tools_after is not None else _tools_value(after)
+    if tb != ta:
         return "the tools array changed"
     if any(b.at != "tools" for b in bps) and before.system.digest != after.system.digest:
         return "the system prompt changed"
@@ -123,6 +173,8 @@ def prefix_change(before: Request, after: Request) -> str:
     if not at:
         return ""
     i = max(at)
+    if i >= len(before.messages):
+        return ""  # a breakpoint on no block caches nothing (the api invariant names it)
     if i < len(after.messages) and after.messages.prefix_digest(i) == before.messages.prefix_digest(i):
         return ""
     old = _blocks_through(before, i)
@@ -133,6 +185,16 @@ def prefix_change(before: Request, after: Request) -> str:
         new.extend((m.role, b) for b in m.blocks)
     diff = _first_difference(old, new[: len(old)])
     return f"before the breakpoint at message {i}: {diff}" if diff else ""
+
+
+def extends(before: Request, after: Request, tools_before: str | None = None, tools_after: str | None = None) -> bool:
+    """``after`` only appends messages to ``before`` (same system and tools, same messages first)."""
+    n = len(before.messages)
+    tb = tools_before if tools_before is not None else _tools_value(before)
+    ta = tools_after if tools_after is not None else _tools_value(after)
+    if tb != ta or before.system.digest != after.system.digest or len(after.messages) < n:
+        return False
+    return n == 0 or after.messages.prefix_digest(n - 1) == before.messages.prefix_digest(n - 1)
 
 
 def split_pairs(request: Request) -> str:
@@ -154,6 +216,17 @@ def split_pairs(request: Request) -> str:
     return ""
 
 
+def estimate_error(estimated: int | None, tokens: int, window: int) -> str:
+    """The strategy's estimate is off by more than :data:`ESTIMATE_FACTOR` (or ``""``)."""
+    if estimated is None or tokens < ESTIMATE_MIN_SHARE * window or tokens <= 0:
+        return ""
+    ratio = estimated / tokens
+    if 1 / ESTIMATE_FACTOR <= ratio <= ESTIMATE_FACTOR:
+        return ""
+    return (f"the strategy estimated {estimated:,} tokens, the API counts {tokens:,} "
+            f"({(ratio - 1) * 100:+.0f}%; a factor of {ESTIMATE_FACTOR} either way is allowed)")
+
+
 # --- files named in a request (paths back) ---------------------------------------------------------
 
 _PATHS = re.compile(r"(?:[A-Za-z]:)?[\w.~-]*(?:[\\/][\w.\-~+@=,]+)+")
@@ -172,11 +245,12 @@ def _json_strings(value) -> Iterable[str]:
 
 class Files:
     """Reads the files a request names; a JSONL file (a transcript) is also searched through the
-    strings it holds, so text stored JSON-escaped is found."""
+    strings it holds, so text stored JSON-escaped is found. Reads are cached by the file's inode,
+    size and modification time, so a file rewritten in place is read again."""
 
     def __init__(self, session_dir: Path | None) -> None:
         self.session_dir = session_dir
-        self._cache: dict[Path, tuple[float, int, str]] = {}
+        self._cache: dict[Path, tuple[tuple[int, int, int], str]] = {}
 
     def resolve(self, name: str) -> Path | None:
         p = Path(name)
@@ -191,9 +265,10 @@ class Files:
 
     def text(self, path: Path) -> str:
         st = path.stat()
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
         hit = self._cache.get(path)
-        if hit and hit[0] == st.st_mtime and hit[1] == st.st_size:
-            return hit[2]
+        if hit and hit[0] == key:
+            return hit[1]
         raw = path.read_text(encoding="utf-8", errors="surrogatepass")
         text = raw
         if path.suffix == ".jsonl" or raw.startswith("{"):
@@ -204,7 +279,7 @@ class Files:
                 except (json.JSONDecodeError, ValueError):
                     continue
             text = "\n".join(parts)
-        self._cache[path] = (st.st_mtime, st.st_size, text)
+        self._cache[path] = (key, text)
         return text
 
     def named_in(self, text: str) -> list[Path]:
@@ -224,32 +299,77 @@ class Files:
                 continue
         return None
 
+    def still_holds(self, path: Path, content: str) -> str:
+        """``""`` when ``path`` still holds ``content``, else why not."""
+        try:
+            return "" if content in self.text(path) else "it was overwritten"
+        except FileNotFoundError:
+            return "it is gone"
+        except OSError as e:
+            return f"it cannot be read ({e.strerror or e})"
+
+
+def _summary_probe(text: str) -> str:
+    """A piece of a summary's text that a request using the summary holds verbatim."""
+    t = text.strip()
+    if t.startswith("<summary>"):
+        t = t[len("<summary>"):]
+    t = t.strip()
+    return t[:60]
+
 
 # --- the checker -----------------------------------------------------------------------------------
+
+@dataclass
+class _Summary:
+    inputs: set[bytes]
+    text: str = ""
+
 
 @dataclass
 class Checker:
     """Checks entries in order and keeps what the checks compare across requests.
 
-    ``originals`` maps a tool_use id to the result the trace fed the strategy (a live mapping: a
-    state machine adds to it as it goes). ``spills`` collects the files found to hold a replaced
-    result (path -> tool_use id): the state machine reads them back.
+    ``originals`` maps a tool_use id to the result the trace fed the strategy, ``errors`` to that
+    result's ``is_error``, ``thinking`` to the thinking of the answer that made the call, and
+    ``trace_digests`` holds the digests of the text the trace fed (user messages, the model's
+    text): live mappings, a state machine adds to them as it goes (:meth:`for_recording`).
+    ``spills`` collects the files found to hold a replaced result (path -> tool_use id): the state
+    machine reads them back.
     """
 
     promised: frozenset[str]
     originals: Mapping[str, str]
     session_dir: Path | None = None
+    errors: Mapping[str, bool] = field(default_factory=dict)
+    thinking: Mapping[str, str] = field(default_factory=dict)
+    trace_digests: set[bytes] = field(default_factory=set)
     violations: list[Violation] = field(default_factory=list)
     spills: dict[str, str] = field(default_factory=dict)
     _prev: dict[str, Sent] = field(default_factory=dict)
+    _fresh: set[str] = field(default_factory=set)  # streams whose next request is the first of a launch or span
+    _idle_rewrites: dict[str, int] = field(default_factory=dict)  # stream -> declared rewrites in a row that only appended
     _entered: set[str] = field(default_factory=set)  # tool results seen entering the window
+    _held: dict[str, Path] = field(default_factory=dict)  # replaced tool result -> the file that holds it
+    _lost: set[str] = field(default_factory=set)  # placeholders already reported
     _spans: list[bool] = field(default_factory=list)  # open sub-task spans: isolated or not
+    _summaries: list[_Summary] = field(default_factory=list)  # successful summary calls since the last main request
     _resumed: bool = False
     _side_failed: bool = False  # a side call failed by injection since the last main-line request
+    _session: str = ""
+    _launches: int = 0
+    _resumes: int = 0
+    _resume_no: int = 0  # the resume this launch is (0: a fresh start)
+    _rewrites: int = 0  # declared rewrites of the main conversation since its last fresh start
     _files: Files | None = None
 
     def __post_init__(self) -> None:
         self._files = Files(self.session_dir)
+
+    @classmethod
+    def for_recording(cls, promised: Iterable[str], recording: Recording) -> Checker:
+        return cls(frozenset(promised), recording.originals, recording.session_dir, recording.errors,
+                   recording.thinking, recording.trace_digests)
 
     def feed(self, entries: Iterable[Sent | Mark]) -> list[Violation]:
         """Check ``entries``; returns the violations they add (also kept in ``violations``)."""
@@ -261,6 +381,17 @@ class Checker:
                 new.extend(self._sent(e))
         self.violations.extend(new)
         return new
+
+    def where(self) -> str:
+        """Where the session is, for a report: the launch, the resume it is, compactions so far."""
+        parts = []
+        if self._session:
+            parts.append(f"session {self._session}" + (f" after resume #{self._resume_no}" if self._resume_no else ""))
+        if self._rewrites:
+            parts.append(f"after {self._rewrites} rewrite{'s' if self._rewrites > 1 else ''}")
+        if self._spans:
+            parts.append("in a sub-agent" if any(self._spans) else "in a sub-task span")
+        return ", ".join(parts)
 
     def _stream(self, s: Sent) -> str:
         """Which conversation a main-line request belongs to: the main one, or a sub-agent's.
@@ -274,55 +405,96 @@ class Checker:
 
     def _mark(self, m: Mark) -> None:
         if m.what == "session_start":
-            if not m.resume:
+            self._launches += 1
+            self._session = m.id
+            if m.resume:
+                self._resumes += 1
+                self._resume_no = self._resumes
+            else:
                 self._prev.clear()  # a new launch: a new conversation, nothing to compare with
                 self._spans.clear()
+                self._resume_no = 0
+                self._rewrites = 0
+            self._fresh.add("main")
             self._resumed = m.resume
         elif m.what == "subtask_start":
             self._spans.append(m.isolated)
             self._prev.pop(f"subagent:{len(self._spans)}", None)
+            self._fresh.add(f"subagent:{len(self._spans)}")
         elif m.what == "subtask_end" and self._spans:
             self._prev.pop(f"subagent:{len(self._spans)}", None)
             self._spans.pop()
+        elif m.what == "side_result" and m.id == SUMMARY and self._summaries and not self._summaries[-1].text:
+            self._summaries[-1].text = m.text
 
     def _sent(self, s: Sent) -> list[Violation]:
         out: list[Violation] = []
         req = s.request
+        where = self.where()
 
         def v(name: str, detail: str) -> None:
             if name in self.promised:
-                out.append(Violation(name, s.call, s.kind, detail))
+                out.append(Violation(name, s.call, s.kind, detail, where))
 
+        for e in api_errors(req, self.thinking if s.main_line else None):
+            v("api", e)
         err = pairing_violation(req)
         if err:
             v("pairing", err)
         if not s.main_line:
             if s.rejected and s.error.startswith("injected"):
                 self._side_failed = True
+            if s.kind == SUMMARY and not s.rejected and not s.error:
+                self._summaries.append(_Summary({b.digest for m in req.messages for b in m.blocks}))
             return out
         stream = self._stream(s)
+        fresh = stream in self._fresh
+        self._fresh.discard(stream)
         if self._resumed and stream == "main":
             self._resumed = False
             if err:
                 v("resume_pairing", f"first request after resume: {err}")
         if s.tokens > s.window and not self._side_failed:
-            v("window", f"{s.tokens:,} tokens > window {s.window:,}")
+            est = req.estimated_tokens
+            v("window", f"{s.tokens:,} tokens > window {s.window:,}"
+              + (f" (the strategy estimated {est:,})" if est is not None else ""))
         self._side_failed = False
+        e = estimate_error(req.estimated_tokens, s.tokens, s.window)
+        if e:
+            v("estimate", e)
         prev = self._prev.get(stream)
         if prev is not None and not req.rewrite:
-            change = prefix_change(prev.request, req)
+            change = prefix_change(prev.request, req, prev.tools_json or None, s.tools_json or None)
             if change:
-                v("stable_prefix", f"undeclared change since call {prev.call}: {change}")
+                v("stable_prefix", f"undeclared change since request {prev.call}: {change}")
+        idle = (prev is not None and req.rewrite and not fresh and len(req.messages) > len(prev.request.messages)
+                and extends(prev.request, req, prev.tools_json or None, s.tools_json or None))
+        self._idle_rewrites[stream] = self._idle_rewrites.get(stream, 0) + 1 if idle else 0
+        if self._idle_rewrites[stream] >= 2:
+            v("false_rewrite", f"declares a rewrite, but only appends to request {prev.call} "
+                               f"({self._idle_rewrites[stream]} such requests in a row)")
         if req.rewrite:
             split = split_pairs(req)
             if split:
                 v("boundary_pairs", split)
+        new_blocks = list(self._new_blocks(prev.request if prev else None, req))
+        if self.errors:
+            for _m, b in new_blocks:
+                if b.type == "tool_result" and b.id in self.errors and b.is_error != self.errors[b.id]:
+                    v("is_error", f"tool_result {b.id} sent with is_error={b.is_error}; the tool returned it "
+                                  f"with is_error={self.errors[b.id]}")
         if "path_back" in self.promised or "no_respill" in self.promised:
-            for name, detail in self._spill_checks(prev.request if prev else None, req):
+            for name, detail in self._spill_checks(req, new_blocks):
                 v(name, detail)
-            if prev is not None and "path_back" in self.promised:
-                for detail in self._left_window(prev.request, req):
+            if "path_back" in self.promised:
+                for detail in self._placeholders_hold(req):
                     v("path_back", detail)
+                if prev is not None:
+                    for detail in self._left_window(prev.request, req):
+                        v("path_back", detail)
+        if req.rewrite and stream == "main":
+            self._rewrites += 1
+        self._summaries.clear()
         self._prev[stream] = s
         return out
 
@@ -344,16 +516,18 @@ class Checker:
             for b in m.blocks:
                 yield m, b
 
-    def _spill_checks(self, prev: Request | None, req: Request) -> list[tuple[str, str]]:
+    def _spill_checks(self, req: Request, new_blocks) -> list[tuple[str, str]]:
         out = []
-        inputs = {b.id: b.input for m in req.messages for b in m.blocks if b.type == "tool_use"}
-        for _m, b in self._new_blocks(prev, req):
+        inputs = None
+        for _m, b in new_blocks:
             if b.type != "tool_result" or b.id not in self.originals or b.id in self._entered:
                 continue
             self._entered.add(b.id)  # judged as it enters; a later rewrite is a departure (_left_window)
             original = self.originals[b.id]
             if b.text == original:
                 continue
+            if inputs is None:
+                inputs = {x.id: x.input for m in req.messages for x in m.blocks if x.type == "tool_use"}
             spilled_from = self._reads_spill(inputs.get(b.id))
             if spilled_from is not None:
                 out.append(("no_respill", f"tool_result {b.id} reads back spilled file {spilled_from} "
@@ -362,6 +536,7 @@ class Checker:
             holder = self._files.holding(original, self._files.named_in(b.text))
             if holder is not None:
                 self.spills[str(holder)] = b.id
+                self._held[b.id] = holder
             else:
                 out.append(("path_back", f"tool_result {b.id} replaced ({len(original):,} -> {len(b.text):,} chars) "
                                          f"and no file it names holds the original: {_short(b.text)!r}"))
@@ -374,9 +549,31 @@ class Checker:
             for path in self.spills:
                 p = Path(path)
                 tail = f"{p.parent.name}/{p.name}"
-                if s == path or s.replace("\\", "/").endswith(tail):
+                t = s.replace("\\", "/")
+                if s == path or t.endswith("/" + tail) or t == tail or t.endswith(" " + tail):
                     return path
         return None
+
+    def _placeholders_hold(self, req: Request) -> list[str]:
+        """A placeholder still in the window names a file that still holds its result."""
+        if not self._held:
+            return []
+        out = []
+        for m in req.messages:
+            if m.role != "user":
+                continue
+            for b in m.blocks:
+                if b.type != "tool_result" or b.id not in self._held or b.id in self._lost:
+                    continue
+                original = self.originals.get(b.id, "")
+                if b.text == original:
+                    continue
+                why = self._files.still_holds(self._held[b.id], original)
+                if why:
+                    self._lost.add(b.id)
+                    out.append(f"the placeholder of tool_result {b.id} is still in the window, but the file it "
+                               f"names ({self._held[b.id]}) no longer holds the result: {why}")
+        return out
 
     # --- what left the window ----------------------------------------------------------------------
     def _left_window(self, prev: Request, req: Request) -> list[str]:
@@ -384,15 +581,32 @@ class Checker:
         if n == 0 or (len(req.messages) >= n and req.messages.prefix_digest(n - 1) == prev.messages.prefix_digest(n - 1)):
             return []  # the previous request is a prefix of this one: nothing left
         now = {b.digest for m in req.messages for b in m.blocks}
-        before = {m.digest for m in prev.messages}
-        summary_new = any(m.meta.get("origin") == "summary" and m.digest not in before for m in req.messages)
-        if summary_new:
-            return []
+        results_now = {b.id: b for m in req.messages for b in m.blocks if b.type == "tool_result"}
+        covered: set[bytes] = set()
+        if self._summaries:
+            texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
+            for sm in self._summaries:
+                probe = _summary_probe(sm.text)
+                if probe and any(probe in t for t in texts):
+                    covered |= sm.inputs
         named: list[Path] | None = None
         out = []
         for m in prev.messages:
             for b in m.blocks:
-                if b.digest in now or b.type not in ("text", "tool_result") or not b.text.strip():
+                if b.digest in now or b.digest in covered or b.type not in ("text", "tool_result"):
+                    continue
+                if b.type == "tool_result":
+                    if b.id not in self.originals:
+                        continue  # a result the strategy made (a crash's synthetic answer)
+                    content = self.originals[b.id]
+                    kept = results_now.get(b.id)
+                    if kept is not None and (kept.text == content or self._names_holder(kept.text, content)):
+                        continue  # re-rendered, and what it names still holds the result
+                elif b.digest in self.trace_digests or m.meta.get("origin") == "summary":
+                    content = b.text
+                else:
+                    continue  # text the strategy added to a request; it never entered the session
+                if not content.strip():
                     continue
                 if named is None:
                     named = []
@@ -400,21 +614,32 @@ class Checker:
                         for rb in rm.blocks:
                             if rb.type in ("text", "tool_result"):
                                 named.extend(p for p in self._files.named_in(rb.text) if p not in named)
-                if self._files.holding(b.text, named) is None:
-                    out.append(f"{m.role} {b.type} {_short(b.text)!r} left the window with no summary "
-                               "and no file named in the request holding it")
-                    if len(out) >= 3:
-                        return out
+                if self._files.holding(content, named) is not None:
+                    continue
+                if b.type == "tool_result" and b.text != content and self._files.holding(b.text, named) is not None \
+                        and b.id in self._held and not self._files.still_holds(self._held[b.id], content):
+                    continue  # a file named holds the placeholder, whose own file holds the result
+                what = f"tool_result {b.id}" if b.type == "tool_result" else f"{m.role} text"
+                out.append(f"{what} {_short(b.text)!r} left the window with no summary of it "
+                           "and no file named in the request holding it")
+                if len(out) >= 3:
+                    return out
         return out
+
+    def _names_holder(self, text: str, content: str) -> bool:
+        return self._files.holding(content, self._files.named_in(text)) is not None
 
 
 def check(recording: Recording, promised: Iterable[str] | None = None) -> list[Violation]:
-    """Every violation in a recording, in order. ``promised`` defaults to the strategy's
-    :func:`promises`."""
-    c = Checker(frozenset(promised) if promised is not None else promises(recording.strategy),
-                recording.originals, recording.session_dir)
+    """Every violation in a recording, in order (``inputs`` changes last). ``promised`` defaults
+    to the strategy's :func:`promises`."""
+    held = frozenset(promised) if promised is not None else promises(recording.strategy)
+    c = Checker.for_recording(held, recording)
     c.feed(recording.entries)
-    return c.violations
+    out = list(c.violations)
+    if "inputs" in held:
+        out += [Violation("inputs", -1, "", d) for d in recording.input_changes]
+    return out
 
 
 def assert_holds(recording: Recording, promised: Iterable[str] | None = None) -> None:

@@ -16,9 +16,13 @@ to use instead: a ``check_params`` attribute on the class, a mapping or a functi
 
 from __future__ import annotations
 
+import re
+import sysconfig
+import traceback
 from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
@@ -35,6 +39,8 @@ from harness import trace as tr
 from harness.engine import RunConfig
 from harness.llm import SUMMARY, VERIFY
 from harness.testing import conversations as conv
+from harness.testing.determinism import Canon, request_difference
+from harness.testing.inputs import InputGuard
 from harness.testing.invariants import Checker, InvariantViolation, Violation, promises
 from harness.testing.recording import Stepper
 from strategies.base import Strategy
@@ -42,6 +48,8 @@ from strategies.base import Strategy
 CHECK_WINDOW = 32_000  # tokens: small enough that ~40 steps cross it several times, fast to tokenise
 CHECK_MODEL = "claude-sonnet-4-6"
 FAILING_KINDS = (SUMMARY, VERIFY)  # side calls the machine fails by injection (the same call numbers)
+BREAKER_BURST = 3  # consecutive injected failures: N-COMP-4's breaker opens after 3 (the kit's bursts reach it)
+NIGHT_S = 8 * 3_600  # a night between two launches  # assumed
 
 # --- parameters for a small window -----------------------------------------------------------------
 
@@ -118,10 +126,31 @@ def _size(f: CheckFailure) -> tuple[int, int]:
                                     for e in f.trace.events if not isinstance(e, tr.AssistantEvent))
 
 
+def crash_site(e: BaseException) -> str:
+    """``file:line in function`` of the innermost frame of the code that raised, outside the
+    standard library and installed packages (so a KeyError raised by a dict names the line that
+    indexed it); paths relative to the working directory when under it."""
+    frames = traceback.extract_tb(e.__traceback__)
+    skip = tuple(p for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")} if p)
+    pick = next((f for f in reversed(frames) if not f.filename.startswith(skip)), frames[-1] if frames else None)
+    if pick is None:
+        return ""
+    path = Path(pick.filename)
+    try:
+        path = path.resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        pass
+    return f"{path}:{pick.lineno} in {pick.name}"
+
+
 # --- the machine -----------------------------------------------------------------------------------
 
+_BURSTS = st.integers(0, 3).map(lambda s: frozenset(range(s, s + BREAKER_BURST)))
+
+
 class StrategyMachine(RuleBasedStateMachine):
-    """Drives ``strategy`` (set by :func:`machine_for`) through a generated agent session."""
+    """Drives ``strategy`` (set by :func:`machine_for`) through a generated agent session, and a
+    second copy of it through the same session (``deterministic``)."""
 
     strategy: type[Strategy]
     params: dict[str, Any] = {}
@@ -129,17 +158,27 @@ class StrategyMachine(RuleBasedStateMachine):
     crashes: bool = True
     promised: frozenset[str] = frozenset()
     max_result_size: int = 2_000_000
-    # per machine class, i.e. per search: the first failure's size and the smallest failure seen
+    twin: bool = True
+    known: tuple[tuple[str, str], ...] = ()  # (invariant, regex of the detail): findings reported, not failed on
+    # per machine class, i.e. per search: the first failure's size and the smallest failure seen, and
+    # the known findings met
     first_events: int = 0
     best: CheckFailure | None = None
+    seen_known: list[Violation] = []
 
     def __init__(self) -> None:
         super().__init__()
         self.builder = conv.ConversationBuilder()
         self.stepper: Stepper | None = None
+        self.other: Stepper | None = None
         self.checker: Checker | None = None
+        self.guard = InputGuard(self.builder.header)
         self.fail_calls: tuple[int, ...] = ()
         self._seen = 0
+        self._compared = 0
+        self._canon: tuple[Canon, Canon] | None = None
+        self._pending: list[Violation] = []
+        self._known_hit: set[str] = set()
 
     # --- plumbing ---------------------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
@@ -152,31 +191,94 @@ class StrategyMachine(RuleBasedStateMachine):
         if not cls.first_events:
             cls.first_events = len(self.builder.events)
         meta = {"check_strategy": {**self._settings(), "violations": [str(v) for v in violations]}}
-        header = self.builder.header.model_copy(update={"meta": meta})
-        trace = tr.validate_events(header, self.builder.events, header.name)
+        # the session as generated: the pristine header and tool inputs, whatever the strategy edited in place
+        header = conv.default_header().model_copy(update={"meta": meta})
+        events = [self.guard.pristine(e) for e in self.builder.events]
+        trace = tr.validate_events(header, events, header.name)
         f = CheckFailure(list(violations), trace, self._settings())
         if cls.best is None or _size(f) < _size(cls.best):
             cls.best = f
         return f
 
+    def _where(self) -> str:
+        return self.checker.where() if self.checker is not None else ""
+
     def _feed(self, events: list[Any]) -> None:
         if self.stepper is None:
             return
+        self.guard.add(events)
         try:
             self.stepper.feed(events)
             self.stepper.flush()  # a step ends a group of results: nothing the engine would hold
         except Exception as e:  # the strategy (or the engine) raised on this input: a finding too
-            n = len(self.stepper.recording.requests)
-            raise self._failure([Violation("crash", n, "", f"{type(e).__name__}: {e}")]) from e
+            n = len(self.stepper.recording.entries)
+            self._check_entries()  # what was sent before it raised, for the report's context
+            at = crash_site(e)
+            raise self._failure([Violation("crash", n and self._last_call(), "", f"{type(e).__name__}: {e}"
+                                           + (f" at {at}" if at else ""), self._where())]) from e
+        if self.other is not None:
+            try:
+                self.other.feed(events)
+                self.other.flush()
+            except Exception as e:
+                self._pending.append(Violation("deterministic", self._last_call(), "", "the same session replayed "
+                                               f"again raised {type(e).__name__}: {e} (the first run did not)",
+                                               self._where()))
+                self.other.close()
+                self.other = None
+
+    def _last_call(self) -> int:
+        reqs = self.stepper.recording.requests if self.stepper else []
+        return reqs[-1].call if reqs else -1
+
+    def _check_entries(self) -> list[Violation]:
+        if self.stepper is None or self.checker is None:
+            return []
+        entries = self.stepper.recording.entries
+        new = self.checker.feed(entries[self._seen:])
+        self._seen = len(entries)
+        return new
+
+    def _compare_twin(self) -> list[Violation]:
+        """The second run's requests, one by one, against the first's."""
+        if self.other is None or self._canon is None or "deterministic" not in self.promised:
+            return []
+        a = self.stepper.recording.requests
+        b = self.other.recording.requests
+        ca, cb = self._canon
+        out = []
+        for k in range(self._compared, min(len(a), len(b))):
+            diff = request_difference(a[k].request, b[k].request, ca, cb)
+            if diff:
+                out.append(Violation("deterministic", a[k].call, a[k].kind,
+                                     f"the same session replayed again sent another request: {diff}", self._where()))
+                break
+        else:
+            if len(a) != len(b):
+                out.append(Violation("deterministic", a[-1].call if a else -1, "",
+                                     f"the same session replayed again sent {len(b)} requests where the first run "
+                                     f"sent {len(a)}", self._where()))
+        self._compared = min(len(a), len(b))
+        if out:  # one report is enough: stop comparing
+            self.other.close()
+            self.other = None
+        return out
 
     # --- rules ------------------------------------------------------------------------------------
-    @initialize(fail=st.sets(st.integers(0, 5), max_size=3), first=st.integers(20, 3_000))
-    def start(self, fail: set[int], first: int) -> None:
+    @initialize(fail=st.one_of(st.sets(st.integers(0, 5), max_size=3), _BURSTS),
+                first=st.integers(20, 3_000), before_midnight=st.integers(0, 900))
+    def start(self, fail: set[int], first: int, before_midnight: int) -> None:
+        """A run whose injected side-call failures are a few scattered calls or a burst of
+        consecutive ones (enough to open a breaker), starting shortly before midnight."""
         self.fail_calls = tuple(sorted(fail))
+        self.builder.t = float(conv.DAY_S - 30 - before_midnight)
         cfg = RunConfig(model=CHECK_MODEL, window=self.window, seed=0,
                         fail_calls={k: self.fail_calls for k in FAILING_KINDS})
         self.stepper = Stepper(self.builder.header, self.strategy, self.params, cfg)
-        self.checker = Checker(self.promised, self.stepper.recording.originals, self.stepper.session_dir)
+        if self.twin and "deterministic" in self.promised:
+            self.other = Stepper(self.builder.header, self.strategy, self.params, cfg, twin_of=self.stepper)
+            self._canon = (Canon(), Canon(str(self.other.session_dir), str(self.stepper.session_dir)))
+        self.checker = Checker.for_recording(self.promised, self.stepper.recording)
         self._feed(self.builder.start_session())
         self._feed(self.builder.user(first, first))
 
@@ -197,6 +299,15 @@ class StrategyMachine(RuleBasedStateMachine):
         self._feed(self.builder.call(data.draw(conv.turns(max_size=self.max_result_size, with_calls=True))))
 
     @precondition(lambda self: self.builder.phase == "call")
+    @rule(calls=st.lists(st.builds(conv.ToolCall, name=st.sampled_from(("Read", "Grep", "Bash")),
+                                   result_size=st.integers(2_000, 12_000), seed=st.integers(0, 10_000)),
+                         min_size=2, max_size=5), thinking=st.booleans())
+    def model_reads_files(self, calls: list[conv.ToolCall], thinking: bool) -> None:
+        """Several mid-sized reads at once, each under a spill threshold: how a session fills its
+        window fast, so that it is compacted (or cut) several times."""
+        self._feed(self.builder.call(conv.Turn(calls=tuple(calls), thinking=400 if thinking else 0)))
+
+    @precondition(lambda self: self.builder.phase == "call")
     @rule(turn=conv.turns(with_calls=False))
     def model_answers(self, turn: conv.Turn) -> None:
         self._feed(self.builder.call(turn))
@@ -204,32 +315,65 @@ class StrategyMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.builder.phase == "call" and bool(self.checker and self.checker.spills))
     @rule(data=st.data())
     def model_reads_back_a_spill(self, data) -> None:
-        """The model follows a placeholder's path back to the file (N-SPILL-3's read-back)."""
-        if self.checker is None:
+        """The model follows a placeholder's path back to the file (N-SPILL-3's read-back): by the
+        path the placeholder gives, or relative to the run directory (as the recorded agent's own
+        paths are), with Read or ``cat``, alone or beside other calls; the result is what the file
+        holds now."""
+        if self.checker is None or self.stepper is None:
             return
         path = data.draw(st.sampled_from(sorted(self.checker.spills)), label="path")
-        content = self.checker.originals[self.checker.spills[path]]
-        limit = data.draw(st.integers(1_000, 24_000), label="limit")
-        self._feed(self.builder.read_back(path, content, 0, limit))
+        p = Path(path)
+        style = data.draw(st.sampled_from(["absolute", "relative", "dot", "cat"]), label="style")
+        name = {"absolute": path, "relative": f"{p.parent.name}/{p.name}", "dot": f"./{p.parent.name}/{p.name}",
+                "cat": f"{p.parent.name}/{p.name}"}[style]
+        try:
+            content = p.read_text(encoding="utf-8", errors="surrogatepass")
+        except OSError:
+            content = None
+        # a slice, or most of the file: a read-back over a message's aggregate budget is the case N-SPILL-3 is for
+        limit = data.draw(st.sampled_from([(1_000, 8_000), (20_000, 60_000)]).flatmap(lambda b: st.integers(*b)),
+                          label="limit")
+        siblings = data.draw(st.lists(conv.tool_calls(max_size=min(60_000, self.max_result_size)), max_size=3),
+                             label="siblings")
+        self._feed(self.builder.read_back(name, content, 0, limit, tool="Bash" if style == "cat" else "Read",
+                                          siblings=tuple(siblings)))
+
+    @precondition(lambda self: self.builder.phase == "call" and bool(self.checker and self.checker.spills))
+    @rule(data=st.data())
+    def model_reads_back_again(self, data) -> None:
+        """Read-backs follow spills in real sessions: two rules make them twice as likely."""
+        self.model_reads_back_a_spill(data)
 
     @precondition(lambda self: self.builder.phase == "call")
-    @rule(data=st.data(), isolated=st.booleans())
-    def sub_agent(self, data, isolated: bool) -> None:
-        inner = data.draw(st.lists(conv.turns(max_parallel=3, max_size=min(100_000, self.max_result_size),
-                                              with_calls=True), max_size=3))
-        self._feed(self.builder.subtask(inner, isolated=isolated))
+    @rule(data=st.data(), isolated=st.booleans(), more=st.integers(0, 2))
+    def sub_agent(self, data, isolated: bool, more: int) -> None:
+        """One sub-agent, or up to three launched together (parallel ``Task`` calls)."""
+        def work():
+            return st.lists(conv.turns(max_parallel=3, max_size=min(100_000, self.max_result_size), with_calls=True),
+                            max_size=3)
+        inner = data.draw(work())
+        parallel = [data.draw(work()) for _ in range(more)] if isolated else []
+        self._feed(self.builder.subtask(inner, isolated=isolated, parallel=parallel))
 
     @precondition(lambda self: self.builder.phase == "user")
-    @rule(resume=st.booleans(), size=st.integers(1, 1_000))
-    def restart(self, resume: bool, size: int) -> None:
-        self._feed(self.builder.end_session() + self.builder.start_session(resume=resume))
+    @rule(resume=st.booleans(), size=st.integers(1, 1_000), night=st.booleans())
+    def restart(self, resume: bool, size: int, night: bool) -> None:
+        """The user quits and starts again (a new conversation, or resuming the last one), a
+        minute or a night later."""
+        self._feed(self.builder.end_session() + self.builder.start_session(resume=resume,
+                                                                           pause=NIGHT_S if night else 30.0))
         self._feed(self.builder.user(size, size))
 
     @precondition(lambda self: self.crashes and self.builder.phase == "call")
-    @rule(turn=conv.turns(max_parallel=3, max_size=4_000, with_calls=True), size=st.integers(1, 500))
-    def crash_and_resume(self, turn: conv.Turn, size: int) -> None:
-        """The agent dies with calls unanswered; the user resumes it (N-TRANS-5)."""
-        self._feed(self.builder.call(turn, crash=True) + self.builder.start_session(resume=True))
+    @rule(turns=st.lists(conv.turns(max_parallel=3, max_size=4_000, with_calls=True), min_size=1, max_size=3),
+          size=st.integers(1, 500))
+    def crash_and_resume(self, turns: list[conv.Turn], size: int) -> None:
+        """The agent dies with calls unanswered and the user resumes it (N-TRANS-5), up to three
+        times in a row, saying "continue" each time."""
+        for k, turn in enumerate(turns):
+            if k:
+                self._feed(self.builder.user(size, size + k))
+            self._feed(self.builder.call(turn, crash=True) + self.builder.start_session(resume=True))
         self._feed(self.builder.user(size, size))
 
     @precondition(lambda self: self.builder.phase in ("user", "call"))
@@ -242,20 +386,35 @@ class StrategyMachine(RuleBasedStateMachine):
     def invariants_hold(self) -> None:
         if self.stepper is None or self.checker is None:
             return
-        entries = self.stepper.recording.entries
-        new = self.checker.feed(entries[self._seen:])
-        self._seen = len(entries)
+        new = self._check_entries()
+        if "inputs" in self.promised:
+            new += [Violation("inputs", self._last_call(), "", d, self._where()) for d in self.guard.changes()]
+        new += self._compare_twin() + self._pending
+        self._pending = []
+        if self.known:
+            kept = []
+            for v in new:
+                # a known finding, or what follows from one (the same invariant, later in that session)
+                if v.invariant in self._known_hit or any(v.invariant == inv and re.search(rx, v.detail)
+                                                         for inv, rx in self.known):
+                    self._known_hit.add(v.invariant)
+                    type(self).seen_known.append(v)
+                else:
+                    kept.append(v)
+            new = kept
         if new:
-            raise self._failure(self.checker.violations)
+            raise self._failure(new)
 
     def teardown(self) -> None:
-        if self.stepper is not None:
-            self.stepper.close()
+        for s in (self.stepper, self.other):
+            if s is not None:
+                s.close()
 
 
 def machine_for(cls: type[Strategy], params: Mapping[str, Any] | None = None, window: int = CHECK_WINDOW,
                 crashes: bool = True, promised: frozenset[str] | None = None,
-                max_result_size: int = 2_000_000) -> type[StrategyMachine]:
+                max_result_size: int = 2_000_000, twin: bool = True,
+                known: tuple[tuple[str, str], ...] = ()) -> type[StrategyMachine]:
     """A state machine class for ``cls``. A test module can expose it to pytest directly::
 
         M = machine_for(MyStrategy)
@@ -270,8 +429,19 @@ def machine_for(cls: type[Strategy], params: Mapping[str, Any] | None = None, wi
         "crashes": crashes,
         "promised": promised if promised is not None else promises(cls),
         "max_result_size": max_result_size,
+        "twin": twin,
+        "known": tuple(known),
+        "seen_known": [],
         "__module__": __name__,
     })
+
+
+def _leaves(g: BaseExceptionGroup):
+    for e in g.exceptions:
+        if isinstance(e, BaseExceptionGroup):
+            yield from _leaves(e)
+        else:
+            yield e
 
 
 @contextmanager
@@ -295,30 +465,49 @@ def _shrink_budget(seconds: float | None):
 def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *, settings=None,
                  window: int = CHECK_WINDOW, crashes: bool = True, promised: frozenset[str] | None = None,
                  max_result_size: int | None = None, shrink_seconds: float | None = None,
-                 profile: str | None = None) -> CheckFailure | None:
+                 profile: str | None = None, twin: bool = True, known: tuple[tuple[str, str], ...] = (),
+                 seen_known: list[Violation] | None = None) -> CheckFailure | None:
     """Run the machine on ``cls``; the minimal failure hypothesis found, or None if every
     generated session kept every invariant.
 
-    ``profile`` (default: ``$HYPOTHESIS_PROFILE``, else ci) sets the defaults of ``settings``,
+    ``profile`` (default: ``$HYPOTHESIS_PROFILE``, else default) sets the defaults of ``settings``,
     ``max_result_size`` and ``shrink_seconds`` (:data:`harness.testing.LIMITS`). Of every failure
     seen while searching and shrinking, the smallest (fewest events, then characters) is returned:
     hypothesis orders by its choice sequence, which may keep a session with more, tinier events.
+    Hypothesis prints nothing: the failure carries what there is to say. ``twin=False`` skips the
+    second replay of each session (and so the ``deterministic`` invariant). ``known`` lists
+    findings already reported, as (invariant, regular expression of the detail): violations that
+    match are not failures, and are appended to ``seen_known`` (a list of the caller's) instead.
     """
+    from hypothesis.reporting import with_reporter
+
     from harness.testing import LIMITS, selected_profile, selected_settings
 
     name = selected_profile(profile)
     limits = LIMITS[name]
     size = max_result_size if max_result_size is not None else limits["max_result_size"]
     s = settings or selected_settings(name)
-    machine = machine_for(cls, params, window, crashes, promised, size)
+    machine = machine_for(cls, params, window, crashes, promised, size, twin, known)
+    if seen_known is not None:
+        machine.seen_known = seen_known
     budget = shrink_seconds if shrink_seconds is not None else limits["shrink_seconds"]
     try:
-        with _shrink_budget(budget):
+        with _shrink_budget(budget), with_reporter(lambda *a, **k: None):
             run_state_machine_as_test(machine, settings=s)
     except CheckFailure as f:
         best = machine.best if machine.best is not None and _size(machine.best) < _size(f) else f
         best.first_events = machine.first_events or len(best.trace.events)
         return best
+    except BaseExceptionGroup as g:  # hypothesis' FlakyFailure: a failure that did not replay the same way
+        found = g.subgroup(lambda e: isinstance(e, CheckFailure))
+        if found is None:
+            raise
+        f = machine.best or next(e for e in _leaves(found))
+        f.first_events = machine.first_events or len(f.trace.events)
+        f.violations.append(Violation("deterministic", -1, "", "the same session did not fail the same way when "
+                                      "hypothesis replayed it: the strategy keeps state across runs (a class "
+                                      "attribute, a module global) or is not a function of its inputs"))
+        return f
     except InvariantViolation as e:  # raised by a user's own invariant code
         return CheckFailure(e.violations, tr.validate_events(conv.default_header(), []))
     return None

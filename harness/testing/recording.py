@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness import trace as tr
-from harness.conversation import Request
+from harness.conversation import Block, Request
 from harness.engine import RunConfig, replay
+from harness.testing.inputs import InputGuard
 from strategies.base import Strategy
 
 MAIN_KINDS = ("main", "readback", "subagent")  # requests that carry the conversation itself
@@ -41,6 +42,7 @@ class Sent:
     error: str
     call: int         # row of RunResult.calls
     now: float
+    tools_json: str = ""  # the tools array as sent, by value (a memoised digest hides in-place edits)
 
     @property
     def kind(self) -> str:
@@ -54,12 +56,14 @@ class Sent:
 @dataclass(frozen=True)
 class Mark:
     """A strategy hook the engine called: ``session_start`` (with ``resume``), ``session_end``,
-    ``subtask_start`` (with ``isolated``) or ``subtask_end``."""
+    ``subtask_start`` (with ``isolated``), ``subtask_end``; or ``side_result``: a side call of
+    kind ``id`` answered ``text`` (after its :class:`Sent`)."""
 
-    what: Literal["session_start", "session_end", "subtask_start", "subtask_end"]
+    what: Literal["session_start", "session_end", "subtask_start", "subtask_end", "side_result"]
     id: str = ""
     resume: bool = False
     isolated: bool = False
+    text: str = ""
 
 
 Entry = Sent | Mark
@@ -75,10 +79,30 @@ class Recording:
     originals: dict[str, str] = field(default_factory=dict)
     session_dir: Path | None = None
     window: int = 0
+    errors: dict[str, bool] = field(default_factory=dict)     # tool_use id -> is_error of its result
+    thinking: dict[str, str] = field(default_factory=dict)    # tool_use id -> thinking of the answer that made the call
+    trace_digests: set[bytes] = field(default_factory=set)    # digests of the blocks the trace fed
+    input_changes: list[str] = field(default_factory=list)    # inputs the strategy changed in place (record())
 
     @property
     def requests(self) -> list[Sent]:
         return [e for e in self.entries if isinstance(e, Sent)]
+
+    def note_events(self, events) -> None:
+        """What the invariants compare against, from the events fed to the strategy."""
+        for e in events:
+            if isinstance(e, tr.ToolResultEvent):
+                self.originals[e.tool_use_id] = e.content
+                self.errors[e.tool_use_id] = e.is_error
+            elif isinstance(e, tr.UserEvent):
+                self.trace_digests.add(Block.text_block(e.text).digest)
+            elif isinstance(e, tr.AssistantEvent):
+                thinking = next((c.thinking for c in e.content if isinstance(c, tr.ThinkingContent)), None)
+                for c in e.content:
+                    if isinstance(c, tr.TextContent):
+                        self.trace_digests.add(Block.text_block(c.text).digest)
+                    elif isinstance(c, tr.ToolUseContent) and thinking is not None:
+                        self.thinking[c.id] = thinking
 
 
 _SCRATCH = [0]
@@ -110,8 +134,30 @@ def originals_of(events) -> dict[str, str]:
     return {e.tool_use_id: e.content for e in events if isinstance(e, tr.ToolResultEvent)}
 
 
+class _NotedServices:
+    """The engine's side-call service, noting each answer (the path-back check compares a summary's
+    text with what the next request holds)."""
+
+    def __init__(self, inner: Any, log: list[Entry]) -> None:
+        self._inner, self._log = inner, log
+
+    def call(self, request, spec):
+        res = self._inner.call(request, spec)
+        self._log.append(Mark("side_result", spec.kind, text=res.text))
+        return res
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def observing(cls: type[Strategy], log: list[Entry]) -> type[Strategy]:
-    """``cls`` with its session and sub-task hooks noted in ``log`` (before the hook runs)."""
+    """``cls`` with its session and sub-task hooks noted in ``log`` (before the hook runs), and the
+    answers of its side calls."""
+
+    def __init__(self, config, env):
+        if env.services is not None and not isinstance(env.services, _NotedServices):
+            env.services = _NotedServices(env.services, log)
+        cls.__init__(self, config, env)
 
     def on_session_start(self, session, resume, now):
         log.append(Mark("session_start", session, resume=resume))
@@ -130,16 +176,23 @@ def observing(cls: type[Strategy], log: list[Entry]) -> type[Strategy]:
         return cls.on_subtask_end(self, id, conclusion)
 
     return type(cls.__name__, (cls,), {
-        "__module__": __name__, "__doc__": cls.__doc__,
+        "__module__": __name__, "__doc__": cls.__doc__, "__init__": __init__,
         "on_session_start": on_session_start, "on_session_end": on_session_end,
         "on_subtask_start": on_subtask_start, "on_subtask_end": on_subtask_end,
     })
 
 
+def tools_json(request: Request) -> str:
+    import json
+
+    return json.dumps([t.to_api() for t in request.tools.tools], sort_keys=True, ensure_ascii=False, default=str)
+
+
 def _observer(log: list[Entry], chain: Any = None):
     def observe(request: Request, info: Mapping[str, Any]) -> None:
         log.append(Sent(request, int(info["tokens"]), int(info["window"]), bool(info.get("rejected")),
-                        str(info.get("error", "")), int(info.get("call", -1)), float(info.get("now", 0.0))))
+                        str(info.get("error", "")), int(info.get("call", -1)), float(info.get("now", 0.0)),
+                        tools_json(request)))
         if chain is not None:
             chain(request, info)
     return observe
@@ -155,10 +208,14 @@ def record(trace: tr.Trace, strategy: type[Strategy], params: Mapping[str, Any] 
     """
     cfg = config or RunConfig()
     d = Path(session_dir) if session_dir is not None else scratch_dir()
-    rec = Recording(strategy, originals=originals_of(trace.events), session_dir=d)
+    rec = Recording(strategy, session_dir=d)
+    rec.note_events(trace.events)
+    guard = InputGuard(trace.header)
+    guard.add(trace.events)
     cfg = replace(cfg, observer=_observer(rec.entries, cfg.observer), session_dir=d)
     res = replay(trace, observing(strategy, rec.entries), params, cfg)
     rec.window = res.window
+    rec.input_changes = guard.changes()
     return rec
 
 
@@ -183,10 +240,15 @@ class Stepper:
     """
 
     def __init__(self, header: tr.Header, strategy: type[Strategy], params: Mapping[str, Any] | None = None,
-                 config: RunConfig | None = None, session_dir: Path | None = None) -> None:
+                 config: RunConfig | None = None, session_dir: Path | None = None,
+                 twin_of: Stepper | None = None) -> None:
         from harness.engine import _Run
 
         cfg = config or RunConfig()
+        # a twin replays the same chunks as ``twin_of``: it shares their trace objects, so the blocks
+        # the engine makes of the trace's events (and their token counts) are made once
+        self._chunks: list[tr.Trace] = []
+        self._twin_of = twin_of
         self._own_dir = session_dir is None
         self.session_dir = Path(session_dir) if session_dir is not None else scratch_dir()
         self.header = header
@@ -205,7 +267,7 @@ class Stepper:
         :meth:`flush`: tool results whose group may go on (the engine makes one message of each
         group) and probes waiting for their model call."""
         self.events.extend(events)
-        self.recording.originals.update(originals_of(events))
+        self.recording.note_events(events)
         now, self._held = _ready(self._held + list(events))
         self._replay(now)
 
@@ -216,7 +278,13 @@ class Stepper:
 
     def _replay(self, events: list[Any]) -> None:
         if events:
-            self._run.trace = tr.Trace(self.header, events)
+            k = len(self._chunks)
+            shared = self._twin_of._chunks if self._twin_of is not None else []
+            same = k < len(shared) and len(shared[k].events) == len(events) and all(
+                a is b for a, b in zip(shared[k].events, events))
+            chunk = shared[k] if same else tr.Trace(self.header, events)
+            self._chunks.append(chunk)
+            self._run.trace = chunk
             self._run.run()
 
     def close(self) -> None:

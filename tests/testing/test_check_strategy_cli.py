@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness import trace as tr
 from harness.cli import main
 
@@ -27,7 +29,10 @@ def test_a_broken_strategy_fails_with_a_trace_that_replays(tmp_path, capsys):
     assert "FAILED: stable_prefix" in out
     t = tr.load(out_file)  # a valid trace file
     meta = t.header.meta["check_strategy"]
-    assert meta["strategy"] == "tests.testing.mutants:SilentEditor" and meta["window"] == 32_000
+    assert meta["strategy"] == "tests.testing.mutants.basic:SilentEditor" and meta["window"] == 32_000
+    # the run line names the class, registered or not; hypothesis itself prints nothing
+    assert f"ctxsim run {out_file} --strategy tests.testing.mutants.basic:SilentEditor --window 32000" in out
+    assert "Falsifying" not in out and "state." not in out
     assert t.calls >= 2  # the edit shows from the second call on (how far shrinking got varies)
     assert main(["check-strategy", "tests.testing.mutants:SilentEditor", "--replay", str(out_file)]) == 1
     replay = capsys.readouterr().out
@@ -41,3 +46,27 @@ def test_bad_input_exits_2(capsys):
     assert main(["check-strategy", "no.such.module:Thing"]) == 2
     assert "cannot load" in capsys.readouterr().err
     assert main(["check-strategy", "append_only", "--set", "nope=1"]) == 2
+
+
+def test_a_crash_names_the_file_and_line(tmp_path, capsys):
+    rc = main(["check-strategy", "tests.testing.mutants:Raiser", "-o", str(tmp_path / "f.jsonl"),
+               "--shrink-seconds", "1", "--profile", "ci"])
+    assert rc == 1
+    out = capsys.readouterr().out
+    assert "FAILED: crash" in out
+    line = next(x for x in out.splitlines() if "[crash]" in x)
+    assert "KeyError: 'exit_code' at tests/testing/mutants/basic.py:" in line and line.endswith("in on_tool_results")
+    # the replay names it the same way
+    assert main(["check-strategy", "tests.testing.mutants:Raiser", "--replay", str(tmp_path / "f.jsonl")]) == 1
+    assert "at tests/testing/mutants/basic.py:" in capsys.readouterr().out.split("violations now:")[1]
+
+
+def test_profiles_are_named_in_the_header(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.delenv("HYPOTHESIS_PROFILE", raising=False)
+    from harness.testing import selected_profile
+
+    assert selected_profile() == "default"  # what check-strategy runs unless told
+    with pytest.raises(SystemExit) as e:  # argparse: exit 2 naming the option
+        main(["check-strategy", "keep_recent:KeepRecent", "--profile", "nope"])
+    assert e.value.code == 2 and "--profile: invalid choice: 'nope'" in capsys.readouterr().err

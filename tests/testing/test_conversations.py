@@ -99,3 +99,68 @@ def test_conversations_can_leave_out_crashes_and_restarts(data):
     t = data.draw(conv.conversations(max_steps=15, max_result_size=10_000, restarts=False, crashes=False))
     starts = [e for e in t.events if isinstance(e, tr.SessionStart)]
     assert len(starts) == 1
+
+
+def test_builder_reads_the_same_files_by_absolute_and_relative_paths_and_activates_skills():
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(10)
+    # a dozen files: seeds 3 and 15 name module_3, by a relative path (3 % 3 == 0) and an absolute one
+    evs = b.call(conv.Turn(calls=(conv.ToolCall("Read", 10, seed=3), conv.ToolCall("Read", 10, seed=4),
+                                  conv.ToolCall("Skill", 30, seed=1), conv.ToolCall("Skill", 30, seed=2))))
+    inputs = [c.input for c in evs[0].content if c.type == "tool_use"]
+    assert inputs == [{"file_path": "src/pkg/module_3.py"}, {"file_path": "/repo/src/pkg/module_4.py"},
+                      {"command": "xlsx"}, {"skill": "frontend-design"}]  # Claude Code has spelt it both ways
+    assert evs[3].content.startswith("[skill xlsx: procedure]")
+
+
+def test_builder_error_results_come_in_every_size_and_may_be_empty():
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(10)
+    evs = b.call(conv.Turn(calls=(conv.ToolCall("Bash", 60_000, is_error=True), conv.ToolCall("Bash", 0, is_error=True))))
+    big, empty = evs[1:]
+    assert big.is_error and len(big.content) == 60_000  # a failing test log is long
+    assert empty.is_error and empty.content == ""
+
+
+def test_builder_parallel_sub_agents_run_one_after_the_other_and_answer_together():
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(10)
+    evs = b.subtask([], parallel=[[conv.Turn(calls=(conv.ToolCall("Read", 10),))]])
+    tasks = [c.id for c in evs[0].content if c.type == "tool_use"]
+    assert len(tasks) == 2
+    kinds = [type(e).__name__ for e in evs[1:]]
+    assert kinds == ["SubtaskStart", "UserEvent", "AssistantEvent", "SubtaskEnd",
+                     "SubtaskStart", "UserEvent", "AssistantEvent", "ToolResultEvent", "AssistantEvent", "SubtaskEnd",
+                     "ToolResultEvent", "ToolResultEvent"]
+    assert [e.tool_use_id for e in evs[-2:]] == tasks
+    b.call(conv.Turn(text=10))
+    b.end_session()
+    b.trace()  # valid, time never goes back
+
+
+def test_builder_clock_crosses_midnight_and_nights_pass_between_launches():
+    b = conv.ConversationBuilder()
+    b.t = conv.DAY_S - 36  # the launch 30 s later, the user 5 s after it, the answer 3 s after that
+    b.start_session()
+    b.user(10)
+    b.call(conv.Turn(text=10))
+    b.end_session()
+    (start,) = b.start_session(resume=True, pause=8 * 3_600)
+    assert b.events[1].t < conv.DAY_S < b.events[2].t  # midnight between the user's message and the answer
+    assert start.t > conv.DAY_S + 8 * 3_600 - 100
+
+
+def test_builder_read_back_by_cat_with_siblings_and_of_a_missing_file():
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(10)
+    evs = b.read_back("tool-results/toolu_0001.txt", "0123456789", 2, 5, tool="Bash",
+                      siblings=(conv.ToolCall("Grep", 20),))
+    uses = [c for c in evs[0].content if c.type == "tool_use"]
+    assert uses[0].input == {"command": "cat tool-results/toolu_0001.txt"} and uses[1].name == "Grep"
+    assert evs[1].content == "23456" and len(evs[2].content) == 20
+    (missing,) = b.read_back("tool-results/gone.txt", None)[1:]
+    assert missing.is_error and missing.content == "File does not exist: tool-results/gone.txt"

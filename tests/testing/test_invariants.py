@@ -6,6 +6,7 @@ from pathlib import Path
 
 from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolDef, ToolSet
 from harness.testing.invariants import (
+    INVARIANTS,
     Checker,
     InvariantViolation,
     assert_holds,
@@ -20,7 +21,7 @@ from strategies.base import Strategy
 
 SYSTEM = SystemPrompt.of("You are a coding agent.")
 TOOLS = ToolSet((ToolDef("Read"),))
-ALL = frozenset({"pairing", "window", "stable_prefix", "path_back", "no_respill", "boundary_pairs", "resume_pairing"})
+ALL = frozenset(INVARIANTS)
 
 
 def user(text: str) -> Message:
@@ -116,8 +117,10 @@ def test_split_pairs_names_the_orphan_n_comp_7():
 
 # --- the checker --------------------------------------------------------------------------------------
 
-def checker(promised=ALL, originals=None, session_dir=None) -> Checker:
-    return Checker(frozenset(promised), originals or {}, session_dir)
+def checker(promised=ALL, originals=None, session_dir=None, texts=()) -> Checker:
+    """``texts``: what the trace fed as user messages (held to path_back when they leave)."""
+    return Checker(frozenset(promised), originals or {}, session_dir,
+                   trace_digests={Block.text_block(t).digest for t in texts})
 
 
 def test_checker_declared_rewrite_is_not_a_prefix_violation():
@@ -125,17 +128,19 @@ def test_checker_declared_rewrite_is_not_a_prefix_violation():
     a = req([user("one"), calls("a"), results(("a", "x"))], [Breakpoint(2)])
     b = req([user("summary"), results(("a", "x"))], [Breakpoint(1)], rewrite=True)
     found = c.feed([sent(a, 0), sent(b, 1)])
-    # no stable_prefix (declared), but the rewrite split the pair a: boundary_pairs and pairing
-    assert {v.invariant for v in found} == {"boundary_pairs", "pairing"}
+    # no stable_prefix (declared), but the rewrite split the pair a: boundary_pairs and pairing; and
+    # the orphan result follows the summary's text in one user turn (api: tool_result not first)
+    assert {v.invariant for v in found} == {"boundary_pairs", "pairing", "api"}
 
 
 def test_checker_new_launch_resets_comparison_but_resume_does_not():
     a = req([user("one")], [Breakpoint(0)])
     b = req([user("two")], [Breakpoint(0)])
-    assert checker().feed([sent(a, 0), Mark("session_start", "s2"), sent(b, 1)]) == []
-    found = checker().feed([sent(a, 0), Mark("session_start", "s2", resume=True), sent(b, 1)])
+    assert checker(texts=["one", "two"]).feed([sent(a, 0), Mark("session_start", "s2"), sent(b, 1)]) == []
+    found = checker(texts=["one", "two"]).feed([sent(a, 0), Mark("session_start", "s2", resume=True), sent(b, 1)])
     # a resumed session rebuilds the window it had: what it lost has no summary or path back
     assert [v.invariant for v in found] == ["stable_prefix", "path_back"]
+    assert "(main; session s2 after resume #1)" in str(found[0])
 
 
 def test_checker_resume_pairing_only_on_the_first_request_after_resume():
@@ -213,17 +218,85 @@ def test_checker_readback_of_a_spill_spilled_again_n_spill_3(tmp_path: Path):
     assert c3.feed([sent(req(first), 0), sent(inline, 1)]) == []
 
 
+def _summary_call(messages, text: str, call: int) -> list:
+    """A successful summary side call over ``messages`` and its answer, as the recording has them."""
+    return [sent(req(messages, kind="summary"), call), Mark("side_result", "summary", text=text)]
+
+
 def test_checker_dropped_messages_need_a_summary_or_a_path_back(tmp_path: Path):
-    """Nothing leaves NovaCode's window without a summary or a path back (N-COMP-9/10)."""
-    a = req([user("the goal is X"), calls("a"), results(("a", "r")), user("next")])
+    """Nothing leaves NovaCode's window without a summary or a path back (N-COMP-9/10): a summary
+    of the dropped messages whose text the request holds, or a file named in the request."""
+    msgs = [user("the goal is X"), calls("a"), results(("a", "r")), user("next")]
+    a = req(msgs)
     cut = req([user("next")])
-    summarised = req([Message.user("summary of X", origin="summary"), user("next")])
+    summarised = req([Message.user("Summary: the user wants X done.", origin="summary"), user("next")])
     transcript = tmp_path / "t.jsonl"
     transcript.write_text('{"text": "the goal is X"}\n{"content": "r"}\n')
     pointed = req([Message.user(f"history saved at {transcript}"), user("next")])
-    assert [v.invariant for v in checker(promised={"path_back"}).feed([sent(a, 0), sent(cut, 1)])] == ["path_back"] * 2
-    assert checker(promised={"path_back"}).feed([sent(a, 0), sent(summarised, 1)]) == []
-    assert checker(promised={"path_back"}, session_dir=tmp_path).feed([sent(a, 0), sent(pointed, 1)]) == []
+
+    def c():
+        return checker(promised={"path_back"}, originals={"a": "r"}, session_dir=tmp_path, texts=["the goal is X", "next"])
+
+    assert [v.invariant for v in c().feed([sent(a, 0), sent(cut, 1)])] == ["path_back"] * 2
+    assert c().feed([sent(a, 0), *_summary_call(msgs, "Summary: the user wants X done.", 1), sent(summarised, 2)]) == []
+    assert c().feed([sent(a, 0), sent(pointed, 1)]) == []
+
+
+def test_checker_a_message_called_summary_excuses_nothing_by_itself():
+    """An origin="summary" message made without a summary of what left (a notice, or a summary
+    call over something else) is no path back."""
+    msgs = [user("the goal is X"), user("next")]
+    tagged = req([Message.user("[2 earlier messages were dropped]", origin="summary"), user("next")])
+    found = checker(promised={"path_back"}, texts=["the goal is X", "next"]).feed([sent(req(msgs), 0), sent(tagged, 1)])
+    assert [v.invariant for v in found] == ["path_back"] and "'the goal is X' left the window" in found[0].detail
+    # a real summary call whose answer is not in the request excuses nothing either
+    found = checker(promised={"path_back"}, texts=["the goal is X", "next"]).feed(
+        [sent(req(msgs), 0), *_summary_call(msgs, "Summary: the user wants X done.", 1), sent(tagged, 2)])
+    assert [v.invariant for v in found] == ["path_back"]
+
+
+def test_checker_text_that_never_entered_the_session_may_leave():
+    """A reminder a strategy adds to one request (a date, a todo list) is not the session's: it
+    leaving the next request is no loss (a false positive of the earlier kit)."""
+    with_note = req([user("fix it"), Message.user("<system-reminder>Today is 2026-11-02</system-reminder>")])
+    later = req([user("fix it"), calls("a"), results(("a", "r")), Message.user("<system-reminder>Today is 2026-11-03</system-reminder>")])
+    assert checker(promised={"path_back"}, originals={"a": "r"}, texts=["fix it"]).feed(
+        [sent(with_note, 0), sent(later, 1)]) == []
+
+
+def test_checker_a_re_rendered_placeholder_whose_file_holds_the_result_is_no_loss(tmp_path: Path):
+    """A strategy may re-render a placeholder (a shorter preview) in a declared rewrite: the result
+    is still one read away (a false positive of the earlier kit)."""
+    original = "line\n" * 5_000
+    f = tmp_path / "tool-results" / "a.txt"
+    f.parent.mkdir()
+    f.write_text(original)
+    first = req([user("go"), calls("a"), results(("a", f"<persisted-output>preview... saved to {f}</persisted-output>"))])
+    again = req([user("go"), calls("a"), results(("a", f"[saved to {f}]"))], rewrite=True)
+    c = checker(promised={"path_back"}, originals={"a": original}, session_dir=tmp_path, texts=["go"])
+    assert c.feed([sent(first, 0), sent(again, 1)]) == []
+
+
+def test_checker_a_placeholder_in_the_window_needs_its_file_for_as_long_as_it_is_there(tmp_path: Path):
+    """N-SPILL-1/5 hold for as long as the placeholder is in the window: a file overwritten by a
+    later spill (a counter reset per launch) or deleted at exit breaks the path back."""
+    original = "line\n" * 5_000
+    f = tmp_path / "tool-results" / "result-1.txt"
+    f.parent.mkdir()
+    f.write_text(original)
+    msgs = [user("go"), calls("a"), results(("a", f"<persisted-output>saved to {f}</persisted-output>"))]
+    c = checker(promised={"path_back"}, originals={"a": original}, session_dir=tmp_path, texts=["go"])
+    assert c.feed([sent(req(msgs), 0)]) == []
+    f.write_text("another result")
+    found = c.feed([Mark("session_start", "s2", resume=True), sent(req([*msgs, user("continue")]), 1)])
+    assert [v.invariant for v in found] == ["path_back"]
+    assert "no longer holds the result: it was overwritten" in found[0].detail and "after resume #1" in str(found[0])
+    f.unlink()
+    c2 = checker(promised={"path_back"}, originals={"a": original}, session_dir=tmp_path, texts=["go"])
+    f.write_text(original)
+    c2.feed([sent(req(msgs), 0)])
+    f.unlink()
+    assert "it is gone" in c2.feed([sent(req([*msgs, user("more")]), 1)])[0].detail
 
 
 def test_promises_follow_the_class_claims():
@@ -235,7 +308,7 @@ def test_promises_follow_the_class_claims():
         keeps_path_back = True
 
     assert {"window", "path_back"} <= promises(Claims)
-    assert promises(AppendOnly) == {"pairing", "stable_prefix", "no_respill", "boundary_pairs", "resume_pairing"}
+    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back"}
 
 
 def test_assert_holds_raises_with_every_violation():
@@ -244,6 +317,57 @@ def test_assert_holds_raises_with_every_violation():
         assert_holds(rec)
     except InvariantViolation as e:
         assert [v.invariant for v in e.violations] == ["pairing"]
-        assert "[pairing] call 0 (main)" in str(e)
+        assert "[pairing] request 0 (main)" in str(e)
     else:
         raise AssertionError("a pairing violation was not raised")
+
+
+# --- the invariants added with the mutant corpus -------------------------------------------------------
+
+def test_checker_is_error_is_kept():
+    c = Checker(ALL, {"a": "boom"}, errors={"a": True})
+    lost = req([user("go"), calls("a"), results(("a", "boom"))])  # results() makes is_error=False
+    found = c.feed([sent(lost, 0)])
+    assert [v.detail for v in found if v.invariant == "is_error"] == [
+        "tool_result a sent with is_error=False; the tool returned it with is_error=True"]
+    kept = req([user("go"), calls("a"), Message("user", (Block.tool_result("a", "boom", is_error=True),))])
+    assert Checker(ALL, {"a": "boom"}, errors={"a": True}).feed([sent(kept, 0)]) == []
+
+
+def test_checker_estimate_far_from_the_truth():
+    """Judged on requests of at least a quarter of the window, within a factor of 1.6 either way."""
+    def est(e, tokens):
+        r = Request(SYSTEM, TOOLS, History([user("go")]), estimated_tokens=e)
+        return [v.detail for v in checker().feed([sent(r, 0, tokens=tokens, window=1_000)]) if v.invariant == "estimate"]
+
+    assert est(400, 250) == []             # 1.6 × 250 = 400: allowed
+    assert est(401, 250) == ["the strategy estimated 401 tokens, the API counts 250 (+60%; a factor of 1.6 either way is allowed)"]
+    assert est(156, 250) != [] and est(157, 250) == []  # 250 / 1.6 = 156.25
+    assert est(10, 249) == []              # under a quarter of the window: not judged
+    assert est(None, 900) == []            # no estimate claimed
+
+
+def test_checker_a_rewrite_declared_twice_in_a_row_with_nothing_rewritten():
+    h = History([user("go")])
+    reqs = [req(h, [Breakpoint(0)])]
+    for k in range(3):
+        h = h.append(calls(f"c{k}")).append(results((f"c{k}", "ok")))
+        reqs.append(req(h, [Breakpoint(len(h) - 1)], rewrite=True))
+    found = checker().feed([sent(r, i) for i, r in enumerate(reqs)])
+    # the first false declaration is let go (a compaction may drop only what was never sent)
+    assert [(v.invariant, v.call) for v in found] == [("false_rewrite", 2), ("false_rewrite", 3)]
+    assert found[0].detail == "declares a rewrite, but only appends to request 1 (2 such requests in a row)"
+    # the first request of a launch is not judged; an identical request is not either
+    c = checker()
+    assert c.feed([sent(reqs[0], 0), Mark("session_start", "s2", resume=True), sent(reqs[1], 1), sent(reqs[2], 2)]) == []
+
+
+def test_checker_tools_compared_by_value():
+    """A schema edited in place keeps the ToolSet's memoised digest: the value is what is sent."""
+    schema = {"type": "object"}
+    tools = ToolSet((ToolDef("Read", "", schema),))
+    a = req([user("go")], [Breakpoint("tools")], tools=tools)
+    first = Sent(a, 100, 1_000, False, "", 0, 0.0, '[{"name": "Read"}]')
+    later = Sent(a, 100, 1_000, False, "", 1, 1.0, '[{"name": "Read", "cache_control": {}}]')
+    found = checker().feed([first, later])
+    assert [(v.invariant, v.detail) for v in found] == [("stable_prefix", "undeclared change since request 0: the tools array changed")]

@@ -1,13 +1,13 @@
 """The property suite on every registered strategy: a strategy is covered the moment it is
 registered (a module in strategies/ or an entry point of the ctxsim.strategies group).
 
-Two machines per strategy, without shrinking (a failure here names the invariant and the session
-found; `ctxsim check-strategy NAME` prints the minimal one): the full machine (`ctxsim
-check-strategy`'s sessions), and short sessions that crash with calls unanswered and resume
-(N-TRANS-5), so a strategy that breaks a resume is named as such.
+Under ``make test`` each strategy runs the ci profile (the default profile's first sessions)
+without shrinking: a failure here names the invariant and the session found; `ctxsim
+check-strategy NAME` prints the minimal one. ``make test-deep`` runs the deep profile.
 
-KNOWN_FINDINGS lists failures reported to their owners in /work/helpers/findings-H.md and not fixed
-yet: they run as strict xfails, so a fix shows up as an XPASS to remove from the list.
+Findings reported to their owners and not fixed yet (tests/testing/known_findings.py) do not fail
+a strategy's run, which goes on checking everything else; each runs on its own as a strict xfail
+naming the owner, so a fix shows up as an XPASS to remove from the list.
 """
 
 from __future__ import annotations
@@ -15,36 +15,44 @@ from __future__ import annotations
 import pytest
 from hypothesis import Phase, settings
 
-from harness.testing import selected_settings
+from harness.testing import selected_profile, selected_settings
+from harness.testing.invariants import promises
 from harness.testing.machine import find_failure, params_for
 from strategies.registry import all_strategies
+from tests.testing.known_findings import KNOWN_FINDINGS, known_for
 
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
-
-# (strategy, machine) -> the finding, as reported
-KNOWN_FINDINGS: dict[tuple[str, str], str] = {}
-
 STRATEGIES = sorted(all_strategies())
 
 
-def _param(name: str, machine: str):
-    reason = KNOWN_FINDINGS.get((name, machine))
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(name, id=name, marks=marks)
+def _settings():
+    return settings(selected_settings(), phases=NO_SHRINK)
 
 
-@pytest.mark.parametrize("name", [_param(n, "sessions") for n in STRATEGIES])
+@pytest.mark.parametrize("name", STRATEGIES)
 def test_every_strategy_keeps_its_invariants(name):
-    f = find_failure(all_strategies()[name], settings=settings(selected_settings(), phases=NO_SHRINK))
+    f = find_failure(all_strategies()[name], settings=_settings(), profile=selected_profile(), known=known_for(name))
     assert f is None, f"{name}: {f}\n(run `ctxsim check-strategy {name}` for the minimal session)"
 
 
-@pytest.mark.parametrize("name", [_param(n, "resume") for n in STRATEGIES])
-def test_every_strategy_resumes_a_crashed_session_n_trans_5(name):
-    """N-TRANS-5: calls a crash left open are answered before the first resumed request."""
-    s = settings(selected_settings(), phases=NO_SHRINK, max_examples=3, stateful_step_count=12)
-    f = find_failure(all_strategies()[name], crashes=True, settings=s)
-    assert f is None, f"{name}: {f}\n(run `ctxsim check-strategy {name}` for the minimal session)"
+def _known_params():
+    for name, findings in sorted(KNOWN_FINDINGS.items()):
+        if name not in all_strategies():
+            continue
+        for inv, rx, owner, line in findings:
+            yield pytest.param(name, inv, rx, id=f"{name}-{inv}",
+                               marks=pytest.mark.xfail(strict=True, reason=f"reported to {owner}: {line}"))
+
+
+@pytest.mark.parametrize(("name", "invariant", "pattern"), list(_known_params()))
+def test_known_finding_is_still_there(name, invariant, pattern):
+    """Fails (xfail) while the strategy still breaks ``invariant`` as reported."""
+    import re
+
+    cls = all_strategies()[name]
+    f = find_failure(cls, settings=_settings(), profile=selected_profile(), promised=frozenset({invariant}) & promises(cls),
+                     twin=False)
+    assert f is None or not any(re.search(pattern, v.detail) for v in f.violations), str(f)
 
 
 def test_novacode_with_its_memory_layers_keeps_its_invariants():
@@ -52,5 +60,6 @@ def test_novacode_with_its_memory_layers_keeps_its_invariants():
     recalled injections) on top of spill, compaction and caching."""
     cls = all_strategies()["novacode"]
     params = {**params_for(cls), "memory": True, "instructions": True}
-    f = find_failure(cls, params, settings=settings(selected_settings(), phases=NO_SHRINK))
+    f = find_failure(cls, params, settings=settings(_settings(), max_examples=2), profile=selected_profile(),
+                     known=known_for("novacode"))
     assert f is None, f"novacode (memory, instructions): {f}"

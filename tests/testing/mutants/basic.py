@@ -49,7 +49,8 @@ class PairSplitter(_Base):
 
 class PairSafeTruncator(_Base):
     """The same, but the cut moves back until the kept part starts at a message that answers no
-    call (N-COMP-7's rule)."""
+    call (N-COMP-7's rule), and a kept part that starts with the model's message gets a user
+    notice first (the first message is the user's)."""
 
     name = ""
     Config = KeepLastConfig
@@ -61,7 +62,8 @@ class PairSafeTruncator(_Base):
             while start > 0 and msgs[start].has_tool_result:
                 start -= 1
             if start > 0:
-                self.history = History(msgs[start:])
+                head = [Message.user("[earlier messages dropped]")] if msgs[start].role == "assistant" else []
+                self.history = History([*head, *msgs[start:]])
                 self.rewrote = True
         return super().build_request(call)
 
@@ -140,6 +142,12 @@ class Spiller(Respiller):
     """The same with read-backs exempt (N-SPILL-3)."""
 
     exempt_readbacks = True
+
+
+class Tolerant(_Base):
+    """Twin of Raiser: the same append-only strategy, which takes error results as they come."""
+
+    name = ""
 
 
 # --- one that raises -----------------------------------------------------------------------------------

@@ -1,0 +1,98 @@
+"""The mutant corpus: realistic one-spot bugs written against the strategy protocol, each beside its
+correct twin. The property kit must catch every mutant, naming the defect, and pass every twin
+(so a catch is not the kit failing everything). tests/testing/test_mutants.py runs it;
+``python -m tests.testing.mutants.measure`` counts the catches of a profile and times them.
+
+Each mutant subclasses a real strategy (NovaCode, the guide's keep_recent, a peer) and changes one
+thing; ``catches`` lists the invariants that name that defect (any one of them is a catch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from strategies.codex import Codex
+from strategies.context_editing import ContextEditing
+from strategies.novacode.strategy import NovaCode
+from strategies.observation_masking import ObservationMasking
+from strategies.sliding_window import SlidingWindow
+from tests.testing.mutants import keep_recent as k
+from tests.testing.mutants import novacode as n
+from tests.testing.mutants import peers as p
+from tests.testing.mutants.basic import (  # noqa: F401 (the CLI tests name them by this module)
+    DeclaredEditor,
+    Overflower,
+    PairSafeTruncator,
+    PairSplitter,
+    Raiser,
+    Respiller,
+    SilentEditor,
+    Spiller,
+    Tolerant,
+)
+
+KeepRecent = k.KeepRecent
+
+
+@dataclass(frozen=True)
+class Case:
+    mutant: type
+    twin: type
+    catches: frozenset[str]
+    defect: str
+
+    @property
+    def id(self) -> str:
+        return self.mutant.__name__
+
+
+def _c(mutant, twin, catches, defect: str) -> Case:
+    return Case(mutant, twin, frozenset(catches.split()), defect)
+
+
+CORPUS: list[Case] = [
+    # the Messages API's rules
+    _c(n.FiveBreakpoints, n.FourBreakpoints, "api", "five cache_control markers"),
+    _c(k.BreakpointPastEnd, KeepRecent, "api", "a marker one past the last message"),
+    _c(k.EmptyNoteBlock, k.NoteOnlyWhenCut, "api", "an empty text block"),
+    _c(n.ReminderBeforeResults, n.ReminderAfterResults, "api", "text before the tool_results of a user turn"),
+    _c(k.ConclusionInjected, k.ConclusionAfterResults, "api pairing", "a sub-agent's conclusion between a Task call and its result"),
+    _c(n.SummaryAsAssistant, NovaCode, "api", "the summary as the first, assistant, message"),
+    _c(k.ThinkingStripped, k.ThinkingStrippedWhenClosed, "api", "thinking stripped from the open tool loop"),
+    _c(k.TruncationLosesIsError, KeepRecent, "is_error", "is_error lost on truncation"),
+    _c(p.ClearingLosesIsError, ContextEditing, "is_error", "is_error lost when a result is cleared"),
+    # what a strategy must not do beyond the API
+    _c(n.SharedSchemaMarker, n.CopiedSchemaMarker, "inputs stable_prefix", "cache_control written into the shared tool schema (N-CACHE-2)"),
+    _c(k.PathNormaliser, k.PathNormaliserCopy, "inputs", "the trace's tool_use input dict edited in place"),
+    _c(n.RandomSpillNames, n.SpillCounterPerRun, "deterministic", "random spill file names"),
+    _c(n.UnseededSpillFailures, n.SeededSpillFailures, "deterministic", "unseeded random draws"),
+    _c(k.DateInSystemPrompt, k.DateReminder, "stable_prefix", "the date in the system prompt"),
+    _c(SilentEditor, DeclaredEditor, "stable_prefix", "an old message edited without declaring it"),
+    _c(p.MaskingUndeclared, ObservationMasking, "stable_prefix", "masking without declaring the rewrite"),
+    _c(k.RewriteFlagStuck, KeepRecent, "false_rewrite", "a rewrite flag never reset"),
+    _c(n.DoubleCountEstimate, NovaCode, "estimate", "an anchored estimate that double counts"),
+    _c(k.EstimateInCharacters, KeepRecent, "estimate", "an estimate in characters, not tokens"),
+    _c(n.LastUsageTrigger, NovaCode, "window estimate", "a trigger that reads only the last reported usage"),
+    _c(Overflower, KeepRecent, "window", "claims manages_window, never cuts"),
+    _c(n.HardLineBehindBreaker, NovaCode, "window", "the hard line stopped by an open breaker (N-COMP-3)"),
+    # pairs
+    _c(PairSplitter, PairSafeTruncator, "pairing boundary_pairs", "a cut between a tool_use and its result"),
+    _c(n.TailOnResult, NovaCode, "pairing boundary_pairs", "a compaction tail starting at a tool_result (N-COMP-7)"),
+    _c(p.SlidingIntoResults, SlidingWindow, "pairing boundary_pairs", "a dropped range ending inside a pair"),
+    _c(p.CodexTrimsIntoResults, Codex, "pairing", "a summary request trimmed into a pair"),
+    _c(k.ForgetsResumeRepair, KeepRecent, "resume_pairing pairing", "calls a crash left open not answered on resume (N-TRANS-5)"),
+    # spill, read-backs, paths back
+    _c(Respiller, Spiller, "no_respill", "read-backs spilled again"),
+    _c(n.BudgetRespill, NovaCode, "no_respill", "a read-back spilled by the aggregate budget (N-SPILL-3)"),
+    _c(n.AbsolutePathReadback, NovaCode, "no_respill", "a read-back recognised only by its absolute path (N-SPILL-3)"),
+    _c(n.SpillCounterPerLaunch, n.SpillCounterPerRun, "path_back", "a spill counter reset per launch overwrites a referenced file"),
+    _c(n.CleanupOnExit, NovaCode, "path_back", "spill files deleted at exit, placeholders still in the window"),
+    _c(n.CappedSpillFile, NovaCode, "path_back", "a spill file that does not hold the whole result (N-SPILL-5)"),
+    _c(k.NoticeCalledSummary, k.SummarisingKeepRecent, "path_back", "a notice tagged as a summary excuses a loss"),
+    # crashes
+    _c(Raiser, Tolerant, "crash", "raises on an error result"),
+    _c(n.SkillInputKey, NovaCode, "crash", "a Skill call's input read by one key"),
+    _c(k.FirstLineTitle, k.FirstLineTitleGuarded, "crash", "raises on an empty result"),
+]
+
+TWINS: list[type] = list(dict.fromkeys(c.twin for c in CORPUS))

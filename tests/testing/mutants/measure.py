@@ -1,0 +1,66 @@
+"""Count how many mutants of the corpus a profile of the property kit catches, and how long it
+takes: ``python -m tests.testing.mutants.measure [--profile default] [--only NAME,...] [--twins]``.
+
+A mutant is *caught* when the kit reports a failure, *named* when the failure names one of the
+invariants the case lists (``Case.catches``); a twin *passes* when the kit finds nothing. Shrinking
+is skipped (it does not change whether a failure is found), so times are those of the search, in
+CPU seconds of this process (the machine is shared: wall time depends on who else runs). The
+known findings of the strategy a mutant is built on (tests/testing/known_findings.py) are not
+counted as failures, as in the registry test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from hypothesis import Phase, settings
+
+from harness.testing import selected_settings
+from harness.testing.machine import find_failure
+from tests.testing.known_findings import known_for
+from tests.testing.mutants import CORPUS, TWINS
+
+NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
+
+
+def run(cls, profile: str):
+    s = settings(selected_settings(profile), phases=NO_SHRINK)
+    c0 = time.process_time()
+    f = find_failure(cls, settings=s, profile=profile, known=known_for(cls.name))
+    return f, time.process_time() - c0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--profile", default="default")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--twins", action="store_true", help="also run every twin (must pass)")
+    args = ap.parse_args()
+    only = {x for x in args.only.split(",") if x}
+    cases = [c for c in CORPUS if not only or c.id in only]
+    caught = named = 0
+    for c in cases:
+        f, dt = run(c.mutant, args.profile)
+        got = sorted(f.invariants) if f else []
+        ok = bool(set(got) & c.catches)
+        caught += f is not None
+        named += ok
+        first = str(f.violations[0]) if f and f.violations else ""
+        print(f"{'NAMED ' if ok else 'caught' if f else 'MISSED'} {c.id:28s} {dt:6.1f}s {','.join(got):24s} {first[:150]}",
+              flush=True)
+    print(f"profile {args.profile}: {named} of {len(cases)} named ({caught} caught)")
+    if args.twins:
+        bad = 0
+        for t in TWINS:
+            if only and not any(c.twin is t for c in cases):
+                continue
+            f, dt = run(t, args.profile)
+            bad += f is not None
+            print(f"{'ok    ' if f is None else 'FAILS '} twin {t.__module__}.{t.__name__:28s} {dt:6.1f}s "
+                  f"{str(f.violations[0])[:150] if f else ''}", flush=True)
+        print(f"twins failing: {bad}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""One-spot bugs in peer strategies (strategies/*), each a subclass that changes one thing; the twin
+is the peer itself."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from harness.conversation import Block, Message
+from strategies import codex as codex_module
+from strategies import sliding_window as sliding_module
+from strategies.codex import Codex
+from strategies.context_editing import ContextEditing
+from strategies.observation_masking import ObservationMasking
+from strategies.sliding_window import SlidingWindow
+
+
+@contextmanager
+def _swapped(module, name: str, fn):
+    """Swap one function of a peer's module for the duration of one call (one strategy runs at a
+    time in this process)."""
+    real = getattr(module, name)
+    setattr(module, name, fn)
+    try:
+        yield real
+    finally:
+        setattr(module, name, real)
+
+
+class MaskingUndeclared(ObservationMasking):
+    """The masking step rewrites old observations but the declaration is lost ('the history
+    setter already handles the cache')."""
+
+    def prepare(self, call):
+        super().prepare(call)
+        self.rewrote = False
+
+
+class ClearingLosesIsError(ContextEditing):
+    """A cleared result is rebuilt without its ``is_error`` flag."""
+
+    def compact(self, call):
+        done = super().compact(call)
+        if done:
+            h = self.history
+            for i, m in enumerate(h):
+                if m.role == "user" and any(b.meta.get("cleared") and b.is_error for b in m.blocks):
+                    blocks = tuple(Block.tool_result(b.id or "", b.text, False, cleared=True)
+                                   if b.meta.get("cleared") else b for b in m.blocks)
+                    h = h.replace_at(i, Message(m.role, blocks, m.meta))
+            self.history = h
+        return done
+
+
+class SlidingIntoResults(SlidingWindow):
+    """The dropped range's end is not moved past result messages: the kept part can start with a
+    tool_result whose tool_use was dropped."""
+
+    def compact(self, call):
+        def tail_start(messages, i, direction="forward"):
+            return max(0, min(i, len(messages)))
+
+        with _swapped(sliding_module, "tail_start", tail_start):
+            return super().compact(call)
+
+
+class CodexTrimsIntoResults(Codex):
+    """Codex's drop-oldest retry of a too-long compaction call removes exactly one item, leaving
+    the results of a dropped call at the front of the summary request."""
+
+    def _summarise(self):
+        def tail_start(messages, i, direction="forward"):
+            return max(0, min(i, len(messages)))
+
+        with _swapped(codex_module, "tail_start", tail_start):
+            return super()._summarise()

@@ -1,0 +1,104 @@
+"""The Messages API's rules beyond pairing and size (the ``api`` invariant), on hand-built requests."""
+
+from __future__ import annotations
+
+from harness import protocol
+from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolDef, ToolSet
+from harness.testing.api_rules import api_errors, breakpoint_error, first_message_error, thinking_error
+
+SYSTEM = SystemPrompt.of("You are a coding agent.")
+TOOLS = ToolSet((ToolDef("Read"),))
+
+
+def req(msgs, bps=(), system=SYSTEM, tools=TOOLS) -> Request:
+    return Request(system, tools, History(msgs), tuple(bps))
+
+
+def call(*ids: str, thinking: str | None = None) -> Message:
+    blocks = ([Block("thinking", thinking)] if thinking else []) + [Block.tool_use(i, "Read", {}) for i in ids]
+    return Message("assistant", tuple(blocks))
+
+
+def results(*ids: str) -> Message:
+    return Message("user", tuple(Block.tool_result(i, "ok") for i in ids))
+
+
+GOAL = Message.user("fix the tests")
+
+
+def test_at_most_four_cache_breakpoints():
+    four = [Breakpoint("tools"), Breakpoint("system"), Breakpoint(0), Breakpoint(2)]
+    msgs = [GOAL, call("a"), results("a")]
+    assert breakpoint_error(req(msgs, four)) == ""
+    assert breakpoint_error(req(msgs, [*four, Breakpoint(1)])) == "5 cache breakpoints (the API allows 4)"
+
+
+def test_each_breakpoint_on_a_block_that_exists():
+    msgs = [GOAL, call("a"), results("a")]
+    assert breakpoint_error(req(msgs, [Breakpoint(3)])) == \
+        "a cache breakpoint on message 3 of a 3-message request (no such block)"
+    assert "message -1" in breakpoint_error(req(msgs, [Breakpoint(-1)]))
+    assert breakpoint_error(req(msgs, [Breakpoint("tools")], tools=ToolSet())) == \
+        "a cache breakpoint on the tools array, which is empty"
+    assert breakpoint_error(req(msgs, [Breakpoint("system")], system=SystemPrompt())) == \
+        "a cache breakpoint on the system prompt, which is empty"
+    # a system prompt the trace has no text for (opaque tokens) is there: it can be marked
+    assert breakpoint_error(req(msgs, [Breakpoint("system")], system=SystemPrompt((), opaque_tokens=500))) == ""
+
+
+def test_no_empty_or_whitespace_text_block():
+    empty = Message("user", (Block.tool_result("a", "ok"), Block.text_block("")))
+    spaces = Message("user", (Block.tool_result("a", "ok"), Block.text_block(" \n")))
+    assert protocol.content_error(req([GOAL, call("a"), empty])) == "message 2 (user) holds an empty text block"
+    assert protocol.content_error(req([GOAL, call("a"), spaces])) == "message 2 (user) holds a text block of whitespace only"
+    # an empty tool result is fine: the API takes a tool_result with no content
+    assert protocol.content_error(req([GOAL, call("a"), Message("user", (Block.tool_result("a", ""),))])) == ""
+    assert protocol.content_error(req([GOAL, Message("assistant", ())])) == "message 1 (assistant) has no content"
+    assert protocol.content_error(req([GOAL, Message("assistant", (Block("thinking", ""), Block.text_block("x")))])) == \
+        "message 1 (assistant) holds an empty thinking block"
+    assert "system prompt holds a text block of whitespace only" in \
+        api_errors(req([GOAL], system=SystemPrompt((Block.text_block("  "),))))[0]
+
+
+def test_tool_results_come_first_in_their_user_turn():
+    """platform.claude.com, handle-tool-calls: "the tool_result blocks must come FIRST in the
+    content array. Any text must come AFTER all tool results"."""
+    after = Message("user", (Block.tool_result("a", "ok"), Block.tool_result("b", "ok"), Block.text_block("note")))
+    before = Message("user", (Block.text_block("note"), Block.tool_result("a", "ok"), Block.tool_result("b", "ok")))
+    between = Message("user", (Block.tool_result("a", "ok"), Block.text_block("note"), Block.tool_result("b", "ok")))
+    assert protocol.content_error(req([GOAL, call("a", "b"), after])) == ""
+    assert protocol.content_error(req([GOAL, call("a", "b"), before])) == \
+        "tool_result for a is not first in the user turn (message 2: it follows a text block)"
+    assert "tool_result for b is not first" in protocol.content_error(req([GOAL, call("a", "b"), between]))
+    # consecutive user messages are one turn (the API merges them): a text message, then the results
+    split = [GOAL, call("a"), Message.user("[sub-agent finished]"), results("a")]
+    assert protocol.content_error(req(split)) == \
+        "tool_result for a is not first in the user turn (message 3: it follows a text block)"
+    # a new user turn after the model's answer starts afresh
+    assert protocol.content_error(req([GOAL, call("a"), results("a"), call("b"), results("b")])) == ""
+
+
+def test_first_message_is_the_users():
+    assert first_message_error(req([GOAL, call("a"), results("a")])) == ""
+    summary_first = Message("assistant", (Block.text_block("Summary of the work so far"),))
+    assert first_message_error(req([summary_first, GOAL])).startswith("the first message is the assistant's")
+
+
+def test_the_open_tool_loop_keeps_its_thinking():
+    thinking = {"a": "let me read it", "b": "let me read it"}
+    with_it = [GOAL, call("a", thinking="let me read it"), results("a")]
+    without = [GOAL, call("a"), results("a")]
+    changed = [GOAL, call("a", thinking="let me read it, edited"), results("a")]
+    assert thinking_error(req(with_it), thinking) == ""
+    assert thinking_error(req(without), thinking) == ("thinking stripped from the open tool loop: the assistant turn "
+                                                       "of a must start with its thinking block (it starts with a "
+                                                       "tool_use block)")
+    assert "changed" in thinking_error(req(changed), thinking)
+    # a closed loop (the model answered, the user spoke) asks for nothing
+    closed = [GOAL, call("a"), results("a"), Message("assistant", (Block.text_block("done"),)), Message.user("thanks")]
+    assert thinking_error(req(closed), thinking) == ""
+    # a call whose recorded answer had no thinking asks for none
+    assert thinking_error(req([GOAL, call("c"), results("c")]), thinking) == ""
+    # text after the results (a reminder) keeps the loop open
+    reminder = [GOAL, call("a"), results("a"), Message.user("<system-reminder>x</system-reminder>")]
+    assert thinking_error(req(reminder), thinking).startswith("thinking stripped")
