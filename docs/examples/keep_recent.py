@@ -11,7 +11,10 @@ What it does, as a real agent would:
 * two cache breakpoints: the system prompt and the last message, whose prefix stays byte-stable
   between cuts;
 * after a crash, a resumed session first answers the calls left open (N-TRANS-5), or the next
-  request would be a 400.
+  request would be a 400;
+* when the API still refuses a request as too long (its own estimate was low: text that takes more
+  tokens per character than it assumes), it cuts again at once, counting at the API's figure, and
+  has the call sent again; with nothing left to cut it gives up.
 
 Run the property suite on it: ``ctxsim check-strategy keep_recent:KeepRecent`` (with docs/examples
 on PYTHONPATH).
@@ -22,7 +25,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from harness.conversation import Block, Breakpoint, History, Message, Request, Usage
-from strategies.base import CallInfo, Strategy, StrategyConfig
+from strategies.base import CallInfo, Rejection, Strategy, StrategyConfig
 
 NOTICE = "[{n} earlier messages were dropped to stay within the context window.]"
 INTERRUPTED = "Tool call interrupted: the session ended before it returned."
@@ -57,6 +60,8 @@ class KeepRecent(Strategy):
     summary = "truncate big tool results, drop the oldest messages at pair-safe points (docs example)"
     Config = KeepRecentConfig
     manages_window = True
+    on_rejection = ("prompt too long: cut at once to the target share, counted at the API's figure, and send "
+                    "again; nothing left to cut: the turn errors (the guide's example)")
 
     # --- events ---------------------------------------------------------------------------------
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
@@ -98,6 +103,16 @@ class KeepRecent(Strategy):
         return Request(self.env.system, self.env.tools, h, bps,
                        kind="subagent" if self.in_isolated_subtask else "main",
                        estimated_tokens=self.estimate(), rewrite=self._take_rewrite())
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        """Too long after all: the API counted ``rejection.tokens`` where the estimate said less, so
+        cut to the target share scaled by that ratio; retry only if something was cut."""
+        if "overflow" not in rejection.reasons:
+            return False
+        ratio = rejection.tokens / max(1, self.estimate())
+        before = [m.digest for m in self.history]
+        self.cut(int(self.config.target_share * self.env.window / max(1.0, ratio)) - self.fixed_tokens())
+        return [m.digest for m in self.history] != before
 
     def cut(self, target: int) -> None:
         """Drop the oldest messages: the first pair-safe start whose rest fits ``target``, else the

@@ -132,6 +132,8 @@ def _replay(cls, args) -> int:
     fail_calls = {k: tuple(v) for k, v in (meta.get("fail_calls") or {}).items()}
     cfg = RunConfig(model=meta.get("model") or CHECK_MODEL, window=window, seed=0, fail_calls=fail_calls)
     held = promises(cls)
+    if meta.get("dense"):  # as the kit held it: no estimate judged on text dense in tokens
+        held = held - {"estimate"}
     guard = InputGuard(trace.header)
     guard.add(trace.events)
     stepper = Stepper(trace.header, cls, params, cfg)

@@ -37,8 +37,8 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter
 _FIXED = dict(derandomize=True, database=None, deadline=None, suppress_health_check=_SLOW_OK,
               report_multiple_bugs=False, print_blob=False)
 KIT_SETTINGS = {
-    "default": settings(max_examples=16, stateful_step_count=50, **_FIXED),
-    "ci": settings(max_examples=3, stateful_step_count=40, **_FIXED),
+    "default": settings(max_examples=32, stateful_step_count=50, **_FIXED),
+    "ci": settings(max_examples=4, stateful_step_count=40, **_FIXED),
     # deep: ten times the sessions, twice as long, results up to megabytes, random (a new search on
     # every run; hypothesis' example database replays past failures first). About an hour for the
     # whole registry on two cores.

@@ -51,15 +51,33 @@ def _pool() -> str:
 POOL = _pool()
 
 
-def text_of(size: int, seed: int = 0, label: str = "") -> str:
-    """Deterministic text of exactly ``size`` characters: ``label`` then a slice of the pool."""
+def _dense_pool() -> str:
+    """Text that takes about a token per character (CJK prose, emoji, minified escapes): what a
+    characters-per-token estimate of 2.5-4 undercounts two- to fourfold. Such output is real (a
+    test log in Chinese, a JSON dump with \\u escapes) and makes overflows a strategy could not
+    foresee, so its reaction to a refused request (``on_rejected``) is exercised."""
+    lines = []
+    for i in range(400):
+        k = (i * 7919) % 997
+        lines.append(["测试用例失败：期望值与实际值不一致，请检查缓存层的序列化逻辑与并发写入的顺序。",
+                      "日志：节点同步完成，耗时较长；重试三次后连接恢复，队列中仍有待处理的任务。",
+                      f"{{\"k{k}\":\"\\u{k % 9000 + 1000:04x}\\u{k % 7000 + 2000:04x}\"}} ✓✗⚠ ✓✗⚠",
+                      "編譯警告：未使用的變數與過時的介面呼叫，建議在下一版本中移除相關程式碼。"][i % 4])
+    return "\n".join(lines) + "\n"
+
+
+DENSE_POOL = _dense_pool()
+
+
+def text_of(size: int, seed: int = 0, label: str = "", pool: str = POOL) -> str:
+    """Deterministic text of exactly ``size`` characters: ``label`` then a slice of ``pool``."""
     if size <= 0:
         return ""
-    start = (seed * 104_729) % len(POOL)
+    start = (seed * 104_729) % len(pool)
     head = f"[{label}]\n" if label else ""
     body_len = max(0, size - len(head))
-    reps = body_len // len(POOL) + 2
-    body = (POOL[start:] + POOL * reps)[:body_len]
+    reps = body_len // len(pool) + 2
+    body = (pool[start:] + pool * reps)[:body_len]
     return (head + body)[:size]
 
 
@@ -118,6 +136,7 @@ class ToolCall:
     result_size: int
     is_error: bool = False
     seed: int = 0
+    dense: bool = False  # output of about a token per character (DENSE_POOL)
 
 
 @dataclass(frozen=True)
@@ -237,7 +256,7 @@ class ConversationBuilder:
     def _results(self, uses: list[tuple[str, ToolCall, Mapping[str, Any]]]) -> list[Any]:
         out = []
         for uid, c, inp in uses:
-            body = text_of(c.result_size, c.seed, f"{c.name} {uid}")
+            body = text_of(c.result_size, c.seed, f"{c.name} {uid}", DENSE_POOL if c.dense else POOL)
             if c.is_error:  # an error prints anything from one line to a whole failing test log
                 body = text_of(c.result_size, c.seed, f"error: {c.name} {uid} exited 1") if c.result_size else ""
             elif c.name == "Skill" and c.result_size:

@@ -9,11 +9,14 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    block (:mod:`harness.testing.api_rules`, sources there).
 ``pairing``        every request is pairing-valid: a split tool_use/tool_result pair is a 400, and
                    every later request of the session is a 400 too until the history is repaired.
-``window``         no main-line request exceeds the window, for a strategy that claims to manage
-                   it (``Strategy.manages_window``): an overflow is a 400 ("prompt is too long").
-                   Excused: the request right after a side call that failed by injection (a
-                   strategy cannot summarise without its model; a summary request the API refused
-                   as too long is no excuse, that is the strategy's own doing).
+``window``         a strategy that claims to manage the window (``Strategy.manages_window``) never
+                   gives up on an overflow (a 400, "prompt is too long": the session ends there) and
+                   never sends a request its own estimate puts over the window. An overflow it could
+                   not foresee (text denser in tokens than its estimate assumes) is exercised on
+                   purpose: ``on_rejected`` must recover from it (reactive compaction, truncation)
+                   within the engine's attempts. Excused: the request right after a side call that
+                   failed by injection (a strategy cannot summarise without its model; a summary
+                   request the API refused as too long is no excuse, that is its own doing).
 ``stable_prefix``  the bytes before each cache breakpoint of a request are unchanged in the next
                    request of the same conversation, unless the strategy declared a rewrite at that
                    call (``Request.rewrite``): an undeclared change silently multiplies the bill. The
@@ -354,6 +357,8 @@ class Checker:
     _lost: set[str] = field(default_factory=set)  # placeholders already reported
     _spans: list[bool] = field(default_factory=list)  # open sub-task spans: isolated or not
     _summaries: list[_Summary] = field(default_factory=list)  # successful summary calls since the last main request
+    _attempts: int = 0  # rejected main-line requests in a row (the attempts of the call being sent)
+    _overflow: tuple[Sent, str, bool, int] | None = None  # a rejected overflow awaiting the strategy's reaction (sent, where, excused, attempt)
     _resumed: bool = False
     _side_failed: bool = False  # a side call failed by injection since the last main-line request
     _session: str = ""
@@ -376,11 +381,37 @@ class Checker:
         new: list[Violation] = []
         for e in entries:
             if isinstance(e, Mark):
-                self._mark(e)
+                if e.what == "on_rejected":
+                    new.extend(self._reacted(e))
+                else:
+                    self._mark(e)
             else:
                 new.extend(self._sent(e))
+        # the engine asks nothing once a call has had all its attempts: the session failed there
+        new.extend(self._reacted(None))
         self.violations.extend(new)
         return new
+
+    def _reacted(self, m: Mark | None) -> list[Violation]:
+        """The strategy's reaction to the overflow it sent last: a retry (``m.retried``), giving up,
+        or nothing (``m`` None: the attempts ran out)."""
+        pending, self._overflow = self._overflow, None
+        if pending is None or "window" not in self.promised:
+            return []
+        s, where, excused, attempt = pending
+        est = s.request.estimated_tokens
+        seen = "" if est is None else f" (its estimate, {est:,}, was {'over' if est > s.window else 'under'} it)"
+        over = f"{s.tokens:,} tokens > window {s.window:,}{seen}"
+        if m is not None and m.retried:
+            if est is not None and est > s.window and not excused:
+                return [Violation("window", s.call, s.kind, f"{over}: it sent a request it knew was too long "
+                                  "(it recovered on retry)", where)]
+            return []
+        if excused:
+            return []
+        why = ("and it gave up (on_rejected returned False): the session ends there" if m is not None else
+               f"and it was still over after {attempt} attempt(s): the session ends there")
+        return [Violation("window", s.call, s.kind, f"{over} {why}", where)]
 
     def where(self) -> str:
         """Where the session is, for a report: the launch, the resume it is, compactions so far."""
@@ -454,10 +485,12 @@ class Checker:
             self._resumed = False
             if err:
                 v("resume_pairing", f"first request after resume: {err}")
-        if s.tokens > s.window and not self._side_failed:
-            est = req.estimated_tokens
-            v("window", f"{s.tokens:,} tokens > window {s.window:,}"
-              + (f" (the strategy estimated {est:,})" if est is not None else ""))
+        self._attempts = self._attempts + 1 if s.rejected else 0
+        if s.tokens > s.window:
+            if s.rejected:  # the engine refused it: judged on what the strategy does next
+                self._overflow = (s, where, self._side_failed, self._attempts)
+            elif not self._side_failed:  # a request over the window that went through (a recorded log's)
+                v("window", f"{s.tokens:,} tokens > window {s.window:,}")
         self._side_failed = False
         e = estimate_error(req.estimated_tokens, s.tokens, s.window)
         if e:
@@ -495,7 +528,8 @@ class Checker:
         if req.rewrite and stream == "main":
             self._rewrites += 1
         self._summaries.clear()
-        self._prev[stream] = s
+        if not s.rejected:  # a refused request wrote no cache: the next is compared with the last accepted
+            self._prev[stream] = s
         return out
 
     # --- spills and read-backs ------------------------------------------------------------------

@@ -56,14 +56,16 @@ class Sent:
 @dataclass(frozen=True)
 class Mark:
     """A strategy hook the engine called: ``session_start`` (with ``resume``), ``session_end``,
-    ``subtask_start`` (with ``isolated``), ``subtask_end``; or ``side_result``: a side call of
-    kind ``id`` answered ``text`` (after its :class:`Sent`)."""
+    ``subtask_start`` (with ``isolated``), ``subtask_end``, ``on_rejected`` (the API refused the
+    request just sent for the reasons in ``id``; ``retried``: the strategy reacted and had it sent
+    again); or ``side_result``: a side call of kind ``id`` answered ``text`` (after its :class:`Sent`)."""
 
-    what: Literal["session_start", "session_end", "subtask_start", "subtask_end", "side_result"]
+    what: Literal["session_start", "session_end", "subtask_start", "subtask_end", "side_result", "on_rejected"]
     id: str = ""
     resume: bool = False
     isolated: bool = False
     text: str = ""
+    retried: bool = False
 
 
 Entry = Sent | Mark
@@ -175,8 +177,13 @@ def observing(cls: type[Strategy], log: list[Entry]) -> type[Strategy]:
         log.append(Mark("subtask_end", id))
         return cls.on_subtask_end(self, id, conclusion)
 
+    def on_rejected(self, rejection, call):
+        retried = bool(cls.on_rejected(self, rejection, call))
+        log.append(Mark("on_rejected", ",".join(rejection.reasons), text=rejection.detail, retried=retried))
+        return retried
+
     return type(cls.__name__, (cls,), {
-        "__module__": __name__, "__doc__": cls.__doc__, "__init__": __init__,
+        "__module__": __name__, "__doc__": cls.__doc__, "__init__": __init__, "on_rejected": on_rejected,
         "on_session_start": on_session_start, "on_session_end": on_session_end,
         "on_subtask_start": on_subtask_start, "on_subtask_end": on_subtask_end,
     })

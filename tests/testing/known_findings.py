@@ -10,11 +10,12 @@ from __future__ import annotations
 
 KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
     "novacode": [
-        # only overflows its own estimate did not see coming (an estimate under the window): one it saw is a defect
-        ("window", r"tokens > window 32,000 \(the strategy estimated (?:[12]?\d),\d{3}\)$",
-         "novacode (#17, item 5)",
-         "on long crash-and-resume chains the request passes the window while the strategy's estimate (3.5 "
-         "characters per token from an empty anchor after each resume) is 15-20% low and under the hard line"),
+        # an overflow its own estimate did not see coming, then no reaction (no on_rejected yet)
+        ("window", r"was under it\) and it gave up",
+         "novacode (#17 item 5; interface 1 of #15)",
+         "gives up on an overflow its estimate did not foresee (3.5 characters per token runs 15-20% low on "
+         "crash-and-resume chains, several times low on dense text): NovaCode has no on_rejected, so the "
+         "session ends there"),
         ("api", r"^thinking stripped from the open tool loop",
          "novacode (#17)",
          "after a crash and resume (N-TRANS-5) the transcript's history has no thinking (N-TRANS-3), but the "
@@ -26,6 +27,12 @@ KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
          "peers (#18)",
          "the drop-oldest retry of a too-long compaction call sends a summary request that starts with an "
          "assistant message (Bedrock and Vertex refuse it)"),
+    ],
+    "whole_repo": [
+        ("window", r"was under it\) and it gave up",
+         "families (#22)",
+         "claims manages_window (WindowedStrategy) but has no on_rejected: an overflow its estimate did not "
+         "foresee ends the session (rag_memory, structured_state and subagent_isolation share the base)"),
     ],
     "tiered_budget": [
         ("no_respill", r"reads back spilled file",

@@ -75,6 +75,10 @@ CORPUS: list[Case] = [
     _c(n.LastUsageTrigger, NovaCode, "window estimate", "a trigger that reads only the last reported usage"),
     _c(Overflower, KeepRecent, "window", "claims manages_window, never cuts"),
     _c(n.HardLineBehindBreaker, NovaCode, "window", "the hard line stopped by an open breaker (N-COMP-3)"),
+    # the reaction to a refused request (interface 1 of #15)
+    _c(k.GivesUpOnOverflow, KeepRecent, "window", "no reaction to a prompt-too-long (manages_window)"),
+    _c(k.RetriesUnchanged, KeepRecent, "window", "the same request retried until the attempts run out"),
+    _c(k.DropsToolOutput, k.BlanksToolOutput, "pairing", "a retry that drops the results message"),
     # pairs
     _c(PairSplitter, PairSafeTruncator, "pairing boundary_pairs", "a cut between a tool_use and its result"),
     _c(n.TailOnResult, NovaCode, "pairing boundary_pairs", "a compaction tail starting at a tool_result (N-COMP-7)"),

@@ -286,3 +286,48 @@ class NoticeCalledSummary(SummarisingKeepRecent):
 
     def summary(self, dropped: list[Message]) -> Message | None:
         return Message.user(kr.NOTICE.format(n=len(dropped)), origin="summary")
+
+
+# --- the reaction to a refused request (on_rejected) ------------------------------------------------
+
+class GivesUpOnOverflow(KeepRecent):
+    """No reaction to a prompt-too-long (the base's default): an overflow its estimate did not
+    foresee ends the session, though it claims to manage the window."""
+
+    def on_rejected(self, rejection, call) -> bool:
+        return False
+
+
+class RetriesUnchanged(KeepRecent):
+    """'Retry on any error': the same request sent again until the attempts run out."""
+
+    def on_rejected(self, rejection, call) -> bool:
+        return True
+
+
+class DropsToolOutput(KeepRecent):
+    """Retries with the newest tool output removed (Goose's reaction) by dropping the results
+    message itself: the calls it answered are left without results."""
+
+    def on_rejected(self, rejection, call) -> bool:
+        if "overflow" not in rejection.reasons or not len(self.history) or not self.history[-1].has_tool_result:
+            return super().on_rejected(rejection, call)
+        self.history = self.history.truncate(len(self.history) - 1)
+        self.rewrote = True
+        return True
+
+
+class BlanksToolOutput(DropsToolOutput):
+    """Twin: the newest results replaced by a short note, each kept with its id and flag."""
+
+    def on_rejected(self, rejection, call) -> bool:
+        if "overflow" not in rejection.reasons or not len(self.history) or not self.history[-1].has_tool_result:
+            return KeepRecent.on_rejected(self, rejection, call)
+        last = self.history[-1]
+        blocks = tuple(b.with_text("[output removed: the request was too long]") if b.type == "tool_result" else b
+                       for b in last.blocks)
+        if all(a.text == b.text for a, b in zip(blocks, last.blocks)):
+            return KeepRecent.on_rejected(self, rejection, call)
+        self.history = self.history.replace_at(len(self.history) - 1, Message(last.role, blocks, last.meta))
+        self.rewrote = True
+        return True
