@@ -104,16 +104,6 @@ class KeepRecent(Strategy):
                        kind="subagent" if self.in_isolated_subtask else "main",
                        estimated_tokens=self.estimate(), rewrite=self._take_rewrite())
 
-    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
-        """Too long after all: the API counted ``rejection.tokens`` where the estimate said less, so
-        cut to the target share scaled by that ratio; retry only if something was cut."""
-        if "overflow" not in rejection.reasons:
-            return False
-        ratio = rejection.tokens / max(1, self.estimate())
-        before = [m.digest for m in self.history]
-        self.cut(int(self.config.target_share * self.env.window / max(1.0, ratio)) - self.fixed_tokens())
-        return [m.digest for m in self.history] != before
-
     def cut(self, target: int) -> None:
         """Drop the oldest messages: the first pair-safe start whose rest fits ``target``, else the
         last one (keep as little as possible)."""
@@ -125,3 +115,13 @@ class KeepRecent(Strategy):
         notice = Message.user(NOTICE.format(n=start), origin="notice")
         self.history = History([notice, *msgs[start:]])
         self.rewrote = True
+
+    def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
+        """Too long after all: the API counted ``rejection.tokens`` where the estimate said less, so
+        cut to the target share scaled by that ratio; retry only if something was cut."""
+        if "overflow" not in rejection.reasons:
+            return False
+        ratio = rejection.tokens / max(1, self.estimate())
+        kept = sum(1 for m in self.history if m.meta.get("origin") != "notice")
+        self.cut(int(self.config.target_share * self.env.window / max(1.0, ratio)) - self.fixed_tokens())
+        return sum(1 for m in self.history if m.meta.get("origin") != "notice") < kept

@@ -357,6 +357,7 @@ class Checker:
     _lost: set[str] = field(default_factory=set)  # placeholders already reported
     _spans: list[bool] = field(default_factory=list)  # open sub-task spans: isolated or not
     _summaries: list[_Summary] = field(default_factory=list)  # successful summary calls since the last main request
+    _summary_too_long: bool = False  # a summary side call refused as too long since the last accepted request
     _attempts: int = 0  # rejected main-line requests in a row (the attempts of the call being sent)
     _overflow: tuple[Sent, str, bool, int] | None = None  # a rejected overflow awaiting the strategy's reaction (sent, where, excused, attempt)
     _resumed: bool = False
@@ -411,6 +412,8 @@ class Checker:
             return []
         why = ("and it gave up (on_rejected returned False): the session ends there" if m is not None else
                f"and it was still over after {attempt} attempt(s): the session ends there")
+        if self._summary_too_long:
+            why += "; its summary request was refused as too long"
         return [Violation("window", s.call, s.kind, f"{over} {why}", where)]
 
     def where(self) -> str:
@@ -475,6 +478,8 @@ class Checker:
         if not s.main_line:
             if s.rejected and s.error.startswith("injected"):
                 self._side_failed = True
+            elif s.rejected and s.kind == SUMMARY and "too long" in s.error:
+                self._summary_too_long = True
             if s.kind == SUMMARY and not s.rejected and not s.error:
                 self._summaries.append(_Summary({b.digest for m in req.messages for b in m.blocks}))
             return out
@@ -486,6 +491,8 @@ class Checker:
             if err:
                 v("resume_pairing", f"first request after resume: {err}")
         self._attempts = self._attempts + 1 if s.rejected else 0
+        if not s.rejected:
+            self._summary_too_long = False
         if s.tokens > s.window:
             if s.rejected:  # the engine refused it: judged on what the strategy does next
                 self._overflow = (s, where, self._side_failed, self._attempts)

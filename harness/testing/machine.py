@@ -2,11 +2,14 @@
 invariants after every step.
 
 Each rule is one thing an agent session does next (a user message, a model call with parallel
-tool calls and their results, a final answer, a read-back of a file the strategy spilled, a
-sub-agent, a restart, a crash and resume, a compaction the recorded agent did); the engine replays
-it at once (:class:`~harness.testing.recording.Stepper`) and the invariants are checked on the
-requests it made the strategy send. When one fails, hypothesis shrinks the session to a minimal
-one, and the failure carries it as a trace file the user can replay.
+tool calls and their results, several mid-sized reads at once, output dense in tokens, a final
+answer, a read-back of a file the strategy spilled, one or several sub-agents, a restart a minute
+or a night later, a chain of crashes and resumes, a compaction the recorded agent did); the engine
+replays it at once (:class:`~harness.testing.recording.Stepper`), a second engine replays it again
+(the ``deterministic`` invariant), and the invariants are checked on the requests the strategy sent.
+Each run starts shortly before midnight and injects failures into a few scattered summary calls or
+a burst of them. When an invariant fails, hypothesis shrinks the session to a minimal one, and the
+failure carries it as a trace file the user can replay.
 
 The window is small (:data:`CHECK_WINDOW`), so a few dozen steps cross it several times. A
 strategy whose default thresholds are absolute token counts tuned for a 200k window can say what
@@ -145,6 +148,9 @@ def crash_site(e: BaseException) -> str:
 
 # --- the machine -----------------------------------------------------------------------------------
 
+_DENSE_CALLS = st.lists(st.builds(conv.ToolCall, name=st.sampled_from(("Bash", "Read")),
+                                  result_size=st.integers(2_000, 12_000), seed=st.integers(0, 10_000),
+                                  dense=st.just(True)), min_size=1, max_size=4)
 _BURSTS = st.integers(0, 3).map(lambda s: frozenset(range(s, s + BREAKER_BURST)))
 
 
@@ -212,10 +218,9 @@ class StrategyMachine(RuleBasedStateMachine):
             self.stepper.feed(events)
             self.stepper.flush()  # a step ends a group of results: nothing the engine would hold
         except Exception as e:  # the strategy (or the engine) raised on this input: a finding too
-            n = len(self.stepper.recording.entries)
             self._check_entries()  # what was sent before it raised, for the report's context
             at = crash_site(e)
-            raise self._failure([Violation("crash", n and self._last_call(), "", f"{type(e).__name__}: {e}"
+            raise self._failure([Violation("crash", self._last_call(), "", f"{type(e).__name__}: {e}"
                                            + (f" at {at}" if at else ""), self._where())]) from e
         if self.other is not None:
             try:
@@ -315,14 +320,18 @@ class StrategyMachine(RuleBasedStateMachine):
         self._feed(self.builder.call(conv.Turn(calls=tuple(calls), thinking=400 if thinking else 0)))
 
     @precondition(lambda self: self.dense and self.builder.phase == "call")
-    @rule(calls=st.lists(st.builds(conv.ToolCall, name=st.sampled_from(("Bash", "Read")),
-                                   result_size=st.integers(1_500, 7_900), seed=st.integers(0, 10_000),
-                                   dense=st.just(True)), min_size=1, max_size=4))
+    @rule(calls=_DENSE_CALLS)
     def tools_print_dense_text(self, calls: list[conv.ToolCall]) -> None:
-        """Output of about a token per character (a log in Chinese, a dump of escapes), each under a
-        spill threshold: a characters-per-token estimate undercounts it, so the request can pass
-        the window unforeseen, and the strategy's reaction to the refusal (on_rejected) is what
-        keeps the session going."""
+        """Output of about a token per character (a log in Chinese, a dump of escapes), mostly
+        under a spill threshold: a characters-per-token estimate undercounts it, so the request can
+        pass the window unforeseen, and the strategy's reaction to the refusal (on_rejected) is
+        what keeps the session going."""
+        self._feed(self.builder.call(conv.Turn(calls=tuple(calls))))
+
+    @precondition(lambda self: self.dense and self.builder.phase == "call")
+    @rule(calls=_DENSE_CALLS)
+    def tools_print_dense_text_again(self, calls: list[conv.ToolCall]) -> None:
+        """In a session of such output, most of it is (two rules make it twice as likely)."""
         self._feed(self.builder.call(conv.Turn(calls=tuple(calls))))
 
     @precondition(lambda self: self.builder.phase == "call")

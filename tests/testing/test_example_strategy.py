@@ -93,6 +93,22 @@ def test_resume_answers_the_calls_a_crash_left_open_n_trans_5(tmp_path):
     assert last.role == "user" and last.tool_result_ids() == ["t1"] and last.blocks[0].is_error
 
 
+def test_a_refused_request_is_cut_again_at_the_apis_count(tmp_path):
+    from strategies.base import Rejection
+
+    s = kr.KeepRecent(make_config(kr.KeepRecent, {}), env(tmp_path, window=1_000))
+    s.history = History([Message.user("a" * 460), use("t1"), result("t1", "r" * 460), use("t2"), result("t2", "s" * 460)])
+    # the API counted 1,354 tokens where the estimate said 677: a ratio of 2, so the target is
+    # 0.35 * 1,000 / 2 - 40 = 135 tokens; from cut point 1, 437 > 135; from 3, 218 > 135: the last
+    # point, 3, is taken (keep as little as possible)
+    assert s.on_rejected(Rejection(("overflow",), "prompt is too long", 1_354, 1_000, 1), CallInfo(0, 0.0))
+    assert [m.role for m in s.history] == ["user", "assistant", "user"] and s.history[0].meta["origin"] == "notice"
+    # refused again: nothing but the notice is left to drop: it gives up (the session ends there)
+    assert not s.on_rejected(Rejection(("overflow",), "prompt is too long", 1_354, 1_000, 2), CallInfo(0, 0.0))
+    # a 400 for another reason is not its to fix
+    assert not s.on_rejected(Rejection(("pairing",), "unexpected tool_use_id", 500, 1_000, 1), CallInfo(0, 0.0))
+
+
 @pytest.mark.parametrize("crashes", [False, True], ids=["sessions", "crash-resume"])
 def test_the_property_suite_passes_on_the_example(crashes):
     assert find_failure(kr.KeepRecent, crashes=crashes) is None

@@ -371,3 +371,40 @@ def test_checker_tools_compared_by_value():
     later = Sent(a, 100, 1_000, False, "", 1, 1.0, '[{"name": "Read", "cache_control": {}}]')
     found = checker().feed([first, later])
     assert [(v.invariant, v.detail) for v in found] == [("stable_prefix", "undeclared change since request 0: the tools array changed")]
+
+
+# --- a refused request and the strategy's reaction (interface 1 of #15) ----------------------------
+
+def _over(call, tokens=1_200, est=None):
+    r = Request(SYSTEM, TOOLS, History([user("go")]), estimated_tokens=est)
+    return Sent(r, tokens, 1_000, True, "overflow: prompt is too long", call, float(call))
+
+
+def _window(entries):
+    return [v.detail for v in checker(promised={"window"}).feed(entries)]
+
+
+def test_window_a_recovered_overflow_it_could_not_foresee_is_no_defect():
+    assert _window([_over(0, est=800), Mark("on_rejected", "overflow", retried=True), sent(req([user("go")]), 1)]) == []
+
+
+def test_window_giving_up_on_an_overflow_is_the_defect():
+    assert _window([_over(0, est=800), Mark("on_rejected", "overflow", retried=False)]) == [
+        "1,200 tokens > window 1,000 (its estimate, 800, was under it) and it gave up (on_rejected returned "
+        "False): the session ends there"]
+    # the attempts ran out: the engine asks no more (no mark after the last refused request)
+    assert _window([_over(0), Mark("on_rejected", "overflow", retried=True), _over(1)]) == [
+        "1,200 tokens > window 1,000 and it was still over after 2 attempt(s): the session ends there"]
+
+
+def test_window_sending_what_it_knew_was_too_long_is_a_defect_even_when_it_recovers():
+    assert _window([_over(0, est=1_100), Mark("on_rejected", "overflow", retried=True), sent(req([user("go")]), 1)]) == [
+        "1,200 tokens > window 1,000 (its estimate, 1,100, was over it): it sent a request it knew was too long "
+        "(it recovered on retry)"]
+
+
+def test_window_names_a_summary_request_refused_as_too_long():
+    summary = Sent(req([user("go")], kind="summary"), 1_300, 1_000, True, "overflow: prompt is too long", 1, 1.0)
+    (line,) = _window([_over(0, est=1_100), summary, Mark("on_rejected", "overflow", retried=False)])
+    assert line.endswith("and it gave up (on_rejected returned False): the session ends there; its summary "
+                         "request was refused as too long")

@@ -29,8 +29,8 @@ SHRINK_S = 2.0
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
 DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 # the ci profile's three sessions do not reach these bugs; the default profile's do
-DEFAULT_ONLY = {"BudgetRespill", "SpillCounterPerLaunch", "HardLineBehindBreaker", "CleanupOnExit",
-                "CappedSpillFile", "ConclusionInjected", "LastUsageTrigger"}
+DEFAULT_ONLY = {"SummaryAsAssistant", "ClearingLosesIsError", "HardLineBehindBreaker", "RetriesUnchanged",
+                "DropsToolOutput", "SlidingIntoResults", "SpillCounterPerLaunch"}
 REGISTERED = set(all_strategies().values()) | {m.KeepRecent}  # covered in full by test_registry / test_example_strategy
 
 

@@ -86,11 +86,11 @@ class SummaryAsAssistant(NovaCode):
     request starts with an assistant message."""
 
     def _apply(self, choice, text, est, now, resident):
-        before = self.counters.compactions_succeeded
-        super()._apply(choice, text, est, now, resident)
-        if self.counters.compactions_succeeded > before:
+        done = super()._apply(choice, text, est, now, resident)
+        if done:
             first = self.history[0]
             self.history = self.history.replace_at(0, Message("assistant", first.blocks, first.meta))
+        return done
 
 
 @contextmanager
@@ -110,25 +110,25 @@ class TailOnResult(NovaCode):
     """N-COMP-7 skipped: the tail is chosen by tokens alone, so its first message may be a
     tool_result whose tool_use goes into the summary."""
 
-    def _maybe_compact(self, now, resident):
+    def _maybe_compact(self, now, resident, force=False):
         real = nc_module.rules.select_tail
 
         def select_tail(tokens, has_tool_result, *a, **k):
             return real(tokens, [False] * len(tokens), *a, **k)
 
         with _patched_rules(select_tail=select_tail):
-            super()._maybe_compact(now, resident)
+            return super()._maybe_compact(now, resident, force)
 
 
 class HardLineBehindBreaker(NovaCode):
     """N-COMP-3 broken: an open breaker stops the hard line too, so after three failed summaries
     nothing keeps the request under the window."""
 
-    def _maybe_compact(self, now, resident):
+    def _maybe_compact(self, now, resident, force=False):
         if not self.breaker.allows(now):
             self.counters.extra["compaction_skipped_breaker_open"] += 1
-            return
-        super()._maybe_compact(now, resident)
+            return False
+        return super()._maybe_compact(now, resident, force)
 
 
 # --- accounting (N-COMP-5) -------------------------------------------------------------------------
@@ -151,18 +151,16 @@ class _LastUsageLedger(TokenLedger):
 class DoubleCountEstimate(NovaCode):
     """The anchored estimate counts the whole history again on top of the reported usage."""
 
-    def __init__(self, config, env):
-        super().__init__(config, env)
-        self.ledger = _DoubleCountLedger(config.chars_per_token)
+    def _new_ledger(self):
+        return _DoubleCountLedger(self.config.chars_per_token, self.config.calibrate_unanchored)
 
 
 class LastUsageTrigger(NovaCode):
     """The trigger reads only the last reported usage: what arrived since (a large result) is not
     counted until the next answer."""
 
-    def __init__(self, config, env):
-        super().__init__(config, env)
-        self.ledger = _LastUsageLedger(config.chars_per_token)
+    def _new_ledger(self):
+        return _LastUsageLedger(self.config.chars_per_token, self.config.calibrate_unanchored)
 
 
 # --- spill (N-SPILL-*) ------------------------------------------------------------------------------
@@ -174,9 +172,9 @@ class BudgetRespill(NovaCode):
     def _spill(self, message):
         c = self.config
         ids = {i for i in message.tool_result_ids() if i in self.readback_ids}
-        first = spilling.spill_message(message, self.env.session_dir, ids, threshold=c.spill_threshold_chars,
+        first = spilling.spill_message(message, self._launch_dir(), ids, threshold=c.spill_threshold_chars,
                                        budget=10 ** 15, preview_chars=c.spill_preview_chars)
-        second = spilling.spill_message(first.message, self.env.session_dir, frozenset(), threshold=10 ** 15,
+        second = spilling.spill_message(first.message, self._launch_dir(), frozenset(), threshold=10 ** 15,
                                         budget=c.spill_budget_chars, preview_chars=c.spill_preview_chars)
         self.counters.spills += len(first.spilled) + len(second.spilled)
         return second.message
@@ -189,12 +187,14 @@ class AbsolutePathReadback(NovaCode):
     def on_response(self, message, usage):
         super().on_response(message, usage)
         for b in message.blocks:
-            if b.id in self.readback_ids and str(self.spill_dir) not in str(dict(b.input or {})):
+            spill_dir = self._launch_dir() / spilling.SPILL_DIR
+            if b.id in self.readback_ids and str(spill_dir) not in str(dict(b.input or {})):
                 self.readback_ids.discard(b.id)
 
 
 class _Renamed(NovaCode):
-    """Spill files moved to names of the strategy's choosing (the placeholder follows)."""
+    """Spill files moved to names of the strategy's choosing in one directory for the whole run
+    (the placeholder follows)."""
 
     def spill_name(self, block: Block) -> str:
         raise NotImplementedError
@@ -205,7 +205,8 @@ class _Renamed(NovaCode):
         for b in out.blocks:
             old = b.meta.get("spilled")
             if old:
-                new = self.spill_dir / self.spill_name(b)
+                new = self.env.session_dir / spilling.SPILL_DIR / self.spill_name(b)
+                new.parent.mkdir(parents=True, exist_ok=True)
                 Path(old).replace(new)
                 b = b.with_text(b.text.replace(str(old), str(new)), spilled=str(new))
             blocks.append(b)
@@ -295,7 +296,7 @@ class CleanupOnExit(NovaCode):
 
     def on_session_end(self, session, now):
         super().on_session_end(session, now)
-        shutil.rmtree(self.spill_dir, ignore_errors=True)
+        shutil.rmtree(self._launch_dir() / spilling.SPILL_DIR, ignore_errors=True)
 
 
 class ReminderBeforeResults(NovaCode):

@@ -38,8 +38,8 @@ class MaskingUndeclared(ObservationMasking):
 class ClearingLosesIsError(ContextEditing):
     """A cleared result is rebuilt without its ``is_error`` flag."""
 
-    def compact(self, call):
-        done = super().compact(call)
+    def compact(self, call, *args, **kw):
+        done = super().compact(call, *args, **kw)
         if done:
             h = self.history
             for i, m in enumerate(h):
@@ -55,12 +55,12 @@ class SlidingIntoResults(SlidingWindow):
     """The dropped range's end is not moved past result messages: the kept part can start with a
     tool_result whose tool_use was dropped."""
 
-    def compact(self, call):
+    def compact(self, call, *args, **kw):
         def tail_start(messages, i, direction="forward"):
             return max(0, min(i, len(messages)))
 
         with _swapped(sliding_module, "tail_start", tail_start):
-            return super().compact(call)
+            return super().compact(call, *args, **kw)
 
 
 class CodexTrimsIntoResults(Codex):
