@@ -14,9 +14,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    never sends a request its own estimate puts over the window. An overflow it could
                    not foresee (text denser in tokens than its estimate assumes) is exercised on
                    purpose: ``on_rejected`` must recover from it (reactive compaction, truncation)
-                   within the engine's attempts. Excused: the request right after a side call that
-                   failed by injection (a strategy cannot summarise without its model; a summary
-                   request the API refused as too long is no excuse, that is its own doing).
+                   within the engine's attempts. Excused: sending the request right after a side
+                   call that failed by injection (a strategy cannot summarise without its model),
+                   and giving up when its reaction's own side call failed so; a reaction that does
+                   not try is judged as any give-up, and a summary request the API refused as too
+                   long is no excuse (that is its own doing).
 ``stable_prefix``  the bytes before each cache breakpoint of a request are unchanged in the next
                    request of the same conversation, unless the strategy declared a rewrite at that
                    call (``Request.rewrite``): an undeclared change silently multiplies the bill. The
@@ -362,6 +364,8 @@ class Checker:
     _overflow: tuple[Sent, str, bool, int] | None = None  # a rejected overflow awaiting the strategy's reaction (sent, where, excused, attempt)
     _resumed: bool = False
     _side_failed: bool = False  # a side call failed by injection since the last main-line request
+    _reaction_failed: bool = False  # a side call failed by injection while the strategy reacted to the overflow
+    _reaction_summarised: bool = False  # a summary side call succeeded while it reacted
     _session: str = ""
     _launches: int = 0
     _resumes: int = 0
@@ -408,12 +412,14 @@ class Checker:
                 return [Violation("window", s.call, s.kind, f"{over}: it sent a request it knew was too long "
                                   "(it recovered on retry)", where)]
             return []
-        if excused:
+        if self._reaction_failed:  # its reaction's own side call failed by injection: not its defect
             return []
         why = ("and it gave up (on_rejected returned False): the session ends there" if m is not None else
                f"and it was still over after {attempt} attempt(s): the session ends there")
         if self._summary_too_long:
             why += "; its summary request was refused as too long"
+        elif self._reaction_summarised:
+            why += "; after a summary made in its reaction"
         return [Violation("window", s.call, s.kind, f"{over} {why}", where)]
 
     def where(self) -> str:
@@ -478,9 +484,11 @@ class Checker:
         if not s.main_line:
             if s.rejected and s.error.startswith("injected"):
                 self._side_failed = True
+                self._reaction_failed = self._overflow is not None
             elif s.rejected and s.kind == SUMMARY and "too long" in s.error:
                 self._summary_too_long = True
             if s.kind == SUMMARY and not s.rejected and not s.error:
+                self._reaction_summarised = self._reaction_summarised or self._overflow is not None
                 self._summaries.append(_Summary({b.digest for m in req.messages for b in m.blocks}))
             return out
         stream = self._stream(s)
@@ -496,6 +504,7 @@ class Checker:
         if s.tokens > s.window:
             if s.rejected:  # the engine refused it: judged on what the strategy does next
                 self._overflow = (s, where, self._side_failed, self._attempts)
+                self._reaction_failed = self._reaction_summarised = False
             elif not self._side_failed:  # a request over the window that went through (a recorded log's)
                 v("window", f"{s.tokens:,} tokens > window {s.window:,}")
         self._side_failed = False

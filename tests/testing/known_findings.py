@@ -11,11 +11,19 @@ from __future__ import annotations
 
 KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
     "novacode": [
-        ("window", r"and it gave up \(on_rejected returned False\).*its summary request was refused as too long",
+        ("window", r"and it gave up \(on_rejected returned False\).*; (its summary request was refused as too long|"
+                   r"after a summary made in its reaction)$",
          "novacode (#17)",
          "one step's results (each under the spill threshold, together under the aggregate budget) push the "
-         "request past the window; the forced compaction's summary request is the whole conversation, refused "
-         "as too long (summary_input_fit is off by default), so it gives up and the session ends"),
+         "request past the window, and the forced compaction cannot bring it back: its summary request is the "
+         "whole conversation, refused as too long (summary_input_fit is off by default), or the summary comes "
+         "back but the verbatim tail (N-COMP-7) alone is over the window, so nothing shrinks (no_shrink); it "
+         "gives up and the session ends"),
+        ("window", r"it sent a request it knew was too long",
+         "novacode (#17)",
+         "the same case one step earlier: the hard line's compaction does not shrink the request (the verbatim "
+         "tail is over the window, no_shrink), and the request its own estimate puts over the window is sent "
+         "anyway (N-COMP-3 promises the hard line holds)"),
         ("api", r"^thinking stripped from the open tool loop",
          "novacode (#17)",
          "after a crash and resume (N-TRANS-5) the transcript's history has no thinking (N-TRANS-3), but the "

@@ -408,3 +408,22 @@ def test_window_names_a_summary_request_refused_as_too_long():
     (line,) = _window([_over(0, est=1_100), summary, Mark("on_rejected", "overflow", retried=False)])
     assert line.endswith("and it gave up (on_rejected returned False): the session ends there; its summary "
                          "request was refused as too long")
+
+
+def test_window_a_failed_side_call_before_the_request_does_not_excuse_a_reaction_that_does_not_try():
+    failed = Sent(req([user("go")], kind="summary"), 900, 1_000, True, "injected failure", 0, 0.0)
+    assert _window([failed, _over(0, est=800), Mark("on_rejected", "overflow", retried=False)]) == [
+        "1,200 tokens > window 1,000 (its estimate, 800, was under it) and it gave up (on_rejected returned "
+        "False): the session ends there"]
+    # its reaction tried (a summary) and that call failed by injection: excused
+    again = Sent(req([user("go")], kind="summary"), 900, 1_000, True, "injected failure", 0, 0.0)
+    assert _window([failed, _over(0, est=800), again, Mark("on_rejected", "overflow", retried=False)]) == []
+    # sending it right after the failed call is excused too (it recovered)
+    assert _window([failed, _over(0, est=1_100), Mark("on_rejected", "overflow", retried=True), sent(req([user("go")]), 1)]) == []
+
+
+def test_window_names_a_give_up_after_a_summary_its_reaction_made():
+    made = Sent(req([user("go")], kind="summary"), 900, 1_000, False, "", 0, 0.0)
+    (line,) = _window([_over(0, est=800), made, Mark("on_rejected", "overflow", retried=False)])
+    assert line.endswith("and it gave up (on_rejected returned False): the session ends there; after a summary "
+                         "made in its reaction")

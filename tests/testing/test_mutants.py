@@ -28,9 +28,8 @@ from tests.testing.known_findings import known_for
 SHRINK_S = 2.0
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
 DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
-# the ci profile's three sessions do not reach these bugs; the default profile's do
-DEFAULT_ONLY = {"SummaryAsAssistant", "ClearingLosesIsError", "HardLineBehindBreaker", "RetriesUnchanged",
-                "DropsToolOutput", "SlidingIntoResults", "SpillCounterPerLaunch"}
+# the ci profile's four sessions do not reach these bugs; the default profile's do
+DEFAULT_ONLY = {"HardLineBehindBreaker", "RetriesUnchanged", "DropsToolOutput", "SpillCounterPerLaunch"}
 REGISTERED = set(all_strategies().values()) | {m.KeepRecent}  # covered in full by test_registry / test_example_strategy
 
 

@@ -47,12 +47,14 @@ def _known_params():
 @pytest.mark.parametrize(("name", "invariant", "pattern"), list(_known_params()))
 def test_known_finding_is_still_there(name, invariant, pattern):
     """Fails (xfail) while the strategy still breaks ``invariant`` as reported: searched with the
-    ci and the default profiles (the sessions of either may be the ones that reach it; each search
-    stops at the first violation)."""
+    ci profile under ``make test``, and with the default one too under ``make test-deep`` (the
+    sessions of either may be the ones that reach it; each search stops at the first violation).
+    An XPASS is a finding these sessions did not reach: fixed, or met only elsewhere (the deep
+    profile, a mutant's sessions): look before removing it."""
     import re
 
     cls = all_strategies()[name]
-    for profile in ("ci", "default"):
+    for profile in ("ci", "default") if selected_profile() == "deep" else ("ci",):
         f = find_failure(cls, settings=settings(selected_settings(profile), phases=NO_SHRINK), profile=profile,
                          promised=frozenset({invariant}) & promises(cls), twin=False)
         assert f is None or not any(re.search(pattern, v.detail) for v in f.violations), str(f)

@@ -57,7 +57,7 @@ CORPUS: list[Case] = [
     _c(k.EmptyNoteBlock, k.NoteOnlyWhenCut, "api", "an empty text block"),
     _c(n.ReminderBeforeResults, n.ReminderAfterResults, "api", "text before the tool_results of a user turn"),
     _c(k.ConclusionInjected, k.ConclusionAfterResults, "api pairing", "a sub-agent's conclusion between a Task call and its result"),
-    _c(n.SummaryAsAssistant, NovaCode, "api", "the summary as the first, assistant, message"),
+    _c(n.SummaryAsAssistant, n.NovaCodeWithoutEnvironment, "api", "the summary as the first, assistant, message"),
     _c(k.ThinkingStripped, k.ThinkingStrippedWhenClosed, "api", "thinking stripped from the open tool loop"),
     _c(k.TruncationLosesIsError, KeepRecent, "is_error", "is_error lost on truncation"),
     _c(p.ClearingLosesIsError, ContextEditing, "is_error", "is_error lost when a result is cleared"),

@@ -35,14 +35,18 @@ class KeepLastConfig(StrategyConfig):
 
 class PairSplitter(_Base):
     """Keeps the last ``keep`` messages, cutting anywhere: the first kept message can be a
-    tool_result whose tool_use was dropped."""
+    tool_result whose tool_use was dropped. (As its twin, a kept part that starts with the model's
+    message gets a user notice first: the one difference is the pair-safe cut.)"""
 
     name = ""  # not registered
     Config = KeepLastConfig
 
     def build_request(self, call: CallInfo) -> Request:
-        if len(self.history) > self.config.keep:
-            self.history = History(self.history[-self.config.keep:])
+        msgs = list(self.history)
+        if len(msgs) > self.config.keep:
+            start = len(msgs) - self.config.keep
+            head = [Message.user("[earlier messages dropped]")] if msgs[start].role == "assistant" else []
+            self.history = History([*head, *msgs[start:]])
             self.rewrote = True
         return super().build_request(call)
 

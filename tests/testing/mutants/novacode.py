@@ -81,9 +81,21 @@ class CopiedSchemaMarker(NovaCode):
 
 # --- compaction ------------------------------------------------------------------------------------
 
-class SummaryAsAssistant(NovaCode):
+def _without_environment(window: int) -> dict:
+    return {**KNOWN_PARAMS["novacode"](NovaCode, window), "environment": False}
+
+
+class NovaCodeWithoutEnvironment(NovaCode):
+    """Twin: NovaCode run without its environment block (``environment = false``), so that nothing
+    resident comes before history and history's first message is the request's first."""
+
+    check_params = staticmethod(_without_environment)
+
+
+class SummaryAsAssistant(NovaCodeWithoutEnvironment):
     """The summary goes in as the model's own message ('the model wrote it'): after a compaction the
-    request starts with an assistant message."""
+    request starts with an assistant message. (With the environment block on, a user message
+    resident before history hides the slip from the API; the configuration without it shows it.)"""
 
     def _apply(self, choice, text, est, now, resident):
         done = super()._apply(choice, text, est, now, resident)

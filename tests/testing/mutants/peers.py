@@ -36,30 +36,31 @@ class MaskingUndeclared(ObservationMasking):
 
 
 class ClearingLosesIsError(ContextEditing):
-    """A cleared result is rebuilt without its ``is_error`` flag."""
+    """A cleared result is rebuilt without its ``is_error`` flag (in the request's edited view, the
+    default ``per_request`` mode)."""
 
-    def compact(self, call, *args, **kw):
-        done = super().compact(call, *args, **kw)
-        if done:
-            h = self.history
-            for i, m in enumerate(h):
-                if m.role == "user" and any(b.meta.get("cleared") and b.is_error for b in m.blocks):
-                    blocks = tuple(Block.tool_result(b.id or "", b.text, False, cleared=True)
-                                   if b.meta.get("cleared") else b for b in m.blocks)
-                    h = h.replace_at(i, Message(m.role, blocks, m.meta))
-            self.history = h
-        return done
+    def _clear_in_view(self, ids):
+        freed = super()._clear_in_view(ids)
+        view = self._view
+        for i, m in enumerate(view):
+            if m.role == "user" and any(b.meta.get("cleared") and b.is_error for b in m.blocks):
+                blocks = tuple(Block.tool_result(b.id or "", b.text, False, cleared=True)
+                               if b.meta.get("cleared") else b for b in m.blocks)
+                view = view.replace_at(i, Message(m.role, blocks, m.meta))
+        self._view = view
+        return freed
 
 
 class SlidingIntoResults(SlidingWindow):
-    """The dropped range's end is not moved past result messages: the kept part can start with a
-    tool_result whose tool_use was dropped."""
+    """The first kept message after the dropped range goes in as it is (Cline's
+    ``ensureToolResultsFollowToolUse`` left out): it can start with the tool_result of a tool_use
+    that was dropped, and the first answer's tool uses lose their results."""
 
     def compact(self, call, *args, **kw):
-        def tail_start(messages, i, direction="forward"):
-            return max(0, min(i, len(messages)))
+        def repair_first_kept(first_answer, kept):
+            return kept
 
-        with _swapped(sliding_module, "tail_start", tail_start):
+        with _swapped(sliding_module, "repair_first_kept", repair_first_kept):
             return super().compact(call, *args, **kw)
 
 
