@@ -59,6 +59,7 @@ LITM_DOCS = 20
 
 SUMMARY_MARKER = "<summary>"  # what the simulated summariser (and Claude Code) open a summary with
 Where = Literal["window", "summary", "recoverable", "lost"]
+_FILES_HELD = 64  # files whose bytes a model keeps between probes (the newest read); a bound on memory
 _PATH = re.compile(r"/[A-Za-z0-9_.@+\-]+(?:/[A-Za-z0-9_.@+\-]+)+")
 
 
@@ -168,6 +169,13 @@ class RetentionModel:
         self._has: dict[tuple[int, str], int] = {}               # (message id, fact id) -> offset or -1
         self._paths: dict[int, tuple[str, ...]] = {}             # message id -> absolute paths in it
         self._file: dict[tuple[str, str], tuple[tuple[int, int], int]] = {}  # (path, fact) -> (stat, line or 0)
+        self._facts: dict[int, tuple[Message, frozenset[str]]] = {}  # id -> (message, facts in its text)
+        self._data: dict[str, tuple[tuple[int, int], bytes, bool]] = {}  # path -> (stat, bytes, has \r): newest read
+        self._matcher = None  # the facts compiled into one search (harness.textmatch), on first use
+        # keys of this model's folds over a history (harness.conversation.History.fold_through): the
+        # messages that hold a fact, and those that name a file, linked newest first, so a probe
+        # visits those messages only, not the whole history
+        self._with_facts, self._with_paths = object(), object()
 
     # --- per-message caches ---------------------------------------------------------------------------
     def _text(self, m: Message) -> str:
@@ -186,6 +194,37 @@ class RetentionModel:
             off = self._text(m).find(fact.text)
             self._has[key] = off
         return off
+
+    def _facts_in(self, m: Message) -> frozenset[str]:
+        """The facts whose text occurs in the message's text (one pass over it, once per message)."""
+        hit = self._facts.get(id(m))
+        if hit is None or hit[0] is not m:
+            if self._matcher is None:
+                from harness.textmatch import matcher
+
+                self._matcher = matcher({fid: f.text for fid, f in self.facts.items()})
+            hit = (m, self._matcher.present(self._text(m)))
+            self._facts[id(m)] = hit
+        return hit[1]
+
+    def _holding(self, msgs, key: object, has: Callable[[Message], Any]) -> list[int]:
+        """Indices, in order, of the messages of ``msgs`` for which ``has`` is true: a fold memoised
+        in the history's store, so each message is tested once however many requests share it."""
+        n = len(msgs)
+        if not hasattr(msgs, "fold_through"):  # a plain sequence: test them all
+            return [i for i in range(n) if has(msgs[i])]
+
+        def step(state, m):
+            k, node = state
+            return (k + 1, (k, node) if has(m) else node)
+
+        _, node = msgs.fold_through(n - 1, key, (0, None), step)
+        out = []
+        while node is not None:
+            out.append(node[0])
+            node = node[1]
+        out.reverse()
+        return out
 
     def _pointers(self, m: Message) -> tuple[str, ...]:
         text = self._text(m)
@@ -213,15 +252,51 @@ class RetentionModel:
         hit = self._file.get(key)
         if hit is None or hit[0] != stamp:
             try:
-                data = Path(path).read_text(encoding="utf-8", errors="replace")
+                line = self._line_of(path, stamp, fact.text)
             except OSError:
                 return 0, 0
-            off = data.find(fact.text)
-            if off < 0:
-                off = data.find(json.dumps(fact.text, ensure_ascii=False)[1:-1])
-            hit = (stamp, data.count("\n", 0, off) + 1 if off >= 0 else 0)
+            hit = (stamp, line)
             self._file[key] = hit
         return hit[1], st.st_size
+
+    def _bytes(self, path: str, stamp: tuple[int, int]) -> tuple[bytes, bool]:
+        """The file's bytes and whether they hold a carriage return, read once per version (stamp)
+        for all the facts asked of it."""
+        hit = self._data.get(path)
+        if hit is None or hit[0] != stamp:
+            data = Path(path).read_bytes()
+            hit = (stamp, data, b"\r" in data)
+            self._data[path] = hit
+            while len(self._data) > _FILES_HELD:
+                del self._data[next(iter(self._data))]
+        return hit[1], hit[2]
+
+    def _line_of(self, path: str, stamp: tuple[int, int], text: str) -> int:
+        """1-based line of ``text`` (or of its JSON-escaped form) in the file as read in text mode
+        (UTF-8, errors replaced, universal newlines), 0 if absent. Searched in the bytes: a valid
+        UTF-8 needle with no line break and no replacement character is found in the raw bytes
+        exactly where the decoded text holds it, so nothing is decoded."""
+        needles = [text, json.dumps(text, ensure_ascii=False)[1:-1]]
+        try:
+            raw = [n.encode("utf-8") for n in needles]
+        except UnicodeEncodeError:  # a lone surrogate: decode and search the text
+            raw = None
+        if raw is None or any(c in text for c in "\r\n\ufffd"):
+            data = Path(path).read_text(encoding="utf-8", errors="replace")
+            off = data.find(needles[0])
+            if off < 0:
+                off = data.find(needles[1])
+            return data.count("\n", 0, off) + 1 if off >= 0 else 0
+        data, cr = self._bytes(path, stamp)
+        off = data.find(raw[0])
+        if off < 0:
+            off = data.find(raw[1])
+        if off < 0:
+            return 0
+        if not cr:
+            return data.count(b"\n", 0, off) + 1
+        # universal newlines: \r\n, \r and \n each end one line
+        return data.count(b"\n", 0, off) + data.count(b"\r", 0, off) - data.count(b"\r\n", 0, off) + 1
 
     # --- scoring ---------------------------------------------------------------------------------------
     def score(self, probe: ProbeEvent, request: Request, before: Callable[[int], int],
@@ -236,8 +311,10 @@ class RetentionModel:
             if fact is None:
                 raise KeyError(f"probe {probe.id!r} needs fact {fid!r}, which the trace does not define")
             best: tuple[float, Where] | None = None
-            for i in range(n):
+            for i in self._holding(msgs, self._with_facts, self._facts_in):
                 m = msgs[i]
+                if fid not in self._facts_in(m):
+                    continue
                 off = self._offset(m, fact)
                 if off < 0:
                     continue
@@ -268,8 +345,8 @@ class RetentionModel:
         the fact's line in it."""
         best: tuple[int, str, int] | None = None
         seen: set[str] = set()
-        for m in msgs:
-            for p in self._pointers(m):
+        for i in self._holding(msgs, self._with_paths, self._pointers):
+            for p in self._pointers(msgs[i]):
                 if p in seen:
                     continue
                 seen.add(p)

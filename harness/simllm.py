@@ -190,16 +190,25 @@ class SimulatedLLM:
         self._key: dict[int, tuple[Message, bytes]] = {}  # id -> (msg, digest with the run dir masked)
         self._msg: dict[int, tuple[Message, str, int, frozenset[str]]] = {}  # id -> (msg, text, tokens, facts)
         self._prefix: dict[tuple[int, int], tuple[Any, Any, int]] = {}  # (system, tools) -> tokens
+        self._matcher = None  # the facts compiled into one search (harness.textmatch), on first use
 
     def _block_info(self, b: Block) -> tuple[frozenset[str], str]:
         """Facts present in a block and its payload with the run dir masked, once per block object."""
         hit = self._block.get(id(b))
         if hit is None or hit[0] is not b:
             text = b.payload
-            present = frozenset(fid for fid, f in self.facts.items() if f.text in text)
+            present = self._facts_in(text)
             hit = (b, present, text.replace(self.run_dir, "<run>") if self.run_dir else text)
             self._block[id(b)] = hit
         return hit[1], hit[2]
+
+    def _facts_in(self, text: str) -> frozenset[str]:
+        """The facts whose text occurs in ``text``: one pass over it, whatever the number of facts."""
+        if self._matcher is None:
+            from harness.textmatch import matcher
+
+            self._matcher = matcher({fid: f.text for fid, f in self.facts.items()})
+        return self._matcher.present(text)
 
     def _digest(self, m: Message) -> bytes:
         """The message's role and text with the run dir masked, hashed once per message object."""
@@ -414,10 +423,8 @@ class SimulatedLLM:
         existing = set(spec.params.get("existing") or [])
         rng = self._rng(request, spec)
         blocks = []
-        for fid in sorted(self.facts):
+        for fid in sorted(self._facts_in(dialogue)):  # the facts said in it, in id order
             f = self.facts[fid]
-            if f.text not in dialogue:
-                continue
             u = rng.random()
             name = memory_name(f)
             if name in existing or u >= self.params.extract.get(f.category, 0.0):

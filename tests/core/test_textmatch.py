@@ -1,0 +1,38 @@
+"""harness.textmatch: one pass over a text finds exactly the needles `in` would."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.textmatch import Matcher, matcher
+
+_ALPHABET = "ab(.*\\\n\ud800é"  # few letters (needles overlap and nest), regex metacharacters, a lone surrogate
+
+
+def brute(needles, text):
+    return frozenset(k for k, s in needles.items() if s in text)
+
+
+@given(st.dictionaries(st.text(alphabet="pqrstu", min_size=1, max_size=3), st.text(alphabet=_ALPHABET, max_size=6),
+                       max_size=12),
+       st.text(alphabet=_ALPHABET, max_size=60))
+def test_present_is_exactly_the_needles_in_the_text(needles, text):
+    assert Matcher(needles).present(text) == brute(needles, text)
+
+
+def test_nested_overlapping_and_repeated_needles():
+    needles = {"ab": "ab", "abc": "abc", "bcd": "bcd", "c": "c", "dup": "abc", "none": "zz", "empty": ""}
+    m = Matcher(needles)
+    assert m.present("xabcdx") == {"ab", "abc", "bcd", "c", "dup", "empty"}
+    assert m.present("abab") == {"ab", "empty"}
+    assert m.present("") == {"empty"}
+    assert Matcher({}).present("anything") == frozenset()
+
+
+def test_a_long_needle_compiles():
+    # one needle of 5,000 characters: no recursion per character
+    long = "x" * 2500 + "y" * 2500
+    assert Matcher({"l": long, "s": "xy"}).present("a" + long) == {"l", "s"}
+
+
+def test_matchers_are_shared_for_the_same_needles():
+    assert matcher({"a": "x", "b": "y"}) is matcher({"b": "y", "a": "x"})
