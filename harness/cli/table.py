@@ -8,6 +8,7 @@ never ranked against the others).
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -89,10 +90,11 @@ def _table(rows: list[dict[str, Any]], cols, cells, title: str | None) -> Table:
 
 
 def _rendered_width(t: Table) -> int:
-    c = Console(width=10_000)
-    with c.capture() as cap:
-        c.print(t)
-    return max((len(line.rstrip()) for line in cap.get().splitlines()), default=0)
+    """Characters of the widest line as a reader sees it (on a terminal the capture would hold the
+    styles' escape codes and drop columns that fit)."""
+    c = Console(width=10_000, file=io.StringIO(), record=True, color_system=None)
+    c.print(t)
+    return max((len(line.rstrip()) for line in c.export_text(styles=False).splitlines()), default=0)
 
 
 def metrics_table(rows: Iterable[dict[str, Any]], title: str | None = None, width: int = 100) -> Table:

@@ -64,3 +64,16 @@ def test_a_configuration_that_failed_in_some_seeds_says_how_many_and_the_earlies
     assert mark_failed("- `append_only`: 0.120 [0.074, 0.166]", {"append_only": every}).startswith(
         "- `append_only` (failed at call 142; probes after it score 0):")
     assert mark_failed("- `codex`: 0.485 [0.457, 0.511]", {"append_only": every}) == "- `codex`: 0.485 [0.457, 0.511]"
+
+
+def test_on_a_real_terminal_the_columns_that_fit_are_shown(monkeypatch):
+    """Measured without the styles' escape codes: a colour terminal 100 columns wide gets the cache
+    columns of one run (99 columns) as a pipe does."""
+    one = [_m("novacode", 33.47)]
+    monkeypatch.setenv("FORCE_COLOR", "1")  # every Console rich makes here believes it is on a terminal
+    for terminal in (True, False):
+        c = Console(width=100, record=True, force_terminal=terminal)
+        print_table(one, console=c)
+        text = c.export_text()
+        assert "79,846,825" in text and "73,990,812" in text, terminal
+        assert max(len(ln) for ln in text.splitlines()) <= 100
