@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 FORMAT = "ctxsim-trace"
 VERSION = 1
@@ -29,12 +29,22 @@ FactCategory = Literal["goal", "constraint", "decision", "error", "file", "prefe
                        "path", "identifier", "hash", "ticket", "command"]
 
 
-class TraceError(ValueError):
-    """A trace that cannot be used; the message names ``path:line``."""
+# bounds of values that can be real (a value outside them is refused where it enters: loader and importers)
+MAX_TOKENS = 100_000_000   # assumed: 100x the largest window here (1M); no call of any agent reads more
+MAX_T = 1e9                # assumed: seconds in a trace (~31 years); a larger time is a damaged one
+Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS, strict=True)]
 
-    def __init__(self, path: str | Path, line: int | None, what: str) -> None:
-        self.path, self.line, self.what = str(path), line, what
+
+class TraceError(ValueError):
+    """Input that cannot be used (a trace, or a log an importer reads); the message names
+    ``path:line`` (``path:line:column`` when the column is known, as in a JSON document). The CLI
+    turns it into exit 2 and this one line: the only error path for bad input files."""
+
+    def __init__(self, path: str | Path, line: int | None, what: str, column: int | None = None) -> None:
+        self.path, self.line, self.what, self.column = str(path), line, what, column
         where = f"{path}:{line}" if line else str(path)
+        if line and column:
+            where += f":{column}"
         super().__init__(f"{where}: {what}")
 
 
@@ -45,11 +55,11 @@ class _M(BaseModel):
 class RecordedUsage(_M):
     """Usage the recorded agent's API reported for one call, normalised (N-CACHE-5)."""
 
-    input: int = Field(0, ge=0, description="uncached input tokens")
-    cache_write_5m: int = Field(0, ge=0)
-    cache_write_1h: int = Field(0, ge=0)
-    cache_read: int = Field(0, ge=0)
-    output: int = Field(0, ge=0)
+    input: Tokens = Field(0, description="uncached input tokens")
+    cache_write_5m: Tokens = Field(0, description="input tokens written to the cache with a 5-minute TTL")
+    cache_write_1h: Tokens = Field(0, description="input tokens written to the cache with a 1-hour TTL")
+    cache_read: Tokens = Field(0, description="input tokens read from the cache")
+    output: Tokens = Field(0, description="output tokens")
 
     @property
     def context_tokens(self) -> int:
@@ -69,27 +79,29 @@ class RecordedSetting(_M):
     replay of this trace; ``--model`` / ``--window`` / ``--cache-ttl`` / ``--token-scale``
     override it. Each ``*_evidence`` says what in the log the value was read from."""
 
-    models: dict[str, dict[str, int]] = Field(
+    models: dict[str, dict[str, Annotated[int, Field(ge=0, strict=True)]]] = Field(
         default_factory=dict, description="calls per model and role (main, subagent, compaction); each "
         "assistant event's own `model` says which call ran on which")
-    window: int | None = Field(None, gt=0, description="context window the agent ran with (tokens)")
+    window: int | None = Field(None, gt=0, le=MAX_TOKENS, strict=True,
+                               description="context window the agent ran with (tokens)")
     window_evidence: str = Field("", description="what in the log the window was read from")
     cache_ttl: Literal["5m", "1h"] | None = Field(
         None, description="TTL of the agent's cache writes (Anthropic usage: ephemeral_5m / _1h); null: "
         "automatic caching, no TTL written (OpenAI), or no write recorded")
     cache_ttl_evidence: str = Field("", description="the usage fields the TTL was read from")
     token_scale: float | None = Field(
-        None, gt=0, description="recorded tokens per cl100k token, fitted on the first calls (fit_calls)")
+        None, ge=0.1, le=10.0, allow_inf_nan=False,  # assumed bounds: tokenizers differ by tens of per cent, not 10x
+        description="recorded tokens per cl100k token, fitted on the first calls (fit_calls)")
     token_scale_evidence: str = Field("", description="how the scale was fitted, on which calls")
-    fit_calls: int = Field(0, ge=0, description="the first calls the scale was fitted on (the rest are held out)")
-    warm_prefix_tokens: int = Field(
-        0, ge=0, description="head of the opaque prefix the first call already read from the cache (cached "
+    fit_calls: int = Field(0, ge=0, strict=True, description="the first calls the scale was fitted on (the rest are held out)")
+    warm_prefix_tokens: Tokens = Field(
+        0, description="head of the opaque prefix the first call already read from the cache (cached "
         "by an earlier session within its TTL): a replay starts with it warm")
     warm_prefix_evidence: str = Field("", description="what the first call read")
-    model_prefix_tokens: dict[str, int] = Field(
+    model_prefix_tokens: dict[str, Tokens] = Field(
         default_factory=dict, description="system+tools tokens of the main context per model, when the "
         "log switched models (each model has its own system prompt)")
-    subagent_prefix_tokens: dict[str, int] = Field(
+    subagent_prefix_tokens: dict[str, Tokens] = Field(
         default_factory=dict, description="system+tools tokens of each sub-agent span (by span id)")
 
 
@@ -97,11 +109,11 @@ class Header(_M):
     type: Literal["header"] = "header"
     format: Literal["ctxsim-trace"] = FORMAT
     version: Literal[1] = VERSION
-    name: str
-    model: str | None = Field(None, description="model of the recorded agent, if any")
+    name: str = Field(min_length=1)
+    model: str | None = Field(None, min_length=1, description="model of the recorded agent, if any")
     system: str = Field("", description="system prompt text")
     tools: list[ToolSpec] = Field(default_factory=list)
-    prefix_tokens: int = Field(0, ge=0, description="recorded prompt tokens with no text in the trace")
+    prefix_tokens: Tokens = Field(0, description="recorded prompt tokens with no text in the trace")
     usage: Literal["per_call", "aggregate", "none"] = "none"
     output_tokens_partial: bool = Field(False, description="recorded output counts are partial (streaming)")
     source: dict[str, Any] | None = None
@@ -109,6 +121,36 @@ class Header(_M):
                                              "(imported traces): the defaults of a replay")
     notes: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sane(self) -> Header:
+        files = self.meta.get("files")
+        if files is not None:
+            _check_files(files)
+        tool = self.meta.get("read_tool")
+        if tool is not None and (not isinstance(tool, str) or not tool):
+            raise ValueError("meta.read_tool must be the name of the file-reading tool (a string)")
+        rec = self.recorded
+        if rec is not None and rec.warm_prefix_tokens > self.prefix_tokens:
+            raise ValueError(f"recorded.warm_prefix_tokens {rec.warm_prefix_tokens} is more than prefix_tokens "
+                             f"{self.prefix_tokens} (only the opaque prefix can be warm)")
+        return self
+
+
+def _check_files(files: Any) -> None:
+    """``header.meta.files``: the files a run seeds into its directory (relative path -> text)."""
+    if not isinstance(files, dict):
+        raise ValueError("meta.files must be an object of relative path -> file text")
+    names = set(files)
+    for rel, text in files.items():
+        if not isinstance(text, str):
+            raise ValueError(f"meta.files[{rel!r}] must be the file's text (a string)")
+        parts = rel.replace("\\", "/").split("/")
+        if not rel or rel.startswith(("/", "~")) or ":" in parts[0] or any(p in ("", ".", "..") for p in parts):
+            raise ValueError(f"meta.files: {rel!r} is not a plain relative path inside the run directory")
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in names:
+                raise ValueError(f"meta.files: {'/'.join(parts[:i])!r} is a file and the folder of {rel!r}")
 
 
 class TextContent(_M):
@@ -123,8 +165,8 @@ class ThinkingContent(_M):
 
 class ToolUseContent(_M):
     type: Literal["tool_use"] = "tool_use"
-    id: str
-    name: str
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
     input: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -132,7 +174,7 @@ AssistantContent = Annotated[TextContent | ThinkingContent | ToolUseContent, Fie
 
 
 class _Ev(_M):
-    t: float = Field(ge=0, description="seconds since the start of the trace")
+    t: float = Field(ge=0, le=MAX_T, strict=True, allow_inf_nan=False, description="seconds since the start of the trace")
 
 
 class UserEvent(_Ev):
@@ -145,7 +187,7 @@ class AssistantEvent(_Ev):
     type: Literal["assistant"] = "assistant"
     content: list[AssistantContent]
     usage: RecordedUsage | None = None
-    model: str | None = None
+    model: str | None = Field(None, min_length=1)
     request_id: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
 
@@ -155,7 +197,7 @@ class AssistantEvent(_Ev):
 
 class ToolResultEvent(_Ev):
     type: Literal["tool_result"] = "tool_result"
-    tool_use_id: str
+    tool_use_id: str = Field(min_length=1)
     content: str
     is_error: bool = False
     meta: dict[str, Any] = Field(default_factory=dict)
@@ -166,7 +208,7 @@ class CompactEvent(_Ev):
 
     type: Literal["compact"] = "compact"
     trigger: Literal["auto", "manual"] = "auto"
-    pre_tokens: int | None = Field(None, ge=0)
+    pre_tokens: Tokens | None = None
     summary: str | None = None
     usage: RecordedUsage | None = Field(None, description="the compaction call's own usage")
     meta: dict[str, Any] = Field(default_factory=dict)
@@ -248,7 +290,8 @@ def _fmt_validation(e: ValidationError) -> str:
     parts = []
     for err in e.errors()[:3]:
         loc = ".".join(str(x) for x in err["loc"] if not isinstance(x, int) or True)
-        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
     return "; ".join(parts)
 
 
@@ -352,21 +395,32 @@ def _content_text(ev: Any) -> str:
 
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each line; bad bytes, bad JSON, NaN, deep nesting are refused
+    with the line and column they are on (a UTF-8 byte-order mark and CRLF line ends are fine)."""
+    from harness import strictjson
+
     path = Path(path)
     try:
-        fh = path.open("r", encoding="utf-8")
+        fh = path.open("rb")
     except OSError as e:
         raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
     with fh:
         for no, raw in enumerate(fh, 1):
-            if not raw.strip():
-                raise TraceError(path, no, "empty line")
+            if no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
             try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise TraceError(path, no, f"not JSON: {e.msg} at column {e.colno}") from None
+                text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise TraceError(path, no, f"not UTF-8: {e.reason}") from None
+                raise TraceError(path, no, f"not UTF-8: {e.reason} (byte {raw[e.start]:#04x} at byte {e.start + 1} "
+                                 "of the line)") from None
+            if not text.strip():
+                raise TraceError(path, no, "empty line")
+            if "\x00" in text:
+                raise TraceError(path, no, f"a NUL character at column {text.index(chr(0)) + 1} (damaged bytes)")
+            try:
+                obj = strictjson.loads(text)
+            except strictjson.BadJSON as e:
+                raise TraceError(path, no, f"{e.what} at column {e.pos + 1}") from None
             if not isinstance(obj, dict):
                 raise TraceError(path, no, "a line must be a JSON object")
             yield no, obj
@@ -407,7 +461,19 @@ def load(path: str | Path) -> Trace:
     if header is None:
         raise TraceError(path, None, "empty file: no header line")
     chk.finish(last)
+    _check_whole(header, events, path, lines)
     return Trace(header, events, str(path), lines, digest.hexdigest()[:16])
+
+
+def _check_whole(header: Header, events: list[Any], path: str | Path, lines: list[int]) -> None:
+    """What only the whole trace shows: a replay needs a model call; the fit covers calls it has."""
+    calls = sum(1 for e in events if isinstance(e, AssistantEvent))
+    if not calls:
+        raise TraceError(path, lines[-1] if lines else 1, "no assistant event: a trace needs at least one "
+                         "model call to replay")
+    rec = header.recorded
+    if rec is not None and rec.fit_calls > calls:
+        raise TraceError(path, 1, f"recorded.fit_calls is {rec.fit_calls} but the trace has {calls} model calls")
 
 
 def validate_events(header: Header, events: Iterable[Any], name: str = "<memory>") -> Trace:
@@ -417,6 +483,7 @@ def validate_events(header: Header, events: Iterable[Any], name: str = "<memory>
     for i, ev in enumerate(evs, 2):
         chk.check(ev, i)
     chk.finish(len(evs) + 1)
+    _check_whole(header, evs, name, list(range(2, len(evs) + 2)))
     h = hashlib.sha256()
     for obj in _dump_all(header, evs):
         h.update(_canonical(obj).encode())

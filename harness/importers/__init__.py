@@ -28,11 +28,43 @@ def importer(fmt: str) -> Callable[[str | Path], ImportResult]:
     return getattr(importlib.import_module(module), func)
 
 
+def guarded(fn: Callable[[str | Path], ImportResult], fmt: str, src: str | Path) -> ImportResult:
+    """``fn(src)``, with any value of a shape the importer does not expect (a list where a log has
+    an object, a string where it has a number, a structure nested past Python's limits) refused as
+    a :class:`TraceError` at the record being read: one error path for bad input, never a
+    traceback."""
+    from pydantic import ValidationError
+
+    from harness.importers import common
+    from harness.trace import TraceError, _fmt_validation
+
+    common.reset_cursor()
+    try:
+        return fn(src)
+    except TraceError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError, OverflowError) as e:
+        where = common.where()
+        path, line, col = where if where else (Path(src), None, None)
+        if isinstance(e, ValidationError):
+            why = _fmt_validation(e)
+        elif isinstance(e, RecursionError):
+            why = "nested too deeply"
+        elif isinstance(e, KeyError):
+            why = f"no {e.args[0]!r} key"
+        else:
+            why = str(e).split("\n")[0][:160]
+        raise TraceError(path, line, f"a record of a shape this {fmt} importer cannot read ({why}); "
+                         "is the file damaged or of another format?", col) from None
+    finally:
+        common.reset_cursor()
+
+
 def import_file(fmt: str, src: str | Path, *, calibrate: bool = True, models_file: str | None = None) -> ImportResult:
     """Import one log. With per-call usage, the recorded setting is completed from the log's own
     calls (token scale fitted on the first 30%, prompt prefixes pinned: :func:`harness.fidelity.
     calibrate`), so a replay with no options reproduces the recorded session."""
-    result = importer(fmt)(src)
+    result = guarded(importer(fmt), fmt, src)
     rec = result.trace.header.recorded
     if rec is not None:
         result.summary.update({"window": rec.window, "window_evidence": rec.window_evidence,

@@ -64,6 +64,7 @@ from harness.importers.common import (
     ImportResult,
     TraceBuilder,
     cache_ttl_of,
+    count,
     finalize,
     flatten_content,
     iso_time,
@@ -111,20 +112,22 @@ def recorded_window(auto_pre_tokens: list[int], peak: int) -> tuple[int, str]:
 
 def usage_of(u: dict[str, Any] | None, path: Path, line: int) -> tr.RecordedUsage | None:
     """Claude Code's usage dict, normalised (N-CACHE-5: the four input kinds are disjoint)."""
-    if not u:
+    if u is None or u == {}:
         return None
-    try:
-        creation = int(u.get("cache_creation_input_tokens") or 0)
-        split = u.get("cache_creation") or {}
-        w1h = int(split.get("ephemeral_1h_input_tokens") or 0)
-        w5m = int(split.get("ephemeral_5m_input_tokens") or 0)
-        if w1h + w5m != creation:   # no split recorded (older logs): the 5-minute default
-            w5m = max(0, creation - w1h)
-        return tr.RecordedUsage(input=int(u.get("input_tokens") or 0), cache_write_5m=w5m, cache_write_1h=w1h,
-                                cache_read=int(u.get("cache_read_input_tokens") or 0),
-                                output=int(u.get("output_tokens") or 0))
-    except (TypeError, ValueError) as e:
-        raise TraceError(path, line, f"bad usage {u!r}: {e}") from None
+    split = u.get("cache_creation") if isinstance(u, dict) else None
+    if not isinstance(u, dict) or not isinstance(split if split is not None else {}, dict):
+        raise TraceError(path, line, "message.usage (and its cache_creation) must be an object of token counts")
+    split = split or {}
+    creation = count(u.get("cache_creation_input_tokens"), "usage.cache_creation_input_tokens", path, line)
+    w1h = count(split.get("ephemeral_1h_input_tokens"), "usage.cache_creation.ephemeral_1h_input_tokens", path, line)
+    w5m = count(split.get("ephemeral_5m_input_tokens"), "usage.cache_creation.ephemeral_5m_input_tokens", path, line)
+    if w1h + w5m != creation:   # no split recorded (older logs): the 5-minute default
+        w5m = max(0, creation - w1h)
+    return tr.RecordedUsage(input=count(u.get("input_tokens"), "usage.input_tokens", path, line),
+                            cache_write_5m=w5m, cache_write_1h=w1h,
+                            cache_read=count(u.get("cache_read_input_tokens"), "usage.cache_read_input_tokens",
+                                             path, line),
+                            output=count(u.get("output_tokens"), "usage.output_tokens", path, line))
 
 
 def _version(v: str | None) -> tuple[int, ...]:
@@ -203,7 +206,9 @@ def parse_file(path: Path) -> _Parsed:
                 meta = o.get("compactMetadata") or {}
                 p.items.append(("compact", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
                                             "trigger": meta.get("trigger", "auto"),
-                                            "pre_tokens": meta.get("preTokens")}))
+                                            "pre_tokens": count(meta.get("preTokens"), "compactMetadata.preTokens",
+                                                                path, line) if meta.get("preTokens") is not None
+                                            else None}))
             else:
                 p.ignored[f"system/{o.get('subtype') or '?'}"] += 1
             continue

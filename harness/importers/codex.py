@@ -29,6 +29,7 @@ from harness import trace as tr
 from harness.importers.common import (
     ImportResult,
     TraceBuilder,
+    count,
     finalize,
     flatten_content,
     iso_time,
@@ -45,12 +46,14 @@ TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_
 
 
 def _usage(u: dict[str, Any], path: Path, line: int) -> tr.RecordedUsage:
-    try:
-        total_in = int(u.get("input_tokens") or 0)
-        cached = int(u.get("cached_input_tokens") or 0)
-        return tr.RecordedUsage(input=max(0, total_in - cached), cache_read=cached, output=int(u.get("output_tokens") or 0))
-    except (TypeError, ValueError) as e:
-        raise TraceError(path, line, f"bad token_count usage {u!r}: {e}") from None
+    if not isinstance(u, dict):
+        raise TraceError(path, line, "token_count info.last_token_usage must be an object of token counts")
+    total_in = count(u.get("input_tokens"), "last_token_usage.input_tokens", path, line)
+    cached = count(u.get("cached_input_tokens"), "last_token_usage.cached_input_tokens", path, line)
+    output = count(u.get("output_tokens"), "last_token_usage.output_tokens", path, line)
+    for k in ("reasoning_output_tokens", "total_tokens"):   # not billed apart, but a damaged one is damage
+        count(u.get(k), f"last_token_usage.{k}", path, line)
+    return tr.RecordedUsage(input=max(0, total_in - cached), cache_read=cached, output=output)
 
 
 def _text(content: Any) -> str:
@@ -118,8 +121,10 @@ def import_codex(src: str | Path) -> ImportResult:
                 if not info or not info.get("last_token_usage"):
                     ignored["token_count without usage (rate limits only)"] += 1
                     continue
-                if isinstance(info.get("model_context_window"), int) and info["model_context_window"] > 0:
-                    windows[info["model_context_window"]] += 1
+                if info.get("model_context_window") is not None:
+                    w = count(info["model_context_window"], "info.model_context_window", src, line)
+                    if w > 0:
+                        windows[w] += 1
                 total = info.get("total_token_usage")
                 if total is not None and total == last_total:
                     counts["duplicate token_count dropped"] += 1

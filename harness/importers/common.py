@@ -14,9 +14,10 @@ each one counted so it lands in the import summary and in ``header.notes``:
 
 from __future__ import annotations
 
-import json
+import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,56 +29,173 @@ from harness.trace import TraceError
 SYNTHETIC_RESULT = "[ctxsim import: no tool_result was recorded for this call (interrupted tool)]"
 
 
+# where the importer is reading (the last record read_jsonl gave it, or the node of a JSON
+# document), so an unexpected value deep inside an importer is still refused at its place
+_CURSOR: ContextVar[tuple[Path, int | None, Callable[[], tuple[int, int]] | None] | None] = \
+    ContextVar("import_cursor", default=None)
+MAX_EPOCH = 253402300799.0   # 9999-12-31T23:59:59Z: the last time an ISO-8601 timestamp can hold
+
+
+def _truncated(b: bytes, pos: int, is_last: bool, ends_with_newline: bool) -> str:
+    """The "(truncated file?)" hint, only where it is the likely cause: the error is at the very end
+    of the file's last line and the file does not end with a line break."""
+    return " (truncated file?)" if is_last and not ends_with_newline and pos >= len(b.rstrip()) - 1 else ""
+
+
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; a line that is not a JSON object fails with
-    the path and line (a truncated last line says so)."""
+    """(line number, object) for each non-blank line; a line that is not a JSON object (bad bytes,
+    NaN, a number of thousands of digits, deep nesting) fails with the path, line and column (a
+    truncated last line says so; a UTF-8 byte-order mark is skipped)."""
+    from harness import strictjson
+
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as e:
         raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
     lines = raw.split(b"\n")
     last = len(lines) - (1 if lines and lines[-1] == b"" else 0)
     for no, b in enumerate(lines[:last], 1):
         if not b.strip():
             continue
         try:
-            obj = json.loads(b.decode("utf-8"))
+            text = b.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise TraceError(path, no, f"not UTF-8: {e.reason}") from None
-        except json.JSONDecodeError as e:
-            hint = " (truncated file?)" if no == last else ""
-            raise TraceError(path, no, f"not JSON: {e.msg} at column {e.colno}{hint}") from None
+            raise TraceError(path, no, f"not UTF-8: {e.reason} (byte {b[e.start]:#04x} at byte {e.start + 1} "
+                             "of the line)") from None
+        if "\x00" in text:
+            raise TraceError(path, no, f"a NUL character at column {text.index(chr(0)) + 1} (damaged bytes)")
+        try:
+            obj = strictjson.loads(text)
+        except strictjson.BadJSON as e:
+            hint = _truncated(text.encode(), len(text[:e.pos].encode()), no == last, raw.endswith(b"\n"))
+            raise TraceError(path, no, f"{e.what} at column {e.pos + 1}{hint}") from None
         if not isinstance(obj, dict):
             raise TraceError(path, no, f"expected a JSON object, got {type(obj).__name__}")
+        _CURSOR.set((path, no, None))
         yield no, obj
 
 
-def read_json(path: str | Path) -> Any:
-    """A whole-file JSON document; a parse error names the line."""
+class JsonDoc:
+    """A whole-file JSON document and where its nodes are (for refusals at line:column)."""
+
+    def __init__(self, path: Path, text: str, value: Any) -> None:
+        self.path, self.text, self.value = path, text, value
+
+    def at(self, *node: Any) -> tuple[int, int]:
+        from harness import strictjson
+
+        return strictjson.node_line_col(self.text, node)
+
+    def error(self, node: tuple, what: str) -> TraceError:
+        line, col = self.at(*node)
+        return TraceError(self.path, line, what, col)
+
+    def cursor(self, *node: Any) -> None:
+        """The importer is now reading ``node``: an unexpected value below it is refused there."""
+        _CURSOR.set((self.path, None, lambda: self.at(*node)))
+
+
+def read_json_doc(path: str | Path) -> JsonDoc:
+    """A whole-file JSON document; every refusal names the line and column."""
+    from harness import strictjson
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as e:
         raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise TraceError(path, None, f"not UTF-8: {e.reason}") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TraceError(path, e.lineno, f"not JSON: {e.msg} at column {e.colno} (truncated file?)") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, col = strictjson.byte_line_col(data, e.start)
+        raise TraceError(path, line, f"not UTF-8: {e.reason} (byte {data[e.start]:#04x})", col) from None
+    if "\x00" in text:
+        line, col = strictjson.line_col(text, text.index("\x00"))
+        raise TraceError(path, line, "a NUL character (damaged bytes)", col)
+    try:
+        value = strictjson.loads(text)
+    except strictjson.BadJSON as e:
+        line, col = strictjson.line_col(text, e.pos)
+        hint = " (truncated file?)" if e.pos >= len(text.rstrip()) - 1 else ""
+        raise TraceError(path, line, f"{e.what}{hint}", col) from None
+    doc = JsonDoc(path, text, value)
+    doc.cursor()
+    return doc
 
 
-def parse_time(value: Any, path: str | Path, line: int | None) -> float:
-    """ISO-8601 timestamp (``Z`` or offset) or epoch seconds to epoch seconds."""
+def read_json(path: str | Path) -> Any:
+    """A whole-file JSON document (see :func:`read_json_doc`)."""
+    return read_json_doc(path).value
+
+
+def where() -> tuple[Path, int | None, int | None] | None:
+    """(path, line, column) the importer was reading last (None outside an import)."""
+    cur = _CURSOR.get()
+    if cur is None:
+        return None
+    path, line, at = cur
+    if at is not None:
+        line, col = at()
+        return path, line, col
+    return path, line, None
+
+
+def reset_cursor() -> None:
+    _CURSOR.set(None)
+
+
+def count(value: Any, what: str, path: str | Path, line: int | None, column: int | None = None) -> int:
+    """A token count as a log states it: absent (None) is 0; anything but a whole number in
+    0..MAX_TOKENS (a string, a list, a fraction, a negative, NaN, 1e308) is refused at its place,
+    never read as 0 or as a number no API reported."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TraceError(path, line, f"{what} is {_show(value)}: expected a whole number of tokens", column)
+    if not 0 <= value <= tr.MAX_TOKENS:
+        raise TraceError(path, line, f"{what} is {_show(value)}: a token count must be between 0 and "
+                         f"{tr.MAX_TOKENS:,}", column)
+    return value
+
+
+def seconds(value: Any, what: str, path: str | Path, line: int | None, column: int | None = None) -> float:
+    """A duration in seconds (absent: 0): finite, not negative, under the trace's time bound."""
+    if value is None:
+        return 0.0
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
+            or not 0 <= value <= tr.MAX_T:
+        raise TraceError(path, line, f"{what} is {_show(value)}: expected a number of seconds between 0 and "
+                         f"{tr.MAX_T:g}", column)
+    return float(value)
+
+
+def _show(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def parse_time(value: Any, path: str | Path, line: int | None, column: int | None = None) -> float:
+    """ISO-8601 timestamp (``Z`` or offset) or epoch seconds to epoch seconds; a time that cannot
+    be real (not finite, before 1970, after 9999) is refused."""
+    t: float | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
+        t = float(value)
+    elif isinstance(value, str):
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            pass
-    raise TraceError(path, line, f"bad timestamp {value!r}")
+            t = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except (ValueError, OverflowError):
+            t = None
+    if t is None or not math.isfinite(t) or not 0 <= t <= MAX_EPOCH:
+        raise TraceError(path, line, f"bad timestamp {_show(value)}: expected an ISO-8601 time or epoch "
+                         "seconds", column)
+    return t
 
 
 def iso_time(epoch: float | None) -> str | None:

@@ -26,8 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from harness import trace as tr
-from harness.importers.common import ImportResult, TraceBuilder, finalize, notes_from, parse_time, read_json
-from harness.trace import TraceError
+from harness.importers.common import (
+    ImportResult,
+    JsonDoc,
+    TraceBuilder,
+    count,
+    finalize,
+    notes_from,
+    parse_time,
+    read_json_doc,
+)
 
 FORMAT = "openhands"
 
@@ -41,20 +49,37 @@ def _obj(v: Any) -> Any:
     return v
 
 
-def _usage(u: dict[str, Any]) -> tr.RecordedUsage:
-    prompt = int(u.get("prompt_tokens") or 0)
-    write = int(u.get("cache_creation_input_tokens") or 0)
-    read = int(u.get("cache_read_input_tokens") or (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+def _usage(u: Any, doc: JsonDoc, node: tuple) -> tr.RecordedUsage:
+    def c(*key: str) -> int:
+        parent = u
+        for k in key[:-1]:
+            parent = parent.get(k) if isinstance(parent, dict) else None
+        if parent is None:
+            return 0
+        if not isinstance(parent, dict):
+            raise doc.error(node + key[:-1], f"usage.{'.'.join(key[:-1])} must be an object of token counts")
+        line, col = doc.at(*node, *key)
+        return count(parent.get(key[-1]), "usage." + ".".join(key), doc.path, line, col)
+
+    if not isinstance(u, dict):
+        raise doc.error(node, "model_response.usage must be an object of token counts")
+    prompt, write = c("prompt_tokens"), c("cache_creation_input_tokens")
+    read = c("cache_read_input_tokens") or c("prompt_tokens_details", "cached_tokens")
     return tr.RecordedUsage(input=max(0, prompt - write - read), cache_write_5m=write, cache_read=read,
-                            output=int(u.get("completion_tokens") or 0))
+                            output=c("completion_tokens"))
 
 
 def import_openhands(src: str | Path) -> ImportResult:
     src = Path(src)
-    doc = read_json(src)
+    jd = read_json_doc(src)
+    doc = jd.value
     events = doc.get("events") if isinstance(doc, dict) else doc
+    pre: tuple = ("events",) if isinstance(doc, dict) else ()
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
-        raise TraceError(src, 1, "not an OpenHands event stream (expected a JSON list of event objects)")
+        bad = next((k for k, e in enumerate(events) if not isinstance(e, dict)), None) \
+            if isinstance(events, list) else None
+        raise jd.error(pre + ((bad,) if bad is not None else ()),
+                       "not an OpenHands event stream (expected a JSON list of event objects)")
     b = TraceBuilder(str(src))
     ignored: Counter = Counter()
     counts: Counter = Counter()
@@ -64,9 +89,10 @@ def import_openhands(src: str | Path) -> ImportResult:
     first_usage: tr.RecordedUsage | None = None
     before_first: list[str] = []
     for k, e in enumerate(events):
+        jd.cursor(*pre, k)
         if "id" not in e or "timestamp" not in e:
-            raise TraceError(src, None, f"event #{k} has no id or timestamp: not an OpenHands event")
-        t = parse_time(e["timestamp"], src, None)
+            raise jd.error(pre + (k,), f"event #{k} has no id or timestamp: not an OpenHands event")
+        t = parse_time(e["timestamp"], src, *jd.at(*pre, k, "timestamp"))
         meta = _obj(e.get("tool_call_metadata"))
         args = _obj(e.get("args")) or {}
         if e.get("source") == "user" and e.get("action") == "message":
@@ -78,7 +104,8 @@ def import_openhands(src: str | Path) -> ImportResult:
             if call is None:
                 msg = ((resp.get("choices") or [{}])[0].get("message") or {})
                 call = calls[rid] = {"t": t, "text": msg.get("content") or "", "tools": [],
-                                     "usage": _usage(resp["usage"]) if resp.get("usage") else None,
+                                     "usage": _usage(resp["usage"], jd, pre + (k, "tool_call_metadata",
+                                                     "model_response", "usage")) if resp.get("usage") else None,
                                      "model": resp.get("model")}
                 order.append(("call", rid))
                 models[resp.get("model") or "?"] += 1
@@ -118,7 +145,7 @@ def import_openhands(src: str | Path) -> ImportResult:
             b.tool_result(item[0], item[1], item[2])
     b.finish()  # repair a call left open at the end before the summary counts repairs
     if b.calls == 0:
-        raise TraceError(src, None, "no agent actions: nothing to replay")
+        raise jd.error((), "no agent actions: nothing to replay")
     from harness.provider.tokenizer import get_tokenizer
 
     tok = get_tokenizer()

@@ -17,6 +17,7 @@ Facts of the format (``shared/traces/real/swe-agent``, SWE-agent 0.x and 1.x):
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,16 @@ from harness import trace as tr
 from harness.importers.common import (
     ImportResult,
     TraceBuilder,
+    count,
     finalize,
     flatten_content,
     notes_from,
-    read_json,
+    read_json_doc,
+    seconds,
 )
-from harness.trace import TraceError
 
 FORMAT = "swe-agent"
+MAX_COST = 1_000_000   # assumed: dollars in one trajectory's model_stats; more is a damaged value
 
 
 def _args(raw: Any) -> dict[str, Any]:
@@ -46,21 +49,38 @@ def _args(raw: Any) -> dict[str, Any]:
 
 def import_swe_agent(src: str | Path) -> ImportResult:
     src = Path(src)
-    doc = read_json(src)
+    jd = read_json_doc(src)
+    doc = jd.value
     if not isinstance(doc, dict) or not isinstance(doc.get("history"), list) or "trajectory" not in doc:
-        raise TraceError(src, 1, "not a SWE-agent trajectory (expected an object with 'history' and 'trajectory')")
+        raise jd.error((), "not a SWE-agent trajectory (expected an object with 'history' and 'trajectory')")
     history: list[dict[str, Any]] = doc["history"]
     steps: list[dict[str, Any]] = doc.get("trajectory") or []
     info = doc.get("info") or {}
     stats = info.get("model_stats") or {}
+    if not isinstance(steps, list) or not isinstance(info, dict) or not isinstance(stats, dict):
+        raise jd.error(("trajectory",) if not isinstance(steps, list) else ("info",),
+                       "trajectory must be a list of steps, info.model_stats an object")
+    for key in ("tokens_sent", "tokens_received", "api_calls"):
+        if key in stats:
+            count(stats[key], f"info.model_stats.{key}", src, *jd.at("info", "model_stats", key))
+    for key in ("instance_cost", "total_cost"):
+        v = stats.get(key)
+        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
+                              or not 0 <= v <= MAX_COST):
+            raise jd.error(("info", "model_stats", key), f"info.model_stats.{key} is {v!r}: expected dollars "
+                           f"between 0 and {MAX_COST:,}")
     b = TraceBuilder(str(src))
     counts: Counter = Counter()
     ignored: Counter = Counter()
     system = ""
     clock = 0.0
     step_times = []
-    for s in steps:
-        clock += float(s.get("execution_time") or 0.0)
+    for i, s in enumerate(steps):
+        jd.cursor("trajectory", i)
+        if not isinstance(s, dict):
+            raise jd.error(("trajectory", i), f"trajectory[{i}] is not a step object")
+        clock += seconds(s.get("execution_time"), f"trajectory[{i}].execution_time", src,
+                         *jd.at("trajectory", i, "execution_time"))
         step_times.append(clock)
     n_assistant = 0
     pending_ids: list[str] = []
@@ -69,8 +89,9 @@ def import_swe_agent(src: str | Path) -> ImportResult:
         return step_times[i - 1] if 0 < i <= len(step_times) else (step_times[-1] if step_times and i > 0 else 0.0)
 
     for k, m in enumerate(history):
+        jd.cursor("history", k)
         if not isinstance(m, dict) or "role" not in m:
-            raise TraceError(src, None, f"history[{k}] is not a message (no role)")
+            raise jd.error(("history", k), f"history[{k}] is not a message (no role)")
         role = m["role"]
         text, dropped = flatten_content(m.get("content"))
         counts.update({f"{x} content replaced by a placeholder": v for x, v in dropped.items()})
@@ -86,7 +107,7 @@ def import_swe_agent(src: str | Path) -> ImportResult:
             for c in m.get("tool_calls") or []:
                 fn = c.get("function") or {}
                 if not c.get("id") or not fn.get("name"):
-                    raise TraceError(src, None, f"history[{k}]: tool call without id or function name")
+                    raise jd.error(("history", k), f"history[{k}]: tool call without id or function name")
                 content.append(tr.ToolUseContent(id=str(c["id"]), name=str(fn["name"]), input=_args(fn.get("arguments"))))
             b.assistant(step_t(n_assistant), content, None)
             n_assistant += 1
@@ -105,7 +126,7 @@ def import_swe_agent(src: str | Path) -> ImportResult:
             b.user(step_t(i + 1), str(s["observation"]))
     b.finish()  # repair a call left open at the end before the summary counts repairs
     if b.calls == 0:
-        raise TraceError(src, None, "no assistant messages and no trajectory steps: nothing to replay")
+        raise jd.error((), "no assistant messages and no trajectory steps: nothing to replay")
     api_calls = stats.get("api_calls")
     extra = ["usage: aggregate only (info.model_stats); no per-call usage to compare",
              "no timestamps: the clock is the cumulative execution_time of the steps" if any(step_times)

@@ -1,0 +1,166 @@
+"""JSON as ctxsim reads it from users' files: strict (no NaN / Infinity, no number of thousands of
+digits, no nesting deeper than a real log has), and every refusal located (the line of a JSONL
+record; the line and column of a JSON document's node).
+
+``json.loads`` alone accepts ``NaN``, raises ``RecursionError`` on deep nesting and a bare
+``ValueError`` on a 5,000-digit number: each of those reached users as a traceback or as a
+number no agent can have logged. Here each is a :class:`BadJSON` with the character offset, so
+the caller turns it into ``path:line[:column]: what``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+MAX_DEPTH = 100   # where a refusal of deep nesting points (the real logs here nest < 20 levels: assumed bound)
+
+
+class BadJSON(ValueError):
+    """Text that is not the JSON a log holds; ``pos`` is the character offset of the problem."""
+
+    def __init__(self, what: str, pos: int) -> None:
+        self.what, self.pos = what, pos
+        super().__init__(what)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth_at(text: str) -> int | None:
+    """Offset where nesting first exceeds MAX_DEPTH (strings skipped), or None."""
+    depth = 0
+    in_str = esc = False
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return i
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+def loads(text: str) -> Any:
+    """Parse ``text`` strictly; raises :class:`BadJSON` (with its offset) for anything else."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise BadJSON(f"not JSON: {e.msg}", e.pos) from None
+    except RecursionError:
+        raise BadJSON("nested too deeply to be a log record (hundreds of levels)", _depth_at(text) or 0) from None
+    except ValueError as e:   # NaN / Infinity, or a number with more digits than Python converts
+        msg = str(e)
+        if "digits" in msg:
+            msg = "a number with thousands of digits"
+        return _locate_bad_value(text, msg)
+
+
+def _locate_bad_value(text: str, msg: str) -> Any:
+    import re
+
+    m = re.search(r"(?<![\w\"])(NaN|-?Infinity)(?![\w\"])" if "JSON number" in msg else r"\d{4000,}", text)
+    raise BadJSON(msg, m.start() if m else 0)
+
+
+def line_col(text: str, pos: int) -> tuple[int, int]:
+    """1-based line and column of character offset ``pos``."""
+    pos = max(0, min(pos, len(text)))
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+def byte_line_col(data: bytes, pos: int) -> tuple[int, int]:
+    """1-based line and column (in bytes) of byte offset ``pos``."""
+    pos = max(0, min(pos, len(data)))
+    return data.count(b"\n", 0, pos) + 1, pos - (data.rfind(b"\n", 0, pos) + 1) + 1
+
+
+_WS = " \t\r\n"
+
+
+def _skip(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _WS:
+        i += 1
+    return i
+
+
+def offset_of(text: str, node: Sequence[Any]) -> int | None:
+    """Character offset of the value at ``node`` (keys and list indices) in the JSON document
+    ``text`` (already known to parse), or None when the path is not there."""
+    dec = json.JSONDecoder()
+    i = _skip(text, 0)
+    for key in node:
+        if i >= len(text):
+            return None
+        if text[i] == "{" and isinstance(key, str):
+            i = _skip(text, i + 1)
+            while i < len(text) and text[i] != "}":
+                k, i = dec.raw_decode(text, i)
+                i = _skip(text, _skip(text, i) + 1)   # past ':'
+                if k == key:
+                    break
+                i = _skip(text, _end(text, i, dec))
+                if text[i] == ",":
+                    i = _skip(text, i + 1)
+            else:
+                return None
+        elif text[i] == "[" and isinstance(key, int):
+            i = _skip(text, i + 1)
+            for _ in range(key):
+                if i >= len(text) or text[i] == "]":
+                    return None
+                i = _skip(text, _end(text, i, dec))
+                if text[i] == ",":
+                    i = _skip(text, i + 1)
+            if i >= len(text) or text[i] == "]":
+                return None
+        else:
+            return None
+    return i
+
+
+def _end(text: str, i: int, dec: json.JSONDecoder) -> int:
+    """Offset just past the value starting at ``i``."""
+    if text[i] in "[{":
+        depth, in_str, esc = 0, False, False
+        for j in range(i, len(text)):
+            ch = text[j]
+            if in_str:
+                if esc:
+                    esc = False
+                elif ch == "\\":
+                    esc = True
+                elif ch == '"':
+                    in_str = False
+            elif ch == '"':
+                in_str = True
+            elif ch in "[{":
+                depth += 1
+            elif ch in "]}":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+        return len(text)
+    return dec.raw_decode(text, i)[1]
+
+
+def node_line_col(text: str, node: Sequence[Any]) -> tuple[int, int]:
+    """Line and column of ``node`` in the document, falling back to its nearest existing parent."""
+    node = list(node)
+    while True:
+        at = offset_of(text, node)
+        if at is not None or not node:
+            return line_col(text, at or 0)
+        node.pop()
