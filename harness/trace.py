@@ -530,11 +530,20 @@ def dumps(trace: Trace) -> str:
 
 def write(trace: Trace, path: str | Path) -> None:
     """Write the canonical form (atomic: a temporary file renamed into place)."""
+    import os
+    import tempfile
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(dumps(trace), encoding="utf-8")
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(dumps(trace))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:   # all or nothing: no half-written trace, no temporary file left behind
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def json_schema() -> dict[str, Any]:

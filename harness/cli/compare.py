@@ -16,6 +16,9 @@ from harness import formatting as fmt
 from harness.cli.options import add_provider_args, run_config, warn_overrides
 
 
+MAX_SEEDS = 1000   # assumed: more seeds than this is a typo (each seed is a full replay per strategy)
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "compare", help="several strategies side by side on one or more traces",
@@ -138,8 +141,12 @@ def run(args) -> int:
         if report is None or not hasattr(report, "write_report"):
             print("ctxsim compare: error: report module not available (harness.report.write_report)", file=sys.stderr)
             return 2
-    if args.seeds < 1:
-        raise BadInput(f"--seeds {args.seeds}: run at least one seed")
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        raise BadInput(f"--seeds {args.seeds}: run between 1 and {MAX_SEEDS} seeds")
+    from harness.cli import checks
+
+    checks.output("--json", args.json_out, sources=args.traces)
+    checks.output("--report", args.report, sources=args.traces, folder=True)
     traces = [tr.load(p) for p in args.traces]
     cfg = run_config(args)
     warn_overrides("compare", cfg, traces)

@@ -4,6 +4,7 @@ compare it, call by call, with the usage the real API reported (harness/fidelity
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -32,10 +33,22 @@ def run(args) -> int:
     from harness.cli import BadInput
     from harness.fidelity import figure, run_fidelity, summary_line
 
-    if not 0 < args.fit_fraction < 1:
+    from harness.cli import checks
+
+    if not (math.isfinite(args.fit_fraction) and 0 < args.fit_fraction < 1):
         raise BadInput(f"--fit-fraction must be between 0 and 1, got {args.fit_fraction}")
-    if args.token_scale is not None and args.token_scale <= 0:
-        raise BadInput(f"--token-scale must be positive, got {args.token_scale}")
+    checks.token_scale(args.token_scale)
+    checks.output("--json", args.json_out, sources=[args.trace])
+    checks.output("--figure", args.figure, sources=[args.trace], suffixes=(".png", ".svg", ".pdf"))
+    checks.output("--calls", args.calls, sources=[args.trace], suffixes=(".csv",))
+    checks.distinct(json=args.json_out, figure=args.figure, calls=args.calls)
+    if args.model is not None:
+        from harness.provider.models import UnknownModelError, load_table
+
+        try:
+            load_table().get(args.model)
+        except UnknownModelError as e:
+            raise BadInput(f"--model: {e}") from None
     trace = tr.load(args.trace)
     if args.model is not None:
         from harness.cli.options import warn_overrides
@@ -55,14 +68,11 @@ def run(args) -> int:
         if args.json_out == "-":
             sys.stdout.write(text)
         else:
-            Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.json_out).write_text(text, encoding="utf-8")
+            checks.atomic_write_text(args.json_out, text)
     if args.figure:
-        Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
-        figure(fid, args.figure)
+        checks.atomic_write(args.figure, lambda p: figure(fid, str(p)))
     if args.calls:
-        Path(args.calls).parent.mkdir(parents=True, exist_ok=True)
-        fid.calls.to_csv(args.calls, index=False)
+        checks.atomic_write(args.calls, lambda p: fid.calls.to_csv(p, index=False))
     if args.json_out != "-":
         print(summary_line(report))
     return 0

@@ -116,16 +116,30 @@ def run(args) -> int:
     from harness.cli import BadInput
     from harness.importers.folders import discover, in_range, session_start
 
+    from harness.cli import checks
+
     src, out = Path(args.src), Path(args.output)
     if out.exists() and src.exists() and out.resolve() == src.resolve():
         raise BadInput(f"-o {args.output}: that is the source log; write the trace elsewhere")
+    if args.since and args.until and args.since > args.until:
+        raise BadInput(f"--since {args.since} is after --until {args.until}: no session can be in that range")
+    if args.models_file:
+        from harness.provider.models import load_table
+
+        try:
+            load_table(args.models_file)
+        except ValueError as e:
+            raise BadInput(f"--models {e}") from None
     sessions, folder = discover(args.format, src)
-    if not folder:
-        if out.is_dir():
-            raise BadInput(f"-o {args.output}: a folder; for one log, give the trace file to write")
-        return _single(args, sessions[0].path, out)
-    if out.exists() and not out.is_dir():
+    if not folder and out.is_dir():
+        raise BadInput(f"-o {args.output}: a folder; for one log, give the trace file to write")
+    if folder and out.exists() and not out.is_dir():
         raise BadInput(f"-o {args.output}: a file; a folder of sessions is written to a folder")
+    # the output is never a log read here (a session, its subagents/ folder, a folder imported)
+    checks.output("-o", out, sources=[src] + [s.path for s in sessions] + [s.path.with_suffix("") for s in sessions],
+                  folder=folder)
+    if not folder:
+        return _single(args, sessions[0].path, out)
     chosen = [s for s in sessions if in_range(session_start(s.path), args.since, args.until)]
     rows: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,15 +41,24 @@ def add_provider_args(p: argparse.ArgumentParser) -> None:
 def run_config(args, **overrides) -> RunConfig:
     from harness.cli import BadInput
 
+    from harness.cli import checks
+
+    checks.seed(args.seed)
+    checks.token_scale(args.token_scale)
+    checks.window(args.window)
+    kinds = checks.side_call_kinds()
     rates = {}
     for item in args.fail:
         kind, sep, p = item.partition("=")
+        kind = kind.strip()
         try:
             rates[kind] = float(p)
         except ValueError:
             raise BadInput(f"--fail expects KIND=PROBABILITY, got {item!r}") from None
-        if not sep or not 0 <= rates[kind] <= 1:
+        if not sep or not math.isfinite(rates[kind]) or not 0 <= rates[kind] <= 1:
             raise BadInput(f"--fail expects KIND=PROBABILITY in [0, 1], got {item!r}")
+        if kind not in kinds:
+            raise BadInput(f"--fail {item}: unknown side-call kind {kind!r} (valid: {', '.join(kinds)})")
     backend = None
     if args.llm != "simulated":
         from harness.live import LiveError, make_backend
@@ -63,8 +73,12 @@ def run_config(args, **overrides) -> RunConfig:
     from harness.provider.models import load_table
 
     try:
+        table = load_table(args.models_file)
+    except ValueError as e:   # a --models file that is missing or not TOML
+        raise BadInput(f"--models {e}") from None
+    try:
         if args.model is not None:
-            load_table(args.models_file).get(args.model)
+            table.get(args.model)
     except (KeyError, ValueError) as e:
         raise BadInput(str(e).strip('"')) from None
     if args.window is not None and args.window <= 0:

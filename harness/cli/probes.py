@@ -28,6 +28,9 @@ def run(args) -> int:
     from harness import trace as tr
     from harness.provider.tokenizer import get_tokenizer
 
+    from harness.cli import checks
+
+    checks.output("-o", args.output)   # may be the input itself: it is replaced atomically
     trace = tr.load(args.trace)
     out, derived = probes.apply(trace)
     tr.write(out, args.output)

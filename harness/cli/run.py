@@ -29,25 +29,36 @@ def register(sub) -> None:
 
 
 def write_json(obj, dest: str) -> None:
+    from harness.cli.checks import atomic_write_text
+
     text = json.dumps(obj, indent=2, default=str)
     if dest == "-":
         sys.stdout.write(text + "\n")
     else:
-        Path(dest).parent.mkdir(parents=True, exist_ok=True)
-        Path(dest).write_text(text + "\n", encoding="utf-8")
+        atomic_write_text(dest, text + "\n")
 
 
 def write_calls(df, dest: str) -> None:
     from harness.cli import BadInput
+    from harness.cli.checks import atomic_write
 
     path = Path(dest)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".csv":
-        df.to_csv(path, index=False)
+        atomic_write(path, lambda p: df.to_csv(p, index=False))
     elif path.suffix == ".parquet":
-        df.to_parquet(path, index=False)
+        atomic_write(path, lambda p: df.to_parquet(p, index=False))
     else:
         raise BadInput(f"--calls: {dest}: use a .csv or .parquet file name")
+
+
+def check_outputs(args, sources) -> None:
+    """--json, --calls and --session-dir can be written, are not inputs, not the same file: before the replay."""
+    from harness.cli import checks
+
+    checks.output("--json", args.json_out, sources=sources)
+    checks.output("--calls", args.calls, sources=sources, suffixes=(".csv", ".parquet"))
+    checks.output("--session-dir", args.session_dir, sources=sources, folder=True)
+    checks.distinct(json=args.json_out, calls=args.calls, session_dir=args.session_dir)
 
 
 def run(args) -> int:
@@ -55,6 +66,7 @@ def run(args) -> int:
     from harness.engine import replay
     from strategies import registry
 
+    check_outputs(args, [args.trace])
     trace = tr.load(args.trace)
     cls = registry.load_class(args.strategy)  # a registered name or MODULE:CLASS
     params = registry.parse_sets(args.set)

@@ -20,8 +20,10 @@ def run(args) -> int:
     from harness.cli import BadInput
     from harness.synth import PresetError, generate, load_preset
 
-    if args.seed is not None and args.seed < 0:
-        raise BadInput(f"--seed {args.seed}: must be >= 0")
+    from harness.cli import checks
+
+    checks.seed(args.seed)
+    checks.output("-o", args.output)
     try:
         cfg = load_preset(args.preset, args.overrides)
     except PresetError as e:

@@ -1,0 +1,138 @@
+"""Checks every command makes before any work starts (an option out of range, an output it could
+not write, an output that is one of its inputs), and writing outputs all or nothing.
+
+A replay of a long trace takes minutes: an unwritable ``--json`` found after it, or a negative
+``--token-scale`` that gives a negative cost, wastes them or, worse, looks like a result. Each
+check raises :class:`harness.cli.BadInput` naming the option (exit 2).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+MAX_SEED = 2 ** 32 - 1        # numpy's SeedSequence entropy per word (the engine seeds numpy with it)
+MAX_TOKEN_SCALE = 10.0        # same bound as a trace's recorded.token_scale (harness.trace)
+MIN_TOKEN_SCALE = 0.1
+
+
+def _bad(msg: str) -> Exception:
+    from harness.cli import BadInput
+
+    return BadInput(msg)
+
+
+def seed(value: int | None, flag: str = "--seed") -> None:
+    if value is not None and not 0 <= value <= MAX_SEED:
+        raise _bad(f"{flag} must be a whole number in 0..{MAX_SEED}, got {value}")
+
+
+def token_scale(value: float | None, flag: str = "--token-scale") -> None:
+    if value is not None and not (math.isfinite(value) and MIN_TOKEN_SCALE <= value <= MAX_TOKEN_SCALE):
+        raise _bad(f"{flag} is true tokens per cl100k token: a number in {MIN_TOKEN_SCALE}..{MAX_TOKEN_SCALE:g} "
+                   f"(tokenizers differ by tens of per cent), got {value}")
+
+
+def window(value: int | None, flag: str = "--window") -> None:
+    from harness.trace import MAX_TOKENS
+
+    if value is not None and not 0 < value <= MAX_TOKENS:
+        raise _bad(f"{flag} must be a positive number of tokens up to {MAX_TOKENS:,}, got {value}")
+
+
+def fraction(value: float | None, flag: str, *, open_low: bool = False, open_high: bool = False) -> None:
+    if value is None:
+        return
+    ok = math.isfinite(value) and (0 < value if open_low else 0 <= value) and (value < 1 if open_high else value <= 1)
+    if not ok:
+        lo, hi = "(0" if open_low else "[0", "1)" if open_high else "1]"
+        raise _bad(f"{flag} must be a number in {lo}, {hi}, got {value}")
+
+
+def side_call_kinds() -> tuple[str, ...]:
+    """The side-call kinds ``--fail`` can name (harness.llm)."""
+    from harness import llm
+
+    return (llm.SUMMARY, llm.VERIFY, llm.MEMORY_SELECT, llm.MEMORY_EXTRACT, llm.MEMORY_CONSOLIDATE, llm.JUDGE,
+            llm.SUBAGENT, llm.READBACK)
+
+
+# --- outputs --------------------------------------------------------------------------------------
+
+def output(flag: str, dest: str | Path | None, *, sources: Iterable[str | Path] = (), folder: bool = False,
+           suffixes: tuple[str, ...] = ()) -> Path | None:
+    """Check before any work that ``dest`` can be written: not one of ``sources``, not a folder
+    when a file is written (nor a file when a folder is), with a suffix in ``suffixes``, its
+    parent creatable and writable. Returns the path (None for None or ``-``)."""
+    if dest is None or str(dest) == "-":
+        return None
+    path = Path(dest)
+    if suffixes and path.suffix not in suffixes:
+        raise _bad(f"{flag} {dest}: use a file name ending in {' or '.join(suffixes)}")
+    for src in sources:
+        if src is not None and str(src) != "-" and _same(path, Path(src)):
+            raise _bad(f"{flag} {dest}: that is an input of this command ({src}); write the output elsewhere")
+    if path.exists():
+        if folder and not path.is_dir():
+            raise _bad(f"{flag} {dest}: a file, not a folder")
+        if not folder and path.is_dir():
+            raise _bad(f"{flag} {dest}: a folder; give a file name")
+        if not os.access(path, os.W_OK):
+            raise _bad(f"{flag} {dest}: not writable")
+        return path
+    parent = path.parent
+    while not parent.exists():
+        if parent.parent == parent:
+            break
+        parent = parent.parent
+    if not parent.is_dir():
+        raise _bad(f"{flag} {dest}: {parent} is a file, so {path.name} cannot be created under it")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise _bad(f"{flag} {dest}: {parent} is not writable")
+    return path
+
+
+def distinct(**outputs: str | Path | None) -> None:
+    """No two outputs of one command are the same file."""
+    seen: dict[Path, str] = {}
+    for flag, dest in outputs.items():
+        if dest is None or str(dest) == "-":
+            continue
+        p = Path(dest).resolve()
+        if p in seen:
+            raise _bad(f"--{flag.replace('_', '-')} {dest}: the same file as --{seen[p].replace('_', '-')}")
+        seen[p] = flag
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+        ra, rb = a.resolve(), b.resolve()
+        return ra == rb or rb in ra.parents   # an output inside a source folder
+    except OSError:
+        return False
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` to a temporary file beside ``path``, renamed into place when it succeeded;
+    on any failure the temporary file is removed and ``path`` is left as it was."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # the temporary name keeps the suffix: writers that pick a format by it (savefig) still can
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.chmod(tmp, 0o644)   # as a plain open() would under the usual umask (mkstemp makes it 0600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
