@@ -15,7 +15,6 @@ from pathlib import Path
 from harness import formatting as fmt
 from harness.cli.options import add_provider_args, run_config, warn_overrides
 
-
 MAX_SEEDS = 1000   # assumed: more seeds than this is a typo (each seed is a full replay per strategy)
 
 

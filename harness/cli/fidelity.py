@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-from pathlib import Path
 
 
 def register(sub) -> None:
@@ -30,10 +29,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from harness import trace as tr
-    from harness.cli import BadInput
+    from harness.cli import BadInput, checks
     from harness.fidelity import figure, run_fidelity, summary_line
-
-    from harness.cli import checks
 
     if not (math.isfinite(args.fit_fraction) and 0 < args.fit_fraction < 1):
         raise BadInput(f"--fit-fraction must be between 0 and 1, got {args.fit_fraction}")

@@ -113,10 +113,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def run(args) -> int:
-    from harness.cli import BadInput
+    from harness.cli import BadInput, checks
     from harness.importers.folders import discover, in_range, session_start
-
-    from harness.cli import checks
 
     src, out = Path(args.src), Path(args.output)
     if out.exists() and src.exists() and out.resolve() == src.resolve():

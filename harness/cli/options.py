@@ -39,9 +39,7 @@ def add_provider_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_config(args, **overrides) -> RunConfig:
-    from harness.cli import BadInput
-
-    from harness.cli import checks
+    from harness.cli import BadInput, checks
 
     checks.seed(args.seed)
     checks.token_scale(args.token_scale)

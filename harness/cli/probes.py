@@ -26,9 +26,8 @@ def register(sub) -> None:
 def run(args) -> int:
     from harness import probes
     from harness import trace as tr
-    from harness.provider.tokenizer import get_tokenizer
-
     from harness.cli import checks
+    from harness.provider.tokenizer import get_tokenizer
 
     checks.output("-o", args.output)   # may be the input itself: it is replaced atomically
     trace = tr.load(args.trace)

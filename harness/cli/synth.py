@@ -17,10 +17,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from harness import trace as tr
-    from harness.cli import BadInput
+    from harness.cli import BadInput, checks
     from harness.synth import PresetError, generate, load_preset
-
-    from harness.cli import checks
 
     checks.seed(args.seed)
     checks.output("-o", args.output)
