@@ -57,7 +57,16 @@ ENV_MODEL = "CTXSIM_LIVE_MODEL"
 ENV_MAX_RETRIES = "CTXSIM_LIVE_MAX_RETRIES"
 ENV_TIMEOUT = "CTXSIM_LIVE_TIMEOUT"
 DEFAULT_LIVE_MODEL = "claude-sonnet-4-6"   # DESIGN.md / issue 2: the project's default model
-DEFAULT_TIMEOUT_S = 600.0                  # the SDK's own non-streaming default (anthropic._constants)
+ENV_MAX_FAILURES = "CTXSIM_LIVE_MAX_FAILURES"
+# assumed: a summary of a few thousand tokens takes well under 2 minutes; the SDK's own default
+# (600 s, anthropic._constants) times 3 attempts kept a run waiting half an hour per call
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_RETRIES = 2                    # the SDK's own default (anthropic._constants.DEFAULT_MAX_RETRIES)
+# assumed: this many side calls failing in a row (after the SDK's retries) is an API that is down,
+# not a flaky call; the run stops (exit 1) instead of computing numbers on failed compactions
+DEFAULT_MAX_FAILURES = 3
+# what says the API, not the request, failed (a prompt_too_long is the strategy's request)
+API_DOWN_REASONS = frozenset({"api_error", "timeout", "overloaded", "rate_limited"})
 JUDGE_MAX_TOKENS = 200                     # a cloze answer is a few words
 
 Mode = Literal["simulated", "live", "replay"]
@@ -66,6 +75,11 @@ MODES: tuple[str, ...] = ("simulated", "live", "replay")
 
 class LiveError(RuntimeError):
     """A live setup that cannot work (no key, bad key, unknown model): stops the run."""
+
+
+class LiveUnavailable(RuntimeError):
+    """The live API failed ``max_failures`` side calls in a row: the run stops (exit 1) rather
+    than report numbers computed on failed compactions."""
 
 
 # --- prompts ---------------------------------------------------------------------------------------
@@ -243,6 +257,9 @@ def _map_exception(exc: BaseException) -> SideCallFailed:
             raise LiveError(f"live API refused the setup ({status}): {msg}. Check {ENV_KEY}, "
                             f"{ENV_BASE_URL} and {ENV_MODEL}.") from exc
         return SideCallFailed(failure_reason(status, msg), f"{status}: {msg}")
+    if isinstance(exc, (anthropic.APIError, ValueError, TypeError, AttributeError, KeyError)):
+        # a 200 whose body is not a Messages answer (a proxy's HTML page, truncated JSON)
+        return SideCallFailed("api_error", f"unreadable answer: {type(exc).__name__}: {str(exc)[:200]}")
     raise exc
 
 
@@ -303,7 +320,11 @@ class _MessagesBackend:
         text = resp.get("text", "")
         if not text.strip():
             raise SideCallFailed("api_error", f"empty answer (stop_reason {resp.get('stop_reason')!r})")
-        return BackendReply(text=text, usage=usage_from_api(resp.get("usage") or {}, _ttl_hint(request)))
+        try:
+            usage = usage_from_api(resp.get("usage") or {}, _ttl_hint(request))
+        except (TypeError, ValueError, AttributeError) as e:   # a 200 with a usage no API sends
+            raise SideCallFailed("api_error", f"unreadable usage in the answer: {e}") from None
+        return BackendReply(text=text, usage=usage)
 
     # --- token counting -------------------------------------------------------------------------------
     def count_tokens(self, request: Request, extra_user_text: str | None = None) -> int:
@@ -339,12 +360,20 @@ class AnthropicBackend(_MessagesBackend):
     def __init__(self, *, model: str | None = None, api_key: str | None = None, base_url: str | None = None,
                  max_retries: int | None = None, timeout: float | None = None, temperature: float | None = None,
                  max_output_tokens: int | None = None, store: ResponseStore | str | Path | None = None,
-                 volatile_paths: Sequence[str] = (), client: Any = None) -> None:
+                 volatile_paths: Sequence[str] = (), client: Any = None, max_failures: int | None = None) -> None:
         super().__init__(model, temperature, max_output_tokens)
         if isinstance(store, str | Path):
             store = ResponseStore(store, volatile_paths)
         self.store = store
         self.timeout = timeout if timeout is not None else (_env_float(ENV_TIMEOUT) or DEFAULT_TIMEOUT_S)
+        self.max_failures = max_failures if max_failures is not None else (
+            _env_int(ENV_MAX_FAILURES) or DEFAULT_MAX_FAILURES)
+        if not (self.timeout > 0 and self.timeout < float("inf")):
+            raise LiveError(f"the live call timeout must be a positive number of seconds, got {self.timeout}")
+        if self.max_failures < 1:
+            raise LiveError(f"the live breaker needs at least 1 failure to open, got {self.max_failures}")
+        self.failures_in_a_row = 0
+        self.timed_out = False    # the last call timed out: the next one is sent once, not retried
         if client is None:
             import anthropic
 
@@ -352,22 +381,43 @@ class AnthropicBackend(_MessagesBackend):
             if not key:
                 raise LiveError(f"--llm live needs an API key: set {ENV_KEY} (and {ENV_BASE_URL} for a proxy)")
             retries = max_retries if max_retries is not None else _env_int(ENV_MAX_RETRIES)
+            if retries is not None and not 0 <= retries <= 10:
+                raise LiveError(f"live retries must be in 0..10 (bounded), got {retries}")
             kw: dict[str, Any] = {"api_key": key, "base_url": base_url or os.environ.get(ENV_BASE_URL) or None}
-            if retries is not None:
-                kw["max_retries"] = retries
+            kw["max_retries"] = DEFAULT_MAX_RETRIES if retries is None else retries
             client = anthropic.Anthropic(**kw)
         self.client = client
 
     def _send(self, endpoint: str, kind: str, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            resp = self._send_once(endpoint, kind, params)
+        except SideCallFailed as failure:
+            self.timed_out = failure.reason == "timeout"
+            if failure.reason in API_DOWN_REASONS:
+                self.failures_in_a_row += 1
+                if self.failures_in_a_row >= self.max_failures:
+                    raise LiveUnavailable(
+                        f"the live API failed {self.failures_in_a_row} side calls in a row (last: {failure.reason}: "
+                        f"{failure.detail[:200]}); stopping the run rather than report numbers computed on "
+                        f"failed calls (--llm-max-failures, --llm-timeout, --llm-retries)") from None
+            raise
+        self.failures_in_a_row = 0
+        self.timed_out = False
+        return resp
+
+    def _send_once(self, endpoint: str, kind: str, params: dict[str, Any]) -> dict[str, Any]:
         t0 = time.monotonic()
+        # after a timeout the endpoint may hang: one attempt per call, not the SDK's retries of a hang
+        client = self.client.with_options(max_retries=0) if self.timed_out and hasattr(self.client, "with_options") \
+            else self.client
         try:
             if endpoint == "messages":
-                msg = self.client.messages.create(**params, timeout=self.timeout)
+                msg = client.messages.create(**params, timeout=self.timeout)
                 resp = {"text": "".join(b.text for b in msg.content if getattr(b, "type", "") == "text"),
                         "stop_reason": msg.stop_reason,
                         "usage": msg.usage.model_dump(mode="json", exclude_none=True)}
             elif endpoint == "count_tokens":
-                n = self.client.messages.count_tokens(**params, timeout=self.timeout)
+                n = client.messages.count_tokens(**params, timeout=self.timeout)
                 resp = {"input_tokens": int(n.input_tokens)}
             else:
                 raise ValueError(f"unknown endpoint {endpoint!r}")

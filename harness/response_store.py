@@ -33,7 +33,7 @@ What is volatile, and so not part of the key:
   placeholders back to the *current* run's paths, so a summary that cites the transcript path cites
   the replaying run's transcript. Which paths are volatile: any given explicitly (e.g. a session
   dir the caller chose) and the run directories of :data:`RUN_DIR_PATTERN` (the engine's
-  ``/tmp/ctxsim-runs/run-NNNNNN``, and ``ctxsim-run-*`` / ``tmp*`` directories of the temp root).
+  ``/tmp/ctxsim<uid>/run-NNNNNN``, and ``ctxsim-run-*`` / ``tmp*`` directories of the temp root).
 
 The same request can be sent more than once (an identical retry); the answers are kept in order
 and served in order, the last one repeating, so a replay reproduces the live run call for call.
@@ -66,9 +66,9 @@ class StoreMiss(LookupError):
 
 _SEG = r"[^/\s\"'<>`]"
 _ROOTS = sorted({"/tmp", str(Path(tempfile.gettempdir()))}, key=len, reverse=True)
-#: A run directory: the engine's (``/tmp/ctxsim-runs/run-000042``), an older engine's
+#: A run directory: the engine's (``/tmp/ctxsim000000/run-000042``), an older engine's
 #: (``ctxsim-run-XXXX``) or any :func:`tempfile.mkdtemp` one (``tmpXXXX``), under the temp root.
-RUN_DIR_PATTERN = ("(?:" + "|".join(re.escape(r) for r in _ROOTS) + ")/(?:ctxsim-runs/run-" + _SEG + "+|ctxsim-run-"
+RUN_DIR_PATTERN = ("(?:" + "|".join(re.escape(r) for r in _ROOTS) + ")/(?:ctxsim(?:-runs|\\d{6})/run-" + _SEG + "+|ctxsim-run-"
                    + _SEG + "+|tmp" + _SEG + "*)")
 
 

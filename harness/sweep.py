@@ -25,14 +25,16 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness.trace import MAX_TOKENS
 from strategies import registry
 
 RESULTS = "results.parquet"
+Seed = Annotated[int, Field(ge=0, le=2 ** 32 - 1, description="a run seed (numpy's 32-bit seed range)")]
 
 
 class SweepError(ValueError):
@@ -46,19 +48,29 @@ class StrategyGrid(BaseModel):
     set: dict[str, Any] = Field(default_factory=dict, description="fixed parameters")
     grid: dict[str, list[Any]] = Field(default_factory=dict, description="parameter -> values to sweep")
 
+    @field_validator("grid")
+    @classmethod
+    def _no_empty_axis(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        empty = [k for k, v in grid.items() if not v]
+        if empty:   # an empty axis makes the product empty: the strategy would silently not run
+            raise ValueError(f"grid.{empty[0]} is an empty list: give at least one value (or leave it out)")
+        return grid
+
 
 class SweepConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = "sweep"
-    traces: list[str] = Field(description="trace paths or globs (relative to the config file), or "
+    traces: list[str] = Field(min_length=1, description="trace paths or globs (relative to the config file), or "
                               "'preset:NAME' for a synthetic session generated on demand")
-    preset_seeds: list[int] = Field(default_factory=lambda: [1], description="seeds of generated presets")
+    preset_seeds: list[Seed] = Field(default_factory=lambda: [1], min_length=1, description="seeds of generated presets")
     preset_set: dict[str, Any] = Field(default_factory=dict, description="--set overrides for generated presets")
-    strategies: list[StrategyGrid]
-    windows: list[int | None] = Field(default_factory=lambda: [None])
-    models: list[str | None] = Field(default_factory=lambda: [None])
-    cache: list[bool] = Field(default_factory=lambda: [True])
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1,
+    strategies: list[StrategyGrid] = Field(min_length=1, description="the strategies to run (name = \"all\": every one)")
+    windows: list[Annotated[int, Field(gt=0, le=MAX_TOKENS)] | None] = Field(
+        default_factory=lambda: [None], min_length=1, description="context windows (tokens; null: the trace's)")
+    models: list[Annotated[str, Field(min_length=1)] | None] = Field(
+        default_factory=lambda: [None], min_length=1, description="models (null: the trace's); each must be priced")
+    cache: list[bool] = Field(default_factory=lambda: [True], min_length=1, description="prompt caching on / off")
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1,
                              description="run seeds (each configuration runs once per seed; reports give retention "
                              "with an interval over seeds × probes: at least 3 for a meaningful one)")
     retention: dict[str, list[Any]] = Field(default_factory=dict, description="retention-model constant -> values "
@@ -66,7 +78,16 @@ class SweepConfig(BaseModel):
     summariser: dict[str, list[Any]] = Field(default_factory=dict, description="simulated-summariser constant -> "
                                              "values to sweep (SimParams, harness/simllm.py)")
     save_calls: bool = True
-    retention_target: float = Field(0.7, ge=0, le=1, description="recommendation: lowest cost with retention >= this")
+    retention_target: float = Field(0.7, ge=0, le=1, allow_inf_nan=False,
+                                    description="recommendation: lowest cost with retention >= this")
+
+    @field_validator("retention", "summariser")
+    @classmethod
+    def _no_empty_values(cls, axes: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        empty = [k for k, v in axes.items() if not v]
+        if empty:
+            raise ValueError(f"{empty[0]} is an empty list: give at least one value")
+        return axes
 
 
 @dataclass(frozen=True)
@@ -108,8 +129,11 @@ def load_config(path: str | Path) -> SweepConfig:
         cfg = SweepConfig.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        raise SweepError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        msg = err["msg"].removeprefix("Value error, ")
+        raise SweepError(f"{path}: {'.'.join(map(str, err['loc']))}: {msg}") from None
     cfg.strategies = _expand_all(cfg.strategies)
+    _check_models(path, cfg)
+    _check_presets(path, cfg)
     for combo in assumption_grid(cfg):  # and on a bad modelling constant
         _check_assumptions(path, combo)
     for s in cfg.strategies:  # fail on a bad name or parameter before any run starts
@@ -117,6 +141,33 @@ def load_config(path: str | Path) -> SweepConfig:
         for combo in _grid(s):
             registry.make_config(cls, {**s.set, **combo})
     return cfg
+
+
+def _check_models(path: Path, cfg: SweepConfig) -> None:
+    from harness.provider.models import UnknownModelError, load_table
+
+    table = load_table()
+    for m in cfg.models:
+        if m is not None:
+            try:
+                table.get(m)
+            except UnknownModelError as e:
+                raise SweepError(f"{path}: models: {e}") from None
+
+
+def _check_presets(path: Path, cfg: SweepConfig) -> None:
+    """A ``preset:NAME`` trace and ``preset_set`` are checked before any run (not at generation)."""
+    names = [t.split(":", 1)[1] for t in cfg.traces if t.startswith("preset:")]
+    if not names:
+        return
+    from harness.synth import PresetError, load_preset
+
+    sets = [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in cfg.preset_set.items()]
+    for name in names:
+        try:
+            load_preset(name, sets)
+        except PresetError as e:
+            raise SweepError(f"{path}: traces: preset:{name}: {e}") from None
 
 
 def _check_assumptions(path: Path, combo: dict[str, Any]) -> None:
@@ -209,6 +260,11 @@ def expand(cfg: SweepConfig, traces: list[Path]) -> list[RunSpec]:
     specs: list[RunSpec] = []
     for s in cfg.strategies:
         cls = registry.get(s.name)
+        if cls.needs_recorded_trace:
+            bare = [p for p in traces if _trace(str(p)).header.recorded is None]
+            if bare:
+                raise SweepError(f"strategies: {s.name} re-enacts a recorded agent, and {bare[0]} is not an imported "
+                                 "log (no header.recorded)")
         for combo in _grid(s):
             resolved = registry.config_dict(registry.make_config(cls, {**s.set, **combo}))
             for p, model, window, cache, seed, assume in itertools.product(
@@ -332,30 +388,51 @@ def _dask(specs: list[RunSpec], out_dir: str, scheduler: str | None, client=None
 
 def run_sweep(cfg: SweepConfig, out_dir: str | Path, *, base: Path = Path("."), workers: int | None = None,
               executor: str = "local", scheduler: str | None = None, client=None, progress: bool = True,
-              limit: int | None = None, log: Callable[[str], None] = print) -> pd.DataFrame:
-    """Run every spec not already in ``out_dir``; return all rows (old and new), sorted by key."""
+              limit: int | None = None, log: Callable[[str], None] = print, retry_failed: bool = False) -> pd.DataFrame:
+    """Run every spec not already in ``out_dir`` (with ``retry_failed``, the runs that raised
+    too); return all rows (old and new), sorted by key. Anything wrong before the first run (a
+    trace, a preset, the executor) leaves no new ``out_dir`` behind."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    traces = resolve_traces(cfg, base, out / "traces", log)
-    specs = expand(cfg, traces)
+    if limit is not None and limit < 0:
+        raise SweepError(f"--limit {limit}: give a number of runs >= 0")
+    if executor not in ("local", "dask"):
+        raise SweepError(f"unknown executor {executor!r}: local or dask")
+    if executor == "dask" and client is None and not scheduler:
+        raise SweepError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+    if out.exists() and not out.is_dir():
+        raise SweepError(f"--out {out}: a file, not a folder")
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        traces = resolve_traces(cfg, base, out / "traces", log)
+        specs = expand(cfg, traces)
+    except BaseException:
+        if created:
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     _note_overrides(cfg, traces, log)
     (out / "sweep.json").write_text(json.dumps({"config": cfg.model_dump(), "runs": [s.as_dict() for s in specs]},
                                                indent=1, default=str), encoding="utf-8")
-    done = {p.stem for p in (out / "runs").glob("*.parquet")} if (out / "runs").exists() else set()
-    todo = [s for s in specs if s.key not in done]
+    done, failed, corrupt = run_states(out)
+    for f in corrupt:
+        log(f"warning: {f}: unreadable run file (damaged?): the run is done again")
+    skip = done if retry_failed else done | failed
+    todo = [s for s in specs if s.key not in skip]
+    retried = sum(1 for s in todo if s.key in failed)
     log(f"{len(specs)} runs in the grid, {len(specs) - len(todo)} already done, "
-        f"{len(todo) if limit is None else min(limit, len(todo))} to run")
+        f"{len(todo) if limit is None else min(limit, len(todo))} to run"
+        + (f" ({retried} failed before: retried)" if retried else ""))
     if limit is not None:
         todo = todo[:limit]
     workers = workers or os.cpu_count() or 1
     if executor == "local":
         it = _local(todo, str(out), workers)
-    elif executor == "dask":
-        it = _dask(todo, str(out), scheduler, client)
     else:
-        raise SweepError(f"unknown executor {executor!r}: local or dask")
+        it = _dask(todo, str(out), scheduler, client)
     _drain(it, len(todo), progress)
-    return collect(out, [s.key for s in specs])
+    return collect(out, [s.key for s in specs], log=log)
 
 
 def _note_overrides(cfg: SweepConfig, traces: list[Path], log: Callable[[str], None]) -> None:
@@ -396,16 +473,43 @@ def _drain(it: Iterable[dict[str, Any]], total: int, progress: bool) -> None:
             bar.update(task, advance=1, last=f"{row['label']} {tag}")
 
 
-def collect(out: Path, keys: list[str] | None = None) -> pd.DataFrame:
+def run_states(out: Path) -> tuple[set[str], set[str], list[Path]]:
+    """(keys of finished runs, keys of runs that raised, run files that cannot be read)."""
+    done: set[str] = set()
+    failed: set[str] = set()
+    corrupt: list[Path] = []
+    for f in sorted((out / "runs").glob("*.parquet")) if (out / "runs").exists() else []:
+        try:
+            err = pd.read_parquet(f, columns=["error"])["error"].fillna("")
+        except Exception:  # noqa: BLE001 - a damaged file of any kind is a run to do again
+            corrupt.append(f)
+            continue
+        (failed if (err != "").any() else done).add(f.stem)
+    return done, failed, corrupt
+
+
+def collect(out: Path, keys: list[str] | None = None, log: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """Gather the run files into ``results.parquet`` (a damaged run file is skipped, and said)."""
     files = sorted((out / "runs").glob("*.parquet"))
     if keys is not None:
         wanted = set(keys)
         files = [f for f in files if f.stem in wanted]
-    if not files:
+    frames, corrupt = [], []
+    for f in files:
+        try:
+            frames.append(pd.read_parquet(f))
+        except Exception:  # noqa: BLE001 - one damaged run must not take the sweep's results with it
+            corrupt.append(f)
+    for f in corrupt:
+        (log or print)(f"warning: {f}: unreadable run file (damaged?): left out")
+    if not frames:
         return pd.DataFrame()
-    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    df = pd.concat(frames, ignore_index=True)
     df = _one_type_per_column(df.sort_values("key").reset_index(drop=True))
-    df.to_parquet(out / RESULTS, index=False)
+    from harness.cli.checks import atomic_write
+
+    atomic_write(out / RESULTS, lambda p: df.to_parquet(p, index=False))
+    df.attrs["corrupt"] = [str(f) for f in corrupt]
     return df
 
 
@@ -423,11 +527,35 @@ def _one_type_per_column(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def load_results(out: str | Path) -> pd.DataFrame:
+def completeness(out: Path, df: pd.DataFrame) -> dict[str, int]:
+    """How complete the results are against the grid in ``sweep.json``: runs in the grid,
+    missing (never run, or their file unreadable), failed (raised)."""
+    grid: list[str] = []
+    try:
+        grid = [r["key"] for r in json.loads((out / "sweep.json").read_text(encoding="utf-8"))["runs"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    have = set(df["key"]) if "key" in df else set()
+    failed = int((df["error"].fillna("") != "").sum()) if "error" in df else 0
+    return {"grid": len(grid), "missing": len(set(grid) - have), "failed": failed,
+            "corrupt": len(df.attrs.get("corrupt", []))}
+
+
+def load_results(out: str | Path, log: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """The sweep's rows, gathered again from ``runs/`` when it exists (``results.parquet`` may be
+    stale: a sweep resumed or interrupted after it was written), else ``results.parquet``."""
     out = Path(out)
-    if (out / RESULTS).exists():
-        return pd.read_parquet(out / RESULTS)
-    df = collect(out)
+    if not out.is_dir():
+        raise SweepError(f"{out}: no such sweep folder")
+    if (out / "runs").is_dir() and any((out / "runs").glob("*.parquet")):
+        df = collect(out, log=log)
+    elif (out / RESULTS).exists():
+        try:
+            df = pd.read_parquet(out / RESULTS)
+        except Exception as e:  # noqa: BLE001
+            raise SweepError(f"{out / RESULTS}: unreadable ({type(e).__name__}); run the sweep again") from None
+    else:
+        df = pd.DataFrame()
     if df.empty:
         raise SweepError(f"{out}: no sweep results (expected {RESULTS} or runs/*.parquet)")
     return df
@@ -439,8 +567,19 @@ def load_probes(out: str | Path, keys: Iterable[str]) -> dict[str, pd.DataFrame]
     for k in keys:
         p = Path(out) / "probes" / f"{k}.parquet"
         if p.exists():
-            found[k] = pd.read_parquet(p)
-    return found
+            found[k] = _read_or_warn(p)
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def _read_or_warn(p: Path) -> pd.DataFrame | None:
+    """A per-run file of a sweep; a damaged one is said (stderr) and left out, never a traceback."""
+    try:
+        return pd.read_parquet(p)
+    except Exception:  # noqa: BLE001
+        import sys
+
+        print(f"warning: {p}: unreadable (damaged?): left out", file=sys.stderr)
+        return None
 
 
 def load_calls(out: str | Path, keys: Iterable[str]) -> dict[str, pd.DataFrame]:
@@ -449,5 +588,5 @@ def load_calls(out: str | Path, keys: Iterable[str]) -> dict[str, pd.DataFrame]:
     for k in keys:
         p = out / "calls" / f"{k}.parquet"
         if p.exists():
-            found[k] = pd.read_parquet(p)
-    return found
+            found[k] = _read_or_warn(p)
+    return {k: v for k, v in found.items() if v is not None}

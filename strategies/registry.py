@@ -99,10 +99,28 @@ def make_config(cls: type[Strategy], params: Mapping[str, Any] | None = None) ->
     if unknown:
         raise StrategyError(f"{cls.name}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(valid) or '(none)'}")
     try:
-        return cls.Config.model_validate(params)
+        cfg = cls.Config.model_validate(params)
     except ValidationError as e:
         msgs = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
         raise StrategyError(f"{cls.name}: invalid parameter: {msgs}") from None
+    _check_values(cls.name, cfg)
+    return cfg
+
+
+def _check_values(name: str, cfg: StrategyConfig) -> None:
+    """What holds for every strategy's parameters: no NaN or infinite number (a threshold or a
+    cooldown that compares false with everything), and a ``*_min_*`` never above its ``*_max_*``."""
+    import math
+
+    values = dict(cfg)
+    for k, v in values.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise StrategyError(f"{name}: invalid parameter: {k}: {v} is not a finite number")
+    for k, v in values.items():
+        hi = k.replace("_min_", "_max_") if "_min_" in k else None
+        top = values.get(hi) if hi else None
+        if isinstance(v, (int, float)) and isinstance(top, (int, float)) and not isinstance(v, bool) and v > top:
+            raise StrategyError(f"{name}: invalid parameter: {k} {v} is more than {hi} {top}")
 
 
 def build(name_or_cls: str | type[Strategy], params: Mapping[str, Any] | None, env: StrategyEnv) -> Strategy:

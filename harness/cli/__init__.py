@@ -39,6 +39,17 @@ _USER_ERRORS = {"harness.live": "LiveError", "harness.provider.models": "Unknown
                 "strategies.registry": "StrategyError"}
 
 
+def _exit_on_sigterm() -> None:
+    """SIGTERM (a killed job, a CI timeout) exits through Python, so every ``finally`` runs: run
+    directories are removed, partial outputs are not left behind."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
+            signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def _is_user_error(e: BaseException) -> bool:
     if isinstance(e, BadInput):
         return True
@@ -52,6 +63,7 @@ def _is_user_error(e: BaseException) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    _exit_on_sigterm()
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -63,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:
+        live = sys.modules.get("harness.live")
+        if live is not None and isinstance(e, live.LiveUnavailable):   # the API is down: exit 1, said why
+            print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)
+            return 1
         if not _is_user_error(e):
             raise
         print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)

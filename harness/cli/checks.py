@@ -60,6 +60,13 @@ def side_call_kinds() -> tuple[str, ...]:
             llm.SUBAGENT, llm.READBACK)
 
 
+def strategy_fits(cls, trace, path: str | Path, flag: str = "--strategy") -> None:
+    """A strategy that re-enacts a recorded agent (``needs_recorded_trace``) needs an imported log."""
+    if getattr(cls, "needs_recorded_trace", False) and trace.header.recorded is None:
+        raise _bad(f"{flag} {cls.name}: it re-enacts a recorded agent, and {path} is not an imported log "
+                   "(no header.recorded: `ctxsim import` writes it)")
+
+
 # --- outputs --------------------------------------------------------------------------------------
 
 def output(flag: str, dest: str | Path | None, *, sources: Iterable[str | Path] = (), folder: bool = False,

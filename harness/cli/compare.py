@@ -147,6 +147,9 @@ def run(args) -> int:
     checks.output("--json", args.json_out, sources=args.traces)
     checks.output("--report", args.report, sources=args.traces, folder=True)
     traces = [tr.load(p) for p in args.traces]
+    for p, t in zip(args.traces, traces, strict=True):
+        for cls in classes.values():
+            checks.strategy_fits(cls, t, p, "--strategies")
     cfg = run_config(args)
     warn_overrides("compare", cfg, traces)
     seeds = [cfg.seed + i for i in range(args.seeds)]

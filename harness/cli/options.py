@@ -30,6 +30,12 @@ def add_provider_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--llm", choices=["simulated", "live", "replay"], default="simulated",
                    help="who answers side calls: the simulated model (default), the live API, or a recorded store")
     g.add_argument("--llm-store", default=None, help="response store (JSONL) for --llm live (records) or replay")
+    g.add_argument("--llm-timeout", type=float, default=None, metavar="SECONDS",
+                   help="--llm live: seconds one side call may take (default 120; CTXSIM_LIVE_TIMEOUT)")
+    g.add_argument("--llm-retries", type=int, default=None, metavar="N",
+                   help="--llm live: retries of a failed side call (429, 5xx, connection; default 2)")
+    g.add_argument("--llm-max-failures", type=int, default=None, metavar="N",
+                   help="--llm live: stop the run (exit 1) after N side calls failed in a row (default 3)")
     m = p.add_argument_group("modelling assumptions (each listed with its source in reports)")
     m.add_argument("--retention", action="append", default=[], metavar="KEY=VALUE",
                    help="a constant of the retention model (harness/retention.py RetentionParams), value as TOML, "
@@ -58,14 +64,31 @@ def run_config(args, **overrides) -> RunConfig:
         if kind not in kinds:
             raise BadInput(f"--fail {item}: unknown side-call kind {kind!r} (valid: {', '.join(kinds)})")
     backend = None
+    if args.model is not None and not args.model.strip():
+        raise BadInput("--model: give a model name (`ctxsim strategies` runs on claude-sonnet-4-6 by default)")
+    if args.llm == "simulated" and args.llm_store:
+        raise BadInput("--llm-store is for --llm live (records) or --llm replay, not the simulated model")
     if args.llm != "simulated":
         from harness.live import LiveError, make_backend
         from harness.response_store import StoreError
 
         sd = overrides.get("session_dir")
+        live_kw = {}
+        if args.llm == "live":
+            t, r, n = getattr(args, "llm_timeout", None), getattr(args, "llm_retries", None), \
+                getattr(args, "llm_max_failures", None)
+            if t is not None and not (math.isfinite(t) and 0 < t <= 3600):
+                raise BadInput(f"--llm-timeout must be a number of seconds in (0, 3600], got {t}")
+            if r is not None and not 0 <= r <= 10:
+                raise BadInput(f"--llm-retries must be in 0..10, got {r}")
+            if n is not None and n < 1:
+                raise BadInput(f"--llm-max-failures must be at least 1, got {n}")
+            live_kw = {"timeout": t, "max_retries": r, "max_failures": n}
+        elif any(getattr(args, k, None) is not None for k in ("llm_timeout", "llm_retries", "llm_max_failures")):
+            raise BadInput("--llm-timeout, --llm-retries and --llm-max-failures apply to --llm live only")
         try:
             backend = make_backend(args.llm, Path(args.llm_store) if args.llm_store else None,
-                                   volatile_paths=[str(sd)] if sd else ())
+                                   volatile_paths=[str(sd)] if sd else (), **live_kw)
         except (ValueError, LiveError, StoreError) as e:
             raise BadInput(str(e)) from None
     from harness.provider.models import load_table

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 
@@ -25,14 +26,21 @@ LEDGER_MARGINS = [3_000, 13_000, 30_000, 60_000, 100_000]  # soft margins: the s
 def run(args) -> int:
     from harness import analysis
     from harness import trace as tr
-    from harness.cli import BadInput
+    from harness.cli import BadInput, checks
     from harness.report import write_report
-    from harness.sweep import SweepError, load_calls, load_probes, load_results
+    from harness.sweep import SweepError, completeness, load_calls, load_probes, load_results
 
+    checks.fraction(args.target, "--target")
+    checks.output("--out", args.out, folder=True)
     try:
-        df = load_results(args.dir)
+        df = load_results(args.dir, log=lambda m: print(f"ctxsim report: {m}", file=sys.stderr))
     except SweepError as e:
         raise BadInput(str(e)) from None
+    state = completeness(Path(args.dir), df)
+    if state["missing"] or state["failed"]:   # partial results are said, never passed off as the grid
+        print(f"ctxsim report: warning: partial results: {state['missing']} of {state['grid']} runs of the grid "
+              f"missing, {state['failed']} failed (ctxsim sweep again, with --retry-failed for the failed ones)",
+              file=sys.stderr)
     ok = analysis.ok_runs(df)
     if ok.empty:
         raise BadInput(f"{args.dir}: every run failed; nothing to report")

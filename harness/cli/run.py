@@ -59,6 +59,15 @@ def check_outputs(args, sources) -> None:
     checks.output("--calls", args.calls, sources=sources, suffixes=(".csv", ".parquet"))
     checks.output("--session-dir", args.session_dir, sources=sources, folder=True)
     checks.distinct(json=args.json_out, calls=args.calls, session_dir=args.session_dir)
+    if args.session_dir:
+        from harness.engine import SESSION_MARK
+
+        d = Path(args.session_dir)
+        if d.is_dir() and any(d.iterdir()) and not (d / SESSION_MARK).exists():
+            from harness.cli import BadInput
+
+            raise BadInput(f"--session-dir {d}: not empty and not a ctxsim session folder; give a new or empty one "
+                           "(a folder an earlier run used is cleared and reused)")
 
 
 def run(args) -> int:
@@ -69,6 +78,9 @@ def run(args) -> int:
     check_outputs(args, [args.trace])
     trace = tr.load(args.trace)
     cls = registry.load_class(args.strategy)  # a registered name or MODULE:CLASS
+    from harness.cli import checks
+
+    checks.strategy_fits(cls, trace, args.trace)
     params = registry.parse_sets(args.set)
     registry.make_config(cls, params)  # fail on bad parameters before any work
     cfg = run_config(args, session_dir=Path(args.session_dir) if args.session_dir else None)

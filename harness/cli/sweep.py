@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 
@@ -18,22 +19,30 @@ def register(sub) -> None:
     p.add_argument("--scheduler", default=None, help="Dask scheduler address (with --executor dask)")
     p.add_argument("--limit", type=int, default=None, help="run at most N of the pending runs (then stop)")
     p.add_argument("--target", type=float, default=None, help="retention target of the recommendation (default: the config's)")
+    p.add_argument("--retry-failed", action="store_true", help="run again the runs that raised an error (by "
+                   "default a resumed sweep keeps them as they are)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from harness import analysis
-    from harness.cli import BadInput
+    from harness.cli import BadInput, checks
     from harness.sweep import SweepError, load_config, run_sweep
 
+    if args.workers is not None and args.workers < 1:
+        raise BadInput("--workers must be at least 1")
+    if args.limit is not None and args.limit < 0:
+        raise BadInput(f"--limit {args.limit}: give a number of runs >= 0")
+    checks.fraction(args.target, "--target")
+    if args.executor == "dask" and not args.scheduler:
+        raise BadInput("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+    checks.output("--out", args.out, sources=[args.config], folder=True)
     try:
         cfg = load_config(args.config)
-        if args.workers is not None and args.workers < 1:
-            raise BadInput("--workers must be at least 1")
         df = run_sweep(cfg, args.out, base=Path(args.config).resolve().parent, workers=args.workers,
                        executor=args.executor, scheduler=args.scheduler, progress=not args.no_progress,
-                       limit=args.limit)
+                       limit=args.limit, retry_failed=args.retry_failed)
     except SweepError as e:
         raise BadInput(str(e)) from None
     errors = int((df["error"].fillna("") != "").sum()) if len(df) else 0
@@ -53,4 +62,9 @@ def run(args) -> int:
                   f"per session, retention {fmt.share(rec['retention.score'])}")
         else:
             print(f"no recommendation: {analysis.no_recommendation_reason(cfgs, target)}")
+    if errors:   # a run that raised is no result: the sweep did not do what it was asked
+        first = str(df.loc[df["error"].fillna("") != "", "error"].iloc[0]).splitlines()[0]
+        print(f"ctxsim sweep: error: {errors} of {len(df)} runs failed (first: {first}); fix and run again with "
+              "--retry-failed", file=sys.stderr)
+        return 1
     return 0

@@ -123,6 +123,9 @@ class ModelTable:
 
 
 def _parse(data: dict, source: str) -> tuple[dict[str, ModelSpec], str | None]:
+    stray = sorted(set(data) - {"models", "defaults"})
+    if stray:   # e.g. [my-model] instead of [models."my-model"]: its prices would be silently ignored
+        raise ValueError(f"{source}: unknown table {stray[0]!r}: rows go under [models.\"NAME\"] (and [defaults])")
     out = {}
     for name, fields in (data.get("models") or {}).items():
         try:

@@ -72,3 +72,16 @@ def test_fuzz_is_deterministic():
     data = b'{"type": "user", "t": 2, "text": "hi"}\n{"type": "assistant", "t": 3, "usage": {"input": 5}}\n'
     first, again = damage.mutants(data, True, 20, SEED), damage.mutants(data, True, 20, SEED)
     assert [m.data for m in first] == [m.data for m in again] and len(first) == 20
+
+
+def test_bad_command_lines_are_refused_before_any_work(tmp_path):
+    """Every hand-made bad command line (tests/fuzz/cases.py): exit 2, one line naming the option
+    or the file, no traceback, no output left behind, no bad value run with exit 0."""
+    values = cases.fixtures(tmp_path / "fixtures", drive.REAL)
+    tally = Tally()
+    for case in cases.COMMAND_LINES:
+        if case.needs_real and not values["I"]:
+            continue
+        v, _ = cases.judge_case(case, values)
+        tally.add(f"cli: {case.argv.split()[0]}", v, case.argv)
+    assert tally.total() >= 140 and tally.failures() == 0, _failures(tally)

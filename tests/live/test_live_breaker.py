@@ -1,0 +1,98 @@
+"""A misbehaving live API stops the run loudly (issue #19): down, 500s, a garbage 200 or an
+endpoint that hangs past the per-call timeout. After --llm-max-failures side calls failed in a
+row the run exits 1 with one line saying why, writes no numbers, and never shows a traceback;
+one failed call among good ones is a counted failed compaction, not the end of the run."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from loopback import Reply
+
+from harness import trace as tr
+from harness.synth import generate, load_preset
+from tests.fuzz.judge import run_cli
+
+pytest.importorskip("strategies.novacode.strategy")
+
+WINDOW = "60000"  # the short preset compacts on it (tests/live/test_live_engine.py)
+
+
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory):
+    p = tmp_path_factory.mktemp("live") / "short.jsonl"
+    tr.write(generate(load_preset("short"), 0), p)
+    return p
+
+
+def _run(trace_file, tmp_path, *extra: str):
+    out = tmp_path / "m.json"
+    argv = ["run", str(trace_file), "-s", "novacode", "--set", "memory=false", "--window", WINDOW,
+            "--llm", "live", "--json", str(out), "-q", *extra]
+    t0 = time.monotonic()
+    o = run_cli(argv, limit_s=120)
+    return o, out, time.monotonic() - t0
+
+
+def _stopped(o, out, n: int) -> None:
+    assert o.exception == "" and o.status == 1, (o.exception, o.stderr[-400:])
+    # (the loopback server's own thread reports the connections the client dropped on stderr too)
+    lines = [ln for ln in o.error_lines if ln.startswith("ctxsim")]
+    assert len(lines) == 1 and f"failed {n} side calls in a row" in lines[0], o.stderr
+    assert not out.exists()   # no numbers computed on failures
+
+
+def test_api_returning_500s_stops_the_run_with_exit_1(live_env, trace_file, tmp_path):
+    live_env.script("messages", *[Reply.error(500, "internal error")] * 50)
+    o, out, _ = _run(trace_file, tmp_path, "--llm-retries", "0")
+    _stopped(o, out, 3)
+    assert len(live_env.bodies("messages")) == 3   # bounded: the breaker's 3 calls, no retries asked
+
+
+def test_api_down_stops_within_seconds(live_env, trace_file, tmp_path, monkeypatch):
+    with socket.socket() as s:   # a port nothing listens on: connection refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
+    o, out, took = _run(trace_file, tmp_path, "--llm-retries", "1", "--llm-max-failures", "2")
+    _stopped(o, out, 2)
+    assert took < 60
+
+
+def test_garbage_200_is_a_failed_call_not_a_traceback(live_env, trace_file, tmp_path):
+    live_env.answer = lambda endpoint, body: (200, {"not": "a message"}, {"request-id": "req_garbage"})
+    o, out, _ = _run(trace_file, tmp_path, "--llm-retries", "0")
+    _stopped(o, out, 3)
+
+
+def test_a_hanging_endpoint_times_out_per_call(live_env, trace_file, tmp_path):
+    real = live_env.answer
+
+    def slow(endpoint, body):
+        time.sleep(1.0)
+        return real(endpoint, body)
+
+    live_env.answer = slow
+    o, out, took = _run(trace_file, tmp_path, "--llm-timeout", "0.2", "--llm-retries", "1")
+    _stopped(o, out, 3)
+    # the first call tries twice; after a timeout each call is sent once (no retries of a hang)
+    assert len(live_env.received) == 2 + 1 + 1 and took < 30
+
+
+def test_one_failure_among_answers_is_a_counted_failed_compaction(live_env, trace_file, tmp_path):
+    live_env.script("messages", Reply.error(500, "internal error"))
+    o, out, _ = _run(trace_file, tmp_path, "--llm-retries", "0")
+    assert o.status == 0 and o.exception == "", o.stderr[-400:]
+    import json
+
+    comp = json.loads(out.read_text())["compactions"]
+    assert comp["failed"] >= 1 and comp["succeeded"] >= 1   # the run went on after the failure
+
+
+@pytest.mark.parametrize("flag,value", [("--llm-timeout", "0"), ("--llm-timeout", "nan"), ("--llm-retries", "-1"),
+                                        ("--llm-max-failures", "0")])
+def test_live_options_checked_before_the_run(live_env, trace_file, tmp_path, flag, value):
+    o, out, _ = _run(trace_file, tmp_path, flag, value)
+    assert o.status == 2 and flag in o.stderr and not out.exists()
