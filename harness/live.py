@@ -296,6 +296,8 @@ class _MessagesBackend:
         self.temperature = temperature
         self.max_output_tokens = max_output_tokens  # a cap over CallSpec.max_output_tokens (spend bound)
         self.calls = 0
+        self.opaque_calls = 0          # side calls sent without the trace's opaque prompt prefix
+        self.opaque_tokens_omitted = 0
 
     def model_for(self, request: Request) -> str:
         return self._model or request.model or DEFAULT_LIVE_MODEL
@@ -304,7 +306,10 @@ class _MessagesBackend:
         max_tokens = JUDGE_MAX_TOKENS if spec.kind == JUDGE and not spec.instructions else spec.max_output_tokens
         if self.max_output_tokens:
             max_tokens = min(max_tokens, self.max_output_tokens)
-        params = to_anthropic_params(request, self.model_for(request), max_tokens, final_user_text(request, spec))
+        # an imported trace's system prompt is partly opaque (text the log does not hold): what the
+        # trace has is sent, and the call is billed as simulated (respond), said in the provenance
+        params = to_anthropic_params(request, self.model_for(request), max_tokens, final_user_text(request, spec),
+                                     omit_opaque=True)
         if self.temperature is not None:
             params["temperature"] = self.temperature
         return params
@@ -324,6 +329,12 @@ class _MessagesBackend:
             usage = usage_from_api(resp.get("usage") or {}, _ttl_hint(request))
         except (TypeError, ValueError, AttributeError) as e:   # a 200 with a usage no API sends
             raise SideCallFailed("api_error", f"unreadable usage in the answer: {e}") from None
+        if request.system.opaque_tokens:
+            # the API counted a request without the opaque prefix: its usage is not the call's;
+            # the engine bills the call as simulated (usage None), prefix included
+            self.opaque_calls += 1
+            self.opaque_tokens_omitted += request.system.opaque_tokens
+            return BackendReply(text=text, usage=None)
         return BackendReply(text=text, usage=usage)
 
     # --- token counting -------------------------------------------------------------------------------

@@ -57,9 +57,15 @@ def summariser(backend: Any) -> dict[str, Any]:
             constants[str(cname).removeprefix("summariser.").replace(".", "_")] = {
                 "value": value if isinstance(value, (int, float, str, bool)) else str(value), "source": source}
         return {"kind": "simulated", "calibration": p.get("calibration"), "constants": constants}
+    out = {"kind": "live", "backend": kind, "model": getattr(backend, "_model", None)}
     if kind == "ReplayBackend":
-        return {"kind": "replay", "model": getattr(backend, "_model", None)}
-    return {"kind": "live", "backend": kind, "model": getattr(backend, "_model", None)}
+        out = {"kind": "replay", "model": getattr(backend, "_model", None)}
+    if getattr(backend, "opaque_calls", 0):
+        out["opaque_prefix"] = {
+            "calls": backend.opaque_calls, "tokens_not_sent": backend.opaque_tokens_omitted,
+            "billing": "simulated: the trace lacks the prompt prefix's text, so it was not sent and the API's usage "
+                       "would leave it out; these calls are billed by the provider model, prefix included"}
+    return out
 
 
 def retention(params: Any) -> dict[str, Any]:

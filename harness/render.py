@@ -51,14 +51,17 @@ def _marked(d: dict[str, Any], bp: Breakpoint | None) -> dict[str, Any]:
 
 
 def to_anthropic_params(request: Request, model: str, max_tokens: int,
-                        extra_user_text: str | None = None) -> dict[str, Any]:
+                        extra_user_text: str | None = None, omit_opaque: bool = False) -> dict[str, Any]:
     """The keyword arguments of ``client.messages.create`` for ``request``.
+
+    ``omit_opaque``: send the text the trace has and leave out the opaque part of the system prompt
+    (an imported log's prompt that is not in it); the caller bills that call as simulated.
 
     ``extra_user_text`` is a side call's own instruction, sent as the final user text after the
     request's messages (merged into the last turn when that is a user turn), so the call reuses the
     conversation's cached prefix.
     """
-    if request.system.opaque_tokens:
+    if request.system.opaque_tokens and not omit_opaque:
         raise RenderError(
             f"the system prompt holds {request.system.opaque_tokens} opaque tokens (prompt text the trace "
             "does not have, derived from recorded usage); a live call cannot send text it does not have. "

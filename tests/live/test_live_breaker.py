@@ -96,3 +96,24 @@ def test_one_failure_among_answers_is_a_counted_failed_compaction(live_env, trac
 def test_live_options_checked_before_the_run(live_env, trace_file, tmp_path, flag, value):
     o, out, _ = _run(trace_file, tmp_path, flag, value)
     assert o.status == 2 and flag in o.stderr and not out.exists()
+
+
+def test_live_side_calls_on_an_imported_trace_send_what_it_has(live_env, tmp_path):
+    """An imported log's system prompt is partly opaque (not in the log): the side calls send the
+    text the trace has, are billed as simulated, and the result says so (no RenderError)."""
+    import json
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real" / "claude-code" / "codemie" \
+        / "session-196820da.jsonl"
+    if not src.exists():
+        pytest.skip("the real logs (../shared/traces/real) are absent")
+    imp = tmp_path / "imp.jsonl"
+    assert run_cli(["import", "claude-code", str(src), "-o", str(imp), "--no-probes"]).status == 0
+    o = run_cli(["run", str(imp), "-s", "novacode", "--window", "60000", "--llm", "live", "--json", "-", "-q"])
+    assert o.status == 0 and o.exception == "", o.stderr[-400:]
+    m = json.loads(o.stdout)
+    sent = live_env.bodies("messages")
+    opaque = m["provenance"]["summariser"]["opaque_prefix"]
+    assert m["compactions"]["attempted"] >= 1 and opaque["calls"] == len(sent) >= 1
+    assert opaque["tokens_not_sent"] > 0 and "simulated" in opaque["billing"]
