@@ -87,8 +87,7 @@ def output(flag: str, dest: str | Path | None, *, sources: Iterable[str | Path] 
             raise _bad(f"{flag} {dest}: a file, not a folder")
         if not folder and path.is_dir():
             raise _bad(f"{flag} {dest}: a folder; give a file name")
-        if not os.access(path, os.W_OK):
-            raise _bad(f"{flag} {dest}: not writable")
+        _probe(flag, dest, path if folder else path.parent)
         return path
     parent = path.parent
     while not parent.exists():
@@ -97,9 +96,19 @@ def output(flag: str, dest: str | Path | None, *, sources: Iterable[str | Path] 
         parent = parent.parent
     if not parent.is_dir():
         raise _bad(f"{flag} {dest}: {parent} is a file, so {path.name} cannot be created under it")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise _bad(f"{flag} {dest}: {parent} is not writable")
+    _probe(flag, dest, parent)
     return path
+
+
+def _probe(flag: str, dest: str | Path, folder: Path) -> None:
+    """Create and remove a file in ``folder``: the only test that holds for root, read-only file
+    systems and /proc alike (``os.access`` says yes to root everywhere)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".ctxsim-probe.", dir=folder)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise _bad(f"{flag} {dest}: cannot write in {folder}: {e.strerror or e}") from None
 
 
 def distinct(**outputs: str | Path | None) -> None:
@@ -124,22 +133,29 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
+def atomic_write(path: str | Path, write: Callable[[Path], None], flag: str = "") -> None:
     """``write(tmp)`` to a temporary file beside ``path``, renamed into place when it succeeded;
-    on any failure the temporary file is removed and ``path`` is left as it was."""
+    on any failure the temporary file is removed and ``path`` is left as it was (an OSError is
+    bad input naming the output: a full disk, a folder removed meanwhile)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # the temporary name keeps the suffix: writers that pick a format by it (savefig) still can
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # the temporary name keeps the suffix: writers that pick a format by it (savefig) still can
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    except OSError as e:
+        raise _bad(f"{flag + ' ' if flag else ''}{path}: cannot write: {e.strerror or e}") from None
     os.close(fd)
     try:
         write(Path(tmp))
         os.chmod(tmp, 0o644)   # as a plain open() would under the usual umask (mkstemp makes it 0600)
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise _bad(f"{flag + ' ' if flag else ''}{path}: cannot write: {e.strerror or e}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+def atomic_write_text(path: str | Path, text: str, flag: str = "") -> None:
+    atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"), flag)

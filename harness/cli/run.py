@@ -35,7 +35,7 @@ def write_json(obj, dest: str) -> None:
     if dest == "-":
         sys.stdout.write(text + "\n")
     else:
-        atomic_write_text(dest, text + "\n")
+        atomic_write_text(dest, text + "\n", "--json")
 
 
 def write_calls(df, dest: str) -> None:
@@ -44,9 +44,9 @@ def write_calls(df, dest: str) -> None:
 
     path = Path(dest)
     if path.suffix == ".csv":
-        atomic_write(path, lambda p: df.to_csv(p, index=False))
+        atomic_write(path, lambda p: df.to_csv(p, index=False), "--calls")
     elif path.suffix == ".parquet":
-        atomic_write(path, lambda p: df.to_parquet(p, index=False))
+        atomic_write(path, lambda p: df.to_parquet(p, index=False), "--calls")
     else:
         raise BadInput(f"--calls: {dest}: use a .csv or .parquet file name")
 
@@ -86,10 +86,16 @@ def run(args) -> int:
     cfg = run_config(args, session_dir=Path(args.session_dir) if args.session_dir else None)
     warn_overrides("run", cfg, [trace])
     res = replay(trace, cls, params, cfg)
+    had_calls = bool(args.calls) and Path(args.calls).exists()
     if args.calls:
         write_calls(res.calls, args.calls)
-    if args.json_out:
-        write_json(res.metrics, args.json_out)
+    try:
+        if args.json_out:
+            write_json(res.metrics, args.json_out)
+    except BaseException:   # all or nothing: no --calls file of a run whose --json could not be written
+        if args.calls and not had_calls:
+            Path(args.calls).unlink(missing_ok=True)
+        raise
     if not args.quiet and args.json_out != "-":
         from harness.cli.table import print_table
 
