@@ -129,7 +129,9 @@ def absurd_numbers(obj: Any, path: str = "") -> list[str]:
         for i, v in enumerate(obj):
             bad += absurd_numbers(v, f"{path}[{i}]")
     elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        signed = "hidden_tokens" in path   # fidelity's hidden-content deltas are signed by design (shrinking calls)
+        # fidelity's hidden-content deltas and pinned residuals are signed by design (a context the
+        # replay over-estimates): not a count
+        signed = "hidden_tokens" in path or "pinned" in path
         if isinstance(obj, float) and not math.isfinite(obj):
             bad.append(f"{path}={obj}")
         elif "cost" in path and not path.endswith(("pct_error", "abs_pct_error")) and (obj < 0 or obj > ABSURD_COST):
