@@ -29,11 +29,12 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _depth_at(text: str) -> int | None:
-    """Offset where nesting first exceeds MAX_DEPTH (strings skipped), or None."""
+def _brackets(text: str, start: int = 0):
+    """(offset, depth after it) of each bracket outside strings, from ``start`` (at depth 0)."""
     depth = 0
     in_str = esc = False
-    for i, ch in enumerate(text):
+    for i in range(start, len(text)):
+        ch = text[i]
         if in_str:
             if esc:
                 esc = False
@@ -45,11 +46,15 @@ def _depth_at(text: str) -> int | None:
             in_str = True
         elif ch in "[{":
             depth += 1
-            if depth > MAX_DEPTH:
-                return i
+            yield i, depth
         elif ch in "]}":
             depth -= 1
-    return None
+            yield i, depth
+
+
+def _depth_at(text: str) -> int | None:
+    """Offset where nesting first exceeds MAX_DEPTH, or None."""
+    return next((i for i, d in _brackets(text) if d > MAX_DEPTH), None)
 
 
 def loads(text: str) -> Any:
@@ -134,25 +139,7 @@ def offset_of(text: str, node: Sequence[Any]) -> int | None:
 def _end(text: str, i: int, dec: json.JSONDecoder) -> int:
     """Offset just past the value starting at ``i``."""
     if text[i] in "[{":
-        depth, in_str, esc = 0, False, False
-        for j in range(i, len(text)):
-            ch = text[j]
-            if in_str:
-                if esc:
-                    esc = False
-                elif ch == "\\":
-                    esc = True
-                elif ch == '"':
-                    in_str = False
-            elif ch == '"':
-                in_str = True
-            elif ch in "[{":
-                depth += 1
-            elif ch in "]}":
-                depth -= 1
-                if depth == 0:
-                    return j + 1
-        return len(text)
+        return next((j + 1 for j, d in _brackets(text, i) if d == 0), len(text))
     return dec.raw_decode(text, i)[1]
 
 
