@@ -11,6 +11,7 @@ the caller turns it into ``path:line[:column]: what``.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,13 @@ class BadJSON(ValueError):
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):   # 1e400: valid JSON syntax, a float Python reads as infinity
+        raise ValueError(f"{text[:20]} is out of range (infinite as a number)")
+    return v
 
 
 def _brackets(text: str, start: int = 0):
@@ -60,7 +68,7 @@ def _depth_at(text: str) -> int | None:
 def loads(text: str) -> Any:
     """Parse ``text`` strictly; raises :class:`BadJSON` (with its offset) for anything else."""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as e:
         raise BadJSON(f"not JSON: {e.msg}", e.pos) from None
     except RecursionError:
@@ -75,7 +83,9 @@ def loads(text: str) -> Any:
 def _locate_bad_value(text: str, msg: str) -> Any:
     import re
 
-    m = re.search(r"(?<![\w\"])(NaN|-?Infinity)(?![\w\"])" if "JSON number" in msg else r"\d{4000,}", text)
+    pattern = (r"(?<![\w\"])(NaN|-?Infinity)(?![\w\"])" if "JSON number" in msg else
+               r"-?\d+(?:\.\d+)?[eE][+-]?\d{3,}" if "out of range" in msg else r"\d{4000,}")
+    m = re.search(pattern, text)
     raise BadJSON(msg, m.start() if m else 0)
 
 

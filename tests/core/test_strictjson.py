@@ -16,6 +16,7 @@ def test_node_line_col(node, where):
 
 @pytest.mark.parametrize("text,pos,what", [('{"a": NaN}', 6, "NaN is not a JSON number"),
                                            ('[1, -Infinity]', 4, "-Infinity is not a JSON number"),
+                                           ('{"t": 1e400}', 6, "1e400 is out of range"),
                                            ('{"a": ' + "9" * 5000 + "}", 6, "thousands of digits"),
                                            ('{"x": ' + "[" * 5000 + "]" * 5000 + "}", 6 + sj.MAX_DEPTH - 1, "nested"),
                                            ('{"a": 1,', 8, "not JSON")])
