@@ -23,7 +23,7 @@ WINDOW = "60000"  # the short preset compacts on it (tests/live/test_live_engine
 @pytest.fixture(scope="module")
 def trace_file(tmp_path_factory):
     p = tmp_path_factory.mktemp("live") / "short.jsonl"
-    tr.write(generate(load_preset("short"), 0), p)
+    tr.write(generate(load_preset("short", ["calls=60"]), 0), p)   # compacts on 60k (as test_live_engine.py)
     return p
 
 
