@@ -31,9 +31,10 @@ def test_root_is_per_user_and_tokenises_like_the_shared_one():
 
 
 def test_run_dir_removed_after_a_run_and_after_an_error(short, monkeypatch):
-    before = set(engine.RUN_ROOT.glob("run-*")) if engine.RUN_ROOT.exists() else set()
+    used = []   # the directories these runs got (other processes may run beside them)
+    fresh = engine._fresh_run_dir
+    monkeypatch.setattr(engine, "_fresh_run_dir", lambda: used.append(fresh()) or used[-1])
     replay(short, "novacode", None, RunConfig(window=60_000))
-    assert set(engine.RUN_ROOT.glob("run-*")) - before == set()
 
     def boom(self):
         raise RuntimeError("strategy bug")
@@ -41,7 +42,8 @@ def test_run_dir_removed_after_a_run_and_after_an_error(short, monkeypatch):
     monkeypatch.setattr(engine._Run, "run", boom)
     with pytest.raises(RuntimeError):
         replay(short, "append_only", None, RunConfig())
-    assert set(engine.RUN_ROOT.glob("run-*")) - before == set()
+    assert len(used) == 2 and all(d.parent == engine.RUN_ROOT for d in used)
+    assert not any(d.exists() or d.with_suffix(".pid").exists() for d in used)
 
 
 def test_a_killed_runs_dir_goes_at_the_next_run(short):
