@@ -31,7 +31,10 @@ are the 5 most recently injected (one injection block, N-MEM-5); the environment
 Beyond the seed (each a parameter, each counted in ``strategy_counters``): ``calibrate_unanchored``
 (on: an estimate with no anchor uses the conversation's measured characters per token, so the hard
 line holds when 3.5 runs low; accounting.py); ``summary_input_fit`` (off: elide the newest summarised
-messages from a summary request that still would not fit, losing their text); ``restore_skip_in_tail``
+messages from a summary request that still would not fit, losing their text); ``summary_input_last_resort``
+(on: the same elision only when that request would pass the window itself, which the API refuses:
+a message over the tail cap jumped past the hard line, as spill-heavy's bursts of results under
+N-SPILL-2's 200,000-character budget do at ~2.7 chars/token); ``restore_skip_in_tail``
 (off: N-COMP-11 literally restores the 5 most recently read files); a product no smaller than what
 it replaces is a failed compaction (``compaction_failed_no_shrink``); an isolated subtask (a
 sub-agent) runs in a context of its own, with its own transcript.
@@ -173,6 +176,12 @@ class NovaCodeConfig(StrategyConfig):
         "the effective window (one message jumped past it), elide the newest messages of the summarised part from "
         "that request, pointing to the transcript; their text is then in neither the summary nor the tail "
         "(counted: summary_input_elided, summary_input_elided_chars)")
+    summary_input_last_resort: bool = Field(
+        True, description="not in the seed (on: the window promise): when the summary request, already stopped at "
+        "the tail boundary, would by the estimate pass the window itself (a message larger than the 40,000-token "
+        "tail cap jumped past the hard line, so it is summarised, and the API would refuse the request and end "
+        "the session), elide as summary_input_fit does; a request that fits the window is sent whole as the seed "
+        "does (counted: summary_input_last_resort, summary_input_elided, summary_input_elided_chars)")
     restore_max_files: int = Field(restore.RESTORE_MAX_FILES, ge=0,
                                    description="N-COMP-11: most recently read files restored after compaction")
     restore_skip_in_tail: bool = Field(
@@ -566,7 +575,14 @@ class NovaCode(Strategy):
                     "trigger": fired},
         )
         breakpoints = self._breakpoints(messages)
-        if c.summary_input_fit:
+        # not in the seed: the request would pass the window whatever it holds of the tail, so the
+        # API refuses it and, the forced compaction being the reaction to the main request's refusal
+        # too, the session ends; the seed's own request is sent whenever it can fit
+        last_resort = (c.summary_input_last_resort and not c.summary_input_fit
+                       and est + chars_to_tokens(len(spec.instructions), c.chars_per_token) > self.env.window)
+        if last_resort:
+            self.counters.extra["summary_input_last_resort"] += 1
+        if c.summary_input_fit or last_resort:
             messages, first = self._fit_summary_input(messages, choice, est, spec.instructions, len(resident), end)
             if first and breakpoints and len(breakpoints) < caching.MAX_BREAKPOINTS:
                 # a fourth marker just before the first elided message: the unchanged prefix up to

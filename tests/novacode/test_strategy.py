@@ -106,7 +106,8 @@ def test_every_layer_on_by_default_in_ctxsim_strategies_json(capsys):
         assert params[name]["default"] is True, name
     for name in ("summary_input_fit", "restore_skip_in_tail"):
         assert params[name]["default"] is False and params[name]["description"].startswith("not in the seed")
-    assert params["calibrate_unanchored"]["default"] is True
+    for name in ("calibrate_unanchored", "summary_input_last_resort"):
+        assert params[name]["default"] is True and params[name]["description"].startswith("not in the seed")
 
 
 def test_a_trace_with_nothing_to_load_runs_with_only_the_side_calls_the_seed_makes():
@@ -702,12 +703,55 @@ def test_summary_input_fit_elides_and_counts_when_even_the_prefix_would_not_fit(
 
 
 def test_summary_input_fit_is_off_by_default_the_summary_request_carries_every_message(tmp_path: Path):
-    """The seed has no elision: by default the same 175,000-char jump sends the summary request whole
-    (here the fake service accepts it; in the engine the API decides), and nothing is counted as elided."""
+    """The seed has no elision: a read-back of 145,000 chars (41,429 tokens, over the tail cap, so it
+    is summarised) makes the estimate 191,429: past the effective window (180,000) but within the
+    window (200,000), so by default the summary request is sent whole, and nothing is counted as elided."""
+    s, svc, originals, req = jump(tmp_path, 145_000)
+    sreq, spec = svc.calls[0]
+    assert spec.params["kept_messages"] == 0
+    assert [m.digest for m in split_resident(sreq.messages)[1]] == [m.digest for m in originals]
+    assert "summary_input_elided" not in s.counters.extra and "summary_input_last_resort" not in s.counters.extra
+
+
+def test_n_comp_3_summary_input_last_resort_when_the_summary_request_would_pass_the_window(tmp_path: Path):
+    """N-COMP-3 promises the request does not fail; the seed says nothing of a summary request that
+    cannot fit. The 175,000-char read-back (50,000 tokens, over the 40,000 tail cap) makes the estimate
+    200,000: the summary request, which must hold it, plus its instructions passes the 200,000 window,
+    so the API would refuse it and the session would end. By default (summary_input_last_resort, not
+    in the seed) the newest summarised messages are elided from that request as summary_input_fit
+    does, down to the effective window (180,000), and it is counted; turned off, the request is whole."""
     s, svc, originals, req = jump(tmp_path, 175_000)
+    assert req.rewrite and s.counters.compactions_succeeded == 1
+    sreq, spec = svc.calls[0]
+    assert spec.params["kept_messages"] == 0 and s.counters.extra["summary_input_last_resort"] == 1
+    body = split_resident(sreq.messages)[1]
+    elided = [i for i, m in enumerate(body) if m.meta.get("elided")]
+    assert len(originals) - 1 in elided and s.counters.extra["summary_input_elided"] == len(elided)
+    assert s.counters.extra["summary_input_elided_chars"] == sum(originals[i].chars for i in elided)
+    est_after = sum(chars_to_tokens(m.chars) for m in body)
+    assert est_after + chars_to_tokens(len(spec.instructions)) <= 180_000 + 60 * len(elided)
+
+    s, svc, originals, req = jump(tmp_path / "off", 175_000, summary_input_last_resort=False)
     sreq, _ = svc.calls[0]
     assert [m.digest for m in split_resident(sreq.messages)[1]] == [m.digest for m in originals]
-    assert "summary_input_elided" not in s.counters.extra
+    assert "summary_input_elided" not in s.counters.extra and "summary_input_last_resort" not in s.counters.extra
+
+
+def test_n_comp_3_spill_heavy_completes_at_200k_with_no_rejected_request():
+    """`ctxsim synth spill-heavy --seed 1` at 200k: a burst of results under N-SPILL-2's 200,000-char
+    budget (145,761 chars, ~44,000 real tokens at the corpus's ~2.7 chars/token) lands at 163,000 and
+    puts the request at 206,879. Without the last resort the forced summary request (207,048) is
+    refused twice and the session ends at call 162; with it the burst is elided from the summary
+    request and the session completes with no rejected request."""
+    from harness.synth.config import load_preset
+    from harness.synth.generator import generate
+
+    trace = generate(load_preset("spill-heavy"), 1)
+    on = replay(trace, "novacode", None, RunConfig(window=200_000)).metrics
+    assert on["completed"] and on["rejected_requests"] == 0 and on["pairing_violations"] == 0
+    assert on["strategy_counters"]["summary_input_last_resort"] == 1
+    off = replay(trace, "novacode", {"summary_input_last_resort": False}, RunConfig(window=200_000)).metrics
+    assert off["completed"] is False and off["failure"] == ["overflow"]
 
 
 def test_isolated_subtask_runs_in_its_own_context_and_stays_out_of_the_parent_transcript(tmp_path: Path):
