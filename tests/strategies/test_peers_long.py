@@ -17,18 +17,21 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("HYPOTHESIS_PROFILE") != "deep", reason="deep profile only")]
 
 # completes with no rejected request: the proactive rule holds
-HOLDS = ["claude_code", "anthropic_compaction", "codex", "openhands", "roo_code", "sliding_window", "opencode"]
+HOLDS = ["claude_code", "anthropic_compaction", "codex", "openhands", "roo_code", "sliding_window", "opencode",
+         # These three held only since the synthetic sessions are made of real text (main 25378c0): the
+         # longest exchange of long-200k seed 1 is now 131k cl100k tokens (474k chars), it was 213k (921k
+         # chars of word salad). On that older trace the same code still fails aider (overflow at call 379:
+         # it keeps the current exchange whole) and gemini_cli (call 678: the split only falls on a user
+         # message, 290 truncation fallbacks), and cline recovers through one basic compaction (its agentic
+         # cut never passes the latest prompt of a turn longer than the window). Nothing in the new
+         # session is longer than the window, so their proactive rules hold.
+         "aider", "gemini_cli", "cline"]
 # completes, through the agent's reaction to a rejection (the rule it has inside a turn is that reaction)
 RECOVERS = {
     "goose": "no threshold check inside a reply: the window fills mid-turn and goose compacts on the error",
-    "cline": "one turn is longer than the window and the agentic cut never passes the latest prompt: the "
-             "basic compaction of the overflow recovery does",
 }
 # fails by overflow: the agent's rule cannot bound this session
 FAILS = {
-    "aider": "one exchange holds ~230k tokens of tool calls and Aider keeps the current exchange whole",
-    "gemini_cli": "the split only falls on a user message: a turn longer than the kept 30% inflates the snapshot, "
-                  "then only truncation runs while tool inputs and text fill the window",
     "context_editing": "only tool results are cleared: tool inputs and text alone outgrow 200k",
     "observation_masking": "only observations are masked: actions and text alone outgrow 200k (SWE-agent exits)",
 }
