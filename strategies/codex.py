@@ -18,8 +18,9 @@ Source: openai/codex ``codex-rs`` (2026 files): ``core/src/compact.rs`` (``run_c
   the compaction prompt as a last user message, **sent without tools**: its prefix is not the main
   loop's, so it reads nothing from the cache (here: priced as Anthropic, the empty tools array
   differs at the first level and the whole request is written). If it is rejected as too long the
-  oldest history item is removed and the call retried ("trim from the beginning"); other errors are
-  retried up to ``stream_max_retries`` (5) times, then the compaction fails and history stays;
+  oldest history item is removed and the call retried ("trim from the beginning"; here the items up
+  to the next user message go with it, as the Messages API refuses a request that starts with the
+  assistant); other errors are retried up to ``stream_max_retries`` (5) times, then the compaction fails and history stays;
 * the new history is the initial context (instructions, AGENTS.md, environment — here the system
   prompt, which is never dropped), then the newest real user messages up to 20,000 tokens (4 bytes
   per token; the oldest one that does not fit whole is cut to the remaining budget), then one user
@@ -102,6 +103,15 @@ def select_user_messages(texts: list[str], max_tokens: int, chars_per_token: flo
     return out
 
 
+def user_first(messages: list[Message], i: int) -> int:
+    """The first index ``>= i`` where a trimmed request can start: a user message, and no results
+    left without their call (``len(messages)``: none)."""
+    i = tail_start(messages, i, "forward")
+    while i < len(messages) and messages[i].role != "user":
+        i = tail_start(messages, i + 1, "forward")
+    return i
+
+
 class CodexConfig(PeerConfig):
     auto_compact_token_limit: int | None = Field(None, ge=1, le=100_000_000, description="compact when "
                                                  "the total reaches this; None: auto_compact_fraction × window")
@@ -178,8 +188,10 @@ class Codex(ThresholdCompactor):
             except SideCallFailed as e:
                 self.counters.extra[f"summary_failed_{e.reason}"] += 1
                 if e.reason == "prompt_too_long" and len(msgs) > 1:
-                    # remove the oldest item (and any results it leaves without their call)
-                    msgs = msgs[tail_start(msgs, 1, "forward"):]
+                    # remove the oldest item (and any results it leaves without their call), then
+                    # the items up to the next user message: the Messages API refuses a request
+                    # that starts with the assistant (codex trims Responses items, where it may)
+                    msgs = msgs[user_first(msgs, 1):]
                     self.counters.extra["trimmed_before_compact"] += 1
                     if not msgs:
                         return None

@@ -50,16 +50,31 @@ def test_compaction_rebuilds_history_from_user_messages_and_summary():
 
 
 def test_too_long_compaction_drops_oldest_item_and_retries():
-    services = FakeServices(fail("prompt_too_long"), fail("prompt_too_long"), "OK")
+    services = FakeServices(fail("prompt_too_long"), "OK")
+    s = make("codex", {"auto_compact_token_limit": 1_000}, services=services)
+    s.on_user(Message.user("task"))
+    step(s, 0, "a")
+    s.on_user(Message.user("next"))
+    step(s, 1, "b", usage=Usage(input_uncached=1_000))
+    s.build_request(CallInfo(2, 2.0))
+    # u0 a0 r0 u1 a1 r1: 6 messages, then u0 dropped with a0 and its result r0 (the request must
+    # start with a user message): u1 a1 r1 (3)
+    assert [len(r.messages) for r, _ in services.calls] == [6, 3]
+    assert all(r.messages[0].role == "user" for r, _ in services.calls)
+    assert s.counters.extra["trimmed_before_compact"] == 1 and s.counters.compactions_succeeded == 1
+
+
+def test_too_long_compaction_never_sends_a_request_that_starts_with_the_assistant():
+    # u0 a0 r0 a1 r1, refused: dropping u0 leaves a0 first, and no user message follows it, so
+    # nothing is left to summarise: the compaction fails (one call) and the history stays
+    services = FakeServices(fail("prompt_too_long"), "OK")
     s = make("codex", {"auto_compact_token_limit": 1_000}, services=services)
     s.on_user(Message.user("task"))
     step(s, 0, "a")
     step(s, 1, "b", usage=Usage(input_uncached=1_000))
     s.build_request(CallInfo(2, 2.0))
-    # u0 a0 r0 a1 r1: the request sizes are 5 messages, then u0 dropped (4), then a0 dropped with
-    # its result r0 (2)
-    assert [len(r.messages) for r, _ in services.calls] == [5, 4, 2]
-    assert s.counters.extra["trimmed_before_compact"] == 2 and s.counters.compactions_succeeded == 1
+    assert [len(r.messages) for r, _ in services.calls] == [5]
+    assert s.counters.compactions_failed == 1 and len(s.history) == 5
 
 
 def test_failed_compaction_retries_then_leaves_history():
