@@ -614,6 +614,8 @@ class WindowedStrategy(GaugedStrategy):
         if model and model != self.env.model:
             head = self.family_head()
             msgs = History(m for m in dropped if not any(m is x for x in head))  # another model: no cache to reuse
+            if len(msgs) and msgs[0].role != "user":  # the API wants a user message first: the head stays
+                msgs = dropped
         if not len(msgs):
             return self.summary_msg
         req = Request(self.env.system, self.tools, msgs, (Breakpoint("system"), Breakpoint(len(msgs) - 1)),

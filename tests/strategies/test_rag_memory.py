@@ -15,7 +15,7 @@ from rank_bm25 import BM25Okapi
 
 from harness import protocol
 from harness import trace as tr
-from harness.conversation import Block, Message, Usage
+from harness.conversation import Block, History, Message, Usage
 from harness.engine import RunConfig, replay
 from harness.llm import SUMMARY
 from strategies.base import CallInfo
@@ -200,3 +200,28 @@ def test_retrieval_quality_is_what_the_probe_measures():
     assert hit.metrics["retention"]["goal"] > 0 == miss.metrics["retention"]["goal"]
     pinned = replay(_probe_trace("Continue please."), "rag_memory", {**params, "core_memory": True}, RunConfig())
     assert pinned.probes.set_index("fact").loc["g", "where"] == "window"  # core memory keeps it without a cue
+
+
+def test_a_summary_on_the_small_model_still_starts_with_a_user_message(tmp_path):
+    # pinned head [core block] and a kept tail that starts with the assistant (the last summary
+    # failed, so no summary message sits between them): stripping the head for the other model
+    # would leave the assistant first (Bedrock and Vertex refuse it), so the head stays
+    svc = IndexedServices("<summary>what happened</summary>")
+    s = make(tmp_path, svc)
+    s.file_in_core(GOAL)
+    core = s.core_block()
+    answer = Message("assistant", (Block.text_block("looked at it"),))
+    dropped = History([core, answer, Message.user("go on")])
+    s.history, s.pinned = History([*dropped, Message.user("next")]), 1
+    s.summarise(dropped)
+    (req, spec), = svc.calls
+    assert spec.kind == SUMMARY and req.model == "claude-haiku-4-5"
+    assert [m.role for m in req.messages] == ["user", "assistant", "user"] and req.messages[0] is core
+    # with the summary between them, the head goes as before: the summary opens the request
+    svc.calls.clear()
+    summ = Message.user("Note: prior messages ...", origin="summary")
+    dropped = History([core, summ, answer, Message.user("go on")])
+    s.history, s.pinned, s.summary_msg = History([*dropped, Message.user("next")]), 2, summ
+    s.summarise(dropped)
+    (req, _), = svc.calls
+    assert [m.role for m in req.messages] == ["user", "assistant", "user"] and req.messages[0] is summ
