@@ -8,7 +8,9 @@ compaction prompt) and ``session/overflow.ts`` (``usable``, ``isOverflow``), rea
 (``tail_turns``, 2) as peers.md records it:
 
 * **tool output** over 2,000 lines or 50 KB is cut to its first lines within both limits; the whole
-  output is saved to a file the hint names (``tool/truncation.ts``, ``Truncate.output``);
+  output is saved to a file the hint names (``tool/truncation.ts``, ``Truncate.output``); a read of
+  that file is not cut again (``tool/tool.ts`` skips ``Truncate.output`` for a tool that truncates
+  itself, as ``read`` does with its offset and limit; here: a result whose call names a saved file);
 * **overflow**: after a step, its tokens (input + output + cache reads + cache writes, as reported)
   reach the usable context: the window less the model's output limit capped at 32,000
   (``ProviderTransform.maxOutputTokens``; when a model declares an input limit: that less 20,000);
@@ -29,6 +31,8 @@ compaction prompt) and ``session/overflow.ts`` (``usable``, ``isOverflow``), rea
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from pydantic import Field
 
@@ -78,6 +82,17 @@ def truncate_head(text: str, max_lines: int = TRUNCATE_MAX_LINES, max_bytes: int
     return "\n".join(out)
 
 
+def _strings(value) -> list[str]:
+    """Every string in a tool input (nested lists and objects included)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
 def tail_budget(usable: float) -> int:
     """Tokens the kept tail turns may take: min(8,000, max(2,000, 0.25 × usable))."""
     return int(min(8_000, max(2_000, 0.25 * usable)))
@@ -109,6 +124,19 @@ class OpenCode(ThresholdCompactor):
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         self.tool_names: dict[str, str] = {}
+        self.tool_inputs: dict[str, dict] = {}
+        self.saved: set[str] = set()  # files the cut outputs were saved to
+
+    def reads_saved(self, tool_use_id: str) -> bool:
+        """The call names a file a cut output was saved to (absolute, or by its last two parts
+        ``tool-output/<id>.txt`` as the model may write it)."""
+        for v in _strings(self.tool_inputs.get(tool_use_id, {})):
+            t = v.replace("\\", "/")
+            for path in self.saved:
+                tail = "/".join(Path(path).parts[-2:])
+                if v == path or t == tail or t.endswith("/" + tail) or t.endswith(" " + tail):
+                    return True
+        return False
 
     def usable(self) -> int:
         c = self.config
@@ -119,6 +147,7 @@ class OpenCode(ThresholdCompactor):
         for b in message.blocks:
             if b.type == "tool_use" and b.id:
                 self.tool_names[b.id] = b.name or ""
+                self.tool_inputs[b.id] = dict(b.input or {})
         super().on_response(message, usage)
 
     def on_tool_results(self, message: Message) -> None:
@@ -126,8 +155,15 @@ class OpenCode(ThresholdCompactor):
             blocks = []
             for b in message.blocks:
                 cut = truncate_head(b.text) if b.type == "tool_result" else None
+                if cut is not None and (message.meta.get("origin") == "readback" or self.reads_saved(b.id or "")):
+                    # the model reading the saved output back: opencode's read tool pages a file
+                    # itself (metadata.truncated set), and tool.ts skips Truncate.output for it
+                    self.counters.extra["readback_exempt"] += 1
+                    cut = None
                 if cut is not None:
                     path = self.save_output("tool-output", b.id or "result", b.text)
+                    if path:
+                        self.saved.add(path)
                     hint = (f"\n\n...output truncated: {len(b.text) - len(cut):,} more characters; the full output is in "
                             f"{path}" if path else "\n\n...output truncated")
                     b = b.with_text(cut + hint, truncated=True, **({"saved": path} if path else {}))

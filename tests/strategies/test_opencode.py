@@ -85,3 +85,25 @@ def test_tool_output_over_50kb_is_cut_to_its_head_and_saved(tmp_path):
     assert Path(out.meta["saved"]).read_text() == text and s.counters.spills == 1
     step(s, 1, "\n".join(["y"] * 2_000))  # 2,000 lines, 3,999 bytes: within both limits
     assert s.history[-1].blocks[0].text == "\n".join(["y"] * 2_000)
+
+
+def test_a_read_of_the_saved_output_is_not_cut_again(tmp_path):
+    from pathlib import Path
+
+    from harness.conversation import Block
+
+    s = make("opencode", session_dir=tmp_path)
+    s.on_user(Message.user("task"))
+    text = "\n".join("x" * 99 for _ in range(600))  # 60,000 bytes: cut to 512 lines and saved
+    step(s, 0, text)
+    saved = s.history[-1].blocks[0].meta["saved"]
+    rel = "/".join(Path(saved).parts[-2:])  # tool-output/tu_0.txt, as the model may name it
+    for i, inp in ((1, {"filePath": saved}), (2, {"filePath": rel}), (3, {"command": f"cat {rel}"})):
+        s.build_request(CallInfo(i, float(i)))
+        s.on_response(Message("assistant", (Block.tool_use(f"tu_{i}", "Read", inp),)), None)
+        s.on_tool_results(Message("user", (Block.tool_result(f"tu_{i}", text),)))
+        assert s.history[-1].blocks[0].text == text  # the 60,000 bytes whole, not cut and saved again
+    assert s.counters.spills == 1 and s.counters.extra["readback_exempt"] == 3
+    step(s, 4, text)  # another output that size, not a read-back: cut and saved as before
+    assert s.history[-1].blocks[0].text.endswith(f"the full output is in {tmp_path / 'tool-output' / 'tu_4.txt'}")
+    assert s.counters.spills == 2
