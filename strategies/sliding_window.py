@@ -21,7 +21,8 @@ and ``core/task/index.ts`` (the context-window error handler):
   conversation history with the user has been removed …");
 * ``ensureToolResultsFollowToolUse`` then repairs the pairs the cut broke: the first kept user
   message gets a "result missing" result for each tool use of the first assistant message (its own
-  results were in the dropped range), and results whose tool use was dropped are removed;
+  results were in the dropped range), and results whose tool use was dropped are removed (a kept
+  message left empty by that would put two answers in a row: the range is then a pair shorter);
 * a request the API rejects for its size is cut to a quarter and retried once (then the task
   stops and asks the user).
 
@@ -130,12 +131,17 @@ def repair_first_kept(first_answer: Message, kept: Message | None) -> Message | 
 
 def with_notice(first_answer: Message) -> Message:
     """``applyStandardContextTruncationNoticeChange``: the first answer's first text block becomes
-    the notice (one is put first when it has none)."""
+    the notice (one is put first when it has none). Its leading thinking blocks stay first and
+    unchanged: when that answer is the open tool loop's, the Messages API refuses a turn that does
+    not start with its thinking (Cline's change of block 0 would drop it)."""
     blocks = list(first_answer.blocks)
-    if blocks and blocks[0].type == "text":
-        blocks[0] = blocks[0].with_text(NOTICE)
+    k = 0
+    while k < len(blocks) and blocks[k].type == "thinking":
+        k += 1
+    if k < len(blocks) and blocks[k].type == "text":
+        blocks[k] = blocks[k].with_text(NOTICE)
     else:
-        blocks.insert(0, Block.text_block(NOTICE))
+        blocks.insert(k, Block.text_block(NOTICE))
     return Message("assistant", tuple(blocks), {**first_answer.meta, "truncation_notice": True})
 
 
@@ -235,11 +241,18 @@ class SlidingWindow(ThresholdCompactor):
     def _cut_assistant(self, keep: Literal["half", "quarter"]) -> bool:
         msgs = list(self.history)
         start, end = cline_range(msgs, keep)
+        first = msgs[1] if len(msgs) > 1 else None
+        kept = None
+        while end > start:  # the repaired first kept message left empty: two answers in a row (one
+            # turn for the API, starting with the notice): the range is a pair shorter (assumed: a
+            # Cline user turn also carries its environment details, so its repair never empties one)
+            kept = repair_first_kept(first, msgs[end] if end < len(msgs) else None)
+            if kept is not None:
+                break
+            end -= 2
         if end <= start:
             return False
         removed = msgs[start:end]
-        first = msgs[1]
-        kept = repair_first_kept(first, msgs[end] if end < len(msgs) else None)
         head = [msgs[0], with_notice(first) if self.config.notice and not first.meta.get("truncation_notice") else first]
         rest = ([kept] if kept is not None else []) + msgs[end + 1:]
         new = History([*head, *rest])

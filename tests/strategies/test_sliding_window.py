@@ -161,3 +161,51 @@ def test_a_rejected_request_is_cut_to_a_quarter_and_retried_once():
     # quarter: rest 19 → floor(19·3/4/2)·2 = 14 → [2, 16) ends on a7 (index 15): 21 − 14 = 7 kept
     assert len(s.history) == 7 and s.history[3].blocks[0].id == "tu_8"
     assert not reject(s, call=10, attempt=2)  # then Cline stops and asks the user
+
+
+def test_the_notice_goes_after_the_first_answers_thinking_which_stays_unchanged():
+    from strategies.sliding_window import with_notice
+
+    think = Block("thinking", "let me look")
+    use = Block.tool_use("tu_0", "Read", {"file_path": "a.py"})
+    # thinking then a tool use (no text): the notice is put after the thinking, which stays first
+    out = with_notice(Message("assistant", (think, use)))
+    assert [b.type for b in out.blocks] == ["thinking", "text", "tool_use"]
+    assert out.blocks[0] is think and out.blocks[1].text == NOTICE and out.meta["truncation_notice"]
+    # thinking then text: that text becomes the notice, the thinking is kept as it was
+    out = with_notice(Message("assistant", (think, Block.text_block("I will read a.py"), use)))
+    assert [(b.type, b.text) for b in out.blocks[:2]] == [("thinking", "let me look"), ("text", NOTICE)]
+    assert len(out.blocks) == 3
+    # no thinking: unchanged rule (the first text becomes the notice, or one is put first)
+    assert [b.text for b in with_notice(Message("assistant", (use,))).blocks][0] == NOTICE
+
+
+def test_a_cut_that_would_leave_two_answers_in_a_row_is_a_pair_shorter():
+    def text(t):
+        return Message("assistant", (Block.text_block(t),))
+
+    s = make("sliding_window")
+    s.on_user(Message.user("task"))
+    s.on_response(text("ok"), None)  # the first answer: no tool use
+    s.on_user(Message.user("u1"))
+    step(s, 1, "r1")
+    s.on_response(text("a1 done"), None)
+    s.on_user(Message.user("u2"))
+    step(s, 2, "r2")
+    s.on_response(text("a2 done"), None)
+    s.on_user(Message.user("u3"))
+    # u0 a0 u1 a1 r1 a1' u2 a2 r2 a2' u3: 11 messages, rest 9; quarter drops floor(9·3/4/2)·2 = 6:
+    # [2, 8) = u1 a1 r1 a1' u2 a2, and the first kept, r2, answers a2: its result goes and nothing is
+    # left (a0 has no tool use), so a0 and a2' would be one turn: [2, 6) instead, u2 first kept
+    assert s.compact(CallInfo(3, 3.0), force="quarter")
+    h = list(s.history)
+    assert [m.text for m in h] == ["task", NOTICE, "u2", 'Bash {"command": "c2"}', "r2", "a2 done", "u3"]
+    assert [m.role for m in h] == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert s.counters.extra["messages_dropped"] == 4
+    # u0 a0 u1 a1 r1: rest 3 → drop 2 (u1 a1), r1 left empty; a pair shorter drops nothing: no cut
+    s = make("sliding_window")
+    s.on_user(Message.user("task"))
+    s.on_response(text("ok"), None)
+    s.on_user(Message.user("u1"))
+    step(s, 1, "r1")
+    assert not s.compact(CallInfo(2, 2.0), force="quarter") and len(s.history) == 5

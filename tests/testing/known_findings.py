@@ -30,38 +30,17 @@ KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
          "resumed request continues the open tool loop, whose assistant turn must start with its thinking "
          "block when thinking is on (a 400 on the real API)"),
     ],
-    "codex": [
-        ("api", r"^the first message is the assistant's",
-         "peers (#18)",
-         "the drop-oldest retry of a too-long compaction call sends a summary request that starts with an "
-         "assistant message (Bedrock and Vertex refuse it)"),
-    ],
     "sliding_window": [
         ("is_error", r"sent with is_error=False; the tool returned it with is_error=True",
          "peers (#18)",
          "repair_first_kept answers a dropped error result with a synthetic \"result missing\" that is not "
          "marked is_error"),
-        ("api", r"^thinking stripped from the open tool loop",
-         "peers (#18)",
-         "the truncation notice is put before the first answer's thinking block (with_notice inserts it first "
-         "when the answer has no leading text): when that answer is the open tool loop's, the request is a 400"),
     ],
     "openhands": [
         ("estimate", r"^the strategy estimated",
          "peers (#18)",
          "after a condensation the re-based estimate (the old total minus the dropped events at 4 characters "
          "per token) runs 60-80% high until the next usage"),
-    ],
-    "opencode": [
-        ("no_respill", r"reads back spilled file",
-         "peers (#18)",
-         "the model's read of the file a truncated output was saved to is truncated (and saved) again: a "
-         "read/truncate loop (no read-back exemption)"),
-    ],
-    "rag_memory": [
-        ("api", r"^the first message is the assistant's",
-         "families (#22)",
-         "a summary side call whose messages start with an assistant message (Bedrock and Vertex refuse it)"),
     ],
     "whole_repo": [
         ("window", r"was under it\) and it gave up",
