@@ -21,7 +21,8 @@ and ``core/task/index.ts`` (the context-window error handler):
   conversation history with the user has been removed …");
 * ``ensureToolResultsFollowToolUse`` then repairs the pairs the cut broke: the first kept user
   message gets a "result missing" result for each tool use of the first assistant message (its own
-  results were in the dropped range), and results whose tool use was dropped are removed (a kept
+  results were in the dropped range; one put for an error result keeps its ``is_error``, assumed),
+  and results whose tool use was dropped are removed (a kept
   message left empty by that would put two answers in a row: the range is then a pair shorter);
 * a request the API rejects for its size is cut to a quarter and retried once (then the task
   stops and asks the user).
@@ -127,6 +128,17 @@ def repair_first_kept(first_answer: Message, kept: Message | None) -> Message | 
     if not blocks:
         return None
     return Message("user", tuple(blocks), kept.meta if kept is not None else {"origin": "synthetic_result"})
+
+
+def with_dropped_errors(kept: Message | None, removed) -> Message | None:
+    """A "result missing" put for a dropped result keeps that result's ``is_error``: the model is
+    not told that a call which failed went through."""
+    errors = {b.id for m in removed for b in m.blocks if b.type == "tool_result" and b.is_error}
+    if kept is None or not errors:
+        return kept
+    blocks = tuple(Block.tool_result(b.id, b.text, True, **b.meta)
+                   if b.type == "tool_result" and b.meta.get("synthetic") and b.id in errors else b for b in kept.blocks)
+    return Message(kept.role, blocks, kept.meta)
 
 
 def with_notice(first_answer: Message) -> Message:
@@ -253,6 +265,7 @@ class SlidingWindow(ThresholdCompactor):
         if end <= start:
             return False
         removed = msgs[start:end]
+        kept = with_dropped_errors(kept, removed)
         head = [msgs[0], with_notice(first) if self.config.notice and not first.meta.get("truncation_notice") else first]
         rest = ([kept] if kept is not None else []) + msgs[end + 1:]
         new = History([*head, *rest])

@@ -22,7 +22,7 @@ from strategies.sliding_window import (
     truncation_range,
 )
 from tests.helpers_traces import Builder, convo
-from tests.strategies.peer_env import make, reject, step
+from tests.strategies.peer_env import make, reject, step, use
 
 OLD = {"range_end": "user", "duplicate_file_reads": False}
 
@@ -209,3 +209,18 @@ def test_a_cut_that_would_leave_two_answers_in_a_row_is_a_pair_shorter():
     s.on_user(Message.user("u1"))
     step(s, 1, "r1")
     assert not s.compact(CallInfo(2, 2.0), force="quarter") and len(s.history) == 5
+
+
+def test_a_result_missing_put_for_a_dropped_error_result_keeps_is_error():
+    s = make("sliding_window", window=30_000)
+    s.on_user(Message.user("task"))
+    s.build_request(CallInfo(0, 0.0))
+    s.on_response(Message("assistant", (use(0), use(1))), None)  # the first answer: two calls
+    s.on_tool_results(Message("user", (Block.tool_result("tu_0", "ok"), Block.tool_result("tu_1", "boom", True))))
+    for i in range(2, 7):
+        step(s, i, f"out {i}")
+    # u0 a0 r0 a2 r2 ... a6 r6 (13 messages): half drops floor(11/4)·2 = 4: [2, 6) = r0 a2 r2 a3;
+    # the first kept, r3, answered a3: a0's calls get "result missing", tu_1's marked as the error it was
+    assert s.compact(CallInfo(7, 7.0), force="half")
+    assert [(b.id, b.text, b.is_error) for b in s.history[2].blocks] == [
+        ("tu_0", MISSING_RESULT, False), ("tu_1", MISSING_RESULT, True)]

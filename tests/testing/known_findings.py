@@ -30,12 +30,6 @@ KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
          "resumed request continues the open tool loop, whose assistant turn must start with its thinking "
          "block when thinking is on (a 400 on the real API)"),
     ],
-    "sliding_window": [
-        ("is_error", r"sent with is_error=False; the tool returned it with is_error=True",
-         "peers (#18)",
-         "repair_first_kept answers a dropped error result with a synthetic \"result missing\" that is not "
-         "marked is_error"),
-    ],
     "openhands": [
         ("estimate", r"^the strategy estimated",
          "peers (#18)",
