@@ -28,6 +28,11 @@ from harness.conversation import Block, Message
 
 TRANSCRIPT_FILE = "transcript.jsonl"  # N-TRANS-1: the conversation, appended record by record
 META_FILE = "meta.json"  # N-TRANS-1: metadata, stored separately
+# the thinking of the newest answer that called tools, outside the transcript (N-TRANS-3 keeps it out
+# of the records): a resume that continues that answer's tool loop sends it back, as the API requires
+# when thinking is on (docs.claude.com, "Extended thinking": the final assistant turn of a tool loop
+# starts with its thinking block, unmodified); any other answer's thinking is not kept
+OPEN_LOOP_FILE = "open_loop_thinking.json"
 META_EVERY = 64  # records between meta.json rewrites (a rewrite per record cost ~30% of a replay)
 RECORD_VERSION = 1
 # N-TRANS-5: the text of the result that completes a tool call the crashed session never answered.
@@ -106,6 +111,35 @@ def message_from_record(rec: Mapping[str, Any]) -> Message:
 
 
 # --- resume: what to replay, and the protocol repair ----------------------------------------------
+
+def _leading_thinking(m: Message) -> list[Block]:
+    out = []
+    for b in m.blocks:
+        if b.type != "thinking":
+            break
+        out.append(b)
+    return out
+
+
+def with_open_loop_thinking(msgs: list[Message], path: Path) -> list[Message]:
+    """The newest answer gets back the thinking kept for it (OPEN_LOOP_FILE) when it is the one
+    that made those calls: the resumed request continues its tool loop. An unreadable file is no
+    thinking (what is lost is a 400 the next request may meet, not the session)."""
+    i = next((k for k in range(len(msgs) - 1, -1, -1) if msgs[k].role == "assistant"), -1)
+    if i < 0 or not msgs[i].has_tool_use or _leading_thinking(msgs[i]):
+        return msgs
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        ids, thinking = list(kept["tool_use_ids"]), [str(t) for t in kept["thinking"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return msgs
+    if ids != msgs[i].tool_use_ids() or not thinking:
+        return msgs
+    m = msgs[i]
+    out = list(msgs)
+    out[i] = Message(m.role, (*(Block("thinking", t) for t in thinking), *m.blocks), m.meta)
+    return out
+
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """All records of a transcript. A torn final line (the process died while writing it) is
@@ -266,6 +300,8 @@ class Transcript:
         and in characters, ``{"tokens": n, "chars": c}``, so a later launch knows this conversation's
         characters per token (accounting.py) before its first usage arrives."""
         dropped = sum(1 for b in message.blocks if b.type == "thinking")
+        if message.role == "assistant" and message.has_tool_use:
+            self._keep_open_loop(message)
         rec = message_record(message, self.clock())
         self.meta["thinking_dropped"] += dropped
         if rec is None:
@@ -307,6 +343,19 @@ class Transcript:
         if self.meta["records"] % META_EVERY == 0:
             self._write_meta()
 
+    def _keep_open_loop(self, message: Message) -> None:
+        """Write (or clear) the open tool loop's thinking: this answer's leading thinking blocks
+        and the ids of its calls."""
+        path = self.dir / OPEN_LOOP_FILE
+        thinking = [b.text for b in _leading_thinking(message)]
+        if not thinking:
+            path.unlink(missing_ok=True)
+            return
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps({"tool_use_ids": message.tool_use_ids(), "thinking": thinking},
+                                  ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+
     def _read_meta(self) -> dict[str, Any] | None:
         if not self.meta_path.exists():
             return None
@@ -341,6 +390,7 @@ class Transcript:
             raise TranscriptError(f"{src}: no transcript for session {session_id!r}")
         records = read_records(src)
         msgs, added, dropped = repair_pairing(replay_messages(records))
+        msgs = with_open_loop_thinking(msgs, src.parent / OPEN_LOOP_FILE)
         if new_session_id is None or new_session_id == session_id:
             tr = cls(root, session_id, clock, fsync=fsync)
             # a crash mid tool call leaves the dangling call last: its synthetic result is recorded

@@ -214,3 +214,25 @@ def test_n_trans_5_repair_always_pairs(msgs):
     uses = sum(len(m.tool_use_ids()) for m in msgs)
     answered_before = sum(len(m.tool_result_ids()) for m in msgs) - dropped
     assert added == uses - answered_before
+
+
+def test_n_trans_3_n_trans_5_a_resume_inside_a_tool_loop_gets_that_answers_thinking_back(tmp_path):
+    """N-TRANS-3 keeps thinking out of the records; the newest answer that called tools keeps its
+    thinking beside them, so a resume that continues its tool loop (N-TRANS-5 answers its call)
+    starts that turn with its thinking, unmodified, as the API requires when thinking is on."""
+    tr = Transcript(tmp_path, "s", Clock())
+    tr.append(Message.user("fix the bug"))
+    tr.append(Message("assistant", (Block("thinking", "old plan"), *call(["t1"]).blocks)))
+    tr.append(results(["t1"]))
+    tr.append(Message("assistant", (Block("thinking", "read t2 next"), *call(["t2"], "reading").blocks)))
+    assert "old plan" not in tr.path.read_text() and "read t2 next" not in tr.path.read_text()
+    _, msgs = Transcript.resume(tmp_path, "s", Clock())  # crashed before t2's result
+    assert [m.role for m in msgs] == ["user", "assistant", "user", "assistant", "user"]
+    assert [(b.type, b.text) for b in msgs[3].blocks[:2]] == [("thinking", "read t2 next"), ("text", "reading")]
+    assert msgs[1].blocks[0].type == "tool_use"  # an earlier answer's thinking is not kept
+    assert msgs[4].tool_result_ids() == ["t2"]  # the synthetic result (N-TRANS-5)
+    # a later answer with calls and no thinking clears it: nothing is put back
+    tr2, _ = Transcript.resume(tmp_path, "s", Clock())
+    tr2.append(call(["t3"]))
+    _, msgs = Transcript.resume(tmp_path, "s", Clock())
+    assert not any(b.type == "thinking" for m in msgs for b in m.blocks)

@@ -24,11 +24,6 @@ KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
          "the same case one step earlier: the hard line's compaction does not shrink the request (the verbatim "
          "tail is over the window, no_shrink), and the request its own estimate puts over the window is sent "
          "anyway (N-COMP-3 promises the hard line holds)"),
-        ("api", r"^thinking stripped from the open tool loop",
-         "novacode (#17)",
-         "after a crash and resume (N-TRANS-5) the transcript's history has no thinking (N-TRANS-3), but the "
-         "resumed request continues the open tool loop, whose assistant turn must start with its thinking "
-         "block when thinking is on (a 400 on the real API)"),
     ],
     "openhands": [
         ("estimate", r"^the strategy estimated",
