@@ -104,6 +104,18 @@ class TieredBudget(WindowedStrategy):
     summary = "per-tool result budgets (reads large and spilled, logs and search small and cut)"
     Config = TieredBudgetConfig
 
+    @classmethod
+    def check_params(cls, window: int) -> dict[str, int]:
+        """The window rule's parameters as the family scales them, and the tiers' budgets by
+        window / 200,000 too, so the property kit's small window reaches the spill and cut."""
+        out = super().check_params(window)
+        f = cls.Config.model_fields
+        scale = min(1.0, window / 200_000)
+        for tier in TIERS:
+            n = f"{tier}_budget_chars"
+            out[n] = max(100, int(f[n].default * scale))
+        return out
+
     def __init__(self, config: TieredBudgetConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
         self.spill_dir = Path(env.session_dir) / "tool-results"
@@ -127,7 +139,20 @@ class TieredBudget(WindowedStrategy):
         if message.meta.get("origin") == "readback":
             return True
         _, inp = self.tool_uses.get(tool_use_id, ("", {}))
-        return any(isinstance(v, str) and str(Path(v).resolve()) in self.spilled for v in inp.values())
+        return any(isinstance(v, str) and self.names_spill(v) for v in inp.values())
+
+    def names_spill(self, value: str) -> bool:
+        """``value`` names a file written here: its absolute path, or a path ending in
+        ``tool-results/<id>.txt`` as the model may write it (relative to the agent's directory, not
+        this process's working directory)."""
+        if value in self.spilled:
+            return True
+        t = value.replace("\\", "/")
+        for path in self.spilled:
+            tail = "/".join(Path(path).parts[-2:])
+            if t == tail or t.endswith("/" + tail) or t.endswith(" " + tail):
+                return True
+        return False
 
     def on_tool_results(self, message: Message) -> None:
         blocks = [self.apply(b, message) if b.type == "tool_result" else b for b in message.blocks]

@@ -127,3 +127,23 @@ def test_the_window_has_the_agents_fallback():
     m = r.metrics
     assert m["compactions"]["succeeded"] == m["by_kind"]["summary"]["calls"] >= 2
     assert m["overflows"] == m["pairing_violations"] == 0
+
+
+def test_a_read_back_by_a_relative_path_is_exempt_whatever_the_working_directory(tmp_path, monkeypatch):
+    """As N-SPILL-3: the model names the spill as the hint's tail, ``tool-results/tu0.txt`` (or a
+    path ending in it), which resolves against the agent's directory, not this process's."""
+    monkeypatch.chdir("/")  # a relative path resolved here would name /tool-results/tu0.txt
+    s = make(tmp_path)
+    s.on_user(Message.user("go"))
+    result_of(s, 0, "Read", "x" * 120_000)
+    for i, path in ((1, "tool-results/tu0.txt"), (2, "./session/tool-results/tu0.txt")):
+        assert result_of(s, i, "Read", "x" * 120_000, path=path).text == "x" * 120_000
+    other = result_of(s, 3, "Read", "x" * 120_000, path="tool-results/tu9.txt")  # not a file written here
+    assert other.text.startswith("<persisted-output>")
+    assert s.counters.extra["readback_exempt"] == 2 and s.counters.spills == 2
+
+
+def test_check_params_scale_the_tier_budgets_with_the_window():
+    p = TieredBudget.check_params(32_000)  # 32,000 / 200,000 = 0.16
+    assert p["read_budget_chars"] == 16_000 and p["shell_budget_chars"] == 4_800
+    assert p["other_budget_chars"] == 16_000 and TieredBudget.check_params(400_000)["read_budget_chars"] == 100_000

@@ -40,8 +40,8 @@ KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
     "tiered_budget": [
         ("no_respill", r"reads back spilled file",
          "families (#22)",
-         "a read-back is recognised only by an absolute path (Path(v).resolve() against the process's working "
-         "directory): the model's relative tool-results/<id>.txt read is cut again"),
+         "a read-back of a spilled file is cut again by the family's per-message guard (WindowedStrategy.guard, "
+         "the message cap): the spill exempts it, the cap does not (its relative-path recognition is fixed)"),
     ],
 }
 
