@@ -598,7 +598,8 @@ def test_novacode_vs_append_only_on_a_long_session():
 def test_resume_rebuilds_history_from_the_transcript_and_repairs_a_dangling_call(tmp_path: Path):
     """Session s1 dies mid tool call (a tool_use never answered). s2 resumes it: the history comes
     back from s1's transcript with the call completed by a synthetic result (N-TRANS-5), thinking
-    dropped (N-TRANS-3), so the first request of s2 is not a 400."""
+    kept out of the records (N-TRANS-3) but the open tool loop's answer starting with its thinking
+    again, so the first request of s2 is not a 400."""
     from harness import trace as tr
 
     b = Builder()
@@ -618,8 +619,10 @@ def test_resume_rebuilds_history_from_the_transcript_and_repairs_a_dangling_call
     assert r.metrics["pairing_violations"] == 0
     last = cap.agent()[-1]
     assert last.rewrite  # the resumed prefix differs (thinking not persisted): a declared break
-    texts = [b.type for m in last.messages for b in m.blocks]
-    assert "thinking" not in texts
+    (loop,) = [m for m in last.messages if "tu_dangling" in m.tool_use_ids()]
+    assert [(b.type, b.text) for b in loop.blocks][0] == ("thinking", "hmm")
+    assert sum(b.type == "thinking" for m in last.messages for b in m.blocks) == 1
+    assert "hmm" not in (tmp_path / "transcripts" / "s1" / "transcript.jsonl").read_text()
     synth = [b for m in last.messages for b in m.blocks if b.type == "tool_result" and b.id == "tu_dangling"]
     assert len(synth) == 1 and synth[0].is_error
     assert last.messages[-1].text == "Continue where we stopped."
