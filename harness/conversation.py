@@ -63,6 +63,7 @@ class Block:
     revision: int = field(default=0, kw_only=True)
     _digest: list = field(default_factory=list, repr=False, compare=False)
     _ntok: list = field(default_factory=list, repr=False, compare=False)
+    _facts: list = field(default_factory=list, repr=False, compare=False)  # [matcher, ids] (harness.textmatch)
 
     # --- constructors -----------------------------------------------------------------------
     @staticmethod

@@ -203,7 +203,7 @@ class RetentionModel:
                 from harness.textmatch import matcher
 
                 self._matcher = matcher({fid: f.text for fid, f in self.facts.items()})
-            hit = (m, self._matcher.present(self._text(m)))
+            hit = (m, self._matcher.in_message(m))  # the facts in _text(m), from its blocks'
             self._facts[id(m)] = hit
         return hit[1]
 

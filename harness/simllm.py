@@ -197,18 +197,22 @@ class SimulatedLLM:
         hit = self._block.get(id(b))
         if hit is None or hit[0] is not b:
             text = b.payload
-            present = self._facts_in(text)
+            present = self._facts_matcher().in_block(b)
             hit = (b, present, text.replace(self.run_dir, "<run>") if self.run_dir else text)
             self._block[id(b)] = hit
         return hit[1], hit[2]
 
-    def _facts_in(self, text: str) -> frozenset[str]:
-        """The facts whose text occurs in ``text``: one pass over it, whatever the number of facts."""
+    def _facts_matcher(self):
+        """The facts compiled into one search: a text is read once, whatever the number of facts."""
         if self._matcher is None:
             from harness.textmatch import matcher
 
             self._matcher = matcher({fid: f.text for fid, f in self.facts.items()})
-        return self._matcher.present(text)
+        return self._matcher
+
+    def _facts_in(self, text: str) -> frozenset[str]:
+        """The facts whose text occurs in ``text``."""
+        return self._facts_matcher().present(text)
 
     def _digest(self, m: Message) -> bytes:
         """The message's role and text with the run dir masked, hashed once per message object."""

@@ -42,7 +42,7 @@ def _pattern(words: Iterable[str]) -> str:
 class Matcher:
     """``present(text)``: the keys of the needles that occur in ``text`` (frozenset)."""
 
-    __slots__ = ("_rx", "_closure", "_always")
+    __slots__ = ("_rx", "_closure", "_always", "_no_newline")
 
     def __init__(self, needles: Mapping[str, str]) -> None:
         by_text: dict[str, list[str]] = {}
@@ -55,6 +55,8 @@ class Matcher:
         self._closure = {w: frozenset(k for n in lengths if n <= len(w) for k in by_text.get(w[:n], ()))
                          | self._always for w in words}
         self._rx = re.compile(_pattern(words)) if words else None
+        # no needle spans a line break: a message's needles are those of its blocks
+        self._no_newline = not any("\n" in w for w in words)
 
     def present(self, text: str) -> frozenset[str]:
         rx = self._rx
@@ -69,6 +71,28 @@ class Matcher:
             found |= closure[m.group()]
             m = rx.search(text, m.start() + 1)
         return frozenset(found)
+
+
+    def in_block(self, b) -> frozenset[str]:
+        """``present(b.payload)``, kept on the block (immutable): a block shared by many requests,
+        runs or models is searched once per matcher."""
+        c = b._facts
+        if c and c[0] is self:
+            return c[1]
+        got = self.present(b.payload)
+        c[:] = [self, got]
+        return got
+
+    def in_message(self, m) -> frozenset[str]:
+        """``present(m.text)`` (its blocks' payloads joined by line breaks), from its blocks'."""
+        if not self._no_newline:
+            return self.present(m.text)
+        out = self._always
+        for b in m.blocks:
+            got = self.in_block(b)
+            if got:
+                out = out | got
+        return out
 
 
 @lru_cache(maxsize=16)

@@ -24,19 +24,36 @@ TOOL_OVERHEAD = 10        # per tool definition in the tools array
 REQUEST_OVERHEAD = 8      # fixed framing of a request
 
 
+MEMO_CHARS = 16_000_000  # assumed: texts whose counts a process keeps (a bound on memory; then it starts afresh)
+
+
 class Tokenizer:
     """Counts tokens; ``encode_calls`` counts how often the BPE actually ran (tests use it to
-    prove each block is tokenised once)."""
+    prove each block is tokenised once).
+
+    A count is a pure function of the text, so each distinct text is encoded once per process: a
+    strategy that re-wraps text it has sent before in new blocks (a transcript read back, a kept
+    message re-made after a compaction) costs a dictionary look-up, not a BPE pass."""
 
     def __init__(self) -> None:
         self._enc = tiktoken.get_encoding(ENCODING)
         self.encode_calls = 0
+        self._memo: dict[str, int] = {}
+        self._memo_chars = 0
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        self.encode_calls += 1
-        return len(self._enc.encode(text, disallowed_special=()))
+        n = self._memo.get(text)
+        if n is None:
+            self.encode_calls += 1
+            n = len(self._enc.encode(text, disallowed_special=()))
+            if self._memo_chars + len(text) > MEMO_CHARS:
+                self._memo.clear()
+                self._memo_chars = 0
+            self._memo[text] = n
+            self._memo_chars += len(text)
+        return n
 
     def block(self, b: Block) -> int:
         """Raw count of one block, cached on the block object (the block is immutable)."""

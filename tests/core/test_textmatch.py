@@ -36,3 +36,14 @@ def test_a_long_needle_compiles():
 
 def test_matchers_are_shared_for_the_same_needles():
     assert matcher({"a": "x", "b": "y"}) is matcher({"b": "y", "a": "x"})
+
+
+@given(st.dictionaries(st.text(alphabet="pq", min_size=1, max_size=2), st.text(alphabet="ab\n", max_size=4), max_size=6),
+       st.lists(st.text(alphabet="ab\n", max_size=8), max_size=4))
+def test_a_message_holds_what_its_text_holds(needles, texts):
+    from harness.conversation import Block, Message
+
+    m = Message("user", tuple(Block.text_block(t) for t in texts))
+    matcher_ = Matcher(needles)
+    assert matcher_.in_message(m) == brute(needles, m.text)
+    assert matcher_.in_message(m) == brute(needles, m.text)  # cached on the blocks: the same again
