@@ -61,6 +61,9 @@ class Block:
     # a new cache identity for the same bytes (neither sent nor counted): models a re-send the
     # provider does not match against its cache, as a recorded log can show
     revision: int = field(default=0, kw_only=True)
+    # cl100k tokens of text a recorded agent sent in this block that the trace has no text for (a
+    # log's hidden content, sized from its usage): counted and cached like text, never read
+    opaque_tokens: int = field(default=0, kw_only=True)
     _digest: list = field(default_factory=list, repr=False, compare=False)
     _ntok: list = field(default_factory=list, repr=False, compare=False)
     _facts: list = field(default_factory=list, repr=False, compare=False)  # [matcher, ids] (harness.textmatch)
@@ -97,7 +100,8 @@ class Block:
             self._digest.append(
                 _h(self.type.encode(), (self.id or "").encode(), (self.name or "").encode(),
                    b"1" if self.is_error else b"0", self.payload.encode("utf-8", "surrogatepass"),
-                   str(self.revision).encode() if self.revision else b"")
+                   str(self.revision).encode() if self.revision else b"",
+                   *((b"opaque:%d" % self.opaque_tokens,) if self.opaque_tokens else ()))
             )
         return self._digest[0]
 

@@ -229,6 +229,7 @@ def raw_contexts(trace: Trace, calls: list[RecordedCall] | None = None, seed: in
     calls = calls if calls is not None else recorded_calls(trace, model)
     rec = trace.header.recorded or RecordedSetting()
     zero_rec = rec.model_copy(update={"token_scale": None, "warm_prefix_tokens": 0, "model_prefix_tokens": {},
+                                      "startup_tokens": 0,
                                       "subagent_prefix_tokens": {k: 0 for k in _threads(calls) if k != "main"}})
     zero = with_header(trace, trace.header.model_copy(update={"prefix_tokens": 0, "recorded": zero_rec}))
     run = replay(zero, Recorded, {}, RunConfig(model=model, token_scale=1.0, seed=seed,
@@ -309,14 +310,67 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         warm = min(main_first.usage.cache_read, main_prefix)
         warm_ev = (f"the first call read {main_first.usage.cache_read:,} tokens from the cache (a prefix an earlier "
                    f"session cached within its TTL); {warm:,} of them are the system prompt's head")
+    startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
     rec = rec.model_copy(update={
         "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
         "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
-        "subagent_prefix_tokens": {k: prefix(c) for k, c in threads.items() if k != "main"}})
+        "subagent_prefix_tokens": {k: prefix(c) for k, c in threads.items() if k != "main"},
+        "startup_tokens": startup, "startup_evidence": startup_ev})
     meta = {**trace.header.meta, "prefix_tokens_scale": round(scale, 6)}
     return with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
                                                                  "meta": meta}))
+
+
+def system_prompt_reads(calls: list[RecordedCall], warm: int = 0) -> list[RecordedCall]:
+    """The main calls that measure the system prompt: the first call after each compaction, when it
+    read from the cache past the head an earlier session cached (``warm``) and short of the
+    previous context. Claude Code's breakpoints sit on the system block and the last message, so a
+    call whose messages were all replaced reads back exactly the system prompt (peers.md; 21,460
+    tokens in spotter 258c7280, where the two other fall-backs of that session read the same)."""
+    out = []
+    for c in calls:
+        prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+        if (c.thread == "main" and c.after_compact and c.usage is not None and c.usage.cache_read > warm
+                and (prev is None or prev.usage is None or c.usage.cache_read < prev.context)):
+            out.append(c)
+    return out
+
+
+def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, model_prefix: dict[str, int],
+                  warm: int = 0) -> tuple[int, str]:
+    """How much of the main context's opaque prefix is the first turn's hidden startup content
+    rather than the system prompt, and the log's evidence.
+
+    Claude Code's docs (code.claude.com/docs/en/context-window, "What survives compaction"): the
+    system prompt and output style are unchanged (not part of the message history); the
+    project-root CLAUDE.md, unscoped rules and auto memory are re-injected from disk; and
+    (code.claude.com/docs/en/hooks, SessionStart) hooks matching the ``compact`` source run after a
+    compaction, their output added to the context. So the prefix the
+    first call measured splits in two at the system prompt, and only the log can say where: the
+    first read after a compaction (:func:`system_prompt_reads`). With no such read the prefix stays
+    whole (0): the replay then sends it all as the system prompt, the same size either way."""
+    reads = system_prompt_reads(calls, warm)
+    if not reads:
+        return 0, ""
+    c = reads[0]
+    total = model_prefix.get(c.model or "", main_prefix) if model_prefix else main_prefix
+    system = c.usage.cache_read
+    if system >= total:
+        return 0, (f"call {c.index} (first after a compaction) read {system:,} tokens, not less than the first call's "
+                   f"opaque prefix ({total:,}): no startup content to tell apart")
+    ev = (f"opaque prefix {total:,} (first call) − system prompt {system:,} (what call {c.index}, the first after a "
+          f"compaction, read back: the breakpoint on the system block) = {total - system:,} tokens of hidden "
+          "startup content in the first turn; re-sent after each compaction as Claude Code's docs say of "
+          "CLAUDE.md, rules, auto memory and SessionStart hooks (code.claude.com/docs/en/context-window)")
+    others = sorted({r.usage.cache_read for r in reads[1:]} - {system})
+    if others:
+        ev += f"; later compactions read {', '.join(f'{x:,}' for x in others)}"
+    hooks = (trace.header.meta or {}).get("session_start_hooks") or {}
+    if hooks:
+        ev += "; SessionStart hooks in the log: " + "; ".join(
+            f"{src}: {', '.join(cmds) or 'none'}" for src, cmds in sorted(hooks.items()))
+    return total - system, ev
 
 
 def _calibrated(trace: Trace, fit_fraction: float, token_scale: float | None, base: dict[int, int],

@@ -103,6 +103,13 @@ class RecordedSetting(_M):
         "log switched models (each model has its own system prompt)")
     subagent_prefix_tokens: dict[str, Tokens] = Field(
         default_factory=dict, description="system+tools tokens of each sub-agent span (by span id)")
+    startup_tokens: int = Field(
+        0, ge=0, description="part of the main context's opaque prefix (header.prefix_tokens) that is not the "
+        "system prompt but the hidden startup content of the first turn (CLAUDE.md, rules, auto memory, "
+        "SessionStart hook output): the prefix minus the system prompt where the log measures it (the first "
+        "read after a compaction stops at the system block); 0: not measured, it stays in the prefix")
+    startup_evidence: str = Field("", description="what in the log the split was read from, and what of it "
+                                  "the agent re-sends after a compaction")
 
 
 class Header(_M):

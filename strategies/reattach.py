@@ -1,26 +1,36 @@
 """What Claude Code re-attaches after a compaction, rebuilt from what a log holds.
 
-Claude Code is closed source; reported (../shared/peers.md, "Verified against current sources";
-readings of ``src/services/compact/compact.ts``): after the summary it re-attaches the most recently
-read files — at most 5 (``POST_COMPACT_MAX_FILES_TO_RESTORE``), at most 5,000 tokens each
-(``POST_COMPACT_MAX_TOKENS_PER_FILE``), 50,000 in all (``POST_COMPACT_TOKEN_BUDGET``), counted
-with its rough estimate of 4 characters per token —, the plan (plan mode), the skills invoked in
-the session (5,000 tokens each, 25,000 in all, most recent first) and the todo list; then the
-SessionStart hooks' output (not in the log: left out, so it stays a measured residual).
+Documented (code.claude.com/docs/en/context-window, "What survives compaction", read 2026-12-01
+from the page's Markdown source as mirrored by fornewid/claude-code-docs-changelog
+docs/context-window.md @0a63f94): "Right after compaction, Claude Code re-reads up to five of the
+files Claude has read or edited in the session, choosing the ones modified most recently [...] A
+file over 5,000 tokens comes back as a path reference without its content, shown as `Referenced
+file` instead of `Read`"; the plan written in plan mode is re-injected from disk; invoked skill
+bodies are "re-injected, capped at 5,000 tokens per skill and 25,000 tokens total; oldest dropped
+first" (truncation keeps the start). What the docs do not give is reported (readings of
+``src/services/compact/compact.ts``; ../shared/peers.md): a 50,000-token budget for all files
+(``POST_COMPACT_TOKEN_BUDGET``; with over-cap files sent as a path it never binds at 5 × 5,000), the
+size estimate (``roughTokenCountEstimation``: 4 characters per token), the reference's wording
+(the ``compact_file_reference`` attachment, Claude Code 2.1.18 bundle) and the todo list.
 
-What the log holds is what the agent saw: the file as its latest Read returned it (Claude Code
-re-reads the file from disk; an edit since then or a partial read makes the log's text differ), the
-body of a skill (the meta message after the Skill tool's result), the latest TodoWrite and
-ExitPlanMode inputs. The file tracking and the budgets are NovaCode's restore logic
-(:mod:`strategies.novacode.restore`, N-COMP-11 uses the same reported caps); the rendering is
-Claude Code's (a Read call and its result per file, as ``<system-reminder>`` meta messages).
+What the log holds is what the agent saw, so a file is rebuilt as the log last showed it
+(:class:`FileView`): the lines its reads returned, by line number (a partial read updates only
+its lines), made whole by a full read or a Write, and moved by the later Edits (applied where
+their text is found). Claude Code re-reads the file from disk; lines the log never showed are
+not invented, so a file the log saw only in part comes back shorter than it was. "Modified most
+recently": a file edited or written in the session was modified then, after every file only read
+(whose modification time is older than the session and not in the log: those rank by their
+latest read, an assumption). The rendering is Claude Code's (a Read call and its result, as
+``<system-reminder>`` meta messages). The skill tracking is NovaCode's
+(:mod:`strategies.novacode.restore`, N-COMP-11 uses the same reported caps).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from harness.conversation import Message
 from strategies.novacode.restore import (
@@ -31,47 +41,167 @@ from strategies.novacode.restore import (
     ReadTracker,
 )
 
-SKILL_TOKENS_EACH = 5_000   # POST_COMPACT_MAX_TOKENS_PER_SKILL (reported, compact.ts)
+SKILL_TOKENS_EACH = 5_000   # docs (context-window, "What survives compaction"): 5,000 tokens per skill
 CHARS_PER_TOKEN = 4.0       # roughTokenCountEstimation: content.length / 4 (reported, Claude Code)
 TODO_TOOLS = ("TodoWrite",)
 PLAN_TOOLS = ("ExitPlanMode",)
+EDIT_TOOLS = ("Edit", "MultiEdit")
+WRITE_TOOLS = ("Write",)
+# Claude Code's Read result: one "<line number right-aligned in 6>→<text>" per line (the logs here)
+NUMBERED_LINE = re.compile(r"^ *(\d+)\u2192(.*)$")
+# the compact_file_reference attachment (Claude Code 2.1.18 bundle, reported)
+REFERENCE = ("Note: {path} was read before the last conversation was summarized, but the contents are too large "
+             "to include. Use Read tool if you need to access it.")
 
 
 @dataclass(frozen=True)
 class ReattachCaps:
-    max_files: int = RESTORE_MAX_FILES
-    file_tokens: int = RESTORE_FILE_TOKENS
-    total_tokens: int = RESTORE_TOTAL_TOKENS
+    max_files: int = RESTORE_MAX_FILES          # docs: "up to five"
+    file_tokens: int = RESTORE_FILE_TOKENS      # docs: over 5,000 tokens, a path reference only
+    total_tokens: int = RESTORE_TOTAL_TOKENS    # reported budget of all files (never binds at 5 × 5,000)
     skill_tokens: int = SKILL_TOKENS_EACH
     skills_total_tokens: int = RESTORE_SKILL_TOKENS
     chars_per_token: float = CHARS_PER_TOKEN
+    order: Literal["modified", "read"] = "modified"
+
+
+def numbered_lines(text: str) -> dict[int, str]:
+    """The lines of a Read result, by number (none: not a file's text, e.g. an error or a stub)."""
+    out: dict[int, str] = {}
+    for ln in text.split("\n"):
+        m = NUMBERED_LINE.match(ln)
+        if m:
+            out[int(m.group(1))] = m.group(2)
+    return out
+
+
+@dataclass
+class FileView:
+    """One file as the log last showed it (see the module docstring)."""
+
+    lines: dict[int, str] = field(default_factory=dict)
+    raw: str | None = None        # a read with no numbered lines, kept as it came (nothing better known)
+    modified: int | None = None   # order of the last Edit/Write in the session (None: only read)
+    accessed: int = 0             # order of the last read, Edit or Write
+    edits_not_placed: int = 0     # Edits whose text the known lines do not hold (the file moved unseen)
+
+    def read(self, text: str, partial: bool) -> None:
+        got = numbered_lines(text)
+        if not got:   # not numbered: kept only while nothing numbered is known (a stub must not replace the text)
+            if not self.lines:
+                self.raw = text
+            return
+        if partial:
+            self.lines.update(got)
+        else:
+            self.lines = got
+        self.raw = None
+
+    def write(self, content: str) -> None:
+        self.lines = dict(enumerate(content.split("\n"), 1))
+        self.raw = None
+
+    def edit(self, old: str, new: str, replace_all: bool = False) -> None:
+        if not old:   # Claude Code's Edit with an empty old_string creates the file
+            self.write(new)
+            return
+        runs = self._runs()
+        hits = [(i, run[1].count(old)) for i, run in enumerate(runs)]
+        total = sum(n for _, n in hits)
+        if total == 0 or (total > 1 and not replace_all):
+            self.edits_not_placed += 1
+            return
+        for i, n in reversed(hits):   # last run first: earlier line numbers stay valid
+            if n:
+                start, text = runs[i]
+                end = start + text.count("\n")
+                after = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+                self._splice(start, end, after.split("\n"))
+
+    def _runs(self) -> list[tuple[int, str]]:
+        """Contiguous runs of known lines: (first line number, their text joined)."""
+        out: list[tuple[int, list[str]]] = []
+        for n in sorted(self.lines):
+            if out and n == out[-1][0] + len(out[-1][1]):
+                out[-1][1].append(self.lines[n])
+            else:
+                out.append((n, [self.lines[n]]))
+        return [(s, "\n".join(ls)) for s, ls in out]
+
+    def _splice(self, start: int, end: int, new_lines: list[str]) -> None:
+        delta = len(new_lines) - (end - start + 1)
+        kept = {n: t for n, t in self.lines.items() if n < start}
+        kept.update({start + k: t for k, t in enumerate(new_lines)})
+        kept.update({n + delta: t for n, t in self.lines.items() if n > end})
+        self.lines = kept
+
+    def text(self) -> str:
+        if not self.lines:
+            return self.raw or ""
+        return "\n".join(f"{n:6d}\u2192{self.lines[n]}" for n in sorted(self.lines))
 
 
 @dataclass
 class ReattachTracker:
-    """Files read, skills invoked (with their bodies), the latest todo list and plan, as the
-    conversation goes (main context only: the caller skips sub-agent spans)."""
+    """Files read or edited, skills invoked (with their bodies), the latest todo list and plan, as
+    the conversation goes (main context only: the caller skips sub-agent spans)."""
 
     reads: ReadTracker = field(default_factory=ReadTracker)
+    files: dict[str, FileView] = field(default_factory=dict)
     todo: Any = None
     plan: str | None = None
     _skill_pending: str | None = None   # a Skill result came: its body is the next meta message
+    _pending: dict[str, tuple[str, str, dict]] = field(default_factory=dict)   # tool_use id -> (tool, path, input)
+    _n: int = 0
+
+    def _view(self, path: str) -> FileView:
+        v = self.files.get(path)
+        if v is None:
+            v = self.files[path] = FileView()
+        return v
 
     def on_assistant(self, message: Message) -> None:
         self.reads.on_assistant(message)
         for b in message.blocks:
             if b.type != "tool_use":
                 continue
-            if b.name in TODO_TOOLS and isinstance(b.input, dict) and "todos" in b.input:
-                self.todo = b.input["todos"]
-            elif b.name in PLAN_TOOLS and isinstance(b.input, dict) and isinstance(b.input.get("plan"), str):
-                self.plan = b.input["plan"]
+            inp = b.input if isinstance(b.input, dict) else {}
+            if b.name in TODO_TOOLS and "todos" in inp:
+                self.todo = inp["todos"]
+            elif b.name in PLAN_TOOLS and isinstance(inp.get("plan"), str):
+                self.plan = inp["plan"]
+            elif b.name in self.reads.read_tools + EDIT_TOOLS + WRITE_TOOLS and isinstance(inp.get("file_path"), str):
+                self._pending[b.id or ""] = (b.name, inp["file_path"], dict(inp))
 
     def on_results(self, message: Message, index: int) -> None:
         pending = [self.reads._pending.get(b.id) for b in message.blocks if b.type == "tool_result"]
         self.reads.on_results(message, index)
         skills = [key for kind, key in filter(None, pending) if kind == "skill"]
         self._skill_pending = skills[-1] if skills else None
+        for b in message.blocks:
+            if b.type != "tool_result" or b.id not in self._pending:
+                continue
+            tool, path, inp = self._pending.pop(b.id)
+            if b.is_error:
+                continue
+            self.file_event(tool, path, inp, b.text)
+
+    def file_event(self, tool: str, path: str, inp: dict, result: str = "") -> None:
+        """A Read (its result), an Edit or a Write of ``path`` that succeeded."""
+        v = self._view(path)
+        self._n += 1
+        v.accessed = self._n
+        if tool in WRITE_TOOLS:
+            v.write(str(inp.get("content", "")))
+            v.modified = self._n
+        elif tool in EDIT_TOOLS:
+            edits = inp.get("edits") if tool == "MultiEdit" else [inp]
+            for e in edits if isinstance(edits, list) else []:
+                if isinstance(e, dict) and isinstance(e.get("old_string"), str) and isinstance(e.get("new_string"), str):
+                    v.edit(e["old_string"], e["new_string"], bool(e.get("replace_all")))
+            v.modified = self._n
+        else:
+            v.read(result, partial=("offset" in inp or "limit" in inp))
 
     def on_user(self, message: Message) -> None:
         if self._skill_pending and message.meta.get("meta_record"):
@@ -79,6 +209,18 @@ class ReattachTracker:
             self.reads.skills.pop(name, None)
             self.reads.skills[name] = message.text   # the skill's body, what the model read
         self._skill_pending = None
+        path = message.meta.get("read_file")
+        if isinstance(path, str):   # a file the agent attached itself (an @-mention): Claude Code tracks it as read
+            self.file_event("Read", path, {}, message.text)
+
+    def recent_files(self, order: str = "modified") -> list[tuple[str, FileView]]:
+        """Most recent first: modified in the session (by last Edit/Write), then only read (by
+        last read); ``order="read"``: by last access whatever it was."""
+        if order == "read":
+            key = lambda kv: kv[1].accessed  # noqa: E731
+        else:
+            key = lambda kv: (kv[1].modified is not None, kv[1].modified or kv[1].accessed)  # noqa: E731
+        return sorted(((p, v) for p, v in self.files.items() if v.text()), key=key, reverse=True)
 
 
 def _clip(text: str, max_chars: int) -> str:
@@ -90,17 +232,21 @@ def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps())
     skills, todo list (each message's ``reattached`` meta says which). Sizes are budgeted in
     estimated tokens (``caps.chars_per_token``)."""
     out: list[Message] = []
-    per_file = int(caps.file_tokens * caps.chars_per_token)
-    budget = int(caps.total_tokens * caps.chars_per_token)
-    used = 0
-    for path, (text, _i) in list(reversed(tracker.reads.files.items()))[:caps.max_files]:
-        kept = _clip(text, per_file)
-        if used + len(kept) > budget:
+    per_file = caps.file_tokens * caps.chars_per_token
+    budget = caps.total_tokens * caps.chars_per_token
+    used = 0.0
+    for path, view in tracker.recent_files(caps.order)[:caps.max_files]:
+        text = view.text()
+        if len(text) > per_file:   # docs: a path reference without its content
+            out.append(Message.user(f"<system-reminder>\n{REFERENCE.format(path=path)}\n</system-reminder>",
+                                    origin="reattach", reattached="file_reference", meta_record=True))
+            continue
+        if used + len(text) > budget:
             break
-        used += len(kept)
+        used += len(text)
         call = json.dumps({"file_path": path}, ensure_ascii=False)
         out.append(Message.user(f"<system-reminder>\nCalled the Read tool with the following input: {call}\n"
-                                f"</system-reminder>\n<system-reminder>\nResult of calling the Read tool:\n{kept}\n"
+                                f"</system-reminder>\n<system-reminder>\nResult of calling the Read tool:\n{text}\n"
                                 "</system-reminder>", origin="reattach", reattached="file", meta_record=True))
     if tracker.plan:
         out.append(Message.user(f"<system-reminder>\nA plan exists for this session:\n{tracker.plan}\n</system-reminder>",
@@ -108,7 +254,7 @@ def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps())
     left = int(caps.skills_total_tokens * caps.chars_per_token)
     each = int(caps.skill_tokens * caps.chars_per_token)
     skills = []
-    for name, body in reversed(tracker.reads.skills.items()):
+    for name, body in reversed(tracker.reads.skills.items()):   # most recent first: the oldest are dropped
         if left <= 0:
             break
         kept = _clip(body, min(each, left))

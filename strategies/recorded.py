@@ -34,10 +34,18 @@ re-enacts, and where each habit was read:
   (``mcp_reconnect``: MCP servers' instructions are in that part, reported, anthropics/claude-code
   source readings: ultraworkers/claw-code#1639; spotter ``tool_heavy`` reads back only the shared
   head after one): the messages' cache is lost, the shared head is not;
-* after a compaction, what Claude Code re-attaches (``reattach``; :mod:`strategies.reattach`,
-  reported): the most recently read files (5, 5,000 tokens each, 50,000 in all), the plan, the
-  invoked skills and the todo list, as the log holds them. What else it re-sends (the SessionStart
-  hooks' output) is not in the log and stays a measured residual of ``ctxsim fidelity``.
+* the first turn's hidden startup content (``startup_tokens``: CLAUDE.md, unscoped rules, auto
+  memory, SessionStart hook output; no text in the log) as one opaque message at the head of the
+  main context, apart from the system prompt, where the log measures the split
+  (:func:`harness.fidelity.startup_split`: the first read after a compaction stops at the system
+  block); unmeasured, it stays inside the system prompt's opaque size (the same tokens);
+* after a compaction, what Claude Code's docs say comes back (code.claude.com/docs/en/context-window,
+  "What survives compaction"): the system prompt unchanged; the startup content re-injected from
+  disk (``startup_after_compaction``: CLAUDE.md, rules and auto memory are re-read, SessionStart hooks
+  matching ``compact`` run again; the block is re-sent whole, sized as the first turn measured it);
+  then the summary and what :mod:`strategies.reattach` rebuilds from the log: up to 5 files read or
+  edited (most recently modified first; one over 5,000 tokens as a path only), the plan, the invoked
+  skills (5,000 tokens each, 25,000 in all) and the todo list.
 
 Cache misses the log shows no cause for (a fall-back to the system prefix after a
 ``<task-notification>`` in one bundled session, seen at a full hit in others) are classified and
@@ -55,7 +63,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.conversation import Breakpoint, History, Message, Request, SystemPrompt
+from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
 from harness.llm import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
 from strategies.base import CallInfo, Strategy, StrategyConfig
 from strategies.reattach import ReattachCaps, ReattachTracker, reattachments
@@ -111,18 +119,33 @@ class RecordedConfig(StrategyConfig):
         True, description="an /mcp command changes the session part of the system prompt (a new cache identity, "
         "same size; its shared head stays cached)")
     reattach: Literal["claude-code", "none"] = Field(
-        "none", description="what the agent re-attaches after a compaction: Claude Code's recently read files, "
-        "plan, skills and todo list (the default on Claude Code logs), or nothing")
+        "none", description="what the agent re-attaches after a compaction: Claude Code's recently read or edited "
+        "files, plan, skills and todo list (the default on Claude Code logs), or nothing")
     reattach_max_files: int = Field(ReattachCaps.max_files, ge=0, le=100, description="files re-attached at most")
     reattach_file_tokens: int = Field(ReattachCaps.file_tokens, ge=0, le=1_000_000,
-                                      description="estimated tokens kept of each re-attached file")
+                                      description="estimated tokens of a file above which only its path is re-attached")
     reattach_total_tokens: int = Field(ReattachCaps.total_tokens, ge=0, le=10_000_000,
                                        description="estimated tokens of all re-attached files")
+    reattach_chars_per_token: float = Field(ReattachCaps.chars_per_token, gt=0, le=20,
+                                            description="characters per token of the agent's size estimate")
+    reattach_order: Literal["modified", "read"] = Field(
+        ReattachCaps.order, description="which files come back: the most recently modified (docs; files only read "
+        "rank after, by their latest read) or the most recently read or edited")
     strip_previous_thinking: Literal["auto", "always", "never"] = Field(
         "auto", description="drop earlier turns' thinking blocks at a new user turn (auto: on the models "
         "whose API does, those before Opus 4.5)")
     compact_ttls: tuple[Literal["", "5m", "1h"], ...] = Field(
         (), description="cache TTL each recorded compaction call wrote with, in order ('' or none: ttl)")
+    startup_tokens: int = Field(
+        0, ge=0, le=10_000_000, description="recorded tokens of the first turn's hidden startup content (CLAUDE.md, "
+        "rules, auto memory, SessionStart hook output), taken out of the system prompt's opaque size and sent as "
+        "an opaque message at the head of the main context (0: left in the system prompt)")
+    startup_token_scale: float = Field(
+        1.0, gt=0, le=10, description="recorded tokens per cl100k token at which startup_tokens was measured "
+        "(the trace's fitted scale): the opaque message is startup_tokens / this cl100k tokens")
+    startup_after_compaction: bool = Field(
+        True, description="re-send the startup content after a compaction (Claude Code's docs: CLAUDE.md, rules and "
+        "auto memory re-injected from disk, SessionStart hooks matching compact re-run); off: it is lost")
 
 
 class Recorded(Strategy):
@@ -142,6 +165,16 @@ class Recorded(Strategy):
         self._systems: dict[str, SystemPrompt] = {}
         self._new_turn = False             # a user message (not tool results, not a meta record) came in
         self._reattach = ReattachTracker()  # what Claude Code would re-attach after a compaction
+        self._startup: Message | None = None   # the first turn's hidden startup content (opaque)
+        c = config
+        if c.startup_tokens and c.startup_tokens < self.system.opaque_tokens:
+            s = self.system
+            rest = s.opaque_tokens - c.startup_tokens
+            self.system = SystemPrompt(s.blocks, rest, min(s.shared_tokens, rest), s.revision)
+            raw = max(1, round(c.startup_tokens / c.startup_token_scale))
+            self._startup = Message("user", (Block("text", "", opaque_tokens=raw),),
+                                    {"origin": "startup", "meta_record": True})
+            self.history = History([self._startup])
 
     # --- the model call ---------------------------------------------------------------------------
     def breakpoints(self, history: History, ttl: str | None = None) -> tuple[Breakpoint, ...]:
@@ -164,6 +197,8 @@ class Recorded(Strategy):
             out["model_prefix_tokens"] = dict(rec.model_prefix_tokens)
         if (trace.header.source or {}).get("format") == "claude-code":
             out["reattach"] = "claude-code"
+        if rec.startup_tokens and rec.token_scale:
+            out["startup_tokens"], out["startup_token_scale"] = rec.startup_tokens, rec.token_scale
         if "model" not in overrides and any(models):
             out["compact_models"] = models
         if "cache_ttl" not in overrides and any(t and t != rec.cache_ttl for t in ttls):
@@ -188,11 +223,18 @@ class Recorded(Strategy):
         sp = self._systems.get(model)
         if sp is None:
             base, opaque = self.system, self.config.model_prefix_tokens[model]
+            if self._startup is not None:   # each model's prefix holds the same startup content
+                opaque = max(0, opaque - self.config.startup_tokens)
             sp = self._systems[model] = base if opaque == base.opaque_tokens else SystemPrompt(
                 base.blocks, opaque, min(base.shared_tokens, opaque), base.revision)
         return sp
 
     # --- the recorded agent's own context management ------------------------------------------------
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        if not resume and self._startup is not None:   # a new launch loads its startup content again
+            self.history = History([self._startup])
+
     def on_user(self, message: Message) -> None:
         super().on_user(message)
         if not message.meta.get("meta_record") and not message.meta.get("hidden"):
@@ -247,8 +289,11 @@ class Recorded(Strategy):
             req = Request(system, self.env.tools, self.history, self.breakpoints(self.history, ttl),
                           kind=SUMMARY, model=model)
             try:
+                # not blocking: the log's timestamps already hold the wait for the recorded compaction
+                # (its boundary is written when the call returns); moving the clock again by the
+                # simulated duration would expire 5-minute caches the real agent still read
                 self.env.services.call(req, CallSpec(kind=SUMMARY, instructions=self.config.compact_instructions,
-                                                     sections=COMPACT_SECTIONS,
+                                                     sections=COMPACT_SECTIONS, blocking=False,
                                                      max_output_tokens=SUMMARY_MAX_OUTPUT_TOKENS))
             except SideCallFailed as e:
                 # the recorded agent did compact: the replay follows the record whatever the simulation says
@@ -257,10 +302,14 @@ class Recorded(Strategy):
         if summary is None:
             self.counters.extra["compaction without recorded summary"] += 1
         after = [Message.user(summary or MISSING_SUMMARY, origin="summary")]
+        if self._startup is not None and not self._spans and self.config.startup_after_compaction:
+            after.insert(0, self._startup)   # re-read from disk: prepended, as at the first turn
+            self.counters.extra["startup content re-sent after compactions"] += 1
         if self.config.reattach == "claude-code" and not self._spans:
             c = self.config
-            extra = reattachments(self._reattach, ReattachCaps(max_files=c.reattach_max_files, file_tokens=c.reattach_file_tokens,
-                                                               total_tokens=c.reattach_total_tokens))
+            extra = reattachments(self._reattach, ReattachCaps(
+                max_files=c.reattach_max_files, file_tokens=c.reattach_file_tokens, total_tokens=c.reattach_total_tokens,
+                chars_per_token=c.reattach_chars_per_token, order=c.reattach_order))
             after += extra
             self.counters.extra["messages re-attached after compactions"] += len(extra)
         self.history = History(after)

@@ -20,6 +20,8 @@ from harness.fidelity import (
     hidden_deltas,
     recorded_calls,
     run_fidelity,
+    startup_split,
+    system_prompt_reads,
 )
 from strategies.recorded import Recorded
 
@@ -62,6 +64,29 @@ def test_classify_misses_ttl_model_switch_replayed_and_unexplained():
     assert got[3]["cause"] == "prefix_change" and "claude-haiku-4-5" in got[3]["changed"]
     assert got[5]["cause"] == "unexplained" and got[5]["fell_back_to"] == "the system prefix (2000)"
     assert got[6]["cause"] == "prefix_change" and "replay" in got[6]["changed"]
+
+
+def test_startup_split_is_the_prefix_less_what_the_first_call_after_a_compaction_read():
+    """Opaque prefix 25,000 (first call). After the compaction, call 2 reads 21,000 from the cache
+    (more than the 0 warm head, less than call 1's 60,000 context): the breakpoint on the system
+    block, so the system prompt is 21,000 and 25,000 − 21,000 = 4,000 tokens were startup content.
+    A second compaction reading 21,500 is named in the evidence, not averaged in."""
+    t = tr.validate_events(tr.Header(name="s", meta={"session_start_hooks": {"compact": ["bd prime"]}}), [])
+    calls = [call(0, 30_000), call(1, 60_000, read=29_990), call(2, 40_000, read=21_000, after_compact=True),
+             call(3, 80_000, read=39_990), call(4, 30_000, read=21_500, after_compact=True)]
+    assert [c.index for c in system_prompt_reads(calls)] == [2, 4]
+    n, ev = startup_split(t, calls, 25_000, {})
+    assert n == 4_000
+    assert "25,000" in ev and "21,000" in ev and "= 4,000" in ev and "21,500" in ev and "compact: bd prime" in ev
+    # a read no larger than the head an earlier session cached tells nothing; a full miss neither
+    assert system_prompt_reads(calls, warm=21_500) == []
+    miss = [call(0, 30_000), call(1, 60_000, read=29_990), call(2, 40_000, read=0, after_compact=True)]
+    assert startup_split(t, miss, 25_000, {}) == (0, "")
+    # a read at least the prefix: nothing to tell apart (0), said
+    n, ev = startup_split(t, calls[:3], 21_000, {})
+    assert n == 0 and "no startup content" in ev
+    # a log that switched models: the prefix of the model of the call that read it
+    assert startup_split(t, calls[:3], 25_000, {MODEL: 26_000, "claude-haiku-4-5": 24_000})[0] == 5_000
 
 
 def test_hidden_deltas_beyond_tokenizer_noise():
@@ -158,16 +183,21 @@ def real_reports():
 
 @needs_real
 def test_real_spotter_context_and_cache_share(real_reports):
-    """Held-out median |error| of per-call context, nothing pinned: 258c7280 within 3% (what Claude
-    Code re-attaches after its compaction is modelled: the residual left is about 1k tokens);
-    ae4a77f8's residual after its manual /compact is larger (what the hooks re-sent is not in the
-    log) and shows as such, beside the pinned diagnostic. Cache-read share within 2 points."""
+    """Held-out median |error| of per-call context, nothing pinned: 258c7280 within 3%. After each
+    compaction the replay sends what Claude Code's docs say comes back — the startup content the log
+    measures (4,403 and 4,497 tokens: the first call's prefix less the system prompt read back
+    after the compaction), the summary, the files — and the residual left on the first call after
+    it is the replay 2.5-2.8k tokens above the record in both sessions (measured: −2,768 and
+    −2,458; unexplained: the docs say *most* startup content reloads, the log does not say which
+    part). Before the startup content was modelled it was +7,945 on ae4a77f8. Cache-read share
+    within 2 points."""
     r258, rae = real_reports["258c"].report, real_reports["ae4a"].report
     assert r258["context_tokens"]["median_abs_pct_error"] <= 3.0 and r258["context_tokens"]["calls"] > 100
-    (pin,) = r258["context_tokens_pinned"]["pinned"]
-    assert abs(pin["tokens"]) < 2_000
-    (pin,) = rae["context_tokens_pinned"]["pinned"]
-    assert pin["tokens"] > 5_000 and rae["context_tokens_pinned"]["median_abs_pct_error"] <= 3.0
+    assert rae["context_tokens"]["median_abs_pct_error"] <= 3.5   # 3.28 measured: pre-compaction scale drift + residual
+    for r, lo in ((r258, -3_000), (rae, -3_000)):
+        (pin,) = r["context_tokens_pinned"]["pinned"]
+        assert lo < pin["tokens"] < 0
+        assert r["context_tokens_pinned"]["median_abs_pct_error"] <= 1.5
     for r in (r258, rae):
         assert abs(r["cache_read_share"]["simulated"] - r["cache_read_share"]["recorded"]) <= 0.02
         assert r["warm_start"]["tokens"] == 17_842   # both first calls read an earlier session's prefix

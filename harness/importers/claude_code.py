@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import trace as tr
+from harness.importers import mentions
 from harness.importers.common import (
     ImportResult,
     TraceBuilder,
@@ -162,6 +163,7 @@ class _Parsed:
     sessions: Counter = field(default_factory=Counter)
     compact_summaries: int = 0
     hooks: dict[str, dict[str, str]] = field(default_factory=dict)  # tool_use_id -> hookEvent -> hookName
+    session_hooks: dict[str, list[str]] = field(default_factory=dict)  # SessionStart source -> hook commands
 
 
 def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
@@ -200,6 +202,11 @@ def parse_file(path: Path) -> _Parsed:
             data = o.get("data")
             if kind == "progress" and isinstance(data, dict) and data.get("type") == "hook_progress" and o.get("toolUseID"):
                 p.hooks.setdefault(str(o["toolUseID"]), {}).setdefault(str(data.get("hookEvent")), str(data.get("hookName") or ""))
+            if kind == "progress" and isinstance(data, dict) and data.get("hookEvent") == "SessionStart":
+                source = str(data.get("hookName") or "SessionStart:?").partition(":")[2] or "?"
+                cmds = p.session_hooks.setdefault(source, [])
+                if str(data.get("command") or "?") not in cmds:
+                    cmds.append(str(data.get("command") or "?"))
             continue
         if kind == "system":
             if o.get("subtype") == "compact_boundary":
@@ -287,6 +294,13 @@ def parse_file(path: Path) -> _Parsed:
     return p
 
 
+def session_start_hooks(p: _Parsed) -> dict[str, list[str]]:
+    """The SessionStart hooks the log shows running, by source (``startup``, ``compact``, ...):
+    their output is hidden content (docs, hooks-guide: added to the context), and the docs say
+    the ``compact`` ones run again after a compaction."""
+    return {k: list(v) for k, v in sorted(p.session_hooks.items())}
+
+
 def pretooluse_block(item: dict[str, Any], hooks: dict[str, str]) -> str | None:
     """The hook name (e.g. ``PreToolUse:Bash``) when this tool result is a PreToolUse hook's block:
     the tool never ran (its PreToolUse hooks did, no PostToolUse/PostToolUseFailure hook did) and
@@ -349,6 +363,10 @@ class _Importer:
     hidden_timed: list[tuple[float, str, str]] = field(default_factory=list)
     hidden_next: list[tuple[float, str, str]] = field(default_factory=list)
     hidden_stats: Counter = field(default_factory=Counter)
+    # @-mentioned files the log can rebuild (harness.importers.mentions), by id of the prompt's item
+    mentioned: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    mentions_next: list[tuple[float, str, str]] = field(default_factory=list)
+    hooks_run: dict[str, list[str]] = field(default_factory=dict)   # SessionStart source -> commands
 
     def absorb(self, p: _Parsed) -> None:
         self.ignored.update(p.ignored)
@@ -413,6 +431,8 @@ class _Importer:
             elif kind == "user":
                 self.b.user(item["t"], item["text"], **({"meta_record": True} if item["meta"] else {}))
                 self._count_visible(span, item["text"])
+                if span is None and side_run is None:
+                    self.mentions_next += [(item["t"], text, path) for path, text in self.mentioned.get(id(item), [])]
             elif kind == "result":
                 agent = item.get("agent")
                 if agent and span is None and nested_spans_allowed():
@@ -460,6 +480,13 @@ class _Importer:
             self._count_visible(None, text)
             self.hidden_stats[source] += 1
             self.hidden_stats[f"{source} chars"] += len(text)
+        source = "@-mentioned files (rebuilt from the log's reads, writes and edits of them)"
+        for t, text, path in self.mentions_next:
+            self.b.user(t, text, meta_record=True, hidden=source, read_file=path)
+            self._count_visible(None, text)
+            self.hidden_stats[source] += 1
+            self.hidden_stats[f"{source} chars"] += len(text)
+        self.mentions_next.clear()
 
     def flush_deferred(self) -> None:
         """Fallback placement (trace checker without nested spans): the spans of a call's Task
@@ -519,6 +546,8 @@ def import_claude_code(src: str | Path) -> ImportResult:
     sub_dir = src.with_suffix("") / "subagents"
     imp = _Importer(src, TraceBuilder(str(src)), sub_dir if sub_dir.is_dir() else None)
     imp.absorb(main)
+    imp.mentioned = mentions.recover(main.items, main.calls)
+    imp.hooks_run = session_start_hooks(main)
     imp.load_compaction_calls()
     imp.emit_file(main, None)
     for _t, _u, name, _m in imp.compact_calls:
@@ -568,7 +597,8 @@ def import_claude_code(src: str | Path) -> ImportResult:
         recorded=recorded,
         notes=notes_from(imp.ignored, repairs, extra),
         meta={"first_call_context": fu.context_tokens if fu else 0, "prefix_tokens_scale": 1.0,
-              "subtasks": {k: v for k, v in imp.subtasks.items()}},
+              "subtasks": {k: v for k, v in imp.subtasks.items()},
+              **({"session_start_hooks": imp.hooks_run} if imp.hooks_run else {})},
     )
     summary = {
         "source": str(src), "format": FORMAT, "version": version, "model": model,

@@ -59,7 +59,7 @@ class Tokenizer:
         """Raw count of one block, cached on the block object (the block is immutable)."""
         cached = b._ntok
         if not cached:
-            cached.append(self.count(b.payload) + BLOCK_OVERHEAD[b.type])
+            cached.append(self.count(b.payload) + BLOCK_OVERHEAD[b.type] + b.opaque_tokens)
         return cached[0]
 
     def message(self, m: Message) -> int:

@@ -174,9 +174,10 @@ def read_call(i, path, t):
 
 
 def test_compaction_reattaches_the_recently_read_files_skills_and_todo():
-    """Claude Code (reported): after the summary, the 5 most recently read files (5,000 estimated
-    tokens = 20,000 characters each), the plan, the invoked skills' bodies and the todo list. Seven
-    files are read (f6 twice: its second read counts, as the most recent); a sub-agent's read
+    """Claude Code's docs (context-window, "What survives compaction"): up to 5 files read or
+    edited come back, one over 5,000 tokens (20,000 characters at the reported 4 per token) as a
+    path reference only; then the plan, the invoked skills' bodies and the todo list (reported).
+    Seven files are read (f6 twice: its second read counts, as the most recent); a sub-agent's read
     does not count."""
     evs, t = [tr.UserEvent(t=0, text="go")], 1.0
     for i, name in enumerate(["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f6"]):
@@ -202,18 +203,52 @@ def test_compaction_reattaches_the_recently_read_files_skills_and_todo():
     _, seen = run(t_, {"reattach": "claude-code"})
     after = [m.text for m in seen[-1].messages]
     assert after[0] == "SUMMARY" and after[-1] == "go on"
-    files = [x for x in after if "Called the Read tool" in x]
-    assert [x.split('"file_path": "')[1].split('"')[0] for x in files] == ["f6", "f5", "f4", "f3", "f2"]
+    files = [x for x in after[1:6]]
+    assert [x.split('"file_path": "')[1].split('"')[0] for x in files if "Called the Read tool" in x] == ["f6", "f4", "f3", "f2"]
     assert "text of f6 #7" in files[0]
-    assert "x" * 20_000 + "\n[... truncated]" in files[1] and "x" * 20_001 not in files[1]
+    assert files[1] == ("<system-reminder>\nNote: f5 was read before the last conversation was summarized, but the "
+                        "contents are too large to include. Use Read tool if you need to access it.\n</system-reminder>")
     assert "### Skill: deploy\nBase directory for this skill" in after[6]
     assert "ship it" in after[7] and len(after) == 9
     _, seen = run(t_)   # without the setting (another agent's trace): nothing re-attached
     assert [m.text for m in seen[-1].messages] == ["SUMMARY", "go on"]
-    # 4,000 tokens = 16,000 characters in all: f6 fits, f5's 20,000 kept characters do not, and the
-    # budget stops there (as NovaCode's N-COMP-11 restore does)
-    _, seen = run(t_, {"reattach": "claude-code", "reattach_total_tokens": 4_000})
-    assert len([m for m in seen[-1].messages if "Called the Read tool" in m.text]) == 1
+    # the reported 50,000-token budget, lowered to 8 tokens = 32 characters: f6's 13 fit, f5 comes as
+    # a path (not counted), f4's 13 make 26, f3's would make 39 > 32 and the budget stops there
+    _, seen = run(t_, {"reattach": "claude-code", "reattach_total_tokens": 8})
+    assert [m.text.split('"file_path": "')[1][:2] for m in seen[-1].messages if "Called the Read tool" in m.text] == ["f6", "f4"]
+
+
+def test_startup_content_heads_the_main_context_and_comes_back_after_a_compaction():
+    """Prefix 6,000, of which 2,000 measured as startup content (CLAUDE.md, rules, hooks): the system
+    prompt is sent as 4,000 and an opaque message of 2,000 tokens heads the history (4 more for the
+    message's framing, MESSAGE_OVERHEAD). Docs (context-window, "What survives compaction"): after
+    the compaction it is re-injected from disk, before the summary; turned off, it is lost."""
+    from harness.provider.tokenizer import MESSAGE_OVERHEAD, get_tokenizer
+
+    evs = [tr.UserEvent(t=0, text="go"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+           tr.CompactEvent(t=2, summary="SUMMARY"), tr.UserEvent(t=3, text="go on"),
+           tr.AssistantEvent(t=4, content=[tr.TextContent(text="b")])]
+    t = trace(evs, prefix=6000)
+    res, seen = run(t, {"startup_tokens": 2000}, token_scale=1.0)
+    base, _ = run(t, token_scale=1.0)
+    first = seen[0]
+    assert first.system.opaque_tokens == 4000 and first.messages[0].meta["origin"] == "startup"
+    assert get_tokenizer().message(first.messages[0]) == 2000 + MESSAGE_OVERHEAD
+    assert res.calls.loc[0, "context_tokens"] == base.calls.loc[0, "context_tokens"] + MESSAGE_OVERHEAD
+    after = seen[-1].messages
+    assert [m.meta.get("origin") for m in after][:2] == ["startup", "summary"] and after[-1].text == "go on"
+    assert res.metrics["strategy_counters"]["startup content re-sent after compactions"] == 1
+    _, seen = run(t, {"startup_tokens": 2000, "startup_after_compaction": False})
+    assert [m.text for m in seen[-1].messages] == ["SUMMARY", "go on"]
+    # from the header, at the fitted scale: 2,000 recorded tokens at 1.25 are 1,600 cl100k tokens
+    rec = tr.RecordedSetting(startup_tokens=2000, token_scale=1.25)
+    t2 = tr.with_header(t, t.header.model_copy(update={"recorded": rec}))
+    assert Recorded.trace_defaults(t2, frozenset())["startup_tokens"] == 2000
+    _, seen = run(t2)
+    assert get_tokenizer().message(seen[0].messages[0]) == 1600 + MESSAGE_OVERHEAD
+    # a measure not below the prefix is not split (nothing would be left for the system prompt)
+    _, seen = run(t, {"startup_tokens": 6000})
+    assert seen[0].system.opaque_tokens == 6000 and seen[0].messages[0].text == "go"
 
 
 def test_new_user_turn_drops_earlier_thinking_on_models_that_strip_it():
