@@ -349,7 +349,11 @@ def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, mod
     compaction, their output added to the context. So the prefix the
     first call measured splits in two at the system prompt, and only the log can say where: the
     first read after a compaction (:func:`system_prompt_reads`). With no such read the prefix stays
-    whole (0): the replay then sends it all as the system prompt, the same size either way."""
+    whole (0): the replay then sends it all as the system prompt, the same size either way.
+
+    The same page says one part of the startup content is *not* re-injected: the listing of the
+    available skills' descriptions (only invoked skills are kept). The log does not size it, so
+    what the replay re-sends is an upper bound, and the evidence says so."""
     reads = system_prompt_reads(calls, warm)
     if not reads:
         return 0, ""
@@ -361,8 +365,9 @@ def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, mod
                    f"opaque prefix ({total:,}): no startup content to tell apart")
     ev = (f"opaque prefix {total:,} (first call) − system prompt {system:,} (what call {c.index}, the first after a "
           f"compaction, read back: the breakpoint on the system block) = {total - system:,} tokens of hidden "
-          "startup content in the first turn; re-sent after each compaction as Claude Code's docs say of "
-          "CLAUDE.md, rules, auto memory and SessionStart hooks (code.claude.com/docs/en/context-window)")
+          "startup content in the first turn; re-sent whole after each compaction as Claude Code's docs say of "
+          "CLAUDE.md, rules, auto memory and SessionStart hooks (code.claude.com/docs/en/context-window): an upper "
+          "bound, since the skill listing it holds is not re-injected (same page) and the log does not size it")
     others = sorted({r.usage.cache_read for r in reads[1:]} - {system})
     if others:
         ev += f"; later compactions read {', '.join(f'{x:,}' for x in others)}"

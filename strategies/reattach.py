@@ -28,11 +28,11 @@ latest read, an assumption). The rendering is Claude Code's (a Read call and its
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.conversation import Message
+from harness.importers.mentions import NUMBERED_LINE, read_attachment
 from strategies.novacode.restore import (
     RESTORE_FILE_TOKENS,
     RESTORE_MAX_FILES,
@@ -47,8 +47,6 @@ TODO_TOOLS = ("TodoWrite",)
 PLAN_TOOLS = ("ExitPlanMode",)
 EDIT_TOOLS = ("Edit", "MultiEdit")
 WRITE_TOOLS = ("Write",)
-# Claude Code's Read result: one "<line number right-aligned in 6>→<text>" per line (the logs here)
-NUMBERED_LINE = re.compile(r"^ *(\d+)\u2192(.*)$")
 # the compact_file_reference attachment (Claude Code 2.1.18 bundle, reported)
 REFERENCE = ("Note: {path} was read before the last conversation was summarized, but the contents are too large "
              "to include. Use Read tool if you need to access it.")
@@ -244,10 +242,7 @@ def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps())
         if used + len(text) > budget:
             break
         used += len(text)
-        call = json.dumps({"file_path": path}, ensure_ascii=False)
-        out.append(Message.user(f"<system-reminder>\nCalled the Read tool with the following input: {call}\n"
-                                f"</system-reminder>\n<system-reminder>\nResult of calling the Read tool:\n{text}\n"
-                                "</system-reminder>", origin="reattach", reattached="file", meta_record=True))
+        out.append(Message.user(read_attachment(path, text), origin="reattach", reattached="file", meta_record=True))
     if tracker.plan:
         out.append(Message.user(f"<system-reminder>\nA plan exists for this session:\n{tracker.plan}\n</system-reminder>",
                                 origin="reattach", reattached="plan", meta_record=True))

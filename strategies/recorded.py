@@ -42,7 +42,8 @@ re-enacts, and where each habit was read:
 * after a compaction, what Claude Code's docs say comes back (code.claude.com/docs/en/context-window,
   "What survives compaction"): the system prompt unchanged; the startup content re-injected from
   disk (``startup_after_compaction``: CLAUDE.md, rules and auto memory are re-read, SessionStart hooks
-  matching ``compact`` run again; the block is re-sent whole, sized as the first turn measured it);
+  matching ``compact`` run again; the block is re-sent whole, sized as the first turn measured it: an
+  upper bound, as the skill listing it holds is not re-injected (same page) and no log sizes it);
   then the summary and what :mod:`strategies.reattach` rebuilds from the log: up to 5 files read or
   edited (most recently modified first; one over 5,000 tokens as a path only), the plan, the invoked
   skills (5,000 tokens each, 25,000 in all) and the todo list.

@@ -188,8 +188,9 @@ def test_real_spotter_context_and_cache_share(real_reports):
     measures (4,403 and 4,497 tokens: the first call's prefix less the system prompt read back
     after the compaction), the summary, the files — and the residual left on the first call after
     it is the replay 2.5-2.8k tokens above the record in both sessions (measured: −2,768 and
-    −2,458; unexplained: the docs say *most* startup content reloads, the log does not say which
-    part). Before the startup content was modelled it was +7,945 on ae4a77f8. Cache-read share
+    −2,458: the re-sent block is an upper bound, as the skill listing it holds is not re-injected
+    (same docs page) and the log does not size it; the rest unexplained). Before the startup
+    content was modelled it was +7,945 on ae4a77f8. Cache-read share
     within 2 points."""
     r258, rae = real_reports["258c"].report, real_reports["ae4a"].report
     assert r258["context_tokens"]["median_abs_pct_error"] <= 3.0 and r258["context_tokens"]["calls"] > 100

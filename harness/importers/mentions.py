@@ -49,12 +49,17 @@ def read_content(result: str) -> str | None:
     return "\n".join(lines) if lines else None
 
 
-def render(path: str, content: str) -> str:
-    """A file Claude Code attaches, as the model reads it: the Read call and its numbered result."""
-    numbered = "\n".join(f"{i:6d}\u2192{line}" for i, line in enumerate(content.split("\n"), 1))
+def read_attachment(path: str, result: str) -> str:
+    """A file Claude Code attaches (an @-mention, a re-attachment after a compaction), as the model
+    reads it: the Read call and its result, as two ``<system-reminder>`` parts."""
     return (f"<system-reminder>\nCalled the Read tool with the following input: "
             f"{json.dumps({'file_path': path}, ensure_ascii=False)}\n</system-reminder>\n"
-            f"<system-reminder>\nResult of calling the Read tool:\n{numbered}\n</system-reminder>")
+            f"<system-reminder>\nResult of calling the Read tool:\n{result}\n</system-reminder>")
+
+
+def render(path: str, content: str) -> str:
+    """:func:`read_attachment` of a file's whole text, numbered as Claude Code's Read numbers it."""
+    return read_attachment(path, "\n".join(f"{i:6d}\u2192{line}" for i, line in enumerate(content.split("\n"), 1)))
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,8 @@ def test_the_spotter_sessions_as_a_projects_folder(tmp_path, capsys):
     unexplained cache misses (fidelity classifies them, the replay does not invent them) are set
     apart; tool_heavy (4 calls: a scale fitted on one growth pair) within 5%. ae4a77f8 misses the
     issue's 3% (3.6% measured): after its /compact the replay re-sends the startup content whole
-    (docs) and runs 2.5k tokens above the record on ~80 Opus calls (fidelity's pinned residual);
+    (docs; an upper bound: the skill listing in it is not re-injected, the log does not size it)
+    and runs 2.5k tokens above the record on ~80 Opus calls (fidelity's pinned residual);
     before the startup content was modelled it was 1.9%, two errors cancelling."""
     proj = tmp_path / "projects" / "-home-USER-projects-spotter"
     proj.mkdir(parents=True)
