@@ -23,8 +23,9 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
   "circuit breaker after 3 consecutive failures").
 * **After compacting** the history is the summary ("This session is being continued from a previous
   conversation that ran out of context…", as the bundled transcripts show it) and what Claude Code
-  re-attaches (reported, peers.md): up to 5 recently read files at 5,000 tokens each and 50,000 in
-  all, the plan, the invoked skills (5,000 tokens each, 25,000 in all) and the latest todo list,
+  re-attaches (documented, code.claude.com/docs/en/context-window; the rest reported, peers.md): up
+  to 5 files read or edited, most recently modified first, one over 5,000 tokens as a path reference
+  only, 50,000 in all, the plan, the invoked skills (5,000 tokens each, 25,000 in all) and the latest todo list,
   budgeted in its 4-characters-per-token estimate and rendered as its ``<system-reminder>`` meta
   messages. The tracking and the rendering are :mod:`strategies.reattach`, the module the
   recorded replay re-attaches with (one reading of Claude Code for both); reads inside a sub-agent

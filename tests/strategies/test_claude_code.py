@@ -108,13 +108,14 @@ def test_compaction_shares_the_prefix_and_reattaches_the_five_latest_files_and_t
     assert len(sreq.messages) == 1 + 2 * 8 and spec.kind == "summary" and "All user messages" in spec.instructions
     h = list(s.history)
     assert h[0].text == CONTINUED + "SUMMARY"
-    # strategies.reattach, as the recorded replay: one Read meta message per file, most recent first
-    # (f1 read again, its latest text clipped to 5,000 × 4 = 20,000 characters; f5 .. f2; f0 is the
-    # sixth), then the todo list
-    assert [m.meta["reattached"] for m in h[1:]] == ["file"] * 5 + ["todo"]
-    assert [m.text.split('"file_path": "')[1].split('"')[0] for m in h[1:6]] == [f"/p/f{k}.py" for k in (1, 5, 4, 3, 2)]
-    assert "x" * 20_000 + "\n[... truncated]" in h[1].text and "x" * 20_001 not in h[1].text
-    assert '"fix it"' in h[6].text and s.counters.extra["restored_files"] == 5
+    # strategies.reattach, as the recorded replay: five files, most recent first (f1 read again: its
+    # latest text, 20,001 characters, is over 5,000 × 4 = 20,000, so it comes back as a path
+    # reference only, docs: context-window "What survives compaction"; f5 .. f2 as Read meta
+    # messages; f0 is the sixth), then the todo list
+    assert [m.meta["reattached"] for m in h[1:]] == ["file_reference"] + ["file"] * 4 + ["todo"]
+    assert "Note: /p/f1.py was read before the last conversation was summarized" in h[1].text and "x" * 100 not in h[1].text
+    assert [m.text.split('"file_path": "')[1].split('"')[0] for m in h[2:6]] == [f"/p/f{k}.py" for k in (5, 4, 3, 2)]
+    assert '"fix it"' in h[6].text and s.counters.extra["restored_files"] == 4
 
 
 def test_microcompact_clears_old_compactable_results_once_the_cache_is_cold():
