@@ -71,7 +71,8 @@ def test_startup_split_is_the_prefix_less_what_the_first_call_after_a_compaction
     (more than the 0 warm head, less than call 1's 60,000 context): the breakpoint on the system
     block, so the system prompt is 21,000 and 25,000 − 21,000 = 4,000 tokens were startup content.
     A second compaction reading 21,500 is named in the evidence, not averaged in."""
-    t = tr.validate_events(tr.Header(name="s", meta={"session_start_hooks": {"compact": ["bd prime"]}}), [])
+    t = tr.validate_events(tr.Header(name="s", meta={"session_start_hooks": {"compact": ["bd prime"]}}),
+                           [tr.UserEvent(t=0, text="go"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")])])
     calls = [call(0, 30_000), call(1, 60_000, read=29_990), call(2, 40_000, read=21_000, after_compact=True),
              call(3, 80_000, read=39_990), call(4, 30_000, read=21_500, after_compact=True)]
     assert [c.index for c in system_prompt_reads(calls)] == [2, 4]
