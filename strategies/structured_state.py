@@ -557,13 +557,27 @@ class WindowedStrategy(GaugedStrategy):
     def guard(self, message: Message, cap: int | None = None) -> Message:
         """Cut tool results (head kept, irreversible, counted) so one message cannot overflow: each
         result to ``max_result_chars``, and the message's results together to ``cap`` (default
-        :meth:`message_cap_chars`), largest first, none below an equal share."""
+        :meth:`message_cap_chars`), largest first, none below an equal share.
+
+        On entry (``cap`` None) a result whose block carries ``readback=True`` (a strategy's read-back
+        of a file it spilled, which N-SPILL-3 says enters as it is) is left whole: it counts against
+        the cap first and the other results share what it leaves (none below an equal share of
+        that). Read-backs alone over the cap still enter whole and the others are cut to nothing
+        but the marker: the agent asked for that file, and the window is then protected as for any
+        overflow (compaction at the line, or at a rejection, where :meth:`cut_newest_results` passes
+        an explicit ``cap`` and that cut spares no result)."""
         idx = [k for k, b in enumerate(message.blocks) if b.type == "tool_result"]
         if not idx:
             return message
+        keep = [k for k in idx if message.blocks[k].meta.get("readback") is True] if cap is None else []
+        if keep:
+            idx = [k for k in idx if k not in keep]
+            if not idx:
+                return message
         per = self.config.max_result_chars or None
         sizes = {k: min(len(message.blocks[k].text), per or len(message.blocks[k].text)) for k in idx}
         cap = self.message_cap_chars() if cap is None else cap
+        cap = max(0, cap - sum(len(message.blocks[k].text) for k in keep))
         excess = sum(sizes.values()) - cap
         floor = cap // len(idx)
         for k in sorted(idx, key=lambda k: -sizes[k]):

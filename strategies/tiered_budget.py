@@ -161,11 +161,12 @@ class TieredBudget(WindowedStrategy):
     def apply(self, b: Block, message: Message) -> Block:
         tier = self.tier_of(b.id or "")
         limit, mode = self.budget(tier)
+        readback = self.is_readback(b.id or "", message)
         if mode == "keep" or len(b.text) <= limit:
-            return b
-        if self.is_readback(b.id or "", message):
+            return b.with_text(b.text, readback=True) if readback else b
+        if readback:  # flagged: the family's per-message guard leaves it whole too (N-SPILL-3)
             self.counters.extra["readback_exempt"] += 1
-            return b
+            return b.with_text(b.text, readback=True)
         if mode == "cut":
             self.counters.extra[f"cut_{tier}"] += 1
             self.counters.extra["chars_cut"] += len(b.text) - limit

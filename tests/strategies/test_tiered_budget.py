@@ -12,6 +12,7 @@ from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet
 from harness.engine import RunConfig, replay
 from strategies.base import CallInfo, StrategyEnv
 from strategies.registry import get, make_config
+from strategies.structured_state import CAP_MARKER
 from strategies.tiered_budget import CUT_MARKER, SPILLED, TieredBudget, cut_middle
 from tests.helpers_traces import Builder
 
@@ -147,3 +148,40 @@ def test_check_params_scale_the_tier_budgets_with_the_window():
     p = TieredBudget.check_params(32_000)  # 32,000 / 200,000 = 0.16
     assert p["read_budget_chars"] == 16_000 and p["shell_budget_chars"] == 4_800
     assert p["other_budget_chars"] == 16_000 and TieredBudget.check_params(400_000)["read_budget_chars"] == 100_000
+
+
+def test_a_read_back_shares_the_message_cap_whole(tmp_path):
+    """As N-SPILL-3: a read-back enters as it is, also under the family's per-message guard; it
+    counts against the cap first and the other results share what it leaves. An explicit cap (the
+    reaction to a rejection, cut_newest_results) still cuts it."""
+    s = make(tmp_path)
+    s.on_user(Message.user("go"))
+    result_of(s, 0, "Read", "x" * 120_000)  # spilled to tool-results/tu0.txt
+    path = str((tmp_path / "tool-results" / "tu0.txt").resolve())
+
+    def step(i: int, results: list[tuple[str, str, str]]) -> Message:
+        s.build_request(CallInfo(i, float(i)))
+        s.on_response(Message("assistant", tuple(Block.tool_use(f"tu{i}{k}", tool, {"file_path": p})
+                                                  for k, (tool, p, _) in enumerate(results))), None)
+        s.on_tool_results(Message("user", tuple(Block.tool_result(f"tu{i}{k}", text)
+                                                for k, (_, _, text) in enumerate(results))))
+        return s.history[-1]
+
+    s.message_cap_chars = lambda: 50_000
+    m = step(1, [("Read", path, "r" * 30_000), ("Bash", "-", "b" * 28_000), ("Read", "/src/b.py", "c" * 10_000)])
+    # 68,000 > 50,000: the read-back's 30,000 first, 20,000 left for two (floor 10,000); 18,000 over,
+    # cut from the largest: Bash 28,000 -> 10,000; the other Read whole (the old guard cut the
+    # read-back 30,000 -> 16,666 and Bash 28,000 -> 23,334)
+    rb, sh, rd = m.blocks
+    assert rb.text == "r" * 30_000 and rb.meta["readback"] is True
+    assert sh.text == "b" * 10_000 + CAP_MARKER.format(n=18_000) and rd.text == "c" * 10_000
+    assert s.counters.extra["results_capped"] == 1
+
+    s.message_cap_chars = lambda: 20_000
+    m = step(2, [("Read", path, "r" * 30_000), ("Bash", "-", "b" * 5_000)])
+    # the read-back alone is over the cap: it enters whole, Bash keeps nothing but the marker
+    assert m.blocks[0].text == "r" * 30_000 and m.blocks[1].text == CAP_MARKER.format(n=5_000)
+    # a rejection's cut (explicit cap 20,000: floor 10,000, 15,000 over) spares no result
+    again = Message("user", (m.blocks[0], Block.tool_result("tu21", "b" * 5_000)))
+    cut = s.guard(again, 20_000)
+    assert cut.blocks[0].text == "r" * 15_000 + CAP_MARKER.format(n=15_000) and cut.blocks[1] is again.blocks[1]

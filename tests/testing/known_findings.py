@@ -37,12 +37,6 @@ KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
          "claims manages_window (WindowedStrategy) but gives up on an overflow its estimate did not foresee "
          "(text dense in tokens): the session ends there"),
     ],
-    "tiered_budget": [
-        ("no_respill", r"reads back spilled file",
-         "families (#22)",
-         "a read-back of a spilled file is cut again by the family's per-message guard (WindowedStrategy.guard, "
-         "the message cap): the spill exempts it, the cap does not (its relative-path recognition is fixed)"),
-    ],
 }
 
 
