@@ -48,6 +48,7 @@ window" only if it never left, sits in core memory, or a search brought its chun
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -56,7 +57,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
-from rank_bm25 import BM25Okapi
 
 from harness.conversation import Block, History, Message, ToolDef
 from strategies.base import CallInfo, StrategyEnv
@@ -69,6 +69,8 @@ from strategies.structured_state import (
 )
 
 _WORD = re.compile(r"[a-z0-9]+(?:[_.\-/:][a-z0-9]+)*")
+_SEP = re.compile(r"[_.\-/:]")
+_HAS_SEP = _SEP.search
 
 
 
@@ -78,9 +80,8 @@ def tokenize(text: str) -> list[str]:
     out: list[str] = []
     for w in _WORD.findall(text.lower()):
         out.append(w)
-        parts = re.split(r"[_.\-/:]", w)
-        if len(parts) > 1:
-            out.extend(p for p in parts if p)
+        if _HAS_SEP(w):
+            out.extend(p for p in _SEP.split(w) if p)
     return out
 
 
@@ -128,16 +129,33 @@ class Chunk:
 
 
 class ChunkStore:
-    """The retrieval store: chunks, their BM25 index (rebuilt lazily after additions)."""
+    """The retrieval store: chunks and an incremental Okapi BM25 index over them.
+
+    The index keeps what ``rank_bm25.BM25Okapi`` computes from scratch — each chunk's length, each
+    term's document frequency (terms in the order the library's ``nd`` dict meets them), the total
+    length — as chunks are added, and derives the library's idf (``ln(N - df + 0.5) - ln(df + 0.5)``,
+    a negative one floored at ``epsilon`` x the mean idf, that mean summed left to right in the
+    library's order) only when a search needs it. The values are bit-identical to the library's
+    (tests/strategies/test_rag_memory.py checks them on random corpora); rebuilding it over the
+    whole corpus at every search made a session's cost grow with its square (issue 21)."""
+
+    EPSILON = 0.25  # BM25Okapi's default idf floor factor
 
     def __init__(self, k1: float, b: float, path: Path | None = None, max_query_terms: int = 32) -> None:
         self.k1, self.b = k1, b
         self.max_query_terms = max_query_terms
         self.chunks: list[Chunk] = []
-        self._tokens: list[list[str]] = []
         self._postings: dict[str, tuple[list[int], list[int]]] = {}  # term -> (chunk ids, term counts)
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._index: BM25Okapi | None = None
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # a term's postings, cached until it grows
+        self._term_id: dict[str, int] = {}   # term -> position in the library's nd order
+        self._df: list[int] = []             # document frequency by term position
+        self._doc_len: list[int] = []
+        self._total_len = 0
+        self._log_half: list[float] = []     # math.log(k + 0.5) for k = 0..N
+        self._idf_n = -1                     # corpus size the cached idf state is for
+        self._idf_arr = np.zeros(0)
+        self._eps = 0.0
+        self._norm = np.zeros(0)
         self.path = path
 
     def __len__(self) -> int:
@@ -149,35 +167,72 @@ class ChunkStore:
             c = Chunk(len(self.chunks), t, source)
             self.chunks.append(c)
             toks = tokenize(t) or ["<empty>"]
-            self._tokens.append(toks)
+            self._doc_len.append(len(toks))
+            self._total_len += len(toks)
             for w, n in Counter(toks).items():
-                docs, tfs = self._postings.setdefault(w, ([], []))
-                docs.append(c.id)
-                tfs.append(n)
+                post = self._postings.get(w)
+                if post is None:
+                    post = self._postings[w] = ([], [])
+                    self._term_id[w] = len(self._df)
+                    self._df.append(0)
+                post[0].append(c.id)
+                post[1].append(n)
+                self._df[self._term_id[w]] += 1
+                self._arrays.pop(w, None)
             new.append(c)
-        if new:
-            self._index = None
-            self._arrays = {}
-            if self.path is not None:
-                with self.path.open("a", encoding="utf-8") as fh:
-                    for c in new:
-                        fh.write(json.dumps({"id": c.id, "source": c.source, "text": c.text}, ensure_ascii=False) + "\n")
+        if new and self.path is not None:
+            with self.path.open("a", encoding="utf-8") as fh:
+                for c in new:
+                    fh.write(json.dumps({"id": c.id, "source": c.source, "text": c.text}, ensure_ascii=False) + "\n")
+
+    @property
+    def avgdl(self) -> float:
+        return self._total_len / len(self.chunks)
+
+    def _refresh(self) -> None:
+        """The idf of every term and the floor for the current corpus size, as BM25Okapi._calc_idf."""
+        n = len(self.chunks)
+        if self._idf_n == n:
+            return
+        while len(self._log_half) <= n:
+            self._log_half.append(math.log(len(self._log_half) + 0.5))
+        logs = np.asarray(self._log_half)
+        df = np.asarray(self._df, dtype=np.int64)
+        idf = logs[n - df] - logs[df]  # math.log(N - freq + 0.5) - math.log(freq + 0.5), term by term
+        # the library's idf_sum += idf loop: a left-to-right sum (np.add.accumulate is sequential)
+        average = float(np.add.accumulate(idf)[-1]) / len(df)
+        self._eps = self.EPSILON * average
+        idf[idf < 0] = self._eps
+        self._idf_arr = idf
+        doc_len = np.asarray(self._doc_len, dtype=float)
+        self._norm = self.k1 * (1 - self.b + self.b * doc_len / self.avgdl)  # BM25's length term, per chunk
+        self._idf_n = n
+
+    def idf(self, term: str) -> float:
+        """BM25Okapi's ``idf[term]`` (0 for a term no chunk has)."""
+        i = self._term_id.get(term)
+        if i is None or not self.chunks:
+            return 0.0
+        self._refresh()
+        return float(self._idf_arr[i])
 
     def query_terms(self, query: str) -> list[str]:
         """The query's distinct indexed terms, the ``max_query_terms`` rarest (highest idf) of them:
         BM25 sums over query terms, and a long turn's common words only add noise and time."""
-        idf = self._index.idf if self._index is not None else {}
-        terms = sorted({w for w in tokenize(query) if w in idf}, key=lambda w: (-idf[w], w))
-        return terms[: self.max_query_terms]
+        if not self.chunks:
+            return []
+        self._refresh()
+        ids = self._term_id
+        terms = {w for w in tokenize(query) if w in ids}
+        idf = {w: float(self._idf_arr[ids[w]]) for w in terms}
+        return sorted(terms, key=lambda w: (-idf[w], w))[: self.max_query_terms]
 
     def scores(self, terms: list[str]) -> np.ndarray:
         """Okapi BM25 of every chunk for ``terms``: the same sum as ``BM25Okapi.get_scores`` (its idf,
         document lengths and average length), evaluated over each term's postings only, so a query
         costs the chunks that contain its terms rather than every chunk times every term."""
-        idx = self._index
-        assert idx is not None
-        doc_len = np.asarray(idx.doc_len, dtype=float)
-        norm = self.k1 * (1 - self.b + self.b * doc_len / idx.avgdl)
+        self._refresh()
+        norm = self._norm
         out = np.zeros(len(self.chunks))
         for w in terms:
             arr = self._arrays.get(w)
@@ -185,29 +240,26 @@ class ChunkStore:
                 docs, tfs = self._postings.get(w, ([], []))
                 arr = self._arrays[w] = (np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=float))
             docs, tf = arr
-            out[docs] += idx.idf.get(w, 0.0) * tf * (self.k1 + 1) / (tf + norm[docs])
+            out[docs] += self.idf(w) * tf * (self.k1 + 1) / (tf + norm[docs])
         return out
 
     def search(self, query: str, k: int, exclude: set[int] = frozenset()) -> list[tuple[Chunk, float]]:
         """The ``k`` best chunks with a positive BM25 score, best first (ties: newer first)."""
         if not self.chunks:
             return []
-        if self._index is None:
-            self._index = BM25Okapi(self._tokens, k1=self.k1, b=self.b)
         q = self.query_terms(query)
         if not q:
             return []
         scores = self.scores(q)
-        order = sorted(range(len(scores)), key=lambda i: (-scores[i], -i))
+        pos = np.flatnonzero(scores > 0)  # only these can be returned; sorting them alone is O(hits)
+        order = pos[np.lexsort((-pos, -scores[pos]))].tolist()  # best first, a tie to the newer
         out = []
         for i in order:
-            if scores[i] <= 0 or len(out) >= k:
+            if len(out) >= k:
                 break
             if i not in exclude:
                 out.append((self.chunks[i], float(scores[i])))
         return out
-
-
 
 
 TRIGGER_SHARE = 0.9      # letta/constants.py SUMMARIZATION_TRIGGER_MULTIPLIER

@@ -225,3 +225,45 @@ def test_a_summary_on_the_small_model_still_starts_with_a_user_message(tmp_path)
     s.summarise(dropped)
     (req, _), = svc.calls
     assert [m.role for m in req.messages] == ["user", "assistant", "user"] and req.messages[0] is summ
+
+
+# --- the incremental index against rank_bm25 (issue 21) ----------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa",
+                          "load_user", "src/a.py", "e123"])
+_DOC = st.lists(_WORDS, min_size=0, max_size=12).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches=st.lists(st.lists(_DOC, min_size=1, max_size=6), min_size=1, max_size=8),
+       queries=st.lists(st.lists(_WORDS, min_size=1, max_size=6), min_size=1, max_size=4))
+def test_incremental_index_is_bit_identical_to_rank_bm25(batches, queries):
+    """Chunks added in batches, searched between batches: after each batch the store's idf, average
+    length and scores equal a BM25Okapi built from scratch over the same chunks, to the bit."""
+    store = ChunkStore(1.5, 0.75, None, max_query_terms=4)
+    texts: list[str] = []
+    for batch in batches:
+        store.add(batch, source=1)
+        texts.extend(batch)
+        lib = BM25Okapi([tokenize(t) or ["<empty>"] for t in texts], k1=1.5, b=0.75)
+        assert store.avgdl == lib.avgdl
+        assert {w: store.idf(w) for w in lib.idf} == lib.idf
+        norm = 1.5 * (1 - 0.75 + 0.75 * np.asarray(lib.doc_len, dtype=float) / lib.avgdl)
+        for q in queries:
+            text = " ".join(q)
+            terms = sorted({w for w in tokenize(text) if w in lib.idf}, key=lambda w: (-lib.idf[w], w))[:4]
+            assert store.query_terms(text) == terms
+            # the sum the store evaluated before (over postings, with the library's idf and lengths), exactly
+            want = np.zeros(len(texts))
+            for w in terms:
+                tf = np.asarray([d.get(w, 0) for d in lib.doc_freqs], dtype=float)
+                hit = tf > 0
+                want[hit] += lib.idf[w] * tf[hit] * 2.5 / (tf[hit] + norm[hit])
+            got = store.scores(terms)
+            assert np.array_equal(got, want)
+            assert np.allclose(got, lib.get_scores(terms), rtol=0, atol=1e-12)
+            order = sorted(range(len(want)), key=lambda i: (-want[i], -i))
+            top = [i for i in order if want[i] > 0][:3]
+            assert [c.id for c, _ in store.search(text, 3)] == top
