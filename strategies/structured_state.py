@@ -777,13 +777,16 @@ def keep_within(entries: list[tuple[str | None, str]], session: str | None, budg
     """(session, text) entries cut to ``budget`` (by ``size``), oldest first, but the first entry of
     ``session`` (its goal) and the newest always stay. Returns the kept entries and how many went."""
     kept = list(entries)
+    sizes = [size(x) for _, x in kept]  # each entry sized once; the total kept as entries go
+    total = sum(sizes)
     first = next((k for k, (s, _) in enumerate(kept) if s == session), None)
     dropped = 0
-    while len(kept) > 1 and sum(size(x) for _, x in kept) > budget:
+    while len(kept) > 1 and total > budget:
         k = next((k for k in range(len(kept) - 1) if k != first), None)
         if k is None:
             break
         kept.pop(k)
+        total -= sizes.pop(k)
         dropped += 1
         first = first - 1 if first is not None and k < first else first
     return kept, dropped
