@@ -120,6 +120,7 @@ class TieredBudget(WindowedStrategy):
         super().__init__(config, env)
         self.spill_dir = Path(env.session_dir) / "tool-results"
         self.spilled: set[str] = set()  # absolute paths written (read-backs of these are exempt)
+        self._spill_tails: set[str] = set()  # their ``tool-results/<id>.txt`` tails (names_spill)
 
     def tier_of(self, tool_use_id: str) -> str:
         name, _ = self.tool_uses.get(tool_use_id, ("", {}))
@@ -148,8 +149,7 @@ class TieredBudget(WindowedStrategy):
         if value in self.spilled:
             return True
         t = value.replace("\\", "/")
-        for path in self.spilled:
-            tail = "/".join(Path(path).parts[-2:])
+        for tail in self._spill_tails:
             if t == tail or t.endswith("/" + tail) or t.endswith(" " + tail):
                 return True
         return False
@@ -178,11 +178,13 @@ class TieredBudget(WindowedStrategy):
         except OSError:
             self.counters.extra["spill_failed"] += 1
             return b.with_text(b.text, spill_exempt=True)  # as N-SPILL-4: stays inline, not retried
-        self.spilled.add(str(path.resolve()))
+        path = path.resolve()
+        self.spilled.add(str(path))
+        self._spill_tails.add("/".join(path.parts[-2:]))
         self.counters.spills += 1
         self.counters.extra[f"spill_{tier}"] += 1
-        text = SPILLED.format(head=b.text[:limit], rest=len(b.text) - limit, size=len(b.text), path=path.resolve())
-        return b.with_text(text, spilled=str(path.resolve()))
+        text = SPILLED.format(head=b.text[:limit], rest=len(b.text) - limit, size=len(b.text), path=path)
+        return b.with_text(text, spilled=str(path))
 
 
 def _safe(name: str) -> str:
