@@ -67,9 +67,11 @@ def seed_summary(groups: dict[tuple[int, str], list], cfg) -> tuple[list[dict], 
     weights = RetentionParams(**dict(cfg.retention)).category_weights
     rows, noise = [], []
     by_trace: dict[int, dict[str, list]] = {}
+    outcomes: dict[int, dict[str, dict]] = {}  # the same keys: each configuration's seed_outcome, worked out once
     for (ti, name), runs in groups.items():
         row = un.mean_metrics([r.metrics for r in runs])
-        row.update(seed_outcome([r.metrics for r in runs]))
+        outcome = seed_outcome([r.metrics for r in runs])
+        row.update(outcome)
         row["seeds"] = [r.seed for r in runs]
         row["per_seed"] = [{"seed": r.seed, "cost_usd": r.metrics["cost_usd"], "completed": r.metrics.get("completed"),
                             "retention": r.metrics["retention"]["score"]} for r in runs]
@@ -79,11 +81,12 @@ def seed_summary(groups: dict[tuple[int, str], list], cfg) -> tuple[list[dict], 
             row["retention"] = {**row["retention"], "score": est, "ci95": [lo, hi], "interval": un.METHOD}
         rows.append(row)
         by_trace.setdefault(ti, {})[name] = runs
-    for per in by_trace.values():
+        outcomes.setdefault(ti, {})[name] = outcome
+    for ti, per in by_trace.items():
         blocks = un.blocks_by_config([r for runs in per.values() for r in runs], weights=weights)
         if len(blocks) >= 2:
             trace = next(iter(per.values()))[0].trace
-            failed = {n: seed_outcome([r.metrics for r in runs]) for n, runs in per.items()}
+            failed = outcomes[ti]
             last = {n for n, o in failed.items() if not o["completed"]}
             noise += ["", f"{Path(str(trace)).name}:",
                       *(mark_failed(line, failed) for line in un.noise_lines(blocks, last))]
