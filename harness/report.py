@@ -455,7 +455,6 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
     runs = runs.assign(config=[analysis.config_name(r) for _, r in runs.iterrows()])
     cfgs = analysis.by_config(runs)
     cfgs = pd.concat([analysis.ranked(cfgs[cfgs["window"] == w]) for w in sorted(cfgs["window"].unique())])
-    cfgs = cfgs.astype({"completed": bool})
     ctx = Context(runs, cfgs.reset_index(drop=True), calls, ledger, target, out, errors, probes or {})
     ctx.rec = analysis.recommend(ctx.cfgs, target)
     sections = [s for s in (f(ctx) for f in SECTIONS) if s is not None]
