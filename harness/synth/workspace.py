@@ -224,7 +224,7 @@ class Workspace:
     # --- tool outputs -------------------------------------------------------------------------------
     def read(self, path: str, offset: int | None = None, limit: int | None = None) -> Output:
         ls = self.lines(path)
-        n = len(ls) - (1 if ls and ls[-1] == "" else 0)   # a final newline ends the last line
+        n = self.n_lines(path)
         first = offset or 1
         last = min(n, first - 1 + (limit or READ_MAX_LINES))
         if n == 0:
@@ -236,7 +236,7 @@ class Workspace:
 
     def n_lines(self, path: str) -> int:
         ls = self.lines(path)
-        return len(ls) - (1 if ls and ls[-1] == "" else 0)
+        return len(ls) - (1 if ls and ls[-1] == "" else 0)   # a final newline ends the last line
 
     def scope(self, under: str | None, glob: str | None = None) -> list[str]:
         """Files under a directory (or one file), optionally filtered by a glob on the name or path."""
