@@ -154,10 +154,7 @@ class Workspace:
         """Apply wrong attempt ``i`` (undoing the previous one): the Edit's old and new strings."""
         m = self.bug
         assert m is not None
-        changes = {}
-        if self.attempt is not None:
-            prev = m.attempts[self.attempt].change
-            changes[prev.line] = prev.old
+        changes = self._undo_attempt()
         a = m.attempts[i].change
         changes[a.line] = a.new
         self.attempt = i
@@ -167,13 +164,17 @@ class Workspace:
         """Undo the bug (and any attempt): the Edit's old and new strings."""
         m = self.bug
         assert m is not None
-        changes = {m.change.line: m.change.old}
-        if self.attempt is not None:
-            prev = m.attempts[self.attempt].change
-            changes[prev.line] = prev.old
+        changes = {m.change.line: m.change.old, **self._undo_attempt()}
         span = self._span(context, changes)
         self.bug, self.attempt = None, None
         return self.edit_lines(m.path, *span, changes)
+
+    def _undo_attempt(self) -> dict[int, str]:
+        """The line change that undoes the wrong attempt in the tree (none when there is none)."""
+        if self.attempt is None:
+            return {}
+        prev = self.bug.attempts[self.attempt].change  # type: ignore[union-attr]
+        return {prev.line: prev.old}
 
     def _span(self, context: tuple[int, int], changes: dict[int, str]) -> tuple[int, int]:
         before, after = context
