@@ -83,7 +83,7 @@ def stream(trace: tr.Trace, count=None) -> Stream:
             depth += bool(e.isolated or depth)
             continue
         if isinstance(e, tr.SubtaskEnd):
-            depth = max(0, depth - 1) if depth else 0
+            depth = max(0, depth - 1)
             continue
         if depth or not isinstance(e, tr.CONTENT_EVENTS):
             continue
@@ -95,11 +95,8 @@ def stream(trace: tr.Trace, count=None) -> Stream:
         start.append(pos)
         pos += n
         end.append(pos)
-        if isinstance(e, tr.AssistantEvent):
-            calls.append(call)
-            call += 1
-        else:
-            calls.append(call)
+        calls.append(call)
+        call += isinstance(e, tr.AssistantEvent)
     return Stream(kinds, texts, start, end, calls, index)
 
 
