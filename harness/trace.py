@@ -415,15 +415,9 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         for no, raw in enumerate(fh, 1):
             if no == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise TraceError(path, no, f"not UTF-8: {e.reason} (byte {raw[e.start]:#04x} at byte {e.start + 1} "
-                                 "of the line)") from None
+            text = decode_line(raw, path, no)
             if not text.strip():
                 raise TraceError(path, no, "empty line")
-            if "\x00" in text:
-                raise TraceError(path, no, f"a NUL character at column {text.index(chr(0)) + 1} (damaged bytes)")
             try:
                 obj = strictjson.loads(text)
             except strictjson.BadJSON as e:
@@ -470,6 +464,19 @@ def load(path: str | Path) -> Trace:
     chk.finish(last)
     _check_whole(header, events, path, lines)
     return Trace(header, events, str(path), lines, digest.hexdigest()[:16])
+
+
+def decode_line(raw: bytes, path: str | Path, no: int) -> str:
+    """One line of a JSON-lines file as text: bad UTF-8 or a NUL character (damaged bytes) refused
+    at its place (shared by the trace loader and the importers' reader)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TraceError(path, no, f"not UTF-8: {e.reason} (byte {raw[e.start]:#04x} at byte {e.start + 1} "
+                         "of the line)") from None
+    if "\x00" in text:
+        raise TraceError(path, no, f"a NUL character at column {text.index(chr(0)) + 1} (damaged bytes)")
+    return text
 
 
 def _check_whole(header: Header, events: list[Any], path: str | Path, lines: list[int]) -> None:

@@ -60,13 +60,7 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for no, b in enumerate(lines[:last], 1):
         if not b.strip():
             continue
-        try:
-            text = b.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise TraceError(path, no, f"not UTF-8: {e.reason} (byte {b[e.start]:#04x} at byte {e.start + 1} "
-                             "of the line)") from None
-        if "\x00" in text:
-            raise TraceError(path, no, f"a NUL character at column {text.index(chr(0)) + 1} (damaged bytes)")
+        text = tr.decode_line(b, path, no)
         try:
             obj = strictjson.loads(text)
         except strictjson.BadJSON as e:
