@@ -64,7 +64,7 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             obj = strictjson.loads(text)
         except strictjson.BadJSON as e:
-            hint = _truncated(text.encode(), len(text[:e.pos].encode()), no == last, raw.endswith(b"\n"))
+            hint = _truncated(b, len(text[:e.pos].encode()), no == last, raw.endswith(b"\n"))
             raise TraceError(path, no, f"{e.what} at column {e.pos + 1}{hint}") from None
         if not isinstance(obj, dict):
             raise TraceError(path, no, f"expected a JSON object, got {type(obj).__name__}")
