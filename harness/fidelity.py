@@ -57,6 +57,7 @@ from harness.trace import (
 )
 from strategies.recorded import (
     COMPACT_INSTRUCTIONS,
+    MCP_COMMAND,
     STRIPS_PREVIOUS_THINKING,
     Recorded,
     compaction_calls,
@@ -74,8 +75,7 @@ HIDDEN_MIN_TOKENS = 200
 HIDDEN_FRACTION_OF_ADDED = 0.10
 # user messages a miss right after is reported beside (not a cause by themselves): what the log
 # shows came in just before the cache was lost
-NOTED_BEFORE = (("<task-notification>", "<task-notification>"),
-                ("<command-name>/mcp</command-name>", "/mcp"))
+NOTED_BEFORE = (("<task-notification>", "<task-notification>"), (MCP_COMMAND, "/mcp"))
 # anthropics/claude-code#87966 (reported): reads that stop at the stable prefix, intermittently,
 # with no idle time, no change the client made and no pattern across sessions
 INTERMITTENT = "anthropics/claude-code#87966 reports such intermittent fall-backs to the stable prefix"
@@ -630,6 +630,7 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
         gap = c.t - prev.t
         sim = table.loc[c.index]
         sim_prev = table.loc[prev.index]
+        at_system = abs(read - system_prefix) <= max(MISS_TOLERANCE_TOKENS, 0.02 * system_prefix)
         if gap > TTL_S[ttl]:
             cause, block = "ttl", f"{gap:.0f} s since the previous call > {ttl}"
         elif c.model != prev.model:
@@ -646,15 +647,14 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
                          "Opus 4.5): the prefix changed at the first of them; the replay misses here too")
         else:
             cause, block = "unexplained", None
-            if abs(read - system_prefix) <= max(MISS_TOLERANCE_TOKENS, 0.02 * system_prefix):
+            if at_system:
                 block = f"no cause in the log; {INTERMITTENT}"
+        recurring = sum(1 for p in calls if p.usage and abs(p.usage.cache_read - read) <= 64) if read else 0
         if read == 0:
             where = "nothing (full re-write)"
-        elif sum(1 for p in calls if p.usage and abs(p.usage.cache_read - read) <= 64) >= 3 and \
-                abs(read - system_prefix) > max(MISS_TOLERANCE_TOKENS, 0.02 * system_prefix):
-            n = sum(1 for p in calls if p.usage and abs(p.usage.cache_read - read) <= 64)
-            where = f"a recurring cache point ({read}, read by {n} calls)"
-        elif abs(read - system_prefix) <= max(MISS_TOLERANCE_TOKENS, 0.02 * system_prefix):
+        elif recurring >= 3 and not at_system:
+            where = f"a recurring cache point ({read}, read by {recurring} calls)"
+        elif at_system:
             where = f"the system prefix ({read})"
         else:
             earlier = [p for p in calls[:c.index] if p.usage and p.thread == c.thread and abs(p.context - read) <= 64]
