@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.conversation import Message
-from harness.importers.mentions import NUMBERED_LINE, read_attachment
+from harness.importers.mentions import NUMBERED_LINE, edits_of, read_attachment
 from strategies.novacode.restore import (
     RESTORE_FILE_TOKENS,
     RESTORE_MAX_FILES,
@@ -193,10 +193,8 @@ class ReattachTracker:
             v.write(str(inp.get("content", "")))
             v.modified = self._n
         elif tool in EDIT_TOOLS:
-            edits = inp.get("edits") if tool == "MultiEdit" else [inp]
-            for e in edits if isinstance(edits, list) else []:
-                if isinstance(e, dict) and isinstance(e.get("old_string"), str) and isinstance(e.get("new_string"), str):
-                    v.edit(e["old_string"], e["new_string"], bool(e.get("replace_all")))
+            for e in edits_of(tool, inp):
+                v.edit(e["old_string"], e["new_string"], bool(e.get("replace_all")))
             v.modified = self._n
         else:
             v.read(result, partial=("offset" in inp or "limit" in inp))

@@ -71,8 +71,9 @@ class _Op:
     result: str | None  # a Read's result text
 
 
-def _edits(op: _Op) -> list[dict[str, Any]]:
-    edits = op.input.get("edits") if op.tool == "MultiEdit" else [op.input]
+def edits_of(tool: str, inp: dict[str, Any]) -> list[dict[str, Any]]:
+    """The well-formed {old_string, new_string[, replace_all]} edits of an Edit or MultiEdit input."""
+    edits = inp.get("edits") if tool == "MultiEdit" else [inp]
     return [e for e in edits if isinstance(e, dict) and isinstance(e.get("old_string"), str)
             and isinstance(e.get("new_string"), str)] if isinstance(edits, list) else []
 
@@ -117,7 +118,7 @@ def rebuild(ops: list[_Op], path: str, at: int) -> str | None:
     if base is not None:   # the latest whole text before, then the edits since
         content = base[1]
         for o in before[base[0] + 1:]:
-            for e in _edits(o):
+            for e in edits_of(o.tool, o.input):
                 content = _apply(content, e, undo=False)
                 if content is None:
                     return None
@@ -131,7 +132,7 @@ def rebuild(ops: list[_Op], path: str, at: int) -> str | None:
             continue
         content: str | None = w
         for between in reversed(after[:i]):
-            for e in reversed(_edits(between)):
+            for e in reversed(edits_of(between.tool, between.input)):
                 content = _apply(content, e, undo=True) if content is not None else None
         return content
     return None
