@@ -216,7 +216,7 @@ class ReattachTracker:
             key = lambda kv: kv[1].accessed  # noqa: E731
         else:
             key = lambda kv: (kv[1].modified is not None, kv[1].modified or kv[1].accessed)  # noqa: E731
-        return sorted(((p, v) for p, v in self.files.items() if v.text()), key=key, reverse=True)
+        return sorted(((p, v) for p, v in self.files.items() if v.lines or v.raw), key=key, reverse=True)
 
 
 def _clip(text: str, max_chars: int) -> str:
