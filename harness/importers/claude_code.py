@@ -204,9 +204,9 @@ def parse_file(path: Path) -> _Parsed:
                 p.hooks.setdefault(str(o["toolUseID"]), {}).setdefault(str(data.get("hookEvent")), str(data.get("hookName") or ""))
             if kind == "progress" and isinstance(data, dict) and data.get("hookEvent") == "SessionStart":
                 source = str(data.get("hookName") or "SessionStart:?").partition(":")[2] or "?"
-                cmds = p.session_hooks.setdefault(source, [])
-                if str(data.get("command") or "?") not in cmds:
-                    cmds.append(str(data.get("command") or "?"))
+                cmds, cmd = p.session_hooks.setdefault(source, []), str(data.get("command") or "?")
+                if cmd not in cmds:
+                    cmds.append(cmd)
             continue
         if kind == "system":
             if o.get("subtype") == "compact_boundary":
