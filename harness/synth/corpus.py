@@ -15,8 +15,9 @@ import gzip
 import hashlib
 import itertools
 import json
+from collections import Counter
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
@@ -105,6 +106,11 @@ class Corpus:
     clean_modules: dict[str, dict[str, Run]]    # module -> {"q", "v"}
     mutations: tuple[Mutation, ...]
     provenance: dict
+
+    @cached_property
+    def line_counts(self) -> Counter:
+        """How many times each stripped line occurs in the corpus's files."""
+        return Counter(ln.strip() for f in self.files.values() for ln in f.lines)
 
     @property
     def paths(self) -> list[str]:

@@ -11,7 +11,6 @@ it in a request means the request holds that line; every fact text is unique in 
 from __future__ import annotations
 
 import re
-from collections import Counter
 
 from harness.synth.corpus import Corpus, SourceFile
 
@@ -21,19 +20,9 @@ _CONFIG = re.compile(r"^[\w.\-]+\s*=\s*\S")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 
 
-_COUNTS: dict[int, Counter] = {}
-
-
-def _line_counts(corpus: Corpus) -> Counter:
-    c = _COUNTS.get(id(corpus))
-    if c is None:
-        c = _COUNTS[id(corpus)] = Counter(ln.strip() for f in corpus.files.values() for ln in f.lines)
-    return c
-
-
 def distinctive(corpus: Corpus, line: str) -> bool:
     s = line.strip()
-    return len(s) >= MIN_FACT_CHARS and _line_counts(corpus)[s] == 1
+    return len(s) >= MIN_FACT_CHARS and corpus.line_counts[s] == 1
 
 
 def def_line(f: SourceFile, first: int, last: int) -> int | None:
