@@ -26,8 +26,12 @@ class Case:
     status: int = 2
 
 
+# placeholders only the real logs fill: {I} (a trace imported from one) and {W}/cc.jsonl, {W}/ccdir (copies of one)
+_REAL_PLACEHOLDERS = ("{I}", "{W}/cc")
+
+
 def _c(argv: str, names: str, *leaves: str, real: bool = False) -> Case:
-    return Case(argv, names, tuple(leaves), real)
+    return Case(argv, names, tuple(leaves), real or any(p in argv for p in _REAL_PLACEHOLDERS))
 
 
 RUN = "run {T} -s append_only -q"
