@@ -236,6 +236,9 @@ class _Run:
             self.backend = SimulatedLLM(facts, self.provider.count_text, cfg.seed, params=dict(cfg.summariser),
                                         run_dir=str(session_dir), message_tokens=self.provider.message_tokens)
         self.retention = _make_retention(facts, cfg, seeds[2], session_dir)
+        from harness import needs as nd
+
+        self.needs = nd.for_run(trace, self.provider) if facts else None  # the same for every strategy
         h = trace.header
         self.read_tool = str(h.meta.get("read_tool", READ_TOOL))
         if "prefix" not in trace.memo:
@@ -703,4 +706,12 @@ def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, An
     res.metrics = compute_metrics(res, run.strategy.counters, run.fact_scores, run.readbacks, outcome,
                                   run.retention.params if run.retention is not None else None)
     res.metrics["provenance"] = _provenance(run, calls)
+    if run.needs is not None:
+        from harness import needs as nd
+
+        res.metrics["needs_at_risk"] = nd.headline(run.probe_rows, run.needs)
+        res.metrics["needs_by_distance"] = nd.by_distance(run.probe_rows, run.needs)
+        got = [run.needs.get(p, f) for p, f in zip(probes["probe"], probes["fact"], strict=True)]
+        probes["at_risk"] = [bool(g is not None and g.at_risk) for g in got]
+        probes["distance_tokens"] = [g.distance_tokens if g is not None else -1 for g in got]
     return res

@@ -79,6 +79,10 @@ def seed_summary(groups: dict[tuple[int, str], list], cfg) -> tuple[list[dict], 
         if blocks:
             est, lo, hi = un.interval(blocks)
             row["retention"] = {**row["retention"], "score": est, "ci95": [lo, hi], "interval": un.METHOD}
+        if all("needs_at_risk" in r.metrics for r in runs):   # summed over seeds (harness/needs.py)
+            from harness import needs as nd
+
+            row["needs_at_risk"] = nd.pooled([r.metrics["needs_at_risk"] for r in runs], len(runs))
         rows.append(row)
         by_trace.setdefault(ti, {})[name] = runs
         outcomes.setdefault(ti, {})[name] = outcome
@@ -173,6 +177,10 @@ def run(args) -> int:
         print_table(rows, title=f"{len(names)} strategies on {where} ({first.model}, window {first.window:,}, {caching}; "
                     f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''})")
         for line in noise:
+            print(line)
+        from harness import needs as nd
+
+        for line in nd.compare_lines(groups):
             print(line)
     if report is not None:
         report.write_report(results, Path(args.report))

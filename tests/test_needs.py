@@ -1,0 +1,97 @@
+"""Needs at risk (harness/needs.py): the stratification on a tiny trace worked out by hand, the
+Wilson and Newcombe intervals by hand, the headline's counts."""
+
+import pytest
+
+from harness import needs as nd
+from harness import trace as tr
+from tests.helpers_traces import Builder
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def tiny() -> tr.Trace:
+    """Counted in words, window 20, reserve 10: threshold 10.
+
+    e0 user "please fix GOALX" (3: acc 3) · e1 fact G · e2 call "ok" + Bash "cmd 1" (3: acc 6) ·
+    e3 result "data ALPHA one two" (4: acc 10, not over) · e4 fact A · e5 probe p1 [A] ·
+    e6 call "ok" (1: acc 11 > 10: turnover after e6) · e7 user "more words here now" (4) ·
+    e8 probe p2 [A, G] · e9 call "ok"."""
+    b = Builder()
+    b.user("please fix GOALX")
+    b.event(tr.FactEvent(t=b.t, id="G", category="goal", text="GOALX"))
+    b.call("ok", ["data ALPHA one two"])
+    b.event(tr.FactEvent(t=b.t, id="A", category="file", text="ALPHA"))
+    b.event(tr.ProbeEvent(t=b.t, id="p1", needs=["A"]))
+    b.call("ok")
+    b.user("more words here now")
+    b.event(tr.ProbeEvent(t=b.t, id="p2", needs=["A", "G"]))
+    b.call("ok")
+    return b.build()
+
+
+def test_a_need_across_a_turnover_point_is_at_risk_by_hand():
+    needs = nd.classify(tiny(), words, window=20, params=nd.NeedsParams(reserve_tokens=10))
+    assert needs.threshold == 10 and needs.turnovers == (6,)
+    p1a = needs.get("p1", "A")
+    assert (p1a.at_risk, p1a.distance_tokens, p1a.last_seen) == (False, 0, 3)
+    p2a = needs.get("p2", "A")   # last seen at e3 (position 10), needed at position 15, a turnover between
+    assert (p2a.at_risk, p2a.distance_tokens, p2a.source, p2a.from_user) == (True, 5, "tu_1", False)
+    p2g = needs.get("p2", "G")   # last seen at e0 (position 3): 12 back; only the user can give it again
+    assert (p2g.at_risk, p2g.distance_tokens, p2g.source, p2g.from_user) == (True, 12, None, True)
+
+
+def test_the_prefix_counts_toward_the_threshold_and_a_wider_window_has_no_turnover():
+    t = tiny()
+    # prefix 1: acc reaches 11 at e3 already (turnover after e3): p1's A was seen at e3 itself, at risk
+    early = nd.classify(t, words, window=20, prefix_tokens=1, params=nd.NeedsParams(reserve_tokens=10))
+    assert early.turnovers[0] == 3 and early.get("p1", "A").at_risk
+    wide = nd.classify(t, words, window=1_000, params=nd.NeedsParams(reserve_tokens=10))
+    assert wide.turnovers == () and not any(n.at_risk for n in wide.by_key.values())
+
+
+def test_a_recorded_compaction_is_a_turnover_point():
+    b = Builder()
+    b.user("please fix GOALX")
+    b.event(tr.FactEvent(t=b.t, id="G", category="goal", text="GOALX"))
+    b.call("ok")
+    b.event(tr.CompactEvent(t=b.t, trigger="manual"))
+    b.event(tr.ProbeEvent(t=b.t, id="p", needs=["G"]))
+    b.call("ok")
+    needs = nd.classify(b.build(), words, window=10_000, params=nd.NeedsParams(reserve_tokens=0))
+    assert needs.turnovers == (3,) and needs.get("p", "G").at_risk
+
+
+def test_wilson_by_hand():
+    # 8 of 10: p 0.8, z² 3.8415; centre (0.8 + 0.19207) / 1.38415 = 0.71674;
+    # half 1.96 / 1.38415 · sqrt(0.016 + 0.0096037) = 0.22658
+    lo, hi = nd.wilson(8, 10)
+    assert lo == pytest.approx(0.4902, abs=1e-4) and hi == pytest.approx(0.9433, abs=1e-4)
+    assert nd.wilson(0, 0) == (0.0, 1.0)
+    lo, hi = nd.wilson(0, 5)   # 0 of 5: [0, z²/(n + z²)] = [0, 3.8415 / 8.8415]
+    assert lo == 0.0 and hi == pytest.approx(0.4345, abs=1e-4)
+
+
+def test_newcombe_by_hand():
+    # 8/10 vs 2/10: Wilson [0.4902, 0.9433] and [0.0567, 0.5098]; d 0.6;
+    # low 0.6 − sqrt(0.3098² + 0.3098²) = 0.1619, high 0.6 + sqrt(0.1433² + 0.1433²) = 0.8027
+    d, lo, hi = nd.newcombe(8, 10, 2, 10)
+    assert d == pytest.approx(0.6) and lo == pytest.approx(0.1619, abs=1e-4) and hi == pytest.approx(0.8027, abs=1e-4)
+    d, lo, hi = nd.newcombe(5, 10, 4, 10)
+    assert lo < 0 < hi   # within noise
+
+
+def test_headline_counts_only_needs_at_risk():
+    needs = nd.classify(tiny(), words, window=20, params=nd.NeedsParams(reserve_tokens=10))
+    rows = [{"probe": "p1", "fact": "A", "where": "lost"},          # not at risk: not counted
+            {"probe": "p2", "fact": "A", "where": "recoverable"},
+            {"probe": "p2", "fact": "G", "where": "summary"}]
+    h = nd.headline(rows, needs)
+    assert (h["n"], h["verbatim"], h["summary"], h["pointer"], h["lost"]) == (2, 0, 1, 1, 0)
+    assert h["kept"] == 0.5 and h["goal"] == {"n": 1, "kept": 1} and h["constraints"] == {"n": 0, "kept": 0}
+    assert h["kept_ci"] == pytest.approx(list(nd.wilson(1, 2)))
+    # pooled over 3 seeds: counts summed, the interval on each need once (1 of 2)
+    p = nd.pooled([h, h, h], 3)
+    assert p["n"] == 6 and p["summary"] == 3 and p["kept_ci"] == pytest.approx(list(nd.wilson(1, 2)))
