@@ -33,6 +33,7 @@ from harness import protocol
 from harness.conversation import Block, Message, Request, SystemPrompt, ToolDef, ToolSet, Usage
 from harness.llm import (
     READBACK,
+    RECOVERY,
     BackendReply,
     CallSpec,
     LLMBackend,
@@ -101,6 +102,7 @@ class RunConfig:
     max_attempts: int = MAX_ATTEMPTS_PER_CALL  # requests per main call, retries after a rejection included
     readback_probability: float | None = None  # overrides the retention model's recovery probability
     retention: Mapping[str, Any] = field(default_factory=dict)  # RetentionParams overrides
+    recovery: Mapping[str, Any] = field(default_factory=dict)  # harness.recovery.RecoveryParams overrides
     summariser: Mapping[str, Any] = field(default_factory=dict)  # SimParams overrides (the simulated summariser)
     # observer(request, info) sees every request sent, main and side calls (the property kit uses
     # it); info: {"tokens", "window", "rejections", "now", "call"}
@@ -224,7 +226,7 @@ class _Run:
         self.main_index = 0
         self.session: str | None = None
         self.subtasks: list[str] = []
-        seeds = np.random.SeedSequence([cfg.seed, int(trace.content_hash[:8] or "0", 16)]).spawn(3)
+        seeds = np.random.SeedSequence([cfg.seed, int(trace.content_hash[:8] or "0", 16)]).spawn(4)
         self.fail_rng = np.random.default_rng(seeds[0])
         facts = trace.facts()
         self.facts = facts
@@ -239,6 +241,7 @@ class _Run:
         from harness import needs as nd
 
         self.needs = nd.for_run(trace, self.provider) if facts else None  # the same for every strategy
+        self.recovery = _make_recovery(trace, self.needs, cfg, seeds[3], self.provider)
         h = trace.header
         self.read_tool = str(h.meta.get("read_tool", READ_TOOL))
         if "prefix" not in trace.memo:
@@ -428,14 +431,26 @@ class _Run:
             return False
         req, lay = got
         if probes and self.retention is not None:
+            mark = len(self.fact_scores)
             pointers = self.score_probes(probes, req)
             if pointers:
                 got = self.read_back(req, lay, pointers)
                 if got is None:
                     return False
                 req, lay = got
+            if self.recovery is not None:   # the lost needs at risk the agent re-acquires (harness/recovery.py)
+                steps = self.recovery.at_call(self.fact_scores[mark:], answer)
+                if steps:
+                    got = self.inject(req, lay, [(*x.step(), x.content, x.is_error) for x in steps], RECOVERY)
+                    if got is None:
+                        return False
+                    req, lay = got
+        unneeded = self.recovery is not None and self.recovery.unneeded_call(
+            lambda: "\n".join(m.text for m in req.messages), answer)
         out = recorded_output if recorded_output is not None else self.provider.output_tokens(answer)
         usage = self._bill(req, lay, out)
+        if unneeded:  # a recorded re-acquisition this strategy did not need: its cost is credited
+            self.recovery.credit_usd += self.rows[-1]["cost_usd"]
         self.main_index += 1
         s.on_response(answer, usage)
         return True
@@ -488,20 +503,31 @@ class _Run:
         Code's Read, it reads a window of lines around the fact (READBACK_LINES), not the whole file.
         The request after a read-back can be rejected like any (the excerpt made it too long):
         None when the session failed there."""
-        s = self.strategy
+        steps = []
         for path, line in pointers:
             try:
                 text, inp = _excerpt(Path(path), line)
             except OSError:
                 continue
+            steps.append((self.read_tool, {"file_path": path, **inp}, text, False))
+        return self.inject(req, lay, steps, READBACK)
+
+    def inject(self, req: Request, lay: Any, steps: list[tuple[str, Any, str, bool]], kind: str) -> tuple[Request, Any] | None:
+        """Tool calls the simulated agent makes before the call's recorded answer (read-backs of
+        pointers, recoveries of lost needs: harness/recovery.py), one at a time: ``req`` is billed
+        as the call that emits the tool use, its result enters history, and the call is sent again
+        (``kind``). None when the session failed there."""
+        s = self.strategy
+        for name, inp, text, is_error in steps:
             self._rb += 1
-            tu = Block.tool_use(f"ctxsim_readback_{self._rb}", self.read_tool, {"file_path": path, **inp})
-            ask = Message("assistant", (tu,), {"origin": "readback"})
+            tu = Block.tool_use(f"ctxsim_{kind}_{self._rb}", name, inp)
+            ask = Message("assistant", (tu,), {"origin": kind})
             usage = self._bill(req, lay, self.provider.output_tokens(ask))
             s.on_response(ask, usage)
-            s.on_tool_results(Message("user", (Block.tool_result(tu.id, text),), {"origin": "readback"}))
-            self.readbacks += 1
-            got = self.accept(_with_kind(s.build_request(self._call_info()), READBACK), READBACK)
+            s.on_tool_results(Message("user", (Block.tool_result(tu.id, text, is_error),), {"origin": kind}))
+            if kind == READBACK:
+                self.readbacks += 1
+            got = self.accept(_with_kind(s.build_request(self._call_info()), kind), kind)
             if got is None:
                 return None
             req, lay = got
@@ -577,6 +603,15 @@ def _seed_files(session_dir: Path, files: Mapping[str, str]) -> tuple[Path, Path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
     return home, project
+
+
+def _make_recovery(trace: Trace, needs: Any, cfg: RunConfig, seed, provider: Provider) -> Any:
+    from harness import recovery as rc
+
+    params = rc.RecoveryParams(**dict(cfg.recovery))
+    if needs is None or not params.enabled:
+        return None
+    return rc.Recovery(trace, needs, params, np.random.default_rng(seed), provider.count_text)
 
 
 def _make_retention(facts: dict[str, FactEvent], cfg: RunConfig, seed, session_dir: Path) -> Any:
@@ -711,6 +746,9 @@ def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, An
 
         res.metrics["needs_at_risk"] = nd.headline(run.probe_rows, run.needs)
         res.metrics["needs_by_distance"] = nd.by_distance(run.probe_rows, run.needs)
+    if run.recovery is not None:
+        rec = res.metrics["recovery"] = run.recovery.metrics(calls)
+        res.metrics["cost_with_recovery_usd"] = res.metrics["cost_usd"] - rec["credit_usd"]
         got = [run.needs.get(p, f) for p, f in zip(probes["probe"], probes["fact"], strict=True)]
         probes["at_risk"] = [bool(g is not None and g.at_risk) for g in got]
         probes["distance_tokens"] = [g.distance_tokens if g is not None else -1 for g in got]

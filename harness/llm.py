@@ -29,6 +29,7 @@ MEMORY_CONSOLIDATE = "memory_consolidate"
 JUDGE = "judge"
 SUBAGENT = "subagent"
 READBACK = "readback"
+RECOVERY = "recovery"  # a lost need at risk re-acquired (harness/recovery.py)
 
 
 class SideCallFailed(Exception):

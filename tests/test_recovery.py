@@ -1,0 +1,85 @@
+"""The cost of forgetting, closed loop (harness/recovery.py): a lost need at risk is re-acquired by
+an extra tool call and model call, billed like any call; a fact only the user gave is violated; a
+recorded re-acquisition the strategy did not need is credited; runs are deterministic."""
+
+import pandas as pd
+import pytest
+
+from harness import trace as tr
+from harness.engine import RunConfig, replay
+from tests.helpers_traces import Builder
+
+CONTENT = "def alpha_beta():\n    return ALPHA_42\n" + "# padding line\n" * 40
+
+
+def compacted(reread: bool = False) -> tr.Trace:
+    """A file read, a recorded compaction whose summary keeps neither the file's fact nor the goal,
+    then a call that needs both (and, with ``reread``, re-reads the file itself)."""
+    b = Builder()
+    b.user("fix GOALX in the parser")
+    b.event(tr.FactEvent(t=b.t, id="G", category="goal", text="GOALX"))
+    b.call("reading", [CONTENT], tool="Read", inputs=[{"file_path": "/p/a.py"}])
+    b.event(tr.FactEvent(t=b.t, id="A", category="file", text="ALPHA_42"))
+    b.call("ok")
+    b.event(tr.CompactEvent(t=b.t, trigger="manual", summary="<summary>we read a file</summary>"))
+    b.user("continue")
+    b.event(tr.ProbeEvent(t=b.t, id="p", needs=["A", "G"]))
+    if reread:
+        b.call("again", [CONTENT], tool="Read", inputs=[{"file_path": "/p/a.py"}])
+    b.call("use it")
+    return b.build()
+
+
+def run(trace, **recovery):
+    return replay(trace, "recorded", None, RunConfig(window=200_000, recovery={"probability": {"read": 1.0, "rerun": 1.0},
+                                                                                 **recovery}))
+
+
+def test_a_lost_need_at_risk_is_recovered_by_a_billed_call():
+    r = run(compacted())
+    m = r.metrics
+    assert m["needs_at_risk"]["n"] == 2 and m["needs_at_risk"]["lost"] == 2
+    assert m["needs_at_risk"]["goal"] == {"n": 1, "kept": 0}
+    rec = r.calls[r.calls["kind"] == "recovery"]
+    assert len(rec) == 1 and m["recovery"]["calls"] == 1 and m["recovery"]["violated"] == 1  # the goal
+    row = rec.iloc[0]
+    before = r.calls.iloc[rec.index[0] - 1]   # the call that emitted the Read (billed as that main call)
+    assert before["kind"] == "main" and before["cost_usd"] > 0 and before["output"] > 0
+    # the re-read result entered the context: the recovery request holds it on top of the one before
+    assert row["context_tokens"] - before["context_tokens"] >= m["recovery"]["tokens"] > 0
+    assert row["cost_usd"] > 0 and row["duration_s"] > 0
+    assert m["recovery"]["cost_usd"] == pytest.approx(row["cost_usd"])
+    off = run(compacted(), enabled=False)
+    assert "recovery" not in off.metrics and not (off.calls["kind"] == "recovery").any()
+    # closed loop: one more billed call than the open loop (the one that emits the Read; the call
+    # that needed the fact is then sent again, the row of kind recovery)
+    assert len(r.calls) == len(off.calls) + 1 and m["cost_usd"] > off.metrics["cost_usd"]
+    assert m["cost_with_recovery_usd"] == pytest.approx(m["cost_usd"] - m["recovery"]["credit_usd"])
+
+
+def test_a_probability_of_zero_recovers_nothing_and_the_recorded_reread_is_the_recovery():
+    m = run(compacted(), probability={"read": 0.0, "rerun": 0.0}).metrics
+    assert m["recovery"]["calls"] == 0 and m["recovery"]["declined"] == 1
+    # the log's own next call re-reads the file: the probe before it is lost, but no recovery is added
+    m = run(compacted(reread=True)).metrics
+    assert m["recovery"]["calls"] == 0 and m["recovery"]["by_recorded"] == 1
+
+
+def test_a_recorded_reread_of_content_still_held_is_credited():
+    # append_only keeps everything (the recorded compaction is the log's, not its own): the re-read of
+    # /p/a.py fetches what its window still holds verbatim, so that call is credited
+    r = replay(compacted(reread=True), "append_only", None, RunConfig(window=200_000))
+    m = r.metrics
+    assert m["needs_at_risk"]["verbatim"] == 2 and m["recovery"]["calls"] == 0
+    assert m["recovery"]["recorded_unneeded"] == 1
+    reread_call = r.calls[(r.calls["kind"] == "main")].iloc[2]   # calls: reading, ok, again, use it
+    assert m["recovery"]["credit_usd"] == pytest.approx(reread_call["cost_usd"])
+    assert m["cost_with_recovery_usd"] == pytest.approx(m["cost_usd"] - reread_call["cost_usd"])
+
+
+def test_recovery_is_deterministic():
+    t = compacted()
+    cfg = RunConfig(window=200_000, seed=7)
+    a, b = replay(t, "recorded", None, cfg), replay(t, "recorded", None, cfg)
+    pd.testing.assert_frame_equal(a.calls, b.calls)
+    assert a.metrics["recovery"] == b.metrics["recovery"]
