@@ -15,7 +15,7 @@ help:
 	@echo "make bench      speed benchmarks (pytest-benchmark, tests/bench/)"
 	@echo "make test-deep  the property suite with the long hypothesis profile"
 	@echo "make example    regenerate the checked-in example report (reports/example/)"
-	@echo "make calibration  refit the simulated summariser on the real compactions (harness/data/summary_survival.json)"
+	@echo "make calibration  refit the simulated summariser and the recovery model on the real compactions (harness/data/summary_survival.json, recovery.json)"
 	@echo "make lint       ruff"
 
 $(STAMP): pyproject.toml
@@ -52,6 +52,7 @@ example: $(STAMP)
 
 calibration: $(STAMP)
 	$(CTXSIM) calibrate-summariser
+	$(CTXSIM) calibrate-recovery
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check harness strategies tests

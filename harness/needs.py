@@ -86,6 +86,7 @@ class Need:
     last_seen: int         # event index where the fact was last seen (-1: never before the call)
     source: str | None     # tool_use id of the last tool result before the turnover that held the fact
     from_user: bool        # the fact entered through a user message (only the user can give it again)
+    call: int = -1         # the main call (0-based) that needs it
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ def classify(trace: tr.Trace, count: Callable[[str], int], window: int, prefix_t
     last_content: Any = None
     pending: list[tr.ProbeEvent] = []
     out: dict[tuple[str, str], Need] = {}
+    calls = 0
 
     def turn(i: int) -> None:
         nonlocal acc
@@ -158,8 +160,10 @@ def classify(trace: tr.Trace, count: Callable[[str], int], window: int, prefix_t
                     risk = seen is not None and t_seen < len(turnovers)
                     src = tool_before.get(fid) if risk else None
                     out[(pr.id, fid)] = Need(pr.id, fid, f.category, pos - after if seen is not None else 0,
-                                             risk, at, src, entered_by_user.get(fid, False))
+                                             risk, at, src, entered_by_user.get(fid, False), calls)
             pending = []
+        if isinstance(ev, tr.AssistantEvent):
+            calls += 1
         text = seen_text(ev)
         n = count(text) if text else 0
         pos += n

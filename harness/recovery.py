@@ -267,4 +267,4 @@ class Recovery:
                 "violated": int(self.violated), "unrecoverable": int(self.unrecoverable),
                 "declined": int(self.declined), "by_recorded": int(self.by_recorded),
                 "by_kind": dict(self.by_kind), "recorded_unneeded": int(self.unneeded),
-                "credit_usd": float(self.credit_usd)}
+                "credit_usd": float(self.credit_usd), "probability": dict(self.params.probability)}

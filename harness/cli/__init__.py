@@ -13,7 +13,7 @@ import sys
 
 # the order of `ctxsim --help`
 COMMANDS = ["synth", "importer", "probes", "validate", "strategies", "run", "compare", "fidelity", "sweep", "report",
-            "check_strategy", "calibrate", "calibrate_summariser"]
+            "check_strategy", "calibrate", "calibrate_summariser", "calibrate_recovery"]
 
 
 class BadInput(Exception):
