@@ -317,6 +317,28 @@ def difference(a: Mapping[str, Any], b: Mapping[str, Any], seeds: int) -> tuple[
     return newcombe(ka, na, kb, nb)
 
 
+def run_lines(m: Mapping[str, Any]) -> list[str]:
+    """The headline under ``ctxsim run``'s table: needs at risk, recovery, cost including recovery."""
+    o = m.get("needs_at_risk")
+    if not o:
+        return []
+    out = []
+    if o["n"]:
+        lo, hi = o["kept_ci"]
+        out.append(f"needs at risk: kept {o['verbatim'] + o['summary']}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
+                   f"(verbatim {o['verbatim']}, summary {o['summary']}, pointer {o['pointer']}, lost {o['lost']}); "
+                   f"goal {o['goal']['kept']}/{o['goal']['n']}, constraints {o['constraints']['kept']}/{o['constraints']['n']}")
+    else:
+        out.append("needs at risk: none on this trace at this window")
+    r = m.get("recovery")
+    if r:
+        out.append(f"recovery: {r['calls']} calls, {r['tokens']:,} tokens, ${r['cost_usd']:.3f}; {r['violated']} violated; "
+                   f"cost including recovery ${m.get('cost_with_recovery_usd', m['cost_usd']):.3f}"
+                   + (f" (credit ${r['credit_usd']:.3f} for {r['recorded_unneeded']} recorded re-reads not needed)"
+                      if r.get("recorded_unneeded") else ""))
+    return out
+
+
 def compare_lines(groups: Mapping[tuple[int, str], Sequence[Any]]) -> list[str]:
     """The needs-at-risk section of ``ctxsim compare``: per trace and, with several traces, pooled
     over them; ``groups``: (trace number, strategy) -> its runs (one per seed). Each line gives k/n,

@@ -100,4 +100,8 @@ def run(args) -> int:
         from harness.cli.table import print_table
 
         print_table([res.metrics], title=f"{res.strategy} on {Path(args.trace).name} ({res.model}, window {res.window:,})")
+        from harness import needs
+
+        for line in needs.run_lines(res.metrics):
+            print(line)
     return 0
