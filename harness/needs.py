@@ -40,10 +40,12 @@ constraint and preference facts, what the user set). The attention × position s
 Pooled across seeds (:func:`pooled`): counts are summed over seeds and sessions (``n`` is
 needs × seeds), but a seed replays the same needs, so the interval is Wilson's on the *effective*
 sample, each need counted once (k / seeds of n / seeds): pooling seeds does not narrow it. Two
-strategies differ beyond noise when Newcombe's hybrid score interval of the difference of their kept
-shares (from the two Wilson intervals; Newcombe 1998, method 10) excludes 0. It treats the two
-strategies' shares as independent; on the same needs they are positively correlated, so the interval
-is wider than a paired one: "beyond noise" is a conservative verdict.
+strategies differ beyond noise when the 95% interval of the difference of their kept shares excludes
+0. The needs are the same for both, so the difference is paired: per need (and seed) both keep it,
+only one does, or neither, and the interval is Newcombe's score interval for paired proportions
+(Stat Med 1998, 17:2635, method 10), on each need once (:func:`newcombe_paired`). Without per-need
+outcomes (two pooled objects only) it falls back to the unpaired hybrid interval (Newcombe 1998,
+Stat Med 17:873, method 10), which is wider.
 """
 
 from __future__ import annotations
@@ -206,6 +208,53 @@ def wilson(k: float, n: float, z: float = Z95) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def newcombe_paired(a: float, b: float, c: float, d: float, z: float = Z95) -> tuple[float, float, float]:
+    """(p1 − p2, low, high) on paired outcomes: ``a`` needs both keep, ``b`` only the first, ``c`` only
+    the second, ``d`` neither. Newcombe's score interval for paired proportions (Stat Med 1998,
+    17:2635, method 10): the two Wilson intervals combined with the correlation φ of the pairs
+    (continuity-corrected when ad > bc; 0 when a margin is empty)."""
+    n = a + b + c + d
+    if n <= 0:
+        return (float("nan"), float("nan"), float("nan"))
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson(a + b, n, z)
+    l2, u2 = wilson(a + c, n, z)
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    if margins <= 0:
+        phi = 0.0
+    else:
+        num = a * d - b * c
+        phi = (max(num - n / 2, 0.0) if num > 0 else num) / math.sqrt(margins)
+    dd = p1 - p2
+    lo = dd - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    hi = dd + math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))
+    return (dd, lo, hi)
+
+
+def paired_counts(runs_a: Sequence[Any], runs_b: Sequence[Any]) -> tuple[float, float, float, float, int]:
+    """(a, b, c, d, seeds) of two configurations' runs on the needs at risk they share, matched by
+    (trace, seed, probe, fact) from the runs' probe tables (``RunResult.probes`` with ``at_risk``);
+    each count divided by the number of seeds matched (each need once)."""
+    def kept(runs):
+        out = {}
+        for r in runs:
+            pr = r.probes
+            if "at_risk" not in pr:
+                continue
+            sub = pr[pr["at_risk"]]
+            for p, f, w in zip(sub["probe"], sub["fact"], sub["where"], strict=True):
+                out[(r.trace_hash, r.seed, p, f)] = WHERE.get(w, "lost") in ("verbatim", "summary")
+        return out
+
+    ka, kb = kept(runs_a), kept(runs_b)
+    both = [k for k in ka if k in kb]
+    seeds = len({(k[0], k[1]) for k in both}) // max(1, len({k[0] for k in both})) or 1
+    cnt = [0, 0, 0, 0]
+    for k in both:
+        cnt[(0 if kb[k] else 1) if ka[k] else (2 if kb[k] else 3)] += 1
+    return (cnt[0] / seeds, cnt[1] / seeds, cnt[2] / seeds, cnt[3] / seeds, seeds)
+
+
 def newcombe(k1: float, n1: float, k2: float, n2: float, z: float = Z95) -> tuple[float, float, float]:
     """(p1 − p2, low, high): Newcombe's hybrid score interval (1998, method 10)."""
     if n1 <= 0 or n2 <= 0:
@@ -285,9 +334,12 @@ def kept_counts(o: Mapping[str, Any], seeds: int) -> tuple[float, float]:
     return ((o["verbatim"] + o["summary"]) / max(1, seeds), n / max(1, seeds))
 
 
-def noise_lines(pooled_by: Mapping[str, Mapping[str, Any]], seeds: int) -> list[str]:
+def noise_lines(pooled_by: Mapping[str, Mapping[str, Any]], seeds: int,
+                runs: Mapping[str, Sequence[Any]] | None = None) -> list[str]:
     """Markdown bullets: each configuration's at-risk k/n with its interval, ranked, and whether each
-    neighbour pair differs beyond noise (Newcombe's interval of the difference excludes 0)."""
+    neighbour pair differs beyond noise: the interval of the difference excludes 0 — paired
+    (:func:`newcombe_paired`, the same needs in both) when ``runs`` (name -> its RunResults) give the
+    per-need outcomes, else Newcombe's unpaired hybrid interval (wider)."""
     rows = {k: v for k, v in pooled_by.items() if v.get("n")}
     if not rows:
         return ["Needs at risk: none on these traces (no fact is needed across a turnover point)."]
@@ -303,10 +355,14 @@ def noise_lines(pooled_by: Mapping[str, Mapping[str, Any]], seeds: int) -> list[
                      f"{o['constraints']['n']}")
     lines.append("")
     for a, b in zip(names, names[1:]):
-        d = difference(rows[a], rows[b], seeds)
+        if runs is not None and a in runs and b in runs:
+            pa, pb, pc, pd_, _ = paired_counts(runs[a], runs[b])
+            d, how = newcombe_paired(pa, pb, pc, pd_), f"paired, {pb:g} vs {pc:g} discordant needs"
+        else:
+            d, how = difference(rows[a], rows[b], seeds), "unpaired"
         verdict = "within noise of" if d[1] <= 0 <= d[2] else "above" if d[0] > 0 else "below"
         lines.append(f"- `{a}` is {verdict} `{b}` on needs at risk: difference {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}] "
-                     "(Newcombe)")
+                     f"(Newcombe, {how})")
     return lines
 
 
@@ -354,17 +410,18 @@ def compare_lines(groups: Mapping[tuple[int, str], Sequence[Any]]) -> list[str]:
         scopes.append((f"all {len(scopes)} traces pooled", by_trace))
     for label, part in scopes:
         names = list(dict.fromkeys(n for per in part.values() for n in per))
-        pooled_by, money = {}, {}
+        pooled_by, money, by_name = {}, {}, {}
         for n in names:
             runs = [r for per in part.values() for r in per.get(n, [])]
             if not runs:
                 continue
+            by_name[n] = runs
             pooled_by[n] = pooled([r.metrics["needs_at_risk"] for r in runs], seeds)
             k = max(1, seeds)
             money[n] = (sum(r.metrics.get("recovery", {}).get("cost_usd", 0.0) for r in runs) / k,
                         sum(r.metrics.get("cost_with_recovery_usd", r.metrics["cost_usd"]) for r in runs) / k,
                         sum(r.metrics["cost_usd"] - r.metrics.get("recovery", {}).get("cost_usd", 0.0) for r in runs) / k)
-        out += ["", f"{label}:", *noise_lines(pooled_by, seeds)]
+        out += ["", f"{label}:", *noise_lines(pooled_by, seeds, by_name)]
         if money:
             out += ["", "Cost of forgetting (mean over seeds): recovery $ | cost without recovery calls → including "
                     "recovery (harness/recovery.py):"]

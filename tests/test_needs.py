@@ -115,3 +115,19 @@ def test_compare_shows_needs_at_risk_pooled_over_seeds(tmp_path, capsys):
     # each need once: 2 of 2 kept vs 0 of 2 (Wilson [0.342, 1] and [0, 0.658])
     assert rows["append_only"]["needs_at_risk"]["kept_ci"] == pytest.approx(list(nd.wilson(2, 2)))
     assert "cost_with_recovery_usd" in rows["recorded"] and rows["recorded"]["recovery"]["violated"] == 1
+
+
+def test_newcombe_paired_by_hand():
+    # 16 needs: a 12 both keep, b 3 only the first, c 0, d 1. p1 15/16, p2 12/16, d 0.1875.
+    # Wilson 15/16 [0.7167, 0.9889], 12/16 [0.5050, 0.8982]; ad − bc = 12 > n/2: φ = (12 − 8) / sqrt(15·1·12·4) = 0.1491
+    # low 0.1875 − sqrt(0.2208² − 2·0.1491·0.2208·0.1482 + 0.1482²) = 0.1875 − sqrt(0.04875 − 0.00976 + 0.02196)
+    #   = 0.1875 − 0.2469 = −0.0594
+    d, lo, hi = nd.newcombe_paired(12, 3, 0, 1)
+    assert d == pytest.approx(0.1875)
+    assert lo == pytest.approx(-0.0594, abs=1e-4)
+    # all discordant pairs one way and many of them: beyond noise
+    d, lo, hi = nd.newcombe_paired(10, 8, 0, 2)
+    assert lo > 0
+    # no discordant pair: a difference of 0, the interval around it
+    d, lo, hi = nd.newcombe_paired(10, 0, 0, 6)
+    assert d == 0 and lo < 0 < hi
