@@ -357,7 +357,7 @@ def noise_lines(pooled_by: Mapping[str, Mapping[str, Any]], seeds: int,
     for a, b in zip(names, names[1:]):
         if runs is not None and a in runs and b in runs:
             pa, pb, pc, pd_, _ = paired_counts(runs[a], runs[b])
-            d, how = newcombe_paired(pa, pb, pc, pd_), f"paired, {pb:g} vs {pc:g} discordant needs"
+            d, how = newcombe_paired(pa, pb, pc, pd_), f"paired, {pb:.1f} vs {pc:.1f} discordant needs per seed"
         else:
             d, how = difference(rows[a], rows[b], seeds), "unpaired"
         verdict = "within noise of" if d[1] <= 0 <= d[2] else "above" if d[0] > 0 else "below"
