@@ -605,6 +605,23 @@ def _seed_files(session_dir: Path, files: Mapping[str, str]) -> tuple[Path, Path
     return home, project
 
 
+def _needs_metrics(res: RunResult, run: _Run, calls: pd.DataFrame, probes: pd.DataFrame, cfg: RunConfig) -> None:
+    """The needs-at-risk headline and the cost of forgetting (harness/needs.py, harness/recovery.py);
+    the keys are there for every run (zeros without facts or with the loop off)."""
+    from harness import needs as nd
+    from harness import recovery as rc
+
+    needs = run.needs if run.needs is not None else nd.Needs({}, (), 0)
+    res.metrics["needs_at_risk"] = nd.headline(run.probe_rows, needs)
+    res.metrics["needs_by_distance"] = nd.by_distance(run.probe_rows, needs)
+    rec = res.metrics["recovery"] = (run.recovery.metrics(calls) if run.recovery is not None
+                                     else rc.Recovery.none(rc.RecoveryParams(**dict(cfg.recovery))))
+    res.metrics["cost_with_recovery_usd"] = res.metrics["cost_usd"] - rec["credit_usd"]
+    got = [needs.get(p, f) for p, f in zip(probes["probe"], probes["fact"], strict=True)]
+    probes["at_risk"] = [bool(g is not None and g.at_risk) for g in got]
+    probes["distance_tokens"] = [g.distance_tokens if g is not None else -1 for g in got]
+
+
 def _make_recovery(trace: Trace, needs: Any, cfg: RunConfig, seed, provider: Provider) -> Any:
     from harness import recovery as rc
 
@@ -741,15 +758,5 @@ def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, An
     res.metrics = compute_metrics(res, run.strategy.counters, run.fact_scores, run.readbacks, outcome,
                                   run.retention.params if run.retention is not None else None)
     res.metrics["provenance"] = _provenance(run, calls)
-    if run.needs is not None:
-        from harness import needs as nd
-
-        res.metrics["needs_at_risk"] = nd.headline(run.probe_rows, run.needs)
-        res.metrics["needs_by_distance"] = nd.by_distance(run.probe_rows, run.needs)
-    if run.recovery is not None:
-        rec = res.metrics["recovery"] = run.recovery.metrics(calls)
-        res.metrics["cost_with_recovery_usd"] = res.metrics["cost_usd"] - rec["credit_usd"]
-        got = [run.needs.get(p, f) for p, f in zip(probes["probe"], probes["fact"], strict=True)]
-        probes["at_risk"] = [bool(g is not None and g.at_risk) for g in got]
-        probes["distance_tokens"] = [g.distance_tokens if g is not None else -1 for g in got]
+    _needs_metrics(res, run, calls, probes, cfg)
     return res

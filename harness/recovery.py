@@ -259,6 +259,13 @@ class Recovery:
         self.unneeded += 1
         return True
 
+    @staticmethod
+    def none(params: RecoveryParams) -> dict[str, Any]:
+        """The ``recovery`` object of a run with no recovery (no facts, or the loop disabled)."""
+        return {"calls": 0, "tokens": 0, "cost_usd": 0.0, "violated": 0, "unrecoverable": 0, "declined": 0,
+                "by_recorded": 0, "by_kind": {k: 0 for k in KINDS}, "recorded_unneeded": 0, "credit_usd": 0.0,
+                "probability": dict(params.probability), "enabled": params.enabled}
+
     def metrics(self, calls) -> dict[str, Any]:
         """The ``recovery`` object of ``run --json`` (``calls``: the run's per-call rows)."""
         rows = calls[calls["kind"] == RECOVERY] if len(calls) else calls
@@ -267,4 +274,4 @@ class Recovery:
                 "violated": int(self.violated), "unrecoverable": int(self.unrecoverable),
                 "declined": int(self.declined), "by_recorded": int(self.by_recorded),
                 "by_kind": dict(self.by_kind), "recorded_unneeded": int(self.unneeded),
-                "credit_usd": float(self.credit_usd), "probability": dict(self.params.probability)}
+                "credit_usd": float(self.credit_usd), "probability": dict(self.params.probability), "enabled": True}
