@@ -32,8 +32,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from harness import needs as nd
-    from harness import probes
-    from harness import recovery
+    from harness import probes, recovery
     from harness import recovery_fit as rf
     from harness.cli import BadInput
     from harness.engine import RunConfig
