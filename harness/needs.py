@@ -86,7 +86,7 @@ class Need:
     distance_tokens: int   # trace tokens from the end of the event where the fact was last seen to the call
     at_risk: bool          # a turnover point lies in between
     last_seen: int         # event index where the fact was last seen (-1: never before the call)
-    source: str | None     # tool_use id of the last tool result before the turnover that held the fact
+    source: str | None     # tool_use id of the last tool result that held the fact before the call
     from_user: bool        # the fact entered through a user message (only the user can give it again)
     call: int = -1         # the main call (0-based) that needs it
 
@@ -160,7 +160,7 @@ def classify(trace: tr.Trace, count: Callable[[str], int], window: int, prefix_t
                     seen = last.get(fid)
                     at, after, t_seen = seen if seen is not None else (-1, 0, len(turnovers))
                     risk = seen is not None and t_seen < len(turnovers)
-                    src = tool_before.get(fid) if risk else None
+                    src = tool_before.get(fid)
                     out[(pr.id, fid)] = Need(pr.id, fid, f.category, pos - after if seen is not None else 0,
                                              risk, at, src, entered_by_user.get(fid, False), calls)
             pending = []

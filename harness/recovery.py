@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -83,6 +83,9 @@ class RecoveryParams(BaseModel):
         default_factory=default_probability,
         description="chance the agent re-acquires a lost need at risk, per kind (read, rerun): fitted on the real "
         "compactions (ctxsim calibrate-recovery, harness/data/recovery.json)")
+    scope: Literal["at_risk", "all"] = Field("at_risk", description=(
+        "which lost needs are recovered: at_risk (the issue's rule: only what a turnover took) or all (also what "
+        "masking or truncation lost between two turnovers; a sensitivity, assumed)"))
     credit_unneeded: bool = Field(True, description="credit the cost of a recorded re-acquisition the strategy did "
                                   "not need (it still held the content verbatim)")
 
@@ -214,7 +217,7 @@ class Recovery:
         drawn: set[str] = set()
         for sc in scores:
             nd = self.needs.get(sc.probe, sc.fact_id)
-            if nd is None or not nd.at_risk:
+            if nd is None or not (nd.at_risk or self.params.scope == "all"):
                 continue
             gone = sc.where == "lost" or (sc.where == "recoverable" and sc.score <= 0)
             if not gone:

@@ -84,3 +84,27 @@ def test_recovery_is_deterministic():
     a, b = replay(t, "recorded", None, cfg), replay(t, "recorded", None, cfg)
     pd.testing.assert_frame_equal(a.calls, b.calls)
     assert a.metrics["recovery"] == b.metrics["recovery"]
+
+
+def test_scope_all_also_recovers_what_was_lost_between_turnovers():
+    import numpy as np
+
+    from harness import needs as nd
+    from harness import recovery as rc
+    from harness.conversation import Message
+    from harness.retention import FactScore
+    from tests.test_needs import tiny, words
+
+    t = tiny()
+    needs = nd.classify(t, words, window=20, params=nd.NeedsParams(reserve_tokens=10))
+    lost = [FactScore("A", "file", "lost", 0.0, None, "p1")]   # p1's A: not at risk (no turnover before it)
+    answer = Message.user("ok")
+
+    def make(scope):
+        return rc.Recovery(t, needs, rc.RecoveryParams(probability={"read": 1.0, "rerun": 1.0}, scope=scope),
+                           np.random.default_rng(0), words)
+
+    assert make("at_risk").at_call(lost, answer) == []
+    rec = make("all")
+    (src,) = rec.at_call(lost, answer)
+    assert src.tool_use_id == "tu_1" and src.kind == "rerun" and rec.tokens == 4   # "data ALPHA one two"
