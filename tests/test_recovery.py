@@ -108,3 +108,19 @@ def test_scope_all_also_recovers_what_was_lost_between_turnovers():
     rec = make("all")
     (src,) = rec.at_call(lost, answer)
     assert src.tool_use_id == "tu_1" and src.kind == "rerun" and rec.tokens == 4   # "data ALPHA one two"
+
+
+def test_the_recovery_option_of_run(tmp_path, capsys):
+    import json
+
+    from harness.cli import main
+
+    path = tmp_path / "t.jsonl"
+    t = compacted()
+    tr.write(tr.with_header(t, t.header.model_copy(update={"recorded": tr.RecordedSetting(window=200_000)})), path)
+    assert main(["run", str(path), "-s", "recorded", "--recovery", "probability={read=1.0,rerun=1.0}", "--json", "-"]) == 0
+    on = json.loads(capsys.readouterr().out)
+    assert on["recovery"]["calls"] == 1 and on["cost_with_recovery_usd"] <= on["cost_usd"]
+    assert main(["run", str(path), "-s", "recorded", "--recovery", "enabled=false", "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["recovery"]["calls"] == 0
+    assert main(["run", str(path), "-s", "recorded", "--recovery", "nope=1"]) == 2

@@ -42,6 +42,9 @@ def add_provider_args(p: argparse.ArgumentParser) -> None:
                    "e.g. summary_fidelity=0.8 or 'category_weights={goal=3}'")
     m.add_argument("--summariser", action="append", default=[], metavar="KEY=VALUE",
                    help="a constant of the simulated summariser (harness/simllm.py SimParams), e.g. fact_share=0.3")
+    m.add_argument("--recovery", action="append", default=[], metavar="KEY=VALUE",
+                   help="a knob of the closed-loop recovery (harness/recovery.py RecoveryParams), value as TOML, "
+                   "e.g. enabled=false, scope='all' or 'probability={read=1.0,rerun=0.5}'")
 
 
 def run_config(args, **overrides) -> RunConfig:
@@ -107,10 +110,34 @@ def run_config(args, **overrides) -> RunConfig:
     retention, summariser = assumption_sets(getattr(args, "retention", []), getattr(args, "summariser", []))
     from harness.engine import RunConfig
 
+    overrides.setdefault("recovery", recovery_set(getattr(args, "recovery", None) or []))
     return RunConfig(model=args.model, window=args.window, cache_ttl=args.cache_ttl, cache=not args.no_cache,
                      seed=args.seed, failure_rates=rates, backend=backend, token_scale=args.token_scale,
                      models_file=Path(args.models_file) if args.models_file else None, retention=retention,
                      summariser=summariser, **overrides)
+
+
+def recovery_set(items: list[str]) -> dict:
+    """``--recovery`` KEY=VALUE items (values read as TOML), checked against RecoveryParams."""
+    import tomllib
+
+    from harness.cli import BadInput
+    from harness.recovery import RecoveryParams
+
+    d = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"--recovery expects KEY=VALUE, got {item!r}")
+        try:
+            d[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            d[key.strip()] = value.strip()
+    try:
+        RecoveryParams(**d)
+    except ValueError as e:
+        raise BadInput(f"--recovery: {_first(e)}") from None
+    return d
 
 
 def assumption_sets(retention: list[str], summariser: list[str]) -> tuple[dict, dict]:
