@@ -66,12 +66,12 @@ def run(args) -> int:
 
 def _print(d: dict, out: Path) -> None:
     w = sys.stdout.write
-    w(f"{'compaction':<58}{'kind':<7}{'uses':>5}{'rep':>5}{'bg':>7}{'excess':>8}{'lost':>6}{'LOO pred':>9}\n")
+    w(f"{'compaction':<62}{'kind':<7}{'uses':>5}{'rep':>5}{'bg':>7}{'excess':>8}{'lost':>6}{'LOO pred':>9}\n")
     loo = {r["source"] + str(i): r for i, r in enumerate(d["leave_one_out"]["per_compaction"])}
     for i, c in enumerate(d["compactions"]):
         r = loo[c["source"] + str(i)]
         for k in ("read", "rerun"):
-            w(f"{c['source'][:40] + ' (' + c['trigger'] + ', call ' + str(c['call']) + ')':<58}{k:<7}{c['uses'][k]:>5}"
+            w(f"{c['source'][:40] + ' (' + c['trigger'] + ', call ' + str(c['call']) + ')':<62}{k:<7}{c['uses'][k]:>5}"
               f"{c['repeats'][k]:>5}{c['background'][k]:>7.2f}{c['excess'][k]:>8.2f}{c['lost'][k]:>6}"
               f"{r[k]['predicted']:>9.2f}\n")
     w("fitted p: " + ", ".join(f"{k} {v:.3f}" for k, v in d["probability"].items()) + "\n")
