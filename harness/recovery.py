@@ -24,9 +24,11 @@ later probes find it there (unless the strategy drops it again).
 
 The recorded agent's own recovery is in the log: a call whose tool use re-acquires the very source
 a lost need points to *is* the recovery, so none is added (``recorded``). The converse: where the
-strategy still holds, verbatim, the earlier result that a recorded re-acquisition fetches again
+strategy still holds, verbatim, what a recorded re-acquisition across a turnover returns
 (:func:`reacquisitions`: a ``Read`` of a file read before the latest turnover, or the same command
-or search run again across it), the real agent only re-read it because its own context had lost it.
+or search run again across it; its recorded result's middle ``SNIPPET_CHARS`` found in the request,
+so a file edited since returns new text and stays needed), the real agent only re-read it because
+its own context had lost it.
 That call is not needed by this strategy: its billed cost is credited (``recovery.credit_usd``;
 ``cost_with_recovery_usd = cost_usd − credit``), so a strategy that keeps more is not charged the
 recorded agent's forgetting. Only the call is credited when every tool use of it is such an
@@ -254,10 +256,9 @@ class Recovery:
         if not uses or not self.params.credit_unneeded or any(b.id not in self.recorded for b in uses):
             return False
         request_text = request_text()
-        for b in uses:
-            r = self.recorded.get(b.id)
-            earlier = self.sources.get(r.earlier) if r is not None else None
-            if earlier is None or not earlier.content.strip() or _snippet(earlier.content) not in request_text:
+        for b in uses:   # what this re-acquisition returns is already in the request: it fetches nothing new
+            got = self.sources.get(b.id)   # (a file edited since its earlier read returns new text: needed)
+            if got is None or not got.content.strip() or _snippet(got.content) not in request_text:
                 return False
         self.unneeded += 1
         return True

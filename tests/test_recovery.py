@@ -12,7 +12,7 @@ from tests.helpers_traces import Builder
 CONTENT = "def alpha_beta():\n    return ALPHA_42\n" + "# padding line\n" * 40
 
 
-def compacted(reread: bool = False) -> tr.Trace:
+def compacted(reread: bool = False, reread_content: str = CONTENT) -> tr.Trace:
     """A file read, a recorded compaction whose summary keeps neither the file's fact nor the goal,
     then a call that needs both (and, with ``reread``, re-reads the file itself)."""
     b = Builder()
@@ -25,7 +25,7 @@ def compacted(reread: bool = False) -> tr.Trace:
     b.user("continue")
     b.event(tr.ProbeEvent(t=b.t, id="p", needs=["A", "G"]))
     if reread:
-        b.call("again", [CONTENT], tool="Read", inputs=[{"file_path": "/p/a.py"}])
+        b.call("again", [reread_content], tool="Read", inputs=[{"file_path": "/p/a.py"}])
     b.call("use it")
     return b.build()
 
@@ -76,6 +76,13 @@ def test_a_recorded_reread_of_content_still_held_is_credited():
     reread_call = r.calls[(r.calls["kind"] == "main")].iloc[2]   # calls: reading, ok, again, use it
     assert m["recovery"]["credit_usd"] == pytest.approx(reread_call["cost_usd"])
     assert m["cost_with_recovery_usd"] == pytest.approx(m["cost_usd"] - reread_call["cost_usd"])
+
+
+def test_a_reread_that_returns_new_text_is_needed():
+    # the file changed since its first read (another process, an edit): the re-read is not credited
+    changed = CONTENT.replace("# padding line", "# changed line")
+    m = replay(compacted(reread=True, reread_content=changed), "append_only", None, RunConfig(window=200_000)).metrics
+    assert m["recovery"]["recorded_unneeded"] == 0 and m["recovery"]["credit_usd"] == 0
 
 
 def test_recovery_is_deterministic():
