@@ -193,6 +193,9 @@ class _Gen:
         for m in self.c.mutations:
             self.by_path.setdefault(m.path, []).append(m)
         self.stats = {"converted": 0, "edits": 0}
+        self.turned: list[float] = []    # estimated positions of this session's turnovers (turnover_tokens)
+        self.turn_from = 0.0             # where the context accumulating toward the next one started
+        self.late_due = False            # a turnover passed: the next probe needs what the user said before it
         self.owed: dict[str, int] = {}   # tool kinds used less (>0) or more (<0) than drawn, by conversions
 
     # --- bookkeeping ----------------------------------------------------------------------------
@@ -854,9 +857,24 @@ class _Gen:
         if self.goal is not None and self.goal_due >= 1.0:
             self.goal_due -= 1.0
             needs.append(self.goal)
+        turned = self._turnover()
+        if self.late_due:   # what only the user said, stated before the window turned over, needed now
+            self.late_due = False
+            if self.goal is not None and self.goal not in needs:
+                needs.append(self.goal)
+            said = [f for f in here if f.category in ("constraint", "preference") and f.pos < turned]
+            if said:
+                needs.append(said[self.d.int(len(said))])
         k = int(self.rng.integers(1, cfg.probe_max_needs + 1)) - len(needs)
         cutoff = cfg.probe_age_unseen.hi or math.inf
         for _ in range(max(k, 0 if needs else 1)):
+            if turned and cfg.across_share and self.rng.random() < cfg.across_share:
+                before = [f for f in here if f.category == "file" and f.pos < turned and f not in needs
+                          and self._reobservable(f)]
+                if before:   # a line read before the window turned over, nearest the drawn age
+                    age = float(cfg.probe_age.sample(self.rng))
+                    needs.append(min(before, key=lambda x, age=age: abs(math.log((self.pos - x.pos + 50) / (age + 50)))))
+                    continue
             cross = bool(earlier) and self.rng.random() < cfg.cross_session_share
             pool = earlier if cross else here
             # what cannot be looked at again is needed soon after it entered, or (across sessions) from memory
@@ -889,6 +907,18 @@ class _Gen:
                 needs.append(best)
         self.prepared = needs
         self.show = [f for f in needs if self._reobservable(f) and self.rng.random() < cfg.reseen_share]
+
+    def _turnover(self) -> float:
+        """The estimated position of this session's latest turnover (0: none yet): every
+        ``turnover_tokens`` of content since the previous one (the session's start first)."""
+        step = self.cfg.turnover_tokens
+        if step is None:
+            return 0.0
+        while self.pos - self.turn_from >= step:
+            self.turn_from += step
+            self.turned.append(self.turn_from)
+            self.late_due = self.late_due or self.cfg.late_user_needs
+        return self.turned[-1] if self.turned else 0.0
 
     def _reobservable(self, f: _Fact) -> bool:
         """Whether the agent can look at ``f`` again now: a file line still in its file, the
@@ -1121,6 +1151,7 @@ def generate(cfg: SynthConfig, seed: int | None = None, corpus: Corpus | None = 
         g.session = s
         g.goal = None
         g.prepared, g.show, g.prepared_for = [], [], -1   # a new launch: nothing prepared in the last one carries over
+        g.turned, g.turn_from, g.late_due = [], g.pos, False   # and its context starts empty
         if g.task is not None and g.task.done:
             g.task = None
         if cfg.sessions > 1:
