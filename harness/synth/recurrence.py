@@ -254,24 +254,43 @@ def at_risk(d: Distance, points: list[int]) -> bool:
     return k < len(points) and points[k] <= d.use_start
 
 
-def risk_rows(ds: list[tuple[Distance, bool]], bins: tuple[int, ...] = RISK_BINS) -> list[dict]:
+def across(d: Distance, points: list[int]) -> bool:
+    """``d``'s item entered before the latest turnover point preceding its use: a need that reaches
+    back across the window's turnover, whether or not it was looked at again since."""
+    k = bisect.bisect_right(points, d.use_start) - 1
+    return k >= 0 and d.use_start - d.first_tokens <= points[k]
+
+
+def across_row(ds: list[tuple[Distance, bool, list[int]]]) -> dict:
+    """Of the uses after at least one turnover (:func:`with_risk` rows): how many reach back across
+    it, how many are at risk."""
+    after = [(d, r, pts) for d, r, pts in ds if pts and pts[0] <= d.use_start]
+    n = len(after)
+    k = sum(across(d, pts) for d, _, pts in after)
+    risk = sum(r for _, r, _ in after)
+    return {"after": n, "across": k, "across_share": k / n if n else 0.0, "at_risk": risk,
+            "risk_share": risk / n if n else 0.0}
+
+
+def risk_rows(ds: list[tuple[Distance, bool, list[int]]], bins: tuple[int, ...] = RISK_BINS) -> list[dict]:
     """Per last-seen distance bucket: uses ``n``, their share of all, and how many are at risk."""
     edges = (0, *bins)
     total = len(ds)
     rows = []
     for b, lo in enumerate(edges):
         hi = edges[b + 1] if b + 1 < len(edges) else None
-        inside = [r for d, r in ds if d.last_tokens >= lo and (hi is None or d.last_tokens < hi)]
+        inside = [r for d, r, *_ in ds if d.last_tokens >= lo and (hi is None or d.last_tokens < hi)]
         rows.append({"lo": lo, "hi": hi, "n": len(inside), "share": len(inside) / total if total else 0.0,
                      "at_risk": sum(inside), "risk_share": sum(inside) / len(inside) if inside else 0.0})
-    rows.append({"lo": 0, "hi": None, "n": total, "share": 1.0, "at_risk": sum(r for _, r in ds),
-                 "risk_share": sum(r for _, r in ds) / total if total else 0.0})
+    k = sum(r for _, r, *_ in ds)
+    rows.append({"lo": 0, "hi": None, "n": total, "share": 1.0, "at_risk": k, "risk_share": k / total if total else 0.0})
     return rows
 
 
-def with_risk(trace: tr.Trace, s: Stream, ds: list[Distance], window: int) -> list[tuple[Distance, bool]]:
+def with_risk(trace: tr.Trace, s: Stream, ds: list[Distance], window: int) -> list[tuple[Distance, bool, list[int]]]:
+    """Each use, whether it is at risk at ``window``, and the trace's turnover points."""
     points = turnovers(trace, s, window)
-    return [(d, at_risk(d, points)) for d in ds]
+    return [(d, at_risk(d, points), points) for d in ds]
 
 
 def summary(ds: list[Distance]) -> dict:
@@ -314,7 +333,7 @@ def real_distances(real_dir: Path, windows: tuple[int, ...] = ()) -> dict[str, l
     return out
 
 
-REAL_RISK: dict[int, list[tuple[Distance, bool]]] = {}   # filled by real_distances(windows=...)
+REAL_RISK: dict[int, list[tuple[Distance, bool, list[int]]]] = {}   # filled by real_distances(windows=...)
 
 
 def _bucket(r: dict) -> str:
@@ -323,7 +342,7 @@ def _bucket(r: dict) -> str:
     return f"{r['lo'] // 1000}k–{r['hi'] // 1000}k" if r["hi"] is not None else f"≥ {r['lo'] // 1000}k"
 
 
-def risk_table(real: dict[int, list[tuple[Distance, bool]]], synth: dict[str, dict[int, list[tuple[Distance, bool]]]]) -> list[str]:
+def risk_table(real: dict[int, list], synth: dict[str, dict[int, list]]) -> list[str]:
     """Markdown: per window and last-seen bucket, real vs each synthetic preset: share of uses in the
     bucket, and at-risk share within it (k/n)."""
     lines = []
@@ -373,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     print(_row("real, pooled", summary(pooled)))
     from harness.synth import generate, load_preset
 
-    synth_risk: dict[str, dict[int, list[tuple[Distance, bool]]]] = {}
+    synth_risk: dict[str, dict[int, list[tuple[Distance, bool, list[int]]]]] = {}
     for p in presets:
         t = generate(load_preset(p), 0)
         s = stream(t)
@@ -382,6 +401,12 @@ def main(argv: list[str] | None = None) -> int:
         print(_row(f"synth {p} (items)", summary(distances(s, item_uses(s), first_from=("user", "result")))))
         synth_risk[p] = {w: with_risk(t, s, ds, w) for w in WINDOWS}
     print("\n".join(risk_table(dict(REAL_RISK), synth_risk)))
+    print("\nUses after a turnover at a 200k window: reaching back across it (the item entered before it) and at risk\n")
+    print("| trace | uses after a turnover | reach back across it | at risk |\n|---|---|---|---|")
+    for label, rows in (("real, pooled", REAL_RISK.get(200_000, [])),
+                        *((f"synth {p}", synth_risk[p][200_000]) for p in presets)):
+        r = across_row(rows)
+        print(f"| {label} | {r['after']} | {r['across_share']:.1%} ({r['across']}) | {r['risk_share']:.1%} ({r['at_risk']}) |")
     return 0
 
 

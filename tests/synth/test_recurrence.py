@@ -149,10 +149,19 @@ def test_a_recorded_compaction_is_a_turnover_and_restarts_the_count():
 def test_risk_rows_by_hand():
     def d(last, use=100):
         return R.Distance("x", "file", last, last, 1, 1, use)
-    rows = R.risk_rows([(d(500), False), (d(1_500), True), (d(5_000), False), (d(60_000), True)])
+    rows = R.risk_rows([(d(500), False, []), (d(1_500), True, []), (d(5_000), False, []), (d(60_000), True, [])])
     by = {(r["lo"], r["hi"]): r for r in rows}
     assert (by[(0, 2_000)]["n"], by[(0, 2_000)]["at_risk"], by[(0, 2_000)]["risk_share"]) == (2, 1, 0.5)
     assert by[(2_000, 10_000)]["share"] == 0.25 and by[(2_000, 10_000)]["at_risk"] == 0
     assert (by[(50_000, 100_000)]["n"], by[(50_000, 100_000)]["risk_share"]) == (1, 1.0)
     assert by[(100_000, None)]["n"] == 0
     assert (rows[-1]["n"], rows[-1]["at_risk"], rows[-1]["risk_share"]) == (4, 2, 0.5)
+
+
+def test_across_row_counts_uses_after_a_turnover_that_reach_back_across_it():
+    pts = [100]
+    before = R.Distance("a", "file", 150, 20, 1, 1, 200)    # entered at 50, before the turnover at 100
+    fresh = R.Distance("b", "file", 50, 20, 1, 1, 200)      # entered at 150, after it
+    early = R.Distance("c", "file", 10, 5, 1, 1, 80)        # a use before any turnover: not counted
+    r = R.across_row([(before, False, pts), (fresh, False, pts), (early, False, pts)])
+    assert (r["after"], r["across"], r["across_share"], r["at_risk"]) == (2, 1, 0.5, 0)
