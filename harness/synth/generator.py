@@ -86,6 +86,11 @@ OLDER_PENALTY = 1.5     # an older fact than drawn misses more than a younger on
 UNSEEN_PENALTY = 0.35   # real uses are mostly of things the agent looks at again: prefer those (assumed)
 MAX_AGE_MISS = 1.1      # |ln(age / drawn age)| beyond which a candidate need is dropped (a factor of 5; assumed)
 CHARS_PER_TOKEN = 3.7   # estimate used only to aim probe ages while generating (measured later in true tokens)
+TRUE_PER_ESTIMATED = 1.022  # cl100k tokens of content per estimated token (measured: long-200k seed 0, 794,494 true
+                            # for 777,467 estimated, as recurrence.stream counts them): places turnovers where the
+                            # measure finds them
+TURNOVER_MARGIN = 1_000     # tokens: the generator's turnover is placed this much after the measured one, so what it
+                            # looks at again "after the turnover" is after it in true tokens too (assumed)
 DOCS_URL = "https://click.palletsprojects.com/en/8.1.x/{page}/"
 GLOBS = ("src/click/*.py", "tests/test_*.py", "docs/*.rst", "**/*.toml", "src/click/_*.py", "tests/typing/*.py",
          "**/conftest.py", "requirements/*.txt", "docs/*options*.rst", "src/click/*core*.py")
@@ -196,6 +201,7 @@ class _Gen:
         self.turned: list[float] = []    # estimated positions of this session's turnovers (turnover_tokens)
         self.turn_from = 0.0             # where the context accumulating toward the next one started
         self.late_due = False            # a turnover passed: the next probe needs what the user said before it
+        self.shown: list[_Fact] = []     # the needs the agent looks at again before the coming probe
         self.owed: dict[str, int] = {}   # tool kinds used less (>0) or more (<0) than drawn, by conversions
 
     # --- bookkeeping ----------------------------------------------------------------------------
@@ -907,18 +913,29 @@ class _Gen:
                 needs.append(best)
         self.prepared = needs
         self.show = [f for f in needs if self._reobservable(f) and self.rng.random() < cfg.reseen_share]
+        self.shown = list(self.show)   # what the agent means to look at again before the probe
 
     def _turnover(self) -> float:
         """The estimated position of this session's latest turnover (0: none yet): every
         ``turnover_tokens`` of content since the previous one (the session's start first)."""
-        step = self.cfg.turnover_tokens
-        if step is None:
+        if self.cfg.turnover_tokens is None:
             return 0.0
+        step = self._step()
         while self.pos - self.turn_from >= step:
             self.turn_from += step
             self.turned.append(self.turn_from)
             self.late_due = self.late_due or self.cfg.late_user_needs
         return self.turned[-1] if self.turned else 0.0
+
+    def _step(self) -> float:
+        """Estimated tokens between turnovers: the window's threshold less the prefix every context
+        starts with (the system prompt and the tool definitions), in the generator's estimate."""
+        if self._step_est is None:
+            prefix = (self.cfg.system_chars + sum(len(t.model_dump_json()) for t in TOOL_SPECS)) / CHARS_PER_TOKEN
+            self._step_est = (self.cfg.turnover_tokens - prefix + TURNOVER_MARGIN) / TRUE_PER_ESTIMATED
+        return self._step_est
+
+    _step_est: float | None = None
 
     def _reobservable(self, f: _Fact) -> bool:
         """Whether the agent can look at ``f`` again now: a file line still in its file, the
@@ -977,6 +994,14 @@ class _Gen:
         self.burst_i = self.d.int(len(HUGE_FILES))
         if self.task is not None:
             self.task.may_edit = self.task.seen_failure and self.task.read_source
+        turns = len(self.turned)
+        self._turnover()
+        if self.shown and len(self.turned) > turns:
+            # the window turned over after the agent looked again at what the coming probe needs: it looks
+            # again after the turnover, as real agents re-read after a compaction (the real logs' at-risk
+            # share per distance is measured after those re-reads). The turnover is the generator's
+            # estimate: where it is on the other side of the measured one, a need is at risk by chance
+            self.show = [f for f in self.shown if self._reobservable(f)]
         due = self.call >= self.next_probe
         if not in_span and self.prepared_for != self.next_probe and self.next_probe - self.call <= self.lead:
             self._prepare()
@@ -1009,6 +1034,7 @@ class _Gen:
             self.next_probe = self._probe_gap()
             self.prepared = []
             self.show = []
+            self.shown = []
         content: list = [tr.TextContent(text=text)]
         ids = []
         for a in acts:

@@ -290,3 +290,39 @@ def test_seeded_memories_are_what_novacode_parses_and_indexes(tmp_path):
         d = tmp_path / root / nm.MEMORY_SUBDIR
         seeded = (d / nm.INDEX_FILE).read_text()
         assert nm.write_index(d, 0.0).read_text() == seeded   # the index NovaCode itself would write
+
+
+def test_turnovers_of_the_generator_by_hand():
+    """Issue 26: every step of estimated tokens the window turns over; the next probe then needs what
+    the user said."""
+    from harness.synth.config import SynthConfig
+    from harness.synth.generator import _Gen
+
+    g = _Gen(SynthConfig(calls=10, turnover_tokens=50_000, late_user_needs=True), 0)
+    g._step_est = 20_000.0            # the step, set by hand (the formula is the prefix and the measured ratio)
+    g.pos = 45_000.0
+    assert g._turnover() == 40_000.0 and g.turned == [20_000.0, 40_000.0] and g.late_due
+    g.late_due = False
+    g.pos = 59_999.0
+    assert g._turnover() == 40_000.0 and not g.late_due
+    g.pos = 60_000.0
+    assert g._turnover() == 60_000.0 and g.late_due
+    assert _Gen(SynthConfig(calls=10), 0)._turnover() == 0.0   # no turnover_tokens: none placed
+
+
+def test_a_small_config_needs_the_goal_across_each_turnover_and_re_needs_lines_read_before_it():
+    """A 200-call session whose window turns over every 30,000 tokens (a 63,000 window less the 33,000
+    reserve): the goal, said once at the start, is needed at risk after the turnovers; most needs
+    after a turnover reach back across it."""
+    from harness.synth.config import SynthConfig
+
+    cfg = SynthConfig(calls=200, probe_every=3.0, turnover_tokens=30_000, across_share=1.0, late_user_needs=True)
+    t = generate(cfg, 0)
+    s = R.stream(t)
+    rows = R.with_risk(t, s, R.distances(s, R.probe_uses(t, s)), 63_000)
+    pts = rows[0][2]
+    assert len(pts) >= 3
+    goal_late = [d for d, risk, _ in rows if d.category == "goal" and risk]
+    assert len(goal_late) >= len(pts) - 1    # one per turnover passed before a probe came
+    r = R.across_row(rows)
+    assert r["across_share"] >= 0.6, r
