@@ -26,6 +26,16 @@ seen a call or two earlier (:mod:`harness.synth.recurrence` measures both, on re
 traces, with one function). Preferences and feedback are needed where they govern an action (a
 test run, an edit, a changelog entry, a commit, a report), in later sessions too.
 
+Turnovers (issue 26; ``turnover_tokens``, set by the long presets): every window − 33,000 tokens of
+context the window has to be emptied, whatever the strategy. After one, a share ``across_share`` of
+the needs are file lines read before it (the real compacting logs: 85% of the uses after a
+compaction are of items that entered before it), which the agent mostly looks at again first — and
+again after the turnover if it looked before it, as real agents re-read after a compaction — and
+the first probe after each turnover needs the goal and a constraint or preference the user stated
+before it (``late_user_needs``): what only a summary or a memory can carry across. The generator
+places turnovers by its own token estimate (prefix and the measured true/estimated ratio), so a few
+needs land on the other side of the measured turnover by chance.
+
 Everything random comes from one ``numpy.random.Generator`` seeded with the seed, consumed in a
 fixed order; the corpus is package data checked by hash; the trace is written by the canonical
 writer: the same config and seed give the same bytes on any machine.

@@ -401,12 +401,14 @@ def main(argv: list[str] | None = None) -> int:
         print(_row(f"synth {p} (items)", summary(distances(s, item_uses(s), first_from=("user", "result")))))
         synth_risk[p] = {w: with_risk(t, s, ds, w) for w in WINDOWS}
     print("\n".join(risk_table(dict(REAL_RISK), synth_risk)))
-    print("\nUses after a turnover at a 200k window: reaching back across it (the item entered before it) and at risk\n")
-    print("| trace | uses after a turnover | reach back across it | at risk |\n|---|---|---|---|")
-    for label, rows in (("real, pooled", REAL_RISK.get(200_000, [])),
-                        *((f"synth {p}", synth_risk[p][200_000]) for p in presets)):
-        r = across_row(rows)
-        print(f"| {label} | {r['after']} | {r['across_share']:.1%} ({r['across']}) | {r['risk_share']:.1%} ({r['at_risk']}) |")
+    print("\nUses after a turnover: reaching back across it (the item entered before it) and at risk\n")
+    print("| window | trace | uses after a turnover | reach back across it | at risk |\n|---|---|---|---|---|")
+    for w in WINDOWS:
+        for label, rows in (("real, pooled", REAL_RISK.get(w, [])),
+                            *((f"synth {p}", synth_risk[p][w]) for p in presets)):
+            r = across_row(rows)
+            print(f"| {w // 1000:,}k | {label} | {r['after']} | {r['across_share']:.1%} ({r['across']}) | "
+                  f"{r['risk_share']:.1%} ({r['at_risk']}) |")
     return 0
 
 
