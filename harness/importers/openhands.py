@@ -11,6 +11,13 @@ Facts of the format (``shared/traces/real/openhands``, OpenHands V0, Claude 3.5 
   are one call;
 * an observation with ``cause`` and the same ``tool_call_metadata`` is the tool result
   (``content``, else ``message``);
+* an agent action on the environment without metadata (``run``, ``edit``… in streams written before
+  function calling, :data:`ENV_ACTIONS`) is a call of its own with one tool_use (id
+  ``openhands-<event id>``, name the action, input its ``args`` without ``thought``, text the
+  thought), and the observation whose ``cause`` is that action's id its tool_result: observations
+  are always tool results paired with their actions, so masking strategies act on them;
+* the first user message is split around the issue statement when it wraps one in a benchmark
+  template (``<issue_description>``, :mod:`harness.importers.task`), so the goal is the issue;
 * an agent ``message`` action without metadata is a final answer (a call whose usage was not
   logged); environment events (agent state changes, null observations) are not sent to the model:
   ignored and counted.
@@ -36,8 +43,11 @@ from harness.importers.common import (
     parse_time,
     read_json_doc,
 )
+from harness.importers.task import task_parts
 
 FORMAT = "openhands"
+# OpenHands V0 openhands/core/schema/action.py ActionType values of actions run in the sandbox
+ENV_ACTIONS = frozenset({"run", "run_ipython", "read", "write", "edit", "browse", "browse_interactive"})
 
 
 def _obj(v: Any) -> Any:
@@ -88,6 +98,7 @@ def import_openhands(src: str | Path) -> ImportResult:
     order: list[tuple[str, Any]] = []
     first_usage: tr.RecordedUsage | None = None
     before_first: list[str] = []
+    bare: dict[Any, str] = {}   # event id of an action without metadata -> its tool_use id
     for k, e in enumerate(events):
         jd.cursor(*pre, k)
         if "id" not in e or "timestamp" not in e:
@@ -96,7 +107,10 @@ def import_openhands(src: str | Path) -> ImportResult:
         meta = _obj(e.get("tool_call_metadata"))
         args = _obj(e.get("args")) or {}
         if e.get("source") == "user" and e.get("action") == "message":
-            order.append(("user", (t, str(args.get("content") if isinstance(args, dict) else args))))
+            text = str(args.get("content") if isinstance(args, dict) else args)
+            first = not any(kind == "user" for kind, _ in order)
+            for part, m in (task_parts(text) if first else [(text, {})]):
+                order.append(("user", (t, part, m)))
         elif "action" in e and isinstance(meta, dict):
             resp = meta.get("model_response") or {}
             rid = str(resp.get("id") or meta.get("tool_call_id"))
@@ -119,6 +133,16 @@ def import_openhands(src: str | Path) -> ImportResult:
                 tool_args = {k: v for k, v in (args if isinstance(args, dict) else {"input": args}).items() if k != "thought"}
             call["tools"].append(tr.ToolUseContent(id=tid, name=str(meta.get("function_name")),
                                                    input=tool_args if isinstance(tool_args, dict) else {"input": tool_args}))
+        elif e.get("source") == "agent" and e.get("action") in ENV_ACTIONS:
+            a = args if isinstance(args, dict) else {"input": args}
+            tid = bare[e["id"]] = f"openhands-{e['id']}"
+            order.append(("bare", (t, str(a.get("thought") or ""), tr.ToolUseContent(
+                id=tid, name=str(e["action"]), input={k: v for k, v in a.items() if k != "thought"}))))
+            counts["actions without tool_call_metadata (a call with one tool_use each)"] += 1
+        elif "observation" in e and e.get("cause") in bare and not isinstance(meta, dict):
+            content = e.get("content")
+            content = content if isinstance(content, str) and content else str(e.get("message") or "")
+            order.append(("result", (t, bare[e["cause"]], content)))
         elif e.get("source") == "agent" and e.get("action") == "message":
             order.append(("final", (t, str(args.get("content") if isinstance(args, dict) else args))))
         elif "observation" in e and isinstance(meta, dict) and e.get("cause") is not None:
@@ -129,7 +153,7 @@ def import_openhands(src: str | Path) -> ImportResult:
             ignored[f"{e.get('source', '?')}/{e.get('action') or e.get('observation') or '?'}"] += 1
     for kind, item in order:
         if kind == "user":
-            b.user(item[0], item[1])
+            b.user(item[0], item[1], **item[2])
             if b.calls == 0:
                 before_first.append(item[1])
         elif kind == "call":
@@ -138,6 +162,8 @@ def import_openhands(src: str | Path) -> ImportResult:
             b.assistant(c["t"], content, c["usage"], model=c["model"])
             if first_usage is None and c["usage"] is not None:
                 first_usage = c["usage"]
+        elif kind == "bare":
+            b.assistant(item[0], ([tr.TextContent(text=item[1])] if item[1] else []) + [item[2]], None)
         elif kind == "final":
             b.assistant(item[0], [tr.TextContent(text=item[1])], None)
             counts["final agent message without logged usage"] += 1

@@ -106,6 +106,21 @@ class SynthConfig(BaseModel):
                                                     "of things last seen this far back (fitted, recurrence.py); "
                                                     "none is needed from further back than hi (1.7% of real uses "
                                                     "were last seen over 40k tokens back)")
+    turnover_tokens: int | None = Field(None, ge=1_000, le=10_000_000,
+                                        description="context tokens (estimated) after which the window turns over: "
+                                                    "window − 33,000 (Claude Code auto-compact, reported, peers.md; "
+                                                    "recurrence.RESERVE_TOKENS): 167,000 for 200k, 967,000 for 1M. "
+                                                    "None: needs are not placed with respect to turnovers")
+    across_share: float = Field(0.0, ge=0, le=1,
+                                description="after a turnover, chance a need is of a file line the agent read before the "
+                                            "latest turnover (re-needed after the window turned over; the agent may "
+                                            "look at it again first, reseen_share). Fitted: in the real compacting "
+                                            "Claude Code logs 470 of 553 uses after a compaction (85%) are of items "
+                                            "that entered before it (recurrence.py); the presets' 0.9 gives 82-93% "
+                                            "(other needs of the probe, preferences and fixes, are drawn as before)")
+    late_user_needs: bool = Field(False, description="the first probe after each turnover needs the session goal and "
+                                                     "a constraint or preference the user stated before it (what "
+                                                     "only a summary or a memory can carry across)")
     reseen_share: float = Field(0.98, ge=0, le=1,
                                 description="chance the agent looks again (re-reads, re-runs) at a file line or failing "
                                             "run right before it needs it (real agents re-read what they use)")

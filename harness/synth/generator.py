@@ -26,6 +26,16 @@ seen a call or two earlier (:mod:`harness.synth.recurrence` measures both, on re
 traces, with one function). Preferences and feedback are needed where they govern an action (a
 test run, an edit, a changelog entry, a commit, a report), in later sessions too.
 
+Turnovers (issue 26; ``turnover_tokens``, set by the long presets): every window − 33,000 tokens of
+context the window has to be emptied, whatever the strategy. After one, a share ``across_share`` of
+the needs are file lines read before it (the real compacting logs: 85% of the uses after a
+compaction are of items that entered before it), which the agent mostly looks at again first — and
+again after the turnover if it looked before it, as real agents re-read after a compaction — and
+the first probe after each turnover needs the goal and a constraint or preference the user stated
+before it (``late_user_needs``): what only a summary or a memory can carry across. The generator
+places turnovers by its own token estimate (prefix and the measured true/estimated ratio), so a few
+needs land on the other side of the measured turnover by chance.
+
 Everything random comes from one ``numpy.random.Generator`` seeded with the seed, consumed in a
 fixed order; the corpus is package data checked by hash; the trace is written by the canonical
 writer: the same config and seed give the same bytes on any machine.
@@ -86,6 +96,11 @@ OLDER_PENALTY = 1.5     # an older fact than drawn misses more than a younger on
 UNSEEN_PENALTY = 0.35   # real uses are mostly of things the agent looks at again: prefer those (assumed)
 MAX_AGE_MISS = 1.1      # |ln(age / drawn age)| beyond which a candidate need is dropped (a factor of 5; assumed)
 CHARS_PER_TOKEN = 3.7   # estimate used only to aim probe ages while generating (measured later in true tokens)
+TRUE_PER_ESTIMATED = 1.022  # cl100k tokens of content per estimated token (measured: long-200k seed 0, 794,494 true
+                            # for 777,467 estimated, as recurrence.stream counts them): places turnovers where the
+                            # measure finds them
+TURNOVER_MARGIN = 1_000     # tokens: the generator's turnover is placed this much after the measured one, so what it
+                            # looks at again "after the turnover" is after it in true tokens too (assumed)
 DOCS_URL = "https://click.palletsprojects.com/en/8.1.x/{page}/"
 GLOBS = ("src/click/*.py", "tests/test_*.py", "docs/*.rst", "**/*.toml", "src/click/_*.py", "tests/typing/*.py",
          "**/conftest.py", "requirements/*.txt", "docs/*options*.rst", "src/click/*core*.py")
@@ -193,6 +208,10 @@ class _Gen:
         for m in self.c.mutations:
             self.by_path.setdefault(m.path, []).append(m)
         self.stats = {"converted": 0, "edits": 0}
+        self.turned: list[float] = []    # estimated positions of this session's turnovers (turnover_tokens)
+        self.turn_from = 0.0             # where the context accumulating toward the next one started
+        self.late_due = False            # a turnover passed: the next probe needs what the user said before it
+        self.shown: list[_Fact] = []     # the needs the agent looks at again before the coming probe
         self.owed: dict[str, int] = {}   # tool kinds used less (>0) or more (<0) than drawn, by conversions
 
     # --- bookkeeping ----------------------------------------------------------------------------
@@ -854,9 +873,24 @@ class _Gen:
         if self.goal is not None and self.goal_due >= 1.0:
             self.goal_due -= 1.0
             needs.append(self.goal)
+        turned = self._turnover()
+        if self.late_due:   # what only the user said, stated before the window turned over, needed now
+            self.late_due = False
+            if self.goal is not None and self.goal not in needs:
+                needs.append(self.goal)
+            said = [f for f in here if f.category in ("constraint", "preference") and f.pos < turned]
+            if said:
+                needs.append(said[self.d.int(len(said))])
         k = int(self.rng.integers(1, cfg.probe_max_needs + 1)) - len(needs)
         cutoff = cfg.probe_age_unseen.hi or math.inf
         for _ in range(max(k, 0 if needs else 1)):
+            if turned and cfg.across_share and self.rng.random() < cfg.across_share:
+                before = [f for f in here if f.category == "file" and f.pos < turned and f not in needs
+                          and self._reobservable(f)]
+                if before:   # a line read before the window turned over, nearest the drawn age
+                    age = float(cfg.probe_age.sample(self.rng))
+                    needs.append(min(before, key=lambda x, age=age: abs(math.log((self.pos - x.pos + 50) / (age + 50)))))
+                    continue
             cross = bool(earlier) and self.rng.random() < cfg.cross_session_share
             pool = earlier if cross else here
             # what cannot be looked at again is needed soon after it entered, or (across sessions) from memory
@@ -889,6 +923,29 @@ class _Gen:
                 needs.append(best)
         self.prepared = needs
         self.show = [f for f in needs if self._reobservable(f) and self.rng.random() < cfg.reseen_share]
+        self.shown = list(self.show)   # what the agent means to look at again before the probe
+
+    def _turnover(self) -> float:
+        """The estimated position of this session's latest turnover (0: none yet): every
+        ``turnover_tokens`` of content since the previous one (the session's start first)."""
+        if self.cfg.turnover_tokens is None:
+            return 0.0
+        step = self._step()
+        while self.pos - self.turn_from >= step:
+            self.turn_from += step
+            self.turned.append(self.turn_from)
+            self.late_due = self.late_due or self.cfg.late_user_needs
+        return self.turned[-1] if self.turned else 0.0
+
+    def _step(self) -> float:
+        """Estimated tokens between turnovers: the window's threshold less the prefix every context
+        starts with (the system prompt and the tool definitions), in the generator's estimate."""
+        if self._step_est is None:
+            prefix = (self.cfg.system_chars + sum(len(t.model_dump_json()) for t in TOOL_SPECS)) / CHARS_PER_TOKEN
+            self._step_est = (self.cfg.turnover_tokens - prefix + TURNOVER_MARGIN) / TRUE_PER_ESTIMATED
+        return self._step_est
+
+    _step_est: float | None = None
 
     def _reobservable(self, f: _Fact) -> bool:
         """Whether the agent can look at ``f`` again now: a file line still in its file, the
@@ -947,6 +1004,14 @@ class _Gen:
         self.burst_i = self.d.int(len(HUGE_FILES))
         if self.task is not None:
             self.task.may_edit = self.task.seen_failure and self.task.read_source
+        turns = len(self.turned)
+        self._turnover()
+        if self.shown and len(self.turned) > turns:
+            # the window turned over after the agent looked again at what the coming probe needs: it looks
+            # again after the turnover, as real agents re-read after a compaction (the real logs' at-risk
+            # share per distance is measured after those re-reads). The turnover is the generator's
+            # estimate: where it is on the other side of the measured one, a need is at risk by chance
+            self.show = [f for f in self.shown if self._reobservable(f)]
         due = self.call >= self.next_probe
         if not in_span and self.prepared_for != self.next_probe and self.next_probe - self.call <= self.lead:
             self._prepare()
@@ -979,6 +1044,7 @@ class _Gen:
             self.next_probe = self._probe_gap()
             self.prepared = []
             self.show = []
+            self.shown = []
         content: list = [tr.TextContent(text=text)]
         ids = []
         for a in acts:
@@ -1121,6 +1187,7 @@ def generate(cfg: SynthConfig, seed: int | None = None, corpus: Corpus | None = 
         g.session = s
         g.goal = None
         g.prepared, g.show, g.prepared_for = [], [], -1   # a new launch: nothing prepared in the last one carries over
+        g.turned, g.turn_from, g.late_due = [], g.pos, False   # and its context starts empty
         if g.task is not None and g.task.done:
             g.task = None
         if cfg.sessions > 1:

@@ -22,15 +22,26 @@ Uses come from two sources:
 * :func:`probe_uses` (traces with probes, e.g. synthetic ones): each probe's needed facts at the
   call the probe precedes, the item being the fact's text.
 
+**At risk** (issue 26; the same definition as the retention headline's): a use is at risk at a
+window when a *turnover point* lies between where its item was last seen and the using call. The
+turnover points are the recorded compactions of an imported log, each new session (not a resume),
+and each point where the context accumulated since the previous turnover point (the fixed prefix,
+a compaction's summary, then each main-context event's tokens, scaled by the log's recorded
+``token_scale``) passes the window's compaction threshold ``window − RESERVE_TOKENS``
+(:func:`turnovers`). :func:`risk_table` gives, per last-seen distance bucket, the share of uses in
+the bucket and the at-risk share within it, for a 200k and a 1M window: what the synthetic presets
+are fitted to.
+
 ``python -m harness.synth.recurrence [REAL_DIR] [PRESET ...]`` prints the figures of the long
 Claude Code logs in ``../shared/traces/real`` (each, and pooled) and of the presets' probes (seed 0):
-the table in ``traces/README.md``. The generator's ``probe_age`` is the pooled real first-entered
+the table in ``traces/README.md``; then the at-risk table, real against each preset. The generator's ``probe_age`` is the pooled real first-entered
 log-normal (median and p90) this prints.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -100,6 +111,12 @@ def stream(trace: tr.Trace, count=None) -> Stream:
     return Stream(kinds, texts, start, end, calls, index)
 
 
+RESERVE_TOKENS = 33_000  # window − 20,000 − 13,000: Claude Code auto-compact (reported, peers.md); N-COMP-1/2
+WINDOWS = (200_000, 1_000_000)   # the two windows the presets are built for (long-200k, long-1m)
+RISK_BINS = (2_000, 10_000, 50_000, 100_000)   # last-seen distance buckets, tokens (assumed: round numbers
+                                               # around the real median 1.6k and p90 15k)
+
+
 @dataclass(frozen=True)
 class Distance:
     item: str
@@ -108,6 +125,7 @@ class Distance:
     last_tokens: int
     first_calls: int
     last_calls: int
+    use_start: int = 0   # stream tokens before the using call (where the use is, for turnovers)
 
 
 class _Finder:
@@ -153,7 +171,7 @@ def distances(s: Stream, uses: list[tuple[int, str, str]], first_from: tuple[str
             continue
         c = s.calls[at]
         out.append(Distance(item, cat, s.start[at] - s.end[first], s.start[at] - s.end[last],
-                            c - _seen(s, first) + 1, c - _seen(s, last) + 1))
+                            c - _seen(s, first) + 1, c - _seen(s, last) + 1, s.start[at]))
     return out
 
 
@@ -191,6 +209,90 @@ def probe_uses(trace: tr.Trace, s: Stream) -> list[tuple[int, str, str]]:
     return out
 
 
+def turnovers(trace: tr.Trace, s: Stream, window: int, count=None, reserve: int = RESERVE_TOKENS) -> list[int]:
+    """Stream token positions where the window turns over (see the module docstring), in order."""
+    if count is None:
+        from harness.provider.tokenizer import get_tokenizer
+
+        count = get_tokenizer().count
+    h = trace.header
+    scale = h.recorded.token_scale if h.recorded is not None and h.recorded.token_scale else 1.0
+    tools = "\n".join(f"{t.name}\n{t.description}\n{json.dumps(t.input_schema)}" for t in h.tools)
+    prefix = h.prefix_tokens + (count(h.system) + (count(tools) if tools else 0)) * scale
+    threshold = max(1, window - reserve)
+    out: list[int] = []
+    acc, pos, depth = prefix, 0, 0
+    for i, e in enumerate(trace.events):
+        if isinstance(e, tr.SubtaskStart):
+            depth += bool(e.isolated or depth)
+            continue
+        if isinstance(e, tr.SubtaskEnd):
+            depth = max(0, depth - 1)
+            continue
+        if depth:
+            continue
+        if isinstance(e, tr.CompactEvent) or (isinstance(e, tr.SessionStart) and not e.resume and pos):
+            if not out or out[-1] != pos:   # a compaction right where the count turned over: one point
+                out.append(pos)
+            acc = prefix + (count(e.summary) * scale if isinstance(e, tr.CompactEvent) and e.summary else 0)
+            continue
+        k = s.index.get(i)
+        if k is None:
+            continue
+        pos = s.end[k]
+        acc += (s.end[k] - s.start[k]) * scale
+        if acc > threshold:
+            out.append(pos)
+            acc = prefix
+    return out
+
+
+def at_risk(d: Distance, points: list[int]) -> bool:
+    """A turnover point between where ``d``'s item was last seen and its use."""
+    last = d.use_start - d.last_tokens
+    k = bisect.bisect_left(points, last)
+    return k < len(points) and points[k] <= d.use_start
+
+
+def across(d: Distance, points: list[int]) -> bool:
+    """``d``'s item entered before the latest turnover point preceding its use: a need that reaches
+    back across the window's turnover, whether or not it was looked at again since."""
+    k = bisect.bisect_right(points, d.use_start) - 1
+    return k >= 0 and d.use_start - d.first_tokens <= points[k]
+
+
+def across_row(ds: list[tuple[Distance, bool, list[int]]]) -> dict:
+    """Of the uses after at least one turnover (:func:`with_risk` rows): how many reach back across
+    it, how many are at risk."""
+    after = [(d, r, pts) for d, r, pts in ds if pts and pts[0] <= d.use_start]
+    n = len(after)
+    k = sum(across(d, pts) for d, _, pts in after)
+    risk = sum(r for _, r, _ in after)
+    return {"after": n, "across": k, "across_share": k / n if n else 0.0, "at_risk": risk,
+            "risk_share": risk / n if n else 0.0}
+
+
+def risk_rows(ds: list[tuple[Distance, bool, list[int]]], bins: tuple[int, ...] = RISK_BINS) -> list[dict]:
+    """Per last-seen distance bucket: uses ``n``, their share of all, and how many are at risk."""
+    edges = (0, *bins)
+    total = len(ds)
+    rows = []
+    for b, lo in enumerate(edges):
+        hi = edges[b + 1] if b + 1 < len(edges) else None
+        inside = [r for d, r, *_ in ds if d.last_tokens >= lo and (hi is None or d.last_tokens < hi)]
+        rows.append({"lo": lo, "hi": hi, "n": len(inside), "share": len(inside) / total if total else 0.0,
+                     "at_risk": sum(inside), "risk_share": sum(inside) / len(inside) if inside else 0.0})
+    k = sum(r for _, r, *_ in ds)
+    rows.append({"lo": 0, "hi": None, "n": total, "share": 1.0, "at_risk": k, "risk_share": k / total if total else 0.0})
+    return rows
+
+
+def with_risk(trace: tr.Trace, s: Stream, ds: list[Distance], window: int) -> list[tuple[Distance, bool, list[int]]]:
+    """Each use, whether it is at risk at ``window``, and the trace's turnover points."""
+    points = turnovers(trace, s, window)
+    return [(d, at_risk(d, points), points) for d in ds]
+
+
 def summary(ds: list[Distance]) -> dict:
     """Median, p90 and far shares of the two distances (tokens and calls)."""
     if not ds:
@@ -214,8 +316,9 @@ def real_logs(real_dir: Path) -> list[Path]:
     return sorted(p for p in (Path(real_dir) / "claude-code").glob("*/*.jsonl"))
 
 
-def real_distances(real_dir: Path) -> dict[str, list[Distance]]:
-    """Item distances of each real Claude Code log with at least :data:`MIN_CALLS` model calls."""
+def real_distances(real_dir: Path, windows: tuple[int, ...] = ()) -> dict[str, list[Distance]]:
+    """Item distances of each real Claude Code log with at least :data:`MIN_CALLS` model calls;
+    with ``windows``, each log's uses with their at-risk flags per window in :data:`REAL_RISK`."""
     from harness.importers import import_file
 
     out = {}
@@ -225,7 +328,38 @@ def real_distances(real_dir: Path) -> dict[str, list[Distance]]:
             continue
         s = stream(t)
         out[p.stem] = distances(s, item_uses(s), first_from=("user", "result"))
+        for w in windows:
+            REAL_RISK.setdefault(w, []).extend(with_risk(t, s, out[p.stem], w))
     return out
+
+
+REAL_RISK: dict[int, list[tuple[Distance, bool, list[int]]]] = {}   # filled by real_distances(windows=...)
+
+
+def _bucket(r: dict) -> str:
+    if r["hi"] is None and r["lo"] == 0:
+        return "all"
+    return f"{r['lo'] // 1000}k–{r['hi'] // 1000}k" if r["hi"] is not None else f"≥ {r['lo'] // 1000}k"
+
+
+def risk_table(real: dict[int, list], synth: dict[str, dict[int, list]]) -> list[str]:
+    """Markdown: per window and last-seen bucket, real vs each synthetic preset: share of uses in the
+    bucket, and at-risk share within it (k/n)."""
+    lines = []
+    for w in sorted(real):
+        names = ["real, pooled", *synth]
+        lines.append(f"\nAt risk at a {w // 1000:,}k window (turnover: recorded compactions, sessions, and every "
+                     f"{(w - RESERVE_TOKENS) // 1000:,}k tokens of context)\n")
+        lines.append("| last seen | " + " | ".join(f"{n}: share of uses | at risk" for n in names) + " |")
+        lines.append("|---|" + "---|---|" * len(names))
+        tables = [risk_rows(real[w])] + [risk_rows(synth[n].get(w, [])) for n in synth]
+        for b in range(len(tables[0])):
+            cells = []
+            for t in tables:
+                r = t[b]
+                cells.append(f"{r['share']:.1%} (n {r['n']}) | {r['risk_share']:.1%} ({r['at_risk']}/{r['n']})")
+            lines.append(f"| {_bucket(tables[0][b])} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def synthetic_distances(trace: tr.Trace) -> list[Distance]:
@@ -251,17 +385,30 @@ def main(argv: list[str] | None = None) -> int:
           "p90 | > 40k | median calls |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     pooled: list[Distance] = []
-    for name, ds in real_distances(real).items():
+    REAL_RISK.clear()
+    for name, ds in real_distances(real, WINDOWS).items():
         pooled += ds
         print(_row(f"real {name}", summary(ds)))
     print(_row("real, pooled", summary(pooled)))
     from harness.synth import generate, load_preset
 
+    synth_risk: dict[str, dict[int, list[tuple[Distance, bool, list[int]]]]] = {}
     for p in presets:
         t = generate(load_preset(p), 0)
-        print(_row(f"synth {p} (probes)", summary(synthetic_distances(t))))
         s = stream(t)
+        ds = distances(s, probe_uses(t, s))
+        print(_row(f"synth {p} (probes)", summary(ds)))
         print(_row(f"synth {p} (items)", summary(distances(s, item_uses(s), first_from=("user", "result")))))
+        synth_risk[p] = {w: with_risk(t, s, ds, w) for w in WINDOWS}
+    print("\n".join(risk_table(dict(REAL_RISK), synth_risk)))
+    print("\nUses after a turnover: reaching back across it (the item entered before it) and at risk\n")
+    print("| window | trace | uses after a turnover | reach back across it | at risk |\n|---|---|---|---|---|")
+    for w in WINDOWS:
+        for label, rows in (("real, pooled", REAL_RISK.get(w, [])),
+                            *((f"synth {p}", synth_risk[p][w]) for p in presets)):
+            r = across_row(rows)
+            print(f"| {w // 1000:,}k | {label} | {r['after']} | {r['across_share']:.1%} ({r['across']}) | "
+                  f"{r['risk_share']:.1%} ({r['at_risk']}) |")
     return 0
 
 

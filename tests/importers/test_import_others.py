@@ -87,7 +87,9 @@ def test_swe_agent_real_counts(name, calls, tools):
     assert doc["info"]["model_stats"]["api_calls"] == calls          # the file's own count
     assert sum(len(m.get("tool_calls") or []) for m in doc["history"]) == tools
     res = import_file("swe-agent", REAL / "swe-agent" / name)
-    assert (res.summary["calls"], res.summary["tool_uses"]) == (calls, tools)
+    # every call is an action with its observation: the function calls, plus the text actions
+    # (pydicom: 12) and the final submit appended from the trajectory (test repo: 4 + 1)
+    assert (res.summary["calls"], res.summary["tool_uses"], res.summary["observations_paired"]) == (calls, calls, calls)
     h = res.trace.header
     assert h.usage == "aggregate" and h.meta["aggregate_usage"]["api_calls"] == calls
     assert h.system.startswith("SETTING: You are an autonomous programmer")

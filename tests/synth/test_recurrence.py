@@ -94,3 +94,74 @@ def test_the_recorded_reference_is_what_the_real_logs_give():
     assert sm["n"] == ref["n"]
     for k in ("first_tokens", "last_tokens", "first_calls", "last_calls"):
         assert sm[k]["median"] == ref[k]["median"] and sm[k]["p90"] == ref[k]["p90"]
+
+
+# --- turnovers and needs at risk (issue 26) ---------------------------------------------------------
+
+def _risk_trace():
+    """One token per word, no system prompt or tools (prefix 0)."""
+    h = tr.Header(name="risk")
+    ev = [
+        tr.UserEvent(t=0, text="keep src/app/main.py stable"),              # 0-3
+        a(1, "reading now", ("u1", "src/app/main.py")),                     # 3-7 (text 2 + input JSON 2)
+        tr.ToolResultEvent(t=2, tool_use_id="u1", content="def load_config(): pass"),   # 7-10
+        a(3, "ok", ("u2", "src/other.py")),                                 # 10-13
+        tr.ToolResultEvent(t=4, tool_use_id="u2", content="x y z"),         # 13-16
+        a(5, "use load_config and src/other.py"),                           # 16-20: the use
+    ]
+    return tr.Trace(h, ev)
+
+
+def test_turnovers_where_the_accumulated_context_passes_the_threshold():
+    t = _risk_trace()
+    s = R.stream(t, count=words)
+    assert s.end == [3, 7, 10, 13, 16, 20]
+    # threshold 9: 10 > 9 at the first result's end; the count restarts: 3, 6, then 10 > 9 at 20
+    assert R.turnovers(t, s, 9, count=words, reserve=0) == [10, 20]
+    # window 10 − reserve 5: 7 > 5; 3, 6 > 5 at 13; 3, 7 > 5 at 20
+    assert R.turnovers(t, s, 10, count=words, reserve=5) == [7, 13, 20]
+    assert R.turnovers(t, s, 100, count=words, reserve=0) == []
+
+
+def test_a_use_is_at_risk_when_a_turnover_lies_after_its_last_sighting():
+    t = _risk_trace()
+    s = R.stream(t, count=words)
+    ds = {d.item: d for d in R.distances(s, [(5, "load_config", "item"), (5, "src/other.py", "item")])}
+    pts = R.turnovers(t, s, 9, count=words, reserve=0)    # [10, 20]
+    # load_config last seen in the first result, which ends at 10, the turnover: at risk
+    assert (ds["load_config"].use_start, ds["load_config"].last_tokens) == (16, 6) and R.at_risk(ds["load_config"], pts)
+    # src/other.py last seen in call 1's input (ends at 13), after the turnover: not at risk
+    assert ds["src/other.py"].last_tokens == 3 and not R.at_risk(ds["src/other.py"], pts)
+
+
+def test_a_recorded_compaction_is_a_turnover_and_restarts_the_count():
+    t = _risk_trace()
+    ev = list(t.events)
+    ev.insert(5, tr.CompactEvent(t=4, trigger="auto", pre_tokens=16, summary="two words"))  # before the last call
+    t2 = tr.Trace(t.header, ev)
+    s = R.stream(t2, count=words)
+    # window 20: 16 < 20 by count; the compaction at 16; then 2 (summary) + 4 = 6
+    assert R.turnovers(t2, s, 20, count=words, reserve=0) == [16]
+    # window 14: the count passes 14 at 16, where the compaction is too: one point
+    assert R.turnovers(t2, s, 14, count=words, reserve=0) == [16]
+
+
+def test_risk_rows_by_hand():
+    def d(last, use=100):
+        return R.Distance("x", "file", last, last, 1, 1, use)
+    rows = R.risk_rows([(d(500), False, []), (d(1_500), True, []), (d(5_000), False, []), (d(60_000), True, [])])
+    by = {(r["lo"], r["hi"]): r for r in rows}
+    assert (by[(0, 2_000)]["n"], by[(0, 2_000)]["at_risk"], by[(0, 2_000)]["risk_share"]) == (2, 1, 0.5)
+    assert by[(2_000, 10_000)]["share"] == 0.25 and by[(2_000, 10_000)]["at_risk"] == 0
+    assert (by[(50_000, 100_000)]["n"], by[(50_000, 100_000)]["risk_share"]) == (1, 1.0)
+    assert by[(100_000, None)]["n"] == 0
+    assert (rows[-1]["n"], rows[-1]["at_risk"], rows[-1]["risk_share"]) == (4, 2, 0.5)
+
+
+def test_across_row_counts_uses_after_a_turnover_that_reach_back_across_it():
+    pts = [100]
+    before = R.Distance("a", "file", 150, 20, 1, 1, 200)    # entered at 50, before the turnover at 100
+    fresh = R.Distance("b", "file", 50, 20, 1, 1, 200)      # entered at 150, after it
+    early = R.Distance("c", "file", 10, 5, 1, 1, 80)        # a use before any turnover: not counted
+    r = R.across_row([(before, False, pts), (fresh, False, pts), (early, False, pts)])
+    assert (r["after"], r["across"], r["across_share"], r["at_risk"]) == (2, 1, 0.5, 0)
