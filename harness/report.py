@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness import analysis, uncertainty
+from harness import analysis, columns, uncertainty
 from harness import figures as figs
 from harness import formatting as fmt
 from harness.figures import Figure
@@ -465,5 +465,5 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
              "rejected was not recovered from: the session stopped there.")
     (out / "report.md").write_text(render_markdown(title, intro, sections), encoding="utf-8")
     (out / "index.html").write_text(render_html(title, intro, sections, out), encoding="utf-8")
-    runs.to_parquet(out / "runs.parquet", index=False)
+    columns.encode(runs).to_parquet(out / "runs.parquet", index=False)  # one type per column (harness/columns.py)
     return out

@@ -30,6 +30,7 @@ from typing import Annotated, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness import columns
 from harness.trace import MAX_TOKENS
 from strategies import registry
 
@@ -335,7 +336,7 @@ def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
     except Exception as e:  # a failed run is a recorded result, not the end of the sweep
         row["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
     row["run_s"] = time.perf_counter() - t0
-    _atomic_parquet(pd.DataFrame([_scalarise(row)]), Path(out_dir) / "runs" / f"{spec.key}.parquet")
+    _atomic_parquet(columns.encode(pd.DataFrame([_scalarise(row)])), Path(out_dir) / "runs" / f"{spec.key}.parquet")
     return row
 
 
@@ -504,26 +505,11 @@ def collect(out: Path, keys: list[str] | None = None, log: Callable[[str], None]
         (log or print)(f"warning: {f}: unreadable run file (damaged?): left out")
     if not frames:
         return pd.DataFrame()
-    df = pd.concat(frames, ignore_index=True)
-    df = _one_type_per_column(df.sort_values("key").reset_index(drop=True))
+    df = columns.decode(pd.concat(frames, ignore_index=True)).sort_values("key").reset_index(drop=True)
     from harness.cli.checks import atomic_write
 
-    atomic_write(out / RESULTS, lambda p: df.to_parquet(p, index=False))
+    atomic_write(out / RESULTS, lambda p: columns.encode(df).to_parquet(p, index=False))
     df.attrs["corrupt"] = [str(f) for f in corrupt]
-    return df
-
-
-def _one_type_per_column(df: pd.DataFrame) -> pd.DataFrame:
-    """Two strategies may share a parameter name with different types (``compaction``: a bool in
-    one, ``"auto"`` in another); Parquet holds one type per column, so such a column keeps its
-    strings and writes every other value as JSON text (``true``, ``13000``)."""
-    for c in df.columns:
-        if df[c].dtype != object:
-            continue
-        kinds = {type(v) for v in df[c].dropna()}
-        if len(kinds) > 1 and str in kinds:
-            df[c] = [v if v is None or isinstance(v, str) or (isinstance(v, float) and v != v) else json.dumps(v)
-                     for v in df[c]]
     return df
 
 
@@ -551,7 +537,7 @@ def load_results(out: str | Path, log: Callable[[str], None] | None = None) -> p
         df = collect(out, log=log)
     elif (out / RESULTS).exists():
         try:
-            df = pd.read_parquet(out / RESULTS)
+            df = columns.decode(pd.read_parquet(out / RESULTS))
         except Exception as e:  # noqa: BLE001
             raise SweepError(f"{out / RESULTS}: unreadable ({type(e).__name__}); run the sweep again") from None
     else:
