@@ -31,49 +31,18 @@ from typing import Any
 
 import pandas as pd
 
-from harness import analysis, columns, uncertainty
+from harness import analysis, columns, tuning, uncertainty
+from harness import tuning_sections as tsec
 from harness import figures as figs
 from harness import formatting as fmt
 from harness.figures import Figure
+from harness.report_content import Bullets, Para, Raw, Section, Table
 from harness.sweep import flatten
 
 RET = analysis.RETENTION
 
 
 # --- content, rendered twice -------------------------------------------------------------------------
-
-@dataclass
-class Para:
-    """A paragraph; ``code`` and **bold** spans are kept in HTML."""
-
-    text: str
-
-
-@dataclass
-class Bullets:
-    items: list[str]
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-    align: list[str]  # "l" | "r" per column
-    failed: list[bool] = field(default_factory=list)  # rows marked failed (shaded in HTML)
-
-
-@dataclass
-class Raw:
-    """Content another module rendered itself (its Markdown lines and their HTML)."""
-
-    md: list[str]
-    html: str
-
-
-@dataclass
-class Section:
-    title: str
-    content: list[Para | Bullets | Table | Figure | Raw]
 
 
 def _md_cell(s: str) -> str:
@@ -160,6 +129,11 @@ class Context:
     probes: dict[str, pd.DataFrame] = field(default_factory=dict)  # run key -> per-probe scores
     rec: dict[str, Any] | None = None
     figures: int = 0
+    sets: list[Any] = field(default_factory=list)          # tuning.Setting per configuration × window × traces
+    answers: list[Any] = field(default_factory=list)       # tuning.Answer per swept strategy × window × traces
+    grid_warnings: list[str] = field(default_factory=list)  # what the grid did not measure (grid_checks)
+    retention_method: str = ""
+    cost_column: str = "cost_usd"
 
     @property
     def window(self) -> int:
@@ -196,8 +170,10 @@ def _metrics_rows(r: Any) -> list[list[str]]:
 
 
 def section_recommendation(ctx: Context) -> Section:
+    # a sweep that tunes a strategy answers with its tuning section; this is then the cheapest of everything
+    title = f"Cheapest of all configurations at retention ≥ {ctx.target:g}" if ctx.answers else "Recommendation"
     if not ctx.rec:
-        return Section("Recommendation", [Para(f"**No recommendation**: {analysis.no_recommendation_reason(ctx.cfgs, ctx.target)}.")])
+        return Section(title, [Para(f"**No recommendation**: {analysis.no_recommendation_reason(ctx.cfgs, ctx.target)}.")])
     r = ctx.rec
     changed = analysis.changed_params(r)
     content: list[Any] = [Para(f"**{r['config']}** at window {fmt.count(r['window'])}: the cheapest configuration that "
@@ -208,7 +184,7 @@ def section_recommendation(ctx: Context) -> Section:
                              [[f"`{k}`", f"`{fmt.value(v)}`"] for k, v in sorted(changed.items())], ["l", "r"]))
     else:
         content.append(Para(f"Every parameter of `{r['label']}` at its default (`ctxsim strategies {r.get('strategy', r['label'])}`)."))
-    return Section("Recommendation", content)
+    return Section(title, content)
 
 
 def _provenance(runs: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -402,6 +378,9 @@ def section_errors(ctx: Context) -> Section | None:
 
 
 SECTIONS: list[Callable[[Context], Section | None]] = [
+    tsec.section_tuning,
+    tsec.section_peers,
+    tsec.section_grid_checks,
     section_recommendation,
     section_assumptions,
     section_summary,
@@ -414,9 +393,23 @@ SECTIONS: list[Callable[[Context], Section | None]] = [
     lambda ctx: ctx.figure(figs.fig_windows(ctx)),
     lambda ctx: ctx.figure(figs.fig_ledger(ctx)),
     section_retention_noise,
-    section_sensitivity,
+    lambda ctx: tsec.section_sensitivity(ctx) if ctx.answers else section_sensitivity(ctx),
     section_errors,
 ]
+
+
+def default_title(ctx: Context) -> str:
+    """What the report answers, from its runs: the swept strategies and parameters, or the strategies
+    compared, and the windows."""
+    wins = " and ".join(f"{w // 1000:,}k" if w < 1_000_000 else f"{w / 1e6:g}M" for w in ctx.windows)
+    if ctx.answers:
+        swept = {}
+        for a in ctx.answers:
+            swept.setdefault(a.label, set()).update(a.swept)
+        what = "; ".join(f"{label} {', '.join(sorted(ps))}" for label, ps in swept.items())
+        return f"Which settings to ship: {what} at {wins} windows"
+    labels = list(dict.fromkeys(ctx.cfgs["label"]))
+    return f"{len(labels)} strategies compared at {wins} windows: cost, cache, latency and retention"
 
 
 # --- assembling ----------------------------------------------------------------------------------------
@@ -438,7 +431,7 @@ def rows_from_results(results: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, p
 
 def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
                  calls: dict[str, pd.DataFrame] | None = None, ledger: pd.DataFrame | None = None,
-                 target: float = 0.7, title: str = "ctxsim report",
+                 target: float = 0.7, title: str | None = None,
                  probes: dict[str, pd.DataFrame] | None = None) -> Path:
     """``probes``: run key -> per-probe scores (a sweep's DIR/probes/), for the retention intervals."""
     out = Path(out_dir)
@@ -457,6 +450,12 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
     cfgs = pd.concat([analysis.ranked(cfgs[cfgs["window"] == w]) for w in sorted(cfgs["window"].unique())])
     ctx = Context(runs, cfgs.reset_index(drop=True), calls, ledger, target, out, errors, probes or {})
     ctx.rec = analysis.recommend(ctx.cfgs, target)
+    ctx.sets = tuning.settings(runs, probes or {})
+    ctx.answers = tuning.answers(ctx.sets)
+    ctx.grid_warnings = tsec.warnings_for(ctx.sets)
+    ctx.retention_method, ctx.cost_column = tuning.retention_method(runs), tuning.cost_column(runs)
+    if title is None:
+        title = default_title(ctx)
     sections = [s for s in (f(ctx) for f in SECTIONS) if s is not None]
     n_runs = len(runs)
     intro = (f"Generated by `ctxsim report` from {n_runs} run(s). Every number is per configuration (a strategy, "

@@ -53,7 +53,7 @@ def run(args) -> int:
             print(f"compaction ledger: NovaCode at {len(LEDGER_MARGINS)} trigger points on {longest['trace']}")
             ledger = analysis.compaction_ledger(tr.load(longest["trace"]), window, LEDGER_MARGINS)
     out = write_report(ok if len(ok) == len(df) else df, args.out or args.dir, calls=calls, ledger=ledger,
-                       target=args.target, title=args.title or f"ctxsim report: {Path(args.dir).name}",
+                       target=args.target, title=args.title,
                        probes=load_probes(args.dir, ok["key"]))
     print(f"wrote {out}/report.md and {out}/index.html")
     return 0
