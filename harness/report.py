@@ -21,8 +21,6 @@ Markdown and HTML.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from harness import analysis, columns, tuning, uncertainty
+from harness import tuning_figures as tfig
 from harness import tuning_sections as tsec
 from harness import figures as figs
 from harness import formatting as fmt
@@ -63,29 +62,6 @@ def _md(item) -> list[str]:
     return [f"![{item.title}]({item.file})", "", f"*{item.reading}*", ""]
 
 
-_inline = fmt.inline_html
-
-
-def _html(item, out: Path) -> str:
-    if isinstance(item, Raw):
-        return f"<div class='tablewrap'>{item.html}</div>"
-    if isinstance(item, Para):
-        return f"<p>{_inline(item.text)}</p>"
-    if isinstance(item, Bullets):
-        return "<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in item.items) + "</ul>"
-    if isinstance(item, Table):
-        al = ["num" if a == "r" else "" for a in item.align]
-        head = "".join(f"<th class='{a}'>{_inline(h)}</th>" for h, a in zip(item.headers, al))
-        body = []
-        for i, r in enumerate(item.rows):
-            cls = " class='failed'" if i < len(item.failed) and item.failed[i] else ""
-            body.append(f"<tr{cls}>" + "".join(f"<td class='{a}'>{_inline(c)}</td>" for c, a in zip(r, al)) + "</tr>")
-        return f"<div class='tablewrap'><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
-    data = base64.b64encode((out / item.file).read_bytes()).decode()
-    return (f"<figure><img alt='{html.escape(item.title)}' src='data:image/png;base64,{data}'>"
-            f"<figcaption class='reading'>{_inline(item.reading)}</figcaption></figure>")
-
-
 CSS = ("body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 16px;line-height:1.4}"
        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
        "th{background:#f4f4f4}.num{text-align:right;white-space:nowrap}tr.failed td{background:#fbeef3}"
@@ -103,16 +79,10 @@ def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
 
 
 def render_html(title: str, intro: str, sections: list[Section], out: Path) -> str:
-    parts = ["<!doctype html><html><head><meta charset='utf-8'>",
-             "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-             f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>", f"<p>{_inline(intro)}</p>"]
-    for s in sections:
-        parts.append(f"<section><h2>{_inline(s.title)}</h2>")
-        parts += [_html(item, out) for item in s.content]
-        parts.append("</section>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    """The page from harness/templates/report.html.j2, Markdown spans by markdown-it (harness/report_html.py)."""
+    from harness import report_html
+
+    return report_html.render(title, intro, sections, out, CSS)
 
 
 # --- what every section reads ------------------------------------------------------------------------
@@ -133,6 +103,7 @@ class Context:
     answers: list[Any] = field(default_factory=list)       # tuning.Answer per swept strategy × window × traces
     grid_warnings: list[str] = field(default_factory=list)  # what the grid did not measure (grid_checks)
     retention_method: str = ""
+    grid_ledger: pd.DataFrame | None = None                # tuning.ledger: N-WIN-3 on the grid's own axis
     cost_column: str = "cost_usd"
 
     @property
@@ -153,6 +124,13 @@ class Context:
             return None
         self.figures += 1
         return Section(f"Figure {self.figures}. {fig.title}", [fig])
+
+    def figures_section(self, title: str, figs_: list[Figure]) -> Section | None:
+        """Several figures under one numbered heading."""
+        if not figs_:
+            return None
+        self.figures += 1
+        return Section(f"Figure {self.figures}. {title}", list(figs_))
 
 
 # --- sections ------------------------------------------------------------------------------------------
@@ -352,7 +330,7 @@ def section_retention_noise(ctx: Context) -> Section | None:
     last: dict[int, set[str]] = {}
     for w, config in failed:
         last.setdefault(w, set()).add(config)
-    lines = uncertainty.report_section(ctx.runs, ctx.probes, last)
+    lines = uncertainty.report_section(ctx.runs, ctx.probes, last, tsec.noise_pairs(ctx))
     if not lines:
         return None
     title = lines[0].removeprefix("## ").strip() if lines[0].startswith("## ") else "Retention"
@@ -366,7 +344,7 @@ def section_retention_noise(ctx: Context) -> Section | None:
             if w == window and line.startswith(f"- `{config}`:"):
                 line = line.replace(f"- `{config}`:", f"- `{config}` (**{bad}**; probes after it score 0):", 1)
         body.append(line)
-    return Section(title, [Raw(body, uncertainty.section_html(body))])
+    return Section(title, [Raw(body, "")])  # rendered from its Markdown (harness/report_html.py)
 
 
 def section_errors(ctx: Context) -> Section | None:
@@ -379,6 +357,8 @@ def section_errors(ctx: Context) -> Section | None:
 
 SECTIONS: list[Callable[[Context], Section | None]] = [
     tsec.section_tuning,
+    lambda ctx: ctx.figure(tfig.fig_front(ctx)) if ctx.answers else None,
+    lambda ctx: ctx.figures_section("Response to the swept parameters", tfig.fig_response(ctx)) if ctx.answers else None,
     tsec.section_peers,
     tsec.section_grid_checks,
     section_recommendation,
@@ -389,9 +369,11 @@ SECTIONS: list[Callable[[Context], Section | None]] = [
     lambda ctx: ctx.figure(figs.fig_cache(ctx)),
     lambda ctx: ctx.figure(figs.fig_latency(ctx)),
     lambda ctx: ctx.figure(figs.fig_retention(ctx)),
-    lambda ctx: ctx.figure(figs.fig_pareto(ctx)),
+    lambda ctx: ctx.figure(tfig.fig_front(ctx)) if not ctx.answers else None,
     lambda ctx: ctx.figure(figs.fig_windows(ctx)),
-    lambda ctx: ctx.figure(figs.fig_ledger(ctx)),
+    lambda ctx: ctx.figure(tfig.fig_grid_ledger(ctx) if ctx.grid_ledger is not None and len(ctx.grid_ledger)
+                           else figs.fig_ledger(ctx)),
+    tsec.section_ledger,
     section_retention_noise,
     lambda ctx: tsec.section_sensitivity(ctx) if ctx.answers else section_sensitivity(ctx),
     section_errors,
@@ -453,6 +435,7 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
     ctx.sets = tuning.settings(runs, probes or {})
     ctx.answers = tuning.answers(ctx.sets)
     ctx.grid_warnings = tsec.warnings_for(ctx.sets)
+    ctx.grid_ledger = tuning.ledger(ctx.answers, calls)
     ctx.retention_method, ctx.cost_column = tuning.retention_method(runs), tuning.cost_column(runs)
     if title is None:
         title = default_title(ctx)

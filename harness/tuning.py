@@ -103,6 +103,7 @@ class Setting:
     retention: Retention
     cost_by_run: dict[tuple[str, int], float] = field(default_factory=dict)  # (trace, seed) -> cost
     blocks: list[uncertainty.Block] = field(default_factory=list)              # fallback: per-probe scores
+    keys: list[str] = field(default_factory=list)                              # its runs' keys
 
 
 def _seed(r: Mapping[str, Any]) -> int:
@@ -149,7 +150,7 @@ def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = Non
             cost=float(g[cost].mean()), recovery=float(g[RECOVERY].mean()) if RECOVERY in g else math.nan,
             compactions=float(g[comp].mean()) if comp in g else math.nan, retention=ret,
             cost_by_run={(str(r.get("trace_hash", r.get("trace", ""))), _seed(r)): float(r[cost]) for _, r in g.iterrows()},
-            blocks=blocks))
+            blocks=blocks, keys=[str(k) for k in g["key"]] if "key" in g else []))
     return out
 
 
@@ -295,3 +296,67 @@ def peers(answer: Answer, sets: list[Setting]) -> list[PeerRow]:
         sv = saving(s, tuned)  # peer − tuned
         rows.append(PeerRow(s, sv, retention_difference(s, tuned)))
     return sorted(rows, key=lambda r: (not r.peer.completed, r.peer.cost))
+
+
+def cost_interval(s: Setting, n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of a setting's mean cost over its runs (a point when the
+    runs agree or there is one)."""
+    c = np.array(list(s.cost_by_run.values()), dtype=float)
+    if len(c) < 2 or np.ptp(c) == 0:
+        return (float(c.mean()), float(c.mean())) if len(c) else (math.nan, math.nan)
+    boot = c[np.random.default_rng(seed).integers(0, len(c), (n_boot, len(c)))].mean(axis=1)
+    a = (1 - proportions.LEVEL) / 2
+    return float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))
+
+
+def front(sets: list[Setting]) -> list[Setting]:
+    """The settings (that completed every run) no other beats on both lower cost and higher
+    retention, by cost."""
+    ok = sorted((s for s in sets if s.completed and not math.isnan(s.retention.est)),
+                key=lambda s: (s.cost, -s.retention.est))
+    out, best = [], -math.inf
+    for s in ok:
+        if s.retention.est > best:
+            out.append(s)
+            best = s.retention.est
+    return out
+
+
+def short_name(s: Setting) -> str:
+    """A point's label in a figure: the strategy and its changed parameters, values in k."""
+    def v(x: Any) -> str:
+        if isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) >= 1000 and float(x) % 1000 == 0:
+            return f"{int(x) // 1000}k"
+        return str(x).lower() if isinstance(x, bool) else str(x)
+    abbrev = {"soft_margin": "soft", "tail_min_tokens": "tail≥", "tail_max_tokens": "tail≤"}
+    ch = ", ".join(f"{abbrev.get(k, k)} {v(x)}" for k, x in sorted(s.changed.items()))
+    return f"{s.label} ({ch})" if ch else s.label
+
+
+LEDGER_AXIS = "soft_margin"  # N-COMP-2: the knob the compaction ledger (N-WIN-3) is read against
+
+
+def ledger(answers: list[Answer], calls: Mapping[str, pd.DataFrame], axis: str = LEDGER_AXIS) -> pd.DataFrame:
+    """N-WIN-3 on the grid's own axis: for each swept strategy whose grid varies ``axis``, per window
+    and value (the other swept parameters at their defaults), the cost of the summary calls against
+    the cost of the main calls (carrying the text), per session, from the sweep's own per-call rows;
+    with retention and whether every run completed. Empty when no run's calls were saved."""
+    rows = []
+    for a in answers:
+        if axis not in a.swept:
+            continue
+        base = a.default.params
+        for s in a.settings:
+            if any(repr(s.params.get(q)) != repr(base.get(q)) for q in a.swept if q != axis):
+                continue
+            have = [calls[k] for k in s.keys if k in calls]
+            if not have:
+                continue
+            summ = float(np.mean([c.loc[c["kind"] == "summary", "cost_usd"].sum() for c in have]))
+            main = float(np.mean([c.loc[c["kind"] != "summary", "cost_usd"].sum() for c in have]))
+            rows.append({"label": a.label, "window": a.window, "group": a.group, axis: s.params.get(axis),
+                         "summary_cost_usd": summ, "main_cost_usd": main, "total_cost_usd": summ + main,
+                         "compactions": s.compactions, "retention": s.retention.est, "retention_lo": s.retention.lo,
+                         "retention_hi": s.retention.hi, "completed": s.completed, "default": not s.changed})
+    df = pd.DataFrame(rows)
+    return df.sort_values(["label", "window", "group", axis]).reset_index(drop=True) if len(df) else df

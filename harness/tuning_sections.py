@@ -217,3 +217,66 @@ def section_sensitivity(ctx: Context) -> Section | None:
 
 def warnings_for(sets: list[tuning.Setting]) -> list[str]:
     return grid_checks.warnings(sets)
+
+
+def terminal_lines(runs) -> tuple[list[str], list[str]]:
+    """(one line per tuning answer, one line per part of the grid that measured nothing) for the
+    terminal (``ctxsim sweep`` / ``ctxsim report``); Markdown marks removed."""
+    sets = tuning.settings(runs)
+    plain = [_lead(a).replace("**", "").replace("`", "") for a in tuning.answers(sets)]
+    return plain, [w.replace("`", "") for w in warnings_for(sets)]
+
+
+def noise_pairs(ctx: Context) -> dict[int, list[tuple[str, str]]]:
+    """Per window, the retention pairs worth a "within noise" statement: neighbours on the cost–
+    retention front (configurations that completed), then each other strategy's cheapest completed
+    configuration against the reference (the swept strategy's default, else the recommendation,
+    else the cheapest that completed)."""
+    from harness import analysis
+
+    out: dict[int, list[tuple[str, str]]] = {}
+    for w in ctx.windows:
+        d = ctx.cfgs[ctx.cfgs["window"] == w]
+        done = d[d["completed"]] if "completed" in d else d
+        if analysis.RETENTION not in d or done.empty:
+            continue
+        fr = list(analysis.pareto_front(done)["config"])
+        pairs = list(zip(fr, fr[1:]))
+        ref = next((a.default.config for a in ctx.answers if a.window == w), None)
+        if ref is None and ctx.rec and int(ctx.rec["window"]) == w:
+            ref = ctx.rec["config"]
+        ref = ref or str(done.iloc[0]["config"])
+        ref_label = str(d.loc[d["config"] == ref, "label"].iloc[0]) if (d["config"] == ref).any() else ""
+        for label, g in d.groupby("label", sort=False):
+            if label == ref_label:
+                continue
+            g_done = g[g["completed"]] if "completed" in g else g
+            other = str((g_done if len(g_done) else g).iloc[0]["config"])
+            if (other, ref) not in pairs and (ref, other) not in pairs:
+                pairs.append((other, ref))
+        out[w] = pairs
+    return out
+
+
+def section_ledger(ctx: Context) -> Section | None:
+    """The compaction ledger's numbers on the grid's own axis, per window, with retention."""
+    led = ctx.grid_ledger
+    if led is None or led.empty:
+        return None
+    content: list[Any] = [Para(
+        f"N-WIN-3, read from the sweep's own runs: for each value of `{tuning.LEDGER_AXIS}` in the grid (the other swept "
+        "parameters at their defaults), what the summary calls cost against what the main calls cost carrying the "
+        "text, per session, and the retention that buys.")]
+    for (label, w, group), g in led.groupby(["label", "window", "group"], sort=False):
+        rows = [[fmt.value(r[tuning.LEDGER_AXIS]) + (" (default)" if r["default"] else ""), fmt.money(r["summary_cost_usd"]),
+                 fmt.money(r["main_cost_usd"]), fmt.money(r["total_cost_usd"]), fmt.share(r["compactions"], 1),
+                 ret_ci(tuning.Retention(r["retention"], r["retention_lo"], r["retention_hi"])),
+                 "yes" if r["completed"] else "**failed**"] for _, r in g.iterrows()]
+        ok = g[g["completed"]]
+        best = ok.loc[ok["total_cost_usd"].idxmin()] if len(ok) else None
+        content.append(Para(f"**{label}, window {w:,}, {group}**" + (
+            f": cheapest total at `{tuning.LEDGER_AXIS}` = {fmt.value(best[tuning.LEDGER_AXIS])} "
+            f"({fmt.money(best['total_cost_usd'])}, retention {best['retention']:.3f})." if best is not None else ".")))
+        content.append(Table([tuning.LEDGER_AXIS, "summary calls", "main calls", "total", "compactions", "retention",
+                              "completed"], rows, ["r", "r", "r", "r", "r", "r", "l"], [not r["completed"] for _, r in g.iterrows()]))
+    return Section("Compaction ledger on the grid", content)
