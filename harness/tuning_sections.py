@@ -66,6 +66,15 @@ def setting_name(s: tuning.Setting) -> str:
     return ", ".join(f"{k}={fmt.value(v)}" for k, v in sorted(s.changed.items()))
 
 
+def swept_values(a: tuning.Answer, s: tuning.Setting) -> str:
+    """Every parameter the grid sweeps, at its value in ``s`` (the default's value beside a change)."""
+    out = []
+    for p in a.swept:
+        v, d = s.params.get(p), a.default.params.get(p)
+        out.append(f"{p}={fmt.value(v)}" + (f" (default {fmt.value(d)})" if repr(v) != repr(d) else ""))
+    return ", ".join(out)
+
+
 def _where(a: tuning.Answer) -> str:
     return f"window {a.window:,}, {a.group}"
 
@@ -78,16 +87,16 @@ def _lead(a: tuning.Answer) -> str:
         return head + ("no setting can be recommended: " + (a.note or "none completed every run with retention not "
                                                             "worse than the default's") + ".")
     if not c.setting.changed:
-        out = head + (f"keep the default: no cheaper setting keeps retention within noise of the default's "
-                      f"({ret_ci(a.default.retention)}; {fmt.money(a.default.cost)} per session)")
+        out = head + (f"keep the default ({swept_values(a, c.setting)}): no cheaper setting keeps retention within noise "
+                      f"of the default's ({ret_ci(a.default.retention)}; {fmt.money(a.default.cost)} per session)")
     else:
-        out = head + (f"ship `{setting_name(c.setting)}`: {fmt.money(c.setting.cost)} per session against "
+        out = head + (f"ship `{setting_name(c.setting)}` ({swept_values(a, c.setting)}): {fmt.money(c.setting.cost)} per session against "
                       f"{fmt.money(a.default.cost)} at the default, a saving of {money_ci(c.saving)} "
                       f"({pct_ci(c.saving_pct)}); retention {ret_ci(c.setting.retention)} against "
                       f"{ret_ci(a.default.retention)}, difference {diff_ci(c.retention_diff)} ({verdict(c.retention_diff)})")
     b = a.best_retention
     if b is not None and b.setting.changed and b.setting is not c.setting:
-        out += (f". For the best retention at no more cost: `{setting_name(b.setting)}`, retention "
+        out += (f". For the best retention at no more cost: `{setting_name(b.setting)}` ({swept_values(a, b.setting)}), retention "
                 f"{ret_ci(b.setting.retention)} ({diff_ci(b.retention_diff)}, {verdict(b.retention_diff)}), "
                 f"saving {money_ci(b.saving)} ({pct_ci(b.saving_pct)})")
     return out + "." + (f" Note: {a.note}." if a.note else "")

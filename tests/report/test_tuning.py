@@ -85,9 +85,10 @@ def test_the_report_opens_with_the_answer(tmp_path):
     md = (tmp_path / "report.md").read_text()
     first = md.split("\n## ", 2)[1]
     assert first.startswith("Tuning: which setting to ship")
-    assert "**novacode at window 200,000, long-200k**: ship `soft_margin=40,000`: $8.00 per session against $10.00" in first
+    assert ("**novacode at window 200,000, long-200k**: ship `soft_margin=40,000` (soft_margin=40,000 (default 13,000), "
+            "tail_min_tokens=10,000): $8.00 per session against $10.00") in first
     assert "a saving of $2.00 [" in first and "(20.0% [" in first and "difference +0.000 [" in first
-    assert "For the best retention at no more cost: `tail_min_tokens=20,000`, retention 0.750 [" in first
+    assert "For the best retention at no more cost: `tail_min_tokens=20,000` (soft_margin=13,000, tail_min_tokens=20,000 (default 10,000)), retention 0.750 [" in first
     assert "Newcombe" in first
     peers = md.split("## The tuned strategy against its peers", 1)[1].split("\n## ", 1)[0]
     assert "| truncate | yes | $5.00 | -$3.00 [-$3.10, -$2.90] | 0.200 [0." in peers and "worse |" in peers
