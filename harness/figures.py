@@ -20,6 +20,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+# readable at 1280 px: a 12-inch figure at 100 dpi is shown at about its own size (issue 28)
+plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
+                     "xtick.labelsize": 9, "ytick.labelsize": 9})
+
 from harness import analysis  # noqa: E402
 from harness import formatting as fmt  # noqa: E402
 
@@ -84,7 +88,7 @@ def _bars(ax, y, values, done, height=0.8, left=None, **kw):
 
 
 def _ylabels(ax, labels: list[str], done: list[bool]) -> None:
-    ax.set_yticks(np.arange(len(labels)), labels, fontsize=8)
+    ax.set_yticks(np.arange(len(labels)), labels, fontsize=9)
     for t, d in zip(ax.get_yticklabels(), done):
         if not d:
             t.set_color(FAILED_EDGE)
@@ -94,26 +98,34 @@ def _ylabels(ax, labels: list[str], done: list[bool]) -> None:
 # --- figures -------------------------------------------------------------------------------------------
 
 def fig_cost(ctx: Context) -> Figure:
+    """Completed configurations on their own axes; failed ones (spend until the failure) on a panel
+    below with its own scale, so a long failed run never squashes the ones that completed."""
     p = ctx.primary
-    labels, done = [name(r) for _, r in p.iterrows()], p["completed"].tolist()
-    y = np.arange(len(p))
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 0.32 * len(p) + 1.8), sharey=True)
-    _bars(a, y, p["cost_usd"].to_numpy(), done)
-    for i, (_, r) in enumerate(p.iterrows()):
-        if not r["completed"]:
-            a.text(r["cost_usd"], i, "  spend until it failed", va="center", fontsize=7, color=FAILED_EDGE)
-    _ylabels(a, labels, done)
-    a.set_xlabel("cost per session (USD)")
-    a.set_title(f"Cost per session (window {ctx.window:,})", fontsize=10)
-    left = np.zeros(len(p))
-    for col, kind in TOKEN_KINDS:
-        if col in p:
-            v = p[col].fillna(0).to_numpy() / 1e6
-            b.barh(y, v, 0.8, left=left, label=kind)
-            left += v
-    b.set_xlabel("tokens per session (millions)")
-    b.set_title("Tokens by kind", fontsize=10)
-    b.legend(loc="lower right", fontsize=8)
+    ok, bad = p[p["completed"]], p[~p["completed"]]
+    parts = [d for d in (ok, bad) if len(d)]
+    fig, axes = plt.subplots(len(parts), 2, figsize=(12, 0.34 * len(p) + 1.2 + 1.0 * len(parts)), squeeze=False,
+                             gridspec_kw={"height_ratios": [max(len(d), 1) + 1.5 for d in parts]})
+    for (a, b), d in zip(axes, parts):
+        done = d["completed"].tolist()
+        y = np.arange(len(d))
+        _bars(a, y, d["cost_usd"].to_numpy(), done)
+        _ylabels(a, [name(r) for _, r in d.iterrows()], done)
+        b.set_yticks(y, [""] * len(d))
+        b.invert_yaxis()
+        failed_part = not done[0]
+        a.set_xlabel("spend until the failure (USD; own scale)" if failed_part else "cost per session (USD)")
+        a.set_title(f"Failed: spend until it failed (window {ctx.window:,})" if failed_part
+                    else f"Cost per session (window {ctx.window:,})", fontsize=11)
+        left = np.zeros(len(d))
+        for col, kind in TOKEN_KINDS:
+            if col in d:
+                v = d[col].fillna(0).to_numpy() / 1e6
+                b.barh(y, v, 0.8, left=left, label=kind)
+                left += v
+        b.set_xlabel("tokens per session (millions)")
+        b.set_title("Tokens by kind" + (" (until the failure)" if failed_part else ""), fontsize=11)
+        if b.get_legend_handles_labels()[0]:
+            b.legend(loc="lower right", fontsize=9)
     f = _save(fig, ctx.out, "01-cost.png")
     ok = p[p["completed"]]
     if len(ok) >= 2:
@@ -151,7 +163,7 @@ def fig_sawtooth(ctx: Context) -> Figure | None:
     n = len(runs)
     cols = min(3, n)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 2.3 * rows + 0.9), sharex=True, sharey=True,
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 2.6 * rows + 1.2), sharex=True, sharey=True,
                              squeeze=False)
     eff, top = window - SUMMARY_RESERVE, 1.25 * window / 1e3
     failed = []
@@ -173,17 +185,17 @@ def fig_sawtooth(ctx: Context) -> Figure | None:
         if not r["completed"]:
             failed.append(r)
             title = f"{r['config']}: FAILED at call {fmt.count(r['failed_at_call'])}"
-        ax.set_title(title, fontsize=8, color="k" if r["completed"] else FAILED_EDGE)
+        ax.set_title(title, fontsize=10, color="k" if r["completed"] else FAILED_EDGE)
         ax.set_ylim(0, top * 1.02)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     for ax in axes[-1]:
-        ax.set_xlabel("main model call", fontsize=8)
+        ax.set_xlabel("main model call", fontsize=10)
     for ax in axes[:, 0]:
-        ax.set_ylabel("context (k tokens)", fontsize=8)
+        ax.set_ylabel("context (k tokens)", fontsize=10)
     trace = Path(str(runs["trace"].iloc[0])).name if "trace" in runs else ""
     fig.suptitle(f"Context per call on {trace}, window {window:,}: black line = window, dashed = NovaCode soft/hard "
-                 f"lines (N-COMP-2/3), ▼ = history rewritten, × = request rejected", fontsize=9)
+                 f"lines (N-COMP-2/3),\n▼ = history rewritten, × = request rejected", fontsize=11)
     f = _save(fig, ctx.out, "02-context-per-call.png")
     rej = runs[(runs.get("rejected_requests", pd.Series(0, index=runs.index)) > 0) & runs["completed"]]
     if failed:
@@ -222,7 +234,7 @@ def fig_latency(ctx: Context) -> Figure:
     _ylabels(a, [name(r) for _, r in p.iterrows()], done)
     a.set_xlabel("latency per main call (s)")
     a.set_title(f"Latency per call (window {ctx.window:,})", fontsize=10)
-    a.legend(fontsize=8)
+    a.legend(fontsize=9)
     block = p["latency_s.compaction_blocking"].fillna(0) / 60
     _bars(b, y, block.to_numpy(), done)
     b.set_xlabel("time blocked in compaction per session (minutes)")
@@ -249,14 +261,14 @@ def fig_retention(ctx: Context) -> Figure | None:
     x = np.arange(len(p))
     for i, c in enumerate(cols):
         ax.bar(x + i * width - 0.4 + width / 2, means[c].to_numpy(), width, label=c.rsplit(".", 1)[-1])
-    ax.set_xticks(x, [name(r) for _, r in p.iterrows()], rotation=35, ha="right", fontsize=7)
+    ax.set_xticks(x, [name(r) for _, r in p.iterrows()], rotation=35, ha="right", fontsize=9)
     for t, d in zip(ax.get_xticklabels(), p["completed"]):
         if not d:
             t.set_color(FAILED_EDGE)
-    ax.set_ylabel("retention score (0 = lost, 1 = verbatim and attended)")
+    ax.set_ylabel("retention (0 lost, 1 kept verbatim)")
     ax.set_title(f"Retention by fact category (window {ctx.window:,}); probes after a failure score 0", fontsize=10)
     ax.set_ylim(0, 1.12)
-    ax.legend(ncol=len(cols), fontsize=8, loc="upper center")
+    ax.legend(ncol=len(cols), fontsize=9, loc="upper center")
     ok = p[p["completed"]].dropna(subset=["retention.goal"]) if "retention.goal" in p else p.iloc[0:0]
     ok = ok.sort_values("retention.goal")
     reading = (f"Of the configurations that completed, goal retention is highest for {ok.iloc[-1]['config']} "
@@ -265,39 +277,6 @@ def fig_retention(ctx: Context) -> Figure | None:
     if (~p["completed"]).any():
         reading += f" Failed ({_failed_names(p)}): every probe after the failure scores 0."
     return Figure(_save(fig, ctx.out, "05-retention.png"), "Retention by fact category and goal retention", reading)
-
-
-def fig_pareto(ctx: Context) -> Figure | None:
-    d = ctx.cfgs
-    if RET not in d or d[RET].isna().all():
-        return None
-    d = d.dropna(subset=[RET])
-    done = d[d["completed"]]
-    front = analysis.pareto_front(done)
-    fig, ax = plt.subplots(figsize=(12, 6))
-    colors = plt.get_cmap("tab20")
-    for i, (label, g) in enumerate(done.groupby("label")):
-        for w, gw in g.groupby("window"):
-            ax.scatter(gw["cost_usd"], gw[RET], s=34, color=colors(i % 20), marker="o" if w == ctx.window else "s",
-                       label=f"{label} @ {int(w):,}")
-    if len(front):
-        ax.plot(front["cost_usd"], front[RET], "k--", lw=1, label="Pareto front")
-    ax.set_xscale("log")
-    ax.axhline(ctx.target, color="grey", lw=0.8, ls=":", label=f"retention target {ctx.target:g}")
-    if ctx.rec:
-        ax.scatter([ctx.rec["cost_usd"]], [ctx.rec[RET]], s=220, facecolors="none", edgecolors="red", linewidths=2,
-                   label="recommended")
-    ax.set_xlabel("cost per session (USD, log scale)")
-    ax.set_ylabel("retention score (mean)")
-    ax.set_title("Cost against retention: configurations that completed every run", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    reading = (f"Recommended: {ctx.rec['config']} at window {int(ctx.rec['window']):,}, {fmt.money(ctx.rec['cost_usd'])} "
-               f"per session, retention {fmt.share(ctx.rec[RET], 2)}." if ctx.rec else
-               f"No recommendation: {analysis.no_recommendation_reason(ctx.cfgs, ctx.target)}.")
-    bad = int((~d["completed"]).sum())
-    if bad:
-        reading += f" {bad} configuration(s) failed and are not plotted: a failed session is no option at any cost."
-    return Figure(_save(fig, ctx.out, "06-pareto.png"), "Pareto front: cost against retention", reading)
 
 
 def fig_windows(ctx: Context) -> Figure:
@@ -320,14 +299,14 @@ def fig_windows(ctx: Context) -> Figure:
         if RET in ctx.cfgs:
             _bars(b, y + i * h - 0.4 + h / 2, ret, done, height=h, color=[col if d else FAILED_COLOR for d in done],
                   label=f"{w:,}")
-    a.set_yticks(y, order, fontsize=8)
+    a.set_yticks(y, order, fontsize=9)
     a.invert_yaxis()
     a.set_xscale("log")
     a.set_xlabel("cost per session (USD, log scale; hatched = failed, spend until then)")
     b.set_xlabel("retention score")
     a.set_title("Cost by window size", fontsize=10)
     b.set_title("Retention by window size", fontsize=10)
-    a.legend(title="window (tokens)", fontsize=8)
+    a.legend(title="window (tokens)", fontsize=9)
     f = _save(fig, ctx.out, "07-windows.png")
     if len(wins) < 2:
         return Figure(f, "200k against 1M", f"Only one window ({wins[0]:,}) in these runs: sweep windows = "
@@ -374,7 +353,7 @@ def fig_ledger(ctx: Context) -> Figure | None:
     ax.set_xlabel("soft compaction trigger (thousand tokens)")
     ax.set_ylabel("cost per session (USD)")
     ax.set_title("The compaction ledger (N-WIN-3): summary cost against carrying cost", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     ok = led[done]
     if len(ok):
         best = ok.loc[ok["total_cost_usd"].idxmin()]

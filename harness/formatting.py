@@ -4,9 +4,7 @@ seconds to a tenth; a missing value is an en dash. A run that failed says so, wi
 
 from __future__ import annotations
 
-import html
 import math
-import re
 from typing import Any
 
 MISSING = "–"
@@ -74,10 +72,3 @@ def failed_at(row: Any) -> str:
     if not _missing(lost) and not _missing(turns) and float(turns) > 0:
         text += f" ({count(lost)} of {count(turns)} turns lost)"
     return text
-
-
-def inline_html(text: str) -> str:
-    """A line of report Markdown as HTML: escaped, with its `code` and **bold** spans kept."""
-    t = html.escape(text)
-    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", t)

@@ -21,8 +21,6 @@ Markdown and HTML.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,49 +29,19 @@ from typing import Any
 
 import pandas as pd
 
-from harness import analysis, uncertainty
+from harness import analysis, columns, tuning, uncertainty
+from harness import tuning_figures as tfig
+from harness import tuning_sections as tsec
 from harness import figures as figs
 from harness import formatting as fmt
 from harness.figures import Figure
+from harness.report_content import Bullets, Para, Raw, Section, Table
 from harness.sweep import flatten
 
 RET = analysis.RETENTION
 
 
 # --- content, rendered twice -------------------------------------------------------------------------
-
-@dataclass
-class Para:
-    """A paragraph; ``code`` and **bold** spans are kept in HTML."""
-
-    text: str
-
-
-@dataclass
-class Bullets:
-    items: list[str]
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-    align: list[str]  # "l" | "r" per column
-    failed: list[bool] = field(default_factory=list)  # rows marked failed (shaded in HTML)
-
-
-@dataclass
-class Raw:
-    """Content another module rendered itself (its Markdown lines and their HTML)."""
-
-    md: list[str]
-    html: str
-
-
-@dataclass
-class Section:
-    title: str
-    content: list[Para | Bullets | Table | Figure | Raw]
 
 
 def _md_cell(s: str) -> str:
@@ -94,29 +62,6 @@ def _md(item) -> list[str]:
     return [f"![{item.title}]({item.file})", "", f"*{item.reading}*", ""]
 
 
-_inline = fmt.inline_html
-
-
-def _html(item, out: Path) -> str:
-    if isinstance(item, Raw):
-        return f"<div class='tablewrap'>{item.html}</div>"
-    if isinstance(item, Para):
-        return f"<p>{_inline(item.text)}</p>"
-    if isinstance(item, Bullets):
-        return "<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in item.items) + "</ul>"
-    if isinstance(item, Table):
-        al = ["num" if a == "r" else "" for a in item.align]
-        head = "".join(f"<th class='{a}'>{_inline(h)}</th>" for h, a in zip(item.headers, al))
-        body = []
-        for i, r in enumerate(item.rows):
-            cls = " class='failed'" if i < len(item.failed) and item.failed[i] else ""
-            body.append(f"<tr{cls}>" + "".join(f"<td class='{a}'>{_inline(c)}</td>" for c, a in zip(r, al)) + "</tr>")
-        return f"<div class='tablewrap'><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
-    data = base64.b64encode((out / item.file).read_bytes()).decode()
-    return (f"<figure><img alt='{html.escape(item.title)}' src='data:image/png;base64,{data}'>"
-            f"<figcaption class='reading'>{_inline(item.reading)}</figcaption></figure>")
-
-
 CSS = ("body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 16px;line-height:1.4}"
        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
        "th{background:#f4f4f4}.num{text-align:right;white-space:nowrap}tr.failed td{background:#fbeef3}"
@@ -134,16 +79,10 @@ def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
 
 
 def render_html(title: str, intro: str, sections: list[Section], out: Path) -> str:
-    parts = ["<!doctype html><html><head><meta charset='utf-8'>",
-             "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-             f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>", f"<p>{_inline(intro)}</p>"]
-    for s in sections:
-        parts.append(f"<section><h2>{_inline(s.title)}</h2>")
-        parts += [_html(item, out) for item in s.content]
-        parts.append("</section>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    """The page from harness/templates/report.html.j2, Markdown spans by markdown-it (harness/report_html.py)."""
+    from harness import report_html
+
+    return report_html.render(title, intro, sections, out, CSS)
 
 
 # --- what every section reads ------------------------------------------------------------------------
@@ -160,6 +99,12 @@ class Context:
     probes: dict[str, pd.DataFrame] = field(default_factory=dict)  # run key -> per-probe scores
     rec: dict[str, Any] | None = None
     figures: int = 0
+    sets: list[Any] = field(default_factory=list)          # tuning.Setting per configuration × window × traces
+    answers: list[Any] = field(default_factory=list)       # tuning.Answer per swept strategy × window × traces
+    grid_warnings: list[str] = field(default_factory=list)  # what the grid did not measure (grid_checks)
+    retention_method: str = ""
+    grid_ledger: pd.DataFrame | None = None                # tuning.ledger: N-WIN-3 on the grid's own axis
+    cost_column: str = "cost_usd"
 
     @property
     def window(self) -> int:
@@ -180,6 +125,13 @@ class Context:
         self.figures += 1
         return Section(f"Figure {self.figures}. {fig.title}", [fig])
 
+    def figures_section(self, title: str, figs_: list[Figure]) -> Section | None:
+        """Several figures under one numbered heading."""
+        if not figs_:
+            return None
+        self.figures += 1
+        return Section(f"Figure {self.figures}. {title}", list(figs_))
+
 
 # --- sections ------------------------------------------------------------------------------------------
 
@@ -196,8 +148,10 @@ def _metrics_rows(r: Any) -> list[list[str]]:
 
 
 def section_recommendation(ctx: Context) -> Section:
+    # a sweep that tunes a strategy answers with its tuning section; this is then the cheapest of everything
+    title = f"Cheapest of all configurations at retention ≥ {ctx.target:g}" if ctx.answers else "Recommendation"
     if not ctx.rec:
-        return Section("Recommendation", [Para(f"**No recommendation**: {analysis.no_recommendation_reason(ctx.cfgs, ctx.target)}.")])
+        return Section(title, [Para(f"**No recommendation**: {analysis.no_recommendation_reason(ctx.cfgs, ctx.target)}.")])
     r = ctx.rec
     changed = analysis.changed_params(r)
     content: list[Any] = [Para(f"**{r['config']}** at window {fmt.count(r['window'])}: the cheapest configuration that "
@@ -208,7 +162,7 @@ def section_recommendation(ctx: Context) -> Section:
                              [[f"`{k}`", f"`{fmt.value(v)}`"] for k, v in sorted(changed.items())], ["l", "r"]))
     else:
         content.append(Para(f"Every parameter of `{r['label']}` at its default (`ctxsim strategies {r.get('strategy', r['label'])}`)."))
-    return Section("Recommendation", content)
+    return Section(title, content)
 
 
 def _provenance(runs: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -376,7 +330,7 @@ def section_retention_noise(ctx: Context) -> Section | None:
     last: dict[int, set[str]] = {}
     for w, config in failed:
         last.setdefault(w, set()).add(config)
-    lines = uncertainty.report_section(ctx.runs, ctx.probes, last)
+    lines = uncertainty.report_section(ctx.runs, ctx.probes, last, tsec.noise_pairs(ctx))
     if not lines:
         return None
     title = lines[0].removeprefix("## ").strip() if lines[0].startswith("## ") else "Retention"
@@ -390,7 +344,7 @@ def section_retention_noise(ctx: Context) -> Section | None:
             if w == window and line.startswith(f"- `{config}`:"):
                 line = line.replace(f"- `{config}`:", f"- `{config}` (**{bad}**; probes after it score 0):", 1)
         body.append(line)
-    return Section(title, [Raw(body, uncertainty.section_html(body))])
+    return Section(title, [Raw(body, "")])  # rendered from its Markdown (harness/report_html.py)
 
 
 def section_errors(ctx: Context) -> Section | None:
@@ -402,6 +356,11 @@ def section_errors(ctx: Context) -> Section | None:
 
 
 SECTIONS: list[Callable[[Context], Section | None]] = [
+    tsec.section_tuning,
+    lambda ctx: ctx.figure(tfig.fig_front(ctx)) if ctx.answers else None,
+    lambda ctx: ctx.figures_section("Response to the swept parameters", tfig.fig_response(ctx)) if ctx.answers else None,
+    tsec.section_peers,
+    tsec.section_grid_checks,
     section_recommendation,
     section_assumptions,
     section_summary,
@@ -410,13 +369,29 @@ SECTIONS: list[Callable[[Context], Section | None]] = [
     lambda ctx: ctx.figure(figs.fig_cache(ctx)),
     lambda ctx: ctx.figure(figs.fig_latency(ctx)),
     lambda ctx: ctx.figure(figs.fig_retention(ctx)),
-    lambda ctx: ctx.figure(figs.fig_pareto(ctx)),
+    lambda ctx: ctx.figure(tfig.fig_front(ctx)) if not ctx.answers else None,
     lambda ctx: ctx.figure(figs.fig_windows(ctx)),
-    lambda ctx: ctx.figure(figs.fig_ledger(ctx)),
+    lambda ctx: ctx.figure(tfig.fig_grid_ledger(ctx) if ctx.grid_ledger is not None and len(ctx.grid_ledger)
+                           else figs.fig_ledger(ctx)),
+    tsec.section_ledger,
     section_retention_noise,
-    section_sensitivity,
+    lambda ctx: tsec.section_sensitivity(ctx) if ctx.answers else section_sensitivity(ctx),
     section_errors,
 ]
+
+
+def default_title(ctx: Context) -> str:
+    """What the report answers, from its runs: the swept strategies and parameters, or the strategies
+    compared, and the windows."""
+    wins = " and ".join(f"{w // 1000:,}k" if w < 1_000_000 else f"{w / 1e6:g}M" for w in ctx.windows)
+    if ctx.answers:
+        swept = {}
+        for a in ctx.answers:
+            swept.setdefault(a.label, set()).update(a.swept)
+        what = "; ".join(f"{label} {', '.join(sorted(ps))}" for label, ps in swept.items())
+        return f"Which settings to ship: {what} at {wins} windows"
+    labels = list(dict.fromkeys(ctx.cfgs["label"]))
+    return f"{len(labels)} strategies compared at {wins} windows: cost, cache, latency and retention"
 
 
 # --- assembling ----------------------------------------------------------------------------------------
@@ -438,7 +413,7 @@ def rows_from_results(results: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, p
 
 def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
                  calls: dict[str, pd.DataFrame] | None = None, ledger: pd.DataFrame | None = None,
-                 target: float = 0.7, title: str = "ctxsim report",
+                 target: float = 0.7, title: str | None = None,
                  probes: dict[str, pd.DataFrame] | None = None) -> Path:
     """``probes``: run key -> per-probe scores (a sweep's DIR/probes/), for the retention intervals."""
     out = Path(out_dir)
@@ -457,6 +432,13 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
     cfgs = pd.concat([analysis.ranked(cfgs[cfgs["window"] == w]) for w in sorted(cfgs["window"].unique())])
     ctx = Context(runs, cfgs.reset_index(drop=True), calls, ledger, target, out, errors, probes or {})
     ctx.rec = analysis.recommend(ctx.cfgs, target)
+    ctx.sets = tuning.settings(runs, probes or {})
+    ctx.answers = tuning.answers(ctx.sets)
+    ctx.grid_warnings = tsec.warnings_for(ctx.sets)
+    ctx.grid_ledger = tuning.ledger(ctx.answers, calls)
+    ctx.retention_method, ctx.cost_column = tuning.retention_method(runs), tuning.cost_column(runs)
+    if title is None:
+        title = default_title(ctx)
     sections = [s for s in (f(ctx) for f in SECTIONS) if s is not None]
     n_runs = len(runs)
     intro = (f"Generated by `ctxsim report` from {n_runs} run(s). Every number is per configuration (a strategy, "
@@ -465,5 +447,5 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
              "rejected was not recovered from: the session stopped there.")
     (out / "report.md").write_text(render_markdown(title, intro, sections), encoding="utf-8")
     (out / "index.html").write_text(render_html(title, intro, sections, out), encoding="utf-8")
-    runs.to_parquet(out / "runs.parquet", index=False)
+    columns.encode(runs).to_parquet(out / "runs.parquet", index=False)  # one type per column (harness/columns.py)
     return out

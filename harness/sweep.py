@@ -30,6 +30,7 @@ from typing import Annotated, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness import columns
 from harness.trace import MAX_TOKENS
 from strategies import registry
 
@@ -62,6 +63,9 @@ class SweepConfig(BaseModel):
     name: str = "sweep"
     traces: list[str] = Field(min_length=1, description="trace paths or globs (relative to the config file), or "
                               "'preset:NAME' for a synthetic session generated on demand")
+    window_traces: dict[str, list[str]] = Field(default_factory=dict, description="window (tokens) -> the traces "
+                                                "run at that window instead of `traces` (a 1M window needs sessions "
+                                                "long enough to reach its thresholds: preset:long-1m)")
     preset_seeds: list[Seed] = Field(default_factory=lambda: [1], min_length=1, description="seeds of generated presets")
     preset_set: dict[str, Any] = Field(default_factory=dict, description="--set overrides for generated presets")
     strategies: list[StrategyGrid] = Field(min_length=1, description="the strategies to run (name = \"all\": every one)")
@@ -80,6 +84,20 @@ class SweepConfig(BaseModel):
     save_calls: bool = True
     retention_target: float = Field(0.7, ge=0, le=1, allow_inf_nan=False,
                                     description="recommendation: lowest cost with retention >= this")
+
+    @field_validator("window_traces")
+    @classmethod
+    def _window_keys(cls, wt: dict[str, list[str]]) -> dict[str, list[str]]:
+        for k, v in wt.items():
+            if not k.isdigit() or int(k) <= 0:
+                raise ValueError(f"window_traces: key {k!r} is not a window size in tokens (e.g. 1000000)")
+            if not v:
+                raise ValueError(f"window_traces.{k} is an empty list: give at least one trace")
+        return wt
+
+    def traces_at(self, window: int | None) -> list[str]:
+        """The traces run at ``window``."""
+        return self.window_traces.get(str(window), self.traces) if window is not None else self.traces
 
     @field_validator("retention", "summariser")
     @classmethod
@@ -131,6 +149,9 @@ def load_config(path: str | Path) -> SweepConfig:
         err = e.errors()[0]
         msg = err["msg"].removeprefix("Value error, ")
         raise SweepError(f"{path}: {'.'.join(map(str, err['loc']))}: {msg}") from None
+    unknown = [k for k in cfg.window_traces if int(k) not in cfg.windows]
+    if unknown:
+        raise SweepError(f"{path}: window_traces.{unknown[0]}: not one of the windows ({', '.join(map(str, cfg.windows))})")
     cfg.strategies = _expand_all(cfg.strategies)
     _check_models(path, cfg)
     _check_presets(path, cfg)
@@ -157,7 +178,8 @@ def _check_models(path: Path, cfg: SweepConfig) -> None:
 
 def _check_presets(path: Path, cfg: SweepConfig) -> None:
     """A ``preset:NAME`` trace and ``preset_set`` are checked before any run (not at generation)."""
-    names = [t.split(":", 1)[1] for t in cfg.traces if t.startswith("preset:")]
+    every = [*cfg.traces, *(t for ts in cfg.window_traces.values() for t in ts)]
+    names = list(dict.fromkeys(t.split(":", 1)[1] for t in every if t.startswith("preset:")))
     if not names:
         return
     from harness.synth import PresetError, load_preset
@@ -214,10 +236,21 @@ def _grid(s: StrategyGrid) -> list[dict[str, Any]]:
 
 
 def resolve_traces(cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None] = print) -> list[Path]:
-    """Paths of every trace; presets are generated into ``gen_dir`` (once: an existing file with
-    the same name and seed is reused, since generation is deterministic)."""
+    """Paths of every trace (those of ``window_traces`` too); presets are generated into ``gen_dir``
+    (once: an existing file with the same name and seed is reused, since generation is deterministic)."""
+    every = [*cfg.traces, *(t for ts in cfg.window_traces.values() for t in ts)]
+    return list(dict.fromkeys(_resolve(list(dict.fromkeys(every)), cfg, base, gen_dir, log)))
+
+
+def window_trace_paths(cfg: SweepConfig, base: Path, gen_dir: Path,
+                       log: Callable[[str], None] = print) -> dict[int | None, list[Path]]:
+    """window -> the paths of the traces run at that window (``window_traces``, else ``traces``)."""
+    return {w: _resolve(cfg.traces_at(w), cfg, base, gen_dir, log) for w in cfg.windows}
+
+
+def _resolve(items: list[str], cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None]) -> list[Path]:
     out: list[Path] = []
-    for item in cfg.traces:
+    for item in items:
         if item.startswith("preset:"):
             from harness import trace as tr
             from harness.synth import generate, load_preset
@@ -255,7 +288,9 @@ def assumption_grid(cfg: SweepConfig) -> list[dict[str, Any]]:
     return [dict(zip(keys, vals, strict=True)) for vals in itertools.product(*(axes[k] for k in keys))] or [{}]
 
 
-def expand(cfg: SweepConfig, traces: list[Path]) -> list[RunSpec]:
+def expand(cfg: SweepConfig, traces: list[Path], per_window: dict[int | None, list[Path]] | None = None) -> list[RunSpec]:
+    """Every run of the grid; ``per_window``: the traces of each window (default: ``traces`` at all)."""
+    per_window = per_window or {w: traces for w in cfg.windows}
     hashes = {p: _trace(str(p)).content_hash for p in traces}
     specs: list[RunSpec] = []
     for s in cfg.strategies:
@@ -267,12 +302,13 @@ def expand(cfg: SweepConfig, traces: list[Path]) -> list[RunSpec]:
                                  "log (no header.recorded)")
         for combo in _grid(s):
             resolved = registry.config_dict(registry.make_config(cls, {**s.set, **combo}))
-            for p, model, window, cache, seed, assume in itertools.product(
-                    traces, cfg.models, cfg.windows, cfg.cache, cfg.seeds, assumption_grid(cfg)):
-                key = run_key(s.name, resolved, hashes[p], model, window, cache, seed, assume)
-                label = s.label or s.name
-                specs.append(RunSpec(key, s.name, label, tuple(sorted(resolved.items())), str(p), hashes[p], model,
-                                     window, cache, seed, cfg.save_calls, tuple(sorted(assume.items()))))
+            for window in cfg.windows:
+                for p, model, cache, seed, assume in itertools.product(
+                        per_window[window], cfg.models, cfg.cache, cfg.seeds, assumption_grid(cfg)):
+                    key = run_key(s.name, resolved, hashes[p], model, window, cache, seed, assume)
+                    label = s.label or s.name
+                    specs.append(RunSpec(key, s.name, label, tuple(sorted(resolved.items())), str(p), hashes[p], model,
+                                         window, cache, seed, cfg.save_calls, tuple(sorted(assume.items()))))
     seen: set[str] = set()
     unique = []
     for sp in specs:
@@ -335,7 +371,7 @@ def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
     except Exception as e:  # a failed run is a recorded result, not the end of the sweep
         row["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
     row["run_s"] = time.perf_counter() - t0
-    _atomic_parquet(pd.DataFrame([_scalarise(row)]), Path(out_dir) / "runs" / f"{spec.key}.parquet")
+    _atomic_parquet(columns.encode(pd.DataFrame([_scalarise(row)])), Path(out_dir) / "runs" / f"{spec.key}.parquet")
     return row
 
 
@@ -405,7 +441,7 @@ def run_sweep(cfg: SweepConfig, out_dir: str | Path, *, base: Path = Path("."), 
     try:
         out.mkdir(parents=True, exist_ok=True)
         traces = resolve_traces(cfg, base, out / "traces", log)
-        specs = expand(cfg, traces)
+        specs = expand(cfg, traces, window_trace_paths(cfg, base, out / "traces", log))
     except BaseException:
         if created:
             import shutil
@@ -504,26 +540,11 @@ def collect(out: Path, keys: list[str] | None = None, log: Callable[[str], None]
         (log or print)(f"warning: {f}: unreadable run file (damaged?): left out")
     if not frames:
         return pd.DataFrame()
-    df = pd.concat(frames, ignore_index=True)
-    df = _one_type_per_column(df.sort_values("key").reset_index(drop=True))
+    df = columns.decode(pd.concat(frames, ignore_index=True)).sort_values("key").reset_index(drop=True)
     from harness.cli.checks import atomic_write
 
-    atomic_write(out / RESULTS, lambda p: df.to_parquet(p, index=False))
+    atomic_write(out / RESULTS, lambda p: columns.encode(df).to_parquet(p, index=False))
     df.attrs["corrupt"] = [str(f) for f in corrupt]
-    return df
-
-
-def _one_type_per_column(df: pd.DataFrame) -> pd.DataFrame:
-    """Two strategies may share a parameter name with different types (``compaction``: a bool in
-    one, ``"auto"`` in another); Parquet holds one type per column, so such a column keeps its
-    strings and writes every other value as JSON text (``true``, ``13000``)."""
-    for c in df.columns:
-        if df[c].dtype != object:
-            continue
-        kinds = {type(v) for v in df[c].dropna()}
-        if len(kinds) > 1 and str in kinds:
-            df[c] = [v if v is None or isinstance(v, str) or (isinstance(v, float) and v != v) else json.dumps(v)
-                     for v in df[c]]
     return df
 
 
@@ -551,7 +572,7 @@ def load_results(out: str | Path, log: Callable[[str], None] | None = None) -> p
         df = collect(out, log=log)
     elif (out / RESULTS).exists():
         try:
-            df = pd.read_parquet(out / RESULTS)
+            df = columns.decode(pd.read_parquet(out / RESULTS))
         except Exception as e:  # noqa: BLE001
             raise SweepError(f"{out / RESULTS}: unreadable ({type(e).__name__}); run the sweep again") from None
     else:

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.formatting import inline_html
 
 N_BOOT = 2_000   # resamples (assumed: the percentile's own Monte Carlo error is about 1% of the width)
 LEVEL = 0.95     # interval level (convention)
@@ -149,33 +148,41 @@ def within_noise(diff: tuple[float, float, float]) -> bool:
     return bool(diff[1] <= 0.0 <= diff[2])
 
 
-def seed_flips(blocks: Mapping[str, Sequence[Block]]) -> list[tuple[str, str, list[int]]]:
+def seed_flips(blocks: Mapping[str, Sequence[Block]],
+               pairs: Sequence[tuple[str, str]] | None = None) -> list[tuple[str, str, list[int]]]:
     """Pairs of configurations whose order on retention changes with the seed: (a, b, the seeds
-    where a ranks below b) for each pair a above b on the estimate where some seed reverses it."""
+    where a ranks below b) for each pair a above b on the estimate where some seed reverses it
+    (among ``pairs`` when given, else every pair)."""
     est = {k: point(v) for k, v in blocks.items()}
     names = sorted(est, key=lambda k: -est[k])
+    if pairs is None:
+        todo = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    else:
+        todo = [(a, b) if est[a] >= est[b] else (b, a) for a, b in pairs if a in est and b in est]
     out = []
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            pa, pb = paired(blocks[a], blocks[b])
-            if not pa:
-                continue
-            seeds = sorted(set(pa[0].seeds).intersection(*(set(x.seeds) for x in pa)))
-            rev = []
-            for s in seeds:
-                sa = [Block(x.scores[[x.seeds.index(s)]], x.weights, (s,)) for x in pa]
-                sb = [Block(y.scores[[y.seeds.index(s)]], y.weights, (s,)) for y in pb]
-                if point(sa) < point(sb):
-                    rev.append(s)
-            if rev:
-                out.append((a, b, rev))
+    for a, b in todo:
+        pa, pb = paired(blocks[a], blocks[b])
+        if not pa:
+            continue
+        seeds = sorted(set(pa[0].seeds).intersection(*(set(x.seeds) for x in pa)))
+        rev = []
+        for s in seeds:
+            sa = [Block(x.scores[[x.seeds.index(s)]], x.weights, (s,)) for x in pa]
+            sb = [Block(y.scores[[y.seeds.index(s)]], y.weights, (s,)) for y in pb]
+            if point(sa) < point(sb):
+                rev.append(s)
+        if rev:
+            out.append((a, b, rev))
     return out
 
 
-def noise_lines(blocks: Mapping[str, Sequence[Block]], failed: Collection[str] = ()) -> list[str]:
+def noise_lines(blocks: Mapping[str, Sequence[Block]], failed: Collection[str] = (),
+                pairs: Sequence[tuple[str, str]] | None = None) -> list[str]:
     """Markdown bullets: the ranking on retention with intervals, each neighbour pair within noise or
     not, and the pairs the seed alone reorders. Configurations named in ``failed`` come last (a
-    failed session is never listed first, issue #15), ranked among themselves."""
+    failed session is never listed first, issue #15), ranked among themselves. ``pairs``: only
+    these pairs are compared (a report's pairs that matter: neighbours on the cost–retention front
+    and each strategy against the reference), in that order."""
     if len(blocks) < 1:
         return []
     ci = {k: interval(v) for k, v in blocks.items()}
@@ -187,11 +194,17 @@ def noise_lines(blocks: Mapping[str, Sequence[Block]], failed: Collection[str] =
         e, lo, hi = ci[k]
         lines.append(f"- `{k}`: {e:.3f} [{lo:.3f}, {hi:.3f}]")
     lines.append("")
-    for a, b in zip(names, names[1:]):
+    compared = list(zip(names, names[1:])) if pairs is None else [(a, b) for a, b in pairs if a in blocks and b in blocks]
+    if pairs is not None:
+        lines.append(f"The {len(compared)} pairs that matter (neighbours on the cost–retention front, each strategy "
+                     f"against the reference); the other {len(names) * (len(names) - 1) // 2 - len(compared)} pairs "
+                     "are not listed:")
+        lines.append("")
+    for a, b in compared:
         d = difference(blocks[a], blocks[b])
         verdict = "within noise of" if within_noise(d) else "above" if d[0] > 0 else "below"  # below: a failed one next
         lines.append(f"- `{a}` is {verdict} `{b}`: difference {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]")
-    flips = seed_flips(blocks)
+    flips = seed_flips(blocks, None if pairs is None else compared)
     lines.append("")
     if len(seeds) < 2:
         lines.append("- One seed only: whether the seed reorders these configurations is not known (run ≥ 3 seeds).")
@@ -276,7 +289,8 @@ def blocks_by_config(results: Sequence[Any], key=lambda r: r.strategy,
 
 
 def report_section(df: pd.DataFrame, probes: Mapping[str, pd.DataFrame],
-                   failed: Mapping[int, Collection[str]] | None = None) -> list[str]:
+                   failed: Mapping[int, Collection[str]] | None = None,
+                   pairs: Mapping[int, Sequence[tuple[str, str]]] | None = None) -> list[str]:
     """The report's retention section (Markdown lines): per window, each configuration's retention
     with its interval, which neighbours are within noise, which pairs the seed alone reorders; then
     the assumptions every retention figure here rests on. ``df``: one row per run (a sweep's results
@@ -315,7 +329,8 @@ def report_section(df: pd.DataFrame, probes: Mapping[str, pd.DataFrame],
                 if per_trace:
                     blocks[name] = per_trace
             if blocks:
-                lines += [f"### Window {int(window):,}", "", *noise_lines(blocks, (failed or {}).get(int(window), ())), ""]
+                lines += [f"### Window {int(window):,}", "", *noise_lines(blocks, (failed or {}).get(int(window), ()),
+                                                                        (pairs or {}).get(int(window))), ""]
             else:
                 lines += [f"### Window {int(window):,}", "", "No probes in these traces: no retention to compare.", ""]
     lines += ["## Assumptions", "",
@@ -338,32 +353,3 @@ def _config_name(row: pd.Series, sub: pd.DataFrame) -> str:
     varying = [c for c in same.columns if c.startswith("param.") and same[c].astype(str).nunique() > 1]
     extra = ", ".join(f"{c.removeprefix('param.')}={row[c]}" for c in varying)
     return f"{row['label']} ({extra})" if extra else str(row["label"])
-
-
-def section_html(lines: Sequence[str]) -> str:
-    """The section's Markdown as plain HTML (headings, bullets, tables, paragraphs; `code` and
-    **bold** kept)."""
-    esc = inline_html
-    out: list[str] = []
-    open_tag = None  # "ul" or "table" while inside one
-    for ln in lines:
-        tag = "ul" if ln.startswith("- ") else "table" if ln.startswith("|") else None
-        if tag != open_tag:
-            if open_tag:
-                out.append(f"</{open_tag}>")
-            if tag:
-                out.append(f"<{tag}>")
-            open_tag = tag
-        if ln.startswith("### "):
-            out.append(f"<h3>{esc(ln[4:])}</h3>")
-        elif ln.startswith("## "):
-            out.append(f"<h2>{esc(ln[3:])}</h2>")
-        elif tag == "ul":
-            out.append(f"<li>{esc(ln[2:])}</li>")
-        elif tag == "table" and not ln.startswith("|---"):
-            out.append("<tr>" + "".join(f"<td>{esc(c.strip())}</td>" for c in ln.strip("|").split("|")) + "</tr>")
-        elif tag is None and ln.strip():
-            out.append(f"<p>{esc(ln)}</p>")
-    if open_tag:
-        out.append(f"</{open_tag}>")
-    return "\n".join(out)

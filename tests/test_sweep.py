@@ -117,7 +117,7 @@ def test_report_from_a_small_sweep(grid_dir, one_worker):
 
 def test_a_parameter_name_two_strategies_type_differently_still_writes(tmp_path):
     """``compaction`` is a bool in one strategy and "auto" in another: results.parquet still writes,
-    and the report reads the bool back."""
+    keeps each value's type (harness/columns.py), and the report reads the bool back."""
     from harness.analysis import changed_params
     from harness.sweep import collect
 
@@ -125,5 +125,9 @@ def test_a_parameter_name_two_strategies_type_differently_still_writes(tmp_path)
         (tmp_path / "runs").mkdir(exist_ok=True)
         pd.DataFrame([{"key": f"k{i}", "param.compaction": v}]).to_parquet(tmp_path / "runs" / f"k{i}.parquet")
     df = collect(tmp_path)
-    assert df["param.compaction"].tolist() == ["true", "auto", "false"]
+    assert df["param.compaction"].tolist() == [True, "auto", False]
+    from harness.sweep import load_results
+
+    (tmp_path / "runs").rename(tmp_path / "gone")  # read results.parquet itself
+    assert load_results(tmp_path)["param.compaction"].tolist() == [True, "auto", False]
     assert changed_params({"strategy": "unregistered", "param.compaction": "true"}) == {"compaction": True}

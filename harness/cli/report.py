@@ -44,16 +44,21 @@ def run(args) -> int:
     ok = analysis.ok_runs(df)
     if ok.empty:
         raise BadInput(f"{args.dir}: every run failed; nothing to report")
+    from harness.tuning_sections import terminal_lines
+
+    for line in terminal_lines(ok)[1]:  # what the grid did not measure: said here too, and in the report
+        print(f"ctxsim report: warning: {line}", file=sys.stderr)
     calls = load_calls(args.dir, ok["key"])
     ledger = None
-    if not args.no_ledger and "trace" in ok:
+    on_grid = "param.soft_margin" in ok and ok["param.soft_margin"].nunique() > 1 and bool(calls)
+    if not args.no_ledger and "trace" in ok and not on_grid:  # a grid that sweeps it: the ledger is read from its runs
         longest = ok.sort_values("calls").iloc[-1]
         window = int(ok["window"].min())
         if Path(longest["trace"]).exists():
             print(f"compaction ledger: NovaCode at {len(LEDGER_MARGINS)} trigger points on {longest['trace']}")
             ledger = analysis.compaction_ledger(tr.load(longest["trace"]), window, LEDGER_MARGINS)
     out = write_report(ok if len(ok) == len(df) else df, args.out or args.dir, calls=calls, ledger=ledger,
-                       target=args.target, title=args.title or f"ctxsim report: {Path(args.dir).name}",
+                       target=args.target, title=args.title,
                        probes=load_probes(args.dir, ok["key"]))
     print(f"wrote {out}/report.md and {out}/index.html")
     return 0

@@ -62,6 +62,13 @@ def run(args) -> int:
                   f"per session, retention {fmt.share(rec['retention.score'])}")
         else:
             print(f"no recommendation: {analysis.no_recommendation_reason(cfgs, target)}")
+        from harness.tuning_sections import terminal_lines
+
+        answers, idle = terminal_lines(analysis.ok_runs(df))
+        for line in answers:
+            print(f"tuning: {line}")
+        for line in idle:   # a part of the grid that measured nothing is said, never left silent
+            print(f"ctxsim sweep: warning: {line}", file=sys.stderr)
     if errors:   # a run that raised is no result: the sweep did not do what it was asked
         first = str(df.loc[df["error"].fillna("") != "", "error"].iloc[0]).splitlines()[0]
         print(f"ctxsim sweep: error: {errors} of {len(df)} runs failed (first: {first}); fix and run again with "

@@ -5,7 +5,7 @@ import pandas as pd
 
 from harness import analysis
 from harness.figures import _failed_names
-from harness.formatting import inline_html
+from harness.report_html import inline
 
 
 def test_per_session_counts_are_means_over_seeds():
@@ -20,8 +20,8 @@ def test_per_session_counts_are_means_over_seeds():
 
 
 def test_inline_markdown_becomes_html_and_the_rest_is_escaped():
-    assert inline_html("**failed at call 15** in `append_only` <b>") == (
-        "<b>failed at call 15</b> in <code>append_only</code> &lt;b&gt;")
+    assert inline("**failed at call 15** in `append_only` <b>") == (
+        "<strong>failed at call 15</strong> in <code>append_only</code> &lt;b&gt;")
 
 
 def test_a_reading_names_every_failed_configuration():
