@@ -307,8 +307,13 @@ def test_promises_follow_the_class_claims():
         manages_window = True
         keeps_path_back = True
 
-    assert {"window", "path_back"} <= promises(Claims)
-    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back"}
+    assert {"window", "path_back", "goal"} <= promises(Claims)
+    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back", "goal"}
+
+    class GoalOnly(AppendOnly):
+        keeps_goal = True
+
+    assert "goal" in promises(GoalOnly) and "path_back" not in promises(GoalOnly)
 
 
 def test_assert_holds_raises_with_every_violation():
