@@ -479,7 +479,8 @@ class Checker:
             self._fresh.add(f"subagent:{len(self._spans)}")
         elif m.what == "subtask_end" and self._spans:
             self._prev.pop(f"subagent:{len(self._spans)}", None)
-            self._after_subagent = self._after_subagent or self._spans.pop()
+            isolated = self._spans.pop()
+            self._after_subagent = self._after_subagent or isolated
         elif m.what == "side_result" and m.id == SUMMARY and self._summaries and not self._summaries[-1].text:
             self._summaries[-1].text = m.text
 
