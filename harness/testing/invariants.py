@@ -240,6 +240,23 @@ def estimate_error(estimated: int | None, tokens: int, window: int) -> str:
             f"({(ratio - 1) * 100:+.0f}%; a factor of {ESTIMATE_FACTOR} either way is allowed)")
 
 
+def _estimate_cause(req: Request, tokens: int) -> str:
+    """What an estimate that is off seems to leave out (or count twice), when one part of the
+    request accounts for the gap: the system prompt and tools, or the opaque prefix."""
+    from harness.provider.tokenizer import get_tokenizer
+
+    if req.estimated_tokens is None:
+        return ""
+    gap = tokens - req.estimated_tokens
+    t = get_tokenizer()
+    prompt = t.system(req.system) + t.tools(req.tools) + req.system.opaque_tokens
+    for size, what in ((prompt, "the system prompt and tools"), (req.system.opaque_tokens, "the opaque prefix")):
+        if size and abs(abs(gap) - size) <= 0.15 * size:
+            return (f"; the gap ({abs(gap):,}) is about the size of {what} ({size:,} tokens): "
+                    f"{'left out of' if gap > 0 else 'counted twice in'} the estimate?")
+    return ""
+
+
 # --- files named in a request (paths back) ---------------------------------------------------------
 
 _PATHS = re.compile(r"(?:[A-Za-z]:)?[\w.~-]*(?:[\\/][\w.\-~+@=,]+)+")
@@ -539,7 +556,7 @@ class Checker:
         self._side_failed = False
         e = estimate_error(req.estimated_tokens, s.tokens, s.window)
         if e:
-            v("estimate", e)
+            v("estimate", e + _estimate_cause(req, s.tokens))
         prev = self._prev.get(stream)
         if prev is not None and not req.rewrite:
             change = prefix_change(prev.request, req, prev.tools_json or None, s.tools_json or None)
