@@ -61,9 +61,9 @@ PROFILES = ("default", "ci", "deep")
 # after the seeded corpus (its seed printed, ``--seed`` replays it).  # assumed: sized to the CI budget
 # ``cross_process``: once the sessions pass, the longest is replayed in two fresh processes with
 # two string-hash seeds (harness.testing.crossprocess; a few seconds).
-LIMITS = {"default": {"max_result_size": 150_000, "shrink_examples": 150, "shrink_seconds": 600.0, "sample": 8,
+LIMITS = {"default": {"max_result_size": 150_000, "shrink_examples": 150, "shrink_seconds": 1_800.0, "sample": 8,
                       "cross_process": True},
-          "ci": {"max_result_size": 150_000, "shrink_examples": 40, "shrink_seconds": 600.0, "sample": 0,
+          "ci": {"max_result_size": 150_000, "shrink_examples": 40, "shrink_seconds": 1_800.0, "sample": 0,
                  "cross_process": False},
           "deep": {"max_result_size": 2_000_000, "shrink_examples": 1_000, "shrink_seconds": 3_600.0, "sample": 100,
                    "cross_process": True}}

@@ -30,7 +30,9 @@ are the 5 most recently injected (one injection block, N-MEM-5); the environment
 
 Beyond the seed (each a parameter, each counted in ``strategy_counters``): ``calibrate_unanchored``
 (on: an estimate with no anchor uses the conversation's measured characters per token, so the hard
-line holds when 3.5 runs low; accounting.py); ``summary_input_fit`` (off: elide the newest summarised
+line holds when 3.5 runs low; accounting.py); ``calibrate_budgets`` (on: the verbatim tail, the
+restore attachment and the summary request sized at the lowest characters per token measured, not
+3.5, so a forced compaction on dense output shrinks the request; accounting.py, #29); ``summary_input_fit`` (off: elide the newest summarised
 messages from a summary request that still would not fit, losing their text); ``summary_input_last_resort``
 (on: the same elision only when that request would pass the window itself, which the API refuses:
 a message over the tail cap jumped past the hard line, as spill-heavy's bursts of results under
