@@ -615,7 +615,8 @@ def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *
                  max_result_size: int | None = None, shrink_seconds: float | None = None,
                  profile: str | None = None, twin: bool = True, known: tuple[tuple[str, str], ...] = (),
                  seen_known: list[Violation] | None = None, seed: int | None = None,
-                 shrink_examples: int | None = None, cross_process: bool | None = None) -> CheckFailure | None:
+                 shrink_examples: int | None = None, cross_process: bool | None = None,
+                 scenarios: bool = True) -> CheckFailure | None:
     """Run the machine on ``cls``; the minimal failure hypothesis found, or None if every
     generated session kept every invariant.
 
@@ -631,7 +632,8 @@ def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *
     ``shrink_examples``: sessions replayed while shrinking (default: the profile's).
     ``cross_process`` (default: the profile's): when every session passed, the longest one is
     replayed in two processes with different string-hash seeds (:mod:`harness.testing.crossprocess`);
-    a difference is a ``deterministic`` failure on that session.
+    a difference is a ``deterministic`` failure on that session. ``scenarios``: first the
+    hand-written sessions of :mod:`harness.testing.scenarios` (the corpus's fixed part).
     """
     from hypothesis.reporting import with_reporter
 
@@ -643,6 +645,10 @@ def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *
     s = settings or selected_settings(name)
     machine = machine_for(cls, params, window, crashes, promised, size, twin, known, seed,
                           shrink_examples if shrink_examples is not None else limits["shrink_examples"])
+    if scenarios:
+        found = _scenarios(machine, known, seen_known)
+        if found is not None:
+            return found
     if seen_known is not None:
         machine.seen_known = seen_known
     budget = shrink_seconds if shrink_seconds is not None else limits["shrink_seconds"]
@@ -669,6 +675,32 @@ def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *
     xproc = cross_process if cross_process is not None else limits["cross_process"]
     if xproc and twin and machine.longest is not None and "deterministic" in machine.promised:
         return _cross_process(cls, machine)
+    return None
+
+
+def _scenarios(machine: type[StrategyMachine], known, seen_known) -> CheckFailure | None:
+    from harness.testing.scenarios import SCENARIOS, check_scenario
+
+    for name, (_build, dense) in SCENARIOS.items():
+        trace, found = check_scenario(name, machine.strategy, machine.params, machine.window, machine.promised,
+                                      CHECK_MODEL)
+        kept = []
+        for v in found:
+            if any(v.invariant == inv and re.search(rx, v.detail) for inv, rx in known):
+                if seen_known is not None:
+                    seen_known.append(v)
+            else:
+                kept.append(v)
+        if kept:
+            settings = {"strategy": f"{machine.strategy.__module__}:{machine.strategy.__qualname__}",
+                        "name": machine.strategy.name, "params": machine.params, "window": machine.window,
+                        "model": CHECK_MODEL, "fail_calls": {}, "dense": dense, "scenario": name}
+            meta = {"check_strategy": {**settings, "violations": [str(v) for v in kept]}}
+            f = CheckFailure(kept, tr.validate_events(trace.header.model_copy(update={"meta": meta}), trace.events,
+                                                      trace.header.name), settings)
+            f.first_events = len(trace.events)
+            f.seed = None
+            return f
     return None
 
 
