@@ -56,6 +56,17 @@ def request_digests(trace: tr.Trace, spec: str, params: Mapping[str, Any], windo
         shutil.rmtree(rec.session_dir, ignore_errors=True)
 
 
+def _paths(spec: str) -> list[str]:
+    """The import path of this process, and the directory of the strategy's module when it is a
+    top-level module loaded from a file (a user's module, the guide's example)."""
+    paths = [p for p in sys.path if p]
+    mod = sys.modules.get(spec.split(":")[0])
+    f = getattr(mod, "__file__", None)
+    if f and "." not in spec.split(":")[0]:
+        paths.insert(0, str(Path(f).resolve().parent))
+    return paths
+
+
 def difference(trace: tr.Trace, spec: str, params: Mapping[str, Any], window: int,
                fail_calls: Mapping[str, list[int]] | None = None) -> str:
     """How the requests of two processes with different hash seeds differ on ``trace``, or ``""``."""
@@ -65,7 +76,7 @@ def difference(trace: tr.Trace, spec: str, params: Mapping[str, Any], window: in
         tr.write(trace, path)
         runs = []
         for seed in HASH_SEEDS:
-            env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": os.pathsep.join(_paths(spec))}
             try:
                 p = subprocess.run([sys.executable, "-m", "harness.testing.crossprocess", str(path), spec,
                                     json.dumps(dict(params)), str(window), json.dumps(fail_calls)],

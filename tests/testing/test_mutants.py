@@ -29,7 +29,8 @@ SHRINK_N = 10
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
 DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 # the ci profile's four sessions do not reach these bugs; the default profile's do
-DEFAULT_ONLY = {"HardLineBehindBreaker", "RetriesUnchanged", "DropsToolOutput", "SpillCounterPerLaunch"}
+DEFAULT_ONLY = {"HardLineBehindBreaker", "RetriesUnchanged", "DropsToolOutput", "SpillCounterPerLaunch",
+                "DateInNovaCodeSystem", "EstimateWithoutPrompt"}
 REGISTERED = set(all_strategies().values()) | {m.KeepRecent}  # covered in full by test_registry / test_example_strategy
 
 

@@ -169,6 +169,7 @@ class SummaryWithoutFirstRequest(NovaCode):
             return super()._summarise(choice, resident, fired, est)
         finally:
             self.history = h
+            self._req = None  # the request cache saw the blanked history
 
 
 class ReadbackOnlyThisLaunch(NovaCode):
