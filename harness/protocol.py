@@ -116,6 +116,26 @@ def content_error(req: Request) -> str:
     return msgs.fold_through(len(msgs) - 1, _content_step, _CONTENT_INIT, _content_step)[3]
 
 
+def ttl_order_error(req: Request) -> str:
+    """A 1-hour breakpoint after a 5-minute one, in prompt order (tools, system, messages): the API
+    refuses it (platform.claude.com/docs/en/build-with-claude/prompt-caching, "Mixing different
+    TTLs": cache entries with a longer TTL must appear before shorter ones). Only explicit TTLs
+    are judged (None is the run's TTL, whatever it is)."""
+    rank = {"tools": -2, "system": -1}
+    seen_5m = None
+    for b in sorted(req.breakpoints, key=lambda b: rank.get(b.at, b.at) if isinstance(b.at, str) else b.at):
+        if b.ttl == "5m" and seen_5m is None:
+            seen_5m = b.at
+        elif b.ttl == "1h" and seen_5m is not None:
+            return (f"a 1h cache_control on {_where(b.at)} after a 5m one on {_where(seen_5m)}: a longer TTL "
+                    "must come before a shorter one")
+    return ""
+
+
+def _where(at) -> str:
+    return f"message {at}" if isinstance(at, int) else f"the {at}"
+
+
 def validate(req: Request, window: int, input_tokens: int) -> list[Rejection]:
     out: list[Rejection] = []
     if len(req.breakpoints) > MAX_BREAKPOINTS:
@@ -124,6 +144,9 @@ def validate(req: Request, window: int, input_tokens: int) -> list[Rejection]:
     bad_at = [b.at for b in req.breakpoints if isinstance(b.at, int) and not 0 <= b.at < n]
     if bad_at:
         out.append(Rejection("breakpoints", f"cache_control on message index {bad_at[0]} of a {n}-message request"))
+    ttl = ttl_order_error(req)
+    if ttl:
+        out.append(Rejection("breakpoints", ttl))
     err = pairing_error(req)
     if err:
         out.append(Rejection("pairing", err))

@@ -3,6 +3,11 @@ user's own included; prints the violated rules one per line (with the request, t
 and, for a crash, the file and line), writes the minimal failing session hypothesis found as a
 trace file, and prints the commands that replay it.
 
+The sessions do not depend on the strategy's name: first the corpus (the sessions of the kit's
+fixed seed, the same for every strategy), then a random sample whose seed is printed (``--seed``
+replays it). A registered strategy's known findings (harness/testing/known.py) are reported with
+their owner and do not fail the check.
+
 Exit status: 0 every invariant held on every generated session; 1 an invariant failed (the
 failing trace is written); 2 bad input.
 """
@@ -28,8 +33,15 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a strategy parameter (repeatable); overrides what the kit would use at its window")
     p.add_argument("--window", type=int, default=None, help="context window of the generated sessions, in tokens")
+    p.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="seed of the random sample run after the corpus (default: a new one, printed)")
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="sessions of the random sample (default: the profile's: default 8, ci 0, deep 100)")
+    p.add_argument("--shrink-examples", type=int, default=None, metavar="N",
+                   help="sessions hypothesis may replay while shrinking a failure (default: ci 40, default 150, "
+                   "deep 1000)")
     p.add_argument("--shrink-seconds", type=float, default=None, metavar="S",
-                   help="time hypothesis may spend shrinking a failure (default: ci 30, deep 300)")
+                   help="a safety bound on the time spent shrinking (default: far above what the example budget takes)")
     p.add_argument("--no-crashes", action="store_true", help="no crashed sessions (unanswered calls, then a resume)")
     p.add_argument("--no-twin", action="store_true",
                    help="replay each session once (faster; skips the check that a second run sends the same requests)")
@@ -74,32 +86,69 @@ def run(args) -> int:
     print(f"  invariants: {', '.join(held)}")
     if params:
         print(f"  parameters: {', '.join(f'{k}={v}' for k, v in params.items())}")
+    import os
     import time
 
-    from harness.testing import selected_settings
+    from harness.testing import CORPUS_SEED, LIMITS, selected_settings
+    from harness.testing.known import KNOWN_FINDINGS, known_for, owner_of
     from harness.testing.machine import find_failure
+    from strategies import registry
 
     if args.shrink_seconds is not None and args.shrink_seconds < 0:
         raise BadInput("--shrink-seconds must be >= 0")
-    t0 = time.perf_counter()
-    failure = find_failure(cls, params, window=window, crashes=not args.no_crashes, profile=profile,
-                           shrink_seconds=args.shrink_seconds, twin=not args.no_twin)
-    took = time.perf_counter() - t0
-    if failure is None:
-        n = selected_settings(profile).max_examples
-        print(f"ok: every invariant held on {n} generated sessions ({took:.0f} s)")
-        return 0
-    return _report(cls, args, failure)
+    for opt in ("sample", "shrink_examples"):
+        if getattr(args, opt) is not None and getattr(args, opt) < 0:
+            raise BadInput(f"--{opt.replace('_', '-')} must be >= 0")
+    registered = bool(cls.name) and cls.name in registry.names() and registry.get(cls.name) is cls
+    known = known_for(cls.name) if registered else ()
+    seen: list = []
+    n = selected_settings(profile).max_examples
+    sample = args.sample if args.sample is not None else LIMITS[profile]["sample"]
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    runs = [("corpus", CORPUS_SEED, n)] + ([("random sample", seed, sample)] if sample else [])
+    kw = dict(window=window, crashes=not args.no_crashes, profile=profile, shrink_seconds=args.shrink_seconds,
+              shrink_examples=args.shrink_examples, twin=not args.no_twin, known=known, seen_known=seen)
+    from hypothesis import settings as hsettings
+
+    for what, s, count in runs:
+        print(f"  {what}: {count} sessions, seed {s}" + (f" (replay it: --seed {s})" if what != "corpus" else ""),
+              flush=True)
+        t0 = time.perf_counter()
+        failure = find_failure(cls, params, settings=hsettings(selected_settings(profile), max_examples=count),
+                               seed=s, **kw)
+        took = time.perf_counter() - t0
+        if failure is not None:
+            _print_known(cls, seen, owner_of)
+            return _report(cls, args, failure, what)
+        print(f"  ok: every invariant held on the {what} ({took:.0f} s)", flush=True)
+    _print_known(cls, seen, owner_of)
+    left = len(KNOWN_FINDINGS.get(cls.name, ())) if registered else 0
+    print(f"ok: every invariant held on {sum(c for _, _, c in runs)} generated sessions"
+          + (f" ({left} known finding(s) listed for {cls.name}, reported to their owners)" if left else ""))
+    return 0
 
 
-def _report(cls, args, failure) -> int:
+def _print_known(cls, seen, owner_of) -> None:
+    shown: set[str] = set()
+    for v in seen:
+        owner = owner_of(cls.name, v.invariant, v.detail)
+        key = f"{v.invariant}:{owner}"
+        if owner is None or key in shown:
+            continue
+        shown.add(key)
+        print(f"  known finding (reported to {owner}), not failed on: {v}")
+
+
+def _report(cls, args, failure, what: str = "corpus") -> int:
     from harness import trace as tr
 
     out = Path(args.output or f"check-{cls.name or cls.__name__}-failure.jsonl")
     tr.write(failure.trace, out)
     print(f"FAILED: {', '.join(sorted(failure.invariants))}")
     print(str(failure))
-    print(f"\nminimal failing session ({len(failure.trace.events)} events, {failure.trace.calls} model calls) "
+    print(f"\nfound on the {what} (seed {failure.seed}) at session {failure.first_session} "
+          f"({failure.first_events} events); shrunk over {failure.shrink_runs} replayed sessions")
+    print(f"minimal failing session ({len(failure.trace.events)} events, {failure.trace.calls} model calls) "
           f"written to {out}")
     s = failure.settings
     print("replay it:")

@@ -7,6 +7,10 @@ Each rule, with its source:
   define up to 4 cache breakpoints"; the 400 reads "A maximum of 4 blocks with cache_control may be
   provided"), each on a block that exists: a message index inside the request, a tools array or a
   system prompt that is not empty;
+* in prompt order (tools, system, messages) no 1-hour breakpoint after a 5-minute one
+  (platform.claude.com/docs/en/build-with-claude/prompt-caching, "Mixing different TTLs": "cache
+  entries with longer TTL must appear before shorter TTLs", so a 1-hour entry before any 5-minute
+  one; :func:`harness.protocol.ttl_order_error`);
 * no empty or whitespace-only text block, no empty thinking block, no message without content,
   ``tool_result`` blocks first in their user turn (:func:`harness.protocol.content_error`, sources
   there);
@@ -97,7 +101,7 @@ def thinking_error(req: Request, thinking_of: Mapping[str, str]) -> str:
 def api_errors(req: Request, thinking_of: Mapping[str, str] | None = None) -> list[str]:
     """Every reason (other than pairing and size) the API would refuse ``req``; ``thinking_of``
     given for a main-line request (see :func:`thinking_error`)."""
-    out = [e for e in (breakpoint_error(req), system_error(req), protocol.content_error(req),
+    out = [e for e in (breakpoint_error(req), protocol.ttl_order_error(req), system_error(req), protocol.content_error(req),
                        first_message_error(req)) if e]
     if thinking_of is not None:
         e = thinking_error(req, thinking_of)

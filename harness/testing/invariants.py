@@ -48,6 +48,12 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    tool_use in the request has its tool_result in it and vice versa (N-COMP-7).
 ``resume_pairing`` a resumed transcript sends a pairing-valid first request (N-TRANS-5): the
                    calls a crash left unanswered are completed before the next request.
+``goal``           the user's first request of the conversation (its goal) is in the window after
+                   every declared rewrite of the main conversation: verbatim, or in a summary whose
+                   input held it (or held a summary that did). A path back to the transcript is not
+                   enough here (path_back accepts it): a compaction that drops the goal leaves the
+                   agent working without knowing what it was asked. Held by the strategies that keep
+                   a path back, and by any that sets ``keeps_goal``.
 
 Two more are checked by the state machine (:mod:`harness.testing.machine`), which replays each
 session twice: ``inputs`` (the strategy never changes the trace's dicts or the shared tool schemas
@@ -75,9 +81,9 @@ from harness.testing.api_rules import api_errors
 from harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
-              "no_respill", "boundary_pairs", "resume_pairing", "inputs", "deterministic")
-# every strategy is held to these; window and path_back are promises (promises())
-ALWAYS = frozenset(INVARIANTS) - {"window", "path_back"}
+              "goal", "no_respill", "boundary_pairs", "resume_pairing", "inputs", "deterministic")
+# every strategy is held to these; window, path_back and goal are promises (promises())
+ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal"}
 
 # An estimate is a strategy's own measure of its request; the engine measures its error. Real
 # agents' character rules (3.5-4 characters per token, plus a usage anchor) run within about 20% of
@@ -119,6 +125,8 @@ def promises(cls) -> frozenset[str]:
         out.add("window")
     if getattr(cls, "keeps_path_back", False):
         out.add("path_back")
+    if getattr(cls, "keeps_goal", getattr(cls, "keeps_path_back", False)):
+        out.add("goal")
     return frozenset(out)
 
 
@@ -232,6 +240,23 @@ def estimate_error(estimated: int | None, tokens: int, window: int) -> str:
             f"({(ratio - 1) * 100:+.0f}%; a factor of {ESTIMATE_FACTOR} either way is allowed)")
 
 
+def _estimate_cause(req: Request, tokens: int) -> str:
+    """What an estimate that is off seems to leave out (or count twice), when one part of the
+    request accounts for the gap: the system prompt and tools, or the opaque prefix."""
+    from harness.provider.tokenizer import get_tokenizer
+
+    if req.estimated_tokens is None:
+        return ""
+    gap = tokens - req.estimated_tokens
+    t = get_tokenizer()
+    prompt = t.system(req.system) + t.tools(req.tools) + req.system.opaque_tokens
+    for size, what in ((prompt, "the system prompt and tools"), (req.system.opaque_tokens, "the opaque prefix")):
+        if size and abs(abs(gap) - size) <= 0.15 * size:
+            return (f"; the gap ({abs(gap):,}) is about the size of {what} ({size:,} tokens): "
+                    f"{'left out of' if gap > 0 else 'counted twice in'} the estimate?")
+    return ""
+
+
 # --- files named in a request (paths back) ---------------------------------------------------------
 
 _PATHS = re.compile(r"(?:[A-Za-z]:)?[\w.~-]*(?:[\\/][\w.\-~+@=,]+)+")
@@ -329,6 +354,7 @@ def _summary_probe(text: str) -> str:
 class _Summary:
     inputs: set[bytes]
     text: str = ""
+    carries_goal: bool = False  # its input held the goal (verbatim, or in a summary that carried it)
 
 
 @dataclass
@@ -349,6 +375,7 @@ class Checker:
     errors: Mapping[str, bool] = field(default_factory=dict)
     thinking: Mapping[str, str] = field(default_factory=dict)
     trace_digests: set[bytes] = field(default_factory=set)
+    goals: Mapping[str, str] = field(default_factory=dict)  # launch id -> its conversation's goal (live)
     violations: list[Violation] = field(default_factory=list)
     spills: dict[str, str] = field(default_factory=dict)
     _prev: dict[str, Sent] = field(default_factory=dict)
@@ -361,7 +388,8 @@ class Checker:
     _summaries: list[_Summary] = field(default_factory=list)  # successful summary calls since the last main request
     _summary_too_long: bool = False  # a summary side call refused as too long since the last accepted request
     _attempts: int = 0  # rejected main-line requests in a row (the attempts of the call being sent)
-    _overflow: tuple[Sent, str, bool, int] | None = None  # a rejected overflow awaiting the strategy's reaction (sent, where, excused, attempt)
+    _overflow: tuple[Sent, str, bool, int, str] | None = None  # a rejected overflow awaiting the strategy's reaction (sent, where, excused, attempt, cause)
+    _after_subagent: bool = False  # a sub-agent returned since the main conversation's last request
     _resumed: bool = False
     _side_failed: bool = False  # a side call failed by injection since the last main-line request
     _reaction_failed: bool = False  # a side call failed by injection while the strategy reacted to the overflow
@@ -372,6 +400,8 @@ class Checker:
     _resume_no: int = 0  # the resume this launch is (0: a fresh start)
     _rewrites: int = 0  # declared rewrites of the main conversation since its last fresh start
     _files: Files | None = None
+    _goal_probes: list[str] = field(default_factory=list)  # probes of the summaries that carry the goal
+    _goal_lost: bool = False  # reported once per conversation
 
     def __post_init__(self) -> None:
         self._files = Files(self.session_dir)
@@ -379,7 +409,7 @@ class Checker:
     @classmethod
     def for_recording(cls, promised: Iterable[str], recording: Recording) -> Checker:
         return cls(frozenset(promised), recording.originals, recording.session_dir, recording.errors,
-                   recording.thinking, recording.trace_digests)
+                   recording.thinking, recording.trace_digests, recording.goals)
 
     def feed(self, entries: Iterable[Sent | Mark]) -> list[Violation]:
         """Check ``entries``; returns the violations they add (also kept in ``violations``)."""
@@ -403,14 +433,15 @@ class Checker:
         pending, self._overflow = self._overflow, None
         if pending is None or "window" not in self.promised:
             return []
-        s, where, excused, attempt = pending
+        s, where, excused, attempt, cause = pending
         est = s.request.estimated_tokens
         seen = "" if est is None else f" (its estimate, {est:,}, was {'over' if est > s.window else 'under'} it)"
         over = f"{s.tokens:,} tokens > window {s.window:,}{seen}"
+        at = f" [{cause}]" if cause else ""
         if m is not None and m.retried:
             if est is not None and est > s.window and not excused:
                 return [Violation("window", s.call, s.kind, f"{over}: it sent a request it knew was too long "
-                                  "(it recovered on retry)", where)]
+                                  f"(it recovered on retry){at}", where)]
             return []
         if self._reaction_failed:  # its reaction's own side call failed by injection: not its defect
             return []
@@ -420,7 +451,7 @@ class Checker:
             why += "; its summary request was refused as too long"
         elif self._reaction_summarised:
             why += "; after a summary made in its reaction"
-        return [Violation("window", s.call, s.kind, f"{over} {why}", where)]
+        return [Violation("window", s.call, s.kind, f"{over} {why}{at}", where)]
 
     def where(self) -> str:
         """Where the session is, for a report: the launch, the resume it is, compactions so far."""
@@ -455,6 +486,8 @@ class Checker:
                 self._spans.clear()
                 self._resume_no = 0
                 self._rewrites = 0
+                self._goal_probes.clear()
+                self._goal_lost = False
             self._fresh.add("main")
             self._resumed = m.resume
         elif m.what == "subtask_start":
@@ -463,7 +496,8 @@ class Checker:
             self._fresh.add(f"subagent:{len(self._spans)}")
         elif m.what == "subtask_end" and self._spans:
             self._prev.pop(f"subagent:{len(self._spans)}", None)
-            self._spans.pop()
+            isolated = self._spans.pop()
+            self._after_subagent = self._after_subagent or isolated
         elif m.what == "side_result" and m.id == SUMMARY and self._summaries and not self._summaries[-1].text:
             self._summaries[-1].text = m.text
 
@@ -489,11 +523,23 @@ class Checker:
                 self._summary_too_long = True
             if s.kind == SUMMARY and not s.rejected and not s.error:
                 self._reaction_summarised = self._reaction_summarised or self._overflow is not None
-                self._summaries.append(_Summary({b.digest for m in req.messages for b in m.blocks}))
+                carries = "goal" in self.promised and self._holds_goal(req)
+                self._summaries.append(_Summary({b.digest for m in req.messages for b in m.blocks},
+                                                carries_goal=carries))
             return out
         stream = self._stream(s)
         fresh = stream in self._fresh
         self._fresh.discard(stream)
+        # what the request follows, for a report of an overflow: the defect is often there
+        cause = ""
+        if stream != "main":
+            cause = "in a sub-agent's own context" + (" (its first request)" if fresh else "")
+        elif self._resumed:
+            cause = f"the first request after resume #{self._resume_no} (the history the strategy resumed)"
+        elif self._after_subagent:
+            cause = "the first request after a sub-agent returned (the parent's context, restored)"
+        if stream == "main":
+            self._after_subagent = False
         if self._resumed and stream == "main":
             self._resumed = False
             if err:
@@ -503,14 +549,14 @@ class Checker:
             self._summary_too_long = False
         if s.tokens > s.window:
             if s.rejected:  # the engine refused it: judged on what the strategy does next
-                self._overflow = (s, where, self._side_failed, self._attempts)
+                self._overflow = (s, where, self._side_failed, self._attempts, cause)
                 self._reaction_failed = self._reaction_summarised = False
             elif not self._side_failed:  # a request over the window that went through (a recorded log's)
-                v("window", f"{s.tokens:,} tokens > window {s.window:,}")
+                v("window", f"{s.tokens:,} tokens > window {s.window:,}{f' [{cause}]' if cause else ''}")
         self._side_failed = False
         e = estimate_error(req.estimated_tokens, s.tokens, s.window)
         if e:
-            v("estimate", e)
+            v("estimate", e + _estimate_cause(req, s.tokens))
         prev = self._prev.get(stream)
         if prev is not None and not req.rewrite:
             change = prefix_change(prev.request, req, prev.tools_json or None, s.tools_json or None)
@@ -543,6 +589,17 @@ class Checker:
                         v("path_back", detail)
         if req.rewrite and stream == "main":
             self._rewrites += 1
+            if "goal" in self.promised:
+                texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
+                for sm in self._summaries:
+                    probe = _summary_probe(sm.text)
+                    if sm.carries_goal and probe and any(probe in t for t in texts):
+                        self._goal_probes.append(probe)
+                if not self._goal_lost and self._goal() and not self._holds_goal(req):
+                    self._goal_lost = True
+                    v("goal", f"the user's first request ({_short(self._goal())!r}) is neither in the window nor in a "
+                              "summary the request holds after this rewrite (a path back to the transcript does not "
+                              "tell the model what it was asked)")
         self._summaries.clear()
         if not s.rejected:  # a refused request wrote no cache: the next is compared with the last accepted
             self._prev[stream] = s
@@ -675,6 +732,20 @@ class Checker:
                 if len(out) >= 3:
                     return out
         return out
+
+    def _goal(self) -> str:
+        return self.goals.get(self._session, "")
+
+    def _holds_goal(self, req: Request) -> bool:
+        """``req`` holds the goal verbatim, or the text of a summary that carries it."""
+        goal = self._goal().strip()
+        if not goal:
+            return False
+        for m in req.messages:
+            for b in m.blocks:
+                if b.type in ("text", "tool_result") and (goal in b.text or any(p in b.text for p in self._goal_probes)):
+                    return True
+        return False
 
     def _names_holder(self, text: str, content: str) -> bool:
         return self._files.holding(content, self._files.named_in(text)) is not None

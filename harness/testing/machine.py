@@ -107,6 +107,9 @@ class CheckFailure(AssertionError):
     trace: tr.Trace
     settings: dict[str, Any] = field(default_factory=dict)
     first_events: int = 0  # events of the first failing session found, before shrinking
+    first_session: int = 0  # sessions generated until the first failure (time to first failure)
+    shrink_runs: int = 0  # sessions replayed while shrinking
+    seed: int | None = None  # the seed of the search that found it
 
     def __post_init__(self) -> None:
         AssertionError.__init__(self, str(self))
@@ -171,10 +174,23 @@ class StrategyMachine(RuleBasedStateMachine):
     first_events: int = 0
     best: CheckFailure | None = None
     seen_known: list[Violation] = []
+    # shrinking keeps the defect first found: a session counts as failing only if it breaks the
+    # first failure's first invariant (hypothesis would slip to any other failure it meets on the
+    # way, and report a re-spill as "deterministic"); and it replays at most shrink_examples
+    # sessions after the first failure (later ones are drawn but not run, so they cannot fail and
+    # the shrinker stalls): the minimal session is a function of the seed, not of the machine's load
+    first_invariant: str | None = None
+    sessions: int = 0        # sessions started (all phases)
+    first_session: int = 0   # the session that failed first (time to first failure, in sessions)
+    shrink_examples: int | None = None
+    shrinking: bool = False  # set by find_failure while hypothesis shrinks
+    shrink_runs: int = 0     # sessions run while shrinking
+    longest: tuple[int, Any] | None = None  # (events, machine) of the longest session run: the cross-process check's
 
     def __init__(self) -> None:
         super().__init__()
         self.builder = conv.ConversationBuilder()
+        self._header = self.builder.header.model_copy(deep=True)  # as generated (a strategy may edit the live one)
         self.stepper: Stepper | None = None
         self.other: Stepper | None = None
         self.checker: Checker | None = None
@@ -186,10 +202,11 @@ class StrategyMachine(RuleBasedStateMachine):
         self._canon: tuple[Canon, Canon] | None = None
         self._pending: list[Violation] = []
         self._known_hit: set[str] = set()
+        self._dead = False
 
     # --- plumbing ---------------------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
-        return {"strategy": f"{self.strategy.__module__}:{self.strategy.__qualname__}", "name": self.strategy.name,
+        return {"prompt": "default" if self._header.system == conv.SYSTEM else "realistic","strategy": f"{self.strategy.__module__}:{self.strategy.__qualname__}", "name": self.strategy.name,
                 "params": self.params, "window": self.window, "model": CHECK_MODEL,
                 "fail_calls": {k: list(self.fail_calls) for k in FAILING_KINDS}, "dense": self.dense}
 
@@ -197,9 +214,12 @@ class StrategyMachine(RuleBasedStateMachine):
         cls = type(self)
         if not cls.first_events:
             cls.first_events = len(self.builder.events)
+        if cls.first_invariant is None:
+            cls.first_invariant = violations[0].invariant
+            cls.first_session = cls.sessions
         meta = {"check_strategy": {**self._settings(), "violations": [str(v) for v in violations]}}
         # the session as generated: the pristine header and tool inputs, whatever the strategy edited in place
-        header = conv.default_header().model_copy(update={"meta": meta})
+        header = self._header.model_copy(update={"meta": meta})
         events = [self.guard.pristine(e) for e in self.builder.events]
         trace = tr.validate_events(header, events, header.name)
         f = CheckFailure(list(violations), trace, self._settings())
@@ -211,7 +231,7 @@ class StrategyMachine(RuleBasedStateMachine):
         return self.checker.where() if self.checker is not None else ""
 
     def _feed(self, events: list[Any]) -> None:
-        if self.stepper is None:
+        if self.stepper is None or self._dead:
             return
         self.guard.add(events)
         try:
@@ -220,6 +240,9 @@ class StrategyMachine(RuleBasedStateMachine):
         except Exception as e:  # the strategy (or the engine) raised on this input: a finding too
             self._check_entries()  # what was sent before it raised, for the report's context
             at = crash_site(e)
+            if not self._counts("crash"):  # shrinking another defect: this session is no example of it
+                self._stop()
+                return
             raise self._failure([Violation("crash", self._last_call(), "", f"{type(e).__name__}: {e}"
                                            + (f" at {at}" if at else ""), self._where())]) from e
         if self.other is not None:
@@ -232,6 +255,16 @@ class StrategyMachine(RuleBasedStateMachine):
                                                self._where()))
                 self.other.close()
                 self.other = None
+
+    def _counts(self, invariant: str) -> bool:
+        """Whether a violation of ``invariant`` makes this session a failure (see first_invariant)."""
+        first = type(self).first_invariant
+        return first is None or invariant == first
+
+    def _stop(self) -> None:
+        """Run and check nothing more of this session (it passes); the rules still draw as they
+        would (a precondition that changed would make hypothesis' replays inconsistent)."""
+        self._dead = True
 
     def _last_call(self) -> int:
         reqs = self.stepper.recording.requests if self.stepper else []
@@ -272,15 +305,27 @@ class StrategyMachine(RuleBasedStateMachine):
 
     # --- rules ------------------------------------------------------------------------------------
     @initialize(fail=st.one_of(st.sets(st.integers(0, 5), max_size=3), _BURSTS),
-                first=st.integers(20, 3_000), before_midnight=st.integers(0, 900),
-                dense=st.sampled_from([False, False, False, True]))
-    def start(self, fail: set[int], first: int, before_midnight: int, dense: bool) -> None:
+                first=st.integers(20, 3_000), before_midnight=st.integers(0, 120),
+                dense=st.sampled_from([False, False, False, True]),
+                prompt=st.sampled_from([None, None, *conv.PROMPT_SHARE]))
+    def start(self, fail: set[int], first: int, before_midnight: int, dense: bool, prompt: float | None) -> None:
         """A run whose injected side-call failures are a few scattered calls or a burst of
-        consecutive ones (enough to open a breaker), starting shortly before midnight; in one run
-        of four the tools print text dense in tokens (see :meth:`tools_print_dense_text`)."""
+        consecutive ones (enough to open a breaker), starting at most two minutes before midnight
+        (a launch crosses it: a date stamped at its start is stale by its end); in one run of four
+        the tools print text dense in tokens (see :meth:`tools_print_dense_text`); in one of two
+        the agent's prompt is a real one's size (10-25k tokens on 200k, scaled to the window, part
+        of it opaque: :func:`conversations.realistic_header`)."""
         self.dense = dense
         self.fail_calls = tuple(sorted(fail))
+        if prompt is not None:
+            self.builder.header = conv.realistic_header(self.window, prompt, seed=first)
+            self._header = self.builder.header.model_copy(deep=True)
+            self.guard = InputGuard(self.builder.header)
         self.builder.t = float(conv.DAY_S - 30 - before_midnight)
+        cls = type(self)
+        cls.sessions += 1
+        if cls.shrinking:
+            cls.shrink_runs += 1
         cfg = RunConfig(model=CHECK_MODEL, window=self.window, seed=0,
                         fail_calls={k: self.fail_calls for k in FAILING_KINDS})
         self.stepper = Stepper(self.builder.header, self.strategy, self.params, cfg)
@@ -298,6 +343,14 @@ class StrategyMachine(RuleBasedStateMachine):
     @rule(size=st.integers(1, 4_000), seed=st.integers(0, 999))
     def user_says(self, size: int, seed: int) -> None:
         self._feed(self.builder.user(size, seed))
+
+    @precondition(lambda self: self.builder.phase == "user")
+    @rule(size=st.integers(1, 2_000), pause=st.sampled_from([120, 400, 1_500, 4_000]))
+    def user_comes_back(self, size: int, pause: int) -> None:
+        """The user reads a diff, takes a call, comes back minutes or an hour later, in the same
+        launch (past a cache TTL; past midnight when the launch started before it)."""
+        self.builder._tick(pause)
+        self._feed(self.builder.user(size, pause))
 
     @precondition(lambda self: self.builder.phase == "call")
     @rule(data=st.data())
@@ -411,13 +464,15 @@ class StrategyMachine(RuleBasedStateMachine):
     # --- the check --------------------------------------------------------------------------------
     @invariant()
     def invariants_hold(self) -> None:
-        if self.stepper is None or self.checker is None:
+        if self.stepper is None or self.checker is None or self._dead:
             return
         new = self._check_entries()
         if "inputs" in self.promised:
             new += [Violation("inputs", self._last_call(), "", d, self._where()) for d in self.guard.changes()]
         new += self._compare_twin() + self._pending
         self._pending = []
+        if new and type(self).first_invariant is not None and not any(self._counts(v.invariant) for v in new):
+            return  # shrinking another defect: not an example of it (the session goes on)
         if self.known:
             kept = []
             for v in new:
@@ -433,6 +488,9 @@ class StrategyMachine(RuleBasedStateMachine):
             raise self._failure(new)
 
     def teardown(self) -> None:
+        cls = type(self)
+        if self.stepper is not None and (cls.longest is None or len(self.builder.events) > cls.longest[0]):
+            cls.longest = (len(self.builder.events), (self._header, list(self.builder.events), self._settings()))
         for s in (self.stepper, self.other):
             if s is not None:
                 s.close()
@@ -441,14 +499,19 @@ class StrategyMachine(RuleBasedStateMachine):
 def machine_for(cls: type[Strategy], params: Mapping[str, Any] | None = None, window: int = CHECK_WINDOW,
                 crashes: bool = True, promised: frozenset[str] | None = None,
                 max_result_size: int = 2_000_000, twin: bool = True,
-                known: tuple[tuple[str, str], ...] = ()) -> type[StrategyMachine]:
+                known: tuple[tuple[str, str], ...] = (), seed: int | None = None,
+                shrink_examples: int | None = None) -> type[StrategyMachine]:
     """A state machine class for ``cls``. A test module can expose it to pytest directly::
 
         M = machine_for(MyStrategy)
         M.TestCase.settings = selected_settings()
         TestMyStrategy = M.TestCase
 
-    (:func:`find_failure` does the same and returns the smallest failure instead of raising.)"""
+    (:func:`find_failure` does the same and returns the smallest failure instead of raising.)
+    ``seed``: the seed of its sessions (default :data:`harness.testing.CORPUS_SEED`: the same for
+    every strategy, whatever its name)."""
+    from harness.testing import CORPUS_SEED
+
     return type(f"{cls.__name__}Machine", (StrategyMachine,), {
         "strategy": cls,
         "params": dict(params) if params is not None else params_for(cls, window),
@@ -459,6 +522,8 @@ def machine_for(cls: type[Strategy], params: Mapping[str, Any] | None = None, wi
         "twin": twin,
         "known": tuple(known),
         "seen_known": [],
+        "shrink_examples": shrink_examples,
+        "_hypothesis_internal_use_seed": CORPUS_SEED if seed is None else seed,
         "__module__": __name__,
     })
 
@@ -499,28 +564,59 @@ def _leaves(g: BaseExceptionGroup):
 
 
 @contextmanager
-def _shrink_budget(seconds: float | None):
+def _shrink_budget(seconds: float | None, machine: type[StrategyMachine] | None = None):
     """Bound the time hypothesis spends shrinking (its own bound is 5 minutes, a module constant of
-    its engine: each shrink attempt here replays a session, so the default is far too long for a
-    test suite)."""
+    its engine: a safety net here, the bound that matters is the machine's ``shrink_examples``), and
+    tell ``machine`` when the shrink phase runs (its budget counts the sessions of that phase only:
+    hypothesis replays the minimal session once more after it, and that replay must run)."""
     from hypothesis.internal.conjecture import engine
 
-    if seconds is None or not hasattr(engine, "MAX_SHRINKING_SECONDS"):
-        yield
-        return
-    old = engine.MAX_SHRINKING_SECONDS
-    engine.MAX_SHRINKING_SECONDS = seconds
+    runner = getattr(engine, "ConjectureRunner", None)
+    real = getattr(runner, "shrink_interesting_test_cases", None)
+    real_test = getattr(runner, "test_function", None)
+    patched = machine is not None and real is not None and real_test is not None and hasattr(engine, "ExitReason")
+    if patched:
+        def shrink(self, *a, **k):
+            machine.shrinking = True
+            try:
+                return real(self, *a, **k)
+            finally:
+                machine.shrinking = False
+
+        def test_function(self, data):
+            if (machine.shrinking and machine.shrink_examples is not None
+                    and machine.shrink_runs >= machine.shrink_examples):
+                self.exit_with(engine.ExitReason.max_shrinks)  # the budget is spent: shrinking ends here
+            return real_test(self, data)
+        runner.shrink_interesting_test_cases = shrink
+        runner.test_function = test_function
+    old = getattr(engine, "MAX_SHRINKING_SECONDS", None)
+    if seconds is not None and old is not None:
+        engine.MAX_SHRINKING_SECONDS = seconds
     try:
         yield
     finally:
-        engine.MAX_SHRINKING_SECONDS = old
+        if old is not None:
+            engine.MAX_SHRINKING_SECONDS = old
+        if patched:
+            runner.shrink_interesting_test_cases = real
+            runner.test_function = real_test
+
+
+def _stamped(f: CheckFailure, machine: type[StrategyMachine]) -> CheckFailure:
+    f.first_session, f.shrink_runs = machine.first_session, machine.shrink_runs
+    f.seed = machine._hypothesis_internal_use_seed
+    f.settings["seed"] = f.seed
+    return f
 
 
 def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *, settings=None,
                  window: int = CHECK_WINDOW, crashes: bool = True, promised: frozenset[str] | None = None,
                  max_result_size: int | None = None, shrink_seconds: float | None = None,
                  profile: str | None = None, twin: bool = True, known: tuple[tuple[str, str], ...] = (),
-                 seen_known: list[Violation] | None = None) -> CheckFailure | None:
+                 seen_known: list[Violation] | None = None, seed: int | None = None,
+                 shrink_examples: int | None = None, cross_process: bool | None = None,
+                 scenarios: bool = True) -> CheckFailure | None:
     """Run the machine on ``cls``; the minimal failure hypothesis found, or None if every
     generated session kept every invariant.
 
@@ -532,6 +628,12 @@ def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *
     second replay of each session (and so the ``deterministic`` invariant). ``known`` lists
     findings already reported, as (invariant, regular expression of the detail): violations that
     match are not failures, and are appended to ``seen_known`` (a list of the caller's) instead.
+    ``seed``: the sessions' seed (default: the corpus, :data:`harness.testing.CORPUS_SEED`);
+    ``shrink_examples``: sessions replayed while shrinking (default: the profile's).
+    ``cross_process`` (default: the profile's): when every session passed, the longest one is
+    replayed in two processes with different string-hash seeds (:mod:`harness.testing.crossprocess`);
+    a difference is a ``deterministic`` failure on that session. ``scenarios``: first the
+    hand-written sessions of :mod:`harness.testing.scenarios` (the corpus's fixed part).
     """
     from hypothesis.reporting import with_reporter
 
@@ -541,27 +643,80 @@ def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *
     limits = LIMITS[name]
     size = max_result_size if max_result_size is not None else limits["max_result_size"]
     s = settings or selected_settings(name)
-    machine = machine_for(cls, params, window, crashes, promised, size, twin, known)
+    machine = machine_for(cls, params, window, crashes, promised, size, twin, known, seed,
+                          shrink_examples if shrink_examples is not None else limits["shrink_examples"])
+    if scenarios:
+        found = _scenarios(machine, known, seen_known)
+        if found is not None:
+            return found
     if seen_known is not None:
         machine.seen_known = seen_known
     budget = shrink_seconds if shrink_seconds is not None else limits["shrink_seconds"]
     try:
-        with _shrink_budget(budget), _no_local_constants(), with_reporter(lambda *a, **k: None):
+        with _shrink_budget(budget, machine), _no_local_constants(), with_reporter(lambda *a, **k: None):
             run_state_machine_as_test(machine, settings=s)
     except CheckFailure as f:
         best = machine.best if machine.best is not None and _size(machine.best) < _size(f) else f
         best.first_events = machine.first_events or len(best.trace.events)
-        return best
+        return _stamped(best, machine)
     except BaseExceptionGroup as g:  # hypothesis' FlakyFailure: a failure that did not replay the same way
         found = g.subgroup(lambda e: isinstance(e, CheckFailure))
         if found is None:
             raise
         f = machine.best or next(e for e in _leaves(found))
         f.first_events = machine.first_events or len(f.trace.events)
+        _stamped(f, machine)
         f.violations.append(Violation("deterministic", -1, "", "the same session did not fail the same way when "
                                       "hypothesis replayed it: the strategy keeps state across runs (a class "
                                       "attribute, a module global) or is not a function of its inputs"))
         return f
     except InvariantViolation as e:  # raised by a user's own invariant code
         return CheckFailure(e.violations, tr.validate_events(conv.default_header(), []))
+    xproc = cross_process if cross_process is not None else limits["cross_process"]
+    if xproc and twin and machine.longest is not None and "deterministic" in machine.promised:
+        return _cross_process(cls, machine)
     return None
+
+
+def _scenarios(machine: type[StrategyMachine], known, seen_known) -> CheckFailure | None:
+    from harness.testing.scenarios import SCENARIOS, check_scenario
+
+    for name, (_build, dense) in SCENARIOS.items():
+        trace, found = check_scenario(name, machine.strategy, machine.params, machine.window, machine.promised,
+                                      CHECK_MODEL)
+        kept = []
+        for v in found:
+            if any(v.invariant == inv and re.search(rx, v.detail) for inv, rx in known):
+                if seen_known is not None:
+                    seen_known.append(v)
+            else:
+                kept.append(v)
+        if kept:
+            settings = {"strategy": f"{machine.strategy.__module__}:{machine.strategy.__qualname__}",
+                        "name": machine.strategy.name, "params": machine.params, "window": machine.window,
+                        "model": CHECK_MODEL, "fail_calls": {}, "dense": dense, "scenario": name}
+            meta = {"check_strategy": {**settings, "violations": [str(v) for v in kept]}}
+            f = CheckFailure(kept, tr.validate_events(trace.header.model_copy(update={"meta": meta}), trace.events,
+                                                      trace.header.name), settings)
+            f.first_events = len(trace.events)
+            f.seed = None
+            return f
+    return None
+
+
+def _cross_process(cls: type[Strategy], machine: type[StrategyMachine]) -> CheckFailure | None:
+    from harness.testing import crossprocess
+
+    if "<locals>" in cls.__qualname__ or cls.__module__ == "__main__":
+        return None  # not importable by another process
+    header, events, settings = machine.longest[1]
+    trace = tr.validate_events(header, events, header.name)
+    diff = crossprocess.difference(trace, f"{cls.__module__}:{cls.__qualname__}", settings["params"],
+                                   settings["window"], settings["fail_calls"])
+    if not diff:
+        return None
+    v = Violation("deterministic", -1, "", diff)
+    meta = {"check_strategy": {**settings, "violations": [str(v)]}}
+    f = CheckFailure([v], tr.validate_events(header.model_copy(update={"meta": meta}), events, header.name), settings)
+    f.first_events = len(events)
+    return _stamped(f, machine)

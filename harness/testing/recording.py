@@ -85,6 +85,9 @@ class Recording:
     thinking: dict[str, str] = field(default_factory=dict)    # tool_use id -> thinking of the answer that made the call
     trace_digests: set[bytes] = field(default_factory=set)    # digests of the blocks the trace fed
     input_changes: list[str] = field(default_factory=list)    # inputs the strategy changed in place (record())
+    goals: dict[str, str] = field(default_factory=dict)       # launch id -> the user's first request of its conversation
+    _launch: tuple[str, bool] | None = None                    # the launch being fed, and whether its goal is set
+    _depth: int = 0                                            # open sub-task spans (their prompts are no goal)
 
     @property
     def requests(self) -> list[Sent]:
@@ -93,6 +96,18 @@ class Recording:
     def note_events(self, events) -> None:
         """What the invariants compare against, from the events fed to the strategy."""
         for e in events:
+            if isinstance(e, tr.SessionStart):  # a resume keeps its conversation's goal
+                prev = self.goals.get(self._launch[0]) if self._launch else None
+                if e.resume and prev is not None:
+                    self.goals[e.session] = prev
+                self._launch, self._depth = (e.session, e.session in self.goals), 0
+            elif isinstance(e, tr.SubtaskStart):
+                self._depth += 1
+            elif isinstance(e, tr.SubtaskEnd):
+                self._depth = max(0, self._depth - 1)
+            elif isinstance(e, tr.UserEvent) and self._launch and not self._launch[1] and not self._depth:
+                self.goals[self._launch[0]] = e.text
+                self._launch = (self._launch[0], True)
             if isinstance(e, tr.ToolResultEvent):
                 self.originals[e.tool_use_id] = e.content
                 self.errors[e.tool_use_id] = e.is_error

@@ -21,6 +21,17 @@ tokens), and an unanchored estimate uses that figure when it is lower than the s
 the seed's estimate, and as close to the API's count as the conversation's own history allows. The
 figure survives a compaction (same process) and a resume (it is read back from the transcript's last
 record carrying a usage, strategy.py); a conversation never measured uses the seed's 3.5.
+
+Beyond the seed too, calibrated budgets (``budget_cpt``, NovaCode's ``calibrate_budgets``, on by
+default): the seed sizes the restore attachment and the verbatim tail in estimated tokens at 3.5
+characters each, and so does the summary request it fits. On a step of dense output (a test log in
+Chinese, a dump of escapes; real tool output runs ~2.7 characters per recorded token) those budgets
+hold two to four times the tokens they were meant to, the forced compaction cannot shrink the
+request, and the session ends (issue #29). Each count the API gives also measures the *newest*
+text: the tokens the request gained since the previous count, over the characters it gained
+(``recent_cpt``, when at least :data:`RECENT_MIN_CHARS` were added). The budgets use the lowest of
+the seed's figure, the whole conversation's and the newest text's: the tail and the restored files
+are the newest text.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ from dataclasses import dataclass
 from harness.conversation import History, Message, SystemPrompt, ToolSet, Usage
 
 CHARS_PER_TOKEN = 3.5  # N-COMP-5: "≈3.5 characters per token"
+RECENT_MIN_CHARS = 2_000  # not in the seed: the newest text is measured once this much was added  # assumed
 
 
 def chars_to_tokens(chars: int, chars_per_token: float = CHARS_PER_TOKEN) -> int:
@@ -67,6 +79,7 @@ class TokenLedger:
     anchor_len: int = 0
     anchor_chars: int | None = None
     observed_cpt: float | None = None
+    recent_cpt: float | None = None  # characters per token of the text added between the last two counts
 
     def record(self, usage: Usage | None, history_len: int, chars: int | None = None,
                opaque_tokens: int = 0) -> None:
@@ -82,6 +95,9 @@ class TokenLedger:
     def set_anchor(self, tokens: int, history_len: int, chars: int | None = None, opaque_tokens: int = 0) -> None:
         """An API count of a request covering ``history_len`` history messages and ``chars``
         characters (a usage, or the count a prompt-too-long 400 states)."""
+        if (chars is not None and self.anchor is not None and self.anchor_chars is not None
+                and chars - self.anchor_chars >= RECENT_MIN_CHARS and tokens > self.anchor):
+            self.recent_cpt = (chars - self.anchor_chars) / (tokens - self.anchor)
         self.anchor, self.anchor_len, self.anchor_chars = tokens, history_len, chars
         if chars:
             self.measure(tokens, chars, opaque_tokens)
@@ -105,6 +121,14 @@ class TokenLedger:
         if self.calibrate and self.observed_cpt is not None:
             return min(self.chars_per_token, self.observed_cpt)
         return self.chars_per_token
+
+    def budget_cpt(self, calibrated: bool = True) -> float:
+        """Characters per token of a budget in tokens (the tail, the restore attachment, the messages
+        of a summary request): the seed's figure, or with ``calibrated`` the lowest of it, the
+        conversation's measured figure and its newest text's (see the module docstring)."""
+        if not calibrated:
+            return self.chars_per_token
+        return min([self.chars_per_token] + [x for x in (self.observed_cpt, self.recent_cpt) if x])
 
     def estimate(self, history: History, *, system: SystemPrompt, tools: ToolSet,
                  prefix: Iterable[Message] = (), extra: Iterable[Message] = ()) -> int:

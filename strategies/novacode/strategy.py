@@ -30,7 +30,9 @@ are the 5 most recently injected (one injection block, N-MEM-5); the environment
 
 Beyond the seed (each a parameter, each counted in ``strategy_counters``): ``calibrate_unanchored``
 (on: an estimate with no anchor uses the conversation's measured characters per token, so the hard
-line holds when 3.5 runs low; accounting.py); ``summary_input_fit`` (off: elide the newest summarised
+line holds when 3.5 runs low; accounting.py); ``calibrate_budgets`` (on: the verbatim tail, the
+restore attachment and the summary request sized at the lowest characters per token measured, not
+3.5, so a forced compaction on dense output shrinks the request; accounting.py, #29); ``summary_input_fit`` (off: elide the newest summarised
 messages from a summary request that still would not fit, losing their text); ``summary_input_last_resort``
 (on: the same elision only when that request would pass the window itself, which the API refuses:
 a message over the tail cap jumped past the hard line, as spill-heavy's bursts of results under
@@ -143,6 +145,12 @@ class NovaCodeConfig(StrategyConfig):
         True, description="not in the seed: an estimate with no anchor (a new launch, after a compaction) uses the "
         "characters per token this conversation's last usage measured when lower than chars_per_token, so the "
         "hard line (N-COMP-3) holds when 3.5 runs low on the whole context (accounting.py)")
+    calibrate_budgets: bool = Field(
+        True, description="not in the seed: the verbatim tail (N-COMP-6), the restore attachment (N-COMP-11) and the "
+        "summary request are sized at the lowest characters per token of chars_per_token, the conversation's last "
+        "count and its newest text's (accounting.py, budget_cpt), not at chars_per_token: on dense output the "
+        "seed's budgets hold 2-4x their tokens and the forced compaction cannot shrink the request (#29; "
+        "false: the seed's 3.5)")
     # --- layer 2: compaction (N-COMP-*) ---------------------------------------------------------
     compaction: bool = Field(True, description="threshold compaction (layer 2)")
     summary_reserve: int = Field(rules.SUMMARY_RESERVE_TOKENS, ge=0,
@@ -312,6 +320,7 @@ class NovaCode(Strategy):
             self._saved.append((self.ledger, self.reads, self.transcript, self._sub_id))
             parent, self.ledger = self.ledger, self._new_ledger()
             self.ledger.observed_cpt = parent.observed_cpt  # the same process, the same kind of text
+            self.ledger.recent_cpt = parent.recent_cpt
             self.reads = restore.ReadTracker()
             self.transcript, self._sub_id = None, id
         else:
@@ -525,8 +534,9 @@ class NovaCode(Strategy):
         if fired == "soft" and not self.breaker.allows(now):
             self.counters.extra["compaction_skipped_breaker_open"] += 1  # N-COMP-4
             return False
+        cpt = self._budget_cpt()
         choice = rules.select_tail(
-            [message_tokens(m, c.chars_per_token) for m in self.history],
+            [message_tokens(m, cpt) for m in self.history],
             [m.has_tool_result for m in self.history],
             c.tail_min_tokens, c.tail_min_messages, c.tail_max_tokens, c.tail_rule)
         if not rules.worth_compacting(choice, c.min_compressible_tokens):
@@ -553,7 +563,8 @@ class NovaCode(Strategy):
         messages = self._request_messages(resident)
         kept = len(self.history) - choice.boundary
         end = len(self.history)
-        instructions_tokens = chars_to_tokens(_INSTRUCTIONS_CHARS, c.chars_per_token)
+        cpt = self._budget_cpt()
+        instructions_tokens = chars_to_tokens(_INSTRUCTIONS_CHARS, cpt)
         if kept and est + instructions_tokens > self.lines.effective:
             messages, end = messages.truncate(len(resident) + choice.boundary), choice.boundary
             est -= choice.tail_tokens
@@ -579,7 +590,7 @@ class NovaCode(Strategy):
         # API refuses it and, the forced compaction being the reaction to the main request's refusal
         # too, the session ends; the seed's own request is sent whenever it can fit
         last_resort = (c.summary_input_last_resort and not c.summary_input_fit
-                       and est + chars_to_tokens(len(spec.instructions), c.chars_per_token) > self.env.window)
+                       and est + chars_to_tokens(len(spec.instructions), cpt) > self.env.window)
         if last_resort:
             self.counters.extra["summary_input_last_resort"] += 1
         if c.summary_input_fit or last_resort:
@@ -606,10 +617,11 @@ class NovaCode(Strategy):
         the first elided message (None: nothing elided)."""
         c = self.config
         budget = self.lines.effective
-        excess = est + chars_to_tokens(len(instructions), c.chars_per_token) - budget
+        cpt = self._budget_cpt()
+        excess = est + chars_to_tokens(len(instructions), cpt) - budget
         if excess <= 0:
             return messages, None
-        tokens = [message_tokens(m, c.chars_per_token) for m in self.history]
+        tokens = [message_tokens(m, cpt) for m in self.history]
         idx = set(rules.fit_summary_input(tokens, choice.boundary, excess))
         if not idx:
             return messages, None
@@ -619,6 +631,14 @@ class NovaCode(Strategy):
         first = min(idx)
         rest = [_elided(m, pointer) if i in idx else m for i, m in enumerate(self.history[first:end], first)]
         return messages.replace_from(offset + first, rest), offset + first
+
+    def _budget_cpt(self) -> float:
+        """Characters per token of the tail, the restore attachment and the summary request (see
+        ``calibrate_budgets``); counted when it departs from the seed's figure."""
+        cpt = self.ledger.budget_cpt(self.config.calibrate_budgets)
+        if cpt < self.config.chars_per_token:
+            self.counters.extra["budget_calibrated"] += 1
+        return cpt
 
     def _failed(self, now: float, reason: str) -> None:
         self.counters.compactions_failed += 1
@@ -642,7 +662,7 @@ class NovaCode(Strategy):
             self.reads, self.env.tools, b, skip_in_tail=c.restore_skip_in_tail,
             max_files=c.restore_max_files, file_tokens=c.restore_file_tokens,
             total_tokens=c.restore_total_tokens, skill_tokens=c.restore_skill_tokens,
-            chars_per_token=c.chars_per_token)
+            chars_per_token=self._budget_cpt())
         tail = list(self.history[b:])
         new = History([summary_msg, restore_msg, *tail])
         fresh = self._new_ledger()

@@ -102,3 +102,26 @@ def test_the_open_tool_loop_keeps_its_thinking():
     # text after the results (a reminder) keeps the loop open
     reminder = [GOAL, call("a"), results("a"), Message.user("<system-reminder>x</system-reminder>")]
     assert thinking_error(req(reminder), thinking).startswith("thinking stripped")
+
+
+# --- mixed TTLs (platform.claude.com/docs/en/build-with-claude/prompt-caching, "Mixing different TTLs") ---
+
+def test_a_one_hour_marker_may_not_follow_a_five_minute_one():
+    msgs = [GOAL, call("a"), results("a")]
+    bad = req(msgs, [Breakpoint("tools", "5m"), Breakpoint("system", "5m"), Breakpoint(2, "1h")])
+    assert protocol.ttl_order_error(bad) == ("a 1h cache_control on message 2 after a 5m one on the tools: a longer "
+                                             "TTL must come before a shorter one")
+    assert protocol.ttl_order_error(bad) in api_errors(bad)
+    assert [r.reason for r in protocol.validate(bad, 1_000, 10)] == ["breakpoints"]  # the engine refuses it too
+
+
+def test_one_hour_first_and_unspecified_ttls_are_accepted():
+    msgs = [GOAL, call("a"), results("a")]
+    assert protocol.ttl_order_error(req(msgs, [Breakpoint("tools", "1h"), Breakpoint("system", "1h"),
+                                               Breakpoint(2, "5m")])) == ""
+    # order is prompt order, not the order the markers are listed in
+    assert protocol.ttl_order_error(req(msgs, [Breakpoint(2, "5m"), Breakpoint("system", "1h")])) == ""
+    assert "on the system after a 5m one on the tools" in protocol.ttl_order_error(
+        req(msgs, [Breakpoint("system", "1h"), Breakpoint("tools", "5m")]))
+    # None is the run's TTL, whatever it is: not judged
+    assert protocol.ttl_order_error(req(msgs, [Breakpoint("system"), Breakpoint(2, "1h")])) == ""

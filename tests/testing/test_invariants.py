@@ -307,8 +307,13 @@ def test_promises_follow_the_class_claims():
         manages_window = True
         keeps_path_back = True
 
-    assert {"window", "path_back"} <= promises(Claims)
-    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back"}
+    assert {"window", "path_back", "goal"} <= promises(Claims)
+    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back", "goal"}
+
+    class GoalOnly(AppendOnly):
+        keeps_goal = True
+
+    assert "goal" in promises(GoalOnly) and "path_back" not in promises(GoalOnly)
 
 
 def test_assert_holds_raises_with_every_violation():
@@ -427,3 +432,72 @@ def test_window_names_a_give_up_after_a_summary_its_reaction_made():
     (line,) = _window([_over(0, est=800), made, Mark("on_rejected", "overflow", retried=False)])
     assert line.endswith("and it gave up (on_rejected returned False): the session ends there; after a summary "
                          "made in its reaction")
+
+
+# --- goal --------------------------------------------------------------------------------------------
+
+def _goal_checker():
+    c = Checker(frozenset({"goal", "path_back"}), {}, goals={"s1": "fix the flaky login test"})
+    c.feed([Mark("session_start", "s1")])
+    return c
+
+
+def test_goal_dropped_at_a_rewrite_is_reported_once():
+    c = _goal_checker()
+    first = [user("fix the flaky login test"), Message("assistant", (Block.text_block("on it"),))]
+    assert c.feed([sent(req(first), 0)]) == []
+    out = c.feed([sent(req([user("[earlier turns dropped]"), user("go on")], rewrite=True), 1)])
+    assert [v.invariant for v in out] == ["goal"]
+    assert "'fix the flaky login test'" in out[0].detail
+    assert c.feed([sent(req([user("[earlier turns dropped]"), user("go on"), user("more")], rewrite=True), 2)]) == []
+
+
+def test_goal_kept_verbatim_or_in_a_summary_that_saw_it():
+    c = _goal_checker()
+    first = [user("fix the flaky login test"), Message("assistant", (Block.text_block("on it"),))]
+    c.feed([sent(req(first), 0)])
+    summary_req = req([*first, user("summarise")], kind="summary")
+    c.feed([sent(summary_req, 1), Mark("side_result", "summary", text="The user wants the login test fixed.")])
+    after = [user("<summary>The user wants the login test fixed.</summary>"), user("go on")]
+    assert c.feed([sent(req(after, rewrite=True), 2)]) == []
+    # a second compaction whose summary saw only the first summary still carries the goal
+    c.feed([sent(req([*after, user("summarise")], kind="summary"), 3),
+            Mark("side_result", "summary", text="Summary two: still the login test.")])
+    assert c.feed([sent(req([user("Summary two: still the login test."), user("next")], rewrite=True), 4)]) == []
+
+
+def test_goal_summary_that_never_saw_it_does_not_count():
+    c = _goal_checker()
+    first = [user("fix the flaky login test"), Message("assistant", (Block.text_block("on it"),))]
+    c.feed([sent(req(first), 0)])
+    c.feed([sent(req([user("(task in transcript)"), first[1], user("summarise")], kind="summary"), 1),
+            Mark("side_result", "summary", text="Work continues on something.")])
+    out = c.feed([sent(req([user("Work continues on something."), user("go on")], rewrite=True), 2)])
+    assert [v.invariant for v in out] == ["goal"]
+
+
+# --- what an overflow follows -----------------------------------------------------------------------------
+
+def _rejected(r: Request, call: int, tokens: int) -> Sent:
+    return Sent(r, tokens, 1_000, True, "overflow: prompt is too long", call, float(call))
+
+
+def test_an_overflow_after_a_resume_says_so():
+    c = Checker(frozenset({"window"}), {})
+    c.feed([Mark("session_start", "s1"), sent(req([user("a")]), 0), Mark("session_end", "s1"),
+            Mark("session_start", "s2", resume=True)])
+    out = c.feed([_rejected(req([user("a"), user("b")], rewrite=True), 1, 1_200),
+                  Mark("on_rejected", "overflow", retried=False)])
+    assert [v.invariant for v in out] == ["window"]
+    assert out[0].detail.endswith("[the first request after resume #1 (the history the strategy resumed)]")
+
+
+def test_an_overflow_after_sub_agents_says_so_and_every_span_closes():
+    c = Checker(frozenset({"window", "false_rewrite"}), {})
+    c.feed([Mark("session_start", "s1"), sent(req([user("a")]), 0)])
+    for k in range(2):  # two sub-agents in a row: both spans close
+        c.feed([Mark("subtask_start", f"t{k}", isolated=True), sent(req([user("sub")], kind="subagent"), 1 + k),
+                Mark("subtask_end", f"t{k}")])
+    assert c.where() == "session s1"
+    out = c.feed([_rejected(req([user("a"), user("b")]), 3, 1_500), Mark("on_rejected", "overflow", retried=False)])
+    assert out[0].detail.endswith("[the first request after a sub-agent returned (the parent's context, restored)]")

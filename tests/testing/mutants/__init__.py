@@ -17,6 +17,7 @@ from strategies.novacode.strategy import NovaCode
 from strategies.observation_masking import ObservationMasking
 from strategies.sliding_window import SlidingWindow
 from tests.testing.mutants import keep_recent as k
+from tests.testing.mutants import kit29 as x
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants.basic import (  # noqa: F401 (the CLI tests name them by this module)
@@ -98,5 +99,20 @@ CORPUS: list[Case] = [
     _c(n.SkillInputKey, NovaCode, "crash", "a Skill call's input read by one key"),
     _c(k.FirstLineTitle, k.FirstLineTitleGuarded, "crash", "raises on an empty result"),
 ]
+
+# issue #29: the held-out set's escapes, written afresh (tests/testing/mutants/kit29.py)
+KIT29: list[Case] = [
+    _c(x.DateInNovaCodeSystem, x.DateAtLaunchInNovaCodeSystem, "stable_prefix", "the date in the system prompt, per request"),
+    _c(x.ResultsInSetOrder, x.ResultsInCallOrder, "deterministic", "parallel results in a set's order"),
+    _c(x.ToolsFromSet, x.ToolsSortedByName, "deterministic", "the tools array in a set's order"),
+    _c(x.SpillNamedByHash, NovaCode, "deterministic", "spill files named by hash()"),
+    _c(x.RestoreInSetOrder, NovaCode, "deterministic", "restored files in a set's order"),
+    _c(x.EstimateWithoutPrompt, KeepRecent, "estimate window", "an estimate without the system prompt and tools"),
+    _c(x.OneHourAfterFiveMinutes, x.OneHourPrefix, "api", "a 1h cache marker after a 5m one"),
+    _c(x.SeedRatioBudgets, NovaCode, "window", "tail and restore budgeted at 3.5 chars/token (#17)"),
+    _c(x.SummaryWithoutFirstRequest, NovaCode, "goal", "the summary never sees the user's first request"),
+    _c(x.ReadbackOnlyThisLaunch, NovaCode, "no_respill", "a read-back of an earlier launch's spill re-spilled"),
+]
+CORPUS += KIT29
 
 TWINS: list[type] = list(dict.fromkeys(c.twin for c in CORPUS))

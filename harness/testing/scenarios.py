@@ -1,0 +1,151 @@
+"""Hand-written sessions every strategy meets before the generated ones: the seeded corpus's fixed
+part. Each is a situation that broke a registered strategy (issue #29) and that a random search
+reaches only by luck, so a verdict never depends on whether the draws happened to meet it:
+
+* ``dense_step``: dense files read one by one (each under a spill threshold), then one step of dense
+  results, each under the threshold and together under the aggregate budget, that push the request
+  past the window unforeseen (NovaCode's finding #17 with the seed's budgets);
+* ``clear_then_subagent``: results enough to pass a clearing or compaction trigger, then an isolated
+  sub-agent, then more work in the parent (what the parent had cleared must stay cleared, or the
+  change be declared);
+* ``clear_then_crash``: crashes with calls open, resumes, enough work to clear the repairs, more
+  crashes and resumes;
+* ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
+  isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
+  kit's window only).
+
+Sizes are given for the kit's 32,000-token window and scaled with the window. The dense scenario
+is judged without ``estimate`` (text of about a token per character is there to exercise the
+reaction to a refusal, as in the generated sessions).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness import trace as tr
+from harness.testing import conversations as conv
+
+BASE_WINDOW = 32_000
+
+
+def _scale(n: int, window: int) -> int:
+    return max(1, n * window // BASE_WINDOW)
+
+
+def dense_step(window: int = BASE_WINDOW) -> tr.Trace:
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 1)
+    for k in range(5):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(4_000, window), seed=k, dense=True),)))
+    b.call(conv.Turn(calls=tuple(conv.ToolCall("Bash", _scale(6_000, window), seed=200 + i, dense=True)
+                                 for i in range(2))))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
+def _history(b: conv.ConversationBuilder, window: int, steps: int = 9) -> None:
+    b.start_session()
+    b.user(300, 2)
+    for k in range(steps):  # ~3,000 tokens a step: past a trigger at half the window by the sixth
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(5_000, window), seed=10 + k),
+                                conv.ToolCall("Bash", _scale(3_500, window), seed=30 + k))))
+
+
+def clear_then_subagent(window: int = BASE_WINDOW) -> tr.Trace:
+    """Crashes that leave calls open (answered by the strategy's synthetic results on resume), two
+    steps of results just past a trigger at half the window (so they and the synthetic results are
+    cleared), then an isolated sub-agent and one more call in the parent: the shape of the session
+    the corpus found context_editing forgetting its cleared set on (#29)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(170, 2)
+    for k, n in enumerate((2, 1, 2, 3)):  # a crash chain: each launch dies with its reads open
+        b.call(conv.Turn(calls=tuple(conv.ToolCall("Read", 500, seed=40 + k + j) for j in range(n))), crash=True)
+        b.start_session(resume=True)
+        b.user(140, 3 + k)
+    step1 = (7_192, 7_270, 5_636, 2_473, 2_529)
+    step2 = (9_058, 2_980, 3_628, 6_459)
+    b.call(conv.Turn(calls=tuple(conv.ToolCall("Read", _scale(n, window), seed=10 + i) for i, n in enumerate(step1))))
+    b.call(conv.Turn(calls=tuple(conv.ToolCall("Bash", _scale(n, window), seed=20 + i) for i, n in enumerate(step2))))
+    b.subtask([conv.Turn(calls=(conv.ToolCall("Read", _scale(57_299, window), seed=5),
+                                conv.ToolCall("Read", _scale(2_802, window), seed=6))),
+               conv.Turn(calls=(conv.ToolCall("Read", 0, seed=7),))], isolated=True)
+    b.call(conv.Turn(calls=(conv.ToolCall("Skill", 0, seed=3),)))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
+def clear_then_crash(window: int = BASE_WINDOW) -> tr.Trace:
+    """A crash early (its calls answered on resume by the strategy's own synthetic results), then
+    enough work to clear those too, then crashes and resumes again (the repaired history is read
+    back each time)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 2)
+    b.call(conv.Turn(calls=(conv.ToolCall("Bash", 400, seed=7), conv.ToolCall("Read", 400, seed=8))), crash=True)
+    b.start_session(resume=True)
+    b.user(40, 3)
+    for k in range(9):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(5_000, window), seed=10 + k),
+                                conv.ToolCall("Bash", _scale(3_500, window), seed=30 + k))))
+    for r in range(2):
+        b.call(conv.Turn(calls=(conv.ToolCall("Bash", 300, seed=80 + r),)), crash=True)
+        b.start_session(resume=True)
+        b.user(40, 4 + r)
+        for k in range(2):
+            b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(2_000, window), seed=70 + k),)))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
+FOUND = Path(__file__).resolve().parents[2] / "traces" / "kit"
+
+
+def _found(name: str) -> Callable[[int], tr.Trace | None]:
+    def load(window: int) -> tr.Trace | None:
+        path = FOUND / f"{name}.jsonl"
+        return tr.load(path) if window == BASE_WINDOW and path.is_file() else None
+    return load
+
+
+SCENARIOS: dict[str, tuple[Callable[[int], tr.Trace | None], bool]] = {  # name -> (builder, dense)
+    "dense_step": (dense_step, True),
+    "clear_then_subagent": (clear_then_subagent, False),
+    "clear_then_crash": (clear_then_crash, False),
+    "subagent_after_clearing": (_found("subagent_after_clearing"), False),
+}
+
+
+def check_scenario(name: str, cls, params: Mapping[str, Any], window: int, promised: frozenset[str],
+                   model: str) -> tuple[tr.Trace | None, list]:
+    """The violations ``cls`` commits on scenario ``name`` (a strategy raising is ``crash``); no
+    trace when the scenario does not apply (a found session at another window)."""
+    from harness.engine import RunConfig
+    from harness.testing.invariants import Violation, check
+    from harness.testing.recording import record
+
+    build, dense = SCENARIOS[name]
+    trace = build(window)
+    if trace is None:
+        return None, []
+    held = promised - {"estimate"} if dense else promised
+    cfg = RunConfig(model=model, window=window, seed=0)
+    try:
+        rec = record(trace, cls, dict(params), cfg)
+    except Exception as e:  # noqa: BLE001 - the strategy raised: a finding, reported as the kit does
+        from harness.testing.machine import crash_site
+
+        at = crash_site(e)
+        return trace, [Violation("crash", -1, "", f"{type(e).__name__}: {e}" + (f" at {at}" if at else ""))]
+    try:
+        return trace, check(rec, held)
+    finally:
+        shutil.rmtree(rec.session_dir, ignore_errors=True)

@@ -1,0 +1,192 @@
+"""Mutants for the checks of issue #29 (the escapes of the held-out set, written afresh), each a
+realistic one-spot bug with its correct twin: a date stamped in the system prompt, results and tools
+ordered by a set of strings, an estimate that leaves out the system prompt, a 1-hour marker after a
+5-minute one, a compaction whose summary never sees the user's first request, spill names from
+``hash()``, restored files in set order, a read-back recognised only in this launch's directory, and
+the seed's literal 3.5-chars/token budgets on dense output."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
+from strategies.base import CallInfo
+from strategies.novacode import restore as rs
+from strategies.novacode import spill as sp
+from strategies.novacode.strategy import NovaCode
+from tests.testing.mutants.keep_recent import KeepRecent
+
+
+def _day(now: float) -> str:
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+
+
+# --- the clock ------------------------------------------------------------------------------------
+
+class DateInNovaCodeSystem(NovaCode):
+    """Today's date appended to the system prompt of every request ("the model should know the
+    date"): the cached prefix changes at midnight, in the middle of a launch, undeclared."""
+
+    def build_request(self, call: CallInfo) -> Request:
+        req = super().build_request(call)
+        system = SystemPrompt((*req.system.blocks, Block.text_block(f"Today's date: {_day(call.now)}")),
+                              req.system.opaque_tokens)
+        return replace(req, system=system)
+
+
+class DateAtLaunchInNovaCodeSystem(NovaCode):
+    """Twin: the date of the launch, read once when it starts (a new launch is a new prefix anyway)."""
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        self._launch_day = _day(now)
+
+    def build_request(self, call: CallInfo) -> Request:
+        req = super().build_request(call)
+        day = getattr(self, "_launch_day", _day(call.now))
+        system = SystemPrompt((*req.system.blocks, Block.text_block(f"Session started on: {day}")),
+                              req.system.opaque_tokens)
+        return replace(req, system=system)
+
+
+# --- the hash seed --------------------------------------------------------------------------------
+
+class ResultsInSetOrder(KeepRecent):
+    """Parallel results de-duplicated through a set of ids ("a result may be reported twice"): they
+    go out in the set's order, which follows the string hash seed of the process."""
+
+    def on_tool_results(self, message: Message) -> None:
+        by_id = {b.id: b for b in message.blocks}
+        ids = set(by_id)
+        super().on_tool_results(Message(message.role, tuple(by_id[i] for i in ids), message.meta))
+
+
+class ResultsInCallOrder(KeepRecent):
+    """Twin: de-duplicated in arrival order (a dict keeps it)."""
+
+    def on_tool_results(self, message: Message) -> None:
+        by_id = {b.id: b for b in message.blocks}
+        super().on_tool_results(Message(message.role, tuple(by_id.values()), message.meta))
+
+
+class ToolsFromSet(KeepRecent):
+    """The tools array rebuilt from a set of names (an MCP registry merged with the built-ins)."""
+
+    def build_request(self, call: CallInfo) -> Request:
+        req = super().build_request(call)
+        by_name = {t.name: t for t in req.tools.tools}
+        return replace(req, tools=ToolSet(tuple(by_name[n] for n in set(by_name))))
+
+
+class ToolsSortedByName(KeepRecent):
+    """Twin: the merged registry sorted by name."""
+
+    def build_request(self, call: CallInfo) -> Request:
+        req = super().build_request(call)
+        by_name = {t.name: t for t in req.tools.tools}
+        return replace(req, tools=ToolSet(tuple(by_name[n] for n in sorted(by_name))))
+
+
+class SpillNamedByHash(NovaCode):
+    """Spill files named by ``hash()`` of the result ("the same output is stored once"): the names,
+    so the placeholders, change from process to process."""
+
+    def _spill(self, message: Message) -> Message:
+        real = sp.spill_file_name
+        sp.spill_file_name = lambda tid: f"{hash(tid) & 0xFFFFFFFF:08x}.txt"
+        try:
+            return super()._spill(message)
+        finally:
+            sp.spill_file_name = real
+
+
+class RestoreInSetOrder(NovaCode):
+    """The restore attachment lists the recently read files through a set of paths."""
+
+    def _apply(self, choice, text, est, now, resident):
+        files = self.reads.files
+        keep = list(files.items())
+        files.clear()
+        for p in {p for p, _ in keep}:
+            files[p] = dict(keep)[p]
+        return super()._apply(choice, text, est, now, resident)
+
+
+# --- the estimate and the window ------------------------------------------------------------------
+
+class EstimateWithoutPrompt(KeepRecent):
+    """The estimate counts the messages only: the system prompt and tools "are cached anyway"."""
+
+    def fixed_tokens(self) -> int:
+        return 0
+
+
+class OneHourAfterFiveMinutes(NovaCode):
+    """The conversation's marker written for an hour ("it lives longest"), the tools' and system's
+    for five minutes: a 1-hour entry after a 5-minute one, which the API refuses."""
+
+    def _breakpoints(self, messages: History):
+        bps = super()._breakpoints(messages)
+        return tuple(Breakpoint(b.at, "1h" if isinstance(b.at, int) else "5m") for b in bps)
+
+
+class OneHourPrefix(NovaCode):
+    """Twin: the stable prefix (tools, system) for an hour, the conversation for five minutes."""
+
+    def _breakpoints(self, messages: History):
+        bps = super()._breakpoints(messages)
+        return tuple(Breakpoint(b.at, "5m" if isinstance(b.at, int) else "1h") for b in bps)
+
+
+class SeedRatioBudgets(NovaCode):
+    """The seed's literal budgets: tail, restore attachment and summary request at 3.5 chars/token
+    (finding #17 on dense output)."""
+
+    @staticmethod
+    def check_params(window: int) -> dict:
+        from harness.testing.machine import KNOWN_PARAMS
+
+        return {**KNOWN_PARAMS["novacode"](NovaCode, window), "calibrate_budgets": False}
+
+
+# --- the goal and the spills ----------------------------------------------------------------------
+
+class SummaryWithoutFirstRequest(NovaCode):
+    """The summary request leaves out the conversation's first user message ("it is the task
+    description, the transcript has it"): the summary never sees the goal, and the transcript path
+    keeps path_back satisfied."""
+
+    def _summarise(self, choice, resident, fired, est):
+        first = next((i for i, m in enumerate(self.history) if m.role == "user" and not m.has_tool_result
+                      and m.meta.get("origin") is None), None)
+        if first is None:
+            return super()._summarise(choice, resident, fired, est)
+        h = self.history
+        blank = Message.user("(the task description is in the transcript)", origin="elided")
+        self.history = h.replace_at(first, blank)
+        try:
+            return super()._summarise(choice, resident, fired, est)
+        finally:
+            self.history = h
+            self._req = None  # the request cache saw the blanked history
+
+
+class ReadbackOnlyThisLaunch(NovaCode):
+    """A read-back recognised only under this launch's own spill directory: after a restart the
+    model reads an earlier launch's spill, and it is spilled again (N-SPILL-3)."""
+
+    def on_response(self, message: Message, usage) -> None:
+        real = sp.names_spill_file
+        here = str(self._launch_dir() / sp.SPILL_DIR)
+        sp.names_spill_file = lambda inp, d: any(here in str(v) for v in (inp or {}).values())
+        try:
+            super().on_response(message, usage)
+        finally:
+            sp.names_spill_file = real
+
+
+__all__ = [n for n in dir() if n[:1].isupper() and n not in ("Block", "Breakpoint", "History", "Message", "Request",
+                                                             "SystemPrompt", "ToolSet", "CallInfo", "NovaCode",
+                                                             "KeepRecent", "UTC")]
+_ = rs  # the restore module is what RestoreInSetOrder exercises

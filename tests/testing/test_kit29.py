@@ -1,0 +1,98 @@
+"""The kit's verdicts do not depend on a strategy's name; shrinking keeps the defect first found and
+is bounded by an example budget; the sessions cross midnight within a launch and carry real-sized
+prompts; determinism is checked across two processes with different hash seeds (issue #29)."""
+
+from __future__ import annotations
+
+from hypothesis import Phase, settings
+
+from harness import trace as tr
+from harness.cli import main
+from harness.provider.tokenizer import get_tokenizer
+from harness.testing import CORPUS_SEED, conversations as conv, selected_settings
+from harness.testing.crossprocess import difference
+from harness.testing.machine import CHECK_WINDOW, find_failure, machine_for
+from tests.testing import mutants as m
+from tests.testing.mutants import kit29 as x
+
+NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
+
+
+def _search(cls, **kw):
+    return find_failure(cls, settings=settings(selected_settings("ci"), phases=NO_SHRINK), profile="ci",
+                        cross_process=False, **kw)
+
+
+def test_the_same_class_under_another_name_meets_the_same_sessions():
+    renamed = type("SomethingElseEntirely", (m.SilentEditor,), {"__module__": __name__})
+    a, b = _search(m.SilentEditor), _search(renamed)
+    assert a is not None and b is not None
+    assert (a.first_session, a.first_events, [str(v) for v in a.violations]) == \
+        (b.first_session, b.first_events, [str(v) for v in b.violations])
+    assert a.seed == b.seed == CORPUS_SEED
+    assert machine_for(m.SilentEditor)._hypothesis_internal_use_seed == CORPUS_SEED
+
+
+def test_another_seed_draws_other_sessions():
+    a, b = _search(m.SilentEditor), _search(m.SilentEditor, seed=CORPUS_SEED + 1)
+    assert b is not None and b.seed == CORPUS_SEED + 1
+    assert (a.first_session, a.first_events) != (b.first_session, b.first_events) or \
+        [e.model_dump() for e in a.trace.events] != [e.model_dump() for e in b.trace.events]
+
+
+def test_shrinking_keeps_the_first_invariant_within_an_example_budget():
+    runs = [find_failure(m.SilentEditor, profile="ci", cross_process=False, shrink_examples=15) for _ in range(2)]
+    for f in runs:
+        assert f.invariants == {"stable_prefix"}
+        assert f.shrink_runs <= 15 and len(f.trace.events) <= f.first_events
+    # the budget is a number of sessions, not seconds: the same minimal session on every run
+    assert [e.model_dump() for e in runs[0].trace.events] == [e.model_dump() for e in runs[1].trace.events]
+
+
+def test_a_launch_crosses_midnight_and_the_date_in_the_system_prompt_is_caught():
+    f = find_failure(x.DateInNovaCodeSystem, settings=settings(selected_settings("default"), phases=NO_SHRINK),
+                     profile="default", cross_process=False)
+    assert f is not None and f.invariants == {"stable_prefix"}
+    assert "the system prompt changed" in f.violations[0].detail
+    # the launch that failed began before midnight (t = 86,400); its request came after it (the
+    # engine's clock also runs through each call's latency, so the events may stop just before it)
+    session = f.violations[0].where.split()[1].rstrip(",")
+    start = next(e.t for e in f.trace.events if isinstance(e, tr.SessionStart) and e.session == session)
+    assert conv.DAY_S - 150 <= start < conv.DAY_S
+
+
+def test_realistic_prompts_are_10_to_25k_tokens_on_200k_scaled_to_the_window():
+    t = get_tokenizer()
+
+    def size(h):
+        return t.count(h.system) + sum(t.count(s.description) + t.count(str(s.input_schema)) for s in h.tools) \
+            + h.prefix_tokens
+
+    small, large = (conv.realistic_header(200_000, s) for s in conv.PROMPT_SHARE)
+    assert 8_000 <= size(small) <= 12_000 and 20_000 <= size(large) <= 27_000
+    assert small.prefix_tokens == 4_000 and large.prefix_tokens == 10_000  # 40% opaque
+    assert 1_200 <= size(conv.realistic_header(CHECK_WINDOW, 0.05)) <= 2_000
+
+
+def _session():
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(200, 1)
+    b.call(conv.Turn(calls=tuple(conv.ToolCall("Read", 500, seed=k) for k in range(4))))
+    b.call(conv.Turn(text=100))
+    b.end_session()
+    return b.trace()
+
+
+def test_hash_ordered_results_differ_across_processes_and_their_twin_does_not():
+    spec = f"{x.__name__}:"
+    assert "PYTHONHASHSEED=1 and 2" in difference(_session(), spec + "ResultsInSetOrder", {}, CHECK_WINDOW)
+    assert difference(_session(), spec + "ResultsInCallOrder", {}, CHECK_WINDOW) == ""
+
+
+def test_check_strategy_prints_the_corpus_and_a_replayable_sample_seed(capsys):
+    assert main(["check-strategy", "tests.testing.mutants:Spiller", "--profile", "ci", "--sample", "1",
+                 "--seed", "7"]) == 0
+    out = capsys.readouterr().out
+    assert f"corpus: 4 sessions, seed {CORPUS_SEED}" in out
+    assert "random sample: 1 sessions, seed 7 (replay it: --seed 7)" in out
