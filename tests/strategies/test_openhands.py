@@ -195,3 +195,18 @@ def test_v1_failed_summary_on_a_hard_requirement_falls_back_to_a_hard_context_re
     for i in range(10):
         step(s, i, f"out {i}")
     assert not reject(s, call=10) and len(services.calls) == 1 and len(s.history) == 21
+
+
+def test_v1_estimate_after_a_condensation_keeps_the_measured_density():
+    """Known finding #18: the re-based estimate subtracted the forgotten events at 4 characters per
+    token, 60-80% high on dense text. Now the anchored estimate is scaled by the new request's share of
+    the old one, both from characters. Same session as the token-trigger test: anchored 1,001 + r3 250
+    = 1,251; from characters the old request is 181 (system and tools) + 4 + 4 · 22 + 4 · 1,000 = 4,273
+    chars → 1,069 tokens, the new one 181 + 4 + 28 (the summary "<summary>summary 1</summary>") + 22 +
+    1,000 = 1,235 chars → 309: 1,251 · 309 / 1,069 = 361.6 → 362 (the old rule: 1,251 − 767 + 7 = 491)."""
+    s = make("openhands", {"max_size": 40, "keep_first": 2, "max_tokens": 1_000})
+    s.on_user(Message.user("task"))
+    for i in range(4):
+        step(s, i, "r" * 1_000, usage=Usage(input_uncached=1_001) if i == 3 else None)
+    req = s.build_request(CallInfo(4, 4.0))
+    assert req.rewrite and req.estimated_tokens == 362
