@@ -29,7 +29,10 @@ but no entry ends there: every earlier last-message entry holds either that resu
 results its own request kept whole and that are cleared now. So the read falls back to the system
 block (or the first user message, written before any result), and everything after it is written
 again: **a clear invalidates the whole prompt after the system, not only what follows the newly
-cleared block** (that would need an entry ending just before it, which no breakpoint writes).
+cleared block** (that would need an entry ending just before it, which no breakpoint writes). A
+client that knows the rule can write that entry: ``boundary_breakpoint=True`` (assumed, not in the
+docs) also marks the message before the oldest result still sent whole, and keeps the previous
+request's mark, so a clear reads through the old boundary and re-writes only what follows it.
 
 **clear_at_least, as the page reads.** Its section "Context editing and prompt caching" says:
 "Context editing invalidates cached prompt prefixes because clearing content modifies the prompt
@@ -65,7 +68,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from harness.conversation import Block, History, Message, Request
+from harness.conversation import Block, Breakpoint, History, Message, Request
 from strategies.base import CallInfo, Rejection
 from strategies.templates import PeerConfig, ThresholdCompactor
 
@@ -91,6 +94,11 @@ class ContextEditingConfig(PeerConfig):
     exclude_tools: tuple[str, ...] = Field((), description="tool names whose results are never cleared")
     clear_tool_inputs: bool = Field(False, description="also clear the inputs of cleared tool uses")
     placeholder: str = Field(PLACEHOLDER, min_length=1, max_length=1000, description="text of a cleared result")
+    boundary_breakpoint: bool = Field(False, description="per_request: the client also marks the message before "
+                                      "the oldest result still sent whole (where the next clear will start), and "
+                                      "keeps the previous request's mark, so a clear re-writes only what follows "
+                                      "the newly cleared block (assumed client behaviour, not in the docs; off: "
+                                      "the markers every Anthropic client places, system and last message)")
 
     @field_validator("exclude_tools", mode="before")
     @classmethod
@@ -133,6 +141,7 @@ class ContextEditing(ThresholdCompactor):
         self._cleared_chars = 0  # characters the cleared blocks no longer send
         self._uses: dict[str, int] = {}  # tool id -> index of the message holding the tool_use
         self._results: dict[str, int] = {}  # tool id -> index of the message holding its result
+        self._boundary: int | None = None  # boundary_breakpoint: the mark the last request placed
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
@@ -140,7 +149,7 @@ class ContextEditing(ThresholdCompactor):
             self._outer_views = []
             self._reset_view()
 
-    _VIEW_STATE = ("_view", "_view_src", "_cleared", "_sent", "_cleared_chars", "_uses", "_results")
+    _VIEW_STATE = ("_view", "_view_src", "_cleared", "_sent", "_cleared_chars", "_uses", "_results", "_boundary")
 
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
         """An isolated sub-agent is a conversation of its own: the server clears its requests from
@@ -233,14 +242,34 @@ class ContextEditing(ThresholdCompactor):
                 self.counters.extra["cleared_tool_results"] += len(new)
                 self.counters.extra["cleared_input_tokens_est"] += tokens
         messages = self._view if self._cleared else self.history
+        bps = self.breakpoints(messages)
+        if c.boundary_breakpoint:
+            bps = self._with_boundaries(messages, bps)
         est = full - int(self._cleared_chars / c.chars_per_token) if self._cleared else full
         sent = frozenset(self._cleared)
         if not sent >= self._sent:  # results the last request had cleared go out whole again
             self.rewrote = True
         self._sent = sent
-        return Request(self.env.system, self.env.tools, messages, self.breakpoints(messages),
+        return Request(self.env.system, self.env.tools, messages, bps,
                        kind="subagent" if self.in_isolated_subtask else "main",
                        estimated_tokens=est, rewrite=self._take_rewrite())
+
+    def _with_boundaries(self, messages, bps: tuple[Breakpoint, ...]) -> tuple[Breakpoint, ...]:
+        """``boundary_breakpoint``: a mark at the end of the message before the oldest clearable
+        result still sent whole (before its tool_use with ``clear_tool_inputs``), plus the previous
+        request's mark: the next clear changes nothing before it, so that entry is still read; at
+        most 4 marks (system, previous boundary, boundary, last message)."""
+        c = self.config
+        pending = [i for i in clearable_ids(self.history, 0, set(c.exclude_tools)) if i not in self._cleared]
+        at = None
+        if pending:
+            idx = (self._uses if c.clear_tool_inputs else self._results).get(pending[0])
+            at = idx - 1 if idx is not None and idx >= 1 else None
+        last = len(messages) - 1
+        marks = sorted({b for b in (self._boundary, at) if b is not None and 0 <= b < last})
+        self._boundary = at
+        return tuple(sorted([*bps, *(Breakpoint(b) for b in marks)],
+                            key=lambda b: -2 if b.at == "tools" else -1 if b.at == "system" else int(b.at)))
 
     def build_request(self, call: CallInfo) -> Request:
         if self.config.mode == "per_request":

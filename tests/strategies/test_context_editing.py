@@ -280,3 +280,19 @@ def test_the_parents_cleared_set_survives_an_isolated_sub_agent():
     assert not after.rewrite
     assert results(s, after.messages) == results(s, before.messages) == ["[cleared]"] * 3 + [str(i) * 4_000 for i in (3, 4, 5)]
     assert [m.text for m in after.messages[:len(before.messages)]] == [m.text for m in before.messages]
+
+
+def test_a_boundary_breakpoint_makes_a_clear_rewrite_only_what_follows_the_new_clear():
+    """boundary_breakpoint (assumed client behaviour): the client also marks the message before the
+    oldest result still sent whole, and keeps the previous request's mark. r_4 (clears res0) marks 1
+    (the old boundary, a0) and 3 (a1): it reads r_1's entry at a0 (2,000 + 1 + 5 = 2,006) and writes
+    [cleared] + a1 (7) and the rest (3,010). r_5 (clears res1) marks 3 and 5: it reads r_4's entry at
+    a1 (2,013), and writes 7 + 3,010 again: only what follows the newly cleared block (without the
+    mark: read 2,001, write 3,029)."""
+    from harness.conversation import Breakpoint
+
+    runs = cache_run({"boundary_breakpoint": True})
+    assert runs[5][0].breakpoints == (Breakpoint("system"), Breakpoint(3), Breakpoint(5), Breakpoint(10))
+    assert [o.read for _, o, _ in runs][:6] == [0, 2_001, 3_006, 4_011, 2_006, 2_013]
+    assert [o.write_5m for _, o, _ in runs][4:6] == [3_017, 3_017]
+    assert all(len(r.breakpoints) <= 4 for r, _, _ in runs)
