@@ -37,6 +37,7 @@ from harness import formatting as fmt
 from harness.figures import Figure
 from harness.report_content import Bullets, Para, Raw, Section, Table
 from harness.sweep import flatten
+from strategies.departures import assumption_lines
 
 RET = analysis.RETENTION
 
@@ -269,6 +270,7 @@ def section_assumptions(ctx: Context) -> Section:
                    f"again ({'at most ' + ', '.join(fmt.value(a) for a in attempts) + ' requests per call' if attempts else 'bounded per call'}); "
                    "one that does not recover fails there: the rest of its trace is not replayed and its later probes score 0. "
                    "A failed configuration's cost is its spend until it failed; it is listed last and never ranked by cost.")
+    bullets += assumption_lines(runs)  # where each strategy departs from its source (strategies/departures.py)
     items.append(Bullets(bullets))
     return Section("Assumptions", items)
 

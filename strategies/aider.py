@@ -16,8 +16,13 @@ handler; ``aider/coders/chat_chunks.py``: ``add_cache_control_headers``):
   whole);
 * the current exchange (``cur_messages``, here everything since the last typed user message) is
   sent verbatim;
-* cache markers go on the system prompt and on the chat files, which come after the finished
-  exchanges: the prefix through the last finished message is cached, the current exchange is not;
+* **no cache markers by default**: ``aider/args.py`` at v0.86.2 (253f0368) declares ``--cache-prompts``
+  with ``default=False`` ("Enable caching of prompts (default: False)"), and ``base_coder.py`` sets
+  ``add_cache_headers`` only when it is on and the model supports cache control;
+  ``cache_prompts=True`` (``--cache-prompts``; this module's default before 2026-12) puts them on the
+  system prompt and on the chat files, which come after the finished exchanges
+  (``chat_chunks.add_cache_control_headers``): the prefix through the last finished message is
+  cached, the current exchange is not;
 * a request over the model's input limit is not retried: the exchange ends (``check_tokens`` asks
   whether to go on; ``ContextWindowExceededError`` ends it).
 
@@ -37,6 +42,7 @@ from harness.llm import SUMMARY, CallSpec
 from strategies.base import CallInfo, Rejection
 from strategies.templates import PeerConfig, ThresholdCompactor, is_plain_user, last_plain_user
 
+CACHE_PROMPTS = False  # aider/args.py @ v0.86.2 (253f0368): --cache-prompts default=False
 MIN_SPLIT = 4  # history.py summarize_real min_split
 MAX_DEPTH = 3  # history.py: depth > 3 → summarize_all
 INPUT_RESERVE = 512  # history.py: model max input − 512 for the head sent to the summariser
@@ -59,6 +65,9 @@ class AiderConfig(PeerConfig):
                                                 "exchanges; None: min(max(window / 16, 1024), 8192)")
     summary_model: str | None = Field(None, description="the weak model that summarises; None: the run's model")
     summary_max_tokens: int = Field(4_096, ge=256, le=200_000, description="output bound of a summary call (assumed)")
+    cache_prompts: bool = Field(CACHE_PROMPTS, description="Aider's --cache-prompts: cache markers on the system "
+                                "prompt and the finished exchanges (v0.86.2 args.py default: False; True was this "
+                                "module's default before 2026-12)")
 
 
 class Aider(ThresholdCompactor):
@@ -81,6 +90,8 @@ class Aider(ThresholdCompactor):
             self.exchange_ended = True
 
     def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
+        if not self.config.cache_prompts:
+            return ()
         done = last_plain_user(list(history))
         return (Breakpoint("system"),) + ((Breakpoint(done - 1),) if done > 0 else ())
 

@@ -37,6 +37,14 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
   the last assistant message passes the cache TTL (the cache is cold then, so clearing costs no extra
   write). One report says it sits behind a server-side flag; ``microcompact="off"`` turns it off. The
   count-based ``cache_edits`` path edits the server's cache and is not modelled.
+* **Startup files** (documented, code.claude.com/docs/en/context-window): the CLAUDE.md files and
+  the auto-memory index (first 200 lines / 25 KB of ``MEMORY.md``) load before the first prompt, and
+  after a compaction the project-root CLAUDE.md and auto memory are "re-injected from disk" ("What
+  survives compaction"): the block is read again and put ahead of the summary
+  (:mod:`strategies.startup_files`; on a synthetic trace, its instruction and memory files; on an
+  imported log that content is part of the recorded prompt's opaque size). ``startup_files=False``
+  is this module before 2026-12 (neither sent); ``startup_after_compaction=False`` loses it at a
+  compaction.
 * 1-hour cache writes on the system prompt and the last message (``ephemeral_1h_input_tokens`` in
   the bundled transcripts).
 * **A rejected request** ("prompt is too long") is compacted reactively and retried once; if that
@@ -53,6 +61,7 @@ from harness.conversation import Block, Breakpoint, History, Message, Request, U
 from harness.llm import SUMMARY, CallSpec
 from strategies.base import CallInfo, Rejection
 from strategies.reattach import ReattachCaps, ReattachTracker, reattachments
+from strategies.startup_files import startup_text
 from strategies.templates import PeerConfig, ThresholdCompactor, breakpoints_for, chars_to_tokens
 
 SUMMARY_RESERVE_TOKENS = 20_000  # reported: MAX_OUTPUT_TOKENS_FOR_SUMMARY
@@ -98,6 +107,12 @@ class ClaudeCodeConfig(PeerConfig):
     cache_ttl: Literal["1h", "5m"] = Field("1h", description="TTL of the cache writes")
     max_consecutive_failures: int = Field(MAX_CONSECUTIVE_FAILURES, ge=1, le=1_000,
                                           description="failed auto-compactions in a row before auto-compact stops")
+    startup_files: bool = Field(True, description="send the run's CLAUDE.md files and auto-memory index (a "
+                                "synthetic trace's instruction and memory files) before the first prompt "
+                                "(code.claude.com/docs/en/context-window); off: neither (this module before 2026-12)")
+    startup_after_compaction: bool = Field(True, description="re-inject them from disk after each compaction "
+                                           "(the docs' 'What survives compaction': project-root CLAUDE.md and auto "
+                                           "memory); off: lost with the summarised messages")
 
 
 class ClaudeCode(ThresholdCompactor):
@@ -123,15 +138,32 @@ class ClaudeCode(ThresholdCompactor):
         self.tool_names: dict[str, str] = {}
         self.failures = 0  # consecutive failed auto-compactions
         self.last_answer_at: float | None = None
+        self.started = False  # the startup files were loaded in this launch
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
         if not resume:
             self.reattach = ReattachTracker()
             self.failures, self.last_answer_at = 0, None
+            self.started = False  # a new launch loads its startup files again
 
     def on_user(self, message: Message) -> None:
+        if not self.started and not self.in_isolated_subtask:  # before the launch's first prompt
+            self.started = True
+            startup = self.startup()
+            if startup is not None:
+                self.history = self.history.append(startup)
         super().on_user(message)
+        self._track_user(message)
+
+    def startup(self) -> Message | None:
+        """The startup block read from disk now (:mod:`strategies.startup_files`), or None."""
+        if not self.config.startup_files:
+            return None
+        text = startup_text(self.env.home_dir, self.env.project_dir)
+        return None if text is None else Message.user(text, origin="startup")
+
+    def _track_user(self, message: Message) -> None:
         if not self.in_isolated_subtask:
             self.reattach.on_user(message)
 
@@ -216,7 +248,11 @@ class ClaudeCode(ThresholdCompactor):
                 self.counters.breaker_trips += 1
             return False
         self.failures = 0
-        self.set_history(History([Message.user(CONTINUED + res.text, origin="summary"), *self.restored()]))
+        startup = self.startup() if c.startup_after_compaction else None
+        if startup is not None:
+            self.counters.extra["startup_reinjected"] += 1
+        self.set_history(History([*([startup] if startup is not None else []),
+                                  Message.user(CONTINUED + res.text, origin="summary"), *self.restored()]))
         return True
 
     def build_request_for_summary(self, h: History) -> Request:

@@ -36,8 +36,12 @@ The older reading, kept as labelled values: ``tool_output="bytes_lines"`` (the 2
 256 lines, head and tail lines, ``strategies.truncate``) and ``compaction_tools=True`` (the compaction
 call sent with the agent's tools and cache markers, reading the main loop's cached prefix).
 
-The summary prompt and prefix here are this project's own wording of the same structure (a handoff
-note: progress and decisions, context and constraints, next steps, critical references).
+The summary prompt follows ``templates/compact/prompt.md`` at commit 928a707f6a5e (the newest version
+stored here): a handoff for "the single active task (the most recent user request that is still in
+progress)", in five items (Active task; Progress so far; Next steps (active task only); Key context /
+constraints / preferences (still relevant only); Completed tasks (optional, brief)), reworded.
+``summary_prompt="handoff_2025"`` keeps the 2025 four-item prompt (progress and decisions, context
+and constraints, next steps, critical references; no goal item), this module's before 2026-12.
 Codex talks to the Responses API, whose prefix caching is automatic; priced as Anthropic the
 strategy places the markers an Anthropic client would (system + last message).
 """
@@ -58,10 +62,23 @@ AUTO_COMPACT_FRACTION = 0.9  # codex.rs: auto compact limit defaults to 90% of t
 USER_MESSAGE_MAX_TOKENS = 20_000  # compact.rs COMPACT_USER_MESSAGE_MAX_TOKENS
 STREAM_MAX_RETRIES = 5  # model_provider_info.rs DEFAULT_STREAM_MAX_RETRIES
 TOOL_OUTPUT_TOKENS = 12_000  # models truncation_policy {"mode": "tokens", "limit": 10000} × 1.2 (history.rs process_item)
-SUMMARY_SECTIONS = ("Progress and key decisions", "Context, constraints and user preferences",
-                    "Remaining work and next steps", "Critical data and references")
-
+# templates/compact/prompt.md @ openai/codex 928a707f6a5ed63d89f1575f794aa7135be2f5c9 (the newest
+# version stored for this project, read 2026-12): the handoff starts with the active task.
+SUMMARY_SECTIONS = ("Active task (the most recent user request still in progress)", "Progress so far",
+                    "Next steps (active task only)", "Key context / constraints / preferences (still relevant only)",
+                    "Completed tasks (optional, brief)")
 COMPACT_PROMPT = """\
+You are performing a context checkpoint compaction. Write a handoff summary so that another model can \
+continue the single active task: the most recent user request that is still in progress.
+Rules: focus only on the active task and do not reopen earlier, completed tasks; propose no audits or \
+re-checks the user did not ask for; if earlier tasks exist, note them as completed in one short bullet.
+Sections: {sections}.
+Be concise and structured, so the next model can continue without broad backtracking."""
+
+# the older reading (``summary_prompt="handoff_2025"``): the 2025 file's four items, no task item
+SUMMARY_SECTIONS_2025 = ("Progress and key decisions", "Context, constraints and user preferences",
+                         "Remaining work and next steps", "Critical data and references")
+COMPACT_PROMPT_2025 = """\
 You are creating a context checkpoint. Write a handoff summary that another model will use to resume \
 this task without the conversation above. Cover, concisely and in a structured form:
 - the progress made so far and the key decisions taken;
@@ -134,6 +151,14 @@ class CodexConfig(PeerConfig):
                                                             "compaction (remote), or auto: remote on OpenAI")
     compaction_tools: bool = Field(False, description="send the compaction call with the agent's tools and "
                                    "cache markers (an older reading: it then reads the cached prefix)")
+    summary_prompt: Literal["active_task", "handoff_2025"] = Field(
+        "active_task", description="active_task: templates/compact/prompt.md @ 928a707 (Active task first); "
+        "handoff_2025: the four-item 2025 prompt with no task item (this module's before 2026-12)")
+
+    def prompt_and_sections(self) -> tuple[str, tuple[str, ...]]:
+        if self.summary_prompt == "handoff_2025":
+            return COMPACT_PROMPT_2025, SUMMARY_SECTIONS_2025
+        return COMPACT_PROMPT, SUMMARY_SECTIONS
 
 
 class Codex(ThresholdCompactor):
@@ -173,7 +198,8 @@ class Codex(ThresholdCompactor):
     def _summarise(self) -> str | None:
         c = self.config
         msgs = list(self.history)
-        prompt = COMPACT_PROMPT.format(sections="; ".join(SUMMARY_SECTIONS))
+        template, sections = c.prompt_and_sections()
+        prompt = template.format(sections="; ".join(sections))
         retries = 0
         with_tools = c.compaction_tools and not self.remote
         while True:
@@ -182,7 +208,7 @@ class Codex(ThresholdCompactor):
                    else Request(self.env.system, ToolSet(), h))
             try:
                 res = self.env.services.call(req, CallSpec(kind=SUMMARY, instructions="" if self.remote else prompt,
-                                                           sections=SUMMARY_SECTIONS,
+                                                           sections=sections,
                                                            max_output_tokens=c.summary_max_tokens))
                 return res.text
             except SideCallFailed as e:

@@ -15,14 +15,40 @@ context-editing, beta header ``context-management-2025-06-27``, read 2026-12) an
 applied server-side before the prompt reaches Claude. Your client application maintains the full,
 unmodified conversation history." So the client keeps and sends its whole history on every call and
 the server edits each request it receives on its own: once the *full* prompt is past the trigger,
-every request goes out with all but the newest ``keep`` tool results cleared. The history only grows,
-so past the trigger every request is cleared, and each new tool use pushes one more result out of
-the kept window: the cleared prefix changes at that result on every request. The cache model bills
-what follows: a request matches no earlier cache entry beyond the tools and system (each earlier
-entry holds a result that is now cleared), so everything after them is written again on each call.
-Each such request declares a rewrite and counts as a compaction; the strategy stands for the server,
-which measures the full prompt, here estimated the usual way (the last reported input, plus what
-this request clears again, plus 4 characters per token for what came since).
+every request goes out with all but the newest ``keep`` tool results cleared. Each such request
+declares a rewrite and counts as a compaction; the strategy stands for the server, which measures the
+full prompt, here estimated the usual way (the last reported input, plus what this request clears
+again, plus 4 characters per token for what came since).
+
+**What a clear costs in the cache, worked through** :mod:`harness.provider.cache` (tests:
+``test_a_clear_rewrites_everything_after_the_first_message_…``). Entries are written only at
+breakpoints, here the system block and each request's last message, and a read finds the longest live
+entry within 20 blocks of a breakpoint. When a request clears one more result (the oldest of the
+``keep`` kept before), the messages before that result are byte-identical to the previous request's,
+but no entry ends there: every earlier last-message entry holds either that result, whole, or the
+results its own request kept whole and that are cleared now. So the read falls back to the system
+block (or the first user message, written before any result), and everything after it is written
+again: **a clear invalidates the whole prompt after the system, not only what follows the newly
+cleared block** (that would need an entry ending just before it, which no breakpoint writes). A
+client that knows the rule can write that entry: ``boundary_breakpoint=True`` (assumed, not in the
+docs) also marks the message before the oldest result still sent whole, and keeps the previous
+request's mark, so a clear reads through the old boundary and re-writes only what follows it.
+
+**clear_at_least, as the page reads.** Its section "Context editing and prompt caching" says:
+"Context editing invalidates cached prompt prefixes because clearing content modifies the prompt
+structure, breaking the match requirement for cache hits. To account for this, we recommend clearing
+enough tokens to make the cache invalidation worthwhile. Use the ``clear_at_least`` parameter to ensure
+a minimum number of tokens is cleared each time. When using prompt caching with context editing,
+you'll incur cache write costs each time content is cleared, but subsequent requests can reuse the
+newly cached prefix." (and the option table: "If the API can't clear at least the specified amount,
+the strategy will not be applied"). The page thus supports clearing in *steps*: a request clears more
+only when what it would newly clear frees at least ``clear_at_least`` tokens, else it goes out with
+the cleared set of the request before, whose prefix is then read whole ("subsequent requests can reuse
+the newly cached prefix" is only true then; were the minimum checked once, against the full history,
+it would hold back only the first clearing and could never make an invalidation "worthwhile"). That is
+``clear_at_least_scope="each"`` (the default); ``"first"`` keeps this module's reading before 2026-12.
+With no ``clear_at_least`` (the docs' default) every request past the trigger with a new tool use
+clears one more result and re-writes the prompt after the system: what the page warns of.
 
 **The older reading (``mode="episodic"``, this module's default before 2026-12).** Cleared results
 stay cleared in the history the client sends and the trigger is checked on the prompt as cleared, so
@@ -42,7 +68,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from harness.conversation import Block, History, Message, Request
+from harness.conversation import Block, Breakpoint, History, Message, Request
 from strategies.base import CallInfo, Rejection
 from strategies.templates import PeerConfig, ThresholdCompactor
 
@@ -61,9 +87,18 @@ class ContextEditingConfig(PeerConfig):
     keep_tool_uses: int = Field(KEEP_TOOL_USES, ge=0, le=100_000, description="most recent tool uses kept")
     clear_at_least: int | None = Field(None, ge=0, le=10_000_000, description="do not apply a clearing that "
                                        "would clear fewer input tokens than this (docs example: 5,000); None: no minimum")
+    clear_at_least_scope: Literal["each", "first"] = Field(
+        "each", description="per_request: each: every clearing must free clear_at_least tokens more than the "
+        "previous request cleared, else the request keeps the previous cleared set (the docs: 'each time'); "
+        "first: only the first activation is held to it (this module's reading before 2026-12)")
     exclude_tools: tuple[str, ...] = Field((), description="tool names whose results are never cleared")
     clear_tool_inputs: bool = Field(False, description="also clear the inputs of cleared tool uses")
     placeholder: str = Field(PLACEHOLDER, min_length=1, max_length=1000, description="text of a cleared result")
+    boundary_breakpoint: bool = Field(False, description="per_request: the client also marks the message before "
+                                      "the oldest result still sent whole (where the next clear will start), and "
+                                      "keeps the previous request's mark, so a clear re-writes only what follows "
+                                      "the newly cleared block (assumed client behaviour, not in the docs; off: "
+                                      "the markers every Anthropic client places, system and last message)")
 
     @field_validator("exclude_tools", mode="before")
     @classmethod
@@ -94,6 +129,7 @@ class ContextEditing(ThresholdCompactor):
 
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
+        self._outer_views: list[dict] = []  # the parents' clearing state while a sub-agent runs
         self._reset_view()
 
     # --- per_request: the edited copy of the full history, kept incrementally ---------------------
@@ -105,22 +141,35 @@ class ContextEditing(ThresholdCompactor):
         self._cleared_chars = 0  # characters the cleared blocks no longer send
         self._uses: dict[str, int] = {}  # tool id -> index of the message holding the tool_use
         self._results: dict[str, int] = {}  # tool id -> index of the message holding its result
+        self._boundary: int | None = None  # boundary_breakpoint: the mark the last request placed
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
         if not resume:
+            self._outer_views = []
             self._reset_view()
 
+    _VIEW_STATE = ("_view", "_view_src", "_cleared", "_sent", "_cleared_chars", "_uses", "_results", "_boundary")
+
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
+        """An isolated sub-agent is a conversation of its own: the server clears its requests from
+        scratch, and the parent's cleared set is put aside, whole, until the sub-agent returns."""
         super().on_subtask_start(id, description, isolated)
         if isolated:
+            self._outer_views.append({k: getattr(self, k) for k in self._VIEW_STATE})
             self._reset_view()
 
     def on_subtask_end(self, id: str, conclusion: str) -> None:
+        """Back in the parent: its cleared set is what it was (issue #29: it used to be forgotten, so
+        the parent's next request went out un-cleared without declaring a rewrite)."""
         isolated = self.in_isolated_subtask
         super().on_subtask_end(id, conclusion)
         if isolated:
-            self._reset_view()
+            if self._outer_views:
+                for k, v in self._outer_views.pop().items():
+                    setattr(self, k, v)
+            else:
+                self._reset_view()
 
     def _sync_view(self) -> None:
         """Append to the view what the history gained since (or rebuild it when the history was
@@ -180,7 +229,8 @@ class ContextEditing(ThresholdCompactor):
             before = self._view
             freed = self._clear_in_view(new)
             tokens = int(freed / c.chars_per_token)
-            if c.clear_at_least is not None and not self._cleared and tokens < c.clear_at_least:
+            gated = c.clear_at_least_scope == "each" or not self._cleared
+            if c.clear_at_least is not None and gated and tokens < c.clear_at_least:
                 self._view = before  # not worth it: the request goes out in full
                 self.counters.extra["clear_skipped"] += 1
             else:
@@ -192,14 +242,34 @@ class ContextEditing(ThresholdCompactor):
                 self.counters.extra["cleared_tool_results"] += len(new)
                 self.counters.extra["cleared_input_tokens_est"] += tokens
         messages = self._view if self._cleared else self.history
+        bps = self.breakpoints(messages)
+        if c.boundary_breakpoint:
+            bps = self._with_boundaries(messages, bps)
         est = full - int(self._cleared_chars / c.chars_per_token) if self._cleared else full
         sent = frozenset(self._cleared)
         if not sent >= self._sent:  # results the last request had cleared go out whole again
             self.rewrote = True
         self._sent = sent
-        return Request(self.env.system, self.env.tools, messages, self.breakpoints(messages),
+        return Request(self.env.system, self.env.tools, messages, bps,
                        kind="subagent" if self.in_isolated_subtask else "main",
                        estimated_tokens=est, rewrite=self._take_rewrite())
+
+    def _with_boundaries(self, messages, bps: tuple[Breakpoint, ...]) -> tuple[Breakpoint, ...]:
+        """``boundary_breakpoint``: a mark at the end of the message before the oldest clearable
+        result still sent whole (before its tool_use with ``clear_tool_inputs``), plus the previous
+        request's mark: the next clear changes nothing before it, so that entry is still read; at
+        most 4 marks (system, previous boundary, boundary, last message)."""
+        c = self.config
+        pending = [i for i in clearable_ids(self.history, 0, set(c.exclude_tools)) if i not in self._cleared]
+        at = None
+        if pending:
+            idx = (self._uses if c.clear_tool_inputs else self._results).get(pending[0])
+            at = idx - 1 if idx is not None and idx >= 1 else None
+        last = len(messages) - 1
+        marks = sorted({b for b in (self._boundary, at) if b is not None and 0 <= b < last})
+        self._boundary = at
+        return tuple(sorted([*bps, *(Breakpoint(b) for b in marks)],
+                            key=lambda b: -2 if b.at == "tools" else -1 if b.at == "system" else int(b.at)))
 
     def build_request(self, call: CallInfo) -> Request:
         if self.config.mode == "per_request":

@@ -22,7 +22,17 @@ handler; ``openhands-tools/openhands/tools/preset/default.py``):
   markers), fed every forgotten event as text (the previous summary is one of them), uncut; the
   summary is inserted where the forgotten range began. A hard requirement with nothing to forget
   is a hard context reset: everything is summarised;
-* a request the API rejects as too long becomes a condensation request, then the call is retried.
+* a request the API rejects as too long becomes a condensation request, then the call is retried;
+* **a failed summary on a hard requirement** (tokens or a condensation request): ``condense()``
+  (``condenser/base.py`` ``RollingCondenser.condense`` at v1.43.1, ddac5569) catches the
+  ``NoCondensationAvailableException`` that a failed summary call raises and falls back to
+  ``hard_context_reset`` (``llm_summarizing_condenser.py``): every event summarised, up to
+  ``hard_context_reset_max_retries`` = 5 attempts, the first whole, each later one with every event
+  middle-cut (``maybe_truncate``) to ``hard_context_reset_context_scaling`` = 0.8 × the previous
+  limit, starting from the longest event (0.8, 0.64, 0.512, 0.4096 of it); all five failing, the
+  compaction fails. On a soft requirement (events only) a failed summary keeps the view.
+  ``failed_summary="keep"`` is this module's reading before 2026-12 (a failed summary keeps the
+  history, hard or not).
 
 ``release="v0"`` is the V0 reading this module had before 2026-12 (All-Hands-AI/OpenHands
 ``openhands/memory/condenser/impl/llm_summarizing_condenser.py`` and the production pipeline:
@@ -43,7 +53,8 @@ from pydantic import Field, model_validator
 from harness.conversation import History, Message, Request, SystemPrompt, ToolSet
 from harness.llm import SUMMARY, CallSpec
 from strategies.base import CallInfo, Rejection
-from strategies.templates import PeerConfig, ThresholdCompactor, head_end, tail_start, transcript_text
+from strategies.templates import (PeerConfig, ThresholdCompactor, UsageAnchor, head_end, tail_start,
+                                  transcript_text)
 
 MAX_SIZE = 120  # V0 production default pipeline: LLMSummarizingCondenser(max_size=120)
 KEEP_FIRST = 4  # V0 production default pipeline: keep_first=4
@@ -51,6 +62,10 @@ MAX_EVENT_LENGTH = 10_000  # V0 LLMSummarizingCondenser.max_event_length
 V1_MAX_SIZE = 80  # software-agent-sdk llm_summarizing_condenser.py _DEFAULT_MAX_SIZE (default agent)
 V1_KEEP_FIRST = 4  # _DEFAULT_KEEP_FIRST
 MINIMUM_PROGRESS = 0.1  # LLMSummarizingCondenser.minimum_progress
+HARD_RESET_MAX_RETRIES = 5  # v1.43.1 LLMSummarizingCondenser.hard_context_reset_max_retries
+HARD_RESET_SCALING = 0.8  # v1.43.1 LLMSummarizingCondenser.hard_context_reset_context_scaling
+TRUNCATE_NOTICE = ("<response clipped><NOTE>Due to the max output limit, only part of the full "
+                   "response has been shown to you.</NOTE>")  # v1.43.1 sdk/utils/truncate.py DEFAULT_TRUNCATE_NOTICE
 SUMMARY_SECTIONS = ("USER_CONTEXT", "TASK_TRACKING", "COMPLETED", "PENDING", "CURRENT_STATE",
                     "CODE_STATE", "TESTS", "CHANGES", "DEPS", "VERSION_CONTROL_STATUS")
 
@@ -137,6 +152,14 @@ class OpenHandsConfig(PeerConfig):
                                          "in the summariser's input (middle-cut); None: the release's "
                                          "(v1 whole, v0 10,000)")
     summary_max_tokens: int = Field(4_096, ge=256, le=200_000, description="output bound of the summary call")
+    failed_summary: Literal["hard_reset", "keep"] = Field(
+        "hard_reset", description="v1, a hard requirement whose summary call fails: hard_reset: summarise every "
+        "event, up to hard_reset_max_retries tries shrinking each event (software-agent-sdk v1.43.1 condense()); "
+        "keep: the history stays (this module's reading before 2026-12)")
+    hard_reset_max_retries: int = Field(HARD_RESET_MAX_RETRIES, ge=1, le=100,
+                                        description="attempts of a hard context reset (v1.43.1: 5)")
+    hard_reset_scaling: float = Field(HARD_RESET_SCALING, gt=0, lt=1, description="each failed hard-reset attempt "
+                                      "cuts every event to this share of the previous limit (v1.43.1: 0.8)")
 
     def size(self) -> int:
         return self.max_size if self.max_size is not None else (V1_MAX_SIZE if self.release == "v1" else MAX_SIZE)
@@ -152,6 +175,19 @@ class OpenHandsConfig(PeerConfig):
             raise ValueError(f"keep_first ({self.keep_first}) must be less than max_size // 2 ({self.size() // 2}) "
                              "to leave room for condensation")
         return self
+
+
+def maybe_truncate(content: str, limit: int | None) -> str:
+    """software-agent-sdk v1.43.1 ``utils/truncate.py`` ``maybe_truncate`` (no file saved): keep the
+    head (the larger half) and the tail of ``limit − len(notice)`` characters around the notice."""
+    if not limit or len(content) <= limit or limit < 0:
+        return content
+    if len(TRUNCATE_NOTICE) >= limit:
+        return TRUNCATE_NOTICE[:limit]
+    available = limit - len(TRUNCATE_NOTICE)
+    head = available // 2 + available % 2
+    tail = available - head
+    return content[:head] + TRUNCATE_NOTICE + (content[-tail:] if tail > 0 else "")
 
 
 def events_of(m: Message) -> int:
@@ -254,25 +290,58 @@ class OpenHands(ThresholdCompactor):
         if not forgotten or (starts[end] - starts[start]) < starts[-1] * MINIMUM_PROGRESS:
             if not hard:
                 return None  # soft: wait until a range can go
-            start, end, forgotten = 0, len(msgs), msgs  # hard context reset: summarise it all
+            res = None  # no range: straight to the hard context reset
+        else:
+            res = self._summarise(forgotten)
+            if res is None and (not hard or self.config.failed_summary == "keep"):
+                return False  # soft (or the older reading): the view stays
+        if res is None:  # condense(): HARD and no condensation available → hard_context_reset
+            start, end, forgotten = 0, len(msgs), msgs
             self.counters.extra["hard_context_resets"] += 1
-        res = self._summarise(forgotten)
-        if res is None:
-            return False
+            res = self._hard_reset(msgs)
+            if res is None:
+                return False
         self._request = False
         summary = Message.user(res, origin="summary")
         est = self.estimate()
+        new = History([*msgs[:start], summary, *msgs[end:]])
         known = self.anchor.anchor is not None and est is not None
-        self.set_history(History([*msgs[:start], summary, *msgs[end:]]),
-                         estimate=est - self.tokens_of(forgotten) + self.tokens_of([summary]) if known else None)
+        # the anchored estimate scaled by the new request's share of the old one, both from characters:
+        # the density the usage measured carries over (subtracting the forgotten events at 4 characters
+        # per token ran 60-80% high on dense text: known finding #18)
+        self.set_history(new, estimate=round(est * self._chars_estimate(new) / max(1, self._chars_estimate(msgs)))
+                         if known else None)
         self.counters.extra["events_forgotten"] += sum(events_of(m) for m in forgotten)
         return True
 
-    def _summarise(self, forgotten: list[Message], previous: Message | None = None) -> str | None:
+    def _chars_estimate(self, msgs) -> int:
+        """The request's tokens from characters alone (system, tools and these messages)."""
+        return UsageAnchor(self.config.chars_per_token).estimate(list(msgs), self.env.system, self.env.tools)
+
+    def _hard_reset(self, msgs: list[Message]) -> str | None:
+        """``hard_context_reset`` (v1.43.1): summarise every event; after a failure cut every event to
+        ``hard_reset_scaling`` × the limit (first: × the longest event), up to ``hard_reset_max_retries``
+        attempts in all. With ``failed_summary="keep"`` one attempt, whole (the older reading)."""
+        c = self.config
+        tries = c.hard_reset_max_retries if c.failed_summary == "hard_reset" else 1
+        limit: int | None = c.event_length()
+        for _ in range(tries):
+            res = self._summarise(msgs, cut=limit)
+            if res is not None:
+                return res
+            if limit is None:
+                limit = max(len(transcript_text([m])) for m in msgs)
+            limit = int(limit * c.hard_reset_scaling)
+            self.counters.extra["hard_reset_failed_attempts"] += 1
+        return None
+
+    def _summarise(self, forgotten: list[Message], previous: Message | None = None, *,
+                   cut: int | None = None) -> str | None:
         c = self.config
         limit = c.event_length()
         if self.v1:
-            events = "\n\n".join(f"<EVENT>\n{transcript_text([m], limit)}\n</EVENT>" for m in forgotten)
+            events = "\n\n".join(f"<EVENT>\n{maybe_truncate(transcript_text([m], limit), cut)}\n</EVENT>"
+                                   for m in forgotten)
             prompt = SUMMARY_PROMPT_V1.format(sections=", ".join(SUMMARY_SECTIONS), events=events)
         else:
             events = "\n\n".join(f"<EVENT id={i}>\n{middle_cut(m.text, limit or MAX_EVENT_LENGTH)}\n</EVENT>"

@@ -16,6 +16,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from strategies import registry
+    from strategies.departures import in_effect, listing
 
     found = registry.all_strategies()
     if args.name:
@@ -23,7 +24,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({n: {"summary": c.summary, "module": c.__module__, "manages_window": c.manages_window,
                               "on_rejection": c.on_rejection,
-                              "parameters": c.parameters()} for n, c in found.items()}, indent=2, default=str))
+                              "parameters": c.parameters(), "departures": in_effect(c, {})}
+                          for n, c in found.items()}, indent=2, default=str))
         return 0
     for n, c in found.items():
         print(f"{n}: {c.summary}")
@@ -31,4 +33,6 @@ def run(args) -> int:
         for pname, info in c.parameters().items():
             bounds = " ".join(f"{k}={info[k]}" for k in ("minimum", "maximum", "exclusiveMinimum", "enum") if k in info)
             print(f"    {pname} = {info['default']!r}  ({info['type']}{', ' + bounds if bounds else ''})  {info['description']}")
+        for line in listing(c):
+            print(line)
     return 0

@@ -59,6 +59,7 @@ from strategies.novacode import memory as mem
 from strategies.novacode import spill as spilling
 from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, chars_to_tokens, message_tokens
 from strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
+from strategies.novacode.departures import SEED_READINGS
 from strategies.novacode.environment import EPOCH_S as ENV_EPOCH_S
 from strategies.novacode.environment import PLATFORM as ENV_PLATFORM
 from strategies.novacode.environment import EnvironmentInjection
@@ -206,6 +207,11 @@ class NovaCodeConfig(StrategyConfig):
     cache_ttl: Literal["5m", "1h"] = Field("5m", description="TTL of the cache breakpoints")
     # --- memory seams (sections 3–5, strategies/novacode/memory_layer.py) -------------------------
     transcript: bool = Field(True, description="N-COMP-10 / N-TRANS: keep the session transcript on disk")
+    open_loop_thinking: bool = Field(
+        True, description="not in the seed (against N-TRANS-3, 'thinking blocks are not written to disk'): the "
+        "thinking of the newest answer that called tools is written to open_loop_thinking.json beside the "
+        "transcript, so a resume that continues that tool loop sends it back as the API requires with thinking on; "
+        "off: the seed literally, no thinking on disk")
     memory: bool = Field(True, description="auto memory (N-MEM-*): the index resident, recalled injections, "
                          "extraction and consolidation side calls")
     instructions: bool = Field(True, description="instruction files (N-INST-*), resident in every request")
@@ -250,6 +256,7 @@ class NovaCode(Strategy):
                "breakpoints, instruction files, auto memory, transcripts, environment block")
     Config = NovaCodeConfig
     manages_window = True  # the hard line (N-COMP-3) keeps requests under the window
+    seed_readings = SEED_READINGS  # readings and constants where the seed is silent (strategies.departures)
 
     def __init__(self, config: NovaCodeConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
@@ -301,7 +308,8 @@ class NovaCode(Strategy):
             name = _dir_name(self.session)
             if self._saved and self._sub_id is not None:  # a sub-agent's own transcript, beside its parent's
                 name = f"{name}.subagent-{_dir_name(self._sub_id)}"
-            self.transcript = Transcript(self.launches, name, self.env.now)
+            self.transcript = Transcript(self.launches, name, self.env.now,
+                                         open_loop_thinking=self.config.open_loop_thinking)
         return self.transcript
 
     def _launch_dir(self) -> Path:
@@ -365,7 +373,8 @@ class NovaCode(Strategy):
             new_id = session if session != previous else None
             self.transcript, msgs = Transcript.resume(
                 root, _dir_name(previous), self.env.now,
-                new_session_id=_dir_name(new_id) if new_id is not None else None)
+                new_session_id=_dir_name(new_id) if new_id is not None else None,
+                open_loop_thinking=self.config.open_loop_thinking)
             self._replace_history(History(msgs))
             self.reads.reset()
             self.rewrote = True  # thinking is not persisted (N-TRANS-3): the prefix differs

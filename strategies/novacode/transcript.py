@@ -270,13 +270,16 @@ class Transcript:
     """The transcript of one launch: ``root/<session_id>/transcript.jsonl`` plus ``meta.json``."""
 
     def __init__(self, root: Path, session_id: str, clock: Callable[[], float], *,
-                 fsync: bool = False) -> None:
+                 fsync: bool = False, open_loop_thinking: bool = True) -> None:
         if not session_id or "/" in session_id or session_id in (".", ".."):
             raise ValueError(f"bad session id {session_id!r}: it names a directory under {root}")
         self.root = Path(root)
         self.session_id = session_id
         self.clock = clock
         self.fsync = fsync
+        # not in the seed (N-TRANS-3 writes no thinking to disk): keep the open tool loop's thinking
+        # in OPEN_LOOP_FILE; False: the seed, literally (a resume then sends that answer without it)
+        self.open_loop_thinking = open_loop_thinking
         self.dir = self.root / session_id
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / TRANSCRIPT_FILE
@@ -300,7 +303,7 @@ class Transcript:
         and in characters, ``{"tokens": n, "chars": c}``, so a later launch knows this conversation's
         characters per token (accounting.py) before its first usage arrives."""
         dropped = sum(1 for b in message.blocks if b.type == "thinking")
-        if message.role == "assistant" and message.has_tool_use:
+        if message.role == "assistant" and message.has_tool_use and self.open_loop_thinking:
             self._keep_open_loop(message)
         rec = message_record(message, self.clock())
         self.meta["thinking_dropped"] += dropped
@@ -376,7 +379,7 @@ class Transcript:
 
     @classmethod
     def resume(cls, root: Path, session_id: str, clock: Callable[[], float], *,
-               new_session_id: str | None = None, fsync: bool = False
+               new_session_id: str | None = None, fsync: bool = False, open_loop_thinking: bool = True
                ) -> tuple[Transcript, list[Message]]:
         """Reopen a session (N-TRANS-4/5, N-TRANS-6: transcripts load only on resume).
 
@@ -390,16 +393,17 @@ class Transcript:
             raise TranscriptError(f"{src}: no transcript for session {session_id!r}")
         records = read_records(src)
         msgs, added, dropped = repair_pairing(replay_messages(records))
-        msgs = with_open_loop_thinking(msgs, src.parent / OPEN_LOOP_FILE)
+        if open_loop_thinking:
+            msgs = with_open_loop_thinking(msgs, src.parent / OPEN_LOOP_FILE)
         if new_session_id is None or new_session_id == session_id:
-            tr = cls(root, session_id, clock, fsync=fsync)
+            tr = cls(root, session_id, clock, fsync=fsync, open_loop_thinking=open_loop_thinking)
             # a crash mid tool call leaves the dangling call last: its synthetic result is recorded
             # so the file is valid from here on (repairs earlier in the file are redone, identically,
             # by every resume: the raw record is never rewritten)
             if msgs and msgs[-1].meta.get("origin") == "synthetic_result":
                 tr.append(msgs[-1])
         else:
-            tr = cls(root, new_session_id, clock, fsync=fsync)
+            tr = cls(root, new_session_id, clock, fsync=fsync, open_loop_thinking=open_loop_thinking)
             tr.meta["resumed_from"] = session_id
             tr.extend(msgs)
         tr.meta.setdefault("repairs", []).append({"t": clock(), "synthetic_results": added,

@@ -236,3 +236,22 @@ def test_n_trans_3_n_trans_5_a_resume_inside_a_tool_loop_gets_that_answers_think
     tr2.append(call(["t3"]))
     _, msgs = Transcript.resume(tmp_path, "s", Clock())
     assert not any(b.type == "thinking" for m in msgs for b in m.blocks)
+
+
+def test_n_trans_3_literally_no_thinking_on_disk_with_open_loop_thinking_off(tmp_path):
+    """spec/novacode.md N-TRANS-3 ("thinking blocks are not persisted"): with the departure off
+    (``open_loop_thinking=False``, whose description starts "not in the seed") no file holds any
+    thinking, and a resume inside the tool loop gets the answer back without it."""
+    from strategies.novacode.transcript import OPEN_LOOP_FILE
+
+    tr = Transcript(tmp_path, "s", Clock(), open_loop_thinking=False)
+    tr.append(Message.user("fix the bug"))
+    tr.append(Message("assistant", (Block("thinking", "read t2 next"), *call(["t2"], "reading").blocks)))
+    assert not (tmp_path / "s" / OPEN_LOOP_FILE).exists()
+    assert not any("read t2 next" in p.read_text() for p in (tmp_path / "s").iterdir())
+    _, msgs = Transcript.resume(tmp_path, "s", Clock(), open_loop_thinking=False)
+    assert [b.type for b in msgs[1].blocks] == ["text", "tool_use"]
+    # on (the default): the thinking is in open_loop_thinking.json, the departure the listing names
+    tr = Transcript(tmp_path, "t", Clock())
+    tr.append(Message("assistant", (Block("thinking", "read t2 next"), *call(["t2"], "reading").blocks)))
+    assert "read t2 next" in (tmp_path / "t" / OPEN_LOOP_FILE).read_text()

@@ -2,7 +2,7 @@
 under half the budget, the head ending on an assistant message, recursion), cache markers through
 the finished exchanges, and no retry on a rejected request.
 
-Read at: Aider-AI/aider v0.86.
+Read at: Aider-AI/aider v0.86 (args.py: v0.86.2, 253f0368).
 The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
@@ -58,8 +58,19 @@ def test_split_keeps_the_tail_under_half_the_budget():
     assert [m.text[:11] for m in s.history] == [SUMMARY_PREFIX[:11], "question 03", "a" * 11, "next"]
 
 
-def test_cache_markers_through_the_finished_exchanges_only():
+def test_no_cache_markers_by_default_as_aider_args_py_v0_86_2():
+    """aider/args.py @ v0.86.2 (253f0368): ``--cache-prompts`` default=False; base_coder.py sets
+    add_cache_headers only when it is on: a request carries no cache_control at all."""
     s = make("aider", {"max_chat_history_tokens": 10_000})
+    for i in range(2):
+        exchange(s, i)
+    req = s.build_request(CallInfo(2, 2.0))
+    assert req.breakpoints == ()
+    assert s.config.cache_prompts is False
+
+
+def test_cache_markers_through_the_finished_exchanges_only():
+    s = make("aider", {"max_chat_history_tokens": 10_000, "cache_prompts": True})
     for i in range(2):
         exchange(s, i)
     s.on_response(Message("assistant", (Block.text_block("more"),)), None)

@@ -3,7 +3,7 @@ summary; drop the oldest item and retry when the compaction call is too long; to
 12,000 tokens (the 2025 rule, 10 KiB / 256 lines, as tool_output="bytes_lines"); the compaction
 call sent without tools (with them: compaction_tools=True); server-side compaction as a mode.
 
-Read at: openai/codex codex-rs, 2026 files (no release tag named).
+Read at: openai/codex codex-rs, 2026 files (no release tag named); templates/compact/prompt.md at 928a707f6a5e.
 The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
@@ -164,3 +164,32 @@ def test_compaction_calls_pay_full_input_and_the_older_reading_reads_the_cache()
     assert len(sn) >= 1 and len(so) >= 1
     assert (sn["cache_read"] == 0).all()
     assert (so["cache_read"] > 0.9 * so["context_tokens"]).all()
+
+
+def test_summary_prompt_opens_with_the_active_task_as_codex_prompt_md_928a707():
+    """openai/codex codex-rs/core/templates/compact/prompt.md @ 928a707f6a5e: "continue the single
+    active task (the most recent user request that is still in progress)", format items Active task /
+    Progress so far / Next steps (active task only) / Key context / constraints / preferences (still
+    relevant only) / Completed tasks (optional, brief). The simulated summariser routes a goal fact
+    by the word "request" (harness.simllm FACT_ROUTES): it lands in the Active task item."""
+    from harness.simllm import _route
+    from strategies.codex import SUMMARY_SECTIONS, SUMMARY_SECTIONS_2025
+
+    services = FakeServices("HANDOFF")
+    s = make("codex", {"auto_compact_token_limit": 1_000}, services=services)
+    s.on_user(Message.user("first request"))
+    step(s, 0, "x" * 100, usage=Usage(input_uncached=990, output=10))
+    s.build_request(CallInfo(1, 1.0))
+    (_, spec), = services.calls
+    assert spec.sections == SUMMARY_SECTIONS and len(spec.sections) == 5
+    assert spec.sections[0].startswith("Active task") and "single active task" in spec.instructions
+    assert _route("goal", SUMMARY_SECTIONS) == SUMMARY_SECTIONS[0]
+    # the older reading: four items, no task item (the goal falls to "Progress and key decisions")
+    services = FakeServices("HANDOFF")
+    s = make("codex", {"auto_compact_token_limit": 1_000, "summary_prompt": "handoff_2025"}, services=services)
+    s.on_user(Message.user("first request"))
+    step(s, 0, "x" * 100, usage=Usage(input_uncached=990, output=10))
+    s.build_request(CallInfo(1, 1.0))
+    (_, spec), = services.calls
+    assert spec.sections == SUMMARY_SECTIONS_2025 and "single active task" not in spec.instructions
+    assert _route("goal", SUMMARY_SECTIONS_2025) == "Progress and key decisions"

@@ -154,3 +154,59 @@ def test_v1_hard_context_reset_when_nothing_can_be_forgotten():
     assert reject(s, call=0)  # the head is everything: the whole view is summarised
     assert [m.meta.get("origin") for m in s.history] == ["summary"]
     assert s.counters.extra["hard_context_resets"] == 1
+
+
+def test_v1_failed_summary_on_a_hard_requirement_falls_back_to_a_hard_context_reset():
+    """software-agent-sdk v1.43.1 condenser/base.py RollingCondenser.condense: a HARD requirement whose
+    get_condensation raises (the summary call failed) → hard_context_reset (llm_summarizing_condenser.py):
+    every event, first whole, then each event cut by maybe_truncate to 0.8 × the longest, 5 tries."""
+    from strategies.openhands import TRUNCATE_NOTICE, maybe_truncate
+
+    from tests.strategies.peer_env import fail
+
+    services = FakeServices(fail(), fail(), "S")
+    s = make("openhands", {"max_size": 40, "keep_first": 2}, services=services)
+    s.on_user(Message.user("TASK-7"))
+    step(s, 0, "r" * 1_000)
+    for i in range(1, 10):
+        step(s, i, f"out {i}")
+    assert reject(s, call=10)  # a condensation request: HARD
+    ranged, whole, cut = (req.messages[0].text for req, _ in services.calls)
+    assert "out 9" not in ranged and "TASK-7" not in ranged  # the range of the first try (a0 .. a5)
+    assert "TASK-7" in whole and "out 9" in whole and "r" * 1_000 in whole  # the hard reset's first try: all, whole
+    # the longest event is r0: "[tool result]: " (15) + 1,000 = 1,015 chars → cut to int(1,015 · 0.8) = 812:
+    # head (812 − 113 notice) = 699 → 350 head (the 15-character prefix + 335) + 349 tail characters around the notice
+    assert len(TRUNCATE_NOTICE) == 113 and "r" * 1_000 not in cut
+    assert f"[tool result]: {'r' * 335}{TRUNCATE_NOTICE}{'r' * 349}" in cut
+    assert maybe_truncate("x" * 1_015, 812) == "x" * 350 + TRUNCATE_NOTICE + "x" * 349
+    assert [m.meta.get("origin") for m in s.history] == ["summary"] and s.history[0].text == "S"
+    assert s.counters.extra["hard_context_resets"] == 1 and s.counters.extra["hard_reset_failed_attempts"] == 1
+    # five failures in all: the compaction fails (1 ranged + 5 hard-reset tries = 6 calls)
+    services = FakeServices(*[fail()] * 6)
+    s = make("openhands", {"max_size": 40, "keep_first": 2}, services=services)
+    s.on_user(Message.user("TASK-7"))
+    for i in range(10):
+        step(s, i, f"out {i}")
+    assert not reject(s, call=10) and len(services.calls) == 6
+    # the older reading: a failed summary keeps the history (one call)
+    services = FakeServices(fail())
+    s = make("openhands", {"max_size": 40, "keep_first": 2, "failed_summary": "keep"}, services=services)
+    s.on_user(Message.user("TASK-7"))
+    for i in range(10):
+        step(s, i, f"out {i}")
+    assert not reject(s, call=10) and len(services.calls) == 1 and len(s.history) == 21
+
+
+def test_v1_estimate_after_a_condensation_keeps_the_measured_density():
+    """Known finding #18: the re-based estimate subtracted the forgotten events at 4 characters per
+    token, 60-80% high on dense text. Now the anchored estimate is scaled by the new request's share of
+    the old one, both from characters. Same session as the token-trigger test: anchored 1,001 + r3 250
+    = 1,251; from characters the old request is 181 (system and tools) + 4 + 4 · 22 + 4 · 1,000 = 4,273
+    chars → 1,069 tokens, the new one 181 + 4 + 28 (the summary "<summary>summary 1</summary>") + 22 +
+    1,000 = 1,235 chars → 309: 1,251 · 309 / 1,069 = 361.6 → 362 (the old rule: 1,251 − 767 + 7 = 491)."""
+    s = make("openhands", {"max_size": 40, "keep_first": 2, "max_tokens": 1_000})
+    s.on_user(Message.user("task"))
+    for i in range(4):
+        step(s, i, "r" * 1_000, usage=Usage(input_uncached=1_001) if i == 3 else None)
+    req = s.build_request(CallInfo(4, 4.0))
+    assert req.rewrite and req.estimated_tokens == 362
