@@ -44,6 +44,11 @@ def _parser() -> argparse.ArgumentParser:
         "cache hit rate, latency and task retention.",
     )
     p.add_argument("--version", action="version", version=f"ctxsim {version()}")
+    p.add_argument("--tokenizer", choices=["cl100k", "claude"], default=None,
+                   help="the provider's offline tokenizer for every count of this command (default cl100k, or "
+                   "CTXSIM_TOKENIZER; claude: the anthropic-tokenizer package, extra [claude-tokenizer]; README, "
+                   "'Which tokenizer'). A token scale is fitted for the tokenizer it was fitted with: import and "
+                   "run with the same one")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"harness.cli.{name}").register(sub)
@@ -82,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     _exit_on_sigterm()
+    if args.tokenizer:   # process-wide, inherited by sweep workers (harness.provider.tokenizer.ENV)
+        import os
+
+        os.environ["CTXSIM_TOKENIZER"] = args.tokenizer
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

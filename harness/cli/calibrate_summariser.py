@@ -109,6 +109,7 @@ def _print(d: dict, out: Path) -> None:
     m = d["model"]
     w("model: logit p = {:+.3f}".format(m["intercept"]) + "".join(f" {v:+.3f}·{k}" for k, v in m["coef"].items())
       + " + kind[" + ", ".join(f"{k} {v:+.3f}" for k, v in m["kinds"].items()) + "]\n")
+    w("standard errors: " + ", ".join(f"{k} {v:.3f}" for k, v in d["standard_errors"].items()) + "\n")
     w(f"{'kind':<12}{'n':>6}{'real':>8}{'fit':>8}{'LOO n':>8}{'LOO real':>10}{'LOO pred':>10}{'err pts':>9}\n")
     loo = d["leave_one_out"]["pooled"]
     for k, c in d["fit"].items():
