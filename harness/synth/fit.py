@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+
 def default_real_dir() -> Path:
     """``../shared/traces/real`` beside the checkout: this is a developer's command, run from the repository."""
     from harness import bundled
