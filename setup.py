@@ -4,7 +4,7 @@ as harness/data/traces and harness/data/sweeps (read through harness/bundled.py)
 
 from setuptools import find_packages, setup
 
-# wheel package -> repository folder (harness/bundled.py FOLDERS)
+# wheel package -> repository folder (harness/bundled.py FOLDERS: harness.data.<key>)
 MAPPED = {"harness.data.traces": "traces", "harness.data.traces.presets": "traces/presets",
           "harness.data.sweeps": "sweeps"}
 # data-only folders inside harness/ (no __init__.py): package data of their own

@@ -17,16 +17,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]   # the checkout's root when run from one (else site-packages)
 
-# wheel package -> the repository folder it is built from (setup.py's package_dir mapping)
-FOLDERS = {"harness.data.traces": "traces", "harness.data.sweeps": "sweeps"}
+# the wheel's data folder (a package under this one, whatever this one is imported as) -> the
+# repository folder it is built from (setup.py's package_dir mapping)
+FOLDERS = {"traces": "traces", "sweeps": "sweeps"}
 
 
 class MissingData(FileNotFoundError):
     """A bundled data folder is in neither the installed package nor a checkout (a broken install)."""
 
 
-def folder(package: str) -> Path:
-    """The folder of a bundled data package (``harness.data.traces`` or ``harness.data.sweeps``)."""
+def folder(name: str) -> Path:
+    """The folder of a bundled data package: ``traces`` (``harness.data.traces`` in a wheel) or ``sweeps``."""
+    package = f"{__package__}.data.{name}"
     try:
         spec = importlib.util.find_spec(package)
     except ModuleNotFoundError:   # harness.data has no such subfolder: a checkout
@@ -35,26 +37,26 @@ def folder(package: str) -> Path:
         for loc in spec.submodule_search_locations:
             if Path(loc).is_dir():
                 return Path(loc)
-    src = REPO / FOLDERS[package]
+    src = REPO / FOLDERS[name]
     if src.is_dir():
         return src
-    raise MissingData(f"ctxsim's bundled {FOLDERS[package]}/ is missing from this install "
+    raise MissingData(f"ctxsim's bundled {FOLDERS[name]}/ is missing from this install "
                       f"(looked for the package {package} and for {src}); reinstall ctxsim")
 
 
 def presets_dir() -> Path:
     """The synthetic generator's presets (``traces/presets/*.toml`` in the repository)."""
-    return folder("harness.data.traces") / "presets"
+    return folder("traces") / "presets"
 
 
 def trace_schema() -> Path:
     """The JSON schema of a trace file (``traces/trace.schema.json``)."""
-    return folder("harness.data.traces") / "trace.schema.json"
+    return folder("traces") / "trace.schema.json"
 
 
 def sweeps_dir() -> Path:
     """The example sweep grids (``sweeps/*.toml``: demo, example, thresholds)."""
-    return folder("harness.data.sweeps")
+    return folder("sweeps")
 
 
 def example_sweep(name: str) -> Path | None:
