@@ -4,9 +4,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 CTXSIM := $(VENV)/bin/ctxsim
 STAMP  := $(VENV)/.installed
+LOCK   := requirements/lock.txt
 WORKERS ?= 2
 
-.PHONY: help install test test-deep bench demo sweep example calibration lint clean
+.PHONY: help install test test-deep bench demo sweep example calibration lint lock wheel-check clean
 
 help:
 	@echo "make test       run the test suite (creates .venv and installs ctxsim[dev] first)"
@@ -17,11 +18,14 @@ help:
 	@echo "make example    regenerate the checked-in example report (reports/example/)"
 	@echo "make calibration  refit the simulated summariser and the recovery model on the real compactions (harness/data/summary_survival.json, recovery.json)"
 	@echo "make lint       ruff"
+	@echo "make lock       rewrite requirements/lock.txt from .venv (after changing pyproject.toml's dependencies)"
+	@echo "make wheel-check  build the wheel, install it in a fresh venv outside the checkout, run ctxsim there"
 
-$(STAMP): pyproject.toml
+# the exact versions of requirements/lock.txt (constraints: only what ctxsim[dev] needs is installed)
+$(STAMP): pyproject.toml setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c $(LOCK) -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -53,6 +57,13 @@ example: $(STAMP)
 calibration: $(STAMP)
 	$(CTXSIM) calibrate-summariser
 	$(CTXSIM) calibrate-recovery
+
+lock: $(STAMP)
+	$(PY) -m pip install -q -e '.[dev]'
+	{ sed -n '1,2p' $(LOCK); $(PY) -m pip freeze --exclude-editable | grep -v '^#'; } > $(LOCK).new && mv $(LOCK).new $(LOCK)
+
+wheel-check:
+	PYTHON=$(PYTHON) .ci/wheel-check
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check harness strategies tests

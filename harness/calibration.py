@@ -339,27 +339,54 @@ def _design(rows: Sequence[SurvivalRow], kinds: Sequence[str]):
     return np.array(x, dtype=float), np.array([r.kept for r in rows], dtype=float)
 
 
-def fit_survival(rows: Sequence[SurvivalRow], ridge: float = SURVIVAL_RIDGE):
-    """Penalised maximum likelihood (Newton's method) of the survival model on ``rows``."""
+def _logit_penalized():
+    """statsmodels' logistic regression with a penalised likelihood (its PenalizedMixin, as its own
+    tests and GLMGam use it; statsmodels 0.14-0.15, the [calibrate] extra)."""
+    from harness.extras import require
+
+    require("calibrate", "statsmodels")
+    from statsmodels.base._penalized import PenalizedMixin
+    from statsmodels.discrete.discrete_model import Logit
+
+    class LogitPenalized(PenalizedMixin, Logit):
+        pass
+
+    return LogitPenalized
+
+
+def fit_survival_se(rows: Sequence[SurvivalRow], ridge: float = SURVIVAL_RIDGE):
+    """Penalised maximum likelihood of the survival model on ``rows`` (statsmodels, Newton's method):
+    log-likelihood minus ``0.5 * sum(pen_j * w_j**2)``, pen 0 on the intercept, SLOPE_RIDGE on the
+    slopes, ``ridge`` on the kind offsets. Returns the model and each coefficient's standard error
+    (from the penalised Hessian; the intercept and the kind offsets are collinear, held apart only
+    by the penalty, so theirs are wide)."""
     import numpy as np
+    from statsmodels.base._penalties import L2
 
     from harness.survival import FEATURES, SurvivalModel
 
+    if not ridge > 0:
+        raise ValueError(f"ridge={ridge}: the intercept and the kind offsets are collinear, only a positive "
+                         "ridge on the offsets identifies them")
     kinds = sorted({r.kind for r in rows})
     a, y = _design(rows, kinds)
     pen = np.array([0.0] + [SLOPE_RIDGE] * len(FEATURES) + [ridge] * len(kinds))
-    w = np.zeros(a.shape[1])
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-(a @ w)))
-        g = a.T @ (p - y) + pen * w
-        h = (a * (p * (1 - p))[:, None]).T @ a + np.diag(pen) + 1e-9 * np.eye(len(w))
-        step = np.linalg.solve(h, g)
-        w -= step
-        if float(np.abs(step).max()) < 1e-10:
-            break
+    # statsmodels subtracts pen_weight * sum(weights * w**2): weights = pen / 2 is the penalty above
+    model = _logit_penalized()(y, a, penal=L2(weights=pen / 2), pen_weight=1.0)
+    res = model.fit(method="newton", start_params=np.zeros(a.shape[1]), maxiter=100, tol=1e-10, disp=0)
+    if not res.mle_retvals.get("converged", True):
+        raise ValueError(f"the survival fit did not converge in 100 Newton steps on {len(rows)} rows")
+    w, se = np.asarray(res.params, dtype=float), np.asarray(res.bse, dtype=float)
     n = len(FEATURES)
-    return SurvivalModel(float(w[0]), {k: float(w[1 + n + j]) for j, k in enumerate(kinds)},
-                         {k: float(w[1 + j]) for j, k in enumerate(FEATURES)})
+    names = ["intercept", *FEATURES, *(f"kind:{k}" for k in kinds)]
+    return (SurvivalModel(float(w[0]), {k: float(w[1 + n + j]) for j, k in enumerate(kinds)},
+                          {k: float(w[1 + j]) for j, k in enumerate(FEATURES)}),
+            {k: float(s) for k, s in zip(names, se)})
+
+
+def fit_survival(rows: Sequence[SurvivalRow], ridge: float = SURVIVAL_RIDGE):
+    """The survival model fitted on ``rows`` (:func:`fit_survival_se` without the standard errors)."""
+    return fit_survival_se(rows, ridge)[0]
 
 
 def _by_kind(rows: Sequence[SurvivalRow], model) -> dict[str, dict[str, Any]]:
@@ -407,12 +434,13 @@ def survival_file(comps: Sequence[RealCompaction], sources: Sequence[Mapping[str
     from harness.survival import VERSION as SVERSION
 
     rows = [r for c in comps for r in c.rows]
-    model = fit_survival(rows)
+    model, se = fit_survival_se(rows)
     ratios = [c.summary_chars / c.input_tokens for c in comps if c.input_tokens]
     return {
         "format": SFORMAT, "version": SVERSION,
         "source": {"command": command, "logs": [dict(s) for s in sources],
-                   "code": "harness/calibration.py: real_compactions, fit_survival, leave_one_out",
+                   "code": "harness/calibration.py: real_compactions, fit_survival (statsmodels, penalised "
+                           "logit), leave_one_out",
                    "facts": "derived from each session's content (harness/probes.py); kept = the fact's text is "
                             "verbatim in the real summary",
                    "ridge": SURVIVAL_RIDGE, "slope_ridge": SLOPE_RIDGE},
@@ -421,6 +449,7 @@ def survival_file(comps: Sequence[RealCompaction], sources: Sequence[Mapping[str
                          "summary_cl100k": c.summary_cl100k, "facts": len(c.rows),
                          "kept": sum(r.kept for r in c.rows)} for c in comps],
         "model": {k: _round(v) for k, v in model.as_dict().items()},
+        "standard_errors": _round(se),
         "fit": _by_kind(rows, model),
         "leave_one_out": leave_one_out(comps),
         "length": {"chars_per_input_token": round(statistics.median(ratios), 5) if ratios else None,

@@ -386,7 +386,9 @@ class AnthropicBackend(_MessagesBackend):
         self.failures_in_a_row = 0
         self.timed_out = False    # the last call timed out: the next one is sent once, not retried
         if client is None:
-            import anthropic
+            from harness.extras import require
+
+            anthropic = require("live", "anthropic")   # the [live] extra
 
             key = api_key or os.environ.get(ENV_KEY)
             if not key:

@@ -406,7 +406,10 @@ def _local(specs: list[RunSpec], out_dir: str, workers: int) -> Iterable[dict[st
 
 
 def _dask(specs: list[RunSpec], out_dir: str, scheduler: str | None, client=None) -> Iterable[dict[str, Any]]:
-    from distributed import Client, as_completed
+    from harness.extras import require
+
+    distributed = require("dask", "distributed")   # the [dask] extra
+    Client, as_completed = distributed.Client, distributed.as_completed
 
     own = client is None
     if own:

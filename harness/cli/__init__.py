@@ -20,12 +20,35 @@ class BadInput(Exception):
     """Raised by a subcommand for input the user must fix (exit 2)."""
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's, when run from a checkout without one)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("ctxsim")
+    except PackageNotFoundError:
+        import tomllib
+
+        from harness import bundled
+
+        pyproject = bundled.REPO / "pyproject.toml"
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"] if pyproject.is_file() \
+            else "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ctxsim",
         description="Replay coding-agent sessions through context strategies and measure cost, "
         "cache hit rate, latency and task retention.",
     )
+    p.add_argument("--version", action="version", version=f"ctxsim {version()}")
+    p.add_argument("--tokenizer", choices=["cl100k", "claude"], default=None,
+                   help="the provider's offline tokenizer for every count of this command (default cl100k, or "
+                   "CTXSIM_TOKENIZER; claude: the anthropic-tokenizer package, extra [claude-tokenizer]; README, "
+                   "'Which tokenizer'). A token scale is fitted for the tokenizer it was fitted with: import and "
+                   "run with the same one")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"harness.cli.{name}").register(sub)
@@ -34,8 +57,8 @@ def _parser() -> argparse.ArgumentParser:
 
 # exceptions that mean "bad input" (exit 2), by module: a module that was never imported cannot
 # have raised one, so none is imported just to be caught (`ctxsim --help` stays light)
-_USER_ERRORS = {"harness.live": "LiveError", "harness.provider.models": "UnknownModelError",
-                "harness.response_store": "StoreMiss", "harness.trace": "TraceError",
+_USER_ERRORS = {"harness.extras": "MissingExtra", "harness.live": "LiveError", "harness.provider.models": "UnknownModelError",
+                "harness.provider.tokenizer": "UnknownTokenizer", "harness.response_store": "StoreMiss", "harness.trace": "TraceError",
                 "strategies.registry": "StrategyError"}
 
 
@@ -64,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     _exit_on_sigterm()
+    if args.tokenizer:   # process-wide, inherited by sweep workers (harness.provider.tokenizer.ENV)
+        import os
+
+        os.environ["CTXSIM_TOKENIZER"] = args.tokenizer
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -1,6 +1,7 @@
 """ctxsim calibrate-summariser [LOG ...]: fit the simulated summariser's fact survival to real
 compactions (the conversation a real agent summarised and the summary it wrote) and write the data
-file the simulated summariser loads (harness/data/summary_survival.json by default)."""
+file the simulated summariser loads (``--summariser survival_file=PATH``; the committed
+harness/data/summary_survival.json when run from a checkout with no -o)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-DEFAULT_LOGS = "../shared/traces/real/claude-code"  # the bundled Claude Code logs, relative to the repo root
+DEFAULT_LOGS = "../shared/traces/real/claude-code"  # the project's Claude Code logs, beside a checkout
 
 
 def register(sub) -> None:
@@ -20,11 +21,35 @@ def register(sub) -> None:
         "the logistic survival model (kind, uses, mentions, typed by the user, age) to which facts the real "
         "summary kept; report the fit and its leave-one-out error by kind, and the summary length per input "
         "token. Offline; no model is called.")
-    p.add_argument("logs", nargs="*", metavar="LOG", help=f"session logs or folders (default: {DEFAULT_LOGS})")
+    p.add_argument("logs", nargs="*", metavar="LOG", help=f"session logs or folders (default, only when run from a ctxsim checkout: {DEFAULT_LOGS})")
     p.add_argument("-o", "--output", default=None,
-                   help="data file to write (default: harness/data/summary_survival.json in the package)")
+                   help="data file to write (default: from a checkout, its harness/data/summary_survival.json; "
+                   "installed, summary_survival.json in the user data folder, e.g. ~/.local/share/ctxsim)")
     p.add_argument("--quiet", "-q", action="store_true", help="no table on the terminal")
     p.set_defaults(func=run)
+
+
+def _default_logs() -> list[str]:
+    from harness import bundled
+    from harness.cli import BadInput
+
+    real = bundled.shared_logs("claude-code")
+    if real is None:
+        raise BadInput(f"no LOG given: name the Claude Code session logs (files or folders) to fit on; the default "
+                       f"{DEFAULT_LOGS} applies only when run from a ctxsim checkout that has it beside it")
+    return [str(real)]
+
+
+def default_output(packaged: Path) -> Path:
+    """From a checkout: the committed data file (``make calibration`` refits it). Installed: the user's
+    data folder, never the installed package."""
+    from harness import bundled
+
+    if bundled.in_checkout():
+        return packaged
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("ctxsim")) / packaged.name
 
 
 def _logs(items: list[str]) -> list[tuple[Path, Path]]:
@@ -51,7 +76,7 @@ def run(args) -> int:
     from harness.provider.tokenizer import get_tokenizer
 
     count = get_tokenizer().count
-    items = args.logs or [str(Path(__file__).resolve().parents[2] / DEFAULT_LOGS)]
+    items = args.logs or _default_logs()
     comps, sources = [], []
     for path, root in _logs(items):
         trace = import_file("claude-code", path).trace
@@ -66,7 +91,7 @@ def run(args) -> int:
                        "leave-one-out check need at least 2")
     cmd = "ctxsim calibrate-summariser" + ("" if not args.logs else " " + " ".join(args.logs))
     data = cal.survival_file(comps, sources, cmd)
-    out = Path(args.output) if args.output else survival.DATA
+    out = Path(args.output) if args.output else default_output(survival.DATA)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     if not args.quiet:
@@ -75,6 +100,8 @@ def run(args) -> int:
 
 
 def _print(d: dict, out: Path) -> None:
+    from harness import survival
+
     w = sys.stdout.write
     for c in d["compactions"]:
         w(f"{c['source']} ({c['trigger']}, call {c['call']}): {c['input_tokens'] or 0:,} tokens in, "
@@ -82,6 +109,7 @@ def _print(d: dict, out: Path) -> None:
     m = d["model"]
     w("model: logit p = {:+.3f}".format(m["intercept"]) + "".join(f" {v:+.3f}·{k}" for k, v in m["coef"].items())
       + " + kind[" + ", ".join(f"{k} {v:+.3f}" for k, v in m["kinds"].items()) + "]\n")
+    w("standard errors: " + ", ".join(f"{k} {v:.3f}" for k, v in d["standard_errors"].items()) + "\n")
     w(f"{'kind':<12}{'n':>6}{'real':>8}{'fit':>8}{'LOO n':>8}{'LOO real':>10}{'LOO pred':>10}{'err pts':>9}\n")
     loo = d["leave_one_out"]["pooled"]
     for k, c in d["fit"].items():
@@ -93,3 +121,5 @@ def _print(d: dict, out: Path) -> None:
     w(f"summary length: {L['chars_per_input_token']} chars per input token (range "
       f"{L['chars_per_input_token_range'][0]}–{L['chars_per_input_token_range'][1]})\n")
     w(f"wrote {out}\n")
+    if out.resolve() != survival.DATA.resolve():
+        w(f"use it: ctxsim run ... --summariser survival_file={out}\n")

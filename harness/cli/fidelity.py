@@ -12,7 +12,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "fidelity", help="simulated vs recorded usage",
         description="Replay an imported trace with the `recorded` strategy and compare with its recorded usage: "
-        "context tokens per call (token scale fitted on the first 30%% of calls, error on the rest), cache-read "
+        "context tokens per call (token scale fitted on the first 30% of calls, error on the rest), cache-read "
         "share, cost, NovaCode's 3.5 chars/token estimator, compactions, every recorded cache miss classified "
         "(ttl / prefix_change / unexplained) and the hidden-content deltas.")
     p.add_argument("trace", help="an imported trace (ctxsim import ...) with per-call usage")

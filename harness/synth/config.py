@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness import bundled
 from harness.synth import distributions as D
 from harness.synth.distributions import LogNormal
 from harness.trace import FACT_CATEGORIES
 
-PRESET_DIR = Path(__file__).resolve().parents[2] / "traces" / "presets"
 TOOL_KINDS = ("bash", "edit", "read", "grep", "glob", "web", "task")
 RATE_CATEGORIES = ("file", "constraint", "preference", "feedback")
 RESULT_MAX_CHARS = 400_000  # clip: the largest single result in the logs is 84k; spill-heavy goes beyond
@@ -201,7 +201,7 @@ class SynthConfig(BaseModel):
 
 # --- loading --------------------------------------------------------------------------------------
 def preset_names() -> list[str]:
-    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+    return sorted(p.stem for p in bundled.presets_dir().glob("*.toml"))
 
 
 def _parse_value(raw: str) -> Any:
@@ -225,10 +225,11 @@ def _set_path(d: dict[str, Any], key: str, value: Any, defaults: dict[str, Any])
 
 
 def load_preset(preset: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> SynthConfig:
-    """A preset by name (``traces/presets/NAME.toml``) or path, with ``key=value`` overrides."""
+    """A preset by name (``traces/presets/NAME.toml``, in a wheel ``harness/data/traces/presets``) or path,
+    with ``key=value`` overrides."""
     p = Path(preset)
     if not (p.suffix == ".toml" or p.exists()):
-        p = PRESET_DIR / f"{preset}.toml"
+        p = bundled.presets_dir() / f"{preset}.toml"
         if not p.exists():
             raise PresetError(f"unknown preset {preset!r}; known: {', '.join(preset_names())} (or a path to a .toml file)")
     try:

@@ -21,7 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_REAL_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real"
+
+def default_real_dir() -> Path:
+    """``../shared/traces/real`` beside the checkout: this is a developer's command, run from the repository."""
+    from harness import bundled
+
+    real = bundled.shared_logs()
+    if real is None:
+        raise SystemExit("no real logs given, and not run from a ctxsim checkout with ../shared/traces/real "
+                         "beside it: pass the folder of real logs")
+    return real
 
 # Claude Code tool names -> the generator's tool kinds
 CLAUDE_KIND = {
@@ -219,7 +228,7 @@ def lognormal_fit(xs: list[float] | np.ndarray) -> dict[str, float]:
             "max": float(a.max())}
 
 
-def fit(real_dir: Path = DEFAULT_REAL_DIR) -> dict:
+def fit(real_dir: Path) -> dict:
     """Every figure the generator uses, fitted on the real logs."""
     s = collect(real_dir)
     total = sum(s.tool_calls.values())
@@ -246,7 +255,7 @@ def fit(real_dir: Path = DEFAULT_REAL_DIR) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    real = Path(argv[0]) if argv else DEFAULT_REAL_DIR
+    real = Path(argv[0]) if argv else default_real_dir()
     print(json.dumps(fit(real), indent=2))
     return 0
 

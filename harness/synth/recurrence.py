@@ -377,9 +377,9 @@ def _row(name: str, sm: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from harness.synth.fit import DEFAULT_REAL_DIR
+    from harness.synth.fit import default_real_dir
 
-    real = Path(argv[0]) if argv and not argv[0].isidentifier() and "/" in argv[0] else DEFAULT_REAL_DIR
+    real = Path(argv[0]) if argv and not argv[0].isidentifier() and "/" in argv[0] else default_real_dir()
     presets = [a for a in argv if a != str(real) and "/" not in a] or ["long-200k"]
     print("| trace | uses | first entered: median tokens | p90 | > 40k | median calls | last seen: median tokens | "
           "p90 | > 40k | median calls |")

@@ -47,3 +47,20 @@ def test_a_message_holds_what_its_text_holds(needles, texts):
     matcher_ = Matcher(needles)
     assert matcher_.in_message(m) == brute(needles, m.text)
     assert matcher_.in_message(m) == brute(needles, m.text)  # cached on the blocks: the same again
+
+
+def test_a_generated_session_matches_in_on_every_block():
+    """pyahocorasick replaced a trie-shaped regex here; on a whole generated session (its planted
+    facts as needles, every block as a text) the answer is still exactly what `in` gives."""
+    from harness.synth.config import load_preset
+    from harness.synth.generator import generate
+    from harness.trace import ToolResultEvent, UserEvent
+
+    t = generate(load_preset("short"), 3)
+    needles = {k: f.text for k, f in t.facts().items()}
+    m = Matcher(needles)
+    texts = [e.text if isinstance(e, UserEvent) else e.content for e in t.events
+             if isinstance(e, UserEvent | ToolResultEvent)]
+    assert len(needles) > 5 and len(texts) > 20
+    assert [m.present(x) for x in texts] == [brute(needles, x) for x in texts]
+    assert any(m.present(x) for x in texts)
