@@ -98,6 +98,7 @@ class RunConfig:
     token_scale: float | Mapping[str, float] | None = None  # one scale, or {model: scale}
     models_file: Path | None = None
     max_calls: int | None = None
+    fitted_misses: bool = True   # apply the trace's fitted cache-miss model (header.recorded.cache_miss_model)
     max_attempts: int = MAX_ATTEMPTS_PER_CALL  # requests per main call, retries after a rejection included
     readback_probability: float | None = None  # overrides the retention model's recovery probability
     retention: Mapping[str, Any] = field(default_factory=dict)  # RetentionParams overrides
@@ -116,7 +117,9 @@ class RunConfig:
         model = self.model or run_model(trace)
         return Provider(model, window=self.window or (rec.window if rec else None), cache=self.cache,
                         token_scale=self.token_scale or (rec.token_scale if rec else None),
-                        models_file=self.models_file, cache_ttl=self.cache_ttl or (rec.cache_ttl if rec else None))
+                        models_file=self.models_file, cache_ttl=self.cache_ttl or (rec.cache_ttl if rec else None),
+                        miss_model=rec.cache_miss_model if rec is not None and self.fitted_misses else None,
+                        seed=self.seed)
 
 
 def recorded_models(trace: Trace) -> list[str]:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.cache_misses import fit_miss_model
 from harness.conversation import Message, Usage
 from harness.engine import RunConfig, replay
 from harness.llm import SUBAGENT, SUMMARY
@@ -78,6 +79,7 @@ HIDDEN_FRACTION_OF_ADDED = 0.10
 NOTED_BEFORE = (("<task-notification>", "<task-notification>"), (MCP_COMMAND, "/mcp"))
 # anthropics/claude-code#87966 (reported): reads that stop at the stable prefix, intermittently,
 # with no idle time, no change the client made and no pattern across sessions
+MISS_CAUSES = ("ttl", "prefix_change", "fitted", "unexplained")
 INTERMITTENT = "anthropics/claude-code#87966 reports such intermittent fall-backs to the stable prefix"
 
 
@@ -311,7 +313,10 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         warm_ev = (f"the first call read {main_first.usage.cache_read:,} tokens from the cache (a prefix an earlier "
                    f"session cached within its TTL); {warm:,} of them are the system prompt's head")
     startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
+    miss_model, _ = fit_miss_model(calls, STRIPS_PREVIOUS_THINKING, _provider_of(model or trace.header.model, models_file),
+                                   max(0, main_prefix - startup))
     rec = rec.model_copy(update={
+        "cache_miss_model": miss_model,
         "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
         "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
@@ -320,6 +325,15 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     meta = {**trace.header.meta, "prefix_tokens_scale": round(scale, 6)}
     return with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
                                                                  "meta": meta}))
+
+
+def _provider_of(model: str | None, models_file: str | None = None) -> str:
+    from harness.provider.models import UnknownModelError, load_table
+
+    try:
+        return load_table(models_file).get(model).provider
+    except UnknownModelError:
+        return "anthropic"
 
 
 def system_prompt_reads(calls: list[RecordedCall], warm: int = 0) -> list[RecordedCall]:
@@ -504,21 +518,33 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
 
     # the system prefix as the log measures it: what the first call after a compaction read back
     after = [c for c in with_usage if c.after_compact and c.usage.cache_read]
-    misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens)
+    fitted = fit_miss_model(calls, STRIPS_PREVIOUS_THINKING, provider.spec.provider)[1] if rec.cache_miss_model else {}
+    misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens, fitted)
     hidden = hidden_deltas(calls, table)
-    premium = 0.0   # what the unexplained misses cost over a read of the same tokens
+    by_cause: dict[str, dict[str, Any]] = {k: {"calls": 0, "usd": 0.0} for k in MISS_CAUSES}
+    for m in misses:
+        u = calls[m["call"]].usage
+        spec = provider.spec_for(table.loc[m["call"], "model"])
+        inp, w5, w1, rd, _ = spec.rates(int(table.loc[m["call"], "recorded_context"]))
+        # what the miss cost over a read of the tokens it fell short by, at what the log billed them
+        # as: a write (explicit caches) or uncached input (automatic caches, no write premium)
+        billed = inp if spec.provider != "anthropic" else w1 if u.cache_write_1h > u.cache_write_5m else w5
+        d = by_cause.setdefault(m["cause"], {"calls": 0, "usd": 0.0})
+        d["calls"] += 1
+        d["usd"] += max(0, m["expected_read"] - m["recorded_read"]) * (billed - rd)
+    for d in by_cause.values():
+        d["usd"] = round(d["usd"], 4)
+    premium = 0.0   # what the unexplained misses cost over what the replay read instead
     for m in misses:
         if m["cause"] == "unexplained":
             r = table.loc[m["call"]]
             spec = provider.spec_for(r["model"])
             inp, w5, w1, rd, _ = spec.rates(int(r["recorded_context"]))
             u = calls[m["call"]].usage
-            # the tokens the replay read and the log did not, at what the log billed them as: a
-            # write (explicit caches) or uncached input (automatic caches, no write premium)
             missed = max(0, int(r["simulated_cache_read"]) - u.cache_read)
             billed = inp if spec.provider != "anthropic" else w1 if u.cache_write_1h > u.cache_write_5m else w5
             premium += missed * (billed - rd)
-    n_miss = {k: sum(1 for m in misses if m["cause"] == k) for k in ("ttl", "prefix_change", "unexplained")}
+    n_miss = {k: by_cause[k]["calls"] for k in MISS_CAUSES}
     report = {
         "trace": trace.path or trace.header.name,
         "model": model,
@@ -551,6 +577,9 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
                       "calls": len(est_errs)},
         "compactions": compactions,
         "cache_misses": n_miss,
+        "cache_misses_usd": {k: v["usd"] for k, v in by_cause.items()},
+        "cache_model": ({"fitted": True, **rec.cache_miss_model.model_dump()} if rec.cache_miss_model
+                        else {"fitted": False}),
         "hidden_tokens": {"calls": len(hidden), "total": int(sum(h["tokens"] for h in hidden)),
                           "shrinking_calls": sum(1 for h in hidden if h["tokens"] < 0),
                           "by_preceding_tool": _by_tool(hidden),
@@ -607,7 +636,8 @@ def _pin_segments(calls: list[RecordedCall], table: pd.DataFrame) -> list[dict[s
     return pins
 
 
-def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefix: int) -> list[dict[str, Any]]:
+def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefix: int,
+                    fitted: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """Every recorded cache miss with its cause: ``ttl`` (the gap since the previous call exceeds
     the TTL written), ``prefix_change`` (a change the log shows: the model switched, so another
     cache; an ``/mcp`` command reconnected a server just before, so the tools or the instructions
@@ -616,7 +646,9 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
     ``trigger`` names a noted message just before, e.g. a ``<task-notification>``: seen before a
     fall-back in one bundled session and before a full hit in others, so it is reported, not a
     cause). None of them is re-enacted by the replay but the model switch and the replay's own
-    misses. A compaction's first call is a declared rewrite, not a miss."""
+    misses. A compaction's first call is a declared rewrite, not a miss. ``fitted``: the calls the
+    trace's fitted miss model accounts for (harness/cache_misses.py), cause ``fitted``."""
+    fitted = fitted or {}
     out = []
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
@@ -640,6 +672,10 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
                 "an MCP server was reconnected just before (/mcp): what the agent sends for it (tools, "
                 "instructions) was sent again; which bytes changed the log does not show (the replay sends the "
                 "system prompt's session part anew)")
+        elif c.index in fitted:
+            cause, block = "fitted", (
+                "a request routed where the session's entries are absent (the fitted cache model)" if fitted[c.index] == "stray"
+                else "back on the session's node after a stray: reads the entry before it (the fitted cache model)")
         elif sim["simulated_cache_read"] + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) < sim_prev["simulated_context"]:
             cause, block = "prefix_change", "the replay of the visible content misses here too"
             if c.new_turn and c.model and c.model.startswith(STRIPS_PREVIOUS_THINKING):
