@@ -683,7 +683,11 @@ def _provenance(run: _Run, calls: pd.DataFrame) -> dict[str, Any]:
     params = run.retention.params if run.retention is not None else ret.RetentionParams(**run.cfg.retention)
     return {"trace": pv.trace_source(run.trace.header), "prices": pv.prices(run.provider.table, models),
             "summariser": pv.summariser(run.backend), "retention": pv.retention(params),
-            "max_attempts_per_call": run.cfg.max_attempts}
+            "max_attempts_per_call": run.cfg.max_attempts,
+            "cache_model": ({"fitted": True, "share": run.provider.miss_model.share,
+                             "fallback_none": run.provider.miss_model.fallback_none,
+                             "routed_requests": run.provider.routed}
+                            if run.provider.miss_model is not None else {"fitted": False})}
 
 
 def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, Any] | None = None,

@@ -100,4 +100,9 @@ def run(args) -> int:
         from harness.cli.table import print_table
 
         print_table([res.metrics], title=f"{res.strategy} on {Path(args.trace).name} ({res.model}, window {res.window:,})")
+    from harness.billcheck import run_notes
+
+    as_recorded = cfg.cache and not cfg.overrides()   # the bill is comparable only on the recorded setting
+    for line in run_notes(trace, res.strategy if as_recorded else "", res.calls, res.metrics["cost_usd"], res.metrics, args.models_file):
+        print(f"ctxsim run: {line}", file=sys.stderr)
     return 0
