@@ -762,6 +762,34 @@ def figure(fid: Fidelity, path: str) -> None:
     plt.close(fig)
 
 
+def summary_table(report: dict[str, Any]) -> str:
+    """The report as a readable table: context error, cost recorded vs simulated, cache-read
+    share, the misses by cause with what they cost over a read, and the cache model."""
+    ct, cr, cost = report["context_tokens"], report["cache_read_share"], report["cost_usd"]
+    usd = report.get("cache_misses_usd", {})
+
+    def pct(x: Any) -> str:
+        return "–" if x is None else f"{x:.1f}%"
+
+    rows = [("calls", f"{report['calls']} (scale {report['token_scale']}, fitted on {report['fit_calls']})", ""),
+            ("context tokens, |error|", f"median {pct(ct['median_abs_pct_error'])}", f"p90 {pct(ct['p90_abs_pct_error'])}"),
+            ("cost", f"recorded ${cost['recorded']:.4f}", f"simulated ${cost['simulated']:.4f} "
+             f"({pct(cost['abs_pct_error'])} off)"),
+            ("cache-read share", f"recorded {cr['recorded']}", f"simulated {cr['simulated']}")]
+    for k, n in report["cache_misses"].items():
+        rows.append((f"misses: {k}", f"{n} calls", f"${usd.get(k, 0.0):.4f} over a read"))
+    cm = report.get("cache_model") or {}
+    rows.append(("cache model", f"fitted: {cm['share']:.1%} routed astray" if cm.get("fitted") else "not fitted",
+                 f"{cm['strays']} strays / {cm['eligible']} calls in the log" if cm.get("fitted") else ""))
+    if cost.get("output_tokens_partial"):
+        rows.append(("output tokens", "partial in the log (a lower bound)", ""))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    lines = [f"fidelity of {report['trace']} ({report['model']})"]
+    lines += [f"  {a:<{w0}}  {b:<{w1}}  {c}".rstrip() for a, b, c in rows]
+    return "\n".join(lines)
+
+
 def summary_line(report: dict[str, Any]) -> str:
     ct, cr, cost = report["context_tokens"], report["cache_read_share"], report["cost_usd"]
     return (f"{report['trace']}: {report['calls']} calls, scale {report['token_scale']} (fit on {report['fit_calls']}), "
@@ -771,4 +799,4 @@ def summary_line(report: dict[str, Any]) -> str:
 
 
 __all__ = ["Fidelity", "RecordedCall", "calibrate", "classify_misses", "compaction_calls", "figure", "fit_token_scale",
-           "hidden_deltas", "recorded_calls", "recovered_hidden", "run_fidelity", "summary_line"]
+           "hidden_deltas", "recorded_calls", "recovered_hidden", "run_fidelity", "summary_line", "summary_table"]
