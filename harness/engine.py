@@ -265,10 +265,20 @@ class _Run:
         self.failure: Rejection | None = None
         self.probes_not_reached = 0
         self.isolated: list[bool] = []  # per open subtask span: run in its own context?
+        self.span_systems: list[SystemPrompt] = []  # the system prompt each open span set aside
         self.turns, self.turns_failed = 0, 0
 
     def now(self) -> float:
         return self.t + self.offset
+
+    def _span_system(self, span: str) -> SystemPrompt:
+        """An isolated sub-agent's system prompt: the size the log measured for its span (its
+        own system prompt and tools, which the log only sizes), else the parent's. Every strategy
+        sends it (issue 27: a warm-up sidechain lost its 16,965-token prefix outside ``recorded``)."""
+        rec = self.trace.header.recorded
+        opaque = rec.subagent_prefix_tokens.get(span) if rec is not None else None
+        sys_ = self.env.system
+        return sys_ if opaque is None or opaque == sys_.opaque_tokens else SystemPrompt(sys_.blocks, opaque)
 
     # --- rows -----------------------------------------------------------------------------------
     def record_call(self, req: Request, now: float, usage: Usage | None, tokens: int, *, cost: float = 0.0,
@@ -349,11 +359,15 @@ class _Run:
             elif isinstance(ev, SubtaskStart):
                 self.subtasks.append(ev.id)
                 self.isolated.append(ev.isolated)
+                self.span_systems.append(self.env.system)
+                if ev.isolated:
+                    self.env.system = self._span_system(ev.id)
                 s.on_subtask_start(ev.id, ev.description, ev.isolated)
             elif isinstance(ev, SubtaskEnd):
                 self.subtasks.pop()
                 self.isolated.pop()
                 s.on_subtask_end(ev.id, ev.conclusion)
+                self.env.system = self.span_systems.pop()
             elif isinstance(ev, FactEvent):
                 pass  # ground truth: the engine's, never the strategy's
         if pending:
