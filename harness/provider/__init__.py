@@ -122,6 +122,10 @@ class Provider:
             node = self._other.get(spec.name)
             if node is None:
                 node = self._other[spec.name] = self._new_cache(spec)
+                if isinstance(node, AnthropicCache):
+                    # assumed: the other node's read finds any earlier entry of the session it holds (the
+                    # codemie logs show strays reading the context of a stray 4 calls and > 20 blocks back)
+                    node.lookback = 1 << 30
             key = lay.key(-1)
             if isinstance(node, AnthropicCache):
                 if node._live(key, now) is None:

@@ -106,9 +106,10 @@ class _Entry:
 class AnthropicCache:
     """Explicit-breakpoint cache of one model."""
 
-    def __init__(self, min_cacheable: int, default_ttl: str = "5m") -> None:
+    def __init__(self, min_cacheable: int, default_ttl: str = "5m", lookback: int = LOOKBACK_BLOCKS) -> None:
         self.min_cacheable = min_cacheable
         self.default_ttl = default_ttl
+        self.lookback = lookback
         self.entries: dict[tuple, _Entry] = {}
         self._expired_seen: set[tuple] = set()
         self._ops = 0
@@ -140,7 +141,7 @@ class AnthropicCache:
         hit, hit_tokens = None, 0
         expired_near = False
         for pos, _ttl in bps:
-            floor_blocks = lay.blocks(pos) - LOOKBACK_BLOCKS
+            floor_blocks = lay.blocks(pos) - self.lookback
             p = pos
             while p >= -2 and lay.blocks(p) > floor_blocks:
                 t = lay.tokens(p)
