@@ -16,6 +16,11 @@ partial match, so a model the table lacks is an error rather than another model'
    ``bedrock/…``, ``anthropic/…``: what gateways and LiteLLM-style configs write).
 
 ``claude-sonnet-4-5-foo``, ``gpt-5-mini`` or ``gpt-5.5-pro`` match nothing: add them with ``--models FILE``.
+
+ccusage (ryoppippi/ccusage ``src/pricing-fetcher.ts`` @ 10b43575) prices any id by exact match, then
+``anthropic/<id>``, then a substring match either way against LiteLLM's price list: so it accepts
+every Bedrock region prefix and route prefix, but also prices ``gpt-5-mini`` as whatever key it
+contains. Rules 3–4 accept the same ids a user's logs write without the substring step.
 """
 
 from __future__ import annotations
