@@ -154,3 +154,30 @@ def test_warning_when_the_recorded_replay_is_more_than_5pct_off_the_bill():
     w = bill_warning(t, calls, 0.06)
     assert w.startswith("the recorded replay costs $0.0600, 33.3% above the bill $0.0450")
     assert "reads the cache less than the log did (share 0.00 vs 1.00)" in w
+
+
+def _billed(t: tr.Trace, usage: tr.RecordedUsage) -> tr.Trace:
+    evs = [e.model_copy(update={"usage": usage}) if isinstance(e, tr.AssistantEvent) else e for e in t.events]
+    h = t.header.model_copy(update={"usage": "per_call", "source": {"format": "claude-code", "path": "x.jsonl"}})
+    return tr.validate_events(h, evs)
+
+
+def test_run_and_compare_say_the_model_was_fitted_and_warn_off_the_bill(tmp_path, capsys):
+    """Every call billed as 40,000 tokens written: far above what the replay writes and reads, so
+    `run -s recorded` and `compare` print one warning each naming the cause; both say the cache
+    model was fitted; the report's assumptions say it too."""
+    from harness.cli import main as cli
+
+    t = _billed(_trace(model(0.25, 1.0)), tr.RecordedUsage(input=3, cache_write_5m=40_000, output=20))
+    path = tmp_path / "t.jsonl"
+    tr.write(t, path)
+    assert cli(["run", str(path), "--strategy", "recorded", "-q"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(x.startswith("ctxsim run: cache model: fitted on the log") for x in err)
+    (warn,) = [x for x in err if "warning: the recorded replay costs" in x]
+    assert "below the bill" in warn and "reads the cache more than the log did" in warn
+    assert cli(["compare", str(path), "--strategies", "novacode,claude_code", "--report", str(tmp_path / "rep")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: the recorded replay costs") == 1 and "cache model: fitted" in err
+    report = next((tmp_path / "rep").glob("*.md")).read_text()
+    assert "**Cache model** of `t.jsonl`: fitted on the log: 25.0% of requests routed" in report
