@@ -66,6 +66,9 @@ def run_notes(trace: Trace, strategy: str, calls: pd.DataFrame, cost: float, met
               models_file: str | None = None) -> list[str]:
     """The lines a run prints after its table: the cache model, and the bill warning (recorded only)."""
     out = []
+    if trace.header.source and trace.header.usage == "none":
+        out.append("the log records no usage (e.g. a Codex rollout without token_count): this cost is simulated, "
+                   "there is no bill to compare it with")
     routed = (metrics.get("provenance") or {}).get("cache_model", {}).get("routed_requests")
     line = cache_model_line(trace, routed)
     if line:

@@ -96,6 +96,7 @@ def test_the_model_from_session_meta_and_none_is_exit_2_at_run(tmp_path, capsys)
     assert cli(["run", str(out), "--strategy", "append_only", "-q"]) == 2
     assert "records no model" in capsys.readouterr().err
     assert cli(["run", str(out), "--strategy", "append_only", "-q", "--model", "gpt-5.5"]) == 0
+    assert "this cost is simulated" in capsys.readouterr().err
     g = tmp_path / "m" / "rollout-b.jsonl"
     g.parent.mkdir()
     g.write_text(f.read_text().replace('"cli_version"', '"model": "gpt-5.5", "cli_version"'))
