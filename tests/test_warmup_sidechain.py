@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from harness import trace as tr
 from harness.engine import RunConfig, replay
 from harness.importers import import_file
 from tests.helpers_claude_code import asst, text, user, write
