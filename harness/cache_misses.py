@@ -93,32 +93,40 @@ def shadow_read(calls: list[Any], strips: tuple[str, ...], share: float, fallbac
     """Tokens the eligible calls read under the model (routing.Router, averaged over ``phases``
     evenly spaced phases), on the log's own context sizes: a call on the session's node reads the
     last context written there, a stray reads nothing or what the other node holds (the last
-    stray's context in this stretch of the thread, else the system prefix)."""
+    stray's context of this context thread while its TTL lasts, else the system prefix)."""
     total = 0.0
     for k in range(phases):
         phase = (k + 0.5) / phases
         n = m = 0
         home: dict[str, int] = {}
-        other: dict[str, int] = {}
+        other: dict[str, tuple[int, float, float]] = {}   # thread -> (context, written at, TTL s) on the other node
         for c in calls:
             if c.usage is None:
                 continue
             prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+            if prev is None or prev.usage is None or c.after_compact:
+                home[c.thread] = c.context
+                other.pop(c.thread, None)
+                continue
+            if _explained(c, prev, strips):
+                home[c.thread] = c.context
+                continue
+            # the router draws only for requests that continue the previous one (Provider.bill)
             stray = math.floor(phase + (n + 1) * share) > math.floor(phase + n * share)
             n += 1
             none = False
             if stray:
                 none = math.floor(phase + (m + 1) * fallback_none) > math.floor(phase + m * fallback_none)
                 m += 1
-            if prev is None or prev.usage is None or c.after_compact or _explained(c, prev, strips):
-                home[c.thread], other[c.thread] = c.context, system_prefix
-                continue
             if not stray:
                 total += min(home.get(c.thread, 0), c.context)
                 home[c.thread] = c.context
             elif not none:
-                total += min(other.get(c.thread, system_prefix), c.context)
-                other[c.thread] = c.context
+                o = other.get(c.thread)
+                live = o is not None and c.t - o[1] <= o[2] and o[0] <= c.context
+                total += min(o[0] if live else system_prefix, c.context)
+                ttl = TTL_SECONDS["1h"] if c.usage.cache_write_1h > c.usage.cache_write_5m else TTL_SECONDS["5m"]
+                other[c.thread] = (c.context, c.t, ttl)
     return total / phases
 
 

@@ -700,7 +700,8 @@ def _provenance(run: _Run, calls: pd.DataFrame) -> dict[str, Any]:
             "max_attempts_per_call": run.cfg.max_attempts,
             "cache_model": ({"fitted": True, "share": run.provider.miss_model.share,
                              "fallback_none": run.provider.miss_model.fallback_none,
-                             "routed_requests": run.provider.routed}
+                             "routed_requests": run.provider.routed,
+                             "continuing_requests": run.provider.router._n}
                             if run.provider.miss_model is not None else {"fitted": False})}
 
 

@@ -150,7 +150,14 @@ class Provider:
         spec = self.spec_for(req.model)
         lay = layout or self.layout(req)
         total = lay.total()
-        stray = self.router.next() if self.router is not None else None
+        stray = None
+        if self.router is not None and self.cache_enabled:
+            # only a request that continues the previous one on its node (it would read what that one
+            # wrote) is routed by the model: what the log's eligible calls are (harness/cache_misses.py)
+            home = self._cache_for(spec)
+            hit = home.peek(lay, now)
+            if hit is not None and hit == home.last_key:
+                stray = self.router.next()
         if not self.cache_enabled:
             outcome = CacheOutcome(miss_reason="disabled")
         elif stray is not None:

@@ -8,14 +8,17 @@ Anthropic deployments (the codemie Bedrock sessions here: 14 and 16 of 55 and 47
 the ~20–23k-token system prefix or nothing, and the next call reads the full long prefix again: the
 entry was not evicted, the request went where it was not cached).
 
-The model (fitted per trace at import, ``harness.fidelity.fit_miss_model``, stored with its counts
-in ``header.recorded.cache_miss_model``): a share ``share`` of requests lands on a node that holds
+The model (fitted per trace at import, ``harness.cache_misses.fit_miss_model``, stored with its counts
+in ``header.recorded.cache_miss_model``): of the requests that continue the previous one on the
+session's node (they would read what it wrote: what the log's eligible calls are; a request after
+a TTL expiry, a prefix change or on another model misses or not whatever the router does), a share
+``share`` lands on a node that holds
 not the session's own. There the read falls back to nothing (``fallback_none`` of them: a node with
 none of it) or to what the other node holds (the rest): the system prefix (it serves other
 sessions with the same system prompt) and what earlier strays of the session wrote there, so a
 read can stop at an earlier call's context, as the logs show. What a stray writes stays on that
 node: the next request on the session's own node reads the entry before it. Which requests stray is systematic sampling with a seeded phase
-(``Router``): a replay of n requests has round(n·share) strays, spread evenly, in seed-determined
+(``Router``): a replay of n such requests has round(n·share) strays, spread evenly, in seed-determined
 places; so a run is a pure function of its seed and two strategies on one trace meet the same
 provider, not two different binomial draws.
 """
