@@ -93,7 +93,8 @@ def shadow_read(calls: list[Any], strips: tuple[str, ...], share: float, fallbac
     """Tokens the eligible calls read under the model (routing.Router, averaged over ``phases``
     evenly spaced phases), on the log's own context sizes: a call on the session's node reads the
     last context written there, a stray reads nothing or what the other node holds (the last
-    stray's context of this context thread while its TTL lasts, else the system prefix)."""
+    stray's context of this context thread while its TTL lasts and no change came in between, else
+    the system prefix)."""
     total = 0.0
     for k in range(phases):
         phase = (k + 0.5) / phases
@@ -108,8 +109,9 @@ def shadow_read(calls: list[Any], strips: tuple[str, ...], share: float, fallbac
                 home[c.thread] = c.context
                 other.pop(c.thread, None)
                 continue
-            if _explained(c, prev, strips):
-                home[c.thread] = c.context
+            if _explained(c, prev, strips):   # a TTL expiry, another model, a changed prefix: the
+                home[c.thread] = c.context      # other node's entries of this thread no longer match
+                other.pop(c.thread, None)
                 continue
             # the router draws only for requests that continue the previous one (Provider.bill)
             stray = math.floor(phase + (n + 1) * share) > math.floor(phase + n * share)
@@ -168,4 +170,45 @@ def fit_miss_model(calls: list[Any], strips: tuple[str, ...] = (), provider: str
     return model, labels
 
 
-__all__ = ["MIN_STRAYS", "fit_miss_model", "label_calls"]
+def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float, bool]], target_share: float,
+                          provider_factory, warm_first_main: bool = False, phases: int = PHASES,
+                          iterations: int = 16) -> CacheMissModel:
+    """``model`` with its share refitted on the requests a replay of the trace sent (``(request,
+    time, counted)``, in order): the share at which billing them through the provider model (``provider_factory
+    (miss_model)``: a fresh provider, as the run builds it) reads ``target_share`` of the input of the
+    counted ones (those the log billed: the log's cache-read share), averaged over
+    ``phases`` evenly spaced router phases. The requests of an open-loop replay do not depend on what
+    the cache did, so this is the replay's own cache, not a stand-in for it."""
+    from harness.provider.routing import Router
+
+    def read(share: float) -> float:
+        m = model.model_copy(update={"share": share})
+        total = inp = 0.0
+        for k in range(phases):
+            prov = provider_factory(m)
+            if prov.router is not None:
+                prov.router = Router(m, phases=((k + 0.5) / phases, (k * 0.618034 + 0.5) % 1.0))
+            warm = warm_first_main
+            for req, now, counted in requests:
+                if warm and req.kind == "main":   # what the engine does at the first main call
+                    prov.warm_shared_prefix(req, now)
+                    warm = False
+                u = prov.bill(req, now, 0).usage
+                if counted:
+                    total += u.cache_read
+                    inp += u.input_total
+        return total / inp if inp else 0.0
+
+    lo, hi = 0.0, 1.0
+    if read(0.0) <= target_share:   # the replay reads no more than the log with no strays at all
+        return model.model_copy(update={"share": 0.0})
+    for _ in range(iterations):   # reads fall as the share grows
+        mid = (lo + hi) / 2
+        if read(mid) > target_share:
+            lo = mid
+        else:
+            hi = mid
+    return model.model_copy(update={"share": round((lo + hi) / 2, 6)})
+
+
+__all__ = ["MIN_STRAYS", "fit_miss_model", "fit_share_on_requests", "label_calls"]

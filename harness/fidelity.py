@@ -323,8 +323,56 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         "subagent_prefix_tokens": {k: prefix(c) for k, c in threads.items() if k != "main"},
         "startup_tokens": startup, "startup_evidence": startup_ev})
     meta = {**trace.header.meta, "prefix_tokens_scale": round(scale, 6)}
-    return with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
-                                                                 "meta": meta}))
+    out = with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
+                                                                "meta": meta}))
+    if miss_model is not None:
+        miss_model = _fit_share(out, calls, miss_model, seed, model, models_file)
+        out = with_header(out, out.header.model_copy(update={
+            "recorded": rec.model_copy(update={"cache_miss_model": miss_model})}))
+    return out
+
+
+def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, model: str | None,
+               models_file: str | None):
+    """The miss model's share fitted on the replay's own requests (cache_misses.fit_share_on_requests):
+    one replay of ``recorded`` with no strays, its requests billed again at trial shares until the
+    calls the log billed read what the log read."""
+    from harness.cache_misses import fit_share_on_requests
+    from harness.engine import run_model
+
+    sent: list[tuple[Any, float, str]] = []
+
+    def observe(req, info) -> None:
+        if not info.get("rejected"):
+            sent.append((req, float(info["now"]), req.kind))
+
+    replay(trace, Recorded, {}, RunConfig(model=model, seed=seed, fitted_misses=False, observer=observe,
+                                          models_file=Path(models_file) if models_file else None))
+    billed = [c.usage is not None for c in calls]
+    compacts = [e.usage is not None for e in trace.events if isinstance(e, CompactEvent)]
+    requests, i, k = [], 0, 0
+    for req, now, kind in sent:
+        if kind in ("main", SUBAGENT):
+            counted = i < len(billed) and billed[i]
+            i += 1
+        elif kind == SUMMARY:
+            counted = k < len(compacts) and compacts[k]
+            k += 1
+        else:
+            counted = False
+        requests.append((req, now, counted))
+    usages = [u for u, _ in recorded_usages(trace, model)]
+    total_in = sum(u.context_tokens for u in usages)
+    target = sum(u.cache_read for u in usages) / total_in if total_in else 0.0
+    rec = trace.header.recorded
+
+    def provider(m):
+        return Provider(model or run_model(trace), window=rec.window, token_scale=rec.token_scale,
+                        models_file=models_file, cache_ttl=rec.cache_ttl, miss_model=m)
+    fitted = fit_share_on_requests(miss_model, requests, target, provider, warm_first_main=bool(rec.warm_prefix_tokens))
+    return fitted.model_copy(update={"source": fitted.source + (
+        f"; share {fitted.share:.3f} refitted on the replay's own {len(requests)} requests: at it they read, "
+        f"averaged over router phases, the share of their input the log's calls read ({target:.4f})")})
 
 
 def _provider_of(model: str | None, models_file: str | None = None) -> str:

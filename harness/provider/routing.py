@@ -55,9 +55,10 @@ class Router:
     """Which requests stray (systematic sampling at ``model.share``, seeded phase) and what the
     stray ones fall back to (the same at ``fallback_none``)."""
 
-    def __init__(self, model: CacheMissModel, seed: int = 0) -> None:
+    def __init__(self, model: CacheMissModel, seed: int = 0, phases: tuple[float, float] | None = None) -> None:
         self.model = model
-        self._phase, self._phase_fb = np.random.default_rng(np.random.SeedSequence([seed, 0x5EED_CAC4])).random(2)
+        self._phase, self._phase_fb = (phases if phases is not None else
+                                       np.random.default_rng(np.random.SeedSequence([seed, 0x5EED_CAC4])).random(2))
         self._n = 0
         self._k = 0
 
