@@ -99,6 +99,7 @@ class RunConfig:
     token_scale: float | Mapping[str, float] | None = None  # one scale, or {model: scale}
     models_file: Path | None = None
     max_calls: int | None = None
+    fitted_misses: bool = True   # apply the trace's fitted cache-miss model (header.recorded.cache_miss_model)
     max_attempts: int = MAX_ATTEMPTS_PER_CALL  # requests per main call, retries after a rejection included
     readback_probability: float | None = None  # overrides the retention model's recovery probability
     retention: Mapping[str, Any] = field(default_factory=dict)  # RetentionParams overrides
@@ -118,7 +119,9 @@ class RunConfig:
         model = self.model or run_model(trace)
         return Provider(model, window=self.window or (rec.window if rec else None), cache=self.cache,
                         token_scale=self.token_scale or (rec.token_scale if rec else None),
-                        models_file=self.models_file, cache_ttl=self.cache_ttl or (rec.cache_ttl if rec else None))
+                        models_file=self.models_file, cache_ttl=self.cache_ttl or (rec.cache_ttl if rec else None),
+                        miss_model=rec.cache_miss_model if rec is not None and self.fitted_misses else None,
+                        seed=self.seed)
 
 
 def recorded_models(trace: Trace) -> list[str]:
@@ -268,10 +271,20 @@ class _Run:
         self.failure: Rejection | None = None
         self.probes_not_reached = 0
         self.isolated: list[bool] = []  # per open subtask span: run in its own context?
+        self.span_systems: list[SystemPrompt] = []  # the system prompt each open span set aside
         self.turns, self.turns_failed = 0, 0
 
     def now(self) -> float:
         return self.t + self.offset
+
+    def _span_system(self, span: str) -> SystemPrompt:
+        """An isolated sub-agent's system prompt: the size the log measured for its span (its
+        own system prompt and tools, which the log only sizes), else the parent's. Every strategy
+        sends it (issue 27: a warm-up sidechain lost its 16,965-token prefix outside ``recorded``)."""
+        rec = self.trace.header.recorded
+        opaque = rec.subagent_prefix_tokens.get(span) if rec is not None else None
+        sys_ = self.env.system
+        return sys_ if opaque is None or opaque == sys_.opaque_tokens else SystemPrompt(sys_.blocks, opaque)
 
     # --- rows -----------------------------------------------------------------------------------
     def record_call(self, req: Request, now: float, usage: Usage | None, tokens: int, *, cost: float = 0.0,
@@ -352,11 +365,15 @@ class _Run:
             elif isinstance(ev, SubtaskStart):
                 self.subtasks.append(ev.id)
                 self.isolated.append(ev.isolated)
+                self.span_systems.append(self.env.system)
+                if ev.isolated:
+                    self.env.system = self._span_system(ev.id)
                 s.on_subtask_start(ev.id, ev.description, ev.isolated)
             elif isinstance(ev, SubtaskEnd):
                 self.subtasks.pop()
                 self.isolated.pop()
                 s.on_subtask_end(ev.id, ev.conclusion)
+                self.env.system = self.span_systems.pop()
             elif isinstance(ev, FactEvent):
                 pass  # ground truth: the engine's, never the strategy's
         if pending:
@@ -735,7 +752,12 @@ def _provenance(run: _Run, calls: pd.DataFrame) -> dict[str, Any]:
     params = run.retention.params if run.retention is not None else ret.RetentionParams(**run.cfg.retention)
     return {"trace": pv.trace_source(run.trace.header), "prices": pv.prices(run.provider.table, models),
             "summariser": pv.summariser(run.backend), "retention": pv.retention(params),
-            "max_attempts_per_call": run.cfg.max_attempts}
+            "max_attempts_per_call": run.cfg.max_attempts,
+            "cache_model": ({"fitted": True, "share": run.provider.miss_model.share,
+                             "fallback_none": run.provider.miss_model.fallback_none,
+                             "routed_requests": run.provider.routed,
+                             "continuing_requests": run.provider.router._n}
+                            if run.provider.miss_model is not None else {"fitted": False})}
 
 
 def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, Any] | None = None,

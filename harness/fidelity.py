@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.cache_misses import fit_miss_model
 from harness.conversation import Message, Usage
 from harness.engine import RunConfig, replay
 from harness.llm import SUBAGENT, SUMMARY
@@ -78,6 +79,7 @@ HIDDEN_FRACTION_OF_ADDED = 0.10
 NOTED_BEFORE = (("<task-notification>", "<task-notification>"), (MCP_COMMAND, "/mcp"))
 # anthropics/claude-code#87966 (reported): reads that stop at the stable prefix, intermittently,
 # with no idle time, no change the client made and no pattern across sessions
+MISS_CAUSES = ("ttl", "prefix_change", "fitted", "unexplained")
 INTERMITTENT = "anthropics/claude-code#87966 reports such intermittent fall-backs to the stable prefix"
 
 
@@ -311,15 +313,75 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         warm_ev = (f"the first call read {main_first.usage.cache_read:,} tokens from the cache (a prefix an earlier "
                    f"session cached within its TTL); {warm:,} of them are the system prompt's head")
     startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
+    miss_model, _ = fit_miss_model(calls, STRIPS_PREVIOUS_THINKING, _provider_of(model or trace.header.model, models_file),
+                                   max(0, main_prefix - startup))
     rec = rec.model_copy(update={
+        "cache_miss_model": miss_model,
         "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
         "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
         "subagent_prefix_tokens": {k: prefix(c) for k, c in threads.items() if k != "main"},
         "startup_tokens": startup, "startup_evidence": startup_ev})
     meta = {**trace.header.meta, "prefix_tokens_scale": round(scale, 6)}
-    return with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
-                                                                 "meta": meta}))
+    out = with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
+                                                                "meta": meta}))
+    if miss_model is not None:
+        miss_model = _fit_share(out, calls, miss_model, seed, model, models_file)
+        out = with_header(out, out.header.model_copy(update={
+            "recorded": rec.model_copy(update={"cache_miss_model": miss_model})}))
+    return out
+
+
+def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, model: str | None,
+               models_file: str | None):
+    """The miss model's share fitted on the replay's own requests (cache_misses.fit_share_on_requests):
+    one replay of ``recorded`` with no strays, its requests billed again at trial shares until the
+    calls the log billed read what the log read."""
+    from harness.cache_misses import fit_share_on_requests
+    from harness.engine import run_model
+
+    sent: list[tuple[Any, float, str]] = []
+
+    def observe(req, info) -> None:
+        if not info.get("rejected"):
+            sent.append((req, float(info["now"]), req.kind))
+
+    replay(trace, Recorded, {}, RunConfig(model=model, seed=seed, fitted_misses=False, observer=observe,
+                                          models_file=Path(models_file) if models_file else None))
+    billed = [c.usage is not None for c in calls]
+    compacts = [e.usage is not None for e in trace.events if isinstance(e, CompactEvent)]
+    requests, i, k = [], 0, 0
+    for req, now, kind in sent:
+        if kind in ("main", SUBAGENT):
+            counted = i < len(billed) and billed[i]
+            i += 1
+        elif kind == SUMMARY:
+            counted = k < len(compacts) and compacts[k]
+            k += 1
+        else:
+            counted = False
+        requests.append((req, now, counted))
+    usages = [u for u, _ in recorded_usages(trace, model)]
+    total_in = sum(u.context_tokens for u in usages)
+    target = sum(u.cache_read for u in usages) / total_in if total_in else 0.0
+    rec = trace.header.recorded
+
+    def provider(m):
+        return Provider(model or run_model(trace), window=rec.window, token_scale=rec.token_scale,
+                        models_file=models_file, cache_ttl=rec.cache_ttl, miss_model=m)
+    fitted = fit_share_on_requests(miss_model, requests, target, provider, warm_first_main=bool(rec.warm_prefix_tokens))
+    return fitted.model_copy(update={"source": fitted.source + (
+        f"; share {fitted.share:.3f} refitted on the replay's own {len(requests)} requests: at it they read, "
+        f"averaged over router phases, the share of their input the log's calls read ({target:.4f})")})
+
+
+def _provider_of(model: str | None, models_file: str | None = None) -> str:
+    from harness.provider.models import UnknownModelError, load_table
+
+    try:
+        return load_table(models_file).get(model).provider
+    except UnknownModelError:
+        return "anthropic"
 
 
 def system_prompt_reads(calls: list[RecordedCall], warm: int = 0) -> list[RecordedCall]:
@@ -504,21 +566,33 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
 
     # the system prefix as the log measures it: what the first call after a compaction read back
     after = [c for c in with_usage if c.after_compact and c.usage.cache_read]
-    misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens)
+    fitted = fit_miss_model(calls, STRIPS_PREVIOUS_THINKING, provider.spec.provider)[1] if rec.cache_miss_model else {}
+    misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens, fitted)
     hidden = hidden_deltas(calls, table)
-    premium = 0.0   # what the unexplained misses cost over a read of the same tokens
+    by_cause: dict[str, dict[str, Any]] = {k: {"calls": 0, "usd": 0.0} for k in MISS_CAUSES}
+    for m in misses:
+        u = calls[m["call"]].usage
+        spec = provider.spec_for(table.loc[m["call"], "model"])
+        inp, w5, w1, rd, _ = spec.rates(int(table.loc[m["call"], "recorded_context"]))
+        # what the miss cost over a read of the tokens it fell short by, at what the log billed them
+        # as: a write (explicit caches) or uncached input (automatic caches, no write premium)
+        billed = inp if spec.provider != "anthropic" else w1 if u.cache_write_1h > u.cache_write_5m else w5
+        d = by_cause.setdefault(m["cause"], {"calls": 0, "usd": 0.0})
+        d["calls"] += 1
+        d["usd"] += max(0, m["expected_read"] - m["recorded_read"]) * (billed - rd)
+    for d in by_cause.values():
+        d["usd"] = round(d["usd"], 4)
+    premium = 0.0   # what the unexplained misses cost over what the replay read instead
     for m in misses:
         if m["cause"] == "unexplained":
             r = table.loc[m["call"]]
             spec = provider.spec_for(r["model"])
             inp, w5, w1, rd, _ = spec.rates(int(r["recorded_context"]))
             u = calls[m["call"]].usage
-            # the tokens the replay read and the log did not, at what the log billed them as: a
-            # write (explicit caches) or uncached input (automatic caches, no write premium)
             missed = max(0, int(r["simulated_cache_read"]) - u.cache_read)
             billed = inp if spec.provider != "anthropic" else w1 if u.cache_write_1h > u.cache_write_5m else w5
             premium += missed * (billed - rd)
-    n_miss = {k: sum(1 for m in misses if m["cause"] == k) for k in ("ttl", "prefix_change", "unexplained")}
+    n_miss = {k: by_cause[k]["calls"] for k in MISS_CAUSES}
     report = {
         "trace": trace.path or trace.header.name,
         "model": model,
@@ -551,6 +625,9 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
                       "calls": len(est_errs)},
         "compactions": compactions,
         "cache_misses": n_miss,
+        "cache_misses_usd": {k: v["usd"] for k, v in by_cause.items()},
+        "cache_model": ({"fitted": True, **rec.cache_miss_model.model_dump()} if rec.cache_miss_model
+                        else {"fitted": False}),
         "hidden_tokens": {"calls": len(hidden), "total": int(sum(h["tokens"] for h in hidden)),
                           "shrinking_calls": sum(1 for h in hidden if h["tokens"] < 0),
                           "by_preceding_tool": _by_tool(hidden),
@@ -607,7 +684,8 @@ def _pin_segments(calls: list[RecordedCall], table: pd.DataFrame) -> list[dict[s
     return pins
 
 
-def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefix: int) -> list[dict[str, Any]]:
+def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefix: int,
+                    fitted: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """Every recorded cache miss with its cause: ``ttl`` (the gap since the previous call exceeds
     the TTL written), ``prefix_change`` (a change the log shows: the model switched, so another
     cache; an ``/mcp`` command reconnected a server just before, so the tools or the instructions
@@ -616,7 +694,9 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
     ``trigger`` names a noted message just before, e.g. a ``<task-notification>``: seen before a
     fall-back in one bundled session and before a full hit in others, so it is reported, not a
     cause). None of them is re-enacted by the replay but the model switch and the replay's own
-    misses. A compaction's first call is a declared rewrite, not a miss."""
+    misses. A compaction's first call is a declared rewrite, not a miss. ``fitted``: the calls the
+    trace's fitted miss model accounts for (harness/cache_misses.py), cause ``fitted``."""
+    fitted = fitted or {}
     out = []
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
@@ -640,6 +720,10 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
                 "an MCP server was reconnected just before (/mcp): what the agent sends for it (tools, "
                 "instructions) was sent again; which bytes changed the log does not show (the replay sends the "
                 "system prompt's session part anew)")
+        elif c.index in fitted:
+            cause, block = "fitted", (
+                "a request routed where the session's entries are absent (the fitted cache model)" if fitted[c.index] == "stray"
+                else "back on the session's node after a stray: reads the entry before it (the fitted cache model)")
         elif sim["simulated_cache_read"] + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) < sim_prev["simulated_context"]:
             cause, block = "prefix_change", "the replay of the visible content misses here too"
             if c.new_turn and c.model and c.model.startswith(STRIPS_PREVIOUS_THINKING):
@@ -726,6 +810,34 @@ def figure(fid: Fidelity, path: str) -> None:
     plt.close(fig)
 
 
+def summary_table(report: dict[str, Any]) -> str:
+    """The report as a readable table: context error, cost recorded vs simulated, cache-read
+    share, the misses by cause with what they cost over a read, and the cache model."""
+    ct, cr, cost = report["context_tokens"], report["cache_read_share"], report["cost_usd"]
+    usd = report.get("cache_misses_usd", {})
+
+    def pct(x: Any) -> str:
+        return "–" if x is None else f"{x:.1f}%"
+
+    rows = [("calls", f"{report['calls']} (scale {report['token_scale']}, fitted on {report['fit_calls']})", ""),
+            ("context tokens, |error|", f"median {pct(ct['median_abs_pct_error'])}", f"p90 {pct(ct['p90_abs_pct_error'])}"),
+            ("cost", f"recorded ${cost['recorded']:.4f}", f"simulated ${cost['simulated']:.4f} "
+             f"({pct(cost['abs_pct_error'])} off)"),
+            ("cache-read share", f"recorded {cr['recorded']}", f"simulated {cr['simulated']}")]
+    for k, n in report["cache_misses"].items():
+        rows.append((f"misses: {k}", f"{n} calls", f"${usd.get(k, 0.0):.4f} over a read"))
+    cm = report.get("cache_model") or {}
+    rows.append(("cache model", f"fitted: {cm['share']:.1%} routed astray" if cm.get("fitted") else "not fitted",
+                 f"{cm['strays']} strays / {cm['eligible']} calls in the log" if cm.get("fitted") else ""))
+    if cost.get("output_tokens_partial"):
+        rows.append(("output tokens", "partial in the log (a lower bound)", ""))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    lines = [f"fidelity of {report['trace']} ({report['model']})"]
+    lines += [f"  {a:<{w0}}  {b:<{w1}}  {c}".rstrip() for a, b, c in rows]
+    return "\n".join(lines)
+
+
 def summary_line(report: dict[str, Any]) -> str:
     ct, cr, cost = report["context_tokens"], report["cache_read_share"], report["cost_usd"]
     return (f"{report['trace']}: {report['calls']} calls, scale {report['token_scale']} (fit on {report['fit_calls']}), "
@@ -735,4 +847,4 @@ def summary_line(report: dict[str, Any]) -> str:
 
 
 __all__ = ["Fidelity", "RecordedCall", "calibrate", "classify_misses", "compaction_calls", "figure", "fit_token_scale",
-           "hidden_deltas", "recorded_calls", "recovered_hidden", "run_fidelity", "summary_line"]
+           "hidden_deltas", "recorded_calls", "recovered_hidden", "run_fidelity", "summary_line", "summary_table"]

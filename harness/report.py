@@ -231,6 +231,10 @@ def section_assumptions(ctx: Context) -> Section:
         else:
             desc = "source not recorded"
         bullets.append(f"**Trace** `{tname}`{h}: {desc}.")
+        if t.get("provenance.cache_model.fitted") is True:   # harness/provider/routing.py
+            bullets.append(f"**Cache model** of `{tname}`: fitted on the log: {float(t['provenance.cache_model.share']):.1%} of "
+                           "requests routed where the session's cache entries are absent (the log's recurring fall-backs), "
+                           "applied to every strategy alike, seeded.")
     seeds = _uniq(runs, "seed")
     per = ctx.cfgs["runs"]
     bullets.append(f"**Seeds**: run seed(s) {', '.join(fmt.value(s) for s in seeds) or '–'}; "

@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from harness.provider.routing import CacheMissModel
+
 FORMAT = "ctxsim-trace"
 VERSION = 1
 
@@ -110,6 +112,9 @@ class RecordedSetting(_M):
         "read after a compaction stops at the system block); 0: not measured, it stays in the prefix")
     startup_evidence: str = Field("", description="what in the log the split was read from, and what of it "
                                   "the agent re-sends after a compaction")
+    cache_miss_model: CacheMissModel | None = Field(
+        None, description="provider-side misses that recur, fitted on the log with their counts "
+        "(harness/provider/routing.py): every replay of the trace routes this share of requests astray")
 
 
 class Header(_M):

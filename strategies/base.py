@@ -223,7 +223,15 @@ class Strategy:
         """Parameters this strategy reads from an imported trace's recorded setting
         (``trace.header.recorded``): the engine passes them as defaults, under the caller's own
         parameters. ``overrides`` names the recorded fields the run sets for every call instead
-        (``model``, ``window``, ``cache_ttl``, ``token_scale``)."""
+        (``model``, ``window``, ``cache_ttl``, ``token_scale``).
+
+        The base gives every strategy with a ``cache_ttl`` parameter the TTL the log wrote (issue 27:
+        a strategy writing 1-hour entries on a log of 5-minute ones prices a cache the user never
+        bought); ``--set cache_ttl=…`` still wins. Overrides should start from ``super()``'s."""
+        rec = getattr(getattr(trace, "header", None), "recorded", None)
+        if (rec is not None and rec.cache_ttl and "cache_ttl" not in overrides
+                and "cache_ttl" in cls.Config.model_fields):
+            return {"cache_ttl": rec.cache_ttl}
         return {}
 
     @classmethod

@@ -182,6 +182,23 @@ def run(args) -> int:
 
         for line in nd.compare_lines(groups):
             print(line)
+    _bill_notes(traces, groups, classes, cfg, args)
     if report is not None:
         report.write_report(results, Path(args.report))
     return 0
+
+
+def _bill_notes(traces, groups, classes, cfg, args) -> None:
+    """The cache-model line and the >5% bill warning of each imported trace (harness/billcheck.py);
+    the recorded replay is run for the check when the comparison did not include it."""
+    from harness.billcheck import bill_warning, cache_model_line
+    from harness.engine import replay
+
+    for ti, trace in enumerate(traces):
+        lines = [cache_model_line(trace)]
+        if trace.header.usage == "per_call" and trace.header.recorded is not None and cfg.cache and not cfg.overrides():
+            run = groups[(ti, "recorded")][0] if "recorded" in classes else replay(trace, "recorded", {}, cfg)
+            w = bill_warning(trace, run.calls, run.metrics["cost_usd"], args.models_file)
+            lines.append(f"warning: {w}" if w else None)
+        for line in filter(None, lines):
+            print(f"ctxsim compare: {args.traces[ti]}: {line}", file=sys.stderr)

@@ -30,7 +30,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from harness import trace as tr
     from harness.cli import BadInput, checks
-    from harness.fidelity import figure, run_fidelity, summary_line
+    from harness.fidelity import figure, run_fidelity, summary_table
 
     if not (math.isfinite(args.fit_fraction) and 0 < args.fit_fraction < 1):
         raise BadInput(f"--fit-fraction must be between 0 and 1, got {args.fit_fraction}")
@@ -71,5 +71,5 @@ def run(args) -> int:
     if args.calls:
         checks.atomic_write(args.calls, lambda p: fid.calls.to_csv(p, index=False))
     if args.json_out != "-":
-        print(summary_line(report))
+        print(summary_table(report))
     return 0

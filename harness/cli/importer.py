@@ -4,7 +4,8 @@
 SRC is one log (OUT is then the trace file) or a folder of them (``harness.importers.folders``:
 a Claude Code project folder or the whole ``~/.claude/projects`` root, a Codex ``~/.codex/sessions``
 tree; OUT is then a folder, one trace per session). A folder import prints one row per session —
-project, session, start, calls, models, recorded cost, compactions: what ccusage shows — as text or
+project, session, start, calls, models, input, cache write, cache read, output, recorded cost,
+compactions: what ccusage shows — as text or
 ``--json``; a session that cannot be imported is reported with its file and line and skipped, and
 the exit status says some failed (2; 1 if one failed on an internal error). The import summary of
 one log — calls, tool uses, compactions, every record kind ignored or repaired, with counts — is
@@ -78,8 +79,14 @@ def session_row(project: str, src: Path, out: Path, trace, models_file: str | No
     models = {m: sum(r.values()) for m, r in (rec.models if rec else {}).items()}
     per_call = trace.header.usage == "per_call"
     # calls: every API call the log billed (its compaction calls too), as the cost and models count them
+    usages = [u for u, _ in recorded_usages(trace)] if per_call else []
+    tokens = ({"input": sum(u.input for u in usages), "cache_write": sum(u.cache_write_5m + u.cache_write_1h for u in usages),
+               "cache_read": sum(u.cache_read for u in usages), "output": sum(u.output for u in usages)}
+              if per_call else None)   # ccusage's columns; None: the log records no per-call usage
+    cwd = (trace.header.source or {}).get("cwd")   # a Codex session names its project by its working folder
+    project = Path(cwd).name or project if isinstance(cwd, str) and cwd else project
     return {"project": project, "session": src.stem, "start": (trace.header.source or {}).get("start"),
-            "calls": len(recorded_usages(trace)) if per_call else trace.calls, "models": models,
+            "calls": len(usages) if per_call else trace.calls, "models": models, "tokens": tokens,
             "recorded_cost_usd": round(recorded_cost(trace, models_file), 4) if per_call else None,
             "compactions": sum(1 for e in trace.events if isinstance(e, tr.CompactEvent)),
             "source": str(src), "trace": str(out)}
@@ -96,12 +103,15 @@ def _progress(total: int, enabled: bool):
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    cols = ["project", "session", "start", "calls", "models", "recorded $", "compactions"]
+    kinds = ("input", "cache_write", "cache_read", "output")
+    cols = ["project", "session", "start", "calls", "models", "input", "cache write", "cache read", "output",
+            "recorded $", "compactions"]
     cells = [[r["project"], r["session"], (r["start"] or "?")[:19].replace("T", " "), f"{r['calls']:,}",
               ", ".join(f"{m} ×{n}" for m, n in r["models"].items()),
+              *(("?",) * 4 if r.get("tokens") is None else (f"{r['tokens'][k]:,}" for k in kinds)),
               "?" if r["recorded_cost_usd"] is None else f"{r['recorded_cost_usd']:.2f}", str(r["compactions"])]
              for r in rows]
-    right = {3, 5, 6}
+    right = {3, 5, 6, 7, 8, 9, 10}
     widths = [max([len(c)] + [len(x[i]) for x in cells]) for i, c in enumerate(cols)]
     fmt = lambda xs: "  ".join(x.rjust(w) if i in right else x.ljust(w) for i, (x, w) in enumerate(zip(xs, widths)))  # noqa: E731
     print(fmt(cols).rstrip())
@@ -109,7 +119,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print(fmt(x).rstrip())
     if rows:
         total = sum(r["recorded_cost_usd"] or 0 for r in rows)
-        print(f"{len(rows)} sessions, {sum(r['calls'] for r in rows):,} calls, recorded ${total:.2f}")
+        tok = {k: sum((r.get("tokens") or {}).get(k, 0) for r in rows) for k in kinds}
+        print(f"{len(rows)} sessions, {sum(r['calls'] for r in rows):,} calls, input {tok['input']:,}, cache write "
+              f"{tok['cache_write']:,}, cache read {tok['cache_read']:,}, output {tok['output']:,}, recorded ${total:.2f}")
 
 
 def run(args) -> int:

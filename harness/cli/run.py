@@ -78,9 +78,14 @@ def run(args) -> int:
     check_outputs(args, [args.trace])
     trace = tr.load(args.trace)
     cls = registry.load_class(args.strategy)  # a registered name or MODULE:CLASS
-    from harness.cli import checks
+    from harness.cli import BadInput, checks
 
     checks.strategy_fits(cls, trace, args.trace)
+    from harness.engine import recorded_models
+
+    if (trace.header.source and not trace.header.model and not recorded_models(trace) and not args.model):
+        raise BadInput(f"{args.trace}: the log records no model (header.model is empty and no call names one): "
+                       "give --model M; a default model would price someone else's session")
     params = registry.parse_sets(args.set)
     registry.make_config(cls, params)  # fail on bad parameters before any work
     cfg = run_config(args, session_dir=Path(args.session_dir) if args.session_dir else None)
@@ -104,4 +109,9 @@ def run(args) -> int:
 
         for line in needs.run_lines(res.metrics):
             print(line)
+    from harness.billcheck import run_notes
+
+    as_recorded = cfg.cache and not cfg.overrides()   # the bill is comparable only on the recorded setting
+    for line in run_notes(trace, res.strategy if as_recorded else "", res.calls, res.metrics["cost_usd"], res.metrics, args.models_file):
+        print(f"ctxsim run: {line}", file=sys.stderr)
     return 0

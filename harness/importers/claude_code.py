@@ -565,6 +565,9 @@ def import_claude_code(src: str | Path) -> ImportResult:
     fu: tr.RecordedUsage | None = first.get("usage")
     prefix = max(0, fu.context_tokens - imp._visible_before_first) if fu else 0
     model = imp.models.most_common(1)[0][0] if imp.models else None
+    if model is None:   # only sidechain / sub-agent calls (a warm-up): the model they ran on, never a default
+        side_models = Counter(e.model for e in b.events if isinstance(e, tr.AssistantEvent) and e.model)
+        model = side_models.most_common(1)[0][0] if side_models else None
     repairs = Counter(b.counts) + Counter({k: v for k, v in imp.counts.items() if k not in ("sub-agent spans", "sidechain spans")})
     extra = [f"Claude Code {version}" if version else "Claude Code (version not recorded)",
              "prefix_tokens = first call's recorded context − cl100k tokens of its visible messages (token scale 1)"]
@@ -587,7 +590,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
     window, window_ev = recorded_window(
         [e.pre_tokens for e in b.events if isinstance(e, tr.CompactEvent) and e.trigger == "auto" and e.pre_tokens],
         max((u.context_tokens for u in main_usages), default=0))
-    ttl, ttl_ev = cache_ttl_of(main_usages)
+    ttl, ttl_ev = cache_ttl_of(main_usages or [e.usage for e in b.events if isinstance(e, tr.AssistantEvent) and e.usage])
     recorded = tr.RecordedSetting(models=models_by_role(b.events), window=window, window_evidence=window_ev,
                                   cache_ttl=ttl, cache_ttl_evidence=ttl_ev)
     header = tr.Header(

@@ -16,6 +16,16 @@ Facts of the format (read off ``shared/traces/real/codex``, Codex CLI 0.125.0, g
 * ``compacted`` items (Codex's own compaction) carry the replacement history's summary message;
 * the other ``event_msg`` kinds (``user_message``/``agent_message`` mirror response items,
   ``exec_command_end``, ``task_started``...) are not sent to the model: ignored and counted.
+
+Current versions (issue 27: a Codex Desktop 0.128 alpha rollout) may log no ``token_count`` at
+all. Then each model call is the run of output items (reasoning, messages, tool calls) the rollout
+writes between two inputs: a tool output or a user message closes it, so parallel tool calls stay
+one call and sequential ones are separate calls, in the rollout's order. Usage is "not recorded"
+(``header.usage = "none"``: cost is simulated, and the notes say so). A rollout whose user
+turns are only ``event_msg/user_message`` (no ``response_item`` user message) keeps them from
+there. The model is ``turn_context.model`` (else ``session_meta.model``, else the collaboration
+mode's), never a default; the session's ``cwd`` is kept in ``header.source`` (the project a folder
+import names).
 """
 
 from __future__ import annotations
@@ -66,8 +76,33 @@ def _text(content: Any) -> str:
     return flatten_content(content)[0]
 
 
+def _prescan(src: Path) -> tuple[bool, bool]:
+    """(the rollout logs per-call usage, it logs user turns as response items)."""
+    counts = user_items = False
+    for _, o in read_jsonl(src):
+        p = o.get("payload") if isinstance(o, dict) else None
+        if not isinstance(p, dict):
+            continue
+        if o.get("type") == "event_msg" and p.get("type") == "token_count" and (p.get("info") or {}).get("last_token_usage"):
+            counts = True
+        elif o.get("type") == "response_item" and p.get("type") == "message" and p.get("role") == "user":
+            user_items = True
+    return counts, user_items
+
+
+def _model_of(p: dict[str, Any]) -> str | None:
+    m = p.get("model")
+    if isinstance(m, str) and m:
+        return m
+    mode = p.get("collaboration_mode")
+    m = ((mode or {}).get("settings") or {}).get("model") if isinstance(mode, dict) else None
+    return m if isinstance(m, str) and m else None
+
+
 def import_codex(src: str | Path) -> ImportResult:
     src = Path(src)
+    has_usage, user_items = _prescan(src)
+    cwd: str | None = None
     b = TraceBuilder(str(src))
     ignored: Counter = Counter()
     counts: Counter = Counter()
@@ -107,9 +142,12 @@ def import_codex(src: str | Path) -> ImportResult:
             bi = p.get("base_instructions")
             system = (bi.get("text") if isinstance(bi, dict) else bi) or system
             version = p.get("cli_version") or version
+            model = model or _model_of(p)
+            cwd = p.get("cwd") if isinstance(p.get("cwd"), str) else cwd
             continue
         if kind == "turn_context":
-            model = p.get("model") or model
+            model = _model_of(p) or model
+            cwd = cwd or (p.get("cwd") if isinstance(p.get("cwd"), str) else None)
             continue
         if kind == "compacted":
             flush(None, t)
@@ -131,6 +169,13 @@ def import_codex(src: str | Path) -> ImportResult:
                     continue
                 last_total = total
                 flush(_usage(info["last_token_usage"], src, line), t)
+            elif p.get("type") == "user_message" and not user_items and isinstance(p.get("message"), str):
+                if pending:
+                    flush(None, t)
+                b.user(t, p["message"])
+                counts["user turns kept from event_msg/user_message (no user response items)"] += 1
+                if b.calls == 0:
+                    before_first.append(p["message"])
             else:
                 ignored[f"event_msg/{p.get('type')}"] += 1
             continue
@@ -181,6 +226,8 @@ def import_codex(src: str | Path) -> ImportResult:
             cid = str(p.get("call_id") or "")
             out = p.get("output")
             out = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+            if pending and not has_usage:   # no token_count: a tool output closes the call in progress
+                flush(None, t)
             if pending:
                 held.append((t, cid, out))
             else:
@@ -194,7 +241,7 @@ def import_codex(src: str | Path) -> ImportResult:
     if not saw_meta and b.calls == 0:
         raise TraceError(src, None, "no session_meta and no model calls: not a Codex rollout")
     if b.calls == 0:
-        raise TraceError(src, None, "no model calls (no token_count events): nothing to replay")
+        raise TraceError(src, None, "no model calls (no output items): nothing to replay")
 
     from harness.provider.tokenizer import get_tokenizer
 
@@ -210,17 +257,21 @@ def import_codex(src: str | Path) -> ImportResult:
     recorded = tr.RecordedSetting(models=models_by_role(b.events), window=window, window_evidence=window_ev,
                                   cache_ttl=None, cache_ttl_evidence="automatic prompt caching (OpenAI): no TTL is written")
     header = tr.Header(
-        name=src.stem, model=model, system=system, prefix_tokens=prefix, usage="per_call",
-        source={"format": FORMAT, "path": str(src), "version": version, "start": iso_time(b.t0)}, recorded=recorded,
+        name=src.stem, model=model, system=system, prefix_tokens=prefix, usage="per_call" if has_usage else "none",
+        source={"format": FORMAT, "path": str(src), "version": version, "start": iso_time(b.t0),
+                **({"cwd": cwd} if cwd else {})}, recorded=recorded,
         notes=notes_from(ignored, repairs, [
             f"Codex CLI {version}" if version else "Codex CLI",
-            "usage: token_count.last_token_usage per call; input_tokens include cached_input_tokens (normalised)",
+            "usage: token_count.last_token_usage per call; input_tokens include cached_input_tokens (normalised)"
+            if has_usage else "usage: not recorded (no token_count events): cost is simulated, not billed",
+            *([] if model else ["model: not recorded (no turn_context/session_meta model): run needs --model"]),
             "prefix_tokens = first call's recorded input − cl100k tokens of the instructions and first messages "
             "(the tools array is not in the log)"]),
         meta={"first_call_context": first_usage.context_tokens if first_usage else 0, "prefix_tokens_scale": 1.0},
     )
     tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
     summary = {"source": str(src), "format": FORMAT, "version": version, "model": model, "calls": b.calls,
+               "usage": "per call" if has_usage else "not recorded (cost simulated)", "cwd": cwd,
                "tool_uses": tool_uses, "compactions": sum(1 for e in b.events if isinstance(e, tr.CompactEvent)),
                "prefix_tokens": prefix, "ignored": dict(sorted(ignored.items())), "repairs": dict(sorted(repairs.items()))}
     return finalize(header, b, summary)

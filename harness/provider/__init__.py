@@ -16,9 +16,10 @@ from harness.conversation import Message, Request, Usage
 from harness.provider.cache import AnthropicCache, CacheOutcome, Layout, OpenAICache
 from harness.provider.latency import duration_s, ttft_s
 from harness.provider.models import DEFAULT_MODEL, ModelSpec, load_table
+from harness.provider.routing import CacheMissModel, Router
 from harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer, get_tokenizer
 
-__all__ = ["Bill", "Provider", "DEFAULT_MODEL", "ModelSpec", "load_table"]
+__all__ = ["Bill", "CacheMissModel", "Provider", "DEFAULT_MODEL", "ModelSpec", "load_table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +36,14 @@ class Provider:
     """One model family's API, as seen by one run. ``window`` overrides the model's context window
     (to price a 200k setting of a 1M model, say); ``cache=False`` prices as on a provider without
     prompt caching; ``token_scale`` overrides the model's calibrated scale; ``cache_ttl`` is the
-    client's TTL, for breakpoints that set none (default 5 minutes, the API's)."""
+    client's TTL, for breakpoints that set none (default 5 minutes, the API's); ``miss_model`` routes
+    a fitted share of requests where the session's entries are absent (harness/provider/routing.py),
+    seeded by ``seed``."""
 
     def __init__(self, model: str | None = None, *, window: int | None = None, cache: bool = True,
                  token_scale: float | dict[str, float] | None = None, models_file: str | Path | None = None,
-                 tokenizer: Tokenizer | None = None, cache_ttl: str | None = None) -> None:
+                 tokenizer: Tokenizer | None = None, cache_ttl: str | None = None,
+                 miss_model: CacheMissModel | None = None, seed: int = 0) -> None:
         self.table = load_table(str(models_file) if models_file else None)
         self.spec = self.table.get(model)
         self.model = model or self.spec.name
@@ -52,6 +56,10 @@ class Provider:
                             self._scales.get(self.model, self.spec.token_scale))
         self.tok = tokenizer or get_tokenizer()
         self._caches: dict[str, AnthropicCache | OpenAICache] = {}
+        self.miss_model = miss_model if cache and miss_model is not None and miss_model.share > 0 else None
+        self.router = Router(self.miss_model, seed) if self.miss_model is not None else None
+        self.routed = 0   # requests the miss model sent astray in this run
+        self._other: dict[str, AnthropicCache | OpenAICache] = {}   # the node strays land on (per model)
         # a bound method is a fresh object each time: keep one, it keys the history memo
         self._count_message = self.tok.message
 
@@ -94,13 +102,39 @@ class Provider:
         return self._scaled(self.tok.count(text))
 
     # --- billing ------------------------------------------------------------------------------------
+    def _new_cache(self, spec: ModelSpec) -> AnthropicCache | OpenAICache:
+        return (AnthropicCache(spec.min_cacheable, self.cache_ttl) if spec.provider == "anthropic"
+                else OpenAICache(spec.min_cacheable, spec.cache_ttl_s))
+
     def _cache_for(self, spec: ModelSpec):
         c = self._caches.get(spec.name)
         if c is None:
-            c = (AnthropicCache(spec.min_cacheable, self.cache_ttl) if spec.provider == "anthropic"
-                 else OpenAICache(spec.min_cacheable, spec.cache_ttl_s))
-            self._caches[spec.name] = c
+            c = self._caches[spec.name] = self._new_cache(spec)
         return c
+
+    def _astray(self, spec: ModelSpec, lay: Layout, now: float, fallback: str) -> CacheOutcome:
+        """The request on another node than the session's (routing.py). ``none``: a node with nothing
+        of it (what it writes is not seen again); ``system``: the other node, which holds the system
+        prefix (other sessions send it) and what earlier strays of this run wrote there."""
+        if fallback == "none":
+            node = self._new_cache(spec)
+        else:
+            node = self._other.get(spec.name)
+            if node is None:
+                node = self._other[spec.name] = self._new_cache(spec)
+                if isinstance(node, AnthropicCache):
+                    # assumed: the other node's read finds any earlier entry of the session it holds (the
+                    # codemie logs show strays reading the context of a stray 4 calls and > 20 blocks back)
+                    node.lookback = 1 << 30
+            key = lay.key(-1)
+            if isinstance(node, AnthropicCache):
+                if node._live(key, now) is None:
+                    node.warm(key, now + 1.0)
+            elif node.entries.get(key, -1.0) < now:
+                node.entries[key] = now + 1.0
+        out = node.process(lay, now)
+        self.routed += 1
+        return CacheOutcome(out.read, out.write_5m, out.write_1h, "routed")
 
     def warm_shared_prefix(self, req: Request, expires: float) -> bool:
         """An earlier session cached the shared head of ``req``'s system prompt: it is live until
@@ -116,7 +150,20 @@ class Provider:
         spec = self.spec_for(req.model)
         lay = layout or self.layout(req)
         total = lay.total()
-        outcome = self._cache_for(spec).process(lay, now) if self.cache_enabled else CacheOutcome(miss_reason="disabled")
+        stray = None
+        if self.router is not None and self.cache_enabled:
+            # only a request that continues the previous one on its node (it would read what that one
+            # wrote) is routed by the model: what the log's eligible calls are (harness/cache_misses.py)
+            home = self._cache_for(spec)
+            hit = home.peek(lay, now)
+            if hit is not None and hit == home.last_key:
+                stray = self.router.next()
+        if not self.cache_enabled:
+            outcome = CacheOutcome(miss_reason="disabled")
+        elif stray is not None:
+            outcome = self._astray(spec, lay, now, stray)
+        else:
+            outcome = self._cache_for(spec).process(lay, now)
         read, w5, w1 = outcome.read, outcome.write_5m, outcome.write_1h
         usage = Usage(total - read - w5 - w1, w5, w1, read, output_tokens)
         return Bill(usage, self.price(usage, spec), ttft_s(spec, usage), duration_s(spec, usage), total,

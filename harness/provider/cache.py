@@ -106,10 +106,12 @@ class _Entry:
 class AnthropicCache:
     """Explicit-breakpoint cache of one model."""
 
-    def __init__(self, min_cacheable: int, default_ttl: str = "5m") -> None:
+    def __init__(self, min_cacheable: int, default_ttl: str = "5m", lookback: int = LOOKBACK_BLOCKS) -> None:
         self.min_cacheable = min_cacheable
         self.default_ttl = default_ttl
+        self.lookback = lookback
         self.entries: dict[tuple, _Entry] = {}
+        self.last_key: tuple | None = None   # the longest position the last request processed covered
         self._expired_seen: set[tuple] = set()
         self._ops = 0
 
@@ -136,11 +138,25 @@ class AnthropicCache:
         if lay.total() < self.min_cacheable:
             return CacheOutcome(miss_reason="below_minimum")
         self._maybe_prune(now)
+        hit, hit_tokens, expired_near = self._lookup(lay, bps, now)
+        if hit is not None:
+            e = self.entries[hit]
+            e.expires = max(e.expires, now + e.ttl)  # TTL refreshed on every hit, at no cost
+        return self._write(lay, bps, now, hit, hit_tokens, expired_near)
+
+    def peek(self, lay: Layout, now: float) -> tuple | None:
+        """The key a read of ``lay`` would hit now, nothing changed (routing.py asks it)."""
+        bps = sorted((lay.resolve(b.at), 0.0) for b in lay.req.breakpoints)
+        if not bps or lay.total() < self.min_cacheable:
+            return None
+        return self._lookup(lay, bps, now)[0]
+
+    def _lookup(self, lay: Layout, bps, now: float) -> tuple[tuple | None, int, bool]:
         # read: the longest live entry within the lookback window of any breakpoint
         hit, hit_tokens = None, 0
         expired_near = False
         for pos, _ttl in bps:
-            floor_blocks = lay.blocks(pos) - LOOKBACK_BLOCKS
+            floor_blocks = lay.blocks(pos) - self.lookback
             p = pos
             while p >= -2 and lay.blocks(p) > floor_blocks:
                 t = lay.tokens(p)
@@ -158,9 +174,9 @@ class AnthropicCache:
                         hit, hit_tokens = head
                         break
                 p -= 1
-        if hit is not None:
-            e = self.entries[hit]
-            e.expires = max(e.expires, now + e.ttl)  # TTL refreshed on every hit, at no cost
+        return hit, hit_tokens, expired_near
+
+    def _write(self, lay: Layout, bps, now: float, hit, hit_tokens: int, expired_near: bool) -> CacheOutcome:
         # writes: at every breakpoint beyond what was read, if long enough
         w5 = w1 = 0
         covered = hit_tokens
@@ -180,6 +196,7 @@ class AnthropicCache:
             covered = t
             self.entries[key] = _Entry(now + ttl, ttl)
             self._expired_seen.discard(key)
+        self.last_key = lay.key(bps[-1][0])   # what the next request continuing this one reads
         reason = ""
         if hit is None:
             reason = "ttl" if expired_near else ("cold" if not self.entries or (w5 + w1) else "prefix_change")
@@ -205,7 +222,18 @@ class OpenAICache:
         self.min_cacheable = max(min_cacheable, OPENAI_MIN_TOKENS)
         self.ttl_s = ttl_s
         self.entries: dict[tuple, float] = {}
+        self.last_key: tuple | None = None
         self._ops = 0
+
+    def peek(self, lay: Layout, now: float) -> tuple | None:
+        p = lay.last
+        while p >= -2:
+            key = lay.key(p)
+            exp = self.entries.get(key)
+            if exp is not None and exp >= now:
+                return key
+            p -= 1
+        return None
 
     def process(self, lay: Layout, now: float) -> CacheOutcome:
         total = lay.total()
@@ -230,6 +258,7 @@ class OpenAICache:
             start = (hit_pos if hit_pos is not None else -3) + 1
             for q in range(max(start, -2), lay.last + 1):
                 self.entries[lay.key(q)] = now + self.ttl_s
+            self.last_key = lay.key(lay.last)
         return CacheOutcome(read=cached, miss_reason="" if cached else "cold")
 
 

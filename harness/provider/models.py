@@ -9,10 +9,18 @@ partial match, so a model the table lacks is an error rather than another model'
    (``claude-sonnet-4-5-20250929`` → ``claude-sonnet-4-5``: the docs' "Models overview" names each
    snapshot so, under its alias) and Vertex AI's ``@YYYYMMDD``; OpenAI's ``-YYYY-MM-DD``
    (``gpt-4o-2024-08-06`` → ``gpt-4o``);
-3. Amazon Bedrock's form of an Anthropic id, ``[us.|eu.|apac.|global.]anthropic.<id>-v<N>[:<M>]``,
-   by rules 1–2 on ``<id>``.
+3. Amazon Bedrock's form of an Anthropic id, ``[<region>.]anthropic.<id>[-v<N>[:<M>]]`` with any
+   region or cross-region prefix (``us.``, ``eu.``, ``apac.``, ``global.``, ``jp.``, ``au.``, ``ca.``,
+   ``us-gov.`` ...), by rules 1–2 on ``<id>``;
+4. any of these behind a route prefix (``converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0``,
+   ``bedrock/…``, ``anthropic/…``: what gateways and LiteLLM-style configs write).
 
 ``claude-sonnet-4-5-foo``, ``gpt-5-mini`` or ``gpt-5.5-pro`` match nothing: add them with ``--models FILE``.
+
+ccusage (ryoppippi/ccusage ``src/pricing-fetcher.ts`` @ 10b43575) prices any id by exact match, then
+``anthropic/<id>``, then a substring match either way against LiteLLM's price list: so it accepts
+every Bedrock region prefix and route prefix, but also prices ``gpt-5-mini`` as whatever key it
+contains. Rules 3–4 accept the same ids a user's logs write without the substring step.
 """
 
 from __future__ import annotations
@@ -51,13 +59,19 @@ class UnknownModelError(KeyError, ValueError):
 
 _DATED = (re.compile(r"^(?P<base>.+)-\d{8}$"), re.compile(r"^(?P<base>.+)@\d{8}$"),
           re.compile(r"^(?P<base>.+)-\d{4}-\d{2}-\d{2}$"))
-_BEDROCK = re.compile(r"^(?:(?:us|eu|apac|global)\.)?anthropic\.(?P<id>.+?)-v\d+(?::\d+)?$")
+# Bedrock: any region / cross-region inference prefix (us., eu., apac., global., jp., au., ca.,
+# us-gov. ...: two to six letters, optionally -gov), the version suffix -vN[:M] optional
+_BEDROCK = re.compile(r"^(?:[a-z]{2,6}(?:-gov)?\.)?anthropic\.(?P<id>.+?)(?:-v\d+(?::\d+)?)?$")
+# a route prefix in front of the id, as gateways and LiteLLM write it: converse/…, bedrock/…, anthropic/…
+_ROUTE = re.compile(r"^(?:[A-Za-z0-9_.-]+/)+(?P<id>[^/]+)$")
 
 
 def base_id(name: str, known) -> str | None:
     """The table row ``name`` resolves to (module docstring), or None."""
-    m = _BEDROCK.match(name)
-    candidates = [m.group("id")] if m else [name]
+    r = _ROUTE.match(name)
+    bare = r.group("id") if r else name
+    m = _BEDROCK.match(bare)
+    candidates = [m.group("id")] if m else [bare] if bare == name else [name, bare]
     for c in candidates:
         if c in known:
             return c

@@ -29,13 +29,25 @@ def test_every_bundled_row_says_its_source_and_date():
     ("anthropic.claude-haiku-4-5-20251001-v1", "claude-haiku-4-5"),
     ("gpt-4o-2024-08-06", "gpt-4o"),                             # OpenAI snapshot
     ("gpt-5.5", "gpt-5.5"),
+    # issue 27: every region / cross-region prefix, route prefixes, a missing version suffix
+    ("jp.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5"),
+    ("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5"),
+    ("au.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+    ("ca.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+    ("apac.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+    ("global.anthropic.claude-opus-4-6-v1", "claude-opus-4-6"),
+    ("us-gov.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+    ("bedrock/eu.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+    ("anthropic/claude-opus-4-6", "claude-opus-4-6"),
+    ("anthropic.claude-opus-4-6", "claude-opus-4-6"),
 ])
 def test_alias_rule_resolves(given, row):
     assert load_table().get(given).name == row
 
 
 @pytest.mark.parametrize("given", ["claude-sonnet-4-5-foo", "gpt-5-mini", "gpt-5.5-pro", "claude-opus-4-6-1",
-                                   "claude-sonnet", "eu.anthropic.claude-nope-v1:0", "gpt-4o-2024"])
+                                   "claude-sonnet", "eu.anthropic.claude-nope-v1:0", "gpt-4o-2024",
+                                   "converse/jp.anthropic.claude-nope-v1:0", "openai/gpt-5-mini"])
 def test_no_partial_match(given):
     assert base_id(given, load_table().models) is None
     with pytest.raises(UnknownModelError) as e:

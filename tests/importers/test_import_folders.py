@@ -81,9 +81,10 @@ def test_since_until_and_the_text_table(tmp_path, capsys):
     assert cli(["import", "claude-code", str(root / "-home-u-alpha"), "-o", str(out),
                 "--since", "2026-01-02", "--until", "2026-01-04"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["project", "session", "start", "calls", "models", "recorded", "$", "compactions"]
+    assert lines[0].split() == ["project", "session", "start", "calls", "models", "input", "cache", "write", "cache",
+                                "read", "output", "recorded", "$", "compactions"]
     assert lines[1].split()[:2] == ["-home-u-alpha", "bbbb"] and "claude-haiku-4-5-20251001 ×2" in lines[1]
-    assert lines[2].startswith("1 sessions, 2 calls, recorded $0.00")
+    assert lines[2].startswith("1 sessions, 2 calls, input ") and "recorded $0.00" in lines[2]
     assert "1 sessions outside --since/--until left out" in lines[3]
     assert sorted(p.name for p in out.iterdir()) == ["bbbb.jsonl"]   # a project folder: OUT/<session>.jsonl
     with pytest.raises(SystemExit) as e:   # argparse: the option named, exit 2
@@ -146,3 +147,34 @@ def test_the_spotter_sessions_as_a_projects_folder(tmp_path, capsys):
     cost = json.loads(capsys.readouterr().out)["cost_usd"]
     assert cost["abs_pct_error"] == pytest.approx(err["258c7280"], abs=0.01)
     assert cost["abs_pct_error_without_unexplained_misses"] <= 3
+
+
+def test_a_session_whose_sub_agent_ran_on_a_jp_bedrock_id_imports_priced(tmp_path, capsys):
+    """issue 27: a sub-agent on ``converse/jp.anthropic.claude-haiku-4-5-…`` (Bedrock, Tokyo route)
+    was skipped (exit 2). Main: 2 calls on global.…sonnet-4-5 (3 in + 100 written 5m + 5 out each);
+    sub-agent: 1 call on the jp. Haiku id (same usage). By hand: Sonnet 4.5 (3·3 + 100·3.75 +
+    5·15)/1e6 = $0.000459 per call, Haiku 4.5 (3·1 + 100·1.25 + 5·5)/1e6 = $0.000153: total
+    2·0.000459 + 0.000153 = $0.001071 → 0.0011; token columns 9 / 300 / 0 / 15."""
+    from tests.helpers_claude_code import rec
+
+    sonnet, haiku = "global.anthropic.claude-sonnet-4-5-20250929-v1:0", "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0"
+    proj = tmp_path / "projects" / "-home-u-jp"
+    write(proj / "s1.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look"}}, model=sonnet),
+        rec("user", 9, message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": "task1",
+                                                              "content": [{"type": "text", "text": "found"}]}]},
+            toolUseResult={"agentId": "abc", "status": "completed"}),
+        asst(10, "r2", text("ok"), model=sonnet),
+    ])
+    write(proj / "s1" / "subagents" / "agent-abc.jsonl", [
+        user(2, "look", isSidechain=True), asst(5, "s1", text("found"), model=haiku, isSidechain=True)])
+    out = tmp_path / "out"
+    assert cli(["import", "claude-code", str(tmp_path / "projects"), "-o", str(out), "--json", "--no-probes"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["sessions"]
+    assert row["models"] == {sonnet: 2, haiku: 1}
+    assert row["recorded_cost_usd"] == 0.0011
+    assert row["tokens"] == {"input": 9, "cache_write": 300, "cache_read": 0, "output": 15}
+    assert cli(["import", "claude-code", str(tmp_path / "projects"), "-o", str(tmp_path / "o2"), "--no-probes"]) == 0
+    text_out = capsys.readouterr().out
+    assert "cache write" in text_out and "input 9, cache write 300, cache read 0, output 15" in text_out

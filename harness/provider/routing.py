@@ -1,0 +1,76 @@
+"""Cache misses that recur: requests the provider routes where the session's long cache entry is absent.
+
+A prompt cache is not one store. OpenAI's docs ("Prompt caching", developers.openai.com/api/docs/
+guides/prompt-caching, read 2026-12): requests are routed to a machine by a hash of the prompt's
+first ~256 tokens; when one prefix (and ``prompt_cache_key``) exceeds about 15 requests a minute,
+some overflow to additional machines, which do not hold the cache. Real logs show the same on
+Anthropic deployments (the codemie Bedrock sessions here: 14 and 16 of 55 and 47 calls read only
+the ~20–23k-token system prefix or nothing, and the next call reads the full long prefix again: the
+entry was not evicted, the request went where it was not cached).
+
+The model (fitted per trace at import, ``harness.cache_misses.fit_miss_model``, stored with its counts
+in ``header.recorded.cache_miss_model``): of the requests that continue the previous one on the
+session's node (they would read what it wrote: what the log's eligible calls are; a request after
+a TTL expiry, a prefix change or on another model misses or not whatever the router does), a share
+``share`` lands on a node that holds
+not the session's own. There the read falls back to nothing (``fallback_none`` of them: a node with
+none of it) or to what the other node holds (the rest): the system prefix (it serves other
+sessions with the same system prompt) and what earlier strays of the session wrote there, so a
+read can stop at an earlier call's context, as the logs show. What a stray writes stays on that
+node: the next request on the session's own node reads the entry before it. Which requests stray is systematic sampling with a seeded phase
+(``Router``): a replay of n such requests has round(n·share) strays, spread evenly, in seed-determined
+places; so a run is a pure function of its seed and two strategies on one trace meet the same
+provider, not two different binomial draws.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+OPENAI_ROUTING_DOC = ("developers.openai.com/api/docs/guides/prompt-caching (read 2026-12): routing by a hash of "
+                      "the first ~256 prompt tokens; above ~15 requests/min per prefix some overflow to other machines")
+
+
+class CacheMissModel(BaseModel):
+    """A provider-side miss model fitted on one log (what ``harness.fidelity.fit_miss_model`` found)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    share: float = Field(ge=0.0, le=1.0, description="share of requests routed where the session's entries are absent")
+    fallback_none: float = Field(ge=0.0, le=1.0, description="of those, the share that read nothing (the rest read "
+                                 "the system prefix)")
+    strays: int = Field(ge=0, description="recorded calls whose read fell back short of the previous call's context "
+                        "with no cause in the log (evidence)")
+    returns: int = Field(ge=0, description="recorded calls right after a stray that read the entry before it (evidence "
+                         "that the long entry was not evicted)")
+    eligible: int = Field(ge=0, description="recorded calls that could have read the previous call's context (no TTL "
+                          "expiry, model switch, compaction or change the log shows in between)")
+    fell_back_to: dict[str, int] = Field(default_factory=dict, description="strays by where the read fell back to")
+    source: str = Field("", description="how it was fitted, and the documented mechanism it stands for")
+
+
+class Router:
+    """Which requests stray (systematic sampling at ``model.share``, seeded phase) and what the
+    stray ones fall back to (the same at ``fallback_none``)."""
+
+    def __init__(self, model: CacheMissModel, seed: int = 0, phases: tuple[float, float] | None = None) -> None:
+        self.model = model
+        self._phase, self._phase_fb = (phases if phases is not None else
+                                       np.random.default_rng(np.random.SeedSequence([seed, 0x5EED_CAC4])).random(2))
+        self._n = 0
+        self._k = 0
+
+    def next(self) -> str | None:
+        """None (the session's node), or the fallback of a stray request: ``"none"`` or ``"system"``."""
+        p = self.model.share
+        n, self._n = self._n, self._n + 1
+        if math.floor(self._phase + (n + 1) * p) == math.floor(self._phase + n * p):
+            return None
+        q = self.model.fallback_none
+        k, self._k = self._k, self._k + 1
+        return "none" if math.floor(self._phase_fb + (k + 1) * q) > math.floor(self._phase_fb + k * q) else "system"
+
+
+__all__ = ["CacheMissModel", "OPENAI_ROUTING_DOC", "Router"]

@@ -1,0 +1,110 @@
+"""Codex rollouts of current versions (issue 27): with and without ``token_count`` events, user
+turns only in ``event_msg/user_message``, the model from ``turn_context``/``session_meta``, the
+project from the session's ``cwd``; a trace with no model is exit 2 at ``run``."""
+
+from __future__ import annotations
+
+import json
+
+from harness import trace as tr
+from harness.cli import main as cli
+from harness.importers import import_file
+
+
+def line(ts, kind, payload):
+    return json.dumps({"timestamp": f"2026-01-01T00:00:{ts:02d}Z", "type": kind, "payload": payload}) + "\n"
+
+
+def fcall(ts, cid, cmd="ls"):
+    return line(ts, "response_item", {"type": "function_call", "name": "shell", "arguments": json.dumps({"cmd": cmd}),
+                                      "call_id": cid})
+
+
+def fout(ts, cid, out="ok"):
+    return line(ts, "response_item", {"type": "function_call_output", "call_id": cid, "output": out})
+
+
+def say(ts, text, role="assistant"):
+    kind = "output_text" if role == "assistant" else "input_text"
+    return line(ts, "response_item", {"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+
+META = line(0, "session_meta", {"cwd": "/home/u/repos/parser", "cli_version": "0.128.0-alpha.3",
+                                "base_instructions": {"text": "You are Codex."}})
+
+
+def desktop_rollout(tmp_path, model_line=True):
+    """No token_count: user turns only as event_msg/user_message (3); a call with two parallel
+    tool calls (c1, c2), then one with c3, then one with c4, then a final answer; a second user
+    turn with one more call. Calls by hand: [c1 c2] [c3] [c4] [text] | [text] | [text] = 6."""
+    body = (META + (line(0, "turn_context", {"model": "gpt-5.5", "cwd": "/home/u/repos/parser"}) if model_line else "")
+            + line(1, "event_msg", {"type": "user_message", "message": "fix the parser"})
+            + line(2, "response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": "look"}]})
+            + fcall(3, "c1") + fcall(3, "c2") + fout(4, "c1") + fout(4, "c2")
+            + fcall(5, "c3", "pytest") + fout(6, "c3", "1 failed")
+            + fcall(7, "c4", "sed") + fout(8, "c4")
+            + say(9, "fixed")
+            + line(10, "event_msg", {"type": "user_message", "message": "thanks, also the lexer"})
+            + say(11, "on it")
+            + line(12, "event_msg", {"type": "user_message", "message": "go"})
+            + say(13, "done"))
+    f = tmp_path / "2026" / "01" / "01" / "rollout-2026-01-01T00-00-00-desk.jsonl"
+    f.parent.mkdir(parents=True)
+    f.write_text(body)
+    return f
+
+
+def test_a_rollout_without_token_count_keeps_user_turns_and_splits_calls(tmp_path):
+    res = import_file("codex", desktop_rollout(tmp_path))
+    t = res.trace
+    users = [e.text for e in t.events if isinstance(e, tr.UserEvent)]
+    assert users == ["fix the parser", "thanks, also the lexer", "go"]
+    calls = [e for e in t.events if isinstance(e, tr.AssistantEvent)]
+    assert [[c.id for c in e.tool_uses()] for e in calls] == [["c1", "c2"], ["c3"], ["c4"], [], [], []]
+    assert all(e.usage is None and e.model == "gpt-5.5" for e in calls)
+    assert t.header.model == "gpt-5.5" and t.header.usage == "none"
+    assert t.header.source["cwd"] == "/home/u/repos/parser"
+    assert any("not recorded" in n for n in t.header.notes)
+    assert res.summary["usage"] == "not recorded (cost simulated)"
+    # every tool result follows its call, in the rollout's order
+    kinds = [type(e).__name__ for e in t.events if not isinstance(e, (tr.FactEvent, tr.ProbeEvent))]
+    assert kinds[:6] == ["UserEvent", "AssistantEvent", "ToolResultEvent", "ToolResultEvent", "AssistantEvent",
+                         "ToolResultEvent"]
+
+
+def test_a_rollout_with_token_count_still_joins_a_call_to_its_usage(tmp_path):
+    u = {"input_tokens": 2000, "cached_input_tokens": 1024, "output_tokens": 30}
+
+    def tc(ts, n):
+        return line(ts, "event_msg", {"type": "token_count", "info": {"total_token_usage": {"total_tokens": n},
+                                                                      "last_token_usage": u}})
+    f = tmp_path / "rollout-a.jsonl"
+    f.write_text(META + line(0, "turn_context", {"model": "gpt-5.5"}) + say(1, "hi", "user")
+                 + fcall(2, "c1") + fcall(2, "c2") + fout(3, "c1") + tc(3, 1) + fout(3, "c2") + say(4, "done") + tc(5, 2))
+    t = import_file("codex", f).trace
+    calls = [e for e in t.events if isinstance(e, tr.AssistantEvent)]
+    assert [[c.id for c in e.tool_uses()] for e in calls] == [["c1", "c2"], []]
+    assert calls[0].usage == tr.RecordedUsage(input=976, cache_read=1024, output=30)
+    assert t.header.usage == "per_call" and [e.text for e in t.events if isinstance(e, tr.UserEvent)] == ["hi"]
+
+
+def test_the_model_from_session_meta_and_none_is_exit_2_at_run(tmp_path, capsys):
+    f = desktop_rollout(tmp_path, model_line=False)
+    out = tmp_path / "t.jsonl"
+    assert cli(["import", "codex", str(f), "-o", str(out), "--no-probes"]) == 0
+    assert tr.load(out).header.model is None
+    assert cli(["run", str(out), "--strategy", "append_only", "-q"]) == 2
+    assert "records no model" in capsys.readouterr().err
+    assert cli(["run", str(out), "--strategy", "append_only", "-q", "--model", "gpt-5.5"]) == 0
+    assert "this cost is simulated" in capsys.readouterr().err
+    g = tmp_path / "m" / "rollout-b.jsonl"
+    g.parent.mkdir()
+    g.write_text(f.read_text().replace('"cli_version"', '"model": "gpt-5.5", "cli_version"'))
+    assert import_file("codex", g).trace.header.model == "gpt-5.5"
+
+
+def test_a_sessions_tree_names_the_project_after_the_cwd(tmp_path, capsys):
+    desktop_rollout(tmp_path)
+    assert cli(["import", "codex", str(tmp_path / "2026"), "-o", str(tmp_path / "out"), "--json", "--no-probes"]) == 0
+    rows = json.loads(capsys.readouterr().out)["sessions"]
+    assert [(r["project"], r["calls"], r["tokens"]) for r in rows] == [("parser", 6, None)]

@@ -1,0 +1,195 @@
+"""The provider-side miss model (harness/provider/routing.py), its fit on a log
+(harness/cache_misses.py), its use in every replay, and the bill warning (harness/billcheck.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness import trace as tr
+from harness.billcheck import bill_warning, cache_model_line
+from harness.cache_misses import fit_miss_model, label_calls
+from harness.conversation import Breakpoint, History, Message, Request, SystemPrompt, ToolSet
+from harness.engine import RunConfig, replay
+from harness.fidelity import RecordedCall
+from harness.provider import Provider
+from harness.provider.routing import CacheMissModel, Router
+
+MODEL = "claude-sonnet-4-5"
+
+
+def model(share=0.25, none=0.5) -> CacheMissModel:
+    return CacheMissModel(share=share, fallback_none=none, strays=4, returns=2, eligible=16)
+
+
+# --- the router ---------------------------------------------------------------------------------
+
+def test_router_strays_at_the_share_exactly_and_by_seed():
+    """Systematic sampling: 40 requests at 25% are exactly 10 strays (one in every 4), half of
+    them (5) reading nothing; the same seed gives the same places, another seed may move them."""
+    a = [Router(model(), seed=7).next() for _ in range(1)]
+    r1, r2 = Router(model(), seed=7), Router(model(), seed=7)
+    s1 = [r1.next() for _ in range(40)]
+    s2 = [r2.next() for _ in range(40)]
+    assert s1 == s2 and a[0] == s1[0]
+    assert sum(x is not None for x in s1) == 10
+    assert sum(x == "none" for x in s1) == 5
+    gaps = [i for i, x in enumerate(s1) if x is not None]
+    assert all(b - a == 4 for a, b in zip(gaps, gaps[1:]))
+
+
+@given(st.floats(0.0, 1.0), st.integers(0, 10_000), st.integers(1, 300))
+def test_router_count_is_the_share_within_one(share, seed, n):
+    r = Router(CacheMissModel(share=share, fallback_none=0.0, strays=0, returns=0, eligible=1), seed=seed)
+    k = sum(r.next() is not None for _ in range(n))
+    assert abs(k - share * n) <= 1
+
+
+# --- the provider ---------------------------------------------------------------------------------
+
+def _req(n_msgs: int, opaque: int = 5_000) -> Request:
+    msgs = [Message.user(f"message {i} " + "word " * 400) for i in range(n_msgs)]
+    return Request(SystemPrompt((), opaque), ToolSet(), History(msgs),
+                   (Breakpoint("system"), Breakpoint(n_msgs - 1)), model=MODEL)
+
+
+def test_a_stray_request_reads_nothing_or_the_system_prefix_and_the_next_one_reads_the_entry_before():
+    """share 1: every request that continues the previous one lands elsewhere. Call 1 is cold (not
+    routed: it continues nothing); call 2 would read call 1's context but goes to the other node,
+    which holds the system prefix (5,000 opaque + framing): it reads that; call 3 goes astray
+    too and reads what call 2 wrote there. With fallback_none 1, a stray reads nothing."""
+    p = Provider(MODEL, miss_model=CacheMissModel(share=1.0, fallback_none=0.0, strays=1, returns=0, eligible=1))
+    b1 = p.bill(_req(1), 0.0, 10)
+    assert b1.miss_reason != "routed" and p.routed == 0
+    b2 = p.bill(_req(2), 1.0, 10)
+    assert b2.miss_reason == "routed" and b2.usage.cache_read == p.layout(_req(2)).tokens(-1)
+    b3 = p.bill(_req(3), 2.0, 10)
+    assert b3.miss_reason == "routed" and b3.usage.cache_read == p.layout(_req(2)).total()
+    p0 = Provider(MODEL, miss_model=CacheMissModel(share=1.0, fallback_none=1.0, strays=1, returns=0, eligible=1))
+    p0.bill(_req(1), 0.0, 10)
+    assert p0.bill(_req(2), 1.0, 10).usage.cache_read == 0
+    # share 0.5 (phase from the seed): call 2 or call 3 strays; the one after a stray reads call 1's
+    # entry on the session's node (the stray wrote elsewhere)
+    ph = Provider(MODEL, seed=1, miss_model=CacheMissModel(share=0.5, fallback_none=1.0, strays=1, returns=0, eligible=1))
+    reads = [ph.bill(_req(k), float(k), 10).usage.cache_read for k in (1, 2, 3, 4)]
+    assert ph.routed == 2 and reads.count(0) == 3   # cold call 1, two strays reading nothing
+    # a provider with no model reads call 1's context on call 2
+    plain = Provider(MODEL)
+    plain.bill(_req(1), 0.0, 10)
+    assert plain.bill(_req(2), 1.0, 10).usage.cache_read == plain.layout(_req(1)).total()
+
+
+# --- the fit --------------------------------------------------------------------------------------
+
+def call(i, ctx, read, t=None, new_turn=False):
+    u = tr.RecordedUsage(input=ctx - read, cache_write_5m=0, cache_read=read)
+    return RecordedCall(i, float(i * 10 if t is None else t), MODEL, u, "main", False, 0, i - 1 if i else None,
+                        new_turn=new_turn)
+
+
+def test_fit_labels_strays_and_returns_and_needs_recurrence():
+    """Contexts grow by 1,000 from 30,000. Call 3 reads nothing (stray), call 4 reads call 2's
+    context (return), call 6 reads the 20,000-token system prefix (stray), call 7 reads call 6's
+    (the long prefix again), call 9 reads 0 but comes 400 s later (TTL: not eligible).
+    Eligible: calls 1-8 = 8; strays 2 (one to nothing, one to a prefix); 1 return."""
+    ctx = [30_000 + 1_000 * i for i in range(10)]
+    reads = [0, ctx[0], ctx[1], 0, ctx[2], ctx[4], 20_000, ctx[6], ctx[7], 0]
+    times = [i * 10 for i in range(9)] + [480]
+    calls = [call(i, ctx[i], reads[i], times[i]) for i in range(10)]
+    labels, eligible, fell, recovered = label_calls(calls)
+    assert labels == {3: "stray", 4: "return", 6: "stray"}
+    assert (eligible, fell, recovered) == (8, {"none": 1, "system": 1}, 2)
+    m, got = fit_miss_model(calls, system_prefix=20_000)
+    assert got == labels and (m.strays, m.returns, m.eligible) == (2, 1, 8)
+    assert m.fallback_none == 0.5 and 0.0 < m.share < 1.0
+    # one fall-back is not a pattern: no model
+    calls1 = [call(i, ctx[i], reads[i] if i != 6 else ctx[5]) for i in range(9)]
+    assert fit_miss_model(calls1)[0] is None
+
+
+def test_thinking_dropped_at_a_new_turn_is_the_clients_change_not_a_stray():
+    ctx = [30_000 + 1_000 * i for i in range(6)]
+    calls = [call(0, ctx[0], 0), call(1, ctx[1], ctx[0]), call(2, ctx[2], 0, new_turn=True),
+             call(3, ctx[3], ctx[2]), call(4, ctx[4], 0, new_turn=True), call(5, ctx[5], ctx[4])]
+    assert label_calls(calls, ("claude-sonnet-4-5",))[0] == {}
+    assert label_calls(calls)[0] == {2: "stray", 4: "stray"}
+
+
+# --- every replay -----------------------------------------------------------------------------------
+
+def _trace(miss: CacheMissModel | None) -> tr.Trace:
+    evs = [tr.UserEvent(t=0, text="please fix the parser " * 300)]
+    for i in range(12):
+        evs.append(tr.AssistantEvent(t=10.0 * i + 1, content=[tr.ToolUseContent(id=f"t{i}", name="Read", input={"i": i})],
+                                     model=MODEL))
+        evs.append(tr.ToolResultEvent(t=10.0 * i + 2, tool_use_id=f"t{i}", content=f"line of code {i}\n" * 200))
+    evs.append(tr.AssistantEvent(t=200, content=[tr.TextContent(text="done")], model=MODEL))
+    rec = tr.RecordedSetting(cache_ttl="5m", cache_miss_model=miss)
+    return tr.validate_events(tr.Header(name="m", model=MODEL, prefix_tokens=8_000, recorded=rec), evs)
+
+
+@pytest.mark.parametrize("strategy", ["novacode", "claude_code"])
+def test_a_fitted_model_is_applied_to_a_counterfactual_strategy_deterministically(strategy):
+    """At share 0.25, a quarter (± 1) of the requests that continue the previous one are routed
+    astray; the same seed gives the same bill; with the model off (RunConfig.fitted_misses=False)
+    the run reads more and costs less."""
+    with_m = _trace(model(0.25, 1.0))
+    a = replay(with_m, strategy, {}, RunConfig(seed=3))
+    b = replay(with_m, strategy, {}, RunConfig(seed=3))
+    off = replay(with_m, strategy, {}, RunConfig(seed=3, fitted_misses=False))
+    cm = a.metrics["provenance"]["cache_model"]
+    assert cm["fitted"] is True and cm["continuing_requests"] >= 8
+    assert abs(cm["routed_requests"] - 0.25 * cm["continuing_requests"]) <= 1
+    assert a.metrics["cost_usd"] == b.metrics["cost_usd"]
+    assert a.calls["cache_read"].tolist() == b.calls["cache_read"].tolist()
+    assert off.metrics["provenance"]["cache_model"] == {"fitted": False}
+    assert a.calls["cache_read"].sum() < off.calls["cache_read"].sum()
+    assert a.metrics["cost_usd"] > off.metrics["cost_usd"]
+    assert "25.0% of requests routed" in cache_model_line(with_m, cm["routed_requests"])
+    assert cache_model_line(_trace(None)) is None
+
+
+# --- the bill warning ---------------------------------------------------------------------------------
+
+def test_warning_when_the_recorded_replay_is_more_than_5pct_off_the_bill():
+    """One call of 100,000 tokens read from the cache at $0.30/M and 1,000 output at $15/M: billed
+    $0.03 + $0.015 = $0.045. A replay at $0.0470 is 4.4% off: no warning; at $0.06 it is 33.3%
+    above, and it read nothing (share 0 vs 1): the cause says the replay reads the cache less."""
+    ev = [tr.UserEvent(t=0, text="hi"),
+          tr.AssistantEvent(t=1, content=[tr.TextContent(text="ok")], model=MODEL,
+                            usage=tr.RecordedUsage(input=0, cache_read=100_000, output=1_000))]
+    t = tr.validate_events(tr.Header(name="w", model=MODEL, usage="per_call", recorded=tr.RecordedSetting()), ev)
+    calls = pd.DataFrame({"input_uncached": [100_000], "cache_write_5m": [0], "cache_write_1h": [0], "cache_read": [0]})
+    assert bill_warning(t, calls, 0.0470) is None
+    w = bill_warning(t, calls, 0.06)
+    assert w.startswith("the recorded replay costs $0.0600, 33.3% above the bill $0.0450")
+    assert "reads the cache less than the log did (share 0.00 vs 1.00)" in w
+
+
+def _billed(t: tr.Trace, usage: tr.RecordedUsage) -> tr.Trace:
+    evs = [e.model_copy(update={"usage": usage}) if isinstance(e, tr.AssistantEvent) else e for e in t.events]
+    h = t.header.model_copy(update={"usage": "per_call", "source": {"format": "claude-code", "path": "x.jsonl"}})
+    return tr.validate_events(h, evs)
+
+
+def test_run_and_compare_say_the_model_was_fitted_and_warn_off_the_bill(tmp_path, capsys):
+    """Every call billed as 40,000 tokens written: far above what the replay writes and reads, so
+    `run -s recorded` and `compare` print one warning each naming the cause; both say the cache
+    model was fitted; the report's assumptions say it too."""
+    from harness.cli import main as cli
+
+    t = _billed(_trace(model(0.25, 1.0)), tr.RecordedUsage(input=3, cache_write_5m=40_000, output=20))
+    path = tmp_path / "t.jsonl"
+    tr.write(t, path)
+    assert cli(["run", str(path), "--strategy", "recorded", "-q"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(x.startswith("ctxsim run: cache model: fitted on the log") for x in err)
+    (warn,) = [x for x in err if "warning: the recorded replay costs" in x]
+    assert "below the bill" in warn and "reads the cache more than the log did" in warn
+    assert cli(["compare", str(path), "--strategies", "novacode,claude_code", "--report", str(tmp_path / "rep")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: the recorded replay costs") == 1 and "cache model: fitted" in err
+    report = next((tmp_path / "rep").glob("*.md")).read_text()
+    assert "**Cache model** of `t.jsonl`: fitted on the log: 25.0% of requests routed" in report
