@@ -54,9 +54,14 @@ clears one more result and re-writes the prompt after the system: what the page 
 stay cleared in the history the client sends and the trigger is checked on the prompt as cleared, so
 clearing comes in episodes: the prompt grows back to the trigger, then one episode clears everything
 but the newest ``keep``. It reads the docs' "subsequent requests can reuse the newly cached prefix"
-as a promise of stable cleared prefixes, which a client that sends its full history cannot get; kept
-so earlier numbers can be reproduced. On one bundled real session it costs $6.25 (hit rate 0.98)
-where the documented behaviour costs $15.50 (0.81) (issue #18).
+as a promise of stable cleared prefixes between episodes, which with the full history sent only
+``clear_at_least`` steps give (above); kept so earlier numbers can be reproduced.
+
+Figures (2026-12, ``ctxsim run`` on the imported spotter session 258c7280, claude-opus-4-6, 200k):
+per_request with the docs' defaults $43.60, cache hit rate 0.575; ``clear_at_least=5000`` (the docs'
+example) $10.79, 0.945; ``boundary_breakpoint=true`` $9.45, 0.956; episodic $9.92, 0.970. On
+``ctxsim synth long-200k --seed 1`` (claude-sonnet-4-6, 200k window): $309.08 / 0.136, $59.97 / 0.912,
+$39.01 / 0.974.
 
 A rejected request: context editing is an API feature with no client behind it; a bare client's
 turn errors on the 400 (no recovery is documented).
