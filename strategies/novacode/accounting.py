@@ -44,6 +44,10 @@ from harness.conversation import History, Message, SystemPrompt, ToolSet, Usage
 
 CHARS_PER_TOKEN = 3.5  # N-COMP-5: "≈3.5 characters per token"
 RECENT_MIN_CHARS = 2_000  # not in the seed: the newest text is measured once this much was added  # assumed
+# not in the seed: the lowest characters per token a budget uses. CJK text and escapes run ~1 per
+# cl100k token (the kit's dense text: 0.97); a measured figure far below it comes from a usage that
+# counts text the strategy never saw (a hidden prefix), not from the conversation's text.  # assumed
+MIN_BUDGET_CPT = 0.5
 
 
 def chars_to_tokens(chars: int, chars_per_token: float = CHARS_PER_TOKEN) -> int:
@@ -128,7 +132,8 @@ class TokenLedger:
         conversation's measured figure and its newest text's (see the module docstring)."""
         if not calibrated:
             return self.chars_per_token
-        return min([self.chars_per_token] + [x for x in (self.observed_cpt, self.recent_cpt) if x])
+        return max(min(MIN_BUDGET_CPT, self.chars_per_token),
+                   min([self.chars_per_token] + [x for x in (self.observed_cpt, self.recent_cpt) if x]))
 
     def estimate(self, history: History, *, system: SystemPrompt, tools: ToolSet,
                  prefix: Iterable[Message] = (), extra: Iterable[Message] = ()) -> int:

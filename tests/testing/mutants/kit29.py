@@ -165,6 +165,7 @@ class SummaryWithoutFirstRequest(NovaCode):
         h = self.history
         blank = Message.user("(the task description is in the transcript)", origin="elided")
         self.history = h.replace_at(first, blank)
+        self._req = None  # the request is rebuilt from the blanked history
         try:
             return super()._summarise(choice, resident, fired, est)
         finally:
