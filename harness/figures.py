@@ -68,10 +68,15 @@ def _failed_note(d: pd.DataFrame) -> str:
             f"before the failure and are not compared.")
 
 
+def layout(fig) -> None:
+    """Everything inside the image: tight layout, room left for a suptitle."""
+    fig.tight_layout(rect=(0, 0, 1, 0.96) if fig._suptitle is not None else None)
+
+
 def _save(fig, out: Path, name_: str) -> str:
     path = out / "figures" / name_
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout(rect=(0, 0, 1, 0.96) if fig._suptitle is not None else None)
+    layout(fig)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return f"figures/{name_}"

@@ -395,9 +395,10 @@ def default_title(ctx: Context) -> str:
         for a in ctx.answers:
             swept.setdefault(a.label, set()).update(a.swept)
         what = "; ".join(f"{label} {', '.join(sorted(ps))}" for label, ps in swept.items())
-        return f"Which settings to ship: {what} at {wins} windows"
+        return f"Which settings to ship: {what} at {wins} window{'s' if len(ctx.windows) > 1 else ''}"
     labels = list(dict.fromkeys(ctx.cfgs["label"]))
-    return f"{len(labels)} strategies compared at {wins} windows: cost, cache, latency and retention"
+    return (f"{len(labels)} strategies compared at {wins} window{'s' if len(ctx.windows) > 1 else ''}: cost, cache, "
+            "latency and retention")
 
 
 # --- assembling ----------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from harness import formatting as fmt  # noqa: E402
 from harness import tuning  # noqa: E402
-from harness.figures import Figure, _save  # noqa: E402
+from harness.figures import Figure, _save, layout  # noqa: E402
 
 if TYPE_CHECKING:
     from harness.report import Context
@@ -26,6 +26,9 @@ FONT = 10  # readable at 1280 px (a figure is drawn 12 in wide at 100 dpi and sc
 # label offsets tried in turn (points): right, left, above, below, then the diagonals, then further out
 OFFSETS = [(7, 0), (-7, 0), (0, 8), (0, -9), (7, 8), (-7, 8), (7, -9), (-7, -9), (14, 16), (-14, 16), (14, -18),
            (-14, -18), (0, 20), (0, -22), (22, 0), (-22, 0), (24, 26), (-24, 26), (24, -28), (-24, -28)]
+# then rings further out, with a leader line back to the point: a crowded cluster still gets every name
+OFFSETS += [(round(r * math.cos(a)), round(0.8 * r * math.sin(a))) for r in (40, 60, 85, 115, 150, 190)
+            for a in [k * math.pi / 8 for k in range(16)]]
 
 
 def dollar_axis(ax) -> None:
@@ -53,6 +56,7 @@ def place_labels(ax, xs, ys, texts, bold) -> list:
     no marker and stays inside the axes (the nearest offset otherwise): every point keeps a
     readable name."""
     fig = ax.figure
+    layout(fig)  # the final geometry, so what is measured here is what is saved
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
     inside = ax.get_window_extent(r)
@@ -60,6 +64,8 @@ def place_labels(ax, xs, ys, texts, bold) -> list:
     from matplotlib.transforms import Bbox
 
     placed = [Bbox.from_bounds(px - 4, py - 4, 8, 8) for px, py in pts]
+    if ax.get_legend() is not None:  # names keep clear of the legend too
+        placed.append(ax.get_legend().get_window_extent(r))
     order = sorted(range(len(texts)), key=lambda i: (not bold[i], xs[i]))
     out = [None] * len(texts)
     for i in order:
@@ -124,6 +130,14 @@ def fig_front(ctx: Context) -> Figure | None:
         ax.tick_params(labelsize=FONT - 1)
         ax.set_title(f"Window {w:,}: {len(ok)} settings that completed every run", fontsize=FONT + 1)
         ax.margins(x=0.12, y=0.12)
+        handles = [Line2D([], [], marker="o", ls="", color=color[lab], label=lab) for lab in labels
+                   if any(s.label == lab for s in ok)]
+        handles += [Line2D([], [], marker="o", ls="--", color="k", markerfacecolor="w", label="Pareto front"),
+                    Line2D([], [], marker="D", ls="", color="grey", label="a swept strategy's default")]
+        if picks:
+            handles.append(Line2D([], [], marker="*", ls="", markersize=14, markerfacecolor="none",
+                                  markeredgecolor="red", label="recommended (tuning answer)"))
+        ax.legend(handles=handles, fontsize=FONT - 1, loc="best", framealpha=0.9)
         if ok:
             place_labels(ax, [s.cost for s in ok], [s.retention.est for s in ok], [tuning.short_name(s) for s in ok],
                          [id(s) in onfront for s in ok])
@@ -135,14 +149,6 @@ def fig_front(ctx: Context) -> Figure | None:
         if fr:
             readings.append(f"at {w:,} the front runs " + " → ".join(
                 f"{tuning.short_name(s)} ({fmt.money(s.cost)}, {s.retention.est:.3f})" for s in fr))
-        handles = [Line2D([], [], marker="o", ls="", color=color[lab], label=lab) for lab in labels
-                   if any(s.label == lab for s in ok)]
-        handles += [Line2D([], [], marker="o", ls="--", color="k", markerfacecolor="w", label="Pareto front"),
-                    Line2D([], [], marker="D", ls="", color="grey", label="a swept strategy's default")]
-        if picks:
-            handles.append(Line2D([], [], marker="*", ls="", markersize=14, markerfacecolor="none",
-                                  markeredgecolor="red", label="recommended (tuning answer)"))
-        ax.legend(handles=handles, fontsize=FONT - 1, loc="lower right", framealpha=0.9)
     f = _save(fig, ctx.out, "06-pareto.png")
     reading = ("Every point is named; " + "; ".join(readings) + ".") if readings else "No setting completed every run."
     if failed_all:

@@ -32,6 +32,7 @@ def sweep_report(tmp_path_factory):
     real = figures._save
 
     def watching(fig, out, name_):
+        figures.layout(fig)  # as _save lays it out before saving
         fig.canvas.draw()
         r = fig.canvas.get_renderer()
         box = fig.bbox
@@ -39,10 +40,15 @@ def sweep_report(tmp_path_factory):
             bb = artist.get_window_extent(r)
             return bb.x0 < box.x0 - 1 or bb.y0 < box.y0 - 1 or bb.x1 > box.x1 + 1 or bb.y1 > box.y1 + 1
         legends = [lg for ax in fig.axes for lg in [ax.get_legend()] if lg is not None]
+        def shown_ticks(ax):  # tick labels inside the axis range (matplotlib keeps undrawn ones beyond it)
+            lo, hi = sorted(ax.get_ylim())
+            return [t for t in ax.get_yticklabels() if lo <= t.get_position()[1] <= hi]
         texts = [t for ax in fig.axes for t in ax.texts + [ax.title, ax.xaxis.label, ax.yaxis.label]
-                 + ax.get_yticklabels() if t.get_text() and t.get_visible()]
-        points = sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections
-                     if hasattr(c, "get_offsets") and c.get_sizes().size and c.get_sizes()[0] < 100)
+                 + shown_ticks(ax) if t.get_text() and t.get_visible()]
+        from matplotlib.collections import PathCollection
+
+        points = sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections  # markers, not the rings
+                     if isinstance(c, PathCollection) and c.get_sizes().size and c.get_sizes()[0] < 100)
         seen[name_] = {"legends_cut": sum(outside(lg) for lg in legends), "legends": len(legends),
                        "texts_cut": [t.get_text() for t in texts if outside(t)],
                        "points": points, "names": sum(len(ax.texts) for ax in fig.axes)}

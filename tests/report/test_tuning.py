@@ -92,7 +92,7 @@ def test_the_report_opens_with_the_answer(tmp_path):
     assert "Newcombe" in first
     peers = md.split("## The tuned strategy against its peers", 1)[1].split("\n## ", 1)[0]
     assert "| truncate | yes | $5.00 | -$3.00 [-$3.10, -$2.90] | 0.200 [0." in peers and "worse |" in peers
-    assert md.startswith("# Which settings to ship: novacode soft_margin, tail_min_tokens at 200k windows")
+    assert md.startswith("# Which settings to ship: novacode soft_margin, tail_min_tokens at 200k window")
 
 
 def test_without_the_needs_at_risk_columns_the_report_says_it_fell_back(tmp_path):
