@@ -22,7 +22,8 @@ def cache_model_line(trace: Trace, routed: int | None = None) -> str | None:
         return None
     tail = f"; {routed} requests routed astray in this run" if routed is not None else ""
     return (f"cache model: fitted on the log ({m.strays} of {m.eligible} calls fell back and recovered): "
-            f"{m.share:.1%} of requests routed off the session's cache node, {m.fallback_none:.0%} of them "
+            f"{m.share:.1%} of requests routed off the session's cache node (of those that continue the previous "
+            f"one), {m.fallback_none:.0%} of them "
             f"reading nothing{tail} (--seed moves where; header.recorded.cache_miss_model)")
 
 
