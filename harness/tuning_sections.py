@@ -277,14 +277,14 @@ def section_ledger(ctx: Context) -> Section | None:
         "parameters at their defaults), what the summary calls cost against what the main calls cost carrying the "
         "text, per session, and the retention that buys.")]
     for (label, w, group), g in led.groupby(["label", "window", "group"], sort=False):
-        rows = [[fmt.value(r[tuning.LEDGER_AXIS]) + (" (default)" if r["default"] else ""), fmt.money(r["summary_cost_usd"]),
+        rows = [[fmt.value(float(r[tuning.LEDGER_AXIS])) + (" (default)" if r["default"] else ""), fmt.money(r["summary_cost_usd"]),
                  fmt.money(r["main_cost_usd"]), fmt.money(r["total_cost_usd"]), fmt.share(r["compactions"], 1),
                  ret_ci(tuning.Retention(r["retention"], r["retention_lo"], r["retention_hi"])),
                  "yes" if r["completed"] else "**failed**"] for _, r in g.iterrows()]
         ok = g[g["completed"]]
         best = ok.loc[ok["total_cost_usd"].idxmin()] if len(ok) else None
         content.append(Para(f"**{label}, window {w:,}, {group}**" + (
-            f": cheapest total at `{tuning.LEDGER_AXIS}` = {fmt.value(best[tuning.LEDGER_AXIS])} "
+            f": cheapest total at `{tuning.LEDGER_AXIS}` = {fmt.value(float(best[tuning.LEDGER_AXIS]))} "
             f"({fmt.money(best['total_cost_usd'])}, retention {best['retention']:.3f})." if best is not None else ".")))
         content.append(Table([tuning.LEDGER_AXIS, "summary calls", "main calls", "total", "compactions", "retention",
                               "completed"], rows, ["r", "r", "r", "r", "r", "r", "l"], [not r["completed"] for _, r in g.iterrows()]))
