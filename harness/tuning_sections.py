@@ -103,16 +103,17 @@ def _lead(a: tuning.Answer) -> str:
 
 
 def _row(a: tuning.Answer, p: tuning.Pick | None) -> list[str]:
-    base = [fmt.count(a.window), a.group, f"{fmt.money(a.default.cost)}; {ret_ci(a.default.retention)}"]
+    """Six columns, so the table fits a 960-px page without scrolling."""
+    base = [f"{fmt.count(a.window)} ({a.group})", f"{fmt.money(a.default.cost)}; {ret_ci(a.default.retention)}"]
     if p is None:
-        return base + ["none", fmt.MISSING, fmt.MISSING, fmt.MISSING, fmt.MISSING]
-    return base + [f"`{setting_name(p.setting)}`", f"{fmt.money(p.setting.cost)}; {ret_ci(p.setting.retention)}",
-                   money_ci(p.saving), pct_ci(p.saving_pct), f"{diff_ci(p.retention_diff)} {verdict(p.retention_diff)}"]
+        return base + ["none", fmt.MISSING, fmt.MISSING, fmt.MISSING]
+    return base + [setting_name(p.setting), f"{fmt.money(p.setting.cost)}; {ret_ci(p.setting.retention)}",
+                   f"{money_ci(p.saving)}; {pct_ci(p.saving_pct)}", f"{diff_ci(p.retention_diff)} {verdict(p.retention_diff)}"]
 
 
-HEAD = ["window", "traces", "default: cost; retention", "setting", "its cost; retention", "saving per session",
-        "saving %", "retention − default"]
-ALIGN = ["r", "l", "r", "l", "r", "r", "r", "r"]
+HEAD = ["window (traces)", "default: cost; retention", "setting", "its cost; retention", "saving per session; %",
+        "retention − default"]
+ALIGN = ["l", "r", "l", "r", "r", "r"]
 
 
 def section_tuning(ctx: Context) -> Section | None:
