@@ -113,7 +113,7 @@ def _row(a: tuning.Answer, p: tuning.Pick | None) -> list[str]:
 
 HEAD = ["window (traces)", "default: cost; retention", "setting", "its cost; retention", "saving per session; %",
         "retention − default"]
-ALIGN = ["l", "r", "l", "r", "r", "r"]
+ALIGN = ["l"] * 6  # left: .num cells do not wrap, and these hold intervals
 
 
 def section_tuning(ctx: Context) -> Section | None:
