@@ -243,7 +243,7 @@ def fig_grid_ledger(ctx: Context) -> Figure | None:
         ok = g[g["completed"].astype(bool)]
         if len(ok):
             best = ok.loc[ok["total_cost_usd"].idxmin()]
-            readings.append(f"at {w:,} the cheapest total is at {tuning.LEDGER_AXIS} {fmt.value(best[tuning.LEDGER_AXIS])} "
+            readings.append(f"at {w:,} the cheapest total is at {tuning.LEDGER_AXIS} {fmt.value(float(best[tuning.LEDGER_AXIS]))} "
                             f"({fmt.money(best['total_cost_usd'])}, of which summaries {fmt.money(best['summary_cost_usd'])})")
     f = _save(fig, ctx.out, "08-compaction-ledger.png")
     return Figure(f, "Compaction ledger", ("On the grid's own values: " + "; ".join(readings) + ".") if readings

@@ -103,16 +103,17 @@ def _lead(a: tuning.Answer) -> str:
 
 
 def _row(a: tuning.Answer, p: tuning.Pick | None) -> list[str]:
-    base = [fmt.count(a.window), a.group, f"{fmt.money(a.default.cost)}; {ret_ci(a.default.retention)}"]
+    """Six columns, so the table fits a 960-px page without scrolling."""
+    base = [f"{fmt.count(a.window)} ({a.group})", f"{fmt.money(a.default.cost)}; {ret_ci(a.default.retention)}"]
     if p is None:
-        return base + ["none", fmt.MISSING, fmt.MISSING, fmt.MISSING, fmt.MISSING]
-    return base + [f"`{setting_name(p.setting)}`", f"{fmt.money(p.setting.cost)}; {ret_ci(p.setting.retention)}",
-                   money_ci(p.saving), pct_ci(p.saving_pct), f"{diff_ci(p.retention_diff)} {verdict(p.retention_diff)}"]
+        return base + ["none", fmt.MISSING, fmt.MISSING, fmt.MISSING]
+    return base + [setting_name(p.setting), f"{fmt.money(p.setting.cost)}; {ret_ci(p.setting.retention)}",
+                   f"{money_ci(p.saving)}; {pct_ci(p.saving_pct)}", f"{diff_ci(p.retention_diff)} {verdict(p.retention_diff)}"]
 
 
-HEAD = ["window", "traces", "default: cost; retention", "setting", "its cost; retention", "saving per session",
-        "saving %", "retention − default"]
-ALIGN = ["r", "l", "r", "l", "r", "r", "r", "r"]
+HEAD = ["window (traces)", "default: cost; retention", "setting", "its cost; retention", "saving per session; %",
+        "retention − default"]
+ALIGN = ["l"] * 6  # left: .num cells do not wrap, and these hold intervals
 
 
 def section_tuning(ctx: Context) -> Section | None:
@@ -277,14 +278,14 @@ def section_ledger(ctx: Context) -> Section | None:
         "parameters at their defaults), what the summary calls cost against what the main calls cost carrying the "
         "text, per session, and the retention that buys.")]
     for (label, w, group), g in led.groupby(["label", "window", "group"], sort=False):
-        rows = [[fmt.value(r[tuning.LEDGER_AXIS]) + (" (default)" if r["default"] else ""), fmt.money(r["summary_cost_usd"]),
+        rows = [[fmt.value(float(r[tuning.LEDGER_AXIS])) + (" (default)" if r["default"] else ""), fmt.money(r["summary_cost_usd"]),
                  fmt.money(r["main_cost_usd"]), fmt.money(r["total_cost_usd"]), fmt.share(r["compactions"], 1),
                  ret_ci(tuning.Retention(r["retention"], r["retention_lo"], r["retention_hi"])),
                  "yes" if r["completed"] else "**failed**"] for _, r in g.iterrows()]
         ok = g[g["completed"]]
         best = ok.loc[ok["total_cost_usd"].idxmin()] if len(ok) else None
         content.append(Para(f"**{label}, window {w:,}, {group}**" + (
-            f": cheapest total at `{tuning.LEDGER_AXIS}` = {fmt.value(best[tuning.LEDGER_AXIS])} "
+            f": cheapest total at `{tuning.LEDGER_AXIS}` = {fmt.value(float(best[tuning.LEDGER_AXIS]))} "
             f"({fmt.money(best['total_cost_usd'])}, retention {best['retention']:.3f})." if best is not None else ".")))
         content.append(Table([tuning.LEDGER_AXIS, "summary calls", "main calls", "total", "compactions", "retention",
                               "completed"], rows, ["r", "r", "r", "r", "r", "r", "l"], [not r["completed"] for _, r in g.iterrows()]))
