@@ -543,21 +543,11 @@ def dumps(trace: Trace) -> str:
 
 
 def write(trace: Trace, path: str | Path) -> None:
-    """Write the canonical form (atomic: a temporary file renamed into place)."""
-    import os
-    import tempfile
+    """Write the canonical form (atomic: a temporary file renamed into place; harness.atomic)."""
+    from harness import atomic
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(dumps(trace))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:   # all or nothing: no half-written trace, no temporary file left behind
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = dumps(trace)
+    atomic.write(path, lambda p: p.write_text(text, encoding="utf-8"))
 
 
 def json_schema() -> dict[str, Any]:
