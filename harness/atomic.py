@@ -45,8 +45,17 @@ def is_disk_error(e: BaseException) -> bool:
     return isinstance(e, OSError) and any(m in text for m in DISK_MESSAGES)
 
 
+def reason(e: OSError) -> str:
+    """The C library's words for ``e`` (pyarrow's OSError wraps them in its own sentence)."""
+    text = str(e)
+    for m in DISK_MESSAGES:
+        if m in text.lower():
+            return m[0].upper() + m[1:]
+    return e.strerror or text
+
+
 def write_error(path: str | Path, e: OSError) -> WriteError:
-    return WriteError(path, e.strerror or str(e), disk=is_disk_error(e))
+    return WriteError(path, reason(e), disk=is_disk_error(e))
 
 
 def umask() -> int:
@@ -102,6 +111,18 @@ def write_text(path: str | Path, text: str, *, errors: str = "strict") -> Path:
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
     return write(path, lambda p: p.write_bytes(data))
+
+
+@contextlib.contextmanager
+def naming(path: str | Path) -> Iterator[None]:
+    """An OSError in the block carries ``path`` (a write to an open file loses it): an append-only
+    log that cannot be written through :func:`write` still says which file the disk refused."""
+    try:
+        yield
+    except OSError as e:
+        if getattr(e, "filename", None):
+            raise
+        raise OSError(e.errno, reason(e), str(path)) from None
 
 
 @contextlib.contextmanager

@@ -463,7 +463,9 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
              "its parameters, a window): the mean over its runs, never over a grid. A configuration is named by its "
              "strategy and only the parameters that differ from the defaults. **Failed** means a request the API "
              "rejected was not recovered from: the session stopped there.")
-    (out / "report.md").write_text(render_markdown(title, intro, sections), encoding="utf-8")
-    (out / "index.html").write_text(render_html(title, intro, sections, out), encoding="utf-8")
-    runs.to_parquet(out / "runs.parquet", index=False)
+    from harness import atomic
+
+    atomic.write_text(out / "report.md", render_markdown(title, intro, sections))
+    atomic.write_text(out / "index.html", render_html(title, intro, sections, out))
+    atomic.write(out / "runs.parquet", lambda p: runs.to_parquet(p, index=False))
     return out

@@ -60,12 +60,12 @@ def _exit_on_sigterm() -> None:
 def _disk_error(e: BaseException) -> str | None:
     """One line for an OSError of the file system (full disk, quota, read-only) that escaped a
     command, naming the path when the error has one; None for any other exception."""
-    from harness.atomic import is_disk_error
+    from harness.atomic import is_disk_error, reason
 
     if not is_disk_error(e):
         return None
     where = getattr(e, "filename", None)
-    return f"{where}: {e.strerror or e}" if where else f"cannot write: {e.strerror or e}"
+    return f"{where}: cannot write: {reason(e)}" if where else f"cannot write: {reason(e)}"
 
 
 def _is_user_error(e: BaseException) -> bool:
