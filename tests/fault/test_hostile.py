@@ -28,7 +28,9 @@ def _trace(ids: list[str], size: int = BIG, files: dict | None = None) -> tr.Tra
     for k, u in enumerate(uses):
         t += 0.5
         events.append(tr.ToolResultEvent(t=t, tool_use_id=u.id, content=chr(ord("a") + k) * size))
-    events.append(tr.AssistantEvent(t=t + 1, content=[tr.TextContent(text="done")]))
+    events.append(tr.AssistantEvent(t=t + 1, content=[tr.TextContent(text="thinking")]))
+    events.append(tr.UserEvent(t=t + 4000, text="go on"))   # an hour later: a cold cache
+    events.append(tr.AssistantEvent(t=t + 4001, content=[tr.TextContent(text="done")]))
     return tr.validate_events(h, events, "hostile")
 
 
@@ -146,7 +148,7 @@ def test_a_failed_disk_still_skips_the_rest_of_the_message(tmp_path):
     ("novacode", []),
     ("on_demand_reading", ["elide_all_results=true", "min_pointer_chars=0", "keep_recent_reads=0",
                            "inline_read_tokens=100", "keep_read_tokens=0"]),
-    ("tiered_budget", []),
+    ("tiered_budget", ["read_budget_chars=1000"]),
 ])
 def test_hostile_tool_use_ids_run_clean(tmp_path, strategy, sets):
     ids = [".", " ", "x" * 400, "../../escape", "a\\b"]
