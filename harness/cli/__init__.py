@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
 
 # exceptions that mean "bad input" (exit 2), by module: a module that was never imported cannot
 # have raised one, so none is imported just to be caught (`ctxsim --help` stays light)
-_USER_ERRORS = {"harness.atomic": "WriteError", "harness.live": "LiveError", "harness.provider.models": "UnknownModelError",
+_USER_ERRORS = {"harness.atomic": "WriteError", "harness.fidelity": "FidelityGap", "harness.live": "LiveError", "harness.provider.models": "UnknownModelError",
                 "harness.response_store": "StoreMiss", "harness.trace": "TraceError",
                 "strategies.registry": "StrategyError"}
 
