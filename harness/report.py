@@ -81,17 +81,19 @@ def _md_cell(s: str) -> str:
 
 
 def _md(item) -> list[str]:
+    from harness.mdtext import escape   # labels and parameters are user text: no raw HTML (issue 31)
+
     if isinstance(item, Raw):
-        return [*item.md, ""]
+        return [*map(escape, item.md), ""]
     if isinstance(item, Para):
-        return [item.text, ""]
+        return [escape(item.text), ""]
     if isinstance(item, Bullets):
-        return [f"- {x}" for x in item.items] + [""]
+        return [f"- {escape(x)}" for x in item.items] + [""]
     if isinstance(item, Table):
         sep = ["---:" if a == "r" else "---" for a in item.align]
-        return (["| " + " | ".join(_md_cell(h) for h in item.headers) + " |", "| " + " | ".join(sep) + " |"]
-                + ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in item.rows] + [""])
-    return [f"![{item.title}]({item.file})", "", f"*{item.reading}*", ""]
+        return (["| " + " | ".join(escape(_md_cell(h)) for h in item.headers) + " |", "| " + " | ".join(sep) + " |"]
+                + ["| " + " | ".join(escape(_md_cell(c)) for c in r) + " |" for r in item.rows] + [""])
+    return [f"![{escape(item.title)}]({item.file})", "", f"*{escape(item.reading)}*", ""]
 
 
 _inline = fmt.inline_html
@@ -125,9 +127,11 @@ CSS = ("body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;pa
 
 
 def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
-    lines = [f"# {title}", "", intro, ""]
+    from harness.mdtext import escape
+
+    lines = [f"# {escape(title)}", "", escape(intro), ""]
     for s in sections:
-        lines += [f"## {s.title}", ""]
+        lines += [f"## {escape(s.title)}", ""]
         for item in s.content:
             lines += _md(item)
     return "\n".join(lines)
