@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from harness import atomic
 from harness import trace as tr
 from harness.synth import generate, load_preset
 from tests.fuzz.judge import run_cli
@@ -104,6 +103,8 @@ def test_an_escaped_disk_error_is_one_line_not_a_traceback(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("mask,mode", [(0o077, 0o600), (0o022, 0o644), (0o002, 0o664)])
 def test_outputs_honour_the_umask(tmp_path, mask, mode):
+    from harness import atomic
+
     old = os.umask(mask)
     try:
         p = atomic.write_text(tmp_path / "out.txt", "x")
@@ -113,6 +114,8 @@ def test_outputs_honour_the_umask(tmp_path, mask, mode):
 
 
 def test_a_rewritten_file_keeps_its_mode(tmp_path):
+    from harness import atomic
+
     p = tmp_path / "private.jsonl"
     p.write_text("old")
     p.chmod(0o600)

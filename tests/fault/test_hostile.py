@@ -12,7 +12,6 @@ import pytest
 
 from harness import trace as tr
 from harness.conversation import Block, Message
-from harness.filenames import safe_file_name
 from tests.fuzz.judge import run_cli
 from tests.helpers_traces import header
 
@@ -97,6 +96,8 @@ def test_inf_or_nan_in_a_price_table_is_refused(tmp_path, field, value):
 # --- spill names ------------------------------------------------------------------------------------
 
 def test_spill_names_are_injective():
+    from harness.filenames import safe_file_name
+
     ids = [".", " ", "..", "", "a/b", "a_b", "a b", "x" * 400, "x" * 401, "toolu_01", "é"]
     names = [safe_file_name(i) for i in ids]
     assert len(set(names)) == len(ids)

@@ -4,7 +4,6 @@ link are shown, not run, in a Markdown viewer that renders raw HTML."""
 from __future__ import annotations
 
 from harness import trace as tr
-from harness.mdtext import escape
 from harness.synth import generate, load_preset
 from tests.fuzz.judge import run_cli
 
@@ -12,6 +11,8 @@ HOSTILE = "<img src=x onerror=alert(1)><script>alert(2)</script>[x](javascript:a
 
 
 def test_escape_by_hand():
+    from harness.mdtext import escape
+
     assert escape("<b>`<b>`</b>") == "&lt;b&gt;`<b>`&lt;/b&gt;"       # a code span is left as it is
     assert escape("[x](javascript:1)") == "[x]\\(javascript:1)"
     assert escape("retention [0.52, 0.57] **best** `novacode`") == "retention [0.52, 0.57] **best** `novacode`"
