@@ -94,3 +94,31 @@ def test_a_terminating_signal_stops_the_workers_and_exits_128_plus_sig(tmp_path,
         for w in workers:
             if _alive(w):
                 os.kill(w, signal.SIGKILL)
+
+
+def test_a_worker_that_dies_is_a_failed_row_and_exit_1(tmp_path, monkeypatch):
+    """A pool worker killed mid-run (OOM killer, a segfault in a C extension): its run, and the
+    runs the broken pool can no longer do, are failure rows in the results; the sweep says how
+    many and exits 1 (before: a BrokenProcessPool traceback)."""
+    from harness import engine, sweep
+    from harness import trace as tr
+    from harness.synth import generate, load_preset
+    from tests.fuzz.judge import run_cli
+
+    t = tmp_path / "t.jsonl"
+    tr.write(generate(load_preset("short", ["calls=6"]), 1), t)
+    g = tmp_path / "g.toml"
+    g.write_text(f'traces = ["{t}"]\nseeds = [0, 1, 2]\n[[strategies]]\nname = "append_only"\n')
+    real = engine.replay
+
+    def dies_on_seed_1(trace, strategy, params, cfg, *a, **k):
+        if cfg.seed == 1:
+            os._exit(9)
+        return real(trace, strategy, params, cfg, *a, **k)
+
+    monkeypatch.setattr(engine, "replay", dies_on_seed_1)
+    o = run_cli(["sweep", str(g), "--out", str(tmp_path / "sw"), "--workers", "2", "--no-progress"])
+    assert o.exception == "" and o.status == 1, (o.exception, o.stderr)
+    df = sweep.load_results(tmp_path / "sw")
+    assert len(df) == 3 and "worker process died" in " ".join(df["error"])
+    assert "runs failed" in o.stderr
