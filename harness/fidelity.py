@@ -234,12 +234,24 @@ def raw_contexts(trace: Trace, calls: list[RecordedCall] | None = None, seed: in
                                       "startup_tokens": 0,
                                       "subagent_prefix_tokens": {k: 0 for k in _threads(calls) if k != "main"}})
     zero = with_header(trace, trace.header.model_copy(update={"prefix_tokens": 0, "recorded": zero_rec}))
-    run = replay(zero, Recorded, {}, RunConfig(model=model, token_scale=1.0, seed=seed,
+    # the largest window a trace may name: raw sizes are measured, not refused (a log whose content
+    # counts over its model's window in cl100k, e.g. 64,000-character tool results, stopped the
+    # replay at its first refused call)
+    from harness.trace import MAX_TOKENS
+
+    run = replay(zero, Recorded, {}, RunConfig(model=model, token_scale=1.0, seed=seed, window=MAX_TOKENS,
                                                models_file=Path(models_file) if models_file else None))
     rows = _sim_rows(run.calls)
-    if len(rows) != len(calls):
-        raise RuntimeError(f"engine returned {len(rows)} call rows for {len(calls)} recorded calls")
+    if len(rows) != len(calls):   # reported, never asserted (issue 31): the replay's own words say why
+        errors = [str(e) for e in run.calls.get("error", pd.Series(dtype=str)).fillna("") if e]
+        raise FidelityGap(f"{trace.header.name}: the replay of the recorded agent made {len(rows)} calls for the "
+                          f"log's {len(calls)}" + (f" (first refusal: {errors[0][:160]})" if errors else "")
+                          + "; its token scale cannot be fitted call by call")
     return {c.index: int(rows.loc[c.index, "context_tokens"]) - REQUEST_OVERHEAD for c in calls}
+
+
+class FidelityGap(ValueError):
+    """The replay of a log does not line up with its recorded calls (bad input: exit 2)."""
 
 
 def fit_calls(calls: list[RecordedCall], fraction: float) -> set[int]:

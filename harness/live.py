@@ -58,13 +58,18 @@ ENV_MAX_RETRIES = "CTXSIM_LIVE_MAX_RETRIES"
 ENV_TIMEOUT = "CTXSIM_LIVE_TIMEOUT"
 DEFAULT_LIVE_MODEL = "claude-sonnet-4-6"   # DESIGN.md / issue 2: the project's default model
 ENV_MAX_FAILURES = "CTXSIM_LIVE_MAX_FAILURES"
-# assumed: a summary of a few thousand tokens takes well under 2 minutes; the SDK's own default
-# (600 s, anthropic._constants) times 3 attempts kept a run waiting half an hour per call
-DEFAULT_TIMEOUT_S = 120.0
-DEFAULT_MAX_RETRIES = 2                    # the SDK's own default (anthropic._constants.DEFAULT_MAX_RETRIES)
-# assumed: this many side calls failing in a row (after the SDK's retries) is an API that is down,
-# not a flaky call; the run stops (exit 1) instead of computing numbers on failed compactions
-DEFAULT_MAX_FAILURES = 3
+# A hung API must fail a run within a minute with the defaults (issue 31): timeout × (1 + retries)
+# plus the SDK's back-off (0.5 s, then up to 8 s; anthropic._constants) stays under 60 s.
+# assumed: 25 s covers a summary call of the sizes strategies ask for (a few thousand tokens at
+# the API's decode rate); longer ones need --llm-timeout. The SDK's own default (600 s × 3
+# attempts) kept a run waiting half an hour per call.
+DEFAULT_TIMEOUT_S = 25.0
+DEFAULT_MAX_RETRIES = 1                    # assumed (the SDK's default is 2: 3 × 25 s would pass 60 s)
+# assumed: a live run measures the live model; one side call the API failed (after the retries)
+# is a run that did not measure it, so the run stops (exit 1, nothing written). A user who wants
+# such failures counted as failed compactions, as the simulated failure model counts them, opts
+# in with --llm-max-failures N > 1 (the run then stops only after N failures in a row).
+DEFAULT_MAX_FAILURES = 1
 # what says the API, not the request, failed (a prompt_too_long is the strategy's request)
 API_DOWN_REASONS = frozenset({"api_error", "timeout", "overloaded", "rate_limited"})
 JUDGE_MAX_TOKENS = 200                     # a cloze answer is a few words
@@ -409,10 +414,12 @@ class AnthropicBackend(_MessagesBackend):
             if failure.reason in API_DOWN_REASONS:
                 self.failures_in_a_row += 1
                 if self.failures_in_a_row >= self.max_failures:
+                    what = "a side call" if self.failures_in_a_row == 1 else \
+                        f"{self.failures_in_a_row} side calls in a row"
                     raise LiveUnavailable(
-                        f"the live API failed {self.failures_in_a_row} side calls in a row (last: {failure.reason}: "
-                        f"{failure.detail[:200]}); stopping the run rather than report numbers computed on "
-                        f"failed calls (--llm-max-failures, --llm-timeout, --llm-retries)") from None
+                        f"the live API failed {what} (last: {failure.reason}: "
+                        f"{' '.join(failure.detail.split())[:200]}); stopping the run rather than report numbers "
+                        f"computed on failed calls (--llm-max-failures, --llm-timeout, --llm-retries)") from None
             raise
         self.failures_in_a_row = 0
         self.timed_out = False

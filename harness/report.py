@@ -50,17 +50,19 @@ def _md_cell(s: str) -> str:
 
 
 def _md(item) -> list[str]:
+    from harness.mdtext import escape   # labels and parameters are user text: no raw HTML (issue 31)
+
     if isinstance(item, Raw):
-        return [*item.md, ""]
+        return [*map(escape, item.md), ""]
     if isinstance(item, Para):
-        return [item.text, ""]
+        return [escape(item.text), ""]
     if isinstance(item, Bullets):
-        return [f"- {x}" for x in item.items] + [""]
+        return [f"- {escape(x)}" for x in item.items] + [""]
     if isinstance(item, Table):
         sep = ["---:" if a == "r" else "---" for a in item.align]
-        return (["| " + " | ".join(_md_cell(h) for h in item.headers) + " |", "| " + " | ".join(sep) + " |"]
-                + ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in item.rows] + [""])
-    return [f"![{item.title}]({item.file})", "", f"*{item.reading}*", ""]
+        return (["| " + " | ".join(escape(_md_cell(h)) for h in item.headers) + " |", "| " + " | ".join(sep) + " |"]
+                + ["| " + " | ".join(escape(_md_cell(c)) for c in r) + " |" for r in item.rows] + [""])
+    return [f"![{escape(item.title)}]({item.file})", "", f"*{escape(item.reading)}*", ""]
 
 
 CSS = ("body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 16px;line-height:1.4}"
@@ -71,9 +73,11 @@ CSS = ("body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;pa
 
 
 def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
-    lines = [f"# {title}", "", intro, ""]
+    from harness.mdtext import escape
+
+    lines = [f"# {escape(title)}", "", escape(intro), ""]
     for s in sections:
-        lines += [f"## {s.title}", ""]
+        lines += [f"## {escape(s.title)}", ""]
         for item in s.content:
             lines += _md(item)
     return "\n".join(lines)
@@ -452,7 +456,9 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
              "its parameters, a window): the mean over its runs, never over a grid. A configuration is named by its "
              "strategy and only the parameters that differ from the defaults. **Failed** means a request the API "
              "rejected was not recovered from: the session stopped there.")
-    (out / "report.md").write_text(render_markdown(title, intro, sections), encoding="utf-8")
-    (out / "index.html").write_text(render_html(title, intro, sections, out), encoding="utf-8")
-    columns.encode(runs).to_parquet(out / "runs.parquet", index=False)  # one type per column (harness/columns.py)
+    from harness import atomic
+
+    atomic.write_text(out / "report.md", render_markdown(title, intro, sections))
+    atomic.write_text(out / "index.html", render_html(title, intro, sections, out))
+    atomic.write(out / "runs.parquet", lambda p: columns.encode(runs).to_parquet(p, index=False))  # one type per column (harness/columns.py)
     return out

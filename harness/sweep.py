@@ -371,7 +371,11 @@ def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
     except Exception as e:  # a failed run is a recorded result, not the end of the sweep
         row["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
     row["run_s"] = time.perf_counter() - t0
-    _atomic_parquet(columns.encode(pd.DataFrame([_scalarise(row)])), Path(out_dir) / "runs" / f"{spec.key}.parquet")
+    try:
+        _atomic_parquet(columns.encode(pd.DataFrame([_scalarise(row)])), Path(out_dir) / "runs" / f"{spec.key}.parquet")
+    except Exception as e:  # noqa: BLE001 - the client writes the row it gets back (store_row)
+        if not row["error"]:
+            row["error"] = f"{type(e).__name__}: {e} (on the worker)"
     return row
 
 
@@ -380,18 +384,72 @@ def _scalarise(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _atomic_parquet(df: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    df.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    from harness import atomic
+
+    atomic.write(path, lambda p: df.to_parquet(p, index=False))
+
+
+def failure_row(spec: RunSpec, error: str) -> dict[str, Any]:
+    """The row of a run that produced none (its worker died, its task was lost): a failed run."""
+    row: dict[str, Any] = {"key": spec.key, "label": spec.label, "strategy": spec.strategy, "trace": spec.trace,
+                           "trace_hash": spec.trace_hash, "model_setting": spec.model or "",
+                           "window_setting": spec.window or 0, "cache": spec.cache, "seed": spec.seed, "error": error}
+    row.update({f"param.{k}": v for k, v in spec.params})
+    row.update({f"param.{k}": v for k, v in spec.assume})
+    row["run_s"] = 0.0
+    return row
+
+
+def store_row(row: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
+    """On the client: the row a worker returned is written to ``runs/`` (again, when the worker
+    wrote it to a shared folder; alone, when the worker's folder is not the client's), so every
+    result reaches the client's results whatever the worker could write."""
+    _atomic_parquet(columns.encode(pd.DataFrame([_scalarise(row)])), Path(out_dir) / "runs" / f"{row['key']}.parquet")
+    return row
 
 
 # --- executors ------------------------------------------------------------------------------------
 
+# assumed (parameters of run_sweep): a scheduler that has not answered in 10 s is not coming; a
+# cluster with no worker for 60 s (none joined, or all left) will not finish the sweep
+DASK_CONNECT_TIMEOUT_S = 10.0
+DASK_NO_WORKERS_TIMEOUT_S = 60.0
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool worker initialiser: the kernel kills this worker when the sweep's main process dies,
+    even by SIGKILL (Linux ``prctl(PR_SET_PDEATHSIG)``); elsewhere the worker checks its parent
+    between runs (``_orphaned``)."""
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1   # linux/prctl.h
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:   # the parent died before the line above: no signal will come
+        os._exit(1)
+    global _PARENT
+    _PARENT = parent
+
+
+_PARENT: int | None = None
+
+
+def _pool_run(spec: RunSpec, out_dir: str) -> dict[str, Any]:
+    if _PARENT is not None and os.getppid() != _PARENT:   # orphaned (no PDEATHSIG here): stop
+        os._exit(1)
+    return run_spec(spec, out_dir)
+
+
 def _local(specs: list[RunSpec], out_dir: str, workers: int) -> Iterable[dict[str, Any]]:
     if workers <= 1:
         for sp in specs:
-            yield run_spec(sp, out_dir)
+            yield store_row(run_spec(sp, out_dir), out_dir)
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -399,39 +457,100 @@ def _local(specs: list[RunSpec], out_dir: str, workers: int) -> Iterable[dict[st
     # fork where it exists: workers start with the parsed traces already in _TRACES (expand() loaded
     # them), so no worker parses a trace again; spawn elsewhere
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(run_spec, sp, out_dir) for sp in specs]
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent,
+                               initargs=(os.getpid(),))
+    finished = False
+    try:
+        futures = {pool.submit(_pool_run, sp, out_dir): sp for sp in specs}
         for f in as_completed(futures):
-            yield f.result()
+            try:
+                row = f.result()
+            except Exception as e:  # noqa: BLE001 - a worker that died: its run failed, the sweep goes on
+                row = failure_row(futures[f], f"{type(e).__name__}: {e} (the worker process died)")
+            yield store_row(row, out_dir)
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:   # interrupted (Ctrl-C, SIGTERM, an error): no queued run starts, the workers stop now
+            procs = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for p in procs:
+                if p.is_alive():
+                    p.kill()
+            for p in procs:
+                p.join(timeout=5)
 
 
-def _dask(specs: list[RunSpec], out_dir: str, scheduler: str | None, client=None) -> Iterable[dict[str, Any]]:
+def dask_client(scheduler: str, timeout_s: float = DASK_CONNECT_TIMEOUT_S):
+    """A client of the scheduler at ``scheduler``, or :class:`SweepError` within ``timeout_s``."""
     from harness.extras import require
 
-    distributed = require("dask", "distributed")   # the [dask] extra
-    Client, as_completed = distributed.Client, distributed.as_completed
+    Client = require("dask", "distributed").Client   # the [dask] extra
 
-    own = client is None
-    if own:
-        if not scheduler:
-            raise SweepError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
-        client = Client(scheduler)
     try:
-        futures = client.map(run_spec, specs, out_dir=out_dir, pure=False)
-        for f in as_completed(futures):
-            yield f.result()
+        return Client(scheduler, timeout=f"{timeout_s}s")
+    except (OSError, TimeoutError, ValueError, TypeError) as e:
+        raise SweepError(f"--scheduler {scheduler}: no Dask scheduler answered within {timeout_s:g} s "
+                         f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no reply'})") from None
+
+
+def _dask(specs: list[RunSpec], out_dir: str, client, no_workers_s: float = DASK_NO_WORKERS_TIMEOUT_S,
+          poll_s: float = 1.0) -> Iterable[dict[str, Any]]:
+    """Every spec on the cluster; each row is written by the client (``store_row``). A run whose
+    task raised is a failure row; a cluster left with no worker for ``no_workers_s`` stops the
+    sweep with :class:`SweepError` (its pending runs cancelled), instead of waiting forever."""
+    from distributed import wait
+
+    if not specs:
+        return
+    futures = client.map(run_spec, specs, out_dir=out_dir, pure=False)
+    by_key = {f.key: sp for f, sp in zip(futures, specs, strict=True)}
+    pending = set(futures)
+    idle_since: float | None = None
+    try:
+        while pending:
+            try:
+                done, pending = wait(pending, timeout=poll_s, return_when="FIRST_COMPLETED")
+            except TimeoutError:   # nothing finished in poll_s: is anyone still working?
+                done = set()
+            for f in done:
+                sp = by_key[f.key]
+                try:
+                    row = f.result()
+                except Exception as e:  # noqa: BLE001 - the task itself failed (a worker died, unpicklable)
+                    row = failure_row(sp, f"{type(e).__name__}: {e} (on the Dask cluster)")
+                yield store_row(row, out_dir)
+            if done:
+                idle_since = None
+                continue
+            if client.scheduler_info().get("workers"):
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > no_workers_s:
+                raise SweepError(f"the Dask cluster has had no worker for {no_workers_s:g} s with {len(pending)} "
+                                 "runs pending: start workers (dask worker ADDRESS) and run the sweep again "
+                                 "(finished runs are kept)")
     finally:
-        if own:
-            client.close()
+        if pending:
+            client.cancel(list(pending))
 
 
 def run_sweep(cfg: SweepConfig, out_dir: str | Path, *, base: Path = Path("."), workers: int | None = None,
               executor: str = "local", scheduler: str | None = None, client=None, progress: bool = True,
-              limit: int | None = None, log: Callable[[str], None] = print, retry_failed: bool = False) -> pd.DataFrame:
+              limit: int | None = None, log: Callable[[str], None] = print, retry_failed: bool = False,
+              connect_timeout_s: float = DASK_CONNECT_TIMEOUT_S,
+              no_workers_s: float = DASK_NO_WORKERS_TIMEOUT_S) -> pd.DataFrame:
     """Run every spec not already in ``out_dir`` (with ``retry_failed``, the runs that raised
     too); return all rows (old and new), sorted by key. Anything wrong before the first run (a
-    trace, a preset, the executor) leaves no new ``out_dir`` behind."""
-    out = Path(out_dir)
+    trace, a preset, the executor, a scheduler that does not answer or has no worker) leaves no
+    new ``out_dir`` behind. ``df.attrs["missing"]``: runs of this invocation that left no row.
+
+    Every path is made absolute here, before any executor sees it: a Dask worker started in
+    another folder reads the same traces and writes the same run files as the client."""
+    out = Path(os.path.abspath(out_dir))
+    base = Path(os.path.abspath(base))
     if limit is not None and limit < 0:
         raise SweepError(f"--limit {limit}: give a number of runs >= 0")
     if executor not in ("local", "dask"):
@@ -440,20 +559,48 @@ def run_sweep(cfg: SweepConfig, out_dir: str | Path, *, base: Path = Path("."), 
         raise SweepError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
     if out.exists() and not out.is_dir():
         raise SweepError(f"--out {out}: a file, not a folder")
+    own_client = False
+    if executor == "dask" and client is None:   # before anything is written: an unreachable scheduler leaves nothing
+        client, own_client = dask_client(scheduler, connect_timeout_s), True
+    try:
+        if executor == "dask":
+            _wait_for_workers(client, no_workers_s)
+        return _run_sweep(cfg, out, base, workers, executor, client, progress, limit, log, retry_failed,
+                          no_workers_s)
+    finally:
+        if own_client:
+            client.close()
+
+
+def _wait_for_workers(client, timeout_s: float) -> None:
+    try:
+        client.wait_for_workers(1, timeout=timeout_s)
+    except (TimeoutError, OSError) as e:
+        raise SweepError(f"the Dask scheduler has no worker after {timeout_s:g} s: start one (dask worker "
+                         f"ADDRESS) and run the sweep again ({type(e).__name__})") from None
+
+
+def _run_sweep(cfg: SweepConfig, out: Path, base: Path, workers: int | None, executor: str, client,
+               progress: bool, limit: int | None, log: Callable[[str], None], retry_failed: bool,
+               no_workers_s: float) -> pd.DataFrame:
+    from harness import atomic
+
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
-        traces = resolve_traces(cfg, base, out / "traces", log)
-        specs = expand(cfg, traces, window_trace_paths(cfg, base, out / "traces", log))
+        traces = [Path(os.path.abspath(p)) for p in resolve_traces(cfg, base, out / "traces", log)]
+        per_window = {w: [Path(os.path.abspath(p)) for p in ps]
+                      for w, ps in window_trace_paths(cfg, base, out / "traces", log).items()}
+        specs = expand(cfg, traces, per_window)
+        _note_overrides(cfg, traces, log)
+        atomic.write_text(out / "sweep.json", json.dumps({"config": cfg.model_dump(), "runs": [s.as_dict() for s in specs]},
+                                                         indent=1, default=str))
     except BaseException:
         if created:
             import shutil
 
             shutil.rmtree(out, ignore_errors=True)
         raise
-    _note_overrides(cfg, traces, log)
-    (out / "sweep.json").write_text(json.dumps({"config": cfg.model_dump(), "runs": [s.as_dict() for s in specs]},
-                                               indent=1, default=str), encoding="utf-8")
     done, failed, corrupt = run_states(out)
     for f in corrupt:
         log(f"warning: {f}: unreadable run file (damaged?): the run is done again")
@@ -469,9 +616,12 @@ def run_sweep(cfg: SweepConfig, out_dir: str | Path, *, base: Path = Path("."), 
     if executor == "local":
         it = _local(todo, str(out), workers)
     else:
-        it = _dask(todo, str(out), scheduler, client)
+        it = _dask(todo, str(out), client, no_workers_s)
     _drain(it, len(todo), progress)
-    return collect(out, [s.key for s in specs], log=log)
+    df = collect(out, [s.key for s in specs], log=log)
+    have = set(df["key"]) if "key" in df else set()
+    df.attrs["missing"] = [s.key for s in todo if s.key not in have]
+    return df
 
 
 def _note_overrides(cfg: SweepConfig, traces: list[Path], log: Callable[[str], None]) -> None:

@@ -160,9 +160,32 @@ def _check_files(files: Any) -> None:
         parts = rel.replace("\\", "/").split("/")
         if not rel or rel.startswith(("/", "~")) or ":" in parts[0] or any(p in ("", ".", "..") for p in parts):
             raise ValueError(f"meta.files: {rel!r} is not a plain relative path inside the run directory")
+        _check_file_name(rel, parts)
         for i in range(1, len(parts)):
             if "/".join(parts[:i]) in names:
                 raise ValueError(f"meta.files: {'/'.join(parts[:i])!r} is a file and the folder of {rel!r}")
+
+
+# the folders a run directory always has (harness.engine._seed_files): a file cannot take their name
+RUN_FOLDERS = ("home", "project")
+NAME_MAX = 255   # bytes in one path component (Linux, macOS: limits.h NAME_MAX)
+
+
+def _check_file_name(rel: str, parts: list[str]) -> None:
+    """What the run directory's file system will refuse, refused here (``validate`` and ``run``
+    alike), not as a crash of every strategy when the run seeds the file."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in rel):
+        raise ValueError(f"meta.files: {rel!r}: a control character (NUL, newline ...) in a file name")
+    try:
+        sizes = [len(p.encode("utf-8")) for p in parts]
+    except UnicodeEncodeError:
+        raise ValueError(f"meta.files: {rel!r}: not encodable as UTF-8 (a lone surrogate)") from None
+    if max(sizes) > NAME_MAX:
+        raise ValueError(f"meta.files: {rel[:60]!r}...: a name of {max(sizes)} bytes (at most {NAME_MAX} per "
+                         "folder or file name)")
+    if len(parts) == 1 and parts[0] in RUN_FOLDERS:
+        raise ValueError(f"meta.files: {rel!r} is a folder of every run directory ({', '.join(RUN_FOLDERS)}); "
+                         f"put the file under it, e.g. {rel}/NAME")
 
 
 class TextContent(_M):
@@ -548,21 +571,11 @@ def dumps(trace: Trace) -> str:
 
 
 def write(trace: Trace, path: str | Path) -> None:
-    """Write the canonical form (atomic: a temporary file renamed into place)."""
-    import os
-    import tempfile
+    """Write the canonical form (atomic: a temporary file renamed into place; harness.atomic)."""
+    from harness import atomic
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(dumps(trace))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:   # all or nothing: no half-written trace, no temporary file left behind
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = dumps(trace)
+    atomic.write(path, lambda p: p.write_text(text, encoding="utf-8"))
 
 
 def json_schema() -> dict[str, Any]:

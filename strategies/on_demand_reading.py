@@ -183,4 +183,7 @@ class OnDemandReading(WindowedStrategy):
 
 
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    """A file name stem for an id: safe and injective, however long or odd the id (harness.filenames)."""
+    from harness.filenames import safe_stem
+
+    return safe_stem(name)

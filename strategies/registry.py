@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 from collections.abc import Mapping
 from functools import cache
 from importlib.metadata import entry_points
@@ -82,13 +83,24 @@ def load_class(spec: str) -> type[Strategy]:
     if ":" not in spec:
         return get(spec)
     mod, _, attr = spec.partition(":")
+    if not _DOTTED.fullmatch(mod) or not attr.isidentifier():   # ":X", ".foo:X" (relative), "m:"
+        raise StrategyError(f"{spec!r}: give MODULE:CLASS with an absolute module path (a.b.c) and a class name, "
+                            f"or a strategy name ({', '.join(names())})")
     try:
         cls = getattr(importlib.import_module(mod), attr)
     except (ImportError, AttributeError) as e:
         raise StrategyError(f"cannot load {spec!r}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - the user's module raised while it was imported
+        raise StrategyError(f"cannot load {spec!r}: importing {mod} raised {type(e).__name__}: {e}") from None
     if not (inspect.isclass(cls) and issubclass(cls, Strategy)):
         raise StrategyError(f"{spec!r} is not a Strategy subclass")
+    if inspect.isabstract(cls) or cls.__module__ in _TEMPLATE_MODULES:
+        raise StrategyError(f"{spec!r} is a base class for strategies, not one: give a subclass that implements it")
     return cls
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_TEMPLATE_MODULES = frozenset({"strategies.base", "strategies.templates"})   # the protocol and template bases
 
 
 def make_config(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> StrategyConfig:

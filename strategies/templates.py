@@ -265,7 +265,9 @@ class PeerStrategy(Strategy):
         """Write a tool output the agent keeps on disk (a real file under the run's directory);
         counted as a spill. None when it cannot be written (counted in ``save_failed``)."""
         d = Path(self.env.session_dir) / subdir
-        path = d / f"{''.join(ch if ch.isalnum() or ch in '_-' else '_' for ch in name)}.txt"
+        from harness.filenames import safe_file_name
+
+        path = d / safe_file_name(name)   # injective: two ids never share a file
         try:
             d.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")

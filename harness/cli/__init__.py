@@ -57,20 +57,39 @@ def _parser() -> argparse.ArgumentParser:
 
 # exceptions that mean "bad input" (exit 2), by module: a module that was never imported cannot
 # have raised one, so none is imported just to be caught (`ctxsim --help` stays light)
-_USER_ERRORS = {"harness.extras": "MissingExtra", "harness.live": "LiveError", "harness.provider.models": "UnknownModelError",
+_USER_ERRORS = {"harness.atomic": "WriteError", "harness.extras": "MissingExtra", "harness.fidelity": "FidelityGap",
+                "harness.live": "LiveError", "harness.provider.models": "UnknownModelError",
                 "harness.provider.tokenizer": "UnknownTokenizer", "harness.response_store": "StoreMiss", "harness.trace": "TraceError",
                 "strategies.registry": "StrategyError"}
 
 
+# signals that end a command like SIGTERM: a closed terminal (HUP), Ctrl-backslash (QUIT)
+EXIT_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
+
+
 def _exit_on_sigterm() -> None:
-    """SIGTERM (a killed job, a CI timeout) exits through Python, so every ``finally`` runs: run
-    directories are removed, partial outputs are not left behind."""
+    """SIGTERM (a killed job, a CI timeout), SIGHUP and SIGQUIT exit through Python, so every
+    ``finally`` runs: run directories are removed, partial outputs are not left behind."""
     import signal
     import threading
 
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
-            signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in EXIT_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
+
+
+def _disk_error(e: BaseException) -> str | None:
+    """One line for an OSError of the file system (full disk, quota, read-only) that escaped a
+    command, naming the path when the error has one; None for any other exception."""
+    from harness.atomic import is_disk_error, reason
+
+    if not is_disk_error(e):
+        return None
+    where = getattr(e, "filename", None)
+    return f"{where}: cannot write: {reason(e)}" if where else f"cannot write: {reason(e)}"
 
 
 def _is_user_error(e: BaseException) -> bool:
@@ -106,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         if live is not None and isinstance(e, live.LiveUnavailable):   # the API is down: exit 1, said why
             print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)
             return 1
+        disk = _disk_error(e)
+        if disk is not None:   # a full disk is the machine, not a bug: exit 2, one line
+            print(f"ctxsim {args.command}: error: {disk}", file=sys.stderr)
+            return 2
         if not _is_user_error(e):
             raise
         print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)

@@ -134,27 +134,15 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None], flag: str = "") -> None:
-    """``write(tmp)`` to a temporary file beside ``path``, renamed into place when it succeeded;
-    on any failure the temporary file is removed and ``path`` is left as it was (an OSError is
-    bad input naming the output: a full disk, a folder removed meanwhile)."""
-    path = Path(path)
+    """``write(tmp)`` to a temporary file beside ``path``, renamed into place when it succeeded
+    (:func:`harness.atomic.write`: the umask honoured, nothing left on failure); an OSError is
+    bad input naming the output: a full disk, a folder removed meanwhile."""
+    from harness import atomic
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # the temporary name keeps the suffix: writers that pick a format by it (savefig) still can
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
-    except OSError as e:
-        raise _bad(f"{flag + ' ' if flag else ''}{path}: cannot write: {e.strerror or e}") from None
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o644)   # as a plain open() would under the usual umask (mkstemp makes it 0600)
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise _bad(f"{flag + ' ' if flag else ''}{path}: cannot write: {e.strerror or e}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        atomic.write(path, write)
+    except atomic.WriteError as e:
+        raise _bad(f"{flag + ' ' if flag else ''}{e}") from None
 
 
 def atomic_write_text(path: str | Path, text: str, flag: str = "") -> None:

@@ -184,7 +184,10 @@ def run(args) -> int:
             print(line)
     _bill_notes(traces, groups, classes, cfg, args)
     if report is not None:
-        report.write_report(results, Path(args.report))
+        from harness import atomic
+
+        with atomic.staged_folder(args.report) as stage:   # a new folder appears whole or not at all
+            report.write_report(results, stage)
     return 0
 
 

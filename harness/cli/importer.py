@@ -65,9 +65,32 @@ def import_one(fmt: str, src: Path, out: Path, args) -> tuple[Any, dict[str, Any
 
     result = import_file(fmt, src, models_file=args.models_file)
     trace, derived = (result.trace, None) if args.no_probes else probes.apply(result.trace)
+    _check_header(trace, src)   # refused before anything is written, naming the log
     tr.write(trace, out)
-    tr.load(out)  # what was written must load: an importer bug fails here, not at replay
+    try:
+        tr.load(out)  # what was written must load: an importer bug fails here, not at replay
+    except BaseException:
+        out.unlink(missing_ok=True)   # a trace that does not load is not left behind
+        raise
     return trace, result.summary, derived
+
+
+def _check_header(trace, src: Path) -> None:
+    """The header as ``tr.load`` will check it (a fitted token scale out of its bounds is a log
+    whose usage does not fit its content: shuffled, edited, or another session's)."""
+    from pydantic import ValidationError
+
+    from harness import trace as tr
+
+    try:
+        tr.Header.model_validate(trace.header.model_dump())
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(map(str, err["loc"]))
+        hint = (": the log's recorded usage does not fit its content (shuffled or edited?)"
+                if where.endswith("token_scale") else "")
+        raise tr.TraceError(src, None, f"header.{where} would be {err.get('input')!r}: "
+                            f"{err['msg'].removeprefix('Value error, ')}{hint}; nothing written") from None
 
 
 def session_row(project: str, src: Path, out: Path, trace, models_file: str | None) -> dict[str, Any]:

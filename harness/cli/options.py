@@ -31,11 +31,12 @@ def add_provider_args(p: argparse.ArgumentParser) -> None:
                    help="who answers side calls: the simulated model (default), the live API, or a recorded store")
     g.add_argument("--llm-store", default=None, help="response store (JSONL) for --llm live (records) or replay")
     g.add_argument("--llm-timeout", type=float, default=None, metavar="SECONDS",
-                   help="--llm live: seconds one side call may take (default 120; CTXSIM_LIVE_TIMEOUT)")
+                   help="--llm live: seconds one side call may take (default 25; CTXSIM_LIVE_TIMEOUT)")
     g.add_argument("--llm-retries", type=int, default=None, metavar="N",
-                   help="--llm live: retries of a failed side call (429, 5xx, connection; default 2)")
+                   help="--llm live: retries of a failed side call (429, 5xx, connection; default 1)")
     g.add_argument("--llm-max-failures", type=int, default=None, metavar="N",
-                   help="--llm live: stop the run (exit 1) after N side calls failed in a row (default 3)")
+                   help="--llm live: stop the run (exit 1) after N side calls failed in a row (default 1: any "
+                   "failed call; N > 1 counts the failures before as failed compactions, as simulated ones)")
     m = p.add_argument_group("modelling assumptions (each listed with its source in reports)")
     m.add_argument("--retention", action="append", default=[], metavar="KEY=VALUE",
                    help="a constant of the retention model (harness/retention.py RetentionParams), value as TOML, "

@@ -57,8 +57,12 @@ def run(args) -> int:
         if Path(longest["trace"]).exists():
             print(f"compaction ledger: NovaCode at {len(LEDGER_MARGINS)} trigger points on {longest['trace']}")
             ledger = analysis.compaction_ledger(tr.load(longest["trace"]), window, LEDGER_MARGINS)
-    out = write_report(ok if len(ok) == len(df) else df, args.out or args.dir, calls=calls, ledger=ledger,
-                       target=args.target, title=args.title,
-                       probes=load_probes(args.dir, ok["key"]))
+    from harness import atomic
+
+    out = Path(args.out or args.dir)
+    with atomic.staged_folder(out) as stage:   # a new folder appears whole or not at all
+        write_report(ok if len(ok) == len(df) else df, stage, calls=calls, ledger=ledger,
+                     target=args.target, title=args.title,
+                     probes=load_probes(args.dir, ok["key"]))
     print(f"wrote {out}/report.md and {out}/index.html")
     return 0

@@ -51,7 +51,8 @@ def run(args) -> int:
     except SweepError as e:
         raise BadInput(str(e)) from None
     errors = int((df["error"].fillna("") != "").sum()) if len(df) else 0
-    print(f"{len(df)} runs in {args.out}/results.parquet ({errors} failed)")
+    missing = len(df.attrs.get("missing", []))   # runs asked for that left no row: failed too
+    print(f"{len(df)} runs in {args.out}/results.parquet ({errors + missing} failed)")
     if len(df) and errors < len(df):
         from harness import formatting as fmt
 
@@ -76,7 +77,11 @@ def run(args) -> int:
             print(f"ctxsim sweep: warning: {line}", file=sys.stderr)
     if errors:   # a run that raised is no result: the sweep did not do what it was asked
         first = str(df.loc[df["error"].fillna("") != "", "error"].iloc[0]).splitlines()[0]
-        print(f"ctxsim sweep: error: {errors} of {len(df)} runs failed (first: {first}); fix and run again with "
-              "--retry-failed", file=sys.stderr)
+        print(f"ctxsim sweep: error: {errors + missing} of {len(df) + missing} runs failed (first: {first}); fix and "
+              "run again with --retry-failed", file=sys.stderr)
+        return 1
+    if missing:
+        print(f"ctxsim sweep: error: {missing} runs produced no result row (first: {df.attrs['missing'][0]}); run "
+              "the sweep again", file=sys.stderr)
         return 1
     return 0

@@ -50,26 +50,37 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        fh = path.open("rb")
     except OSError as e:
         raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    lines = raw.split(b"\n")
-    last = len(lines) - (1 if lines and lines[-1] == b"" else 0)
-    for no, b in enumerate(lines[:last], 1):
-        if not b.strip():
-            continue
-        text = tr.decode_line(b, path, no)
-        try:
-            obj = strictjson.loads(text)
-        except strictjson.BadJSON as e:
-            hint = _truncated(b, len(text[:e.pos].encode()), no == last, raw.endswith(b"\n"))
-            raise TraceError(path, no, f"{e.what} at column {e.pos + 1}{hint}") from None
-        if not isinstance(obj, dict):
-            raise TraceError(path, no, f"expected a JSON object, got {type(obj).__name__}")
-        _CURSOR.set((path, no, None))
-        yield no, obj
+    # streamed line by line (issue 31): a 200 MB log is never held whole, nor split into a copy
+    with fh:
+        no = 0
+        while True:
+            try:
+                b = fh.readline()
+            except OSError as e:
+                raise TraceError(path, no + 1, f"cannot read: {e.strerror or e}") from None
+            if not b:
+                break
+            no += 1
+            if no == 1 and b.startswith(b"\xef\xbb\xbf"):
+                b = b[3:]
+            has_newline = b.endswith(b"\n")   # only a file's last line can lack one
+            if has_newline:
+                b = b[:-1]
+            if not b.strip():
+                continue
+            text = tr.decode_line(b, path, no)
+            try:
+                obj = strictjson.loads(text)
+            except strictjson.BadJSON as e:
+                hint = _truncated(b, len(text[:e.pos].encode()), not has_newline, has_newline)
+                raise TraceError(path, no, f"{e.what} at column {e.pos + 1}{hint}") from None
+            if not isinstance(obj, dict):
+                raise TraceError(path, no, f"expected a JSON object, got {type(obj).__name__}")
+            _CURSOR.set((path, no, None))
+            yield no, obj
 
 
 class JsonDoc:

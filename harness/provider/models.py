@@ -37,7 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class LongContext(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf / nan are TOML numbers, never prices or rates (an inf rate gave $0.00 or inf, latency NaN)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     threshold: int = Field(gt=0, description="input tokens (uncached + writes + reads) above which the whole request is billed at these rates")
     input: float = Field(ge=0)
     output: float = Field(ge=0)
@@ -85,7 +86,7 @@ def base_id(name: str, known) -> str | None:
 class ModelSpec(BaseModel):
     """Prices in USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     name: str = ""
     source: str = Field("", description="where the prices and limits were read (page, document)")
     as_of: str = Field("", description="when they were read from that source (YYYY-MM-DD)")

@@ -13,6 +13,7 @@ placeholders).
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,17 +25,18 @@ from harness.conversation import Message
 SPILL_THRESHOLD_CHARS = 50_000  # N-SPILL-1: a single result longer than this is spilled
 PREVIEW_CHARS = 2_000  # N-SPILL-1: the placeholder keeps the first 2,000 characters
 AGGREGATE_BUDGET_CHARS = 200_000  # N-SPILL-2: tool results of one message, in total
+# errors of one file name, not of the disk (errno(3)); any other OSError is a failed disk (N-SPILL-4)
+NAME_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.EINVAL, errno.EILSEQ, errno.EISDIR})
 SPILL_DIR = "tool-results"  # N-SPILL-1: <launch session dir>/tool-results/<tool_use_id>.txt
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def spill_file_name(tool_use_id: str) -> str:
-    """``<tool_use_id>.txt``; characters a file name cannot hold are replaced (ids come from logs)."""
-    safe = _UNSAFE.sub("_", tool_use_id) or "_"
-    if safe in (".", ".."):
-        safe = safe.replace(".", "_")
-    return f"{safe}.txt"
+    """``<tool_use_id>.txt``; an id a file name cannot hold as it is (ids come from logs) gets a
+    sanitised name with a digest of the id: two ids never share a file (harness.filenames)."""
+    from harness.filenames import safe_file_name
+
+    return safe_file_name(tool_use_id, ".txt")
 
 
 def placeholder(content: str, path: Path | str, preview_chars: int = PREVIEW_CHARS) -> str:
@@ -193,17 +195,20 @@ def spill_message(
             exempt[j] = True
             out.readbacks.append(blocks[k].id or "")
     done: list[int] = []
+    disk_failed = False
     for j in plan_spills(sizes, spilled_sizes, exempt, threshold, budget):
         tid = blocks[idx[j]].id or ""
-        if out.failed:  # N-SPILL-4: the disk failed once in this message: not tried again
+        if disk_failed:  # N-SPILL-4: the disk failed once in this message: not tried again
             out.not_tried.append(tid)
             continue
         try:
             if fail is not None and fail(tid):
                 raise OSError("injected spill write failure")
             write(paths[j], contents[j])
-        except OSError:
+        except OSError as e:
             out.failed.append(tid)  # N-SPILL-4: exempt, inline, not retried
+            # a refusal of this one name (too long, invalid) is not a failed disk: the others are tried
+            disk_failed = getattr(e, "errno", None) not in NAME_ERRNOS
             continue
         done.append(j)
         out.spilled.append(tid)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness import atomic
 from harness.conversation import Block, Message
 
 TRANSCRIPT_FILE = "transcript.jsonl"  # N-TRANS-1: the conversation, appended record by record
@@ -336,7 +337,7 @@ class Transcript:
 
     def _write(self, rec: Mapping[str, Any]) -> None:
         line = json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
-        with self.path.open("a", encoding="utf-8") as fh:
+        with atomic.naming(self.path), self.path.open("a", encoding="utf-8") as fh:   # a full disk names the file
             fh.write(line)
             fh.flush()
             if self.fsync:
@@ -354,10 +355,8 @@ class Transcript:
         if not thinking:
             path.unlink(missing_ok=True)
             return
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({"tool_use_ids": message.tool_use_ids(), "thinking": thinking},
-                                  ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic.write_text(path, json.dumps({"tool_use_ids": message.tool_use_ids(), "thinking": thinking},
+                                           ensure_ascii=False))
 
     def _read_meta(self) -> dict[str, Any] | None:
         if not self.meta_path.exists():
@@ -369,9 +368,8 @@ class Transcript:
         return meta if isinstance(meta, dict) and isinstance(meta.get("launches"), list) else None
 
     def _write_meta(self) -> None:
-        tmp = self.meta_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.meta, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, self.meta_path)  # atomic: a reader never sees half a meta.json
+        # atomic: a reader never sees half a meta.json
+        atomic.write_text(self.meta_path, json.dumps(self.meta, ensure_ascii=False, indent=1))
 
     # --- reading ------------------------------------------------------------------------------
     def records(self) -> list[dict[str, Any]]:

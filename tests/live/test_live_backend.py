@@ -85,8 +85,8 @@ def test_429_still_failing_after_retries_is_rate_limited(live_env):
     """max_retries 2 (CTXSIM_LIVE_MAX_RETRIES): 3 attempts, then SideCallFailed('rate_limited')."""
     server = live_env
     server.script("messages", *[Reply.error(429, "rate limited", 0.001)] * 3)
-    with pytest.raises(SideCallFailed) as e:
-        AnthropicBackend().respond(request(), SPEC)
+    with pytest.raises(SideCallFailed) as e:   # (max_failures 3: the failure itself, not the breaker's stop)
+        AnthropicBackend(max_failures=3).respond(request(), SPEC)
     assert e.value.reason == "rate_limited" and len(server.received) == 3
 
 
@@ -94,7 +94,7 @@ def test_529_overloaded_after_retries(live_env):
     server = live_env
     server.script("messages", *[Reply.error(529, "Overloaded", 0.001)] * 3)
     with pytest.raises(SideCallFailed) as e:
-        AnthropicBackend().respond(request(), SPEC)
+        AnthropicBackend(max_failures=3).respond(request(), SPEC)
     assert e.value.reason == "overloaded" and len(server.received) == 3
 
 
@@ -203,7 +203,7 @@ def test_record_then_replay_with_no_server(live_env, tmp_path):
     server = live_env
     store = tmp_path / "store.jsonl"
     server.script("messages", Reply.message("one", output_tokens=4), *[Reply.error(529, "Overloaded", 0.001)] * 3)
-    live = make_backend("live", store)
+    live = make_backend("live", store, max_failures=3)   # the failure is recorded, not the run stopped
     first = live.respond(request(), SPEC)
     with pytest.raises(SideCallFailed):
         live.respond(request(text="v" * 40), SPEC)

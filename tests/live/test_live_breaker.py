@@ -40,15 +40,23 @@ def _stopped(o, out, n: int) -> None:
     assert o.exception == "" and o.status == 1, (o.exception, o.stderr[-400:])
     # (the loopback server's own thread reports the connections the client dropped on stderr too)
     lines = [ln for ln in o.error_lines if ln.startswith("ctxsim")]
-    assert len(lines) == 1 and f"failed {n} side calls in a row" in lines[0], o.stderr
+    what = "a side call" if n == 1 else f"{n} side calls in a row"
+    assert len(lines) == 1 and f"failed {what}" in lines[0], o.stderr
     assert not out.exists()   # no numbers computed on failures
 
 
 def test_api_returning_500s_stops_the_run_with_exit_1(live_env, trace_file, tmp_path):
     live_env.script("messages", *[Reply.error(500, "internal error")] * 50)
-    o, out, _ = _run(trace_file, tmp_path, "--llm-retries", "0")
+    o, out, _ = _run(trace_file, tmp_path, "--llm-retries", "0", "--llm-max-failures", "3")
     _stopped(o, out, 3)
     assert len(live_env.bodies("messages")) == 3   # bounded: the breaker's 3 calls, no retries asked
+
+
+def test_by_default_one_failed_side_call_stops_the_run(live_env, trace_file, tmp_path):
+    live_env.script("messages", *[Reply.error(500, "internal error")] * 50)
+    o, out, _ = _run(trace_file, tmp_path, "--llm-retries", "0")
+    _stopped(o, out, 1)
+    assert len(live_env.bodies("messages")) == 1
 
 
 def test_api_down_stops_within_seconds(live_env, trace_file, tmp_path, monkeypatch):
@@ -63,7 +71,7 @@ def test_api_down_stops_within_seconds(live_env, trace_file, tmp_path, monkeypat
 
 def test_garbage_200_is_a_failed_call_not_a_traceback(live_env, trace_file, tmp_path):
     live_env.answer = lambda endpoint, body: (200, {"not": "a message"}, {"request-id": "req_garbage"})
-    o, out, _ = _run(trace_file, tmp_path, "--llm-retries", "0")
+    o, out, _ = _run(trace_file, tmp_path, "--llm-retries", "0", "--llm-max-failures", "3")
     _stopped(o, out, 3)
 
 
@@ -75,7 +83,7 @@ def test_a_hanging_endpoint_times_out_per_call(live_env, trace_file, tmp_path):
         return real(endpoint, body)
 
     live_env.answer = slow
-    o, out, took = _run(trace_file, tmp_path, "--llm-timeout", "0.2", "--llm-retries", "1")
+    o, out, took = _run(trace_file, tmp_path, "--llm-timeout", "0.2", "--llm-retries", "1", "--llm-max-failures", "3")
     _stopped(o, out, 3)
     # the first call tries twice; after a timeout each call is sent once (no retries of a hang)
     assert len(live_env.received) == 2 + 1 + 1 and took < 30
@@ -83,7 +91,7 @@ def test_a_hanging_endpoint_times_out_per_call(live_env, trace_file, tmp_path):
 
 def test_one_failure_among_answers_is_a_counted_failed_compaction(live_env, trace_file, tmp_path):
     live_env.script("messages", Reply.error(500, "internal error"))
-    o, out, _ = _run(trace_file, tmp_path, "--llm-retries", "0")
+    o, out, _ = _run(trace_file, tmp_path, "--llm-retries", "0", "--llm-max-failures", "3")   # the opt-in
     assert o.status == 0 and o.exception == "", o.stderr[-400:]
     import json
 

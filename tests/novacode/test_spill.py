@@ -56,8 +56,10 @@ def test_n_spill_1_exactly_50k_stays_inline(tmp_path: Path):
 
 def test_n_spill_1_file_name_from_unsafe_id():
     assert spill_file_name("toolu_01ABC") == "toolu_01ABC.txt"
-    assert spill_file_name("../etc/passwd") == ".._etc_passwd.txt"
-    assert spill_file_name("..") == "__.txt"
+    # a changed id gains a digest of the whole id (sha256[:16]): names stay injective (issue 31)
+    assert spill_file_name("../etc/passwd") == ".._etc_passwd~7fef78f53440346c.txt"
+    assert spill_file_name("..") == "..~5ec1f7e700f37c3d.txt"
+    assert spill_file_name(".") == ".~cdb4ee2aea69cc6a.txt" != spill_file_name(" ") == "_~36a9e7f1c95b82ff.txt"
 
 
 # --- N-SPILL-2 ---------------------------------------------------------------------------------
