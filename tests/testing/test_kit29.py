@@ -20,7 +20,7 @@ NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
 
 def _search(cls, **kw):
     return find_failure(cls, settings=settings(selected_settings("ci"), phases=NO_SHRINK), profile="ci",
-                        cross_process=False, **kw)
+                        cross_process=False, scenarios=False, **kw)
 
 
 def test_the_same_class_under_another_name_meets_the_same_sessions():
@@ -41,7 +41,8 @@ def test_another_seed_draws_other_sessions():
 
 
 def test_shrinking_keeps_the_first_invariant_within_an_example_budget():
-    runs = [find_failure(m.SilentEditor, profile="ci", cross_process=False, shrink_examples=15) for _ in range(2)]
+    runs = [find_failure(m.SilentEditor, profile="ci", cross_process=False, shrink_examples=15, scenarios=False)
+            for _ in range(2)]
     for f in runs:
         assert f.invariants == {"stable_prefix"}
         assert f.shrink_runs <= 15 and len(f.trace.events) <= f.first_events
@@ -51,7 +52,7 @@ def test_shrinking_keeps_the_first_invariant_within_an_example_budget():
 
 def test_a_launch_crosses_midnight_and_the_date_in_the_system_prompt_is_caught():
     f = find_failure(x.DateInNovaCodeSystem, settings=settings(selected_settings("default"), phases=NO_SHRINK),
-                     profile="default", cross_process=False)
+                     profile="default", cross_process=False, scenarios=False)
     assert f is not None and f.invariants == {"stable_prefix"}
     assert "the system prompt changed" in f.violations[0].detail
     # the launch that failed began before midnight (t = 86,400); its request came after it (the

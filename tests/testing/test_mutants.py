@@ -68,6 +68,7 @@ def test_corpus_is_at_least_31_one_spot_bugs_on_real_strategies():
 # --- what the reports say, after shrinking -------------------------------------------------------------
 
 def caught(cls, **kw):
+    kw.setdefault("scenarios", False)  # the generated sessions: the reports below are about them
     f = find_failure(cls, shrink_examples=SHRINK_N, profile="ci", **kw)
     assert f is not None, f"{cls.__name__} was not caught"
     assert len(f.trace.events) <= f.first_events
