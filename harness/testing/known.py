@@ -11,19 +11,6 @@ strategy name -> [(invariant, regular expression of the detail, owner, the findi
 from __future__ import annotations
 
 KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
-    # fixed on the peers branch (#29 item 5): remove this entry when that fix is merged
-    "context_editing": [
-        ("stable_prefix", r"'\[cleared\]' -> ",
-         "peers (#29)",
-         "after an isolated sub-agent it forgets the results it had cleared: they go out uncleared, undeclared "
-         "(traces/kit/subagent_after_clearing.jsonl, a scenario of the kit's corpus)"),
-    ],
-    "openhands": [
-        ("estimate", r"^the strategy estimated",
-         "peers (#18)",
-         "after a condensation the re-based estimate (the old total minus the dropped events at 4 characters "
-         "per token) runs 60-80% high until the next usage"),
-    ],
     "whole_repo": [
         ("window", r"was under it\) and it gave up",
          "families (#22)",
