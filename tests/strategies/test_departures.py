@@ -44,9 +44,10 @@ def test_ctxsim_strategies_novacode_lists_every_departure_with_its_default(capsy
 
 def test_in_effect_names_the_flags_that_are_on_and_every_reading():
     on = in_effect(NovaCode, {})
-    assert on[0] == "beyond the seed, on: calibrate_unanchored=True, summary_input_last_resort=True, open_loop_thinking=True"
+    assert on[0] == ("beyond the seed, on: calibrate_unanchored=True, calibrate_budgets=True, "
+                     "summary_input_last_resort=True, open_loop_thinking=True")
     assert all(f"{r}=" in on[1] for r in READINGS)
-    literal = in_effect(NovaCode, {"calibrate_unanchored": False, "summary_input_last_resort": False,
+    literal = in_effect(NovaCode, {"calibrate_unanchored": False, "calibrate_budgets": False, "summary_input_last_resort": False,
                                    "open_loop_thinking": False, "tail_rule": "either"})
     assert len(literal) == 1 and literal[0].startswith("readings and constants: tail_rule='either'")
     assert in_effect(NovaCode, {"summary_input_fit": True})[0].endswith("summary_input_fit=True, summary_input_last_resort=True, open_loop_thinking=True")
