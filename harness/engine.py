@@ -34,6 +34,7 @@ from harness.conversation import Block, Message, Request, SystemPrompt, ToolDef,
 from harness.llm import (
     READBACK,
     RECOVERY,
+    RESTATE,
     BackendReply,
     CallSpec,
     LLMBackend,
@@ -462,6 +463,12 @@ class _Run:
                     if got is None:
                         return False
                     req, lay = got
+                said = self.recovery.take_restatements()
+                if said:
+                    got = self.restate(req, lay, said, answer, recorded_output)
+                    if got is None:
+                        return False
+                    req, lay = got
         unneeded = self.recovery is not None and self.recovery.unneeded_call(
             lambda: "\n".join(m.text for m in req.messages), answer)
         out = recorded_output if recorded_output is not None else self.provider.output_tokens(answer)
@@ -528,6 +535,20 @@ class _Run:
                 continue
             steps.append((self.read_tool, {"file_path": path, **inp}, text, False))
         return self.inject(req, lay, steps, READBACK)
+
+    def restate(self, req: Request, lay: Any, texts: list[str], answer: Message,
+                recorded_output: int | None) -> tuple[Request, Any] | None:
+        """A violated goal/constraint (harness/recovery.py): ``req`` lacks it, so the call made on
+        it is wasted — billed with the recorded answer's output tokens, its text entering history
+        (its tool uses are not run) — then the user restates ``texts`` (one user message) and the
+        call is sent again (kind ``restate``, billed by the caller). None when the session failed."""
+        s = self.strategy
+        out = recorded_output if recorded_output is not None else self.provider.output_tokens(answer)
+        usage = self._bill(req, lay, out)
+        said = "".join(b.text for b in answer.blocks if b.type == "text").strip() or "(done)"
+        s.on_response(Message("assistant", (Block.text_block(said),), {"origin": RESTATE}), usage)
+        s.on_user(Message.user("\n".join(texts), origin=RESTATE))
+        return self.accept(_with_kind(s.build_request(self._call_info()), RESTATE), RESTATE)
 
     def inject(self, req: Request, lay: Any, steps: list[tuple[str, Any, str, bool]], kind: str) -> tuple[Request, Any] | None:
         """Tool calls the simulated agent makes before the call's recorded answer (read-backs of

@@ -388,7 +388,9 @@ def run_lines(m: Mapping[str, Any]) -> list[str]:
         out.append("needs at risk: none on this trace at this window")
     r = m.get("recovery")
     if r:
-        out.append(f"recovery: {r['calls']} calls, {r['tokens']:,} tokens, ${r['cost_usd']:.3f}; {r['violated']} violated; "
+        out.append(f"recovery: {r['calls']} calls, {r['tokens']:,} tokens, ${r['cost_usd']:.3f}; {r['violated']} violated"
+                   + (f" ({r['restated']} restated by the user, ${r['restate_cost_usd']:.3f})" if r.get("restated") else "")
+                   + "; "
                    f"cost including recovery ${m.get('cost_with_recovery_usd', m['cost_usd']):.3f}"
                    + (f" (credit ${r['credit_usd']:.3f} for {r['recorded_unneeded']} recorded re-reads not needed)"
                       if r.get("recorded_unneeded") else ""))
@@ -418,14 +420,21 @@ def compare_lines(groups: Mapping[tuple[int, str], Sequence[Any]]) -> list[str]:
             by_name[n] = runs
             pooled_by[n] = pooled([r.metrics["needs_at_risk"] for r in runs], seeds)
             k = max(1, seeds)
-            money[n] = (sum(r.metrics.get("recovery", {}).get("cost_usd", 0.0) for r in runs) / k,
+            rec = [r.metrics.get("recovery", {}) for r in runs]
+            money[n] = (sum(x.get("cost_usd", 0.0) for x in rec) / k,
                         sum(r.metrics.get("cost_with_recovery_usd", r.metrics["cost_usd"]) for r in runs) / k,
-                        sum(r.metrics["cost_usd"] - r.metrics.get("recovery", {}).get("cost_usd", 0.0) for r in runs) / k)
+                        sum(r.metrics["cost_usd"] - x.get("cost_usd", 0.0) - x.get("restate_cost_usd", 0.0)
+                            for r, x in zip(runs, rec, strict=True)) / k,
+                        sum(x.get("restate_cost_usd", 0.0) for x in rec) / k,
+                        sum(x.get("credit_usd", 0.0) for x in rec) / k,
+                        sum(x.get("violated", 0) for x in rec) / k)
         out += ["", f"{label}:", *noise_lines(pooled_by, seeds, by_name)]
         if money:
-            out += ["", "Cost of forgetting (mean over seeds): recovery $ | cost without recovery calls → including "
-                    "recovery (harness/recovery.py):"]
+            out += ["", "Cost of forgetting (mean over seeds): cost without recovery and restatement calls + recovery $ "
+                    "+ restatements $ (violated goal/constraints the user restates) − credit $ (recorded re-reads "
+                    "the strategy did not need) = cost including recovery (harness/recovery.py):"]
             for n in sorted(money, key=lambda x: money[x][1]):
-                rec, total, base = money[n]
-                out.append(f"- `{n}`: recovery ${rec:.3f} | ${base:.3f} → ${total:.3f}")
+                rec, total, base, again, credit, violated = money[n]
+                out.append(f"- `{n}`: ${base:.3f} + recovery ${rec:.3f} + restatements ${again:.3f} "
+                           f"({violated:.1f} violated) − credit ${credit:.3f} = ${total:.3f}")
     return out
