@@ -457,7 +457,7 @@ class _Run:
                     return False
                 req, lay = got
             if self.recovery is not None:   # the lost needs at risk the agent re-acquires (harness/recovery.py)
-                steps = self.recovery.at_call(self.fact_scores[mark:], answer)
+                steps = self.recovery.at_call(self.fact_scores[mark:], answer, self.main_index)
                 if steps:
                     got = self.inject(req, lay, [(*x.step(), x.content, x.is_error) for x in steps], RECOVERY)
                     if got is None:
@@ -650,7 +650,8 @@ def _needs_metrics(res: RunResult, run: _Run, calls: pd.DataFrame, probes: pd.Da
     from harness import recovery as rc
 
     needs = run.needs if run.needs is not None else nd.Needs({}, (), 0)
-    res.metrics["needs_at_risk"] = nd.headline(run.probe_rows, needs)
+    restored = run.recovery.restored if run.recovery is not None else {}
+    res.metrics["needs_at_risk"] = nd.headline(run.probe_rows, needs, restored)
     res.metrics["needs_by_distance"] = nd.by_distance(run.probe_rows, needs)
     rec = res.metrics["recovery"] = (run.recovery.metrics(calls) if run.recovery is not None
                                      else rc.Recovery.none(rc.RecoveryParams(**dict(cfg.recovery))))
@@ -658,6 +659,8 @@ def _needs_metrics(res: RunResult, run: _Run, calls: pd.DataFrame, probes: pd.Da
     got = [needs.get(p, f) for p, f in zip(probes["probe"], probes["fact"], strict=True)]
     probes["at_risk"] = [bool(g is not None and g.at_risk) for g in got]
     probes["distance_tokens"] = [g.distance_tokens if g is not None else -1 for g in got]
+    probes["restored"] = [nd.restored_by_loop({"fact": f, "call": c}, restored)
+                          for f, c in zip(probes["fact"], probes["call"], strict=True)]
 
 
 def _make_recovery(trace: Trace, needs: Any, cfg: RunConfig, seed, provider: Provider) -> Any:

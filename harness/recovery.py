@@ -227,6 +227,7 @@ class Recovery:
         self.fact_text = {e.id: e.text for e in trace.events if isinstance(e, tr.FactEvent)}
         self.restated = 0
         self._restate: list[str] = []
+        self.restored: dict[str, int] = {}   # fact -> main call at which the loop put it back (needs.headline)
 
     def take_restatements(self) -> list[str]:
         """The facts' texts the user restates before the call :meth:`at_call` just scored (each
@@ -234,9 +235,10 @@ class Recovery:
         got, self._restate = self._restate, []
         return got
 
-    def at_call(self, scores: Sequence[Any], answer: Any) -> list[Source]:
+    def at_call(self, scores: Sequence[Any], answer: Any, call: int = -1) -> list[Source]:
         """The sources to re-acquire before the call whose probes gave ``scores`` (FactScore) and
-        whose recorded answer is ``answer`` (a Message)."""
+        whose recorded answer is ``answer`` (a Message); ``call``: that main call's index (what the
+        loop puts back is marked restored from it on, :attr:`restored`)."""
         own = {key_of(b.name, b.input) for b in answer.blocks if b.type == "tool_use"}
         chosen: dict[str, Source] = {}
         drawn: set[str] = set()
@@ -255,6 +257,7 @@ class Recovery:
                              or self.rng.random() < self.params.restate_probability)):
                     self._restate.append(text)
                     self.restated += 1
+                    self.restored.setdefault(nd.fact, call)
                 continue
             src = self.sources.get(nd.source) if nd.source else None
             if src is None:
@@ -269,6 +272,7 @@ class Recovery:
             drawn.add(src.tool_use_id)
             if self.rng.random() < self.params.probability.get(src.kind, 1.0):
                 chosen[src.tool_use_id] = src
+                self.restored.setdefault(nd.fact, call)
             else:
                 self.declined += 1
         for s in chosen.values():

@@ -159,7 +159,11 @@ def test_a_violated_goal_is_restated_by_the_user_and_costs_a_call():
     assert not (off.calls["kind"] == "restate").any()
     m = on.metrics
     assert m["recovery"]["violated"] == 1 and m["recovery"]["restated"] == 1
-    assert m["needs_at_risk"]["goal"] == {"n": 2, "kept": 1} and m["needs_at_risk"]["verbatim"] == 1
+    # the headline is the strategy's own retention: p2's goal is held only because the user restated
+    # it, so it counts lost (restored 1), and p1's and p2's outcomes stay those of the open loop
+    assert m["needs_at_risk"]["goal"] == {"n": 2, "kept": 0} and m["needs_at_risk"]["restored"] == 1
+    assert m["needs_at_risk"]["lost"] == 2 and list(on.probes["restored"]) == [False, True]
+    assert on.probes["where"].tolist()[1] == "window"   # held verbatim (the restatement), scored restored
     again = on.calls[on.calls["kind"] == "restate"]
     assert len(again) == 1 and len(on.calls) == len(off.calls) + 1
     row = again.iloc[0]
