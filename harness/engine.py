@@ -34,6 +34,7 @@ from harness.conversation import Block, Message, Request, SystemPrompt, ToolDef,
 from harness.llm import (
     READBACK,
     RECOVERY,
+    RESTATE,
     BackendReply,
     CallSpec,
     LLMBackend,
@@ -456,9 +457,15 @@ class _Run:
                     return False
                 req, lay = got
             if self.recovery is not None:   # the lost needs at risk the agent re-acquires (harness/recovery.py)
-                steps = self.recovery.at_call(self.fact_scores[mark:], answer)
+                steps = self.recovery.at_call(self.fact_scores[mark:], answer, self.main_index)
                 if steps:
                     got = self.inject(req, lay, [(*x.step(), x.content, x.is_error) for x in steps], RECOVERY)
+                    if got is None:
+                        return False
+                    req, lay = got
+                said = self.recovery.take_restatements()
+                if said:
+                    got = self.restate(req, lay, said, answer, recorded_output)
                     if got is None:
                         return False
                     req, lay = got
@@ -528,6 +535,20 @@ class _Run:
                 continue
             steps.append((self.read_tool, {"file_path": path, **inp}, text, False))
         return self.inject(req, lay, steps, READBACK)
+
+    def restate(self, req: Request, lay: Any, texts: list[str], answer: Message,
+                recorded_output: int | None) -> tuple[Request, Any] | None:
+        """A violated goal/constraint (harness/recovery.py): ``req`` lacks it, so the call made on
+        it is wasted — billed with the recorded answer's output tokens, its text entering history
+        (its tool uses are not run) — then the user restates ``texts`` (one user message) and the
+        call is sent again (kind ``restate``, billed by the caller). None when the session failed."""
+        s = self.strategy
+        out = recorded_output if recorded_output is not None else self.provider.output_tokens(answer)
+        usage = self._bill(req, lay, out)
+        said = "".join(b.text for b in answer.blocks if b.type == "text").strip() or "(done)"
+        s.on_response(Message("assistant", (Block.text_block(said),), {"origin": RESTATE}), usage)
+        s.on_user(Message.user("\n".join(texts), origin=RESTATE))
+        return self.accept(_with_kind(s.build_request(self._call_info()), RESTATE), RESTATE)
 
     def inject(self, req: Request, lay: Any, steps: list[tuple[str, Any, str, bool]], kind: str) -> tuple[Request, Any] | None:
         """Tool calls the simulated agent makes before the call's recorded answer (read-backs of
@@ -629,7 +650,8 @@ def _needs_metrics(res: RunResult, run: _Run, calls: pd.DataFrame, probes: pd.Da
     from harness import recovery as rc
 
     needs = run.needs if run.needs is not None else nd.Needs({}, (), 0)
-    res.metrics["needs_at_risk"] = nd.headline(run.probe_rows, needs)
+    restored = run.recovery.restored if run.recovery is not None else {}
+    res.metrics["needs_at_risk"] = nd.headline(run.probe_rows, needs, restored)
     res.metrics["needs_by_distance"] = nd.by_distance(run.probe_rows, needs)
     rec = res.metrics["recovery"] = (run.recovery.metrics(calls) if run.recovery is not None
                                      else rc.Recovery.none(rc.RecoveryParams(**dict(cfg.recovery))))
@@ -637,6 +659,8 @@ def _needs_metrics(res: RunResult, run: _Run, calls: pd.DataFrame, probes: pd.Da
     got = [needs.get(p, f) for p, f in zip(probes["probe"], probes["fact"], strict=True)]
     probes["at_risk"] = [bool(g is not None and g.at_risk) for g in got]
     probes["distance_tokens"] = [g.distance_tokens if g is not None else -1 for g in got]
+    probes["restored"] = [nd.restored_by_loop({"fact": f, "call": c}, restored)
+                          for f, c in zip(probes["fact"], probes["call"], strict=True)]
 
 
 def _make_recovery(trace: Trace, needs: Any, cfg: RunConfig, seed, provider: Provider) -> Any:

@@ -30,6 +30,7 @@ JUDGE = "judge"
 SUBAGENT = "subagent"
 READBACK = "readback"
 RECOVERY = "recovery"  # a lost need at risk re-acquired (harness/recovery.py)
+RESTATE = "restate"  # a violated goal/constraint: the user restates it, the call is sent again (harness/recovery.py)
 
 
 class SideCallFailed(Exception):

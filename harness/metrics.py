@@ -21,7 +21,7 @@ import pandas as pd
 
 from harness.llm import SUMMARY, VERIFY
 
-MAIN_KINDS = ("main", "readback", "recovery", "subagent")  # calls the agent's own loop makes
+MAIN_KINDS = ("main", "readback", "recovery", "restate", "subagent")  # calls the agent's own loop makes
 COMPACTION_KINDS = (SUMMARY, VERIFY)
 
 

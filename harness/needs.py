@@ -242,8 +242,9 @@ def paired_counts(runs_a: Sequence[Any], runs_b: Sequence[Any]) -> tuple[float, 
             if "at_risk" not in pr:
                 continue
             sub = pr[pr["at_risk"]]
-            for p, f, w in zip(sub["probe"], sub["fact"], sub["where"], strict=True):
-                out[(r.trace_hash, r.seed, p, f)] = WHERE.get(w, "lost") in ("verbatim", "summary")
+            back = sub["restored"] if "restored" in sub else [False] * len(sub)
+            for p, f, w, b in zip(sub["probe"], sub["fact"], sub["where"], back, strict=True):
+                out[(r.trace_hash, r.seed, p, f)] = WHERE.get(w, "lost") in ("verbatim", "summary") and not b
         return out
 
     ka, kb = kept(runs_a), kept(runs_b)
@@ -271,16 +272,29 @@ def newcombe(k1: float, n1: float, k2: float, n2: float, z: float = Z95) -> tupl
 WHERE = {"window": "verbatim", "summary": "summary", "recoverable": "pointer", "lost": "lost", "not_reached": "lost"}
 
 
-def headline(rows: Iterable[Mapping[str, Any]], needs: Needs) -> dict[str, Any]:
-    """The ``needs_at_risk`` object of ``run --json`` from a run's probe rows (probe, fact, where)."""
+def restored_by_loop(row: Mapping[str, Any], restored: Mapping[str, int] | None) -> bool:
+    """Whether the closed loop (harness/recovery.py: a recovery re-read, a user's restatement) put the
+    row's fact back at a call before the row's: then what the strategy holds of it there is the loop's
+    doing, not the strategy's, and the headline counts it lost (``restored`` says how many)."""
+    return bool(restored) and row["fact"] in restored and restored[row["fact"]] < row.get("call", -1)
+
+
+def headline(rows: Iterable[Mapping[str, Any]], needs: Needs, restored: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The ``needs_at_risk`` object of ``run --json`` from a run's probe rows (probe, fact, where,
+    call); ``restored``: fact -> the main call at which the closed loop put it back
+    (:func:`restored_by_loop`)."""
     counts = {"verbatim": 0, "summary": 0, "pointer": 0, "lost": 0}
     goal = [0, 0]
     cons = [0, 0]
+    back = 0
     for r in rows:
         nd = needs.get(r["probe"], r["fact"])
         if nd is None or not nd.at_risk:
             continue
         w = WHERE.get(r["where"], "lost")
+        if w != "lost" and restored_by_loop(r, restored):
+            w = "lost"
+            back += 1
         counts[w] += 1
         kept = w in ("verbatim", "summary")
         if nd.category == "goal":
@@ -289,7 +303,9 @@ def headline(rows: Iterable[Mapping[str, Any]], needs: Needs) -> dict[str, Any]:
         elif nd.category in CONSTRAINT_LIKE:
             cons[0] += 1
             cons[1] += kept
-    return _object(counts, goal, cons, 1)
+    out = _object(counts, goal, cons, 1)
+    out["restored"] = back
+    return out
 
 
 def _object(counts: Mapping[str, int], goal: Sequence[int], cons: Sequence[int], seeds: int) -> dict[str, Any]:
@@ -324,6 +340,7 @@ def pooled(objects: Sequence[Mapping[str, Any]], seeds: int) -> dict[str, Any]:
     goal = [sum(o["goal"]["n"] for o in objects), sum(o["goal"]["kept"] for o in objects)]
     cons = [sum(o["constraints"]["n"] for o in objects), sum(o["constraints"]["kept"] for o in objects)]
     out = _object(counts, goal, cons, max(1, seeds))
+    out["restored"] = sum(int(o.get("restored") or 0) for o in objects)
     out["seeds"] = seeds
     return out
 
@@ -388,7 +405,9 @@ def run_lines(m: Mapping[str, Any]) -> list[str]:
         out.append("needs at risk: none on this trace at this window")
     r = m.get("recovery")
     if r:
-        out.append(f"recovery: {r['calls']} calls, {r['tokens']:,} tokens, ${r['cost_usd']:.3f}; {r['violated']} violated; "
+        out.append(f"recovery: {r['calls']} calls, {r['tokens']:,} tokens, ${r['cost_usd']:.3f}; {r['violated']} violated"
+                   + (f" ({r['restated']} restated by the user, ${r['restate_cost_usd']:.3f})" if r.get("restated") else "")
+                   + "; "
                    f"cost including recovery ${m.get('cost_with_recovery_usd', m['cost_usd']):.3f}"
                    + (f" (credit ${r['credit_usd']:.3f} for {r['recorded_unneeded']} recorded re-reads not needed)"
                       if r.get("recorded_unneeded") else ""))
@@ -418,14 +437,21 @@ def compare_lines(groups: Mapping[tuple[int, str], Sequence[Any]]) -> list[str]:
             by_name[n] = runs
             pooled_by[n] = pooled([r.metrics["needs_at_risk"] for r in runs], seeds)
             k = max(1, seeds)
-            money[n] = (sum(r.metrics.get("recovery", {}).get("cost_usd", 0.0) for r in runs) / k,
+            rec = [r.metrics.get("recovery", {}) for r in runs]
+            money[n] = (sum(x.get("cost_usd", 0.0) for x in rec) / k,
                         sum(r.metrics.get("cost_with_recovery_usd", r.metrics["cost_usd"]) for r in runs) / k,
-                        sum(r.metrics["cost_usd"] - r.metrics.get("recovery", {}).get("cost_usd", 0.0) for r in runs) / k)
+                        sum(r.metrics["cost_usd"] - x.get("cost_usd", 0.0) - x.get("restate_cost_usd", 0.0)
+                            for r, x in zip(runs, rec, strict=True)) / k,
+                        sum(x.get("restate_cost_usd", 0.0) for x in rec) / k,
+                        sum(x.get("credit_usd", 0.0) for x in rec) / k,
+                        sum(x.get("violated", 0) for x in rec) / k)
         out += ["", f"{label}:", *noise_lines(pooled_by, seeds, by_name)]
         if money:
-            out += ["", "Cost of forgetting (mean over seeds): recovery $ | cost without recovery calls → including "
-                    "recovery (harness/recovery.py):"]
+            out += ["", "Cost of forgetting (mean over seeds): cost without recovery and restatement calls + recovery $ "
+                    "+ restatements $ (violated goal/constraints the user restates) − credit $ (recorded re-reads "
+                    "the strategy did not need) = cost including recovery (harness/recovery.py):"]
             for n in sorted(money, key=lambda x: money[x][1]):
-                rec, total, base = money[n]
-                out.append(f"- `{n}`: recovery ${rec:.3f} | ${base:.3f} → ${total:.3f}")
+                rec, total, base, again, credit, violated = money[n]
+                out.append(f"- `{n}`: ${base:.3f} + recovery ${rec:.3f} + restatements ${again:.3f} "
+                           f"({violated:.1f} violated) − credit ${credit:.3f} = ${total:.3f}")
     return out

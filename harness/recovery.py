@@ -12,7 +12,15 @@ fact from where it last saw it —
   ``recovery``): billed, cached, timed and subject to the window like any call, so it can push the
   session into its next compaction;
 * the fact only the user gave (it entered through a user message: the goal, a constraint, a
-  preference): nothing can re-read it, the need is counted **violated**;
+  preference): nothing can re-read it, the need is counted **violated**, and the loop closes the
+  only way it can: the call that needed it is made without it (billed, its answer wasted — the
+  work done against a goal or constraint the model no longer has), the user notices and restates
+  it (a user message with the fact's text enters the context), and the call is sent again (kind
+  ``restate``): one extra model call with the whole context, billed, cached and timed like any.
+  Whether the user notices is ``restate_probability`` (assumed 1.0, the upper bound: every
+  violation is caught at once; a sweep can lower it). The cheaper outcomes a real session can
+  also take (the violation goes unnoticed and the work is redone later, or the turn fails) are
+  not modelled: a restatement is the least a violated need costs in a closed loop;
 * the fact the agent wrote itself (a decision in its own text): not re-acquirable, counted
   ``unrecoverable`` (lost, no cost).
 
@@ -49,7 +57,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness import trace as tr
-from harness.llm import RECOVERY  # the kind of the per-call rows a recovery adds
+from harness.llm import RECOVERY, RESTATE  # the kinds of the per-call rows a recovery, a restatement add
 from harness.needs import USER_GIVEN, Needs
 from harness.probes import _main_context
 
@@ -90,6 +98,12 @@ class RecoveryParams(BaseModel):
         "masking or truncation lost between two turnovers; a sensitivity, assumed)"))
     credit_unneeded: bool = Field(True, description="credit the cost of a recorded re-acquisition the strategy did "
                                   "not need (it still held the content verbatim)")
+    restate: bool = Field(True, description=(
+        "a violated goal/constraint (user-given need at risk, lost) is restated by the user: the call made without "
+        "it is billed and wasted, the restatement enters the context, the call is sent again (kind restate)"))
+    restate_probability: float = Field(1.0, ge=0.0, le=1.0, description=(
+        "chance the user notices a violated goal/constraint and restates it (assumed: 1.0, every violation caught "
+        "at once, the upper bound of the restatement cost; below 1 the violation goes unbilled)"))
 
 
 @dataclass(frozen=True)
@@ -210,10 +224,21 @@ class Recovery:
         self.unneeded = 0
         self.credit_usd = 0.0
         self.by_kind = {k: 0 for k in KINDS}
+        self.fact_text = {e.id: e.text for e in trace.events if isinstance(e, tr.FactEvent)}
+        self.restated = 0
+        self._restate: list[str] = []
+        self.restored: dict[str, int] = {}   # fact -> main call at which the loop put it back (needs.headline)
 
-    def at_call(self, scores: Sequence[Any], answer: Any) -> list[Source]:
+    def take_restatements(self) -> list[str]:
+        """The facts' texts the user restates before the call :meth:`at_call` just scored (each
+        violated goal/constraint the user noticed), emptied on reading."""
+        got, self._restate = self._restate, []
+        return got
+
+    def at_call(self, scores: Sequence[Any], answer: Any, call: int = -1) -> list[Source]:
         """The sources to re-acquire before the call whose probes gave ``scores`` (FactScore) and
-        whose recorded answer is ``answer`` (a Message)."""
+        whose recorded answer is ``answer`` (a Message); ``call``: that main call's index (what the
+        loop puts back is marked restored from it on, :attr:`restored`)."""
         own = {key_of(b.name, b.input) for b in answer.blocks if b.type == "tool_use"}
         chosen: dict[str, Source] = {}
         drawn: set[str] = set()
@@ -226,6 +251,13 @@ class Recovery:
                 continue
             if nd.from_user or (nd.category in USER_GIVEN and nd.source is None):
                 self.violated += 1
+                text = self.fact_text.get(nd.fact, "")
+                if (self.params.restate and text and text not in self._restate
+                        and (self.params.restate_probability >= 1.0
+                             or self.rng.random() < self.params.restate_probability)):
+                    self._restate.append(text)
+                    self.restated += 1
+                    self.restored.setdefault(nd.fact, call)
                 continue
             src = self.sources.get(nd.source) if nd.source else None
             if src is None:
@@ -240,6 +272,7 @@ class Recovery:
             drawn.add(src.tool_use_id)
             if self.rng.random() < self.params.probability.get(src.kind, 1.0):
                 chosen[src.tool_use_id] = src
+                self.restored.setdefault(nd.fact, call)
             else:
                 self.declined += 1
         for s in chosen.values():
@@ -266,16 +299,20 @@ class Recovery:
     @staticmethod
     def none(params: RecoveryParams) -> dict[str, Any]:
         """The ``recovery`` object of a run with no recovery (no facts, or the loop disabled)."""
-        return {"calls": 0, "tokens": 0, "cost_usd": 0.0, "violated": 0, "unrecoverable": 0, "declined": 0,
+        return {"calls": 0, "tokens": 0, "cost_usd": 0.0, "violated": 0, "restated": 0, "restate_cost_usd": 0.0,
+                "unrecoverable": 0, "declined": 0,
                 "by_recorded": 0, "by_kind": {k: 0 for k in KINDS}, "recorded_unneeded": 0, "credit_usd": 0.0,
                 "probability": dict(params.probability), "enabled": params.enabled}
 
     def metrics(self, calls) -> dict[str, Any]:
         """The ``recovery`` object of ``run --json`` (``calls``: the run's per-call rows)."""
         rows = calls[calls["kind"] == RECOVERY] if len(calls) else calls
+        again = calls[calls["kind"] == RESTATE] if len(calls) else calls
         return {"calls": int(self.calls), "tokens": int(self.tokens),
                 "cost_usd": float(rows["cost_usd"].sum()) if len(rows) else 0.0,
-                "violated": int(self.violated), "unrecoverable": int(self.unrecoverable),
+                "violated": int(self.violated), "restated": int(self.restated),
+                "restate_cost_usd": float(again["cost_usd"].sum()) if len(again) else 0.0,
+                "unrecoverable": int(self.unrecoverable),
                 "declined": int(self.declined), "by_recorded": int(self.by_recorded),
                 "by_kind": dict(self.by_kind), "recorded_unneeded": int(self.unneeded),
                 "credit_usd": float(self.credit_usd), "probability": dict(self.params.probability), "enabled": True}

@@ -36,7 +36,7 @@ def run(trace, **recovery):
 
 
 def test_a_lost_need_at_risk_is_recovered_by_a_billed_call():
-    r = run(compacted())
+    r = run(compacted(), restate=False)   # the goal's restatement: test_a_violated_goal_is_restated...
     m = r.metrics
     assert m["needs_at_risk"]["n"] == 2 and m["needs_at_risk"]["lost"] == 2
     assert m["needs_at_risk"]["goal"] == {"n": 1, "kept": 0}
@@ -131,3 +131,56 @@ def test_the_recovery_option_of_run(tmp_path, capsys):
     assert main(["run", str(path), "-s", "recorded", "--recovery", "enabled=false", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["recovery"]["calls"] == 0
     assert main(["run", str(path), "-s", "recorded", "--recovery", "nope=1"]) == 2
+
+
+def goal_twice() -> tr.Trace:
+    """:func:`compacted`, then a second user turn whose call needs the goal again."""
+    b = Builder()
+    b.user("fix GOALX in the parser")
+    b.event(tr.FactEvent(t=b.t, id="G", category="goal", text="GOALX"))
+    b.call("reading", [CONTENT], tool="Read", inputs=[{"file_path": "/p/a.py"}])
+    b.call("ok")
+    b.event(tr.CompactEvent(t=b.t, trigger="manual", summary="<summary>we read a file</summary>"))
+    b.user("continue")
+    b.event(tr.ProbeEvent(t=b.t, id="p1", needs=["G"]))
+    b.call("use it")
+    b.user("and then")
+    b.event(tr.ProbeEvent(t=b.t, id="p2", needs=["G"]))
+    b.call("done")
+    return b.build()
+
+
+def test_a_violated_goal_is_restated_by_the_user_and_costs_a_call():
+    # the recorded compaction's summary lacks GOALX: at p1 it is violated. Closed loop: the call made
+    # without it is billed (wasted), the user restates "GOALX", the call is sent again (kind restate);
+    # at p2 the goal is in the context again (verbatim), so only p1's need is violated.
+    on, off = run(goal_twice()), run(goal_twice(), restate=False)
+    assert off.metrics["recovery"]["violated"] == 2 and off.metrics["needs_at_risk"]["goal"] == {"n": 2, "kept": 0}
+    assert not (off.calls["kind"] == "restate").any()
+    m = on.metrics
+    assert m["recovery"]["violated"] == 1 and m["recovery"]["restated"] == 1
+    # the headline is the strategy's own retention: p2's goal is held only because the user restated
+    # it, so it counts lost (restored 1), and p1's and p2's outcomes stay those of the open loop
+    assert m["needs_at_risk"]["goal"] == {"n": 2, "kept": 0} and m["needs_at_risk"]["restored"] == 1
+    assert m["needs_at_risk"]["lost"] == 2 and list(on.probes["restored"]) == [False, True]
+    assert on.probes["where"].tolist()[1] == "window"   # held verbatim (the restatement), scored restored
+    again = on.calls[on.calls["kind"] == "restate"]
+    assert len(again) == 1 and len(on.calls) == len(off.calls) + 1
+    row = again.iloc[0]
+    wasted = on.calls.iloc[again.index[0] - 1]   # the call made without the goal, billed as that main call
+    assert wasted["kind"] == "main" and wasted["cost_usd"] > 0
+    # the wasted answer ("use it") and the restatement ("GOALX") entered the context, and stay for p2's call
+    extra = row["context_tokens"] - wasted["context_tokens"]
+    assert extra > 0 and on.calls.iloc[-1]["context_tokens"] == off.calls.iloc[-1]["context_tokens"] + extra
+    assert m["recovery"]["restate_cost_usd"] == pytest.approx(row["cost_usd"]) and row["cost_usd"] > 0
+    # forgetting the goal is dearer, never cheaper: the open loop's cost + the restated call + the
+    # larger context of the call after it (the wasted call is the open loop's call at p1)
+    assert wasted["cost_usd"] == pytest.approx(off.calls.iloc[again.index[0] - 1]["cost_usd"])
+    assert m["cost_usd"] - off.metrics["cost_usd"] == pytest.approx(
+        row["cost_usd"] + on.calls.iloc[-1]["cost_usd"] - off.calls.iloc[-1]["cost_usd"])
+    assert m["cost_with_recovery_usd"] > off.metrics["cost_with_recovery_usd"]
+
+
+def test_a_violation_the_user_does_not_notice_costs_nothing_and_stays_violated():
+    m = run(goal_twice(), restate_probability=0.0).metrics
+    assert m["recovery"]["violated"] == 2 and m["recovery"]["restated"] == 0 and m["recovery"]["restate_cost_usd"] == 0

@@ -60,13 +60,14 @@ def test_multi_session_memory_retains_preferences_and_feedback(ms_trace, with_me
     assert len(mine) >= 5  # the trace really asks for them (11 on this seed)
     kept = {(p, f) for p, f, w in zip(mine["probe"], mine["fact"], mine["where"], strict=True) if w != "lost"}
     assert len(kept) >= 0.8 * len(mine) and mine["score"].mean() > 0.4
-    plain = cross_session(replay(ms_trace, "novacode", {"memory": False}, RunConfig(seed=0)), ms_trace)
+    plain = cross_session(replay(ms_trace, "novacode", {"memory": False}, RunConfig(seed=0, recovery={"restate": False})),
+                          ms_trace)  # what it keeps on its own: no user restating a preference
     assert (plain["where"] == "lost").all() and plain["score"].sum() == 0.0
     kept_by_a_peer: set[tuple[str, str]] = set()
     for name in names():
         if name in ("novacode", "recorded"):
             continue  # recorded re-enacts a recorded log's own compactions: needs a recorded trace
-        theirs = cross_session(replay(ms_trace, name, None, RunConfig(seed=0)), ms_trace)
+        theirs = cross_session(replay(ms_trace, name, None, RunConfig(seed=0, recovery={"restate": False})), ms_trace)
         kept_theirs = {(p, f) for p, f, w in zip(theirs["probe"], theirs["fact"], theirs["where"], strict=True)
                        if w != "lost"}
         if name in MEMORY_FAMILIES:
