@@ -69,7 +69,7 @@ def _missing(v: Any) -> bool:
 @cache
 def strategy_defaults(strategy: str) -> dict[str, Any] | None:
     """The registered strategy's default parameters (None when it is not registered here)."""
-    from strategies import registry
+    from ctxsim.strategies import registry
 
     try:
         cls = registry.get(strategy)
@@ -228,7 +228,7 @@ def compaction_ledger(trace, window: int, margins: list[int], model: str | None 
     """N-WIN-3: replay NovaCode with the soft trigger at several points; per trigger point, the cost
     of the summary calls against the cost of carrying the text in the main calls, and whether the
     session completed (a failed run's costs stop where it failed)."""
-    from harness.engine import RunConfig, replay
+    from ctxsim.harness.engine import RunConfig, replay
 
     rows = []
     for margin in margins:

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-
-from harness.trace import Trace
+from ctxsim.harness.trace import Trace
 
 BILL_TOLERANCE = 0.05   # issue 27: a recorded replay more than 5% off the bill is flagged
 SHARE_SLACK = 0.005     # assumed: cache-read shares closer than this are the same for naming a cause
@@ -29,9 +28,9 @@ def cache_model_line(trace: Trace, routed: int | None = None) -> str | None:
 
 def bill_warning(trace: Trace, calls: pd.DataFrame, cost: float, models_file: str | None = None) -> str | None:
     """A warning when a ``recorded`` replay's ``cost`` differs from the bill by more than 5%."""
-    from harness.cache_misses import label_calls
-    from harness.fidelity import recorded_calls, recorded_cost, recorded_usages
-    from strategies.recorded import STRIPS_PREVIOUS_THINKING
+    from ctxsim.harness.cache_misses import label_calls
+    from ctxsim.harness.fidelity import recorded_calls, recorded_cost, recorded_usages
+    from ctxsim.strategies.recorded import STRIPS_PREVIOUS_THINKING
 
     if trace.header.usage != "per_call":
         return None

@@ -27,11 +27,11 @@ class MissingData(FileNotFoundError):
 
 
 def folder(name: str) -> Path:
-    """The folder of a bundled data package: ``traces`` (``harness.data.traces`` in a wheel) or ``sweeps``."""
+    """The folder of a bundled data package: ``traces`` (``ctxsim.harness.data.traces`` in a wheel) or ``sweeps``."""
     package = f"{__package__}.data.{name}"
     try:
         spec = importlib.util.find_spec(package)
-    except ModuleNotFoundError:   # harness.data has no such subfolder: a checkout
+    except ModuleNotFoundError:   # ctxsim.harness.data has no such subfolder: a checkout
         spec = None
     if spec is not None and spec.submodule_search_locations:
         for loc in spec.submodule_search_locations:

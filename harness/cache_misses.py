@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.provider.cache import TTL_SECONDS
-from harness.provider.routing import OPENAI_ROUTING_DOC, CacheMissModel
+from ctxsim.harness.provider.cache import TTL_SECONDS
+from ctxsim.harness.provider.routing import OPENAI_ROUTING_DOC, CacheMissModel
 
 MIN_STRAYS = 2          # assumed: one fall-back is an accident, two that recover are a pattern
 PHASES = 8             # phases the shadow replay averages over (routing.Router's seeded phase)
@@ -38,7 +38,7 @@ def _tolerance(expected: int) -> float:
 
 def label_calls(calls: list[Any], strips: tuple[str, ...] = ()) -> tuple[dict[int, str], int, dict[str, int], int]:
     """``({call index: "stray" | "return"}, eligible, strays by fallback, recovered)`` over
-    ``calls`` (``harness.fidelity.RecordedCall``); ``strips``: model prefixes whose API drops the
+    ``calls`` (``ctxsim.harness.fidelity.RecordedCall``); ``strips``: model prefixes whose API drops the
     previous turn's thinking at a new user turn (a miss there is the client's change)."""
     labels: dict[int, str] = {}
     eligible = recovered = 0
@@ -179,7 +179,7 @@ def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float
     counted ones (those the log billed: the log's cache-read share), averaged over
     ``phases`` evenly spaced router phases. The requests of an open-loop replay do not depend on what
     the cache did, so this is the replay's own cache, not a stand-in for it."""
-    from harness.provider.routing import Router
+    from ctxsim.harness.provider.routing import Router
 
     def read(share: float) -> float:
         m = model.model_copy(update={"share": share})

@@ -1,6 +1,6 @@
 """Measure what a summariser keeps: per-category fact survival through real compactions.
 
-The simulated summariser (``harness.simllm``) decides which facts survive a summary by category,
+The simulated summariser (``ctxsim.harness.simllm``) decides which facts survive a summary by category,
 by how hard the budget squeezes and compounding over repeated compactions; those are modelling
 assumptions. ``ctxsim calibrate`` measures them: it replays traces with a strategy whose
 compactions are answered by the live model (or a store of its answers), watches every summary
@@ -13,7 +13,7 @@ documented in :func:`calibration`). Definitions:
 * present: the fact's text (casefolded, whitespace collapsed) is in the request the summariser got
   (every sent block but the final instruction; prior summaries included);
 * verbatim: the fact's text is in the summary (same normalisation);
-* survived: verbatim, or every key token of the fact (:func:`harness.live.key_tokens`: the numbers
+* survived: verbatim, or every key token of the fact (:func:`ctxsim.harness.live.key_tokens`: the numbers
   and identifiers that make it checkable) is in the summary: a paraphrase that keeps the values
   has kept the fact;
 * generation: 1 the first time a fact is summarised, k + 1 after it survived k summaries already;
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from harness.conversation import Request
-from harness.live import key_tokens, normalise
-from harness.llm import SUMMARY, BackendReply, CallSpec, LLMBackend
-from harness.trace import FACT_CATEGORIES, FactEvent
+from ctxsim.harness.conversation import Request
+from ctxsim.harness.live import key_tokens, normalise
+from ctxsim.harness.llm import SUMMARY, BackendReply, CallSpec, LLMBackend
+from ctxsim.harness.trace import FACT_CATEGORIES, FactEvent
 
 FORMAT = "ctxsim-summary-calibration"
 VERSION = 1
@@ -68,7 +68,7 @@ def request_text(request: Request) -> str:
 
 @dataclass
 class SummaryTap:
-    """An :class:`~harness.llm.LLMBackend` wrapper that records every successful summary call.
+    """An :class:`~ctxsim.harness.llm.LLMBackend` wrapper that records every successful summary call.
 
     ``count`` measures sizes when the backend reports no usage (the simulated one);
     ``limit`` stops the run (:class:`EnoughCompactions`) after that many summaries in all.
@@ -240,8 +240,8 @@ def summarised_messages(trace, upto: int) -> list[tuple[str, bool, str]]:
     """The main-context messages before event ``upto`` since the previous compaction, as the engine
     groups them (consecutive tool results are one user message), each as (role, typed by the user,
     text). A previous compaction's summary opens the list (what the next summariser reads)."""
-    from harness import probes
-    from harness import trace as tr
+    from ctxsim.harness import probes
+    from ctxsim.harness import trace as tr
 
     main = probes._main_context(trace.events)
     start = 0
@@ -273,9 +273,9 @@ def summarised_messages(trace, upto: int) -> list[tuple[str, bool, str]]:
 
 
 def features_of(messages: Sequence[tuple[str, bool, int, frozenset[str] | set[str]]], fact_id: str, kind: str):
-    """Features (harness.survival) of one fact over messages given as (role, typed, tokens, fact ids
+    """Features (ctxsim.harness.survival) of one fact over messages given as (role, typed, tokens, fact ids
     present): what the simulated summariser computes at run time and the fit computes on real logs."""
-    from harness.survival import Features
+    from ctxsim.harness.survival import Features
 
     total = sum(m[2] for m in messages) or 1
     mentions = uses = 0
@@ -295,8 +295,8 @@ def features_of(messages: Sequence[tuple[str, bool, int, frozenset[str] | set[st
 def real_compactions(trace, source: str, count: Callable[[str], int]) -> list[RealCompaction]:
     """Every compaction of ``trace`` that has a summary, measured (facts derived first if the
     trace has none)."""
-    from harness import probes
-    from harness import trace as tr
+    from ctxsim.harness import probes
+    from ctxsim.harness import trace as tr
 
     if not any(isinstance(e, tr.FactEvent) for e in trace.events):
         trace, _ = probes.apply(trace)
@@ -329,8 +329,7 @@ def real_compactions(trace, source: str, count: Callable[[str], int]) -> list[Re
 
 def _design(rows: Sequence[SurvivalRow], kinds: Sequence[str]):
     import numpy as np
-
-    from harness.survival import FEATURES, Features
+    from ctxsim.harness.survival import FEATURES, Features
 
     x = []
     for r in rows:
@@ -342,7 +341,7 @@ def _design(rows: Sequence[SurvivalRow], kinds: Sequence[str]):
 def _logit_penalized():
     """statsmodels' logistic regression with a penalised likelihood (its PenalizedMixin, as its own
     tests and GLMGam use it; statsmodels 0.14-0.15, the [calibrate] extra)."""
-    from harness.extras import require
+    from ctxsim.harness.extras import require
 
     require("calibrate", "statsmodels")
     from statsmodels.base._penalized import PenalizedMixin
@@ -361,9 +360,8 @@ def fit_survival_se(rows: Sequence[SurvivalRow], ridge: float = SURVIVAL_RIDGE):
     (from the penalised Hessian; the intercept and the kind offsets are collinear, held apart only
     by the penalty, so theirs are wide)."""
     import numpy as np
+    from ctxsim.harness.survival import FEATURES, SurvivalModel
     from statsmodels.base._penalties import L2
-
-    from harness.survival import FEATURES, SurvivalModel
 
     if not ridge > 0:
         raise ValueError(f"ridge={ridge}: the intercept and the kind offsets are collinear, only a positive "
@@ -390,7 +388,7 @@ def fit_survival(rows: Sequence[SurvivalRow], ridge: float = SURVIVAL_RIDGE):
 
 
 def _by_kind(rows: Sequence[SurvivalRow], model) -> dict[str, dict[str, Any]]:
-    from harness.survival import Features
+    from ctxsim.harness.survival import Features
 
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
@@ -430,8 +428,8 @@ def leave_one_out(comps: Sequence[RealCompaction], ridge: float = SURVIVAL_RIDGE
 def survival_file(comps: Sequence[RealCompaction], sources: Sequence[Mapping[str, str]],
                   command: str) -> dict[str, Any]:
     """The content of ``harness/data/summary_survival.json`` (format ``ctxsim-summary-survival`` v1)."""
-    from harness.survival import FORMAT as SFORMAT
-    from harness.survival import VERSION as SVERSION
+    from ctxsim.harness.survival import FORMAT as SFORMAT
+    from ctxsim.harness.survival import VERSION as SVERSION
 
     rows = [r for c in comps for r in c.rows]
     model, se = fit_survival_se(rows)

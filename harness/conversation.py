@@ -66,7 +66,7 @@ class Block:
     opaque_tokens: int = field(default=0, kw_only=True)
     _digest: list = field(default_factory=list, repr=False, compare=False)
     _ntok: list = field(default_factory=list, repr=False, compare=False)
-    _facts: list = field(default_factory=list, repr=False, compare=False)  # [matcher, ids] (harness.textmatch)
+    _facts: list = field(default_factory=list, repr=False, compare=False)  # [matcher, ids] (ctxsim.harness.textmatch)
 
     # --- constructors -----------------------------------------------------------------------
     @staticmethod

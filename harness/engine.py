@@ -28,10 +28,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-
-from harness import protocol
-from harness.conversation import Block, Message, Request, SystemPrompt, ToolDef, ToolSet, Usage
-from harness.llm import (
+from ctxsim.harness import protocol
+from ctxsim.harness.conversation import Block, Message, Request, SystemPrompt, ToolDef, ToolSet, Usage
+from ctxsim.harness.llm import (
     READBACK,
     RECOVERY,
     RESTATE,
@@ -41,9 +40,9 @@ from harness.llm import (
     SideCallFailed,
     SideCallResult,
 )
-from harness.provider import DEFAULT_MODEL, Provider
-from harness.retention import FactScore
-from harness.trace import (
+from ctxsim.harness.provider import DEFAULT_MODEL, Provider
+from ctxsim.harness.retention import FactScore
+from ctxsim.harness.trace import (
     AssistantEvent,
     CompactEvent,
     FactEvent,
@@ -58,10 +57,10 @@ from harness.trace import (
     Trace,
     UserEvent,
 )
-from strategies.base import CallInfo, Rejection, Strategy, StrategyEnv
-from strategies.registry import build as build_strategy
-from strategies.registry import config_dict
-from strategies.registry import get as get_strategy
+from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyEnv
+from ctxsim.strategies.registry import build as build_strategy
+from ctxsim.strategies.registry import config_dict
+from ctxsim.strategies.registry import get as get_strategy
 
 READ_TOOL = "Read"  # the file-reading tool a read-back uses unless the trace names one (header.meta.read_tool)
 
@@ -104,7 +103,7 @@ class RunConfig:
     max_attempts: int = MAX_ATTEMPTS_PER_CALL  # requests per main call, retries after a rejection included
     readback_probability: float | None = None  # overrides the retention model's recovery probability
     retention: Mapping[str, Any] = field(default_factory=dict)  # RetentionParams overrides
-    recovery: Mapping[str, Any] = field(default_factory=dict)  # harness.recovery.RecoveryParams overrides
+    recovery: Mapping[str, Any] = field(default_factory=dict)  # ctxsim.harness.recovery.RecoveryParams overrides
     summariser: Mapping[str, Any] = field(default_factory=dict)  # SimParams overrides (the simulated summariser)
     # observer(request, info) sees every request sent, main and side calls (the property kit uses
     # it); info: {"tokens", "window", "rejections", "now", "call"}
@@ -155,7 +154,7 @@ class RunResult:
 
 
 class Services:
-    """The engine side of :class:`harness.llm.LLMServices`: every side call validated, possibly
+    """The engine side of :class:`ctxsim.harness.llm.LLMServices`: every side call validated, possibly
     failed by injection, billed, timed and recorded."""
 
     def __init__(self, run: _Run) -> None:
@@ -237,12 +236,12 @@ class _Run:
         if cfg.backend is not None:
             self.backend = cfg.backend
         else:
-            from harness.simllm import SimulatedLLM
+            from ctxsim.harness.simllm import SimulatedLLM
 
             self.backend = SimulatedLLM(facts, self.provider.count_text, cfg.seed, params=dict(cfg.summariser),
                                         run_dir=str(session_dir), message_tokens=self.provider.message_tokens)
         self.retention = _make_retention(facts, cfg, seeds[2], session_dir)
-        from harness import needs as nd
+        from ctxsim.harness import needs as nd
 
         self.needs = nd.for_run(trace, self.provider) if facts else None  # the same for every strategy
         self.recovery = _make_recovery(trace, self.needs, cfg, seeds[3], self.provider)
@@ -646,8 +645,8 @@ def _seed_files(session_dir: Path, files: Mapping[str, str]) -> tuple[Path, Path
 def _needs_metrics(res: RunResult, run: _Run, calls: pd.DataFrame, probes: pd.DataFrame, cfg: RunConfig) -> None:
     """The needs-at-risk headline and the cost of forgetting (harness/needs.py, harness/recovery.py);
     the keys are there for every run (zeros without facts or with the loop off)."""
-    from harness import needs as nd
-    from harness import recovery as rc
+    from ctxsim.harness import needs as nd
+    from ctxsim.harness import recovery as rc
 
     needs = run.needs if run.needs is not None else nd.Needs({}, (), 0)
     restored = run.recovery.restored if run.recovery is not None else {}
@@ -664,7 +663,7 @@ def _needs_metrics(res: RunResult, run: _Run, calls: pd.DataFrame, probes: pd.Da
 
 
 def _make_recovery(trace: Trace, needs: Any, cfg: RunConfig, seed, provider: Provider) -> Any:
-    from harness import recovery as rc
+    from ctxsim.harness import recovery as rc
 
     params = rc.RecoveryParams(**dict(cfg.recovery))
     if needs is None or not params.enabled:
@@ -675,7 +674,7 @@ def _make_recovery(trace: Trace, needs: Any, cfg: RunConfig, seed, provider: Pro
 def _make_retention(facts: dict[str, FactEvent], cfg: RunConfig, seed, session_dir: Path) -> Any:
     if not facts:
         return None
-    from harness import retention as ret
+    from ctxsim.harness import retention as ret
 
     params = dict(cfg.retention)
     if cfg.readback_probability is not None:
@@ -769,8 +768,8 @@ def _session_dir(cfg: RunConfig):
 
 
 def _provenance(run: _Run, calls: pd.DataFrame) -> dict[str, Any]:
-    from harness import provenance as pv
-    from harness import retention as ret
+    from ctxsim.harness import provenance as pv
+    from ctxsim.harness import retention as ret
 
     models = [run.provider.model, *calls["model"].dropna().unique().tolist()]
     params = run.retention.params if run.retention is not None else ret.RetentionParams(**run.cfg.retention)
@@ -794,7 +793,7 @@ def replay(trace: Trace, strategy: str | type[Strategy], params: Mapping[str, An
         run.run()
     calls = pd.DataFrame(run.rows, columns=CALL_COLUMNS)
     probes = pd.DataFrame(run.probe_rows, columns=["probe", "call", "fact", "category", "where", "score", "pointer"])
-    from harness.metrics import compute_metrics
+    from ctxsim.harness.metrics import compute_metrics
 
     res = RunResult(cls.name, config_dict(run.strategy.config), trace.path or trace.header.name,
                     trace.content_hash, run.provider.model, run.provider.window, cfg.seed, calls, {}, probes)

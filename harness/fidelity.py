@@ -22,7 +22,7 @@ is not:
   the log's on both sides (a lower bound where ``output_tokens_partial``).
 
 Pure functions over a trace and the engine's per-call table; the replay itself is
-``harness.engine.replay``. The CLI (``ctxsim fidelity``) and the figure are at the edges.
+``ctxsim.harness.engine.replay``. The CLI (``ctxsim fidelity``) and the figure are at the edges.
 """
 
 from __future__ import annotations
@@ -34,15 +34,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from harness.cache_misses import fit_miss_model
-from harness.conversation import Message, Usage
-from harness.engine import RunConfig, replay
-from harness.llm import SUBAGENT, SUMMARY
-from harness.provider import Provider
-from harness.provider.cache import TTL_SECONDS as TTL_S  # peers.md: Anthropic cache TTLs
-from harness.provider.tokenizer import REQUEST_OVERHEAD
-from harness.trace import (
+from ctxsim.harness.cache_misses import fit_miss_model
+from ctxsim.harness.conversation import Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.llm import SUBAGENT, SUMMARY
+from ctxsim.harness.provider import Provider
+from ctxsim.harness.provider.cache import TTL_SECONDS as TTL_S  # peers.md: Anthropic cache TTLs
+from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD
+from ctxsim.harness.trace import (
     AssistantEvent,
     CompactEvent,
     RecordedSetting,
@@ -56,7 +55,7 @@ from harness.trace import (
     UserEvent,
     with_header,
 )
-from strategies.recorded import (
+from ctxsim.strategies.recorded import (
     COMPACT_INSTRUCTIONS,
     MCP_COMMAND,
     STRIPS_PREVIOUS_THINKING,
@@ -237,7 +236,7 @@ def raw_contexts(trace: Trace, calls: list[RecordedCall] | None = None, seed: in
     # the largest window a trace may name: raw sizes are measured, not refused (a log whose content
     # counts over its model's window in cl100k, e.g. 64,000-character tool results, stopped the
     # replay at its first refused call)
-    from harness.trace import MAX_TOKENS
+    from ctxsim.harness.trace import MAX_TOKENS
 
     run = replay(zero, Recorded, {}, RunConfig(model=model, token_scale=1.0, seed=seed, window=MAX_TOKENS,
                                                models_file=Path(models_file) if models_file else None))
@@ -349,8 +348,8 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
     """The miss model's share fitted on the replay's own requests (cache_misses.fit_share_on_requests):
     one replay of ``recorded`` with no strays, its requests billed again at trial shares until the
     calls the log billed read what the log read."""
-    from harness.cache_misses import fit_share_on_requests
-    from harness.engine import run_model
+    from ctxsim.harness.cache_misses import fit_share_on_requests
+    from ctxsim.harness.engine import run_model
 
     sent: list[tuple[Any, float, str]] = []
 
@@ -388,7 +387,7 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
 
 
 def _provider_of(model: str | None, models_file: str | None = None) -> str:
-    from harness.provider.models import UnknownModelError, load_table
+    from ctxsim.harness.provider.models import UnknownModelError, load_table
 
     try:
         return load_table(models_file).get(model).provider

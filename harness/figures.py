@@ -1,5 +1,5 @@
 """The report's figures: one function per figure, each taking the report's context
-(:class:`harness.report.Context`) and returning a :class:`Figure` (its PNG under ``figures/``,
+(:class:`ctxsim.harness.report.Context`) and returning a :class:`Figure` (its PNG under ``figures/``,
 its title and a one-line reading computed from the data) or None when the data has nothing to show.
 
 Every figure puts configurations in report order (those that completed by cost, then those that
@@ -24,11 +24,11 @@ import pandas as pd  # noqa: E402
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
                      "xtick.labelsize": 9, "ytick.labelsize": 9})
 
-from harness import analysis  # noqa: E402
-from harness import formatting as fmt  # noqa: E402
+from ctxsim.harness import analysis  # noqa: E402
+from ctxsim.harness import formatting as fmt  # noqa: E402
 
 if TYPE_CHECKING:
-    from harness.report import Context
+    from ctxsim.harness.report import Context
 
 TOKEN_KINDS = [("tokens.input_uncached", "uncached input"), ("tokens.cache_write", "cache write"),
                ("tokens.cache_read", "cache read"), ("tokens.output", "output")]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from harness import formatting as fmt
-from harness.tuning import Setting
+from ctxsim.harness import formatting as fmt
+from ctxsim.harness.tuning import Setting
 
 SAME = 1e-9  # two results are "identical" when cost, retention and compactions agree this closely (assumed)
 

@@ -4,7 +4,7 @@ store of recorded live answers with no network (``--llm replay``).
 The simulated summariser, selector and judge rest on modelling assumptions; these backends replace
 them with the model itself so the assumptions can be measured (``ctxsim calibrate``). They only
 produce the *text* (and the usage the API reported) of a side call; the engine still validates,
-bills, times and counts every call (``harness.llm``).
+bills, times and counts every call (``ctxsim.harness.llm``).
 
 * Configuration comes from the environment, as for any Anthropic client: ``ANTHROPIC_API_KEY``,
   ``ANTHROPIC_BASE_URL`` (e.g. a proxy or the test suite's loopback server) and
@@ -13,7 +13,7 @@ bills, times and counts every call (``harness.llm``).
   and the per-call timeout. Keyword arguments override the environment.
 * Retries are the SDK's own (exponential back-off, ``retry-after`` honoured, 429 / 5xx / 529
   retried). What is still failing after them is mapped onto the engine's failure model as
-  :class:`~harness.llm.SideCallFailed`: a 400 "prompt is too long" is ``prompt_too_long`` (a failed
+  :class:`~ctxsim.harness.llm.SideCallFailed`: a 400 "prompt is too long" is ``prompt_too_long`` (a failed
   compaction), 429 ``rate_limited``, 529 ``overloaded`` (both counted by NovaCode's breaker like any
   failed compaction), unpaired tool blocks ``pairing``, more than 4 ``cache_control`` markers
   ``too_many_breakpoints``, a timeout ``timeout``, anything else ``api_error``. A bad key, a
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.conversation import Request, Usage
-from harness.llm import (
+from ctxsim.harness.conversation import Request, Usage
+from ctxsim.harness.llm import (
     JUDGE,
     MEMORY_CONSOLIDATE,
     MEMORY_EXTRACT,
@@ -48,8 +48,8 @@ from harness.llm import (
     LLMBackend,
     SideCallFailed,
 )
-from harness.render import count_tokens_params, to_anthropic_params
-from harness.response_store import ResponseStore, restore_text
+from ctxsim.harness.render import count_tokens_params, to_anthropic_params
+from ctxsim.harness.response_store import ResponseStore, restore_text
 
 ENV_KEY = "ANTHROPIC_API_KEY"
 ENV_BASE_URL = "ANTHROPIC_BASE_URL"
@@ -140,7 +140,7 @@ def sections_addendum(prompt: str, sections: Sequence[str]) -> str:
 
 def final_user_text(request: Request, spec: CallSpec) -> str | None:
     """What the backend appends to ``request``. The engine has already appended a strategy's own
-    prompt as the final user message (``harness.engine.Services.call``); then only the section list
+    prompt as the final user message (``ctxsim.harness.engine.Services.call``); then only the section list
     is added, when the prompt does not name the sections. With no prompt, the default for the kind."""
     msgs = request.messages
     if spec.instructions and len(msgs) and msgs[-1].role == "user" and msgs[-1].text == spec.instructions:
@@ -391,7 +391,7 @@ class AnthropicBackend(_MessagesBackend):
         self.failures_in_a_row = 0
         self.timed_out = False    # the last call timed out: the next one is sent once, not retried
         if client is None:
-            from harness.extras import require
+            from ctxsim.harness.extras import require
 
             anthropic = require("live", "anthropic")   # the [live] extra
 
@@ -455,7 +455,7 @@ class AnthropicBackend(_MessagesBackend):
 
 class ReplayBackend(_MessagesBackend):
     """Side calls answered from a response store, with no network. A request the store does not
-    hold raises :class:`~harness.response_store.StoreMiss` naming it."""
+    hold raises :class:`~ctxsim.harness.response_store.StoreMiss` naming it."""
 
     name = "replay"
 
@@ -483,7 +483,7 @@ class ReplayBackend(_MessagesBackend):
 def make_backend(mode: Mode | str, store: Path | str | None = None, **kw: Any) -> LLMBackend | None:
     """The backend for ``--llm MODE`` (``--llm-store PATH``).
 
-    * ``simulated``: :class:`harness.simllm.SimulatedLLM` built from ``kw`` (its constructor's
+    * ``simulated``: :class:`ctxsim.harness.simllm.SimulatedLLM` built from ``kw`` (its constructor's
       arguments); with no ``kw``, ``None``, which tells the engine to build its default simulated
       backend (it holds the trace's facts and the tokenizer that one needs).
     * ``live``: :class:`AnthropicBackend` (``kw``: model, api_key, base_url, max_retries, timeout,
@@ -495,7 +495,7 @@ def make_backend(mode: Mode | str, store: Path | str | None = None, **kw: Any) -
             raise ValueError("--llm-store is for --llm live (record) or --llm replay, not simulated")
         if not kw:
             return None
-        from harness.simllm import SimulatedLLM
+        from ctxsim.harness.simllm import SimulatedLLM
 
         return SimulatedLLM(**kw)
     if mode == "live":

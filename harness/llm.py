@@ -3,12 +3,12 @@ judging), behind one interface.
 
 Two sides:
 
-* :class:`LLMServices` is what a strategy holds. The engine implements it (``harness.engine``): every
+* :class:`LLMServices` is what a strategy holds. The engine implements it (``ctxsim.harness.engine``): every
   side call is validated like a main call (a summary request over the window is a 400 and a failed
   compaction), can fail by seeded injection, is billed by the provider model, takes simulated time
   (blocking calls advance the clock) and becomes a row of the per-call table.
 * :class:`LLMBackend` is what produces the *text* of a side call: the simulated backend here
-  (deterministic, seeded, real output text), or a live one on the anthropic SDK (``harness.live``).
+  (deterministic, seeded, real output text), or a live one on the anthropic SDK (``ctxsim.harness.live``).
   A backend may return the usage the real API reported; the simulated one leaves billing to the
   provider model.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from harness.conversation import Request, Usage
+from ctxsim.harness.conversation import Request, Usage
 
 # kinds of side calls (the ``kind`` column of the per-call table)
 SUMMARY = "summary"

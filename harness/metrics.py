@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from harness.llm import SUMMARY, VERIFY
+from ctxsim.harness.llm import SUMMARY, VERIFY
 
 MAIN_KINDS = ("main", "readback", "recovery", "restate", "subagent")  # calls the agent's own loop makes
 COMPACTION_KINDS = (SUMMARY, VERIFY)
@@ -35,7 +34,7 @@ NOT_FAILED = {"completed": True, "failed_at_call": None, "failure": None, "turns
 
 def compute_metrics(res, counters, fact_scores: list, readbacks: int,
                     outcome: dict[str, Any] | None = None, retention_params: Any = None) -> dict[str, Any]:
-    """``retention_params``: the run's :class:`harness.retention.RetentionParams` (its category
+    """``retention_params``: the run's :class:`ctxsim.harness.retention.RetentionParams` (its category
     weights make the score; None: the defaults)."""
     outcome = {**NOT_FAILED, **(outcome or {})}
     c = res.calls
@@ -106,6 +105,6 @@ def compute_metrics(res, counters, fact_scores: list, readbacks: int,
 def _retention(scores: list, params: Any = None) -> dict[str, Any]:
     if not scores:
         return {"score": None, "goal": None, "by_category": {}, "probes": 0}
-    from harness.retention import aggregate
+    from ctxsim.harness.retention import aggregate
 
     return aggregate(scores, params)

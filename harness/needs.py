@@ -8,7 +8,7 @@ Distance
     ``distance_tokens``: the trace's tokens between the end of the content event where the fact was
     last seen (its text in a user message, a tool result or the agent's own text and tool inputs, in
     the main context) and the call that needs it. Tokens are the provider's true count of each
-    event's text (``harness.probes.seen_text``), the same for every strategy.
+    event's text (``ctxsim.harness.probes.seen_text``), the same for every strategy.
 
 Turnover points
     Points where the window had to be emptied, whatever the strategy:
@@ -35,7 +35,7 @@ Headline (:func:`headline`): per run, the at-risk needs by where the strategy ha
 (a probe the run never reached counts lost) — with ``kept = (verbatim + summary) / n`` and its Wilson
 95% interval; ``goal`` and ``constraints`` are the at-risk needs of those categories (``constraints``:
 constraint and preference facts, what the user set). The attention × position score of
-``harness.retention`` is a second figure; it never enters this one.
+``ctxsim.harness.retention`` is a second figure; it never enters this one.
 
 Pooled across seeds (:func:`pooled`): counts are summed over seeds and sessions (``n`` is
 needs × seeds), but a seed replays the same needs, so the interval is Wilson's on the *effective*
@@ -56,10 +56,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxsim.harness import trace as tr
+from ctxsim.harness.probes import _main_context, seen_text
 from pydantic import BaseModel, ConfigDict, Field
-
-from harness import trace as tr
-from harness.probes import _main_context, seen_text
 
 Z95 = 1.959963984540054  # the normal quantile of a 95% two-sided interval
 RESERVE_TOKENS = 33_000  # window − 20,000 − 13,000: Claude Code auto-compact (reported, peers.md); N-COMP-1/2
@@ -109,7 +108,7 @@ def classify(trace: tr.Trace, count: Callable[[str], int], window: int, prefix_t
     """The needs of ``trace`` and whether each is at risk at ``window`` (a pure function of its
     arguments). ``count``: true tokens of a text; ``prefix_tokens``: the system prompt and tools,
     present from the start of each context."""
-    from harness.textmatch import matcher
+    from ctxsim.harness.textmatch import matcher
 
     p = params or NeedsParams()
     threshold = max(1, window - p.reserve_tokens)

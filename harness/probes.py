@@ -41,9 +41,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ctxsim.harness import trace as tr
 from pydantic import BaseModel, ConfigDict, Field
-
-from harness import trace as tr
 
 KINDS = ("path", "identifier", "error", "hash", "ticket", "command")
 ID_PREFIX = "d"  # derived fact ids: df00001..., probe ids: dp00001...

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.conversation import Message, Request
+from ctxsim.harness.conversation import Message, Request
 
 MAX_BREAKPOINTS = 4  # Anthropic docs: at most 4 cache_control blocks per request
 

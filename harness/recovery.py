@@ -1,7 +1,7 @@
 """The cost of forgetting, closed loop: what the simulated agent does when a need at risk is gone.
 
 A replay is open loop (the agent's actions are the log's), so forgetting used to be free. Here,
-when a need at risk (``harness.needs``) is **lost** at its probe, or only **behind a pointer** the
+when a need at risk (``ctxsim.harness.needs``) is **lost** at its probe, or only **behind a pointer** the
 model did not follow, the agent recovers as real agents do after a compaction: it re-acquires the
 fact from where it last saw it —
 
@@ -26,7 +26,7 @@ fact from where it last saw it —
 
 Whether the agent re-acquires a lost fact at all is drawn with the probability of its kind
 (``read`` or ``rerun``), fitted on the real compactions by ``ctxsim calibrate-recovery``
-(``harness/data/recovery.json``, :func:`default_probability`; see ``harness.recovery_fit``). One
+(``harness/data/recovery.json``, :func:`default_probability`; see ``ctxsim.harness.recovery_fit``). One
 re-acquisition per source and call; once recovered, the content is in the strategy's history and
 later probes find it there (unless the strategy drops it again).
 
@@ -54,12 +54,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from ctxsim.harness import trace as tr
+from ctxsim.harness.llm import (  # the kinds of the per-call rows a recovery, a restatement add
+    RECOVERY,
+    RESTATE,
+)
+from ctxsim.harness.needs import USER_GIVEN, Needs
+from ctxsim.harness.probes import _main_context
 from pydantic import BaseModel, ConfigDict, Field
-
-from harness import trace as tr
-from harness.llm import RECOVERY, RESTATE  # the kinds of the per-call rows a recovery, a restatement add
-from harness.needs import USER_GIVEN, Needs
-from harness.probes import _main_context
 
 DATA = Path(__file__).resolve().parent / "data" / "recovery.json"
 FORMAT = "ctxsim-recovery"

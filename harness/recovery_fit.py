@@ -1,8 +1,8 @@
 """Real recovery as ground truth: what the recorded agent re-acquired after its compactions, and the
-recovery probability of ``harness.recovery`` fitted to it (``ctxsim calibrate-recovery``).
+recovery probability of ``ctxsim.harness.recovery`` fitted to it (``ctxsim calibrate-recovery``).
 
 Observed, per recorded compaction and per kind (``read``: a file read again; ``rerun``: the same
-command, search or fetch run again; :func:`harness.recovery.key_of`):
+command, search or fetch run again; :func:`ctxsim.harness.recovery.key_of`):
 
 * ``uses``: the acquisitions (tool uses with a key) in the ``WINDOW_CALLS`` main calls from the first
   call after the compaction;
@@ -12,7 +12,7 @@ command, search or fetch run again; :func:`harness.recovery.key_of`):
 * ``excess`` = repeats − background: the recorded agent's own recovery.
 
 Predicted: ``p[kind] × lost[kind]``, where ``lost`` is what the closed loop would re-acquire for the
-recorded agent: the distinct sources (:class:`harness.recovery.Source`, by the key of their re-run)
+recorded agent: the distinct sources (:class:`ctxsim.harness.recovery.Source`, by the key of their re-run)
 of the needs at risk across this compaction (fact last seen before it, needed within the window)
 whose fact the recorded summary does not hold verbatim — the needs the simulated agent recovers.
 
@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness import trace as tr
-from harness.needs import Needs
-from harness.probes import _main_context
-from harness.recovery import FORMAT, KINDS, VERSION, key_of, reacquisitions, sources
+from ctxsim.harness import trace as tr
+from ctxsim.harness.needs import Needs
+from ctxsim.harness.probes import _main_context
+from ctxsim.harness.recovery import FORMAT, KINDS, VERSION, key_of, reacquisitions, sources
 
 WINDOW_CALLS = 30
 
@@ -121,7 +121,7 @@ def _around(trace: tr.Trace, main: list[bool], facts: dict, at: list[int], windo
             ) -> tuple[dict[int, dict[str, str]], dict[int, list[str]]]:
     """Per compaction (event index): the tool_use id of the last main tool result before it that
     held each fact, and the texts of the user messages in its window (re-attached files, typed text)."""
-    from harness.textmatch import matcher
+    from ctxsim.harness.textmatch import matcher
 
     match = matcher({fid: f.text for fid, f in facts.items()})
     last: dict[str, str] = {}

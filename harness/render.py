@@ -1,7 +1,7 @@
-"""A :class:`~harness.conversation.Request` as the Messages API takes it (live side calls).
+"""A :class:`~ctxsim.harness.conversation.Request` as the Messages API takes it (live side calls).
 
 The simulator never needs this: its provider model reads the request objects directly. A live
-backend (``harness.live``) does, and so does the response store, whose keys hash exactly what was
+backend (``ctxsim.harness.live``) does, and so does the response store, whose keys hash exactly what was
 sent. Rendering follows what the API accepts, not what would be convenient:
 
 * ``cache_control`` markers are placed per ``request.breakpoints`` (``{"type": "ephemeral",
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.conversation import Block, Breakpoint, Request
+from ctxsim.harness.conversation import Block, Breakpoint, Request
 
 #: Anthropic's ``cache_control`` type; the only one the Messages API has.
 CACHE_CONTROL_TYPE = "ephemeral"  # Anthropic prompt-caching docs

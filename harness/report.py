@@ -28,16 +28,15 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from harness import analysis, columns, tuning, uncertainty
-from harness import tuning_figures as tfig
-from harness import tuning_sections as tsec
-from harness import figures as figs
-from harness import formatting as fmt
-from harness.figures import Figure
-from harness.report_content import Bullets, Para, Raw, Section, Table
-from harness.sweep import flatten
-from strategies.departures import assumption_lines
+from ctxsim.harness import analysis, columns, tuning, uncertainty
+from ctxsim.harness import figures as figs
+from ctxsim.harness import formatting as fmt
+from ctxsim.harness import tuning_figures as tfig
+from ctxsim.harness import tuning_sections as tsec
+from ctxsim.harness.figures import Figure
+from ctxsim.harness.report_content import Bullets, Para, Raw, Section, Table
+from ctxsim.harness.sweep import flatten
+from ctxsim.strategies.departures import assumption_lines
 
 RET = analysis.RETENTION
 
@@ -50,7 +49,7 @@ def _md_cell(s: str) -> str:
 
 
 def _md(item) -> list[str]:
-    from harness.mdtext import escape   # labels and parameters are user text: no raw HTML (issue 31)
+    from ctxsim.harness.mdtext import escape  # labels and parameters are user text: no raw HTML (issue 31)
 
     if isinstance(item, Raw):
         return [*map(escape, item.md), ""]
@@ -73,7 +72,7 @@ CSS = ("body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;pa
 
 
 def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
-    from harness.mdtext import escape
+    from ctxsim.harness.mdtext import escape
 
     lines = [f"# {escape(title)}", "", escape(intro), ""]
     for s in sections:
@@ -85,7 +84,7 @@ def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
 
 def render_html(title: str, intro: str, sections: list[Section], out: Path) -> str:
     """The page from harness/templates/report.html.j2, Markdown spans by markdown-it (harness/report_html.py)."""
-    from harness import report_html
+    from ctxsim.harness import report_html
 
     return report_html.render(title, intro, sections, out, CSS)
 
@@ -456,7 +455,7 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
              "its parameters, a window): the mean over its runs, never over a grid. A configuration is named by its "
              "strategy and only the parameters that differ from the defaults. **Failed** means a request the API "
              "rejected was not recovered from: the session stopped there.")
-    from harness import atomic
+    from ctxsim.harness import atomic
 
     atomic.write_text(out / "report.md", render_markdown(title, intro, sections))
     atomic.write_text(out / "index.html", render_html(title, intro, sections, out))

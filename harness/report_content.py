@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.figures import Figure
+from ctxsim.harness.figures import Figure
 
 
 @dataclass

@@ -15,12 +15,11 @@ import base64
 from pathlib import Path
 from typing import Any
 
+from ctxsim.harness.figures import Figure
+from ctxsim.harness.report_content import Bullets, Para, Raw, Section, Table
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markdown_it import MarkdownIt
 from markupsafe import Markup
-
-from harness.figures import Figure
-from harness.report_content import Bullets, Para, Raw, Section, Table
 
 TEMPLATES = Path(__file__).parent / "templates"
 _MD = MarkdownIt("commonmark", {"html": False}).enable("table")  # html False: text like <b> is escaped

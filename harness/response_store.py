@@ -21,7 +21,7 @@ Format (JSONL, one record per line, appended as calls happen; also in ``docs/res
 
 ``response`` is ``{"input_tokens": n}`` for ``count_tokens``. A refused request has
 ``"response": null`` and ``"error": {"reason": "prompt_too_long", "status": 400, "message": ...}``
-(``reason`` as in :class:`harness.llm.SideCallFailed`), so a replay fails where the live run failed.
+(``reason`` as in :class:`ctxsim.harness.llm.SideCallFailed`), so a replay fails where the live run failed.
 
 What is volatile, and so not part of the key:
 

@@ -46,10 +46,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from ctxsim.harness.conversation import Message, Request
+from ctxsim.harness.trace import ALL_CATEGORIES, FactEvent, ProbeEvent
 from pydantic import BaseModel, ConfigDict, Field
-
-from harness.conversation import Message, Request
-from harness.trace import ALL_CATEGORIES, FactEvent, ProbeEvent
 
 # "Lost in the Middle", GPT-3.5-Turbo, 20 documents (peers.md)
 LITM_POSITIONS = (1, 5, 10, 15, 20)
@@ -171,8 +170,8 @@ class RetentionModel:
         self._file: dict[tuple[str, str], tuple[tuple[int, int], int]] = {}  # (path, fact) -> (stat, line or 0)
         self._facts: dict[int, tuple[Message, frozenset[str]]] = {}  # id -> (message, facts in its text)
         self._data: dict[str, tuple[tuple[int, int], bytes, bool]] = {}  # path -> (stat, bytes, has \r): newest read
-        self._matcher = None  # the facts compiled into one search (harness.textmatch), on first use
-        # keys of this model's folds over a history (harness.conversation.History.fold_through): the
+        self._matcher = None  # the facts compiled into one search (ctxsim.harness.textmatch), on first use
+        # keys of this model's folds over a history (ctxsim.harness.conversation.History.fold_through): the
         # messages that hold a fact, and those that name a file, linked newest first, so a probe
         # visits those messages only, not the whole history
         self._with_facts, self._with_paths = object(), object()
@@ -200,7 +199,7 @@ class RetentionModel:
         hit = self._facts.get(id(m))
         if hit is None or hit[0] is not m:
             if self._matcher is None:
-                from harness.textmatch import matcher
+                from ctxsim.harness.textmatch import matcher
 
                 self._matcher = matcher({fid: f.text for fid, f in self.facts.items()})
             hit = (m, self._matcher.in_message(m))  # the facts in _text(m), from its blocks'

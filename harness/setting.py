@@ -1,6 +1,6 @@
 """A run's options against the setting an imported trace recorded (``header.recorded``).
 
-A replay of an imported trace takes the recorded setting by default (``harness.engine.RunConfig``);
+A replay of an imported trace takes the recorded setting by default (``ctxsim.harness.engine.RunConfig``);
 an option that sets a field for every call overrides it, and the command line says so in one line
 naming what the log recorded, so a number is never read as the recorded session's by mistake.
 """

@@ -9,7 +9,7 @@ Built from what the request really holds: the user's messages, the files the age
 excerpts of the latest reads), the errors it met, its own recent reasoning, in the sections the
 strategy asked for (``CallSpec.sections``; Claude Code's nine by default). Of the trace's facts present
 in the summarised messages, each survives with the probability of the survival model fitted on real
-compactions (:mod:`harness.survival`, ``harness/data/summary_survival.json``): by the fact's kind, how
+compactions (:mod:`ctxsim.harness.survival`, ``harness/data/summary_survival.json``): by the fact's kind, how
 often the assistant itself used it, how often it is mentioned, whether the user typed it and how old
 its last mention is. So a name the agent kept using survives, a path read once and never used is
 lost, and what the user said is kept (as Claude Code's "All user messages" section keeps it).
@@ -49,9 +49,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from harness.conversation import Block, Message, Request
-from harness.llm import (
+from ctxsim.harness.conversation import Block, Message, Request
+from ctxsim.harness.llm import (
     JUDGE,
     MEMORY_CONSOLIDATE,
     MEMORY_EXTRACT,
@@ -108,7 +107,7 @@ class SimParams:
     calibration: str | None = None  # a `ctxsim calibrate` file: its measured survival rates replace the model
 
     def __post_init__(self) -> None:
-        from harness import survival as sv
+        from ctxsim.harness import survival as sv
 
         for name in ("survival", "extract"):
             bad = {k: v for k, v in getattr(self, name).items() if not 0.0 <= v <= 1.0}
@@ -190,7 +189,7 @@ class SimulatedLLM:
         self._key: dict[int, tuple[Message, bytes]] = {}  # id -> (msg, digest with the run dir masked)
         self._msg: dict[int, tuple[Message, str, int, frozenset[str]]] = {}  # id -> (msg, text, tokens, facts)
         self._prefix: dict[tuple[int, int], tuple[Any, Any, int]] = {}  # (system, tools) -> tokens
-        self._matcher = None  # the facts compiled into one search (harness.textmatch), on first use
+        self._matcher = None  # the facts compiled into one search (ctxsim.harness.textmatch), on first use
 
     def _block_info(self, b: Block) -> tuple[frozenset[str], str]:
         """Facts present in a block and its payload with the run dir masked, once per block object."""
@@ -205,7 +204,7 @@ class SimulatedLLM:
     def _facts_matcher(self):
         """The facts compiled into one search: a text is read once, whatever the number of facts."""
         if self._matcher is None:
-            from harness.textmatch import matcher
+            from ctxsim.harness.textmatch import matcher
 
             self._matcher = matcher({fid: f.text for fid, f in self.facts.items()})
         return self._matcher
@@ -274,7 +273,7 @@ class SimulatedLLM:
     # --- summaries -------------------------------------------------------------------------------
     def survival(self, msgs: list[Message]) -> dict[str, float]:
         """Survival probability of each fact present in ``msgs`` (the summarised messages)."""
-        from harness.calibration import features_of
+        from ctxsim.harness.calibration import features_of
 
         p = self.params
         table = []

@@ -13,7 +13,7 @@ For a fact present in the messages a summariser reads::
 
 The coefficients, their source (which compactions, which command) and the fit's leave-one-out
 error live in ``harness/data/summary_survival.json``, written by ``ctxsim calibrate-summariser``
-(:func:`harness.calibration.fit_survival`); nothing here is a free guess except the mapping of
+(:func:`ctxsim.harness.calibration.fit_survival`); nothing here is a free guess except the mapping of
 planted categories, which real logs cannot show (they have no planted facts): ``file`` (a line of
 a file read) → ``identifier``; ``constraint``, ``preference``, ``feedback`` (sentences the user
 typed) → ``goal`` (the user's request line); ``decision`` and ``error`` → no kind offset (the mean

@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pandas as pd
+from ctxsim.harness import columns
+from ctxsim.harness.trace import MAX_TOKENS
+from ctxsim.strategies import registry
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from harness import columns
-from harness.trace import MAX_TOKENS
-from strategies import registry
 
 RESULTS = "results.parquet"
 Seed = Annotated[int, Field(ge=0, le=2 ** 32 - 1, description="a run seed (numpy's 32-bit seed range)")]
@@ -165,7 +164,7 @@ def load_config(path: str | Path) -> SweepConfig:
 
 
 def _check_models(path: Path, cfg: SweepConfig) -> None:
-    from harness.provider.models import UnknownModelError, load_table
+    from ctxsim.harness.provider.models import UnknownModelError, load_table
 
     table = load_table()
     for m in cfg.models:
@@ -182,7 +181,7 @@ def _check_presets(path: Path, cfg: SweepConfig) -> None:
     names = list(dict.fromkeys(t.split(":", 1)[1] for t in every if t.startswith("preset:")))
     if not names:
         return
-    from harness.synth import PresetError, load_preset
+    from ctxsim.harness.synth import PresetError, load_preset
 
     sets = [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in cfg.preset_set.items()]
     for name in names:
@@ -195,8 +194,8 @@ def _check_presets(path: Path, cfg: SweepConfig) -> None:
 def _check_assumptions(path: Path, combo: dict[str, Any]) -> None:
     import dataclasses
 
-    from harness.retention import RetentionParams
-    from harness.simllm import SimParams
+    from ctxsim.harness.retention import RetentionParams
+    from ctxsim.harness.simllm import SimParams
 
     ret = {k.split(".", 1)[1]: v for k, v in combo.items() if k.startswith("retention.")}
     summ = {k.split(".", 1)[1]: v for k, v in combo.items() if k.startswith("summariser.")}
@@ -252,8 +251,8 @@ def _resolve(items: list[str], cfg: SweepConfig, base: Path, gen_dir: Path, log:
     out: list[Path] = []
     for item in items:
         if item.startswith("preset:"):
-            from harness import trace as tr
-            from harness.synth import generate, load_preset
+            from ctxsim.harness import trace as tr
+            from ctxsim.harness.synth import generate, load_preset
 
             name = item.split(":", 1)[1]
             sets = [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in cfg.preset_set.items()]
@@ -326,7 +325,7 @@ _TRACES: dict[str, Any] = {}  # per worker process: parsed traces (and, on them,
 def _trace(path: str):
     t = _TRACES.get(path)
     if t is None:
-        from harness import trace as tr
+        from ctxsim.harness import trace as tr
 
         t = _TRACES[path] = tr.load(path)
     return t
@@ -345,7 +344,7 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
     """Run one configuration and write its rows; returns the flat result row."""
-    from harness.engine import RunConfig, replay
+    from ctxsim.harness.engine import RunConfig, replay
 
     t0 = time.perf_counter()
     row: dict[str, Any] = {"key": spec.key, "label": spec.label, "strategy": spec.strategy, "trace": spec.trace,
@@ -384,7 +383,7 @@ def _scalarise(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _atomic_parquet(df: pd.DataFrame, path: Path) -> None:
-    from harness import atomic
+    from ctxsim.harness import atomic
 
     atomic.write(path, lambda p: df.to_parquet(p, index=False))
 
@@ -484,7 +483,7 @@ def _local(specs: list[RunSpec], out_dir: str, workers: int) -> Iterable[dict[st
 
 def dask_client(scheduler: str, timeout_s: float = DASK_CONNECT_TIMEOUT_S):
     """A client of the scheduler at ``scheduler``, or :class:`SweepError` within ``timeout_s``."""
-    from harness.extras import require
+    from ctxsim.harness.extras import require
 
     Client = require("dask", "distributed").Client   # the [dask] extra
 
@@ -583,7 +582,7 @@ def _wait_for_workers(client, timeout_s: float) -> None:
 def _run_sweep(cfg: SweepConfig, out: Path, base: Path, workers: int | None, executor: str, client,
                progress: bool, limit: int | None, log: Callable[[str], None], retry_failed: bool,
                no_workers_s: float) -> pd.DataFrame:
-    from harness import atomic
+    from ctxsim.harness import atomic
 
     created = not out.exists()
     try:
@@ -626,8 +625,8 @@ def _run_sweep(cfg: SweepConfig, out: Path, base: Path, workers: int | None, exe
 
 def _note_overrides(cfg: SweepConfig, traces: list[Path], log: Callable[[str], None]) -> None:
     """One line for each grid model or window that overrides what an imported trace recorded."""
-    from harness.engine import RunConfig
-    from harness.setting import override_warnings
+    from ctxsim.harness.engine import RunConfig
+    from ctxsim.harness.setting import override_warnings
 
     seen: set[str] = set()
     for p in traces:
@@ -694,7 +693,7 @@ def collect(out: Path, keys: list[str] | None = None, log: Callable[[str], None]
     if not frames:
         return pd.DataFrame()
     df = columns.decode(pd.concat(frames, ignore_index=True)).sort_values("key").reset_index(drop=True)
-    from harness.cli.checks import atomic_write
+    from ctxsim.harness.cli.checks import atomic_write
 
     atomic_write(out / RESULTS, lambda p: columns.encode(df).to_parquet(p, index=False))
     df.attrs["corrupt"] = [str(f) for f in corrupt]

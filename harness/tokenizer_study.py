@@ -1,7 +1,7 @@
 """Which offline tokenizer stands in best for Claude's: import real Claude Code logs with each
 candidate and compare, per candidate, what ``ctxsim fidelity`` reports (README, "Which tokenizer").
 
-    python -m harness.tokenizer_study ../shared/traces/real/claude-code [--tokenizers cl100k,claude] [--json PATH]
+    python -m ctxsim.harness.tokenizer_study ../shared/traces/real/claude-code [--tokenizers cl100k,claude] [--json PATH]
 
 Per log and tokenizer: the token scale fitted on the first 30% of the calls (one per session, and one
 per recorded model), how far the scale moves with where it is fitted (``spread_pct``), and the
@@ -28,9 +28,9 @@ def logs_in(folder: Path) -> list[Path]:
 
 def one(log: Path, tokenizer: str) -> dict[str, Any] | None:
     """Fidelity figures of one log imported with ``tokenizer`` (None: the log carries no usage)."""
-    from harness.fidelity import run_fidelity
-    from harness.importers import import_file
-    from harness.provider.tokenizer import ENV
+    from ctxsim.harness.fidelity import run_fidelity
+    from ctxsim.harness.importers import import_file
+    from ctxsim.harness.provider.tokenizer import ENV
 
     os.environ[ENV] = tokenizer   # the importer and the provider count with the process-wide tokenizer
     trace = import_file("claude-code", log).trace
@@ -74,9 +74,9 @@ def summarise(rows: list[dict[str, Any]], min_calls: int = 0) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m harness.tokenizer_study", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m ctxsim.harness.tokenizer_study", description=__doc__.split("\n\n")[0])
     p.add_argument("folder", help="a folder of Claude Code session logs")
-    p.add_argument("--tokenizers", default="cl100k,claude", help="comma-separated (harness.provider.tokenizer.BACKENDS)")
+    p.add_argument("--tokenizers", default="cl100k,claude", help="comma-separated (ctxsim.harness.provider.tokenizer.BACKENDS)")
     p.add_argument("--min-calls", type=int, default=10,
                    help="leave logs with fewer calls out of the second summary (a scale fitted on 2 calls is noise)")
     p.add_argument("--json", dest="json_out", default=None, help="write rows and summary as JSON")

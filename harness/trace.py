@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from ctxsim.harness.provider.routing import CacheMissModel
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
-
-from harness.provider.routing import CacheMissModel
 
 FORMAT = "ctxsim-trace"
 VERSION = 1
@@ -77,7 +76,7 @@ class ToolSpec(_M):
 class RecordedSetting(_M):
     """The setting the recorded agent ran with, as its log shows it (importers write it; the token
     scale and the prefix sizes are fitted on the log's own first calls by ``ctxsim import``).
-    ``run``, ``compare``, ``sweep`` and ``harness.engine.replay`` take it as the defaults of a
+    ``run``, ``compare``, ``sweep`` and ``ctxsim.harness.engine.replay`` take it as the defaults of a
     replay of this trace; ``--model`` / ``--window`` / ``--cache-ttl`` / ``--token-scale``
     override it. Each ``*_evidence`` says what in the log the value was read from."""
 
@@ -166,7 +165,7 @@ def _check_files(files: Any) -> None:
                 raise ValueError(f"meta.files: {'/'.join(parts[:i])!r} is a file and the folder of {rel!r}")
 
 
-# the folders a run directory always has (harness.engine._seed_files): a file cannot take their name
+# the folders a run directory always has (ctxsim.harness.engine._seed_files): a file cannot take their name
 RUN_FOLDERS = ("home", "project")
 NAME_MAX = 255   # bytes in one path component (Linux, macOS: limits.h NAME_MAX)
 
@@ -432,7 +431,7 @@ def _content_text(ev: Any) -> str:
 def iter_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of each line; bad bytes, bad JSON, NaN, deep nesting are refused
     with the line and column they are on (a UTF-8 byte-order mark and CRLF line ends are fine)."""
-    from harness import strictjson
+    from ctxsim.harness import strictjson
 
     path = Path(path)
     try:
@@ -571,8 +570,8 @@ def dumps(trace: Trace) -> str:
 
 
 def write(trace: Trace, path: str | Path) -> None:
-    """Write the canonical form (atomic: a temporary file renamed into place; harness.atomic)."""
-    from harness import atomic
+    """Write the canonical form (atomic: a temporary file renamed into place; ctxsim.harness.atomic)."""
+    from ctxsim.harness import atomic
 
     text = dumps(trace)
     atomic.write(path, lambda p: p.write_text(text, encoding="utf-8"))

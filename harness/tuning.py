@@ -36,8 +36,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from harness import analysis, proportions, uncertainty
+from ctxsim.harness import analysis, proportions, uncertainty
 
 N = "needs_at_risk.n"
 KEPT_PARTS = ("needs_at_risk.verbatim", "needs_at_risk.summary")
@@ -155,7 +154,7 @@ def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = Non
 
 
 def _blocks(g: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> list[uncertainty.Block]:
-    from harness.retention import RetentionParams
+    from ctxsim.harness.retention import RetentionParams
 
     if "key" not in g:
         return []

@@ -13,14 +13,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from ctxsim.harness import formatting as fmt  # noqa: E402
+from ctxsim.harness import tuning  # noqa: E402
+from ctxsim.harness.figures import Figure, _save, layout  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from harness import formatting as fmt  # noqa: E402
-from harness import tuning  # noqa: E402
-from harness.figures import Figure, _save, layout  # noqa: E402
-
 if TYPE_CHECKING:
-    from harness.report import Context
+    from ctxsim.harness.report import Context
 
 FONT = 10  # readable at 1280 px (a figure is drawn 12 in wide at 100 dpi and scaled to the page)
 # label offsets tried in turn (points): right, left, above, below, then the diagonals, then further out

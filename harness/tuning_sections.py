@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from harness import formatting as fmt
-from harness import grid_checks, tuning
-from harness.report_content import Bullets, Para, Section, Table
+from ctxsim.harness import formatting as fmt
+from ctxsim.harness import grid_checks, tuning
+from ctxsim.harness.report_content import Bullets, Para, Section, Table
 
 if TYPE_CHECKING:
-    from harness.report import Context
+    from ctxsim.harness.report import Context
 
 
 def _nan(x: float) -> bool:
@@ -242,7 +242,7 @@ def noise_pairs(ctx: Context) -> dict[int, list[tuple[str, str]]]:
     retention front (configurations that completed), then each other strategy's cheapest completed
     configuration against the reference (the swept strategy's default, else the recommendation,
     else the cheapest that completed)."""
-    from harness import analysis
+    from ctxsim.harness import analysis
 
     out: dict[int, list[tuple[str, str]]] = {}
     for w in ctx.windows:

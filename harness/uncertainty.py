@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-
 N_BOOT = 2_000   # resamples (assumed: the percentile's own Monte Carlo error is about 1% of the width)
 LEVEL = 0.95     # interval level (convention)
 BOOT_SEED = 0    # resampling seed: the same report twice gives the same interval
@@ -223,8 +222,8 @@ def assumption_rows(retention: Mapping[str, Any] | None = None,
                     summariser: Mapping[str, Any] | None = None) -> list[tuple[str, str, str]]:
     """(name, value, source) of every constant a retention figure rests on, with a run's overrides
     applied: the retention model's and the simulated summariser's."""
-    from harness.retention import RetentionParams
-    from harness.simllm import SimParams
+    from ctxsim.harness.retention import RetentionParams
+    from ctxsim.harness.simllm import SimParams
 
     rows = [*RetentionParams(**dict(retention or {})).assumptions(), *SimParams(**dict(summariser or {})).assumptions()]
     return [(n, _short(v), s) for n, v, s in rows]
@@ -269,7 +268,7 @@ def blocks_by_config(results: Sequence[Any], key=lambda r: r.strategy,
                      weights: Mapping[str, float] | None = None) -> dict[str, list[Block]]:
     """RunResults grouped by configuration (``key``), one :class:`Block` per trace (by content hash),
     seeds as rows."""
-    from harness.retention import RetentionParams
+    from ctxsim.harness.retention import RetentionParams
 
     w = weights if weights is not None else RetentionParams().category_weights
     groups: dict[str, dict[str, list[Any]]] = {}
@@ -298,8 +297,8 @@ def report_section(df: pd.DataFrame, probes: Mapping[str, pd.DataFrame],
     -> the configurations that failed there (listed last)."""
     import json as _json
 
-    from harness import analysis
-    from harness.retention import RetentionParams
+    from ctxsim.harness import analysis
+    from ctxsim.harness.retention import RetentionParams
 
     lines = ["## Retention: intervals, noise and seeds", ""]
     if not len(df) or "key" not in df or not probes:

@@ -35,12 +35,11 @@ one (Aider's model settings pair Sonnet with a Haiku).
 
 from __future__ import annotations
 
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, is_plain_user, last_plain_user
 from pydantic import Field
-
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
-from harness.llm import SUMMARY, CallSpec
-from strategies.base import CallInfo, Rejection
-from strategies.templates import PeerConfig, ThresholdCompactor, is_plain_user, last_plain_user
 
 CACHE_PROMPTS = False  # aider/args.py @ v0.86.2 (253f0368): --cache-prompts default=False
 MIN_SPLIT = 4  # history.py summarize_real min_split

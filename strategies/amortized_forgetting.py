@@ -8,7 +8,7 @@ here are the production pipeline's values for the summarising condenser (120 and
 ``openhands`` and this strategy differ only by the summary.
 
 One event is one message (see ``strategies/openhands.py``); the cut is pair-safe (the same
-:func:`strategies.openhands.halving_cut`). No side call, so cutting never fails.
+:func:`ctxsim.strategies.openhands.halving_cut`). No side call, so cutting never fails.
 
 When the API rejects a request as too long, OpenHands asks the condenser to condense now: the
 agent controller turns a context-window error into a ``CondensationRequestAction`` when
@@ -22,9 +22,9 @@ error until its stuck detector ends the session — the run gives up at once. Ot
 
 from __future__ import annotations
 
-from harness.conversation import History
-from strategies.base import CallInfo, Rejection
-from strategies.openhands import Halving, HalvingConfig, halving_cut
+from ctxsim.harness.conversation import History
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.openhands import Halving, HalvingConfig, halving_cut
 
 
 class AmortizedForgetting(Halving):

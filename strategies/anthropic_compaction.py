@@ -29,12 +29,11 @@ is documented.
 
 from __future__ import annotations
 
+from ctxsim.harness.conversation import History, Message, Request
+from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, tail_start
 from pydantic import Field, model_validator
-
-from harness.conversation import History, Message, Request
-from harness.llm import SUMMARY, CallSpec
-from strategies.base import CallInfo, Rejection
-from strategies.templates import PeerConfig, ThresholdCompactor, tail_start
 
 TRIGGER_INPUT_TOKENS = 150_000  # docs: trigger default 150,000 input tokens
 MIN_TRIGGER_TOKENS = 50_000  # docs: minimum trigger 50,000 (the property kit's small windows go under it)

@@ -5,9 +5,8 @@ so the run fails there."""
 
 from __future__ import annotations
 
+from ctxsim.strategies.base import Strategy, StrategyConfig
 from pydantic import Field
-
-from strategies.base import Strategy, StrategyConfig
 
 
 class AppendOnlyConfig(StrategyConfig):
@@ -24,7 +23,7 @@ class AppendOnly(Strategy):
     Config = AppendOnlyConfig
 
     def breakpoints(self, history):
-        from harness.conversation import Breakpoint
+        from ctxsim.harness.conversation import Breakpoint
 
         if self.config.cache_breakpoints and len(history):
             return (Breakpoint("system"), Breakpoint(len(history) - 1))

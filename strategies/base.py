@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
-
-from harness.conversation import (
+from ctxsim.harness.conversation import (
     Block,
     Breakpoint,
     History,
@@ -33,7 +31,8 @@ from harness.conversation import (
     ToolSet,
     Usage,
 )
-from harness.llm import LLMServices
+from ctxsim.harness.llm import LLMServices
+from pydantic import BaseModel, ConfigDict
 
 
 class StrategyConfig(BaseModel):
@@ -78,7 +77,7 @@ class CallInfo:
 class Rejection:
     """The API refused the request built for a call (a 400: nothing billed, nothing answered).
 
-    What ``harness.protocol`` found, in the API's words: ``reasons`` holds each of "overflow"
+    What ``ctxsim.harness.protocol`` found, in the API's words: ``reasons`` holds each of "overflow"
     (prompt is too long), "pairing" (a tool_use/tool_result mismatch) and "breakpoints" (cache_control
     misuse) that applies; ``detail`` is the API's message; ``tokens`` the request's input tokens as
     the API counted them (a prompt-too-long 400 states them: a strategy may re-anchor its estimate on

@@ -27,7 +27,7 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
   to 5 files read or edited, most recently modified first, one over 5,000 tokens as a path reference
   only, 50,000 in all, the plan, the invoked skills (5,000 tokens each, 25,000 in all) and the latest todo list,
   budgeted in its 4-characters-per-token estimate and rendered as its ``<system-reminder>`` meta
-  messages. The tracking and the rendering are :mod:`strategies.reattach`, the module the
+  messages. The tracking and the rendering are :mod:`ctxsim.strategies.reattach`, the module the
   recorded replay re-attaches with (one reading of Claude Code for both); reads inside a sub-agent
   are not tracked (the sub-agent's context is its own). A thrashing detector is reported without
   numbers; it is not modelled.
@@ -41,7 +41,7 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
   the auto-memory index (first 200 lines / 25 KB of ``MEMORY.md``) load before the first prompt, and
   after a compaction the project-root CLAUDE.md and auto memory are "re-injected from disk" ("What
   survives compaction"): the block is read again and put ahead of the summary
-  (:mod:`strategies.startup_files`; on a synthetic trace, its instruction and memory files; on an
+  (:mod:`ctxsim.strategies.startup_files`; on a synthetic trace, its instruction and memory files; on an
   imported log that content is part of the recorded prompt's opaque size). ``startup_files=False``
   is this module before 2026-12 (neither sent); ``startup_after_compaction=False`` loses it at a
   compaction.
@@ -55,14 +55,13 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, Usage
+from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, reattachments
+from ctxsim.strategies.startup_files import startup_text
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, breakpoints_for, chars_to_tokens
 from pydantic import Field
-
-from harness.conversation import Block, Breakpoint, History, Message, Request, Usage
-from harness.llm import SUMMARY, CallSpec
-from strategies.base import CallInfo, Rejection
-from strategies.reattach import ReattachCaps, ReattachTracker, reattachments
-from strategies.startup_files import startup_text
-from strategies.templates import PeerConfig, ThresholdCompactor, breakpoints_for, chars_to_tokens
 
 SUMMARY_RESERVE_TOKENS = 20_000  # reported: MAX_OUTPUT_TOKENS_FOR_SUMMARY
 AUTOCOMPACT_BUFFER_TOKENS = 13_000  # reported: AUTOCOMPACT_BUFFER_TOKENS (2.1.x)
@@ -157,7 +156,7 @@ class ClaudeCode(ThresholdCompactor):
         self._track_user(message)
 
     def startup(self) -> Message | None:
-        """The startup block read from disk now (:mod:`strategies.startup_files`), or None."""
+        """The startup block read from disk now (:mod:`ctxsim.strategies.startup_files`), or None."""
         if not self.config.startup_files:
             return None
         text = startup_text(self.env.home_dir, self.env.project_dir)
@@ -260,7 +259,7 @@ class ClaudeCode(ThresholdCompactor):
         return Request(self.env.system, self.env.tools, h, self.breakpoints(h))
 
     def restored(self) -> list[Message]:
-        """What Claude Code re-attaches after the summary (:func:`strategies.reattach.reattachments`):
+        """What Claude Code re-attaches after the summary (:func:`ctxsim.strategies.reattach.reattachments`):
         recent files, the plan, invoked skills, the todo list."""
         c = self.config
         caps = ReattachCaps(max_files=c.restore_max_files, file_tokens=c.restore_file_tokens,

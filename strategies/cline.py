@@ -32,13 +32,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pydantic import Field
-
-from harness.conversation import History, Message, Request, SystemPrompt, ToolSet
-from harness.llm import SUMMARY, CallSpec
-from strategies.base import CallInfo, Rejection
-from strategies.gemini_cli import message_json_chars
-from strategies.templates import (
+from ctxsim.harness.conversation import History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.gemini_cli import message_json_chars
+from ctxsim.strategies.templates import (
     PeerConfig,
     ThresholdCompactor,
     chars_to_tokens,
@@ -46,6 +44,7 @@ from strategies.templates import (
     prompt_chars,
     transcript_text,
 )
+from pydantic import Field
 
 CONTEXT_WINDOW_INPUT_RATIO = 0.9  # compaction-shared.ts
 COMPACTION_TRIGGER_RATIO = 0.9  # compaction-shared.ts

@@ -33,7 +33,7 @@ Source: openai/codex ``codex-rs`` (2026 files): ``core/src/compact.rs`` (``run_c
 * a request the API rejects as too long errors the turn (``CodexErr::ContextWindowExceeded``).
 
 The older reading, kept as labelled values: ``tool_output="bytes_lines"`` (the 2025 rule: 10 KiB and
-256 lines, head and tail lines, ``strategies.truncate``) and ``compaction_tools=True`` (the compaction
+256 lines, head and tail lines, ``ctxsim.strategies.truncate``) and ``compaction_tools=True`` (the compaction
 call sent with the agent's tools and cache markers, reading the main loop's cached prefix).
 
 The summary prompt follows ``templates/compact/prompt.md`` at commit 928a707f6a5e (the newest version
@@ -50,13 +50,18 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ctxsim.harness.conversation import Block, History, Message, Request, ToolSet
+from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.templates import (
+    PeerConfig,
+    ThresholdCompactor,
+    chars_to_tokens,
+    is_plain_user,
+    tail_start,
+)
+from ctxsim.strategies.truncate import MAX_BYTES, MAX_LINES, truncate_head_tail
 from pydantic import Field
-
-from harness.conversation import Block, History, Message, Request, ToolSet
-from harness.llm import SUMMARY, CallSpec, SideCallFailed
-from strategies.base import CallInfo, Rejection
-from strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens, is_plain_user, tail_start
-from strategies.truncate import MAX_BYTES, MAX_LINES, truncate_head_tail
 
 AUTO_COMPACT_FRACTION = 0.9  # codex.rs: auto compact limit defaults to 90% of the context window
 USER_MESSAGE_MAX_TOKENS = 20_000  # compact.rs COMPACT_USER_MESSAGE_MAX_TOKENS

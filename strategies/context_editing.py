@@ -20,7 +20,7 @@ declares a rewrite and counts as a compaction; the strategy stands for the serve
 full prompt, here estimated the usual way (the last reported input, plus what this request clears
 again, plus 4 characters per token for what came since).
 
-**What a clear costs in the cache, worked through** :mod:`harness.provider.cache` (tests:
+**What a clear costs in the cache, worked through** :mod:`ctxsim.harness.provider.cache` (tests:
 ``test_a_clear_rewrites_everything_after_the_first_message_…``). Entries are written only at
 breakpoints, here the system block and each request's last message, and a read finds the longest live
 entry within 20 blocks of a breakpoint. When a request clears one more result (the oldest of the
@@ -71,11 +71,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor
 from pydantic import Field, field_validator
-
-from harness.conversation import Block, Breakpoint, History, Message, Request
-from strategies.base import CallInfo, Rejection
-from strategies.templates import PeerConfig, ThresholdCompactor
 
 TRIGGER_INPUT_TOKENS = 100_000  # docs: trigger default {type: input_tokens, value: 100000}
 KEEP_TOOL_USES = 3  # docs: keep default {type: tool_uses, value: 3}

@@ -28,14 +28,13 @@ little prefix; or the tail alone is over the window) it gives up; other rejectio
 
 from __future__ import annotations
 
+from ctxsim.harness.conversation import History, Message, Usage
+from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyConfig
+from ctxsim.strategies.novacode import caching
+from ctxsim.strategies.novacode import compaction as rules
+from ctxsim.strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, message_tokens
+from ctxsim.strategies.templates import answer_dangling
 from pydantic import Field
-
-from harness.conversation import History, Message, Usage
-from strategies.base import CallInfo, Rejection, Strategy, StrategyConfig
-from strategies.novacode import caching
-from strategies.novacode import compaction as rules
-from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, message_tokens
-from strategies.templates import answer_dangling
 
 NOTICE = "[Earlier conversation was removed to free context. No summary was kept.]"
 

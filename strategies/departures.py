@@ -52,7 +52,7 @@ def listing(cls) -> list[str]:
     out = ["    departures from the seed (each with its default; a report lists those in effect under Assumptions):"]
     for n in fl:
         d = fields[n].default
-        seed = " (the seed: --set {}=false)".format(n) if isinstance(d, bool) and d else ""
+        seed = f" (the seed: --set {n}=false)" if isinstance(d, bool) and d else ""
         out.append(f"      {n} = {d!r}: beyond the seed, {'on' if is_on(d) else 'off'} by default{seed}")
     for r in rd:
         out.append(f"      {r.param} = {fields[r.param].default!r}: {r.rule}: {r.note}")
@@ -78,7 +78,7 @@ def assumption_lines(runs: Any) -> list[str]:
     """Bullets for a report's Assumptions: one per strategy and distinct set of departures in effect.
     ``runs``: the report's rows (a DataFrame with ``strategy`` and ``param.*`` columns) or an iterable
     of ``(strategy, params)`` pairs."""
-    from strategies import registry
+    from ctxsim.strategies import registry
 
     pairs: Iterable[tuple[str, Mapping[str, Any]]]
     if hasattr(runs, "iterrows"):

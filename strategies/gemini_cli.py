@@ -49,12 +49,11 @@ from __future__ import annotations
 import json
 from typing import Literal
 
+from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.llm import SUMMARY, VERIFY, CallSpec
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens
 from pydantic import Field
-
-from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from harness.llm import SUMMARY, VERIFY, CallSpec
-from strategies.base import CallInfo, Rejection
-from strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens
 
 COMPRESSION_THRESHOLD = 0.5  # chatCompressionService.ts DEFAULT_COMPRESSION_TOKEN_THRESHOLD
 PRESERVE_FRACTION = 0.3  # COMPRESSION_PRESERVE_THRESHOLD

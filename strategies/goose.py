@@ -23,12 +23,11 @@ reply starts; ``reply_internal``: the ``ContextLengthExceeded`` recovery) and
 
 from __future__ import annotations
 
+from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, is_plain_user, transcript_text
 from pydantic import Field
-
-from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from harness.llm import SUMMARY, CallSpec, SideCallFailed
-from strategies.base import CallInfo, Rejection
-from strategies.templates import PeerConfig, ThresholdCompactor, is_plain_user, transcript_text
 
 THRESHOLD = 0.8  # context_mgmt/mod.rs DEFAULT_COMPACTION_THRESHOLD
 REMOVAL_PERCENTAGES = (0, 10, 20, 50, 100)  # do_compact: tool responses removed, middle out

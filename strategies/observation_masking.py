@@ -31,11 +31,10 @@ verbatim.
 
 from __future__ import annotations
 
+from ctxsim.harness.conversation import Block, Message
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.templates import BreakpointStyle, PeerConfig, PeerStrategy
 from pydantic import Field
-
-from harness.conversation import Block, Message
-from strategies.base import CallInfo, Rejection
-from strategies.templates import BreakpointStyle, PeerConfig, PeerStrategy
 
 KEEP_OBSERVATIONS = 5  # SWE-agent config/sweagent_0_7/07.yaml: last_n_observations n: 5 (JetBrains M = 10)
 POLLING = 1  # LastNObservations.polling default (the published configs do not set it)

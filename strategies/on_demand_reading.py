@@ -34,11 +34,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ctxsim.harness.conversation import Block, Message
+from ctxsim.strategies.base import CallInfo, StrategyEnv
+from ctxsim.strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 from pydantic import Field, field_validator, model_validator
-
-from harness.conversation import Block, Message
-from strategies.base import CallInfo, StrategyEnv
-from strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 
 POINTER = ("[Content of {source} ({chars:,} characters) was removed from the context to save space. "
            "It is saved at {saved} — read that file to see it again.]")
@@ -183,7 +182,7 @@ class OnDemandReading(WindowedStrategy):
 
 
 def _safe(name: str) -> str:
-    """A file name stem for an id: safe and injective, however long or odd the id (harness.filenames)."""
-    from harness.filenames import safe_stem
+    """A file name stem for an id: safe and injective, however long or odd the id (ctxsim.harness.filenames)."""
+    from ctxsim.harness.filenames import safe_stem
 
     return safe_stem(name)

@@ -34,18 +34,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
-
-from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from harness.llm import SUMMARY, CallSpec
-from strategies.base import CallInfo, Rejection
-from strategies.templates import (
+from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.templates import (
     PeerConfig,
     ThresholdCompactor,
     chars_to_tokens,
     is_plain_user,
     transcript_text,
 )
+from pydantic import Field
 
 OUTPUT_TOKEN_MAX = 32_000  # provider/transform.ts maxOutputTokens cap
 TRUNCATE_MAX_LINES = 2_000  # tool/truncation.ts Truncate.MAX_LINES

@@ -48,13 +48,18 @@ from bisect import bisect_left
 from itertools import accumulate
 from typing import Literal
 
+from ctxsim.harness.conversation import History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.templates import (
+    PeerConfig,
+    ThresholdCompactor,
+    UsageAnchor,
+    head_end,
+    tail_start,
+    transcript_text,
+)
 from pydantic import Field, model_validator
-
-from harness.conversation import History, Message, Request, SystemPrompt, ToolSet
-from harness.llm import SUMMARY, CallSpec
-from strategies.base import CallInfo, Rejection
-from strategies.templates import (PeerConfig, ThresholdCompactor, UsageAnchor, head_end, tail_start,
-                                  transcript_text)
 
 MAX_SIZE = 120  # V0 production default pipeline: LLMSummarizingCondenser(max_size=120)
 KEEP_FIRST = 4  # V0 production default pipeline: keep_first=4

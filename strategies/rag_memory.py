@@ -11,7 +11,7 @@ Model, layer by layer:
 
 * **Core memory** (Letta's memory blocks, always in context): a block holding the user's
   task-bearing messages (what a Letta agent files with ``core_memory_append``; hook output and task
-  notifications are not tasks, see :func:`strategies.structured_state.is_task_message`), each cut to
+  notifications are not tasks, see :func:`ctxsim.strategies.structured_state.is_task_message`), each cut to
   ``core_entry_chars``, the block to ``core_memory_chars`` (``CORE_MEMORY_HUMAN_CHAR_LIMIT`` = 20,000),
   the oldest entries going first but the current session's first request (its goal) kept. Each
   append is a billed model step (kind ``memory_edit``: the context in, the tool call out) whose
@@ -56,17 +56,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field
-
-from harness.conversation import Block, History, Message, ToolDef
-from strategies.base import CallInfo, StrategyEnv
-from strategies.structured_state import (
+from ctxsim.harness.conversation import Block, History, Message, ToolDef
+from ctxsim.strategies.base import CallInfo, StrategyEnv
+from ctxsim.strategies.structured_state import (
     WindowedConfig,
     WindowedStrategy,
     is_task_message,
     keep_within,
     pair_safe_start,
 )
+from pydantic import Field
 
 _WORD = re.compile(r"[a-z0-9]+(?:[_.\-/:][a-z0-9]+)*")
 _SEP = re.compile(r"[_.\-/:]")

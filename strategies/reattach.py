@@ -22,7 +22,7 @@ recently": a file edited or written in the session was modified then, after ever
 (whose modification time is older than the session and not in the log: those rank by their
 latest read, an assumption). The rendering is Claude Code's (a Read call and its result, as
 ``<system-reminder>`` meta messages). The skill tracking is NovaCode's
-(:mod:`strategies.novacode.restore`, N-COMP-11 uses the same reported caps).
+(:mod:`ctxsim.strategies.novacode.restore`, N-COMP-11 uses the same reported caps).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.conversation import Message
-from harness.importers.mentions import NUMBERED_LINE, edits_of, read_attachment
-from strategies.novacode.restore import (
+from ctxsim.harness.conversation import Message
+from ctxsim.harness.importers.mentions import NUMBERED_LINE, edits_of, read_attachment
+from ctxsim.strategies.novacode.restore import (
     RESTORE_FILE_TOKENS,
     RESTORE_MAX_FILES,
     RESTORE_SKILL_TOKENS,

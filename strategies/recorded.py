@@ -37,14 +37,14 @@ re-enacts, and where each habit was read:
 * the first turn's hidden startup content (``startup_tokens``: CLAUDE.md, unscoped rules, auto
   memory, SessionStart hook output; no text in the log) as one opaque message at the head of the
   main context, apart from the system prompt, where the log measures the split
-  (:func:`harness.fidelity.startup_split`: the first read after a compaction stops at the system
+  (:func:`ctxsim.harness.fidelity.startup_split`: the first read after a compaction stops at the system
   block); unmeasured, it stays inside the system prompt's opaque size (the same tokens);
 * after a compaction, what Claude Code's docs say comes back (code.claude.com/docs/en/context-window,
   "What survives compaction"): the system prompt unchanged; the startup content re-injected from
   disk (``startup_after_compaction``: CLAUDE.md, rules and auto memory are re-read, SessionStart hooks
   matching ``compact`` run again; the block is re-sent whole, sized as the first turn measured it: an
   upper bound, as the skill listing it holds is not re-injected (same page) and no log sizes it);
-  then the summary and what :mod:`strategies.reattach` rebuilds from the log: up to 5 files read or
+  then the summary and what :mod:`ctxsim.strategies.reattach` rebuilds from the log: up to 5 files read or
   edited (most recently modified first; one over 5,000 tokens as a path only), the plan, the invoked
   skills (5,000 tokens each, 25,000 in all) and the todo list.
 
@@ -62,12 +62,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
+from ctxsim.harness.llm import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
+from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig
+from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, reattachments
 from pydantic import Field
-
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
-from harness.llm import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
-from strategies.base import CallInfo, Strategy, StrategyConfig
-from strategies.reattach import ReattachCaps, ReattachTracker, reattachments
 
 # What Claude Code's compaction prompt asks for (peers.md, "Summary prompt sections", reported).
 COMPACT_SECTIONS = ("Primary request and intent", "Key technical concepts", "Files and code sections",
@@ -89,7 +88,7 @@ STRIPS_PREVIOUS_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opu
 def compaction_calls(trace) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The model and the cache TTL of each recorded compaction call (``agent-acompact-*``), in
     order: the agent's choices, read from the log ('' where the log does not say)."""
-    from harness.trace import CompactEvent
+    from ctxsim.harness.trace import CompactEvent
 
     models, ttls = [], []
     for e in trace.events:

@@ -1,7 +1,7 @@
 """Find strategies by name.
 
 Built-ins are found by scanning the modules of the ``strategies`` package (and its sub-packages)
-for :class:`~strategies.base.Strategy` subclasses that define a ``name`` in that module: adding a
+for :class:`~ctxsim.strategies.base.Strategy` subclasses that define a ``name`` in that module: adding a
 strategy is one new file, nothing else edited, and nothing registers itself as a side effect of an
 import. Third-party strategies come from the ``ctxsim.strategies`` entry-point group.
 
@@ -20,10 +20,9 @@ from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
+import ctxsim.strategies
+from ctxsim.strategies.base import Strategy, StrategyConfig, StrategyEnv
 from pydantic import ValidationError
-
-import strategies
-from strategies.base import Strategy, StrategyConfig, StrategyEnv
 
 ENTRY_POINT_GROUP = "ctxsim.strategies"
 _SKIP = {"base", "registry", "templates"}
@@ -41,7 +40,7 @@ def _classes_in(module) -> list[type[Strategy]]:
 @cache
 def builtins() -> dict[str, type[Strategy]]:
     found: dict[str, type[Strategy]] = {}
-    for info in pkgutil.walk_packages(strategies.__path__, prefix="strategies."):
+    for info in pkgutil.walk_packages(ctxsim.strategies.__path__, prefix="strategies."):
         if info.name.rsplit(".", 1)[-1] in _SKIP or info.name.rsplit(".", 1)[-1].startswith("_"):
             continue
         module = importlib.import_module(info.name)
@@ -100,7 +99,7 @@ def load_class(spec: str) -> type[Strategy]:
 
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_TEMPLATE_MODULES = frozenset({"strategies.base", "strategies.templates"})   # the protocol and template bases
+_TEMPLATE_MODULES = frozenset({"ctxsim.strategies.base", "ctxsim.strategies.templates"})   # the protocol and template bases
 
 
 def make_config(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> StrategyConfig:

@@ -30,12 +30,11 @@ tool result without its call (Roo's own transcript has no such pair; the Message
 
 from __future__ import annotations
 
+from ctxsim.harness.conversation import History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, tail_start, transcript_text
 from pydantic import Field
-
-from harness.conversation import History, Message, Request, SystemPrompt, ToolSet
-from harness.llm import SUMMARY, CallSpec
-from strategies.base import CallInfo, Rejection
-from strategies.templates import PeerConfig, ThresholdCompactor, tail_start, transcript_text
 
 TOKEN_BUFFER_PERCENTAGE = 0.1  # context-management/index.ts
 DEFAULT_MAX_TOKENS = 8_192  # ANTHROPIC_DEFAULT_MAX_TOKENS

@@ -43,12 +43,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ctxsim.harness.conversation import Block, History, Message
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.novacode.restore import PATH_KEYS, READ_TOOLS
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, tail_start
 from pydantic import Field
-
-from harness.conversation import Block, History, Message
-from strategies.base import CallInfo, Rejection
-from strategies.novacode.restore import PATH_KEYS, READ_TOOLS
-from strategies.templates import PeerConfig, ThresholdCompactor, tail_start
 
 NOTICE = ("[NOTE] Part of the earlier conversation was removed to keep the context window within its "
           "limit. The initial task and the latest exchanges are kept; what came between is gone.")

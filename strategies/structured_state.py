@@ -54,11 +54,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, ToolDef, ToolSet, Usage
+from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv
 from pydantic import Field, model_validator
-
-from harness.conversation import Block, Breakpoint, History, Message, Request, ToolDef, ToolSet, Usage
-from harness.llm import SUMMARY, CallSpec, SideCallFailed
-from strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv
 
 CHARS_PER_TOKEN = 3.5       # N-COMP-5: the seed's characters-per-token rule, before any usage arrives
 MESSAGE_FRAMING_TOKENS = 4  # per-message role framing (same modelling assumption as the provider's)
@@ -460,7 +459,7 @@ class WindowedStrategy(GaugedStrategy):
         return tail_start(h, lo, self.gauge, min(c.tail_min_tokens // shrink, cap), max(1, 5 // shrink),
                           min(c.tail_max_tokens // shrink, cap))
 
-    # the parameters the property kit scales to its small window (harness.testing.machine)
+    # the parameters the property kit scales to its small window (ctxsim.harness.testing.machine)
     SCALED: ClassVar[tuple[str, ...]] = ("reserve_tokens", "margin_tokens", "tail_min_tokens", "tail_max_tokens")
     FLOORS: ClassVar[dict[str, int]] = {"trigger_tokens": 1_000, "requests_max_tokens": 200, "inject_max_tokens": 100,
                                         "summary_max_tokens": 100}

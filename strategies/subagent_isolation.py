@@ -47,12 +47,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ctxsim.harness.conversation import Block, History, Message, Request, ToolDef
+from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.strategies.base import CallInfo, StrategyEnv
+from ctxsim.strategies.structured_state import WindowedConfig, WindowedStrategy
 from pydantic import Field
-
-from harness.conversation import Block, History, Message, Request, ToolDef
-from harness.llm import SUMMARY, CallSpec, SideCallFailed
-from strategies.base import CallInfo, StrategyEnv
-from strategies.structured_state import WindowedConfig, WindowedStrategy
 
 EXPLORE_MODEL = "claude-haiku-4-5"  # Claude Code's Explore sub-agent (code.claude.com/docs/en/sub-agents)
 REPORT_MAX_TOKENS = 2_500  # bundled reports: 2,870-9,962 characters (spotter sessions), about 700-2,500 tokens

@@ -24,11 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from ctxsim.harness.conversation import Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
+from ctxsim.harness.llm import CallSpec, SideCallFailed, SideCallResult
+from ctxsim.strategies.base import UNANSWERED_RESULT, CallInfo, Strategy, StrategyConfig, answer_dangling  # noqa: F401 (re-exported)
 from pydantic import Field
-
-from harness.conversation import Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
-from harness.llm import CallSpec, SideCallFailed, SideCallResult
-from strategies.base import UNANSWERED_RESULT, CallInfo, Strategy, StrategyConfig, answer_dangling  # noqa: F401 (re-exported)
 
 CHARS_PER_TOKEN = 4.0  # codex-rs truncate.rs APPROX_BYTES_PER_TOKEN = 4; gemini-cli estimateTokenCountSync ~ chars/4
 
@@ -265,7 +264,7 @@ class PeerStrategy(Strategy):
         """Write a tool output the agent keeps on disk (a real file under the run's directory);
         counted as a spill. None when it cannot be written (counted in ``save_failed``)."""
         d = Path(self.env.session_dir) / subdir
-        from harness.filenames import safe_file_name
+        from ctxsim.harness.filenames import safe_file_name
 
         path = d / safe_file_name(name)   # injective: two ids never share a file
         try:

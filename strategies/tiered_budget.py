@@ -42,11 +42,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from ctxsim.harness.conversation import Block, Message
+from ctxsim.strategies.base import StrategyEnv
+from ctxsim.strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 from pydantic import Field, field_validator
-
-from harness.conversation import Block, Message
-from strategies.base import StrategyEnv
-from strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 
 SHELL_CHARS = 30_000   # Claude Code BASH_MAX_OUTPUT_DEFAULT (utils/shell/outputLimits.ts, reported)
 READ_CHARS = 100_000   # Claude Code Read: 25,000 tokens (MaxFileReadTokenExceededError, reported) x 4 chars
@@ -188,7 +187,7 @@ class TieredBudget(WindowedStrategy):
 
 
 def _safe(name: str) -> str:
-    """A file name stem for an id: safe and injective, however long or odd the id (harness.filenames)."""
-    from harness.filenames import safe_stem
+    """A file name stem for an id: safe and injective, however long or odd the id (ctxsim.harness.filenames)."""
+    from ctxsim.harness.filenames import safe_stem
 
     return safe_stem(name)

@@ -13,10 +13,9 @@ enters history the cached prefix stays byte-stable.
 
 from __future__ import annotations
 
+from ctxsim.harness.conversation import Block, Message
+from ctxsim.strategies.templates import PeerConfig, PeerStrategy
 from pydantic import Field, model_validator
-
-from harness.conversation import Block, Message
-from strategies.templates import PeerConfig, PeerStrategy
 
 MAX_BYTES = 10 * 1024  # codex-rs MODEL_FORMAT_MAX_BYTES
 MAX_LINES = 256  # codex-rs MODEL_FORMAT_MAX_LINES

@@ -40,11 +40,10 @@ import importlib.util
 import re
 from pathlib import Path
 
+from ctxsim.harness.conversation import Block, History, Message
+from ctxsim.strategies.base import StrategyEnv
+from ctxsim.strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 from pydantic import Field, field_validator
-
-from harness.conversation import Block, History, Message
-from strategies.base import StrategyEnv
-from strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 
 READ_TOOLS = ("Read", "read_file", "view", "open_file")  # Claude Code, Codex/SWE-agent, OpenHands
 PATH_KEYS = ("file_path", "path", "filename", "file")

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from harness.conversation import SystemPrompt, ToolDef, ToolSet, Usage
-from harness.llm import SideCallFailed, SideCallResult
-from strategies.base import StrategyEnv
+from ctxsim.harness.conversation import SystemPrompt, ToolDef, ToolSet, Usage
+from ctxsim.harness.llm import SideCallFailed, SideCallResult
+from ctxsim.strategies.base import StrategyEnv
 
 
 class IndexedServices:

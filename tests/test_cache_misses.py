@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.billcheck import bill_warning, cache_model_line
+from ctxsim.harness.cache_misses import fit_miss_model, label_calls
+from ctxsim.harness.conversation import Breakpoint, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.fidelity import RecordedCall
+from ctxsim.harness.provider import Provider
+from ctxsim.harness.provider.routing import CacheMissModel, Router
 from hypothesis import given
 from hypothesis import strategies as st
-
-from harness import trace as tr
-from harness.billcheck import bill_warning, cache_model_line
-from harness.cache_misses import fit_miss_model, label_calls
-from harness.conversation import Breakpoint, History, Message, Request, SystemPrompt, ToolSet
-from harness.engine import RunConfig, replay
-from harness.fidelity import RecordedCall
-from harness.provider import Provider
-from harness.provider.routing import CacheMissModel, Router
 
 MODEL = "claude-sonnet-4-5"
 
@@ -178,7 +177,7 @@ def test_run_and_compare_say_the_model_was_fitted_and_warn_off_the_bill(tmp_path
     """Every call billed as 40,000 tokens written: far above what the replay writes and reads, so
     `run -s recorded` and `compare` print one warning each naming the cause; both say the cache
     model was fitted; the report's assumptions say it too."""
-    from harness.cli import main as cli
+    from ctxsim.harness.cli import main as cli
 
     t = _billed(_trace(model(0.25, 1.0)), tr.RecordedUsage(input=3, cache_write_5m=40_000, output=20))
     path = tmp_path / "t.jsonl"

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from harness import trace as tr
-from harness.cli import main as cli
-from harness.engine import RunConfig, replay
-from harness.fidelity import (
+from ctxsim.harness import trace as tr
+from ctxsim.harness.cli import main as cli
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.fidelity import (
     RecordedCall,
     classify_misses,
     fit_token_scale,
@@ -23,7 +22,7 @@ from harness.fidelity import (
     startup_split,
     system_prompt_reads,
 )
-from strategies.recorded import Recorded
+from ctxsim.strategies.recorded import Recorded
 
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "real" / "claude-code"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")
@@ -178,7 +177,7 @@ def test_cli_fidelity_json_has_the_design_keys(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def real_reports():
-    from harness.importers import import_file
+    from ctxsim.harness.importers import import_file
 
     out = {}
     for name in ("258c7280-ae70-4798-800f-63464d01a85d", "ae4a77f8-aedd-4bc1-888f-c94edc91af04"):
@@ -253,8 +252,8 @@ def test_real_spotter_misses_are_fitted_as_recurring_fall_backs(real_reports):
 def test_real_compaction_call_model_and_ttl_come_from_the_acompact_file(real_reports):
     """The compaction call of ae4a77f8 is read straight from its acompact file here: its model
     and which of the two write TTLs it used; fidelity must hand the same to the strategy."""
-    from harness.fidelity import compaction_calls
-    from harness.importers import import_file
+    from ctxsim.harness.fidelity import compaction_calls
+    from ctxsim.harness.importers import import_file
 
     f = REAL / "spotter" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04" / "subagents" / "agent-acompact-946d2b.jsonl"
     msg = [json.loads(x)["message"] for x in f.read_text().splitlines() if '"assistant"' in x][0]
@@ -289,9 +288,9 @@ def test_classify_a_fall_back_after_a_task_notification_or_an_mcp_reconnect():
 def test_recovered_hidden_content_is_reported_by_source():
     """User messages the importer put back (meta.hidden) are counted apart, by source, in tokens at
     the given scale; the visible user messages are not."""
-    from harness.conversation import Message
-    from harness.fidelity import recovered_hidden
-    from harness.provider import Provider
+    from ctxsim.harness.conversation import Message
+    from ctxsim.harness.fidelity import recovered_hidden
+    from ctxsim.harness.provider import Provider
 
     a, b = "<system-reminder>\ncompile error\n</system-reminder>", "<system-reminder>\nblocked\n</system-reminder>"
     evs = [tr.UserEvent(t=0, text="go"), tr.UserEvent(t=1, text=a, meta={"hidden": "acompact"}),
@@ -332,7 +331,7 @@ def test_real_codemie_turn_starts_shrink_by_the_previous_turns_thinking():
         if o["type"] == "assistant":
             thinking_since_turn += sum(1 for b in o["message"]["content"] if b["type"] == "thinking")
     assert shrinks >= 5
-    from harness.importers import import_file
+    from ctxsim.harness.importers import import_file
 
     r = run_fidelity(import_file("claude-code", REAL / "codemie" / "session-196820da.jsonl").trace).report
     assert r["context_tokens"]["median_abs_pct_error"] <= 5.0

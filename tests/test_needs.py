@@ -2,9 +2,9 @@
 Wilson and Newcombe intervals by hand, the headline's counts."""
 
 import pytest
+from ctxsim.harness import needs as nd
+from ctxsim.harness import trace as tr
 
-from harness import needs as nd
-from harness import trace as tr
 from tests.helpers_traces import Builder
 
 
@@ -100,7 +100,8 @@ def test_headline_counts_only_needs_at_risk():
 def test_compare_shows_needs_at_risk_pooled_over_seeds(tmp_path, capsys):
     import json
 
-    from harness.cli import main
+    from ctxsim.harness.cli import main
+
     from tests.test_recovery import compacted
 
     path, out = tmp_path / "t.jsonl", tmp_path / "rows.json"

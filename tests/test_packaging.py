@@ -1,4 +1,4 @@
-"""ctxsim as an installed tool (issue 32): data found through harness.bundled, the optional parts behind
+"""ctxsim as an installed tool (issue 32): data found through ctxsim.harness.bundled, the optional parts behind
 extras with a one-line message, the tokenizer choice, --version, calibrate-summariser's paths.
 The wheel itself is built and run outside the checkout by .ci/wheel-check."""
 
@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from harness import bundled
-from harness.cli import main
+from ctxsim.harness import bundled
+from ctxsim.harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +43,7 @@ def test_shared_logs_only_from_a_checkout(monkeypatch):
 
 
 def test_require_names_the_extra(monkeypatch):
-    from harness.extras import MissingExtra, require
+    from ctxsim.harness.extras import MissingExtra, require
 
     assert require("live", "json") is sys.modules["json"]
     with pytest.raises(MissingExtra) as e:
@@ -54,7 +53,7 @@ def test_require_names_the_extra(monkeypatch):
 
 
 def test_require_does_not_hide_a_broken_import_inside_an_installed_module(tmp_path, monkeypatch):
-    from harness.extras import require
+    from ctxsim.harness.extras import require
 
     (tmp_path / "ctxsim_broken_mod.py").write_text("import ctxsim_not_there_either\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -64,9 +63,9 @@ def test_require_does_not_hide_a_broken_import_inside_an_installed_module(tmp_pa
 
 
 def test_a_missing_extra_is_a_user_error_naming_it(monkeypatch):
-    import harness.extras as ex
-    from harness.cli import _is_user_error
-    from harness.provider.tokenizer import Tokenizer
+    import ctxsim.harness.extras as ex
+    from ctxsim.harness.cli import _is_user_error
+    from ctxsim.harness.provider.tokenizer import Tokenizer
 
     def missing(extra, module):
         raise ex.MissingExtra(f"{module} is not installed: this needs ctxsim's [{extra}] extra "
@@ -79,9 +78,9 @@ def test_a_missing_extra_is_a_user_error_naming_it(monkeypatch):
 
 
 def test_tokenizers_count_with_their_own_vocabulary_and_cache_per_tokenizer():
-    from harness.cli import _parser
-    from harness.conversation import Block
-    from harness.provider.tokenizer import BACKENDS, Tokenizer
+    from ctxsim.harness.cli import _parser
+    from ctxsim.harness.conversation import Block
+    from ctxsim.harness.provider.tokenizer import BACKENDS, Tokenizer
 
     tok_opt = next(a for a in _parser()._actions if a.dest == "tokenizer")
     assert list(tok_opt.choices) == list(BACKENDS)
@@ -96,7 +95,7 @@ def test_tokenizers_count_with_their_own_vocabulary_and_cache_per_tokenizer():
 
 
 def test_an_unknown_tokenizer_is_refused(monkeypatch):
-    from harness.provider.tokenizer import UnknownTokenizer, get_tokenizer
+    from ctxsim.harness.provider.tokenizer import UnknownTokenizer, get_tokenizer
 
     monkeypatch.setenv("CTXSIM_TOKENIZER", "gpt2")
     with pytest.raises(UnknownTokenizer, match="known: cl100k, claude"):
@@ -121,7 +120,7 @@ def test_fidelity_help_says_30_percent(capsys):
 
 
 def test_calibrate_summariser_writes_into_the_user_data_folder_when_installed(monkeypatch, tmp_path):
-    from harness.cli import calibrate_summariser as cs
+    from ctxsim.harness.cli import calibrate_summariser as cs
 
     packaged = ROOT / "harness" / "data" / "summary_survival.json"
     assert cs.default_output(packaged) == packaged           # a checkout: `make calibration` refits the committed file

@@ -4,10 +4,10 @@ hand-made snippets, the derivation on a hand-built trace, determinism, and the b
 from pathlib import Path
 
 import pytest
+from ctxsim.harness import probes
+from ctxsim.harness import trace as tr
+from ctxsim.harness.engine import RunConfig, replay
 
-from harness import probes
-from harness import trace as tr
-from harness.engine import RunConfig, replay
 from tests.helpers_traces import Builder
 
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "real" / "claude-code"
@@ -238,7 +238,7 @@ LONG = ["spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl", "spotter/ae4a77f8-
 def imported():
     if not REAL.exists():
         pytest.skip("real logs not present")
-    from harness.importers import import_file
+    from ctxsim.harness.importers import import_file
 
     return {name: probes.apply(import_file("claude-code", REAL / name).trace)[0] for name in LONG}
 

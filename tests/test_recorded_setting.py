@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.cli import main as cli
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.setting import override_warnings
 
-from harness import trace as tr
-from harness.cli import main as cli
-from harness.engine import RunConfig, replay
-from harness.setting import override_warnings
 from tests.helpers_claude_code import asst, result, text, user, write
 
 OPUS, HAIKU = "claude-opus-4-6", "claude-haiku-4-5"
@@ -118,8 +118,8 @@ def test_cli_run_recorded_with_no_flags_is_fidelitys_simulation(tmp_path, capsys
 def test_fidelity_says_the_session_started_warm(tmp_path):
     """The hand-made session's first call read 4,000 tokens from the cache: the imported trace
     starts with that head warm, the replay's first call reads it, and fidelity says so."""
-    from harness.fidelity import run_fidelity
-    from harness.importers import import_file
+    from ctxsim.harness.fidelity import run_fidelity
+    from ctxsim.harness.importers import import_file
 
     t = import_file("claude-code", hand_session(tmp_path)).trace
     rec = t.header.recorded

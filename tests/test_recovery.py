@@ -4,9 +4,9 @@ recorded re-acquisition the strategy did not need is credited; runs are determin
 
 import pandas as pd
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.engine import RunConfig, replay
 
-from harness import trace as tr
-from harness.engine import RunConfig, replay
 from tests.helpers_traces import Builder
 
 CONTENT = "def alpha_beta():\n    return ALPHA_42\n" + "# padding line\n" * 40
@@ -95,11 +95,11 @@ def test_recovery_is_deterministic():
 
 def test_scope_all_also_recovers_what_was_lost_between_turnovers():
     import numpy as np
+    from ctxsim.harness import needs as nd
+    from ctxsim.harness import recovery as rc
+    from ctxsim.harness.conversation import Message
+    from ctxsim.harness.retention import FactScore
 
-    from harness import needs as nd
-    from harness import recovery as rc
-    from harness.conversation import Message
-    from harness.retention import FactScore
     from tests.test_needs import tiny, words
 
     t = tiny()
@@ -120,7 +120,7 @@ def test_scope_all_also_recovers_what_was_lost_between_turnovers():
 def test_the_recovery_option_of_run(tmp_path, capsys):
     import json
 
-    from harness.cli import main
+    from ctxsim.harness.cli import main
 
     path = tmp_path / "t.jsonl"
     t = compacted()

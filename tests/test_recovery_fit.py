@@ -2,11 +2,11 @@
 a compaction and the fitted recovery probability, worked out by hand; the bundled data file."""
 
 import pytest
+from ctxsim.harness import needs as nd
+from ctxsim.harness import recovery
+from ctxsim.harness import recovery_fit as rf
+from ctxsim.harness import trace as tr
 
-from harness import needs as nd
-from harness import recovery
-from harness import recovery_fit as rf
-from harness import trace as tr
 from tests.helpers_traces import Builder
 
 

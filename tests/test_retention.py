@@ -5,11 +5,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from harness.retention import (
+from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.retention import (
     LITM_ACCURACY,
     LITM_DOCS,
     LITM_ORACLE,
@@ -22,7 +19,9 @@ from harness.retention import (
     curve,
     rot,
 )
-from harness.trace import FactEvent, ProbeEvent
+from ctxsim.harness.trace import FactEvent, ProbeEvent
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 GOAL = FactEvent(t=0, id="g", category="goal", text="Goal: ship the uploader (ticket ORB-100001).")
 FILE = FactEvent(t=0, id="f", category="file", text="UPLOAD_RETRY_MS = 100074")
@@ -220,7 +219,8 @@ def test_a_summarised_fact_never_outscores_the_same_fact_verbatim_at_the_same_po
 def test_run_scores_with_the_runs_category_weights():
     """The weights a run is given make its score (they were ignored: metrics aggregated with the
     defaults). Worked from the run's own per-fact scores."""
-    from harness.engine import RunConfig, replay
+    from ctxsim.harness.engine import RunConfig, replay
+
     from tests.helpers_traces import Builder
 
     b = Builder()

@@ -4,10 +4,9 @@ per version for every fact): the line it finds is the one the text-mode read fin
 import json
 import os
 
+from ctxsim.harness.retention import RetentionModel
 from hypothesis import given
 from hypothesis import strategies as st
-
-from harness.retention import RetentionModel
 
 _PIECES = [b"a", b"b", b"ab", b"\n", b"\r", b"\r\n", b"\xc3\xa9", b"\xe2\x82", b"\xff", b'"', b"\\", "é".encode()]
 

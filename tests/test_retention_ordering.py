@@ -11,9 +11,8 @@ report.
 """
 
 import pytest
-
-from harness.engine import RunConfig, replay
-from harness.synth import generate, load_preset
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.synth import generate, load_preset
 
 
 def _first_overflow(r):

@@ -5,11 +5,10 @@ import json
 
 import numpy as np
 import pytest
-
-from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from harness.llm import MEMORY_CONSOLIDATE, MEMORY_EXTRACT, MEMORY_SELECT, SUMMARY, CallSpec
-from harness.simllm import DEFAULT_SECTIONS, SimParams, SimulatedLLM, load_calibration, memory_name
-from harness.trace import FactEvent
+from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.llm import MEMORY_CONSOLIDATE, MEMORY_EXTRACT, MEMORY_SELECT, SUMMARY, CallSpec
+from ctxsim.harness.simllm import DEFAULT_SECTIONS, SimParams, SimulatedLLM, load_calibration, memory_name
+from ctxsim.harness.trace import FactEvent
 
 
 def count(text: str) -> int:
@@ -84,7 +83,7 @@ def test_capacity_keeps_the_facts_within_their_share_of_the_summary():
 def test_survival_follows_the_fitted_model_on_content():
     """Two identifier facts: one the assistant used in two messages, one seen once in a tool result.
     The features are worked out by hand; the probabilities are the committed model's."""
-    from harness import survival as sv
+    from ctxsim.harness import survival as sv
 
     used = FactEvent(t=0, id="u", category="identifier", text="flush_ledger_now")
     once = FactEvent(t=0, id="o", category="identifier", text="LedgerStoreCache")
@@ -189,7 +188,7 @@ def test_every_summariser_constant_names_its_source():
 
 # --- memory side calls (answers parsed by NovaCode's own memory parsers) --------------------------------
 def test_extract_answers_memory_blocks_the_memory_layer_parses():
-    from strategies.novacode.memory import extraction_prompt, parse_memory_blocks
+    from ctxsim.strategies.novacode.memory import extraction_prompt, parse_memory_blocks
 
     pref, err = fact(0, "preference"), fact(1, "error")
     llm = SimulatedLLM({pref.id: pref, err.id: err}, count, 0, SimParams(extract={"preference": 1.0, "error": 0.0}))
@@ -204,7 +203,7 @@ def test_extract_answers_memory_blocks_the_memory_layer_parses():
 
 
 def test_select_returns_a_json_array_within_max_with_user_and_feedback_eligible():
-    from strategies.novacode.memory import parse_selection
+    from ctxsim.strategies.novacode.memory import parse_selection
 
     prompt = ("Query:\nfix the uploader retry budget\n\nAvailable memories:\n"
               "- a.md [project] uploader-retries: retry budget of the uploader\n"
@@ -218,7 +217,7 @@ def test_select_returns_a_json_array_within_max_with_user_and_feedback_eligible(
 
 
 def test_consolidate_merges_identical_bodies_only():
-    from strategies.novacode.memory import parse_consolidation
+    from ctxsim.strategies.novacode.memory import parse_consolidation
 
     def file(name, body):
         return f'<file name="{name}" type="user">\n---\nname: {name[:-3]}\ndescription: d\ntype: user\n---\n{body}\n</file>'

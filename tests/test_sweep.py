@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.report import write_report
+from ctxsim.harness.sweep import SweepError, load_config, run_sweep
 
-from harness import trace as tr
-from harness.report import write_report
-from harness.sweep import SweepError, load_config, run_sweep
 from tests.helpers_traces import Builder
 
 GRID = """
@@ -18,12 +18,12 @@ windows = [30_000, 1_000_000]
 seeds = [0, 1]
 [[strategies]]
 name = "novacode"
-[strategies.grid]
+[ctxsim.strategies.grid]
 soft_margin = [3_000, 5_000, 8_000]
 tail_min_tokens = [2_000, 4_000]
 [[strategies]]
 name = "append_only"
-[strategies.grid]
+[ctxsim.strategies.grid]
 cache_breakpoints = [true, false]
 """
 
@@ -77,7 +77,7 @@ def test_interrupted_sweep_resumes_to_the_same_rows(grid_dir, one_worker):
 
 
 def test_bad_grid_fails_before_running(tmp_path):
-    (tmp_path / "g.toml").write_text('traces = ["x.jsonl"]\n[[strategies]]\nname = "novacode"\n[strategies.grid]\nsoft_margn = [1]\n')
+    (tmp_path / "g.toml").write_text('traces = ["x.jsonl"]\n[[strategies]]\nname = "novacode"\n[ctxsim.strategies.grid]\nsoft_margn = [1]\n')
     with pytest.raises(Exception, match="soft_margn"):
         load_config(tmp_path / "g.toml")
     (tmp_path / "h.toml").write_text('traces = ["nothing-*.jsonl"]\n[[strategies]]\nname = "append_only"\n')
@@ -95,8 +95,8 @@ def _is_png(p: Path) -> bool:
 
 def test_report_from_a_small_sweep(grid_dir, one_worker):
     df = one_worker
-    from harness.analysis import compaction_ledger
-    from harness.sweep import load_calls
+    from ctxsim.harness.analysis import compaction_ledger
+    from ctxsim.harness.sweep import load_calls
 
     ledger = compaction_ledger(tr.load(grid_dir / "trace.jsonl"), 30_000, [3_000, 8_000])
     assert ledger["trigger_tokens"].tolist() == [30_000 - 20_000 - 3_000, 30_000 - 20_000 - 8_000]  # N-COMP-1, 2
@@ -118,15 +118,15 @@ def test_report_from_a_small_sweep(grid_dir, one_worker):
 def test_a_parameter_name_two_strategies_type_differently_still_writes(tmp_path):
     """``compaction`` is a bool in one strategy and "auto" in another: results.parquet still writes,
     keeps each value's type (harness/columns.py), and the report reads the bool back."""
-    from harness.analysis import changed_params
-    from harness.sweep import collect
+    from ctxsim.harness.analysis import changed_params
+    from ctxsim.harness.sweep import collect
 
     for i, v in enumerate([True, "auto", False]):
         (tmp_path / "runs").mkdir(exist_ok=True)
         pd.DataFrame([{"key": f"k{i}", "param.compaction": v}]).to_parquet(tmp_path / "runs" / f"k{i}.parquet")
     df = collect(tmp_path)
     assert df["param.compaction"].tolist() == [True, "auto", False]
-    from harness.sweep import load_results
+    from ctxsim.harness.sweep import load_results
 
     (tmp_path / "runs").rename(tmp_path / "gone")  # read results.parquet itself
     assert load_results(tmp_path)["param.compaction"].tolist() == [True, "auto", False]

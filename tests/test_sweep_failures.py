@@ -5,10 +5,10 @@ and flags results that do not cover the grid."""
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness import engine
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import generate, load_preset
 
-from harness import engine
-from harness import trace as tr
-from harness.synth import generate, load_preset
 from tests.fuzz.judge import run_cli
 
 

@@ -6,8 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
-from harness import uncertainty as un
+from ctxsim.harness import uncertainty as un
 
 
 def table(rows):
@@ -91,8 +90,8 @@ def test_assumptions_list_every_constant_with_a_source():
 
 @pytest.fixture(scope="module")
 def trace_file(tmp_path_factory):
-    from harness import trace as tr
-    from harness.synth import generate, load_preset
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.synth import generate, load_preset
 
     path = tmp_path_factory.mktemp("unc") / "t.jsonl"
     tr.write(generate(load_preset("short"), 0), path)
@@ -100,7 +99,7 @@ def trace_file(tmp_path_factory):
 
 
 def test_compare_runs_three_seeds_and_reports_an_interval(trace_file, tmp_path, capsys):
-    from harness.cli import main
+    from ctxsim.harness.cli import main
 
     out = tmp_path / "rows.json"
     assert main(["compare", str(trace_file), "-s", "novacode,cut_no_summary", "--window", "30000",
@@ -117,8 +116,8 @@ def test_compare_runs_three_seeds_and_reports_an_interval(trace_file, tmp_path, 
 
 
 def test_sweep_varies_retention_constants_and_keeps_probe_scores(trace_file, tmp_path):
-    from harness.report import write_report
-    from harness.sweep import SweepError, load_config, load_probes, run_sweep
+    from ctxsim.harness.report import write_report
+    from ctxsim.harness.sweep import SweepError, load_config, load_probes, run_sweep
 
     cfg_path = tmp_path / "s.toml"
     cfg_path.write_text(f'traces = ["{trace_file}"]\nwindows = [30000]\n[retention]\nsummary_fidelity = [0.9, 0.5]\n'

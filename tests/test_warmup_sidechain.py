@@ -6,9 +6,9 @@ wrote (5 minutes here, not ``claude_code``'s 1-hour default)."""
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.importers import import_file
 
-from harness.engine import RunConfig, replay
-from harness.importers import import_file
 from tests.helpers_claude_code import asst, text, user, write
 
 MODEL = "claude-sonnet-4-5-20250929"

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from harness.conversation import Block, Breakpoint, History, Message, Request, Usage
-from strategies.base import CallInfo, Rejection, Strategy, StrategyConfig
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, Usage
+from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyConfig
 
 NOTICE = "[{n} earlier messages were dropped to stay within the context window.]"
 INTERRUPTED = "Tool call interrupted: the session ended before it returned."

@@ -30,7 +30,7 @@ def version() -> str:
     except PackageNotFoundError:
         import tomllib
 
-        from harness import bundled
+        from ctxsim.harness import bundled
 
         pyproject = bundled.REPO / "pyproject.toml"
         return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"] if pyproject.is_file() \
@@ -51,16 +51,16 @@ def _parser() -> argparse.ArgumentParser:
                    "run with the same one")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"harness.cli.{name}").register(sub)
+        importlib.import_module(f"ctxsim.harness.cli.{name}").register(sub)
     return p
 
 
 # exceptions that mean "bad input" (exit 2), by module: a module that was never imported cannot
 # have raised one, so none is imported just to be caught (`ctxsim --help` stays light)
-_USER_ERRORS = {"harness.atomic": "WriteError", "harness.extras": "MissingExtra", "harness.fidelity": "FidelityGap",
-                "harness.live": "LiveError", "harness.provider.models": "UnknownModelError",
-                "harness.provider.tokenizer": "UnknownTokenizer", "harness.response_store": "StoreMiss", "harness.trace": "TraceError",
-                "strategies.registry": "StrategyError"}
+_USER_ERRORS = {"ctxsim.harness.atomic": "WriteError", "ctxsim.harness.extras": "MissingExtra", "ctxsim.harness.fidelity": "FidelityGap",
+                "ctxsim.harness.live": "LiveError", "ctxsim.harness.provider.models": "UnknownModelError",
+                "ctxsim.harness.provider.tokenizer": "UnknownTokenizer", "ctxsim.harness.response_store": "StoreMiss", "ctxsim.harness.trace": "TraceError",
+                "ctxsim.strategies.registry": "StrategyError"}
 
 
 # signals that end a command like SIGTERM: a closed terminal (HUP), Ctrl-backslash (QUIT)
@@ -84,7 +84,7 @@ def _exit_on_sigterm() -> None:
 def _disk_error(e: BaseException) -> str | None:
     """One line for an OSError of the file system (full disk, quota, read-only) that escaped a
     command, naming the path when the error has one; None for any other exception."""
-    from harness.atomic import is_disk_error, reason
+    from ctxsim.harness.atomic import is_disk_error, reason
 
     if not is_disk_error(e):
         return None
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     _exit_on_sigterm()
-    if args.tokenizer:   # process-wide, inherited by sweep workers (harness.provider.tokenizer.ENV)
+    if args.tokenizer:   # process-wide, inherited by sweep workers (ctxsim.harness.provider.tokenizer.ENV)
         import os
 
         os.environ["CTXSIM_TOKENIZER"] = args.tokenizer
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:
-        live = sys.modules.get("harness.live")
+        live = sys.modules.get("ctxsim.harness.live")
         if live is not None and isinstance(e, live.LiveUnavailable):   # the API is down: exit 1, said why
             print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)
             return 1

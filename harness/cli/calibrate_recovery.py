@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.cli.calibrate_summariser import DEFAULT_LOGS, _logs
+from ctxsim.harness.cli.calibrate_summariser import DEFAULT_LOGS, _logs
 
 
 def register(sub) -> None:
@@ -31,12 +31,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from harness import needs as nd
-    from harness import probes, recovery
-    from harness import recovery_fit as rf
-    from harness.cli import BadInput
-    from harness.engine import RunConfig
-    from harness.importers import import_file
+    from ctxsim.harness import needs as nd
+    from ctxsim.harness import probes, recovery
+    from ctxsim.harness import recovery_fit as rf
+    from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.engine import RunConfig
+    from ctxsim.harness.importers import import_file
 
     window = args.window_calls or rf.WINDOW_CALLS
     if window < 1:

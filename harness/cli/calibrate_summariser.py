@@ -30,8 +30,8 @@ def register(sub) -> None:
 
 
 def _default_logs() -> list[str]:
-    from harness import bundled
-    from harness.cli import BadInput
+    from ctxsim.harness import bundled
+    from ctxsim.harness.cli import BadInput
 
     real = bundled.shared_logs("claude-code")
     if real is None:
@@ -43,7 +43,7 @@ def _default_logs() -> list[str]:
 def default_output(packaged: Path) -> Path:
     """From a checkout: the committed data file (``make calibration`` refits it). Installed: the user's
     data folder, never the installed package."""
-    from harness import bundled
+    from ctxsim.harness import bundled
 
     if bundled.in_checkout():
         return packaged
@@ -54,7 +54,7 @@ def default_output(packaged: Path) -> Path:
 
 def _logs(items: list[str]) -> list[tuple[Path, Path]]:
     """(log file, root it is named relative to)."""
-    from harness.cli import BadInput
+    from ctxsim.harness.cli import BadInput
 
     out = []
     for item in items:
@@ -69,11 +69,11 @@ def _logs(items: list[str]) -> list[tuple[Path, Path]]:
 
 
 def run(args) -> int:
-    from harness import calibration as cal
-    from harness import survival
-    from harness.cli import BadInput
-    from harness.importers import import_file
-    from harness.provider.tokenizer import get_tokenizer
+    from ctxsim.harness import calibration as cal
+    from ctxsim.harness import survival
+    from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.importers import import_file
+    from ctxsim.harness.provider.tokenizer import get_tokenizer
 
     count = get_tokenizer().count
     items = args.logs or _default_logs()
@@ -100,7 +100,7 @@ def run(args) -> int:
 
 
 def _print(d: dict, out: Path) -> None:
-    from harness import survival
+    from ctxsim.harness import survival
 
     w = sys.stdout.write
     for c in d["compactions"]:

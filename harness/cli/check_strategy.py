@@ -1,4 +1,4 @@
-"""ctxsim check-strategy MODULE:CLASS: the property suite (harness.testing) on any strategy, a
+"""ctxsim check-strategy MODULE:CLASS: the property suite (ctxsim.harness.testing) on any strategy, a
 user's own included; prints the violated rules one per line (with the request, the session's state
 and, for a crash, the file and line), writes the minimal failing session hypothesis found as a
 trace file, and prints the commands that replay it.
@@ -52,14 +52,14 @@ def register(sub) -> None:
 
 
 def _load(spec: str):
-    from strategies import registry
+    from ctxsim.strategies import registry
 
     return registry.load_class(spec)
 
 
 def _params(cls, args, window: int) -> dict:
-    from harness.testing.machine import params_for
-    from strategies import registry
+    from ctxsim.harness.testing.machine import params_for
+    from ctxsim.strategies import registry
 
     params = params_for(cls, window)
     params.update(registry.parse_sets(args.set))
@@ -68,10 +68,10 @@ def _params(cls, args, window: int) -> dict:
 
 
 def run(args) -> int:
-    from harness.cli import BadInput
-    from harness.testing import selected_profile
-    from harness.testing.invariants import promises
-    from harness.testing.machine import CHECK_WINDOW
+    from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.testing import selected_profile
+    from ctxsim.harness.testing.invariants import promises
+    from ctxsim.harness.testing.machine import CHECK_WINDOW
 
     cls = _load(args.strategy)
     if args.window is not None and args.window <= 0:
@@ -89,10 +89,10 @@ def run(args) -> int:
     import os
     import time
 
-    from harness.testing import CORPUS_SEED, LIMITS, selected_settings
-    from harness.testing.known import KNOWN_FINDINGS, known_for, owner_of
-    from harness.testing.machine import find_failure
-    from strategies import registry
+    from ctxsim.harness.testing import CORPUS_SEED, LIMITS, selected_settings
+    from ctxsim.harness.testing.known import KNOWN_FINDINGS, known_for, owner_of
+    from ctxsim.harness.testing.machine import find_failure
+    from ctxsim.strategies import registry
 
     if args.shrink_seconds is not None and args.shrink_seconds < 0:
         raise BadInput("--shrink-seconds must be >= 0")
@@ -140,7 +140,7 @@ def _print_known(cls, seen, owner_of) -> None:
 
 
 def _report(cls, args, failure, what: str = "corpus") -> int:
-    from harness import trace as tr
+    from ctxsim.harness import trace as tr
 
     out = Path(args.output or f"check-{cls.name or cls.__name__}-failure.jsonl")
     tr.write(failure.trace, out)
@@ -153,7 +153,7 @@ def _report(cls, args, failure, what: str = "corpus") -> int:
     s = failure.settings
     print("replay it:")
     print(f"  ctxsim check-strategy {shlex.quote(args.strategy)} --replay {shlex.quote(str(out))}")
-    from strategies import registry
+    from ctxsim.strategies import registry
 
     registered = bool(cls.name) and cls.name in registry.names() and registry.get(cls.name) is cls
     name = cls.name if registered else f"{cls.__module__}:{cls.__qualname__}"
@@ -163,14 +163,14 @@ def _report(cls, args, failure, what: str = "corpus") -> int:
 
 
 def _replay(cls, args) -> int:
-    from harness import trace as tr
-    from harness.engine import RunConfig
-    from harness.testing.determinism import Canon, request_difference
-    from harness.testing.inputs import InputGuard
-    from harness.testing.invariants import Checker, Violation, promises
-    from harness.testing.machine import CHECK_MODEL, CHECK_WINDOW
-    from harness.testing.recording import Stepper
-    from strategies import registry
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.engine import RunConfig
+    from ctxsim.harness.testing.determinism import Canon, request_difference
+    from ctxsim.harness.testing.inputs import InputGuard
+    from ctxsim.harness.testing.invariants import Checker, Violation, promises
+    from ctxsim.harness.testing.machine import CHECK_MODEL, CHECK_WINDOW
+    from ctxsim.harness.testing.recording import Stepper
+    from ctxsim.strategies import registry
 
     trace = tr.load(args.replay)
     meta = trace.header.meta.get("check_strategy") or {}
@@ -193,7 +193,7 @@ def _replay(cls, args) -> int:
             stepper.feed(list(trace.events))
             stepper.flush()
         except Exception as e:  # the strategy raised on this session: report it as the kit does
-            from harness.testing.machine import crash_site
+            from ctxsim.harness.testing.machine import crash_site
 
             found = checker.feed(stepper.recording.entries)
             reqs = stepper.recording.requests

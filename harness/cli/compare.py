@@ -12,8 +12,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from harness import formatting as fmt
-from harness.cli.options import add_provider_args, run_config, warn_overrides
+from ctxsim.harness import formatting as fmt
+from ctxsim.harness.cli.options import add_provider_args, run_config, warn_overrides
 
 MAX_SEEDS = 1000   # assumed: more seeds than this is a typo (each seed is a full replay per strategy)
 
@@ -43,7 +43,7 @@ def register(sub) -> None:
 def parse_strategy_sets(items: list[str], names: list[str]) -> dict[str, dict[str, str]]:
     """``["codex.max_retries=2"]`` → ``{"codex": {"max_retries": "2"}}``; the name must be one of
     the compared strategies."""
-    from harness.cli import BadInput
+    from ctxsim.harness.cli import BadInput
 
     out: dict[str, dict[str, str]] = {n: {} for n in names}
     for item in items:
@@ -61,8 +61,8 @@ def seed_summary(groups: dict[tuple[int, str], list], cfg) -> tuple[list[dict], 
     """One metrics object per trace × strategy (``groups``: (trace number, strategy) -> its runs),
     averaged over its seeds, with the retention interval (harness/uncertainty.py), and the lines
     saying which strategies are within noise, per trace."""
-    from harness import uncertainty as un
-    from harness.retention import RetentionParams
+    from ctxsim.harness import uncertainty as un
+    from ctxsim.harness.retention import RetentionParams
 
     weights = RetentionParams(**dict(cfg.retention)).category_weights
     rows, noise = [], []
@@ -80,7 +80,7 @@ def seed_summary(groups: dict[tuple[int, str], list], cfg) -> tuple[list[dict], 
             est, lo, hi = un.interval(blocks)
             row["retention"] = {**row["retention"], "score": est, "ci95": [lo, hi], "interval": un.METHOD}
         if all("needs_at_risk" in r.metrics for r in runs):   # summed over seeds (harness/needs.py)
-            from harness import needs as nd
+            from ctxsim.harness import needs as nd
 
             row["needs_at_risk"] = nd.pooled([r.metrics["needs_at_risk"] for r in runs], len(runs))
         rows.append(row)
@@ -118,19 +118,19 @@ def mark_failed(line: str, outcome: dict[str, dict]) -> str:
 
 def _report_module():
     try:
-        return importlib.import_module("harness.report")
+        return importlib.import_module("ctxsim.harness.report")
     except ModuleNotFoundError as e:
-        if e.name == "harness.report":
+        if e.name == "ctxsim.harness.report":
             return None
         raise
 
 
 def run(args) -> int:
-    from harness import trace as tr
-    from harness.cli import BadInput
-    from harness.cli.run import write_json
-    from harness.engine import replay
-    from strategies import registry
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.cli.run import write_json
+    from ctxsim.harness.engine import replay
+    from ctxsim.strategies import registry
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
     if not names:
@@ -145,11 +145,11 @@ def run(args) -> int:
     if args.report:
         report = _report_module()
         if report is None or not hasattr(report, "write_report"):
-            print("ctxsim compare: error: report module not available (harness.report.write_report)", file=sys.stderr)
+            print("ctxsim compare: error: report module not available (ctxsim.harness.report.write_report)", file=sys.stderr)
             return 2
     if not 1 <= args.seeds <= MAX_SEEDS:
         raise BadInput(f"--seeds {args.seeds}: run between 1 and {MAX_SEEDS} seeds")
-    from harness.cli import checks
+    from ctxsim.harness.cli import checks
 
     checks.output("--json", args.json_out, sources=args.traces)
     checks.output("--report", args.report, sources=args.traces, folder=True)
@@ -169,7 +169,7 @@ def run(args) -> int:
     if args.json_out:
         write_json(rows, args.json_out)
     if not args.quiet and args.json_out != "-":
-        from harness.cli.table import print_table
+        from ctxsim.harness.cli.table import print_table
 
         first = results[0]
         caching = "no prompt caching" if args.no_cache else "prompt caching on"
@@ -178,13 +178,13 @@ def run(args) -> int:
                     f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''})")
         for line in noise:
             print(line)
-        from harness import needs as nd
+        from ctxsim.harness import needs as nd
 
         for line in nd.compare_lines(groups):
             print(line)
     _bill_notes(traces, groups, classes, cfg, args)
     if report is not None:
-        from harness import atomic
+        from ctxsim.harness import atomic
 
         with atomic.staged_folder(args.report) as stage:   # a new folder appears whole or not at all
             report.write_report(results, stage)
@@ -194,8 +194,8 @@ def run(args) -> int:
 def _bill_notes(traces, groups, classes, cfg, args) -> None:
     """The cache-model line and the >5% bill warning of each imported trace (harness/billcheck.py);
     the recorded replay is run for the check when the comparison did not include it."""
-    from harness.billcheck import bill_warning, cache_model_line
-    from harness.engine import replay
+    from ctxsim.harness.billcheck import bill_warning, cache_model_line
+    from ctxsim.harness.engine import replay
 
     for ti, trace in enumerate(traces):
         lines = [cache_model_line(trace)]

@@ -28,9 +28,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from harness import trace as tr
-    from harness.cli import BadInput, checks
-    from harness.fidelity import figure, run_fidelity, summary_table
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.cli import BadInput, checks
+    from ctxsim.harness.fidelity import figure, run_fidelity, summary_table
 
     if not (math.isfinite(args.fit_fraction) and 0 < args.fit_fraction < 1):
         raise BadInput(f"--fit-fraction must be between 0 and 1, got {args.fit_fraction}")
@@ -40,7 +40,7 @@ def run(args) -> int:
     checks.output("--calls", args.calls, sources=[args.trace], suffixes=(".csv",))
     checks.distinct(json=args.json_out, figure=args.figure, calls=args.calls)
     if args.model is not None:
-        from harness.provider.models import UnknownModelError, load_table
+        from ctxsim.harness.provider.models import UnknownModelError, load_table
 
         try:
             load_table().get(args.model)
@@ -48,8 +48,8 @@ def run(args) -> int:
             raise BadInput(f"--model: {e}") from None
     trace = tr.load(args.trace)
     if args.model is not None:
-        from harness.cli.options import warn_overrides
-        from harness.engine import RunConfig
+        from ctxsim.harness.cli.options import warn_overrides
+        from ctxsim.harness.engine import RunConfig
 
         warn_overrides("fidelity", RunConfig(model=args.model), [trace])
     try:

@@ -1,7 +1,7 @@
 """ctxsim import FORMAT SRC -o OUT: third-party agent logs to traces (the module is not named
 ``import``: that is a keyword).
 
-SRC is one log (OUT is then the trace file) or a folder of them (``harness.importers.folders``:
+SRC is one log (OUT is then the trace file) or a folder of them (``ctxsim.harness.importers.folders``:
 a Claude Code project folder or the whole ``~/.claude/projects`` root, a Codex ``~/.codex/sessions``
 tree; OUT is then a folder, one trace per session). A folder import prints one row per session —
 project, session, start, calls, models, input, cache write, cache read, output, recorded cost,
@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from harness.importers import FORMATS
+from ctxsim.harness.importers import FORMATS
 
 
 def _date(text: str) -> date:
@@ -59,9 +59,9 @@ def register(sub) -> None:
 
 def import_one(fmt: str, src: Path, out: Path, args) -> tuple[Any, dict[str, Any], Any]:
     """Import, derive probes, write and re-load one session; returns (trace, summary, derived)."""
-    from harness import probes
-    from harness import trace as tr
-    from harness.importers import import_file
+    from ctxsim.harness import probes
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.importers import import_file
 
     result = import_file(fmt, src, models_file=args.models_file)
     trace, derived = (result.trace, None) if args.no_probes else probes.apply(result.trace)
@@ -78,9 +78,8 @@ def import_one(fmt: str, src: Path, out: Path, args) -> tuple[Any, dict[str, Any
 def _check_header(trace, src: Path) -> None:
     """The header as ``tr.load`` will check it (a fitted token scale out of its bounds is a log
     whose usage does not fit its content: shuffled, edited, or another session's)."""
+    from ctxsim.harness import trace as tr
     from pydantic import ValidationError
-
-    from harness import trace as tr
 
     try:
         tr.Header.model_validate(trace.header.model_dump())
@@ -95,8 +94,8 @@ def _check_header(trace, src: Path) -> None:
 
 def session_row(project: str, src: Path, out: Path, trace, models_file: str | None) -> dict[str, Any]:
     """One row of the per-session table."""
-    from harness import trace as tr
-    from harness.fidelity import recorded_cost, recorded_usages
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.fidelity import recorded_cost, recorded_usages
 
     rec = trace.header.recorded
     models = {m: sum(r.values()) for m, r in (rec.models if rec else {}).items()}
@@ -148,8 +147,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def run(args) -> int:
-    from harness.cli import BadInput, checks
-    from harness.importers.folders import discover, in_range, session_start
+    from ctxsim.harness.cli import BadInput, checks
+    from ctxsim.harness.importers.folders import discover, in_range, session_start
 
     src, out = Path(args.src), Path(args.output)
     if out.exists() and src.exists() and out.resolve() == src.resolve():
@@ -157,7 +156,7 @@ def run(args) -> int:
     if args.since and args.until and args.since > args.until:
         raise BadInput(f"--since {args.since} is after --until {args.until}: no session can be in that range")
     if args.models_file:
-        from harness.provider.models import load_table
+        from ctxsim.harness.provider.models import load_table
 
         try:
             load_table(args.models_file)
@@ -225,7 +224,7 @@ def _single(args, src: Path, out: Path) -> int:
         extra = {"probes": derived.summary()} if derived else {}
         sys.stdout.write(json.dumps({**summary, **extra, "output": str(out)}, indent=2, default=str) + "\n")
     else:
-        from harness.importers.common import ImportResult
+        from ctxsim.harness.importers.common import ImportResult
 
         print(f"{src} → {out}")
         for line in ImportResult(trace, summary).summary_lines():

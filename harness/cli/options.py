@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the engine (pandas, numpy) loads when a run is configured, not at `--help`
-    from harness.engine import RunConfig
+    from ctxsim.harness.engine import RunConfig
 
 
 def add_provider_args(p: argparse.ArgumentParser) -> None:
@@ -49,7 +49,7 @@ def add_provider_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_config(args, **overrides) -> RunConfig:
-    from harness.cli import BadInput, checks
+    from ctxsim.harness.cli import BadInput, checks
 
     checks.seed(args.seed)
     checks.token_scale(args.token_scale)
@@ -73,8 +73,8 @@ def run_config(args, **overrides) -> RunConfig:
     if args.llm == "simulated" and args.llm_store:
         raise BadInput("--llm-store is for --llm live (records) or --llm replay, not the simulated model")
     if args.llm != "simulated":
-        from harness.live import LiveError, make_backend
-        from harness.response_store import StoreError
+        from ctxsim.harness.live import LiveError, make_backend
+        from ctxsim.harness.response_store import StoreError
 
         sd = overrides.get("session_dir")
         live_kw = {}
@@ -95,7 +95,7 @@ def run_config(args, **overrides) -> RunConfig:
                                    volatile_paths=[str(sd)] if sd else (), **live_kw)
         except (ValueError, LiveError, StoreError) as e:
             raise BadInput(str(e)) from None
-    from harness.provider.models import load_table
+    from ctxsim.harness.provider.models import load_table
 
     try:
         table = load_table(args.models_file)
@@ -109,7 +109,7 @@ def run_config(args, **overrides) -> RunConfig:
     if args.window is not None and args.window <= 0:
         raise BadInput("--window must be a positive number of tokens")
     retention, summariser = assumption_sets(getattr(args, "retention", []), getattr(args, "summariser", []))
-    from harness.engine import RunConfig
+    from ctxsim.harness.engine import RunConfig
 
     overrides.setdefault("recovery", recovery_set(getattr(args, "recovery", None) or []))
     return RunConfig(model=args.model, window=args.window, cache_ttl=args.cache_ttl, cache=not args.no_cache,
@@ -122,8 +122,8 @@ def recovery_set(items: list[str]) -> dict:
     """``--recovery`` KEY=VALUE items (values read as TOML), checked against RecoveryParams."""
     import tomllib
 
-    from harness.cli import BadInput
-    from harness.recovery import RecoveryParams
+    from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.recovery import RecoveryParams
 
     d = {}
     for item in items:
@@ -146,9 +146,9 @@ def assumption_sets(retention: list[str], summariser: list[str]) -> tuple[dict, 
     RetentionParams and SimParams before any run."""
     import tomllib
 
-    from harness.cli import BadInput
-    from harness.retention import RetentionParams
-    from harness.simllm import SimParams
+    from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.retention import RetentionParams
+    from ctxsim.harness.simllm import SimParams
 
     out = []
     for flag, items in (("--retention", retention), ("--summariser", summariser)):
@@ -188,10 +188,10 @@ def _first(e: Exception) -> str:
 
 
 def warn_overrides(command: str, cfg: RunConfig, traces) -> None:
-    """Print :func:`harness.setting.override_warnings` for each trace to stderr (each line once)."""
+    """Print :func:`ctxsim.harness.setting.override_warnings` for each trace to stderr (each line once)."""
     import sys
 
-    from harness.setting import override_warnings
+    from ctxsim.harness.setting import override_warnings
 
     seen: set[str] = set()
     for t in traces:

@@ -24,10 +24,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from harness import probes
-    from harness import trace as tr
-    from harness.cli import checks
-    from harness.provider.tokenizer import get_tokenizer
+    from ctxsim.harness import probes
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.cli import checks
+    from ctxsim.harness.provider.tokenizer import get_tokenizer
 
     checks.output("-o", args.output)   # may be the input itself: it is replaced atomically
     trace = tr.load(args.trace)

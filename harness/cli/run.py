@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.cli.options import add_provider_args, run_config, warn_overrides
+from ctxsim.harness.cli.options import add_provider_args, run_config, warn_overrides
 
 
 def register(sub) -> None:
@@ -29,7 +29,7 @@ def register(sub) -> None:
 
 
 def write_json(obj, dest: str) -> None:
-    from harness.cli.checks import atomic_write_text
+    from ctxsim.harness.cli.checks import atomic_write_text
 
     text = json.dumps(obj, indent=2, default=str)
     if dest == "-":
@@ -39,8 +39,8 @@ def write_json(obj, dest: str) -> None:
 
 
 def write_calls(df, dest: str) -> None:
-    from harness.cli import BadInput
-    from harness.cli.checks import atomic_write
+    from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.cli.checks import atomic_write
 
     path = Path(dest)
     if path.suffix == ".csv":
@@ -53,35 +53,35 @@ def write_calls(df, dest: str) -> None:
 
 def check_outputs(args, sources) -> None:
     """--json, --calls and --session-dir can be written, are not inputs, not the same file: before the replay."""
-    from harness.cli import checks
+    from ctxsim.harness.cli import checks
 
     checks.output("--json", args.json_out, sources=sources)
     checks.output("--calls", args.calls, sources=sources, suffixes=(".csv", ".parquet"))
     checks.output("--session-dir", args.session_dir, sources=sources, folder=True)
     checks.distinct(json=args.json_out, calls=args.calls, session_dir=args.session_dir)
     if args.session_dir:
-        from harness.engine import SESSION_MARK
+        from ctxsim.harness.engine import SESSION_MARK
 
         d = Path(args.session_dir)
         if d.is_dir() and any(d.iterdir()) and not (d / SESSION_MARK).exists():
-            from harness.cli import BadInput
+            from ctxsim.harness.cli import BadInput
 
             raise BadInput(f"--session-dir {d}: not empty and not a ctxsim session folder; give a new or empty one "
                            "(a folder an earlier run used is cleared and reused)")
 
 
 def run(args) -> int:
-    from harness import trace as tr
-    from harness.engine import replay
-    from strategies import registry
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.engine import replay
+    from ctxsim.strategies import registry
 
     check_outputs(args, [args.trace])
     trace = tr.load(args.trace)
     cls = registry.load_class(args.strategy)  # a registered name or MODULE:CLASS
-    from harness.cli import BadInput, checks
+    from ctxsim.harness.cli import BadInput, checks
 
     checks.strategy_fits(cls, trace, args.trace)
-    from harness.engine import recorded_models
+    from ctxsim.harness.engine import recorded_models
 
     if (trace.header.source and not trace.header.model and not recorded_models(trace) and not args.model):
         raise BadInput(f"{args.trace}: the log records no model (header.model is empty and no call names one): "
@@ -102,14 +102,14 @@ def run(args) -> int:
             Path(args.calls).unlink(missing_ok=True)
         raise
     if not args.quiet and args.json_out != "-":
-        from harness.cli.table import print_table
+        from ctxsim.harness.cli.table import print_table
 
         print_table([res.metrics], title=f"{res.strategy} on {Path(args.trace).name} ({res.model}, window {res.window:,})")
-        from harness import needs
+        from ctxsim.harness import needs
 
         for line in needs.run_lines(res.metrics):
             print(line)
-    from harness.billcheck import run_notes
+    from ctxsim.harness.billcheck import run_notes
 
     as_recorded = cfg.cache and not cfg.overrides()   # the bill is comparable only on the recorded setting
     for line in run_notes(trace, res.strategy if as_recorded else "", res.calls, res.metrics["cost_usd"], res.metrics, args.models_file):

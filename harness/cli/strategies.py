@@ -15,8 +15,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from strategies import registry
-    from strategies.departures import in_effect, listing
+    from ctxsim.strategies import registry
+    from ctxsim.strategies.departures import in_effect, listing
 
     found = registry.all_strategies()
     if args.name:

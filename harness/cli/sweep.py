@@ -27,9 +27,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from harness import analysis
-    from harness.cli import BadInput, checks
-    from harness.sweep import SweepError, load_config, run_sweep
+    from ctxsim.harness import analysis
+    from ctxsim.harness.cli import BadInput, checks
+    from ctxsim.harness.sweep import SweepError, load_config, run_sweep
 
     if args.workers is not None and args.workers < 1:
         raise BadInput("--workers must be at least 1")
@@ -39,7 +39,7 @@ def run(args) -> int:
     if args.executor == "dask" and not args.scheduler:
         raise BadInput("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
     if not Path(args.config).exists():   # a shipped example by name (harness/bundled.py)
-        from harness import bundled
+        from ctxsim.harness import bundled
 
         args.config = str(bundled.example_sweep(args.config) or args.config)
     checks.output("--out", args.out, sources=[args.config], folder=True)
@@ -54,7 +54,7 @@ def run(args) -> int:
     missing = len(df.attrs.get("missing", []))   # runs asked for that left no row: failed too
     print(f"{len(df)} runs in {args.out}/results.parquet ({errors + missing} failed)")
     if len(df) and errors < len(df):
-        from harness import formatting as fmt
+        from ctxsim.harness import formatting as fmt
 
         cfgs = analysis.by_config(df)
         target = args.target if args.target is not None else cfg.retention_target
@@ -68,7 +68,7 @@ def run(args) -> int:
                   f"per session, retention {fmt.share(rec['retention.score'])}")
         else:
             print(f"no recommendation: {analysis.no_recommendation_reason(cfgs, target)}")
-        from harness.tuning_sections import terminal_lines
+        from ctxsim.harness.tuning_sections import terminal_lines
 
         answers, idle = terminal_lines(analysis.ok_runs(df))
         for line in answers:

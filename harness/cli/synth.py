@@ -16,9 +16,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from harness import trace as tr
-    from harness.cli import BadInput, checks
-    from harness.synth import PresetError, generate, load_preset
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.cli import BadInput, checks
+    from ctxsim.harness.synth import PresetError, generate, load_preset
 
     checks.seed(args.seed)
     checks.output("-o", args.output)

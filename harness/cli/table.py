@@ -13,11 +13,10 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from ctxsim.harness import formatting as fmt
 from rich import box
 from rich.console import Console
 from rich.table import Table
-
-from harness import formatting as fmt
 
 # (header, metric path, justify, formatter); the essential ones first, then by priority
 ESSENTIAL = [

@@ -17,8 +17,8 @@ def register(sub) -> None:
 
 def check_models(t, models_file: str | None = None) -> None:
     """Every model the trace names must have a price (else `run` refuses it at its first call)."""
-    from harness import trace as tr
-    from harness.provider.models import UnknownModelError, load_table
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.provider.models import UnknownModelError, load_table
 
     table = load_table(models_file)
     named = [(1, t.header.model)] + [(no, e.model) for no, e in zip(t.lines, t.events)
@@ -35,7 +35,7 @@ def check_models(t, models_file: str | None = None) -> None:
 
 
 def run(args) -> int:
-    from harness import trace as tr
+    from ctxsim.harness import trace as tr
 
     for path in args.trace:
         t = tr.load(path)

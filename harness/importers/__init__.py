@@ -1,7 +1,7 @@
 """Importers: third-party agent logs to ctxsim traces (``ctxsim import FORMAT SRC -o TRACE``).
 
 Each format is one module with one ``import_<format>(src) -> ImportResult`` function; this table
-names them for the CLI. A bad or foreign file raises :class:`harness.trace.TraceError` naming the
+names them for the CLI. A bad or foreign file raises :class:`ctxsim.harness.trace.TraceError` naming the
 path, the line and the reason.
 """
 
@@ -11,13 +11,13 @@ import importlib
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.importers.common import ImportResult
+from ctxsim.harness.importers.common import ImportResult
 
 FORMATS: dict[str, tuple[str, str]] = {
-    "claude-code": ("harness.importers.claude_code", "import_claude_code"),
-    "codex": ("harness.importers.codex", "import_codex"),
-    "swe-agent": ("harness.importers.swe_agent", "import_swe_agent"),
-    "openhands": ("harness.importers.openhands", "import_openhands"),
+    "claude-code": ("ctxsim.harness.importers.claude_code", "import_claude_code"),
+    "codex": ("ctxsim.harness.importers.codex", "import_codex"),
+    "swe-agent": ("ctxsim.harness.importers.swe_agent", "import_swe_agent"),
+    "openhands": ("ctxsim.harness.importers.openhands", "import_openhands"),
 }
 
 
@@ -33,10 +33,9 @@ def guarded(fn: Callable[[str | Path], ImportResult], fmt: str, src: str | Path)
     an object, a string where it has a number, a structure nested past Python's limits) refused as
     a :class:`TraceError` at the record being read: one error path for bad input, never a
     traceback."""
+    from ctxsim.harness.importers import common
+    from ctxsim.harness.trace import TraceError, _fmt_validation
     from pydantic import ValidationError
-
-    from harness.importers import common
-    from harness.trace import TraceError, _fmt_validation
 
     common.reset_cursor()
     try:
@@ -62,7 +61,7 @@ def guarded(fn: Callable[[str | Path], ImportResult], fmt: str, src: str | Path)
 
 def import_file(fmt: str, src: str | Path, *, calibrate: bool = True, models_file: str | None = None) -> ImportResult:
     """Import one log. With per-call usage, the recorded setting is completed from the log's own
-    calls (token scale fitted on the first 30%, prompt prefixes pinned: :func:`harness.fidelity.
+    calls (token scale fitted on the first 30%, prompt prefixes pinned: :func:`ctxsim.harness.fidelity.
     calibrate`), so a replay with no options reproduces the recorded session."""
     result = guarded(importer(fmt), fmt, src)
     rec = result.trace.header.recorded
@@ -70,7 +69,7 @@ def import_file(fmt: str, src: str | Path, *, calibrate: bool = True, models_fil
         result.summary.update({"window": rec.window, "window_evidence": rec.window_evidence,
                                "cache_ttl": rec.cache_ttl})
     if calibrate and result.trace.header.usage == "per_call":
-        from harness.fidelity import calibrate as fit
+        from ctxsim.harness.fidelity import calibrate as fit
 
         result.trace = fit(result.trace, models_file=models_file)
         rec = result.trace.header.recorded

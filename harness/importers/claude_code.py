@@ -59,9 +59,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from harness import trace as tr
-from harness.importers import mentions
-from harness.importers.common import (
+from ctxsim.harness import trace as tr
+from ctxsim.harness.importers import mentions
+from ctxsim.harness.importers.common import (
     ImportResult,
     TraceBuilder,
     cache_ttl_of,
@@ -74,13 +74,13 @@ from harness.importers.common import (
     parse_time,
     read_jsonl,
 )
-from harness.trace import TraceError
+from ctxsim.harness.trace import TraceError
 
 FORMAT = "claude-code"
 # record kinds that never reach the model (counted in the import summary, never silently dropped)
 IGNORED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag")
 PARTIAL_OUTPUT_FROM = (2, 1)  # README of the real logs: 2.1.x output_tokens are streaming counts
-MESSAGE_OVERHEAD_TOKENS = 4   # harness.provider.tokenizer.MESSAGE_OVERHEAD (kept in step)
+MESSAGE_OVERHEAD_TOKENS = 4   # ctxsim.harness.provider.tokenizer.MESSAGE_OVERHEAD (kept in step)
 # The windows Claude Code runs with: 200k by default, 1M where the model and plan offer it (peers.md)
 WINDOWS = (200_000, 1_000_000)
 # Auto-compact fires at window − min(max output, 20,000) − 13,000 (peers.md, "Verified against
@@ -336,7 +336,7 @@ def nested_spans_allowed() -> bool:
 
 
 def _tokens(text: str) -> int:
-    from harness.provider.tokenizer import get_tokenizer
+    from ctxsim.harness.provider.tokenizer import get_tokenizer
 
     return get_tokenizer().count(text)
 
@@ -363,7 +363,7 @@ class _Importer:
     hidden_timed: list[tuple[float, str, str]] = field(default_factory=list)
     hidden_next: list[tuple[float, str, str]] = field(default_factory=list)
     hidden_stats: Counter = field(default_factory=Counter)
-    # @-mentioned files the log can rebuild (harness.importers.mentions), by id of the prompt's item
+    # @-mentioned files the log can rebuild (ctxsim.harness.importers.mentions), by id of the prompt's item
     mentioned: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     mentions_next: list[tuple[float, str, str]] = field(default_factory=list)
     hooks_run: dict[str, list[str]] = field(default_factory=dict)   # SessionStart source -> commands

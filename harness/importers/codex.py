@@ -35,8 +35,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from harness import trace as tr
-from harness.importers.common import (
+from ctxsim.harness import trace as tr
+from ctxsim.harness.importers.common import (
     ImportResult,
     TraceBuilder,
     count,
@@ -48,7 +48,7 @@ from harness.importers.common import (
     parse_time,
     read_jsonl,
 )
-from harness.trace import TraceError
+from ctxsim.harness.trace import TraceError
 
 FORMAT = "codex"
 TOOL_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
@@ -243,7 +243,7 @@ def import_codex(src: str | Path) -> ImportResult:
     if b.calls == 0:
         raise TraceError(src, None, "no model calls (no output items): nothing to replay")
 
-    from harness.provider.tokenizer import get_tokenizer
+    from ctxsim.harness.provider.tokenizer import get_tokenizer
 
     tok = get_tokenizer()
     visible = tok.count(system) + sum(tok.count(x) + 4 for x in before_first)

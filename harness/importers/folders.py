@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from harness.importers.common import parse_time
-from harness.trace import TraceError
+from ctxsim.harness.importers.common import parse_time
+from ctxsim.harness.trace import TraceError
 
 
 @dataclass(frozen=True)

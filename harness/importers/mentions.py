@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harness import trace as tr
+from ctxsim.harness import trace as tr
 
 # "@path" at the start or after whitespace; quoted paths with spaces; trailing punctuation is not part of it
 MENTION = re.compile(r'(?:^|(?<=\s))@("[^"]+"|[^\s"]+)')

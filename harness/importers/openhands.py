@@ -17,7 +17,7 @@ Facts of the format (``shared/traces/real/openhands``, OpenHands V0, Claude 3.5 
   thought), and the observation whose ``cause`` is that action's id its tool_result: observations
   are always tool results paired with their actions, so masking strategies act on them;
 * the first user message is split around the issue statement when it wraps one in a benchmark
-  template (``<issue_description>``, :mod:`harness.importers.task`), so the goal is the issue;
+  template (``<issue_description>``, :mod:`ctxsim.harness.importers.task`), so the goal is the issue;
 * an agent ``message`` action without metadata is a final answer (a call whose usage was not
   logged); environment events (agent state changes, null observations) are not sent to the model:
   ignored and counted.
@@ -32,8 +32,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from harness import trace as tr
-from harness.importers.common import (
+from ctxsim.harness import trace as tr
+from ctxsim.harness.importers.common import (
     ImportResult,
     JsonDoc,
     TraceBuilder,
@@ -43,7 +43,7 @@ from harness.importers.common import (
     parse_time,
     read_json_doc,
 )
-from harness.importers.task import task_parts
+from ctxsim.harness.importers.task import task_parts
 
 FORMAT = "openhands"
 # OpenHands V0 openhands/core/schema/action.py ActionType values of actions run in the sandbox
@@ -172,7 +172,7 @@ def import_openhands(src: str | Path) -> ImportResult:
     b.finish()  # repair a call left open at the end before the summary counts repairs
     if b.calls == 0:
         raise jd.error((), "no agent actions: nothing to replay")
-    from harness.provider.tokenizer import get_tokenizer
+    from ctxsim.harness.provider.tokenizer import get_tokenizer
 
     tok = get_tokenizer()
     prefix = max(0, first_usage.context_tokens - sum(tok.count(x) + 4 for x in before_first)) if first_usage else 0

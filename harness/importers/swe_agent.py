@@ -35,8 +35,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from harness import trace as tr
-from harness.importers.common import (
+from ctxsim.harness import trace as tr
+from ctxsim.harness.importers.common import (
     ImportResult,
     TraceBuilder,
     count,
@@ -46,7 +46,7 @@ from harness.importers.common import (
     read_json_doc,
     seconds,
 )
-from harness.importers.task import task_parts
+from ctxsim.harness.importers.task import task_parts
 
 FORMAT = "swe-agent"
 MAX_COST = 1_000_000   # assumed: dollars in one trajectory's model_stats; more is a damaged value

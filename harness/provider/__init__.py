@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.conversation import Message, Request, Usage
-from harness.provider.cache import AnthropicCache, CacheOutcome, Layout, OpenAICache
-from harness.provider.latency import duration_s, ttft_s
-from harness.provider.models import DEFAULT_MODEL, ModelSpec, load_table
-from harness.provider.routing import CacheMissModel, Router
-from harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer, get_tokenizer
+from ctxsim.harness.conversation import Message, Request, Usage
+from ctxsim.harness.provider.cache import AnthropicCache, CacheOutcome, Layout, OpenAICache
+from ctxsim.harness.provider.latency import duration_s, ttft_s
+from ctxsim.harness.provider.models import DEFAULT_MODEL, ModelSpec, load_table
+from ctxsim.harness.provider.routing import CacheMissModel, Router
+from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer, get_tokenizer
 
 __all__ = ["Bill", "CacheMissModel", "Provider", "DEFAULT_MODEL", "ModelSpec", "load_table"]
 

@@ -14,8 +14,8 @@ Analysis (peers.md). Cache writes prefill like uncached input.
 
 from __future__ import annotations
 
-from harness.conversation import Usage
-from harness.provider.models import ModelSpec
+from ctxsim.harness.conversation import Usage
+from ctxsim.harness.provider.models import ModelSpec
 
 
 def ttft_s(spec: ModelSpec, usage: Usage) -> float:

@@ -152,7 +152,7 @@ def _parse(data: dict, source: str) -> tuple[dict[str, ModelSpec], str | None]:
 
 @cache
 def load_table(extra: str | None = None) -> ModelTable:
-    text = resources.files("harness.provider").joinpath("models.toml").read_text(encoding="utf-8")
+    text = resources.files("ctxsim.harness.provider").joinpath("models.toml").read_text(encoding="utf-8")
     models, default = _parse(tomllib.loads(text), "models.toml")
     for path in filter(None, [os.environ.get("CTXSIM_MODELS"), extra]):
         try:

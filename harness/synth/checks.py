@@ -6,7 +6,7 @@
 * :func:`grep_contains_share`: of the ``Grep`` results, the share that contain their pattern (as a
   regular expression; a pattern that is not a valid one is searched as a literal string).
 
-``python -m harness.synth.checks TRACE`` prints both.
+``python -m ctxsim.harness.synth.checks TRACE`` prints both.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import textwrap
 import warnings
 
-from harness import trace as tr
+from ctxsim.harness import trace as tr
 
 _PREFIX = re.compile(r"^ *\d+(?:\u2192|\t)", re.M)
 

@@ -13,12 +13,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from ctxsim.harness import bundled
+from ctxsim.harness.synth import distributions as D
+from ctxsim.harness.synth.distributions import LogNormal
+from ctxsim.harness.trace import FACT_CATEGORIES
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from harness import bundled
-from harness.synth import distributions as D
-from harness.synth.distributions import LogNormal
-from harness.trace import FACT_CATEGORIES
 
 TOOL_KINDS = ("bash", "edit", "read", "grep", "glob", "web", "task")
 RATE_CATEGORIES = ("file", "constraint", "preference", "feedback")

@@ -2,8 +2,8 @@
 
 Drawing integers one by one from numpy costs microseconds each; the buffer keeps a 1M-token session
 in a few seconds, and everything stays a pure function of the seed. (The text of a synthetic
-session is real content, :mod:`harness.synth.workspace`, and a few authored sentences,
-:mod:`harness.synth.dialogue`; nothing is made of random words.)
+session is real content, :mod:`ctxsim.harness.synth.workspace`, and a few authored sentences,
+:mod:`ctxsim.harness.synth.dialogue`; nothing is made of random words.)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The real project the synthetic sessions work on, and real runs of its real test suite.
 
 Loaded from package data (``harness/synth/corpus/``, built offline by
-:mod:`harness.synth.corpus_build`; provenance and license beside it): click 8.1.8's sources, tests,
+:mod:`ctxsim.harness.synth.corpus_build`; provenance and license beside it): click 8.1.8's sources, tests,
 docs and config files; the structure of its Python files (def/class spans, statement spans); the
 real pytest output of the clean tree and of each mutation (one-token bug) with its wrong attempts.
 Nothing is read from the machine, so a trace depends only on the preset, the overrides and the seed.
@@ -132,7 +132,7 @@ def _change(d: dict) -> LineChange:
 
 
 def parse(data: dict) -> Corpus:
-    """The corpus from its JSON form (what :mod:`harness.synth.corpus_build` writes)."""
+    """The corpus from its JSON form (what :mod:`ctxsim.harness.synth.corpus_build` writes)."""
     files = {}
     for path, text in data["files"].items():
         files[path] = SourceFile(path, text, tuple(text.split("\n")),

@@ -18,7 +18,7 @@ downloads nothing: the same preset and seed give the same bytes everywhere.
   attempt, with Python 3.11.7 and pytest 8.3.4 (the newest pytest click 8.1.8's suite collects
   under: pytest 9 rejects one of its parametrize calls). The output is kept byte for byte.
 
-Run: ``python -m harness.synth.corpus_build SDIST.tar.gz PYTHON_WITH_PYTEST`` (about an hour on one
+Run: ``python -m ctxsim.harness.synth.corpus_build SDIST.tar.gz PYTHON_WITH_PYTEST`` (about an hour on one
 core). The builder is committed for provenance; the suite never runs it.
 """
 

@@ -1,9 +1,9 @@
 """What the user and the agent say in a synthetic session: short English sentences about real things
 of the corpus (a failing test, a function, a line of code, a file), chosen with the session's
-seeded :class:`~harness.synth.content.Draw`.
+seeded :class:`~ctxsim.harness.synth.content.Draw`.
 
 These sentences are the only authored text of a synthetic trace (file contents, test output, diffs
-and search results are real, see :mod:`harness.synth.workspace`). They are written in the register
+and search results are real, see :mod:`ctxsim.harness.synth.workspace`). They are written in the register
 of the real Claude Code logs here: the agent announces its next step in a line or two and explains a
 finding in a short paragraph that quotes code; the user asks for an outcome, states constraints and
 preferences, and corrects the agent. Fact sentences (constraint, preference, feedback, decision, the
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.synth.content import Draw
+from ctxsim.harness.synth.content import Draw
 
 # --- the user ---------------------------------------------------------------------------------------
 GOAL = (

@@ -2,7 +2,7 @@
 
 Every size and gap is a log-normal declared by its median and 90th percentile (the two figures a
 reader can check against the logs), optionally clipped to ``[lo, hi]``. The defaults in
-:data:`FITTED` were printed by ``python -m harness.synth.fit`` on ``../shared/traces/real/``
+:data:`FITTED` were printed by ``python -m ctxsim.harness.synth.fit`` on ``../shared/traces/real/``
 (7 Claude Code transcripts, 1 Codex rollout, 2 SWE-agent trajectories; 675 tool calls, 512 call
 gaps, 36 user gaps); ``traces/README.md`` reproduces the table.
 """

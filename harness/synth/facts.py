@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from harness.synth.corpus import Corpus, SourceFile
+from ctxsim.harness.synth.corpus import Corpus, SourceFile
 
 MIN_FACT_CHARS = 20     # shorter lines ("return rv") recur everywhere: not checkable (assumed)
 _CONST = re.compile(r"^[A-Z][A-Z0-9_]+\s*(:[^=]+)?=\s*\S")

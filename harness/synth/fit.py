@@ -1,10 +1,10 @@
 """Fit the generator's distributions to the real logs in ``../shared/traces/real/``.
 
-Run ``python -m harness.synth.fit [REAL_DIR]``: it reads the Claude Code transcripts, the Codex
+Run ``python -m ctxsim.harness.synth.fit [REAL_DIR]``: it reads the Claude Code transcripts, the Codex
 rollout and the SWE-agent trajectories, and prints, per tool kind, how often it is called and the
 size of its results (characters), how many tool calls one model call makes in parallel, how many
 calls a user turn takes, and the time gaps between calls. The figures it prints are the ones
-recorded in :mod:`harness.synth.distributions` (``FITTED``) and in ``traces/README.md``; the fit is
+recorded in :mod:`ctxsim.harness.synth.distributions` (``FITTED``) and in ``traces/README.md``; the fit is
 a log-normal through the empirical median and 90th percentile (robust to the few huge outliers a
 small sample holds), not a maximum-likelihood fit.
 """
@@ -24,7 +24,7 @@ import numpy as np
 
 def default_real_dir() -> Path:
     """``../shared/traces/real`` beside the checkout: this is a developer's command, run from the repository."""
-    from harness import bundled
+    from ctxsim.harness import bundled
 
     real = bundled.shared_logs()
     if real is None:

@@ -1,12 +1,12 @@
 """The synthetic session generator: a :class:`SynthConfig` and a seed -> a valid trace (format v1).
 
-Shape, as in the real logs (all of it fitted, :mod:`harness.synth.fit`): a user message opens a
+Shape, as in the real logs (all of it fitted, :mod:`ctxsim.harness.synth.fit`): a user message opens a
 turn; the agent makes a run of model calls (calls per turn), each with zero or more parallel tool
 calls, whose results come back before the next call; the turn's last call answers in text. Tool
 kinds, result and input sizes, text sizes and gaps are drawn from the fitted distributions.
 
-Content, unlike the shape, is not drawn: it is the real project of :mod:`harness.synth.corpus`
-(click 8.1.8) as :mod:`harness.synth.workspace` shows it. The session is a run of tasks; a task is
+Content, unlike the shape, is not drawn: it is the real project of :mod:`ctxsim.harness.synth.corpus`
+(click 8.1.8) as :mod:`ctxsim.harness.synth.workspace` shows it. The session is a run of tasks; a task is
 one real bug (a mutation of the real sources) that the user reports by its failing test. The agent
 runs the test module (the real recorded output), reads and greps the code (real lines), may try a
 wrong fix first (a second recorded mutation, whose real test output still fails), fixes the line,
@@ -16,13 +16,13 @@ actions that fit it (a read window, a grep scope, a shell command), so sizes sta
 content stays real. Most tasks of a session fall in a few source files (``area_*``): later tasks
 re-read what earlier ones read, as real sessions do.
 
-Facts (:mod:`harness.synth.facts`) are real things met on the way: the changed line, signatures and
+Facts (:mod:`ctxsim.harness.synth.facts`) are real things met on the way: the changed line, signatures and
 constants read, the first assertion line of a failing run, the user's goal, constraints,
 preferences and feedback, the agent's root-cause statement. A probe needs facts the way real calls
 use items: the age of what is needed (tokens since it first entered) is drawn from a log-normal
 fitted to the real logs, and before most uses the agent looks at it again (``reseen_share``: the
 call before the probe re-reads the line or re-runs the test), so what is needed was usually last
-seen a call or two earlier (:mod:`harness.synth.recurrence` measures both, on real and synthetic
+seen a call or two earlier (:mod:`ctxsim.harness.synth.recurrence` measures both, on real and synthetic
 traces, with one function). Preferences and feedback are needed where they govern an action (a
 test run, an edit, a changelog entry, a commit, a report), in later sessions too.
 
@@ -49,15 +49,14 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from harness import trace as tr
-from harness.synth import dialogue as T
-from harness.synth import facts as F
-from harness.synth.config import SynthConfig
-from harness.synth.content import Draw
-from harness.synth.corpus import CWD, Corpus, Mutation, load_corpus
-from harness.synth.distributions import categorical
-from harness.synth.workspace import ARROW, READ_MAX_LINES, Output, Workspace, abspath
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import dialogue as T
+from ctxsim.harness.synth import facts as F
+from ctxsim.harness.synth.config import SynthConfig
+from ctxsim.harness.synth.content import Draw
+from ctxsim.harness.synth.corpus import CWD, Corpus, Mutation, load_corpus
+from ctxsim.harness.synth.distributions import categorical
+from ctxsim.harness.synth.workspace import ARROW, READ_MAX_LINES, Output, Workspace, abspath
 
 TOOL_NAMES = {"read": "Read", "bash": "Bash", "grep": "Grep", "glob": "Glob", "edit": "Edit", "web": "WebFetch",
               "task": "Task"}

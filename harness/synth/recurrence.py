@@ -32,7 +32,7 @@ a compaction's summary, then each main-context event's tokens, scaled by the log
 the bucket and the at-risk share within it, for a 200k and a 1M window: what the synthetic presets
 are fitted to.
 
-``python -m harness.synth.recurrence [REAL_DIR] [PRESET ...]`` prints the figures of the long
+``python -m ctxsim.harness.synth.recurrence [REAL_DIR] [PRESET ...]`` prints the figures of the long
 Claude Code logs in ``../shared/traces/real`` (each, and pooled) and of the presets' probes (seed 0):
 the table in ``traces/README.md``; then the at-risk table, real against each preset. The generator's ``probe_age`` is the pooled real first-entered
 log-normal (median and p90) this prints.
@@ -48,8 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from harness import trace as tr
+from ctxsim.harness import trace as tr
 
 MIN_ITEM_CHARS = 6
 ITEM = re.compile(r"(?:[\w.\-]+/)+[\w.\-]+"                                     # paths
@@ -84,7 +83,7 @@ class Stream:
 
 def stream(trace: tr.Trace, count=None) -> Stream:
     if count is None:
-        from harness.provider.tokenizer import get_tokenizer
+        from ctxsim.harness.provider.tokenizer import get_tokenizer
 
         count = get_tokenizer().count
     kinds, texts, start, end, calls, index = [], [], [], [], [], {}
@@ -212,7 +211,7 @@ def probe_uses(trace: tr.Trace, s: Stream) -> list[tuple[int, str, str]]:
 def turnovers(trace: tr.Trace, s: Stream, window: int, count=None, reserve: int = RESERVE_TOKENS) -> list[int]:
     """Stream token positions where the window turns over (see the module docstring), in order."""
     if count is None:
-        from harness.provider.tokenizer import get_tokenizer
+        from ctxsim.harness.provider.tokenizer import get_tokenizer
 
         count = get_tokenizer().count
     h = trace.header
@@ -319,7 +318,7 @@ def real_logs(real_dir: Path) -> list[Path]:
 def real_distances(real_dir: Path, windows: tuple[int, ...] = ()) -> dict[str, list[Distance]]:
     """Item distances of each real Claude Code log with at least :data:`MIN_CALLS` model calls;
     with ``windows``, each log's uses with their at-risk flags per window in :data:`REAL_RISK`."""
-    from harness.importers import import_file
+    from ctxsim.harness.importers import import_file
 
     out = {}
     for p in real_logs(real_dir):
@@ -377,7 +376,7 @@ def _row(name: str, sm: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from harness.synth.fit import default_real_dir
+    from ctxsim.harness.synth.fit import default_real_dir
 
     real = Path(argv[0]) if argv and not argv[0].isidentifier() and "/" in argv[0] else default_real_dir()
     presets = [a for a in argv if a != str(real) and "/" not in a] or ["long-200k"]
@@ -390,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         pooled += ds
         print(_row(f"real {name}", summary(ds)))
     print(_row("real, pooled", summary(pooled)))
-    from harness.synth import generate, load_preset
+    from ctxsim.harness.synth import generate, load_preset
 
     synth_risk: dict[str, dict[int, list[tuple[Distance, bool, list[int]]]]] = {}
     for p in presets:

@@ -1,11 +1,11 @@
 """The figures of a trace that ``traces/README.md``'s preset table shows, measured on the trace.
 
-``python -m harness.synth.shape [PRESET ...]`` prints the table for the presets (seed 0): calls,
+``python -m ctxsim.harness.synth.shape [PRESET ...]`` prints the table for the presets (seed 0): calls,
 true tokens of all content (cl100k), facts, probes, gaps over 300 s between consecutive user and
 assistant events, results over 50,000 characters (N-SPILL-1), calls whose results add up to over
 200,000 characters (N-SPILL-2), sessions, subtask spans, duration; then the content checks (Read of
 .py parses, Grep contains its pattern) and the probes' distances (median / p90 tokens, first
-entered and last seen; :mod:`harness.synth.recurrence`).
+entered and last seen; :mod:`ctxsim.harness.synth.recurrence`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-
-from harness import trace as tr
-from harness.synth import checks
-from harness.synth import recurrence as R
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import checks
+from ctxsim.harness.synth import recurrence as R
 
 
 def shape(t: tr.Trace) -> dict:
-    from harness.provider.tokenizer import get_tokenizer
+    from ctxsim.harness.provider.tokenizer import get_tokenizer
 
     count = get_tokenizer().count
     ev = t.events
@@ -53,7 +52,7 @@ def shape(t: tr.Trace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.synth import generate, load_preset, preset_names
+    from ctxsim.harness.synth import generate, load_preset, preset_names
 
     names = (sys.argv[1:] if argv is None else argv) or preset_names()
     print("| preset | calls | tokens (cl100k, all content) | facts | probes | gaps > 300 s | results > 50k chars | "

@@ -8,7 +8,7 @@ files`` and the paths; ``Glob`` prints absolute paths; ``Edit`` acknowledges wit
 ``cat -n`` snippet; a failing ``Bash`` command is an error result starting ``Exit code N``.
 Everything is computed from the current files (a read after an edit shows the edit; a grep matches
 real lines), except test runs, which are the real pytest output recorded for the tree's state
-(:mod:`harness.synth.corpus`): the clean tree, one bug, or one bug with one wrong attempt. The
+(:mod:`ctxsim.harness.synth.corpus`): the clean tree, one bug, or one bug with one wrong attempt. The
 generator only changes Python files in ways that have a recording (a bug, its attempts, its fix),
 so every test output shown is the real output of the tree the session has at that point.
 """
@@ -19,7 +19,7 @@ import fnmatch
 import hashlib
 from dataclasses import dataclass
 
-from harness.synth.corpus import CWD, Corpus, LineChange, Mutation, Run, SourceFile
+from ctxsim.harness.synth.corpus import CWD, Corpus, LineChange, Mutation, Run, SourceFile
 
 READ_MAX_LINES = 2_000          # Claude Code's Read returns at most 2,000 lines without a limit
 NUM_WIDTH = 6                   # "{n:>6}→": the line-number prefix of Claude Code's Read

@@ -5,11 +5,11 @@ no overflow once it claims to manage the window, byte-stable cached prefixes unl
 rewrite, nothing lost without a summary or a path back, no re-spilling, pair-safe compaction
 boundaries, a pairing-valid first request after a resume. This package checks them:
 
-* :mod:`harness.testing.conversations` — hypothesis strategies and a step-by-step builder for
+* :mod:`ctxsim.harness.testing.conversations` — hypothesis strategies and a step-by-step builder for
   conversations shaped like real agent sessions;
-* :mod:`harness.testing.invariants` — the invariants as plain functions over what a strategy sent;
-* :mod:`harness.testing.recording` — record what a strategy sends (whole replay or step by step);
-* :mod:`harness.testing.machine` — a hypothesis state machine that drives any strategy and checks
+* :mod:`ctxsim.harness.testing.invariants` — the invariants as plain functions over what a strategy sent;
+* :mod:`ctxsim.harness.testing.recording` — record what a strategy sends (whole replay or step by step);
+* :mod:`ctxsim.harness.testing.machine` — a hypothesis state machine that drives any strategy and checks
   after every step; :func:`find_failure` returns the minimal failing session.
 
 Settings profiles: ``default`` (what ``ctxsim check-strategy`` runs: under a minute per strategy,
@@ -60,7 +60,7 @@ PROFILES = ("default", "ci", "deep")
 # hangs, far above what the budget takes); and the random sample ``ctxsim check-strategy`` runs
 # after the seeded corpus (its seed printed, ``--seed`` replays it).  # assumed: sized to the CI budget
 # ``cross_process``: once the sessions pass, the longest is replayed in two fresh processes with
-# two string-hash seeds (harness.testing.crossprocess; a few seconds).
+# two string-hash seeds (ctxsim.harness.testing.crossprocess; a few seconds).
 LIMITS = {"default": {"max_result_size": 150_000, "shrink_examples": 150, "shrink_seconds": 1_800.0, "sample": 8,
                       "cross_process": True},
           "ci": {"max_result_size": 150_000, "shrink_examples": 40, "shrink_seconds": 1_800.0, "sample": 0,
@@ -84,7 +84,7 @@ def selected_settings(profile: str | None = None) -> settings:
     return KIT_SETTINGS[selected_profile(profile)]
 
 
-from harness.testing.invariants import (  # noqa: E402
+from ctxsim.harness.testing.invariants import (  # noqa: E402
     INVARIANTS,
     Checker,
     InvariantViolation,
@@ -93,7 +93,7 @@ from harness.testing.invariants import (  # noqa: E402
     check,
     promises,
 )
-from harness.testing.recording import Mark, Recording, Sent, Stepper, record  # noqa: E402
+from ctxsim.harness.testing.recording import Mark, Recording, Sent, Stepper, record  # noqa: E402
 
 __all__ = ["CORPUS_SEED", "INVARIANTS", "PROFILES", "PROFILE_ENV", "LIMITS", "KIT_SETTINGS", "Checker", "InvariantViolation", "Mark", "Recording",
            "Sent", "Stepper", "Violation", "assert_holds", "check", "promises", "record", "selected_settings"]

@@ -6,10 +6,10 @@ hash seed: a strategy that orders tool results, files or memories by iterating a
 (or anything keyed on ``hash``) sends the same order twice and passes, then sends another order in
 the next process, on a user's machine, in a sweep worker. This replays one session in two fresh
 interpreters with ``PYTHONHASHSEED`` set to two values and compares the requests, one digest each
-(their canonical API form, :class:`harness.testing.determinism.Canon`, with the run directory's
+(their canonical API form, :class:`ctxsim.harness.testing.determinism.Canon`, with the run directory's
 name replaced, so two scratch directories compare equal).
 
-Run as a module it is the child: ``python -m harness.testing.crossprocess TRACE SPEC PARAMS_JSON
+Run as a module it is the child: ``python -m ctxsim.harness.testing.crossprocess TRACE SPEC PARAMS_JSON
 WINDOW FAIL_JSON`` prints one digest per request.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness import trace as tr
+from ctxsim.harness import trace as tr
 
 HASH_SEEDS = ("1", "2")  # two string-hash seeds of the two processes  # assumed: any two differ
 TIMEOUT_S = 600.0  # a child that runs longer than this is reported as such  # assumed
@@ -34,11 +34,11 @@ TIMEOUT_S = 600.0  # a child that runs longer than this is reported as such  # a
 def request_digests(trace: tr.Trace, spec: str, params: Mapping[str, Any], window: int,
                     fail_calls: Mapping[str, list[int]]) -> list[str]:
     """One digest per request the strategy ``spec`` sends on ``trace`` (in this process)."""
-    from harness.engine import RunConfig
-    from harness.testing.determinism import Canon
-    from harness.testing.machine import CHECK_MODEL
-    from harness.testing.recording import record
-    from strategies import registry
+    from ctxsim.harness.engine import RunConfig
+    from ctxsim.harness.testing.determinism import Canon
+    from ctxsim.harness.testing.machine import CHECK_MODEL
+    from ctxsim.harness.testing.recording import record
+    from ctxsim.strategies import registry
 
     cls = registry.load_class(spec)
     cfg = RunConfig(model=CHECK_MODEL, window=window, seed=0, fail_calls={k: tuple(v) for k, v in fail_calls.items()})
@@ -78,7 +78,7 @@ def difference(trace: tr.Trace, spec: str, params: Mapping[str, Any], window: in
         for seed in HASH_SEEDS:
             env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": os.pathsep.join(_paths(spec))}
             try:
-                p = subprocess.run([sys.executable, "-m", "harness.testing.crossprocess", str(path), spec,
+                p = subprocess.run([sys.executable, "-m", "ctxsim.harness.testing.crossprocess", str(path), spec,
                                     json.dumps(dict(params)), str(window), json.dumps(fail_calls)],
                                    capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
             except subprocess.TimeoutExpired:

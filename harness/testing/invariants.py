@@ -6,7 +6,7 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    cache breakpoints, each on a block that exists; no empty text or thinking block,
                    no empty message; a user turn's ``tool_result`` blocks come first; the first
                    message is the user's; with thinking, the open tool loop keeps its thinking
-                   block (:mod:`harness.testing.api_rules`, sources there).
+                   block (:mod:`ctxsim.harness.testing.api_rules`, sources there).
 ``pairing``        every request is pairing-valid: a split tool_use/tool_result pair is a 400, and
                    every later request of the session is a 400 too until the history is repaired.
 ``window``         a strategy that claims to manage the window (``Strategy.manages_window``) never
@@ -55,15 +55,15 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    agent working without knowing what it was asked. Held by the strategies that keep
                    a path back, and by any that sets ``keeps_goal``.
 
-Two more are checked by the state machine (:mod:`harness.testing.machine`), which replays each
+Two more are checked by the state machine (:mod:`ctxsim.harness.testing.machine`), which replays each
 session twice: ``inputs`` (the strategy never changes the trace's dicts or the shared tool schemas
-in place, :mod:`harness.testing.inputs`) and ``deterministic`` (the second run sends the same
-requests byte for byte, :mod:`harness.testing.determinism`); a strategy raising is ``crash``.
+in place, :mod:`ctxsim.harness.testing.inputs`) and ``deterministic`` (the second run sends the same
+requests byte for byte, :mod:`ctxsim.harness.testing.determinism`); a strategy raising is ``crash``.
 
-Use :func:`check` on a :class:`~harness.testing.recording.Recording` (from ``record`` or a
+Use :func:`check` on a :class:`~ctxsim.harness.testing.recording.Recording` (from ``record`` or a
 ``Stepper``), or :class:`Checker` to check entries as they come. Each check is also a function of
 one or two requests (:func:`pairing_violation`, :func:`prefix_change`, :func:`split_pairs`,
-:func:`harness.testing.api_rules.api_errors`) usable on hand-built requests.
+:func:`ctxsim.harness.testing.api_rules.api_errors`) usable on hand-built requests.
 """
 
 from __future__ import annotations
@@ -74,11 +74,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import protocol
-from harness.conversation import Block, Breakpoint, Message, Request
-from harness.llm import SUMMARY
-from harness.testing.api_rules import api_errors
-from harness.testing.recording import Mark, Recording, Sent
+from ctxsim.harness import protocol
+from ctxsim.harness.conversation import Block, Breakpoint, Message, Request
+from ctxsim.harness.llm import SUMMARY
+from ctxsim.harness.testing.api_rules import api_errors
+from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "no_respill", "boundary_pairs", "resume_pairing", "inputs", "deterministic")
@@ -243,7 +243,7 @@ def estimate_error(estimated: int | None, tokens: int, window: int) -> str:
 def _estimate_cause(req: Request, tokens: int) -> str:
     """What an estimate that is off seems to leave out (or count twice), when one part of the
     request accounts for the gap: the system prompt and tools, or the opaque prefix."""
-    from harness.provider.tokenizer import get_tokenizer
+    from ctxsim.harness.provider.tokenizer import get_tokenizer
 
     if req.estimated_tokens is None:
         return ""

@@ -5,7 +5,7 @@ Each rule is one thing an agent session does next (a user message, a model call 
 tool calls and their results, several mid-sized reads at once, output dense in tokens, a final
 answer, a read-back of a file the strategy spilled, one or several sub-agents, a restart a minute
 or a night later, a chain of crashes and resumes, a compaction the recorded agent did); the engine
-replays it at once (:class:`~harness.testing.recording.Stepper`), a second engine replays it again
+replays it at once (:class:`~ctxsim.harness.testing.recording.Stepper`), a second engine replays it again
 (the ``deterministic`` invariant), and the invariants are checked on the requests the strategy sent.
 Each run starts shortly before midnight and injects failures into a few scattered summary calls or
 a burst of them. When an invariant fails, hypothesis shrinks the session to a minimal one, and the
@@ -28,6 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxsim.harness import trace as tr
+from ctxsim.harness.engine import RunConfig
+from ctxsim.harness.llm import SUMMARY, VERIFY
+from ctxsim.harness.testing import conversations as conv
+from ctxsim.harness.testing.determinism import Canon, request_difference
+from ctxsim.harness.testing.inputs import InputGuard
+from ctxsim.harness.testing.invariants import Checker, InvariantViolation, Violation, promises
+from ctxsim.harness.testing.recording import Stepper
+from ctxsim.strategies.base import Strategy
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -37,16 +46,6 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-
-from harness import trace as tr
-from harness.engine import RunConfig
-from harness.llm import SUMMARY, VERIFY
-from harness.testing import conversations as conv
-from harness.testing.determinism import Canon, request_difference
-from harness.testing.inputs import InputGuard
-from harness.testing.invariants import Checker, InvariantViolation, Violation, promises
-from harness.testing.recording import Stepper
-from strategies.base import Strategy
 
 CHECK_WINDOW = 32_000  # tokens: small enough that ~40 steps cross it several times, fast to tokenise
 CHECK_MODEL = "claude-sonnet-4-6"
@@ -508,9 +507,9 @@ def machine_for(cls: type[Strategy], params: Mapping[str, Any] | None = None, wi
         TestMyStrategy = M.TestCase
 
     (:func:`find_failure` does the same and returns the smallest failure instead of raising.)
-    ``seed``: the seed of its sessions (default :data:`harness.testing.CORPUS_SEED`: the same for
+    ``seed``: the seed of its sessions (default :data:`ctxsim.harness.testing.CORPUS_SEED`: the same for
     every strategy, whatever its name)."""
-    from harness.testing import CORPUS_SEED
+    from ctxsim.harness.testing import CORPUS_SEED
 
     return type(f"{cls.__name__}Machine", (StrategyMachine,), {
         "strategy": cls,
@@ -621,23 +620,22 @@ def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *
     generated session kept every invariant.
 
     ``profile`` (default: ``$HYPOTHESIS_PROFILE``, else default) sets the defaults of ``settings``,
-    ``max_result_size`` and ``shrink_seconds`` (:data:`harness.testing.LIMITS`). Of every failure
+    ``max_result_size`` and ``shrink_seconds`` (:data:`ctxsim.harness.testing.LIMITS`). Of every failure
     seen while searching and shrinking, the smallest (fewest events, then characters) is returned:
     hypothesis orders by its choice sequence, which may keep a session with more, tinier events.
     Hypothesis prints nothing: the failure carries what there is to say. ``twin=False`` skips the
     second replay of each session (and so the ``deterministic`` invariant). ``known`` lists
     findings already reported, as (invariant, regular expression of the detail): violations that
     match are not failures, and are appended to ``seen_known`` (a list of the caller's) instead.
-    ``seed``: the sessions' seed (default: the corpus, :data:`harness.testing.CORPUS_SEED`);
+    ``seed``: the sessions' seed (default: the corpus, :data:`ctxsim.harness.testing.CORPUS_SEED`);
     ``shrink_examples``: sessions replayed while shrinking (default: the profile's).
     ``cross_process`` (default: the profile's): when every session passed, the longest one is
-    replayed in two processes with different string-hash seeds (:mod:`harness.testing.crossprocess`);
+    replayed in two processes with different string-hash seeds (:mod:`ctxsim.harness.testing.crossprocess`);
     a difference is a ``deterministic`` failure on that session. ``scenarios``: first the
-    hand-written sessions of :mod:`harness.testing.scenarios` (the corpus's fixed part).
+    hand-written sessions of :mod:`ctxsim.harness.testing.scenarios` (the corpus's fixed part).
     """
+    from ctxsim.harness.testing import LIMITS, selected_profile, selected_settings
     from hypothesis.reporting import with_reporter
-
-    from harness.testing import LIMITS, selected_profile, selected_settings
 
     name = selected_profile(profile)
     limits = LIMITS[name]
@@ -679,7 +677,7 @@ def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *
 
 
 def _scenarios(machine: type[StrategyMachine], known, seen_known) -> CheckFailure | None:
-    from harness.testing.scenarios import SCENARIOS, check_scenario
+    from ctxsim.harness.testing.scenarios import SCENARIOS, check_scenario
 
     for name, (_build, dense) in SCENARIOS.items():
         trace, found = check_scenario(name, machine.strategy, machine.params, machine.window, machine.promised,
@@ -705,7 +703,7 @@ def _scenarios(machine: type[StrategyMachine], known, seen_known) -> CheckFailur
 
 
 def _cross_process(cls: type[Strategy], machine: type[StrategyMachine]) -> CheckFailure | None:
-    from harness.testing import crossprocess
+    from ctxsim.harness.testing import crossprocess
 
     if "<locals>" in cls.__qualname__ or cls.__module__ == "__main__":
         return None  # not importable by another process

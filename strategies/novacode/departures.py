@@ -1,14 +1,14 @@
 """NovaCode's readings and constants where the seed (spec/novacode.md) is ambiguous or silent.
 
 The parameters whose description starts with "not in the seed" are found by
-:mod:`strategies.departures` on their own; these are the rest: values the seed does not fix, each
+:mod:`ctxsim.strategies.departures` on their own; these are the rest: values the seed does not fix, each
 with the rule it reads and the alternative. ``ctxsim strategies novacode`` lists them with their
 defaults, and a report's Assumptions states them for every NovaCode run.
 """
 
 from __future__ import annotations
 
-from strategies.departures import Departure
+from ctxsim.strategies.departures import Departure
 
 SEED_READINGS = (
     Departure("tail_rule", "N-COMP-6 reading",

@@ -25,8 +25,8 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.conversation import Message
-from strategies.novacode.instructions import find_git_root
+from ctxsim.harness.conversation import Message
+from ctxsim.strategies.novacode.instructions import find_git_root
 
 PLATFORM = "linux"  # assumed: the platform the replayed agent runs on (a parameter, environment_platform)
 # assumed: traces hold time relative to their start; the date the block shows is this epoch plus the

@@ -17,7 +17,7 @@ the strategy, and the side calls go through the LLM services:
   the model picks at most 5 (:func:`selection_prompt`, :func:`parse_selection`), rendered as one
   injection block (:func:`render_injection`);
 * consolidation (N-MEM-7): :func:`consolidation_gate` checks 24 h, 5 sessions and the 10-minute scan
-  throttle; the lock is :class:`strategies.novacode.lock.LockFile`.
+  throttle; the lock is :class:`ctxsim.strategies.novacode.lock.LockFile`.
 
 The model's answers are parsed strictly. When an answer does not parse (a backend that does not know
 the format), :func:`local_extract`, :func:`local_select` and :func:`local_consolidate` decide
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from harness.conversation import Message
+from ctxsim.harness.conversation import Message
 
 MEMORY_TYPES = ("user", "feedback", "project", "reference")   # N-MEM-1, N-MEM-2
 HOME_TYPES = frozenset({"user", "feedback"})                  # N-MEM-1: follow the user

@@ -28,12 +28,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from harness.conversation import History, Message, Request, SystemPrompt, ToolSet, Usage
-from harness.llm import MEMORY_CONSOLIDATE, MEMORY_EXTRACT, MEMORY_SELECT, CallSpec, SideCallFailed
-from strategies.base import StrategyEnv
-from strategies.novacode import instructions as inst
-from strategies.novacode import memory as mm
-from strategies.novacode.lock import DEFAULT_STALE_AFTER_S, LockFile
+from ctxsim.harness.conversation import History, Message, Request, SystemPrompt, ToolSet, Usage
+from ctxsim.harness.llm import MEMORY_CONSOLIDATE, MEMORY_EXTRACT, MEMORY_SELECT, CallSpec, SideCallFailed
+from ctxsim.strategies.base import StrategyEnv
+from ctxsim.strategies.novacode import instructions as inst
+from ctxsim.strategies.novacode import memory as mm
+from ctxsim.strategies.novacode.lock import DEFAULT_STALE_AFTER_S, LockFile
 
 
 @dataclass(frozen=True)

@@ -48,23 +48,27 @@ import re
 from pathlib import Path
 from typing import Literal
 
+from ctxsim.harness.conversation import Breakpoint, History, Message, Request, Usage
+from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyConfig, StrategyEnv, answer_dangling
+from ctxsim.strategies.novacode import caching, restore
+from ctxsim.strategies.novacode import compaction as rules
+from ctxsim.strategies.novacode import memory as mem
+from ctxsim.strategies.novacode import spill as spilling
+from ctxsim.strategies.novacode.accounting import (
+    CHARS_PER_TOKEN,
+    TokenLedger,
+    chars_to_tokens,
+    message_tokens,
+)
+from ctxsim.strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
+from ctxsim.strategies.novacode.departures import SEED_READINGS
+from ctxsim.strategies.novacode.environment import EPOCH_S as ENV_EPOCH_S
+from ctxsim.strategies.novacode.environment import PLATFORM as ENV_PLATFORM
+from ctxsim.strategies.novacode.environment import EnvironmentInjection
+from ctxsim.strategies.novacode.lock import DEFAULT_STALE_AFTER_S
+from ctxsim.strategies.novacode.transcript import TRANSCRIPT_FILE, Transcript
 from pydantic import Field, model_validator
-
-from harness.conversation import Breakpoint, History, Message, Request, Usage
-from harness.llm import SUMMARY, CallSpec, SideCallFailed
-from strategies.base import CallInfo, Rejection, Strategy, StrategyConfig, StrategyEnv, answer_dangling
-from strategies.novacode import caching, restore
-from strategies.novacode import compaction as rules
-from strategies.novacode import memory as mem
-from strategies.novacode import spill as spilling
-from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, chars_to_tokens, message_tokens
-from strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
-from strategies.novacode.departures import SEED_READINGS
-from strategies.novacode.environment import EPOCH_S as ENV_EPOCH_S
-from strategies.novacode.environment import PLATFORM as ENV_PLATFORM
-from strategies.novacode.environment import EnvironmentInjection
-from strategies.novacode.lock import DEFAULT_STALE_AFTER_S
-from strategies.novacode.transcript import TRANSCRIPT_FILE, Transcript
 
 LAUNCHES_DIR = "transcripts"  # N-TRANS-1: <run>/transcripts/<launch>/ is each launch's session directory
 
@@ -256,7 +260,7 @@ class NovaCode(Strategy):
                "breakpoints, instruction files, auto memory, transcripts, environment block")
     Config = NovaCodeConfig
     manages_window = True  # the hard line (N-COMP-3) keeps requests under the window
-    seed_readings = SEED_READINGS  # readings and constants where the seed is silent (strategies.departures)
+    seed_readings = SEED_READINGS  # readings and constants where the seed is silent (ctxsim.strategies.departures)
 
     def __init__(self, config: NovaCodeConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
@@ -276,7 +280,7 @@ class NovaCode(Strategy):
                 c.environment_platform, c.environment_epoch_s)
         self.memory = None
         if c.memory or c.instructions:
-            from strategies.novacode.memory_layer import MemoryLayer
+            from ctxsim.strategies.novacode.memory_layer import MemoryLayer
 
             self.memory = MemoryLayer(c, env, counters=self.counters.extra)
         self._epoch = 0  # bumped on every non-append rewrite of history

@@ -18,11 +18,10 @@ import gc
 import time
 
 import pytest
-
-from harness import trace as tr
-from harness.engine import RunConfig, replay
-from harness.synth import generate, load_preset
-from strategies.registry import names
+from ctxsim.harness import trace as tr
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.synth import generate, load_preset
+from ctxsim.strategies.registry import names
 
 BENCH_SEED = 4242  # no shipped trace, sweep or test uses it
 N_CALLS = 900      # long-200k's own length; the big session has twice as many calls

@@ -4,8 +4,8 @@ absolute timings in the test suite: this machine is shared and noisy."""
 import time
 
 import pytest
+from ctxsim.harness.engine import RunConfig, replay
 
-from harness.engine import RunConfig, replay
 from tests.helpers_traces import Builder
 
 

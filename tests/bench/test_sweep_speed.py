@@ -4,9 +4,10 @@ a run costs once its trace is parsed and counted (the per-worker cache) against 
 import shutil
 import time
 
-from harness import trace as tr
-from harness.engine import RunConfig, replay
-from harness.sweep import _TRACES, load_config, run_sweep
+from ctxsim.harness import trace as tr
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.sweep import _TRACES, load_config, run_sweep
+
 from tests.bench.test_replay_speed import session
 
 GRID = """
@@ -15,7 +16,7 @@ traces = ["trace.jsonl"]
 windows = [60_000, 200_000]
 [[strategies]]
 name = "novacode"
-[strategies.grid]
+[ctxsim.strategies.grid]
 soft_margin = [3_000, 8_000, 13_000, 20_000]
 tail_min_tokens = [5_000, 10_000]
 """

@@ -1,9 +1,8 @@
 """Generation speed (pytest-benchmark; reported by `make bench`, not asserted in the suite)."""
 
 import pytest
-
-from harness import trace as tr
-from harness.synth import generate, load_preset
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import generate, load_preset
 
 
 def test_generate_long_1m(benchmark):

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness.cli import BadInput, checks
+from ctxsim.harness.cli import BadInput, checks
 
 
 def test_output_probe_refuses_what_os_access_lets_root_through():

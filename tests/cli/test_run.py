@@ -3,9 +3,9 @@
 import json
 
 import pandas as pd
+from ctxsim.harness import trace as tr
+from ctxsim.harness.cli import main
 
-from harness import trace as tr
-from harness.cli import main
 from tests.helpers_traces import Builder
 
 
@@ -14,7 +14,7 @@ def test_run_by_name_and_by_module_class(tmp_path, capsys):
     tr.write(Builder().user("go").call("look", ["x" * 100]).call("done").build(), t)
     assert main(["run", str(t), "-s", "append_only", "--json", str(tmp_path / "a.json"),
                  "--calls", str(tmp_path / "a.parquet"), "-q"]) == 0
-    assert main(["run", str(t), "-s", "strategies.append_only:AppendOnly", "--json", str(tmp_path / "b.json"), "-q"]) == 0
+    assert main(["run", str(t), "-s", "ctxsim.strategies.append_only:AppendOnly", "--json", str(tmp_path / "b.json"), "-q"]) == 0
     a, b = (json.loads((tmp_path / f"{x}.json").read_text()) for x in "ab")
     assert a["cost_usd"] == b["cost_usd"] and a["calls"] == 2
     for key in ("strategy", "trace", "model", "window", "calls", "cost_usd", "tokens", "cache_hit_rate", "latency_s",

@@ -6,15 +6,15 @@ import subprocess
 import sys
 
 import pytest
+from ctxsim.harness import trace as tr
 
-from harness import trace as tr
 from tests.helpers_traces import Builder
 
 HEAVY = ("pandas", "matplotlib", "dask", "distributed", "pyarrow")
 
 _PROBE = """
 import json, sys
-from harness.cli import main
+from ctxsim.harness.cli import main
 try:
     rc = main(sys.argv[1:])
 except SystemExit as e:  # argparse's --help exits 0

@@ -1,8 +1,7 @@
 """The terminal table fits a 100-column terminal, lists failed runs last and marks them."""
 
+from ctxsim.harness.cli.table import print_table
 from rich.console import Console
-
-from harness.cli.table import print_table
 
 
 def _m(strategy, cost, completed=True, failed_at=None, **kw):
@@ -45,7 +44,7 @@ def test_a_wide_terminal_gets_the_token_columns():
 
 
 def test_a_configuration_that_failed_in_some_seeds_says_how_many_and_the_earliest_call():
-    from harness.cli.compare import mark_failed, seed_outcome
+    from ctxsim.harness.cli.compare import mark_failed, seed_outcome
 
     seeds = [{"completed": True, "failed_at_call": None}, {"completed": False, "failed_at_call": 700},
              {"completed": False, "failed_at_call": 678}]

@@ -1,7 +1,7 @@
 """The provider's cache models, with expectations worked out by hand from the API docs."""
 
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
-from harness.provider.cache import AnthropicCache, Layout, OpenAICache, openai_steps
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.provider.cache import AnthropicCache, Layout, OpenAICache, openai_steps
 
 TOK = 100  # every message is one block of 100 tokens in these tests
 

@@ -1,7 +1,7 @@
-"""What the Messages API rejects with a 400 (harness.protocol)."""
+"""What the Messages API rejects with a 400 (ctxsim.harness.protocol)."""
 
-from harness import protocol
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness import protocol
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
 
 
 def req(*msgs, bps=()):

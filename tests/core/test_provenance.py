@@ -1,8 +1,9 @@
 """What a run's numbers rest on is written into its metrics (harness/provenance.py)."""
 
-from harness.engine import RunConfig, replay
-from harness.provenance import prices, trace_source
-from harness.provider.models import load_table
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.provenance import prices, trace_source
+from ctxsim.harness.provider.models import load_table
+
 from tests.helpers_traces import Builder, header
 
 

@@ -1,13 +1,21 @@
 """Prices, usage normalisation (N-CACHE-4, N-CACHE-5), latency, token counting."""
 
 import pytest
-
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
-from harness.provider import Provider
-from harness.provider.latency import duration_s, ttft_s
-from harness.provider.models import load_table
-from harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer
-from harness.provider.usage import from_anthropic, from_gemini, from_openai, normalise
+from ctxsim.harness.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolSet,
+    Usage,
+)
+from ctxsim.harness.provider import Provider
+from ctxsim.harness.provider.latency import duration_s, ttft_s
+from ctxsim.harness.provider.models import load_table
+from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer
+from ctxsim.harness.provider.usage import from_anthropic, from_gemini, from_openai, normalise
 
 
 def test_five_minute_vs_one_hour_write_priced_125_vs_2x():

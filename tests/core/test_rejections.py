@@ -9,12 +9,12 @@ the same trace: 110, 6,149, 12,188 ...). At a 20,000-token window calls 0..3 fit
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.conversation import History, Message
+from ctxsim.harness.engine import MAX_ATTEMPTS_PER_CALL, RunConfig, replay, user_turns
+from ctxsim.harness.llm import CallSpec
+from ctxsim.strategies.base import Rejection, Strategy
 
-from harness import trace as tr
-from harness.conversation import History, Message
-from harness.engine import MAX_ATTEMPTS_PER_CALL, RunConfig, replay, user_turns
-from harness.llm import CallSpec
-from strategies.base import Rejection, Strategy
 from tests.helpers_traces import Builder
 
 WINDOW = 20_000
@@ -184,7 +184,7 @@ def test_the_base_strategy_declares_that_it_gives_up():
 def test_every_registered_strategy_declares_its_reaction():
     """Not the base class's sentence, and a source or a reason in parentheses for each (listed by
     `ctxsim strategies`)."""
-    from strategies.registry import get, names
+    from ctxsim.strategies.registry import get, names
 
     for name in names():
         text = get(name).on_rejection

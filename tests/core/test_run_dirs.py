@@ -9,11 +9,10 @@ import subprocess
 import sys
 
 import pytest
-
-from harness import engine
-from harness.engine import RunConfig, replay
-from harness.provider.tokenizer import get_tokenizer
-from harness.synth import generate, load_preset
+from ctxsim.harness import engine
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.provider.tokenizer import get_tokenizer
+from ctxsim.harness.synth import generate, load_preset
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,8 @@
-"""harness.textmatch: one pass over a text finds exactly the needles `in` would."""
+"""ctxsim.harness.textmatch: one pass over a text finds exactly the needles `in` would."""
 
+from ctxsim.harness.textmatch import Matcher, matcher
 from hypothesis import given
 from hypothesis import strategies as st
-
-from harness.textmatch import Matcher, matcher
 
 _ALPHABET = "ab(.*\\\n\ud800é"  # few letters (needles overlap and nest), regex metacharacters, a lone surrogate
 
@@ -41,7 +40,7 @@ def test_matchers_are_shared_for_the_same_needles():
 @given(st.dictionaries(st.text(alphabet="pq", min_size=1, max_size=2), st.text(alphabet="ab\n", max_size=4), max_size=6),
        st.lists(st.text(alphabet="ab\n", max_size=8), max_size=4))
 def test_a_message_holds_what_its_text_holds(needles, texts):
-    from harness.conversation import Block, Message
+    from ctxsim.harness.conversation import Block, Message
 
     m = Message("user", tuple(Block.text_block(t) for t in texts))
     matcher_ = Matcher(needles)
@@ -52,9 +51,9 @@ def test_a_message_holds_what_its_text_holds(needles, texts):
 def test_a_generated_session_matches_in_on_every_block():
     """pyahocorasick replaced a trie-shaped regex here; on a whole generated session (its planted
     facts as needles, every block as a text) the answer is still exactly what `in` gives."""
-    from harness.synth.config import load_preset
-    from harness.synth.generator import generate
-    from harness.trace import ToolResultEvent, UserEvent
+    from ctxsim.harness.synth.config import load_preset
+    from ctxsim.harness.synth.generator import generate
+    from ctxsim.harness.trace import ToolResultEvent, UserEvent
 
     t = generate(load_preset("short"), 3)
     needles = {k: f.text for k, f in t.facts().items()}

@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.cli import main
 
-from harness import trace as tr
-from harness.cli import main
 from tests.helpers_traces import Builder
 
 

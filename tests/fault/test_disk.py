@@ -15,9 +15,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import generate, load_preset
 
-from harness import trace as tr
-from harness.synth import generate, load_preset
 from tests.fuzz.judge import run_cli
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real" / "claude-code" / "codemie" \
@@ -91,7 +91,7 @@ def test_an_injected_enospc_is_exit_2_with_the_path_and_no_temp(small, tmp_path,
 
 def test_an_escaped_disk_error_is_one_line_not_a_traceback(tmp_path, monkeypatch):
     """A write outside the atomic path (a strategy's own file) that hits a full disk."""
-    from harness.cli import synth as cli_synth
+    from ctxsim.harness.cli import synth as cli_synth
 
     def boom(args):
         raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), str(tmp_path / "x"))
@@ -103,7 +103,7 @@ def test_an_escaped_disk_error_is_one_line_not_a_traceback(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("mask,mode", [(0o077, 0o600), (0o022, 0o644), (0o002, 0o664)])
 def test_outputs_honour_the_umask(tmp_path, mask, mode):
-    from harness import atomic
+    from ctxsim.harness import atomic
 
     old = os.umask(mask)
     try:
@@ -114,7 +114,7 @@ def test_outputs_honour_the_umask(tmp_path, mask, mode):
 
 
 def test_a_rewritten_file_keeps_its_mode(tmp_path):
-    from harness import atomic
+    from ctxsim.harness import atomic
 
     p = tmp_path / "private.jsonl"
     p.write_text("old")

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.conversation import Block, Message
 
-from harness import trace as tr
-from harness.conversation import Block, Message
 from tests.fuzz.judge import run_cli
 from tests.helpers_traces import header
 
@@ -68,9 +68,9 @@ def test_a_file_under_home_is_still_seeded(tmp_path):
 # --- strategy specs ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("spec,words", [(":X", "MODULE:CLASS"), ("..foo:X", "MODULE:CLASS"), (".foo:X", "MODULE:CLASS"),
-                                        ("os:", "MODULE:CLASS"), ("strategies.base:Strategy", "a base class"),
-                                        ("strategies.templates:ThresholdCompactor", "a base class"),
-                                        ("strategies.templates:PeerStrategy", "a base class")])
+                                        ("os:", "MODULE:CLASS"), ("ctxsim.strategies.base:Strategy", "a base class"),
+                                        ("ctxsim.strategies.templates:ThresholdCompactor", "a base class"),
+                                        ("ctxsim.strategies.templates:PeerStrategy", "a base class")])
 def test_strategy_specs_that_name_no_strategy_are_exit_2(tmp_path, spec, words):
     p = _write(tmp_path, _trace(["toolu_1"], size=10))
     o = run_cli(["run", str(p), "-s", spec, "-q"])
@@ -96,7 +96,7 @@ def test_inf_or_nan_in_a_price_table_is_refused(tmp_path, field, value):
 # --- spill names ------------------------------------------------------------------------------------
 
 def test_spill_names_are_injective():
-    from harness.filenames import safe_file_name
+    from ctxsim.harness.filenames import safe_file_name
 
     ids = [".", " ", "..", "", "a/b", "a_b", "a b", "x" * 400, "x" * 401, "toolu_01", "é"]
     names = [safe_file_name(i) for i in ids]
@@ -106,7 +106,7 @@ def test_spill_names_are_injective():
 
 
 def test_dot_and_space_ids_spill_to_two_files_each_pointing_at_its_own_result(tmp_path):
-    from strategies.novacode.spill import spill_message
+    from ctxsim.strategies.novacode.spill import spill_message
 
     msg = Message("user", (Block.tool_result(".", "A" * BIG), Block.tool_result(" ", "B" * BIG)))
     out = spill_message(msg, tmp_path, threshold=50_000, budget=50_000)
@@ -122,7 +122,7 @@ def test_dot_and_space_ids_spill_to_two_files_each_pointing_at_its_own_result(tm
 
 
 def test_one_refused_name_does_not_skip_the_other_spills(tmp_path):
-    from strategies.novacode.spill import spill_message, write_spill_file
+    from ctxsim.strategies.novacode.spill import spill_message, write_spill_file
 
     def writer(path: Path, content: str) -> None:
         if content.startswith("A"):
@@ -135,7 +135,7 @@ def test_one_refused_name_does_not_skip_the_other_spills(tmp_path):
 
 
 def test_a_failed_disk_still_skips_the_rest_of_the_message(tmp_path):
-    from strategies.novacode.spill import spill_message
+    from ctxsim.strategies.novacode.spill import spill_message
 
     def writer(path: Path, content: str) -> None:
         raise OSError(errno.EIO, "Input/output error", str(path))

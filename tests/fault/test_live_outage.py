@@ -10,14 +10,14 @@ import socket
 import time
 
 import pytest
+from ctxsim.harness import live
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import generate, load_preset
 
-from harness import live
-from harness import trace as tr
-from harness.synth import generate, load_preset
 from tests.fuzz.judge import run_cli
 from tests.live.loopback import Loopback, Reply
 
-pytest.importorskip("strategies.novacode.strategy")
+pytest.importorskip("ctxsim.strategies.novacode.strategy")
 pytest.importorskip("anthropic")
 
 WINDOW = "60000"   # the short preset compacts once on it with 40 calls

@@ -3,15 +3,16 @@ link are shown, not run, in a Markdown viewer that renders raw HTML."""
 
 from __future__ import annotations
 
-from harness import trace as tr
-from harness.synth import generate, load_preset
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import generate, load_preset
+
 from tests.fuzz.judge import run_cli
 
 HOSTILE = "<img src=x onerror=alert(1)><script>alert(2)</script>[x](javascript:alert(3))"
 
 
 def test_escape_by_hand():
-    from harness.mdtext import escape
+    from ctxsim.harness.mdtext import escape
 
     assert escape("<b>`<b>`</b>") == "&lt;b&gt;`<b>`&lt;/b&gt;"       # a code span is left as it is
     assert escape("[x](javascript:1)") == "[x]\\(javascript:1)"

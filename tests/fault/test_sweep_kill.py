@@ -48,7 +48,7 @@ def _alive(pid: int) -> bool:
 def _sweep(tmp_path: Path) -> subprocess.Popen:
     (tmp_path / "g.toml").write_text(GRID)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())", "sweep", str(tmp_path / "g.toml"), "--out",
+    return subprocess.Popen([sys.executable, "-c", "import sys; from ctxsim.harness.cli import main; sys.exit(main())", "sweep", str(tmp_path / "g.toml"), "--out",
                              str(tmp_path / "sw"), "--workers", "2", "--no-progress"], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -100,9 +100,10 @@ def test_a_worker_that_dies_is_a_failed_row_and_exit_1(tmp_path, monkeypatch):
     """A pool worker killed mid-run (OOM killer, a segfault in a C extension): its run, and the
     runs the broken pool can no longer do, are failure rows in the results; the sweep says how
     many and exits 1 (before: a BrokenProcessPool traceback)."""
-    from harness import engine, sweep
-    from harness import trace as tr
-    from harness.synth import generate, load_preset
+    from ctxsim.harness import engine, sweep
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.synth import generate, load_preset
+
     from tests.fuzz.judge import run_cli
 
     t = tmp_path / "t.jsonl"

@@ -57,7 +57,7 @@ def run_cli(argv: list[str], limit_s: float = 120.0) -> Outcome:
     import signal
     import threading
 
-    from harness.cli import main
+    from ctxsim.harness.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     status: int | None = None

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.cli import main as cli
+from ctxsim.harness.importers import import_file
+from ctxsim.harness.importers.common import SYNTHETIC_RESULT
+from ctxsim.harness.trace import TraceError
 
-from harness import trace as tr
-from harness.cli import main as cli
-from harness.importers import import_file
-from harness.importers.common import SYNTHETIC_RESULT
-from harness.trace import TraceError
 from tests.helpers_claude_code import asst, rec, result, user, write
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real" / "claude-code"

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.cli import main as cli
+from ctxsim.harness.importers.folders import discover
 
-from harness import trace as tr
-from harness.cli import main as cli
-from harness.importers.folders import discover
 from tests.helpers_claude_code import asst, result, text, user, write
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real"

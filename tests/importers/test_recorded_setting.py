@@ -4,9 +4,9 @@ auto-compaction's preTokens or the peak context), the cache TTL (from the usage 
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness.importers import import_file
+from ctxsim.harness.importers.claude_code import recorded_window
 
-from harness.importers import import_file
-from harness.importers.claude_code import recorded_window
 from tests.helpers_claude_code import asst, rec, result, text, user, write
 
 

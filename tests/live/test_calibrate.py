@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from ctxsim.harness.calibration import SummaryCall, calibration, kept, outcomes
+from ctxsim.harness.cli import main
+from ctxsim.harness.trace import FactEvent
 from loopback import keeping_responder
-
-from harness.calibration import SummaryCall, calibration, kept, outcomes
-from harness.cli import main
-from harness.trace import FactEvent
 
 
 def fact(fid, category, text):
@@ -61,9 +60,9 @@ def test_ctxsim_calibrate_live_then_replay(live_env, tmp_path, capsys):
     """The loopback 'summariser' keeps the goal, constraint and decision lines and drops the rest, so the
     measured survival is 1.0 for those categories and 0.0 for the others, by construction. The
     same command in replay mode, with the server gone, writes the same numbers."""
-    pytest.importorskip("strategies.novacode.strategy", reason="NovaCode strategy (task D) not in the tree yet")
-    from harness import trace as tr
-    from harness.synth import generate, load_preset
+    pytest.importorskip("ctxsim.strategies.novacode.strategy", reason="NovaCode strategy (task D) not in the tree yet")
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.synth import generate, load_preset
 
     short = generate(load_preset("short", ["calls=60"]), 0)   # 60 calls of real content: it compacts at 60k
     src = tmp_path / "short.jsonl"
@@ -121,10 +120,10 @@ def test_ctxsim_calibrate_bad_input(tmp_path, monkeypatch, capsys):
 
 def test_the_simulated_summariser_loads_what_calibrate_writes(tmp_path):
     """Round trip with harness/simllm.py (task B): the rates written are the rates loaded."""
-    import harness.simllm as simllm
+    import ctxsim.harness.simllm as simllm
 
     if not hasattr(simllm, "load_calibration"):
-        pytest.skip("harness.simllm.load_calibration not in the tree yet")
+        pytest.skip("ctxsim.harness.simllm.load_calibration not in the tree yet")
     src = "\n".join(f.text for f in FACTS.values())
     calls = [SummaryCall("r", 0, src, FACTS["g"].text, 10_000, 500)]
     path = tmp_path / "cal.json"
@@ -136,9 +135,9 @@ def test_the_simulated_summariser_loads_what_calibrate_writes(tmp_path):
 def test_max_compactions_bounds_the_spend(tmp_path):
     """60 calls of `short` at 60k compact twice under NovaCode; --max-compactions 1 stops after the
     first summary (the simulated summariser here: no API, no token scale)."""
-    pytest.importorskip("strategies.novacode.strategy", reason="NovaCode strategy (task D) not in the tree yet")
-    from harness import trace as tr
-    from harness.synth import generate, load_preset
+    pytest.importorskip("ctxsim.strategies.novacode.strategy", reason="NovaCode strategy (task D) not in the tree yet")
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.synth import generate, load_preset
 
     src = tmp_path / "short.jsonl"
     tr.write(generate(load_preset("short", ["calls=60"]), 0), src)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from loopback import Reply
-
-from harness.conversation import (
+from ctxsim.harness.conversation import (
     Block,
     Breakpoint,
     History,
@@ -16,7 +14,7 @@ from harness.conversation import (
     ToolSet,
     Usage,
 )
-from harness.live import (
+from ctxsim.harness.live import (
     DEFAULT_INSTRUCTIONS,
     AnthropicBackend,
     LiveError,
@@ -28,9 +26,10 @@ from harness.live import (
     make_backend,
     usage_from_api,
 )
-from harness.llm import SUMMARY, CallSpec, SideCallFailed
-from harness.render import to_anthropic_params
-from harness.response_store import ResponseStore, StoreMiss
+from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.render import to_anthropic_params
+from ctxsim.harness.response_store import ResponseStore, StoreMiss
+from loopback import Reply
 
 SYSTEM_400 = SystemPrompt.of("S" * 400)
 USER_40 = "u" * 40

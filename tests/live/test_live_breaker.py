@@ -9,13 +9,13 @@ import socket
 import time
 
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import generate, load_preset
 from loopback import Reply
 
-from harness import trace as tr
-from harness.synth import generate, load_preset
 from tests.fuzz.judge import run_cli
 
-pytest.importorskip("strategies.novacode.strategy")
+pytest.importorskip("ctxsim.strategies.novacode.strategy")
 
 WINDOW = "60000"  # the short preset compacts on it (tests/live/test_live_engine.py)
 

@@ -1,4 +1,4 @@
-"""NovaCode runs through harness.engine.replay with the live backend pointed at the loopback server:
+"""NovaCode runs through ctxsim.harness.engine.replay with the live backend pointed at the loopback server:
 a compaction by the live summariser end to end, retries, prompt-too-long failures opening the
 breaker (N-COMP-4), and replay from the response store reproducing the live run exactly."""
 
@@ -7,14 +7,13 @@ from __future__ import annotations
 import re
 
 import pytest
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.live import make_backend
+from ctxsim.harness.response_store import RUN_DIR_PATTERN
+from ctxsim.harness.synth import generate, load_preset
 from loopback import Reply, assert_sdk_typed, keeping_responder
 
-from harness.engine import RunConfig, replay
-from harness.live import make_backend
-from harness.response_store import RUN_DIR_PATTERN
-from harness.synth import generate, load_preset
-
-pytest.importorskip("strategies.novacode.strategy", reason="NovaCode strategy (task D) not in the tree yet")
+pytest.importorskip("ctxsim.strategies.novacode.strategy", reason="NovaCode strategy (task D) not in the tree yet")
 
 WINDOW = 60_000  # NovaCode lines on 60k: effective 40,000; soft 27,000; hard 37,000 (N-COMP-1..3)
 RUN_PATH = RUN_DIR_PATTERN + r"/transcripts/[^\s\"'`)]+"

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolDef,
+    ToolSet,
+)
+from ctxsim.harness.render import RenderError, breakpoints_in, count_tokens_params, to_anthropic_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from loopback import assert_sdk_typed
-
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolDef, ToolSet
-from harness.render import RenderError, breakpoints_in, count_tokens_params, to_anthropic_params
 
 TOOLS = ToolSet((ToolDef("Read", "read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
                  ToolDef("Bash", "run a command", {"type": "object", "properties": {"cmd": {"type": "string"}}})))

@@ -7,8 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from harness.response_store import (
+from ctxsim.harness.response_store import (
     ResponseStore,
     StoreError,
     StoreMiss,

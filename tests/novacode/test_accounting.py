@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
-from harness.conversation import Block, History, Message, SystemPrompt, ToolDef, ToolSet, Usage
-from strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, chars_to_tokens, message_tokens
+from ctxsim.harness.conversation import Block, History, Message, SystemPrompt, ToolDef, ToolSet, Usage
+from ctxsim.strategies.novacode.accounting import (
+    CHARS_PER_TOKEN,
+    TokenLedger,
+    chars_to_tokens,
+    message_tokens,
+)
 
 SYSTEM = SystemPrompt.of("s" * 70)            # 70 chars
 TOOLS = ToolSet((ToolDef("Read", "r"),))      # payload length computed below

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
+from ctxsim.strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
 
 
 def test_n_comp_4_opens_after_three_consecutive_failures():

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import copy
 
-from harness.conversation import Block, Breakpoint, Message
-from harness.engine import RunConfig, replay
-from strategies.novacode.caching import (
+from ctxsim.harness.conversation import Block, Breakpoint, Message
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.novacode.caching import (
     breakpoints,
     last_user_index,
     mark_last_tool,
     mark_last_user_message,
     mark_system,
 )
+
 from tests.helpers_traces import Builder
 
 

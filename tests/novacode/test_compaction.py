@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from strategies.novacode.compaction import (
+from ctxsim.strategies.novacode.compaction import (
     HARD_MARGIN_TOKENS,
     MIN_COMPRESSIBLE_TOKENS,
     SOFT_MARGIN_TOKENS,
@@ -21,6 +18,8 @@ from strategies.novacode.compaction import (
     trigger,
     worth_compacting,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def test_constants_are_the_seed_values():

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import trace as tr
-from harness.engine import RunConfig, replay
-from strategies.novacode.environment import EPOCH_S, EnvironmentInjection, date_at, git_state, render
+from ctxsim.harness import trace as tr
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.novacode.environment import EPOCH_S, EnvironmentInjection, date_at, git_state, render
 
 
 def test_git_state_from_the_files(tmp_path: Path):

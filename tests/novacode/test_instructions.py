@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ctxsim.strategies.novacode.instructions import MAX_INCLUDE_DEPTH, discover, find_git_root, load
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from strategies.novacode.instructions import MAX_INCLUDE_DEPTH, discover, find_git_root, load
 
 
 def w(path: Path, text: str) -> Path:

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from strategies.novacode.lock import LockFile, LockInfo
+from ctxsim.strategies.novacode.lock import LockFile, LockInfo
 
 
 class Clock:
@@ -109,7 +108,7 @@ def test_context_manager_and_bad_config(tmp_path):
 HOLDER = """
 import sys, time
 from pathlib import Path
-from strategies.novacode.lock import LockFile
+from ctxsim.strategies.novacode.lock import LockFile
 lk = LockFile(Path(sys.argv[1]), time.time)
 print("held" if lk.acquire() else "refused", flush=True)
 sys.stdin.readline()

@@ -5,11 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from harness.conversation import Block, Message
-from strategies.novacode.memory import (
+from ctxsim.harness.conversation import Block, Message
+from ctxsim.strategies.novacode.memory import (
     INDEX_FILE,
     INDEX_MAX_BYTES,
     INDEX_MAX_LINES,
@@ -36,6 +33,8 @@ from strategies.novacode.memory import (
     truncate_index,
     write_memory,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @pytest.fixture

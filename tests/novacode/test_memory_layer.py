@@ -10,13 +10,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
-from harness.conversation import Block, Message, SystemPrompt, ToolSet, Usage
-from harness.llm import SideCallFailed, SideCallResult
-from strategies.base import StrategyEnv
-from strategies.novacode import memory as mm
-from strategies.novacode.lock import LockInfo
-from strategies.novacode.memory_layer import MemoryLayer
+from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolSet, Usage
+from ctxsim.harness.llm import SideCallFailed, SideCallResult
+from ctxsim.strategies.base import StrategyEnv
+from ctxsim.strategies.novacode import memory as mm
+from ctxsim.strategies.novacode.lock import LockInfo
+from ctxsim.strategies.novacode.memory_layer import MemoryLayer
 
 
 class Clock:

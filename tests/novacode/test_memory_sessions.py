@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from harness import trace as tr
-from harness.engine import RunConfig, replay
-from harness.simllm import DEFAULT_EXTRACT, SimParams, SimulatedLLM
-from harness.synth import generate, load_preset
-from strategies.registry import names
+from ctxsim.harness import trace as tr
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.simllm import DEFAULT_EXTRACT, SimParams, SimulatedLLM
+from ctxsim.harness.synth import generate, load_preset
+from ctxsim.strategies.registry import names
 
 MEMORY_KINDS = ("memory_extract", "memory_select", "memory_consolidate")
 CROSS = ("preference", "feedback")
@@ -101,7 +100,7 @@ def test_multi_session_without_memory_makes_no_memory_calls(ms_trace):
 def test_n_mem_6_late_selection_never_delays(ms_trace, monkeypatch):
     """N-MEM-6 in the engine: with a 0.01 s timeout every selection is late and dropped, and the main
     calls happen at exactly the same simulated times as with the 8 s timeout (never delayed)."""
-    from strategies.novacode import memory_layer
+    from ctxsim.strategies.novacode import memory_layer
 
     r_ok = replay(ms_trace, "novacode", {"memory": True}, RunConfig(seed=0))
     monkeypatch.setattr(memory_layer.MemoryParams, "from_config",

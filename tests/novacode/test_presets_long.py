@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from harness.engine import RunConfig, replay
-from harness.synth import generate, load_preset
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.synth import generate, load_preset
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("HYPOTHESIS_PROFILE") != "deep", reason="deep profile only")]

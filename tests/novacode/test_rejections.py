@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.conversation import Block, Message, Usage
-from harness.engine import RunConfig, replay
-from harness.testing import conversations as conv
-from harness.testing.machine import CHECK_MODEL, CHECK_WINDOW, params_for
-from strategies.base import CallInfo, Rejection
-from strategies.novacode.strategy import NovaCode
-from strategies.registry import make_config
+from ctxsim.harness.conversation import Block, Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.testing import conversations as conv
+from ctxsim.harness.testing.machine import CHECK_MODEL, CHECK_WINDOW, params_for
+from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.novacode.strategy import NovaCode
+from ctxsim.strategies.registry import make_config
+
 from tests.fakes import IndexedServices, strategy_env
 from tests.helpers_traces import Builder
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.conversation import Block, Message, ToolDef, ToolSet
-from strategies.novacode.restore import (
+from ctxsim.harness.conversation import Block, Message, ToolDef, ToolSet
+from ctxsim.strategies.novacode.restore import (
     RESTORE_FILE_TOKENS,
     RESTORE_MAX_FILES,
     RESTORE_NOTICE,

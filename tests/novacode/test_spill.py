@@ -6,11 +6,8 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from harness.conversation import Block, Message
-from strategies.novacode.spill import (
+from ctxsim.harness.conversation import Block, Message
+from ctxsim.strategies.novacode.spill import (
     AGGREGATE_BUDGET_CHARS,
     PREVIEW_CHARS,
     SPILL_THRESHOLD_CHARS,
@@ -20,6 +17,8 @@ from strategies.novacode.spill import (
     spill_file_name,
     spill_message,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def results(*contents: str, prefix: str = "toolu_") -> Message:

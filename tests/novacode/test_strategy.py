@@ -9,14 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ctxsim.harness.conversation import Block, Message, Request, ToolDef, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.novacode.accounting import chars_to_tokens
+from ctxsim.strategies.novacode.restore import RESTORE_NOTICE
+from ctxsim.strategies.novacode.strategy import NovaCode, NovaCodeConfig
+from ctxsim.strategies.registry import StrategyError, get, make_config
 
-from harness.conversation import Block, Message, Request, ToolDef, Usage
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo
-from strategies.novacode.accounting import chars_to_tokens
-from strategies.novacode.restore import RESTORE_NOTICE
-from strategies.novacode.strategy import NovaCode, NovaCodeConfig
-from strategies.registry import StrategyError, get, make_config
 from tests.fakes import IndexedServices, strategy_env
 from tests.helpers_traces import Builder
 
@@ -98,7 +98,7 @@ def test_every_layer_on_by_default_in_ctxsim_strategies_json(capsys):
     the hard line's estimate calibration on (it is what keeps the window promise)."""
     import json
 
-    from harness.cli import main
+    from ctxsim.harness.cli import main
 
     assert main(["strategies", "--json"]) == 0
     params = json.loads(capsys.readouterr().out)["novacode"]["parameters"]
@@ -145,7 +145,7 @@ def test_set_strings_are_coerced_and_bad_values_fail_loudly():
 
 
 def test_memory_parameters_reach_the_memory_layer():
-    from strategies.novacode.memory_layer import MemoryParams
+    from ctxsim.strategies.novacode.memory_layer import MemoryParams
 
     cfg = make_config(NovaCode, {"memory_recall_max": "3", "memory_recall_timeout_s": "2.5"})
     p = MemoryParams.from_config(cfg)
@@ -185,7 +185,7 @@ def test_scenario_60k_result_spills_and_its_readback_does_not(tmp_path: Path):
 def test_n_spill_1_spill_files_live_under_each_launchs_session_directory(tmp_path: Path):
     """N-SPILL-1 + N-TRANS-1: two launches each spill a 60,000-char result. Each file lands in its own
     launch's session directory, beside that launch's transcript, not in one directory for the run."""
-    from harness import trace as tr
+    from ctxsim.harness import trace as tr
 
     def launch(b: Builder, session: str, text: str) -> None:
         b.event(tr.SessionStart(t=b._tick(1.0), session=session))
@@ -364,8 +364,8 @@ def test_n_comp_9_10_11_product_summary_restore_tail(tmp_path: Path):
 
 def test_cli_run_with_set(tmp_path: Path, capsys):
     """`ctxsim run TRACE --strategy novacode --set soft_margin=30000 --set tail_min_tokens=20000`."""
-    from harness import trace as tr
-    from harness.cli import main
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.cli import main
 
     p = tmp_path / "t.jsonl"
     tr.write(growing_trace(**GROW), p)
@@ -507,9 +507,9 @@ def test_n_comp_12_resets_after_success(tmp_path: Path, monkeypatch):
         def on_session_end(self, session, now):
             pass
 
-    mod = types.ModuleType("strategies.novacode.memory_layer")
+    mod = types.ModuleType("ctxsim.strategies.novacode.memory_layer")
     mod.MemoryLayer = FakeMemory
-    monkeypatch.setitem(sys.modules, "strategies.novacode.memory_layer", mod)
+    monkeypatch.setitem(sys.modules, "ctxsim.strategies.novacode.memory_layer", mod)
     s = make(tmp_path, memory=True)
     fill(s, 20, lambda i: 100_000)
     req = turn(s, 14_000, 165_000, 20)
@@ -603,7 +603,7 @@ def test_resume_rebuilds_history_from_the_transcript_and_repairs_a_dangling_call
     back from s1's transcript with the call completed by a synthetic result (N-TRANS-5), thinking
     kept out of the records (N-TRANS-3) but the open tool loop's answer starting with its thinking
     again, so the first request of s2 is not a 400."""
-    from harness import trace as tr
+    from ctxsim.harness import trace as tr
 
     b = Builder()
     b.event(tr.SessionStart(t=0.0, session="s1"))
@@ -634,7 +634,7 @@ def test_resume_rebuilds_history_from_the_transcript_and_repairs_a_dangling_call
 
 
 def test_new_session_without_resume_starts_empty(tmp_path: Path):
-    from harness import trace as tr
+    from ctxsim.harness import trace as tr
 
     b = Builder()
     b.event(tr.SessionStart(t=0.0, session="a"))
@@ -749,8 +749,8 @@ def test_n_comp_3_spill_heavy_completes_at_200k_with_no_rejected_request():
     puts the request at 206,879. Without the last resort the forced summary request (207,048) is
     refused twice and the session ends at call 162; with it the burst is elided from the summary
     request and the session completes with no rejected request."""
-    from harness.synth.config import load_preset
-    from harness.synth.generator import generate
+    from ctxsim.harness.synth.config import load_preset
+    from ctxsim.harness.synth.generator import generate
 
     trace = generate(load_preset("spill-heavy"), 1)
     on = replay(trace, "novacode", None, RunConfig(window=200_000)).metrics
@@ -764,7 +764,7 @@ def test_isolated_subtask_runs_in_its_own_context_and_stays_out_of_the_parent_tr
     """An isolated subtask (a sub-agent) sends its calls from a fresh history (kind subagent), with its
     own transcript; the parent's next request continues the parent's history, and a resume of the
     parent after a crash does not see the sub-agent's messages (its Task result stays paired)."""
-    from harness import trace as tr
+    from ctxsim.harness import trace as tr
 
     b = Builder()
     b.event(tr.SessionStart(t=0.0, session="s1"))

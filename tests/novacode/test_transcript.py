@@ -5,11 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from harness.conversation import Block, Message
-from strategies.novacode.transcript import (
+from ctxsim.harness.conversation import Block, Message
+from ctxsim.strategies.novacode.transcript import (
     META_FILE,
     SYNTHETIC_RESULT_TEXT,
     TRANSCRIPT_FILE,
@@ -18,6 +15,8 @@ from strategies.novacode.transcript import (
     read_records,
     repair_pairing,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 class Clock:
@@ -242,7 +241,7 @@ def test_n_trans_3_literally_no_thinking_on_disk_with_open_loop_thinking_off(tmp
     """spec/novacode.md N-TRANS-3 ("thinking blocks are not persisted"): with the departure off
     (``open_loop_thinking=False``, whose description starts "not in the seed") no file holds any
     thinking, and a resume inside the tool loop gets the answer back without it."""
-    from strategies.novacode.transcript import OPEN_LOOP_FILE
+    from ctxsim.strategies.novacode.transcript import OPEN_LOOP_FILE
 
     tr = Transcript(tmp_path, "s", Clock(), open_loop_thinking=False)
     tr.append(Message.user("fix the bug"))

@@ -1,12 +1,12 @@
 """Section 7 of the spec: what the window size changes (N-WIN-1..3)."""
 
 import pytest
+from ctxsim.harness.analysis import compaction_ledger
+from ctxsim.harness.conversation import Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.provider import Provider
+from ctxsim.strategies.novacode.compaction import thresholds
 
-from harness.analysis import compaction_ledger
-from harness.conversation import Usage
-from harness.engine import RunConfig, replay
-from harness.provider import Provider
-from strategies.novacode.compaction import thresholds
 from tests.helpers_traces import Builder
 
 

@@ -1,7 +1,7 @@
 import pytest
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.report import write_report
 
-from harness.engine import RunConfig, replay
-from harness.report import write_report
 from tests.report.sessions import WINDOW, dump_session
 
 CONFIGS = [("append_only", {"cache_breakpoints": True}), ("cut_no_summary", {}), ("truncate", {}), ("novacode", {})]

@@ -5,7 +5,8 @@ ones that complete the whole session (so ranking by cost would put a failure fir
 
 from __future__ import annotations
 
-from harness import trace as tr
+from ctxsim.harness import trace as tr
+
 from tests.helpers_traces import Builder
 
 WINDOW = 200_000

@@ -3,12 +3,12 @@ item 5): ``compare --report`` with codex (``compaction``: bool) beside observati
 (``compaction``: "auto") crashed in pyarrow."""
 
 import pandas as pd
+from ctxsim.harness import columns
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.report import write_report
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import columns
-from harness.engine import RunConfig, replay
-from harness.report import write_report
 from tests.helpers_traces import Builder
 
 

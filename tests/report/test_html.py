@@ -6,9 +6,9 @@ import html
 import re
 
 import pytest
+from ctxsim.harness.report import write_report
+from ctxsim.harness.report_html import inline
 
-from harness.report import write_report
-from harness.report_html import inline
 from tests.report.test_tuning import known_frame
 
 

@@ -6,9 +6,9 @@ novacode complete. At 1M everything completes."""
 import re
 
 import pytest
+from ctxsim.harness import analysis
+from ctxsim.harness.report import rows_from_results
 
-from harness import analysis
-from harness.report import rows_from_results
 from tests.report.sessions import DUMP_AT
 
 FAILED = "append_only (cache_breakpoints=True)"
@@ -111,7 +111,7 @@ def test_html_marks_failed_rows(dump_report):
     (0.99, "none of the 7 configurations that completed every session keeps retention ≥ 0.99"),
 ])
 def test_when_nothing_can_be_recommended_the_report_says_why(dump_runs, tmp_path, target, reason):
-    from harness.report import write_report
+    from ctxsim.harness.report import write_report
 
     write_report(dump_runs, tmp_path, target=target)
     rec = _section((tmp_path / "report.md").read_text(), "Recommendation")

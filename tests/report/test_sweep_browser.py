@@ -5,9 +5,9 @@ The hand-made results of tests/report/test_tuning.py at two windows, with a peer
 
 import pandas as pd
 import pytest
+from ctxsim.harness import figures, tuning_figures
+from ctxsim.harness.report import write_report
 
-from harness import figures, tuning_figures
-from harness.report import write_report
 from tests.report.browser import browser, check_page, screenshot
 from tests.report.test_tuning import known_frame
 

@@ -4,11 +4,11 @@ grid's mean) and only the parameters that differ from the strategy's defaults (i
 import re
 
 import pytest
+from ctxsim.harness import analysis
+from ctxsim.harness import formatting as fmt
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.report import rows_from_results, write_report
 
-from harness import analysis
-from harness import formatting as fmt
-from harness.engine import RunConfig, replay
-from harness.report import rows_from_results, write_report
 from tests.report.sessions import WINDOW, dump_session
 
 GRID = [("truncate", {"max_bytes": 2048}), ("truncate", {"max_bytes": 4096}), ("truncate", {"max_bytes": 4096, "head_lines": 64})]

@@ -5,9 +5,8 @@ import math
 
 import pandas as pd
 import pytest
-
-from harness import grid_checks, proportions, tuning
-from harness.report import write_report
+from ctxsim.harness import grid_checks, proportions, tuning
+from ctxsim.harness.report import write_report
 
 W = 200_000
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
-from harness.llm import CallSpec, SideCallFailed, SideCallResult
-from strategies.base import CallInfo, Rejection, StrategyEnv
-from strategies.registry import build
+from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
+from ctxsim.harness.llm import CallSpec, SideCallFailed, SideCallResult
+from ctxsim.strategies.base import CallInfo, Rejection, StrategyEnv
+from ctxsim.strategies.registry import build
 
 
 class FakeServices:

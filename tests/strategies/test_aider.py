@@ -7,9 +7,10 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from harness.conversation import Block, Breakpoint, Message
-from strategies.aider import SUMMARY_PREFIX, history_budget
-from strategies.base import CallInfo
+from ctxsim.harness.conversation import Block, Breakpoint, Message
+from ctxsim.strategies.aider import SUMMARY_PREFIX, history_budget
+from ctxsim.strategies.base import CallInfo
+
 from tests.strategies.peer_env import FakeServices, make, reject
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from harness.conversation import Message
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo
-from strategies.openhands import halving_cut
+from ctxsim.harness.conversation import Message
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.openhands import halving_cut
+
 from tests.helpers_traces import Builder, convo
 from tests.strategies.peer_env import FakeServices, make, step
 

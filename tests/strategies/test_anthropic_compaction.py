@@ -8,12 +8,12 @@ The files read are named in the strategy's docstring."""
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness.conversation import Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.anthropic_compaction import DEFAULT_INSTRUCTIONS, AnthropicCompaction
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.registry import StrategyError, make_config
 
-from harness.conversation import Message, Usage
-from harness.engine import RunConfig, replay
-from strategies.anthropic_compaction import DEFAULT_INSTRUCTIONS, AnthropicCompaction
-from strategies.base import CallInfo
-from strategies.registry import StrategyError, make_config
 from tests.helpers_traces import Builder
 from tests.strategies.peer_env import FakeServices, make, reject, step
 

@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
+from ctxsim.harness.conversation import Block, Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.claude_code import CLEARED, CONTINUED, ClaudeCode
+from ctxsim.strategies.registry import make_config
 
-from harness.conversation import Block, Message, Usage
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo
-from strategies.claude_code import CLEARED, CONTINUED, ClaudeCode
-from strategies.registry import make_config
 from tests.helpers_traces import Builder
 from tests.strategies.peer_env import FakeServices, fail, make, reject, step
 
@@ -108,7 +108,7 @@ def test_compaction_shares_the_prefix_and_reattaches_the_five_latest_files_and_t
     assert len(sreq.messages) == 1 + 2 * 8 and spec.kind == "summary" and "All user messages" in spec.instructions
     h = list(s.history)
     assert h[0].text == CONTINUED + "SUMMARY"
-    # strategies.reattach, as the recorded replay: five files, most recent first (f1 read again: its
+    # ctxsim.strategies.reattach, as the recorded replay: five files, most recent first (f1 read again: its
     # latest text, 20,001 characters, is over 5,000 × 4 = 20,000, so it comes back as a path
     # reference only, docs: context-window "What survives compaction"; f5 .. f2 as Read meta
     # messages; f0 is the sixth), then the todo list

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.conversation import Message
-from strategies.base import CallInfo
-from strategies.registry import build
+from ctxsim.harness.conversation import Message
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.registry import build
+
 from tests.strategies.peer_env import FakeServices, make, step
 
 

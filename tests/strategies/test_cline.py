@@ -7,8 +7,9 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from harness.conversation import Message
-from strategies.base import CallInfo
+from ctxsim.harness.conversation import Message
+from ctxsim.strategies.base import CallInfo
+
 from tests.strategies.peer_env import FakeServices, make, reject, step
 
 

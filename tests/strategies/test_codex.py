@@ -8,10 +8,11 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from harness.conversation import Message, Usage
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo
-from strategies.codex import SUMMARY_PREFIX, middle_truncate, select_user_messages
+from ctxsim.harness.conversation import Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.codex import SUMMARY_PREFIX, middle_truncate, select_user_messages
+
 from tests.helpers_traces import Builder
 from tests.strategies.peer_env import FakeServices, fail, make, step
 
@@ -171,9 +172,9 @@ def test_summary_prompt_opens_with_the_active_task_as_codex_prompt_md_928a707():
     active task (the most recent user request that is still in progress)", format items Active task /
     Progress so far / Next steps (active task only) / Key context / constraints / preferences (still
     relevant only) / Completed tasks (optional, brief). The simulated summariser routes a goal fact
-    by the word "request" (harness.simllm FACT_ROUTES): it lands in the Active task item."""
-    from harness.simllm import _route
-    from strategies.codex import SUMMARY_SECTIONS, SUMMARY_SECTIONS_2025
+    by the word "request" (ctxsim.harness.simllm FACT_ROUTES): it lands in the Active task item."""
+    from ctxsim.harness.simllm import _route
+    from ctxsim.strategies.codex import SUMMARY_SECTIONS, SUMMARY_SECTIONS_2025
 
     services = FakeServices("HANDOFF")
     s = make("codex", {"auto_compact_token_limit": 1_000}, services=services)

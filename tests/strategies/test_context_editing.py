@@ -8,9 +8,10 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from harness.conversation import Message, Usage
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo
+from ctxsim.harness.conversation import Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo
+
 from tests.helpers_traces import Builder
 from tests.strategies.peer_env import make, step
 
@@ -108,8 +109,8 @@ def test_episodic_clearing_is_paid_in_cache_writes():
 
 
 def test_exclude_tools_from_the_command_line():
-    from strategies.context_editing import ContextEditing
-    from strategies.registry import make_config
+    from ctxsim.strategies.context_editing import ContextEditing
+    from ctxsim.strategies.registry import make_config
 
     assert make_config(ContextEditing, {"exclude_tools": "Read, Grep"}).exclude_tools == ("Read", "Grep")
 
@@ -179,7 +180,7 @@ def test_per_request_breaks_the_cache_on_every_call_past_the_trigger():
     assert per.metrics["cost_usd"] > epi.metrics["cost_usd"]
 
 
-# --- the cache, worked by hand through harness.provider.cache (issue #33) ------------------------
+# --- the cache, worked by hand through ctxsim.harness.provider.cache (issue #33) ------------------------
 # Anthropic docs "Context editing" (platform.claude.com/docs/en/build-with-claude/context-editing,
 # read 2026-12), "Context editing and prompt caching": "Context editing invalidates cached prompt
 # prefixes because clearing content modifies the prompt structure ... Use the clear_at_least parameter
@@ -193,8 +194,8 @@ def cache_run(params: dict, n: int = 8) -> list:
     """Requests r_0 .. r_{n-1} (r_k before step k's answer), each priced by the Anthropic cache model
     with every message worth chars // 4 tokens: "task" 1, a tool use 'Bash {"command": "ck"}' 22 chars
     → 5, a 4,000-character result 1,000, the placeholder "[cleared]" 9 chars → 2."""
-    from harness.conversation import Block
-    from harness.provider.cache import AnthropicCache, Layout
+    from ctxsim.harness.conversation import Block
+    from ctxsim.harness.provider.cache import AnthropicCache, Layout
 
     s = make("context_editing", {"trigger_input_tokens": 3_500, **params})
     s.on_user(Message.user("task"))
@@ -289,7 +290,7 @@ def test_a_boundary_breakpoint_makes_a_clear_rewrite_only_what_follows_the_new_c
     [cleared] + a1 (7) and the rest (3,010). r_5 (clears res1) marks 3 and 5: it reads r_4's entry at
     a1 (2,013), and writes 7 + 3,010 again: only what follows the newly cleared block (without the
     mark: read 2,001, write 3,029)."""
-    from harness.conversation import Breakpoint
+    from ctxsim.harness.conversation import Breakpoint
 
     runs = cache_run({"boundary_breakpoint": True})
     assert runs[5][0].breakpoints == (Breakpoint("system"), Breakpoint(3), Breakpoint(5), Breakpoint(10))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from harness.conversation import Message, Usage
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo
-from strategies.cut_no_summary import NOTICE
+from ctxsim.harness.conversation import Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.cut_no_summary import NOTICE
+
 from tests.helpers_traces import Builder
 from tests.strategies.peer_env import FakeServices, make, step
 

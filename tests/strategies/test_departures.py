@@ -6,10 +6,9 @@ Read at: spec/novacode.md (N-COMP-4, N-COMP-6, N-COMP-11, N-MEM-3, N-MEM-7, N-TR
 from __future__ import annotations
 
 import pandas as pd
-
-from harness.cli import main
-from strategies.departures import assumption_lines, flags, in_effect
-from strategies.novacode.strategy import NovaCode
+from ctxsim.harness.cli import main
+from ctxsim.strategies.departures import assumption_lines, flags, in_effect
+from ctxsim.strategies.novacode.strategy import NovaCode
 
 BEYOND = ["calibrate_unanchored", "summary_input_fit", "summary_input_last_resort", "restore_skip_in_tail",
           "open_loop_thinking"]

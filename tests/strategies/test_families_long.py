@@ -11,10 +11,10 @@ import os
 import statistics
 
 import pytest
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.synth.config import load_preset
+from ctxsim.harness.synth.generator import generate
 
-from harness.engine import RunConfig, replay
-from harness.synth.config import load_preset
-from harness.synth.generator import generate
 from tests.novacode.test_memory_sessions import session_of
 
 pytestmark = [pytest.mark.slow,

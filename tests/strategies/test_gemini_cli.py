@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.conversation import Block, Message, Usage
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo
-from strategies.gemini_cli import ACK, compress_split_point, format_truncated, message_json_chars
+from ctxsim.harness.conversation import Block, Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.gemini_cli import ACK, compress_split_point, format_truncated, message_json_chars
+
 from tests.helpers_traces import Builder
 from tests.strategies.peer_env import FakeServices, fail, make, step
 

@@ -7,14 +7,15 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from harness.conversation import Message, Usage
-from strategies.base import CallInfo
-from strategies.goose import (
+from ctxsim.harness.conversation import Message, Usage
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.goose import (
     CONVERSATION_CONTINUATION,
     FAST_MODEL,
     TOOL_LOOP_CONTINUATION,
     remove_tool_responses,
 )
+
 from tests.helpers_traces import convo
 from tests.strategies.peer_env import FakeServices, fail, make, reject, step
 

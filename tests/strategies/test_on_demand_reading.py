@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo, StrategyEnv
+from ctxsim.strategies.on_demand_reading import POINTER, OnDemandReading
+from ctxsim.strategies.registry import StrategyError, get, make_config
 
-from harness import trace as tr
-from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo, StrategyEnv
-from strategies.on_demand_reading import POINTER, OnDemandReading
-from strategies.registry import StrategyError, get, make_config
 from tests.helpers_traces import Builder
 
 PARAMS = {"inline_read_tokens": 5_000, "keep_read_tokens": 2_000, "keep_recent_reads": 1, "cold_cache_s": 0}

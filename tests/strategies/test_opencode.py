@@ -7,9 +7,10 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from harness.conversation import Message, Usage
-from strategies.base import CallInfo
-from strategies.opencode import COMPACTION_ASK, CONTINUE, PRUNED, tail_budget
+from ctxsim.harness.conversation import Message, Usage
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.opencode import COMPACTION_ASK, CONTINUE, PRUNED, tail_budget
+
 from tests.strategies.peer_env import FakeServices, make, reject, step
 
 
@@ -90,7 +91,7 @@ def test_tool_output_over_50kb_is_cut_to_its_head_and_saved(tmp_path):
 def test_a_read_of_the_saved_output_is_not_cut_again(tmp_path):
     from pathlib import Path
 
-    from harness.conversation import Block
+    from ctxsim.harness.conversation import Block
 
     s = make("opencode", session_dir=tmp_path)
     s.on_user(Message.user("task"))

@@ -8,12 +8,12 @@ The files read are named in the strategy's docstring."""
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness.conversation import Block, Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.openhands import OpenHands, halving_cut, middle_cut
+from ctxsim.strategies.registry import StrategyError, make_config
 
-from harness.conversation import Block, Message, Usage
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo
-from strategies.openhands import OpenHands, halving_cut, middle_cut
-from strategies.registry import StrategyError, make_config
 from tests.helpers_traces import Builder, convo
 from tests.strategies.peer_env import FakeServices, make, reject, step
 
@@ -160,7 +160,7 @@ def test_v1_failed_summary_on_a_hard_requirement_falls_back_to_a_hard_context_re
     """software-agent-sdk v1.43.1 condenser/base.py RollingCondenser.condense: a HARD requirement whose
     get_condensation raises (the summary call failed) → hard_context_reset (llm_summarizing_condenser.py):
     every event, first whole, then each event cut by maybe_truncate to 0.8 × the longest, 5 tries."""
-    from strategies.openhands import TRUNCATE_NOTICE, maybe_truncate
+    from ctxsim.strategies.openhands import TRUNCATE_NOTICE, maybe_truncate
 
     from tests.strategies.peer_env import fail
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from harness.engine import RunConfig, replay
-from harness.synth.config import load_preset
-from harness.synth.generator import generate
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.synth.config import load_preset
+from ctxsim.harness.synth.generator import generate
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("HYPOTHESIS_PROFILE") != "deep", reason="deep profile only")]

@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness.engine import RunConfig, replay
-from harness.importers import import_file
-from harness.synth.config import load_preset
-from harness.synth.generator import generate
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.importers import import_file
+from ctxsim.harness.synth.config import load_preset
+from ctxsim.harness.synth.generator import generate
 
 PEERS = ["truncate", "sliding_window", "cut_no_summary", "observation_masking", "context_editing", "codex",
          "gemini_cli", "openhands", "amortized_forgetting", "claude_code", "anthropic_compaction", "aider", "opencode", "goose", "roo_code",

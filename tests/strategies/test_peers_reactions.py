@@ -4,10 +4,10 @@ sentence), and the agents that give up do: the turn ends, nothing is retried."""
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness.conversation import Message
+from ctxsim.strategies.base import Strategy
+from ctxsim.strategies.registry import get
 
-from harness.conversation import Message
-from strategies.base import Strategy
-from strategies.registry import get
 from tests.strategies.peer_env import make, reject, step
 
 PEERS = ["context_editing", "gemini_cli", "codex", "openhands", "observation_masking", "sliding_window",

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ctxsim.harness import protocol
+from ctxsim.harness import trace as tr
+from ctxsim.harness.conversation import Block, History, Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.llm import SUMMARY
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.rag_memory import ChunkStore, RagMemory, chunk_text, tokenize
+from ctxsim.strategies.registry import get, make_config
 from rank_bm25 import BM25Okapi
 
-from harness import protocol
-from harness import trace as tr
-from harness.conversation import Block, History, Message, Usage
-from harness.engine import RunConfig, replay
-from harness.llm import SUMMARY
-from strategies.base import CallInfo
-from strategies.rag_memory import ChunkStore, RagMemory, chunk_text, tokenize
-from strategies.registry import get, make_config
 from tests.fakes import IndexedServices, strategy_env
 from tests.helpers_traces import Builder
 

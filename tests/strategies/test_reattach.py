@@ -1,9 +1,9 @@
-"""strategies.reattach: a file rebuilt as the log last showed it, and which files come back
+"""ctxsim.strategies.reattach: a file rebuilt as the log last showed it, and which files come back
 (docs, context-window "What survives compaction": the most recently modified first)."""
 
 from __future__ import annotations
 
-from strategies.reattach import FileView, ReattachTracker
+from ctxsim.strategies.reattach import FileView, ReattachTracker
 
 
 def numbered(lines: dict[int, str]) -> str:

@@ -4,12 +4,11 @@ sub-agent contexts and models), driven by the real engine on small hand-built tr
 from __future__ import annotations
 
 import pytest
-
-from harness import trace as tr
-from harness.conversation import Breakpoint
-from harness.engine import RunConfig, replay
-from strategies.recorded import COMPACT_INSTRUCTIONS, MISSING_SUMMARY, Recorded, RecordedConfig
-from strategies.registry import StrategyError, get, make_config
+from ctxsim.harness import trace as tr
+from ctxsim.harness.conversation import Breakpoint
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.recorded import COMPACT_INSTRUCTIONS, MISSING_SUMMARY, Recorded, RecordedConfig
+from ctxsim.strategies.registry import StrategyError, get, make_config
 
 MODEL = "claude-opus-4-6"
 BIG = "x " * 3000   # ≈3,000 cl100k tokens: above Opus 4.6's 4,096-token cache minimum with the prefix
@@ -223,7 +222,7 @@ def test_startup_content_heads_the_main_context_and_comes_back_after_a_compactio
     prompt is sent as 4,000 and an opaque message of 2,000 tokens heads the history (4 more for the
     message's framing, MESSAGE_OVERHEAD). Docs (context-window, "What survives compaction"): after
     the compaction it is re-injected from disk, before the summary; turned off, it is lost."""
-    from harness.provider.tokenizer import MESSAGE_OVERHEAD, get_tokenizer
+    from ctxsim.harness.provider.tokenizer import MESSAGE_OVERHEAD, get_tokenizer
 
     evs = [tr.UserEvent(t=0, text="go"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
            tr.CompactEvent(t=2, summary="SUMMARY"), tr.UserEvent(t=3, text="go on"),

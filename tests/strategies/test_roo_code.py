@@ -6,9 +6,10 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from harness.conversation import Message, Usage
-from strategies.base import CallInfo
-from strategies.roo_code import hidden_count
+from ctxsim.harness.conversation import Message, Usage
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.roo_code import hidden_count
+
 from tests.strategies.peer_env import FakeServices, fail, make, reject, step
 
 

@@ -8,10 +8,10 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from harness.conversation import Block, Message, Usage
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo
-from strategies.sliding_window import (
+from ctxsim.harness.conversation import Block, Message, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.sliding_window import (
     DUPLICATE_READ_NOTICE,
     MISSING_RESULT,
     NOTICE,
@@ -21,6 +21,7 @@ from strategies.sliding_window import (
     removal_count,
     truncation_range,
 )
+
 from tests.helpers_traces import Builder, convo
 from tests.strategies.peer_env import make, reject, step, use
 
@@ -164,7 +165,7 @@ def test_a_rejected_request_is_cut_to_a_quarter_and_retried_once():
 
 
 def test_the_notice_goes_after_the_first_answers_thinking_which_stays_unchanged():
-    from strategies.sliding_window import with_notice
+    from ctxsim.strategies.sliding_window import with_notice
 
     think = Block("thinking", "let me look")
     use = Block.tool_use("tu_0", "Read", {"file_path": "a.py"})

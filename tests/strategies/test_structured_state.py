@@ -11,16 +11,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from harness import protocol
-from harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet, Usage
-from harness.engine import RunConfig, replay
-from strategies import base
-from strategies.base import CallInfo
-from strategies.registry import StrategyError, get, make_config
-from strategies.structured_state import (
+from ctxsim.harness import protocol
+from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies import base
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.registry import StrategyError, get, make_config
+from ctxsim.strategies.structured_state import (
     TODO_RESULT,
     StructuredState,
     TokenGauge,
@@ -29,6 +26,9 @@ from strategies.structured_state import (
     pair_safe_start,
     tail_start,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.fakes import IndexedServices, strategy_env
 from tests.helpers_traces import Builder
 
@@ -36,7 +36,7 @@ FakeServices = IndexedServices
 
 
 def rejection(reasons=("overflow",), tokens=0, attempt=1, window=200_000):
-    """What the engine hands ``on_rejected`` (strategies.base.Rejection once it has landed)."""
+    """What the engine hands ``on_rejected`` (ctxsim.strategies.base.Rejection once it has landed)."""
     cls = getattr(base, "Rejection", None)
     kw = dict(reasons=tuple(reasons), detail="prompt is too long", tokens=tokens, window=window, attempt=attempt)
     return cls(**kw) if cls is not None else SimpleNamespace(**kw)
@@ -297,11 +297,11 @@ def _long_trace():
     rng = np.random.default_rng(1)
     b = Builder()
     b.user(GOAL)
-    b.event(__import__("harness.trace", fromlist=["FactEvent"]).FactEvent(t=b.t, id="g", category="goal", text=GOAL))
+    b.event(__import__("ctxsim.harness.trace", fromlist=["FactEvent"]).FactEvent(t=b.t, id="g", category="goal", text=GOAL))
     for i in range(30):
         b.call(f"step {i}", results=[" ".join(rng.choice(["alpha", "beta", "def", "x", "=", "42"], 2000))])
         if i % 5 == 4:
-            b.event(__import__("harness.trace", fromlist=["ProbeEvent"]).ProbeEvent(t=b.t, id=f"p{i}", needs=["g"]))
+            b.event(__import__("ctxsim.harness.trace", fromlist=["ProbeEvent"]).ProbeEvent(t=b.t, id=f"p{i}", needs=["g"]))
     b.call("done")
     return b.build()
 
@@ -324,7 +324,7 @@ def test_replay_keeps_the_window_every_pair_and_the_goal_on_every_seed(tmp_path)
 
 def test_repair_dangling_answers_every_open_call():
     """As N-TRANS-5: after a crash every open tool call gets an error result before the next request."""
-    from strategies.structured_state import INTERRUPTED, repair_dangling
+    from ctxsim.strategies.structured_state import INTERRUPTED, repair_dangling
 
     two = Message("assistant", (Block.tool_use("a", "R", {}), Block.tool_use("b", "R", {})))
     # the launch stopped right after the call: a new result message, nothing rewritten

@@ -4,10 +4,11 @@ tool_use/tool_result pair with the report comes back; the main context is compac
 
 from __future__ import annotations
 
-from harness import trace as tr
-from harness.engine import RunConfig, replay
-from strategies.registry import get
-from strategies.subagent_isolation import EXPLORE_MODEL, SubagentIsolation
+from ctxsim.harness import trace as tr
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.registry import get
+from ctxsim.strategies.subagent_isolation import EXPLORE_MODEL, SubagentIsolation
+
 from tests.helpers_traces import Builder
 
 BIG = "word " * 7000  # 35,000 characters, about 7,000 tokens

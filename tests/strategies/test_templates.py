@@ -4,13 +4,19 @@ threshold-compactor counters."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
-from harness.protocol import pairing_error
-from strategies.base import Strategy
-from strategies.templates import (
+from ctxsim.harness.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolSet,
+    Usage,
+)
+from ctxsim.harness.protocol import pairing_error
+from ctxsim.strategies.base import Strategy
+from ctxsim.strategies.templates import (
     ThresholdCompactor,
     UsageAnchor,
     answer_dangling,
@@ -20,6 +26,9 @@ from strategies.templates import (
     head_end,
     tail_start,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.helpers_traces import convo
 
 
@@ -81,7 +90,7 @@ class _Scripted(ThresholdCompactor):
     name = ""  # not registered
 
     def __init__(self, results):
-        from strategies.base import Counters
+        from ctxsim.strategies.base import Counters
 
         self.counters = Counters()
         self.results = list(results)
@@ -113,7 +122,8 @@ def test_compact_now_is_counted_and_says_whether_to_send_again():
 
 
 def test_unanswered_call_gets_synthetic_result_before_next_request():
-    from strategies.base import CallInfo
+    from ctxsim.strategies.base import CallInfo
+
     from tests.strategies.peer_env import make
 
     h = History(convo(1)[:2])  # u0, a1 with tool use t0 and no result (the agent died mid-call)

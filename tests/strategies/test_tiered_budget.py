@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from ctxsim.harness import trace as tr
+from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo, StrategyEnv
+from ctxsim.strategies.registry import get, make_config
+from ctxsim.strategies.structured_state import CAP_MARKER
+from ctxsim.strategies.tiered_budget import CUT_MARKER, SPILLED, TieredBudget, cut_middle
 
-from harness import trace as tr
-from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo, StrategyEnv
-from strategies.registry import get, make_config
-from strategies.structured_state import CAP_MARKER
-from strategies.tiered_budget import CUT_MARKER, SPILLED, TieredBudget, cut_middle
 from tests.helpers_traces import Builder
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.registry import StrategyError, make_config
+from ctxsim.strategies.truncate import Truncate, truncate_head_tail
 
-from harness.engine import RunConfig, replay
-from strategies.registry import StrategyError, make_config
-from strategies.truncate import Truncate, truncate_head_tail
 from tests.helpers_traces import Builder
 
 

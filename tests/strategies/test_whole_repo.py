@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
+from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.base import CallInfo, StrategyEnv
+from ctxsim.strategies.registry import get, make_config
+from ctxsim.strategies.whole_repo import WholeRepo, corpus_files, file_block, strip_line_numbers
 
-from harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
-from harness.engine import RunConfig, replay
-from strategies.base import CallInfo, StrategyEnv
-from strategies.registry import get, make_config
-from strategies.whole_repo import WholeRepo, corpus_files, file_block, strip_line_numbers
 from tests.fakes import IndexedServices
 from tests.helpers_traces import Builder
 

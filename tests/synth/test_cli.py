@@ -1,6 +1,6 @@
 """ctxsim synth: byte-identical output for one seed, exit 2 on bad input."""
 
-from harness.cli import main
+from ctxsim.harness.cli import main
 
 
 def test_synth_writes_byte_identical_traces_for_a_seed(tmp_path, capsys):

@@ -1,8 +1,7 @@
 """Presets and --set overrides."""
 
 import pytest
-
-from harness.synth.config import PresetError, SynthConfig, load_preset, preset_names
+from ctxsim.harness.synth.config import PresetError, SynthConfig, load_preset, preset_names
 
 
 def test_all_required_presets_exist_and_load():

@@ -5,9 +5,8 @@ import gzip
 import hashlib
 
 import pytest
-
-from harness.synth import corpus_build as B
-from harness.synth.corpus import CORPUS_FILE, CORPUS_SHA256, CorpusError, load_corpus
+from ctxsim.harness.synth import corpus_build as B
+from ctxsim.harness.synth.corpus import CORPUS_FILE, CORPUS_SHA256, CorpusError, load_corpus
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +21,7 @@ def test_the_file_is_the_pinned_one_and_its_license_ships_beside_it():
 
 
 def test_a_corpus_that_is_not_the_pinned_one_is_refused(tmp_path, monkeypatch):
-    from harness.synth import corpus as C
+    from ctxsim.harness.synth import corpus as C
 
     fake = tmp_path / "c.json.gz"
     fake.write_bytes(gzip.compress(b"{}"))

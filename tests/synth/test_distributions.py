@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
+from ctxsim.harness.synth import distributions as D
+from ctxsim.harness.synth.config import SynthConfig
+from ctxsim.harness.synth.distributions import LogNormal, categorical
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from harness.synth import distributions as D
-from harness.synth.config import SynthConfig
-from harness.synth.distributions import LogNormal, categorical
 
 FITTED_TABLES = {
     **{f"result_chars.{k}": v for k, v in D.FITTED_RESULT_CHARS.items()},

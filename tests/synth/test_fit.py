@@ -3,9 +3,8 @@
 from pathlib import Path
 
 import pytest
-
-from harness.synth import distributions as D
-from harness.synth.fit import fit, kind_of_command, lognormal_fit
+from ctxsim.harness.synth import distributions as D
+from ctxsim.harness.synth.fit import fit, kind_of_command, lognormal_fit
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real"
 

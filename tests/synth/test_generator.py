@@ -5,12 +5,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
-
-from harness import trace as tr
-from harness.synth import checks, generate, load_preset
-from harness.synth import recurrence as R
-from harness.synth.corpus import load_corpus
-from harness.synth.workspace import ARROW
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import checks, generate, load_preset
+from ctxsim.harness.synth import recurrence as R
+from ctxsim.harness.synth.corpus import load_corpus
+from ctxsim.harness.synth.workspace import ARROW
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +104,7 @@ def test_facts_are_real_content_and_file_and_error_facts_recur(long200):
 
 def test_probe_distances_are_within_a_factor_of_two_of_the_real_logs(long200):
     """Issue 16: median and p90 of first-entered and last-seen distances (tokens) within a factor of
-    2 of the real logs' (recurrence.REAL_REFERENCE, what `python -m harness.synth.recurrence` prints)."""
+    2 of the real logs' (recurrence.REAL_REFERENCE, what `python -m ctxsim.harness.synth.recurrence` prints)."""
     ds = R.synthetic_distances(long200)
     sm = R.summary(ds)
     ref = R.REAL_REFERENCE
@@ -123,7 +122,7 @@ def test_probe_distances_are_within_a_factor_of_two_of_the_real_logs(long200):
 
 def test_needs_after_a_turnover_reach_back_across_it_as_in_the_real_logs(long200):
     """Issue 26: in the real compacting logs 470 of 553 uses after a compaction (85%) are of items that
-    entered before it (`python -m harness.synth.recurrence`); long-200k's within 10 points, and the
+    entered before it (`python -m ctxsim.harness.synth.recurrence`); long-200k's within 10 points, and the
     goal and a user constraint are needed after the first turnover, last seen before it (at risk)."""
     s = R.stream(long200)
     ds = R.distances(s, R.probe_uses(long200, s))
@@ -269,7 +268,7 @@ def test_the_same_bytes_whatever_the_hash_seed_of_the_process():
     import subprocess
     import sys
 
-    code = ("from harness.synth import generate, load_preset; "
+    code = ("from ctxsim.harness.synth import generate, load_preset; "
             "print(generate(load_preset('long-200k', ['calls=150']), 4).content_hash)")
     hashes = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")}
@@ -277,7 +276,7 @@ def test_the_same_bytes_whatever_the_hash_seed_of_the_process():
 
 
 def test_seeded_memories_are_what_novacode_parses_and_indexes(tmp_path):
-    from strategies.novacode import memory as nm
+    from ctxsim.strategies.novacode import memory as nm
 
     files = generate(load_preset("multi-session"), 0).header.meta["files"]
     mems = {k: v for k, v in files.items() if "/memory/" in k and not k.endswith(nm.INDEX_FILE)}
@@ -294,8 +293,8 @@ def test_seeded_memories_are_what_novacode_parses_and_indexes(tmp_path):
 def test_turnovers_of_the_generator_by_hand():
     """Issue 26: every step of estimated tokens the window turns over; the next probe then needs what
     the user said."""
-    from harness.synth.config import SynthConfig
-    from harness.synth.generator import _Gen
+    from ctxsim.harness.synth.config import SynthConfig
+    from ctxsim.harness.synth.generator import _Gen
 
     g = _Gen(SynthConfig(calls=10, turnover_tokens=50_000, late_user_needs=True), 0)
     g._step_est = 20_000.0            # the step, set by hand (the formula is the prefix and the measured ratio)
@@ -313,7 +312,7 @@ def test_a_small_config_needs_the_goal_across_each_turnover_and_re_needs_lines_r
     """A 200-call session whose window turns over every 30,000 tokens (a 63,000 window less the 33,000
     reserve): the goal, said once at the start, is needed at risk after the turnovers; most needs
     after a turnover reach back across it."""
-    from harness.synth.config import SynthConfig
+    from ctxsim.harness.synth.config import SynthConfig
 
     cfg = SynthConfig(calls=200, probe_every=3.0, turnover_tokens=30_000, across_share=1.0, late_user_needs=True)
     t = generate(cfg, 0)

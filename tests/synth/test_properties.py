@@ -1,10 +1,9 @@
 """Properties of the generator over random small configurations (hypothesis, bounded, deterministic)."""
 
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import SynthConfig, generate
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from harness import trace as tr
-from harness.synth import SynthConfig, generate
 
 
 @settings(max_examples=20, deadline=None)

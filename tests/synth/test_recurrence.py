@@ -4,9 +4,8 @@ hand-built trace with token counts worked out by hand (one token per word)."""
 from pathlib import Path
 
 import pytest
-
-from harness import trace as tr
-from harness.synth import recurrence as R
+from ctxsim.harness import trace as tr
+from ctxsim.harness.synth import recurrence as R
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real"
 words = lambda s: len(s.split())  # noqa: E731  (a hand-checkable tokenizer)

@@ -1,9 +1,9 @@
-"""traces/trace.schema.json is what harness.trace.json_schema() produces (no drift)."""
+"""traces/trace.schema.json is what ctxsim.harness.trace.json_schema() produces (no drift)."""
 
 import json
 from pathlib import Path
 
-from harness.trace import json_schema
+from ctxsim.harness.trace import json_schema
 
 SCHEMA = Path(__file__).resolve().parents[2] / "traces" / "trace.schema.json"
 

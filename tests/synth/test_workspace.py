@@ -2,9 +2,8 @@
 checked on a hand-made three-file corpus (numbers worked out by hand)."""
 
 import pytest
-
-from harness.synth.corpus import parse
-from harness.synth.workspace import Workspace, numbered
+from ctxsim.harness.synth.corpus import parse
+from ctxsim.harness.synth.workspace import Workspace, numbered
 
 SRC = "import os\n\n\ndef size(path):\n    if path is None:\n        return 0\n    return os.path.getsize(path)\n"
 TEST = "from pkg import size\n\n\ndef test_none():\n    assert size(None) == 0\n"

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from harness import protocol
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolDef, ToolSet
-from harness.testing.api_rules import api_errors, breakpoint_error, first_message_error, thinking_error
+from ctxsim.harness import protocol
+from ctxsim.harness.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolDef,
+    ToolSet,
+)
+from ctxsim.harness.testing.api_rules import api_errors, breakpoint_error, first_message_error, thinking_error
 
 SYSTEM = SystemPrompt.of("You are a coding agent.")
 TOOLS = ToolSet((ToolDef("Read"),))

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness import trace as tr
-from harness.cli import main
+from ctxsim.harness import trace as tr
+from ctxsim.harness.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
@@ -64,7 +63,7 @@ def test_a_crash_names_the_file_and_line(tmp_path, capsys):
 def test_profiles_are_named_in_the_header(monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(EXAMPLES))
     monkeypatch.delenv("HYPOTHESIS_PROFILE", raising=False)
-    from harness.testing import selected_profile
+    from ctxsim.harness.testing import selected_profile
 
     assert selected_profile() == "default"  # what check-strategy runs unless told
     with pytest.raises(SystemExit) as e:  # argparse: exit 2 naming the option

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness import trace as tr
+from ctxsim.harness.testing import conversations as conv
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from harness import trace as tr
-from harness.testing import conversations as conv
 
 
 def test_text_of_has_exactly_the_size_asked_and_is_deterministic():

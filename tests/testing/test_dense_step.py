@@ -18,13 +18,12 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
-from harness.engine import RunConfig
-from harness.testing import conversations as conv
-from harness.testing.invariants import check
-from harness.testing.machine import CHECK_MODEL, CHECK_WINDOW, params_for
-from harness.testing.recording import record
-from strategies.novacode.strategy import NovaCode
+from ctxsim.harness.engine import RunConfig
+from ctxsim.harness.testing import conversations as conv
+from ctxsim.harness.testing.invariants import check
+from ctxsim.harness.testing.machine import CHECK_MODEL, CHECK_WINDOW, params_for
+from ctxsim.harness.testing.recording import record
+from ctxsim.strategies.novacode.strategy import NovaCode
 
 
 def dense_session(reads: int = 5, read_size: int = 4_000, step: tuple[int, ...] = (6_000, 6_000)):

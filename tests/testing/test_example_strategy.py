@@ -9,11 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from harness.conversation import Block, History, Message, SystemPrompt, ToolSet
-from harness.testing.machine import find_failure
-from strategies.base import CallInfo, StrategyEnv
-from strategies.registry import make_config
+from ctxsim.harness.conversation import Block, History, Message, SystemPrompt, ToolSet
+from ctxsim.harness.testing.machine import find_failure
+from ctxsim.strategies.base import CallInfo, StrategyEnv
+from ctxsim.strategies.registry import make_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
@@ -94,7 +93,7 @@ def test_resume_answers_the_calls_a_crash_left_open_n_trans_5(tmp_path):
 
 
 def test_a_refused_request_is_cut_again_at_the_apis_count(tmp_path):
-    from strategies.base import Rejection
+    from ctxsim.strategies.base import Rejection
 
     s = kr.KeepRecent(make_config(kr.KeepRecent, {}), env(tmp_path, window=1_000))
     s.history = History([Message.user("a" * 460), use("t1"), result("t1", "r" * 460), use("t2"), result("t2", "s" * 460)])
@@ -136,7 +135,7 @@ def test_guide_listings_are_the_tested_file():
 def test_guide_sweep_grid_is_a_valid_sweep_config():
     import tomllib
 
-    from harness.sweep import SweepConfig
+    from ctxsim.harness.sweep import SweepConfig
 
     grids = [b for b in _blocks("toml") if "[[strategies]]" in b]
     assert len(grids) == 1

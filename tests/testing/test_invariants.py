@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolDef, ToolSet
-from harness.testing.invariants import (
+from ctxsim.harness.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolDef,
+    ToolSet,
+)
+from ctxsim.harness.testing.invariants import (
     INVARIANTS,
     Checker,
     InvariantViolation,
@@ -15,9 +24,9 @@ from harness.testing.invariants import (
     promises,
     split_pairs,
 )
-from harness.testing.recording import Mark, Recording, Sent
-from strategies.append_only import AppendOnly
-from strategies.base import Strategy
+from ctxsim.harness.testing.recording import Mark, Recording, Sent
+from ctxsim.strategies.append_only import AppendOnly
+from ctxsim.strategies.base import Strategy
 
 SYSTEM = SystemPrompt.of("You are a coding agent.")
 TOOLS = ToolSet((ToolDef("Read"),))

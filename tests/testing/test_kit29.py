@@ -4,14 +4,15 @@ prompts; determinism is checked across two processes with different hash seeds (
 
 from __future__ import annotations
 
+from ctxsim.harness import trace as tr
+from ctxsim.harness.cli import main
+from ctxsim.harness.provider.tokenizer import get_tokenizer
+from ctxsim.harness.testing import CORPUS_SEED, selected_settings
+from ctxsim.harness.testing import conversations as conv
+from ctxsim.harness.testing.crossprocess import difference
+from ctxsim.harness.testing.machine import CHECK_WINDOW, find_failure, machine_for
 from hypothesis import Phase, settings
 
-from harness import trace as tr
-from harness.cli import main
-from harness.provider.tokenizer import get_tokenizer
-from harness.testing import CORPUS_SEED, conversations as conv, selected_settings
-from harness.testing.crossprocess import difference
-from harness.testing.machine import CHECK_WINDOW, find_failure, machine_for
 from tests.testing import mutants as m
 from tests.testing.mutants import kit29 as x
 

@@ -17,11 +17,11 @@ import os
 import re
 
 import pytest
+from ctxsim.harness.testing import selected_settings
+from ctxsim.harness.testing.machine import find_failure
+from ctxsim.strategies.registry import all_strategies
 from hypothesis import Phase, settings
 
-from harness.testing import selected_settings
-from harness.testing.machine import find_failure
-from strategies.registry import all_strategies
 from tests.testing import mutants as m
 from tests.testing.known_findings import known_for
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import shutil
 
+from ctxsim.harness import trace as tr
+from ctxsim.harness.engine import RunConfig
+from ctxsim.harness.testing import check, record
+from ctxsim.harness.testing.conversations import conversations
+from ctxsim.harness.testing.machine import params_for
+from ctxsim.harness.testing.recording import Mark, Sent, Stepper, scratch_dir
+from ctxsim.strategies.append_only import AppendOnly
+from ctxsim.strategies.registry import get
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import trace as tr
-from harness.engine import RunConfig
-from harness.testing import check, record
-from harness.testing.conversations import conversations
-from harness.testing.machine import params_for
-from harness.testing.recording import Mark, Sent, Stepper, scratch_dir
-from strategies.append_only import AppendOnly
-from strategies.registry import get
 from tests.helpers_traces import Builder
 
 

@@ -13,12 +13,12 @@ the owner, so a fix shows up as an XPASS to remove from the list.
 from __future__ import annotations
 
 import pytest
+from ctxsim.harness.testing import selected_profile, selected_settings
+from ctxsim.harness.testing.invariants import promises
+from ctxsim.harness.testing.machine import find_failure, params_for
+from ctxsim.strategies.registry import all_strategies
 from hypothesis import Phase, settings
 
-from harness.testing import selected_profile, selected_settings
-from harness.testing.invariants import promises
-from harness.testing.machine import find_failure, params_for
-from strategies.registry import all_strategies
 from tests.testing.known_findings import KNOWN_FINDINGS, known_for
 
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strategies.codex import Codex
-from strategies.context_editing import ContextEditing
-from strategies.novacode.strategy import NovaCode
-from strategies.observation_masking import ObservationMasking
-from strategies.sliding_window import SlidingWindow
+from ctxsim.strategies.codex import Codex
+from ctxsim.strategies.context_editing import ContextEditing
+from ctxsim.strategies.novacode.strategy import NovaCode
+from ctxsim.strategies.observation_masking import ObservationMasking
+from ctxsim.strategies.sliding_window import SlidingWindow
+
 from tests.testing.mutants import keep_recent as k
 from tests.testing.mutants import kit29 as x
 from tests.testing.mutants import novacode as n

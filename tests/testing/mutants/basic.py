@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, Usage
+from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig
 from pydantic import Field
-
-from harness.conversation import Block, Breakpoint, History, Message, Request, Usage
-from strategies.base import CallInfo, Strategy, StrategyConfig
 
 
 class _Base(Strategy):

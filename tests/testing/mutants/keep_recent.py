@@ -9,9 +9,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
-from harness.llm import SUMMARY, CallSpec, SideCallFailed
-from strategies.base import CallInfo
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
+from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.strategies.base import CallInfo
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "keep_recent.py"
 

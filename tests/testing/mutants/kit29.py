@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
-from strategies.base import CallInfo
-from strategies.novacode import restore as rs
-from strategies.novacode import spill as sp
-from strategies.novacode.strategy import NovaCode
+from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.novacode import restore as rs
+from ctxsim.strategies.novacode import spill as sp
+from ctxsim.strategies.novacode.strategy import NovaCode
+
 from tests.testing.mutants.keep_recent import KeepRecent
 
 
@@ -145,7 +146,7 @@ class SeedRatioBudgets(NovaCode):
 
     @staticmethod
     def check_params(window: int) -> dict:
-        from harness.testing.machine import KNOWN_PARAMS
+        from ctxsim.harness.testing.machine import KNOWN_PARAMS
 
         return {**KNOWN_PARAMS["novacode"](NovaCode, window), "calibrate_budgets": False}
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import time
 
+from ctxsim.harness.testing import selected_settings
+from ctxsim.harness.testing.machine import find_failure
 from hypothesis import Phase, settings
 
-from harness.testing import selected_settings
-from harness.testing.machine import find_failure
 from tests.testing.known_findings import known_for
-from tests.testing.mutants import CORPUS, TWINS
+from tests.testing.mutants import CORPUS
 
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
 

@@ -15,14 +15,14 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.conversation import Block, Breakpoint, Message
-from harness.testing.machine import CHECK_WINDOW, KNOWN_PARAMS
-from strategies.novacode import restore
-from strategies.novacode import spill as spilling
-from strategies.novacode import strategy as nc_module
-from strategies.novacode.accounting import TokenLedger, chars_to_tokens, message_chars
-from strategies.novacode.caching import cache_control, mark_last_tool
-from strategies.novacode.strategy import NovaCode
+from ctxsim.harness.conversation import Block, Breakpoint, Message
+from ctxsim.harness.testing.machine import CHECK_WINDOW, KNOWN_PARAMS
+from ctxsim.strategies.novacode import restore
+from ctxsim.strategies.novacode import spill as spilling
+from ctxsim.strategies.novacode import strategy as nc_module
+from ctxsim.strategies.novacode.accounting import TokenLedger, chars_to_tokens, message_chars
+from ctxsim.strategies.novacode.caching import cache_control, mark_last_tool
+from ctxsim.strategies.novacode.strategy import NovaCode
 
 # --- cache breakpoints (N-CACHE-1) ------------------------------------------------------------------
 
@@ -107,7 +107,7 @@ class SummaryAsAssistant(NovaCodeWithoutEnvironment):
 
 @contextmanager
 def _patched_rules(**changes):
-    """Swap functions of strategies.novacode.compaction as the strategy module sees them, for one
+    """Swap functions of ctxsim.strategies.novacode.compaction as the strategy module sees them, for one
     call (the kit runs one strategy at a time in this process)."""
     real = nc_module.rules
     nc_module.rules = types.SimpleNamespace(**{**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")},

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from harness.conversation import Block, Message
-from strategies import codex as codex_module
-from strategies import sliding_window as sliding_module
-from strategies.codex import Codex
-from strategies.context_editing import ContextEditing
-from strategies.observation_masking import ObservationMasking
-from strategies.sliding_window import SlidingWindow
+from ctxsim.harness.conversation import Block, Message
+from ctxsim.strategies import codex as codex_module
+from ctxsim.strategies import sliding_window as sliding_module
+from ctxsim.strategies.codex import Codex
+from ctxsim.strategies.context_editing import ContextEditing
+from ctxsim.strategies.observation_masking import ObservationMasking
+from ctxsim.strategies.sliding_window import SlidingWindow
 
 
 @contextmanager
