@@ -40,7 +40,7 @@ def _classes_in(module) -> list[type[Strategy]]:
 @cache
 def builtins() -> dict[str, type[Strategy]]:
     found: dict[str, type[Strategy]] = {}
-    for info in pkgutil.walk_packages(ctxsim.strategies.__path__, prefix="strategies."):
+    for info in pkgutil.walk_packages(ctxsim.strategies.__path__, prefix="ctxsim.strategies."):
         if info.name.rsplit(".", 1)[-1] in _SKIP or info.name.rsplit(".", 1)[-1].startswith("_"):
             continue
         module = importlib.import_module(info.name)

@@ -27,7 +27,9 @@ def test_setup_maps_exactly_the_folders_bundled_reads():
     tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
     mapped = next(ast.literal_eval(n.value) for n in tree.body
                   if isinstance(n, ast.Assign) and n.targets[0].id == "MAPPED")
-    assert {k.rsplit(".", 1)[1]: v for k, v in mapped.items() if k.count(".") == 2} == bundled.FOLDERS
+    data = "ctxsim.harness.data."
+    assert {k[len(data):]: v for k, v in mapped.items() if k.startswith(data) and "." not in k[len(data):]} == bundled.FOLDERS
+    assert mapped["ctxsim.harness"] == "harness" and mapped["ctxsim.strategies"] == "strategies"   # issue 32
     assert all((ROOT / v).is_dir() for v in mapped.values())
 
 

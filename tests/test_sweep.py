@@ -18,12 +18,12 @@ windows = [30_000, 1_000_000]
 seeds = [0, 1]
 [[strategies]]
 name = "novacode"
-[ctxsim.strategies.grid]
+[strategies.grid]
 soft_margin = [3_000, 5_000, 8_000]
 tail_min_tokens = [2_000, 4_000]
 [[strategies]]
 name = "append_only"
-[ctxsim.strategies.grid]
+[strategies.grid]
 cache_breakpoints = [true, false]
 """
 
@@ -77,7 +77,7 @@ def test_interrupted_sweep_resumes_to_the_same_rows(grid_dir, one_worker):
 
 
 def test_bad_grid_fails_before_running(tmp_path):
-    (tmp_path / "g.toml").write_text('traces = ["x.jsonl"]\n[[strategies]]\nname = "novacode"\n[ctxsim.strategies.grid]\nsoft_margn = [1]\n')
+    (tmp_path / "g.toml").write_text('traces = ["x.jsonl"]\n[[strategies]]\nname = "novacode"\n[strategies.grid]\nsoft_margn = [1]\n')
     with pytest.raises(Exception, match="soft_margn"):
         load_config(tmp_path / "g.toml")
     (tmp_path / "h.toml").write_text('traces = ["nothing-*.jsonl"]\n[[strategies]]\nname = "append_only"\n')

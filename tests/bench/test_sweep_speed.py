@@ -16,7 +16,7 @@ traces = ["trace.jsonl"]
 windows = [60_000, 200_000]
 [[strategies]]
 name = "novacode"
-[ctxsim.strategies.grid]
+[strategies.grid]
 soft_margin = [3_000, 8_000, 13_000, 20_000]
 tail_min_tokens = [5_000, 10_000]
 """
