@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from ctxsim.harness.cli.calibrate_summariser import DEFAULT_LOGS, _logs
+from ctxsim.harness.cli.calibrate_summariser import DEFAULT_LOGS, _default_logs, _logs, default_output
 
 
 def register(sub) -> None:
@@ -23,7 +23,7 @@ def register(sub) -> None:
         "Offline; no model is called.")
     p.add_argument("logs", nargs="*", metavar="LOG", help=f"session logs or folders (default: {DEFAULT_LOGS})")
     p.add_argument("-o", "--output", default=None,
-                   help="data file to write (default: harness/data/recovery.json in the package)")
+                   help="data file to write (default: from a checkout, its harness/data/recovery.json; installed, recovery.json in the user data folder)")
     p.add_argument("--window-calls", type=int, default=None, metavar="N",
                    help="calls after a compaction in which re-reads count as its recovery (default 30)")
     p.add_argument("--quiet", "-q", action="store_true", help="no table on the terminal")
@@ -41,7 +41,7 @@ def run(args) -> int:
     window = args.window_calls or rf.WINDOW_CALLS
     if window < 1:
         raise BadInput(f"--window-calls {window}: give at least 1")
-    items = args.logs or [str(Path(__file__).resolve().parents[2] / DEFAULT_LOGS)]
+    items = args.logs or _default_logs()   # the shared logs only beside a checkout (issue 32)
     comps, sources = [], []
     for path, root in _logs(items):
         trace, _ = probes.apply(import_file("claude-code", path).trace)   # as `ctxsim import` derives them
@@ -56,9 +56,11 @@ def run(args) -> int:
                        "need at least 2")
     cmd = "ctxsim calibrate-recovery" + ("" if not args.logs else " " + " ".join(args.logs))
     data = rf.data_file(comps, sources, cmd, window)
-    out = Path(args.output) if args.output else recovery.DATA
+    from ctxsim.harness import atomic
+
+    out = Path(args.output) if args.output else default_output(recovery.DATA)   # never the installed package
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    atomic.write_text(out, json.dumps(data, indent=1) + "\n")   # a full disk is exit 2, no partial file
     if not args.quiet:
         _print(data, out)
     return 0
