@@ -118,22 +118,31 @@ def run_config(args, **overrides) -> RunConfig:
                      summariser=summariser, **overrides)
 
 
-def recovery_set(items: list[str]) -> dict:
-    """``--recovery`` KEY=VALUE items (values read as TOML), checked against RecoveryParams."""
+def key_values(flag: str, items: list[str]) -> dict:
+    """KEY=VALUE items of ``flag``, each value read as TOML (a bare word stays a string)."""
     import tomllib
 
     from ctxsim.harness.cli import BadInput
-    from ctxsim.harness.recovery import RecoveryParams
 
     d = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise BadInput(f"--recovery expects KEY=VALUE, got {item!r}")
+            raise BadInput(f"{flag} expects KEY=VALUE, got {item!r}")
         try:
             d[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
         except tomllib.TOMLDecodeError:
             d[key.strip()] = value.strip()
+    return d
+
+
+def recovery_set(items: list[str]) -> dict:
+    """``--recovery`` KEY=VALUE items (values read as TOML), checked against RecoveryParams."""
+
+    from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.recovery import RecoveryParams
+
+    d = key_values("--recovery", items)
     try:
         RecoveryParams(**d)
     except ValueError as e:
@@ -144,24 +153,12 @@ def recovery_set(items: list[str]) -> dict:
 def assumption_sets(retention: list[str], summariser: list[str]) -> tuple[dict, dict]:
     """``--retention`` / ``--summariser`` KEY=VALUE items (values read as TOML), checked against
     RetentionParams and SimParams before any run."""
-    import tomllib
 
     from ctxsim.harness.cli import BadInput
     from ctxsim.harness.retention import RetentionParams
     from ctxsim.harness.simllm import SimParams
 
-    out = []
-    for flag, items in (("--retention", retention), ("--summariser", summariser)):
-        d = {}
-        for item in items:
-            key, sep, value = item.partition("=")
-            if not sep or not key.strip():
-                raise BadInput(f"{flag} expects KEY=VALUE, got {item!r}")
-            try:
-                d[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
-            except tomllib.TOMLDecodeError:
-                d[key.strip()] = value.strip()
-        out.append(d)
+    out = [key_values(flag, items) for flag, items in (("--retention", retention), ("--summariser", summariser))]
     try:
         RetentionParams(**out[0])
     except ValueError as e:
