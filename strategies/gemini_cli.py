@@ -334,12 +334,17 @@ class GeminiCli(ThresholdCompactor):
         for i, j, tok in parts:
             b = h[i].blocks[j]
             name = self.tool_names.get(b.id or "", "")
-            path = self._save(b.text, b.id or "result")
-            if path is None:
-                continue
-            snippet = masked_snippet(b.text, path, shell=name in SHELL_TOOLS)
+            # the real service writes the file before it knows the saving; a file no masked
+            # preview names is never read, so it is written only when the output is masked (else
+            # an output too short to mask is rewritten at every call: work growing with history)
+            self.truncation_id += 1
+            file_name = f"{b.id or 'result'}_{self.truncation_id}"
+            snippet = masked_snippet(b.text, self.output_path("tool-outputs", file_name), shell=name in SHELL_TOOLS)
             gain = tok - (len(name) + len(snippet)) / c.chars_per_token
             if gain > 0:
+                path = self.save_output("tool-outputs", file_name, b.text)
+                if path is None:
+                    continue
                 by_msg.setdefault(i, {})[j] = Block.tool_result(b.id or "", snippet, b.is_error, saved=path, masked=True)
                 saved += gain
         if not by_msg:

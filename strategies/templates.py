@@ -260,15 +260,18 @@ class PeerStrategy(Strategy):
         else:
             self.anchor.rebase(estimate, len(history))
 
+    def output_path(self, subdir: str, name: str) -> str:
+        """Where :meth:`save_output` writes ``name``: nothing is written."""
+        from ctxsim.harness.filenames import safe_file_name
+
+        return str(Path(self.env.session_dir) / subdir / safe_file_name(name))  # injective: two ids never share a file
+
     def save_output(self, subdir: str, name: str, text: str) -> str | None:
         """Write a tool output the agent keeps on disk (a real file under the run's directory);
         counted as a spill. None when it cannot be written (counted in ``save_failed``)."""
-        d = Path(self.env.session_dir) / subdir
-        from ctxsim.harness.filenames import safe_file_name
-
-        path = d / safe_file_name(name)   # injective: two ids never share a file
+        path = Path(self.output_path(subdir, name))
         try:
-            d.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         except OSError:
             self.counters.extra["save_failed"] += 1
