@@ -244,7 +244,8 @@ class _Run:
         from ctxsim.harness import needs as nd
 
         self.needs = nd.for_run(trace, self.provider) if facts else None  # the same for every strategy
-        self.recovery = _make_recovery(trace, self.needs, cfg, seeds[3], self.provider)
+        self.recovery = (_make_recovery(trace, self.needs, cfg, seeds[3], self.provider)
+                         if strategy_cls.closed_loop else None)
         h = trace.header
         self.read_tool = str(h.meta.get("read_tool", READ_TOOL))
         if "prefix" not in trace.memo:
@@ -653,7 +654,8 @@ def _needs_metrics(res: RunResult, run: _Run, calls: pd.DataFrame, probes: pd.Da
     res.metrics["needs_at_risk"] = nd.headline(run.probe_rows, needs, restored)
     res.metrics["needs_by_distance"] = nd.by_distance(run.probe_rows, needs)
     rec = res.metrics["recovery"] = (run.recovery.metrics(calls) if run.recovery is not None
-                                     else rc.Recovery.none(rc.RecoveryParams(**dict(cfg.recovery))))
+                                     else rc.Recovery.none(rc.RecoveryParams(**dict(cfg.recovery)),
+                                                           closed_loop=type(run.strategy).closed_loop))
     res.metrics["cost_with_recovery_usd"] = res.metrics["cost_usd"] - rec["credit_usd"]
     got = [needs.get(p, f) for p, f in zip(probes["probe"], probes["fact"], strict=True)]
     probes["at_risk"] = [bool(g is not None and g.at_risk) for g in got]

@@ -299,12 +299,13 @@ class Recovery:
         return True
 
     @staticmethod
-    def none(params: RecoveryParams) -> dict[str, Any]:
-        """The ``recovery`` object of a run with no recovery (no facts, or the loop disabled)."""
+    def none(params: RecoveryParams, closed_loop: bool = True) -> dict[str, Any]:
+        """The ``recovery`` object of a run with no recovery (no facts, the loop disabled, or a
+        strategy that re-enacts the log, whose recoveries are the log's own: ``closed_loop`` False)."""
         return {"calls": 0, "tokens": 0, "cost_usd": 0.0, "violated": 0, "restated": 0, "restate_cost_usd": 0.0,
                 "unrecoverable": 0, "declined": 0,
                 "by_recorded": 0, "by_kind": {k: 0 for k in KINDS}, "recorded_unneeded": 0, "credit_usd": 0.0,
-                "probability": dict(params.probability), "enabled": params.enabled}
+                "probability": dict(params.probability), "enabled": params.enabled and closed_loop}
 
     def metrics(self, calls) -> dict[str, Any]:
         """The ``recovery`` object of ``run --json`` (``calls``: the run's per-call rows)."""

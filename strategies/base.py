@@ -126,6 +126,10 @@ class Strategy:
     # True for strategies that only make sense on an imported log (they re-enact what it records);
     # `name = "all"` in a sweep leaves them out
     needs_recorded_trace: ClassVar[bool] = False
+    # False for a strategy whose context is the recorded agent's own (it re-enacts the log): what the
+    # agent did after forgetting (re-reads, a user restating the task) is already in the log, so the
+    # closed loop of harness/recovery.py adds nothing for it (it would bill the log's forgetting twice)
+    closed_loop: ClassVar[bool] = True
     # True when nothing leaves the window without a summary or a path back (a file the model can
     # read): NovaCode's principle; the property kit holds such strategies to it
     keeps_path_back: ClassVar[bool] = False

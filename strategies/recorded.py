@@ -151,6 +151,7 @@ class RecordedConfig(StrategyConfig):
 class Recorded(Strategy):
     name = "recorded"
     needs_recorded_trace = True
+    closed_loop = False   # its recoveries are the log's own (base.Strategy.closed_loop)
     summary = "re-enacts the recorded agent: append-only, its own compactions, breakpoints and models (fidelity)"
     on_rejection = ("the turn errors and the session ends (the log holds no rejected request to re-enact: the API "
                     "accepted every recorded call; only a smaller --window than the recorded one makes one)")

@@ -6,8 +6,18 @@ import pandas as pd
 import pytest
 from ctxsim.harness import trace as tr
 from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.strategies.recorded import Recorded
 
 from tests.helpers_traces import Builder
+
+
+class RecordedClosedLoop(Recorded):
+    """The recorded agent's context (its own compaction) with the closed loop on: the strategy these
+    tests drive the loop through. ``recorded`` itself is open loop (its recoveries are the log's)."""
+
+    name = "recorded_closed_loop"
+    closed_loop = True
+
 
 CONTENT = "def alpha_beta():\n    return ALPHA_42\n" + "# padding line\n" * 40
 
@@ -31,7 +41,7 @@ def compacted(reread: bool = False, reread_content: str = CONTENT) -> tr.Trace:
 
 
 def run(trace, **recovery):
-    return replay(trace, "recorded", None, RunConfig(window=200_000, recovery={"probability": {"read": 1.0, "rerun": 1.0},
+    return replay(trace, RecordedClosedLoop, None, RunConfig(window=200_000, recovery={"probability": {"read": 1.0, "rerun": 1.0},
                                                                                  **recovery}))
 
 
@@ -88,7 +98,7 @@ def test_a_reread_that_returns_new_text_is_needed():
 def test_recovery_is_deterministic():
     t = compacted()
     cfg = RunConfig(window=200_000, seed=7)
-    a, b = replay(t, "recorded", None, cfg), replay(t, "recorded", None, cfg)
+    a, b = replay(t, RecordedClosedLoop, None, cfg), replay(t, RecordedClosedLoop, None, cfg)
     pd.testing.assert_frame_equal(a.calls, b.calls)
     assert a.metrics["recovery"] == b.metrics["recovery"]
 
@@ -125,12 +135,12 @@ def test_the_recovery_option_of_run(tmp_path, capsys):
     path = tmp_path / "t.jsonl"
     t = compacted()
     tr.write(tr.with_header(t, t.header.model_copy(update={"recorded": tr.RecordedSetting(window=200_000)})), path)
-    assert main(["run", str(path), "-s", "recorded", "--recovery", "probability={read=1.0,rerun=1.0}", "--json", "-"]) == 0
+    assert main(["run", str(path), "-s", "tests.test_recovery:RecordedClosedLoop", "--recovery", "probability={read=1.0,rerun=1.0}", "--json", "-"]) == 0
     on = json.loads(capsys.readouterr().out)
     assert on["recovery"]["calls"] == 1 and on["cost_with_recovery_usd"] <= on["cost_usd"]
-    assert main(["run", str(path), "-s", "recorded", "--recovery", "enabled=false", "--json", "-"]) == 0
+    assert main(["run", str(path), "-s", "tests.test_recovery:RecordedClosedLoop", "--recovery", "enabled=false", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["recovery"]["calls"] == 0
-    assert main(["run", str(path), "-s", "recorded", "--recovery", "nope=1"]) == 2
+    assert main(["run", str(path), "-s", "tests.test_recovery:RecordedClosedLoop", "--recovery", "nope=1"]) == 2
 
 
 def goal_twice() -> tr.Trace:
@@ -184,3 +194,18 @@ def test_a_violated_goal_is_restated_by_the_user_and_costs_a_call():
 def test_a_violation_the_user_does_not_notice_costs_nothing_and_stays_violated():
     m = run(goal_twice(), restate_probability=0.0).metrics
     assert m["recovery"]["violated"] == 2 and m["recovery"]["restated"] == 0 and m["recovery"]["restate_cost_usd"] == 0
+
+
+def test_recorded_is_open_loop_its_recoveries_are_the_logs():
+    """``recorded`` re-enacts the log: a user restating the goal or a re-read after its compaction
+    would be in the log already, so the loop adds no call and no restatement (else the replay of a
+    real session is billed for its forgetting twice and drifts from the bill)."""
+    t = compacted()
+    closed = replay(t, RecordedClosedLoop, None, RunConfig(window=200_000))
+    assert closed.metrics["recovery"]["violated"] == 1 and closed.metrics["recovery"]["restated"] == 1
+    r = replay(t, "recorded", None, RunConfig(window=200_000))
+    assert set(r.calls["kind"]) == {"main", "summary"} or set(r.calls["kind"]) <= {"main", "summary", "subagent"}
+    assert r.metrics["recovery"]["calls"] == 0 and r.metrics["recovery"]["violated"] == 0
+    assert r.metrics["recovery"]["enabled"] is False
+    assert r.metrics["cost_with_recovery_usd"] == r.metrics["cost_usd"]
+    assert len(r.calls) == len(closed.calls) - 1   # no restate row (the call made without the goal is the main one)

@@ -25,7 +25,8 @@ def register(sub) -> None:
         "table: cost, tokens by kind, cache hit rate, p50/p95 latency, compactions, overflows, pairing "
         "violations, peak context and retention.")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.jsonl)")
-    p.add_argument("--strategies", "-s", required=True, help="comma-separated strategy names (`ctxsim strategies`)")
+    p.add_argument("--strategies", "-s", required=True,
+                   help="comma-separated strategy names (`ctxsim strategies`) or MODULE:CLASS of your own")
     p.add_argument("--set", action="append", default=[], metavar="NAME.KEY=VALUE",
                    help="a parameter of one strategy (repeatable), e.g. codex.auto_compact_fraction=0.8")
     add_provider_args(p)
@@ -137,7 +138,7 @@ def run(args) -> int:
         raise BadInput("--strategies: give at least one strategy name")
     if len(set(names)) != len(names):
         raise BadInput(f"--strategies: a name is repeated in {args.strategies!r}")
-    classes = {n: registry.get(n) for n in names}
+    classes = {n: registry.load_class(n) for n in names}   # a name or MODULE:CLASS, as `run` takes
     sets = parse_strategy_sets(args.set, names)
     for n, cls in classes.items():
         registry.make_config(cls, sets[n])  # fail on bad parameters before any work
