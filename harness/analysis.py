@@ -72,7 +72,7 @@ def strategy_defaults(strategy: str) -> dict[str, Any] | None:
     from ctxsim.strategies import registry
 
     try:
-        cls = registry.get(strategy)
+        cls = registry.load_class(strategy)
     except registry.StrategyError:
         return None
     return {k: _norm(v) for k, v in registry.config_dict(registry.make_config(cls, {})).items()}

@@ -157,7 +157,7 @@ def load_config(path: str | Path) -> SweepConfig:
     for combo in assumption_grid(cfg):  # and on a bad modelling constant
         _check_assumptions(path, combo)
     for s in cfg.strategies:  # fail on a bad name or parameter before any run starts
-        cls = registry.get(s.name)
+        cls = registry.load_class(s.name)   # a name or MODULE:CLASS, as `run` takes
         for combo in _grid(s):
             registry.make_config(cls, {**s.set, **combo})
     return cfg
@@ -293,7 +293,7 @@ def expand(cfg: SweepConfig, traces: list[Path], per_window: dict[int | None, li
     hashes = {p: _trace(str(p)).content_hash for p in traces}
     specs: list[RunSpec] = []
     for s in cfg.strategies:
-        cls = registry.get(s.name)
+        cls = registry.load_class(s.name)   # a name or MODULE:CLASS, as `run` takes
         if cls.needs_recorded_trace:
             bare = [p for p in traces if _trace(str(p)).header.recorded is None]
             if bare:
@@ -354,7 +354,7 @@ def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
     row.update({f"param.{k}": v for k, v in spec.assume})  # swept modelling constants: param.retention.X ...
     ret, summ = spec.assumptions()
     try:
-        res = replay(_trace(spec.trace), spec.strategy, dict(spec.params),
+        res = replay(_trace(spec.trace), registry.load_class(spec.strategy), dict(spec.params),
                      RunConfig(model=spec.model, window=spec.window, cache=spec.cache, seed=spec.seed,
                                retention=ret, summariser=summ))
         # the run's identity is already in the row (and its parameters as param.*)

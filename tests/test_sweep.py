@@ -131,3 +131,20 @@ def test_a_parameter_name_two_strategies_type_differently_still_writes(tmp_path)
     (tmp_path / "runs").rename(tmp_path / "gone")  # read results.parquet itself
     assert load_results(tmp_path)["param.compaction"].tolist() == [True, "auto", False]
     assert changed_params({"strategy": "unregistered", "param.compaction": "true"}) == {"compaction": True}
+
+
+def test_a_strategy_given_as_module_and_class_runs_as_its_registered_name_does(grid_dir, one_worker, tmp_path):
+    """A sweep takes what `run` takes: MODULE:CLASS of the user's own, here the registered
+    append_only's class, which must give the registered name's numbers."""
+    (tmp_path / "trace.jsonl").write_bytes((grid_dir / "trace.jsonl").read_bytes())
+    (tmp_path / "g.toml").write_text('name = "mc"\ntraces = ["trace.jsonl"]\nwindows = [30_000]\nseeds = [0]\n'
+                                     '[[strategies]]\nname = "ctxsim.strategies.append_only:AppendOnly"\n')
+    got = run_sweep(load_config(tmp_path / "g.toml"), tmp_path / "o", base=tmp_path, workers=1, progress=False,
+                    log=lambda s: None)
+    mine = got[got["error"] == ""].iloc[0]
+    ref = one_worker[(one_worker["strategy"] == "append_only") & (one_worker["window_setting"] == 30_000)
+                     & (one_worker["seed"] == 0) & (one_worker["param.cache_breakpoints"] == False)].iloc[0]  # noqa: E712 (the default)
+    assert mine["cost_usd"] == ref["cost_usd"] and mine["strategy"] == "ctxsim.strategies.append_only:AppendOnly"
+    with pytest.raises(Exception, match="nope"):
+        (tmp_path / "b.toml").write_text('traces = ["trace.jsonl"]\n[[strategies]]\nname = "ctxsim.strategies.append_only:nope"\n')
+        load_config(tmp_path / "b.toml")

@@ -69,7 +69,7 @@ def run(args) -> int:
         raise BadInput("--window must be a positive number of tokens")
     if args.max_compactions is not None and args.max_compactions < 1:
         raise BadInput("--max-compactions must be >= 1")
-    cls = registry.get(args.strategy)
+    cls = registry.load_class(args.strategy)
     params = registry.parse_sets(args.set)
     registry.make_config(cls, params)
     sources = [_load_source(s, args.seed) for s in (args.sources or DEFAULT_SOURCES)]
