@@ -453,4 +453,53 @@ def compare_lines(groups: Mapping[tuple[int, str], Sequence[Any]]) -> list[str]:
                 rec, total, base, again, credit, violated = money[n]
                 out.append(f"- `{n}`: ${base:.3f} + recovery ${rec:.3f} + restatements ${again:.3f} "
                            f"({violated:.1f} violated) − credit ${credit:.3f} = ${total:.3f}")
+            out += break_even_lines({n: (m[1], m[5]) for n, m in money.items()},
+                                    {n: _mean_main_call_usd(r) for n, r in by_name.items()}, pooled_by)
     return out
+
+
+REFERENCE = "novacode"
+
+
+def _mean_main_call_usd(runs: Sequence[Any]) -> float:
+    costs = [c for r in runs if len(r.calls) for c in r.calls.loc[r.calls["kind"] == "main", "cost_usd"]]
+    return float(sum(costs) / len(costs)) if costs else 0.0
+
+
+def break_even(cheap: tuple[float, float], dear: tuple[float, float], call_usd: float) -> float | None:
+    """Calls of work each extra violated goal/constraint would have to waste for the cheaper
+    strategy (``(cost including recovery, violations)``) to cost as much as the dearer one; None
+    when it violates no more than the dearer one or a call costs nothing.
+
+    The closed loop bills a violation as the least it costs (one call made without the fact, the
+    user's restatement, the call again: harness/recovery.py); how much work an agent does against a
+    forgotten goal before anyone notices is not in any log here. This is the threshold a reader can
+    hold against their own experience: below it the cheaper strategy stays cheaper."""
+    extra = cheap[1] - dear[1]
+    if extra <= 0 or call_usd <= 0:
+        return None
+    return max(0.0, dear[0] - cheap[0]) / (extra * call_usd)
+
+
+def break_even_lines(money: Mapping[str, tuple[float, float]], call_usd: Mapping[str, float],
+                     pooled_by: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Against the reference (``novacode`` when compared, else the strategy that keeps the most needs
+    at risk): each cheaper strategy that violates more, and the calls per violation that would
+    reverse the order (:func:`break_even`)."""
+    if len(money) < 2:
+        return []
+    ref = REFERENCE if REFERENCE in money else max(money, key=lambda n: (pooled_by.get(n, {}).get("kept", 0.0), -money[n][0]))
+    lines = []
+    for n in sorted(money, key=lambda x: money[x][0]):
+        if n == ref or money[n][0] >= money[ref][0]:
+            continue
+        k = break_even(money[n], money[ref], call_usd.get(n, 0.0))
+        if k is None:
+            continue
+        lines.append(f"- `{n}` stays cheaper than `{ref}` unless each of its {money[n][1] - money[ref][1]:.1f} extra "
+                     f"violated goals/constraints per run wastes {k:.1f} or more calls of work (its mean call "
+                     f"${call_usd[n]:.4f}; the closed loop bills one)")
+    if lines:
+        lines = ["", "When forgetting would change the order (the closed loop bills a violated goal or constraint the "
+                 "least it costs; harness/needs.py break_even):", *lines]
+    return lines

@@ -134,3 +134,13 @@ def test_newcombe_paired_by_hand():
     # no discordant pair: a difference of 0, the interval around it
     d, lo, hi = nd.newcombe_paired(10, 0, 0, 6)
     assert d == 0 and lo < 0 < hi
+
+
+def test_break_even_calls_per_violation_by_hand():
+    # cut: $10.00 with 5 violations a run, reference $12.00 with 1; a call of cut costs $0.05:
+    # $2.00 / (4 violations × $0.05) = 10 calls of wasted work per violation reverse the order
+    assert nd.break_even((10.0, 5.0), (12.0, 1.0), 0.05) == pytest.approx(10.0)
+    assert nd.break_even((10.0, 1.0), (12.0, 1.0), 0.05) is None    # violates no more: nothing to reverse
+    lines = nd.break_even_lines({"novacode": (12.0, 1.0), "cut": (10.0, 5.0), "dear": (13.0, 9.0)},
+                                {"cut": 0.05, "dear": 0.05, "novacode": 0.04}, {})
+    assert len(lines) == 3 and "`cut` stays cheaper than `novacode`" in lines[2] and "10.0 or more calls" in lines[2]
