@@ -15,6 +15,14 @@ partial match, so a model the table lacks is an error rather than another model'
 4. any of these behind a route prefix (``converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0``,
    ``bedrock/…``, ``anthropic/…``: what gateways and LiteLLM-style configs write).
 
+A Bedrock id outside global cross-region inference (a geographic prefix ``us.``/``eu.``/``jp.``/
+``apac.``…, or none: in-region) is priced at its row's ``bedrock_regional_premium`` (1.1 for Claude
+Sonnet 4.5, Haiku 4.5, Opus 4.5 and later: AWS, "Global cross-Region inference", docs.aws.amazon.com/
+bedrock/latest/userguide/global-cross-region-inference.html, read 2026-12-02: global inference "offers
+approximately 10% savings on both input and output token pricing compared to geographic cross-Region
+inference"; genai-prices 0.2.3, pydantic/genai-prices, prices every ``regional.anthropic.*`` id of
+those models at 1.1× and the older ones at 1×).
+
 ``claude-sonnet-4-5-foo``, ``gpt-5-mini`` or ``gpt-5.5-pro`` match nothing: add them with ``--models FILE``.
 
 ccusage (ryoppippi/ccusage ``src/pricing-fetcher.ts`` @ 10b43575) prices any id by exact match, then
@@ -62,9 +70,17 @@ _DATED = (re.compile(r"^(?P<base>.+)-\d{8}$"), re.compile(r"^(?P<base>.+)@\d{8}$
           re.compile(r"^(?P<base>.+)-\d{4}-\d{2}-\d{2}$"))
 # Bedrock: any region / cross-region inference prefix (us., eu., apac., global., jp., au., ca.,
 # us-gov. ...: two to six letters, optionally -gov), the version suffix -vN[:M] optional
-_BEDROCK = re.compile(r"^(?:[a-z]{2,6}(?:-gov)?\.)?anthropic\.(?P<id>.+?)(?:-v\d+(?::\d+)?)?$")
+_BEDROCK = re.compile(r"^(?:(?P<region>[a-z]{2,6}(?:-gov)?)\.)?anthropic\.(?P<id>.+?)(?:-v\d+(?::\d+)?)?$")
 # a route prefix in front of the id, as gateways and LiteLLM write it: converse/…, bedrock/…, anthropic/…
 _ROUTE = re.compile(r"^(?:[A-Za-z0-9_.-]+/)+(?P<id>[^/]+)$")
+
+
+def bedrock_regional(name: str) -> bool:
+    """Whether ``name`` is a Bedrock id served in a geography or one region (``us.``, ``eu.``, ``jp.``,
+    ``apac.`` ..., or no prefix: in-region), not by global cross-region inference (``global.``)."""
+    r = _ROUTE.match(name)
+    m = _BEDROCK.match(r.group("id") if r else name)
+    return m is not None and m.group("region") != "global"
 
 
 def base_id(name: str, known) -> str | None:
@@ -106,6 +122,21 @@ class ModelSpec(BaseModel):
     prefill_s_per_tok: float = Field(1.1e-4, ge=0)
     cached_prefill_s_per_tok: float = Field(1.94e-5, ge=0)
     token_scale: float = Field(1.0, gt=0, description="true tokens per cl100k token for this model")
+    bedrock_regional_premium: float = Field(1.0, ge=1.0, description=(
+        "price factor of a Bedrock id served in a geography or region (us., eu., jp., apac. ..., or in-region) "
+        "rather than by global cross-region inference (global.): every rate, cache and long context included"))
+
+    def scaled(self, factor: float) -> ModelSpec:
+        """This row with every price multiplied by ``factor`` (limits and latency unchanged)."""
+        if factor == 1.0:
+            return self
+        lc = self.long_context
+        return self.model_copy(update={
+            "input": self.input * factor, "output": self.output * factor, "cache_read": self.cache_read * factor,
+            "cache_write_5m": None if self.cache_write_5m is None else self.cache_write_5m * factor,
+            "cache_write_1h": None if self.cache_write_1h is None else self.cache_write_1h * factor,
+            "long_context": None if lc is None else lc.model_copy(update={"input": lc.input * factor,
+                                                                         "output": lc.output * factor})})
 
     def rates(self, input_total: int) -> tuple[float, float, float, float, float]:
         """(uncached, write 5m, write 1h, read, output) per token for a request of this size."""
@@ -123,18 +154,22 @@ class ModelSpec(BaseModel):
 class ModelTable:
     def __init__(self, models: dict[str, ModelSpec], default: str) -> None:
         self.models, self.default = models, default
-        self._rows: dict[str, str] = {}   # id -> row, memoised (the lookup runs at every call)
+        self._specs: dict[str, ModelSpec] = {}   # id -> its prices, memoised (the lookup runs at every call)
 
     def get(self, name: str | None) -> ModelSpec:
-        """The row ``name`` resolves to by the module's rules; :class:`UnknownModelError` if none."""
+        """The row ``name`` resolves to by the module's rules; :class:`UnknownModelError` if none. A
+        Bedrock id outside global inference carries its row's regional premium."""
         name = name or self.default
-        row = self._rows.get(name)
-        if row is None:
+        spec = self._specs.get(name)
+        if spec is None:
             row = base_id(name, self.models)
             if row is None:
                 raise UnknownModelError(name, list(self.models))
-            self._rows[name] = row
-        return self.models[row]
+            spec = self.models[row]
+            if bedrock_regional(name):
+                spec = spec.scaled(spec.bedrock_regional_premium)
+            self._specs[name] = spec
+        return spec
 
 
 def _parse(data: dict, source: str) -> tuple[dict[str, ModelSpec], str | None]:

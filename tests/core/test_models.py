@@ -86,3 +86,25 @@ def test_unknown_model_exits_2_naming_it_and_models_file(tmp_path, capsys):
     extra.write_text('[models.acme-coder-9]\nprovider = "anthropic"\nwindow = 200_000\nmax_output = 8_000\n'
                      'input = 2.0\noutput = 10.0\ncache_read = 0.2\n', encoding="utf-8")
     assert cli(["run", str(path), "--strategy", "append_only", "--models", str(extra), "-q"]) == 0
+
+
+def test_bedrock_geographic_ids_carry_the_regional_premium():
+    """AWS (global cross-Region inference page, read 2026-12-02): global inference is ~10% cheaper than
+    geographic for Sonnet 4.5 and later; genai-prices 0.2.3 prices us./eu./jp./apac. and in-region
+    ids of Sonnet 4.5+, Haiku 4.5, Opus 4.5+ at 1.1× and Sonnet 4 at 1×. By hand: Sonnet 4.5 on us.:
+    3.3 in / 16.5 out / 0.33 read / 4.125 write 5m / 6.6 write 1h, long context 6.6 / 24.75."""
+    from ctxsim.harness.provider.models import bedrock_regional, load_table
+
+    t = load_table()
+    us = t.get("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    assert (us.input, us.output, us.cache_read, us.cache_write_5m, us.cache_write_1h) == pytest.approx(
+        (3.3, 16.5, 0.33, 4.125, 6.6))
+    assert (us.long_context.input, us.long_context.output) == pytest.approx((6.6, 24.75))
+    for same in ("global.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929",
+                 "anthropic/claude-sonnet-4-5"):   # global inference and the Anthropic API: list prices
+        assert t.get(same).input == 3.0, same
+    assert t.get("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0").input == pytest.approx(1.1)
+    assert t.get("anthropic.claude-opus-4-6-v1").output == pytest.approx(27.5)            # in-region
+    assert t.get("us.anthropic.claude-sonnet-4-20250514-v1:0").input == 3.0                 # Sonnet 4: none
+    assert bedrock_regional("bedrock/eu.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    assert not bedrock_regional("global.anthropic.claude-opus-4-6-v1") and not bedrock_regional("claude-opus-4-6")

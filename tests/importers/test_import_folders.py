@@ -153,8 +153,9 @@ def test_a_session_whose_sub_agent_ran_on_a_jp_bedrock_id_imports_priced(tmp_pat
     """issue 27: a sub-agent on ``converse/jp.anthropic.claude-haiku-4-5-…`` (Bedrock, Tokyo route)
     was skipped (exit 2). Main: 2 calls on global.…sonnet-4-5 (3 in + 100 written 5m + 5 out each);
     sub-agent: 1 call on the jp. Haiku id (same usage). By hand: Sonnet 4.5 (3·3 + 100·3.75 +
-    5·15)/1e6 = $0.000459 per call, Haiku 4.5 (3·1 + 100·1.25 + 5·5)/1e6 = $0.000153: total
-    2·0.000459 + 0.000153 = $0.001071 → 0.0011; token columns 9 / 300 / 0 / 15."""
+    5·15)/1e6 = $0.000459 per call (global.: list prices), Haiku 4.5 (3·1 + 100·1.25 + 5·5)/1e6 × 1.1
+    (jp.: the geographic premium, models.py) = $0.000168: total 2·0.000459 + 0.000168 = $0.001086 →
+    0.0011; token columns 9 / 300 / 0 / 15."""
     from tests.helpers_claude_code import rec
 
     sonnet, haiku = "global.anthropic.claude-sonnet-4-5-20250929-v1:0", "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0"
