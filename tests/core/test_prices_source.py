@@ -7,7 +7,7 @@ listed with its reason, so a new one fails."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from ctxsim.harness.provider.models import load_table
@@ -25,7 +25,7 @@ SIZES = (100_000, 300_000)
 def _theirs(model: str, provider: str, n: int, as_of: str) -> tuple[float, float, float, float, float]:
     """(uncached, write 5m, read, output) USD per million tokens for an ``n``-token request (genai-prices
     0.2.3 prices ``cache_write_tokens`` at the 5-minute rate: the 1-hour rate is not compared)."""
-    when = datetime.fromisoformat(as_of).replace(tzinfo=timezone.utc)
+    when = datetime.fromisoformat(as_of).replace(tzinfo=UTC)
 
     def price(**usage) -> float:
         r = gp.calc_price(gp.Usage(**usage), model_ref=model, provider_id=provider, genai_request_timestamp=when)
@@ -67,7 +67,7 @@ def test_bedrock_regional_premium_agrees_with_the_maintained_list(name):
     dated = {"claude-sonnet-4-5": "claude-sonnet-4-5-20250929-v1:0", "claude-haiku-4-5": "claude-haiku-4-5-20251001-v1:0",
              "claude-opus-4-6": "claude-opus-4-6-v1", "claude-sonnet-4": "claude-sonnet-4-20250514-v1:0"}[name]
     ours = t.get(f"us.anthropic.{dated}").input
-    when = datetime.fromisoformat(spec.as_of).replace(tzinfo=timezone.utc)
+    when = datetime.fromisoformat(spec.as_of).replace(tzinfo=UTC)
     r = gp.calc_price(gp.Usage(input_tokens=100_000), model_ref=f"us.anthropic.{dated}", provider_id="aws",
                       genai_request_timestamp=when)
     assert ours == pytest.approx(float(r.total_price) * 10, rel=1e-6)
