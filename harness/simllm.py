@@ -24,8 +24,9 @@ lost, and what the user said is kept (as Claude Code's "All user messages" secti
 
 Survivors are copied verbatim (so retention can find them); lines of material that hold a fact are
 left out (a fact enters the summary only through its survival draw). A fact already in an earlier
-summary is drawn again at the next compaction (there it is one mention in a message nobody typed), so
-losses compound over repeated compactions. Counts come from the engine's per-block token counts
+summary is drawn again at the next compaction (there it is one mention in a message nobody typed, but a
+fact the user typed stays the user's: the summary restates the user's requests and messages, peers.md),
+so losses compound over repeated compactions. Counts come from the engine's per-block token counts
 (``message_tokens``) and what each block holds is memoised by block identity: a summary never
 re-tokenises its input (issue #21).
 
@@ -44,7 +45,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,10 @@ class SimulatedLLM:
         self._msg: dict[int, tuple[Message, str, int, frozenset[str]]] = {}  # id -> (msg, text, tokens, facts)
         self._prefix: dict[tuple[int, int], tuple[Any, Any, int]] = {}  # (system, tools) -> tokens
         self._matcher = None  # the facts compiled into one search (ctxsim.harness.textmatch), on first use
+        # facts a summary took from a message the user typed: in the next summary's input they sit in
+        # that summary, and they are still the user's (the summary carries "Primary request and
+        # intent" and "All user messages": peers.md, Claude Code's summary sections)
+        self._from_user: set[str] = set()
 
     def _block_info(self, b: Block) -> tuple[frozenset[str], str]:
         """Facts present in a block and its payload with the run dir masked, once per block object."""
@@ -286,7 +291,12 @@ class SimulatedLLM:
         for fid in sorted(set().union(*(t[3] for t in table)) if table else ()):
             f = self.facts[fid]
             fixed = p.survival.get(f.category)
-            out[fid] = fixed if fixed is not None else p.model.p(features_of(table, fid, f.category))
+            feats = features_of(table, fid, f.category)
+            if feats.from_user:
+                self._from_user.add(fid)
+            elif fid in self._from_user:   # the user's, restated by an earlier summary
+                feats = replace(feats, from_user=True)
+            out[fid] = fixed if fixed is not None else p.model.p(feats)
         return out
 
     def summarize(self, request: Request, spec: CallSpec) -> str:

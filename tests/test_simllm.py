@@ -242,3 +242,25 @@ def test_rng_is_keyed_by_the_request_not_call_order():
     x1, x2 = a.respond(r1, spec).text, a.respond(r2, spec).text
     assert b.respond(r2, spec).text == x2 and b.respond(r1, spec).text == x1
     assert np.any([SimulatedLLM(fmap, count, s).respond(r1, spec).text != x1 for s in range(1, 4)])
+
+
+def test_a_fact_the_user_typed_stays_the_users_inside_a_later_summary():
+    """The goal typed by the user, then (next compaction) only restated by the first summary: the
+    second draw still counts it as the user's (peers.md: the summary restates the user's requests and
+    messages), not as one mention in a message nobody typed. By hand: first input, the goal typed (4
+    tokens) then 4 tokens after it: Features(goal, 1, 0, True, 4/8); second input, the summary (origin
+    summary, 8 tokens) holds it, 4 tokens after: Features(goal, 1, 0, True, 4/12)."""
+    from ctxsim.harness import survival as sv
+
+    goal = FactEvent(t=0, id="g", category="goal", text="GOAL_ABC")
+    llm = SimulatedLLM({"g": goal}, count, 0)
+    first = llm.survival([Message.user("GOAL_ABC 12345"), Message("assistant", (Block.text_block("ok, on it now"),))])
+    m = sv.default_model()
+    assert first["g"] == pytest.approx(m.p(sv.Features("goal", 1, 0, True, 4 / 8)))
+    summary = Message("user", (Block.text_block("<summary>GOAL_ABC was asked 1234"),),
+                      {"origin": "summary"})
+    second = llm.survival([summary, Message("assistant", (Block.text_block("ok, on it now"),))])
+    assert second["g"] == pytest.approx(m.p(sv.Features("goal", 1, 0, True, 4 / 12)))
+    fresh = SimulatedLLM({"g": goal}, count, 0).survival([summary, Message("assistant", (Block.text_block("ok, on it now"),))])
+    assert fresh["g"] == pytest.approx(m.p(sv.Features("goal", 1, 0, False, 4 / 12)))   # never seen typed
+    assert second["g"] > fresh["g"]
