@@ -12,6 +12,8 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
   crashes and resumes;
 * ``parallel_results``: steps of six parallel results, spills, a sub-agent, a crash and a resume,
   across a DST change (what the cross-process check replays besides the longest generated session);
+* ``clock_edges``: one short launch across each edge of the kit's clock (midnight UTC and local,
+  DST changes), so a date or zone stamped per request is met whatever the draws;
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
   isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
   kit's window only).
@@ -138,6 +140,28 @@ def parallel_results(window: int = BASE_WINDOW) -> tr.Trace:
     return b.trace()
 
 
+def clock_edges(window: int = BASE_WINDOW) -> tr.Trace:
+    """One short launch across each of the clock's edges (:data:`clock.EDGES`: midnight UTC and
+    local, DST changes): two calls 40 s before it, the user back two minutes later, two calls
+    after it. A date, a time or a zone stamped per request changes within each launch; the
+    generated sessions cross one edge each, and their draws may not reach it."""
+    from ctxsim.harness.testing.clock import EDGES
+
+    b = conv.ConversationBuilder()
+    for k, edge in enumerate(sorted(EDGES, key=lambda e: e.t)):
+        b.t = edge.t - 70
+        b.start_session()  # 30 s later: 40 s before the edge
+        b.user(200, 20 + k)
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", 600, seed=300 + k), conv.ToolCall("Grep", 300, seed=310 + k))))
+        b.call(conv.Turn(text=100))
+        b._tick(120)  # the user reads the answer: past the edge
+        b.user(100, 30 + k)
+        b.call(conv.Turn(calls=(conv.ToolCall("Bash", 400, seed=320 + k),)))
+        b.call(conv.Turn(text=100))
+        b.end_session()
+    return b.trace()
+
+
 FOUND = Path(__file__).resolve().parents[2] / "traces" / "kit"
 
 
@@ -154,6 +178,7 @@ SCENARIOS: dict[str, tuple[Callable[[int], tr.Trace | None], bool]] = {  # name 
     "clear_then_crash": (clear_then_crash, False),
     "subagent_after_clearing": (_found("subagent_after_clearing"), False),
     "parallel_results": (parallel_results, False),
+    "clock_edges": (clock_edges, False),
 }
 
 

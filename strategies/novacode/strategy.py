@@ -577,6 +577,12 @@ class NovaCode(Strategy):
         kept = len(self.history) - choice.boundary
         end = len(self.history)
         cpt = self._budget_cpt()
+        if c.calibrate_budgets and cpt < c.chars_per_token:
+            # not in the seed (calibrate_budgets): the messages since the last count at the budgets' rate, so a
+            # step of dense output (~2.7 chars/token is common) that the 3.5 estimate put under the window
+            # does not leave the tail in a summary request the API refuses as too long (#29)
+            est = max(est, self.ledger.estimate(self.history, system=self.env.system, tools=self.env.tools,
+                                                prefix=resident, cpt=cpt))
         instructions_tokens = chars_to_tokens(_INSTRUCTIONS_CHARS, cpt)
         if kept and est + instructions_tokens > self.lines.effective:
             messages, end = messages.truncate(len(resident) + choice.boundary), choice.boundary
