@@ -98,3 +98,43 @@ def test_check_strategy_prints_the_corpus_and_a_replayable_sample_seed(capsys):
     out = capsys.readouterr().out
     assert f"corpus: 4 sessions, seed {CORPUS_SEED}" in out
     assert "random sample: 1 sessions, seed 7 (replay it: --seed 7)" in out
+
+
+def test_shrinking_never_swaps_the_reported_invariant_for_another_found_on_the_way():
+    """While shrinking a defect, a session that breaks only another invariant is no example of it (the
+    issue's re-spill reported as "deterministic"): the same search that fails on random spill names
+    passes when the defect being shrunk is a re-spill."""
+    import pytest
+    from hypothesis.stateful import run_state_machine_as_test
+
+    s = settings(selected_settings("ci"), phases=NO_SHRINK)
+    free = machine_for(m.n.RandomSpillNames)
+    with pytest.raises(Exception) as e:
+        run_state_machine_as_test(free, settings=s)
+    assert "deterministic" in str(e.value)
+    shrinking_a_respill = machine_for(m.n.RandomSpillNames)
+    shrinking_a_respill.first_invariant = "no_respill"
+    run_state_machine_as_test(shrinking_a_respill, settings=s)  # nothing raised: not an example of it
+
+
+def test_an_estimate_42_percent_low_names_the_system_prompt_it_left_out():
+    from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+    from ctxsim.harness.testing.invariants import Checker
+    from ctxsim.harness.testing.recording import Sent
+
+    t = get_tokenizer()
+    header = conv.realistic_header(CHECK_WINDOW, conv.PROMPT_SHARE[1], seed=3)
+    system = SystemPrompt((Block.text_block(header.system),), header.prefix_tokens)
+    prompt = t.system(system) + system.opaque_tokens
+    body = conv.text_of(int(prompt * 1.38 * 2.9), 1)  # messages of ~1.38x the prompt: the prompt is 42% of the request
+    messages = History([Message.user(body)])
+    tokens = prompt + t.count(body) + 4
+    estimated = tokens - prompt  # the mutant's estimate: the messages only
+    r = Request(system, ToolSet(()), messages, estimated_tokens=estimated)
+    found = Checker(frozenset({"estimate"}), {}).feed([Sent(r, tokens, 20_000, False, "", 0, 0.0)])
+    assert [v.invariant for v in found] == ["estimate"]
+    pct = round((estimated / tokens - 1) * 100)
+    assert -44 <= pct <= -40
+    assert f"({pct:+d}%;" in found[0].detail
+    assert f"the gap ({prompt:,}) is about the size of the system prompt and tools ({prompt:,} tokens): left out of " \
+           "the estimate?" in found[0].detail
