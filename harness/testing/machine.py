@@ -324,7 +324,7 @@ class StrategyMachine(RuleBasedStateMachine):
             self.builder.header = conv.realistic_header(self.window, prompt, seed=first)
             self._header = self.builder.header.model_copy(deep=True)
             self.guard = InputGuard(self.builder.header)
-        self.builder.t = edge.t - 30 - before_midnight
+        self.builder.t = edge.t - 60 - before_midnight  # the launch starts 30-150 s before the edge
         cls = type(self)
         cls.sessions += 1
         if cls.shrinking:

@@ -51,16 +51,24 @@ def test_shrinking_keeps_the_first_invariant_within_an_example_budget():
     assert [e.model_dump() for e in runs[0].trace.events] == [e.model_dump() for e in runs[1].trace.events]
 
 
-def test_a_launch_crosses_midnight_and_the_date_in_the_system_prompt_is_caught():
-    f = find_failure(x.DateInNovaCodeSystem, settings=settings(selected_settings("default"), phases=NO_SHRINK),
+def test_a_launch_crosses_a_dst_change_and_a_local_zone_stamped_per_request_is_caught():
+    """The generated sessions alone (no hand-written ones): each launch starts 30-150 s before one of
+    the clock's edges (midnight UTC or local, a DST change), in the kit's pinned zone."""
+    f = find_failure(x.LocalTimeInNovaCodeSystem, settings=settings(selected_settings("default"), phases=NO_SHRINK),
                      profile="default", cross_process=False, scenarios=False)
     assert f is not None and f.invariants == {"stable_prefix"}
-    assert "the system prompt changed" in f.violations[0].detail
-    # the launch that failed began before midnight (t = 86,400); its request came after it (the
-    # engine's clock also runs through each call's latency, so the events may stop just before it)
+    assert "the system prompt changed (the clock crossed the end of DST in America/New_York" in f.violations[0].detail
+    # the launch that failed began before the edge; its request came after it
     session = f.violations[0].where.split()[1].rstrip(",")
     start = next(e.t for e in f.trace.events if isinstance(e, tr.SessionStart) and e.session == session)
-    assert conv.DAY_S - 150 <= start < conv.DAY_S
+    assert 972_799_200 - 150 <= start < 972_799_200
+
+
+def test_the_date_in_the_system_prompt_is_caught_at_midnight_utc():
+    f = find_failure(x.DateInNovaCodeSystem, settings=settings(selected_settings("ci"), phases=NO_SHRINK),
+                     profile="ci", cross_process=False)
+    assert f is not None and f.invariants == {"stable_prefix"} and f.settings["scenario"] == "clock_edges"
+    assert "(the clock crossed midnight UTC (1970-01-02 00:00 UTC) between the two requests" in f.violations[0].detail
 
 
 def test_realistic_prompts_are_10_to_25k_tokens_on_200k_scaled_to_the_window():
@@ -138,3 +146,18 @@ def test_an_estimate_42_percent_low_names_the_system_prompt_it_left_out():
     assert f"({pct:+d}%;" in found[0].detail
     assert f"the gap ({prompt:,}) is about the size of the system prompt and tools ({prompt:,} tokens): left out of " \
            "the estimate?" in found[0].detail
+
+
+def test_the_default_profile_replays_in_two_processes_and_names_the_hash_seed():
+    """check-strategy --profile default caught no hash-ordered result once: its longest session met
+    no step whose order a set shuffles. The cross-process check is part of the default profile and
+    replays the hand-written parallel_results scenario too (steps of six parallel results)."""
+    from ctxsim.harness.testing import LIMITS
+
+    assert LIMITS["default"]["cross_process"] and not LIMITS["ci"]["cross_process"]
+    one = settings(selected_settings("default"), max_examples=1, phases=NO_SHRINK)
+    f = find_failure(x.ResultsInSetOrder, settings=one, profile="default")
+    assert f is not None and f.invariants == {"deterministic"}
+    assert "PYTHONHASHSEED=1 and 2, the same time zone" in f.violations[0].detail
+    assert f.violations[0].detail.startswith("on the scenario ")
+    assert find_failure(x.ResultsInCallOrder, settings=one, profile="default") is None
