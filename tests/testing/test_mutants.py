@@ -53,7 +53,9 @@ def test_mutant_is_caught_with_its_defect_named(case):
 @pytest.mark.parametrize("twin", [t for t in m.TWINS if t not in REGISTERED], ids=lambda t: t.__name__)
 def test_correct_twin_passes(twin):
     s = selected_settings("default") if DEEP else settings(selected_settings("ci"), max_examples=1, phases=NO_SHRINK)
-    f = find_failure(twin, settings=s, profile="default", known=known_for(twin.name))
+    # the two-process replay (ten to twenty seconds) for the twins of the mutants it catches, under make test
+    xproc = DEEP or any(c.twin is twin and "deterministic" in c.catches for c in m.CORPUS)
+    f = find_failure(twin, settings=s, profile="default", known=known_for(twin.name), cross_process=xproc)
     assert f is None, f"{twin.__name__} (a correct twin) failed: {f}"
 
 
