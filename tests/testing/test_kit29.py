@@ -148,7 +148,7 @@ def test_an_estimate_42_percent_low_names_the_system_prompt_it_left_out():
            "the estimate?" in found[0].detail
 
 
-def test_the_default_profile_replays_in_two_processes_and_names_the_hash_seed():
+def test_the_default_profile_replays_in_two_processes_and_names_the_hash_seed(tmp_path, capsys):
     """check-strategy --profile default caught no hash-ordered result once: its longest session met
     no step whose order a set shuffles. The cross-process check is part of the default profile and
     replays the hand-written parallel_results scenario too (steps of six parallel results)."""
@@ -161,3 +161,10 @@ def test_the_default_profile_replays_in_two_processes_and_names_the_hash_seed():
     assert "PYTHONHASHSEED=1 and 2, the same time zone" in f.violations[0].detail
     assert f.violations[0].detail.startswith("on the scenario ")
     assert find_failure(x.ResultsInCallOrder, settings=one, profile="default") is None
+    # the failing session replays in two processes too (--replay)
+    path = tmp_path / "failure.jsonl"
+    tr.write(f.trace, path)
+    assert main(["check-strategy", f"{x.__name__}:ResultsInSetOrder", "--replay", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "violations now:\n  [deterministic] the run: request " in out
+    assert "differs between two processes (PYTHONHASHSEED=1 and 2, the same time zone)" in out.split("violations now:")[1]
