@@ -154,7 +154,9 @@ class NovaCodeConfig(StrategyConfig):
         True, description="not in the seed: the verbatim tail (N-COMP-6), the restore attachment (N-COMP-11) and the "
         "summary request are sized at the lowest characters per token of chars_per_token, the conversation's last "
         "count and its newest text's (accounting.py, budget_cpt), not at chars_per_token: on dense output the "
-        "seed's budgets hold 2-4x their tokens and the forced compaction cannot shrink the request (#29; "
+        "seed's budgets hold 2-4x their tokens and the forced compaction cannot shrink the request (the session "
+        "ends at ~1 char/token; at ~2.7, common tool output, the summary request and the main request are both "
+        "refused as too long before the reaction recovers: tests/testing/test_dense_step.py) (#29; "
         "false: the seed's 3.5)")
     # --- layer 2: compaction (N-COMP-*) ---------------------------------------------------------
     compaction: bool = Field(True, description="threshold compaction (layer 2)")
