@@ -77,7 +77,10 @@ def run(args) -> int:
     if args.window is not None and args.window <= 0:
         raise BadInput("--window must be a positive number of tokens")
     if args.replay:
-        return _replay(cls, args)
+        from ctxsim.harness.testing.clock import pinned_zone
+
+        with pinned_zone():  # the local time zone the kit ran the session in
+            return _replay(cls, args)
     window = args.window or CHECK_WINDOW
     params = _params(cls, args, window)
     profile = selected_profile(args.profile)
@@ -221,6 +224,14 @@ def _replay(cls, args) -> int:
         stepper.close()
         if other is not None:
             other.close()
+    if not found and any("two processes" in v for v in meta.get("violations") or ()):
+        # found by the two-process replay: replayed the same way (another hash seed, another time zone)
+        from ctxsim.harness.testing.crossprocess import difference
+
+        diff = difference(trace, f"{cls.__module__}:{cls.__qualname__}", params, window,
+                          {k: list(v) for k, v in fail_calls.items()})
+        if diff:
+            found.append(Violation("deterministic", -1, "", diff))
     return _print_replay(args, window, stepper, meta, found, cls)
 
 

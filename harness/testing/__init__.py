@@ -59,8 +59,10 @@ PROFILES = ("default", "ci", "deep")
 # the same on every run and machine; ``shrink_seconds`` is only a safety net against a session that
 # hangs, far above what the budget takes); and the random sample ``ctxsim check-strategy`` runs
 # after the seeded corpus (its seed printed, ``--seed`` replays it).  # assumed: sized to the CI budget
-# ``cross_process``: once the sessions pass, the longest is replayed in two fresh processes with
-# two string-hash seeds (ctxsim.harness.testing.crossprocess; a few seconds).
+# ``cross_process``: once the sessions pass, the hand-written ones and the longest generated one are
+# replayed in two fresh processes with two string-hash seeds and two local time zones
+# (ctxsim.harness.testing.crossprocess; ten to twenty seconds: part of the default profile, since a
+# set ordering what a strategy sends passes every session of one process).
 LIMITS = {"default": {"max_result_size": 150_000, "shrink_examples": 150, "shrink_seconds": 1_800.0, "sample": 8,
                       "cross_process": True},
           "ci": {"max_result_size": 150_000, "shrink_examples": 40, "shrink_seconds": 1_800.0, "sample": 0,

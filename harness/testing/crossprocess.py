@@ -1,4 +1,4 @@
-"""Same session, two processes, two hash seeds: the same requests (the ``deterministic`` invariant
+"""Same sessions, two processes, two hash seeds and two time zones: the same requests (the ``deterministic`` invariant
 across processes).
 
 The state machine replays each session twice in one process, so both runs share Python's string
@@ -9,8 +9,12 @@ interpreters with ``PYTHONHASHSEED`` set to two values and compares the requests
 (their canonical API form, :class:`ctxsim.harness.testing.determinism.Canon`, with the run directory's
 name replaced, so two scratch directories compare equal).
 
-Run as a module it is the child: ``python -m ctxsim.harness.testing.crossprocess TRACE SPEC PARAMS_JSON
-WINDOW FAIL_JSON`` prints one digest per request.
+The two processes also run in two local time zones (:mod:`ctxsim.harness.testing.clock`): a
+strategy that stamps the machine's local date or time sends other bytes on another machine. When
+they differ, a third process (the second's hash seed, the first's zone) names which it is.
+
+Run as a module it is the child: ``python -m ctxsim.harness.testing.crossprocess TRACES_JSON SPEC
+PARAMS_JSON WINDOW`` (TRACES_JSON: a list of [path, injected failures]) prints ``trace-index digest``, one line per request.
 """
 
 from __future__ import annotations
@@ -67,41 +71,90 @@ def _paths(spec: str) -> list[str]:
     return paths
 
 
+def _run(paths: list[tuple[str, dict]], spec: str, params: Mapping[str, Any], window: int,
+         hash_seed: str, tz: str) -> list[list[str]] | str:
+    """The digests of each trace's requests in a fresh process, or why there are none."""
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "TZ": tz, "PYTHONPATH": os.pathsep.join(_paths(spec))}
+    try:
+        p = subprocess.run([sys.executable, "-m", "ctxsim.harness.testing.crossprocess",
+                            json.dumps(paths), spec, json.dumps(dict(params)), str(window)],
+                           capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"the replay with PYTHONHASHSEED={hash_seed} TZ={tz} ran over {TIMEOUT_S:.0f} s"
+    if p.returncode != 0:
+        tail = (p.stderr.strip().splitlines() or ["?"])[-1]
+        return f"the replay with PYTHONHASHSEED={hash_seed} TZ={tz} failed: {tail}"
+    out: list[list[str]] = [[] for _ in paths]
+    for line in p.stdout.splitlines():
+        i, digest = line.split()
+        out[int(i)].append(digest)
+    return out
+
+
+def _first_difference(a: list[list[str]], b: list[list[str]]) -> tuple[int, str] | None:
+    """(trace, how) of the first difference between two processes' digests, or None."""
+    for t, (x, y) in enumerate(zip(a, b)):
+        k = next((k for k, (u, v) in enumerate(zip(x, y)) if u != v), None)
+        if k is not None:
+            return t, f"request {k}"
+        if len(x) != len(y):
+            return t, f"the number of requests ({len(x)} vs {len(y)})"
+    return None
+
+
+def difference_at(traces: list[tuple[tr.Trace, Mapping[str, list[int]]]], spec: str, params: Mapping[str, Any],
+                  window: int) -> tuple[int, str] | None:
+    """The first of ``traces`` (each with its injected failures: side-call kind -> call numbers) on
+    which two processes send other requests, with how and why, or None.
+
+    The two processes differ in their string-hash seed and their local time zone
+    (:data:`clock.KIT_TZ`, :data:`clock.OTHER_TZ`); when they differ, a third (the second's hash
+    seed, the first's zone) says which of the two the strategy depends on."""
+    from ctxsim.harness.testing import clock
+
+    (s1, s2), (z1, z2) = HASH_SEEDS, (clock.KIT_TZ, clock.OTHER_TZ)
+    with tempfile.TemporaryDirectory(prefix="ctxsim-xproc-") as d:
+        paths = []
+        for i, (trace, fail_calls) in enumerate(traces):
+            path = Path(d) / f"session-{i}.jsonl"
+            tr.write(trace, path)
+            paths.append((str(path), {k: list(v) for k, v in (fail_calls or {}).items()}))
+        a = _run(paths, spec, params, window, s1, z1)
+        if isinstance(a, str):
+            return 0, a
+        b = _run(paths, spec, params, window, s2, z2)
+        if isinstance(b, str):
+            return 0, b
+        first = _first_difference(a, b)
+        if first is None:
+            return None
+        c = _run(paths, spec, params, window, s2, z1)
+        if isinstance(c, str):
+            return 0, c
+    t, at = first
+    by_hash = _first_difference(a, c)
+    if by_hash is not None:
+        t, at = by_hash
+        return t, (f"{at} differs between two processes (PYTHONHASHSEED={s1} and {s2}, the same time zone): the "
+                   "strategy depends on the string hash seed (a set or a hash() ordering what it sends)")
+    return t, (f"{at} differs between two processes whose local time zones differ (TZ={z1}, {clock.ZONE}, and "
+               f"TZ={z2}, UTC+5:30; the same hash seed): the strategy reads the machine's local time "
+               "(datetime.fromtimestamp, time.localtime or astimezone() without a zone), so a run depends on "
+               "where it runs")
+
+
 def difference(trace: tr.Trace, spec: str, params: Mapping[str, Any], window: int,
                fail_calls: Mapping[str, list[int]] | None = None) -> str:
-    """How the requests of two processes with different hash seeds differ on ``trace``, or ``""``."""
-    fail_calls = dict(fail_calls or {})
-    with tempfile.TemporaryDirectory(prefix="ctxsim-xproc-") as d:
-        path = Path(d) / "session.jsonl"
-        tr.write(trace, path)
-        runs = []
-        for seed in HASH_SEEDS:
-            env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": os.pathsep.join(_paths(spec))}
-            try:
-                p = subprocess.run([sys.executable, "-m", "ctxsim.harness.testing.crossprocess", str(path), spec,
-                                    json.dumps(dict(params)), str(window), json.dumps(fail_calls)],
-                                   capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                return f"the replay with PYTHONHASHSEED={seed} ran over {TIMEOUT_S:.0f} s"
-            if p.returncode != 0:
-                tail = (p.stderr.strip().splitlines() or ["?"])[-1]
-                return f"the replay with PYTHONHASHSEED={seed} failed: {tail}"
-            runs.append(p.stdout.split())
-    a, b = runs
-    for k, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return (f"request {k} differs between two processes (PYTHONHASHSEED={HASH_SEEDS[0]} and "
-                    f"{HASH_SEEDS[1]}): the strategy depends on the string hash seed (a set or a hash() "
-                    "ordering what it sends)")
-    if len(a) != len(b):
-        return f"{len(a)} requests with PYTHONHASHSEED={HASH_SEEDS[0]}, {len(b)} with {HASH_SEEDS[1]}"
-    return ""
+    """How the requests of two processes (other hash seed, other time zone) differ on ``trace``, or ``""``."""
+    found = difference_at([(trace, fail_calls or {})], spec, params, window)
+    return found[1] if found else ""
 
 
 def main(argv: list[str]) -> int:
-    trace_path, spec, params, window, fail = argv
-    digests = request_digests(tr.load(trace_path), spec, json.loads(params), int(window), json.loads(fail))
-    print("\n".join(digests))
+    traces, spec, params, window = argv
+    for i, (path, fail) in enumerate(json.loads(traces)):
+        for digest in request_digests(tr.load(path), spec, json.loads(params), int(window), fail):
+            print(i, digest)
     return 0
 
 

@@ -11,6 +11,14 @@ strategy name -> [(invariant, regular expression of the detail, owner, the findi
 from __future__ import annotations
 
 KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
+    "tiered_budget": [
+        ("no_respill", r"reads back spilled file .*tool-results/toolu_\d+\.txt but entered the window replaced",
+         "families (#22)",
+         "a Read of its own tool-results/<id>.txt (absolute path, offset 0, limit 27,700) beside four small Reads "
+         "entered cut to 6,926 chars (N-SPILL-3): strategies/tiered_budget.py is_readback/apply did not exempt it; "
+         "found by `ctxsim check-strategy tiered_budget --profile default` on the corpus (seed 29, session 31 of "
+         "the clock-edge draws, shrunk to 20 events), #29"),
+    ],
     "whole_repo": [
         ("window", r"was under it\) and it gave up",
          "families (#22)",

@@ -31,6 +31,7 @@ from typing import Any
 from ctxsim.harness import trace as tr
 from ctxsim.harness.engine import RunConfig
 from ctxsim.harness.llm import SUMMARY, VERIFY
+from ctxsim.harness.testing import clock
 from ctxsim.harness.testing import conversations as conv
 from ctxsim.harness.testing.determinism import Canon, request_difference
 from ctxsim.harness.testing.inputs import InputGuard
@@ -306,11 +307,14 @@ class StrategyMachine(RuleBasedStateMachine):
     @initialize(fail=st.one_of(st.sets(st.integers(0, 5), max_size=3), _BURSTS),
                 first=st.integers(20, 3_000), before_midnight=st.integers(0, 120),
                 dense=st.sampled_from([False, False, False, True]),
-                prompt=st.sampled_from([None, None, *conv.PROMPT_SHARE]))
-    def start(self, fail: set[int], first: int, before_midnight: int, dense: bool, prompt: float | None) -> None:
+                prompt=st.sampled_from([None, None, *conv.PROMPT_SHARE]),
+                edge=st.sampled_from(clock.EDGES))
+    def start(self, fail: set[int], first: int, before_midnight: int, dense: bool, prompt: float | None,
+              edge: clock.Edge) -> None:
         """A run whose injected side-call failures are a few scattered calls or a burst of
-        consecutive ones (enough to open a breaker), starting at most two minutes before midnight
-        (a launch crosses it: a date stamped at its start is stale by its end); in one run of four
+        consecutive ones (enough to open a breaker), starting at most two and a half minutes
+        before one of the clock's edges (:data:`clock.EDGES`: midnight UTC or local, a DST change;
+        a launch crosses it: a date or time stamped at its start is stale by its end); in one run of four
         the tools print text dense in tokens (see :meth:`tools_print_dense_text`); in one of two
         the agent's prompt is a real one's size (10-25k tokens on 200k, scaled to the window, part
         of it opaque: :func:`conversations.realistic_header`)."""
@@ -320,7 +324,7 @@ class StrategyMachine(RuleBasedStateMachine):
             self.builder.header = conv.realistic_header(self.window, prompt, seed=first)
             self._header = self.builder.header.model_copy(deep=True)
             self.guard = InputGuard(self.builder.header)
-        self.builder.t = float(conv.DAY_S - 30 - before_midnight)
+        self.builder.t = edge.t - 60 - before_midnight  # the launch starts 30-150 s before the edge
         cls = type(self)
         cls.sessions += 1
         if cls.shrinking:
@@ -631,9 +635,17 @@ def find_failure(cls: type[Strategy], params: Mapping[str, Any] | None = None, *
     ``shrink_examples``: sessions replayed while shrinking (default: the profile's).
     ``cross_process`` (default: the profile's): when every session passed, the longest one is
     replayed in two processes with different string-hash seeds (:mod:`ctxsim.harness.testing.crossprocess`);
-    a difference is a ``deterministic`` failure on that session. ``scenarios``: first the
+    a difference is a ``deterministic`` failure on that session. The process's local time zone is
+    pinned to :data:`clock.KIT_TZ` while it runs. ``scenarios``: first the
     hand-written sessions of :mod:`ctxsim.harness.testing.scenarios` (the corpus's fixed part).
     """
+    with clock.pinned_zone():  # the same local time on every machine (a strategy may read it)
+        return _find_failure(cls, params, settings, window, crashes, promised, max_result_size, shrink_seconds,
+                             profile, twin, known, seen_known, seed, shrink_examples, cross_process, scenarios)
+
+
+def _find_failure(cls, params, settings, window, crashes, promised, max_result_size, shrink_seconds, profile, twin,
+                  known, seen_known, seed, shrink_examples, cross_process, scenarios) -> CheckFailure | None:
     from ctxsim.harness.testing import LIMITS, selected_profile, selected_settings
     from hypothesis.reporting import with_reporter
 
@@ -703,21 +715,39 @@ def _scenarios(machine: type[StrategyMachine], known, seen_known) -> CheckFailur
 
 
 def _cross_process(cls: type[Strategy], machine: type[StrategyMachine]) -> CheckFailure | None:
+    """The hand-written sessions (one of them made for this check: parallel results, tools, spills,
+    restored files, sub-agents and resumes, whose order a set would shuffle) and the longest
+    generated one, replayed in two processes (:mod:`ctxsim.harness.testing.crossprocess`)."""
     from ctxsim.harness.testing import crossprocess
+    from ctxsim.harness.testing.scenarios import SCENARIOS
 
     if "<locals>" in cls.__qualname__ or cls.__module__ == "__main__":
         return None  # not importable by another process
-    header, events, settings = machine.longest[1]
-    try:
-        trace = tr.validate_events(header, events, header.name)
-    except tr.TraceError:  # a session without a model call: nothing was sent
+    sessions: list[tuple[str, tr.Trace, dict[str, Any]]] = []
+    base = {"strategy": f"{cls.__module__}:{cls.__qualname__}", "name": cls.name, "params": machine.params,
+            "window": machine.window, "model": CHECK_MODEL, "fail_calls": {}}
+    for name, (build, dense) in SCENARIOS.items():
+        trace = build(machine.window)
+        if trace is not None:
+            sessions.append((f"the scenario {name}", trace, {**base, "dense": dense, "scenario": name}))
+    if machine.longest is not None:
+        header, events, settings = machine.longest[1]
+        try:
+            sessions.append(("the longest generated session", tr.validate_events(header, events, header.name),
+                             settings))
+        except tr.TraceError:  # a session without a model call: nothing was sent
+            pass
+    if not sessions:
         return None
-    diff = crossprocess.difference(trace, f"{cls.__module__}:{cls.__qualname__}", settings["params"],
-                                   settings["window"], settings["fail_calls"])
-    if not diff:
+    found = crossprocess.difference_at([(t, st["fail_calls"]) for _, t, st in sessions],
+                                       f"{cls.__module__}:{cls.__qualname__}", machine.params, machine.window)
+    if found is None:
         return None
-    v = Violation("deterministic", -1, "", diff)
+    i, diff = found
+    what, trace, settings = sessions[i]
+    v = Violation("deterministic", -1, "", f"on {what}: {diff}")
     meta = {"check_strategy": {**settings, "violations": [str(v)]}}
-    f = CheckFailure([v], tr.validate_events(header.model_copy(update={"meta": meta}), events, header.name), settings)
-    f.first_events = len(events)
+    f = CheckFailure([v], tr.validate_events(trace.header.model_copy(update={"meta": meta}), trace.events,
+                                             trace.header.name), settings)
+    f.first_events = len(trace.events)
     return _stamped(f, machine)

@@ -10,6 +10,10 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
   change be declared);
 * ``clear_then_crash``: crashes with calls open, resumes, enough work to clear the repairs, more
   crashes and resumes;
+* ``parallel_results``: steps of six parallel results, spills, a sub-agent, a crash and a resume,
+  across a DST change (what the cross-process check replays besides the longest generated session);
+* ``clock_edges``: one short launch across each edge of the kit's clock (midnight UTC and local,
+  DST changes), so a date or zone stamped per request is met whatever the draws;
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
   isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
   kit's window only).
@@ -106,6 +110,58 @@ def clear_then_crash(window: int = BASE_WINDOW) -> tr.Trace:
     return b.trace()
 
 
+def parallel_results(window: int = BASE_WINDOW) -> tr.Trace:
+    """Steps of six parallel results (a set of ids, paths or tools would shuffle them), results over a
+    spill threshold, an isolated sub-agent of parallel reads, a crash with four calls open and a
+    resume, enough reads to compact; starting 40 s before America/New_York's DST change (the kit's
+    local zone), so a local time or zone stamped per request changes within the launch. The
+    cross-process check replays it in two processes (another hash seed, another time zone)."""
+    from ctxsim.harness.testing.clock import EDGES, ZONE
+
+    b = conv.ConversationBuilder()
+    b.t = next(e.t for e in EDGES if "start of DST in " + ZONE in e.label) - 40
+    b.start_session()
+    b.user(300, 5)
+    names = ("Read", "Grep", "Read", "Bash", "Read", "Grep")
+    for k in range(8):
+        b.call(conv.Turn(calls=tuple(conv.ToolCall(n, _scale(1_800, window), seed=100 + 6 * k + j)
+                                     for j, n in enumerate(names))))
+    b.call(conv.Turn(calls=(conv.ToolCall("Bash", _scale(12_000, window), seed=150),
+                            conv.ToolCall("Read", _scale(12_000, window), seed=151))))
+    b.subtask([conv.Turn(calls=tuple(conv.ToolCall("Read", 800, seed=160 + j) for j in range(5)))], isolated=True)
+    b.call(conv.Turn(calls=tuple(conv.ToolCall("Read", 300, seed=170 + j) for j in range(4))), crash=True)
+    b.start_session(resume=True)
+    b.user(60, 6)
+    for k in range(4):
+        b.call(conv.Turn(calls=tuple(conv.ToolCall("Read", _scale(2_500, window), seed=180 + 3 * k + j)
+                                     for j in range(3))))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
+def clock_edges(window: int = BASE_WINDOW) -> tr.Trace:
+    """One short launch across each of the clock's edges (:data:`clock.EDGES`: midnight UTC and
+    local, DST changes): two calls 40 s before it, the user back two minutes later, two calls
+    after it. A date, a time or a zone stamped per request changes within each launch; the
+    generated sessions cross one edge each, and their draws may not reach it."""
+    from ctxsim.harness.testing.clock import EDGES
+
+    b = conv.ConversationBuilder()
+    for k, edge in enumerate(sorted(EDGES, key=lambda e: e.t)):
+        b.t = edge.t - 70
+        b.start_session()  # 30 s later: 40 s before the edge
+        b.user(200, 20 + k)
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", 600, seed=300 + k), conv.ToolCall("Grep", 300, seed=310 + k))))
+        b.call(conv.Turn(text=100))
+        b._tick(120)  # the user reads the answer: past the edge
+        b.user(100, 30 + k)
+        b.call(conv.Turn(calls=(conv.ToolCall("Bash", 400, seed=320 + k),)))
+        b.call(conv.Turn(text=100))
+        b.end_session()
+    return b.trace()
+
+
 FOUND = Path(__file__).resolve().parents[2] / "traces" / "kit"
 
 
@@ -121,6 +177,8 @@ SCENARIOS: dict[str, tuple[Callable[[int], tr.Trace | None], bool]] = {  # name 
     "clear_then_subagent": (clear_then_subagent, False),
     "clear_then_crash": (clear_then_crash, False),
     "subagent_after_clearing": (_found("subagent_after_clearing"), False),
+    "parallel_results": (parallel_results, False),
+    "clock_edges": (clock_edges, False),
 }
 
 

@@ -136,17 +136,18 @@ class TokenLedger:
                    min([self.chars_per_token] + [x for x in (self.observed_cpt, self.recent_cpt) if x]))
 
     def estimate(self, history: History, *, system: SystemPrompt, tools: ToolSet,
-                 prefix: Iterable[Message] = (), extra: Iterable[Message] = ()) -> int:
+                 prefix: Iterable[Message] = (), extra: Iterable[Message] = (), cpt: float | None = None) -> int:
         """Estimated input tokens of a request made of ``prefix`` (resident messages), ``history``
         and ``extra`` (messages sent but not kept). With an anchor: anchor + new history messages
         + extra at the seed's rate; the system prompt, tools and resident prefix are inside the
-        anchor. Without: everything, at :meth:`unanchored_cpt`."""
+        anchor. Without: everything, at :meth:`unanchored_cpt`. ``cpt``: the rate of what is
+        estimated, over both (a budget's, :meth:`budget_cpt`)."""
         extra_chars = message_chars(extra)
         if self.anchor is not None and self.anchor_len <= len(history):
             new = history[self.anchor_len:]
-            return self.anchor + chars_to_tokens(message_chars(new) + extra_chars, self.chars_per_token)
+            return self.anchor + chars_to_tokens(message_chars(new) + extra_chars, cpt or self.chars_per_token)
         chars = prompt_chars(system, tools) + message_chars(prefix) + message_chars(history) + extra_chars
-        return system.opaque_tokens + chars_to_tokens(chars, self.unanchored_cpt())
+        return system.opaque_tokens + chars_to_tokens(chars, cpt or self.unanchored_cpt())
 
     def request_chars(self, history: History, *, system: SystemPrompt, tools: ToolSet,
                       prefix: Iterable[Message] = ()) -> int:

@@ -154,7 +154,9 @@ class NovaCodeConfig(StrategyConfig):
         True, description="not in the seed: the verbatim tail (N-COMP-6), the restore attachment (N-COMP-11) and the "
         "summary request are sized at the lowest characters per token of chars_per_token, the conversation's last "
         "count and its newest text's (accounting.py, budget_cpt), not at chars_per_token: on dense output the "
-        "seed's budgets hold 2-4x their tokens and the forced compaction cannot shrink the request (#29; "
+        "seed's budgets hold 2-4x their tokens and the forced compaction cannot shrink the request (the session "
+        "ends at ~1 char/token; at ~2.7, common tool output, the summary request and the main request are both "
+        "refused as too long before the reaction recovers: tests/testing/test_dense_step.py) (#29; "
         "false: the seed's 3.5)")
     # --- layer 2: compaction (N-COMP-*) ---------------------------------------------------------
     compaction: bool = Field(True, description="threshold compaction (layer 2)")
@@ -577,6 +579,12 @@ class NovaCode(Strategy):
         kept = len(self.history) - choice.boundary
         end = len(self.history)
         cpt = self._budget_cpt()
+        if c.calibrate_budgets and cpt < c.chars_per_token:
+            # not in the seed (calibrate_budgets): the messages since the last count at the budgets' rate, so a
+            # step of dense output (~2.7 chars/token is common) that the 3.5 estimate put under the window
+            # does not leave the tail in a summary request the API refuses as too long (#29)
+            est = max(est, self.ledger.estimate(self.history, system=self.env.system, tools=self.env.tools,
+                                                prefix=resident, cpt=cpt))
         instructions_tokens = chars_to_tokens(_INSTRUCTIONS_CHARS, cpt)
         if kept and est + instructions_tokens > self.lines.effective:
             messages, end = messages.truncate(len(resident) + choice.boundary), choice.boundary

@@ -72,3 +72,69 @@ def test_other_dense_steps_literal_fails_calibrated_holds(step):
     _, lit = _run({"calibrate_budgets": False}, reads=reads, read_size=size, step=step)
     _, cal = _run({}, reads=reads, read_size=size, step=step)
     assert [v.invariant for v in lit] == ["window"] and cal == []
+
+
+# --- tool output at ~2.7 characters per token (issue #29: what real tool output runs) --------------
+
+def log_session(reads: int = 7, read_size: int = 7_900, step: tuple[int, ...] = (7_900,) * 4):
+    """Seven reads of 7,900 characters, then one step of four results of 7,900: each under the spill
+    threshold (N-SPILL-1: 50,000 x 32/200 = 8,000 at the kit's window) and together 31,600, under
+    the aggregate budget (N-SPILL-2: 200,000 x 32/200 = 32,000), so nothing is spilled."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 1)
+    for k in range(reads):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", read_size, seed=k, pool=conv.LOG_POOL),)))
+    b.call(conv.Turn(calls=tuple(conv.ToolCall("Bash", n, seed=200 + i, pool=conv.LOG_POOL)
+                                 for i, n in enumerate(step))))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
+def _run_log(extra):
+    params = {**params_for(NovaCode), **extra}
+    rec = record(log_session(), NovaCode, params, RunConfig(model=CHECK_MODEL, window=CHECK_WINDOW, seed=0))
+    try:
+        return rec, check(rec)
+    finally:
+        shutil.rmtree(rec.session_dir, ignore_errors=True)
+
+
+def test_the_log_pool_runs_at_about_2_7_characters_per_token():
+    from ctxsim.harness.provider.tokenizer import get_tokenizer
+
+    text = conv.text_of(40_000, 3, "", conv.LOG_POOL)
+    assert 2.6 <= len(text) / get_tokenizer().count(text) <= 2.8
+
+
+def test_n_spill_1_n_spill_2_n_comp_3_n_comp_6_a_2_7_step_under_both_spill_limits_holds_the_window():
+    """NovaCode as configured (calibrate_budgets): the step's 31,600 characters are estimated at the
+    conversation's measured rate (~2.7) when the forced compaction (N-COMP-3) sizes its summary
+    request and tail (N-COMP-6), so nothing is refused and the session goes on."""
+    rec, found = _run_log({})
+    assert found == []  # the estimate held too: ~2.7 is within the kit's factor
+    assert not any(s.rejected for s in rec.requests)
+    assert not any("<persisted-output>" in m.text for s in rec.requests for m in s.request.messages
+                   if hasattr(m, "text"))  # nothing spilled
+    mains = [s for s in rec.requests if s.kind == "main"]
+    summary = next(s for s in rec.requests if s.kind == "summary")
+    # the request before the step (21,431 tokens by the API's count), then the summary of the prefix
+    # (21,935: the step's results stay in the verbatim tail) and the compacted request
+    assert [s.tokens for s in mains[-2:]] == [21_431, 5_592] and summary.tokens == 21_935
+    assert all(s.tokens <= CHECK_WINDOW for s in rec.requests)
+
+
+def test_n_comp_3_the_literal_seed_on_a_2_7_step_is_refused_twice_then_recovers():
+    """Finding about the seed's design (#29): at 3.5 the step is estimated at 30,591 tokens, past the
+    hard line (28,320 = 32,000 - 3,200 - 480, N-COMP-1/3) but under the window, so the forced
+    compaction sends its summary request whole: 33,407 tokens, refused as too long; the main
+    request (33,238) is refused too. The refusal states the size, the reaction compacts again and
+    the session goes on: no give-up, two refused calls paid for."""
+    rec, found = _run_log({"calibrate_budgets": False})
+    assert found == []
+    refused = [(s.kind, s.tokens, s.request.estimated_tokens) for s in rec.requests if s.rejected]
+    assert refused == [("summary", 33_407, None), ("main", 33_238, 30_591)]
+    main = next(s for s in rec.requests if s.rejected and s.kind == "main")
+    after = [s for s in rec.requests if s.call > main.call and s.kind == "main"]
+    assert after and all(not s.rejected and s.tokens <= CHECK_WINDOW for s in after)

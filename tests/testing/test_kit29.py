@@ -51,16 +51,24 @@ def test_shrinking_keeps_the_first_invariant_within_an_example_budget():
     assert [e.model_dump() for e in runs[0].trace.events] == [e.model_dump() for e in runs[1].trace.events]
 
 
-def test_a_launch_crosses_midnight_and_the_date_in_the_system_prompt_is_caught():
-    f = find_failure(x.DateInNovaCodeSystem, settings=settings(selected_settings("default"), phases=NO_SHRINK),
+def test_a_launch_crosses_a_dst_change_and_a_local_zone_stamped_per_request_is_caught():
+    """The generated sessions alone (no hand-written ones): each launch starts 30-150 s before one of
+    the clock's edges (midnight UTC or local, a DST change), in the kit's pinned zone."""
+    f = find_failure(x.LocalTimeInNovaCodeSystem, settings=settings(selected_settings("default"), phases=NO_SHRINK),
                      profile="default", cross_process=False, scenarios=False)
     assert f is not None and f.invariants == {"stable_prefix"}
-    assert "the system prompt changed" in f.violations[0].detail
-    # the launch that failed began before midnight (t = 86,400); its request came after it (the
-    # engine's clock also runs through each call's latency, so the events may stop just before it)
+    assert "the system prompt changed (the clock crossed the end of DST in America/New_York" in f.violations[0].detail
+    # the launch that failed began before the edge; its request came after it
     session = f.violations[0].where.split()[1].rstrip(",")
     start = next(e.t for e in f.trace.events if isinstance(e, tr.SessionStart) and e.session == session)
-    assert conv.DAY_S - 150 <= start < conv.DAY_S
+    assert 972_799_200 - 150 <= start < 972_799_200
+
+
+def test_the_date_in_the_system_prompt_is_caught_at_midnight_utc():
+    f = find_failure(x.DateInNovaCodeSystem, settings=settings(selected_settings("ci"), phases=NO_SHRINK),
+                     profile="ci", cross_process=False)
+    assert f is not None and f.invariants == {"stable_prefix"} and f.settings["scenario"] == "clock_edges"
+    assert "(the clock crossed midnight UTC (1970-01-02 00:00 UTC) between the two requests" in f.violations[0].detail
 
 
 def test_realistic_prompts_are_10_to_25k_tokens_on_200k_scaled_to_the_window():
@@ -98,3 +106,90 @@ def test_check_strategy_prints_the_corpus_and_a_replayable_sample_seed(capsys):
     out = capsys.readouterr().out
     assert f"corpus: 4 sessions, seed {CORPUS_SEED}" in out
     assert "random sample: 1 sessions, seed 7 (replay it: --seed 7)" in out
+
+
+def test_shrinking_never_swaps_the_reported_invariant_for_another_found_on_the_way():
+    """While shrinking a defect, a session that breaks only another invariant is no example of it (the
+    issue's re-spill reported as "deterministic"): the same search that fails on random spill names
+    passes when the defect being shrunk is a re-spill."""
+    import pytest
+    from hypothesis.stateful import run_state_machine_as_test
+
+    s = settings(selected_settings("ci"), phases=NO_SHRINK)
+    free = machine_for(m.n.RandomSpillNames)
+    with pytest.raises(Exception) as e:
+        run_state_machine_as_test(free, settings=s)
+    assert "deterministic" in str(e.value)
+    shrinking_a_respill = machine_for(m.n.RandomSpillNames)
+    shrinking_a_respill.first_invariant = "no_respill"
+    run_state_machine_as_test(shrinking_a_respill, settings=s)  # nothing raised: not an example of it
+
+
+def test_an_estimate_42_percent_low_names_the_system_prompt_it_left_out():
+    from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+    from ctxsim.harness.testing.invariants import Checker
+    from ctxsim.harness.testing.recording import Sent
+
+    t = get_tokenizer()
+    header = conv.realistic_header(CHECK_WINDOW, conv.PROMPT_SHARE[1], seed=3)
+    system = SystemPrompt((Block.text_block(header.system),), header.prefix_tokens)
+    prompt = t.system(system) + system.opaque_tokens
+    body = conv.text_of(int(prompt * 1.38 * 2.9), 1)  # messages of ~1.38x the prompt: the prompt is 42% of the request
+    messages = History([Message.user(body)])
+    tokens = prompt + t.count(body) + 4
+    estimated = tokens - prompt  # the mutant's estimate: the messages only
+    r = Request(system, ToolSet(()), messages, estimated_tokens=estimated)
+    found = Checker(frozenset({"estimate"}), {}).feed([Sent(r, tokens, 20_000, False, "", 0, 0.0)])
+    assert [v.invariant for v in found] == ["estimate"]
+    pct = round((estimated / tokens - 1) * 100)
+    assert -44 <= pct <= -40
+    assert f"({pct:+d}%;" in found[0].detail
+    assert f"the gap ({prompt:,}) is about the size of the system prompt and tools ({prompt:,} tokens): left out of " \
+           "the estimate?" in found[0].detail
+
+
+def test_the_default_profile_replays_in_two_processes_and_names_the_hash_seed(tmp_path, capsys):
+    """check-strategy --profile default caught no hash-ordered result once: its longest session met
+    no step whose order a set shuffles. The cross-process check is part of the default profile and
+    replays the hand-written parallel_results scenario too (steps of six parallel results)."""
+    from ctxsim.harness.testing import LIMITS
+
+    assert LIMITS["default"]["cross_process"] and not LIMITS["ci"]["cross_process"]
+    one = settings(selected_settings("default"), max_examples=1, phases=NO_SHRINK)
+    f = find_failure(x.ResultsInSetOrder, settings=one, profile="default")
+    assert f is not None and f.invariants == {"deterministic"}
+    assert "PYTHONHASHSEED=1 and 2, the same time zone" in f.violations[0].detail
+    assert f.violations[0].detail.startswith("on the scenario ")
+    assert find_failure(x.ResultsInCallOrder, settings=one, profile="default") is None
+    # the failing session replays in two processes too (--replay)
+    path = tmp_path / "failure.jsonl"
+    tr.write(f.trace, path)
+    assert main(["check-strategy", f"{x.__name__}:ResultsInSetOrder", "--replay", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "violations now:\n  [deterministic] the run: request " in out
+    assert "differs between two processes (PYTHONHASHSEED=1 and 2, the same time zone)" in out.split("violations now:")[1]
+
+
+def test_an_estimate_that_leaves_out_the_prompt_is_named_when_the_messages_rate_is_off_too():
+    """EstimateWithoutPrompt in the default profile: 5,143 estimated, 8,747 counted (-41%): the gap,
+    3,604, is 85% of the system prompt and tools (4,254), the messages' own rate being a little high.
+    Counting the prompt in takes away most of the error (650 of 3,604 left): named. A gap far over
+    the prompt's size (1.8x) is not."""
+    from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+    from ctxsim.harness.testing.invariants import Checker
+    from ctxsim.harness.testing.recording import Sent
+
+    t = get_tokenizer()
+    header = conv.realistic_header(CHECK_WINDOW, conv.PROMPT_SHARE[1], seed=3)
+    system = SystemPrompt((Block.text_block(header.system),), header.prefix_tokens)
+    prompt = t.system(system) + system.opaque_tokens
+    body = conv.text_of(int(prompt * 2.9), 1)  # messages about the prompt's size
+    tokens = prompt + t.count(body) + 4
+
+    def detail(gap):
+        r = Request(system, ToolSet(()), History([Message.user(body)]), estimated_tokens=tokens - gap)
+        return Checker(frozenset({"estimate"}), {}).feed([Sent(r, tokens, 20_000, False, "", 0, 0.0)])[0].detail
+
+    assert f"the gap ({int(prompt * 0.85):,}) is about the size of the system prompt and tools ({prompt:,} tokens): " \
+           "left out of the estimate?" in detail(int(prompt * 0.85))
+    assert "about the size" not in detail(int(prompt * 1.8))

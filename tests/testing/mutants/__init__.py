@@ -104,6 +104,10 @@ CORPUS: list[Case] = [
 # issue #29: the held-out set's escapes, written afresh (tests/testing/mutants/kit29.py)
 KIT29: list[Case] = [
     _c(x.DateInNovaCodeSystem, x.DateAtLaunchInNovaCodeSystem, "stable_prefix", "the date in the system prompt, per request"),
+    _c(x.LocalTimeInNovaCodeSystem, x.NamedZoneAtLaunch, "stable_prefix deterministic",
+       "the machine's local date and zone in the system prompt, per request (changes at a DST change)"),
+    _c(x.LocalDateAtLaunch, x.NamedZoneAtLaunch, "deterministic",
+       "the machine's local date and zone, read at launch (another machine's zone, other bytes)"),
     _c(x.ResultsInSetOrder, x.ResultsInCallOrder, "deterministic", "parallel results in a set's order"),
     _c(x.ToolsFromSet, x.ToolsSortedByName, "deterministic", "the tools array in a set's order"),
     _c(x.SpillNamedByHash, NovaCode, "deterministic", "spill files named by hash()"),

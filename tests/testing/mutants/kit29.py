@@ -1,5 +1,5 @@
 """Mutants for the checks of issue #29 (the escapes of the held-out set, written afresh), each a
-realistic one-spot bug with its correct twin: a date stamped in the system prompt, results and tools
+realistic one-spot bug with its correct twin: a date stamped in the system prompt (UTC, or the machine's local date and zone per request or per launch), results and tools
 ordered by a set of strings, an estimate that leaves out the system prompt, a 1-hour marker after a
 5-minute one, a compaction whose summary never sees the user's first request, spill names from
 ``hash()``, restored files in set order, a read-back recognised only in this launch's directory, and
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.strategies.base import CallInfo
@@ -46,6 +47,60 @@ class DateAtLaunchInNovaCodeSystem(NovaCode):
     def build_request(self, call: CallInfo) -> Request:
         req = super().build_request(call)
         day = getattr(self, "_launch_day", _day(call.now))
+        system = SystemPrompt((*req.system.blocks, Block.text_block(f"Session started on: {day}")),
+                              req.system.opaque_tokens)
+        return replace(req, system=system)
+
+
+def _local(now: float) -> str:
+    """The date and zone of the machine's local time (what an agent's environment block shows)."""
+    local = datetime.fromtimestamp(now).astimezone()
+    return f"{local:%Y-%m-%d} ({local.tzname()}, UTC{local:%z})"
+
+
+class LocalTimeInNovaCodeSystem(NovaCode):
+    """The local date and time zone ("the model should know the user's day and zone") stamped in the
+    system prompt of every request: the prefix changes when the launch crosses a DST change or local
+    midnight, undeclared (and the stamp is the machine's, not the session's)."""
+
+    def build_request(self, call: CallInfo) -> Request:
+        req = super().build_request(call)
+        system = SystemPrompt((*req.system.blocks, Block.text_block(f"Local date: {_local(call.now)}")),
+                              req.system.opaque_tokens)
+        return replace(req, system=system)
+
+
+class LocalDateAtLaunch(NovaCode):
+    """The local date and zone read once at launch (the prefix is stable within a launch), from the
+    machine's local time: another machine, in another zone, sends other bytes (a run is no longer a
+    function of its inputs)."""
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        self._launch_local = _local(now)
+
+    def build_request(self, call: CallInfo) -> Request:
+        req = super().build_request(call)
+        day = getattr(self, "_launch_local", None) or _local(call.now)
+        system = SystemPrompt((*req.system.blocks, Block.text_block(f"Session started on: {day}")),
+                              req.system.opaque_tokens)
+        return replace(req, system=system)
+
+
+class NamedZoneAtLaunch(NovaCode):
+    """Twin of both: the date and zone of the launch in a named zone (the user's setting, not the
+    machine's), read once when it starts."""
+
+    ZONE = "America/New_York"
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        local = datetime.fromtimestamp(now, ZoneInfo(self.ZONE))
+        self._launch_local = f"{local:%Y-%m-%d} ({local.tzname()}, UTC{local:%z})"
+
+    def build_request(self, call: CallInfo) -> Request:
+        req = super().build_request(call)
+        day = getattr(self, "_launch_local", "unknown")
         system = SystemPrompt((*req.system.blocks, Block.text_block(f"Session started on: {day}")),
                               req.system.opaque_tokens)
         return replace(req, system=system)
@@ -190,5 +245,5 @@ class ReadbackOnlyThisLaunch(NovaCode):
 
 __all__ = [n for n in dir() if n[:1].isupper() and n not in ("Block", "Breakpoint", "History", "Message", "Request",
                                                              "SystemPrompt", "ToolSet", "CallInfo", "NovaCode",
-                                                             "KeepRecent", "UTC")]
+                                                             "KeepRecent", "UTC", "ZoneInfo")]
 _ = rs  # the restore module is what RestoreInSetOrder exercises

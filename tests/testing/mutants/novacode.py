@@ -146,18 +146,19 @@ class HardLineBehindBreaker(NovaCode):
 # --- accounting (N-COMP-5) -------------------------------------------------------------------------
 
 class _DoubleCountLedger(TokenLedger):
-    def estimate(self, history, *, system, tools, prefix=(), extra=()):
+    def estimate(self, history, *, system, tools, prefix=(), extra=(), cpt=None):
         if self.anchor is not None and self.anchor_len <= len(history):
             # bug: every message counted on top of the anchor, not only those added after it
-            return self.anchor + chars_to_tokens(message_chars(history) + message_chars(extra), self.chars_per_token)
-        return super().estimate(history, system=system, tools=tools, prefix=prefix, extra=extra)
+            return self.anchor + chars_to_tokens(message_chars(history) + message_chars(extra),
+                                                 cpt or self.chars_per_token)
+        return super().estimate(history, system=system, tools=tools, prefix=prefix, extra=extra, cpt=cpt)
 
 
 class _LastUsageLedger(TokenLedger):
-    def estimate(self, history, *, system, tools, prefix=(), extra=()):
+    def estimate(self, history, *, system, tools, prefix=(), extra=(), cpt=None):
         if self.anchor is not None and self.anchor_len <= len(history):
             return self.anchor  # bug: only the last reported usage, nothing added since
-        return super().estimate(history, system=system, tools=tools, prefix=prefix, extra=extra)
+        return super().estimate(history, system=system, tools=tools, prefix=prefix, extra=extra, cpt=cpt)
 
 
 class DoubleCountEstimate(NovaCode):

@@ -1,0 +1,70 @@
+"""The kit's clock: the instants a launch crosses (midnight, a DST change) and the local time zone
+the kit runs strategies in.
+
+A trace's time is seconds since its start; a strategy that stamps a date reads it as a Unix time
+(or adds an epoch of its own). The state machine starts each run shortly before one of
+:data:`EDGES`, so a launch crosses it: UTC midnight; midnight in the kit's local zone; that zone's
+DST changes both ways; the EU's DST change (the same instant in every EU zone). A date or a time
+stamped per request then changes inside a launch, and ``stable_prefix`` says which edge it crossed.
+
+A strategy that reads the machine's local time (``datetime.fromtimestamp(t)``, ``time.localtime``,
+``.astimezone()`` without a zone) would see the zone of whatever machine runs the kit, so the
+kit's verdict would depend on where it runs: the kit pins the process's zone to :data:`KIT_TZ`
+while it runs (:func:`pinned_zone`). The cross-process check runs its second process in another
+zone (:data:`OTHER_TZ`), so a strategy that depends on the local zone is named as such.
+
+The zones are POSIX TZ rules (glibc and macOS read them without a time-zone database), checked
+against the tz database's America/New_York in tests/testing/test_clock.py.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+ZONE = "America/New_York"
+# America/New_York's rule for 1987-2006 (tz database, northamerica: "Rule US 1987 2006 - Apr Sun>=1 2:00 1:00 D",
+# "Rule US 1967 2006 - Oct lastSun 2:00 0 S"): the instants below are in those years
+KIT_TZ = "EST5EDT,M4.1.0,M10.5.0"
+OTHER_TZ = "IST-5:30"  # Asia/Kolkata, UTC+5:30, no DST: the cross-process check's second zone  # assumed: any other
+
+
+@dataclass(frozen=True)
+class Edge:
+    label: str
+    t: float  # seconds since 1970-01-01 UTC, as a trace's time read as a Unix time
+
+
+# Unix times (tz database 2026a via zoneinfo; tests/testing/test_clock.py recomputes them). A trace's
+# time is at most 1e9 s (harness/trace.py MAX_T), so the DST changes are those of 2000-2001.
+EDGES: tuple[Edge, ...] = (
+    Edge("midnight UTC (1970-01-02 00:00 UTC)", 86_400.0),  # first: sessions shrink towards it
+    Edge(f"midnight in {ZONE} (2000-10-29 00:00 EDT)", 972_792_000.0),
+    Edge(f"the end of DST in {ZONE} (2000-10-29 02:00 EDT -> 01:00 EST)", 972_799_200.0),
+    Edge(f"the start of DST in {ZONE} (2001-04-01 02:00 EST -> 03:00 EDT)", 986_108_400.0),
+    Edge("the start of DST in the EU (2001-03-25 01:00 UTC; Europe/Berlin 02:00 CET -> 03:00 CEST)", 985_482_000.0),
+)
+
+
+def crossed(t0: float, t1: float) -> list[Edge]:
+    """The edges in (t0, t1]."""
+    return [e for e in EDGES if t0 < e.t <= t1]
+
+
+@contextmanager
+def pinned_zone(tz: str = KIT_TZ) -> Iterator[None]:
+    """The process's local time zone set to ``tz`` (``TZ`` and :func:`time.tzset`), restored after."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = tz
+    time.tzset()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = old
+        time.tzset()
