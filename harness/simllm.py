@@ -273,7 +273,7 @@ class SimulatedLLM:
     # --- summaries -------------------------------------------------------------------------------
     def survival(self, msgs: list[Message]) -> dict[str, float]:
         """Survival probability of each fact present in ``msgs`` (the summarised messages)."""
-        from ctxsim.harness.calibration import features_of
+        from ctxsim.harness.calibration import features_all
 
         p = self.params
         table = []
@@ -282,11 +282,13 @@ class SimulatedLLM:
             typed = m.role == "user" and not m.meta.get("origin") and not m.meta.get("meta_record") \
                 and any(b.type == "text" for b in m.blocks)
             table.append((m.role, typed, tok, present))
+        fids = sorted(set().union(*(t[3] for t in table)) if table else ())
+        modelled = {fid: self.facts[fid].category for fid in fids if p.survival.get(self.facts[fid].category) is None}
+        feats = features_all(table, modelled)
         out = {}
-        for fid in sorted(set().union(*(t[3] for t in table)) if table else ()):
-            f = self.facts[fid]
-            fixed = p.survival.get(f.category)
-            out[fid] = fixed if fixed is not None else p.model.p(features_of(table, fid, f.category))
+        for fid in fids:
+            fixed = p.survival.get(self.facts[fid].category)
+            out[fid] = fixed if fixed is not None else p.model.p(feats[fid])
         return out
 
     def summarize(self, request: Request, spec: CallSpec) -> str:

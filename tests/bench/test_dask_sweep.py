@@ -23,6 +23,7 @@ GRID = """
 name = "bench-folder"
 traces = ["traces/*.jsonl"]
 windows = [200_000]
+seeds = [0]
 [[strategies]]
 name = "novacode"
 [[strategies]]
