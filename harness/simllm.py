@@ -273,7 +273,7 @@ class SimulatedLLM:
     # --- summaries -------------------------------------------------------------------------------
     def survival(self, msgs: list[Message]) -> dict[str, float]:
         """Survival probability of each fact present in ``msgs`` (the summarised messages)."""
-        from ctxsim.harness.calibration import features_all
+        from ctxsim.harness.survival import features_all
 
         p = self.params
         table = []
