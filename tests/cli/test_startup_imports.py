@@ -11,7 +11,7 @@ from pathlib import Path
 HEAVY = ("pandas", "numpy", "pyarrow", "matplotlib", "dask", "distributed", "anthropic")
 KIT = Path(__file__).resolve().parents[2] / "traces" / "kit"
 
-PROBE = """
+PROBE = f"""
 import contextlib, io, json, sys
 from ctxsim.harness.cli import main
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -19,8 +19,8 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
         main(sys.argv[1:])
     except SystemExit:
         pass
-print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in %r)))
-""" % (HEAVY,)
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})))
+"""
 
 
 def loaded(*argv: str) -> list[str]:
