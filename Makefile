@@ -7,13 +7,14 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements/lock.txt
 WORKERS ?= 2
 
-.PHONY: help install test test-deep bench demo sweep example calibration lint lock wheel-check clean
+.PHONY: help install test test-deep bench engine-hashes demo sweep example calibration lint lock wheel-check clean
 
 help:
 	@echo "make test       run the test suite (creates .venv and installs ctxsim[dev] first)"
 	@echo "make demo       generate the default traces, compare all strategies, write reports/demo/"
 	@echo "make sweep      run sweeps/thresholds.toml and write its report to reports/sweep/"
 	@echo "make bench      speed benchmarks (pytest-benchmark, tests/bench/)"
+	@echo "make engine-hashes  rewrite tests/data/engine_hashes*.json (the engine identity check) after a change that moves numbers"
 	@echo "make test-deep  the property suite with the long hypothesis profile"
 	@echo "make example    regenerate the checked-in example report (reports/example/)"
 	@echo "make calibration  refit the simulated summariser and the recovery model on the real compactions (harness/data/summary_survival.json, recovery.json)"
@@ -38,6 +39,10 @@ test-deep: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider tests/bench --benchmark-enable --benchmark-only --benchmark-sort=name
+
+engine-hashes: $(STAMP)
+	$(PY) -m tests.tools.engine_hashes --write
+	$(PY) -m tests.tools.engine_hashes --full --write
 
 demo: $(STAMP)
 	$(CTXSIM) sweep sweeps/demo.toml --out reports/demo/results --workers $(WORKERS)

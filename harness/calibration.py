@@ -32,6 +32,7 @@ from typing import Any
 from ctxsim.harness.conversation import Request
 from ctxsim.harness.live import key_tokens, normalise
 from ctxsim.harness.llm import SUMMARY, BackendReply, CallSpec, LLMBackend
+from ctxsim.harness.survival import features_all, features_of  # noqa: F401 (the fit computes them too)
 from ctxsim.harness.trace import FACT_CATEGORIES, FactEvent
 
 FORMAT = "ctxsim-summary-calibration"
@@ -270,26 +271,6 @@ def summarised_messages(trace, upto: int) -> list[tuple[str, bool, str]]:
     if results:
         out.append(("user", False, "\n".join(results)))
     return out
-
-
-def features_of(messages: Sequence[tuple[str, bool, int, frozenset[str] | set[str]]], fact_id: str, kind: str):
-    """Features (ctxsim.harness.survival) of one fact over messages given as (role, typed, tokens, fact ids
-    present): what the simulated summariser computes at run time and the fit computes on real logs."""
-    from ctxsim.harness.survival import Features
-
-    total = sum(m[2] for m in messages) or 1
-    mentions = uses = 0
-    user = False
-    after = None
-    seen_tokens = 0
-    for role, typed, tokens, present in messages:
-        seen_tokens += tokens
-        if fact_id in present:
-            mentions += 1
-            uses += role == "assistant"
-            user = user or (role == "user" and typed)
-            after = total - seen_tokens
-    return Features(kind, mentions, uses, user, (after if after is not None else total) / total)
 
 
 def real_compactions(trace, source: str, count: Callable[[str], int]) -> list[RealCompaction]:

@@ -31,6 +31,7 @@ Role = Literal["user", "assistant"]
 TTL = Literal["5m", "1h"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+_MISSING = object()
 
 
 def _h(*parts: bytes) -> bytes:
@@ -67,6 +68,7 @@ class Block:
     _digest: list = field(default_factory=list, repr=False, compare=False)
     _ntok: list = field(default_factory=list, repr=False, compare=False)
     _facts: list = field(default_factory=list, repr=False, compare=False)  # [matcher, ids] (ctxsim.harness.textmatch)
+    _payload: list = field(default_factory=list, repr=False, compare=False)  # a tool_use's payload, built once
 
     # --- constructors -----------------------------------------------------------------------
     @staticmethod
@@ -91,7 +93,9 @@ class Block:
     def payload(self) -> str:
         """The text the model reads for this block (tool_use: its name and canonical JSON input)."""
         if self.type == "tool_use":
-            return f"{self.name} " + json.dumps(self.input or {}, sort_keys=True, ensure_ascii=False)
+            if not self._payload:
+                self._payload.append(f"{self.name} " + json.dumps(self.input or {}, sort_keys=True, ensure_ascii=False))
+            return self._payload[0]
         return self.text
 
     @property
@@ -125,6 +129,8 @@ class Message:
     blocks: tuple[Block, ...]
     meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
     _digest: list = field(default_factory=list, repr=False, compare=False)
+    _text: list = field(default_factory=list, repr=False, compare=False)  # [text, chars], built once
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)  # pure derived values (see memo)
 
     @staticmethod
     def user(text: str, **meta: Any) -> Message:
@@ -138,11 +144,23 @@ class Message:
 
     @property
     def text(self) -> str:
-        return "\n".join(b.payload for b in self.blocks)
+        if not self._text:
+            self._text.extend(("\n".join(b.payload for b in self.blocks), sum(len(b.payload) for b in self.blocks)))
+        return self._text[0]
 
     @property
     def chars(self) -> int:
-        return sum(len(b.payload) for b in self.blocks)
+        if not self._text:
+            self.text  # noqa: B018 (fills the memo)
+        return self._text[1]
+
+    def memo(self, key: str, fn) -> Any:
+        """``fn(self)``, computed once per message: a strategy's size of a message (its JSON
+        length, say) is a pure function of it, and a message is looked at on many calls."""
+        got = self._memo.get(key, _MISSING)
+        if got is _MISSING:
+            got = self._memo[key] = fn(self)
+        return got
 
     def tool_use_ids(self) -> list[str]:
         return [b.id for b in self.blocks if b.type == "tool_use"]  # type: ignore[misc]

@@ -175,6 +175,9 @@ class RetentionModel:
         # messages that hold a fact, and those that name a file, linked newest first, so a probe
         # visits those messages only, not the whole history
         self._with_facts, self._with_paths = object(), object()
+        # per history store (append-only: ctxsim.harness.conversation._Store): fact id -> indices of the
+        # messages holding it, extended as the history grows, so a need visits its own messages only
+        self._by_fact: dict[int, list] = {}   # id(store) -> [store, messages indexed, {fact: [index, ...]}]
 
     # --- per-message caches ---------------------------------------------------------------------------
     def _text(self, m: Message) -> str:
@@ -304,16 +307,17 @@ class RetentionModel:
         msgs = request.messages
         n = len(msgs)
         total = max(1, int(total_tokens))
+        holders = self._holders(msgs)
         out = []
         for fid in probe.needs:
             fact = self.facts.get(fid)
             if fact is None:
                 raise KeyError(f"probe {probe.id!r} needs fact {fid!r}, which the trace does not define")
             best: tuple[float, Where] | None = None
-            for i in self._holding(msgs, self._with_facts, self._facts_in):
+            for i in holders.get(fid, ()):
+                if i >= n:
+                    break
                 m = msgs[i]
-                if fid not in self._facts_in(m):
-                    continue
                 off = self._offset(m, fact)
                 if off < 0:
                     continue
@@ -338,6 +342,29 @@ class RetentionModel:
             else:
                 out.append(FactScore(fid, fact.category, "recoverable", 0.0, None, probe.id))
         return out
+
+    def _holders(self, msgs) -> dict[str, list[int]]:
+        """fact id -> ascending indices of the messages of ``msgs`` whose text holds it (indices past
+        ``len(msgs)`` may follow: callers stop there). Carried forward per history store: a store
+        only grows, so its first k messages never change and each is looked at once."""
+        store = getattr(msgs, "_s", None)
+        if store is None:   # a plain sequence
+            out: dict[str, list[int]] = {}
+            for i in self._holding(msgs, self._with_facts, self._facts_in):
+                for fid in self._facts_in(msgs[i]):
+                    out.setdefault(fid, []).append(i)
+            return out
+        ent = self._by_fact.get(id(store))
+        if ent is None or ent[0] is not store:
+            if len(self._by_fact) >= 8:   # the histories a strategy still sends are few: drop the oldest
+                self._by_fact.pop(next(iter(self._by_fact)))
+            ent = self._by_fact[id(store)] = [store, 0, {}]
+        n = len(msgs)
+        for i in range(ent[1], n):
+            for fid in self._facts_in(store.msgs[i]):
+                ent[2].setdefault(fid, []).append(i)
+        ent[1] = max(ent[1], n)
+        return ent[2]
 
     def _find_pointer(self, msgs, fact: FactEvent) -> tuple[str, int] | None:
         """The smallest file named in the request that holds the fact (the cheapest read-back), and

@@ -278,7 +278,7 @@ class SimulatedLLM:
     # --- summaries -------------------------------------------------------------------------------
     def survival(self, msgs: list[Message]) -> dict[str, float]:
         """Survival probability of each fact present in ``msgs`` (the summarised messages)."""
-        from ctxsim.harness.calibration import features_of
+        from ctxsim.harness.survival import features_all
 
         p = self.params
         table = []
@@ -287,16 +287,21 @@ class SimulatedLLM:
             typed = m.role == "user" and not m.meta.get("origin") and not m.meta.get("meta_record") \
                 and any(b.type == "text" for b in m.blocks)
             table.append((m.role, typed, tok, present))
+        fids = sorted(set().union(*(t[3] for t in table)) if table else ())
+        modelled = {fid: self.facts[fid].category for fid in fids if p.survival.get(self.facts[fid].category) is None}
+        feats = features_all(table, modelled)
         out = {}
-        for fid in sorted(set().union(*(t[3] for t in table)) if table else ()):
-            f = self.facts[fid]
-            fixed = p.survival.get(f.category)
-            feats = features_of(table, fid, f.category)
-            if feats.from_user:
+        for fid in fids:
+            fixed = p.survival.get(self.facts[fid].category)
+            if fixed is not None:
+                out[fid] = fixed
+                continue
+            f = feats[fid]
+            if f.from_user:
                 self._from_user.add(fid)
             elif fid in self._from_user:   # the user's, restated by an earlier summary
-                feats = replace(feats, from_user=True)
-            out[fid] = fixed if fixed is not None else p.model.p(feats)
+                f = replace(f, from_user=True)
+            out[fid] = p.model.p(f)
         return out
 
     def summarize(self, request: Request, spec: CallSpec) -> str:

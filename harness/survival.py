@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -103,3 +103,46 @@ def default_model() -> SurvivalModel:
 def default_length() -> dict[str, float]:
     """The fitted summary length: characters per input token (and the range seen)."""
     return dict(load()["length"])
+
+
+def features_of(messages: Sequence[tuple[str, bool, int, frozenset[str] | set[str]]], fact_id: str, kind: str):
+    """Features of one fact over messages given as (role, typed, tokens, fact ids
+    present): what the simulated summariser computes at run time and the fit computes on real logs."""
+    total = sum(m[2] for m in messages) or 1
+    mentions = uses = 0
+    user = False
+    after = None
+    seen_tokens = 0
+    for role, typed, tokens, present in messages:
+        seen_tokens += tokens
+        if fact_id in present:
+            mentions += 1
+            uses += role == "assistant"
+            user = user or (role == "user" and typed)
+            after = total - seen_tokens
+    return Features(kind, mentions, uses, user, (after if after is not None else total) / total)
+
+
+def features_all(messages: Sequence[tuple[str, bool, int, frozenset[str] | set[str]]],
+                 kinds: dict[str, str]) -> dict:
+    """:func:`features_of` of every fact of ``kinds`` (fact id -> category) at once, in one pass
+    over the messages instead of one per fact (a summary of a long session holds hundreds)."""
+    total = sum(m[2] for m in messages) or 1
+    acc: dict[str, list] = {}   # fact -> [mentions, uses, user, seen tokens at the last mention]
+    seen_tokens = 0
+    for role, typed, tokens, present in messages:
+        seen_tokens += tokens
+        for fid in present:
+            a = acc.get(fid)
+            if a is None:
+                a = acc[fid] = [0, 0, False, 0]
+            a[0] += 1
+            a[1] += role == "assistant"
+            a[2] = a[2] or (role == "user" and typed)
+            a[3] = seen_tokens
+    out = {}
+    for fid, kind in kinds.items():
+        a = acc.get(fid)
+        out[fid] = (Features(kind, a[0], a[1], a[2], (total - a[3]) / total) if a is not None
+                    else Features(kind, 0, 0, False, total / total))
+    return out

@@ -165,7 +165,7 @@ def _check_files(files: Any) -> None:
                 raise ValueError(f"meta.files: {'/'.join(parts[:i])!r} is a file and the folder of {rel!r}")
 
 
-# the folders a run directory always has (ctxsim.harness.engine._seed_files): a file cannot take their name
+# the folders a run directory always has (ctxsim.harness.rundirs.seed_files): a file cannot take their name
 RUN_FOLDERS = ("home", "project")
 NAME_MAX = 255   # bytes in one path component (Linux, macOS: limits.h NAME_MAX)
 

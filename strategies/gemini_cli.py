@@ -47,6 +47,7 @@ spellings other agents' logs use (``Bash``, ``shell``, ``exec_command``); MCP to
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Literal
 
 from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
@@ -97,7 +98,11 @@ def format_truncated(content: str, output_file: str, max_chars: int, head_share:
 
 
 def message_json_chars(m: Message) -> int:
-    """The length gemini-cli measures a message by (``JSON.stringify(content).length``)."""
+    """The length gemini-cli measures a message by (``JSON.stringify(content).length``), once per message."""
+    return m.memo("json_chars", _json_chars)
+
+
+def _json_chars(m: Message) -> int:
     return len(json.dumps(m.to_api(), ensure_ascii=False))
 
 
@@ -151,6 +156,7 @@ class GeminiCli(ThresholdCompactor):
         self.has_failed = False
         self.truncation_id = 0
         self.tool_names: dict[str, str] = {}  # tool_use id -> tool name
+        self._mask_memo: dict[int, tuple[Message, tuple]] = {}  # id(message) -> (message, its maskable outputs)
 
     @property
     def current(self) -> bool:
@@ -308,39 +314,55 @@ class GeminiCli(ThresholdCompactor):
             self.mask_tool_outputs()
 
     def mask_tool_outputs(self) -> int:
-        """``ToolOutputMaskingService.mask``: returns the number of outputs masked."""
+        """``ToolOutputMaskingService.mask``: returns the number of outputs masked.
+
+        The service walks every tool output, newest first, at every turn; here only the protected
+        newest outputs are walked, and the older ones are read from running sums over the history
+        (``History.fold_through``: each message is looked at once per history), so the work per
+        turn does not grow with the session (issue 30). Numbers are those of the walk: every
+        prunable output still takes a truncation id in walk order, and an output is only priced
+        (its preview built) when it could be shorter masked (:meth:`_mask_candidates`)."""
         c = self.config
         h = self.history
-        cum, prunable, reached = 0.0, 0.0, False
-        parts: list[tuple[int, int, float]] = []
-        for i in range(len(h) - 2, -1, -1):  # protectLatestTurn: the newest message is skipped
-            for j in range(len(h[i].blocks) - 1, -1, -1):
-                b = h[i].blocks[j]
-                name = self.tool_names.get(b.id or "", "")
-                if b.type != "tool_result" or name in MASK_EXEMPT_TOOLS or f"<{MASK_TAG}" in b.text:
-                    continue
-                tok = (len(name) + len(b.text)) / c.chars_per_token
-                if not reached:
-                    cum += tok
-                    if cum <= c.protection_threshold_tokens:
-                        continue
-                    reached = True
-                prunable += tok
-                parts.append((i, j, tok))
-        if not parts or prunable < c.min_prunable_tokens:
+        key = ("gemini_mask", id(self))
+        cpt = c.chars_per_token
+        crossing = self._mask_crossing(h, key, cpt)
+        if crossing is None:
             return 0
+        cross_i, cross_k = crossing
+        older = h.fold_through(cross_i - 1, key, (0, 0, 0, None), self._mask_step)
+        cross = self._mask_candidates(h[cross_i])[cross_k:]
+        prunable = (older[1] + sum(ch for _, ch, _ in cross)) / cpt
+        if prunable < c.min_prunable_tokens:
+            return 0
+        # parts in walk order: the crossing message's from the crossing output, then older messages'
+        maybe: list[tuple[int, int, int]] = []  # (message, block, ordinal among parts)
+        for k, (j, _, could) in enumerate(cross):
+            if could:
+                maybe.append((cross_i, j, k))
+        node, nparts = older[3], len(cross)
+        while node is not None:
+            i, node = node
+            cands = self._mask_candidates(h[i])
+            after = h.fold_through(i, key, (0, 0, 0, None), self._mask_step)[2]  # candidates in messages 0..i
+            first = nparts + older[2] - after   # ordinal of message i's newest candidate
+            for k, (j, _, could) in enumerate(cands):
+                if could:
+                    maybe.append((i, j, first + k))
+        base = self.truncation_id
+        self.truncation_id += nparts + older[2]
         by_msg: dict[int, dict[int, Block]] = {}
         saved = 0.0
-        for i, j, tok in parts:
+        for i, j, ordinal in maybe:
             b = h[i].blocks[j]
             name = self.tool_names.get(b.id or "", "")
+            tok = (len(name) + len(b.text)) / cpt
             # the real service writes the file before it knows the saving; a file no masked
             # preview names is never read, so it is written only when the output is masked (else
             # an output too short to mask is rewritten at every call: work growing with history)
-            self.truncation_id += 1
-            file_name = f"{b.id or 'result'}_{self.truncation_id}"
+            file_name = f"{b.id or 'result'}_{base + ordinal + 1}"
             snippet = masked_snippet(b.text, self.output_path("tool-outputs", file_name), shell=name in SHELL_TOOLS)
-            gain = tok - (len(name) + len(snippet)) / c.chars_per_token
+            gain = tok - (len(name) + len(snippet)) / cpt
             if gain > 0:
                 path = self.save_output("tool-outputs", file_name, b.text)
                 if path is None:
@@ -357,6 +379,76 @@ class GeminiCli(ThresholdCompactor):
         n = sum(len(v) for v in by_msg.values())
         self.counters.extra["masked_tool_outputs"] += n
         return n
+
+    def _mask_crossing(self, h: History, key: object, cpt: float) -> tuple[int, int] | None:
+        """The output at which the newest outputs (the latest message aside) pass the protection
+        threshold, as (message, position among its candidates), or None. Found on the running sums
+        by bisection; the service's own walk (a float sum, newest first) decides when the sum lands
+        within rounding of the threshold."""
+        thr = self.config.protection_threshold_tokens
+        last = len(h) - 2
+        if last < 0:
+            return None
+        total = h.fold_through(last, key, (0, 0, 0, None), self._mask_step)[1]
+        if total / cpt <= thr:
+            return self._mask_walk(h, cpt) if abs(total / cpt - thr) <= 1e-6 * max(1.0, thr) else None
+        lo, hi = 0, last   # the newest message i with total - chars(0..i-1) > thr: messages i..last pass it
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if (total - h.fold_through(mid - 1, key, (0, 0, 0, None), self._mask_step)[1]) / cpt > thr:
+                lo = mid
+            else:
+                hi = mid - 1
+        i = lo
+        before = total - h.fold_through(i, key, (0, 0, 0, None), self._mask_step)[1]  # chars of messages i+1..last
+        for k, (_, chars, _) in enumerate(self._mask_candidates(h[i])):
+            if (before + chars) / cpt > thr:
+                if min((before + chars) / cpt - thr, thr - before / cpt) <= 1e-6 * max(1.0, thr):
+                    return self._mask_walk(h, cpt)
+                return i, k
+            before += chars
+        return self._mask_walk(h, cpt)  # not reached: rounding; the walk decides
+
+    def _mask_walk(self, h: History, cpt: float) -> tuple[int, int] | None:
+        """The service's walk to the crossing, newest first, summing tokens as it does."""
+        cum = 0.0
+        for i in range(len(h) - 2, -1, -1):  # protectLatestTurn: the newest message is skipped
+            for k, (_, chars, _) in enumerate(self._mask_candidates(h[i])):
+                cum += chars / cpt
+                if cum > self.config.protection_threshold_tokens:
+                    return i, k
+        return None
+
+    def _mask_candidates(self, m: Message) -> tuple[tuple[int, int, bool], ...]:
+        """The outputs of ``m`` masking may take, newest (last) block first: (block index, the
+        characters the service counts: tool name + output, could masking shorten it). An output
+        whose preview (head and tail, with the shortest path a file can have) is not shorter than
+        the output itself never gains, whatever its truncation id: it is counted, never priced."""
+        memo = self._mask_memo
+        got = memo.get(id(m))
+        if got is not None and got[0] is m:
+            return got[1]
+        out = []
+        if m.has_tool_result:
+            min_path = len(str(Path(self.env.session_dir) / "tool-outputs")) + 1 + len(".txt")
+            for j in range(len(m.blocks) - 1, -1, -1):
+                b = m.blocks[j]
+                name = self.tool_names.get(b.id or "", "")
+                if b.type != "tool_result" or name in MASK_EXEMPT_TOOLS or f"<{MASK_TAG}" in b.text:
+                    continue
+                could = len(b.text) > len(masked_snippet(b.text, "", shell=name in SHELL_TOOLS)) + min_path
+                out.append((j, len(name) + len(b.text), could))
+        got = memo[id(m)] = (m, tuple(out))
+        return got[1]
+
+    def _mask_step(self, state: tuple, m: Message) -> tuple:
+        """Through ``m``: (messages, characters and count of the maskable outputs, a linked list
+        (index, next) of the messages holding one that masking could shorten, newest first)."""
+        n, chars, count, node = state
+        cands = self._mask_candidates(m)
+        if any(could for _, _, could in cands):
+            node = (n, node)
+        return (n + 1, chars + sum(ch for _, ch, _ in cands), count + len(cands), node)
 
     def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
         """``ContextWindowWillOverflow``: the request is not sent and the turn ends."""

@@ -37,13 +37,21 @@ def version() -> str:
             else "unknown"
 
 
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked (importlib.metadata costs a tenth of a second)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"ctxsim {version()}")   # on stdout, as argparse's own version action
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ctxsim",
         description="Replay coding-agent sessions through context strategies and measure cost, "
         "cache hit rate, latency and task retention.",
     )
-    p.add_argument("--version", action="version", version=f"ctxsim {version()}")
+    p.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     p.add_argument("--tokenizer", choices=["cl100k", "claude"], default=None,
                    help="the provider's offline tokenizer for every count of this command (default cl100k, or "
                    "CTXSIM_TOKENIZER; claude: the anthropic-tokenizer package, extra [claude-tokenizer]; README, "

@@ -10,8 +10,18 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ctxsim.harness.importers.common import ImportResult
+if TYPE_CHECKING:   # the table is read by `ctxsim --help`: the trace model (pydantic, numpy) loads on use
+    from ctxsim.harness.importers.common import ImportResult
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ImportResult":
+        from ctxsim.harness.importers.common import ImportResult
+
+        return ImportResult
+    raise AttributeError(name)
 
 FORMATS: dict[str, tuple[str, str]] = {
     "claude-code": ("ctxsim.harness.importers.claude_code", "import_claude_code"),

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 OPENAI_ROUTING_DOC = ("developers.openai.com/api/docs/guides/prompt-caching (read 2026-12): routing by a hash of "
@@ -56,6 +55,8 @@ class Router:
     stray ones fall back to (the same at ``fallback_none``)."""
 
     def __init__(self, model: CacheMissModel, seed: int = 0, phases: tuple[float, float] | None = None) -> None:
+        import numpy as np  # here, not at import: `ctxsim validate` reads traces that name this model
+
         self.model = model
         self._phase, self._phase_fb = (phases if phases is not None else
                                        np.random.default_rng(np.random.SeedSequence([seed, 0x5EED_CAC4])).random(2))

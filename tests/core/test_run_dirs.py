@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from ctxsim.harness import engine
+from ctxsim.harness import engine, rundirs
 from ctxsim.harness.engine import RunConfig, replay
 from ctxsim.harness.provider.tokenizer import get_tokenizer
 from ctxsim.harness.synth import generate, load_preset
@@ -31,8 +31,8 @@ def test_root_is_per_user_and_tokenises_like_the_shared_one():
 
 def test_run_dir_removed_after_a_run_and_after_an_error(short, monkeypatch):
     used = []   # the directories these runs got (other processes may run beside them)
-    fresh = engine._fresh_run_dir
-    monkeypatch.setattr(engine, "_fresh_run_dir", lambda: used.append(fresh()) or used[-1])
+    fresh = rundirs.fresh_run_dir
+    monkeypatch.setattr(rundirs, "fresh_run_dir", lambda: used.append(fresh()) or used[-1])
     replay(short, "novacode", None, RunConfig(window=60_000))
 
     def boom(self):
@@ -48,7 +48,7 @@ def test_run_dir_removed_after_a_run_and_after_an_error(short, monkeypatch):
 def test_a_killed_runs_dir_goes_at_the_next_run(short):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
-    d = engine._fresh_run_dir()
+    d = rundirs.fresh_run_dir()
     (d / "spill.txt").write_text("left by a killed run")
     d.with_suffix(".pid").write_text(dead.stdout.strip())   # its process is gone
     replay(short, "append_only", None, RunConfig())
