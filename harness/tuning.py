@@ -5,11 +5,15 @@ Two answers, both against the strategy's **default** setting (its registered def
 grid should hold; when it does not, the grid point with the fewest changes stands in and the report
 says so):
 
-* **cheapest that keeps retention**: the cheapest setting that completed every run and whose
-  retention is not worse than the default's beyond noise (the 95% interval of the difference
-  reaches 0 or above);
-* **best retention at no more cost**: among the settings that completed every run and cost no more
-  than the default, the one with the best retention.
+* **cheapest that keeps retention**: the cheapest setting that completed every run, costs less than
+  the default and whose retention is not worse than the default's beyond noise (the 95% interval of
+  the difference reaches 0 or above);
+* **best retention at no more cost**: among the settings that completed every run, cost no more
+  than the default and keep more than it, the one with the best retention.
+
+A setting that measured the same as the default (:func:`measures_same`: every run's cost, the
+retention and the compactions identical) is never an answer: it only says its knob was not reached.
+When nothing is left, the answer is None and the report says no setting improves on the default.
 
 Each comes with its saving against the default, in dollars and percent, with a 95% interval.
 
@@ -224,8 +228,8 @@ class Answer:
     default: Setting
     default_in_grid: bool
     swept: list[str]                              # parameters the grid varies for this strategy
-    cheapest: Pick | None                         # cheapest setting not worse than the default
-    best_retention: Pick | None                   # best retention at no more than the default's cost
+    cheapest: Pick | None                         # cheapest setting not worse than the default (None: none improves)
+    best_retention: Pick | None                   # best retention at no more than the default's cost (None: none)
     settings: list[Setting]
     note: str = ""
 
@@ -254,19 +258,42 @@ def answers(sets: list[Setting]) -> list[Answer]:
         default = defaults[0] if defaults else min(ss, key=lambda s: (len(s.changed), s.config))
         note = "" if defaults else (f"the grid does not hold {label}'s default setting: {default.config} (the grid point "
                                     "with the fewest changes) stands in for it")
-        ok = [s for s in ss if s.completed]
+        # a candidate differs from the default in what it measured: a setting whose runs gave the
+        # default's results (a knob the sessions never reach) answers nothing, whatever its name
+        ok = [s for s in ss if s.completed and s is not default and not measures_same(s, default)]
         cheapest = best = None
         if default.completed:
-            keep = [s for s in ok if not_worse(retention_difference(s, default))]
+            keep = [s for s in ok if s.cost < default.cost - COST_TOL and not_worse(retention_difference(s, default))]
             if keep:
                 cheapest = _pick(default, min(keep, key=lambda s: (s.cost, -_nan0(s.retention.est))))
-            afford = [s for s in ok if s.cost <= default.cost + COST_TOL and not math.isnan(s.retention.est)]
+            afford = [s for s in ok if s.cost <= default.cost + COST_TOL and not math.isnan(s.retention.est)
+                      and s.retention.est > _nan0(default.retention.est)]
             if afford:
                 best = _pick(default, max(afford, key=lambda s: (s.retention.est, -s.cost)))
         else:
             note = (note + "; " if note else "") + f"{default.config} itself failed a session here: nothing is compared with it"
         out.append(Answer(label, window, group, default, bool(defaults), swept, cheapest, best, ss, note))
     return sorted(out, key=lambda a: (a.label, a.window, a.group))
+
+
+SAME = 1e-9  # two settings measure the same when every run's cost, retention and compactions agree this closely (assumed)
+
+
+def _close(x: float, y: float) -> bool:
+    return (math.isnan(x) and math.isnan(y)) or abs(x - y) <= SAME * max(1.0, abs(x))
+
+
+def measures_same(a: Setting, b: Setting) -> bool:
+    """``a`` and ``b`` gave the same results: the same runs (trace, seed) at the same cost each, the
+    same retention (needs kept of needs at risk, or the same score), the same compactions and the
+    same outcome. Such a setting is no answer to "which setting to ship": it changed nothing here."""
+    if a.completed != b.completed or set(a.cost_by_run) != set(b.cost_by_run):
+        return False
+    if not all(_close(a.cost_by_run[k], b.cost_by_run[k]) for k in a.cost_by_run):
+        return False
+    ra, rb = a.retention, b.retention
+    return all(_close(x, y) for x, y in ((a.cost, b.cost), (ra.est, rb.est), (ra.k, rb.k), (ra.n, rb.n),
+                                         (a.compactions, b.compactions)))
 
 
 def _nan0(x: float) -> float:

@@ -121,3 +121,39 @@ def test_the_grid_names_what_measured_nothing():
         "session: `window_traces` in the sweep file)",
         "novacode: `tail_max_tokens` changed nothing at window 200,000 on long-200k: its values 40,000, 80,000 "
         "gave identical results"]
+
+
+def _same_as_default_frame(improving: bool) -> pd.DataFrame:
+    """NovaCode's default ($10, 60 of 100 kept per seed) and tail_max_tokens 15,000, whose runs gave
+    exactly the default's results (the cap was never reached); with ``improving`` also soft_margin
+    40,000 at $8 with the same 60 kept, else soft_margin 80,000 at $12 (dearer) with 60 kept."""
+    grid = [({}, [10.0, 10.2, 9.8], 60), ({"tail_max_tokens": 15_000}, [10.0, 10.2, 9.8], 60),
+            ({"soft_margin": 40_000}, [8.0, 8.1, 7.9], 60) if improving else ({"soft_margin": 80_000}, [12.0] * 3, 60)]
+    rows, i = [], 0
+    for params, costs, kept in grid:
+        full = {"soft_margin": 13_000, "tail_max_tokens": 40_000, **params}
+        for seed, c in enumerate(costs):
+            rows.append(_run(i, "novacode", full, seed, c, kept))
+            i += 1
+    return pd.DataFrame(rows)
+
+
+def test_a_setting_that_measures_the_same_as_the_default_is_never_an_answer():
+    """tail_max_tokens 15,000 is cheaper than nothing and keeps what the default keeps: with an
+    improving setting beside it the answer is that one; without, no answer at all."""
+    sets = tuning.settings(_same_as_default_frame(True))
+    [a] = tuning.answers(sets)
+    same = next(s for s in sets if s.changed == {"tail_max_tokens": 15_000})
+    assert tuning.measures_same(same, a.default)
+    assert a.cheapest.setting.changed == {"soft_margin": 40_000} and a.cheapest.saving[0] == pytest.approx(2.0)
+    assert a.best_retention is None  # nothing keeps more than 60/100 at no more cost; 15,000 only repeats the default
+
+    [b] = tuning.answers(tuning.settings(_same_as_default_frame(False)))
+    assert b.cheapest is None and b.best_retention is None
+
+
+def test_the_report_says_no_setting_improves_on_the_default(tmp_path):
+    write_report(_same_as_default_frame(False), tmp_path, target=0.0)
+    first = (tmp_path / "report.md").read_text().split("\n## ", 2)[1]
+    assert "**novacode at window 200,000, long-200k**: keep the default (" in first
+    assert "no setting improves on the default" in first and "tail_max_tokens=15,000" not in first
