@@ -19,7 +19,11 @@ Each comes with its saving against the default, in dollars and percent, with a 9
 
 Retention is the *needs at risk* figure when the results carry it (``needs_at_risk.*``): needs kept
 (verbatim or in a summary) over needs at risk, pooled over the seeds and traces of a configuration,
-with a Wilson interval, and Newcombe's interval for a difference (harness/proportions.py). Results
+with a Wilson interval on the effective sample (each need once: counts divided by the seeds, as
+harness/needs.py pools them: a seed replays the same needs, so pooling seeds does not narrow it).
+A difference is Newcombe's paired interval (harness/needs.py, ``newcombe_paired``) when both sides
+have per-need outcomes (the sweep's probe tables with ``at_risk``), else his unpaired hybrid
+interval (harness/proportions.py). Results
 written before that figure existed fall back to ``retention.score`` with the percentile bootstrap of
 harness/uncertainty.py (or no interval, without per-probe scores); :func:`retention_method` says
 which, and the report prints it.
@@ -105,6 +109,7 @@ class Setting:
     compactions: float
     retention: Retention
     cost_by_run: dict[tuple[str, int], float] = field(default_factory=dict)  # (trace, seed) -> cost
+    outcomes: dict[tuple[str, int, str, str], bool] = field(default_factory=dict)  # (trace, seed, probe, fact) -> kept
     blocks: list[uncertainty.Block] = field(default_factory=list)              # fallback: per-probe scores
     keys: list[str] = field(default_factory=list)                              # its runs' keys
 
@@ -114,13 +119,18 @@ def _seed(r: Mapping[str, Any]) -> int:
     return 0 if s is None or (isinstance(s, float) and math.isnan(s)) else int(s)
 
 
-def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = None) -> list[Setting]:
+ALL_TRACES = "all traces"
+
+
+def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = None,
+             by_group: bool = True) -> list[Setting]:
     """Every configuration × window × trace group of ``runs`` (successful runs, as the report has
-    them: with ``completed`` and ``config``)."""
+    them: with ``completed`` and ``config``); ``by_group=False``: every configuration × window over
+    all its traces (group :data:`ALL_TRACES`), as the report's summary and recommendation pool them."""
     runs = analysis.with_outcome(analysis.ok_runs(runs))
     if "config" not in runs:
         runs = runs.assign(config=[analysis.config_name(r) for _, r in runs.iterrows()])
-    runs = runs.assign(_group=[trace_group(r) for _, r in runs.iterrows()])
+    runs = runs.assign(_group=[trace_group(r) for _, r in runs.iterrows()] if by_group else ALL_TRACES)
     cost = cost_column(runs)
     needs = has_needs(runs)
     keys = [c for c in analysis.config_columns(runs) if runs[c].notna().any()] + ["_group"]
@@ -130,12 +140,15 @@ def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = Non
         g = runs.loc[g.index]
         first = g.iloc[0]
         done = bool(g["completed"].all())
+        outcomes: dict[tuple[str, int, str, str], bool] = {}
         if needs:
-            k = float(sum(g[c].fillna(0).sum() for c in KEPT_PARTS))
-            n = float(g[N].fillna(0).sum())
+            seeds = _seeds_per_trace(g)
+            k = float(sum(g[c].fillna(0).sum() for c in KEPT_PARTS)) / seeds
+            n = float(g[N].fillna(0).sum()) / seeds
             est, lo, hi = proportions.wilson(k, n)
             ret = Retention(est, lo, hi, k, n)
             blocks: list[uncertainty.Block] = []
+            outcomes = _outcomes(g, probes or {})
         else:
             blocks = _blocks(g, probes or {})
             if blocks:
@@ -153,7 +166,36 @@ def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = Non
             cost=float(g[cost].mean()), recovery=float(g[RECOVERY].mean()) if RECOVERY in g else math.nan,
             compactions=float(g[comp].mean()) if comp in g else math.nan, retention=ret,
             cost_by_run={(str(r.get("trace_hash", r.get("trace", ""))), _seed(r)): float(r[cost]) for _, r in g.iterrows()},
-            blocks=blocks, keys=[str(k) for k in g["key"]] if "key" in g else []))
+            outcomes=outcomes, blocks=blocks, keys=[str(k) for k in g["key"]] if "key" in g else []))
+    return out
+
+
+def _trace_key(r: Mapping[str, Any]) -> str:
+    return str(r.get("trace_hash", r.get("trace", "")))
+
+
+def _seeds_per_trace(g: pd.DataFrame) -> int:
+    """The runs per trace (seeds) of one configuration: the divisor of the effective sample."""
+    return max(1, int(g.apply(_trace_key, axis=1).value_counts().max())) if len(g) else 1
+
+
+def _outcomes(g: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> dict[tuple[str, int, str, str], bool]:
+    """Per need at risk of each run (trace, seed, probe, fact): kept (verbatim or in a summary, not put
+    back by the closed loop), as harness/needs.py counts it; empty unless every run has its probe
+    table with ``at_risk``."""
+    from ctxsim.harness.needs import WHERE
+
+    out: dict[tuple[str, int, str, str], bool] = {}
+    if "key" not in g or not probes:
+        return out
+    for _, r in g.iterrows():
+        pr = probes.get(str(r["key"]))
+        if pr is None or "at_risk" not in pr:
+            return {}
+        sub = pr[pr["at_risk"].astype(bool)]
+        back = sub["restored"].astype(bool) if "restored" in sub else pd.Series(False, index=sub.index)
+        for p, f, w, b in zip(sub["probe"], sub["fact"], sub["where"], back, strict=True):
+            out[(_trace_key(r), _seed(r), str(p), str(f))] = WHERE.get(w, "lost") in ("verbatim", "summary") and not b
     return out
 
 
@@ -179,7 +221,20 @@ def _blocks(g: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> list[uncerta
 # --- comparing two settings ---------------------------------------------------------------------------
 
 def retention_difference(a: Setting, b: Setting) -> tuple[float, float, float]:
-    """(a − b, low, high) of retention."""
+    """(a − b, low, high) of retention: paired on the needs both were scored on when both have
+    per-need outcomes, else unpaired."""
+    if a.outcomes and b.outcomes:
+        both = [k for k in a.outcomes if k in b.outcomes]
+        if both:
+            from ctxsim.harness.needs import newcombe_paired
+
+            per = {(k[0], k[1]) for k in both}
+            seeds = max(1, round(len(per) / max(1, len({k[0] for k in both}))))
+            cnt = [0, 0, 0, 0]
+            for k in both:
+                ka, kb = a.outcomes[k], b.outcomes[k]
+                cnt[0 if ka and kb else 1 if ka else 2 if kb else 3] += 1
+            return newcombe_paired(*(c / seeds for c in cnt))
     if not math.isnan(a.retention.n) and not math.isnan(b.retention.n):
         return proportions.newcombe(a.retention.k, a.retention.n, b.retention.k, b.retention.n)
     if a.blocks and b.blocks and len(a.blocks) == len(b.blocks):
