@@ -246,34 +246,11 @@ def terminal_lines(runs) -> tuple[list[str], list[str]]:
 
 
 def noise_pairs(ctx: Context) -> dict[int, list[tuple[str, str]]]:
-    """Per window, the retention pairs worth a "within noise" statement: neighbours on the cost–
-    retention front (configurations that completed), then each other strategy's cheapest completed
-    configuration against the reference (the swept strategy's default, else the recommendation,
-    else the cheapest that completed)."""
-    from ctxsim.harness import analysis
+    """Per window, the pairs worth a "within noise" statement (harness/needs_sections.py: neighbours
+    on the cost–retention front, then each strategy against the reference), by configuration name."""
+    from ctxsim.harness import needs_sections
 
-    out: dict[int, list[tuple[str, str]]] = {}
-    for w in ctx.windows:
-        d = ctx.cfgs[ctx.cfgs["window"] == w]
-        done = d[d["completed"]] if "completed" in d else d
-        if analysis.RETENTION not in d or done.empty:
-            continue
-        fr = list(analysis.pareto_front(done)["config"])
-        pairs = list(zip(fr, fr[1:]))
-        ref = next((a.default.config for a in ctx.answers if a.window == w), None)
-        if ref is None and ctx.rec and int(ctx.rec["window"]) == w:
-            ref = ctx.rec["config"]
-        ref = ref or str(done.iloc[0]["config"])
-        ref_label = str(d.loc[d["config"] == ref, "label"].iloc[0]) if (d["config"] == ref).any() else ""
-        for label, g in d.groupby("label", sort=False):
-            if label == ref_label:
-                continue
-            g_done = g[g["completed"]] if "completed" in g else g
-            other = str((g_done if len(g_done) else g).iloc[0]["config"])
-            if (other, ref) not in pairs and (ref, other) not in pairs:
-                pairs.append((other, ref))
-        out[w] = pairs
-    return out
+    return needs_sections.config_pairs(ctx)
 
 
 def section_ledger(ctx: Context) -> Section | None:
