@@ -31,9 +31,9 @@ from typing import Any
 
 import pandas as pd
 from ctxsim.harness import analysis, columns, tuning, uncertainty
-from ctxsim.harness import needs_sections as nsec
 from ctxsim.harness import figures as figs
 from ctxsim.harness import formatting as fmt
+from ctxsim.harness import needs_sections as nsec
 from ctxsim.harness import tuning_figures as tfig
 from ctxsim.harness import tuning_sections as tsec
 from ctxsim.harness.figures import Figure
