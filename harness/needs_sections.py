@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
 from ctxsim.harness import analysis, tuning
 from ctxsim.harness import formatting as fmt
 from ctxsim.harness.report_content import Bullets, Para, Section, Table
@@ -36,32 +37,57 @@ def _row(ctx: Context, s: tuning.Setting) -> dict[str, Any] | None:
     return None if hit.empty else {k: (v.item() if hasattr(v, "item") else v) for k, v in hit.iloc[0].items()}
 
 
+def best_setting(pooled: list[tuning.Setting], target: float) -> tuning.Setting | None:
+    """The cheapest pooled setting that completed every run with needs at risk kept ≥ ``target``."""
+    ok = [s for s in pooled if s.completed and not math.isnan(s.retention.est) and s.retention.est >= target]
+    return min(ok, key=lambda s: (s.cost, -s.retention.est, s.window)) if ok else None
+
+
 def recommend(ctx: Context) -> tuple[dict[str, Any] | None, tuning.Setting | None]:
     """The cheapest configuration that completed every run with needs at risk kept ≥ the target (its
     summary row and its pooled setting); without the needs figure, :func:`analysis.recommend` on
     ``retention.score``."""
     if not tuning.has_needs(ctx.runs):
         return analysis.recommend(ctx.cfgs, ctx.target), None
-    ok = [s for s in ctx.pooled if s.completed and not math.isnan(s.retention.est) and s.retention.est >= ctx.target]
-    if not ok:
-        return None, None
-    best = min(ok, key=lambda s: (s.cost, -s.retention.est, s.window))
-    return _row(ctx, best), best
+    best = best_setting(ctx.pooled, ctx.target)
+    return (None, None) if best is None else (_row(ctx, best), best)
 
 
 def no_recommendation_reason(ctx: Context) -> str:
     if not tuning.has_needs(ctx.runs):
         return analysis.no_recommendation_reason(ctx.cfgs, ctx.target)
-    done = [s for s in ctx.pooled if s.completed]
+    return _reason(ctx.pooled, ctx.target)
+
+
+def _reason(pooled: list[tuning.Setting], target: float) -> str:
+    done = [s for s in pooled if s.completed]
     if not done:
-        return f"none of the {len(ctx.pooled)} configurations completed every session (each failed on a rejected request)"
+        return f"none of the {len(pooled)} configurations completed every session (each failed on a rejected request)"
     scored = [s for s in done if not math.isnan(s.retention.est)]
     if not scored:
         return "no need was at risk on these traces at these windows (no fact is needed across a turnover point)"
     best = max(scored, key=lambda s: s.retention.est)
-    return (f"none of the {len(done)} configurations that completed every session keeps needs at risk ≥ {ctx.target:g}; "
+    return (f"none of the {len(done)} configurations that completed every session keeps needs at risk ≥ {target:g}; "
             f"the best is {best.config} at window {best.window:,} with {_kept(best)} (lower the target with --target, "
             "or look at the cost–retention front)")
+
+
+def terminal_line(runs: pd.DataFrame, target: float) -> str:
+    """``ctxsim sweep``'s one-line recommendation, on the same figure as the report's."""
+    runs = analysis.with_outcome(analysis.ok_runs(runs))
+    if not tuning.has_needs(runs):
+        cfgs = analysis.by_config(runs)
+        rec = analysis.recommend(cfgs, target)
+        if rec is None:
+            return f"no recommendation: {analysis.no_recommendation_reason(cfgs, target)}"
+        return (f"recommended: {rec['config']} at window {fmt.count(rec['window'])}, {fmt.money(rec['cost_usd'])} "
+                f"per session, retention {fmt.share(rec[analysis.RETENTION])}")
+    pooled_ = tuning.settings(runs, by_group=False)
+    best = best_setting(pooled_, target)
+    if best is None:
+        return f"no recommendation: {_reason(pooled_, target)}"
+    return (f"recommended: {best.config} at window {best.window:,}, {fmt.money(best.cost)} per session, needs at risk "
+            f"{_kept(best)}")
 
 
 def _kept(s: tuning.Setting) -> str:

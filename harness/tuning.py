@@ -394,7 +394,7 @@ def front(sets: list[Setting]) -> list[Setting]:
     """The settings (that completed every run) no other beats on both lower cost and higher
     retention, by cost."""
     ok = sorted((s for s in sets if s.completed and not math.isnan(s.retention.est)),
-                key=lambda s: (s.cost, -s.retention.est))
+                key=lambda s: (s.cost, -s.retention.est, len(s.changed)))  # a tie: the default, not its twin
     out, best = [], -math.inf
     for s in ok:
         if s.retention.est > best:
