@@ -95,7 +95,10 @@ def _kept(s: tuning.Setting) -> str:
     if math.isnan(r.est):
         return fmt.MISSING
     ci = "" if math.isnan(r.lo) else f" [{r.lo:.3f}, {r.hi:.3f}]"
-    return f"{r.est:.3f}{ci} of needs at risk kept" if math.isnan(r.n) else f"{r.k:g}/{r.n:g} = {r.est:.3f}{ci} kept"
+    if math.isnan(r.n):
+        return f"{r.est:.3f}{ci} of needs at risk kept"
+    over = f" over {r.seeds} seeds" if r.seeds > 1 else ""
+    return f"{round(r.k * r.seeds)}/{round(r.n * r.seeds)}{over} = {r.est:.3f}{ci} kept"
 
 
 def reference(ctx: Context, window: int) -> tuning.Setting | None:
@@ -209,7 +212,10 @@ def rec_lines(ctx: Context) -> list[Any]:
     s = ctx.rec_setting
     if s is None:
         return []
-    out = [f"Needs at risk kept: {_kept(s)}, against the target {ctx.target:g}."]
+    out = [f"Needs at risk kept: {_kept(s)}, against the target {ctx.target:g}"
+           + (f"; cost including recovery (`{ctx.cost_column}`) {fmt.money(s.cost)} per session, the figure the "
+              "front and the pairs use (the table's cost per session is the bill alone)." if ctx.cost_column != analysis.COST
+              else ".")]
     here = [x for x in ctx.pooled if x.window == s.window and x.completed and x is not s]
     best = max((x for x in here if not math.isnan(x.retention.est)), key=lambda x: x.retention.est, default=None)
     ref = reference(ctx, s.window)

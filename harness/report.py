@@ -149,7 +149,7 @@ def _metrics_rows(r: Any) -> list[list[str]]:
            ["cost per session", fmt.money(r["cost_usd"])]]
     for key, label, f in (("cache_hit_rate", "cache hit rate", fmt.share), ("latency_s.p95", "p95 latency (s)", fmt.seconds),
                           ("compactions.succeeded", "compactions", fmt.count), ("rejected_requests", "rejected requests (recovered)", fmt.count),
-                          ("peak_context_tokens", "peak context (tokens)", fmt.count), (RET, "retention", fmt.share),
+                          ("peak_context_tokens", "peak context (tokens)", fmt.count), (RET, "retention score (attention model)", fmt.share),
                           ("retention.goal", "goal retention", fmt.share)):
         if key in r and not pd.isna(r[key]):
             out.append([label, f(r[key])])

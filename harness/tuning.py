@@ -87,8 +87,9 @@ class Retention:
     est: float
     lo: float
     hi: float
-    k: float = math.nan
-    n: float = math.nan
+    k: float = math.nan      # needs kept, on the effective sample (each need once: summed over seeds / seeds)
+    n: float = math.nan      # needs at risk, likewise
+    seeds: int = 1           # the divisor: runs per trace
 
 
 @dataclass
@@ -146,7 +147,7 @@ def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = Non
             k = float(sum(g[c].fillna(0).sum() for c in KEPT_PARTS)) / seeds
             n = float(g[N].fillna(0).sum()) / seeds
             est, lo, hi = proportions.wilson(k, n)
-            ret = Retention(est, lo, hi, k, n)
+            ret = Retention(est, lo, hi, k, n, seeds)
             blocks: list[uncertainty.Block] = []
             outcomes = _outcomes(g, probes or {})
         else:
