@@ -217,9 +217,13 @@ def rec_lines(ctx: Context) -> list[Any]:
               "front and the pairs use (the table's cost per session is the bill alone)." if ctx.cost_column != analysis.COST
               else ".")]
     here = [x for x in ctx.pooled if x.window == s.window and x.completed and x is not s]
-    best = max((x for x in here if not math.isnan(x.retention.est)), key=lambda x: x.retention.est, default=None)
+    best = max((x for x in here if not math.isnan(x.retention.est) and x.retention.est > s.retention.est),
+               key=lambda x: x.retention.est, default=None)
     ref = reference(ctx, s.window)
     for other, why in ((ref, "the reference"), (best, "the configuration that keeps the most")):
-        if other is not None and other.config != s.config:
+        if other is not None and other.config != s.config and not (other is best and ref is not None
+                                                                     and best.config == ref.config):
             out.append(f"Against {why}: {pair_line(s, other)}.")
+    if best is None:
+        out.append("No configuration that completed every run keeps more needs at risk at this window.")
     return [Bullets(out)]

@@ -157,3 +157,23 @@ def test_the_report_says_no_setting_improves_on_the_default(tmp_path):
     first = (tmp_path / "report.md").read_text().split("\n## ", 2)[1]
     assert "**novacode at window 200,000, long-200k**: keep the default (" in first
     assert "no setting improves on the default" in first and "tail_max_tokens=15,000" not in first
+
+
+def test_the_recommendation_is_made_on_needs_at_risk_with_its_interval(tmp_path):
+    """known_frame at target 0.5: soft_margin 80,000 ($6) keeps 30 of 100 needs, below it; soft_margin
+    40,000 ($8, 60 of 100) is the cheapest at the target. Against the default (60 of 100 too) it is within
+    noise; against tail_min_tokens 20,000 (75 of 100) it is below: 0.60 − 0.75 by Newcombe's hybrid
+    interval on 100 needs each (no per-probe tables here) is −0.150 [−0.273, −0.020]."""
+    write_report(known_frame(), tmp_path, target=0.5)
+    md = (tmp_path / "report.md").read_text()
+    rec = md.split("## Cheapest of all configurations at needs at risk kept ≥ 0.5", 1)[1].split("\n## ", 1)[0]
+    assert rec.strip().startswith("**novacode (soft_margin=40000)** at window 200,000")
+    assert "Needs at risk kept: 180/300 over 3 seeds = 0.600 [0.502, 0.691] kept" in rec
+    assert "Against the reference: `novacode (soft_margin=40000)` is within noise of `novacode`: difference +0.000" in rec
+    assert ("`novacode (soft_margin=40000)` is below `novacode (tail_min_tokens=20000)`: difference -0.150 "
+            "[-0.273, -0.020]") in rec
+    pairs = md.split("## Retention: needs at risk, and the pairs that matter", 1)[1].split("\n## ", 1)[0]
+    # the front truncate → soft 80k → soft 40k → tail≥ 20k gives 3 neighbours, then truncate against the default;
+    # of the 10 pairs the other 6 are not compared
+    assert "The 4 pairs that matter" in pairs and "the other 6 pairs are not compared" in pairs
+    assert pairs.count("\n- `") == 4 and "- `truncate` is below `novacode`: difference -0.400" in pairs
