@@ -10,7 +10,9 @@ What a reader can rely on:
   is marked failed in every table, figure and reading, is listed after every one that completed and
   is never compared by cost with them: its cost is only its spend until it failed;
 * the recommendation is the cheapest configuration that completed every run with retention at the
-  target, shown with its own metrics; when there is none the report says why;
+  target (the needs-at-risk share kept, with its interval, when the runs carry it:
+  harness/needs_sections.py; else ``retention.score``), shown with its own metrics; when there is
+  none the report says why;
 * an Assumptions section states what the numbers rest on, read from the runs (``provenance``).
 
 The report is a list of sections (:data:`SECTIONS`), each a small function of a :class:`Context`
@@ -31,6 +33,7 @@ import pandas as pd
 from ctxsim.harness import analysis, columns, tuning, uncertainty
 from ctxsim.harness import figures as figs
 from ctxsim.harness import formatting as fmt
+from ctxsim.harness import needs_sections as nsec
 from ctxsim.harness import tuning_figures as tfig
 from ctxsim.harness import tuning_sections as tsec
 from ctxsim.harness.figures import Figure
@@ -109,6 +112,8 @@ class Context:
     retention_method: str = ""
     grid_ledger: pd.DataFrame | None = None                # tuning.ledger: N-WIN-3 on the grid's own axis
     cost_column: str = "cost_usd"
+    pooled: list[Any] = field(default_factory=list)        # tuning.Setting per configuration × window, all traces
+    rec_setting: Any = None                                # the recommendation's pooled setting (needs at risk)
 
     @property
     def window(self) -> int:
@@ -144,7 +149,7 @@ def _metrics_rows(r: Any) -> list[list[str]]:
            ["cost per session", fmt.money(r["cost_usd"])]]
     for key, label, f in (("cache_hit_rate", "cache hit rate", fmt.share), ("latency_s.p95", "p95 latency (s)", fmt.seconds),
                           ("compactions.succeeded", "compactions", fmt.count), ("rejected_requests", "rejected requests (recovered)", fmt.count),
-                          ("peak_context_tokens", "peak context (tokens)", fmt.count), (RET, "retention", fmt.share),
+                          ("peak_context_tokens", "peak context (tokens)", fmt.count), (RET, "retention score (attention model)", fmt.share),
                           ("retention.goal", "goal retention", fmt.share)):
         if key in r and not pd.isna(r[key]):
             out.append([label, f(r[key])])
@@ -153,13 +158,15 @@ def _metrics_rows(r: Any) -> list[list[str]]:
 
 def section_recommendation(ctx: Context) -> Section:
     # a sweep that tunes a strategy answers with its tuning section; this is then the cheapest of everything
-    title = f"Cheapest of all configurations at retention ≥ {ctx.target:g}" if ctx.answers else "Recommendation"
+    what = "needs at risk kept" if tuning.has_needs(ctx.runs) else "retention"  # the headline figure (issue 26)
+    title = f"Cheapest of all configurations at {what} ≥ {ctx.target:g}" if ctx.answers else "Recommendation"
     if not ctx.rec:
-        return Section(title, [Para(f"**No recommendation**: {analysis.no_recommendation_reason(ctx.cfgs, ctx.target)}.")])
+        return Section(title, [Para(f"**No recommendation**: {nsec.no_recommendation_reason(ctx)}.")])
     r = ctx.rec
     changed = analysis.changed_params(r)
     content: list[Any] = [Para(f"**{r['config']}** at window {fmt.count(r['window'])}: the cheapest configuration that "
-                               f"completed every run with retention ≥ {ctx.target:g}.")]
+                               f"completed every run with {what} ≥ {ctx.target:g}.")]
+    content += nsec.rec_lines(ctx)
     content.append(Table(["metric", "value"], _metrics_rows(r), ["l", "r"]))
     if changed:
         content.append(Table(["parameter (changed from the default)", "value"],
@@ -383,6 +390,7 @@ SECTIONS: list[Callable[[Context], Section | None]] = [
     lambda ctx: ctx.figure(tfig.fig_grid_ledger(ctx) if ctx.grid_ledger is not None and len(ctx.grid_ledger)
                            else figs.fig_ledger(ctx)),
     tsec.section_ledger,
+    nsec.section_needs,
     section_retention_noise,
     lambda ctx: tsec.section_sensitivity(ctx) if ctx.answers else section_sensitivity(ctx),
     section_errors,
@@ -441,9 +449,10 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
     cfgs = analysis.by_config(runs)
     cfgs = pd.concat([analysis.ranked(cfgs[cfgs["window"] == w]) for w in sorted(cfgs["window"].unique())])
     ctx = Context(runs, cfgs.reset_index(drop=True), calls, ledger, target, out, errors, probes or {})
-    ctx.rec = analysis.recommend(ctx.cfgs, target)
     ctx.sets = tuning.settings(runs, probes or {})
     ctx.answers = tuning.answers(ctx.sets)
+    ctx.pooled = nsec.pooled(ctx)
+    ctx.rec, ctx.rec_setting = nsec.recommend(ctx)  # on needs at risk when the runs have it (issue 26)
     ctx.grid_warnings = tsec.warnings_for(ctx.sets)
     ctx.grid_ledger = tuning.ledger(ctx.answers, calls)
     ctx.retention_method, ctx.cost_column = tuning.retention_method(runs), tuning.cost_column(runs)

@@ -5,17 +5,25 @@ Two answers, both against the strategy's **default** setting (its registered def
 grid should hold; when it does not, the grid point with the fewest changes stands in and the report
 says so):
 
-* **cheapest that keeps retention**: the cheapest setting that completed every run and whose
-  retention is not worse than the default's beyond noise (the 95% interval of the difference
-  reaches 0 or above);
-* **best retention at no more cost**: among the settings that completed every run and cost no more
-  than the default, the one with the best retention.
+* **cheapest that keeps retention**: the cheapest setting that completed every run, costs less than
+  the default and whose retention is not worse than the default's beyond noise (the 95% interval of
+  the difference reaches 0 or above);
+* **best retention at no more cost**: among the settings that completed every run, cost no more
+  than the default and keep more than it, the one with the best retention.
+
+A setting that measured the same as the default (:func:`measures_same`: every run's cost, the
+retention and the compactions identical) is never an answer: it only says its knob was not reached.
+When nothing is left, the answer is None and the report says no setting improves on the default.
 
 Each comes with its saving against the default, in dollars and percent, with a 95% interval.
 
 Retention is the *needs at risk* figure when the results carry it (``needs_at_risk.*``): needs kept
 (verbatim or in a summary) over needs at risk, pooled over the seeds and traces of a configuration,
-with a Wilson interval, and Newcombe's interval for a difference (harness/proportions.py). Results
+with a Wilson interval on the effective sample (each need once: counts divided by the seeds, as
+harness/needs.py pools them: a seed replays the same needs, so pooling seeds does not narrow it).
+A difference is Newcombe's paired interval (harness/needs.py, ``newcombe_paired``) when both sides
+have per-need outcomes (the sweep's probe tables with ``at_risk``), else his unpaired hybrid
+interval (harness/proportions.py). Results
 written before that figure existed fall back to ``retention.score`` with the percentile bootstrap of
 harness/uncertainty.py (or no interval, without per-probe scores); :func:`retention_method` says
 which, and the report prints it.
@@ -79,8 +87,9 @@ class Retention:
     est: float
     lo: float
     hi: float
-    k: float = math.nan
-    n: float = math.nan
+    k: float = math.nan      # needs kept, on the effective sample (each need once: summed over seeds / seeds)
+    n: float = math.nan      # needs at risk, likewise
+    seeds: int = 1           # the divisor: runs per trace
 
 
 @dataclass
@@ -101,6 +110,7 @@ class Setting:
     compactions: float
     retention: Retention
     cost_by_run: dict[tuple[str, int], float] = field(default_factory=dict)  # (trace, seed) -> cost
+    outcomes: dict[tuple[str, int, str, str], bool] = field(default_factory=dict)  # (trace, seed, probe, fact) -> kept
     blocks: list[uncertainty.Block] = field(default_factory=list)              # fallback: per-probe scores
     keys: list[str] = field(default_factory=list)                              # its runs' keys
 
@@ -110,13 +120,18 @@ def _seed(r: Mapping[str, Any]) -> int:
     return 0 if s is None or (isinstance(s, float) and math.isnan(s)) else int(s)
 
 
-def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = None) -> list[Setting]:
+ALL_TRACES = "all traces"
+
+
+def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = None,
+             by_group: bool = True) -> list[Setting]:
     """Every configuration × window × trace group of ``runs`` (successful runs, as the report has
-    them: with ``completed`` and ``config``)."""
+    them: with ``completed`` and ``config``); ``by_group=False``: every configuration × window over
+    all its traces (group :data:`ALL_TRACES`), as the report's summary and recommendation pool them."""
     runs = analysis.with_outcome(analysis.ok_runs(runs))
     if "config" not in runs:
         runs = runs.assign(config=[analysis.config_name(r) for _, r in runs.iterrows()])
-    runs = runs.assign(_group=[trace_group(r) for _, r in runs.iterrows()])
+    runs = runs.assign(_group=[trace_group(r) for _, r in runs.iterrows()] if by_group else ALL_TRACES)
     cost = cost_column(runs)
     needs = has_needs(runs)
     keys = [c for c in analysis.config_columns(runs) if runs[c].notna().any()] + ["_group"]
@@ -126,12 +141,15 @@ def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = Non
         g = runs.loc[g.index]
         first = g.iloc[0]
         done = bool(g["completed"].all())
+        outcomes: dict[tuple[str, int, str, str], bool] = {}
         if needs:
-            k = float(sum(g[c].fillna(0).sum() for c in KEPT_PARTS))
-            n = float(g[N].fillna(0).sum())
+            seeds = _seeds_per_trace(g)
+            k = float(sum(g[c].fillna(0).sum() for c in KEPT_PARTS)) / seeds
+            n = float(g[N].fillna(0).sum()) / seeds
             est, lo, hi = proportions.wilson(k, n)
-            ret = Retention(est, lo, hi, k, n)
+            ret = Retention(est, lo, hi, k, n, seeds)
             blocks: list[uncertainty.Block] = []
+            outcomes = _outcomes(g, probes or {})
         else:
             blocks = _blocks(g, probes or {})
             if blocks:
@@ -149,7 +167,36 @@ def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = Non
             cost=float(g[cost].mean()), recovery=float(g[RECOVERY].mean()) if RECOVERY in g else math.nan,
             compactions=float(g[comp].mean()) if comp in g else math.nan, retention=ret,
             cost_by_run={(str(r.get("trace_hash", r.get("trace", ""))), _seed(r)): float(r[cost]) for _, r in g.iterrows()},
-            blocks=blocks, keys=[str(k) for k in g["key"]] if "key" in g else []))
+            outcomes=outcomes, blocks=blocks, keys=[str(k) for k in g["key"]] if "key" in g else []))
+    return out
+
+
+def _trace_key(r: Mapping[str, Any]) -> str:
+    return str(r.get("trace_hash", r.get("trace", "")))
+
+
+def _seeds_per_trace(g: pd.DataFrame) -> int:
+    """The runs per trace (seeds) of one configuration: the divisor of the effective sample."""
+    return max(1, int(g.apply(_trace_key, axis=1).value_counts().max())) if len(g) else 1
+
+
+def _outcomes(g: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> dict[tuple[str, int, str, str], bool]:
+    """Per need at risk of each run (trace, seed, probe, fact): kept (verbatim or in a summary, not put
+    back by the closed loop), as harness/needs.py counts it; empty unless every run has its probe
+    table with ``at_risk``."""
+    from ctxsim.harness.needs import WHERE
+
+    out: dict[tuple[str, int, str, str], bool] = {}
+    if "key" not in g or not probes:
+        return out
+    for _, r in g.iterrows():
+        pr = probes.get(str(r["key"]))
+        if pr is None or "at_risk" not in pr:
+            return {}
+        sub = pr[pr["at_risk"].astype(bool)]
+        back = sub["restored"].astype(bool) if "restored" in sub else pd.Series(False, index=sub.index)
+        for p, f, w, b in zip(sub["probe"], sub["fact"], sub["where"], back, strict=True):
+            out[(_trace_key(r), _seed(r), str(p), str(f))] = WHERE.get(w, "lost") in ("verbatim", "summary") and not b
     return out
 
 
@@ -175,7 +222,20 @@ def _blocks(g: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> list[uncerta
 # --- comparing two settings ---------------------------------------------------------------------------
 
 def retention_difference(a: Setting, b: Setting) -> tuple[float, float, float]:
-    """(a − b, low, high) of retention."""
+    """(a − b, low, high) of retention: paired on the needs both were scored on when both have
+    per-need outcomes, else unpaired."""
+    if a.outcomes and b.outcomes:
+        both = [k for k in a.outcomes if k in b.outcomes]
+        if both:
+            from ctxsim.harness.needs import newcombe_paired
+
+            per = {(k[0], k[1]) for k in both}
+            seeds = max(1, round(len(per) / max(1, len({k[0] for k in both}))))
+            cnt = [0, 0, 0, 0]
+            for k in both:
+                ka, kb = a.outcomes[k], b.outcomes[k]
+                cnt[0 if ka and kb else 1 if ka else 2 if kb else 3] += 1
+            return newcombe_paired(*(c / seeds for c in cnt))
     if not math.isnan(a.retention.n) and not math.isnan(b.retention.n):
         return proportions.newcombe(a.retention.k, a.retention.n, b.retention.k, b.retention.n)
     if a.blocks and b.blocks and len(a.blocks) == len(b.blocks):
@@ -224,8 +284,8 @@ class Answer:
     default: Setting
     default_in_grid: bool
     swept: list[str]                              # parameters the grid varies for this strategy
-    cheapest: Pick | None                         # cheapest setting not worse than the default
-    best_retention: Pick | None                   # best retention at no more than the default's cost
+    cheapest: Pick | None                         # cheapest setting not worse than the default (None: none improves)
+    best_retention: Pick | None                   # best retention at no more than the default's cost (None: none)
     settings: list[Setting]
     note: str = ""
 
@@ -254,19 +314,42 @@ def answers(sets: list[Setting]) -> list[Answer]:
         default = defaults[0] if defaults else min(ss, key=lambda s: (len(s.changed), s.config))
         note = "" if defaults else (f"the grid does not hold {label}'s default setting: {default.config} (the grid point "
                                     "with the fewest changes) stands in for it")
-        ok = [s for s in ss if s.completed]
+        # a candidate differs from the default in what it measured: a setting whose runs gave the
+        # default's results (a knob the sessions never reach) answers nothing, whatever its name
+        ok = [s for s in ss if s.completed and s is not default and not measures_same(s, default)]
         cheapest = best = None
         if default.completed:
-            keep = [s for s in ok if not_worse(retention_difference(s, default))]
+            keep = [s for s in ok if s.cost < default.cost - COST_TOL and not_worse(retention_difference(s, default))]
             if keep:
                 cheapest = _pick(default, min(keep, key=lambda s: (s.cost, -_nan0(s.retention.est))))
-            afford = [s for s in ok if s.cost <= default.cost + COST_TOL and not math.isnan(s.retention.est)]
+            afford = [s for s in ok if s.cost <= default.cost + COST_TOL and not math.isnan(s.retention.est)
+                      and s.retention.est > _nan0(default.retention.est)]
             if afford:
                 best = _pick(default, max(afford, key=lambda s: (s.retention.est, -s.cost)))
         else:
             note = (note + "; " if note else "") + f"{default.config} itself failed a session here: nothing is compared with it"
         out.append(Answer(label, window, group, default, bool(defaults), swept, cheapest, best, ss, note))
     return sorted(out, key=lambda a: (a.label, a.window, a.group))
+
+
+SAME = 1e-9  # two settings measure the same when every run's cost, retention and compactions agree this closely (assumed)
+
+
+def _close(x: float, y: float) -> bool:
+    return (math.isnan(x) and math.isnan(y)) or abs(x - y) <= SAME * max(1.0, abs(x))
+
+
+def measures_same(a: Setting, b: Setting) -> bool:
+    """``a`` and ``b`` gave the same results: the same runs (trace, seed) at the same cost each, the
+    same retention (needs kept of needs at risk, or the same score), the same compactions and the
+    same outcome. Such a setting is no answer to "which setting to ship": it changed nothing here."""
+    if a.completed != b.completed or set(a.cost_by_run) != set(b.cost_by_run):
+        return False
+    if not all(_close(a.cost_by_run[k], b.cost_by_run[k]) for k in a.cost_by_run):
+        return False
+    ra, rb = a.retention, b.retention
+    return all(_close(x, y) for x, y in ((a.cost, b.cost), (ra.est, rb.est), (ra.k, rb.k), (ra.n, rb.n),
+                                         (a.compactions, b.compactions)))
 
 
 def _nan0(x: float) -> float:
@@ -312,7 +395,7 @@ def front(sets: list[Setting]) -> list[Setting]:
     """The settings (that completed every run) no other beats on both lower cost and higher
     retention, by cost."""
     ok = sorted((s for s in sets if s.completed and not math.isnan(s.retention.est)),
-                key=lambda s: (s.cost, -s.retention.est))
+                key=lambda s: (s.cost, -s.retention.est, len(s.changed)))  # a tie: the default, not its twin
     out, best = [], -math.inf
     for s in ok:
         if s.retention.est > best:

@@ -17,6 +17,7 @@ from ctxsim.harness import formatting as fmt  # noqa: E402
 from ctxsim.harness import tuning  # noqa: E402
 from ctxsim.harness.figures import Figure, _save, layout  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 if TYPE_CHECKING:
     from ctxsim.harness.report import Context
@@ -50,10 +51,35 @@ def _overlaps(bb, placed) -> bool:
     return any(bb.overlaps(p) for p in placed)
 
 
-def place_labels(ax, xs, ys, texts, bold) -> list:
-    """Each point's name beside it, at the first offset where it overlaps no label already placed,
-    no marker and stays inside the axes (the nearest offset otherwise): every point keeps a
-    readable name."""
+NEAR = 20  # the first NEAR offsets sit beside the point: a full name goes there or becomes a number
+
+
+def _try(ax, r, inside, placed, x, y, text, bold, offsets):
+    """The first annotation of ``text`` at one of ``offsets`` that overlaps nothing placed and stays in
+    the axes, or None."""
+    for dx, dy in offsets:
+        ha = "left" if dx > 0 else "right" if dx < 0 else "center"
+        va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
+        t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                        fontsize=FONT - 1, fontweight="bold" if bold else "normal",
+                        arrowprops=dict(arrowstyle="-", lw=0.6, color="#555555") if abs(dx) + abs(dy) > 20 else None)
+        # the name's own box (an Annotation's would hold its leader line, which always meets its point),
+        # with a gap between names, not just no overlap
+        t.update_positions(r)  # where the offset puts the text (otherwise only known at draw time)
+        bb = Text.get_window_extent(t, r).padded(2)
+        if not _overlaps(bb, placed) and inside.contains(bb.x0, bb.y0) and inside.contains(bb.x1, bb.y1):
+            placed.append(bb)
+            return t
+        t.remove()
+    return None
+
+
+def place_labels(ax, xs, ys, texts, bold, line: list[tuple[float, float]] = ()) -> list[int | None]:
+    """Each point's name beside it where it overlaps no name already placed, no marker and stays
+    inside the axes; where no spot beside the point is free (a crowded cluster), a number instead,
+    beside it or further out with a leader line, and the caller lists the numbers in a key. Returns,
+    per point, its number (None: named in full). Front points are placed first; ``line`` (the front's
+    polyline, data coordinates) is kept clear too, so no name is struck through."""
     fig = ax.figure
     layout(fig)  # the final geometry, so what is measured here is what is saved
     fig.canvas.draw()
@@ -62,32 +88,47 @@ def place_labels(ax, xs, ys, texts, bold) -> list:
     pts = ax.transData.transform(np.column_stack([xs, ys]))
     from matplotlib.transforms import Bbox
 
-    placed = [Bbox.from_bounds(px - 4, py - 4, 8, 8) for px, py in pts]
-    if ax.get_legend() is not None:  # names keep clear of the legend too
-        placed.append(ax.get_legend().get_window_extent(r))
+    placed = [Bbox.from_bounds(px - 6, py - 6, 12, 12) for px, py in pts]  # a marker, and the star's ring
+    if len(line) > 1:
+        lp = ax.transData.transform(np.asarray(line, dtype=float))
+        for (x0, y0), (x1, y1) in zip(lp, lp[1:]):
+            steps = max(1, int(math.hypot(x1 - x0, y1 - y0) // 6))
+            placed += [Bbox.from_bounds(x0 + (x1 - x0) * k / steps - 2, y0 + (y1 - y0) * k / steps - 2, 4, 4)
+                       for k in range(steps + 1)]
     order = sorted(range(len(texts)), key=lambda i: (not bold[i], xs[i]))
-    out = [None] * len(texts)
+    numbers: list[int | None] = [None] * len(texts)
+    crowded = []
     for i in order:
-        chosen = None
-        for dx, dy in OFFSETS:
-            ha = "left" if dx > 0 else "right" if dx < 0 else "center"
-            va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
-            t = ax.annotate(texts[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
-                            fontsize=FONT - 1, fontweight="bold" if bold[i] else "normal",
-                            arrowprops=dict(arrowstyle="-", lw=0.5, color="#777777") if abs(dx) + abs(dy) > 20 else None)
-            bb = t.get_window_extent(r)
-            if not _overlaps(bb, placed) and inside.contains(bb.x0, bb.y0) and inside.contains(bb.x1, bb.y1):
-                chosen = t
-                placed.append(bb)
+        if _try(ax, r, inside, placed, xs[i], ys[i], texts[i], bold[i], OFFSETS[:NEAR]) is None:
+            crowded.append(i)
+    for n, i in enumerate(sorted(crowded, key=lambda i: (xs[i], -ys[i])), start=1):
+        numbers[i] = n
+        if _try(ax, r, inside, placed, xs[i], ys[i], str(n), bold[i], OFFSETS) is None:
+            t = ax.annotate(str(n), (xs[i], ys[i]), xytext=OFFSETS[0], textcoords="offset points", ha="left",
+                            va="center", fontsize=FONT - 1, fontweight="bold" if bold[i] else "normal")
+            placed.append(t.get_window_extent(r))
+    return numbers
+
+
+def _merge_same(ok: list[tuning.Setting]) -> list[tuple[tuning.Setting, list[tuning.Setting]]]:
+    """Settings that measured the same (tuning.measures_same) drawn as one point: the default (or the
+    first) stands for them, the others named beside it."""
+    groups: list[list[tuning.Setting]] = []
+    for s in sorted(ok, key=lambda s: (bool(s.changed), len(s.changed), s.config)):
+        for g in groups:
+            if g[0].label == s.label and tuning.measures_same(g[0], s):
+                g.append(s)
                 break
-            t.remove()
-        if chosen is None:  # nowhere free: the first offset, so the name is still there
-            dx, dy = OFFSETS[0]
-            chosen = ax.annotate(texts[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points", ha="left",
-                                 va="center", fontsize=FONT - 1, fontweight="bold" if bold[i] else "normal")
-            placed.append(chosen.get_window_extent(r))
-        out[i] = chosen
-    return out
+        else:
+            groups.append([s])
+    return [(g[0], g[1:]) for g in groups]
+
+
+def _point_name(s: tuning.Setting, same: list[tuning.Setting]) -> str:
+    if not same:
+        return tuning.short_name(s)
+    alias = " = ".join(tuning.short_name(x).removeprefix(s.label).strip(" ()") for x in same)
+    return f"{tuning.short_name(s)} = {alias}"
 
 
 def fig_front(ctx: Context) -> Figure | None:
@@ -99,25 +140,30 @@ def fig_front(ctx: Context) -> Figure | None:
     color = _colors(labels)
     picks = {id(p.setting) for a in ctx.answers for p in (a.cheapest, a.best_retention) if p is not None}
     defaults = {id(a.default) for a in ctx.answers}
-    fig, axes = plt.subplots(len(wins), 1, figsize=(12, 6.2 * len(wins)), squeeze=False)
-    readings, failed_all, n_labels = [], [], 0
-    for ax, w in zip(axes[:, 0], wins):
+    fig = plt.figure(figsize=(12, 6.2 * len(wins)))
+    grid = fig.add_gridspec(len(wins), 2, width_ratios=[3.1, 1])
+    readings, failed_all, n_labels, n_numbered = [], [], 0, 0
+    for row, w in enumerate(wins):
+        ax, side = fig.add_subplot(grid[row, 0]), fig.add_subplot(grid[row, 1])
+        side.axis("off")
         here = [s for s in sets if s.window == w]
         ok = [s for s in here if s.completed]
         failed_all += [s for s in here if not s.completed]
         fr = tuning.front(ok)
         onfront = {id(s) for s in fr}
-        for s in ok:
+        points = _merge_same(ok)
+        for s, same in points:
             lo, hi = tuning.cost_interval(s)
             xerr = [[max(s.cost - lo, 0)], [max(hi - s.cost, 0)]] if not math.isnan(lo) else None
             r = s.retention
             yerr = [[max(r.est - r.lo, 0)], [max(r.hi - r.est, 0)]] if not math.isnan(r.lo) else None
-            ax.errorbar([s.cost], [r.est], xerr=xerr, yerr=yerr, fmt="none", ecolor=color[s.label], alpha=0.55,
+            ax.errorbar([s.cost], [r.est], xerr=xerr, yerr=yerr, fmt="none", ecolor=color[s.label], alpha=0.45,
                         elinewidth=1, capsize=2)
-            marker = "D" if id(s) in defaults else "o"
-            ax.scatter([s.cost], [r.est], s=70 if id(s) in onfront else 40, marker=marker, color=color[s.label],
-                       edgecolors="k" if id(s) in onfront else "none", linewidths=1.2, zorder=3)
-            if id(s) in picks:
+            marker = "D" if any(id(x) in defaults for x in [s, *same]) else "o"
+            key = any(id(x) in onfront for x in [s, *same])
+            ax.scatter([s.cost], [r.est], s=70 if key else 40, marker=marker, color=color[s.label],
+                       edgecolors="k" if key else "none", linewidths=1.2, zorder=3)
+            if any(id(x) in picks for x in [s, *same]):
                 ax.scatter([s.cost], [r.est], s=300, marker="*", facecolors="none", edgecolors="red", linewidths=1.5,
                            zorder=4)
         if len(fr) > 1:
@@ -125,7 +171,8 @@ def fig_front(ctx: Context) -> Figure | None:
         ax.set_xscale("log")
         dollar_axis(ax)
         ax.set_xlabel("cost per session (USD, log scale; bars: 95% interval over runs)", fontsize=FONT)
-        ax.set_ylabel("retention (95% interval)", fontsize=FONT)
+        ax.set_ylabel("needs at risk kept (95% interval)" if tuning.has_needs(ctx.runs) else "retention (95% interval)",
+                      fontsize=FONT)
         ax.tick_params(labelsize=FONT - 1)
         ax.set_title(f"Window {w:,}: {len(ok)} settings that completed every run", fontsize=FONT + 1)
         ax.margins(x=0.12, y=0.12)
@@ -136,26 +183,53 @@ def fig_front(ctx: Context) -> Figure | None:
         if picks:
             handles.append(Line2D([], [], marker="*", ls="", markersize=14, markerfacecolor="none",
                                   markeredgecolor="red", label="recommended (tuning answer)"))
-        ax.legend(handles=handles, fontsize=FONT - 1, loc="best", framealpha=0.9)
-        if ok:
-            place_labels(ax, [s.cost for s in ok], [s.retention.est for s in ok], [tuning.short_name(s) for s in ok],
-                         [id(s) in onfront for s in ok])
-            n_labels += len(ok)
-        bad = [s for s in here if not s.completed]
-        if bad:
-            ax.text(0.01, 0.01, "failed (not plotted): " + ", ".join(tuning.short_name(s) for s in bad),
-                    transform=ax.transAxes, fontsize=FONT - 2, color="#aa3377", va="bottom", wrap=True)
+        legend = side.legend(handles=handles, fontsize=FONT - 1, loc="upper left", bbox_to_anchor=(0, 1),
+                             frameon=False, borderaxespad=0)
+        if points:
+            names = [_point_name(s, same) for s, same in points]
+            numbers = place_labels(ax, [s.cost for s, _ in points], [s.retention.est for s, _ in points], names,
+                                   [any(id(x) in onfront for x in [s, *same]) for s, same in points],
+                                   [(s.cost, s.retention.est) for s in fr])
+            n_labels += len(points)
+            keyed = sorted((n, f"{name}: {fmt.money(s.cost)}, {s.retention.est:.3f}")
+                           for n, name, (s, _) in zip(numbers, names, points) if n is not None)
+            n_numbered += len(keyed)
+            _key(fig, side, legend, keyed, [s for s in here if not s.completed])
         if fr:
             readings.append(f"at {w:,} the front runs " + " → ".join(
                 f"{tuning.short_name(s)} ({fmt.money(s.cost)}, {s.retention.est:.3f})" for s in fr))
     f = _save(fig, ctx.out, "06-pareto.png")
-    reading = ("Every point is named; " + "; ".join(readings) + ".") if readings else "No setting completed every run."
+    reading = ("Every point is named (beside it, or by a number listed on the right where points crowd); "
+               + "; ".join(readings) + ".") if readings else "No setting completed every run."
     if failed_all:
         reading += (f" {len(failed_all)} configuration(s) failed and are not plotted: a failed session is no option "
                     "at any cost.")
     fig_ = Figure(f, "Pareto front: cost against retention", reading)
     fig_.labels = n_labels  # type: ignore[attr-defined]  (points named: the browser test counts them)
+    fig_.numbered = n_numbered  # type: ignore[attr-defined]  (of them, named by a number in the key)
     return fig_
+
+
+KEY_GID = "front-key"  # the key's texts (number: name), told apart from the points' names
+
+
+def _key(fig, side, legend, keyed: list[tuple[int, str]], failed: list[tuning.Setting]) -> None:
+    """Under the legend in the side panel: each number and the name it stands for, then the failed
+    configurations (not plotted)."""
+    import textwrap
+
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    top = side.transAxes.inverted().transform(legend.get_window_extent(r))[0][1] - 0.04
+    lines = [(f"{n}  {textwrap.fill(name, 30, subsequent_indent='    ')}", "k") for n, name in keyed]
+    if failed:
+        lines.append((textwrap.fill("failed (not plotted): " + ", ".join(tuning.short_name(s) for s in failed), 32),
+                      "#aa3377"))
+    for text, c in lines:
+        t = side.text(0, top, text, transform=side.transAxes, fontsize=FONT - 1, va="top", ha="left", color=c,
+                      gid=KEY_GID)
+        bb = side.transAxes.inverted().transform(t.get_window_extent(r))
+        top = bb[0][1] - 0.015
 
 
 def _slice(a: tuning.Answer, p: str) -> list[tuning.Setting]:

@@ -79,26 +79,33 @@ def _where(a: tuning.Answer) -> str:
     return f"window {a.window:,}, {a.group}"
 
 
+NO_BETTER = "no setting improves on the default"
+
+
 def _lead(a: tuning.Answer) -> str:
     """One sentence a reviewer can act on."""
     head = f"**{a.label} at {_where(a)}**: "
-    c = a.cheapest
-    if c is None:
-        return head + ("no setting can be recommended: " + (a.note or "none completed every run with retention not "
-                                                            "worse than the default's") + ".")
-    if not c.setting.changed:
-        out = head + (f"keep the default ({swept_values(a, c.setting)}): no cheaper setting keeps retention within noise "
-                      f"of the default's ({ret_ci(a.default.retention)}; {fmt.money(a.default.cost)} per session)")
+    if not a.default.completed:
+        return head + "no setting can be recommended: " + (a.note or "the default failed a session") + "."
+    c, b = a.cheapest, a.best_retention
+    default = f"{fmt.money(a.default.cost)} per session, retention {ret_ci(a.default.retention)}"
+    if c is None and b is None:
+        out = head + (f"keep the default ({swept_values(a, a.default)}; {default}): {NO_BETTER} (no other setting is "
+                      "cheaper with retention within noise of the default's, none keeps more at no more cost)")
+    elif c is None:
+        out = head + (f"{NO_BETTER} on cost (no cheaper setting keeps retention within noise of the default's: "
+                      f"{default})")
     else:
         out = head + (f"ship `{setting_name(c.setting)}` ({swept_values(a, c.setting)}): {fmt.money(c.setting.cost)} per session against "
                       f"{fmt.money(a.default.cost)} at the default, a saving of {money_ci(c.saving)} "
                       f"({pct_ci(c.saving_pct)}); retention {ret_ci(c.setting.retention)} against "
                       f"{ret_ci(a.default.retention)}, difference {diff_ci(c.retention_diff)} ({verdict(c.retention_diff)})")
-    b = a.best_retention
-    if b is not None and b.setting.changed and b.setting is not c.setting:
+    if b is not None and (c is None or b.setting is not c.setting):
         out += (f". For the best retention at no more cost: `{setting_name(b.setting)}` ({swept_values(a, b.setting)}), retention "
                 f"{ret_ci(b.setting.retention)} ({diff_ci(b.retention_diff)}, {verdict(b.retention_diff)}), "
                 f"saving {money_ci(b.saving)} ({pct_ci(b.saving_pct)})")
+    elif b is None and c is not None:
+        out += ". No setting keeps more than the default at no more cost"
     return out + "." + (f" Note: {a.note}." if a.note else "")
 
 
@@ -106,7 +113,8 @@ def _row(a: tuning.Answer, p: tuning.Pick | None) -> list[str]:
     """Six columns, so the table fits a 960-px page without scrolling."""
     base = [f"{fmt.count(a.window)} ({a.group})", f"{fmt.money(a.default.cost)}; {ret_ci(a.default.retention)}"]
     if p is None:
-        return base + ["none", fmt.MISSING, fmt.MISSING, fmt.MISSING]
+        return base + [NO_BETTER if a.default.completed else "none (the default failed)", fmt.MISSING, fmt.MISSING,
+                       fmt.MISSING]
     return base + [setting_name(p.setting), f"{fmt.money(p.setting.cost)}; {ret_ci(p.setting.retention)}",
                    f"{money_ci(p.saving)}; {pct_ci(p.saving_pct)}", f"{diff_ci(p.retention_diff)} {verdict(p.retention_diff)}"]
 
@@ -238,34 +246,11 @@ def terminal_lines(runs) -> tuple[list[str], list[str]]:
 
 
 def noise_pairs(ctx: Context) -> dict[int, list[tuple[str, str]]]:
-    """Per window, the retention pairs worth a "within noise" statement: neighbours on the cost–
-    retention front (configurations that completed), then each other strategy's cheapest completed
-    configuration against the reference (the swept strategy's default, else the recommendation,
-    else the cheapest that completed)."""
-    from ctxsim.harness import analysis
+    """Per window, the pairs worth a "within noise" statement (harness/needs_sections.py: neighbours
+    on the cost–retention front, then each strategy against the reference), by configuration name."""
+    from ctxsim.harness import needs_sections
 
-    out: dict[int, list[tuple[str, str]]] = {}
-    for w in ctx.windows:
-        d = ctx.cfgs[ctx.cfgs["window"] == w]
-        done = d[d["completed"]] if "completed" in d else d
-        if analysis.RETENTION not in d or done.empty:
-            continue
-        fr = list(analysis.pareto_front(done)["config"])
-        pairs = list(zip(fr, fr[1:]))
-        ref = next((a.default.config for a in ctx.answers if a.window == w), None)
-        if ref is None and ctx.rec and int(ctx.rec["window"]) == w:
-            ref = ctx.rec["config"]
-        ref = ref or str(done.iloc[0]["config"])
-        ref_label = str(d.loc[d["config"] == ref, "label"].iloc[0]) if (d["config"] == ref).any() else ""
-        for label, g in d.groupby("label", sort=False):
-            if label == ref_label:
-                continue
-            g_done = g[g["completed"]] if "completed" in g else g
-            other = str((g_done if len(g_done) else g).iloc[0]["config"])
-            if (other, ref) not in pairs and (ref, other) not in pairs:
-                pairs.append((other, ref))
-        out[w] = pairs
-    return out
+    return needs_sections.config_pairs(ctx)
 
 
 def section_ledger(ctx: Context) -> Section | None:

@@ -54,20 +54,16 @@ def run(args) -> int:
     missing = len(df.attrs.get("missing", []))   # runs asked for that left no row: failed too
     print(f"{len(df)} runs in {args.out}/results.parquet ({errors + missing} failed)")
     if len(df) and errors < len(df):
-        from ctxsim.harness import formatting as fmt
 
         cfgs = analysis.by_config(df)
         target = args.target if args.target is not None else cfg.retention_target
-        rec = analysis.recommend(cfgs, target)
         failed = int((~cfgs["completed"]).sum())
         if failed:
             print(f"{failed} of {len(cfgs)} configurations failed (a rejected request not recovered from): "
                   "never recommended, their cost is spend until the failure")
-        if rec:
-            print(f"recommended: {rec['config']} at window {fmt.count(rec['window'])}, {fmt.money(rec['cost_usd'])} "
-                  f"per session, retention {fmt.share(rec['retention.score'])}")
-        else:
-            print(f"no recommendation: {analysis.no_recommendation_reason(cfgs, target)}")
+        from ctxsim.harness.needs_sections import terminal_line
+
+        print(terminal_line(df, target))   # on needs at risk, as the report (issue 26)
         from ctxsim.harness.tuning_sections import terminal_lines
 
         answers, idle = terminal_lines(analysis.ok_runs(df))

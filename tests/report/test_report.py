@@ -104,15 +104,30 @@ def test_markdown_has_real_tables_and_formatted_numbers(dump_report):
 
 def test_html_marks_failed_rows(dump_report):
     html = (dump_report / "index.html").read_text()
-    assert html.count("<tr class='failed'>") == 1 and "<figcaption class='reading'>" in html
+    # one failed configuration: its row in the summary and in the needs-at-risk table
+    assert html.count("<tr class='failed'>") == 2 and "<figcaption class='reading'>" in html
 
 
-@pytest.mark.parametrize("target, reason", [
-    (0.99, "none of the 7 configurations that completed every session keeps retention ≥ 0.99"),
+def _lost_everything(df):
+    """Every need at risk lost (none kept), so no configuration reaches a target on needs at risk."""
+    df = df.copy()
+    for c in ("needs_at_risk.verbatim", "needs_at_risk.summary", "needs_at_risk.pointer"):
+        df[c] = df[c] * 0
+    df["needs_at_risk.lost"] = df["needs_at_risk.n"]
+    return df
+
+
+@pytest.mark.parametrize("target, reason, results", [
+    # results without the needs-at-risk figure (an older ctxsim): the attention-model score
+    (0.99, "none of the 7 configurations that completed every session keeps retention ≥ 0.99",
+     lambda df: df.drop(columns=[c for c in df.columns if c.startswith("needs_at_risk.")])),
+    # the headline figure (issue 26): 0 of the 3 needs at risk kept anywhere
+    (0.5, "none of the 7 configurations that completed every session keeps needs at risk ≥ 0.5; the best is ", _lost_everything),
 ])
-def test_when_nothing_can_be_recommended_the_report_says_why(dump_runs, tmp_path, target, reason):
-    from ctxsim.harness.report import write_report
+def test_when_nothing_can_be_recommended_the_report_says_why(dump_runs, tmp_path, target, reason, results):
+    from ctxsim.harness.report import rows_from_results, write_report
 
-    write_report(dump_runs, tmp_path, target=target)
+    df, calls = rows_from_results(dump_runs)
+    write_report(results(df), tmp_path, calls=calls, target=target)
     rec = _section((tmp_path / "report.md").read_text(), "Recommendation")
     assert rec.strip().startswith("**No recommendation**") and reason in rec

@@ -46,12 +46,16 @@ def sweep_report(tmp_path_factory):
         texts = [t for ax in fig.axes for t in ax.texts + [ax.title, ax.xaxis.label, ax.yaxis.label]
                  + shown_ticks(ax) if t.get_text() and t.get_visible()]
         from matplotlib.collections import PathCollection
+        from matplotlib.text import Annotation
 
         points = sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections  # markers, not the rings
                      if isinstance(c, PathCollection) and c.get_sizes().size and c.get_sizes()[0] < 100)
         seen[name_] = {"legends_cut": sum(outside(lg) for lg in legends), "legends": len(legends),
                        "texts_cut": [t.get_text() for t in texts if outside(t)],
-                       "points": points, "names": sum(len(ax.texts) for ax in fig.axes)}
+                       "points": points, "names": sum(isinstance(t, Annotation) for ax in fig.axes for t in ax.texts),
+                       "numbers": [t.get_text() for ax in fig.axes for t in ax.texts
+                                   if isinstance(t, Annotation) and t.get_text().isdigit()],
+                       "key": [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == tuning_figures.KEY_GID]}
         return real(fig, out, name_)
 
     mp = pytest.MonkeyPatch()
@@ -73,7 +77,11 @@ def test_every_figure_keeps_its_legends_and_labels_inside_and_every_front_point_
     front = seen["06-pareto.png"]
     # 5 settings completed at each of the 2 windows; the failed peer is named in a note, not plotted
     assert front["legends"] == 2 and front["points"] == 10
-    assert front["names"] == 10 + 1  # one name per point, and the note naming the failed configuration
+    assert front["names"] == 10  # one name (or number) beside each point
+    # a number stands for a name listed in the key beside the panel; the failed configuration is named there
+    assert len(front["key"]) == len(front["numbers"]) + 1
+    assert all(any(k.startswith(f"{n}  ") for k in front["key"]) for n in front["numbers"])
+    assert front["key"][-1].replace("\n", " ").startswith("failed (not plotted): append_only")
 
 
 def test_the_front_names_its_points_in_the_reading(sweep_report):
@@ -92,3 +100,51 @@ def test_the_sweep_report_reads_whole_at_1280_px(sweep_report):
     assert all(f["img"] and len(f["reading"]) > 40 for f in r["figures"]), r["figures"]
     shot = screenshot(out / "index.html", out / "screenshot-1280.png", width=1280)
     assert shot is not None and shot.stat().st_size > 10_000
+
+
+def test_a_crowded_cluster_keeps_every_name_readable(tmp_path, monkeypatch):
+    """Nine settings within 1% of each other in cost and at one retention (the 1M cluster of a real
+    sweep): every point still has a name or a number, no two of them overlap, and each number is in
+    the key."""
+    from ctxsim.harness import tuning_figures as tf
+    from matplotlib.text import Annotation, Text
+
+    from tests.report.test_tuning import _run
+
+    rows, i = [], 0
+    for sm in (13_000, 20_000, 40_000):
+        for tmin in (10_000, 15_000, 20_000):
+            for seed in range(2):
+                rows.append(_run(i, "novacode", {"soft_margin": sm, "tail_min_tokens": tmin}, seed,
+                                 300 + sm / 10_000 + tmin / 20_000, 90))
+                i += 1
+    for label, cost in (("truncate", 30.0), ("append_only", 3000.0)):  # the axis spans two decades
+        for seed in range(2):
+            rows.append(_run(i, label, {}, seed, cost, 50))
+            i += 1
+    seen = {}
+    real = tf._save
+
+    def watching(fig, out, name_):
+        figures.layout(fig)
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        notes = [t for ax in fig.axes for t in ax.texts if isinstance(t, Annotation)]
+        boxes = []
+        for t in notes:
+            t.update_positions(r)
+            boxes.append(Text.get_window_extent(t, r))
+        seen[name_] = {"names": [t.get_text() for t in notes], "boxes": boxes,
+                       "key": [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == tf.KEY_GID]}
+        return real(fig, out, name_)
+
+    monkeypatch.setattr(tf, "_save", watching)
+    write_report(pd.DataFrame(rows), tmp_path, target=0.0)
+    front = seen["06-pareto.png"]
+    assert len(front["names"]) == 11
+    boxes = front["boxes"]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    numbers = [n for n in front["names"] if n.isdigit()]
+    assert numbers and sorted(int(n) for n in numbers) == list(range(1, len(numbers) + 1))
+    assert len(front["key"]) == len(numbers) and all(k.startswith(f"{n}  ") for n, k in
+                                                       zip(sorted(numbers, key=int), front["key"]))

@@ -31,7 +31,7 @@ def test_the_recommendation_is_one_grid_point_with_its_own_numbers(grid):
     best = analysis.recommend(analysis.by_config(df), 0.0)
     i = costs.index(min(costs))
     assert best["cost_usd"] == pytest.approx(costs[i])
-    rec = md.split("## Cheapest of all configurations at retention ≥ 0", 1)[1].split("\n## ", 1)[0]
+    rec = md.split("## Cheapest of all configurations at needs at risk kept ≥ 0", 1)[1].split("\n## ", 1)[0]
     assert rec.strip().startswith(f"**{best['config']}** at window 200,000")
     assert f"| cost per session | {fmt.money(costs[i])} |" in rec
     assert f"| cost per session | {fmt.money(sum(costs) / 3)} |" not in rec  # not the grid's mean
@@ -39,7 +39,7 @@ def test_the_recommendation_is_one_grid_point_with_its_own_numbers(grid):
 
 def test_only_the_changed_parameters_are_shown(grid):
     runs, md = grid
-    rec = md.split("## Cheapest of all configurations at retention ≥ 0", 1)[1].split("\n## ", 1)[0]
+    rec = md.split("## Cheapest of all configurations at needs at risk kept ≥ 0", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `(\w+)` \| `([^`]+)` \|$", rec, flags=re.M)
     costs = [r.metrics["cost_usd"] for r in runs]
     changed = GRID[costs.index(min(costs))][1]

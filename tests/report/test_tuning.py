@@ -121,3 +121,59 @@ def test_the_grid_names_what_measured_nothing():
         "session: `window_traces` in the sweep file)",
         "novacode: `tail_max_tokens` changed nothing at window 200,000 on long-200k: its values 40,000, 80,000 "
         "gave identical results"]
+
+
+def _same_as_default_frame(improving: bool) -> pd.DataFrame:
+    """NovaCode's default ($10, 60 of 100 kept per seed) and tail_max_tokens 15,000, whose runs gave
+    exactly the default's results (the cap was never reached); with ``improving`` also soft_margin
+    40,000 at $8 with the same 60 kept, else soft_margin 80,000 at $12 (dearer) with 60 kept."""
+    grid = [({}, [10.0, 10.2, 9.8], 60), ({"tail_max_tokens": 15_000}, [10.0, 10.2, 9.8], 60),
+            ({"soft_margin": 40_000}, [8.0, 8.1, 7.9], 60) if improving else ({"soft_margin": 80_000}, [12.0] * 3, 60)]
+    rows, i = [], 0
+    for params, costs, kept in grid:
+        full = {"soft_margin": 13_000, "tail_max_tokens": 40_000, **params}
+        for seed, c in enumerate(costs):
+            rows.append(_run(i, "novacode", full, seed, c, kept))
+            i += 1
+    return pd.DataFrame(rows)
+
+
+def test_a_setting_that_measures_the_same_as_the_default_is_never_an_answer():
+    """tail_max_tokens 15,000 is cheaper than nothing and keeps what the default keeps: with an
+    improving setting beside it the answer is that one; without, no answer at all."""
+    sets = tuning.settings(_same_as_default_frame(True))
+    [a] = tuning.answers(sets)
+    same = next(s for s in sets if s.changed == {"tail_max_tokens": 15_000})
+    assert tuning.measures_same(same, a.default)
+    assert a.cheapest.setting.changed == {"soft_margin": 40_000} and a.cheapest.saving[0] == pytest.approx(2.0)
+    assert a.best_retention is None  # nothing keeps more than 60/100 at no more cost; 15,000 only repeats the default
+
+    [b] = tuning.answers(tuning.settings(_same_as_default_frame(False)))
+    assert b.cheapest is None and b.best_retention is None
+
+
+def test_the_report_says_no_setting_improves_on_the_default(tmp_path):
+    write_report(_same_as_default_frame(False), tmp_path, target=0.0)
+    first = (tmp_path / "report.md").read_text().split("\n## ", 2)[1]
+    assert "**novacode at window 200,000, long-200k**: keep the default (" in first
+    assert "no setting improves on the default" in first and "tail_max_tokens=15,000" not in first
+
+
+def test_the_recommendation_is_made_on_needs_at_risk_with_its_interval(tmp_path):
+    """known_frame at target 0.5: soft_margin 80,000 ($6) keeps 30 of 100 needs, below it; soft_margin
+    40,000 ($8, 60 of 100) is the cheapest at the target. Against the default (60 of 100 too) it is within
+    noise; against tail_min_tokens 20,000 (75 of 100) it is below: 0.60 − 0.75 by Newcombe's hybrid
+    interval on 100 needs each (no per-probe tables here) is −0.150 [−0.273, −0.020]."""
+    write_report(known_frame(), tmp_path, target=0.5)
+    md = (tmp_path / "report.md").read_text()
+    rec = md.split("## Cheapest of all configurations at needs at risk kept ≥ 0.5", 1)[1].split("\n## ", 1)[0]
+    assert rec.strip().startswith("**novacode (soft_margin=40000)** at window 200,000")
+    assert "Needs at risk kept: 180/300 over 3 seeds = 0.600 [0.502, 0.691] kept" in rec
+    assert "Against the reference: `novacode (soft_margin=40000)` is within noise of `novacode`: difference +0.000" in rec
+    assert ("`novacode (soft_margin=40000)` is below `novacode (tail_min_tokens=20000)`: difference -0.150 "
+            "[-0.273, -0.020]") in rec
+    pairs = md.split("## Retention: needs at risk, and the pairs that matter", 1)[1].split("\n## ", 1)[0]
+    # the front truncate → soft 80k → soft 40k → tail≥ 20k gives 3 neighbours, then truncate against the default;
+    # of the 10 pairs the other 6 are not compared
+    assert "The 4 pairs that matter" in pairs and "the other 6 pairs are not compared" in pairs
+    assert pairs.count("\n- `") == 4 and "- `truncate` is below `novacode`: difference -0.400" in pairs
