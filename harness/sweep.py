@@ -700,14 +700,18 @@ def collect(out: Path, keys: list[str] | None = None, log: Callable[[str], None]
     return df
 
 
+def grid_keys(out: Path) -> list[str] | None:
+    """The run keys of the grid ``sweep.json`` records (None: no readable sweep.json)."""
+    try:
+        return [r["key"] for r in json.loads((Path(out) / "sweep.json").read_text(encoding="utf-8"))["runs"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def completeness(out: Path, df: pd.DataFrame) -> dict[str, int]:
     """How complete the results are against the grid in ``sweep.json``: runs in the grid,
     missing (never run, or their file unreadable), failed (raised)."""
-    grid: list[str] = []
-    try:
-        grid = [r["key"] for r in json.loads((out / "sweep.json").read_text(encoding="utf-8"))["runs"]]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    grid = grid_keys(out) or []
     have = set(df["key"]) if "key" in df else set()
     failed = int((df["error"].fillna("") != "").sum()) if "error" in df else 0
     return {"grid": len(grid), "missing": len(set(grid) - have), "failed": failed,
@@ -721,7 +725,13 @@ def load_results(out: str | Path, log: Callable[[str], None] | None = None) -> p
     if not out.is_dir():
         raise SweepError(f"{out}: no such sweep folder")
     if (out / "runs").is_dir() and any((out / "runs").glob("*.parquet")):
-        df = collect(out, log=log)
+        keys = grid_keys(out)   # runs of an earlier grid in the same folder are not this sweep's
+        if keys is not None:
+            stale = sorted({f.stem for f in (out / "runs").glob("*.parquet")} - set(keys))
+            if stale:
+                (log or print)(f"note: {len(stale)} run file(s) in {out / 'runs'} are not in this sweep's grid "
+                               f"(sweep.json; an earlier grid's): left out")
+        df = collect(out, keys=keys, log=log)
     elif (out / RESULTS).exists():
         try:
             df = columns.decode(pd.read_parquet(out / RESULTS))

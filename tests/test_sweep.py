@@ -148,3 +148,19 @@ def test_a_strategy_given_as_module_and_class_runs_as_its_registered_name_does(g
     with pytest.raises(Exception, match="nope"):
         (tmp_path / "b.toml").write_text('traces = ["trace.jsonl"]\n[[strategies]]\nname = "ctxsim.strategies.append_only:nope"\n')
         load_config(tmp_path / "b.toml")
+
+
+def test_report_leaves_out_runs_of_an_earlier_grid_in_the_same_folder(grid_dir, one_worker, tmp_path, capsys):
+    """A grid changed and re-run into the same folder: runs/ still holds the old grid's files; the
+    results are this grid's (sweep.json), the others named and left out."""
+    import shutil
+
+    from ctxsim.harness.sweep import load_results
+
+    out = tmp_path / "w"
+    shutil.copytree(grid_dir / "w1", out)
+    some = sorted((out / "runs").glob("*.parquet"))[0]
+    shutil.copy(some, out / "runs" / "0000stale.parquet")
+    got = load_results(out, log=print)
+    assert len(got) == len(one_worker) and "0000stale" not in set(got["key"])
+    assert "1 run file(s)" in capsys.readouterr().out
