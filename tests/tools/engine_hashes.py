@@ -70,11 +70,21 @@ FULL = [
 ]
 
 
+# the real log is imported from this fixed path: the trace records where it came from (its hash
+# too), so importing it where the checkout happens to be would tie the hashes to one directory
+FIXED = Path("/tmp/ctxsim-engine-hashes")
+
+
 def _trace(case: Case):
     if case.real is not None:
+        import shutil
+
         from ctxsim.harness.importers import import_file
 
-        return import_file("claude-code", REAL / case.real).trace
+        FIXED.mkdir(parents=True, exist_ok=True)
+        src = FIXED / case.real
+        shutil.copyfile(REAL / case.real, src)
+        return import_file("claude-code", src).trace
     from ctxsim.harness.synth import generate, load_preset
 
     return generate(load_preset(case.preset, list(case.sets)), case.seed)
