@@ -26,15 +26,17 @@ def _day(now: float) -> str:
 
 # --- the clock ------------------------------------------------------------------------------------
 
+def stamped(req: Request, text: str) -> Request:
+    """``req`` with ``text`` appended to its system prompt as one more block."""
+    return replace(req, system=SystemPrompt((*req.system.blocks, Block.text_block(text)), req.system.opaque_tokens))
+
+
 class DateInNovaCodeSystem(NovaCode):
     """Today's date appended to the system prompt of every request ("the model should know the
     date"): the cached prefix changes at midnight, in the middle of a launch, undeclared."""
 
     def build_request(self, call: CallInfo) -> Request:
-        req = super().build_request(call)
-        system = SystemPrompt((*req.system.blocks, Block.text_block(f"Today's date: {_day(call.now)}")),
-                              req.system.opaque_tokens)
-        return replace(req, system=system)
+        return stamped(super().build_request(call), f"Today's date: {_day(call.now)}")
 
 
 class DateAtLaunchInNovaCodeSystem(NovaCode):
@@ -45,11 +47,8 @@ class DateAtLaunchInNovaCodeSystem(NovaCode):
         self._launch_day = _day(now)
 
     def build_request(self, call: CallInfo) -> Request:
-        req = super().build_request(call)
         day = getattr(self, "_launch_day", _day(call.now))
-        system = SystemPrompt((*req.system.blocks, Block.text_block(f"Session started on: {day}")),
-                              req.system.opaque_tokens)
-        return replace(req, system=system)
+        return stamped(super().build_request(call), f"Session started on: {day}")
 
 
 def _local(now: float) -> str:
@@ -64,10 +63,7 @@ class LocalTimeInNovaCodeSystem(NovaCode):
     midnight, undeclared (and the stamp is the machine's, not the session's)."""
 
     def build_request(self, call: CallInfo) -> Request:
-        req = super().build_request(call)
-        system = SystemPrompt((*req.system.blocks, Block.text_block(f"Local date: {_local(call.now)}")),
-                              req.system.opaque_tokens)
-        return replace(req, system=system)
+        return stamped(super().build_request(call), f"Local date: {_local(call.now)}")
 
 
 class LocalDateAtLaunch(NovaCode):
@@ -80,11 +76,8 @@ class LocalDateAtLaunch(NovaCode):
         self._launch_local = _local(now)
 
     def build_request(self, call: CallInfo) -> Request:
-        req = super().build_request(call)
         day = getattr(self, "_launch_local", None) or _local(call.now)
-        system = SystemPrompt((*req.system.blocks, Block.text_block(f"Session started on: {day}")),
-                              req.system.opaque_tokens)
-        return replace(req, system=system)
+        return stamped(super().build_request(call), f"Session started on: {day}")
 
 
 class NamedZoneAtLaunch(NovaCode):
@@ -99,11 +92,8 @@ class NamedZoneAtLaunch(NovaCode):
         self._launch_local = f"{local:%Y-%m-%d} ({local.tzname()}, UTC{local:%z})"
 
     def build_request(self, call: CallInfo) -> Request:
-        req = super().build_request(call)
         day = getattr(self, "_launch_local", "unknown")
-        system = SystemPrompt((*req.system.blocks, Block.text_block(f"Session started on: {day}")),
-                              req.system.opaque_tokens)
-        return replace(req, system=system)
+        return stamped(super().build_request(call), f"Session started on: {day}")
 
 
 # --- the hash seed --------------------------------------------------------------------------------
