@@ -36,7 +36,7 @@ name = "append_only"
 def folder(tmp_path):
     (tmp_path / "traces").mkdir()
     for i in range(N_TRACES):
-        tr.write(generate(load_preset("long-200k", ["calls=150"]), BENCH_SEED + i), tmp_path / "traces" / f"t{i}.jsonl")
+        tr.write(generate(load_preset("long-200k", ["calls=600"]), BENCH_SEED + i), tmp_path / "traces" / f"t{i}.jsonl")
     (tmp_path / "grid.toml").write_text(GRID)
     return load_config(tmp_path / "grid.toml")
 
