@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from ctxsim.harness.cli.calibrate_summariser import DEFAULT_LOGS, _default_logs, _logs, default_output
+from ctxsim.harness.cli.calibrate_summariser import _default_logs, _logs, default_output, log_arguments
 
 
 def register(sub) -> None:
@@ -21,9 +21,7 @@ def register(sub) -> None:
         "background rate (the recorded agent's own recovery), and fit the probability that the simulated agent "
         "re-acquires a lost need at risk, per kind (read, rerun); report the fit and its leave-one-out error. "
         "Offline; no model is called.")
-    p.add_argument("logs", nargs="*", metavar="LOG", help=f"session logs or folders (default: {DEFAULT_LOGS})")
-    p.add_argument("-o", "--output", default=None,
-                   help="data file to write (default: from a checkout, its harness/data/recovery.json; installed, recovery.json in the user data folder)")
+    log_arguments(p, "recovery.json")
     p.add_argument("--window-calls", type=int, default=None, metavar="N",
                    help="calls after a compaction in which re-reads count as its recovery (default 30)")
     p.add_argument("--quiet", "-q", action="store_true", help="no table on the terminal")

@@ -21,12 +21,17 @@ def register(sub) -> None:
         "the logistic survival model (kind, uses, mentions, typed by the user, age) to which facts the real "
         "summary kept; report the fit and its leave-one-out error by kind, and the summary length per input "
         "token. Offline; no model is called.")
-    p.add_argument("logs", nargs="*", metavar="LOG", help=f"session logs or folders (default, only when run from a ctxsim checkout: {DEFAULT_LOGS})")
-    p.add_argument("-o", "--output", default=None,
-                   help="data file to write (default: from a checkout, its harness/data/summary_survival.json; "
-                   "installed, summary_survival.json in the user data folder, e.g. ~/.local/share/ctxsim)")
+    log_arguments(p, "summary_survival.json")
     p.add_argument("--quiet", "-q", action="store_true", help="no table on the terminal")
     p.set_defaults(func=run)
+
+
+def log_arguments(p, data_name: str) -> None:
+    """The LOG... and -o arguments every calibrate-* command shares (``data_name``: its data file)."""
+    p.add_argument("logs", nargs="*", metavar="LOG", help=f"session logs or folders (default, only when run from a ctxsim checkout: {DEFAULT_LOGS})")
+    p.add_argument("-o", "--output", default=None,
+                   help=f"data file to write (default: from a checkout, its harness/data/{data_name}; "
+                   f"installed, {data_name} in the user data folder, e.g. ~/.local/share/ctxsim)")
 
 
 def _default_logs() -> list[str]:
