@@ -488,7 +488,7 @@ def break_even_lines(money: Mapping[str, tuple[float, float]], call_usd: Mapping
     reverse the order (:func:`break_even`)."""
     if len(money) < 2:
         return []
-    ref = REFERENCE if REFERENCE in money else max(money, key=lambda n: (pooled_by.get(n, {}).get("kept", 0.0), -money[n][0]))
+    ref = REFERENCE if REFERENCE in money else max(money, key=lambda n: (pooled_by.get(n, {}).get("kept") or 0.0, -money[n][0]))
     lines = []
     for n in sorted(money, key=lambda x: money[x][0]):
         if n == ref or money[n][0] >= money[ref][0]:

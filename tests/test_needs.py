@@ -144,3 +144,11 @@ def test_break_even_calls_per_violation_by_hand():
     lines = nd.break_even_lines({"novacode": (12.0, 1.0), "cut": (10.0, 5.0), "dear": (13.0, 9.0)},
                                 {"cut": 0.05, "dear": 0.05, "novacode": 0.04}, {})
     assert len(lines) == 3 and "`cut` stays cheaper than `novacode`" in lines[2] and "10.0 or more calls" in lines[2]
+
+
+def test_break_even_reference_without_needs_at_risk_is_not_an_error():
+    """No novacode in the compare and a strategy with no need at risk (kept is None): the reference is
+    the one that keeps the most, the others count as keeping none."""
+    lines = nd.break_even_lines({"a": (10.0, 5.0), "b": (12.0, 1.0)}, {"a": 0.05, "b": 0.05},
+                                {"a": {"kept": None}, "b": {"kept": 0.5}})
+    assert "`a` stays cheaper than `b`" in lines[2] and "10.0 or more calls" in lines[2]
