@@ -7,23 +7,25 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+from ctxsim.harness.provider import ROUTER_PHASES
 from ctxsim.harness.trace import Trace
 
 BILL_TOLERANCE = 0.05   # issue 27: a recorded replay more than 5% off the bill is flagged
 SHARE_SLACK = 0.005     # assumed: cache-read shares closer than this are the same for naming a cause
 
 
-def cache_model_line(trace: Trace, routed: int | None = None) -> str | None:
+def cache_model_line(trace: Trace, routed: float | None = None) -> str | None:
     """``cache model: fitted on the log ...`` for a trace whose import fitted a miss model."""
     rec = trace.header.recorded
     m = rec.cache_miss_model if rec is not None else None
     if m is None:
         return None
-    tail = f"; {routed} requests routed astray in this run" if routed is not None else ""
+    tail = f"; {routed:.1f} requests routed astray in this run" if routed is not None else ""
     return (f"cache model: fitted on the log ({m.strays} of {m.eligible} calls fell back and recovered): "
             f"{m.share:.1%} of requests routed off the session's cache node (of those that continue the previous "
             f"one), {m.fallback_none:.0%} of them "
-            f"reading nothing{tail} (--seed moves where; header.recorded.cache_miss_model)")
+            f"reading nothing{tail} (the expected bill: the mean over {ROUTER_PHASES} router phases; "
+            f"header.recorded.cache_miss_model)")
 
 
 def bill_warning(trace: Trace, calls: pd.DataFrame, cost: float, models_file: str | None = None) -> str | None:
@@ -49,14 +51,18 @@ def bill_warning(trace: Trace, calls: pd.DataFrame, cost: float, models_file: st
         n = sum(1 for v in labels.values() if v == "stray")
         cause = (f"the replay reads the cache more than the log did (share {sim_share:.2f} vs {rec_share:.2f}): "
                  + (f"{n} recorded fall-backs the cache model does not reproduce (unexplained)" if not fitted else
-                    "the fitted cache model's strays fell on cheaper calls at this seed"))
+                    "the fitted cache model's expected strays cost less here than the log's did"))
     elif sim_share < rec_share - SHARE_SLACK:
         cause = (f"the replay reads the cache less than the log did (share {sim_share:.2f} vs {rec_share:.2f})"
-                 + (": the fitted cache model's strays fell on costlier calls at this seed" if fitted else ""))
+                 + (": the fitted cache model's expected strays cost more here than the log's did" if fitted else ""))
     elif trace.header.output_tokens_partial:
         cause = "the log's output counts are partial (streaming), a lower bound"
     else:
-        cause = "context sizes differ from the recorded ones"
+        sim_ctx = float(calls["context_tokens"].sum())
+        gap = (sim_ctx - rec_in) / rec_in * 100 if rec_in else 0.0
+        scale = f" (token scale {rec.token_scale}: {rec.token_scale_evidence})" if rec is not None and rec.token_scale else ""
+        cause = (f"the replay's requests are {abs(gap):.1f}% {'larger' if gap > 0 else 'smaller'} than the log's in "
+                 f"sum{scale}" if abs(gap) >= 1 else "context sizes differ from the recorded ones")
     pct = (cost - billed) / billed * 100
     return (f"the recorded replay costs ${cost:.4f}, {abs(pct):.1f}% {'above' if pct > 0 else 'below'} the bill "
             f"${billed:.4f}: {cause} (ctxsim fidelity shows the misses by cause)")

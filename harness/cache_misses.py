@@ -171,32 +171,26 @@ def fit_miss_model(calls: list[Any], strips: tuple[str, ...] = (), provider: str
 
 
 def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float, bool]], target_share: float,
-                          provider_factory, warm_first_main: bool = False, phases: int = PHASES,
-                          iterations: int = 16) -> CacheMissModel:
+                          provider_factory, warm_first_main: bool = False, iterations: int = 16) -> CacheMissModel:
     """``model`` with its share refitted on the requests a replay of the trace sent (``(request,
     time, counted)``, in order): the share at which billing them through the provider model (``provider_factory
-    (miss_model)``: a fresh provider, as the run builds it) reads ``target_share`` of the input of the
-    counted ones (those the log billed: the log's cache-read share), averaged over
-    ``phases`` evenly spaced router phases. The requests of an open-loop replay do not depend on what
-    the cache did, so this is the replay's own cache, not a stand-in for it."""
-    from ctxsim.harness.provider.routing import Router
+    (miss_model)``: a fresh provider, as the run builds it, whose bill is the mean over its router
+    phases) reads ``target_share`` of the input of the counted ones (those the log billed: the log's
+    cache-read share). The requests of an open-loop replay do not depend on what the cache did, so this
+    is the replay's own cache, not a stand-in for it."""
 
     def read(share: float) -> float:
-        m = model.model_copy(update={"share": share})
+        prov = provider_factory(model.model_copy(update={"share": share}))
         total = inp = 0.0
-        for k in range(phases):
-            prov = provider_factory(m)
-            if prov.router is not None:
-                prov.router = Router(m, phases=((k + 0.5) / phases, (k * 0.618034 + 0.5) % 1.0))
-            warm = warm_first_main
-            for req, now, counted in requests:
-                if warm and req.kind == "main":   # what the engine does at the first main call
-                    prov.warm_shared_prefix(req, now)
-                    warm = False
-                u = prov.bill(req, now, 0).usage
-                if counted:
-                    total += u.cache_read
-                    inp += u.input_total
+        warm = warm_first_main
+        for req, now, counted in requests:
+            if warm and req.kind == "main":   # what the engine does at the first main call
+                prov.warm_shared_prefix(req, now)
+                warm = False
+            u = prov.bill(req, now, 0).usage
+            if counted:
+                total += u.cache_read
+                inp += u.input_total
         return total / inp if inp else 0.0
 
     lo, hi = 0.0, 1.0

@@ -244,7 +244,8 @@ def section_assumptions(ctx: Context) -> Section:
         if t.get("provenance.cache_model.fitted") is True:   # harness/provider/routing.py
             bullets.append(f"**Cache model** of `{tname}`: fitted on the log: {float(t['provenance.cache_model.share']):.1%} of "
                            "requests routed where the session's cache entries are absent (the log's recurring fall-backs), "
-                           "applied to every strategy alike, seeded.")
+                           "applied to every strategy alike; each call billed at the mean over the router's phases "
+                           "(the expected bill, not one draw of where requests strayed).")
     seeds = _uniq(runs, "seed")
     per = ctx.cfgs["runs"]
     bullets.append(f"**Seeds**: run seed(s) {', '.join(fmt.value(s) for s in seeds) or '–'}; "

@@ -81,5 +81,5 @@ def provenance(run: Any, calls: pd.DataFrame) -> dict[str, Any]:
             "summariser": pv.summariser(run.backend), "retention": pv.retention(params),
             "max_attempts_per_call": run.cfg.max_attempts,
             "cache_model": ({"fitted": True, "share": p.miss_model.share, "fallback_none": p.miss_model.fallback_none,
-                             "routed_requests": p.routed, "continuing_requests": p.router._n}
+                             "routed_requests": round(p.routed, 3), "continuing_requests": round(p.continuing, 3)}
                             if p.miss_model is not None else {"fitted": False})}

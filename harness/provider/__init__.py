@@ -9,7 +9,7 @@ price and timing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxsim.harness.conversation import Message, Request, Usage
@@ -19,7 +19,7 @@ from ctxsim.harness.provider.models import DEFAULT_MODEL, ModelSpec, load_table
 from ctxsim.harness.provider.routing import CacheMissModel, Router
 from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer, get_tokenizer
 
-__all__ = ["Bill", "CacheMissModel", "Provider", "DEFAULT_MODEL", "ModelSpec", "load_table"]
+__all__ = ["Bill", "CacheMissModel", "Provider", "DEFAULT_MODEL", "ModelSpec", "ROUTER_PHASES", "load_table", "router_phases"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +32,37 @@ class Bill:
     miss_reason: str = ""
 
 
+ROUTER_PHASES = 8   # replicas the expected bill averages over: cache_misses.PHASES, the phases the share is fitted at
+
+
+def router_phases(n: int = ROUTER_PHASES) -> list[tuple[float, float]]:
+    """``n`` evenly spaced router phases (stray, fallback): the first stratified, the second a golden-
+    ratio sequence so the two do not move in lock-step."""
+    return [((k + 0.5) / n, (k * 0.618034 + 0.5) % 1.0) for k in range(n)]
+
+
+@dataclass(slots=True)
+class _Replica:
+    """One replica of the provider's nodes: the session's caches and the other node, per model."""
+    router: Router
+    caches: dict = field(default_factory=dict)
+    others: dict = field(default_factory=dict)
+
+
 class Provider:
     """One model family's API, as seen by one run. ``window`` overrides the model's context window
     (to price a 200k setting of a 1M model, say); ``cache=False`` prices as on a provider without
     prompt caching; ``token_scale`` overrides the model's calibrated scale; ``cache_ttl`` is the
     client's TTL, for breakpoints that set none (default 5 minutes, the API's); ``miss_model`` routes
-    a fitted share of requests where the session's entries are absent (harness/provider/routing.py),
-    seeded by ``seed``."""
+    a fitted share of requests where the session's entries are absent (harness/provider/routing.py).
+
+    Under a miss model the bill is the expected one: the provider keeps :data:`ROUTER_PHASES` replicas
+    of its caches, each routed at one of evenly spaced router phases (the ones the model's share is
+    fitted at, harness/cache_misses.py), bills each request on every replica and reports the mean
+    usage. Where requests stray is the provider's doing, not the strategy's: a single draw put a
+    55-call Bedrock replay anywhere from 7% below to 16% above its bill depending on which calls the
+    strays hit (codemie 624a4a58, seeds 0-5), and two strategies compared on one trace met different
+    draws. ``seed`` no longer moves the bill; it is kept for the callers that pass it."""
 
     def __init__(self, model: str | None = None, *, window: int | None = None, cache: bool = True,
                  token_scale: float | dict[str, float] | None = None, models_file: str | Path | None = None,
@@ -57,9 +81,10 @@ class Provider:
         self.tok = tokenizer or get_tokenizer()
         self._caches: dict[str, AnthropicCache | OpenAICache] = {}
         self.miss_model = miss_model if cache and miss_model is not None and miss_model.share > 0 else None
-        self.router = Router(self.miss_model, seed) if self.miss_model is not None else None
-        self.routed = 0   # requests the miss model sent astray in this run
-        self._other: dict[str, AnthropicCache | OpenAICache] = {}   # the node strays land on (per model)
+        # replicas of the provider's nodes, one per router phase (empty: no miss model, one node)
+        self._replicas = ([_Replica(Router(self.miss_model, phases=phase)) for phase in router_phases()]
+                          if self.miss_model is not None else [])
+        self.routed = 0.0   # requests the miss model sent astray in this run (mean over the replicas)
         # a bound method is a fresh object each time: keep one, it keys the history memo
         self._count_message = self.tok.message
 
@@ -106,22 +131,30 @@ class Provider:
         return (AnthropicCache(spec.min_cacheable, self.cache_ttl) if spec.provider == "anthropic"
                 else OpenAICache(spec.min_cacheable, spec.cache_ttl_s))
 
-    def _cache_for(self, spec: ModelSpec):
-        c = self._caches.get(spec.name)
+    def _cache_for(self, spec: ModelSpec, caches: dict[str, AnthropicCache | OpenAICache] | None = None):
+        caches = self._caches if caches is None else caches
+        c = caches.get(spec.name)
         if c is None:
-            c = self._caches[spec.name] = self._new_cache(spec)
+            c = caches[spec.name] = self._new_cache(spec)
         return c
 
-    def _astray(self, spec: ModelSpec, lay: Layout, now: float, fallback: str) -> CacheOutcome:
+    @property
+    def continuing(self) -> float:
+        """Requests that continued the previous one on the session's node (what the miss model
+        routes), mean over the replicas."""
+        return sum(r.router._n for r in self._replicas) / len(self._replicas) if self._replicas else 0.0
+
+    def _astray(self, spec: ModelSpec, lay: Layout, now: float, fallback: str,
+                other: dict[str, AnthropicCache | OpenAICache]) -> CacheOutcome:
         """The request on another node than the session's (routing.py). ``none``: a node with nothing
         of it (what it writes is not seen again); ``system``: the other node, which holds the system
         prefix (other sessions send it) and what earlier strays of this run wrote there."""
         if fallback == "none":
             node = self._new_cache(spec)
         else:
-            node = self._other.get(spec.name)
+            node = other.get(spec.name)
             if node is None:
-                node = self._other[spec.name] = self._new_cache(spec)
+                node = other[spec.name] = self._new_cache(spec)
                 if isinstance(node, AnthropicCache):
                     # assumed: the other node's read finds any earlier entry of the session it holds (the
                     # codemie logs show strays reading the context of a stray 4 calls and > 20 blocks back)
@@ -133,41 +166,58 @@ class Provider:
             elif node.entries.get(key, -1.0) < now:
                 node.entries[key] = now + 1.0
         out = node.process(lay, now)
-        self.routed += 1
         return CacheOutcome(out.read, out.write_5m, out.write_1h, "routed")
 
     def warm_shared_prefix(self, req: Request, expires: float) -> bool:
         """An earlier session cached the shared head of ``req``'s system prompt: it is live until
         ``expires`` in the cache of ``req``'s model (explicit-breakpoint caches only)."""
         head = self.layout(req).head()
-        cache = self._cache_for(self.spec_for(req.model))
-        if head is None or not self.cache_enabled or not isinstance(cache, AnthropicCache):
+        spec = self.spec_for(req.model)
+        caches = [self._cache_for(spec, r.caches) for r in self._replicas] or [self._cache_for(spec)]
+        if head is None or not self.cache_enabled or not isinstance(caches[0], AnthropicCache):
             return False
-        cache.warm(head[0], expires)
+        for cache in caches:
+            cache.warm(head[0], expires)
         return True
 
     def bill(self, req: Request, now: float, output_tokens: int, layout: Layout | None = None) -> Bill:
         spec = self.spec_for(req.model)
         lay = layout or self.layout(req)
         total = lay.total()
-        stray = None
-        if self.router is not None and self.cache_enabled:
-            # only a request that continues the previous one on its node (it would read what that one
-            # wrote) is routed by the model: what the log's eligible calls are (harness/cache_misses.py)
-            home = self._cache_for(spec)
-            hit = home.peek(lay, now)
-            if hit is not None and hit == home.last_key:
-                stray = self.router.next()
         if not self.cache_enabled:
             outcome = CacheOutcome(miss_reason="disabled")
-        elif stray is not None:
-            outcome = self._astray(spec, lay, now, stray)
+        elif self._replicas:
+            outcome = self._expected(spec, lay, now)
         else:
             outcome = self._cache_for(spec).process(lay, now)
         read, w5, w1 = outcome.read, outcome.write_5m, outcome.write_1h
         usage = Usage(total - read - w5 - w1, w5, w1, read, output_tokens)
         return Bill(usage, self.price(usage, spec), ttft_s(spec, usage), duration_s(spec, usage), total,
                     outcome.miss_reason)
+
+    def _expected(self, spec: ModelSpec, lay: Layout, now: float) -> CacheOutcome:
+        """The request on every replica (its own router phase), and the mean of what they read and
+        wrote, rounded down (so read + writes never exceed the request). The miss reason is the one
+        most replicas met (ties: the first replica's)."""
+        n = len(self._replicas)
+        read = w5 = w1 = 0
+        reasons: dict[str, int] = {}
+        for r in self._replicas:
+            home = self._cache_for(spec, r.caches)
+            stray = None
+            # only a request that continues the previous one on its node (it would read what that one
+            # wrote) is routed by the model: what the log's eligible calls are (harness/cache_misses.py)
+            hit = home.peek(lay, now)
+            if hit is not None and hit == home.last_key:
+                stray = r.router.next()
+            if stray is not None:
+                out = self._astray(spec, lay, now, stray, r.others)
+                self.routed += 1 / n
+            else:
+                out = home.process(lay, now)
+            read, w5, w1 = read + out.read, w5 + out.write_5m, w1 + out.write_1h
+            reasons[out.miss_reason] = reasons.get(out.miss_reason, 0) + 1
+        return CacheOutcome(read // n, w5 // n, w1 // n, max(reasons, key=reasons.__getitem__))
 
     def price(self, usage: Usage, spec: ModelSpec | None = None) -> float:
         spec = spec or self.spec

@@ -17,10 +17,11 @@ not the session's own. There the read falls back to nothing (``fallback_none`` o
 none of it) or to what the other node holds (the rest): the system prefix (it serves other
 sessions with the same system prompt) and what earlier strays of the session wrote there, so a
 read can stop at an earlier call's context, as the logs show. What a stray writes stays on that
-node: the next request on the session's own node reads the entry before it. Which requests stray is systematic sampling with a seeded phase
-(``Router``): a replay of n such requests has round(n·share) strays, spread evenly, in seed-determined
-places; so a run is a pure function of its seed and two strategies on one trace meet the same
-provider, not two different binomial draws.
+node: the next request on the session's own node reads the entry before it. Which requests stray is
+systematic sampling with a phase (``Router``): a replay of n such requests has round(n·share) strays,
+spread evenly. The provider bills each request on replicas at evenly spaced phases and reports the
+mean (``Provider``, ``ROUTER_PHASES``): the expected bill, so two strategies on one trace meet the
+same provider and no run depends on one draw of where the strays fell.
 """
 
 from __future__ import annotations
