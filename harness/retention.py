@@ -56,6 +56,11 @@ LITM_ACCURACY = (75.8, 57.2, 53.8, 55.4, 63.2)
 LITM_ORACLE = 88.3
 LITM_DOCS = 20
 
+# facts a summary may restate in its own words (harness/gist.py): the user's request, which Claude Code's
+# summary restates under "Primary Request and Intent". Not constraints: the synthetic sessions' constraints
+# share their wording and differ in the paths they name, and a summary restating one while naming the
+# other's paths elsewhere matched at recall 1.0 (long-200k seed 1, claude_code)
+GIST_FACTS = ("goal",)
 SUMMARY_MARKER = "<summary>"  # what the simulated summariser (and Claude Code) open a summary with
 Where = Literal["window", "summary", "recoverable", "lost"]
 _FILES_HELD = 64  # files whose bytes a model keeps between probes (the newest read); a bound on memory
@@ -81,6 +86,9 @@ class RetentionParams(BaseModel):
                                     "outscores the verbatim one)")
     recover_probability: float = Field(0.7, ge=0, le=1, description="chance the model follows a pointer to a fact "
                                        "it needs (assumed)")
+    gist_recall: float = Field(0.8, ge=0, le=1.01, description="a summary restates the user's goal in "
+                               "its own words when it holds this share of the fact's content words and every name "
+                               "it gives (harness/gist.py; assumed; above 1 turns the paraphrase match off)")
     category_weights: dict[str, float] = Field(
         default_factory=lambda: {"goal": 2.0, "constraint": 1.5, "decision": 1.0, "error": 1.0, "file": 1.0,
                                  "preference": 1.0, "feedback": 1.0},
@@ -106,6 +114,8 @@ RETENTION_SOURCES = {
     "rot_floor": "assumed",
     "summary_fidelity": "assumed",
     "recover_probability": "assumed",
+    "gist_recall": "assumed: on the bundled compacting logs each real summary restates its session's goal at "
+                   "recall 1.0, another session's summary at most 0.71 (same project: harness/gist.py)",
     "category_weights": "assumed (goal and constraint count more: what users of real agents complain about "
                         "losing, peers.md)",
 }
@@ -174,7 +184,7 @@ class RetentionModel:
         # keys of this model's folds over a history (ctxsim.harness.conversation.History.fold_through): the
         # messages that hold a fact, and those that name a file, linked newest first, so a probe
         # visits those messages only, not the whole history
-        self._with_facts, self._with_paths = object(), object()
+        self._with_facts, self._with_paths, self._with_summaries = object(), object(), object()
         # per history store (append-only: ctxsim.harness.conversation._Store): fact id -> indices of the
         # messages holding it, extended as the history grows, so a need visits its own messages only
         self._by_fact: dict[int, list] = {}   # id(store) -> [store, messages indexed, {fact: [index, ...]}]
@@ -330,6 +340,8 @@ class RetentionModel:
                                              else (a, "window"))
                 if best is None or cand[0] > best[0]:
                     best = cand
+            if best is None and fact.category in GIST_FACTS:
+                best = self._restated(msgs, fact, before, total)
             if best is not None:
                 out.append(FactScore(fid, fact.category, best[1], round(best[0], 6), None, probe.id))
                 continue
@@ -342,6 +354,24 @@ class RetentionModel:
             else:
                 out.append(FactScore(fid, fact.category, "recoverable", 0.0, None, probe.id))
         return out
+
+    def _restated(self, msgs, fact: FactEvent, before: Callable[[int], int], total: int) -> tuple[float, Where] | None:
+        """The best-placed summary in ``msgs`` that restates ``fact`` in its own words (harness/gist.py):
+        a model's summary paraphrases the user's request; a simulated one copies it and is found above."""
+        from ctxsim.harness.gist import content_words, restates
+
+        best = None
+        n = len(msgs)
+        for i in self._holding(msgs, self._with_summaries, lambda m: _is_summary(m, self._text(m))):
+            text = self._text(msgs[i])
+            if not restates(fact.text, text, content_words(text), self.params.gist_recall):
+                continue
+            start = before(i)
+            end = before(i + 1) if i + 1 < n else total
+            a = self.params.summary_fidelity * attention((start + end) / 2 / total, total, self.params)
+            if best is None or a > best[0]:
+                best = (a, "summary")
+        return best
 
     def _holders(self, msgs) -> dict[str, list[int]]:
         """fact id -> ascending indices of the messages of ``msgs`` whose text holds it (indices past
