@@ -32,8 +32,9 @@ At risk
 
 Headline (:func:`headline`): per run, the at-risk needs by where the strategy had them at the probe
 — ``verbatim`` (in the window), ``summary``, ``pointer`` (recoverable through a file path), ``lost``
-(a probe the run never reached counts lost) — with ``kept = (verbatim + summary) / n`` and its Wilson
-95% interval; ``goal`` and ``constraints`` are the at-risk needs of those categories (``constraints``:
+(a probe the run never reached counts lost) — with ``kept = (verbatim + summary + pointer) / n`` and its
+Wilson 95% interval (:data:`KEPT`: what carried the need across; a pointer's re-read is billed by the
+closed loop, harness/recovery.py, so it is kept at its cost, not for free); ``goal`` and ``constraints`` are the at-risk needs of those categories (``constraints``:
 constraint and preference facts, what the user set). The attention × position score of
 ``ctxsim.harness.retention`` is a second figure; it never enters this one.
 
@@ -243,7 +244,7 @@ def paired_counts(runs_a: Sequence[Any], runs_b: Sequence[Any]) -> tuple[float, 
             sub = pr[pr["at_risk"]]
             back = sub["restored"] if "restored" in sub else [False] * len(sub)
             for p, f, w, b in zip(sub["probe"], sub["fact"], sub["where"], back, strict=True):
-                out[(r.trace_hash, r.seed, p, f)] = WHERE.get(w, "lost") in ("verbatim", "summary") and not b
+                out[(r.trace_hash, r.seed, p, f)] = WHERE.get(w, "lost") in KEPT and not b
         return out
 
     ka, kb = kept(runs_a), kept(runs_b)
@@ -269,6 +270,12 @@ def newcombe(k1: float, n1: float, k2: float, n2: float, z: float = Z95) -> tupl
 # --- per run -------------------------------------------------------------------------------------------
 
 WHERE = {"window": "verbatim", "summary": "summary", "recoverable": "pointer", "lost": "lost", "not_reached": "lost"}
+# what carried a need at risk across a turnover (issue 26: "only a summary, a pointer or a memory can carry
+# those needs across"): in the window, in a summary, or behind a pointer the request names (a spilled
+# result, a memory or transcript file). Not "lost". A pointer costs a re-read, which the closed loop
+# bills (harness/recovery.py): counting it lost instead scored NovaCode's spills (N-SPILL) as a blind
+# cut's forgetting (spotter 258c7280: 4 of novacode's 48 needs at risk behind a pointer, 0 lost).
+KEPT = ("verbatim", "summary", "pointer")
 
 
 def restored_by_loop(row: Mapping[str, Any], restored: Mapping[str, int] | None) -> bool:
@@ -295,7 +302,7 @@ def headline(rows: Iterable[Mapping[str, Any]], needs: Needs, restored: Mapping[
             w = "lost"
             back += 1
         counts[w] += 1
-        kept = w in ("verbatim", "summary")
+        kept = w in KEPT
         if nd.category == "goal":
             goal[0] += 1
             goal[1] += kept
@@ -309,7 +316,7 @@ def headline(rows: Iterable[Mapping[str, Any]], needs: Needs, restored: Mapping[
 
 def _object(counts: Mapping[str, int], goal: Sequence[int], cons: Sequence[int], seeds: int) -> dict[str, Any]:
     n = sum(counts.values())
-    k = counts["verbatim"] + counts["summary"]
+    k = sum(counts[w] for w in KEPT)
     lo, hi = wilson(k / seeds, n / seeds) if n else (None, None)
     return {"n": n, **{w: int(counts[w]) for w in ("verbatim", "summary", "pointer", "lost")},
             "kept": (k / n) if n else None, "kept_ci": [lo, hi],
@@ -328,7 +335,7 @@ def by_distance(rows: Iterable[Mapping[str, Any]], needs: Needs, bins: Sequence[
             continue
         b = sum(nd.distance_tokens >= x for x in bins)
         out[labels[b]]["n"] += 1
-        out[labels[b]]["kept"] += WHERE.get(r["where"], "lost") in ("verbatim", "summary")
+        out[labels[b]]["kept"] += WHERE.get(r["where"], "lost") in KEPT
     return out
 
 
@@ -347,7 +354,7 @@ def pooled(objects: Sequence[Mapping[str, Any]], seeds: int) -> dict[str, Any]:
 def kept_counts(o: Mapping[str, Any], seeds: int) -> tuple[float, float]:
     """(kept, n) of a pooled object on the effective sample."""
     n = o["n"]
-    return ((o["verbatim"] + o["summary"]) / max(1, seeds), n / max(1, seeds))
+    return (sum(o[w] for w in KEPT) / max(1, seeds), n / max(1, seeds))
 
 
 def noise_lines(pooled_by: Mapping[str, Mapping[str, Any]], seeds: int,
@@ -365,7 +372,7 @@ def noise_lines(pooled_by: Mapping[str, Mapping[str, Any]], seeds: int,
     for k in names:
         o = rows[k]
         lo, hi = o["kept_ci"]
-        lines.append(f"- `{k}`: kept {o['verbatim'] + o['summary']}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
+        lines.append(f"- `{k}`: kept {sum(o[w] for w in KEPT)}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
                      f"(verbatim {o['verbatim']}, summary {o['summary']}, pointer {o['pointer']}, lost {o['lost']}); "
                      f"goal {o['goal']['kept']}/{o['goal']['n']}, constraints {o['constraints']['kept']}/"
                      f"{o['constraints']['n']}")
@@ -397,7 +404,7 @@ def run_lines(m: Mapping[str, Any]) -> list[str]:
     out = []
     if o["n"]:
         lo, hi = o["kept_ci"]
-        out.append(f"needs at risk: kept {o['verbatim'] + o['summary']}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
+        out.append(f"needs at risk: kept {sum(o[w] for w in KEPT)}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
                    f"(verbatim {o['verbatim']}, summary {o['summary']}, pointer {o['pointer']}, lost {o['lost']}); "
                    f"goal {o['goal']['kept']}/{o['goal']['n']}, constraints {o['constraints']['kept']}/{o['constraints']['n']}")
     else:

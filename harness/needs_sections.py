@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from ctxsim.harness import analysis, tuning
 from ctxsim.harness import formatting as fmt
+from ctxsim.harness.needs import KEPT
 from ctxsim.harness.report_content import Bullets, Para, Section, Table
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ def _parts(ctx: Context, s: tuning.Setting) -> list[str]:
     n = tot("needs_at_risk.n")
     goal, cons = (tot("needs_at_risk.goal.kept"), tot("needs_at_risk.goal.n")), (
         tot("needs_at_risk.constraints.kept"), tot("needs_at_risk.constraints.n"))
-    return ([f"{tot('needs_at_risk.verbatim') + tot('needs_at_risk.summary')}/{n}"]
+    return ([f"{sum(tot('needs_at_risk.' + w) for w in KEPT)}/{n}"]
             + [fmt.count(tot(f"needs_at_risk.{p}")) for p in PARTS] + [f"{goal[0]}/{goal[1]}", f"{cons[0]}/{cons[1]}"])
 
 
@@ -180,7 +181,7 @@ def section_needs(ctx: Context) -> Section | None:
     content: list[Any] = [Para(
         "The headline retention (issue 26): a need is at risk when its fact was last seen before a point where the "
         "window had to be emptied; only a summary, a pointer or a memory carries it across. Per configuration, over its "
-        "runs (sessions × seeds): the needs at risk kept (verbatim in the window or in a summary) of n, with the "
+        "runs (sessions × seeds): the needs at risk kept (verbatim in the window, in a summary or behind a pointer) of n, with the "
         "Wilson 95% interval on each need once (seeds replay the same needs); a difference by Newcombe's interval, "
         f"paired on the same needs when the per-probe tables are there. Cost: `{ctx.cost_column}`.")]
     for w in ctx.windows:

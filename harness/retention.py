@@ -114,8 +114,8 @@ RETENTION_SOURCES = {
     "rot_floor": "assumed",
     "summary_fidelity": "assumed",
     "recover_probability": "assumed",
-    "gist_recall": "assumed: on the bundled compacting logs each real summary restates its session's goal at "
-                   "recall 1.0, another session's summary at most 0.71 (same project: harness/gist.py)",
+    "gist_recall": "assumed: on the bundled compacting logs each real summary restates its own session's goal "
+                   "in full (recall 1), another session's summary at most 0.71 (same project: harness/gist.py)",
     "category_weights": "assumed (goal and constraint count more: what users of real agents complain about "
                         "losing, peers.md)",
 }

@@ -18,7 +18,7 @@ When nothing is left, the answer is None and the report says no setting improves
 Each comes with its saving against the default, in dollars and percent, with a 95% interval.
 
 Retention is the *needs at risk* figure when the results carry it (``needs_at_risk.*``): needs kept
-(verbatim or in a summary) over needs at risk, pooled over the seeds and traces of a configuration,
+(verbatim, in a summary or behind a pointer) over needs at risk, pooled over the seeds and traces of a configuration,
 with a Wilson interval on the effective sample (each need once: counts divided by the seeds, as
 harness/needs.py pools them: a seed replays the same needs, so pooling seeds does not narrow it).
 A difference is Newcombe's paired interval (harness/needs.py, ``newcombe_paired``) when both sides
@@ -45,9 +45,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from ctxsim.harness import analysis, proportions, uncertainty
+from ctxsim.harness.needs import KEPT
 
 N = "needs_at_risk.n"
-KEPT_PARTS = ("needs_at_risk.verbatim", "needs_at_risk.summary")
+KEPT_PARTS = tuple(f"needs_at_risk.{w}" for w in KEPT)
 COST_RECOVERY = "cost_with_recovery_usd"
 RECOVERY = "recovery.cost_usd"
 N_BOOT = uncertainty.N_BOOT      # resamples of a saving's interval (assumed, as for retention)
@@ -66,7 +67,7 @@ def cost_column(df: pd.DataFrame) -> str:
 
 def retention_method(df: pd.DataFrame) -> str:
     if has_needs(df):
-        return ("needs at risk kept (verbatim or in a summary), pooled over seeds and traces; Wilson 95% interval, "
+        return ("needs at risk kept (verbatim, in a summary or behind a pointer), pooled over seeds and traces; Wilson 95% interval, "
                 "Newcombe's method for a difference")
     return ("these results have no needs-at-risk figure (written by an older ctxsim): retention is `retention.score`, "
             f"with a {uncertainty.METHOD}")
@@ -181,7 +182,7 @@ def _seeds_per_trace(g: pd.DataFrame) -> int:
 
 
 def _outcomes(g: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> dict[tuple[str, int, str, str], bool]:
-    """Per need at risk of each run (trace, seed, probe, fact): kept (verbatim or in a summary, not put
+    """Per need at risk of each run (trace, seed, probe, fact): kept (verbatim, in a summary or behind a pointer, not put
     back by the closed loop), as harness/needs.py counts it; empty unless every run has its probe
     table with ``at_risk``."""
     from ctxsim.harness.needs import WHERE
@@ -196,7 +197,7 @@ def _outcomes(g: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> dict[tuple
         sub = pr[pr["at_risk"].astype(bool)]
         back = sub["restored"].astype(bool) if "restored" in sub else pd.Series(False, index=sub.index)
         for p, f, w, b in zip(sub["probe"], sub["fact"], sub["where"], back, strict=True):
-            out[(_trace_key(r), _seed(r), str(p), str(f))] = WHERE.get(w, "lost") in ("verbatim", "summary") and not b
+            out[(_trace_key(r), _seed(r), str(p), str(f))] = WHERE.get(w, "lost") in KEPT and not b
     return out
 
 

@@ -90,11 +90,14 @@ def test_headline_counts_only_needs_at_risk():
             {"probe": "p2", "fact": "G", "where": "summary"}]
     h = nd.headline(rows, needs)
     assert (h["n"], h["verbatim"], h["summary"], h["pointer"], h["lost"]) == (2, 0, 1, 1, 0)
-    assert h["kept"] == 0.5 and h["goal"] == {"n": 1, "kept": 1} and h["constraints"] == {"n": 0, "kept": 0}
-    assert h["kept_ci"] == pytest.approx(list(nd.wilson(1, 2)))
-    # pooled over 3 seeds: counts summed, the interval on each need once (1 of 2)
+    # kept: the summary and the pointer carried both (KEPT: a pointer's re-read is billed, not lost)
+    assert h["kept"] == 1.0 and h["goal"] == {"n": 1, "kept": 1} and h["constraints"] == {"n": 0, "kept": 0}
+    assert h["kept_ci"] == pytest.approx(list(nd.wilson(2, 2)))
+    # pooled over 3 seeds: counts summed, the interval on each need once (2 of 2)
     p = nd.pooled([h, h, h], 3)
-    assert p["n"] == 6 and p["summary"] == 3 and p["kept_ci"] == pytest.approx(list(nd.wilson(1, 2)))
+    assert p["n"] == 6 and p["summary"] == 3 and p["kept_ci"] == pytest.approx(list(nd.wilson(2, 2)))
+    lost = nd.headline([{**r, "where": "lost"} if r["where"] == "recoverable" else r for r in rows], needs)
+    assert lost["kept"] == 0.5 and lost["kept_ci"] == pytest.approx(list(nd.wilson(1, 2)))
 
 
 def test_compare_shows_needs_at_risk_pooled_over_seeds(tmp_path, capsys):
