@@ -9,7 +9,9 @@ interrupted sweep continues where it stopped and gives the same rows as an unint
 
 Per-trace work that does not depend on the configuration (parsing, validation, token counts) is
 done once per worker process: traces are cached by path in the worker, and the engine memoises the
-blocks it builds from a trace on the trace object.
+blocks it builds from a trace on the trace object. So the runs of one trace go to a worker together,
+longest tasks first (``sweep_plan.plan``); the worker writes each run's files itself and returns
+only its row, and the client writes nothing it can already see (``settle``).
 """
 
 from __future__ import annotations
@@ -344,6 +346,20 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
     """Run one configuration and write its rows; returns the flat result row."""
+    return _run_one(spec, out_dir)[0]
+
+
+Written = tuple[int, int] | None   # (size, mtime in ns) of the run file a worker wrote; None: it could not
+
+
+def run_batch(specs: list[RunSpec], out_dir: str) -> list[tuple[dict[str, Any], Written]]:
+    """On a worker: the runs of one task (sweep_plan.plan: runs of one trace), each written to
+    ``out_dir`` as it finishes; returns each run's row and what was written, for the client's
+    bookkeeping (``settle``)."""
+    return [_run_one(sp, out_dir) for sp in specs]
+
+
+def _run_one(spec: RunSpec, out_dir: str) -> tuple[dict[str, Any], Written]:
     from ctxsim.harness.engine import RunConfig, replay
 
     t0 = time.perf_counter()
@@ -370,12 +386,15 @@ def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
     except Exception as e:  # a failed run is a recorded result, not the end of the sweep
         row["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
     row["run_s"] = time.perf_counter() - t0
+    path = Path(out_dir) / "runs" / f"{spec.key}.parquet"
     try:
-        _atomic_parquet(columns.encode(pd.DataFrame([_scalarise(row)])), Path(out_dir) / "runs" / f"{spec.key}.parquet")
+        _atomic_parquet(columns.encode(pd.DataFrame([_scalarise(row)])), path)
+        st = path.stat()
     except Exception as e:  # noqa: BLE001 - the client writes the row it gets back (store_row)
         if not row["error"]:
             row["error"] = f"{type(e).__name__}: {e} (on the worker)"
-    return row
+        return row, None
+    return row, (st.st_size, st.st_mtime_ns)
 
 
 def _scalarise(row: dict[str, Any]) -> dict[str, Any]:
@@ -400,11 +419,39 @@ def failure_row(spec: RunSpec, error: str) -> dict[str, Any]:
 
 
 def store_row(row: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
-    """On the client: the row a worker returned is written to ``runs/`` (again, when the worker
-    wrote it to a shared folder; alone, when the worker's folder is not the client's), so every
-    result reaches the client's results whatever the worker could write."""
+    """On the client: the row a worker returned is written to ``runs/``."""
     _atomic_parquet(columns.encode(pd.DataFrame([_scalarise(row)])), Path(out_dir) / "runs" / f"{row['key']}.parquet")
     return row
+
+
+def settle(row: dict[str, Any], written: Written, out_dir: str | Path) -> dict[str, Any]:
+    """On the client: a run's row reaches the client's ``runs/``. When the client sees the very
+    file the worker wrote (a shared folder: same size and modification time), nothing is done;
+    else (the worker could not write, or its folder is not the client's) the client writes it."""
+    if written is not None:
+        try:
+            st = (Path(out_dir) / "runs" / f"{row['key']}.parquet").stat()
+            if (st.st_size, st.st_mtime_ns) == written:
+                return row
+        except OSError:
+            pass
+    return store_row(row, out_dir)
+
+
+def settle_failed(batch: list[RunSpec], error: str, out_dir: str | Path, since_ns: int) -> list[dict[str, Any]]:
+    """The runs of a task that raised (its worker died, it was lost): a run whose file the worker
+    wrote before (modified since ``since_ns``, when the task went out) is kept as it is; every
+    other run is a failure row."""
+    rows = []
+    for sp in batch:
+        try:
+            if (Path(out_dir) / "runs" / f"{sp.key}.parquet").stat().st_mtime_ns >= since_ns:
+                rows.append({"key": sp.key, "label": sp.label, "error": ""})
+                continue
+        except OSError:
+            pass
+        rows.append(store_row(failure_row(sp, error), out_dir))
+    return rows
 
 
 # --- executors ------------------------------------------------------------------------------------
@@ -439,16 +486,25 @@ def _die_with_parent(parent: int) -> None:
 _PARENT: int | None = None
 
 
-def _pool_run(spec: RunSpec, out_dir: str) -> dict[str, Any]:
-    if _PARENT is not None and os.getppid() != _PARENT:   # orphaned (no PDEATHSIG here): stop
-        os._exit(1)
-    return run_spec(spec, out_dir)
+def _pool_run(batch: list[RunSpec], out_dir: str) -> list[tuple[dict[str, Any], Written]]:
+    done = []
+    for sp in batch:
+        if _PARENT is not None and os.getppid() != _PARENT:   # orphaned (no PDEATHSIG here): stop
+            os._exit(1)
+        done.append(_run_one(sp, out_dir))
+    return done
 
 
-def _local(specs: list[RunSpec], out_dir: str, workers: int) -> Iterable[dict[str, Any]]:
+# a run file modified up to this long before its task went out is still the task's (the file
+# system's clock is coarser than time.time_ns(); assumed, far below any run's duration)
+_CLOCK_SLACK_NS = 1_000_000_000
+
+
+def _local(batches: list[list[RunSpec]], out_dir: str, workers: int) -> Iterable[dict[str, Any]]:
     if workers <= 1:
-        for sp in specs:
-            yield store_row(run_spec(sp, out_dir), out_dir)
+        for batch in batches:
+            for sp in batch:
+                yield settle(*_run_one(sp, out_dir), out_dir)
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -460,13 +516,17 @@ def _local(specs: list[RunSpec], out_dir: str, workers: int) -> Iterable[dict[st
                                initargs=(os.getpid(),))
     finished = False
     try:
-        futures = {pool.submit(_pool_run, sp, out_dir): sp for sp in specs}
+        since = time.time_ns() - _CLOCK_SLACK_NS
+        futures = {pool.submit(_pool_run, batch, out_dir): batch for batch in batches}   # longest first
         for f in as_completed(futures):
             try:
-                row = f.result()
-            except Exception as e:  # noqa: BLE001 - a worker that died: its run failed, the sweep goes on
-                row = failure_row(futures[f], f"{type(e).__name__}: {e} (the worker process died)")
-            yield store_row(row, out_dir)
+                done = f.result()
+            except Exception as e:  # noqa: BLE001 - a worker that died: its runs failed, the sweep goes on
+                yield from settle_failed(futures[f], f"{type(e).__name__}: {e} (the worker process died)", out_dir,
+                                         since)
+                continue
+            for row, written in done:
+                yield settle(row, written, out_dir)
         finished = True
     finally:
         if finished:
@@ -494,17 +554,22 @@ def dask_client(scheduler: str, timeout_s: float = DASK_CONNECT_TIMEOUT_S):
                          f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no reply'})") from None
 
 
-def _dask(specs: list[RunSpec], out_dir: str, client, no_workers_s: float = DASK_NO_WORKERS_TIMEOUT_S,
+def _dask(batches: list[list[RunSpec]], out_dir: str, client, no_workers_s: float = DASK_NO_WORKERS_TIMEOUT_S,
           poll_s: float = 1.0) -> Iterable[dict[str, Any]]:
-    """Every spec on the cluster; each row is written by the client (``store_row``). A run whose
-    task raised is a failure row; a cluster left with no worker for ``no_workers_s`` stops the
-    sweep with :class:`SweepError` (its pending runs cancelled), instead of waiting forever."""
+    """Every task (a list of runs, longest first) on the cluster; the workers write each run's
+    files and return its row, which the client writes only where it cannot see the worker's file
+    (``settle``). A run whose task raised is a failure row; a cluster left with no worker for
+    ``no_workers_s`` stops the sweep with :class:`SweepError` (its pending runs cancelled),
+    instead of waiting forever."""
     from distributed import wait
 
-    if not specs:
+    if not batches:
         return
-    futures = client.map(run_spec, specs, out_dir=out_dir, pure=False)
-    by_key = {f.key: sp for f, sp in zip(futures, specs, strict=True)}
+    since = time.time_ns() - _CLOCK_SLACK_NS
+    # one submit each, with a falling priority: the scheduler hands the longest tasks out first
+    futures = [client.submit(run_batch, batch, out_dir, pure=False, priority=len(batches) - i)
+               for i, batch in enumerate(batches)]
+    by_key = {f.key: batch for f, batch in zip(futures, batches, strict=True)}
     pending = set(futures)
     idle_since: float | None = None
     try:
@@ -514,12 +579,15 @@ def _dask(specs: list[RunSpec], out_dir: str, client, no_workers_s: float = DASK
             except TimeoutError:   # nothing finished in poll_s: is anyone still working?
                 done = set()
             for f in done:
-                sp = by_key[f.key]
+                batch = by_key[f.key]
                 try:
-                    row = f.result()
+                    rows = f.result()
                 except Exception as e:  # noqa: BLE001 - the task itself failed (a worker died, unpicklable)
-                    row = failure_row(sp, f"{type(e).__name__}: {e} (on the Dask cluster)")
-                yield store_row(row, out_dir)
+                    yield from settle_failed(batch, f"{type(e).__name__}: {e} (on the Dask cluster)", out_dir, since)
+                    continue
+                f.release()   # the rows are here: the cluster need not keep them
+                for row, written in rows:
+                    yield settle(row, written, out_dir)
             if done:
                 idle_since = None
                 continue
@@ -611,16 +679,31 @@ def _run_sweep(cfg: SweepConfig, out: Path, base: Path, workers: int | None, exe
         + (f" ({retried} failed before: retried)" if retried else ""))
     if limit is not None:
         todo = todo[:limit]
-    workers = workers or os.cpu_count() or 1
     if executor == "local":
-        it = _local(todo, str(out), workers)
+        workers = workers or os.cpu_count() or 1
+        it = _local(_plan(todo, workers), str(out), workers)
     else:
-        it = _dask(todo, str(out), client, no_workers_s)
-    _drain(it, len(todo), progress)
-    df = collect(out, [s.key for s in specs], log=log)
+        it = _dask(_plan(todo, max(1, _dask_threads(client))), str(out), client, no_workers_s)
+    read: dict[Path, pd.DataFrame] = {}
+    _drain(_read_as_they_come(it, out, read), len(todo), progress)
+    df = collect(out, [s.key for s in specs], log=log, read=read)
     have = set(df["key"]) if "key" in df else set()
     df.attrs["missing"] = [s.key for s in todo if s.key not in have]
     return df
+
+
+def _plan(todo: list[RunSpec], workers: int) -> list[list[RunSpec]]:
+    from ctxsim.harness.sweep_plan import plan
+
+    return plan(todo, lambda sp: sp.trace, lambda path: os.path.getsize(path), workers)
+
+
+def _dask_threads(client) -> int:
+    """How many runs the cluster runs at once (its workers' threads, now)."""
+    try:
+        return sum(client.nthreads().values())
+    except Exception:  # noqa: BLE001 - an estimate for the plan: one worker when the scheduler does not say
+        return 1
 
 
 def _note_overrides(cfg: SweepConfig, traces: list[Path], log: Callable[[str], None]) -> None:
@@ -657,7 +740,7 @@ def _drain(it: Iterable[dict[str, Any]], total: int, progress: bool) -> None:
     with Progress(*cols, transient=False) as bar:
         task = bar.add_task("runs", total=total, last="")
         for row in it:
-            tag = "error" if row.get("error") else f"${row.get('cost_usd', 0):.2f}"
+            tag = "error" if row.get("error") else f"${row['cost_usd']:.2f}" if "cost_usd" in row else "done"
             bar.update(task, advance=1, last=f"{row['label']} {tag}")
 
 
@@ -676,8 +759,24 @@ def run_states(out: Path) -> tuple[set[str], set[str], list[Path]]:
     return done, failed, corrupt
 
 
-def collect(out: Path, keys: list[str] | None = None, log: Callable[[str], None] | None = None) -> pd.DataFrame:
-    """Gather the run files into ``results.parquet`` (a damaged run file is skipped, and said)."""
+def _read_as_they_come(rows: Iterable[dict[str, Any]], out: Path, read: dict[Path, pd.DataFrame]) -> Iterable[dict[str, Any]]:
+    """Each finished run's file is read into ``read`` as its row arrives, while the workers go on,
+    so that ``collect`` at the end reads only the runs of earlier sweeps (it was ~25 ms a run,
+    after the last run; a file that cannot be read here is left to ``collect``, which says so)."""
+    for row in rows:
+        f = out / "runs" / f"{row['key']}.parquet"
+        try:
+            read[f] = pd.read_parquet(f)
+        except Exception:  # noqa: BLE001
+            pass
+        yield row
+
+
+def collect(out: Path, keys: list[str] | None = None, log: Callable[[str], None] | None = None,
+            read: dict[Path, pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Gather the run files into ``results.parquet`` (a damaged run file is skipped, and said);
+    ``read``: run files already read (the same frames ``pd.read_parquet`` gives)."""
+    read = read or {}
     files = sorted((out / "runs").glob("*.parquet"))
     if keys is not None:
         wanted = set(keys)
@@ -685,7 +784,7 @@ def collect(out: Path, keys: list[str] | None = None, log: Callable[[str], None]
     frames, corrupt = [], []
     for f in files:
         try:
-            frames.append(pd.read_parquet(f))
+            frames.append(read[f] if f in read else pd.read_parquet(f))
         except Exception:  # noqa: BLE001 - one damaged run must not take the sweep's results with it
             corrupt.append(f)
     for f in corrupt:

@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 GRID = '''traces = ["preset:short"]
-preset_set = {calls = 40}
+preset_set = {calls = 120}   # long enough that the signal lands mid-sweep, not as it exits
 seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
 [[strategies]]
 name = "novacode"
