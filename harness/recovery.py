@@ -175,7 +175,16 @@ class Reacquisition:
 
 def reacquisitions(trace: tr.Trace, turnovers: Sequence[int]) -> list[Reacquisition]:
     """Every main-context tool use that repeats an earlier acquisition (:func:`key_of`), with whether
-    a turnover point (event indices, ``Needs.turnovers``) lies between them."""
+    a turnover point (event indices, ``Needs.turnovers``) lies between them. Memoised on the trace
+    (a pure function of the trace and the turnovers: a warm replay does not walk the trace again)."""
+    memo_key = ("recovery_reacquisitions", tuple(turnovers))
+    got = trace.memo.get(memo_key)
+    if got is None:
+        got = trace.memo[memo_key] = _reacquisitions(trace, turnovers)
+    return list(got)
+
+
+def _reacquisitions(trace: tr.Trace, turnovers: Sequence[int]) -> tuple[Reacquisition, ...]:
     main = _main_context(trace.events)
     srcs = sources(trace)
     seen: dict[tuple[str, str], tuple[str, int]] = {}  # key -> (tool_use id, event index of its result)
@@ -199,7 +208,7 @@ def reacquisitions(trace: tr.Trace, turnovers: Sequence[int]) -> list[Reacquisit
                 across = any(prev[1] <= t < i for t in turns)
                 out.append(Reacquisition(c.id, prev[0], srcs[c.id].kind, call, across))
             seen[k] = (c.id, result_at.get(c.id, i))
-    return out
+    return tuple(out)
 
 
 def _snippet(text: str) -> str:
