@@ -211,6 +211,20 @@ def _reacquisitions(trace: tr.Trace, turnovers: Sequence[int]) -> tuple[Reacquis
     return tuple(out)
 
 
+def _holds(messages: Sequence[Any], snippet: str) -> bool:
+    """``snippet in "\\n".join(m.text for m in messages)``, without joining the whole request at each
+    call: a snippet with no newline cannot span the join, so it is in the text exactly when it is in
+    one message's text (that answer memoised on the message); one with a newline is looked for in
+    the joined text."""
+    if "\n" in snippet:
+        return snippet in "\n".join(m.text for m in messages)
+    key = ("recovery_holds", snippet)
+    for m in messages:
+        if m.memo(key, lambda m: snippet in m.text):
+            return True
+    return False
+
+
 def _snippet(text: str) -> str:
     if len(text) <= SNIPPET_CHARS:
         return text
@@ -292,17 +306,16 @@ class Recovery:
             self.tokens += self.count(s.content)
         return list(chosen.values())
 
-    def unneeded_call(self, request_text, answer: Any) -> bool:
+    def unneeded_call(self, messages: Sequence[Any], answer: Any) -> bool:
         """Whether every tool use of the recorded ``answer`` re-acquires, across a turnover, a result
-        the strategy's request still holds verbatim (so this call would not have been made).
-        ``request_text()`` gives the request's text (asked only for such a call)."""
+        the strategy's request still holds verbatim (so this call would not have been made): the
+        result's snippet is in the request's text (its ``messages``' texts joined by newlines)."""
         uses = [b for b in answer.blocks if b.type == "tool_use"]
         if not uses or not self.params.credit_unneeded or any(b.id not in self.recorded for b in uses):
             return False
-        request_text = request_text()
         for b in uses:   # what this re-acquisition returns is already in the request: it fetches nothing new
             got = self.sources.get(b.id)   # (a file edited since its earlier read returns new text: needed)
-            if got is None or not got.content.strip() or _snippet(got.content) not in request_text:
+            if got is None or not got.content.strip() or not _holds(messages, _snippet(got.content)):
                 return False
         self.unneeded += 1
         return True
