@@ -901,8 +901,19 @@ class StructuredState(WindowedStrategy):
         t = self.tasks
         _write_changed(self.__dict__.setdefault("_state_files", {}), t.dir / "requests.md",
                        "".join(f"{text}\n\n" for _, text in t.requests))
-        _write_changed(self.__dict__.setdefault("_state_files", {}), t.dir / "todos.json",
-                       json.dumps(t.todos, indent=1, ensure_ascii=False) + "\n")
+        _write_changed(self.__dict__.setdefault("_state_files", {}), t.dir / "todos.json", self._todos_json(t))
+
+    def _todos_json(self, t: AgentTasks) -> str:
+        """todos.json's text, encoded again only when the list changed (it only grows in a session,
+        and an indented dump is the pure-Python encoder: re-encoding it at every write made a long
+        session's writes quadratic). Items are compared as (key, value) pairs in order; values are strings."""
+        items = [tuple(x.items()) for x in t.todos]   # keys in order: the dump's order
+        memo = self.__dict__.get("_todos_memo")
+        if memo is not None and memo[0] is t and memo[1] == items:
+            return memo[2]
+        text = json.dumps(t.todos, indent=1, ensure_ascii=False) + "\n"
+        self._todos_memo = (t, items, text)
+        return text
 
     def state_block(self, lead: str = STATE_LEAD_CUT) -> Message | None:
         t = self.tasks
