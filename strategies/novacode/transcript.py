@@ -286,6 +286,9 @@ class Transcript:
         self.path = self.dir / TRANSCRIPT_FILE
         self._path_str = str(self.path)
         self.meta_path = self.dir / META_FILE
+        # whether OPEN_LOOP_FILE may exist: this object writes it, or an earlier launch left it
+        # (an answer without thinking then clears it; with none there, nothing to unlink)
+        self._open_loop_kept = (self.dir / OPEN_LOOP_FILE).exists()
         self.resumed_context: dict[str, int] | None = None  # set by resume (last_context)
         self.path.touch(exist_ok=True)
         self.meta: dict[str, Any] = self._read_meta() or {
@@ -361,8 +364,11 @@ class Transcript:
         path = self.dir / OPEN_LOOP_FILE
         thinking = [b.text for b in _leading_thinking(message)]
         if not thinking:
-            path.unlink(missing_ok=True)
+            if self._open_loop_kept:
+                path.unlink(missing_ok=True)
+                self._open_loop_kept = False
             return
+        self._open_loop_kept = True
         atomic.write_text(path, json.dumps({"tool_use_ids": message.tool_use_ids(), "thinking": thinking},
                                            ensure_ascii=False))
 
