@@ -223,8 +223,7 @@ class _Run:
             if got is None:
                 return False
         req, lay = got
-        unneeded = self.recovery is not None and self.recovery.unneeded_call(
-            lambda: "\n".join(m.text for m in req.messages), answer)
+        unneeded = self.recovery is not None and self.recovery.unneeded_call(req.messages, answer)
         usage = self._bill(req, lay, recorded_output if recorded_output is not None else self.provider.output_tokens(answer))
         if unneeded:  # a recorded re-acquisition this strategy did not need: its cost is credited
             self.recovery.credit_usd += self.rows[-1]["cost_usd"]

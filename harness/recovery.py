@@ -175,7 +175,16 @@ class Reacquisition:
 
 def reacquisitions(trace: tr.Trace, turnovers: Sequence[int]) -> list[Reacquisition]:
     """Every main-context tool use that repeats an earlier acquisition (:func:`key_of`), with whether
-    a turnover point (event indices, ``Needs.turnovers``) lies between them."""
+    a turnover point (event indices, ``Needs.turnovers``) lies between them. Memoised on the trace
+    (a pure function of the trace and the turnovers: a warm replay does not walk the trace again)."""
+    memo_key = ("recovery_reacquisitions", tuple(turnovers))
+    got = trace.memo.get(memo_key)
+    if got is None:
+        got = trace.memo[memo_key] = _reacquisitions(trace, turnovers)
+    return list(got)
+
+
+def _reacquisitions(trace: tr.Trace, turnovers: Sequence[int]) -> tuple[Reacquisition, ...]:
     main = _main_context(trace.events)
     srcs = sources(trace)
     seen: dict[tuple[str, str], tuple[str, int]] = {}  # key -> (tool_use id, event index of its result)
@@ -199,7 +208,21 @@ def reacquisitions(trace: tr.Trace, turnovers: Sequence[int]) -> list[Reacquisit
                 across = any(prev[1] <= t < i for t in turns)
                 out.append(Reacquisition(c.id, prev[0], srcs[c.id].kind, call, across))
             seen[k] = (c.id, result_at.get(c.id, i))
-    return out
+    return tuple(out)
+
+
+def _holds(messages: Sequence[Any], snippet: str) -> bool:
+    """``snippet in "\\n".join(m.text for m in messages)``, without joining the whole request at each
+    call: a snippet with no newline cannot span the join, so it is in the text exactly when it is in
+    one message's text (that answer memoised on the message); one with a newline is looked for in
+    the joined text."""
+    if "\n" in snippet:
+        return snippet in "\n".join(m.text for m in messages)
+    key = ("recovery_holds", snippet)
+    for m in messages:
+        if m.memo(key, lambda m: snippet in m.text):
+            return True
+    return False
 
 
 def _snippet(text: str) -> str:
@@ -283,17 +306,16 @@ class Recovery:
             self.tokens += self.count(s.content)
         return list(chosen.values())
 
-    def unneeded_call(self, request_text, answer: Any) -> bool:
+    def unneeded_call(self, messages: Sequence[Any], answer: Any) -> bool:
         """Whether every tool use of the recorded ``answer`` re-acquires, across a turnover, a result
-        the strategy's request still holds verbatim (so this call would not have been made).
-        ``request_text()`` gives the request's text (asked only for such a call)."""
+        the strategy's request still holds verbatim (so this call would not have been made): the
+        result's snippet is in the request's text (its ``messages``' texts joined by newlines)."""
         uses = [b for b in answer.blocks if b.type == "tool_use"]
         if not uses or not self.params.credit_unneeded or any(b.id not in self.recorded for b in uses):
             return False
-        request_text = request_text()
         for b in uses:   # what this re-acquisition returns is already in the request: it fetches nothing new
             got = self.sources.get(b.id)   # (a file edited since its earlier read returns new text: needed)
-            if got is None or not got.content.strip() or _snippet(got.content) not in request_text:
+            if got is None or not got.content.strip() or not _holds(messages, _snippet(got.content)):
                 return False
         self.unneeded += 1
         return True

@@ -73,15 +73,42 @@ def numbered_lines(text: str) -> dict[int, str]:
     return out
 
 
-@dataclass
 class FileView:
-    """One file as the log last showed it (see the module docstring)."""
+    """One file as the log last showed it (see the module docstring).
 
-    lines: dict[int, str] = field(default_factory=dict)
-    raw: str | None = None        # a read with no numbered lines, kept as it came (nothing better known)
-    modified: int | None = None   # order of the last Edit/Write in the session (None: only read)
-    accessed: int = 0             # order of the last read, Edit or Write
-    edits_not_placed: int = 0     # Edits whose text the known lines do not hold (the file moved unseen)
+    The known lines are held either by number (``lines``) or as contiguous runs of them, each one
+    string (first line number, text): an Edit finds and replaces its text in the runs and shifts
+    the later ones, so a long session's many Edits of a big file do not rebuild a dict of all its
+    lines each time. Whichever form is asked for is made from the other on demand (losslessly: a
+    line never holds a newline)."""
+
+    def __init__(self, lines: dict[int, str] | None = None, raw: str | None = None, modified: int | None = None,
+                 accessed: int = 0, edits_not_placed: int = 0) -> None:
+        self._lines: dict[int, str] | None = dict(lines) if lines else {}
+        self._runs_: list[tuple[int, str]] | None = None
+        self.raw = raw                            # a read with no numbered lines, kept as it came (nothing better known)
+        self.modified = modified                  # order of the last Edit/Write in the session (None: only read)
+        self.accessed = accessed                  # order of the last read, Edit or Write
+        self.edits_not_placed = edits_not_placed  # Edits whose text the known lines do not hold (the file moved unseen)
+
+    @property
+    def lines(self) -> dict[int, str]:
+        if self._lines is None:
+            self._lines = {n: t for start, text in self._runs_ or () for n, t in enumerate(text.split("\n"), start)}
+            self._runs_ = None
+        return self._lines
+
+    @lines.setter
+    def lines(self, value: dict[int, str]) -> None:
+        self._lines, self._runs_ = value, None
+
+    def __repr__(self) -> str:
+        return (f"FileView(lines={self.lines!r}, raw={self.raw!r}, modified={self.modified!r}, "
+                f"accessed={self.accessed!r}, edits_not_placed={self.edits_not_placed!r})")
+
+    def known(self) -> bool:
+        """Any line (or a raw read) known."""
+        return bool(self._runs_ if self._lines is None else self._lines) or bool(self.raw)
 
     def read(self, text: str, partial: bool) -> None:
         got = numbered_lines(text)
@@ -96,7 +123,7 @@ class FileView:
         self.raw = None
 
     def write(self, content: str) -> None:
-        self.lines = dict(enumerate(content.split("\n"), 1))
+        self._lines, self._runs_ = None, [(1, content)]   # lines 1.. of ``content``, one run
         self.raw = None
 
     def edit(self, old: str, new: str, replace_all: bool = False) -> None:
@@ -109,29 +136,31 @@ class FileView:
         if total == 0 or (total > 1 and not replace_all):
             self.edits_not_placed += 1
             return
+        runs = list(runs)
         for i, n in reversed(hits):   # last run first: earlier line numbers stay valid
             if n:
                 start, text = runs[i]
-                end = start + text.count("\n")
                 after = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-                self._splice(start, end, after.split("\n"))
+                delta = after.count("\n") - text.count("\n")
+                runs[i] = (start, after)
+                if delta:   # the lines after the run move with it
+                    runs[i + 1:] = [(s + delta, t) for s, t in runs[i + 1:]]
+        self._lines, self._runs_ = None, runs
 
     def _runs(self) -> list[tuple[int, str]]:
         """Contiguous runs of known lines: (first line number, their text joined)."""
+        if self._lines is None:
+            return self._runs_ or []
         out: list[tuple[int, list[str]]] = []
-        for n in sorted(self.lines):
+        lines = self._lines
+        for n in sorted(lines):
             if out and n == out[-1][0] + len(out[-1][1]):
-                out[-1][1].append(self.lines[n])
+                out[-1][1].append(lines[n])
             else:
-                out.append((n, [self.lines[n]]))
-        return [(s, "\n".join(ls)) for s, ls in out]
-
-    def _splice(self, start: int, end: int, new_lines: list[str]) -> None:
-        delta = len(new_lines) - (end - start + 1)
-        kept = {n: t for n, t in self.lines.items() if n < start}
-        kept.update({start + k: t for k, t in enumerate(new_lines)})
-        kept.update({n + delta: t for n, t in self.lines.items() if n > end})
-        self.lines = kept
+                out.append((n, [lines[n]]))
+        runs = [(s, "\n".join(ls)) for s, ls in out]
+        self._lines, self._runs_ = None, runs
+        return runs
 
     def text(self) -> str:
         if not self.lines:
@@ -216,7 +245,7 @@ class ReattachTracker:
             key = lambda kv: kv[1].accessed  # noqa: E731
         else:
             key = lambda kv: (kv[1].modified is not None, kv[1].modified or kv[1].accessed)  # noqa: E731
-        return sorted(((p, v) for p, v in self.files.items() if v.lines or v.raw), key=key, reverse=True)
+        return sorted(((p, v) for p, v in self.files.items() if v.known()), key=key, reverse=True)
 
 
 def _clip(text: str, max_chars: int) -> str:

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -771,6 +772,24 @@ class AgentTasks:
     recorded: bool = False  # the recorded agent writes its own todo list
 
 
+def _write_changed(written: dict[Path, tuple[str, tuple[int, ...]]], path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` unless this run's last write there was the same text and the file
+    is as that write left it (inode, size, mtime, ctime): the state files are rewritten at every
+    request and todo update, and a rewrite of unchanged bytes changes nothing on disk but the
+    time (no one reads that), while it cost most of the strategy's own time in a long session."""
+    last = written.get(path)
+    if last is not None and last[0] == text:
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if st is not None and (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == last[1]:
+            return
+    path.write_text(text, encoding="utf-8")
+    st = os.stat(path)
+    written[path] = (text, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+
+
 def keep_within(entries: list[tuple[str | None, str]], session: str | None, budget: int,
                 size: Callable[[str], int]) -> tuple[list[tuple[str | None, str]], int]:
     """(session, text) entries cut to ``budget`` (by ``size``), oldest first, but the first entry of
@@ -880,8 +899,21 @@ class StructuredState(WindowedStrategy):
 
     def write_state(self) -> None:
         t = self.tasks
-        (t.dir / "requests.md").write_text("".join(f"{text}\n\n" for _, text in t.requests), encoding="utf-8")
-        (t.dir / "todos.json").write_text(json.dumps(t.todos, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        _write_changed(self.__dict__.setdefault("_state_files", {}), t.dir / "requests.md",
+                       "".join(f"{text}\n\n" for _, text in t.requests))
+        _write_changed(self.__dict__.setdefault("_state_files", {}), t.dir / "todos.json", self._todos_json(t))
+
+    def _todos_json(self, t: AgentTasks) -> str:
+        """todos.json's text, encoded again only when the list changed (it only grows in a session,
+        and an indented dump is the pure-Python encoder: re-encoding it at every write made a long
+        session's writes quadratic). Items are compared as (key, value) pairs in order; values are strings."""
+        items = [tuple(x.items()) for x in t.todos]   # keys in order: the dump's order
+        memo = self.__dict__.get("_todos_memo")
+        if memo is not None and memo[0] is t and memo[1] == items:
+            return memo[2]
+        text = json.dumps(t.todos, indent=1, ensure_ascii=False) + "\n"
+        self._todos_memo = (t, items, text)
+        return text
 
     def state_block(self, lead: str = STATE_LEAD_CUT) -> Message | None:
         t = self.tasks

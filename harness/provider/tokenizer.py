@@ -105,7 +105,13 @@ class Tokenizer:
         return cached[0]
 
     def message(self, m: Message) -> int:
-        return MESSAGE_OVERHEAD + sum(self.block(b) for b in m.blocks)
+        """Raw count of one message, cached on the message (keyed by this tokenizer): a strategy
+        that builds each request's history afresh re-folds its counts, a look-up a message."""
+        memo = m._memo
+        n = memo.get(self)
+        if n is None:
+            n = memo[self] = MESSAGE_OVERHEAD + sum(self.block(b) for b in m.blocks)
+        return n
 
     def tools(self, t: ToolSet) -> int:
         cached = t._ntok

@@ -157,28 +157,94 @@ def _set_mtime(path: Path, t: float) -> None:
     os.utime(path, (t, t))
 
 
-def _atomic_write(path: Path, text: str, t: float) -> None:
+def _atomic_write(path: Path, text: str, t: float, heads: HeadCache | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     _set_mtime(path, t)
+    if heads is not None:
+        heads.forget(path)
 
 
-def write_memory(dirs: MemoryDirs, memory: Memory, now: float) -> Path:
+def write_memory(dirs: MemoryDirs, memory: Memory, now: float, heads: HeadCache | None = None) -> Path:
     """Write (or overwrite, same name) a memory in its type's directory and refresh that index."""
     d = dirs.for_type(memory.type)
     path = d / f"{slug(memory.name)}.md"
-    _atomic_write(path, memory.render(), now)
-    write_index(d, now)
+    _atomic_write(path, memory.render(), now, heads)
+    write_index(d, now, heads)
     return path
+
+
+def _listing(d: Path, heads: HeadCache | None = None) -> list[tuple[Path, os.stat_result]]:
+    """The memory files of one directory (every ``*.md`` but the index, following links as
+    ``Path.is_file`` does), by name, each with its ``stat``: one directory read and one ``stat`` a
+    file."""
+    try:
+        with os.scandir(d) as it:
+            entries = [e for e in it if e.name.endswith(".md") and e.name != INDEX_FILE and e.is_file()]
+    except (FileNotFoundError, NotADirectoryError, PermissionError):  # as Path.is_dir / glob: none
+        return []
+    entries.sort(key=lambda e: e.name)
+    if heads is None:
+        return [(d / e.name, e.stat()) for e in entries]
+    return [(heads.path(d, e.name), e.stat()) for e in entries]
 
 
 def memory_files(d: Path) -> list[Path]:
     """The memory files of one directory (every ``*.md`` but the index), by name."""
-    if not d.is_dir():
-        return []
-    return sorted(p for p in d.glob("*.md") if p.name != INDEX_FILE and p.is_file())
+    return [p for p, _ in _listing(d)]
+
+
+class HeadCache:
+    """The first lines of memory files, and what is parsed from them, read once per version of a
+    file: recall scans every memory at each user turn (N-MEM-5) and each write rebuilds the index
+    from every file (N-MEM-3), so re-reading them all each time made a long session quadratic.
+
+    Not stale by construction: the writes of the run that owns the cache (``write_memory``,
+    ``apply_consolidation``) drop the entries of the files they touch, and any other writer (a test,
+    a user editing a memory between sessions) is caught by the file's ``stat``: an entry is used only
+    while inode, size, mtime and ctime (in ns) are all what they were when it was read (an atomic
+    rewrite is a new inode; an in-place edit moves ctime, which ``utime`` cannot set back)."""
+
+    def __init__(self) -> None:
+        self._paths: dict[tuple[Path, str], Path] = {}
+        self._heads: dict[tuple[Path, int], tuple[tuple[int, int, int, int], list[str], dict[str, object]]] = {}
+
+    def path(self, d: Path, name: str) -> Path:
+        """``d / name``, the same object each time (its hash and string are then computed once)."""
+        p = self._paths.get((d, name))
+        if p is None:
+            p = self._paths[(d, name)] = d / name
+        return p
+
+    def _entry(self, path: Path, st: os.stat_result, n: int) -> tuple[list[str], dict[str, object]]:
+        sig = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        got = self._heads.get((path, n))
+        if got is None or got[0] != sig:
+            got = self._heads[(path, n)] = (sig, read_head(path, n), {})
+        return got[1], got[2]
+
+    def manifest(self, path: Path, st: os.stat_result, n: int) -> Manifest | None:
+        """The file's manifest from its first ``n`` lines; None without a valid frontmatter."""
+        lines, parsed = self._entry(path, st, n)
+        if "manifest" not in parsed:
+            parsed["manifest"] = _manifest(path, lines, st.st_mtime)
+        return parsed["manifest"]  # type: ignore[return-value]
+
+    def memory(self, path: Path, st: os.stat_result, n: int) -> Memory | MemoryFormatError:
+        """``parse_memory`` of the file's first ``n`` lines, or the error it raised."""
+        lines, parsed = self._entry(path, st, n)
+        if "memory" not in parsed:
+            try:
+                parsed["memory"] = parse_memory("\n".join(lines), path)
+            except MemoryFormatError as e:
+                parsed["memory"] = e
+        return parsed["memory"]  # type: ignore[return-value]
+
+    def forget(self, path: Path) -> None:
+        for key in [k for k in self._heads if k[0] == path]:
+            del self._heads[key]
 
 
 # --- the index (N-MEM-3) -------------------------------------------------------------------------
@@ -187,14 +253,17 @@ def index_line(m: Memory, file_name: str) -> str:
     return f"- [{m.name}]({file_name}) — {m.description}"
 
 
-def write_index(d: Path, now: float) -> Path:
+def write_index(d: Path, now: float, heads: HeadCache | None = None) -> Path:
     """Rebuild ``MEMORY.md`` from the files: one line per memory, grouped by type. The index holds
     no memory content (N-MEM-3), so rebuilding it loses nothing."""
+    heads = heads if heads is not None else HeadCache()
     entries: dict[str, list[str]] = {t: [] for t in MEMORY_TYPES}
-    for p in memory_files(d):
+    for p, st in _listing(d, heads):
         try:
-            m = parse_memory("\n".join(read_head(p, MANIFEST_HEAD_LINES)), p)
-        except (MemoryFormatError, OSError):
+            m = heads.memory(p, st, MANIFEST_HEAD_LINES)
+        except OSError:
+            continue
+        if isinstance(m, MemoryFormatError):
             continue
         entries[m.type].append(index_line(m, p.name))
     lines = ["# Memory index", ""]
@@ -300,22 +369,31 @@ class ScanResult:
 
 
 def scan_manifests(dirs: Iterable[Path], max_files: int = MANIFEST_MAX_FILES,
-                   head_lines: int = MANIFEST_HEAD_LINES) -> ScanResult:
-    """The newest ``max_files`` memory files of both directories, frontmatter only (N-MEM-5)."""
-    found: list[tuple[float, str, Path]] = []
+                   head_lines: int = MANIFEST_HEAD_LINES, heads: HeadCache | None = None) -> ScanResult:
+    """The newest ``max_files`` memory files of both directories, frontmatter only (N-MEM-5).
+    ``heads``: a file read by an earlier scan and unchanged since is not read again."""
+    heads = heads if heads is not None else HeadCache()
+    found: list[tuple[float, str, Path, os.stat_result]] = []
     for d in dirs:
-        for p in memory_files(d):
-            found.append((p.stat().st_mtime, p.name, p))
+        for p, st in _listing(d, heads):
+            found.append((st.st_mtime, p.name, p, st))
     found.sort(key=lambda x: (-x[0], x[1], str(x[2])))
     out = ScanResult(files=len(found))
-    for mtime, _, p in found[:max_files]:
-        fm = parse_frontmatter(read_head(p, head_lines))
-        meta = fm[0] if fm else {}
-        if not all(meta.get(k) for k in ("name", "description", "type")) or meta["type"].lower() not in MEMORY_TYPES:
+    for _, _, p, st in found[:max_files]:
+        m = heads.manifest(p, st, head_lines)
+        if m is None:
             out.skipped += 1
-            continue
-        out.manifests.append(Manifest(p, meta["name"], meta["description"], meta["type"].lower(), mtime))
+        else:
+            out.manifests.append(m)
     return out
+
+
+def _manifest(p: Path, head: list[str], mtime: float) -> Manifest | None:
+    fm = parse_frontmatter(head)
+    meta = fm[0] if fm else {}
+    if not all(meta.get(k) for k in ("name", "description", "type")) or meta["type"].lower() not in MEMORY_TYPES:
+        return None
+    return Manifest(p, meta["name"], meta["description"], meta["type"].lower(), mtime)
 
 
 # --- recall: selection and injection (N-MEM-5, N-MEM-6) ---------------------------------------
@@ -680,7 +758,7 @@ def local_consolidate(memories: Sequence[Memory]) -> ConsolidationPlan:
 
 
 def apply_consolidation(plan: ConsolidationPlan, by_name: dict[str, Memory], dirs: MemoryDirs,
-                        now: float) -> tuple[int, int]:
+                        now: float, heads: HeadCache | None = None) -> tuple[int, int]:
     """Carry out a plan on the files: (merged groups written, files deleted)."""
     merged = deleted = 0
     for names, mem in plan.merge:
@@ -689,17 +767,21 @@ def apply_consolidation(plan: ConsolidationPlan, by_name: dict[str, Memory], dir
             continue
         for old in olds:
             old.path.unlink(missing_ok=True)  # type: ignore[union-attr]
-        write_memory(dirs, mem, now)
+            if heads is not None:
+                heads.forget(old.path)  # type: ignore[arg-type]
+        write_memory(dirs, mem, now, heads)
         merged += 1
         deleted += len(olds) - 1  # n files became one
     for n in plan.delete:
         m = by_name.get(n)
         if m is not None and m.path is not None and m.path.exists():
             m.path.unlink()
+            if heads is not None:
+                heads.forget(m.path)
             deleted += 1
     for d in dirs.all():
         if d.is_dir():
-            write_index(d, now)
+            write_index(d, now, heads)
     return merged, deleted
 
 

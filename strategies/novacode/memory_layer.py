@@ -93,6 +93,7 @@ class MemoryLayer:
         self.dirs = mm.MemoryDirs(self.home, self.project)
         self.extra: Counter = counters if counters is not None else Counter()
         self.scheduler = mm.ExtractionScheduler()
+        self.heads = mm.HeadCache()                 # memory files' first lines, read once a version
         self.session: str | None = None
         self.instructions: inst.InstructionSet | None = None
         self._resident: list[Message] = []
@@ -163,7 +164,7 @@ class MemoryLayer:
         if not self.use_memory or message.meta.get("origin"):
             return
         p = self.params
-        scan = mm.scan_manifests(self.dirs.all(), p.manifest_max_files, p.manifest_head_lines)
+        scan = mm.scan_manifests(self.dirs.all(), p.manifest_max_files, p.manifest_head_lines, self.heads)
         cands = [m for m in scan.manifests if m.path not in self.injected]
         if not cands:
             self.extra["memory_recall_empty"] += 1
@@ -239,7 +240,7 @@ class MemoryLayer:
             self.scheduler.start(now, 0.0)  # nothing the user said: nothing to condense
             return
         p = self.params
-        existing = mm.scan_manifests(self.dirs.all(), p.manifest_max_files, p.manifest_head_lines).manifests
+        existing = mm.scan_manifests(self.dirs.all(), p.manifest_max_files, p.manifest_head_lines, self.heads).manifests
         req = _side_request(mm.EXTRACT_SYSTEM, mm.extraction_prompt(mm.render_dialogue(dialogue), existing))
         spec = CallSpec(kind=MEMORY_EXTRACT, instructions=mm.EXTRACT_INSTRUCTIONS,
                         max_output_tokens=p.extract_max_output_tokens, blocking=False,
@@ -279,7 +280,7 @@ class MemoryLayer:
     def _write(self, w: _Extraction) -> None:
         for m in w.memories:
             try:
-                mm.write_memory(self.dirs, m, w.done_at)
+                mm.write_memory(self.dirs, m, w.done_at, self.heads)
             except (OSError, ValueError):
                 self.extra["memory_write_failed"] += 1
                 continue
@@ -348,7 +349,7 @@ class MemoryLayer:
         if plan is None:
             self.extra["memory_consolidate_fallback"] += 1
             plan = mm.local_consolidate(memories)
-        merged, deleted = mm.apply_consolidation(plan, by_name, self.dirs, now + res.latency_s)
+        merged, deleted = mm.apply_consolidation(plan, by_name, self.dirs, now + res.latency_s, self.heads)
         self.extra["memory_consolidations"] += 1
         self.extra["memory_consolidate_merged"] += merged
         self.extra["memory_consolidate_deleted"] += deleted
