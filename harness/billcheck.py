@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from ctxsim.harness.provider import ROUTER_PHASES
+from ctxsim.harness.provider.routing import ROUTER_PHASES
 from ctxsim.harness.trace import Trace
 
 BILL_TOLERANCE = 0.05   # issue 27: a recorded replay more than 5% off the bill is flagged

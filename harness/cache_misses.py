@@ -23,10 +23,10 @@ import math
 from typing import Any
 
 from ctxsim.harness.provider.cache import TTL_SECONDS
-from ctxsim.harness.provider.routing import OPENAI_ROUTING_DOC, CacheMissModel
+from ctxsim.harness.provider.routing import OPENAI_ROUTING_DOC, ROUTER_PHASES, CacheMissModel
 
 MIN_STRAYS = 2          # assumed: one fall-back is an accident, two that recover are a pattern
-PHASES = 8             # phases the shadow replay averages over (routing.Router's seeded phase)
+PHASES = ROUTER_PHASES  # phases the shadow replay averages over: the provider's replicas (routing.py)
 NOTHING_TOKENS = 256    # a read at most this long is "nothing" (assumed; real reads are 0 or ≥ 1,024)
 
 

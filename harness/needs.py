@@ -34,8 +34,9 @@ Headline (:func:`headline`): per run, the at-risk needs by where the strategy ha
 — ``verbatim`` (in the window), ``summary``, ``pointer`` (recoverable through a file path), ``lost``
 (a probe the run never reached counts lost) — with ``kept = (verbatim + summary + pointer) / n`` and its
 Wilson 95% interval (:data:`KEPT`: what carried the need across; a pointer's re-read is billed by the
-closed loop, harness/recovery.py, so it is kept at its cost, not for free); ``goal`` and ``constraints`` are the at-risk needs of those categories (``constraints``:
-constraint and preference facts, what the user set). The attention × position score of
+closed loop, harness/recovery.py, so it is kept at its cost, not for free); ``goal`` and
+``constraints`` are the at-risk needs of those categories (``constraints``: constraint and
+preference facts, what the user set). The attention × position score of
 ``ctxsim.harness.retention`` is a second figure; it never enters this one.
 
 Pooled across seeds (:func:`pooled`): counts are summed over seeds and sessions (``n`` is
@@ -278,6 +279,11 @@ WHERE = {"window": "verbatim", "summary": "summary", "recoverable": "pointer", "
 KEPT = ("verbatim", "summary", "pointer")
 
 
+def kept_count(o: Mapping[str, Any]) -> int:
+    """The needs of a ``needs_at_risk`` object (or its flat ``needs_at_risk.*`` parts) that were kept."""
+    return sum(int(o[w]) for w in KEPT)
+
+
 def restored_by_loop(row: Mapping[str, Any], restored: Mapping[str, int] | None) -> bool:
     """Whether the closed loop (harness/recovery.py: a recovery re-read, a user's restatement) put the
     row's fact back at a call before the row's: then what the strategy holds of it there is the loop's
@@ -354,7 +360,7 @@ def pooled(objects: Sequence[Mapping[str, Any]], seeds: int) -> dict[str, Any]:
 def kept_counts(o: Mapping[str, Any], seeds: int) -> tuple[float, float]:
     """(kept, n) of a pooled object on the effective sample."""
     n = o["n"]
-    return (sum(o[w] for w in KEPT) / max(1, seeds), n / max(1, seeds))
+    return (kept_count(o) / max(1, seeds), n / max(1, seeds))
 
 
 def noise_lines(pooled_by: Mapping[str, Mapping[str, Any]], seeds: int,
@@ -372,7 +378,7 @@ def noise_lines(pooled_by: Mapping[str, Mapping[str, Any]], seeds: int,
     for k in names:
         o = rows[k]
         lo, hi = o["kept_ci"]
-        lines.append(f"- `{k}`: kept {sum(o[w] for w in KEPT)}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
+        lines.append(f"- `{k}`: kept {kept_count(o)}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
                      f"(verbatim {o['verbatim']}, summary {o['summary']}, pointer {o['pointer']}, lost {o['lost']}); "
                      f"goal {o['goal']['kept']}/{o['goal']['n']}, constraints {o['constraints']['kept']}/"
                      f"{o['constraints']['n']}")
@@ -404,7 +410,7 @@ def run_lines(m: Mapping[str, Any]) -> list[str]:
     out = []
     if o["n"]:
         lo, hi = o["kept_ci"]
-        out.append(f"needs at risk: kept {sum(o[w] for w in KEPT)}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
+        out.append(f"needs at risk: kept {kept_count(o)}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
                    f"(verbatim {o['verbatim']}, summary {o['summary']}, pointer {o['pointer']}, lost {o['lost']}); "
                    f"goal {o['goal']['kept']}/{o['goal']['n']}, constraints {o['constraints']['kept']}/{o['constraints']['n']}")
     else:

@@ -344,11 +344,6 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def run_spec(spec: RunSpec, out_dir: str) -> dict[str, Any]:
-    """Run one configuration and write its rows; returns the flat result row."""
-    return _run_one(spec, out_dir)[0]
-
-
 Written = tuple[int, int] | None   # (size, mtime in ns) of the run file a worker wrote; None: it could not
 
 
@@ -360,6 +355,7 @@ def run_batch(specs: list[RunSpec], out_dir: str) -> list[tuple[dict[str, Any], 
 
 
 def _run_one(spec: RunSpec, out_dir: str) -> tuple[dict[str, Any], Written]:
+    """Run one configuration and write its row to ``runs/``; the flat row and what was written."""
     from ctxsim.harness.engine import RunConfig, replay
 
     t0 = time.perf_counter()

@@ -16,7 +16,7 @@ from ctxsim.harness.conversation import Message, Request, Usage
 from ctxsim.harness.provider.cache import AnthropicCache, CacheOutcome, Layout, OpenAICache
 from ctxsim.harness.provider.latency import duration_s, ttft_s
 from ctxsim.harness.provider.models import DEFAULT_MODEL, ModelSpec, load_table
-from ctxsim.harness.provider.routing import CacheMissModel, Router
+from ctxsim.harness.provider.routing import ROUTER_PHASES, CacheMissModel, Router, router_phases
 from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer, get_tokenizer
 
 __all__ = ["Bill", "CacheMissModel", "Provider", "DEFAULT_MODEL", "ModelSpec", "ROUTER_PHASES", "load_table", "router_phases"]
@@ -30,15 +30,6 @@ class Bill:
     duration_s: float
     context_tokens: int
     miss_reason: str = ""
-
-
-ROUTER_PHASES = 8   # replicas the expected bill averages over: cache_misses.PHASES, the phases the share is fitted at
-
-
-def router_phases(n: int = ROUTER_PHASES) -> list[tuple[float, float]]:
-    """``n`` evenly spaced router phases (stray, fallback): the first stratified, the second a golden-
-    ratio sequence so the two do not move in lock-step."""
-    return [((k + 0.5) / n, (k * 0.618034 + 0.5) % 1.0) for k in range(n)]
 
 
 @dataclass(slots=True)

@@ -51,6 +51,15 @@ class CacheMissModel(BaseModel):
     source: str = Field("", description="how it was fitted, and the documented mechanism it stands for")
 
 
+ROUTER_PHASES = 8   # replicas the provider's expected bill averages over, the phases the share is fitted at
+
+
+def router_phases(n: int = ROUTER_PHASES) -> list[tuple[float, float]]:
+    """``n`` evenly spaced router phases (stray, fallback): the first stratified, the second a golden-
+    ratio sequence so the two do not move in lock-step."""
+    return [((k + 0.5) / n, (k * 0.618034 + 0.5) % 1.0) for k in range(n)]
+
+
 class Router:
     """Which requests stray (systematic sampling at ``model.share``, seeded phase) and what the
     stray ones fall back to (the same at ``fallback_none``)."""
@@ -75,4 +84,4 @@ class Router:
         return "none" if math.floor(self._phase_fb + (k + 1) * q) > math.floor(self._phase_fb + k * q) else "system"
 
 
-__all__ = ["CacheMissModel", "OPENAI_ROUTING_DOC", "Router"]
+__all__ = ["CacheMissModel", "OPENAI_ROUTING_DOC", "ROUTER_PHASES", "Router", "router_phases"]
