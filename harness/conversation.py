@@ -65,6 +65,10 @@ class Block:
     # cl100k tokens of text a recorded agent sent in this block that the trace has no text for (a
     # log's hidden content, sized from its usage): counted and cached like text, never read
     opaque_tokens: int = field(default=0, kw_only=True)
+    # true tokens per scaled cl100k token of this block's text, as the log measured it (the growth of
+    # the recorded context between two calls, harness/measured.py); 1.0: the fitted scale alone. Not
+    # sent and not part of the digest: the same bytes, counted as the recorded model counted them
+    token_factor: float = field(default=1.0, kw_only=True)
     _digest: list = field(default_factory=list, repr=False, compare=False)
     _ntok: list = field(default_factory=list, repr=False, compare=False)
     _facts: list = field(default_factory=list, repr=False, compare=False)  # [matcher, ids] (ctxsim.harness.textmatch)

@@ -24,7 +24,7 @@ from ctxsim.harness.call_rows import call_row
 from ctxsim.harness.conversation import Block, Message, Request, SystemPrompt, Usage
 from ctxsim.harness.llm import READBACK, RECOVERY, RESTATE
 from ctxsim.harness.probe_scoring import ProbeScorer
-from ctxsim.harness.replay_events import assistant_blocks, span_system, user_turns
+from ctxsim.harness.replay_events import assistant_blocks, result_block, span_system, user_message, user_turns
 from ctxsim.harness.runconfig import MAX_ATTEMPTS_PER_CALL, RunConfig, recorded_models, run_model  # noqa: F401
 from ctxsim.harness.rundirs import RUN_ROOT, SESSION_MARK, session_dir  # noqa: F401 (re-exported)
 from ctxsim.harness.services import Services
@@ -95,14 +95,14 @@ class _Run:
             if isinstance(ev, tr.ToolResultEvent):
                 b = memo.get(i)
                 if b is None:
-                    b = memo[i] = Block.tool_result(ev.tool_use_id, ev.content, ev.is_error)
+                    b = memo[i] = result_block(ev)
                 pending.append(b)
             elif isinstance(ev, tr.UserEvent):
                 if not any(self.isolated):
                     self.turns += 1
                 m = memo.get(i)
                 if m is None:
-                    m = memo[i] = Message.user(ev.text, **ev.meta)
+                    m = memo[i] = user_message(ev)
                 s.on_user(m)
             elif isinstance(ev, tr.AssistantEvent):
                 if max_calls is not None and self.main_index >= max_calls:

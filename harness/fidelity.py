@@ -5,13 +5,20 @@ The replay is the one ``ctxsim run TRACE --strategy recorded`` makes with no opt
 setting ``ctxsim import`` calibrated into the trace (:func:`calibrate`). What is fitted, and what
 is not:
 
-* the only fitted figure is the **token scale** (cl100k is not the recorded model's tokenizer): the
-  ratio of recorded context growth to cl100k growth between consecutive calls, on the first 30% of
-  the calls; the error is reported on the other 70%, and how much the scale moves with where it is
-  fitted (first 10/20/30/50%, each tenth, the held-out 70%) beside it. The system + tools size (no
-  text in the log) is then pinned by the first call of each context thread:
+* the **token scale** (cl100k is not the recorded model's tokenizer): the ratio of recorded context
+  growth to cl100k growth between consecutive calls, on the first 30% of the calls, and how much it
+  moves with where it is fitted (first 10/20/30/50%, each tenth, the held-out 70%). The system +
+  tools size (no text in the log) is then pinned by the first call of each context thread:
   ``prefix = R0 − overhead − s·raw0``, and what that call already read from the cache (an
   earlier session's prefix) starts the replay warm;
+* the **sizes the log measured** (harness/measured.py): one ratio does not fit all text (codemie
+  624a4a58's scale is 1.28 while its large steps grow 1.06–1.15 per cl100k token), so each growth
+  step that took in at least 500 tokens of text sizes that text, and a step that grew by content
+  the log has no text for (hook output, reminders) puts it back on its last event. Those sizes are
+  the log's own measures, on every call, so the context error on a sized step is near zero by
+  construction; what the error still shows is the rest: small steps at the scale, content under the
+  floors, what comes back after a compaction. The first call after each compaction measures how
+  much of the startup content the agent re-sent (``resent_startup_tokens``);
 * nothing else is fitted away. The headline per-call context error counts every held-out call;
   after a compaction the replay re-attaches what Claude Code re-attaches as far as the log holds
   it, and the residual on the first call after each compaction is reported (``context_tokens_pinned``,
@@ -34,13 +41,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from ctxsim.harness import measured
 from ctxsim.harness.cache_misses import fit_miss_model
 from ctxsim.harness.conversation import Message, Usage
 from ctxsim.harness.engine import RunConfig, replay
 from ctxsim.harness.llm import SUBAGENT, SUMMARY
 from ctxsim.harness.provider import Provider
 from ctxsim.harness.provider.cache import TTL_SECONDS as TTL_S  # peers.md: Anthropic cache TTLs
-from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD
+from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, get_tokenizer
 from ctxsim.harness.trace import (
     AssistantEvent,
     CompactEvent,
@@ -97,6 +105,7 @@ class RecordedCall:
     tools: tuple[str, ...] = ()   # the tools this call used (what ran between it and the next call)
     trigger: str | None = None    # a noted user message since the previous call (NOTED_BEFORE), named
     new_turn: bool = False        # a user message (not tool results, not a meta record) came since the previous call
+    added: tuple[int, ...] = ()   # trace indices of the tool results and user messages this thread took in since its previous call
 
     @property
     def context(self) -> int:
@@ -113,7 +122,8 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
     compacted: set[str] = set()
     triggers: dict[str, str] = {}
     turns: set[str] = set()
-    for ev in trace.events:
+    added: dict[str, list[int]] = {}
+    for i, ev in enumerate(trace.events):
         thread = spans[-1] if spans else "main"
         if isinstance(ev, SubtaskStart):
             if ev.isolated:
@@ -124,6 +134,7 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
                 spans.pop()
         elif isinstance(ev, UserEvent):
             chars[thread] = chars.get(thread, 0) + len(ev.text)
+            added.setdefault(thread, []).append(i)
             if not ev.meta.get("meta_record") and not ev.meta.get("hidden"):
                 turns.add(thread)
             hit = next((name for mark, name in NOTED_BEFORE if mark in ev.text), None)
@@ -131,15 +142,17 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
                 triggers[thread] = hit
         elif isinstance(ev, ToolResultEvent):
             chars[thread] = chars.get(thread, 0) + len(ev.content)
+            added.setdefault(thread, []).append(i)
         elif isinstance(ev, CompactEvent):
             compacted.add(thread)
+            added.pop(thread, None)
             chars[thread] = len(ev.summary or "")
         elif isinstance(ev, AssistantEvent):
             names = tuple(c.name for c in ev.tool_uses()) + tuple(
                 "web_search_call" for c in ev.content if isinstance(c, TextContent) and c.text.startswith("[web_search_call]"))
             out.append(RecordedCall(len(out), ev.t, model or ev.model, ev.usage, thread, thread in compacted,
                                     chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None),
-                                    thread in turns))
+                                    thread in turns, tuple(added.pop(thread, ()))))
             turns.discard(thread)
             compacted.discard(thread)
             last[thread] = len(out) - 1
@@ -228,6 +241,7 @@ def raw_contexts(trace: Trace, calls: list[RecordedCall] | None = None, seed: in
     """Each call's visible content in cl100k tokens (request framing left out): the recorded
     strategy replayed at scale 1 with no opaque prefix. What the scale is fitted on."""
     calls = calls if calls is not None else recorded_calls(trace, model)
+    trace = measured.apply(trace, [])   # the text's cl100k size, whatever an earlier calibration measured
     rec = trace.header.recorded or RecordedSetting()
     zero_rec = rec.model_copy(update={"token_scale": None, "warm_prefix_tokens": 0, "model_prefix_tokens": {},
                                       "startup_tokens": 0,
@@ -307,6 +321,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     else:
         scale = Provider(trace.header.model, models_file=models_file).spec.token_scale
         evidence = "model table (no growth pairs to fit on)"
+    steps = measured.steps(trace, calls, base, scale, get_tokenizer())
 
     def prefix(c: RecordedCall) -> int:
         return max(0, c.context - REQUEST_OVERHEAD - int(round(scale * base[c.index])))
@@ -318,21 +333,26 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     for c in with_usage:   # a model switch in the main context: that model's own system prompt
         if c.thread == "main" and c.model and c.model not in model_prefix:
             model_prefix[c.model] = prefix(c)
+    trace = measured.apply(trace, steps)
     warm, warm_ev = 0, ""
     if main_first is not None and main_first.usage.cache_read:
         warm = min(main_first.usage.cache_read, main_prefix)
         warm_ev = (f"the first call read {main_first.usage.cache_read:,} tokens from the cache (a prefix an earlier "
                    f"session cached within its TTL); {warm:,} of them are the system prompt's head")
     startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
+    resent, resent_ev = measured.resent_startup(
+        calls, base, scale, startup, lambda c: model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD)
     miss_model, _ = fit_miss_model(calls, STRIPS_PREVIOUS_THINKING, _provider_of(model or trace.header.model, models_file),
                                    max(0, main_prefix - startup))
     rec = rec.model_copy(update={
         "cache_miss_model": miss_model,
         "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit),
+        "measured_sizes_evidence": measured.evidence(steps),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
         "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
         "subagent_prefix_tokens": {k: prefix(c) for k, c in threads.items() if k != "main"},
-        "startup_tokens": startup, "startup_evidence": startup_ev})
+        "startup_tokens": startup, "startup_evidence": startup_ev + (f"; {resent_ev}" if resent_ev else ""),
+        "resent_startup_tokens": resent})
     meta = {**trace.header.meta, "prefix_tokens_scale": round(scale, 6)}
     out = with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
                                                                 "meta": meta}))
@@ -458,6 +478,7 @@ def _calibrated(trace: Trace, fit_fraction: float, token_scale: float | None, ba
     rec = trace.header.recorded
     n_fit = 0 if token_scale is not None else len(fit_calls(recorded_calls(trace), fit_fraction))
     if (model is None and rec is not None and rec.token_scale is not None and rec.fit_calls == n_fit
+            and rec.measured_sizes_evidence   # a trace calibrated before sizes were measured: again
             and (token_scale is None or abs(rec.token_scale - token_scale) < 1e-9)):
         return trace
     return calibrate(trace, fit_fraction=fit_fraction, token_scale=token_scale, base=base, model=model)
@@ -613,6 +634,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         "token_scale_source": rec.token_scale_evidence,
         "token_scale_stability": scale_stability(calls, base),
         "warm_start": {"tokens": rec.warm_prefix_tokens, "evidence": rec.warm_prefix_evidence},
+        "measured_sizes": measured.summary(trace),
         "token_scale_by_model": per_model,   # the replay uses one scale (the provider takes one per run)
         "prefix_tokens": header.prefix_tokens,
         # the headline: every held-out call, nothing pinned
@@ -837,6 +859,10 @@ def summary_table(report: dict[str, Any]) -> str:
             ("cache-read share", f"recorded {cr['recorded']}", f"simulated {cr['simulated']}")]
     for k, n in report["cache_misses"].items():
         rows.append((f"misses: {k}", f"{n} calls", f"${usd.get(k, 0.0):.4f} over a read"))
+    ms = report.get("measured_sizes") or {}
+    if ms.get("events") or ms.get("hidden_tokens"):
+        rows.append(("sizes from the log", f"{ms['events']} results/messages sized by their step",
+                     f"{ms['hidden_tokens']:,} cl100k tokens of hidden content put back"))
     cm = report.get("cache_model") or {}
     rows.append(("cache model", f"fitted: {cm['share']:.1%} routed astray" if cm.get("fitted") else "not fitted",
                  f"{cm['strays']} strays / {cm['eligible']} calls in the log" if cm.get("fitted") else ""))

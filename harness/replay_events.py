@@ -3,16 +3,35 @@ events open a user turn, and the system prompt an isolated sub-agent span sends.
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Block, SystemPrompt
+from ctxsim.harness.conversation import Block, Message, SystemPrompt
 from ctxsim.harness.trace import (
     AssistantEvent,
     SubtaskEnd,
     SubtaskStart,
     TextContent,
     ThinkingContent,
+    ToolResultEvent,
     Trace,
     UserEvent,
 )
+
+TOKEN_FACTOR = "token_factor"     # event meta: the log's measured size of its text (harness/measured.py)
+HIDDEN_TOKENS = "hidden_tokens"   # event meta: content sent with it that the log has no text for (same)
+
+
+def result_block(ev: ToolResultEvent) -> Block:
+    """A tool result as every strategy receives it, sized as the log measured it where it did."""
+    return Block("tool_result", ev.content, ev.tool_use_id, is_error=ev.is_error,
+                 token_factor=ev.meta.get(TOKEN_FACTOR, 1.0), opaque_tokens=ev.meta.get(HIDDEN_TOKENS, 0))
+
+
+def user_message(ev: UserEvent) -> Message:
+    """A user message as every strategy receives it (its meta kept), sized as the log measured it."""
+    factor, hidden = ev.meta.get(TOKEN_FACTOR), ev.meta.get(HIDDEN_TOKENS)
+    if factor is None and hidden is None:
+        return Message.user(ev.text, **ev.meta)
+    meta = {k: v for k, v in ev.meta.items() if k not in (TOKEN_FACTOR, HIDDEN_TOKENS)}
+    return Message("user", (Block("text", ev.text, token_factor=factor or 1.0, opaque_tokens=hidden or 0),), meta)
 
 
 def assistant_blocks(ev: AssistantEvent) -> list[Block]:

@@ -95,6 +95,8 @@ class RecordedSetting(_M):
         description="recorded tokens per cl100k token, fitted on the first calls (fit_calls)")
     token_scale_evidence: str = Field("", description="how the scale was fitted, on which calls")
     fit_calls: int = Field(0, ge=0, strict=True, description="the first calls the scale was fitted on (the rest are held out)")
+    measured_sizes_evidence: str = Field("", description="how many tool results and user messages carry the size the "
+                                         "log's context growth measured (meta.token_factor, harness/measured.py)")
     warm_prefix_tokens: Tokens = Field(
         0, description="head of the opaque prefix the first call already read from the cache (cached "
         "by an earlier session within its TTL): a replay starts with it warm")
@@ -111,6 +113,9 @@ class RecordedSetting(_M):
         "read after a compaction stops at the system block); 0: not measured, it stays in the prefix")
     startup_evidence: str = Field("", description="what in the log the split was read from, and what of it "
                                   "the agent re-sends after a compaction")
+    resent_startup_tokens: int | None = Field(
+        None, ge=0, description="recorded tokens of the startup content the agent re-sent after a compaction, as "
+        "the first calls after the log's compactions measure it (harness/measured.py); None: all of it")
     cache_miss_model: CacheMissModel | None = Field(
         None, description="provider-side misses that recur, fitted on the log with their counts "
         "(harness/provider/routing.py): every replay of the trace routes this share of requests astray")

@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ctxsim.harness.conversation import Message
+from ctxsim.harness.conversation import Block, Message
 from ctxsim.harness.importers.mentions import NUMBERED_LINE, edits_of, read_attachment
 from ctxsim.strategies.novacode.restore import (
     RESTORE_FILE_TOKENS,
@@ -90,6 +90,9 @@ class FileView:
         self.modified = modified                  # order of the last Edit/Write in the session (None: only read)
         self.accessed = accessed                  # order of the last read, Edit or Write
         self.edits_not_placed = edits_not_placed  # Edits whose text the known lines do not hold (the file moved unseen)
+        # true tokens per scaled cl100k token of this file's text, as the log measured its last read
+        # (harness/measured.py): re-attached, the same text counts as it counted then
+        self.token_factor = 1.0
 
     @property
     def lines(self) -> dict[int, str]:
@@ -211,10 +214,11 @@ class ReattachTracker:
             tool, path, inp = self._pending.pop(b.id)
             if b.is_error:
                 continue
-            self.file_event(tool, path, inp, b.text)
+            self.file_event(tool, path, inp, b.text, b.token_factor)
 
-    def file_event(self, tool: str, path: str, inp: dict, result: str = "") -> None:
-        """A Read (its result), an Edit or a Write of ``path`` that succeeded."""
+    def file_event(self, tool: str, path: str, inp: dict, result: str = "", token_factor: float = 1.0) -> None:
+        """A Read (its result, with the size factor the log measured for it), an Edit or a Write of
+        ``path`` that succeeded."""
         v = self._view(path)
         self._n += 1
         v.accessed = self._n
@@ -227,6 +231,7 @@ class ReattachTracker:
             v.modified = self._n
         else:
             v.read(result, partial=("offset" in inp or "limit" in inp))
+            v.token_factor = token_factor
 
     def on_user(self, message: Message) -> None:
         if self._skill_pending and message.meta.get("meta_record"):
@@ -236,7 +241,7 @@ class ReattachTracker:
         self._skill_pending = None
         path = message.meta.get("read_file")
         if isinstance(path, str):   # a file the agent attached itself (an @-mention): Claude Code tracks it as read
-            self.file_event("Read", path, {}, message.text)
+            self.file_event("Read", path, {}, message.text, message.blocks[0].token_factor if message.blocks else 1.0)
 
     def recent_files(self, order: str = "modified") -> list[tuple[str, FileView]]:
         """Most recent first: modified in the session (by last Edit/Write), then only read (by
@@ -269,7 +274,8 @@ def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps())
         if used + len(text) > budget:
             break
         used += len(text)
-        out.append(Message.user(read_attachment(path, text), origin="reattach", reattached="file", meta_record=True))
+        out.append(Message("user", (Block("text", read_attachment(path, text), token_factor=view.token_factor),),
+                           {"origin": "reattach", "reattached": "file", "meta_record": True}))
     if tracker.plan:
         out.append(Message.user(f"<system-reminder>\nA plan exists for this session:\n{tracker.plan}\n</system-reminder>",
                                 origin="reattach", reattached="plan", meta_record=True))

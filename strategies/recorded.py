@@ -143,6 +143,9 @@ class RecordedConfig(StrategyConfig):
     startup_token_scale: float = Field(
         1.0, gt=0, le=10, description="recorded tokens per cl100k token at which startup_tokens was measured "
         "(the trace's fitted scale): the opaque message is startup_tokens / this cl100k tokens")
+    resent_startup_tokens: int | None = Field(
+        None, ge=0, le=10_000_000, description="recorded tokens of the startup content re-sent after a compaction "
+        "(the log's measure, at startup_token_scale); None: all of startup_tokens")
     startup_after_compaction: bool = Field(
         True, description="re-send the startup content after a compaction (Claude Code's docs: CLAUDE.md, rules and "
         "auto memory re-injected from disk, SessionStart hooks matching compact re-run); off: it is lost")
@@ -176,6 +179,11 @@ class Recorded(Strategy):
             self._startup = Message("user", (Block("text", "", opaque_tokens=raw),),
                                     {"origin": "startup", "meta_record": True})
             self.history = History([self._startup])
+        self._resent = self._startup   # what a compaction re-reads from disk (the log's measure, if it has one)
+        if self._startup is not None and c.resent_startup_tokens is not None:
+            raw = round(min(c.resent_startup_tokens, c.startup_tokens) / c.startup_token_scale)
+            self._resent = Message("user", (Block("text", "", opaque_tokens=raw),),
+                                   {"origin": "startup", "meta_record": True}) if raw else None
 
     # --- the model call ---------------------------------------------------------------------------
     def breakpoints(self, history: History, ttl: str | None = None) -> tuple[Breakpoint, ...]:
@@ -200,6 +208,8 @@ class Recorded(Strategy):
             out["reattach"] = "claude-code"
         if rec.startup_tokens and rec.token_scale:
             out["startup_tokens"], out["startup_token_scale"] = rec.startup_tokens, rec.token_scale
+            if rec.resent_startup_tokens is not None:
+                out["resent_startup_tokens"] = rec.resent_startup_tokens
         if "model" not in overrides and any(models):
             out["compact_models"] = models
         if "cache_ttl" not in overrides and any(t and t != rec.cache_ttl for t in ttls):
@@ -303,8 +313,8 @@ class Recorded(Strategy):
         if summary is None:
             self.counters.extra["compaction without recorded summary"] += 1
         after = [Message.user(summary or MISSING_SUMMARY, origin="summary")]
-        if self._startup is not None and not self._spans and self.config.startup_after_compaction:
-            after.insert(0, self._startup)   # re-read from disk: prepended, as at the first turn
+        if self._resent is not None and not self._spans and self.config.startup_after_compaction:
+            after.insert(0, self._resent)   # re-read from disk: prepended, as at the first turn
             self.counters.extra["startup content re-sent after compactions"] += 1
         if self.config.reattach == "claude-code" and not self._spans:
             c = self.config

@@ -277,3 +277,27 @@ def test_new_user_turn_drops_earlier_thinking_on_models_that_strip_it():
     assert kinds(seen_opus[3]) == [["thinking", "tool_use"], ["thinking", "text"], ["text"]]
     _, seen_never = run(t, {"strip_previous_thinking": "never"})
     assert kinds(seen_never[3]) == kinds(seen_opus[3])
+
+
+def test_the_startup_content_resent_after_a_compaction_is_the_logs_measure():
+    """The log measured 500 of the 2,000 startup tokens coming back after the compaction (the rest,
+    the skill listing among it, is not re-injected): at scale 1.25 the first turn carries 1,600
+    cl100k tokens and the re-sent message 400; with no measure all of it comes back."""
+    from ctxsim.harness.provider.tokenizer import MESSAGE_OVERHEAD, get_tokenizer
+
+    evs = [tr.UserEvent(t=0, text="go"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+           tr.CompactEvent(t=2, summary="SUMMARY"), tr.UserEvent(t=3, text="go on"),
+           tr.AssistantEvent(t=4, content=[tr.TextContent(text="b")])]
+    t = trace(evs, prefix=6000)
+    rec = tr.RecordedSetting(startup_tokens=2000, token_scale=1.25, resent_startup_tokens=500)
+    t2 = tr.with_header(t, t.header.model_copy(update={"recorded": rec}))
+    assert Recorded.trace_defaults(t2, frozenset())["resent_startup_tokens"] == 500
+    _, seen = run(t2)
+    tok = get_tokenizer()
+    assert tok.message(seen[0].messages[0]) == 1600 + MESSAGE_OVERHEAD
+    after = seen[-1].messages
+    assert after[0].meta["origin"] == "startup" and tok.message(after[0]) == 400 + MESSAGE_OVERHEAD
+    # none re-sent: the summary heads the context
+    t3 = tr.with_header(t, t.header.model_copy(update={"recorded": rec.model_copy(update={"resent_startup_tokens": 0})}))
+    _, seen = run(t3)
+    assert [m.meta.get("origin") for m in seen[-1].messages][:1] == ["summary"]

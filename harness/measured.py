@@ -1,0 +1,201 @@
+"""Sizes the log measured: the recorded context's growth between two calls of one context is the
+size, in the recorded model's own tokenizer, of what came in between. Where that growth is clean,
+the tool results and user messages that came in carry their measured size into every replay.
+
+Why: the fitted token scale is one ratio for all text, and text differs. codemie 624a4a58's
+scale is 1.2775 (its first 30% of calls), yet its large steps grow at 1.06–1.15 recorded tokens
+per cl100k token (an 86k-character Markdown plan at 1.06), while short steps carry ~20–60 tokens
+of framing per block that cl100k does not see. One ratio priced every later request 12% high and
+the replay 7.9% above the bill. The per-step ratios of every bundled Claude Code log show the same
+spread (``python -m ctxsim.harness.measured TRACE`` prints them).
+
+What is measured, per call ``c`` that continues its thread's previous call ``p`` (same model, no
+compaction between, both with usage):
+
+* ``payload``: the cl100k tokens of the text of the tool results and user messages ``c``'s thread
+  took in since ``p`` (the parts that have text in the log);
+* ``fixed``: the rest of the replay's growth (``p``'s own blocks, framing), left at the scale;
+* ``measured = (R_c − R_p) − scale·fixed`` recorded tokens for that text, so each of those events
+  gets ``token_factor = measured / (scale·payload)``.
+
+A step is used only when ``payload`` is at least :data:`MIN_PAYLOAD_TOKENS` and the factor lies
+within :data:`FACTOR_RANGE`. Otherwise the text stays at the scale, and when the step grew by more
+than the scale explains (above the floors fidelity's hidden deltas use) the excess is content the
+log has no text for: it goes back on the step's last event as opaque tokens (``meta.hidden_tokens``).
+It recurs: on spotter 258c7280 it follows Edit and Write calls, which the log shows ran
+PostToolUse hooks (245 ``hook_progress`` records for PostToolUse:Edit) whose ``additionalContext``
+Claude Code adds to the conversation (code.claude.com/docs/en/hooks, PostToolUse), with no text
+in the transcript. A step that shrank is left alone. The factor
+travels with the event (``meta.token_factor``), so a counterfactual strategy that sends the same
+text pays what the recorded model counted for it; text a strategy writes itself is counted at
+the scale.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ctxsim.harness.replay_events import HIDDEN_TOKENS, TOKEN_FACTOR
+from ctxsim.harness.trace import ToolResultEvent, Trace, UserEvent
+
+if TYPE_CHECKING:
+    from ctxsim.harness.fidelity import RecordedCall
+    from ctxsim.harness.provider.tokenizer import Tokenizer
+
+# assumed (sweepable through ``calibrate``): below this many cl100k tokens of text a step's ratio is
+# dominated by framing and the previous call's own blocks (the split between them is the scale's)
+MIN_PAYLOAD_TOKENS = 500
+# assumed: outside this range a step is not a size but something else (hidden content several
+# times the text, or text that left the context): left at the scale, reported as a hidden delta
+FACTOR_RANGE = (0.5, 2.0)
+# the floors fidelity's hidden deltas use (a share of what was visibly added is tokenizer noise)
+HIDDEN_MIN_TOKENS = 200
+HIDDEN_FRACTION = 0.10
+
+
+@dataclass(frozen=True)
+class Step:
+    call: int            # the call whose growth measured the events
+    events: tuple[int, ...]
+    payload: int         # cl100k tokens of their text
+    residual: int        # recorded tokens beyond what the scale makes of the step's content
+    factor: float | None  # None: not used (why: ``reason``)
+    reason: str = ""
+    hidden: int = 0      # cl100k tokens of content the log has no text for, sized by the growth (on the last event)
+
+
+def steps(trace: Trace, calls: list[RecordedCall], base: dict[int, int], scale: float, tok: Tokenizer,
+          min_payload: int = MIN_PAYLOAD_TOKENS, factor_range: tuple[float, float] = FACTOR_RANGE) -> list[Step]:
+    """Every step that took in text, with its measured factor, or why it is not used and the
+    content it measured beyond the text (``hidden``)."""
+    from ctxsim.harness.fidelity import _continues
+
+    out = []
+    for c in calls:
+        prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+        if not c.added or c.usage is None:
+            continue
+        if not _continues(c, prev):
+            continue
+        raw = base[c.index] - base[prev.index]
+        residual = (c.context - prev.context) - scale * raw
+        payload = sum(tok.count(_text(trace.events[i])) for i in c.added)
+        factor = (residual + scale * payload) / (scale * payload) if payload else math.inf
+        lo, hi = factor_range
+        if payload >= min_payload and lo <= factor <= hi:
+            out.append(Step(c.index, c.added, payload, int(round(residual)), round(factor, 4)))
+            continue
+        why = f"under {min_payload} tokens of text" if payload < min_payload else f"factor {factor:.2f} outside [{lo}, {hi}]"
+        floor = max(HIDDEN_MIN_TOKENS, HIDDEN_FRACTION * scale * abs(raw))
+        hidden = int(round(residual / scale)) if residual > floor else 0
+        out.append(Step(c.index, c.added, payload, int(round(residual)), None, why, hidden))
+    return out
+
+
+def resent_startup(calls: list[RecordedCall], base: dict[int, int], scale: float, startup: int,
+                   main_prefix: Callable[[RecordedCall], int]) -> tuple[int | None, str]:
+    """How much of the first turn's hidden startup content (``startup`` recorded tokens) the agent
+    re-sent after the log's compactions, and the evidence.
+
+    The first main call after a compaction holds the opaque prefix, the summary and what the agent
+    re-attached; all but the re-sent startup content is in the replay's own request (``base``), so
+    ``startup + (R − prefix − scale·base)`` is what it re-sent (clamped to [0, startup]; the median
+    over the compactions). Claude Code's docs say CLAUDE.md, rules and auto memory are re-injected
+    but the skill listing is not (code.claude.com/docs/en/context-window, "What survives
+    compaction"); the bundled logs re-send 757 of 5,403 (codemie 624a4a58), 1,641 of 4,403 (spotter
+    258c7280) and 2,044 of 4,497 (spotter ae4a77f8) tokens. None: no compaction to measure it on."""
+    got = []
+    for c in calls:
+        if c.after_compact and c.thread == "main" and c.usage is not None:
+            residual = c.context - main_prefix(c) - scale * base[c.index]
+            got.append((c.index, int(round(min(startup, max(0.0, startup + residual))))))
+    if not startup or not got:
+        return None, ""
+    values = sorted(v for _, v in got)
+    mid = values[len(values) // 2]
+    return mid, (f"re-sent after a compaction: {mid:,} of the {startup:,} startup tokens (median of "
+                 + ", ".join(f"call {i}: {v:,}" for i, v in got)
+                 + "; the first call after each compaction, less its prefix, summary and re-attached files)")
+
+
+def _text(ev) -> str:
+    return ev.content if isinstance(ev, ToolResultEvent) else ev.text if isinstance(ev, UserEvent) else ""
+
+
+def apply(trace: Trace, measured: list[Step]) -> Trace:
+    """``trace`` with each used step's factor on its events (``meta.token_factor``); the events of
+    unused steps lose any factor an earlier calibration left."""
+    factors = {i: s.factor for s in measured for i in s.events}
+    hidden = {s.events[-1]: s.hidden for s in measured if s.hidden}
+    events = list(trace.events)
+    changed = False
+    for i, ev in enumerate(events):
+        if not isinstance(ev, (ToolResultEvent, UserEvent)):
+            continue
+        f, h = factors.get(i), hidden.get(i)
+        if f == ev.meta.get(TOKEN_FACTOR) and h == ev.meta.get(HIDDEN_TOKENS):
+            continue
+        meta = {k: v for k, v in ev.meta.items() if k not in (TOKEN_FACTOR, HIDDEN_TOKENS)}
+        if f is not None:
+            meta[TOKEN_FACTOR] = f
+        if h:
+            meta[HIDDEN_TOKENS] = h
+        events[i] = ev.model_copy(update={"meta": meta})
+        changed = True
+    if not changed:
+        return trace
+    from ctxsim.harness.trace import Trace as T
+
+    return T(trace.header, events, trace.path, trace.lines, trace.content_hash)
+
+
+def evidence(measured: list[Step]) -> str:
+    used = [s for s in measured if s.factor is not None]
+    if not measured:
+        return "no growth step took in text"
+    tokens = sum(s.payload for s in used)
+    fs = sorted(s.factor for s in used)
+    spread = f"; factors {fs[0]:.2f}–{fs[-1]:.2f}, median {fs[len(fs) // 2]:.2f}" if fs else ""
+    hidden = [s for s in measured if s.hidden]
+    return (f"{len(used)} of {len(measured)} growth steps sized by the log ({tokens:,} cl100k tokens of text, "
+            f"{sum(len(s.events) for s in used)} events){spread}; the rest at the scale "
+            f"(under {MIN_PAYLOAD_TOKENS} tokens of text, or a factor outside {list(FACTOR_RANGE)}); "
+            f"{len(hidden)} steps grew by content the log has no text for: "
+            f"{sum(s.hidden for s in hidden):,} cl100k tokens put back on their last event")
+
+
+def summary(trace: Trace) -> dict:
+    """What the trace's events carry: how many are sized, and the hidden tokens put back."""
+    sized = hidden = 0
+    for ev in trace.events:
+        meta = getattr(ev, "meta", None) or {}
+        sized += TOKEN_FACTOR in meta
+        hidden += int(meta.get(HIDDEN_TOKENS, 0))
+    rec = trace.header.recorded
+    return {"events": sized, "hidden_tokens": hidden, "evidence": rec.measured_sizes_evidence if rec else ""}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print each growth step of a trace: ``python -m ctxsim.harness.measured TRACE``."""
+    from ctxsim.harness import trace as tr
+    from ctxsim.harness.fidelity import raw_contexts, recorded_calls
+    from ctxsim.harness.provider.tokenizer import get_tokenizer
+
+    for path in (argv if argv is not None else sys.argv[1:]):
+        t = tr.load(path)
+        calls = recorded_calls(t)
+        base = raw_contexts(t, calls)
+        scale = (t.header.recorded.token_scale if t.header.recorded else None) or 1.0
+        print(f"{path}: scale {scale}")
+        for s in steps(t, calls, base, scale, get_tokenizer()):
+            print(f"  call {s.call:4d}  text {s.payload:7,d}  residual {s.residual:7,d}  "
+                  + (f"factor {s.factor:.3f}" if s.factor is not None else f"not used: {s.reason}"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
