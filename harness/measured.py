@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ctxsim.harness.replay_events import HIDDEN_TOKENS, TOKEN_FACTOR
-from ctxsim.harness.trace import ToolResultEvent, Trace, UserEvent
+from ctxsim.harness.trace import ToolResultEvent, Trace, UserEvent, with_header
 
 if TYPE_CHECKING:
     from ctxsim.harness.fidelity import RecordedCall
@@ -148,9 +148,7 @@ def apply(trace: Trace, measured: list[Step]) -> Trace:
         changed = True
     if not changed:
         return trace
-    from ctxsim.harness.trace import Trace as T
-
-    return T(trace.header, events, trace.path, trace.lines, trace.content_hash)
+    return with_header(Trace(trace.header, events, trace.path, trace.lines), trace.header)   # hash recomputed
 
 
 def evidence(measured: list[Step]) -> str:

@@ -4,10 +4,9 @@ leaves exactly the lines, text and unplaced-edit count that the line-by-line def
 
 from __future__ import annotations
 
+from ctxsim.strategies.reattach import FileView, numbered_lines
 from hypothesis import given
 from hypothesis import strategies as st
-
-from ctxsim.strategies.reattach import FileView, numbered_lines
 
 
 class Reference:
