@@ -22,6 +22,7 @@ from ctxsim.harness import protocol, readback, run_setup
 from ctxsim.harness import trace as tr
 from ctxsim.harness.call_rows import call_row
 from ctxsim.harness.conversation import Block, Message, Request, SystemPrompt, Usage
+from ctxsim.harness.heap import replay_heap
 from ctxsim.harness.llm import READBACK, RECOVERY, RESTATE
 from ctxsim.harness.probe_scoring import ProbeScorer
 from ctxsim.harness.replay_events import assistant_blocks, result_block, span_system, user_message, user_turns
@@ -286,7 +287,7 @@ def replay(trace: tr.Trace, strategy: str | type[Strategy], params: Mapping[str,
     """Replay ``trace`` through ``strategy`` (a registered name or a class) with ``params``."""
     cfg = config or RunConfig()
     cls = get_strategy(strategy) if isinstance(strategy, str) else strategy
-    with session_dir(cfg.session_dir) as d:
+    with replay_heap(), session_dir(cfg.session_dir) as d:
         run = _Run(trace, cls, params, cfg, d)
         run.run()
     from ctxsim.harness import results  # pandas: after the loop, never at import
