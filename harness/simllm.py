@@ -340,7 +340,8 @@ class SimulatedLLM:
         # facts enter only through the survival draw (a survivor once, in its section): in material,
         # every fact's text is elided ("…"), longest first
         elided = sorted(fact_texts, key=len, reverse=True)
-        queues = {s: [_elide(x, elided) for x in material.get(s, [])] for s in sections}
+        elide = _elider(elided)
+        queues = {s: [elide(x) for x in material.get(s, [])] for s in sections}
         placed: set[str] = set()  # a line of material goes to one section only
         progress = True
         while used < target and progress:
@@ -512,6 +513,24 @@ def _elide(line: str, lost: list[str]) -> str:
         if t in line:
             line = line.replace(t, "…")
     return line
+
+
+def _elider(lost: list[str]):
+    """``lambda line: _elide(line, lost)``, with the texts a line holds found in one pass
+    (harness/textmatch): a summary elides every fact of the context from each line of material,
+    and testing each line against each fact made a compaction O(lines × facts). The same answer:
+    only the texts the line holds are replaced, in ``lost``'s order (a text holding the ellipsis
+    could appear only after a replacement, so then every text is tried, as before)."""
+    if not lost or any("…" in t for t in lost):
+        return lambda line: _elide(line, lost)
+    from ctxsim.harness.textmatch import matcher
+
+    m = matcher({t: t for t in lost})
+
+    def elide(line: str) -> str:
+        held = m.present(line)
+        return _elide(line, [t for t in lost if t in held]) if held else line
+    return elide
 
 
 def _route(category: str, sections: tuple[str, ...]) -> str:
