@@ -904,14 +904,26 @@ class StructuredState(WindowedStrategy):
         _write_changed(self.__dict__.setdefault("_state_files", {}), t.dir / "todos.json", self._todos_json(t))
 
     def _todos_json(self, t: AgentTasks) -> str:
-        """todos.json's text, encoded again only when the list changed (it only grows in a session,
-        and an indented dump is the pure-Python encoder: re-encoding it at every write made a long
-        session's writes quadratic). Items are compared as (key, value) pairs in order; values are strings."""
+        """todos.json's text: ``json.dumps(t.todos, indent=1, ensure_ascii=False)`` and a newline,
+        made from each item's own dump, encoded once per distinct item (the list only grows in a
+        session and the indented dump is the pure-Python encoder: re-encoding the whole list at each
+        write made a long session's writes quadratic). Values are strings, so an item's dump has no
+        line break inside a value and indenting it by one space is what the whole dump does."""
         items = [tuple(x.items()) for x in t.todos]   # keys in order: the dump's order
         memo = self.__dict__.get("_todos_memo")
         if memo is not None and memo[0] is t and memo[1] == items:
             return memo[2]
-        text = json.dumps(t.todos, indent=1, ensure_ascii=False) + "\n"
+        if not items:
+            text = "[]\n"
+        else:
+            frags = self.__dict__.setdefault("_todo_frags", {})
+            parts = []
+            for key, x in zip(items, t.todos, strict=True):
+                f = frags.get(key)
+                if f is None:
+                    f = frags[key] = " " + json.dumps(x, indent=1, ensure_ascii=False).replace("\n", "\n ")
+                parts.append(f)
+            text = "[\n" + ",\n".join(parts) + "\n]\n"
         self._todos_memo = (t, items, text)
         return text
 

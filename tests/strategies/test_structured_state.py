@@ -357,3 +357,22 @@ def test_a_rejection_the_estimate_did_not_see_coming_is_recovered_through_the_en
     m = r.metrics
     assert m["completed"] and m["rejected_requests"] == 1 and m["retries"] == 1
     assert m["strategy_counters"]["reactive_compactions"] == 1 and m["pairing_violations"] == 0
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TODO = st.dictionaries(st.sampled_from(["content", "status", "activeForm", "id"]),
+                        st.text(max_size=12), min_size=1, max_size=4)
+
+
+@given(st.lists(st.lists(_TODO, max_size=6), min_size=1, max_size=4))
+def test_todos_json_is_the_indented_dump_of_the_list_at_every_write(lists):
+    """todos.json is made from each item's cached dump: at each write (the list as it then is, a
+    growing or changed list) it is exactly ``json.dumps(todos, indent=1, ensure_ascii=False)``."""
+    from ctxsim.strategies.structured_state import StructuredState
+
+    owner, tasks = SimpleNamespace(), SimpleNamespace(todos=[])
+    for todos in lists:
+        tasks.todos = [dict(x) for x in todos]
+        assert StructuredState._todos_json(owner, tasks) == json.dumps(tasks.todos, indent=1, ensure_ascii=False) + "\n"
