@@ -216,10 +216,25 @@ class _Ev(_M):
     t: float = Field(ge=0, le=MAX_T, strict=True, allow_inf_nan=False, description="seconds since the start of the trace")
 
 
+def _check_sizes(meta: dict[str, Any]) -> None:
+    """The sizes an importer measured (harness/measured.py), as every strategy's request counts them."""
+    f = meta.get("token_factor")
+    if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.01 <= f <= 100):
+        raise ValueError(f"meta.token_factor must be a number in [0.01, 100] (got {f!r})")
+    h = meta.get("hidden_tokens")
+    if h is not None and (isinstance(h, bool) or not isinstance(h, int) or not 0 <= h <= 100_000_000):
+        raise ValueError(f"meta.hidden_tokens must be a whole number in 0..100,000,000 (got {h!r})")
+
+
 class UserEvent(_Ev):
     type: Literal["user"] = "user"
     text: str
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> UserEvent:
+        _check_sizes(self.meta)
+        return self
 
 
 class AssistantEvent(_Ev):
@@ -240,6 +255,11 @@ class ToolResultEvent(_Ev):
     content: str
     is_error: bool = False
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> ToolResultEvent:
+        _check_sizes(self.meta)
+        return self
 
 
 class CompactEvent(_Ev):

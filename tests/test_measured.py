@@ -154,3 +154,21 @@ def test_the_bundled_codex_rollout_replays_within_10pct_of_its_bill():
     (log,) = sorted((REAL / "codex").glob("rollout-*.jsonl"))
     r = run_fidelity(import_file("codex", log).trace).report
     assert r["cost_usd"]["abs_pct_error"] <= 10.0
+
+
+@pytest.mark.parametrize("meta,what", [({"token_factor": "big"}, "token_factor"), ({"token_factor": 0}, "token_factor"),
+                                       ({"token_factor": True}, "token_factor"), ({"hidden_tokens": -5}, "hidden_tokens"),
+                                       ({"hidden_tokens": 1.5}, "hidden_tokens")])
+def test_a_damaged_size_in_a_trace_file_is_bad_input_with_its_line(tmp_path, meta, what):
+    import json
+
+    lines = [{"type": "header", "name": "x", "model": MODEL}, {"type": "user", "t": 0, "text": "hi"},
+             {"type": "assistant", "t": 1, "content": [{"type": "tool_use", "id": "a", "name": "Bash", "input": {}}]},
+             {"type": "tool_result", "t": 2, "tool_use_id": "a", "content": "ok", "meta": meta}]
+    p = tmp_path / "t.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with pytest.raises(tr.TraceError, match=rf"t\.jsonl:4: .*meta\.{what}"):
+        tr.load(p)
+    lines[3]["meta"] = {"token_factor": 1.1, "hidden_tokens": 800}
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert tr.load(p).events[2].meta == {"token_factor": 1.1, "hidden_tokens": 800}
