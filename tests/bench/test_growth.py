@@ -80,8 +80,14 @@ def test_doubling_a_session(benchmark, sessions, strategy, params, window):
     # a session that gave up early (failed_at_call) replays fewer calls: its ratio says little
     done = {k: f"{r.metrics['calls']} calls" + ("" if r.metrics["completed"] else f", failed at {r.metrics['failed_at_call']}")
             for k, r in out.items()}
+    # the workload beside the time: doubling the calls gives more than twice the compactions and
+    # side calls where the first window fill has none (novacode 4 -> 10, rag_memory 14 -> 36)
+    work = {k: (r.metrics.get("compactions", {}).get("succeeded", 0), int((r.calls["kind"] != "main").sum()))
+            for k, r in out.items()}
     benchmark.extra_info.update(growth_ratio=round(ratio, 3), small_s=round(t_small, 3), big_s=round(t_big, 3),
-                                small=done["small"], big=done["big"])
+                                small=done["small"], big=done["big"],
+                                compactions=f"{work['small'][0]} -> {work['big'][0]}",
+                                side_calls=f"{work['small'][1]} -> {work['big'][1]}")
     benchmark.pedantic(run(big, "big"), rounds=1, iterations=1)
     assert ratio <= GROWTH_TARGET, f"{strategy}: replay time grew {ratio:.2f}x when the session doubled"
 
