@@ -77,10 +77,9 @@ NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
 # this (real reads are context_{i-1} − 3 … − 14 tokens: the last message's framing is not cached).
 MISS_TOLERANCE_TOKENS = 256
 MISS_TOLERANCE_FRACTION = 0.01
-# A hidden-content delta must exceed both floors: the fitted scale's own error on a large tool
-# result (10% of what was added) is tokenizer noise, not hidden content.
-HIDDEN_MIN_TOKENS = 200
-HIDDEN_FRACTION_OF_ADDED = 0.10
+# A hidden-content delta must exceed both floors (one definition, with the sizes measured.py puts back)
+HIDDEN_MIN_TOKENS = measured.HIDDEN_MIN_TOKENS
+HIDDEN_FRACTION_OF_ADDED = measured.HIDDEN_FRACTION
 # user messages a miss right after is reported beside (not a cause by themselves): what the log
 # shows came in just before the cache was lost
 NOTED_BEFORE = (("<task-notification>", "<task-notification>"), (MCP_COMMAND, "/mcp"))

@@ -46,13 +46,15 @@ if TYPE_CHECKING:
     from ctxsim.harness.fidelity import RecordedCall
     from ctxsim.harness.provider.tokenizer import Tokenizer
 
-# assumed (sweepable through ``calibrate``): below this many cl100k tokens of text a step's ratio is
+# assumed (a parameter of :func:`steps`): below this many cl100k tokens of text a step's ratio is
 # dominated by framing and the previous call's own blocks (the split between them is the scale's)
 MIN_PAYLOAD_TOKENS = 500
-# assumed: outside this range a step is not a size but something else (hidden content several
-# times the text, or text that left the context): left at the scale, reported as a hidden delta
+# assumed (a parameter of :func:`steps`): outside this range a step is not a size but something
+# else (hidden content several times the text, or text that left the context): the text stays at
+# the scale and the excess is hidden content
 FACTOR_RANGE = (0.5, 2.0)
-# the floors fidelity's hidden deltas use (a share of what was visibly added is tokenizer noise)
+# hidden content must exceed both floors (fidelity's hidden deltas use the same): the fitted
+# scale's own error on a large tool result (10% of what was added) is tokenizer noise
 HIDDEN_MIN_TOKENS = 200
 HIDDEN_FRACTION = 0.10
 
