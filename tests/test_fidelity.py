@@ -187,23 +187,24 @@ def real_reports():
 
 @needs_real
 def test_real_spotter_context_and_cache_share(real_reports):
-    """Held-out median |error| of per-call context, nothing pinned: 258c7280 within 3%. After each
+    """Held-out median |error| of per-call context, nothing pinned: within 1% and 1.5%. After each
     compaction the replay sends what Claude Code's docs say comes back: the startup content, the
     summary, the files. How much of the startup content (4,403 and 4,497 tokens: the first call's
     prefix less the system prompt read back after the compaction) came back is the log's measure
     (harness/measured.py: 1,641 and 2,044; the skill listing is not re-injected, same docs page),
     so the residual on the first call after it is a few hundred tokens (measured +488 and +147;
-    −2,768 and −2,458 when all of it was re-sent). Since the sizes are the log's, the median error
-    is what they leave: hidden content under the 200-token floor (measured 2.07% and 2.44%; 0.66%
-    and 3.28% under the one fitted scale, which over-counted large text and so hid it). Cache-read
+    −2,768 and −2,458 when all of it was re-sent). The sizes are the log's, and the content after a
+    tool use whose PostToolUse hook ran (hook_progress records) is put back from 50 tokens up:
+    medians 0.43% and 0.81% (2.07% and 2.44% with the 200-token floor alone; 0.66% and 3.28% under
+    the one fitted scale, which over-counted large text and so hid the hook output). Cache-read
     share within 2 points."""
     r258, rae = real_reports["258c"].report, real_reports["ae4a"].report
-    assert r258["context_tokens"]["median_abs_pct_error"] <= 3.0 and r258["context_tokens"]["calls"] > 100
-    assert rae["context_tokens"]["median_abs_pct_error"] <= 3.0
+    assert r258["context_tokens"]["median_abs_pct_error"] <= 1.0 and r258["context_tokens"]["calls"] > 100
+    assert rae["context_tokens"]["median_abs_pct_error"] <= 1.5
     for r in (r258, rae):
         (pin,) = r["context_tokens_pinned"]["pinned"]
         assert abs(pin["tokens"]) < 600
-        assert r["context_tokens_pinned"]["median_abs_pct_error"] <= 2.5
+        assert r["context_tokens_pinned"]["median_abs_pct_error"] <= 1.0
     for r in (r258, rae):
         assert abs(r["cache_read_share"]["simulated"] - r["cache_read_share"]["recorded"]) <= 0.02
         assert r["warm_start"]["tokens"] == 17_842   # both first calls read an earlier session's prefix
@@ -215,7 +216,7 @@ def test_real_spotter_context_and_cache_share(real_reports):
 def test_real_spotter_compactions_land_on_the_recorded_call(real_reports):
     c258 = real_reports["258c"].report["compactions"]
     assert [(c["call"], c["recorded_pre_tokens"]) for c in c258] == [(102, 167_094)]
-    assert c258[0]["abs_pct_error"] <= 3.0   # 2.43 measured: hidden content under the floor (see above)
+    assert c258[0]["abs_pct_error"] <= 2.0   # 0.49 measured
     cae = real_reports["ae4a"].report["compactions"]
     assert [(c["call"], c["trigger"], c["recorded_pre_tokens"]) for c in cae] == [(138, "manual", 142_431)]
 

@@ -53,6 +53,20 @@ def test_a_large_step_sizes_its_text_and_a_small_one_its_hidden_content():
     assert "under 500" in got[1].reason
 
 
+def test_after_a_hooked_tool_use_a_smaller_excess_is_hidden_content():
+    """Step 1→2 grown by 1.25·130 + 100 = 262.5 (263): a residual of 100.5, under the 200-token floor,
+    is noise; when the log shows a PostToolUse hook ran for the tool use (``meta.post_hook``) the
+    floor is 50, and round(100.5 / 1.25) = 80 tokens of the hook's output are put back."""
+    t = three_calls()
+    calls = recorded_calls(t)
+    calls = [calls[0], calls[1], _with_ctx(calls[2], 10_950 + 263)]
+    assert measured.steps(t, calls, BASE, SCALE, get_tokenizer())[1].hidden == 0
+    ev = t.events[4]
+    hooked = tr.validate_events(t.header, [*t.events[:4], ev.model_copy(update={"meta": {"post_hook": "PostToolUse:Edit"}}),
+                                           *t.events[5:]])
+    assert measured.steps(hooked, calls, BASE, SCALE, get_tokenizer())[1].hidden == 80
+
+
 def test_a_factor_out_of_range_is_not_a_size_and_small_residuals_are_noise():
     """A 600-token step that grew 3,000: factor (3,000 − 125) / 750 = 3.83 > 2, so the text keeps the
     scale and the residual 3,000 − 875 = 2,125 is hidden content (1,700 at 1.25). A step whose
@@ -137,12 +151,26 @@ CLAUDE_LOGS = ["codemie/session-624a4a58.jsonl", "codemie/session-196820da.jsonl
 def test_every_bundled_claude_code_log_replays_within_5pct_of_its_bill(log):
     """Issue 27's check, as `ctxsim import` + `ctxsim fidelity` (= `run -s recorded`, no flags).
     Measured with the sizes: 624a4a58 +4.4% (+7.9% under the one fitted scale), 196820da +1.0%,
-    258c7280 −0.5%, ae4a77f8 +1.2%, short 0.1%, subagent −0.8%, tool_heavy +1.2%."""
+    258c7280 +0.3%, ae4a77f8 +2.6%, short 0.1%, subagent −0.8%, tool_heavy +1.2%."""
     from ctxsim.harness.fidelity import run_fidelity
     from ctxsim.harness.importers import import_file
 
     r = run_fidelity(import_file("claude-code", REAL / "claude-code" / log).trace).report
     assert r["cost_usd"]["abs_pct_error"] <= 5.0
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")
+def test_the_import_marks_the_tool_results_a_posttooluse_hook_ran_for():
+    """spotter 258c7280 records 245 hook_progress entries for PostToolUse:Edit over its 35 Edits (several
+    hook commands each; Bash, Read, Write ... too): each tool result whose tool use they name
+    carries the hook's name; 7 of its 188 results had none."""
+    from collections import Counter
+
+    from ctxsim.harness.importers import import_file
+
+    t = import_file("claude-code", REAL / "claude-code" / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl").trace
+    hooks = Counter(e.meta.get("post_hook") for e in t.events if isinstance(e, tr.ToolResultEvent))
+    assert hooks["PostToolUse:Edit"] == 35 and hooks["PostToolUse:Bash"] == 74 and hooks[None] == 7
 
 
 @pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")

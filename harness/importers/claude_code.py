@@ -437,7 +437,9 @@ class _Importer:
                 agent = item.get("agent")
                 if agent and span is None and nested_spans_allowed():
                     self.emit_subagent(agent, item)
-                if self.b.tool_result(item["t"], item["id"], item["text"], item["is_error"]):
+                post = p.hooks.get(item["id"], {}).get("PostToolUse")   # its output reaches the model, unrecorded
+                if self.b.tool_result(item["t"], item["id"], item["text"], item["is_error"],
+                                      **({"post_hook": post} if post else {})):
                     self._count_visible(span, item["text"])
                     hook = pretooluse_block(item, p.hooks.get(item["id"], {}))
                     if hook and span is None and side_run is None:
