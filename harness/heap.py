@@ -5,7 +5,7 @@ collection. A sweep worker holds its traces (every event, every memoised block) 
 so a full collection in the middle of a replay walked all of them: on two long-200k sessions held
 in one process, the one full collection of a 3,600-call replay of ``sliding_window`` took 0.245 s of
 its 1.98 s, and whether a run met one decided whether doubling a session cost 1.9× or 2.7×
-(``/tmp``-free measurement: tests/bench/test_growth.py). ``gc.freeze()`` (docs.python.org/3/library/
+(tests/bench/test_growth.py). ``gc.freeze()`` (docs.python.org/3/library/
 gc.html, 3.7+) moves the objects that exist when the replay starts out of the collector's reach;
 what the replay allocates is collected as usual, and the heap is given back at the end.
 
