@@ -19,14 +19,12 @@ seen; the raw count strays / eligible is kept beside it).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ctxsim.harness.provider.cache import TTL_SECONDS
-from ctxsim.harness.provider.routing import OPENAI_ROUTING_DOC, ROUTER_PHASES, CacheMissModel
+from ctxsim.harness.provider.routing import OPENAI_ROUTING_DOC, ROUTER_PHASES, CacheMissModel, Router
 
 MIN_STRAYS = 2          # assumed: one fall-back is an accident, two that recover are a pattern
-PHASES = ROUTER_PHASES  # phases the shadow replay averages over: the provider's replicas (routing.py)
 NOTHING_TOKENS = 256    # a read at most this long is "nothing" (assumed; real reads are 0 or ≥ 1,024)
 
 
@@ -89,16 +87,17 @@ def _explained(c: Any, prev: Any, strips: tuple[str, ...]) -> bool:
 
 
 def shadow_read(calls: list[Any], strips: tuple[str, ...], share: float, fallback_none: float,
-                system_prefix: int, phases: int = PHASES) -> float:
-    """Tokens the eligible calls read under the model (routing.Router, averaged over ``phases``
-    evenly spaced phases), on the log's own context sizes: a call on the session's node reads the
-    last context written there, a stray reads nothing or what the other node holds (the last
-    stray's context of this context thread while its TTL lasts and no change came in between, else
-    the system prefix)."""
+                system_prefix: int, phases: int = ROUTER_PHASES) -> float:
+    """Tokens the eligible calls read under the model (a routing.Router at each of ``phases``
+    evenly spaced phases, the stray and the fall-back draw at the same phase; averaged), on the log's
+    own context sizes: a call on the session's node reads the last context written there, a stray
+    reads nothing or what the other node holds (the last stray's context of this context thread
+    while its TTL lasts and no change came in between, else the system prefix)."""
+    model = CacheMissModel(share=share, fallback_none=fallback_none, strays=0, returns=0, eligible=0)
     total = 0.0
     for k in range(phases):
         phase = (k + 0.5) / phases
-        n = m = 0
+        router = Router(model, phases=(phase, phase))
         home: dict[str, int] = {}
         other: dict[str, tuple[int, float, float]] = {}   # thread -> (context, written at, TTL s) on the other node
         for c in calls:
@@ -114,16 +113,11 @@ def shadow_read(calls: list[Any], strips: tuple[str, ...], share: float, fallbac
                 other.pop(c.thread, None)
                 continue
             # the router draws only for requests that continue the previous one (Provider.bill)
-            stray = math.floor(phase + (n + 1) * share) > math.floor(phase + n * share)
-            n += 1
-            none = False
-            if stray:
-                none = math.floor(phase + (m + 1) * fallback_none) > math.floor(phase + m * fallback_none)
-                m += 1
-            if not stray:
+            stray = router.next()
+            if stray is None:
                 total += min(home.get(c.thread, 0), c.context)
                 home[c.thread] = c.context
-            elif not none:
+            elif stray == "system":
                 o = other.get(c.thread)
                 live = o is not None and c.t - o[1] <= o[2] and o[0] <= c.context
                 total += min(o[0] if live else system_prefix, c.context)

@@ -87,9 +87,7 @@ def steps(trace: Trace, calls: list[RecordedCall], base: dict[int, int], scale: 
     out = []
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
-        if not c.added or c.usage is None:
-            continue
-        if not _continues(c, prev):
+        if not c.added or not _continues(c, prev):   # usage on both, same model, no compaction between
             continue
         raw = base[c.index] - base[prev.index]
         residual = (c.context - prev.context) - scale * raw

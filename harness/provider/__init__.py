@@ -133,7 +133,7 @@ class Provider:
     def continuing(self) -> float:
         """Requests that continued the previous one on the session's node (what the miss model
         routes), mean over the replicas."""
-        return sum(r.router._n for r in self._replicas) / len(self._replicas) if self._replicas else 0.0
+        return sum(r.router.seen for r in self._replicas) / len(self._replicas) if self._replicas else 0.0
 
     def _astray(self, spec: ModelSpec, lay: Layout, now: float, fallback: str,
                 other: dict[str, AnthropicCache | OpenAICache]) -> CacheOutcome:

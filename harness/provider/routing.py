@@ -73,6 +73,11 @@ class Router:
         self._n = 0
         self._k = 0
 
+    @property
+    def seen(self) -> int:
+        """Requests routed so far (those that continued the previous one on the session's node)."""
+        return self._n
+
     def next(self) -> str | None:
         """None (the session's node), or the fallback of a stray request: ``"none"`` or ``"system"``."""
         p = self.model.share

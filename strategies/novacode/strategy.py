@@ -273,6 +273,7 @@ class NovaCode(Strategy):
         self.reads = restore.ReadTracker()
         self.readback_ids: set[str] = set()
         self.launches = env.session_dir / LAUNCHES_DIR  # every launch's session directory (N-TRANS-1)
+        self._launch_dirs: dict[str | None, Path] = {}    # session -> its directory under launches
         self.session: str | None = None
         self.transcript: Transcript | None = None
         self.environment = None
@@ -323,10 +324,9 @@ class NovaCode(Strategy):
         live (N-SPILL-1: ``<session dir>/tool-results/<tool_use_id>.txt``). A sub-agent's spills go
         to its launch's directory: it runs in the same process. The same Path object for a session
         (asked for twice a call: building it was 4,270 pathlib joins on a 2,200-call session)."""
-        memo = self.__dict__.setdefault("_launch_dirs", {})
-        d = memo.get(self.session)
+        d = self._launch_dirs.get(self.session)
         if d is None:
-            d = memo[self.session] = self.launches / _dir_name(self.session)
+            d = self._launch_dirs[self.session] = self.launches / _dir_name(self.session)
         return d
 
     # --- sub-agents: an isolated subtask runs in its own context --------------------------------------
