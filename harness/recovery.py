@@ -55,6 +55,7 @@ from typing import Any, Literal
 
 import numpy as np
 from ctxsim.harness import trace as tr
+from ctxsim.harness.conversation import History
 from ctxsim.harness.llm import (  # the kinds of the per-call rows a recovery, a restatement add
     RECOVERY,
     RESTATE,
@@ -212,17 +213,12 @@ def _reacquisitions(trace: tr.Trace, turnovers: Sequence[int]) -> tuple[Reacquis
 
 
 def _holds(messages: Sequence[Any], snippet: str) -> bool:
-    """``snippet in "\\n".join(m.text for m in messages)``, without joining the whole request at each
-    call: a snippet with no newline cannot span the join, so it is in the text exactly when it is in
-    one message's text (that answer memoised on the message); one with a newline is looked for in
-    the joined text."""
-    if "\n" in snippet:
-        return snippet in "\n".join(m.text for m in messages)
-    key = ("recovery_holds", snippet)
-    for m in messages:
-        if m.memo(key, lambda m: snippet in m.text):
-            return True
-    return False
+    """``snippet in "\\n".join(m.text for m in messages)``. A request's history answers it from what
+    it found for the requests it extends (``History.text_contains``): a re-acquisition is asked about
+    at many calls, and joining the whole request at each was work in proportion to the history."""
+    if isinstance(messages, History):
+        return messages.text_contains(snippet)
+    return snippet in "\n".join(m.text for m in messages)
 
 
 def _snippet(text: str) -> str:

@@ -135,6 +135,10 @@ class FactScore:
 def curve(p: float | np.ndarray, params: RetentionParams | None = None) -> float | np.ndarray:
     """The position curve at relative position ``p`` (0 = start, 1 = end), oracle-normalised."""
     q = params or _DEFAULT
+    if type(p) is float and 0.0 <= p <= 1.0:
+        # a scalar (one block at a time, thousands a run): math.exp, the same double as numpy's
+        # scalar exp (checked over 10^6 positions) without a 0-d array per call
+        return q.curve_m + q.curve_a * math.exp(-p / q.curve_tau1) + q.curve_b * math.exp(-(1.0 - p) / q.curve_tau2)
     p = np.clip(p, 0.0, 1.0)
     v = q.curve_m + q.curve_a * np.exp(-p / q.curve_tau1) + q.curve_b * np.exp(-(1.0 - p) / q.curve_tau2)
     return float(v) if np.ndim(v) == 0 else v

@@ -246,3 +246,17 @@ def test_every_retention_constant_names_its_source():
     assert listed == names
     for _, _, source in RetentionParams().assumptions():
         assert source
+
+
+@given(st.floats(0.0, 1.0))
+def test_the_scalar_curve_is_the_numpy_scalar_curve(p):
+    """``curve`` of one position takes math.exp (no 0-d array a block); the value is the double
+    numpy's scalar evaluation gives, so no score moves."""
+    import numpy as np
+    from ctxsim.harness.retention import RetentionParams, curve
+
+    q = RetentionParams()
+    c = np.clip(np.float64(p), 0.0, 1.0)
+    want = float(q.curve_m + q.curve_a * np.exp(-c / q.curve_tau1) + q.curve_b * np.exp(-(1.0 - c) / q.curve_tau2))
+    assert curve(p) == want
+    assert curve(-0.5) == curve(0.0) and curve(1.5) == curve(1.0)   # clipped as before

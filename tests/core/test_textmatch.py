@@ -63,3 +63,39 @@ def test_a_generated_session_matches_in_on_every_block():
     assert len(needles) > 5 and len(texts) > 20
     assert [m.present(x) for x in texts] == [brute(needles, x) for x in texts]
     assert any(m.present(x) for x in texts)
+
+
+@given(st.lists(st.lists(st.text(alphabet="ab\n", max_size=7), min_size=1, max_size=3), max_size=8),
+       st.text(alphabet="ab\n", max_size=9), st.integers(0, 8), st.data())
+def test_a_history_contains_what_its_joined_text_contains(msgs, needle, cut, data):
+    """``History.text_contains`` answers ``needle in "\\n".join(texts)`` exactly: occurrences inside one
+    message, across the line breaks between messages, over messages shorter than the needle; on
+    every version of a shared store (a request extending another, a truncation, a fork)."""
+    from ctxsim.harness.conversation import Block, History, Message
+
+    messages = [Message("user", tuple(Block.text_block(t) for t in texts)) for texts in msgs]
+    h = History(messages)
+
+    def joined(ms):
+        return needle in "\n".join(m.text for m in ms)
+
+    cut = min(cut, len(messages))
+    short = h.truncate(cut)
+    # asked on the shorter version first, then the whole: the memo the longer one extends
+    assert short.text_contains(needle) == joined(messages[:cut])
+    assert h.text_contains(needle) == joined(messages)
+    extra = data.draw(st.lists(st.text(alphabet="ab\n", max_size=7), max_size=3))
+    fork = short.extend(Message.user(t) for t in extra)   # a rewrite from ``cut`` on shares the prefix
+    assert fork.text_contains(needle) == joined([*messages[:cut], *(Message.user(t) for t in extra)])
+
+
+def test_a_needle_across_short_messages_by_hand():
+    from ctxsim.harness.conversation import History, Message
+
+    h = History([Message.user("xa"), Message.user("b"), Message.user(""), Message.user("c")])
+    # joined: "xa\nb\n\nc"
+    assert h.text_contains("a\nb\n\nc")
+    assert h.text_contains("b\n\n")
+    assert not h.text_contains("ab")
+    assert h.truncate(2).text_contains("a\nb") and not h.truncate(1).text_contains("a\nb")
+    assert not History().text_contains("a") and History().text_contains("")
