@@ -266,7 +266,10 @@ class History(Sequence[Message]):
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
-            return tuple(self._s.msgs[: self._n][i])
+            start, stop, step = i.indices(self._n)   # within this version: no copy of the whole store
+            if step == 1:
+                return tuple(self._s.msgs[start:stop]) if start < stop else ()
+            return tuple(self._s.msgs[j] for j in range(start, stop, step))
         if i < 0:
             i += self._n
         if not 0 <= i < self._n:
@@ -305,26 +308,30 @@ class History(Sequence[Message]):
         if memo is None:
             memo = s.folds[("text_contains", needle)] = []
         keep = len(needle) - 1
+        spans = "\n" in needle   # only a needle with a line break can cross the one between messages
         while len(memo) < n:
             k = len(memo)
             if memo and memo[-1]:
                 memo.append(True)
                 continue
             text = s.msgs[k].text
-            if k and keep:
-                parts, got, j = [], 0, k - 1
-                while j >= 0 and got < keep:   # the last ``keep`` characters of the joined text before k
-                    t = s.msgs[j].text
-                    parts.append(t)
-                    got += len(t) + (1 if j else 0)
-                    j -= 1
-                if j >= 0:
-                    parts.append("")   # the line break before the earliest message taken
-                before = "\n".join(reversed(parts))[-keep:]
-                text = before + "\n" + text
-            elif k:
-                text = "\n" + text
-            memo.append(needle in text)
+            if needle in text:
+                memo.append(True)
+                continue
+            if not (spans and k):
+                memo.append(False)
+                continue
+            parts, got, j = [], 0, k - 1
+            while j >= 0 and got < keep:   # the last ``keep`` characters of the joined text before k
+                t = s.msgs[j].text
+                parts.append(t)
+                got += len(t) + (1 if j else 0)
+                j -= 1
+            if j >= 0:
+                parts.append("")   # the line break before the earliest message taken
+            before = "\n".join(reversed(parts))[-keep:]
+            # an occurrence across the break before message k ends within its first ``keep`` characters
+            memo.append(needle in before + "\n" + text[:keep])
         return memo[n - 1]
 
     def fold_through(self, i: int, key: object, init: Any, step) -> Any:

@@ -37,6 +37,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import islice
 from pathlib import Path
 
@@ -132,11 +133,13 @@ class MemoryDirs:
     home: Path | None
     project: Path | None
 
-    @property
+    # built once: recall and the index look them up thousands of times a session (as dict keys of
+    # the head cache, where an equal but new Path costs a pathlib comparison each)
+    @cached_property
     def user_dir(self) -> Path | None:
         return None if self.home is None else Path(self.home) / MEMORY_SUBDIR
 
-    @property
+    @cached_property
     def project_dir(self) -> Path | None:
         return None if self.project is None else Path(self.project) / MEMORY_SUBDIR
 

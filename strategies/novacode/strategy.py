@@ -274,6 +274,7 @@ class NovaCode(Strategy):
         self.readback_ids: set[str] = set()
         self.launches = env.session_dir / LAUNCHES_DIR  # every launch's session directory (N-TRANS-1)
         self._launch_dirs: dict[str | None, Path] = {}    # session -> its directory under launches
+        self._spill_dirs: dict[str | None, Path] = {}     # session -> its spill directory in that
         self.session: str | None = None
         self.transcript: Transcript | None = None
         self.environment = None
@@ -327,6 +328,13 @@ class NovaCode(Strategy):
         d = self._launch_dirs.get(self.session)
         if d is None:
             d = self._launch_dirs[self.session] = self.launches / _dir_name(self.session)
+        return d
+
+    def _spill_dir(self) -> Path:
+        """``_launch_dir() / SPILL_DIR`` (N-SPILL-1), one Path a session like it (asked every call)."""
+        d = self._spill_dirs.get(self.session)
+        if d is None:
+            d = self._spill_dirs[self.session] = self._launch_dir() / spilling.SPILL_DIR
         return d
 
     # --- sub-agents: an isolated subtask runs in its own context --------------------------------------
@@ -440,7 +448,7 @@ class NovaCode(Strategy):
         return out.message
 
     def on_response(self, message: Message, usage: Usage | None) -> None:
-        spill_dir = self._launch_dir() / spilling.SPILL_DIR  # earlier launches' dirs match by name
+        spill_dir = self._spill_dir()  # earlier launches' dirs match by name
         for b in message.blocks:
             if b.type == "tool_use" and b.id and spilling.names_spill_file(b.input, spill_dir):
                 self.readback_ids.add(b.id)  # N-SPILL-3: its result will be exempt

@@ -288,7 +288,8 @@ class Transcript:
         self.meta_path = self.dir / META_FILE
         # whether OPEN_LOOP_FILE may exist: this object writes it, or an earlier launch left it
         # (an answer without thinking then clears it; with none there, nothing to unlink)
-        self._open_loop_kept = (self.dir / OPEN_LOOP_FILE).exists()
+        self._open_loop_path = self.dir / OPEN_LOOP_FILE   # written or cleared at each answer: one Path
+        self._open_loop_kept = self._open_loop_path.exists()
         self.resumed_context: dict[str, int] | None = None  # set by resume (last_context)
         self.path.touch(exist_ok=True)
         self.meta: dict[str, Any] = self._read_meta() or {
@@ -361,7 +362,7 @@ class Transcript:
     def _keep_open_loop(self, message: Message) -> None:
         """Write (or clear) the open tool loop's thinking: this answer's leading thinking blocks
         and the ids of its calls."""
-        path = self.dir / OPEN_LOOP_FILE
+        path = self._open_loop_path
         thinking = [b.text for b in _leading_thinking(message)]
         if not thinking:
             if self._open_loop_kept:
