@@ -292,48 +292,6 @@ class History(Sequence[Message]):
     def blocks_through(self, i: int) -> int:
         return self._s.cumblocks[i] if i >= 0 else 0
 
-    def text_contains(self, needle: str) -> bool:
-        """``needle in "\\n".join(m.text for m in self)``, without joining: the answer through each
-        message is memoised in the shared store, so a request that extends an earlier one looks only
-        at its new messages. An occurrence that ends in message ``k`` (or on the line break before it)
-        starts at most ``len(needle) - 1`` characters before that message, so message ``k`` is
-        searched with that much of the text before it in front."""
-        if not needle:
-            return True
-        n = self._n
-        if n == 0:
-            return False
-        s = self._s
-        memo = s.folds.get(("text_contains", needle))
-        if memo is None:
-            memo = s.folds[("text_contains", needle)] = []
-        keep = len(needle) - 1
-        spans = "\n" in needle   # only a needle with a line break can cross the one between messages
-        while len(memo) < n:
-            k = len(memo)
-            if memo and memo[-1]:
-                memo.append(True)
-                continue
-            text = s.msgs[k].text
-            if needle in text:
-                memo.append(True)
-                continue
-            if not (spans and k):
-                memo.append(False)
-                continue
-            parts, got, j = [], 0, k - 1
-            while j >= 0 and got < keep:   # the last ``keep`` characters of the joined text before k
-                t = s.msgs[j].text
-                parts.append(t)
-                got += len(t) + (1 if j else 0)
-                j -= 1
-            if j >= 0:
-                parts.append("")   # the line break before the earliest message taken
-            before = "\n".join(reversed(parts))[-keep:]
-            # an occurrence across the break before message k ends within its first ``keep`` characters
-            memo.append(needle in before + "\n" + text[:keep])
-        return memo[n - 1]
-
     def fold_through(self, i: int, key: object, init: Any, step) -> Any:
         """``step(state, message) -> state`` folded over messages[0..i], memoised per message in
         the shared store under ``key``: each message is folded once per store, however many
