@@ -292,6 +292,54 @@ class History(Sequence[Message]):
     def blocks_through(self, i: int) -> int:
         return self._s.cumblocks[i] if i >= 0 else 0
 
+    def text_contains(self, needle: str) -> bool:
+        """``needle in "\\n".join(m.text for m in self)``, carried forward in the shared store: the
+        answer through each message is kept, so a request that extends an earlier one joins and
+        searches its new messages only (with the ``len(needle) - 1`` characters before them, where an
+        occurrence across the break before them starts), in C (``str.join``, ``str.find``)."""
+        if not needle:
+            return True
+        n = self._n
+        if n == 0:
+            return False
+        s = self._s
+        memo = s.folds.get(("text_contains", needle))
+        if memo is None:
+            memo = s.folds[("text_contains", needle)] = []
+        k = len(memo)
+        if k < n:
+            if k and memo[-1]:
+                memo.extend([True] * (n - k))
+            else:
+                keep = len(needle) - 1
+                before = self._tail(k, keep) + "\n" if k else ""
+                texts = [m.text for m in s.msgs[k:n]]
+                pos = (before + "\n".join(texts)).find(needle)
+                if pos < 0:
+                    memo.extend([False] * (n - k))
+                else:
+                    # the message the occurrence ends in (one ending on a break: the message after it)
+                    end, at, acc = pos + keep - len(before), k, 0
+                    for t in texts:
+                        if end < acc + len(t):
+                            break
+                        acc += len(t) + 1
+                        at += 1
+                    memo.extend([False] * (at - k) + [True] * (n - at))
+        return memo[n - 1]
+
+    def _tail(self, k: int, keep: int) -> str:
+        """The last ``keep`` characters of the joined text of messages[:k]."""
+        parts, got, j = [], 0, k - 1
+        while j >= 0 and got < keep:
+            t = self._s.msgs[j].text
+            parts.append(t)
+            got += len(t) + (1 if j else 0)
+            j -= 1
+        if j >= 0:
+            parts.append("")   # the line break before the earliest message taken
+        return "\n".join(reversed(parts))[-keep:] if keep else ""
+
     def fold_through(self, i: int, key: object, init: Any, step) -> Any:
         """``step(state, message) -> state`` folded over messages[0..i], memoised per message in
         the shared store under ``key``: each message is folded once per store, however many

@@ -47,7 +47,7 @@ saving).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -62,7 +62,6 @@ from ctxsim.harness.llm import (  # the kinds of the per-call rows a recovery, a
 )
 from ctxsim.harness.needs import USER_GIVEN, Needs
 from ctxsim.harness.probes import _main_context
-from ctxsim.harness.textmatch import matcher
 from pydantic import BaseModel, ConfigDict, Field
 
 DATA = Path(__file__).resolve().parent / "data" / "recovery.json"
@@ -213,34 +212,13 @@ def _reacquisitions(trace: tr.Trace, turnovers: Sequence[int]) -> tuple[Reacquis
     return tuple(out)
 
 
-class HeldSnippets:
-    """Which of a fixed set of snippets ``"\\n".join(m.text for m in messages)`` holds, for a
-    request's history: one Aho-Corasick pass (ctxsim.harness.textmatch) over each message, with the
-    last ``len(longest) - 1`` characters before it in front (an occurrence across the line break
-    between two messages ends in the second and starts no further back than that), folded forward in
-    the history's shared store. A request that extends an earlier one looks at its new messages
-    only, and each message is searched once for all snippets, not once per snippet."""
-
-    def __init__(self, snippets: Iterable[str]) -> None:
-        needles = {s: s for s in snippets if s}
-        self._matcher = matcher(needles) if needles else None
-        self._keep = max((len(s) for s in needles), default=1) - 1
-        self._init: tuple[frozenset[str], str | None] = (frozenset(), None)
-
-    def _step(self, state: tuple[frozenset[str], str | None], m: Any) -> tuple[frozenset[str], str | None]:
-        found, tail = state
-        window = m.text if tail is None else tail + "\n" + m.text
-        got = self._matcher.present(window)  # type: ignore[union-attr]
-        if not got <= found:
-            found = found | got
-        return found, (window[-self._keep:] if self._keep else "")
-
-    def in_request(self, messages: Sequence[Any]) -> frozenset[str]:
-        if self._matcher is None or not len(messages):
-            return frozenset()
-        if isinstance(messages, History):
-            return messages.fold_through(len(messages) - 1, self, self._init, self._step)[0]
-        return self._matcher.present("\n".join(m.text for m in messages))
+def _holds(messages: Sequence[Any], snippet: str) -> bool:
+    """``snippet in "\\n".join(m.text for m in messages)``. A request's history answers it from what
+    it found for the requests it extends (``History.text_contains``): a re-acquisition is asked about
+    at many calls, and joining the whole request at each was work in proportion to the history."""
+    if isinstance(messages, History):
+        return messages.text_contains(snippet)
+    return snippet in "\n".join(m.text for m in messages)
 
 
 def _snippet(text: str) -> str:
@@ -258,9 +236,6 @@ class Recovery:
         self.needs, self.params, self.rng, self.count = needs, params, rng, count
         self.sources = sources(trace)
         self.recorded = {r.tool_use_id: r for r in reacquisitions(trace, needs.turnovers) if r.across}
-        # what a recorded re-acquisition would fetch, looked for in each request (unneeded_call)
-        self._held = HeldSnippets(_snippet(self.sources[i].content) for i in self.recorded
-                                  if i in self.sources and self.sources[i].content.strip())
         self.calls = 0
         self.tokens = 0
         self.violated = 0
@@ -334,14 +309,9 @@ class Recovery:
         uses = [b for b in answer.blocks if b.type == "tool_use"]
         if not uses or not self.params.credit_unneeded or any(b.id not in self.recorded for b in uses):
             return False
-        held = None
         for b in uses:   # what this re-acquisition returns is already in the request: it fetches nothing new
             got = self.sources.get(b.id)   # (a file edited since its earlier read returns new text: needed)
-            if got is None or not got.content.strip():
-                return False
-            if held is None:
-                held = self._held.in_request(messages)
-            if _snippet(got.content) not in held:
+            if got is None or not got.content.strip() or not _holds(messages, _snippet(got.content)):
                 return False
         self.unneeded += 1
         return True

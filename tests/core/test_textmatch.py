@@ -66,42 +66,41 @@ def test_a_generated_session_matches_in_on_every_block():
 
 
 
+
 @given(st.lists(st.lists(st.text(alphabet="ab\n", max_size=7), min_size=1, max_size=3), max_size=8),
-       st.lists(st.text(alphabet="ab\n", max_size=9), max_size=4), st.integers(0, 8), st.data())
-def test_held_snippets_are_those_in_the_joined_request(msgs, snippets, cut, data):
-    """``HeldSnippets.in_request`` is exactly ``{s for s in snippets if s in "\\n".join(texts)}``:
-    occurrences inside one message, across the line breaks between messages, over messages shorter
-    than a snippet; on every version of a shared store (a request extending another, a truncation,
-    a fork) and on a plain list."""
+       st.text(alphabet="ab\n", max_size=9), st.integers(0, 8), st.integers(0, 8), st.data())
+def test_a_history_contains_what_its_joined_text_contains(msgs, needle, cut, first, data):
+    """``History.text_contains`` answers ``needle in "\\n".join(texts)`` exactly: occurrences inside
+    one message, across the line breaks between messages, over messages shorter than the needle;
+    on every version of a shared store, asked in any order (a request extending another, a
+    truncation, a fork)."""
     from ctxsim.harness.conversation import Block, History, Message
-    from ctxsim.harness.recovery import HeldSnippets
 
     messages = [Message("user", tuple(Block.text_block(t) for t in texts)) for texts in msgs]
-    held = HeldSnippets(snippets)
+    h = History(messages)
 
     def joined(ms):
-        text = "\n".join(m.text for m in ms)
-        return {s for s in snippets if s and s in text} if ms else set()
+        return needle in "\n".join(m.text for m in ms)
 
-    h = History(messages)
-    cut = min(cut, len(messages))
-    short = h.truncate(cut)
-    # asked on the shorter version first, then the whole: the longer one extends the fold
-    assert held.in_request(short) == joined(messages[:cut])
-    assert held.in_request(h) == joined(messages)
-    assert held.in_request(messages) == joined(messages)
+    cut, first = min(cut, len(messages)), min(first, len(messages))
+    assert h.truncate(first).text_contains(needle) == joined(messages[:first])   # the memo starts here
+    assert h.truncate(cut).text_contains(needle) == joined(messages[:cut])
+    assert h.text_contains(needle) == joined(messages)
+    assert h.truncate(cut).text_contains(needle) == joined(messages[:cut])       # and is read back
     extra = [Message.user(t) for t in data.draw(st.lists(st.text(alphabet="ab\n", max_size=7), max_size=3))]
-    fork = short.extend(extra)   # a rewrite from ``cut`` on shares the prefix
-    assert held.in_request(fork) == joined([*messages[:cut], *extra])
+    fork = h.truncate(cut).extend(extra)   # a rewrite from ``cut`` on shares the prefix
+    assert fork.text_contains(needle) == joined([*messages[:cut], *extra])
 
 
-def test_snippets_across_short_messages_by_hand():
+def test_a_needle_across_short_messages_by_hand():
     from ctxsim.harness.conversation import History, Message
-    from ctxsim.harness.recovery import HeldSnippets
 
     h = History([Message.user("xa"), Message.user("b"), Message.user(""), Message.user("c")])
     # joined: "xa\nb\n\nc"
-    held = HeldSnippets(["a\nb\n\nc", "b\n\n", "ab", "a\nb"])
-    assert held.in_request(h) == {"a\nb\n\nc", "b\n\n", "a\nb"}
-    assert held.in_request(h.truncate(2)) == {"a\nb"} and held.in_request(h.truncate(1)) == set()
-    assert HeldSnippets([]).in_request(h) == set() and held.in_request(History()) == set()
+    assert h.text_contains("a\nb\n\nc")
+    assert h.text_contains("b\n\n")
+    assert not h.text_contains("ab")
+    assert h.truncate(2).text_contains("a\nb") and not h.truncate(1).text_contains("a\nb")
+    assert not History().text_contains("a") and History().text_contains("")
+    # a one-character needle: the line break between two messages is in the joined text
+    assert h.text_contains("\n") and not h.truncate(1).text_contains("\n")
