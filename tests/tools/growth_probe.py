@@ -8,7 +8,7 @@
 * the median time from one main call to the next, by quintile of the history's length in the
   1,800-call session: flat medians mean no per-call work in proportion to the history.
 
-    python -m tests.tools.growth_probe novacode,sliding_window [--repeats 3]
+    python -m tests.tools.growth_probe novacode,sliding_window [--repeats 3] [--seed 4243]
 
 The per-call times are taken by wrapping the engine's ``main_call`` (this tool's own
 instrumentation; the engine has no timing hook, DESIGN.md keeps I/O and display out of its loop).
@@ -29,14 +29,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("strategies", help="comma-separated registered names")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=None, help="the sessions' seed (default: the bench's first)")
     a = ap.parse_args(argv)
     from ctxsim.harness import engine
+    from ctxsim.harness import trace as tr
     from ctxsim.harness.engine import RunConfig, replay
     from ctxsim.harness.synth import generate, load_preset
 
     from tests.bench.test_growth import BENCH_SEED, N_CALLS
 
-    sessions = {n: generate(load_preset("long-200k", [f"calls={n}"]), BENCH_SEED) for n in (N_CALLS, 2 * N_CALLS)}
+    seed = BENCH_SEED if a.seed is None else a.seed
+    sessions = {n: generate(load_preset("long-200k", [f"calls={n}"]), seed) for n in (N_CALLS, 2 * N_CALLS)}
+    turns = {n: sum(isinstance(e, tr.UserEvent) for e in t.events) for n, t in sessions.items()}
+    print(f"seed {seed}: user turns {turns[N_CALLS]} -> {turns[2 * N_CALLS]}")
     cfg = RunConfig(window=200_000)
     stamps: list[tuple[float, int]] = []
     main_call = engine._Run.main_call
