@@ -8,7 +8,7 @@
 * the median time from one main call to the next, by quintile of the history's length in the
   1,800-call session: flat medians mean no per-call work in proportion to the history.
 
-    python -m tests.tools.growth_probe novacode,sliding_window [--repeats 3] [--seed 4243]
+    python -m tests.tools.growth_probe novacode,sliding_window [--repeats 3] [--seed 4243] [--calls 900]
 
 The per-call times are taken by wrapping the engine's ``main_call`` (this tool's own
 instrumentation; the engine has no timing hook, DESIGN.md keeps I/O and display out of its loop).
@@ -30,6 +30,7 @@ def main(argv=None) -> int:
     ap.add_argument("strategies", help="comma-separated registered names")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=None, help="the sessions' seed (default: the bench's first)")
+    ap.add_argument("--calls", type=int, default=None, help="the small session's calls (default: the bench's)")
     a = ap.parse_args(argv)
     from ctxsim.harness import engine
     from ctxsim.harness import trace as tr
@@ -39,9 +40,10 @@ def main(argv=None) -> int:
     from tests.bench.test_growth import BENCH_SEED, N_CALLS
 
     seed = BENCH_SEED if a.seed is None else a.seed
-    sessions = {n: generate(load_preset("long-200k", [f"calls={n}"]), seed) for n in (N_CALLS, 2 * N_CALLS)}
+    small = N_CALLS if a.calls is None else a.calls
+    sessions = {n: generate(load_preset("long-200k", [f"calls={n}"]), seed) for n in (small, 2 * small)}
     turns = {n: sum(isinstance(e, tr.UserEvent) for e in t.events) for n, t in sessions.items()}
-    print(f"seed {seed}: user turns {turns[N_CALLS]} -> {turns[2 * N_CALLS]}")
+    print(f"seed {seed}: user turns {turns[small]} -> {turns[2 * small]}")
     cfg = RunConfig(window=200_000)
     stamps: list[tuple[float, int]] = []
     main_call = engine._Run.main_call
@@ -74,7 +76,7 @@ def main(argv=None) -> int:
                 pr.disable()
                 row[n] = (best, pstats.Stats(pr).total_calls, r.metrics.get("compactions", {}).get("succeeded", 0),
                           int((r.calls["kind"] != "main").sum()), per_call, hist)
-            (t1, c1, k1, q1, _, _), (t2, c2, k2, q2, gaps, hist) = row[N_CALLS], row[2 * N_CALLS]
+            (t1, c1, k1, q1, _, _), (t2, c2, k2, q2, gaps, hist) = row[small], row[2 * small]
             quint = [f"{np.median(gaps[i]) * 1e6:.0f}" for i in np.array_split(np.argsort(hist), 5)]
             print(f"{s}: cpu {t1:.2f} -> {t2:.2f} s ({t2 / t1:.2f}x); python calls {c1:,} -> {c2:,} ({c2 / c1:.2f}x); "
                   f"compactions {k1} -> {k2}; side calls {q1} -> {q2}; median us a main call by history "
