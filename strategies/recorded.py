@@ -151,6 +151,12 @@ class RecordedConfig(StrategyConfig):
         "auto memory re-injected from disk, SessionStart hooks matching compact re-run); off: it is lost")
 
 
+def _startup_message(raw: int) -> Message:
+    """Startup content the log has no text for (CLAUDE.md, rules, memory, skills): ``raw`` opaque
+    cl100k tokens in a meta user message."""
+    return Message("user", (Block("text", "", opaque_tokens=raw),), {"origin": "startup", "meta_record": True})
+
+
 class Recorded(Strategy):
     name = "recorded"
     needs_recorded_trace = True
@@ -175,15 +181,12 @@ class Recorded(Strategy):
             s = self.system
             rest = s.opaque_tokens - c.startup_tokens
             self.system = SystemPrompt(s.blocks, rest, min(s.shared_tokens, rest), s.revision)
-            raw = max(1, round(c.startup_tokens / c.startup_token_scale))
-            self._startup = Message("user", (Block("text", "", opaque_tokens=raw),),
-                                    {"origin": "startup", "meta_record": True})
+            self._startup = _startup_message(max(1, round(c.startup_tokens / c.startup_token_scale)))
             self.history = History([self._startup])
         self._resent = self._startup   # what a compaction re-reads from disk (the log's measure, if it has one)
         if self._startup is not None and c.resent_startup_tokens is not None:
             raw = round(min(c.resent_startup_tokens, c.startup_tokens) / c.startup_token_scale)
-            self._resent = Message("user", (Block("text", "", opaque_tokens=raw),),
-                                   {"origin": "startup", "meta_record": True}) if raw else None
+            self._resent = _startup_message(raw) if raw else None
 
     # --- the model call ---------------------------------------------------------------------------
     def breakpoints(self, history: History, ttl: str | None = None) -> tuple[Breakpoint, ...]:

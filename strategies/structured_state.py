@@ -869,6 +869,9 @@ class StructuredState(WindowedStrategy):
         self.session: str | None = None
         self.todo_due = False
         self.calls_since_todo = 0
+        self._state_files: dict[Path, tuple[str, tuple[int, ...]]] = {}   # what each state file was last written with
+        self._todos_memo: tuple[AgentTasks, list, str] | None = None   # the last todos.json text, and for what
+        self._todo_frags: dict[tuple, str] = {}        # an item's indented dump, by its (key, value) pairs
         super().__init__(config, env)
         self.add_tool(replace(TODO_TOOL, name=config.todo_tool))
 
@@ -899,9 +902,8 @@ class StructuredState(WindowedStrategy):
 
     def write_state(self) -> None:
         t = self.tasks
-        _write_changed(self.__dict__.setdefault("_state_files", {}), t.dir / "requests.md",
-                       "".join(f"{text}\n\n" for _, text in t.requests))
-        _write_changed(self.__dict__.setdefault("_state_files", {}), t.dir / "todos.json", self._todos_json(t))
+        _write_changed(self._state_files, t.dir / "requests.md", "".join(f"{text}\n\n" for _, text in t.requests))
+        _write_changed(self._state_files, t.dir / "todos.json", self._todos_json(t))
 
     def _todos_json(self, t: AgentTasks) -> str:
         """todos.json's text: ``json.dumps(t.todos, indent=1, ensure_ascii=False)`` and a newline,
@@ -910,14 +912,13 @@ class StructuredState(WindowedStrategy):
         write made a long session's writes quadratic). Values are strings, so an item's dump has no
         line break inside a value and indenting it by one space is what the whole dump does."""
         items = [tuple(x.items()) for x in t.todos]   # keys in order: the dump's order
-        memo = self.__dict__.get("_todos_memo")
+        memo = self._todos_memo
         if memo is not None and memo[0] is t and memo[1] == items:
             return memo[2]
         if not items:
             text = "[]\n"
         else:
-            frags = self.__dict__.setdefault("_todo_frags", {})
-            parts = []
+            frags, parts = self._todo_frags, []
             for key, x in zip(items, t.todos, strict=True):
                 f = frags.get(key)
                 if f is None:

@@ -372,7 +372,7 @@ def test_todos_json_is_the_indented_dump_of_the_list_at_every_write(lists):
     growing or changed list) it is exactly ``json.dumps(todos, indent=1, ensure_ascii=False)``."""
     from ctxsim.strategies.structured_state import StructuredState
 
-    owner, tasks = SimpleNamespace(), SimpleNamespace(todos=[])
+    owner, tasks = SimpleNamespace(_todos_memo=None, _todo_frags={}), SimpleNamespace(todos=[])
     for todos in lists:
         tasks.todos = [dict(x) for x in todos]
         assert StructuredState._todos_json(owner, tasks) == json.dumps(tasks.todos, indent=1, ensure_ascii=False) + "\n"
