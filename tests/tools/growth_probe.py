@@ -32,6 +32,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="the sessions' seed (default: the bench's first)")
     ap.add_argument("--calls", type=int, default=None, help="the small session's calls (default: the bench's)")
     a = ap.parse_args(argv)
+    if a.calls is not None and a.calls < 2:
+        ap.error(f"--calls must be at least 2 (got {a.calls})")
+    if a.repeats < 1:
+        ap.error(f"--repeats must be at least 1 (got {a.repeats})")
     from ctxsim.harness import engine
     from ctxsim.harness import trace as tr
     from ctxsim.harness.engine import RunConfig, replay
