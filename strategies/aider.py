@@ -35,8 +35,16 @@ one (Aider's model settings pair Sonnet with a Haiku).
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.harness.llm.services import SUMMARY, CallSpec
+from ctxsim.harness.model.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolSet,
+)
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, is_plain_user, last_plain_user
 from pydantic import Field

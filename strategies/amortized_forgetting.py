@@ -22,7 +22,7 @@ error until its stuck detector ends the session — the run gives up at once. Ot
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import History
+from ctxsim.harness.model.conversation import History
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.openhands import Halving, HalvingConfig, halving_cut
 from ctxsim.strategies.templates import UsageAnchor

@@ -29,8 +29,8 @@ is documented.
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import History, Message, Request
-from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.harness.llm.services import SUMMARY, CallSpec
+from ctxsim.harness.model.conversation import History, Message, Request
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, tail_start
 from pydantic import Field, model_validator

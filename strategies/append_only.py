@@ -23,7 +23,7 @@ class AppendOnly(Strategy):
     Config = AppendOnlyConfig
 
     def breakpoints(self, history):
-        from ctxsim.harness.conversation import Breakpoint
+        from ctxsim.harness.model.conversation import Breakpoint
 
         if self.config.cache_breakpoints and len(history):
             return (Breakpoint("system"), Breakpoint(len(history) - 1))

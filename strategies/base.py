@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from ctxsim.harness.conversation import (
+from ctxsim.harness.llm.services import LLMServices
+from ctxsim.harness.model.conversation import (
     Block,
     Breakpoint,
     History,
@@ -31,7 +32,6 @@ from ctxsim.harness.conversation import (
     ToolSet,
     Usage,
 )
-from ctxsim.harness.llm import LLMServices
 from pydantic import BaseModel, ConfigDict
 
 
@@ -77,7 +77,7 @@ class CallInfo:
 class Rejection:
     """The API refused the request built for a call (a 400: nothing billed, nothing answered).
 
-    What ``ctxsim.harness.protocol`` found, in the API's words: ``reasons`` holds each of "overflow"
+    What ``ctxsim.harness.provider.protocol`` found, in the API's words: ``reasons`` holds each of "overflow"
     (prompt is too long), "pairing" (a tool_use/tool_result mismatch) and "breakpoints" (cache_control
     misuse) that applies; ``detail`` is the API's message; ``tokens`` the request's input tokens as
     the API counted them (a prompt-too-long 400 states them: a strategy may re-anchor its estimate on
@@ -128,7 +128,7 @@ class Strategy:
     needs_recorded_trace: ClassVar[bool] = False
     # False for a strategy whose context is the recorded agent's own (it re-enacts the log): what the
     # agent did after forgetting (re-reads, a user restating the task) is already in the log, so the
-    # closed loop of harness/recovery.py adds nothing for it (it would bill the log's forgetting twice)
+    # closed loop of harness/retention/recovery.py adds nothing for it (it would bill the log's forgetting twice)
     closed_loop: ClassVar[bool] = True
     # True when nothing leaves the window without a summary or a path back (a file the model can
     # read): NovaCode's principle; the property kit holds such strategies to it
@@ -205,7 +205,7 @@ class Strategy:
         request with build_request(call) and sends it again (billed like any call; side calls made
         here are billed too). Return False to give up: the call fails, the session ends there.
 
-        The engine asks at most ``MAX_ATTEMPTS_PER_CALL − 1`` times per call (harness/engine.py);
+        The engine asks at most ``MAX_ATTEMPTS_PER_CALL − 1`` times per call (harness/replay/engine.py);
         after that the call fails whatever the strategy would do. The default gives up."""
         return False
 

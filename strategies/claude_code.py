@@ -55,8 +55,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, Usage
-from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.harness.llm.services import SUMMARY, CallSpec
+from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, Usage
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, reattachments
 from ctxsim.strategies.startup_files import startup_text

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ctxsim.harness.conversation import History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.harness.llm.services import SUMMARY, CallSpec
+from ctxsim.harness.model.conversation import History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.gemini_cli import message_json_chars
 from ctxsim.strategies.templates import (

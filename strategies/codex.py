@@ -50,8 +50,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ctxsim.harness.conversation import Block, History, Message, Request, ToolSet
-from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.llm.services import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.model.conversation import Block, History, Message, Request, ToolSet
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import (
     PeerConfig,

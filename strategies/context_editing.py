@@ -71,7 +71,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request
+from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor
 from pydantic import Field, field_validator

@@ -28,7 +28,7 @@ little prefix; or the tail alone is over the window) it gives up; other rejectio
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import History, Message, Usage
+from ctxsim.harness.model.conversation import History, Message, Usage
 from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyConfig
 from ctxsim.strategies.novacode import caching
 from ctxsim.strategies.novacode import compaction as rules

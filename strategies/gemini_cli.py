@@ -50,8 +50,8 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.llm import SUMMARY, VERIFY, CallSpec
+from ctxsim.harness.llm.services import SUMMARY, VERIFY, CallSpec
+from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens
 from pydantic import Field

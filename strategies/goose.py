@@ -23,8 +23,8 @@ reply starts; ``reply_internal``: the ``ContextLengthExceeded`` recovery) and
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.llm.services import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, is_plain_user, transcript_text
 from pydantic import Field

@@ -31,7 +31,7 @@ verbatim.
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Block, Message
+from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import BreakpointStyle, PeerConfig, PeerStrategy
 from pydantic import Field

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxsim.harness.conversation import Block, Message
+from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.base import CallInfo, StrategyEnv
 from ctxsim.strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 from pydantic import Field, field_validator, model_validator
@@ -182,7 +182,7 @@ class OnDemandReading(WindowedStrategy):
 
 
 def _safe(name: str) -> str:
-    """A file name stem for an id: safe and injective, however long or odd the id (ctxsim.harness.filenames)."""
-    from ctxsim.harness.filenames import safe_stem
+    """A file name stem for an id: safe and injective, however long or odd the id (ctxsim.harness.files.filenames)."""
+    from ctxsim.harness.files.filenames import safe_stem
 
     return safe_stem(name)

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.harness.llm.services import SUMMARY, CallSpec
+from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import (
     PeerConfig,

@@ -48,8 +48,8 @@ from bisect import bisect_left
 from itertools import accumulate
 from typing import Literal
 
-from ctxsim.harness.conversation import History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.harness.llm.services import SUMMARY, CallSpec
+from ctxsim.harness.model.conversation import History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import (
     PeerConfig,

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from ctxsim.harness.conversation import Block, History, Message, ToolDef
+from ctxsim.harness.model.conversation import Block, History, Message, ToolDef
 from ctxsim.strategies.base import CallInfo, StrategyEnv
 from ctxsim.strategies.structured_state import (
     WindowedConfig,

@@ -31,8 +31,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ctxsim.harness.conversation import Block, Message
-from ctxsim.harness.importers.mentions import NUMBERED_LINE, edits_of, read_attachment
+from ctxsim.harness.model.conversation import Block, Message
+from ctxsim.harness.model.mentions import NUMBERED_LINE, edits_of, read_attachment
 from ctxsim.strategies.novacode.restore import (
     RESTORE_FILE_TOKENS,
     RESTORE_MAX_FILES,
@@ -91,7 +91,7 @@ class FileView:
         self.accessed = accessed                  # order of the last read, Edit or Write
         self.edits_not_placed = edits_not_placed  # Edits whose text the known lines do not hold (the file moved unseen)
         # true tokens per scaled cl100k token of this file's text, as the log measured its last read
-        # (harness/measured.py): re-attached, the same text counts as it counted then
+        # (harness/fidelity/measured.py): re-attached, the same text counts as it counted then
         self.token_factor = 1.0
 
     @property

@@ -37,7 +37,7 @@ re-enacts, and where each habit was read:
 * the first turn's hidden startup content (``startup_tokens``: CLAUDE.md, unscoped rules, auto
   memory, SessionStart hook output; no text in the log) as one opaque message at the head of the
   main context, apart from the system prompt, where the log measures the split
-  (:func:`ctxsim.harness.fidelity.startup_split`: the first read after a compaction stops at the system
+  (:func:`ctxsim.harness.fidelity.compare.startup_split`: the first read after a compaction stops at the system
   block); unmeasured, it stays inside the system prompt's opaque size (the same tokens);
 * after a compaction, what Claude Code's docs say comes back (code.claude.com/docs/en/context-window,
   "What survives compaction"): the system prompt unchanged; the startup content re-injected from
@@ -62,8 +62,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
-from ctxsim.harness.llm import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.llm.services import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
 from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig
 from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, reattachments
 from pydantic import Field
@@ -88,7 +88,7 @@ STRIPS_PREVIOUS_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opu
 def compaction_calls(trace) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The model and the cache TTL of each recorded compaction call (``agent-acompact-*``), in
     order: the agent's choices, read from the log ('' where the log does not say)."""
-    from ctxsim.harness.trace import CompactEvent
+    from ctxsim.harness.model.trace import CompactEvent
 
     models, ttls = [], []
     for e in trace.events:

@@ -30,8 +30,8 @@ tool result without its call (Roo's own transcript has no such pair; the Message
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.llm import SUMMARY, CallSpec
+from ctxsim.harness.llm.services import SUMMARY, CallSpec
+from ctxsim.harness.model.conversation import History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, tail_start, transcript_text
 from pydantic import Field

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ctxsim.harness.conversation import Block, History, Message
+from ctxsim.harness.model.conversation import Block, History, Message
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.novacode.restore import PATH_KEYS, READ_TOOLS
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, tail_start

@@ -55,8 +55,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, ToolDef, ToolSet, Usage
-from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.llm.services import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.model.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    ToolDef,
+    ToolSet,
+    Usage,
+)
 from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv
 from pydantic import Field, model_validator
 

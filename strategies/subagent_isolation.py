@@ -47,8 +47,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ctxsim.harness.conversation import Block, History, Message, Request, ToolDef
-from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.llm.services import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.model.conversation import Block, History, Message, Request, ToolDef
 from ctxsim.strategies.base import CallInfo, StrategyEnv
 from ctxsim.strategies.structured_state import WindowedConfig, WindowedStrategy
 from pydantic import Field

@@ -24,8 +24,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from ctxsim.harness.conversation import Breakpoint, History, Message, Request, SystemPrompt, ToolSet, Usage
-from ctxsim.harness.llm import CallSpec, SideCallFailed, SideCallResult
+from ctxsim.harness.llm.services import CallSpec, SideCallFailed, SideCallResult
+from ctxsim.harness.model.conversation import (
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolSet,
+    Usage,
+)
 from ctxsim.strategies.base import UNANSWERED_RESULT, CallInfo, Strategy, StrategyConfig, answer_dangling  # noqa: F401 (re-exported)
 from pydantic import Field
 
@@ -262,7 +270,7 @@ class PeerStrategy(Strategy):
 
     def output_path(self, subdir: str, name: str) -> str:
         """Where :meth:`save_output` writes ``name``: nothing is written."""
-        from ctxsim.harness.filenames import safe_file_name
+        from ctxsim.harness.files.filenames import safe_file_name
 
         return str(Path(self.env.session_dir) / subdir / safe_file_name(name))  # injective: two ids never share a file
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from ctxsim.harness.conversation import Block, Message
+from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.base import StrategyEnv
 from ctxsim.strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 from pydantic import Field, field_validator
@@ -187,7 +187,7 @@ class TieredBudget(WindowedStrategy):
 
 
 def _safe(name: str) -> str:
-    """A file name stem for an id: safe and injective, however long or odd the id (ctxsim.harness.filenames)."""
-    from ctxsim.harness.filenames import safe_stem
+    """A file name stem for an id: safe and injective, however long or odd the id (ctxsim.harness.files.filenames)."""
+    from ctxsim.harness.files.filenames import safe_stem
 
     return safe_stem(name)

@@ -13,7 +13,7 @@ enters history the cached prefix stays byte-stable.
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Block, Message
+from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.templates import PeerConfig, PeerStrategy
 from pydantic import Field, model_validator
 

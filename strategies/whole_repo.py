@@ -40,7 +40,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from ctxsim.harness.conversation import Block, History, Message
+from ctxsim.harness.model.conversation import Block, History, Message
 from ctxsim.strategies.base import StrategyEnv
 from ctxsim.strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
 from pydantic import Field, field_validator

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from ctxsim.harness.conversation import SystemPrompt, ToolDef, ToolSet, Usage
-from ctxsim.harness.llm import SideCallFailed, SideCallResult
+from ctxsim.harness.llm.services import SideCallFailed, SideCallResult
+from ctxsim.harness.model.conversation import SystemPrompt, ToolDef, ToolSet, Usage
 from ctxsim.strategies.base import StrategyEnv
 
 

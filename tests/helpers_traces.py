@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 
 
 def header(**kw) -> tr.Header:
@@ -54,7 +54,7 @@ class Builder:
 def convo(steps: int) -> list:
     """A tool loop as messages: u0, a1(tool_use), r2(result), a3, r4, ... (2·steps + 1 messages;
     odd indices assistant, even >= 2 results)."""
-    from ctxsim.harness.conversation import Block, Message
+    from ctxsim.harness.model.conversation import Block, Message
 
     out = [Message.user("task")]
     for i in range(steps):

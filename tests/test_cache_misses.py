@@ -1,18 +1,18 @@
 """The provider-side miss model (harness/provider/routing.py), its fit on a log
-(harness/cache_misses.py), its use in every replay, and the bill warning (harness/billcheck.py)."""
+(harness/fidelity/cache_misses.py), its use in every replay, and the bill warning (harness/fidelity/billcheck.py)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.billcheck import bill_warning, cache_model_line
-from ctxsim.harness.cache_misses import fit_miss_model, label_calls
-from ctxsim.harness.conversation import Breakpoint, History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.fidelity import RecordedCall
+from ctxsim.harness.fidelity.billcheck import bill_warning, cache_model_line
+from ctxsim.harness.fidelity.cache_misses import fit_miss_model, label_calls
+from ctxsim.harness.fidelity.recorded import RecordedCall
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import Breakpoint, History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.harness.provider import Provider
 from ctxsim.harness.provider.routing import CacheMissModel, Router
+from ctxsim.harness.replay.engine import RunConfig, replay
 from hypothesis import given
 from hypothesis import strategies as st
 

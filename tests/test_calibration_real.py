@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ctxsim.harness import calibration as cal
-from ctxsim.harness import survival as sv
+from ctxsim.harness.calibration import summariser as cal
+from ctxsim.harness.llm import survival as sv
 
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "real" / "claude-code"
 LOGS = ["codemie/session-624a4a58.jsonl", "spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
@@ -99,11 +99,11 @@ def test_leave_one_out_survival_by_kind_is_within_10_points(real):
 def test_the_simulated_summariser_keeps_what_the_model_predicts_on_a_real_compaction(real):
     """On the real conversation 258c7280 summarised at call 102, the simulated summariser's survival
     probabilities by kind equal the model's on the rows measured there (same features)."""
-    from ctxsim.harness import trace as tr
-    from ctxsim.harness.conversation import Block, Message
     from ctxsim.harness.importers import import_file
-    from ctxsim.harness.probes import apply
-    from ctxsim.harness.simllm import SimulatedLLM
+    from ctxsim.harness.llm.simulated import SimulatedLLM
+    from ctxsim.harness.model import trace as tr
+    from ctxsim.harness.model.conversation import Block, Message
+    from ctxsim.harness.retention.probes import apply
 
     t, _ = apply(import_file("claude-code", REAL / LOGS[1]).trace)
     at = next(i for i, e in enumerate(t.events) if isinstance(e, tr.CompactEvent))

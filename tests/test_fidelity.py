@@ -9,19 +9,18 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from ctxsim.harness import trace as tr
 from ctxsim.harness.cli import main as cli
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.fidelity import (
-    RecordedCall,
+from ctxsim.harness.fidelity.compare import (
     classify_misses,
     fit_token_scale,
     hidden_deltas,
-    recorded_calls,
     run_fidelity,
     startup_split,
     system_prompt_reads,
 )
+from ctxsim.harness.fidelity.recorded import RecordedCall, recorded_calls
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.recorded import Recorded
 
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "real" / "claude-code"
@@ -191,7 +190,7 @@ def test_real_spotter_context_and_cache_share(real_reports):
     compaction the replay sends what Claude Code's docs say comes back: the startup content, the
     summary, the files. How much of the startup content (4,403 and 4,497 tokens: the first call's
     prefix less the system prompt read back after the compaction) came back is the log's measure
-    (harness/measured.py: 1,641 and 2,044; the skill listing is not re-injected, same docs page),
+    (harness/fidelity/measured.py: 1,641 and 2,044; the skill listing is not re-injected, same docs page),
     so the residual on the first call after it is a few hundred tokens (measured +488 and +147;
     −2,768 and −2,458 when all of it was re-sent). The sizes are the log's, and the content after a
     tool use whose PostToolUse hook ran (hook_progress records) is put back from 50 tokens up:
@@ -227,7 +226,7 @@ def test_real_spotter_misses_are_fitted_as_recurring_fall_backs(real_reports):
     <task-notification> user messages (found here in the raw file: the first assistant record after
     each such user record, and what it read). Other sessions read a full hit after such a message,
     so it is not a cause. They recur (two, and the next call reads the long prefix again): issue 27
-    fits the provider-side miss model on them (harness/cache_misses.py), so they are ``fitted``, the
+    fits the provider-side miss model on them (harness/fidelity/cache_misses.py), so they are ``fitted``, the
     message still named beside them, and the replay routes 2 of its requests astray (1.3%)."""
     recs = [json.loads(x) for x in (REAL / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl").read_text().splitlines()]
     reads = []
@@ -254,7 +253,7 @@ def test_real_spotter_misses_are_fitted_as_recurring_fall_backs(real_reports):
 def test_real_compaction_call_model_and_ttl_come_from_the_acompact_file(real_reports):
     """The compaction call of ae4a77f8 is read straight from its acompact file here: its model
     and which of the two write TTLs it used; fidelity must hand the same to the strategy."""
-    from ctxsim.harness.fidelity import compaction_calls
+    from ctxsim.harness.fidelity.compare import compaction_calls
     from ctxsim.harness.importers import import_file
 
     f = REAL / "spotter" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04" / "subagents" / "agent-acompact-946d2b.jsonl"
@@ -290,8 +289,8 @@ def test_classify_a_fall_back_after_a_task_notification_or_an_mcp_reconnect():
 def test_recovered_hidden_content_is_reported_by_source():
     """User messages the importer put back (meta.hidden) are counted apart, by source, in tokens at
     the given scale; the visible user messages are not."""
-    from ctxsim.harness.conversation import Message
-    from ctxsim.harness.fidelity import recovered_hidden
+    from ctxsim.harness.fidelity.compare import recovered_hidden
+    from ctxsim.harness.model.conversation import Message
     from ctxsim.harness.provider import Provider
 
     a, b = "<system-reminder>\ncompile error\n</system-reminder>", "<system-reminder>\nblocked\n</system-reminder>"

@@ -1,11 +1,11 @@
-"""A summary that restates the user's goal in its own words keeps it (harness/gist.py)."""
+"""A summary that restates the user's goal in its own words keeps it (harness/retention/gist.py)."""
 
 import numpy as np
 import pytest
-from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.gist import content_words, identifiers, recall, restates
-from ctxsim.harness.retention import RetentionModel, RetentionParams, attention
-from ctxsim.harness.trace import FactEvent, ProbeEvent
+from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.model.trace import FactEvent, ProbeEvent
+from ctxsim.harness.retention.gist import content_words, identifiers, recall, restates
+from ctxsim.harness.retention.scoring import RetentionModel, RetentionParams, attention
 
 # shaped like the codemie 624a4a58 log: the user's first line, and its real summary's restatement
 GOAL = FactEvent(t=0, id="g", category="goal", text="@docs/SYNC-PLAN.md review old and current implementation for "

@@ -1,17 +1,17 @@
-"""Sizes the log measured (harness/measured.py): each clean growth step sizes the text that came in
+"""Sizes the log measured (harness/fidelity/measured.py): each clean growth step sizes the text that came in
 (a factor on the scale), or the content the log has no text for (hidden tokens); the events carry
 it into every strategy's request. Hand-worked numbers on a three-call trace."""
 
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness import measured
-from ctxsim.harness import trace as tr
-from ctxsim.harness.conversation import Block, Message
-from ctxsim.harness.fidelity import RecordedCall, recorded_calls
+from ctxsim.harness.fidelity import measured
+from ctxsim.harness.fidelity.recorded import RecordedCall, recorded_calls
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.harness.provider import Provider
 from ctxsim.harness.provider.tokenizer import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, get_tokenizer
-from ctxsim.harness.replay_events import result_block, user_message
+from ctxsim.harness.replay.events import result_block, user_message
 
 MODEL = "claude-opus-4-6"
 TEXT_600 = "hello" + " hello" * 599   # 600 cl100k tokens
@@ -128,8 +128,8 @@ def test_resent_startup_is_what_the_first_call_after_a_compaction_holds_beyond_t
 def test_calibrate_sizes_the_steps_and_the_replay_follows_the_record():
     """On a trace whose step 0→1 grows 1.1 times what the fitted scale makes of its text, the
     calibrated replay lands on the recorded context of call 1 within the framing's rounding."""
-    from ctxsim.harness.engine import RunConfig, replay
-    from ctxsim.harness.fidelity import calibrate
+    from ctxsim.harness.fidelity.compare import calibrate
+    from ctxsim.harness.replay.engine import RunConfig, replay
     from ctxsim.strategies.recorded import Recorded
 
     t = calibrate(three_calls())
@@ -152,7 +152,7 @@ def test_every_bundled_claude_code_log_replays_within_5pct_of_its_bill(log):
     """Issue 27's check, as `ctxsim import` + `ctxsim fidelity` (= `run -s recorded`, no flags).
     Measured with the sizes: 624a4a58 +4.4% (+7.9% under the one fitted scale), 196820da +1.0%,
     258c7280 +0.3%, ae4a77f8 +2.6%, short 0.1%, subagent −0.8%, tool_heavy +1.2%."""
-    from ctxsim.harness.fidelity import run_fidelity
+    from ctxsim.harness.fidelity.compare import run_fidelity
     from ctxsim.harness.importers import import_file
 
     r = run_fidelity(import_file("claude-code", REAL / "claude-code" / log).trace).report
@@ -176,7 +176,7 @@ def test_the_import_marks_the_tool_results_a_posttooluse_hook_ran_for():
 @pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")
 def test_the_bundled_codex_rollout_replays_within_10pct_of_its_bill():
     """−1.0% measured (−7.0% under the one fitted scale: a 6,215-token write_stdin step is now sized)."""
-    from ctxsim.harness.fidelity import run_fidelity
+    from ctxsim.harness.fidelity.compare import run_fidelity
     from ctxsim.harness.importers import import_file
 
     (log,) = sorted((REAL / "codex").glob("rollout-*.jsonl"))

@@ -1,9 +1,9 @@
-"""Needs at risk (harness/needs.py): the stratification on a tiny trace worked out by hand, the
+"""Needs at risk (harness/retention/needs.py): the stratification on a tiny trace worked out by hand, the
 Wilson and Newcombe intervals by hand, the headline's counts."""
 
 import pytest
-from ctxsim.harness import needs as nd
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.retention import needs as nd
 
 from tests.helpers_traces import Builder
 

@@ -1,4 +1,4 @@
-"""ctxsim as an installed tool (issue 32): data found through ctxsim.harness.bundled, the optional parts behind
+"""ctxsim as an installed tool (issue 32): data found through ctxsim.harness.files.bundled, the optional parts behind
 extras with a one-line message, the tokenizer choice, --version, calibrate-summariser's paths.
 The wheel itself is built and run outside the checkout by .ci/wheel-check."""
 
@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxsim.harness import bundled
 from ctxsim.harness.cli import main
+from ctxsim.harness.files import bundled
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,7 @@ def test_shared_logs_only_from_a_checkout(monkeypatch):
 
 
 def test_require_names_the_extra(monkeypatch):
-    from ctxsim.harness.extras import MissingExtra, require
+    from ctxsim.harness.files.extras import MissingExtra, require
 
     assert require("live", "json") is sys.modules["json"]
     with pytest.raises(MissingExtra) as e:
@@ -55,7 +55,7 @@ def test_require_names_the_extra(monkeypatch):
 
 
 def test_require_does_not_hide_a_broken_import_inside_an_installed_module(tmp_path, monkeypatch):
-    from ctxsim.harness.extras import require
+    from ctxsim.harness.files.extras import require
 
     (tmp_path / "ctxsim_broken_mod.py").write_text("import ctxsim_not_there_either\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -65,7 +65,7 @@ def test_require_does_not_hide_a_broken_import_inside_an_installed_module(tmp_pa
 
 
 def test_a_missing_extra_is_a_user_error_naming_it(monkeypatch):
-    import ctxsim.harness.extras as ex
+    import ctxsim.harness.files.extras as ex
     from ctxsim.harness.cli import _is_user_error
     from ctxsim.harness.provider.tokenizer import Tokenizer
 
@@ -81,7 +81,7 @@ def test_a_missing_extra_is_a_user_error_naming_it(monkeypatch):
 
 def test_tokenizers_count_with_their_own_vocabulary_and_cache_per_tokenizer():
     from ctxsim.harness.cli import _parser
-    from ctxsim.harness.conversation import Block
+    from ctxsim.harness.model.conversation import Block
     from ctxsim.harness.provider.tokenizer import BACKENDS, Tokenizer
 
     tok_opt = next(a for a in _parser()._actions if a.dest == "tokenizer")

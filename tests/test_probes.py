@@ -1,12 +1,12 @@
-"""Facts and probes derived from a session's content (harness/probes.py): the extraction rules on
+"""Facts and probes derived from a session's content (harness/retention/probes.py): the extraction rules on
 hand-made snippets, the derivation on a hand-built trace, determinism, and the bundled real sessions."""
 
 from pathlib import Path
 
 import pytest
-from ctxsim.harness import probes
-from ctxsim.harness import trace as tr
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
+from ctxsim.harness.retention import probes
 
 from tests.helpers_traces import Builder
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from ctxsim.harness import trace as tr
 from ctxsim.harness.cli import main as cli
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.setting import override_warnings
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
+from ctxsim.harness.replay.setting import override_warnings
 
 from tests.helpers_claude_code import asst, result, text, user, write
 
@@ -118,7 +118,7 @@ def test_cli_run_recorded_with_no_flags_is_fidelitys_simulation(tmp_path, capsys
 def test_fidelity_says_the_session_started_warm(tmp_path):
     """The hand-made session's first call read 4,000 tokens from the cache: the imported trace
     starts with that head warm, the replay's first call reads it, and fidelity says so."""
-    from ctxsim.harness.fidelity import run_fidelity
+    from ctxsim.harness.fidelity.compare import run_fidelity
     from ctxsim.harness.importers import import_file
 
     t = import_file("claude-code", hand_session(tmp_path)).trace

@@ -1,11 +1,11 @@
-"""The cost of forgetting, closed loop (harness/recovery.py): a lost need at risk is re-acquired by
+"""The cost of forgetting, closed loop (harness/retention/recovery.py): a lost need at risk is re-acquired by
 an extra tool call and model call, billed like any call; a fact only the user gave is violated; a
 recorded re-acquisition the strategy did not need is credited; runs are deterministic."""
 
 import pandas as pd
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.recorded import Recorded
 
 from tests.helpers_traces import Builder
@@ -105,10 +105,10 @@ def test_recovery_is_deterministic():
 
 def test_scope_all_also_recovers_what_was_lost_between_turnovers():
     import numpy as np
-    from ctxsim.harness import needs as nd
-    from ctxsim.harness import recovery as rc
-    from ctxsim.harness.conversation import Message
-    from ctxsim.harness.retention import FactScore
+    from ctxsim.harness.model.conversation import Message
+    from ctxsim.harness.retention import needs as nd
+    from ctxsim.harness.retention import recovery as rc
+    from ctxsim.harness.retention.scoring import FactScore
 
     from tests.test_needs import tiny, words
 

@@ -1,11 +1,11 @@
-"""Real recovery as ground truth (harness/recovery_fit.py): the recorded agent's excess re-reads after
+"""Real recovery as ground truth (harness/calibration/recovery_fit.py): the recorded agent's excess re-reads after
 a compaction and the fitted recovery probability, worked out by hand; the bundled data file."""
 
 import pytest
-from ctxsim.harness import needs as nd
-from ctxsim.harness import recovery
-from ctxsim.harness import recovery_fit as rf
-from ctxsim.harness import trace as tr
+from ctxsim.harness.calibration import recovery_fit as rf
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.retention import needs as nd
+from ctxsim.harness.retention import recovery
 
 from tests.helpers_traces import Builder
 

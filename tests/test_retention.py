@@ -5,8 +5,9 @@ import math
 
 import numpy as np
 import pytest
-from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.retention import (
+from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.model.trace import FactEvent, ProbeEvent
+from ctxsim.harness.retention.scoring import (
     LITM_ACCURACY,
     LITM_DOCS,
     LITM_ORACLE,
@@ -19,7 +20,6 @@ from ctxsim.harness.retention import (
     curve,
     rot,
 )
-from ctxsim.harness.trace import FactEvent, ProbeEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -219,7 +219,7 @@ def test_a_summarised_fact_never_outscores_the_same_fact_verbatim_at_the_same_po
 def test_run_scores_with_the_runs_category_weights():
     """The weights a run is given make its score (they were ignored: metrics aggregated with the
     defaults). Worked from the run's own per-fact scores."""
-    from ctxsim.harness.engine import RunConfig, replay
+    from ctxsim.harness.replay.engine import RunConfig, replay
 
     from tests.helpers_traces import Builder
 
@@ -253,7 +253,7 @@ def test_the_scalar_curve_is_the_numpy_scalar_curve(p):
     """``curve`` of one position takes math.exp (no 0-d array a block); the value is the double
     numpy's scalar evaluation gives, so no score moves."""
     import numpy as np
-    from ctxsim.harness.retention import RetentionParams, curve
+    from ctxsim.harness.retention.scoring import RetentionParams, curve
 
     q = RetentionParams()
     c = np.clip(np.float64(p), 0.0, 1.0)

@@ -4,7 +4,7 @@ per version for every fact): the line it finds is the one the text-mode read fin
 import json
 import os
 
-from ctxsim.harness.retention import RetentionModel
+from ctxsim.harness.retention.scoring import RetentionModel
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -11,7 +11,7 @@ report.
 """
 
 import pytest
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.synth import generate, load_preset
 
 

@@ -5,10 +5,16 @@ import json
 
 import numpy as np
 import pytest
-from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.harness.llm import MEMORY_CONSOLIDATE, MEMORY_EXTRACT, MEMORY_SELECT, SUMMARY, CallSpec
-from ctxsim.harness.simllm import DEFAULT_SECTIONS, SimParams, SimulatedLLM, load_calibration, memory_name
-from ctxsim.harness.trace import FactEvent
+from ctxsim.harness.llm.services import MEMORY_CONSOLIDATE, MEMORY_EXTRACT, MEMORY_SELECT, SUMMARY, CallSpec
+from ctxsim.harness.llm.simulated import (
+    DEFAULT_SECTIONS,
+    SimParams,
+    SimulatedLLM,
+    load_calibration,
+    memory_name,
+)
+from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.model.trace import FactEvent
 
 
 def count(text: str) -> int:
@@ -83,7 +89,7 @@ def test_capacity_keeps_the_facts_within_their_share_of_the_summary():
 def test_survival_follows_the_fitted_model_on_content():
     """Two identifier facts: one the assistant used in two messages, one seen once in a tool result.
     The features are worked out by hand; the probabilities are the committed model's."""
-    from ctxsim.harness import survival as sv
+    from ctxsim.harness.llm import survival as sv
 
     used = FactEvent(t=0, id="u", category="identifier", text="flush_ledger_now")
     once = FactEvent(t=0, id="o", category="identifier", text="LedgerStoreCache")
@@ -250,7 +256,7 @@ def test_a_fact_the_user_typed_stays_the_users_inside_a_later_summary():
     messages), not as one mention in a message nobody typed. By hand: first input, the goal typed (4
     tokens) then 4 tokens after it: Features(goal, 1, 0, True, 4/8); second input, the summary (origin
     summary, 8 tokens) holds it, 4 tokens after: Features(goal, 1, 0, True, 4/12)."""
-    from ctxsim.harness import survival as sv
+    from ctxsim.harness.llm import survival as sv
 
     goal = FactEvent(t=0, id="g", category="goal", text="GOAL_ABC")
     llm = SimulatedLLM({"g": goal}, count, 0)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.report import write_report
-from ctxsim.harness.sweep import SweepError, load_config, run_sweep
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.report.build import write_report
+from ctxsim.harness.sweep.grid import SweepError, load_config, run_sweep
 
 from tests.helpers_traces import Builder
 
@@ -95,8 +95,8 @@ def _is_png(p: Path) -> bool:
 
 def test_report_from_a_small_sweep(grid_dir, one_worker):
     df = one_worker
-    from ctxsim.harness.analysis import compaction_ledger
-    from ctxsim.harness.sweep import load_calls
+    from ctxsim.harness.sweep.analysis import compaction_ledger
+    from ctxsim.harness.sweep.grid import load_calls
 
     ledger = compaction_ledger(tr.load(grid_dir / "trace.jsonl"), 30_000, [3_000, 8_000])
     assert ledger["trigger_tokens"].tolist() == [30_000 - 20_000 - 3_000, 30_000 - 20_000 - 8_000]  # N-COMP-1, 2
@@ -117,16 +117,16 @@ def test_report_from_a_small_sweep(grid_dir, one_worker):
 
 def test_a_parameter_name_two_strategies_type_differently_still_writes(tmp_path):
     """``compaction`` is a bool in one strategy and "auto" in another: results.parquet still writes,
-    keeps each value's type (harness/columns.py), and the report reads the bool back."""
-    from ctxsim.harness.analysis import changed_params
-    from ctxsim.harness.sweep import collect
+    keeps each value's type (harness/sweep/columns.py), and the report reads the bool back."""
+    from ctxsim.harness.sweep.analysis import changed_params
+    from ctxsim.harness.sweep.grid import collect
 
     for i, v in enumerate([True, "auto", False]):
         (tmp_path / "runs").mkdir(exist_ok=True)
         pd.DataFrame([{"key": f"k{i}", "param.compaction": v}]).to_parquet(tmp_path / "runs" / f"k{i}.parquet")
     df = collect(tmp_path)
     assert df["param.compaction"].tolist() == [True, "auto", False]
-    from ctxsim.harness.sweep import load_results
+    from ctxsim.harness.sweep.grid import load_results
 
     (tmp_path / "runs").rename(tmp_path / "gone")  # read results.parquet itself
     assert load_results(tmp_path)["param.compaction"].tolist() == [True, "auto", False]
@@ -155,7 +155,7 @@ def test_report_leaves_out_runs_of_an_earlier_grid_in_the_same_folder(grid_dir, 
     results are this grid's (sweep.json), the others named and left out."""
     import shutil
 
-    from ctxsim.harness.sweep import load_results
+    from ctxsim.harness.sweep.grid import load_results
 
     out = tmp_path / "w"
     shutil.copytree(grid_dir / "w1", out)

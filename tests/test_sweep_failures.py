@@ -5,8 +5,8 @@ and flags results that do not cover the grid."""
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness import engine
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay import engine
 from ctxsim.harness.synth import generate, load_preset
 
 from tests.fuzz.judge import run_cli

@@ -1,6 +1,6 @@
-"""How a sweep's runs become tasks (harness/sweep_plan.py): runs of one trace together, split only as
+"""How a sweep's runs become tasks (harness/sweep/plan.py): runs of one trace together, split only as
 far as the workers' balance needs, longest first; and the client's bookkeeping of what workers wrote
-(harness/sweep.py ``settle`` / ``settle_failed``)."""
+(harness/sweep/grid.py ``settle`` / ``settle_failed``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 
 import pandas as pd
 import pytest
-from ctxsim.harness.sweep import RunSpec, run_batch, settle, settle_failed
-from ctxsim.harness.sweep_plan import plan
+from ctxsim.harness.sweep.grid import RunSpec, run_batch, settle, settle_failed
+from ctxsim.harness.sweep.plan import plan
 from hypothesis import given
 from hypothesis import strategies as st
 

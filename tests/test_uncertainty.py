@@ -1,12 +1,12 @@
 """Retention intervals over seeds × probes, paired differences, the seed's reorderings, and the
-multi-seed compare / sweep / report that use them (harness/uncertainty.py)."""
+multi-seed compare / sweep / report that use them (harness/sweep/uncertainty.py)."""
 
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
-from ctxsim.harness import uncertainty as un
+from ctxsim.harness.sweep import uncertainty as un
 
 
 def table(rows):
@@ -90,7 +90,7 @@ def test_assumptions_list_every_constant_with_a_source():
 
 @pytest.fixture(scope="module")
 def trace_file(tmp_path_factory):
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
     from ctxsim.harness.synth import generate, load_preset
 
     path = tmp_path_factory.mktemp("unc") / "t.jsonl"
@@ -116,8 +116,8 @@ def test_compare_runs_three_seeds_and_reports_an_interval(trace_file, tmp_path, 
 
 
 def test_sweep_varies_retention_constants_and_keeps_probe_scores(trace_file, tmp_path):
-    from ctxsim.harness.report import write_report
-    from ctxsim.harness.sweep import SweepError, load_config, load_probes, run_sweep
+    from ctxsim.harness.report.build import write_report
+    from ctxsim.harness.sweep.grid import SweepError, load_config, load_probes, run_sweep
 
     cfg_path = tmp_path / "s.toml"
     cfg_path.write_text(f'traces = ["{trace_file}"]\nwindows = [30000]\n[retention]\nsummary_fidelity = [0.9, 0.5]\n'

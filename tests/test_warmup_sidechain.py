@@ -6,8 +6,8 @@ wrote (5 minutes here, not ``claude_code``'s 1-hour default)."""
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness.engine import RunConfig, replay
 from ctxsim.harness.importers import import_file
+from ctxsim.harness.replay.engine import RunConfig, replay
 
 from tests.helpers_claude_code import asst, text, user, write
 

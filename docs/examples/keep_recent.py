@@ -22,10 +22,9 @@ on PYTHONPATH).
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, Usage
+from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, Usage
 from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyConfig
+from pydantic import Field
 
 NOTICE = "[{n} earlier messages were dropped to stay within the context window.]"
 INTERRUPTED = "Tool call interrupted: the session ended before it returned."

@@ -3,6 +3,8 @@
 
 Exit status: 0 success, 2 bad input (the message names the file and line, or the option),
 1 internal error.
+
+May import: every package.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def version() -> str:
     except PackageNotFoundError:
         import tomllib
 
-        from ctxsim.harness import bundled
+        from ctxsim.harness.files import bundled
 
         pyproject = bundled.REPO / "pyproject.toml"
         return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"] if pyproject.is_file() \
@@ -65,9 +67,9 @@ def _parser() -> argparse.ArgumentParser:
 
 # exceptions that mean "bad input" (exit 2), by module: a module that was never imported cannot
 # have raised one, so none is imported just to be caught (`ctxsim --help` stays light)
-_USER_ERRORS = {"ctxsim.harness.atomic": "WriteError", "ctxsim.harness.extras": "MissingExtra", "ctxsim.harness.fidelity": "FidelityGap",
-                "ctxsim.harness.live": "LiveError", "ctxsim.harness.provider.models": "UnknownModelError",
-                "ctxsim.harness.provider.tokenizer": "UnknownTokenizer", "ctxsim.harness.response_store": "StoreMiss", "ctxsim.harness.trace": "TraceError",
+_USER_ERRORS = {"ctxsim.harness.files.atomic": "WriteError", "ctxsim.harness.files.extras": "MissingExtra", "ctxsim.harness.fidelity.recorded": "FidelityGap",
+                "ctxsim.harness.llm.live": "LiveError", "ctxsim.harness.provider.models": "UnknownModelError",
+                "ctxsim.harness.provider.tokenizer": "UnknownTokenizer", "ctxsim.harness.llm.response_store": "StoreMiss", "ctxsim.harness.model.trace": "TraceError",
                 "ctxsim.strategies.registry": "StrategyError"}
 
 
@@ -92,7 +94,7 @@ def _exit_on_sigterm() -> None:
 def _disk_error(e: BaseException) -> str | None:
     """One line for an OSError of the file system (full disk, quota, read-only) that escaped a
     command, naming the path when the error has one; None for any other exception."""
-    from ctxsim.harness.atomic import is_disk_error, reason
+    from ctxsim.harness.files.atomic import is_disk_error, reason
 
     if not is_disk_error(e):
         return None
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:
-        live = sys.modules.get("ctxsim.harness.live")
+        live = sys.modules.get("ctxsim.harness.llm.live")
         if live is not None and isinstance(e, live.LiveUnavailable):   # the API is down: exit 1, said why
             print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)
             return 1

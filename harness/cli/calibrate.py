@@ -43,8 +43,8 @@ def register(sub) -> None:
 
 
 def _load_source(src: str, seed: int):
-    from ctxsim.harness import trace as tr
     from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.model import trace as tr
 
     path = Path(src)
     if path.suffix == ".jsonl" or path.exists():
@@ -58,11 +58,11 @@ def _load_source(src: str, seed: int):
 
 
 def run(args) -> int:
-    from ctxsim.harness.calibration import EnoughCompactions, SummaryTap, calibration
+    from ctxsim.harness.calibration.summariser import EnoughCompactions, SummaryTap, calibration
     from ctxsim.harness.cli import BadInput
-    from ctxsim.harness.engine import RunConfig, replay
-    from ctxsim.harness.live import LiveError, make_backend
-    from ctxsim.harness.response_store import StoreError, StoreMiss
+    from ctxsim.harness.llm.live import LiveError, make_backend
+    from ctxsim.harness.llm.response_store import StoreError, StoreMiss
+    from ctxsim.harness.replay.engine import RunConfig, replay
     from ctxsim.strategies import registry
 
     if args.window <= 0:
@@ -90,7 +90,7 @@ def run(args) -> int:
             raise BadInput(f"{name}: the trace has no fact events: nothing to measure")
         backend = inner
         if backend is None:
-            from ctxsim.harness.simllm import SimulatedLLM
+            from ctxsim.harness.llm.simulated import SimulatedLLM
 
             backend = SimulatedLLM(trace.facts(), count, args.seed)
         limit = None if args.max_compactions is None else args.max_compactions - len(calls)
@@ -116,7 +116,7 @@ def run(args) -> int:
     model = ", ".join(sorted(models))
     cal = calibration(calls, facts_by_run, model=model, strategy=cls.name, traces=traces)
     if inner is not None and not args.no_token_scale:
-        from ctxsim.harness.calibration import token_scale
+        from ctxsim.harness.calibration.summariser import token_scale
         from ctxsim.harness.provider import Provider
 
         raw = Provider(base.model, window=args.window, token_scale=1.0)
@@ -134,14 +134,14 @@ def run(args) -> int:
 
 
 def _probe_request(model: str):
-    from ctxsim.harness.conversation import History, Request, SystemPrompt, ToolSet
+    from ctxsim.harness.model.conversation import History, Request, SystemPrompt, ToolSet
 
     return Request(SystemPrompt(), ToolSet(), History(), model=model)
 
 
 def _print(cal: dict, out: Path) -> None:
     try:
-        from ctxsim.harness.simllm import DEFAULT_SURVIVAL
+        from ctxsim.harness.llm.simulated import DEFAULT_SURVIVAL
     except ImportError:  # the simulated summariser's defaults are only shown when available
         DEFAULT_SURVIVAL = {}
     print(f"{cal['compactions']} summaries by {cal['model']} ({cal['strategy']}'s prompt) on "

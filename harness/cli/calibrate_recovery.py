@@ -29,12 +29,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ctxsim.harness import needs as nd
-    from ctxsim.harness import probes, recovery
-    from ctxsim.harness import recovery_fit as rf
+    from ctxsim.harness.calibration import recovery_fit as rf
     from ctxsim.harness.cli import BadInput
-    from ctxsim.harness.engine import RunConfig
     from ctxsim.harness.importers import import_file
+    from ctxsim.harness.replay.engine import RunConfig
+    from ctxsim.harness.retention import needs as nd
+    from ctxsim.harness.retention import probes, recovery
 
     window = args.window_calls or rf.WINDOW_CALLS
     if window < 1:
@@ -54,7 +54,7 @@ def run(args) -> int:
                        "need at least 2")
     cmd = "ctxsim calibrate-recovery" + ("" if not args.logs else " " + " ".join(args.logs))
     data = rf.data_file(comps, sources, cmd, window)
-    from ctxsim.harness import atomic
+    from ctxsim.harness.files import atomic
 
     out = Path(args.output) if args.output else default_output(recovery.DATA)   # never the installed package
     out.parent.mkdir(parents=True, exist_ok=True)

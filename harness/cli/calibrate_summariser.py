@@ -35,8 +35,8 @@ def log_arguments(p, data_name: str) -> None:
 
 
 def _default_logs() -> list[str]:
-    from ctxsim.harness import bundled
     from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.files import bundled
 
     real = bundled.shared_logs("claude-code")
     if real is None:
@@ -48,7 +48,7 @@ def _default_logs() -> list[str]:
 def default_output(packaged: Path) -> Path:
     """From a checkout: the committed data file (``make calibration`` refits it). Installed: the user's
     data folder, never the installed package."""
-    from ctxsim.harness import bundled
+    from ctxsim.harness.files import bundled
 
     if bundled.in_checkout():
         return packaged
@@ -74,10 +74,10 @@ def _logs(items: list[str]) -> list[tuple[Path, Path]]:
 
 
 def run(args) -> int:
-    from ctxsim.harness import calibration as cal
-    from ctxsim.harness import survival
+    from ctxsim.harness.calibration import summariser as cal
     from ctxsim.harness.cli import BadInput
     from ctxsim.harness.importers import import_file
+    from ctxsim.harness.llm import survival
     from ctxsim.harness.provider.tokenizer import get_tokenizer
 
     count = get_tokenizer().count
@@ -105,7 +105,7 @@ def run(args) -> int:
 
 
 def _print(d: dict, out: Path) -> None:
-    from ctxsim.harness import survival
+    from ctxsim.harness.llm import survival
 
     w = sys.stdout.write
     for c in d["compactions"]:

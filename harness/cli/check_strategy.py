@@ -58,7 +58,7 @@ def _load(spec: str):
 
 
 def _params(cls, args, window: int) -> dict:
-    from ctxsim.harness.testing.machine import params_for
+    from ctxsim.harness.testing.params import params_for
     from ctxsim.strategies import registry
 
     params = params_for(cls, window)
@@ -71,7 +71,7 @@ def run(args) -> int:
     from ctxsim.harness.cli import BadInput
     from ctxsim.harness.testing import selected_profile
     from ctxsim.harness.testing.invariants import promises
-    from ctxsim.harness.testing.machine import CHECK_WINDOW
+    from ctxsim.harness.testing.params import CHECK_WINDOW
 
     cls = _load(args.strategy)
     if args.window is not None and args.window <= 0:
@@ -143,7 +143,7 @@ def _print_known(cls, seen, owner_of) -> None:
 
 
 def _report(cls, args, failure, what: str = "corpus") -> int:
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
 
     out = Path(args.output or f"check-{cls.name or cls.__name__}-failure.jsonl")
     tr.write(failure.trace, out)
@@ -166,12 +166,12 @@ def _report(cls, args, failure, what: str = "corpus") -> int:
 
 
 def _replay(cls, args) -> int:
-    from ctxsim.harness import trace as tr
-    from ctxsim.harness.engine import RunConfig
+    from ctxsim.harness.model import trace as tr
+    from ctxsim.harness.replay.engine import RunConfig
     from ctxsim.harness.testing.determinism import Canon, request_difference
     from ctxsim.harness.testing.inputs import InputGuard
     from ctxsim.harness.testing.invariants import Checker, Violation, promises
-    from ctxsim.harness.testing.machine import CHECK_MODEL, CHECK_WINDOW
+    from ctxsim.harness.testing.params import CHECK_MODEL, CHECK_WINDOW
     from ctxsim.harness.testing.recording import Stepper
     from ctxsim.strategies import registry
 
@@ -196,7 +196,7 @@ def _replay(cls, args) -> int:
             stepper.feed(list(trace.events))
             stepper.flush()
         except Exception as e:  # the strategy raised on this session: report it as the kit does
-            from ctxsim.harness.testing.machine import crash_site
+            from ctxsim.harness.testing.crash import crash_site
 
             found = checker.feed(stepper.recording.entries)
             reqs = stepper.recording.requests

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 MAX_SEED = 2 ** 32 - 1        # numpy's SeedSequence entropy per word (the engine seeds numpy with it)
-MAX_TOKEN_SCALE = 10.0        # same bound as a trace's recorded.token_scale (ctxsim.harness.trace)
+MAX_TOKEN_SCALE = 10.0        # same bound as a trace's recorded.token_scale (ctxsim.harness.model.trace)
 MIN_TOKEN_SCALE = 0.1
 
 
@@ -37,7 +37,7 @@ def token_scale(value: float | None, flag: str = "--token-scale") -> None:
 
 
 def window(value: int | None, flag: str = "--window") -> None:
-    from ctxsim.harness.trace import MAX_TOKENS
+    from ctxsim.harness.model.trace import MAX_TOKENS
 
     if value is not None and not 0 < value <= MAX_TOKENS:
         raise _bad(f"{flag} must be a positive number of tokens up to {MAX_TOKENS:,}, got {value}")
@@ -53,8 +53,8 @@ def fraction(value: float | None, flag: str, *, open_low: bool = False, open_hig
 
 
 def side_call_kinds() -> tuple[str, ...]:
-    """The side-call kinds ``--fail`` can name (ctxsim.harness.llm)."""
-    from ctxsim.harness import llm
+    """The side-call kinds ``--fail`` can name (ctxsim.harness.llm.services)."""
+    from ctxsim.harness.llm import services as llm
 
     return (llm.SUMMARY, llm.VERIFY, llm.MEMORY_SELECT, llm.MEMORY_EXTRACT, llm.MEMORY_CONSOLIDATE, llm.JUDGE,
             llm.SUBAGENT, llm.READBACK)
@@ -135,9 +135,9 @@ def _same(a: Path, b: Path) -> bool:
 
 def atomic_write(path: str | Path, write: Callable[[Path], None], flag: str = "") -> None:
     """``write(tmp)`` to a temporary file beside ``path``, renamed into place when it succeeded
-    (:func:`ctxsim.harness.atomic.write`: the umask honoured, nothing left on failure); an OSError is
+    (:func:`ctxsim.harness.files.atomic.write`: the umask honoured, nothing left on failure); an OSError is
     bad input naming the output: a full disk, a folder removed meanwhile."""
-    from ctxsim.harness import atomic
+    from ctxsim.harness.files import atomic
 
     try:
         atomic.write(path, write)

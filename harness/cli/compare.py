@@ -12,8 +12,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ctxsim.harness import formatting as fmt
 from ctxsim.harness.cli.options import add_provider_args, run_config, warn_overrides
+from ctxsim.harness.report import formatting as fmt
 
 MAX_SEEDS = 1000   # assumed: more seeds than this is a typo (each seed is a full replay per strategy)
 
@@ -60,10 +60,10 @@ def parse_strategy_sets(items: list[str], names: list[str]) -> dict[str, dict[st
 
 def seed_summary(groups: dict[tuple[int, str], list], cfg) -> tuple[list[dict], list[str]]:
     """One metrics object per trace × strategy (``groups``: (trace number, strategy) -> its runs),
-    averaged over its seeds, with the retention interval (harness/uncertainty.py), and the lines
+    averaged over its seeds, with the retention interval (harness/sweep/uncertainty.py), and the lines
     saying which strategies are within noise, per trace."""
-    from ctxsim.harness import uncertainty as un
-    from ctxsim.harness.retention import RetentionParams
+    from ctxsim.harness.retention.scoring import RetentionParams
+    from ctxsim.harness.sweep import uncertainty as un
 
     weights = RetentionParams(**dict(cfg.retention)).category_weights
     rows, noise = [], []
@@ -80,8 +80,8 @@ def seed_summary(groups: dict[tuple[int, str], list], cfg) -> tuple[list[dict], 
         if blocks:
             est, lo, hi = un.interval(blocks)
             row["retention"] = {**row["retention"], "score": est, "ci95": [lo, hi], "interval": un.METHOD}
-        if all("needs_at_risk" in r.metrics for r in runs):   # summed over seeds (harness/needs.py)
-            from ctxsim.harness import needs as nd
+        if all("needs_at_risk" in r.metrics for r in runs):   # summed over seeds (harness/retention/needs.py)
+            from ctxsim.harness.retention import needs as nd
 
             row["needs_at_risk"] = nd.pooled([r.metrics["needs_at_risk"] for r in runs], len(runs))
         rows.append(row)
@@ -119,18 +119,18 @@ def mark_failed(line: str, outcome: dict[str, dict]) -> str:
 
 def _report_module():
     try:
-        return importlib.import_module("ctxsim.harness.report")
+        return importlib.import_module("ctxsim.harness.report.build")
     except ModuleNotFoundError as e:
-        if e.name == "ctxsim.harness.report":
+        if e.name == "ctxsim.harness.report.build":
             return None
         raise
 
 
 def run(args) -> int:
-    from ctxsim.harness import trace as tr
     from ctxsim.harness.cli import BadInput
     from ctxsim.harness.cli.run import write_json
-    from ctxsim.harness.engine import replay
+    from ctxsim.harness.model import trace as tr
+    from ctxsim.harness.replay.engine import replay
     from ctxsim.strategies import registry
 
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
@@ -146,7 +146,7 @@ def run(args) -> int:
     if args.report:
         report = _report_module()
         if report is None or not hasattr(report, "write_report"):
-            print("ctxsim compare: error: report module not available (ctxsim.harness.report.write_report)", file=sys.stderr)
+            print("ctxsim compare: error: report module not available (ctxsim.harness.report.build.write_report)", file=sys.stderr)
             return 2
     if not 1 <= args.seeds <= MAX_SEEDS:
         raise BadInput(f"--seeds {args.seeds}: run between 1 and {MAX_SEEDS} seeds")
@@ -179,13 +179,13 @@ def run(args) -> int:
                     f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''})")
         for line in noise:
             print(line)
-        from ctxsim.harness import needs as nd
+        from ctxsim.harness.retention import needs as nd
 
         for line in nd.compare_lines(groups):
             print(line)
     _bill_notes(traces, groups, classes, cfg, args)
     if report is not None:
-        from ctxsim.harness import atomic
+        from ctxsim.harness.files import atomic
 
         with atomic.staged_folder(args.report) as stage:   # a new folder appears whole or not at all
             report.write_report(results, stage)
@@ -193,10 +193,10 @@ def run(args) -> int:
 
 
 def _bill_notes(traces, groups, classes, cfg, args) -> None:
-    """The cache-model line and the >5% bill warning of each imported trace (harness/billcheck.py);
+    """The cache-model line and the >5% bill warning of each imported trace (harness/fidelity/billcheck.py);
     the recorded replay is run for the check when the comparison did not include it."""
-    from ctxsim.harness.billcheck import bill_warning, cache_model_line
-    from ctxsim.harness.engine import replay
+    from ctxsim.harness.fidelity.billcheck import bill_warning, cache_model_line
+    from ctxsim.harness.replay.engine import replay
 
     for ti, trace in enumerate(traces):
         lines = [cache_model_line(trace)]

@@ -1,5 +1,5 @@
 """ctxsim fidelity TRACE: replay an imported real session with the ``recorded`` strategy and
-compare it, call by call, with the usage the real API reported (harness/fidelity.py)."""
+compare it, call by call, with the usage the real API reported (harness/fidelity/compare.py)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ctxsim.harness import trace as tr
     from ctxsim.harness.cli import BadInput, checks
-    from ctxsim.harness.fidelity import figure, run_fidelity, summary_table
+    from ctxsim.harness.fidelity.compare import figure, run_fidelity, summary_table
+    from ctxsim.harness.model import trace as tr
 
     if not (math.isfinite(args.fit_fraction) and 0 < args.fit_fraction < 1):
         raise BadInput(f"--fit-fraction must be between 0 and 1, got {args.fit_fraction}")
@@ -49,7 +49,7 @@ def run(args) -> int:
     trace = tr.load(args.trace)
     if args.model is not None:
         from ctxsim.harness.cli.options import warn_overrides
-        from ctxsim.harness.engine import RunConfig
+        from ctxsim.harness.replay.engine import RunConfig
 
         warn_overrides("fidelity", RunConfig(model=args.model), [trace])
     try:

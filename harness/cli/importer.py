@@ -59,9 +59,9 @@ def register(sub) -> None:
 
 def import_one(fmt: str, src: Path, out: Path, args) -> tuple[Any, dict[str, Any], Any]:
     """Import, derive probes, write and re-load one session; returns (trace, summary, derived)."""
-    from ctxsim.harness import probes
-    from ctxsim.harness import trace as tr
     from ctxsim.harness.importers import import_file
+    from ctxsim.harness.model import trace as tr
+    from ctxsim.harness.retention import probes
 
     result = import_file(fmt, src, models_file=args.models_file)
     trace, derived = (result.trace, None) if args.no_probes else probes.apply(result.trace)
@@ -78,7 +78,7 @@ def import_one(fmt: str, src: Path, out: Path, args) -> tuple[Any, dict[str, Any
 def _check_header(trace, src: Path) -> None:
     """The header as ``tr.load`` will check it (a fitted token scale out of its bounds is a log
     whose usage does not fit its content: shuffled, edited, or another session's)."""
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
     from pydantic import ValidationError
 
     try:
@@ -94,8 +94,8 @@ def _check_header(trace, src: Path) -> None:
 
 def session_row(project: str, src: Path, out: Path, trace, models_file: str | None) -> dict[str, Any]:
     """One row of the per-session table."""
-    from ctxsim.harness import trace as tr
-    from ctxsim.harness.fidelity import recorded_cost, recorded_usages
+    from ctxsim.harness.fidelity.recorded import recorded_cost, recorded_usages
+    from ctxsim.harness.model import trace as tr
 
     rec = trace.header.recorded
     models = {m: sum(r.values()) for m, r in (rec.models if rec else {}).items()}

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the engine (pandas, numpy) loads when a run is configured, not at `--help`
-    from ctxsim.harness.engine import RunConfig
+    from ctxsim.harness.replay.engine import RunConfig
 
 
 def add_provider_args(p: argparse.ArgumentParser) -> None:
@@ -39,12 +39,12 @@ def add_provider_args(p: argparse.ArgumentParser) -> None:
                    "failed call; N > 1 counts the failures before as failed compactions, as simulated ones)")
     m = p.add_argument_group("modelling assumptions (each listed with its source in reports)")
     m.add_argument("--retention", action="append", default=[], metavar="KEY=VALUE",
-                   help="a constant of the retention model (harness/retention.py RetentionParams), value as TOML, "
+                   help="a constant of the retention model (harness/retention/scoring.py RetentionParams), value as TOML, "
                    "e.g. summary_fidelity=0.8 or 'category_weights={goal=3}'")
     m.add_argument("--summariser", action="append", default=[], metavar="KEY=VALUE",
-                   help="a constant of the simulated summariser (harness/simllm.py SimParams), e.g. fact_share=0.3")
+                   help="a constant of the simulated summariser (harness/llm/simulated.py SimParams), e.g. fact_share=0.3")
     m.add_argument("--recovery", action="append", default=[], metavar="KEY=VALUE",
-                   help="a knob of the closed-loop recovery (harness/recovery.py RecoveryParams), value as TOML, "
+                   help="a knob of the closed-loop recovery (harness/retention/recovery.py RecoveryParams), value as TOML, "
                    "e.g. enabled=false, scope='all' or 'probability={read=1.0,rerun=0.5}'")
 
 
@@ -73,8 +73,8 @@ def run_config(args, **overrides) -> RunConfig:
     if args.llm == "simulated" and args.llm_store:
         raise BadInput("--llm-store is for --llm live (records) or --llm replay, not the simulated model")
     if args.llm != "simulated":
-        from ctxsim.harness.live import LiveError, make_backend
-        from ctxsim.harness.response_store import StoreError
+        from ctxsim.harness.llm.live import LiveError, make_backend
+        from ctxsim.harness.llm.response_store import StoreError
 
         sd = overrides.get("session_dir")
         live_kw = {}
@@ -109,7 +109,7 @@ def run_config(args, **overrides) -> RunConfig:
     if args.window is not None and args.window <= 0:
         raise BadInput("--window must be a positive number of tokens")
     retention, summariser = assumption_sets(getattr(args, "retention", []), getattr(args, "summariser", []))
-    from ctxsim.harness.engine import RunConfig
+    from ctxsim.harness.replay.engine import RunConfig
 
     overrides.setdefault("recovery", recovery_set(getattr(args, "recovery", None) or []))
     return RunConfig(model=args.model, window=args.window, cache_ttl=args.cache_ttl, cache=not args.no_cache,
@@ -140,7 +140,7 @@ def recovery_set(items: list[str]) -> dict:
     """``--recovery`` KEY=VALUE items (values read as TOML), checked against RecoveryParams."""
 
     from ctxsim.harness.cli import BadInput
-    from ctxsim.harness.recovery import RecoveryParams
+    from ctxsim.harness.retention.recovery import RecoveryParams
 
     d = key_values("--recovery", items)
     try:
@@ -155,8 +155,8 @@ def assumption_sets(retention: list[str], summariser: list[str]) -> tuple[dict, 
     RetentionParams and SimParams before any run."""
 
     from ctxsim.harness.cli import BadInput
-    from ctxsim.harness.retention import RetentionParams
-    from ctxsim.harness.simllm import SimParams
+    from ctxsim.harness.llm.simulated import SimParams
+    from ctxsim.harness.retention.scoring import RetentionParams
 
     out = [key_values(flag, items) for flag, items in (("--retention", retention), ("--summariser", summariser))]
     try:
@@ -185,10 +185,10 @@ def _first(e: Exception) -> str:
 
 
 def warn_overrides(command: str, cfg: RunConfig, traces) -> None:
-    """Print :func:`ctxsim.harness.setting.override_warnings` for each trace to stderr (each line once)."""
+    """Print :func:`ctxsim.harness.replay.setting.override_warnings` for each trace to stderr (each line once)."""
     import sys
 
-    from ctxsim.harness.setting import override_warnings
+    from ctxsim.harness.replay.setting import override_warnings
 
     seen: set[str] = set()
     for t in traces:

@@ -1,5 +1,5 @@
 """ctxsim probes TRACE -o TRACE: add facts and probes derived from the session's own content
-(harness/probes.py), so retention can be scored on real traffic. Deriving again replaces what an
+(harness/retention/probes.py), so retention can be scored on real traffic. Deriving again replaces what an
 earlier derivation added (ids ``df…``/``dp…``); planted facts and probes are kept."""
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ctxsim.harness import probes
-    from ctxsim.harness import trace as tr
     from ctxsim.harness.cli import checks
+    from ctxsim.harness.model import trace as tr
     from ctxsim.harness.provider.tokenizer import get_tokenizer
+    from ctxsim.harness.retention import probes
 
     checks.output("-o", args.output)   # may be the input itself: it is replaced atomically
     trace = tr.load(args.trace)

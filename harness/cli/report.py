@@ -24,11 +24,11 @@ LEDGER_MARGINS = [3_000, 13_000, 30_000, 60_000, 100_000]  # soft margins: the s
 
 
 def run(args) -> int:
-    from ctxsim.harness import analysis
-    from ctxsim.harness import trace as tr
     from ctxsim.harness.cli import BadInput, checks
-    from ctxsim.harness.report import write_report
-    from ctxsim.harness.sweep import SweepError, completeness, load_calls, load_probes, load_results
+    from ctxsim.harness.model import trace as tr
+    from ctxsim.harness.report.build import write_report
+    from ctxsim.harness.sweep import analysis
+    from ctxsim.harness.sweep.grid import SweepError, completeness, load_calls, load_probes, load_results
 
     checks.fraction(args.target, "--target")
     checks.output("--out", args.out, folder=True)
@@ -44,7 +44,7 @@ def run(args) -> int:
     ok = analysis.ok_runs(df)
     if ok.empty:
         raise BadInput(f"{args.dir}: every run failed; nothing to report")
-    from ctxsim.harness.tuning_sections import terminal_lines
+    from ctxsim.harness.report.tuning_sections import terminal_lines
 
     for line in terminal_lines(ok)[1]:  # what the grid did not measure: said here too, and in the report
         print(f"ctxsim report: warning: {line}", file=sys.stderr)
@@ -57,7 +57,7 @@ def run(args) -> int:
         if Path(longest["trace"]).exists():
             print(f"compaction ledger: NovaCode at {len(LEDGER_MARGINS)} trigger points on {longest['trace']}")
             ledger = analysis.compaction_ledger(tr.load(longest["trace"]), window, LEDGER_MARGINS)
-    from ctxsim.harness import atomic
+    from ctxsim.harness.files import atomic
 
     out = Path(args.out or args.dir)
     with atomic.staged_folder(out) as stage:   # a new folder appears whole or not at all

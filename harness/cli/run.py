@@ -60,7 +60,7 @@ def check_outputs(args, sources) -> None:
     checks.output("--session-dir", args.session_dir, sources=sources, folder=True)
     checks.distinct(json=args.json_out, calls=args.calls, session_dir=args.session_dir)
     if args.session_dir:
-        from ctxsim.harness.engine import SESSION_MARK
+        from ctxsim.harness.replay.engine import SESSION_MARK
 
         d = Path(args.session_dir)
         if d.is_dir() and any(d.iterdir()) and not (d / SESSION_MARK).exists():
@@ -71,8 +71,8 @@ def check_outputs(args, sources) -> None:
 
 
 def run(args) -> int:
-    from ctxsim.harness import trace as tr
-    from ctxsim.harness.engine import replay
+    from ctxsim.harness.model import trace as tr
+    from ctxsim.harness.replay.engine import replay
     from ctxsim.strategies import registry
 
     check_outputs(args, [args.trace])
@@ -81,7 +81,7 @@ def run(args) -> int:
     from ctxsim.harness.cli import BadInput, checks
 
     checks.strategy_fits(cls, trace, args.trace)
-    from ctxsim.harness.engine import recorded_models
+    from ctxsim.harness.replay.engine import recorded_models
 
     if (trace.header.source and not trace.header.model and not recorded_models(trace) and not args.model):
         raise BadInput(f"{args.trace}: the log records no model (header.model is empty and no call names one): "
@@ -105,11 +105,11 @@ def run(args) -> int:
         from ctxsim.harness.cli.table import print_table
 
         print_table([res.metrics], title=f"{res.strategy} on {Path(args.trace).name} ({res.model}, window {res.window:,})")
-        from ctxsim.harness import needs
+        from ctxsim.harness.retention import needs
 
         for line in needs.run_lines(res.metrics):
             print(line)
-    from ctxsim.harness.billcheck import run_notes
+    from ctxsim.harness.fidelity.billcheck import run_notes
 
     as_recorded = cfg.cache and not cfg.overrides()   # the bill is comparable only on the recorded setting
     for line in run_notes(trace, res.strategy if as_recorded else "", res.calls, res.metrics["cost_usd"], res.metrics, args.models_file):

@@ -27,9 +27,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ctxsim.harness import analysis
     from ctxsim.harness.cli import BadInput, checks
-    from ctxsim.harness.sweep import SweepError, load_config, run_sweep
+    from ctxsim.harness.sweep import analysis
+    from ctxsim.harness.sweep.grid import SweepError, load_config, run_sweep
 
     if args.workers is not None and args.workers < 1:
         raise BadInput("--workers must be at least 1")
@@ -38,8 +38,8 @@ def run(args) -> int:
     checks.fraction(args.target, "--target")
     if args.executor == "dask" and not args.scheduler:
         raise BadInput("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
-    if not Path(args.config).exists():   # a shipped example by name (harness/bundled.py)
-        from ctxsim.harness import bundled
+    if not Path(args.config).exists():   # a shipped example by name (harness/files/bundled.py)
+        from ctxsim.harness.files import bundled
 
         args.config = str(bundled.example_sweep(args.config) or args.config)
     checks.output("--out", args.out, sources=[args.config], folder=True)
@@ -61,10 +61,10 @@ def run(args) -> int:
         if failed:
             print(f"{failed} of {len(cfgs)} configurations failed (a rejected request not recovered from): "
                   "never recommended, their cost is spend until the failure")
-        from ctxsim.harness.needs_sections import terminal_line
+        from ctxsim.harness.report.needs_sections import terminal_line
 
         print(terminal_line(df, target))   # on needs at risk, as the report (issue 26)
-        from ctxsim.harness.tuning_sections import terminal_lines
+        from ctxsim.harness.report.tuning_sections import terminal_lines
 
         answers, idle = terminal_lines(analysis.ok_runs(df))
         for line in answers:

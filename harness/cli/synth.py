@@ -16,8 +16,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ctxsim.harness import trace as tr
     from ctxsim.harness.cli import BadInput, checks
+    from ctxsim.harness.model import trace as tr
     from ctxsim.harness.synth import PresetError, generate, load_preset
 
     checks.seed(args.seed)

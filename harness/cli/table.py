@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ctxsim.harness import formatting as fmt
+from ctxsim.harness.report import formatting as fmt
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -29,7 +29,7 @@ ESSENTIAL = [
     ("rej-\nected", "rejected_requests", "right", fmt.count),
     ("peak\nctx", "peak_context_tokens", "right", fmt.count),
     ("reten-\ntion", "retention.score", "right", fmt.share),
-    ("95% CI", "retention.ci95", "right", None),  # over seeds × probes (compare; harness/uncertainty.py)
+    ("95% CI", "retention.ci95", "right", None),  # over seeds × probes (compare; harness/sweep/uncertainty.py)
     ("goal", "retention.goal", "right", fmt.share),
 ]
 OPTIONAL = [

@@ -17,7 +17,7 @@ def register(sub) -> None:
 
 def check_models(t, models_file: str | None = None) -> None:
     """Every model the trace names must have a price (else `run` refuses it at its first call)."""
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
     from ctxsim.harness.provider.models import UnknownModelError, load_table
 
     table = load_table(models_file)
@@ -35,7 +35,7 @@ def check_models(t, models_file: str | None = None) -> None:
 
 
 def run(args) -> int:
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
 
     for path in args.trace:
         t = tr.load(path)

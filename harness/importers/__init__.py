@@ -1,8 +1,10 @@
 """Importers: third-party agent logs to ctxsim traces (``ctxsim import FORMAT SRC -o TRACE``).
 
 Each format is one module with one ``import_<format>(src) -> ImportResult`` function; this table
-names them for the CLI. A bad or foreign file raises :class:`ctxsim.harness.trace.TraceError` naming the
+names them for the CLI. A bad or foreign file raises :class:`ctxsim.harness.model.trace.TraceError` naming the
 path, the line and the reason.
+
+May import: files, model, provider, llm, strategies, retention, replay, fidelity.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def guarded(fn: Callable[[str | Path], ImportResult], fmt: str, src: str | Path)
     a :class:`TraceError` at the record being read: one error path for bad input, never a
     traceback."""
     from ctxsim.harness.importers import common
-    from ctxsim.harness.trace import TraceError, _fmt_validation
+    from ctxsim.harness.model.trace import TraceError, _fmt_validation
     from pydantic import ValidationError
 
     common.reset_cursor()
@@ -71,7 +73,7 @@ def guarded(fn: Callable[[str | Path], ImportResult], fmt: str, src: str | Path)
 
 def import_file(fmt: str, src: str | Path, *, calibrate: bool = True, models_file: str | None = None) -> ImportResult:
     """Import one log. With per-call usage, the recorded setting is completed from the log's own
-    calls (token scale fitted on the first 30%, prompt prefixes pinned: :func:`ctxsim.harness.fidelity.
+    calls (token scale fitted on the first 30%, prompt prefixes pinned: :func:`ctxsim.harness.fidelity.compare.
     calibrate`), so a replay with no options reproduces the recorded session."""
     result = guarded(importer(fmt), fmt, src)
     rec = result.trace.header.recorded
@@ -79,7 +81,7 @@ def import_file(fmt: str, src: str | Path, *, calibrate: bool = True, models_fil
         result.summary.update({"window": rec.window, "window_evidence": rec.window_evidence,
                                "cache_ttl": rec.cache_ttl})
     if calibrate and result.trace.header.usage == "per_call":
-        from ctxsim.harness.fidelity import calibrate as fit
+        from ctxsim.harness.fidelity.compare import calibrate as fit
 
         result.trace = fit(result.trace, models_file=models_file)
         rec = result.trace.header.recorded

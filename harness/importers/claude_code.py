@@ -59,8 +59,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness import trace as tr
-from ctxsim.harness.importers import mentions
 from ctxsim.harness.importers.common import (
     ImportResult,
     TraceBuilder,
@@ -74,7 +72,9 @@ from ctxsim.harness.importers.common import (
     parse_time,
     read_jsonl,
 )
-from ctxsim.harness.trace import TraceError
+from ctxsim.harness.model import mentions
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.trace import TraceError
 
 FORMAT = "claude-code"
 # record kinds that never reach the model (counted in the import summary, never silently dropped)
@@ -363,7 +363,7 @@ class _Importer:
     hidden_timed: list[tuple[float, str, str]] = field(default_factory=list)
     hidden_next: list[tuple[float, str, str]] = field(default_factory=list)
     hidden_stats: Counter = field(default_factory=Counter)
-    # @-mentioned files the log can rebuild (ctxsim.harness.importers.mentions), by id of the prompt's item
+    # @-mentioned files the log can rebuild (ctxsim.harness.model.mentions), by id of the prompt's item
     mentioned: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     mentions_next: list[tuple[float, str, str]] = field(default_factory=list)
     hooks_run: dict[str, list[str]] = field(default_factory=dict)   # SessionStart source -> commands

@@ -35,7 +35,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness import trace as tr
 from ctxsim.harness.importers.common import (
     ImportResult,
     TraceBuilder,
@@ -48,7 +47,8 @@ from ctxsim.harness.importers.common import (
     parse_time,
     read_jsonl,
 )
-from ctxsim.harness.trace import TraceError
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.trace import TraceError
 
 FORMAT = "codex"
 TOOL_CALLS = ("function_call", "custom_tool_call", "local_shell_call")

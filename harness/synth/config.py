@@ -13,10 +13,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness import bundled
+from ctxsim.harness.files import bundled
+from ctxsim.harness.model.trace import FACT_CATEGORIES
 from ctxsim.harness.synth import distributions as D
 from ctxsim.harness.synth.distributions import LogNormal
-from ctxsim.harness.trace import FACT_CATEGORIES
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 TOOL_KINDS = ("bash", "edit", "read", "grep", "glob", "web", "task")

@@ -24,7 +24,7 @@ import numpy as np
 
 def default_real_dir() -> Path:
     """``../shared/traces/real`` beside the checkout: this is a developer's command, run from the repository."""
-    from ctxsim.harness import bundled
+    from ctxsim.harness.files import bundled
 
     real = bundled.shared_logs()
     if real is None:

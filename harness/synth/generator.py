@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import dialogue as T
 from ctxsim.harness.synth import facts as F
 from ctxsim.harness.synth.config import SynthConfig

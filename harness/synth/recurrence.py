@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 
 MIN_ITEM_CHARS = 6
 ITEM = re.compile(r"(?:[\w.\-]+/)+[\w.\-]+"                                     # paths

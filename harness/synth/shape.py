@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import checks
 from ctxsim.harness.synth import recurrence as R
 

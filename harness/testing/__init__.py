@@ -18,6 +18,9 @@ strategy) and ``deep`` (``make test-deep``, ``--profile deep``), chosen by the `
 environment variable when it names one of them (:func:`selected_settings`); the kit's runs always
 use its own :data:`KIT_SETTINGS` and :data:`LIMITS`, whatever profile a test suite loaded for its
 other tests. See docs/writing-a-strategy.md.
+
+May import: files, model, provider, llm, strategies, retention, replay, fidelity, importers, synth,
+calibration, sweep, report.
 """
 
 from __future__ import annotations

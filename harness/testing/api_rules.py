@@ -10,9 +10,9 @@ Each rule, with its source:
 * in prompt order (tools, system, messages) no 1-hour breakpoint after a 5-minute one
   (platform.claude.com/docs/en/build-with-claude/prompt-caching, "Mixing different TTLs": "cache
   entries with longer TTL must appear before shorter TTLs", so a 1-hour entry before any 5-minute
-  one; :func:`ctxsim.harness.protocol.ttl_order_error`);
+  one; :func:`ctxsim.harness.provider.protocol.ttl_order_error`);
 * no empty or whitespace-only text block, no empty thinking block, no message without content,
-  ``tool_result`` blocks first in their user turn (:func:`ctxsim.harness.protocol.content_error`, sources
+  ``tool_result`` blocks first in their user turn (:func:`ctxsim.harness.provider.protocol.content_error`, sources
   there);
 * the first message is the user's: Amazon Bedrock and Google Vertex refuse anything else ("messages:
   first message must use the \\"user\\" role"; anthropics/anthropic-sdk-typescript#622, 2024-12,
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ctxsim.harness import protocol
-from ctxsim.harness.conversation import Request, merged_turns
+from ctxsim.harness.model.conversation import Request, merged_turns
+from ctxsim.harness.provider import protocol
 
 MAX_BREAKPOINTS = protocol.MAX_BREAKPOINTS
 

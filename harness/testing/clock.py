@@ -39,7 +39,7 @@ class Edge:
 
 
 # Unix times (tz database 2026a via zoneinfo; tests/testing/test_clock.py recomputes them). A trace's
-# time is at most 1e9 s (harness/trace.py MAX_T), so the DST changes are those of 2000-2001.
+# time is at most 1e9 s (harness/model/trace.py MAX_T), so the DST changes are those of 2000-2001.
 EDGES: tuple[Edge, ...] = (
     Edge("midnight UTC (1970-01-02 00:00 UTC)", 86_400.0),  # first: sessions shrink towards it
     Edge(f"midnight in {ZONE} (2000-10-29 00:00 EDT)", 972_792_000.0),

@@ -12,7 +12,7 @@ enough to cross a small window several times.
 
 Two ways to use it:
 
-* :func:`conversations` draws a whole valid :class:`~ctxsim.harness.trace.Trace` (for ``@given`` tests
+* :func:`conversations` draws a whole valid :class:`~ctxsim.harness.model.trace.Trace` (for ``@given`` tests
   that replay it);
 * :class:`ConversationBuilder` appends one step at a time and returns the events of that step (the
   state machine of :mod:`ctxsim.harness.testing.machine` feeds them to the engine as they come).
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from hypothesis import strategies as st
 
 # --- content ---------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 
 HASH_SEEDS = ("1", "2")  # two string-hash seeds of the two processes  # assumed: any two differ
 TIMEOUT_S = 600.0  # a child that runs longer than this is reported as such  # assumed
@@ -38,9 +38,9 @@ TIMEOUT_S = 600.0  # a child that runs longer than this is reported as such  # a
 def request_digests(trace: tr.Trace, spec: str, params: Mapping[str, Any], window: int,
                     fail_calls: Mapping[str, list[int]]) -> list[str]:
     """One digest per request the strategy ``spec`` sends on ``trace`` (in this process)."""
-    from ctxsim.harness.engine import RunConfig
+    from ctxsim.harness.replay.engine import RunConfig
     from ctxsim.harness.testing.determinism import Canon
-    from ctxsim.harness.testing.machine import CHECK_MODEL
+    from ctxsim.harness.testing.params import CHECK_MODEL
     from ctxsim.harness.testing.recording import record
     from ctxsim.strategies import registry
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxsim.harness.conversation import Message, Request
+from ctxsim.harness.model.conversation import Message, Request
 
 
 class Canon:

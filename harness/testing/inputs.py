@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 
 
 def _short(value: Any, n: int = 90) -> str:

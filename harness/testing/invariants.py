@@ -74,9 +74,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxsim.harness import protocol
-from ctxsim.harness.conversation import Block, Breakpoint, Message, Request
-from ctxsim.harness.llm import SUMMARY
+from ctxsim.harness.llm.services import SUMMARY
+from ctxsim.harness.model.conversation import Block, Breakpoint, Message, Request
+from ctxsim.harness.provider import protocol
 from ctxsim.harness.testing.api_rules import api_errors
 from ctxsim.harness.testing.recording import Mark, Recording, Sent
 

@@ -20,22 +20,22 @@ to use instead: a ``check_params`` attribute on the class, a mapping or a functi
 from __future__ import annotations
 
 import re
-import sysconfig
-import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness import trace as tr
-from ctxsim.harness.engine import RunConfig
-from ctxsim.harness.llm import SUMMARY, VERIFY
+from ctxsim.harness.llm.services import SUMMARY, VERIFY
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig
 from ctxsim.harness.testing import clock
 from ctxsim.harness.testing import conversations as conv
+from ctxsim.harness.testing.crash import crash_site
 from ctxsim.harness.testing.determinism import Canon, request_difference
 from ctxsim.harness.testing.inputs import InputGuard
 from ctxsim.harness.testing.invariants import Checker, InvariantViolation, Violation, promises
+from ctxsim.harness.testing.params import CHECK_MODEL, CHECK_WINDOW, params_for
 from ctxsim.harness.testing.recording import Stepper
 from ctxsim.strategies.base import Strategy
 from hypothesis import strategies as st
@@ -48,53 +48,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-CHECK_WINDOW = 32_000  # tokens: small enough that ~40 steps cross it several times, fast to tokenise
-CHECK_MODEL = "claude-sonnet-4-6"
 FAILING_KINDS = (SUMMARY, VERIFY)  # side calls the machine fails by injection (the same call numbers)
 BREAKER_BURST = 3  # consecutive injected failures: N-COMP-4's breaker opens after 3 (the kit's bursts reach it)
 NIGHT_S = 8 * 3_600  # a night between two launches  # assumed
-
-# --- parameters for a small window -----------------------------------------------------------------
-
-# NovaCode's numbers are absolute (spec/novacode.md, tuned for 200k): scaled by window / 200k so the
-# same rules act at the same relative points of a small window.
-_NOVACODE_SCALED = ("summary_reserve", "soft_margin", "hard_margin", "tail_min_tokens", "tail_max_tokens",
-                    "min_compressible_tokens", "summary_max_output_tokens", "restore_file_tokens",
-                    "restore_total_tokens", "restore_skill_tokens", "spill_threshold_chars",
-                    "spill_budget_chars", "spill_preview_chars")
-
-
-def _scaled(names: tuple[str, ...], base_window: int = 200_000) -> Callable[[type[Strategy], int], dict[str, Any]]:
-    def params(cls: type[Strategy], window: int) -> dict[str, Any]:
-        fields = cls.Config.model_fields
-        missing = [n for n in names if n not in fields]
-        if missing:
-            raise ValueError(f"{cls.name}: the property kit scales {', '.join(missing)}, which the config no "
-                             "longer has; give the class a check_params (docs/writing-a-strategy.md)")
-        return {n: max(1, int(fields[n].default * window / base_window)) for n in names}
-    return params
-
-
-# strategies whose modules do not (yet) declare check_params themselves
-KNOWN_PARAMS: dict[str, Callable[[type[Strategy], int], dict[str, Any]]] = {
-    "novacode": _scaled(_NOVACODE_SCALED),
-    # NovaCode's lines and tail, no summary (N-COMP-13): the same absolute numbers, scaled alike
-    "cut_no_summary": _scaled(("summary_reserve_tokens", "soft_margin_tokens", "tail_min_tokens",
-                               "tail_max_tokens", "min_prefix_tokens")),
-}
-
-
-def params_for(cls: type[Strategy], window: int = CHECK_WINDOW) -> dict[str, Any]:
-    """The parameters the kit runs ``cls`` with at ``window``: the class's own ``check_params``
-    (a mapping, or a callable taking the window), else the kit's table, else the defaults."""
-    hook = getattr(cls, "check_params", None)
-    if isinstance(hook, Mapping):
-        return dict(hook)
-    if callable(hook):
-        return dict(hook(window))
-    known = KNOWN_PARAMS.get(cls.name)
-    return known(cls, window) if known else {}
-
 
 # --- the failure -----------------------------------------------------------------------------------
 
@@ -130,23 +86,6 @@ def _size(f: CheckFailure) -> tuple[int, int]:
     """Smaller failures first: fewer events, then fewer characters."""
     return len(f.trace.events), sum(len(getattr(e, "text", "") or getattr(e, "content", "") or "")
                                     for e in f.trace.events if not isinstance(e, tr.AssistantEvent))
-
-
-def crash_site(e: BaseException) -> str:
-    """``file:line in function`` of the innermost frame of the code that raised, outside the
-    standard library and installed packages (so a KeyError raised by a dict names the line that
-    indexed it); paths relative to the working directory when under it."""
-    frames = traceback.extract_tb(e.__traceback__)
-    skip = tuple(p for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")} if p)
-    pick = next((f for f in reversed(frames) if not f.filename.startswith(skip)), frames[-1] if frames else None)
-    if pick is None:
-        return ""
-    path = Path(pick.filename)
-    try:
-        path = path.resolve().relative_to(Path.cwd().resolve())
-    except (ValueError, OSError):
-        pass
-    return f"{path}:{pick.lineno} in {pick.name}"
 
 
 # --- the machine -----------------------------------------------------------------------------------

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ctxsim.harness import trace as tr
-from ctxsim.harness.conversation import Block, Request
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import Block, Request
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.testing.inputs import InputGuard
 from ctxsim.strategies.base import Strategy
 
@@ -256,7 +256,7 @@ def _ready(events: list[Any]) -> tuple[list[Any], list[Any]]:
 class Stepper:
     """Feeds a trace to the engine a chunk of events at a time, recording as it goes.
 
-    Uses the engine's run object directly (``ctxsim.harness.engine._Run``): one run, one strategy
+    Uses the engine's run object directly (``ctxsim.harness.replay.engine._Run``): one run, one strategy
     instance, one provider and cache state across all chunks, exactly as ``replay`` would have
     over the concatenated events.
     """
@@ -264,7 +264,7 @@ class Stepper:
     def __init__(self, header: tr.Header, strategy: type[Strategy], params: Mapping[str, Any] | None = None,
                  config: RunConfig | None = None, session_dir: Path | None = None,
                  twin_of: Stepper | None = None) -> None:
-        from ctxsim.harness.engine import _Run
+        from ctxsim.harness.replay.engine import _Run
 
         cfg = config or RunConfig()
         # a twin replays the same chunks as ``twin_of``: it shares their trace objects, so the blocks

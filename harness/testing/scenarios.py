@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.testing import conversations as conv
 
 BASE_WINDOW = 32_000
@@ -186,7 +186,7 @@ def check_scenario(name: str, cls, params: Mapping[str, Any], window: int, promi
                    model: str) -> tuple[tr.Trace | None, list]:
     """The violations ``cls`` commits on scenario ``name`` (a strategy raising is ``crash``); no
     trace when the scenario does not apply (a found session at another window)."""
-    from ctxsim.harness.engine import RunConfig
+    from ctxsim.harness.replay.engine import RunConfig
     from ctxsim.harness.testing.invariants import Violation, check
     from ctxsim.harness.testing.recording import record
 
@@ -199,7 +199,7 @@ def check_scenario(name: str, cls, params: Mapping[str, Any], window: int, promi
     try:
         rec = record(trace, cls, dict(params), cfg)
     except Exception as e:  # noqa: BLE001 - the strategy raised: a finding, reported as the kit does
-        from ctxsim.harness.testing.machine import crash_site
+        from ctxsim.harness.testing.crash import crash_site
 
         at = crash_site(e)
         return trace, [Violation("crash", -1, "", f"{type(e).__name__}: {e}" + (f" at {at}" if at else ""))]

@@ -40,7 +40,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ctxsim.harness.conversation import History, Message, SystemPrompt, ToolSet, Usage
+from ctxsim.harness.model.conversation import History, Message, SystemPrompt, ToolSet, Usage
 
 CHARS_PER_TOKEN = 3.5  # N-COMP-5: "≈3.5 characters per token"
 RECENT_MIN_CHARS = 2_000  # not in the seed: the newest text is measured once this much was added  # assumed

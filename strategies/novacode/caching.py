@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ctxsim.harness.conversation import Breakpoint, Message
+from ctxsim.harness.model.conversation import Breakpoint, Message
 
 TTL = Literal["5m", "1h"]
 MAX_BREAKPOINTS = 4  # Anthropic: at most 4 cache_control markers per request (peers.md)

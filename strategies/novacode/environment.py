@@ -25,7 +25,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxsim.harness.conversation import Message
+from ctxsim.harness.model.conversation import Message
 from ctxsim.strategies.novacode.instructions import find_git_root
 
 PLATFORM = "linux"  # assumed: the platform the replayed agent runs on (a parameter, environment_platform)

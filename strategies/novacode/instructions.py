@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxsim.harness.conversation import Message
+from ctxsim.harness.model.conversation import Message
 
 USER_DIR = ".novacode"                   # N-INST-1: ~/.novacode/NOVACODE.md
 PROJECT_FILE = "NOVACODE.md"             # N-INST-1: project conventions, each level root → cwd

@@ -41,7 +41,7 @@ from functools import cached_property
 from itertools import islice
 from pathlib import Path
 
-from ctxsim.harness.conversation import Message
+from ctxsim.harness.model.conversation import Message
 
 MEMORY_TYPES = ("user", "feedback", "project", "reference")   # N-MEM-1, N-MEM-2
 HOME_TYPES = frozenset({"user", "feedback"})                  # N-MEM-1: follow the user

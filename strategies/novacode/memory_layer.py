@@ -28,8 +28,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness.conversation import History, Message, Request, SystemPrompt, ToolSet, Usage
-from ctxsim.harness.llm import MEMORY_CONSOLIDATE, MEMORY_EXTRACT, MEMORY_SELECT, CallSpec, SideCallFailed
+from ctxsim.harness.llm.services import (
+    MEMORY_CONSOLIDATE,
+    MEMORY_EXTRACT,
+    MEMORY_SELECT,
+    CallSpec,
+    SideCallFailed,
+)
+from ctxsim.harness.model.conversation import History, Message, Request, SystemPrompt, ToolSet, Usage
 from ctxsim.strategies.base import StrategyEnv
 from ctxsim.strategies.novacode import instructions as inst
 from ctxsim.strategies.novacode import memory as mm

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxsim.harness.conversation import Message, ToolSet
+from ctxsim.harness.model.conversation import Message, ToolSet
 
 RESTORE_MAX_FILES = 5  # N-COMP-11: "最近读过的 5 个文件内容"
 RESTORE_FILE_TOKENS = 5_000  # peers.md, Claude Code (reported): per-file cap

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness.conversation import Message
+from ctxsim.harness.model.conversation import Message
 
 SPILL_THRESHOLD_CHARS = 50_000  # N-SPILL-1: a single result longer than this is spilled
 PREVIEW_CHARS = 2_000  # N-SPILL-1: the placeholder keeps the first 2,000 characters
@@ -33,8 +33,8 @@ SPILL_DIR = "tool-results"  # N-SPILL-1: <launch session dir>/tool-results/<tool
 
 def spill_file_name(tool_use_id: str) -> str:
     """``<tool_use_id>.txt``; an id a file name cannot hold as it is (ids come from logs) gets a
-    sanitised name with a digest of the id: two ids never share a file (ctxsim.harness.filenames)."""
-    from ctxsim.harness.filenames import safe_file_name
+    sanitised name with a digest of the id: two ids never share a file (ctxsim.harness.files.filenames)."""
+    from ctxsim.harness.files.filenames import safe_file_name
 
     return safe_file_name(tool_use_id, ".txt")
 

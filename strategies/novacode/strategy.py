@@ -48,8 +48,8 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from ctxsim.harness.conversation import Breakpoint, History, Message, Request, Usage
-from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.llm.services import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.model.conversation import Breakpoint, History, Message, Request, Usage
 from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyConfig, StrategyEnv, answer_dangling
 from ctxsim.strategies.novacode import caching, restore
 from ctxsim.strategies.novacode import compaction as rules

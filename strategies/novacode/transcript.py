@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness import atomic
-from ctxsim.harness.conversation import Block, Message
+from ctxsim.harness.files import atomic
+from ctxsim.harness.model.conversation import Block, Message
 
 TRANSCRIPT_FILE = "transcript.jsonl"  # N-TRANS-1: the conversation, appended record by record
 META_FILE = "meta.json"  # N-TRANS-1: metadata, stored separately

@@ -1,7 +1,7 @@
 """Sweep throughput over a folder of traces (issue 30; pytest-benchmark, `make bench`): runs per
 second on the local executor with 1 and 2 worker processes and on a Dask LocalCluster with 1 and
 2 workers, the same grid each time. Results stream: each worker writes each run's files as it
-finishes and returns only its row (harness/sweep.py ``run_batch``, ``settle``); the sweep never
+finishes and returns only its row (harness/sweep/grid.py ``run_batch``, ``settle``); the sweep never
 holds every run's frames. Target: Dask with 2 workers >= 1.7x the runs per second of 1 (2 cores).
 
 Wall time (the point is parallelism), best of two sweeps: the second finds the traces parsed in the
@@ -18,8 +18,8 @@ import shutil
 import time
 
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.sweep import load_config, run_sweep
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.sweep.grid import load_config, run_sweep
 from ctxsim.harness.synth import generate, load_preset
 
 BENCH_SEED = 4242  # no shipped trace, sweep or test uses it

@@ -27,8 +27,8 @@ import gc
 import time
 
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.synth import generate, load_preset
 from ctxsim.strategies.registry import names
 

@@ -4,7 +4,7 @@ absolute timings in the test suite: this machine is shared and noisy."""
 import time
 
 import pytest
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.replay.engine import RunConfig, replay
 
 from tests.helpers_traces import Builder
 

@@ -4,9 +4,9 @@ a run costs once its trace is parsed and counted (the per-worker cache) against 
 import shutil
 import time
 
-from ctxsim.harness import trace as tr
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.sweep import _TRACES, load_config, run_sweep
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
+from ctxsim.harness.sweep.grid import _TRACES, load_config, run_sweep
 
 from tests.bench.test_replay_speed import session
 

@@ -1,7 +1,7 @@
 """Generation speed (pytest-benchmark; reported by `make bench`, not asserted in the suite)."""
 
 import pytest
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import generate, load_preset
 
 

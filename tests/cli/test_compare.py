@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from ctxsim.harness import trace as tr
 from ctxsim.harness.cli import BadInput, main
 from ctxsim.harness.cli.compare import parse_strategy_sets
+from ctxsim.harness.model import trace as tr
 
 from tests.helpers_traces import Builder
 
@@ -55,7 +55,7 @@ def test_compare_bad_input_exits_2(trace_file, capsys):
 
 
 def test_compare_report(trace_file, tmp_path):
-    pytest.importorskip("ctxsim.harness.report")
+    pytest.importorskip("ctxsim.harness.report.build")
     rc = main(["compare", str(trace_file), "--strategies", "append_only,truncate", "-q", "--report", str(tmp_path / "rep")])
     assert rc == 0
     assert any((tmp_path / "rep").iterdir())

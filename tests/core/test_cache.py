@@ -1,6 +1,14 @@
 """The provider's cache models, with expectations worked out by hand from the API docs."""
 
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.model.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolSet,
+)
 from ctxsim.harness.provider.cache import AnthropicCache, Layout, OpenAICache, openai_steps
 
 TOK = 100  # every message is one block of 100 tokens in these tests

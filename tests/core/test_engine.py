@@ -2,10 +2,10 @@
 
 import pandas as pd
 import pytest
-from ctxsim.harness.conversation import History, Message
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.llm import CallSpec, SideCallFailed
+from ctxsim.harness.llm.services import CallSpec, SideCallFailed
+from ctxsim.harness.model.conversation import History, Message
 from ctxsim.harness.provider.tokenizer import get_tokenizer
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import Strategy
 
 from tests.helpers_traces import Builder
@@ -122,7 +122,7 @@ def test_side_call_over_the_window_is_a_prompt_too_long_failure():
 
 
 def test_isolated_subtask_runs_from_a_fresh_history():
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
 
     b = Builder().user("go")
     b.events.append(tr.AssistantEvent(t=2, content=[tr.ToolUseContent(id="task1", name="Task", input={})]))
@@ -142,7 +142,7 @@ def test_isolated_subtask_runs_from_a_fresh_history():
 def test_resume_answers_a_call_the_previous_launch_left_open():
     """A crash mid tool call, then a resume: the base strategy adds a synthetic error result, so
     the first request of the resumed session is pairing-valid (N-TRANS-5 for every strategy)."""
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
 
     b = Builder()
     b.events += [tr.SessionStart(t=0, session="a"), tr.UserEvent(t=1, text="go"),

@@ -1,6 +1,6 @@
 """History, the persistent vector of messages: a version reads only its own messages."""
 
-from ctxsim.harness.conversation import History, Message
+from ctxsim.harness.model.conversation import History, Message
 from hypothesis import given
 from hypothesis import strategies as st
 

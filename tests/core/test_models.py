@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from ctxsim.harness import trace as tr
 from ctxsim.harness.cli import main as cli
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.provider import Provider
 from ctxsim.harness.provider.models import UnknownModelError, base_id, load_table
 
@@ -58,7 +58,7 @@ def test_gpt_5_5_has_its_published_prices():
     """5.00 input / 0.50 cached / 30.00 output per million, 10 / 1.00 / 45 past 272k input
     (the majority of the readings the row cites): 1M uncached + 1M cached + 100k output."""
     p = Provider("gpt-5.5")
-    from ctxsim.harness.conversation import Usage
+    from ctxsim.harness.model.conversation import Usage
 
     assert p.price(Usage(1_000_000 - 1_000_000, 0, 0, 100_000, 10_000)) == pytest.approx(0.05 + 0.30)
     assert p.price(Usage(200_000, 0, 0, 0, 1_000)) == pytest.approx(1.0 + 0.03)

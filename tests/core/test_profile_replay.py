@@ -3,7 +3,7 @@ builtins' share (a smoke test on a short session)."""
 
 import re
 
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import generate, load_preset
 
 from tests.tools import profile_replay

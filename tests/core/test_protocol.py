@@ -1,7 +1,15 @@
-"""What the Messages API rejects with a 400 (ctxsim.harness.protocol)."""
+"""What the Messages API rejects with a 400 (ctxsim.harness.provider.protocol)."""
 
-from ctxsim.harness import protocol
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.model.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolSet,
+)
+from ctxsim.harness.provider import protocol
 
 
 def req(*msgs, bps=()):

@@ -1,8 +1,8 @@
-"""What a run's numbers rest on is written into its metrics (harness/provenance.py)."""
+"""What a run's numbers rest on is written into its metrics (harness/replay/provenance.py)."""
 
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.provenance import prices, trace_source
 from ctxsim.harness.provider.models import load_table
+from ctxsim.harness.replay.engine import RunConfig, replay
+from ctxsim.harness.replay.provenance import prices, trace_source
 
 from tests.helpers_traces import Builder, header
 

@@ -1,7 +1,7 @@
 """Prices, usage normalisation (N-CACHE-4, N-CACHE-5), latency, token counting."""
 
 import pytest
-from ctxsim.harness.conversation import (
+from ctxsim.harness.model.conversation import (
     Block,
     Breakpoint,
     History,

@@ -9,10 +9,10 @@ the same trace: 110, 6,149, 12,188 ...). At a 20,000-token window calls 0..3 fit
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.conversation import History, Message
-from ctxsim.harness.engine import MAX_ATTEMPTS_PER_CALL, RunConfig, replay, user_turns
-from ctxsim.harness.llm import CallSpec
+from ctxsim.harness.llm.services import CallSpec
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import History, Message
+from ctxsim.harness.replay.engine import MAX_ATTEMPTS_PER_CALL, RunConfig, replay, user_turns
 from ctxsim.strategies.base import Rejection, Strategy
 
 from tests.helpers_traces import Builder

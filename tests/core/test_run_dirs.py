@@ -9,9 +9,9 @@ import subprocess
 import sys
 
 import pytest
-from ctxsim.harness import engine, rundirs
-from ctxsim.harness.engine import RunConfig, replay
 from ctxsim.harness.provider.tokenizer import get_tokenizer
+from ctxsim.harness.replay import engine, rundirs
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.synth import generate, load_preset
 
 

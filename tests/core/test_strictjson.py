@@ -1,7 +1,7 @@
-"""Strict, located JSON (harness/strictjson.py): the offsets worked out by hand."""
+"""Strict, located JSON (harness/files/strictjson.py): the offsets worked out by hand."""
 
 import pytest
-from ctxsim.harness import strictjson as sj
+from ctxsim.harness.files import strictjson as sj
 
 DOC = '{\n  "a": [1,\n    {"b": 2, "c": "x,]}\\""}],\n  "d": 5\n}'
 

@@ -1,6 +1,6 @@
-"""ctxsim.harness.textmatch: one pass over a text finds exactly the needles `in` would."""
+"""ctxsim.harness.model.textmatch: one pass over a text finds exactly the needles `in` would."""
 
-from ctxsim.harness.textmatch import Matcher, matcher
+from ctxsim.harness.model.textmatch import Matcher, matcher
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -40,7 +40,7 @@ def test_matchers_are_shared_for_the_same_needles():
 @given(st.dictionaries(st.text(alphabet="pq", min_size=1, max_size=2), st.text(alphabet="ab\n", max_size=4), max_size=6),
        st.lists(st.text(alphabet="ab\n", max_size=8), max_size=4))
 def test_a_message_holds_what_its_text_holds(needles, texts):
-    from ctxsim.harness.conversation import Block, Message
+    from ctxsim.harness.model.conversation import Block, Message
 
     m = Message("user", tuple(Block.text_block(t) for t in texts))
     matcher_ = Matcher(needles)
@@ -51,9 +51,9 @@ def test_a_message_holds_what_its_text_holds(needles, texts):
 def test_a_generated_session_matches_in_on_every_block():
     """pyahocorasick replaced a trie-shaped regex here; on a whole generated session (its planted
     facts as needles, every block as a text) the answer is still exactly what `in` gives."""
+    from ctxsim.harness.model.trace import ToolResultEvent, UserEvent
     from ctxsim.harness.synth.config import load_preset
     from ctxsim.harness.synth.generator import generate
-    from ctxsim.harness.trace import ToolResultEvent, UserEvent
 
     t = generate(load_preset("short"), 3)
     needles = {k: f.text for k, f in t.facts().items()}
@@ -74,7 +74,7 @@ def test_a_history_contains_what_its_joined_text_contains(msgs, needle, cut, fir
     one message, across the line breaks between messages, over messages shorter than the needle;
     on every version of a shared store, asked in any order (a request extending another, a
     truncation, a fork)."""
-    from ctxsim.harness.conversation import Block, History, Message
+    from ctxsim.harness.model.conversation import Block, History, Message
 
     messages = [Message("user", tuple(Block.text_block(t) for t in texts)) for texts in msgs]
     h = History(messages)
@@ -93,7 +93,7 @@ def test_a_history_contains_what_its_joined_text_contains(msgs, needle, cut, fir
 
 
 def test_a_needle_across_short_messages_by_hand():
-    from ctxsim.harness.conversation import History, Message
+    from ctxsim.harness.model.conversation import History, Message
 
     h = History([Message.user("xa"), Message.user("b"), Message.user(""), Message.user("c")])
     # joined: "xa\nb\n\nc"

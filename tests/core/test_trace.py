@@ -3,8 +3,8 @@
 import json
 
 import pytest
-from ctxsim.harness import trace as tr
 from ctxsim.harness.cli import main
+from ctxsim.harness.model import trace as tr
 
 from tests.helpers_traces import Builder
 

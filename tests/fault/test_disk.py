@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import generate, load_preset
 
 from tests.fuzz.judge import run_cli
@@ -103,7 +103,7 @@ def test_an_escaped_disk_error_is_one_line_not_a_traceback(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("mask,mode", [(0o077, 0o600), (0o022, 0o644), (0o002, 0o664)])
 def test_outputs_honour_the_umask(tmp_path, mask, mode):
-    from ctxsim.harness import atomic
+    from ctxsim.harness.files import atomic
 
     old = os.umask(mask)
     try:
@@ -114,7 +114,7 @@ def test_outputs_honour_the_umask(tmp_path, mask, mode):
 
 
 def test_a_rewritten_file_keeps_its_mode(tmp_path):
-    from ctxsim.harness import atomic
+    from ctxsim.harness.files import atomic
 
     p = tmp_path / "private.jsonl"
     p.write_text("old")

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.conversation import Block, Message
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import Block, Message
 
 from tests.fuzz.judge import run_cli
 from tests.helpers_traces import header
@@ -96,7 +96,7 @@ def test_inf_or_nan_in_a_price_table_is_refused(tmp_path, field, value):
 # --- spill names ------------------------------------------------------------------------------------
 
 def test_spill_names_are_injective():
-    from ctxsim.harness.filenames import safe_file_name
+    from ctxsim.harness.files.filenames import safe_file_name
 
     ids = [".", " ", "..", "", "a/b", "a_b", "a b", "x" * 400, "x" * 401, "toolu_01", "é"]
     names = [safe_file_name(i) for i in ids]

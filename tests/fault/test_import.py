@@ -54,7 +54,7 @@ def test_64k_tool_results_are_no_runtime_error(tmp_path):
 
 @needs_real
 def test_an_absurd_fitted_scale_is_refused_before_writing_naming_the_input(tmp_path, monkeypatch):
-    from ctxsim.harness import fidelity
+    from ctxsim.harness.fidelity import compare as fidelity
 
     monkeypatch.setattr(fidelity, "fit_token_scale", lambda *a, **k: 16.9)
     out = tmp_path / "t.jsonl"
@@ -66,10 +66,10 @@ def test_an_absurd_fitted_scale_is_refused_before_writing_naming_the_input(tmp_p
 
 @needs_real
 def test_a_replay_that_does_not_line_up_is_reported_not_asserted(tmp_path, monkeypatch):
-    from ctxsim.harness import fidelity
+    from ctxsim.harness.fidelity import measured
 
-    real = fidelity._sim_rows
-    monkeypatch.setattr(fidelity, "_sim_rows", lambda df: real(df).iloc[:-1])   # one row short
+    real = measured.sim_rows
+    monkeypatch.setattr(measured, "sim_rows", lambda df: real(df).iloc[:-1])   # one row short
     out = tmp_path / "t.jsonl"
     o = run_cli(["import", "claude-code", str(REAL), "-o", str(out), "--no-probes"])
     assert o.exception == "" and o.status == 2, o.stderr
@@ -100,7 +100,7 @@ def test_reading_a_log_streams_it(tmp_path):
 
 def test_a_truncated_last_line_still_says_so(tmp_path):
     from ctxsim.harness.importers.common import read_jsonl
-    from ctxsim.harness.trace import TraceError
+    from ctxsim.harness.model.trace import TraceError
 
     p = tmp_path / "cut.jsonl"
     p.write_bytes(b'\xef\xbb\xbf{"type": "user"}\n{"type": "user", "a":')

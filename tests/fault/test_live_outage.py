@@ -10,8 +10,8 @@ import socket
 import time
 
 import pytest
-from ctxsim.harness import live
-from ctxsim.harness import trace as tr
+from ctxsim.harness.llm import live
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import generate, load_preset
 
 from tests.fuzz.judge import run_cli

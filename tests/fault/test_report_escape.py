@@ -3,7 +3,7 @@ link are shown, not run, in a Markdown viewer that renders raw HTML."""
 
 from __future__ import annotations
 
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import generate, load_preset
 
 from tests.fuzz.judge import run_cli
@@ -12,7 +12,7 @@ HOSTILE = "<img src=x onerror=alert(1)><script>alert(2)</script>[x](javascript:a
 
 
 def test_escape_by_hand():
-    from ctxsim.harness.mdtext import escape
+    from ctxsim.harness.report.mdtext import escape
 
     assert escape("<b>`<b>`</b>") == "&lt;b&gt;`<b>`&lt;/b&gt;"       # a code span is left as it is
     assert escape("[x](javascript:1)") == "[x]\\(javascript:1)"

@@ -88,7 +88,7 @@ def test_unreachable_scheduler_is_one_line_in_bounded_time_and_leaves_nothing(tm
         port = s.getsockname()[1]
     (tmp_path / "g.toml").write_text(GRID)
     monkeypatch.chdir(tmp_path)
-    from ctxsim.harness import sweep
+    from ctxsim.harness.sweep import grid as sweep
 
     monkeypatch.setattr(sweep, "DASK_CONNECT_TIMEOUT_S", 2.0)
     monkeypatch.setattr(sweep.dask_client, "__defaults__", (2.0,))
@@ -105,8 +105,8 @@ def test_unreachable_scheduler_is_one_line_in_bounded_time_and_leaves_nothing(tm
 def test_no_worker_is_one_line_in_bounded_time_and_leaves_nothing(scheduler, tmp_path, monkeypatch):
     (tmp_path / "g.toml").write_text(GRID)
     monkeypatch.chdir(tmp_path)
-    from ctxsim.harness import sweep
     from ctxsim.harness.cli import sweep as cli_sweep
+    from ctxsim.harness.sweep import grid as sweep
 
     real = sweep.run_sweep
     monkeypatch.setattr(sweep, "run_sweep", lambda *a, **k: real(*a, **{**k, "no_workers_s": 2.0}))
@@ -120,8 +120,8 @@ def test_no_worker_is_one_line_in_bounded_time_and_leaves_nothing(scheduler, tmp
 
 def test_workers_leaving_mid_sweep_stop_it(scheduler, tmp_path, monkeypatch):
     """All workers gone with runs pending: the sweep stops after ``no_workers_s`` (no hang)."""
-    from ctxsim.harness import sweep
-    from ctxsim.harness.sweep import SweepError, load_config, run_sweep
+    from ctxsim.harness.sweep import grid as sweep
+    from ctxsim.harness.sweep.grid import SweepError, load_config, run_sweep
     from distributed import Client
 
     monkeypatch.setattr(sweep, "_wait_for_workers", lambda client, timeout_s: None)   # they leave after the check

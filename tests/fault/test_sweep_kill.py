@@ -100,8 +100,9 @@ def test_a_worker_that_dies_is_a_failed_row_and_exit_1(tmp_path, monkeypatch):
     """A pool worker killed mid-run (OOM killer, a segfault in a C extension): its run, and the
     runs the broken pool can no longer do, are failure rows in the results; the sweep says how
     many and exits 1 (before: a BrokenProcessPool traceback)."""
-    from ctxsim.harness import engine, sweep
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
+    from ctxsim.harness.replay import engine
+    from ctxsim.harness.sweep import grid as sweep
     from ctxsim.harness.synth import generate, load_preset
 
     from tests.fuzz.judge import run_cli

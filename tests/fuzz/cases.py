@@ -90,7 +90,7 @@ COMMAND_LINES: list[Case] = [
     _c("run {T} -s codex --set auto_compact_fraction=0", "auto_compact_fraction"),
     _c("run {T} -s novacode --set compaction=maybe", "compaction"),
     _c("run {T} -s nosuch.module:Thing", "nosuch.module"),
-    _c("run {T} -s ctxsim.harness.trace:Header", "ctxsim.harness.trace:Header"),
+    _c("run {T} -s ctxsim.harness.model.trace:Header", "ctxsim.harness.model.trace:Header"),
     _c("run {T} -s recorded", "recorded"),
     # --- run: the provider options -----------------------------------------------------------------
     _c(RUN + " --seed -1", "--seed"),

@@ -92,7 +92,7 @@ def _place(src: Source, data: bytes, work: Path) -> tuple[Path, Path]:
 
 
 def _comparable(path: Path):
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
 
     t = tr.load(path)
     h = t.header.model_dump(exclude={"name", "source", "notes"})
@@ -171,7 +171,7 @@ def fuzz_traces(traces: Iterable[Path], per_trace: int, seed: int, work: Path, t
                 kinds: tuple[str, ...] = damage.KINDS) -> None:
     """``per_trace`` mutants of each trace through the loader (validate), and what it accepts
     through run and fidelity."""
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
 
     for ti, path in enumerate(traces):
         per_call = tr.load(path).header.usage == "per_call"

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxsim.harness import trace as tr
 from ctxsim.harness.cli import main as cli
 from ctxsim.harness.importers import import_file
 from ctxsim.harness.importers.common import SYNTHETIC_RESULT
-from ctxsim.harness.trace import TraceError
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.trace import TraceError
 
 from tests.helpers_claude_code import asst, rec, result, user, write
 

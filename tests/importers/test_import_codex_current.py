@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from ctxsim.harness import trace as tr
 from ctxsim.harness.cli import main as cli
 from ctxsim.harness.importers import import_file
+from ctxsim.harness.model import trace as tr
 
 
 def line(ts, kind, payload):

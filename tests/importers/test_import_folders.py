@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxsim.harness import trace as tr
 from ctxsim.harness.cli import main as cli
 from ctxsim.harness.importers.folders import discover
+from ctxsim.harness.model import trace as tr
 
 from tests.helpers_claude_code import asst, result, text, user, write
 

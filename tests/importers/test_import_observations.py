@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.engine import RunConfig, replay
 from ctxsim.harness.importers import import_file
 from ctxsim.harness.importers.task import task_parts
-from ctxsim.harness.probes import apply
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
+from ctxsim.harness.retention.probes import apply
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real" / "swe-agent"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")

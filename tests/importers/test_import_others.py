@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxsim.harness import trace as tr
 from ctxsim.harness.importers import import_file
-from ctxsim.harness.trace import TraceError
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.trace import TraceError
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")

@@ -1,12 +1,12 @@
-"""@-mentioned files (ctxsim.harness.importers.mentions): which paths a prompt mentions, the file's text
+"""@-mentioned files (ctxsim.harness.model.mentions): which paths a prompt mentions, the file's text
 rebuilt from the log's reads, writes and edits, and the importer putting it back after the prompt
 (visible content, no longer part of the first call's opaque prefix)."""
 
 from __future__ import annotations
 
-from ctxsim.harness import trace as tr
 from ctxsim.harness.importers import import_file
-from ctxsim.harness.importers.mentions import _Op, mentioned_paths, read_content, rebuild, render
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.mentions import _Op, mentioned_paths, read_content, rebuild, render
 
 from tests.helpers_claude_code import asst, result, text, user, write
 

@@ -1,13 +1,13 @@
-"""Summariser calibration (harness/calibration.py) and `ctxsim calibrate` against the loopback."""
+"""Summariser calibration (harness/calibration/summariser.py) and `ctxsim calibrate` against the loopback."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from ctxsim.harness.calibration import SummaryCall, calibration, kept, outcomes
+from ctxsim.harness.calibration.summariser import SummaryCall, calibration, kept, outcomes
 from ctxsim.harness.cli import main
-from ctxsim.harness.trace import FactEvent
+from ctxsim.harness.model.trace import FactEvent
 from loopback import keeping_responder
 
 
@@ -61,7 +61,7 @@ def test_ctxsim_calibrate_live_then_replay(live_env, tmp_path, capsys):
     measured survival is 1.0 for those categories and 0.0 for the others, by construction. The
     same command in replay mode, with the server gone, writes the same numbers."""
     pytest.importorskip("ctxsim.strategies.novacode.strategy", reason="NovaCode strategy (task D) not in the tree yet")
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
     from ctxsim.harness.synth import generate, load_preset
 
     short = generate(load_preset("short", ["calls=60"]), 0)   # 60 calls of real content: it compacts at 60k
@@ -119,11 +119,11 @@ def test_ctxsim_calibrate_bad_input(tmp_path, monkeypatch, capsys):
 
 
 def test_the_simulated_summariser_loads_what_calibrate_writes(tmp_path):
-    """Round trip with harness/simllm.py (task B): the rates written are the rates loaded."""
-    import ctxsim.harness.simllm as simllm
+    """Round trip with harness/llm/simulated.py (task B): the rates written are the rates loaded."""
+    import ctxsim.harness.llm.simulated as simllm
 
     if not hasattr(simllm, "load_calibration"):
-        pytest.skip("ctxsim.harness.simllm.load_calibration not in the tree yet")
+        pytest.skip("ctxsim.harness.llm.simulated.load_calibration not in the tree yet")
     src = "\n".join(f.text for f in FACTS.values())
     calls = [SummaryCall("r", 0, src, FACTS["g"].text, 10_000, 500)]
     path = tmp_path / "cal.json"
@@ -136,7 +136,7 @@ def test_max_compactions_bounds_the_spend(tmp_path):
     """60 calls of `short` at 60k compact twice under NovaCode; --max-compactions 1 stops after the
     first summary (the simulated summariser here: no API, no token scale)."""
     pytest.importorskip("ctxsim.strategies.novacode.strategy", reason="NovaCode strategy (task D) not in the tree yet")
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
     from ctxsim.harness.synth import generate, load_preset
 
     src = tmp_path / "short.jsonl"

@@ -3,18 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness.conversation import (
-    Block,
-    Breakpoint,
-    History,
-    Message,
-    Request,
-    SystemPrompt,
-    ToolDef,
-    ToolSet,
-    Usage,
-)
-from ctxsim.harness.live import (
+from ctxsim.harness.llm.live import (
     DEFAULT_INSTRUCTIONS,
     AnthropicBackend,
     LiveError,
@@ -26,9 +15,20 @@ from ctxsim.harness.live import (
     make_backend,
     usage_from_api,
 )
-from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
-from ctxsim.harness.render import to_anthropic_params
-from ctxsim.harness.response_store import ResponseStore, StoreMiss
+from ctxsim.harness.llm.render import to_anthropic_params
+from ctxsim.harness.llm.response_store import ResponseStore, StoreMiss
+from ctxsim.harness.llm.services import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.model.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolDef,
+    ToolSet,
+    Usage,
+)
 from loopback import Reply
 
 SYSTEM_400 = SystemPrompt.of("S" * 400)

@@ -9,7 +9,7 @@ import socket
 import time
 
 import pytest
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import generate, load_preset
 from loopback import Reply
 

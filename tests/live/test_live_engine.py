@@ -1,4 +1,4 @@
-"""NovaCode runs through ctxsim.harness.engine.replay with the live backend pointed at the loopback server:
+"""NovaCode runs through ctxsim.harness.replay.engine.replay with the live backend pointed at the loopback server:
 a compaction by the live summariser end to end, retries, prompt-too-long failures opening the
 breaker (N-COMP-4), and replay from the response store reproducing the live run exactly."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.live import make_backend
-from ctxsim.harness.response_store import RUN_DIR_PATTERN
+from ctxsim.harness.llm.live import make_backend
+from ctxsim.harness.llm.response_store import RUN_DIR_PATTERN
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.synth import generate, load_preset
 from loopback import Reply, assert_sdk_typed, keeping_responder
 

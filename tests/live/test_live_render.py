@@ -1,9 +1,10 @@
-"""Request -> Messages API params (harness/render.py)."""
+"""Request -> Messages API params (harness/llm/render.py)."""
 
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness.conversation import (
+from ctxsim.harness.llm.render import RenderError, breakpoints_in, count_tokens_params, to_anthropic_params
+from ctxsim.harness.model.conversation import (
     Block,
     Breakpoint,
     History,
@@ -13,7 +14,6 @@ from ctxsim.harness.conversation import (
     ToolDef,
     ToolSet,
 )
-from ctxsim.harness.render import RenderError, breakpoints_in, count_tokens_params, to_anthropic_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from loopback import assert_sdk_typed

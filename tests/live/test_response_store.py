@@ -1,4 +1,4 @@
-"""The response store (harness/response_store.py): stable keys, ordered answers, clear misses."""
+"""The response store (harness/llm/response_store.py): stable keys, ordered answers, clear misses."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from ctxsim.harness.response_store import (
+from ctxsim.harness.llm.response_store import (
     ResponseStore,
     StoreError,
     StoreMiss,

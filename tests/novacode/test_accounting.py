@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness.conversation import Block, History, Message, SystemPrompt, ToolDef, ToolSet, Usage
+from ctxsim.harness.model.conversation import Block, History, Message, SystemPrompt, ToolDef, ToolSet, Usage
 from ctxsim.strategies.novacode.accounting import (
     CHARS_PER_TOKEN,
     TokenLedger,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from ctxsim.harness.conversation import Block, Breakpoint, Message
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Block, Breakpoint, Message
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.novacode.caching import (
     breakpoints,
     last_user_index,

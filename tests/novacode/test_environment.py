@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxsim.harness import trace as tr
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.novacode.environment import EPOCH_S, EnvironmentInjection, date_at, git_state, render
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from ctxsim.harness.conversation import Block, Message
+from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.novacode.memory import (
     INDEX_FILE,
     INDEX_MAX_BYTES,

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolSet, Usage
-from ctxsim.harness.llm import SideCallFailed, SideCallResult
+from ctxsim.harness.llm.services import SideCallFailed, SideCallResult
+from ctxsim.harness.model.conversation import Block, Message, SystemPrompt, ToolSet, Usage
 from ctxsim.strategies.base import StrategyEnv
 from ctxsim.strategies.novacode import memory as mm
 from ctxsim.strategies.novacode.lock import LockInfo

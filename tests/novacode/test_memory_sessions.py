@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.simllm import DEFAULT_EXTRACT, SimParams, SimulatedLLM
+from ctxsim.harness.llm.simulated import DEFAULT_EXTRACT, SimParams, SimulatedLLM
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.synth import generate, load_preset
 from ctxsim.strategies.registry import names
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.synth import generate, load_preset
 
 pytestmark = [pytest.mark.slow,

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ctxsim.harness.conversation import Block, Message, Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Block, Message, Usage
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.testing import conversations as conv
-from ctxsim.harness.testing.machine import CHECK_MODEL, CHECK_WINDOW, params_for
+from ctxsim.harness.testing.params import CHECK_MODEL, CHECK_WINDOW, params_for
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.registry import make_config

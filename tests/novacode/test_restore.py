@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Block, Message, ToolDef, ToolSet
+from ctxsim.harness.model.conversation import Block, Message, ToolDef, ToolSet
 from ctxsim.strategies.novacode.restore import (
     RESTORE_FILE_TOKENS,
     RESTORE_MAX_FILES,

@@ -6,7 +6,7 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
-from ctxsim.harness.conversation import Block, Message
+from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.novacode.spill import (
     AGGREGATE_BUDGET_CHARS,
     PREVIEW_CHARS,

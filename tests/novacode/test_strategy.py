@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ctxsim.harness.conversation import Block, Message, Request, ToolDef, Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Block, Message, Request, ToolDef, Usage
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.novacode.accounting import chars_to_tokens
 from ctxsim.strategies.novacode.restore import RESTORE_NOTICE
@@ -185,7 +185,7 @@ def test_scenario_60k_result_spills_and_its_readback_does_not(tmp_path: Path):
 def test_n_spill_1_spill_files_live_under_each_launchs_session_directory(tmp_path: Path):
     """N-SPILL-1 + N-TRANS-1: two launches each spill a 60,000-char result. Each file lands in its own
     launch's session directory, beside that launch's transcript, not in one directory for the run."""
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
 
     def launch(b: Builder, session: str, text: str) -> None:
         b.event(tr.SessionStart(t=b._tick(1.0), session=session))
@@ -364,8 +364,8 @@ def test_n_comp_9_10_11_product_summary_restore_tail(tmp_path: Path):
 
 def test_cli_run_with_set(tmp_path: Path, capsys):
     """`ctxsim run TRACE --strategy novacode --set soft_margin=30000 --set tail_min_tokens=20000`."""
-    from ctxsim.harness import trace as tr
     from ctxsim.harness.cli import main
+    from ctxsim.harness.model import trace as tr
 
     p = tmp_path / "t.jsonl"
     tr.write(growing_trace(**GROW), p)
@@ -603,7 +603,7 @@ def test_resume_rebuilds_history_from_the_transcript_and_repairs_a_dangling_call
     back from s1's transcript with the call completed by a synthetic result (N-TRANS-5), thinking
     kept out of the records (N-TRANS-3) but the open tool loop's answer starting with its thinking
     again, so the first request of s2 is not a 400."""
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
 
     b = Builder()
     b.event(tr.SessionStart(t=0.0, session="s1"))
@@ -634,7 +634,7 @@ def test_resume_rebuilds_history_from_the_transcript_and_repairs_a_dangling_call
 
 
 def test_new_session_without_resume_starts_empty(tmp_path: Path):
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
 
     b = Builder()
     b.event(tr.SessionStart(t=0.0, session="a"))
@@ -764,7 +764,7 @@ def test_isolated_subtask_runs_in_its_own_context_and_stays_out_of_the_parent_tr
     """An isolated subtask (a sub-agent) sends its calls from a fresh history (kind subagent), with its
     own transcript; the parent's next request continues the parent's history, and a resume of the
     parent after a crash does not see the sub-agent's messages (its Task result stays paired)."""
-    from ctxsim.harness import trace as tr
+    from ctxsim.harness.model import trace as tr
 
     b = Builder()
     b.event(tr.SessionStart(t=0.0, session="s1"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ctxsim.harness.conversation import Block, Message
+from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.novacode.transcript import (
     META_FILE,
     SYNTHETIC_RESULT_TEXT,

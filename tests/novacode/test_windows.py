@@ -1,10 +1,10 @@
 """Section 7 of the spec: what the window size changes (N-WIN-1..3)."""
 
 import pytest
-from ctxsim.harness.analysis import compaction_ledger
-from ctxsim.harness.conversation import Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Usage
 from ctxsim.harness.provider import Provider
+from ctxsim.harness.replay.engine import RunConfig, replay
+from ctxsim.harness.sweep.analysis import compaction_ledger
 from ctxsim.strategies.novacode.compaction import thresholds
 
 from tests.helpers_traces import Builder

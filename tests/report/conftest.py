@@ -1,6 +1,6 @@
 import pytest
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.report import write_report
+from ctxsim.harness.replay.engine import RunConfig, replay
+from ctxsim.harness.report.build import write_report
 
 from tests.report.sessions import WINDOW, dump_session
 

@@ -5,7 +5,7 @@ ones that complete the whole session (so ranking by cost would put a failure fir
 
 from __future__ import annotations
 
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 
 from tests.helpers_traces import Builder
 

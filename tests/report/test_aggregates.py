@@ -2,9 +2,9 @@
 report text rendered as HTML."""
 
 import pandas as pd
-from ctxsim.harness import analysis
-from ctxsim.harness.figures import _failed_names
-from ctxsim.harness.report_html import inline
+from ctxsim.harness.report.figures import _failed_names
+from ctxsim.harness.report.html import inline
+from ctxsim.harness.sweep import analysis
 
 
 def test_per_session_counts_are_means_over_seeds():
@@ -39,7 +39,7 @@ def test_a_failed_configuration_is_listed_last_in_the_retention_ranking_and_the_
     resample draws the unreached probe 5 times of 10 (p ≈ 0.002). It is listed after ``kept`` and the
     pair says ``below``, not ``above``."""
     import numpy as np
-    from ctxsim.harness.uncertainty import Block, noise_lines
+    from ctxsim.harness.sweep.uncertainty import Block, noise_lines
 
     def block(row):
         return [Block(np.array([row] * 3, dtype=float), np.ones(10), (0, 1, 2))]

@@ -3,9 +3,9 @@ item 5): ``compare --report`` with codex (``compaction``: bool) beside observati
 (``compaction``: "auto") crashed in pyarrow."""
 
 import pandas as pd
-from ctxsim.harness import columns
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.report import write_report
+from ctxsim.harness.replay.engine import RunConfig, replay
+from ctxsim.harness.report.build import write_report
+from ctxsim.harness.sweep import columns
 from hypothesis import given
 from hypothesis import strategies as st
 

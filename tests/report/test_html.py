@@ -1,4 +1,4 @@
-"""The report's HTML now comes from a Jinja2 template and markdown-it-py (harness/report_html.py)
+"""The report's HTML now comes from a Jinja2 template and markdown-it-py (harness/report/html.py)
 instead of f-strings and a regex. This shows, on every line and table cell of a whole report, that
 the text reads the same as under the old renderer, and where it differs, why."""
 
@@ -6,8 +6,8 @@ import html
 import re
 
 import pytest
-from ctxsim.harness.report import write_report
-from ctxsim.harness.report_html import inline
+from ctxsim.harness.report.build import write_report
+from ctxsim.harness.report.html import inline
 
 from tests.report.test_tuning import known_frame
 
@@ -20,9 +20,9 @@ def old_inline(text: str) -> str:
 
 
 def documented(s: str) -> str:
-    """The differences harness/report_html.py documents: <strong> for <b>, an apostrophe left as
+    """The differences harness/report/html.py documents: <strong> for <b>, an apostrophe left as
     it is, a backslash-escaped pipe shown as a pipe; and an entity of report.md's escaped user text
-    (harness/mdtext.py: ``<`` and ``>`` outside code spans, ``](`` broken) shown as its character,
+    (harness/report/mdtext.py: ``<`` and ``>`` outside code spans, ``](`` broken) shown as its character,
     where the old renderer escaped the ampersand a second time."""
     s = s.replace("<b>", "<strong>").replace("</b>", "</strong>").replace("&#x27;", "'").replace("\\|", "|")
     return s.replace("&amp;gt;", "&gt;").replace("&amp;lt;", "&lt;").replace("]\\(", "](")

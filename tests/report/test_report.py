@@ -6,8 +6,8 @@ novacode complete. At 1M everything completes."""
 import re
 
 import pytest
-from ctxsim.harness import analysis
-from ctxsim.harness.report import rows_from_results
+from ctxsim.harness.report.build import rows_from_results
+from ctxsim.harness.sweep import analysis
 
 from tests.report.sessions import DUMP_AT
 
@@ -125,7 +125,7 @@ def _lost_everything(df):
     (0.5, "none of the 7 configurations that completed every session keeps needs at risk ≥ 0.5; the best is ", _lost_everything),
 ])
 def test_when_nothing_can_be_recommended_the_report_says_why(dump_runs, tmp_path, target, reason, results):
-    from ctxsim.harness.report import rows_from_results, write_report
+    from ctxsim.harness.report.build import rows_from_results, write_report
 
     df, calls = rows_from_results(dump_runs)
     write_report(results(df), tmp_path, calls=calls, target=target)

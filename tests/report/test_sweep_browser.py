@@ -5,8 +5,8 @@ The hand-made results of tests/report/test_tuning.py at two windows, with a peer
 
 import pandas as pd
 import pytest
-from ctxsim.harness import figures, tuning_figures
-from ctxsim.harness.report import write_report
+from ctxsim.harness.report import figures, tuning_figures
+from ctxsim.harness.report.build import write_report
 
 from tests.report.browser import browser, check_page, screenshot
 from tests.report.test_tuning import known_frame
@@ -106,7 +106,7 @@ def test_a_crowded_cluster_keeps_every_name_readable(tmp_path, monkeypatch):
     """Nine settings within 1% of each other in cost and at one retention (the 1M cluster of a real
     sweep): every point still has a name or a number, no two of them overlap, and each number is in
     the key."""
-    from ctxsim.harness import tuning_figures as tf
+    from ctxsim.harness.report import tuning_figures as tf
     from matplotlib.text import Annotation, Text
 
     from tests.report.test_tuning import _run

@@ -4,10 +4,10 @@ grid's mean) and only the parameters that differ from the strategy's defaults (i
 import re
 
 import pytest
-from ctxsim.harness import analysis
-from ctxsim.harness import formatting as fmt
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.report import rows_from_results, write_report
+from ctxsim.harness.replay.engine import RunConfig, replay
+from ctxsim.harness.report import formatting as fmt
+from ctxsim.harness.report.build import rows_from_results, write_report
+from ctxsim.harness.sweep import analysis
 
 from tests.report.sessions import WINDOW, dump_session
 

@@ -5,8 +5,10 @@ import math
 
 import pandas as pd
 import pytest
-from ctxsim.harness import grid_checks, proportions, tuning
-from ctxsim.harness.report import write_report
+from ctxsim.harness.report import grid_checks
+from ctxsim.harness.report.build import write_report
+from ctxsim.harness.retention import proportions
+from ctxsim.harness.sweep import tuning
 
 W = 200_000
 

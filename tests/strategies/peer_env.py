@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
-from ctxsim.harness.llm import CallSpec, SideCallFailed, SideCallResult
+from ctxsim.harness.llm.services import CallSpec, SideCallFailed, SideCallResult
+from ctxsim.harness.model.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
 from ctxsim.strategies.base import CallInfo, Rejection, StrategyEnv
 from ctxsim.strategies.registry import build
 

@@ -7,7 +7,7 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Block, Breakpoint, Message
+from ctxsim.harness.model.conversation import Block, Breakpoint, Message
 from ctxsim.strategies.aider import SUMMARY_PREFIX, history_budget
 from ctxsim.strategies.base import CallInfo
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Message
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Message
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.openhands import halving_cut
 

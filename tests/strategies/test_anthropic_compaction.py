@@ -8,8 +8,8 @@ The files read are named in the strategy's docstring."""
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness.conversation import Message, Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Message, Usage
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.anthropic_compaction import DEFAULT_INSTRUCTIONS, AnthropicCompaction
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.registry import StrategyError, make_config

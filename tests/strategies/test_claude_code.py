@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxsim.harness.conversation import Block, Message, Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Block, Message, Usage
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.claude_code import CLEARED, CONTINUED, ClaudeCode
 from ctxsim.strategies.registry import make_config

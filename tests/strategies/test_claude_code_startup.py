@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ctxsim.harness.conversation import Message
+from ctxsim.harness.model.conversation import Message
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.registry import build
 

@@ -7,7 +7,7 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Message
+from ctxsim.harness.model.conversation import Message
 from ctxsim.strategies.base import CallInfo
 
 from tests.strategies.peer_env import FakeServices, make, reject, step

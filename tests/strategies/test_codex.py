@@ -8,8 +8,8 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Message, Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Message, Usage
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.codex import SUMMARY_PREFIX, middle_truncate, select_user_messages
 
@@ -172,8 +172,8 @@ def test_summary_prompt_opens_with_the_active_task_as_codex_prompt_md_928a707():
     active task (the most recent user request that is still in progress)", format items Active task /
     Progress so far / Next steps (active task only) / Key context / constraints / preferences (still
     relevant only) / Completed tasks (optional, brief). The simulated summariser routes a goal fact
-    by the word "request" (ctxsim.harness.simllm FACT_ROUTES): it lands in the Active task item."""
-    from ctxsim.harness.simllm import _route
+    by the word "request" (ctxsim.harness.llm.simulated FACT_ROUTES): it lands in the Active task item."""
+    from ctxsim.harness.llm.simulated import _route
     from ctxsim.strategies.codex import SUMMARY_SECTIONS, SUMMARY_SECTIONS_2025
 
     services = FakeServices("HANDOFF")

@@ -8,8 +8,8 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Message, Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Message, Usage
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
 
 from tests.helpers_traces import Builder
@@ -194,7 +194,7 @@ def cache_run(params: dict, n: int = 8) -> list:
     """Requests r_0 .. r_{n-1} (r_k before step k's answer), each priced by the Anthropic cache model
     with every message worth chars // 4 tokens: "task" 1, a tool use 'Bash {"command": "ck"}' 22 chars
     → 5, a 4,000-character result 1,000, the placeholder "[cleared]" 9 chars → 2."""
-    from ctxsim.harness.conversation import Block
+    from ctxsim.harness.model.conversation import Block
     from ctxsim.harness.provider.cache import AnthropicCache, Layout
 
     s = make("context_editing", {"trigger_input_tokens": 3_500, **params})
@@ -290,7 +290,7 @@ def test_a_boundary_breakpoint_makes_a_clear_rewrite_only_what_follows_the_new_c
     [cleared] + a1 (7) and the rest (3,010). r_5 (clears res1) marks 3 and 5: it reads r_4's entry at
     a1 (2,013), and writes 7 + 3,010 again: only what follows the newly cleared block (without the
     mark: read 2,001, write 3,029)."""
-    from ctxsim.harness.conversation import Breakpoint
+    from ctxsim.harness.model.conversation import Breakpoint
 
     runs = cache_run({"boundary_breakpoint": True})
     assert runs[5][0].breakpoints == (Breakpoint("system"), Breakpoint(3), Breakpoint(5), Breakpoint(10))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Message, Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Message, Usage
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.cut_no_summary import NOTICE
 

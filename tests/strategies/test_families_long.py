@@ -11,7 +11,7 @@ import os
 import statistics
 
 import pytest
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.synth.config import load_preset
 from ctxsim.harness.synth.generator import generate
 

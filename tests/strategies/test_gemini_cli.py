@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxsim.harness.conversation import Block, Message, Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Block, Message, Usage
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.gemini_cli import ACK, compress_split_point, format_truncated, message_json_chars
 

@@ -7,7 +7,7 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Message, Usage
+from ctxsim.harness.model.conversation import Message, Usage
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.goose import (
     CONVERSATION_CONTINUATION,

@@ -6,8 +6,8 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Breakpoint, Message
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Breakpoint, Message
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.observation_masking import clipped_text, last_removed_index, masked_text
 
@@ -56,7 +56,7 @@ def test_polling_moves_the_boundary_every_p_steps():
 
 
 def step_no_call(s, i):
-    from ctxsim.harness.conversation import Block
+    from ctxsim.harness.model.conversation import Block
 
     s.on_response(Message("assistant", (Block.tool_use(f"tu_{i}", "Bash", {"c": i}),)), None)
     s.on_tool_results(Message("user", (Block.tool_result(f"tu_{i}", f"out {i}"),)))

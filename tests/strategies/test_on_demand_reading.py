@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo, StrategyEnv
 from ctxsim.strategies.on_demand_reading import POINTER, OnDemandReading
 from ctxsim.strategies.registry import StrategyError, get, make_config

@@ -7,7 +7,7 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from ctxsim.harness.conversation import Message, Usage
+from ctxsim.harness.model.conversation import Message, Usage
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.opencode import COMPACTION_ASK, CONTINUE, PRUNED, tail_budget
 
@@ -91,7 +91,7 @@ def test_tool_output_over_50kb_is_cut_to_its_head_and_saved(tmp_path):
 def test_a_read_of_the_saved_output_is_not_cut_again(tmp_path):
     from pathlib import Path
 
-    from ctxsim.harness.conversation import Block
+    from ctxsim.harness.model.conversation import Block
 
     s = make("opencode", session_dir=tmp_path)
     s.on_user(Message.user("task"))

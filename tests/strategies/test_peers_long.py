@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.synth.config import load_preset
 from ctxsim.harness.synth.generator import generate
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ctxsim.harness.engine import RunConfig, replay
 from ctxsim.harness.importers import import_file
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.synth.config import load_preset
 from ctxsim.harness.synth.generator import generate
 

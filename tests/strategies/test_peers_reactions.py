@@ -4,7 +4,7 @@ sentence), and the agents that give up do: the turn ends, nothing is retried."""
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness.conversation import Message
+from ctxsim.harness.model.conversation import Message
 from ctxsim.strategies.base import Strategy
 from ctxsim.strategies.registry import get
 

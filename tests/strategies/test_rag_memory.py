@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ctxsim.harness import protocol
-from ctxsim.harness import trace as tr
-from ctxsim.harness.conversation import Block, History, Message, Usage
-from ctxsim.harness.engine import RunConfig, replay
-from ctxsim.harness.llm import SUMMARY
+from ctxsim.harness.llm.services import SUMMARY
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import Block, History, Message, Usage
+from ctxsim.harness.provider import protocol
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.rag_memory import ChunkStore, RagMemory, chunk_text, tokenize
 from ctxsim.strategies.registry import get, make_config

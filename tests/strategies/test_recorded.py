@@ -4,9 +4,9 @@ sub-agent contexts and models), driven by the real engine on small hand-built tr
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness import trace as tr
-from ctxsim.harness.conversation import Breakpoint
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import Breakpoint
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.recorded import COMPACT_INSTRUCTIONS, MISSING_SUMMARY, Recorded, RecordedConfig
 from ctxsim.strategies.registry import StrategyError, get, make_config
 

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from ctxsim.harness import protocol
-from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet, Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet, Usage
+from ctxsim.harness.provider import protocol
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies import base
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.registry import StrategyError, get, make_config
@@ -297,11 +297,11 @@ def _long_trace():
     rng = np.random.default_rng(1)
     b = Builder()
     b.user(GOAL)
-    b.event(__import__("ctxsim.harness.trace", fromlist=["FactEvent"]).FactEvent(t=b.t, id="g", category="goal", text=GOAL))
+    b.event(__import__("ctxsim.harness.model.trace", fromlist=["FactEvent"]).FactEvent(t=b.t, id="g", category="goal", text=GOAL))
     for i in range(30):
         b.call(f"step {i}", results=[" ".join(rng.choice(["alpha", "beta", "def", "x", "=", "42"], 2000))])
         if i % 5 == 4:
-            b.event(__import__("ctxsim.harness.trace", fromlist=["ProbeEvent"]).ProbeEvent(t=b.t, id=f"p{i}", needs=["g"]))
+            b.event(__import__("ctxsim.harness.model.trace", fromlist=["ProbeEvent"]).ProbeEvent(t=b.t, id=f"p{i}", needs=["g"]))
     b.call("done")
     return b.build()
 

@@ -4,8 +4,8 @@ tool_use/tool_result pair with the report comes back; the main context is compac
 
 from __future__ import annotations
 
-from ctxsim.harness import trace as tr
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.registry import get
 from ctxsim.strategies.subagent_isolation import EXPLORE_MODEL, SubagentIsolation
 

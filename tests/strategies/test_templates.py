@@ -4,7 +4,7 @@ threshold-compactor counters."""
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness.conversation import (
+from ctxsim.harness.model.conversation import (
     Block,
     Breakpoint,
     History,
@@ -14,7 +14,7 @@ from ctxsim.harness.conversation import (
     ToolSet,
     Usage,
 )
-from ctxsim.harness.protocol import pairing_error
+from ctxsim.harness.provider.protocol import pairing_error
 from ctxsim.strategies.base import Strategy
 from ctxsim.strategies.templates import (
     ThresholdCompactor,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from ctxsim.harness import trace as tr
-from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo, StrategyEnv
 from ctxsim.strategies.registry import get, make_config
 from ctxsim.strategies.structured_state import CAP_MARKER

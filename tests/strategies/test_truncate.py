@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.registry import StrategyError, make_config
 from ctxsim.strategies.truncate import Truncate, truncate_head_tail
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ctxsim.harness.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
-from ctxsim.harness.engine import RunConfig, replay
+from ctxsim.harness.model.conversation import Block, Message, SystemPrompt, ToolDef, ToolSet, Usage
+from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo, StrategyEnv
 from ctxsim.strategies.registry import get, make_config
 from ctxsim.strategies.whole_repo import WholeRepo, corpus_files, file_block, strip_line_numbers

@@ -5,7 +5,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import checks, generate, load_preset
 from ctxsim.harness.synth import recurrence as R
 from ctxsim.harness.synth.corpus import load_corpus

@@ -1,6 +1,6 @@
 """Properties of the generator over random small configurations (hypothesis, bounded, deterministic)."""
 
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import SynthConfig, generate
 from hypothesis import given, settings
 from hypothesis import strategies as st

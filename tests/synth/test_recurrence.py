@@ -4,7 +4,7 @@ hand-built trace with token counts worked out by hand (one token per word)."""
 from pathlib import Path
 
 import pytest
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import recurrence as R
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real"

@@ -1,9 +1,9 @@
-"""traces/trace.schema.json is what ctxsim.harness.trace.json_schema() produces (no drift)."""
+"""traces/trace.schema.json is what ctxsim.harness.model.trace.json_schema() produces (no drift)."""
 
 import json
 from pathlib import Path
 
-from ctxsim.harness.trace import json_schema
+from ctxsim.harness.model.trace import json_schema
 
 SCHEMA = Path(__file__).resolve().parents[2] / "traces" / "trace.schema.json"
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ctxsim.harness import protocol
-from ctxsim.harness.conversation import (
+from ctxsim.harness.model.conversation import (
     Block,
     Breakpoint,
     History,
@@ -13,6 +12,7 @@ from ctxsim.harness.conversation import (
     ToolDef,
     ToolSet,
 )
+from ctxsim.harness.provider import protocol
 from ctxsim.harness.testing.api_rules import api_errors, breakpoint_error, first_message_error, thinking_error
 
 SYSTEM = SystemPrompt.of("You are a coding agent.")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ctxsim.harness import trace as tr
 from ctxsim.harness.cli import main
+from ctxsim.harness.model import trace as tr
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from ctxsim.harness.testing import clock, scenarios
 from ctxsim.harness.testing.crossprocess import difference
 from ctxsim.harness.testing.invariants import promises
-from ctxsim.harness.testing.machine import CHECK_MODEL, CHECK_WINDOW, params_for
+from ctxsim.harness.testing.params import CHECK_MODEL, CHECK_WINDOW, params_for
 
 from tests.testing.mutants import kit29 as x
 
@@ -33,7 +33,7 @@ def test_the_edges_are_the_tz_databases():
                                        ("the start of DST in the EU", "Europe/Berlin", 1, 2)):
         t = by_label[label]
         assert (_offset(zone, t - 1), _offset(zone, t)) == (timedelta(hours=before), timedelta(hours=after))
-    assert all(e.t <= 1e9 for e in clock.EDGES)  # a trace's time (harness/trace.py MAX_T)
+    assert all(e.t <= 1e9 for e in clock.EDGES)  # a trace's time (harness/model/trace.py MAX_T)
 
 
 def test_the_pinned_zone_is_new_york_at_every_edge_and_is_restored():

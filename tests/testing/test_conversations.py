@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ctxsim.harness import trace as tr
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.testing import conversations as conv
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -18,10 +18,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from ctxsim.harness.engine import RunConfig
+from ctxsim.harness.replay.engine import RunConfig
 from ctxsim.harness.testing import conversations as conv
 from ctxsim.harness.testing.invariants import check
-from ctxsim.harness.testing.machine import CHECK_MODEL, CHECK_WINDOW, params_for
+from ctxsim.harness.testing.params import CHECK_MODEL, CHECK_WINDOW, params_for
 from ctxsim.harness.testing.recording import record
 from ctxsim.strategies.novacode.strategy import NovaCode
 

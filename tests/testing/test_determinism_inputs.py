@@ -3,12 +3,12 @@ crash happened (``crash_site``)."""
 
 from __future__ import annotations
 
-from ctxsim.harness import trace as tr
-from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.harness.testing import conversations as conv
+from ctxsim.harness.testing.crash import crash_site
 from ctxsim.harness.testing.determinism import Canon, request_difference
 from ctxsim.harness.testing.inputs import InputGuard
-from ctxsim.harness.testing.machine import crash_site
 
 SYSTEM = SystemPrompt.of("s")
 

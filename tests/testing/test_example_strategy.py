@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ctxsim.harness.conversation import Block, History, Message, SystemPrompt, ToolSet
+from ctxsim.harness.model.conversation import Block, History, Message, SystemPrompt, ToolSet
 from ctxsim.harness.testing.machine import find_failure
 from ctxsim.strategies.base import CallInfo, StrategyEnv
 from ctxsim.strategies.registry import make_config
@@ -135,7 +135,7 @@ def test_guide_listings_are_the_tested_file():
 def test_guide_sweep_grid_is_a_valid_sweep_config():
     import tomllib
 
-    from ctxsim.harness.sweep import SweepConfig
+    from ctxsim.harness.sweep.grid import SweepConfig
 
     grids = [b for b in _blocks("toml") if "[[strategies]]" in b]
     assert len(grids) == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxsim.harness.conversation import (
+from ctxsim.harness.model.conversation import (
     Block,
     Breakpoint,
     History,

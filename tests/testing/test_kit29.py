@@ -4,13 +4,14 @@ prompts; determinism is checked across two processes with different hash seeds (
 
 from __future__ import annotations
 
-from ctxsim.harness import trace as tr
 from ctxsim.harness.cli import main
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.provider.tokenizer import get_tokenizer
 from ctxsim.harness.testing import CORPUS_SEED, selected_settings
 from ctxsim.harness.testing import conversations as conv
 from ctxsim.harness.testing.crossprocess import difference
-from ctxsim.harness.testing.machine import CHECK_WINDOW, find_failure, machine_for
+from ctxsim.harness.testing.machine import find_failure, machine_for
+from ctxsim.harness.testing.params import CHECK_WINDOW
 from hypothesis import Phase, settings
 
 from tests.testing import mutants as m
@@ -126,7 +127,7 @@ def test_shrinking_never_swaps_the_reported_invariant_for_another_found_on_the_w
 
 
 def test_an_estimate_42_percent_low_names_the_system_prompt_it_left_out():
-    from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+    from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
     from ctxsim.harness.testing.invariants import Checker
     from ctxsim.harness.testing.recording import Sent
 
@@ -175,7 +176,7 @@ def test_an_estimate_that_leaves_out_the_prompt_is_named_when_the_messages_rate_
     3,604, is 85% of the system prompt and tools (4,254), the messages' own rate being a little high.
     Counting the prompt in takes away most of the error (650 of 3,604 left): named. A gap far over
     the prompt's size (1.8x) is not."""
-    from ctxsim.harness.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+    from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
     from ctxsim.harness.testing.invariants import Checker
     from ctxsim.harness.testing.recording import Sent
 

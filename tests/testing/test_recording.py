@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import shutil
 
-from ctxsim.harness import trace as tr
-from ctxsim.harness.engine import RunConfig
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig
 from ctxsim.harness.testing import check, record
 from ctxsim.harness.testing.conversations import conversations
-from ctxsim.harness.testing.machine import params_for
+from ctxsim.harness.testing.params import params_for
 from ctxsim.harness.testing.recording import Mark, Sent, Stepper, scratch_dir
 from ctxsim.strategies.append_only import AppendOnly
 from ctxsim.strategies.registry import get

@@ -15,7 +15,8 @@ from __future__ import annotations
 import pytest
 from ctxsim.harness.testing import selected_profile, selected_settings
 from ctxsim.harness.testing.invariants import promises
-from ctxsim.harness.testing.machine import find_failure, params_for
+from ctxsim.harness.testing.machine import find_failure
+from ctxsim.harness.testing.params import params_for
 from ctxsim.strategies.registry import all_strategies
 from hypothesis import Phase, settings
 

@@ -13,7 +13,7 @@ legitimately moves numbers regenerates the file with ``--write`` (``make engine-
 
 Paths of the run directory (``/tmp/ctxsim000123/run-000004/...``) appear in probe rows and are
 normalised: which free run directory a process gets is not part of a run's numbers (every one has
-the same token count, harness/rundirs.py).
+the same token count, harness/replay/rundirs.py).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def _frame(df) -> dict[str, list]:
 
 
 def run_case(case: Case, strategies: list[str] | None = None) -> Iterator[tuple[str, dict[str, str]]]:
-    from ctxsim.harness.engine import RunConfig, replay
+    from ctxsim.harness.replay.engine import RunConfig, replay
     from ctxsim.strategies.registry import names
 
     if case.real is not None and not (REAL / case.real).exists():

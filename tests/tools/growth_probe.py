@@ -36,9 +36,9 @@ def main(argv=None) -> int:
         ap.error(f"--calls must be at least 2 (got {a.calls})")
     if a.repeats < 1:
         ap.error(f"--repeats must be at least 1 (got {a.repeats})")
-    from ctxsim.harness import engine
-    from ctxsim.harness import trace as tr
-    from ctxsim.harness.engine import RunConfig, replay
+    from ctxsim.harness.model import trace as tr
+    from ctxsim.harness.replay import engine
+    from ctxsim.harness.replay.engine import RunConfig, replay
     from ctxsim.harness.synth import generate, load_preset
 
     from tests.bench.test_growth import BENCH_SEED, N_CALLS

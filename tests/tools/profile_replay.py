@@ -37,8 +37,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--io", action="store_true", help="sum the own time of the file-system builtins")
     a = ap.parse_args(argv)
-    from ctxsim.harness import trace as tr
-    from ctxsim.harness.engine import RunConfig, replay
+    from ctxsim.harness.model import trace as tr
+    from ctxsim.harness.replay.engine import RunConfig, replay
 
     t = tr.load(a.trace)
     cfg = RunConfig(window=a.window)

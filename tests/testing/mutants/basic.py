@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, Usage
+from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, Usage
 from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig
 from pydantic import Field
 

@@ -9,8 +9,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
-from ctxsim.harness.llm import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.llm.services import SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
 from ctxsim.strategies.base import CallInfo
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "keep_recent.py"

@@ -11,7 +11,15 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from ctxsim.harness.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.model.conversation import (
+    Block,
+    Breakpoint,
+    History,
+    Message,
+    Request,
+    SystemPrompt,
+    ToolSet,
+)
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.novacode import restore as rs
 from ctxsim.strategies.novacode import spill as sp
@@ -191,7 +199,7 @@ class SeedRatioBudgets(NovaCode):
 
     @staticmethod
     def check_params(window: int) -> dict:
-        from ctxsim.harness.testing.machine import KNOWN_PARAMS
+        from ctxsim.harness.testing.params import KNOWN_PARAMS
 
         return {**KNOWN_PARAMS["novacode"](NovaCode, window), "calibrate_budgets": False}
 

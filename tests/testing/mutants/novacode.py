@@ -15,8 +15,8 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from ctxsim.harness.conversation import Block, Breakpoint, Message
-from ctxsim.harness.testing.machine import CHECK_WINDOW, KNOWN_PARAMS
+from ctxsim.harness.model.conversation import Block, Breakpoint, Message
+from ctxsim.harness.testing.params import CHECK_WINDOW, KNOWN_PARAMS
 from ctxsim.strategies.novacode import restore
 from ctxsim.strategies.novacode import spill as spilling
 from ctxsim.strategies.novacode import strategy as nc_module

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ctxsim.harness.conversation import Block, Message
+from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies import codex as codex_module
 from ctxsim.strategies import sliding_window as sliding_module
 from ctxsim.strategies.codex import Codex

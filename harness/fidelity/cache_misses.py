@@ -1,0 +1,202 @@
+"""Fit the provider-side miss model (harness/provider/routing.py) on a log's own calls.
+
+Each call of a context thread that could have read its predecessor's whole context — no TTL expiry
+in between, same model, no compaction, no ``/mcp`` reconnection, not a new user turn on a model
+whose API drops the previous turn's thinking — is *eligible*. An eligible call whose read falls
+short of that context is, walking the thread in order, either
+
+* a **return**: the read reaches the context of the last call that landed on the session's own
+  node, which a stray came after (the long entry was there all along: the stray wrote elsewhere); or
+* a **stray**: the read fell back to nothing or to a short prefix (the system prompt's).
+
+The model is fitted only when strays recur (at least ``MIN_STRAYS``, and the long prefix is read
+again after one of them); a lone fall-back stays "unexplained" and is reported with its cost.
+``fallback_none`` = strays that read nothing / strays; ``share`` is fitted so that a shadow replay
+of the model on the log's own context sizes reads, over the eligible calls, the tokens the log read
+(a stray on a call that misses anyway costs nothing more, so the share is measured where it can be
+seen; the raw count strays / eligible is kept beside it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxsim.harness.provider.cache import TTL_SECONDS
+from ctxsim.harness.provider.routing import OPENAI_ROUTING_DOC, ROUTER_PHASES, CacheMissModel, Router
+
+MIN_STRAYS = 2          # assumed: one fall-back is an accident, two that recover are a pattern
+NOTHING_TOKENS = 256    # a read at most this long is "nothing" (assumed; real reads are 0 or ≥ 1,024)
+
+
+def _tolerance(expected: int) -> float:
+    # the same tolerance fidelity.classify_misses uses (MISS_TOLERANCE_*): the last message's
+    # framing is not cached, so real full reads are context − 3 … − 14 tokens
+    return max(256, 0.01 * expected)
+
+
+def label_calls(calls: list[Any], strips: tuple[str, ...] = ()) -> tuple[dict[int, str], int, dict[str, int], int]:
+    """``({call index: "stray" | "return"}, eligible, strays by fallback, recovered)`` over
+    ``calls`` (``ctxsim.harness.fidelity.recorded.RecordedCall``); ``strips``: model prefixes whose API drops the
+    previous turn's thinking at a new user turn (a miss there is the client's change)."""
+    labels: dict[int, str] = {}
+    eligible = recovered = 0
+    fell: dict[str, int] = {}
+    primary: dict[str, int] = {}     # thread -> context of the last call on the session's own node
+    stray_before: dict[str, bool] = {}
+    for c in calls:
+        prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+        if c.usage is None:
+            continue
+        if prev is None or prev.usage is None or c.after_compact:
+            primary[c.thread] = c.context
+            stray_before[c.thread] = False
+            continue
+        expected = prev.context
+        read = c.usage.cache_read
+        short = read + _tolerance(expected) < expected
+        ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
+        explained = (c.t - prev.t > TTL_SECONDS[ttl] or c.model != prev.model or c.trigger == "/mcp"
+                     or (c.new_turn and bool(c.model) and c.model.startswith(strips)))
+        if explained:
+            primary[c.thread] = c.context
+            stray_before[c.thread] = False
+            continue
+        eligible += 1
+        home = primary.get(c.thread, 0)
+        if not short:
+            recovered += stray_before.get(c.thread, False)
+            primary[c.thread] = c.context
+            stray_before[c.thread] = False
+        elif stray_before.get(c.thread) and read + _tolerance(home) >= home:
+            labels[c.index] = "return"
+            recovered += 1
+            primary[c.thread] = c.context
+            stray_before[c.thread] = False
+        else:
+            labels[c.index] = "stray"
+            where = "none" if read <= NOTHING_TOKENS else "system"
+            fell[where] = fell.get(where, 0) + 1
+            stray_before[c.thread] = True
+    return labels, eligible, fell, recovered
+
+
+def _explained(c: Any, prev: Any, strips: tuple[str, ...]) -> bool:
+    ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
+    return (c.t - prev.t > TTL_SECONDS[ttl] or c.model != prev.model or c.trigger == "/mcp"
+            or (c.new_turn and bool(c.model) and c.model.startswith(strips)))
+
+
+def shadow_read(calls: list[Any], strips: tuple[str, ...], share: float, fallback_none: float,
+                system_prefix: int, phases: int = ROUTER_PHASES) -> float:
+    """Tokens the eligible calls read under the model (a routing.Router at each of ``phases``
+    evenly spaced phases, the stray and the fall-back draw at the same phase; averaged), on the log's
+    own context sizes: a call on the session's node reads the last context written there, a stray
+    reads nothing or what the other node holds (the last stray's context of this context thread
+    while its TTL lasts and no change came in between, else the system prefix)."""
+    model = CacheMissModel(share=share, fallback_none=fallback_none, strays=0, returns=0, eligible=0)
+    total = 0.0
+    for k in range(phases):
+        phase = (k + 0.5) / phases
+        router = Router(model, phases=(phase, phase))
+        home: dict[str, int] = {}
+        other: dict[str, tuple[int, float, float]] = {}   # thread -> (context, written at, TTL s) on the other node
+        for c in calls:
+            if c.usage is None:
+                continue
+            prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+            if prev is None or prev.usage is None or c.after_compact:
+                home[c.thread] = c.context
+                other.pop(c.thread, None)
+                continue
+            if _explained(c, prev, strips):   # a TTL expiry, another model, a changed prefix: the
+                home[c.thread] = c.context      # other node's entries of this thread no longer match
+                other.pop(c.thread, None)
+                continue
+            # the router draws only for requests that continue the previous one (Provider.bill)
+            stray = router.next()
+            if stray is None:
+                total += min(home.get(c.thread, 0), c.context)
+                home[c.thread] = c.context
+            elif stray == "system":
+                o = other.get(c.thread)
+                live = o is not None and c.t - o[1] <= o[2] and o[0] <= c.context
+                total += min(o[0] if live else system_prefix, c.context)
+                ttl = TTL_SECONDS["1h"] if c.usage.cache_write_1h > c.usage.cache_write_5m else TTL_SECONDS["5m"]
+                other[c.thread] = (c.context, c.t, ttl)
+    return total / phases
+
+
+def fit_miss_model(calls: list[Any], strips: tuple[str, ...] = (), provider: str = "anthropic",
+                   system_prefix: int = 0) -> tuple[CacheMissModel | None, dict[int, str]]:
+    """The fitted model (None when strays do not recur) and the calls it accounts for. The share
+    is the one whose shadow replay (:func:`shadow_read`) reads what the eligible calls read."""
+    labels, eligible, fell, recovered = label_calls(calls, strips)
+    strays = sum(fell.values())
+    if strays < MIN_STRAYS or not recovered or not eligible:
+        return None, {}
+    q_none = fell.get("none", 0) / strays
+    target = 0.0
+    for c in calls:
+        prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+        if (c.usage is not None and prev is not None and prev.usage is not None and not c.after_compact
+                and not _explained(c, prev, strips)):
+            target += c.usage.cache_read
+    lo, hi = 0.0, 1.0
+    for _ in range(30):   # the shadow read falls as the share grows
+        mid = (lo + hi) / 2
+        if shadow_read(calls, strips, mid, q_none, system_prefix) > target:
+            lo = mid
+        else:
+            hi = mid
+    share = (lo + hi) / 2
+    returns = sum(1 for v in labels.values() if v == "return")
+    mech = (OPENAI_ROUTING_DOC if provider == "openai" else
+            "reads that fall back and recover with no cause in the log (a request served where the session's "
+            "entries are absent); anthropics/claude-code#87966 reports such intermittent fall-backs")
+    model = CacheMissModel(
+        share=round(share, 6), fallback_none=round(q_none, 6), strays=strays,
+        returns=returns, eligible=eligible, fell_back_to={"nothing": fell.get("none", 0), "a short prefix": fell.get("system", 0)},
+        source=(f"fitted on the log: {strays} of {eligible} eligible calls fell back ({fell.get('none', 0)} to nothing, "
+                f"{fell.get('system', 0)} to a short prefix), {recovered} times the long prefix was read again after; "
+                f"{returns} calls read the entry before a stray; share {share:.3f} is the one at which a shadow replay "
+                f"on the log's context sizes reads the {target:,.0f} tokens those calls read (raw share "
+                f"{strays / eligible:.3f}). Mechanism: {mech}"))
+    return model, labels
+
+
+def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float, bool]], target_share: float,
+                          provider_factory, warm_first_main: bool = False, iterations: int = 16) -> CacheMissModel:
+    """``model`` with its share refitted on the requests a replay of the trace sent (``(request,
+    time, counted)``, in order): the share at which billing them through the provider model (``provider_factory
+    (miss_model)``: a fresh provider, as the run builds it, whose bill is the mean over its router
+    phases) reads ``target_share`` of the input of the counted ones (those the log billed: the log's
+    cache-read share). The requests of an open-loop replay do not depend on what the cache did, so this
+    is the replay's own cache, not a stand-in for it."""
+
+    def read(share: float) -> float:
+        prov = provider_factory(model.model_copy(update={"share": share}))
+        total = inp = 0.0
+        warm = warm_first_main
+        for req, now, counted in requests:
+            if warm and req.kind == "main":   # what the engine does at the first main call
+                prov.warm_shared_prefix(req, now)
+                warm = False
+            u = prov.bill(req, now, 0).usage
+            if counted:
+                total += u.cache_read
+                inp += u.input_total
+        return total / inp if inp else 0.0
+
+    lo, hi = 0.0, 1.0
+    if read(0.0) <= target_share:   # the replay reads no more than the log with no strays at all
+        return model.model_copy(update={"share": 0.0})
+    for _ in range(iterations):   # reads fall as the share grows
+        mid = (lo + hi) / 2
+        if read(mid) > target_share:
+            lo = mid
+        else:
+            hi = mid
+    return model.model_copy(update={"share": round((lo + hi) / 2, 6)})
+
+
+__all__ = ["MIN_STRAYS", "fit_miss_model", "fit_share_on_requests", "label_calls"]

@@ -1,0 +1,147 @@
+"""The log's side of fidelity: its model calls in order, each tied to its context thread, what
+the API billed for them, and the engine rows that replay them (harness/fidelity/compare.py compares
+the two; harness/fidelity/measured.py sizes the steps between them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+from ctxsim.harness.llm.services import SUBAGENT
+from ctxsim.harness.model.conversation import Usage
+from ctxsim.harness.model.trace import (
+    AssistantEvent,
+    CompactEvent,
+    RecordedUsage,
+    SubtaskEnd,
+    SubtaskStart,
+    TextContent,
+    ThinkingContent,
+    ToolResultEvent,
+    Trace,
+    UserEvent,
+)
+from ctxsim.harness.provider import Provider
+from ctxsim.strategies.recorded import MCP_COMMAND
+
+# user messages a miss right after is reported beside (not a cause by themselves): what the log
+# shows came in just before the cache was lost
+NOTED_BEFORE = (("<task-notification>", "<task-notification>"), (MCP_COMMAND, "/mcp"))
+
+@dataclass
+class RecordedCall:
+    """One model call of the log, with what fidelity needs to compare it."""
+
+    index: int                    # 0-based position among the trace's assistant events
+    t: float
+    model: str | None
+    usage: RecordedUsage | None
+    thread: str                   # "main" or the sub-agent span id
+    after_compact: bool           # first call of its thread after a compaction
+    new_chars: int                # characters that entered this thread's context since its previous call
+    prev_in_thread: int | None    # index of the previous call of the same thread
+    tools: tuple[str, ...] = ()   # the tools this call used (what ran between it and the next call)
+    trigger: str | None = None    # a noted user message since the previous call (NOTED_BEFORE), named
+    new_turn: bool = False        # a user message (not tool results, not a meta record) came since the previous call
+    added: tuple[int, ...] = ()   # trace indices of the tool results and user messages this thread took in since its previous call
+
+    @property
+    def context(self) -> int:
+        return self.usage.context_tokens if self.usage else 0
+
+
+def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]:
+    """The trace's calls in order, each tied to its context thread (main or a sub-agent span);
+    ``model`` replaces every call's recorded model."""
+    out: list[RecordedCall] = []
+    spans: list[str] = []
+    chars: dict[str, int] = {"main": 0}
+    last: dict[str, int] = {}
+    compacted: set[str] = set()
+    triggers: dict[str, str] = {}
+    turns: set[str] = set()
+    added: dict[str, list[int]] = {}
+    for i, ev in enumerate(trace.events):
+        thread = spans[-1] if spans else "main"
+        if isinstance(ev, SubtaskStart):
+            if ev.isolated:
+                spans.append(ev.id)
+                chars[ev.id] = 0
+        elif isinstance(ev, SubtaskEnd):
+            if spans and spans[-1] == ev.id:
+                spans.pop()
+        elif isinstance(ev, UserEvent):
+            chars[thread] = chars.get(thread, 0) + len(ev.text)
+            added.setdefault(thread, []).append(i)
+            if not ev.meta.get("meta_record") and not ev.meta.get("hidden"):
+                turns.add(thread)
+            hit = next((name for mark, name in NOTED_BEFORE if mark in ev.text), None)
+            if hit:
+                triggers[thread] = hit
+        elif isinstance(ev, ToolResultEvent):
+            chars[thread] = chars.get(thread, 0) + len(ev.content)
+            added.setdefault(thread, []).append(i)
+        elif isinstance(ev, CompactEvent):
+            compacted.add(thread)
+            added.pop(thread, None)
+            chars[thread] = len(ev.summary or "")
+        elif isinstance(ev, AssistantEvent):
+            names = tuple(c.name for c in ev.tool_uses()) + tuple(
+                "web_search_call" for c in ev.content if isinstance(c, TextContent) and c.text.startswith("[web_search_call]"))
+            out.append(RecordedCall(len(out), ev.t, model or ev.model, ev.usage, thread, thread in compacted,
+                                    chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None),
+                                    thread in turns, tuple(added.pop(thread, ()))))
+            turns.discard(thread)
+            compacted.discard(thread)
+            last[thread] = len(out) - 1
+            chars[thread] = sum(len(c.text) if isinstance(c, TextContent) else len(c.thinking)
+                                if isinstance(c, ThinkingContent) else len(c.name) + len(str(c.input))
+                                for c in ev.content)
+    return out
+
+
+def continues(c: RecordedCall, prev: RecordedCall | None) -> bool:
+    """Same context, grown by appending: the pairs the scale is fitted on and deltas are taken on."""
+    return (prev is not None and not c.after_compact and c.model == prev.model
+            and c.usage is not None and prev.usage is not None)
+
+
+def usage_of(u: RecordedUsage) -> Usage:
+    return Usage(u.input, u.cache_write_5m, u.cache_write_1h, u.cache_read, u.output)
+
+
+def recorded_usages(trace: Trace, model: str | None = None) -> list[tuple[RecordedUsage, str | None]]:
+    """Every call the log billed (model calls and the recorded compaction calls) with its usage
+    and its model (``model`` for all, if given; else the call's, else the trace's)."""
+    default = model or trace.header.model
+    out = []
+    for e in trace.events:
+        if isinstance(e, AssistantEvent) and e.usage is not None:
+            out.append((e.usage, model or e.model or default))
+        elif isinstance(e, CompactEvent) and e.usage is not None:
+            out.append((e.usage, model or e.meta.get("call_model") or default))
+    return out
+
+
+def recorded_cost(trace: Trace, models_file: str | None = None) -> float:
+    """What the API billed for the log, each call priced on its own model (the ccusage figure)."""
+    provider = Provider(trace.header.model, models_file=models_file)
+    return sum(provider.price(usage_of(u), provider.spec_for(m)) for u, m in recorded_usages(trace))
+
+
+def sim_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The engine rows of the recorded calls (main and sub-agent), in trace order."""
+    return df[df["kind"].isin(["main", SUBAGENT])].reset_index(drop=True)
+
+
+def thread_starts(calls: list[RecordedCall]) -> dict[str, RecordedCall]:
+    """The first call with usage of each context thread (main, each sub-agent span)."""
+    out: dict[str, RecordedCall] = {}
+    for c in calls:
+        if c.usage is not None:
+            out.setdefault(c.thread, c)
+    return out
+
+
+class FidelityGap(ValueError):
+    """The replay of a log does not line up with its recorded calls (bad input: exit 2)."""

@@ -1,0 +1,296 @@
+"""The replay engine: one loop over a trace, in trace order, deterministic.
+
+For each event the strategy sees what a real agent would; at each model call it builds a request,
+the protocol checks what the API would reject, and the provider bills the rest. A rejected request
+(a 400) is not billed but costs the round trip; the strategy is told (``Strategy.on_rejected``) and
+may have the call sent again, at most ``max_attempts`` times; one that gives up ends the session
+there (the rest is not replayed, its probes score 0). Side calls go through
+:class:`~ctxsim.harness.replay.side_calls.Services`. The clock is the trace's time plus the blocking time
+side calls add, so cache TTLs expire as they would. At each probe the retention model scores the
+request the strategy sends next. The edges: run directories (harness/replay/rundirs.py), what is built
+before the loop (harness/replay/run_setup.py), probe scoring (harness/retention/probe_scoring.py), read-back
+excerpts (harness/replay/readback.py), frames, metrics and provenance (harness/replay/results.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ctxsim.harness.llm.services import READBACK, RECOVERY, RESTATE
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.model.conversation import Block, Message, Request, SystemPrompt, Usage
+from ctxsim.harness.provider import protocol
+from ctxsim.harness.replay import readback, run_setup
+from ctxsim.harness.replay.call_rows import call_row
+from ctxsim.harness.replay.events import assistant_blocks, result_block, span_system, user_message, user_turns
+from ctxsim.harness.replay.heap import replay_heap
+from ctxsim.harness.replay.runconfig import MAX_ATTEMPTS_PER_CALL, RunConfig, recorded_models, run_model  # noqa: F401
+from ctxsim.harness.replay.rundirs import RUN_ROOT, SESSION_MARK, session_dir  # noqa: F401 (re-exported)
+from ctxsim.harness.replay.side_calls import Services
+from ctxsim.harness.retention.probe_scoring import ProbeScorer
+from ctxsim.strategies.base import CallInfo, Rejection, Strategy
+from ctxsim.strategies.registry import get as get_strategy
+
+if TYPE_CHECKING:
+    from ctxsim.harness.replay.results import RunResult
+
+
+class _Run:
+    def __init__(self, trace: tr.Trace, strategy_cls: type[Strategy], params: Mapping[str, Any] | None,
+                 cfg: RunConfig, session_dir) -> None:
+        self.trace, self.cfg = trace, cfg
+        self.offset, self.t = 0.0, 0.0
+        self.rows: list[dict[str, Any]] = []
+        self.main_index = 0
+        self.session: str | None = None
+        self.subtasks: list[str] = []
+        self.call_models = cfg.model is None  # each call on the model the log recorded for it
+        self.current_model: str | None = None  # the recorded model side calls run on (see Services)
+        self.services = Services(self)
+        p = run_setup.assemble(trace, cfg, session_dir, self.services, strategy_cls.closed_loop)
+        self.provider, self.fail_rng, self.facts, self.backend = p.provider, p.fail_rng, p.facts, p.backend
+        self.needs, self.recovery, self.env, self.read_tool, self.warm_prefix = p.needs, p.recovery, p.env, p.read_tool, p.warm_prefix
+        self.scorer = ProbeScorer(p.facts, p.retention)
+        self.strategy = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
+        self.readbacks, self._rb = 0, 0
+        self.attempt = 1              # of the main call being sent (1, then 2 after a retry ...)
+        self.failed_at: int | None = None  # index of the main call whose rejection ended the session
+        self.failure: Rejection | None = None
+        self.isolated: list[bool] = []  # per open subtask span: run in its own context?
+        self.span_systems: list[SystemPrompt] = []  # the system prompt each open span set aside
+        self.turns, self.turns_failed = 0, 0
+
+    def now(self) -> float:
+        return self.t + self.offset
+
+    def record_call(self, req: Request, now: float, usage: Usage | None, tokens: int, *, cost: float = 0.0,
+                    ttft: float = 0.0, duration: float = 0.0, overflow: bool = False, pairing: bool = False,
+                    rejected: bool = False, failed: bool = False, error: str = "", blocking: bool = False,
+                    attempt: int = 1) -> None:
+        if self.cfg.observer is not None:
+            self.cfg.observer(req, {"tokens": tokens, "window": self.provider.window, "error": error,
+                                    "rejected": rejected or failed, "now": now, "call": len(self.rows)})
+        self.rows.append(call_row(len(self.rows), req, self.session, now, self.provider.model, usage, tokens, cost,
+                                  ttft, duration, overflow, pairing, rejected, failed, blocking, error,
+                                  self.main_index, attempt))
+
+    def run(self) -> None:
+        """Replay ``self.trace.events`` (the property kit calls this again with each further chunk
+        of a session; after a failure nothing more is replayed)."""
+        if self.failed_at is not None:
+            self.not_reached(self.trace.events, [])
+            return
+        s = self.strategy
+        pending: list[Block] = []
+        probes: list[tr.ProbeEvent] = []
+        max_calls = self.cfg.max_calls
+        memo = self.trace.memo
+        for i, ev in enumerate(self.trace.events):
+            # a fact may sit between two results of one call (after the result it is in): the
+            # results still reach the strategy as one message
+            if pending and not isinstance(ev, (tr.ToolResultEvent, tr.FactEvent)):
+                s.on_tool_results(Message("user", tuple(pending)))
+                pending = []
+            self.t = ev.t
+            if isinstance(ev, tr.ToolResultEvent):
+                b = memo.get(i)
+                if b is None:
+                    b = memo[i] = result_block(ev)
+                pending.append(b)
+            elif isinstance(ev, tr.UserEvent):
+                if not any(self.isolated):
+                    self.turns += 1
+                m = memo.get(i)
+                if m is None:
+                    m = memo[i] = user_message(ev)
+                s.on_user(m)
+            elif isinstance(ev, tr.AssistantEvent):
+                if max_calls is not None and self.main_index >= max_calls:
+                    break
+                m = memo.get(i)
+                if m is None:
+                    m = memo[i] = Message("assistant", tuple(assistant_blocks(ev)))
+                if self.call_models:
+                    self.current_model = ev.model
+                if not self.main_call(m, probes, ev.usage.output if ev.usage is not None else None):
+                    self.failed_at = self.main_index
+                    self.turns_failed = 1 if self.turns else 0  # the turn in progress
+                    self.not_reached(self.trace.events[i + 1:], probes)
+                    return
+                probes = []
+            elif isinstance(ev, tr.ProbeEvent):
+                probes.append(ev)
+            elif isinstance(ev, tr.SessionStart):
+                self.session = ev.session
+                s.on_session_start(ev.session, ev.resume, self.now())
+            elif isinstance(ev, tr.SessionEnd):
+                s.on_session_end(ev.session, self.now())
+                self.session = None
+            elif isinstance(ev, tr.CompactEvent):
+                s.on_recorded_compact(ev.trigger, ev.summary, self.now())
+            elif isinstance(ev, tr.SubtaskStart):
+                self.subtasks.append(ev.id)
+                self.isolated.append(ev.isolated)
+                self.span_systems.append(self.env.system)
+                if ev.isolated:
+                    self.env.system = span_system(self.trace, self.env.system, ev.id)
+                s.on_subtask_start(ev.id, ev.description, ev.isolated)
+            elif isinstance(ev, tr.SubtaskEnd):
+                self.subtasks.pop()
+                self.isolated.pop()
+                s.on_subtask_end(ev.id, ev.conclusion)
+                self.env.system = self.span_systems.pop()
+            # tr.FactEvent: ground truth, the engine's, never the strategy's
+        if pending:
+            s.on_tool_results(Message("user", tuple(pending)))
+
+    def _call_info(self) -> CallInfo:
+        return CallInfo(self.main_index, self.now(), self.session, self.subtasks[-1] if self.subtasks else None,
+                        self.current_model)
+
+    def rejection_wait(self, req: Request) -> float:
+        """The time a 400 costs: the fixed round trip of the latency model (its ``ttft_base_s``,
+        models.toml) with no prefill and no output."""
+        return self.provider.spec_for(req.model).ttft_base_s
+
+    def accept(self, req: Request, kind: str | None = None) -> tuple[Request, Any] | None:
+        """Validate ``req``; while the API would reject it, record the rejected request (unbilled,
+        with the time it cost), tell the strategy and, if it reacted, rebuild the request and try
+        again, at most ``max_attempts`` requests in all. Returns the request the API accepts and
+        its layout, or None when the strategy gave up (or ran out of attempts). ``kind`` overrides
+        the kind of a rebuilt request (a read-back stays a read-back)."""
+        s = self.strategy
+        self.attempt = 1
+        while True:
+            if req.model is None and self.current_model:  # a request that names none: the call's recorded model
+                req = replace(req, model=self.current_model)
+            lay = self.provider.layout(req)
+            tokens = lay.total()
+            rejections = protocol.validate(req, self.provider.window, tokens)
+            if not rejections:
+                return req, lay
+            reasons = tuple(dict.fromkeys(r.reason for r in rejections))
+            detail = "; ".join(f"{r.reason}: {r.detail}" for r in rejections)
+            wait = self.rejection_wait(req)
+            self.record_call(req, self.now(), None, tokens, overflow="overflow" in reasons,
+                             pairing="pairing" in reasons, rejected=True, error=detail, duration=wait,
+                             attempt=self.attempt)
+            self.offset += wait  # the agent waited for the 400 (time the trace does not hold)
+            rejection = Rejection(reasons, "; ".join(r.detail for r in rejections), tokens, self.provider.window,
+                                  self.attempt)
+            if self.attempt >= self.cfg.max_attempts or not s.on_rejected(rejection, self._call_info()):
+                self.rows[-1]["session_failed"] = True
+                self.failure = rejection
+                return None
+            self.attempt += 1
+            req = s.build_request(self._call_info())
+            if kind is not None:
+                req = _with_kind(req, kind)
+
+    def _bill(self, req: Request, lay: Any, output_tokens: int) -> Usage:
+        """Bill one accepted main-loop request."""
+        if self.warm_prefix:
+            # the log's first call read this head from the cache: an earlier session wrote it
+            self.provider.warm_shared_prefix(req, self.now())
+            self.warm_prefix = 0
+        bill = self.provider.bill(req, self.now(), output_tokens, lay)
+        self.record_call(req, self.now(), bill.usage, lay.total(), cost=bill.cost_usd, ttft=bill.ttft_s,
+                         duration=bill.duration_s, attempt=self.attempt)
+        return bill.usage
+
+    def main_call(self, answer: Message, probes: list[tr.ProbeEvent], recorded_output: int | None = None) -> bool:
+        """One main call: build, send (with the strategy's reactions to rejections), score the
+        probes on what was sent, read back what they point to, recover lost needs, bill. False: the
+        session failed here. The answer is the log's whatever the strategy, so its output tokens are
+        the log's count when it has one (``header.output_tokens_partial``: a lower bound, Claude Code
+        2.1.x), else the answer's own count."""
+        s = self.strategy
+        got = self.accept(s.build_request(self._call_info()))
+        if got is None:
+            return False
+        if probes and self.scorer.retention is not None:
+            mark = len(self.scorer.fact_scores)
+            pointers = self.scorer.score(probes, got[0], self.provider.layout(got[0]), self.main_index)
+            if pointers:
+                got = self.inject(*got, readback.steps(pointers, self.read_tool), READBACK)
+            if got is not None and self.recovery is not None:   # lost needs at risk re-acquired (harness/retention/recovery.py)
+                steps = self.recovery.at_call(self.scorer.fact_scores[mark:], answer, self.main_index)
+                if steps:
+                    got = self.inject(*got, [(*x.step(), x.content, x.is_error) for x in steps], RECOVERY)
+                said = self.recovery.take_restatements() if got is not None else None
+                if said:
+                    got = self.restate(*got, said, answer, recorded_output)
+            if got is None:
+                return False
+        req, lay = got
+        unneeded = self.recovery is not None and self.recovery.unneeded_call(req.messages, answer)
+        usage = self._bill(req, lay, recorded_output if recorded_output is not None else self.provider.output_tokens(answer))
+        if unneeded:  # a recorded re-acquisition this strategy did not need: its cost is credited
+            self.recovery.credit_usd += self.rows[-1]["cost_usd"]
+        self.main_index += 1
+        s.on_response(answer, usage)
+        return True
+
+    def not_reached(self, events, probes: list[tr.ProbeEvent]) -> None:
+        """The session failed: ``events`` will not be replayed. The probes among them (and
+        ``probes``, those of the failing call) score 0: the task was not finished; their user turns
+        count as turns that failed."""
+        self.scorer.not_reached([*probes, *(ev for ev in events if isinstance(ev, tr.ProbeEvent))], self.main_index)
+        n = len(user_turns(events, self.isolated))
+        self.turns += n
+        self.turns_failed += n
+
+    def restate(self, req: Request, lay: Any, texts: list[str], answer: Message,
+                recorded_output: int | None) -> tuple[Request, Any] | None:
+        """A violated goal/constraint (harness/retention/recovery.py): ``req`` lacks it, so the call made on
+        it is wasted — billed with the recorded answer's output tokens, its text entering history
+        (its tool uses are not run) — then the user restates ``texts`` (one user message) and the
+        call is sent again (kind ``restate``, billed by the caller). None when the session failed."""
+        s = self.strategy
+        out = recorded_output if recorded_output is not None else self.provider.output_tokens(answer)
+        usage = self._bill(req, lay, out)
+        said = "".join(b.text for b in answer.blocks if b.type == "text").strip() or "(done)"
+        s.on_response(Message("assistant", (Block.text_block(said),), {"origin": RESTATE}), usage)
+        s.on_user(Message.user("\n".join(texts), origin=RESTATE))
+        return self.accept(_with_kind(s.build_request(self._call_info()), RESTATE), RESTATE)
+
+    def inject(self, req: Request, lay: Any, steps: list[tuple[str, Any, str, bool]], kind: str) -> tuple[Request, Any] | None:
+        """Tool calls the simulated agent makes before the call's recorded answer (read-backs of
+        pointers, recoveries of lost needs: harness/retention/recovery.py), one at a time: ``req`` is billed
+        as the call that emits the tool use, its result enters history, and the call is sent again
+        (``kind``). None when the session failed there."""
+        s = self.strategy
+        for name, inp, text, is_error in steps:
+            self._rb += 1
+            tu = Block.tool_use(f"ctxsim_{kind}_{self._rb}", name, inp)
+            ask = Message("assistant", (tu,), {"origin": kind})
+            usage = self._bill(req, lay, self.provider.output_tokens(ask))
+            s.on_response(ask, usage)
+            s.on_tool_results(Message("user", (Block.tool_result(tu.id, text, is_error),), {"origin": kind}))
+            if kind == READBACK:
+                self.readbacks += 1
+            got = self.accept(_with_kind(s.build_request(self._call_info()), kind), kind)
+            if got is None:
+                return None
+            req, lay = got
+        return req, lay
+
+
+def _with_kind(req: Request, kind: str) -> Request:
+    return Request(req.system, req.tools, req.messages, req.breakpoints, kind, req.estimated_tokens,
+                   req.rewrite, req.model, req.max_output_tokens)
+
+
+def replay(trace: tr.Trace, strategy: str | type[Strategy], params: Mapping[str, Any] | None = None,
+           config: RunConfig | None = None) -> RunResult:
+    """Replay ``trace`` through ``strategy`` (a registered name or a class) with ``params``."""
+    cfg = config or RunConfig()
+    cls = get_strategy(strategy) if isinstance(strategy, str) else strategy
+    with replay_heap(), session_dir(cfg.session_dir) as d:
+        run = _Run(trace, cls, params, cfg, d)
+        run.run()
+    from ctxsim.harness.replay import results  # pandas: after the loop, never at import
+
+    return results.build(run, cls.name)

@@ -1,0 +1,71 @@
+"""What the engine makes of trace events for the strategy: an assistant event's blocks, which
+events open a user turn, and the system prompt an isolated sub-agent span sends."""
+
+from __future__ import annotations
+
+from ctxsim.harness.model.conversation import Block, Message, SystemPrompt
+from ctxsim.harness.model.trace import (
+    AssistantEvent,
+    SubtaskEnd,
+    SubtaskStart,
+    TextContent,
+    ThinkingContent,
+    ToolResultEvent,
+    Trace,
+    UserEvent,
+)
+
+TOKEN_FACTOR = "token_factor"     # event meta: the log's measured size of its text (harness/fidelity/measured.py)
+HIDDEN_TOKENS = "hidden_tokens"   # event meta: content sent with it that the log has no text for (same)
+
+
+def result_block(ev: ToolResultEvent) -> Block:
+    """A tool result as every strategy receives it, sized as the log measured it where it did."""
+    return Block("tool_result", ev.content, ev.tool_use_id, is_error=ev.is_error,
+                 token_factor=ev.meta.get(TOKEN_FACTOR, 1.0), opaque_tokens=ev.meta.get(HIDDEN_TOKENS, 0))
+
+
+def user_message(ev: UserEvent) -> Message:
+    """A user message as every strategy receives it (its meta kept), sized as the log measured it."""
+    factor, hidden = ev.meta.get(TOKEN_FACTOR), ev.meta.get(HIDDEN_TOKENS)
+    if factor is None and hidden is None:
+        return Message.user(ev.text, **ev.meta)
+    meta = {k: v for k, v in ev.meta.items() if k not in (TOKEN_FACTOR, HIDDEN_TOKENS)}
+    return Message("user", (Block("text", ev.text, token_factor=factor or 1.0, opaque_tokens=hidden or 0),), meta)
+
+
+def assistant_blocks(ev: AssistantEvent) -> list[Block]:
+    out = []
+    for c in ev.content:
+        if isinstance(c, TextContent):
+            out.append(Block.text_block(c.text))
+        elif isinstance(c, ThinkingContent):
+            out.append(Block("thinking", c.thinking))
+        else:
+            out.append(Block.tool_use(c.id, c.name, c.input))
+    return out
+
+
+def user_turns(events, spans: list[bool] | tuple[bool, ...] = ()) -> list[int]:
+    """Indices of the events that open a user turn of the main conversation: every ``user`` event
+    outside an isolated sub-agent span (a sub-agent's prompt is its parent's tool call, not a
+    turn of the user's). ``spans``: the isolation of the spans already open before ``events``."""
+    out, spans = [], list(spans)
+    for i, ev in enumerate(events):
+        if isinstance(ev, SubtaskStart):
+            spans.append(ev.isolated)
+        elif isinstance(ev, SubtaskEnd):
+            if spans:
+                spans.pop()
+        elif isinstance(ev, UserEvent) and not any(spans):
+            out.append(i)
+    return out
+
+
+def span_system(trace: Trace, system: SystemPrompt, span: str) -> SystemPrompt:
+    """An isolated sub-agent's system prompt: the size the log measured for its span (its own
+    system prompt and tools, which the log only sizes), else the parent's ``system``. Every
+    strategy sends it (issue 27: a warm-up sidechain lost its 16,965-token prefix outside ``recorded``)."""
+    rec = trace.header.recorded
+    opaque = rec.subagent_prefix_tokens.get(span) if rec is not None else None
+    return system if opaque is None or opaque == system.opaque_tokens else SystemPrompt(system.blocks, opaque)

@@ -1,0 +1,30 @@
+"""A run's options against the setting an imported trace recorded (``header.recorded``).
+
+A replay of an imported trace takes the recorded setting by default (``ctxsim.harness.replay.engine.RunConfig``);
+an option that sets a field for every call overrides it, and the command line says so in one line
+naming what the log recorded, so a number is never read as the recorded session's by mistake.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def override_warnings(cfg: Any, trace: Any) -> list[str]:
+    """One line per recorded setting the options override, naming what the log recorded."""
+    rec = trace.header.recorded
+    if rec is None:
+        return []
+    name = trace.path or trace.header.name
+    out = []
+    if cfg.model is not None and rec.models and set(rec.models) != {cfg.model}:
+        ran = ", ".join(f"{m} ({sum(r.values())} calls)" for m, r in rec.models.items())
+        out.append(f"--model {cfg.model} prices every call of {name} on it; the log recorded {ran}")
+    if cfg.window is not None and rec.window and cfg.window != rec.window:
+        out.append(f"--window {cfg.window:,} on {name}; the agent ran with {rec.window:,} ({rec.window_evidence})")
+    if cfg.cache_ttl is not None and rec.cache_ttl and cfg.cache_ttl != rec.cache_ttl:
+        out.append(f"--cache-ttl {cfg.cache_ttl} on {name}; the log wrote {rec.cache_ttl} ({rec.cache_ttl_evidence})")
+    if cfg.token_scale is not None and rec.token_scale and abs(cfg.token_scale - rec.token_scale) > 1e-9:
+        out.append(f"--token-scale {cfg.token_scale} on {name}; the scale fitted on the log is {rec.token_scale} "
+                   f"({rec.token_scale_evidence})")
+    return out
