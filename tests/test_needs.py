@@ -155,3 +155,81 @@ def test_break_even_reference_without_needs_at_risk_is_not_an_error():
     lines = nd.break_even_lines({"a": (10.0, 5.0), "b": (12.0, 1.0)}, {"a": 0.05, "b": 0.05},
                                 {"a": {"kept": None}, "b": {"kept": 0.5}})
     assert "`a` stays cheaper than `b`" in lines[2] and "10.0 or more calls" in lines[2]
+
+
+# --- one honest figure per need (issue 43, item 1) ---------------------------------------------------
+
+from ctxsim.strategies.recorded import Recorded  # noqa: E402
+
+
+class TranscriptPointer(Recorded):
+    """The recorded context, but its compaction leaves only a path back: the pre-compaction text is
+    written to a file in the run's directory and the summary names it (as NovaCode's transcript and
+    Claude Code's "read the full transcript at" do). Closed loop on."""
+
+    name = "transcript_pointer"
+    closed_loop = True
+
+    def on_recorded_compact(self, trigger, summary, now):
+        from ctxsim.harness.model.conversation import History, Message
+
+        path = self.env.session_dir / "transcript.txt"
+        path.write_text("\n".join(m.text for m in self.history), encoding="utf-8")
+        self.history = History([Message.user(f"<summary>Earlier work. Read the full transcript at: {path}</summary>",
+                                             origin="summary")])
+        self.counters.compactions_succeeded += 1
+
+
+def pointed(probability: float):
+    from ctxsim.harness.replay.engine import RunConfig, replay
+
+    from tests.test_recovery import compacted
+
+    return replay(compacted(), TranscriptPointer, None,
+                  RunConfig(window=200_000, readback_probability=probability,
+                            recovery={"probability": {"read": 1.0, "rerun": 1.0}}))
+
+
+def test_a_pointer_followed_is_kept_and_its_read_back_billed():
+    # the goal GOALX and ALPHA_42 are only in the transcript file the summary names: followed
+    # (probability 1), both are carried across by the pointer, one read-back billed, nothing violated
+    r = pointed(1.0)
+    h = r.metrics["needs_at_risk"]
+    assert (h["n"], h["verbatim"], h["summary"], h["pointer"], h["lost"]) == (2, 0, 0, 2, 0)
+    assert h["kept"] == 1.0 and h["unfollowed"] == 0
+    assert r.metrics["readbacks"] == 1 and (r.calls["kind"] == "readback").sum() == 1
+    assert r.metrics["recovery"]["violated"] == 0 and r.metrics["recovery"]["calls"] == 0
+
+
+def test_a_pointer_not_followed_is_lost_and_never_both_kept_and_violated():
+    # not followed (probability 0): no read-back, so the pointer carried nothing. Both needs are lost
+    # (the pointer noted as unfollowed); the goal, which only the user gave, is violated and restated;
+    # the file line is recovered by a billed re-read. Before: counted kept (pointer 2) and violated 1.
+    r = pointed(0.0)
+    h = r.metrics["needs_at_risk"]
+    assert (h["n"], h["verbatim"], h["summary"], h["pointer"], h["lost"]) == (2, 0, 0, 0, 2)
+    assert h["kept"] == 0.0 and h["unfollowed"] == 2 and r.metrics["readbacks"] == 0
+    assert r.metrics["recovery"]["violated"] == 1 and r.metrics["recovery"]["restated"] == 1
+    assert r.metrics["recovery"]["calls"] == 1
+    assert list(r.probes["where"]) == ["unfollowed", "unfollowed"]
+    # the probe table's own rule agrees with the headline, need by need
+    assert [nd.WHERE[w] for w in r.probes["where"]] == ["lost", "lost"]
+
+
+def test_a_read_back_not_made_leaves_the_need_lost():
+    """ProbeScorer.unpaid: a pointer whose read-back was not made (its file unreadable, the session
+    failed on the way) carried nothing; the other pointers of the call keep theirs."""
+    from ctxsim.harness.retention.probe_scoring import ProbeScorer
+    from ctxsim.harness.retention.scoring import FactScore
+
+    s = ProbeScorer({}, None)
+    s._row("p0", 0, FactScore("X", "file", "recoverable", 0.5, "/old", "p0"))   # an earlier call's: untouched
+    mark = len(s.fact_scores)
+    s._row("p", 1, FactScore("A", "file", "recoverable", 0.5, "/a", "p"))
+    s._row("p", 1, FactScore("B", "file", "recoverable", 0.5, "/b", "p"))
+    s._row("p", 1, FactScore("C", "file", "window", 0.9, None, "p"))
+    s.unpaid(mark, {"/b"})
+    assert [r["where"] for r in s.rows] == ["recoverable", "recoverable", "unfollowed", "window"]
+    assert s.fact_scores[2].score == 0.0 and s.rows[2]["score"] == 0.0
+    s.unpaid(mark)
+    assert [r["where"] for r in s.rows] == ["recoverable", "unfollowed", "unfollowed", "window"]

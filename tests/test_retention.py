@@ -116,7 +116,8 @@ def test_recoverable_through_a_spill_path_charges_a_readback(tmp_path):
     assert s.score == pytest.approx(attention(1.0, 50_000))  # read fresh, at the end of the context
     never = RetentionModel(FACTS, RetentionParams(recover_probability=0.0), np.random.default_rng(0), session_dir=tmp_path)
     [s0] = never.score(ProbeEvent(t=0, id="p", needs=["f"]), _req(ph), lambda i: 0, 50_000)
-    assert s0.where == "recoverable" and s0.score == 0.0 and s0.pointer is None
+    # not followed: no read-back (the engine reads back only "recoverable"), the need is lost (needs.WHERE)
+    assert s0.where == "unfollowed" and s0.score == 0.0 and s0.pointer == str(spill)
 
 
 def test_recovery_probability_is_a_seeded_draw(tmp_path):

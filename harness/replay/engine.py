@@ -213,8 +213,12 @@ class _Run:
         if probes and self.scorer.retention is not None:
             mark = len(self.scorer.fact_scores)
             pointers = self.scorer.score(probes, got[0], self.provider.layout(got[0]), self.main_index)
-            if pointers:
-                got = self.inject(*got, readback.steps(pointers, self.read_tool), READBACK)
+            if pointers:   # a pointer carries a need only when its read-back is made and billed
+                reads = readback.steps(pointers, self.read_tool)
+                self.scorer.unpaid(mark, {p for p, _ in pointers} - {x[1]["file_path"] for x in reads})
+                got = self.inject(*got, reads, READBACK)
+                if got is None:
+                    self.scorer.unpaid(mark)
             if got is not None and self.recovery is not None:   # lost needs at risk re-acquired (harness/retention/recovery.py)
                 steps = self.recovery.at_call(self.scorer.fact_scores[mark:], answer, self.main_index)
                 if steps:

@@ -23,6 +23,7 @@ from ctxsim.harness.retention.needs import KEPT
 from ctxsim.harness.sweep import analysis, tuning
 
 PARTS = ("verbatim", "summary", "pointer", "lost")
+LABELS = ("verbatim", "summary", "pointer followed", "lost")   # needs.WHERE: a pointer counts only when followed
 
 
 def pooled(ctx: Context) -> list[tuning.Setting]:
@@ -178,7 +179,8 @@ def section_needs(ctx: Context) -> Section | None:
     content: list[Any] = [Para(
         "The headline retention (issue 26): a need is at risk when its fact was last seen before a point where the "
         "window had to be emptied; only a summary, a pointer or a memory carries it across. Per configuration, over its "
-        "runs (sessions × seeds): the needs at risk kept (verbatim in the window, in a summary or behind a pointer) of n, with the "
+        "runs (sessions × seeds): the needs at risk kept (verbatim in the window, in a summary, or behind a pointer the model "
+        "followed, its read-back billed; an unfollowed pointer is lost) of n, with the "
         "Wilson 95% interval on each need once (seeds replay the same needs); a difference by Newcombe's interval, "
         f"paired on the same needs when the per-probe tables are there. Cost: `{ctx.cost_column}`.")]
     for w in ctx.windows:
@@ -189,7 +191,7 @@ def section_needs(ctx: Context) -> Section | None:
         rows = [[s.config, "yes" if s.completed else "**failed**", fmt.money(s.cost), _kept(s).removesuffix(" kept"),
                  *_parts(ctx, s)[1:]] for s in here]
         content.append(Para(f"**Window {w:,}**"))
-        content.append(Table(["configuration", "completed", "cost", "needs kept [95%]", *PARTS, "goal kept",
+        content.append(Table(["configuration", "completed", "cost", "needs kept [95%]", *LABELS, "goal kept",
                               "constraints kept"], rows, ["l", "l", "r", "l", "r", "r", "r", "r", "r", "r"],
                              [not s.completed for s in here]))
         pr = pairs(ctx, w)

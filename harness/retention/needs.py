@@ -31,10 +31,14 @@ At risk
     strategy that respects the window keeps it.
 
 Headline (:func:`headline`): per run, the at-risk needs by where the strategy had them at the probe
-— ``verbatim`` (in the window), ``summary``, ``pointer`` (recoverable through a file path), ``lost``
-(a probe the run never reached counts lost) — with ``kept = (verbatim + summary + pointer) / n`` and its
-Wilson 95% interval (:data:`KEPT`: what carried the need across; a pointer's re-read is billed by the
-closed loop, harness/retention/recovery.py, so it is kept at its cost, not for free); ``goal`` and
+— ``verbatim`` (in the window), ``summary``, ``pointer`` (a file path the request names holds the fact,
+and the model **followed it and the read-back was billed**), ``lost`` (nothing carried it: a pointer
+the model did not follow — counted again in ``unfollowed`` — and a probe the run never reached count
+lost) — with ``kept = (verbatim + summary + pointer) / n`` and its Wilson 95% interval (:data:`KEPT`).
+Each need has one outcome: a lost one may then be recovered (a billed re-read) or, when only the user
+gave it, violated and restated by the closed loop (harness/retention/recovery.py), and is never also
+counted kept (issue 43: an unfollowed pointer used to count kept while the loop billed its violation);
+``goal`` and
 ``constraints`` are the at-risk needs of those categories (``constraints``: constraint and
 preference facts, what the user set). The attention × position score of
 ``ctxsim.harness.retention.scoring`` is a second figure; it never enters this one.
@@ -270,13 +274,22 @@ def newcombe(k1: float, n1: float, k2: float, n2: float, z: float = Z95) -> tupl
 
 # --- per run -------------------------------------------------------------------------------------------
 
-WHERE = {"window": "verbatim", "summary": "summary", "recoverable": "pointer", "lost": "lost", "not_reached": "lost"}
+WHERE = {"window": "verbatim", "summary": "summary", "recoverable": "pointer", "unfollowed": "lost", "lost": "lost",
+         "not_reached": "lost"}
 # what carried a need at risk across a turnover (issue 26: "only a summary, a pointer or a memory can carry
 # those needs across"): in the window, in a summary, or behind a pointer the request names (a spilled
-# result, a memory or transcript file). Not "lost". A pointer costs a re-read, which the closed loop
-# bills (harness/retention/recovery.py): counting it lost instead scored NovaCode's spills (N-SPILL) as a blind
-# cut's forgetting (spotter 258c7280: 4 of novacode's 48 needs at risk behind a pointer, 0 lost).
+# result, a memory or transcript file) that the model followed, its read-back billed (the probe row's
+# where "recoverable"). A pointer it did not follow ("unfollowed") carried nothing: lost (issue 43).
 KEPT = ("verbatim", "summary", "pointer")
+PARTS = ("verbatim", "summary", "pointer", "lost")   # the split every report of the headline shows
+
+
+def split_text(o: Mapping[str, Any]) -> str:
+    """The split of a ``needs_at_risk`` object as every report gives it: verbatim, summary, pointer
+    followed (read back and billed), lost (of which behind a pointer not followed)."""
+    un = int(o.get("unfollowed") or 0)
+    return (f"verbatim {o['verbatim']}, summary {o['summary']}, pointer followed {o['pointer']}, lost {o['lost']}"
+            + (f" ({un} behind a pointer not followed)" if un else ""))
 
 
 def kept_count(o: Mapping[str, Any]) -> int:
@@ -298,7 +311,7 @@ def headline(rows: Iterable[Mapping[str, Any]], needs: Needs, restored: Mapping[
     counts = {"verbatim": 0, "summary": 0, "pointer": 0, "lost": 0}
     goal = [0, 0]
     cons = [0, 0]
-    back = 0
+    back = unfollowed = 0
     for r in rows:
         nd = needs.get(r["probe"], r["fact"])
         if nd is None or not nd.at_risk:
@@ -307,6 +320,7 @@ def headline(rows: Iterable[Mapping[str, Any]], needs: Needs, restored: Mapping[
         if w != "lost" and restored_by_loop(r, restored):
             w = "lost"
             back += 1
+        unfollowed += r["where"] == "unfollowed"
         counts[w] += 1
         kept = w in KEPT
         if nd.category == "goal":
@@ -317,6 +331,7 @@ def headline(rows: Iterable[Mapping[str, Any]], needs: Needs, restored: Mapping[
             cons[1] += kept
     out = _object(counts, goal, cons, 1)
     out["restored"] = back
+    out["unfollowed"] = unfollowed
     return out
 
 
@@ -353,6 +368,7 @@ def pooled(objects: Sequence[Mapping[str, Any]], seeds: int) -> dict[str, Any]:
     cons = [sum(o["constraints"]["n"] for o in objects), sum(o["constraints"]["kept"] for o in objects)]
     out = _object(counts, goal, cons, max(1, seeds))
     out["restored"] = sum(int(o.get("restored") or 0) for o in objects)
+    out["unfollowed"] = sum(int(o.get("unfollowed") or 0) for o in objects)
     out["seeds"] = seeds
     return out
 
@@ -379,7 +395,7 @@ def noise_lines(pooled_by: Mapping[str, Mapping[str, Any]], seeds: int,
         o = rows[k]
         lo, hi = o["kept_ci"]
         lines.append(f"- `{k}`: kept {kept_count(o)}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
-                     f"(verbatim {o['verbatim']}, summary {o['summary']}, pointer {o['pointer']}, lost {o['lost']}); "
+                     f"({split_text(o)}); "
                      f"goal {o['goal']['kept']}/{o['goal']['n']}, constraints {o['constraints']['kept']}/"
                      f"{o['constraints']['n']}")
     lines.append("")
@@ -411,7 +427,7 @@ def run_lines(m: Mapping[str, Any]) -> list[str]:
     if o["n"]:
         lo, hi = o["kept_ci"]
         out.append(f"needs at risk: kept {kept_count(o)}/{o['n']} = {o['kept']:.3f} [{lo:.3f}, {hi:.3f}] "
-                   f"(verbatim {o['verbatim']}, summary {o['summary']}, pointer {o['pointer']}, lost {o['lost']}); "
+                   f"({split_text(o)}); "
                    f"goal {o['goal']['kept']}/{o['goal']['n']}, constraints {o['constraints']['kept']}/{o['constraints']['n']}")
     else:
         out.append("needs at risk: none on this trace at this window")

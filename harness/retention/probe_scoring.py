@@ -45,6 +45,18 @@ class ProbeScorer:
                     pointers.append((sc.pointer, getattr(sc, "pointer_line", None)))
         return pointers
 
+    def unpaid(self, mark: int, paths: set[str] | None = None) -> None:
+        """The read-backs of the pointers in ``paths`` (None: all) scored since fact score ``mark``
+        were not made (the file could not be read, or the session failed on the way): those needs
+        were not carried by the pointer, so they are ``unfollowed`` (lost), not ``recoverable``."""
+        from dataclasses import replace
+
+        for k in range(mark, len(self.fact_scores)):   # rows and scores are appended together (_row)
+            sc = self.fact_scores[k]
+            if sc.where == "recoverable" and (paths is None or sc.pointer in paths):
+                self.fact_scores[k] = replace(sc, where="unfollowed", score=0.0)
+                self.rows[k]["where"], self.rows[k]["score"] = "unfollowed", 0.0
+
     def not_reached(self, probes: list[ProbeEvent], call: int) -> None:
         """The session failed before ``probes``: each need scores 0 (the task was not finished)."""
         if self.retention is None:

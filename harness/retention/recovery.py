@@ -1,8 +1,8 @@
 """The cost of forgetting, closed loop: what the simulated agent does when a need at risk is gone.
 
 A replay is open loop (the agent's actions are the log's), so forgetting used to be free. Here,
-when a need at risk (``ctxsim.harness.retention.needs``) is **lost** at its probe, or only **behind a pointer** the
-model did not follow, the agent recovers as real agents do after a compaction: it re-acquires the
+when a need at risk (``ctxsim.harness.retention.needs``) is **lost** at its probe (a pointer the model did not
+follow included: it carried nothing, ``unfollowed``), the agent recovers as real agents do after a compaction: it re-acquires the
 fact from where it last saw it —
 
 * the fact was last seen (before the turnover) in a tool result: the agent runs that tool call
@@ -267,7 +267,7 @@ class Recovery:
             nd = self.needs.get(sc.probe, sc.fact_id)
             if nd is None or not (nd.at_risk or self.params.scope == "all"):
                 continue
-            gone = sc.where == "lost" or (sc.where == "recoverable" and sc.score <= 0)
+            gone = sc.where in ("lost", "unfollowed")   # a pointer not followed carried nothing (needs.WHERE)
             if not gone:
                 continue
             if nd.from_user or (nd.category in USER_GIVEN and nd.source is None):

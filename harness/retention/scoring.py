@@ -12,7 +12,9 @@ For each needed fact the model looks at the request the strategy sends at the pr
   fact, under the run's session directory when it is known. The model follows it with probability
   ``recover_probability``; then the fact is read fresh (attention at the end of the context) and
   the pointer is returned so the engine charges the read-back as an extra call (``readbacks``).
-  Otherwise the score is 0 and no read-back happens.
+* **unfollowed** — a pointer was there but the model did not follow it: score 0, no read-back. A
+  pointer carries a need only when it is followed and paid (issue 43): an unfollowed one is lost
+  (``ctxsim.harness.retention.needs.WHERE``), and the closed loop may then recover it (billed).
 * **lost** — none of the above: 0.
 
 The attention curve (``attention(p, L)``)
@@ -62,7 +64,7 @@ LITM_DOCS = 20
 # other's paths elsewhere matched at recall 1.0 (long-200k seed 1, claude_code)
 GIST_FACTS = ("goal",)
 SUMMARY_MARKER = "<summary>"  # what the simulated summariser (and Claude Code) open a summary with
-Where = Literal["window", "summary", "recoverable", "lost"]
+Where = Literal["window", "summary", "recoverable", "unfollowed", "lost"]
 _FILES_HELD = 64  # files whose bytes a model keeps between probes (the newest read); a bound on memory
 _PATH = re.compile(r"/[A-Za-z0-9_.@+\-]+(?:/[A-Za-z0-9_.@+\-]+)+")
 
@@ -355,8 +357,8 @@ class RetentionModel:
             elif self.rng.random() < self.params.recover_probability:
                 s = attention(1.0, total, self.params)  # read back fresh: at the end of the context
                 out.append(FactScore(fid, fact.category, "recoverable", round(s, 6), found[0], probe.id, found[1]))
-            else:
-                out.append(FactScore(fid, fact.category, "recoverable", 0.0, None, probe.id))
+            else:   # named, not followed: nothing read back, nothing carried (the path kept for the table)
+                out.append(FactScore(fid, fact.category, "unfollowed", 0.0, found[0], probe.id, found[1]))
         return out
 
     def _restated(self, msgs, fact: FactEvent, before: Callable[[int], int], total: int) -> tuple[float, Where] | None:
@@ -436,5 +438,5 @@ def aggregate(scores: list[FactScore], params: RetentionParams | None = None) ->
         "by_category": by_cat,
         "probes": len(probes) if probes else len(scores),
         "facts_scored": len(scores),
-        "where": {k: where[k] for k in ("window", "summary", "recoverable", "lost") if k in where},
+        "where": {k: where[k] for k in ("window", "summary", "recoverable", "unfollowed", "lost") if k in where},
     }
