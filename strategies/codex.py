@@ -9,8 +9,18 @@ Source: openai/codex ``codex-rs`` (2026 files): ``core/src/compact.rs`` (``run_c
 (``{"mode": "tokens", "limit": 10000}`` for the gpt-5.x family) and ``templates/compact/prompt.md``,
 ``summary_prefix.md``:
 
-* trigger: the conversation's token total reaches ``model_auto_compact_token_limit``, by default
-  90% of the context window (gpt-5 family: 272,000 → 244,800);
+* trigger: the conversation's token total reaches the auto-compact limit, 90% of the context window
+  (gpt-5 family: 272,000 → 244,800); a configured ``model_auto_compact_token_limit`` can only lower it
+  (``protocol/src/openai_models.rs`` ``ModelInfo::auto_compact_token_limit``:
+  ``config_limit.map_or(context_limit, |limit| std::cmp::min(limit, context_limit))``, since PR #11516
+  "Clamp auto-compact limit to context window", codex 0.100.0; before it the configured limit replaced
+  the default: ``auto_compact_clamp=False``). The window Codex reports as usable
+  (``TurnContext::model_context_window``, ``core/src/session/turn_context.rs`` @ 014742db) is
+  ``effective_context_window_percent`` (95, ``openai_models.rs`` ``default_effective_context_window_percent``)
+  of it: in the default ``Total`` scope of ``core/src/session/context_window.rs`` @ 11237ebb
+  (``context_window_token_status``) it is only the context-remaining figure, never a trigger; in the
+  ``BodyAfterPrefix`` scope (``auto_compact_scope="body_after_prefix"``) the configured limit, unclamped,
+  counts the tokens after the first request's input and the usable window is a hard cap beside it;
 * every tool output is recorded cut to its truncation budget: 10,000 tokens × 1.2 = 12,000 tokens
   (≈ 48 KB at 4 bytes per token), the middle removed around ``…N tokens truncated…``; there is no line
   cap any more;
@@ -24,7 +34,9 @@ Source: openai/codex ``codex-rs`` (2026 files): ``core/src/compact.rs`` (``run_c
 * the new history is the initial context (instructions, AGENTS.md, environment — here the system
   prompt, which is never dropped), then the newest real user messages up to 20,000 tokens (4 bytes
   per token; the oldest one that does not fit whole is cut to the remaining budget), then one user
-  message holding the summary behind a handoff prefix;
+  message holding the summary behind the prefix of ``templates/compact/summary_prefix.md`` @ 928a707f
+  ("You are resuming an in-progress task after context compaction. ...", verbatim;
+  ``compact.rs``: ``format!("{SUMMARY_PREFIX}\n{summary_suffix}")``, the file's own newline before it);
 * on OpenAI models Codex compacts on the server instead (``compaction="remote"``: the Responses API
   ``/responses/compact`` on the whole history, again with no tools; it returns the replacement
   history, with an opaque encrypted compaction item). What the server returns is not public: here it
@@ -41,7 +53,9 @@ stored here): a handoff for "the single active task (the most recent user reques
 progress)", in five items (Active task; Progress so far; Next steps (active task only); Key context /
 constraints / preferences (still relevant only); Completed tasks (optional, brief)), reworded.
 ``summary_prompt="handoff_2025"`` keeps the 2025 four-item prompt (progress and decisions, context
-and constraints, next steps, critical references; no goal item), this module's before 2026-12.
+and constraints, next steps, critical references; no goal item) and the prefix this module had with
+it (a rewording of ``summary_prefix.md`` @ 50a53333, "Another language model started to solve this
+problem..."), this module's before 2026-12.
 Codex talks to the Responses API, whose prefix caching is automatic; priced as Anthropic the
 strategy places the markers an Anthropic client would (system + last message).
 """
@@ -92,8 +106,23 @@ this task without the conversation above. Cover, concisely and in a structured f
 - any data, examples or references (file paths, commands, identifiers) needed to continue.
 Sections: {sections}."""
 
-SUMMARY_PREFIX = ("Another language model started this task and wrote the handoff summary below. Use it, "
-                  "together with the user messages above, to continue the work without redoing it:")
+# templates/compact/summary_prefix.md @ openai/codex 928a707f6a5ed63d89f1575f794aa7135be2f5c9, verbatim
+# (419 characters with its newline; compact.rs puts "\n" and the summary after it)
+SUMMARY_PREFIX = ("You are resuming an in-progress task after context compaction. Another language model produced "
+                  "a handoff summary. Treat the summary as authoritative for what is already done. Continue from "
+                  "the \"Next steps\" for the active task; do not re-open completed tasks or audit prior work unless "
+                  "the user explicitly asked. You also have access to the state of the tools that were used by that "
+                  "language model. Here is the summary:\n")
+# the older reading's prefix (summary_prompt="handoff_2025"): this module's rewording of the file @ 50a53333
+SUMMARY_PREFIX_2025 = ("Another language model started this task and wrote the handoff summary below. Use it, "
+                       "together with the user messages above, to continue the work without redoing it:")
+EFFECTIVE_CONTEXT_WINDOW_PERCENT = 95  # openai_models.rs default_effective_context_window_percent
+
+
+def summary_message_text(prefix: str, summary: str) -> str:
+    """compact.rs ``format!("{SUMMARY_PREFIX}\n{summary_suffix}")``; an empty summary is
+    ``(no summary available)`` (``build_compacted_history_with_limit``)."""
+    return f"{prefix}\n{summary or '(no summary available)'}"
 
 
 def middle_truncate(text: str, max_tokens: int, chars_per_token: float) -> str:
@@ -135,10 +164,20 @@ def user_first(messages: list[Message], i: int) -> int:
 
 
 class CodexConfig(PeerConfig):
-    auto_compact_token_limit: int | None = Field(None, ge=1, le=100_000_000, description="compact when "
-                                                 "the total reaches this; None: auto_compact_fraction × window")
+    auto_compact_token_limit: int | None = Field(None, ge=1, le=100_000_000, description="Codex's "
+                                                 "model_auto_compact_token_limit: it can only lower the default "
+                                                 "(auto_compact_fraction × window); None: the default")
     auto_compact_fraction: float = Field(AUTO_COMPACT_FRACTION, gt=0, le=1, description="default limit as a "
                                          "share of the window (Codex: 0.9)")
+    auto_compact_clamp: bool = Field(True, description="a configured limit is min(limit, the default) (codex "
+                                     "0.100.0+, PR #11516); off: it replaces the default (before 0.100.0)")
+    auto_compact_scope: Literal["total", "body_after_prefix"] = Field(
+        "total", description="model_auto_compact_token_limit_scope: total (default): every context token "
+        "counts; body_after_prefix: tokens after the first request's input count against the configured "
+        "limit (unclamped), and the usable window caps the total")
+    effective_context_window_percent: int = Field(EFFECTIVE_CONTEXT_WINDOW_PERCENT, ge=1, le=100,
+                                                  description="share of the window Codex treats as usable "
+                                                  "(model catalog; 95)")
     user_message_max_tokens: int = Field(USER_MESSAGE_MAX_TOKENS, ge=0, le=10_000_000,
                                          description="newest user messages kept after compaction (Codex: 20,000)")
     max_retries: int = Field(STREAM_MAX_RETRIES, ge=0, le=100, description="retries of a failed compaction "
@@ -157,8 +196,9 @@ class CodexConfig(PeerConfig):
     compaction_tools: bool = Field(False, description="send the compaction call with the agent's tools and "
                                    "cache markers (an older reading: it then reads the cached prefix)")
     summary_prompt: Literal["active_task", "handoff_2025"] = Field(
-        "active_task", description="active_task: templates/compact/prompt.md @ 928a707 (Active task first); "
-        "handoff_2025: the four-item 2025 prompt with no task item (this module's before 2026-12)")
+        "active_task", description="active_task: templates/compact/prompt.md and summary_prefix.md @ 928a707 "
+        "(Active task first; 'You are resuming an in-progress task...'); handoff_2025: the four-item 2025 prompt "
+        "with no task item and the older prefix (this module's before 2026-12)")
 
     def prompt_and_sections(self) -> tuple[str, tuple[str, ...]]:
         if self.summary_prompt == "handoff_2025":
@@ -177,9 +217,28 @@ class Codex(ThresholdCompactor):
         c = self.config.compaction
         return c == "remote" or (c == "auto" and self.env.provider == "openai")
 
+    def __init__(self, config, env) -> None:
+        super().__init__(config, env)
+        self.prefill: int | None = None  # body_after_prefix: the first request's input since the last reset
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        if not resume:
+            self.prefill = None
+
     def limit(self) -> int:
+        """``ModelInfo::auto_compact_token_limit``: 90% of the window, a configured limit only below it
+        (``auto_compact_clamp``; the configured limit alone before codex 0.100.0)."""
         c = self.config
-        return c.auto_compact_token_limit or int(self.env.window * c.auto_compact_fraction)
+        default = int(self.env.window * c.auto_compact_fraction)
+        if c.auto_compact_token_limit is None:
+            return default
+        return min(c.auto_compact_token_limit, default) if c.auto_compact_clamp else c.auto_compact_token_limit
+
+    def usable_window(self) -> int:
+        """``TurnContext::model_context_window``: ``context_window * effective_context_window_percent / 100``
+        (integer division, as ``saturating_mul(..) / 100``)."""
+        return self.env.window * self.config.effective_context_window_percent // 100
 
     def on_tool_results(self, message: Message) -> None:
         c = self.config
@@ -198,7 +257,16 @@ class Codex(ThresholdCompactor):
         super().on_tool_results(message)
 
     def should_compact(self, call: CallInfo) -> bool:
-        return (self.estimate() or 0) >= self.limit()
+        total = self.estimate() or 0
+        if self.config.auto_compact_scope == "total":
+            return total >= self.limit()
+        # BodyAfterPrefix: the configured limit (unclamped) against what came after the prefill baseline,
+        # or the total at the usable window (context_window.rs context_window_token_status)
+        if self.prefill is None:
+            self.prefill = total
+        c = self.config
+        scope_limit = c.auto_compact_token_limit or int(self.env.window * c.auto_compact_fraction)
+        return total - self.prefill >= scope_limit or total >= self.usable_window()
 
     def _summarise(self) -> str | None:
         c = self.config
@@ -243,8 +311,10 @@ class Codex(ThresholdCompactor):
         if self.remote:  # the server's opaque compaction item, sized as the summary (assumed)
             new.append(Message.user(summary or "(no summary available)", origin="summary", opaque=True))
         else:
-            new.append(Message.user(f"{SUMMARY_PREFIX}\n{summary or '(no summary available)'}", origin="summary"))
+            prefix = SUMMARY_PREFIX_2025 if c.summary_prompt == "handoff_2025" else SUMMARY_PREFIX
+            new.append(Message.user(summary_message_text(prefix, summary), origin="summary"))
         self.set_history(History(new))
+        self.prefill = None  # the next request's input is the new baseline (body_after_prefix)
         if self.remote:
             self.counters.extra["remote_compactions"] += 1
         return True

@@ -8,19 +8,72 @@ The files read are named in the strategy's docstring."""
 
 from __future__ import annotations
 
-from ctxsim.harness.model.conversation import Message, Usage
+from ctxsim.harness.model.conversation import Block, Message, Usage
 from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.codex import SUMMARY_PREFIX, middle_truncate, select_user_messages
 
 from tests.helpers_traces import Builder
-from tests.strategies.peer_env import FakeServices, fail, make, step
+from tests.strategies.peer_env import FakeServices, fail, make, step, use
 
 
 def test_limit_is_90_percent_of_the_window():
     assert make("codex", window=272_000).limit() == 244_800  # gpt-5: 0.9 · 272,000
     assert make("codex", window=200_000).limit() == 180_000
     assert make("codex", {"auto_compact_token_limit": 50_000}).limit() == 50_000
+
+
+def test_a_configured_limit_can_only_lower_the_90_percent_default():
+    """openai/codex protocol/src/openai_models.rs ``ModelInfo::auto_compact_token_limit`` (PR #11516,
+    codex 0.100.0): ``config_limit.map_or(context_limit, |limit| std::cmp::min(limit, context_limit))``
+    with ``context_limit = (context_window * 9) / 10``."""
+    assert make("codex", {"auto_compact_token_limit": 250_000}, window=272_000).limit() == 244_800  # min(250k, 244.8k)
+    assert make("codex", {"auto_compact_token_limit": 100_000}, window=272_000).limit() == 100_000
+    # before 0.100.0 (issue #11805: "higher user-defined values are silently ignored" since) it replaced it
+    old = make("codex", {"auto_compact_token_limit": 250_000, "auto_compact_clamp": False}, window=272_000)
+    assert old.limit() == 250_000
+
+
+def test_usable_window_is_95_percent():
+    """openai_models.rs ``default_effective_context_window_percent() -> i64 { 95 }``; turn_context.rs
+    ``model_context_window``: ``context_window.saturating_mul(effective_context_window_percent) / 100``
+    (openai/codex issue #31860: 372,000 × 0.95 = 353,400; #19409: 272,000 → 258,400)."""
+    assert make("codex", window=372_000).usable_window() == 353_400
+    assert make("codex", window=272_000).usable_window() == 258_400
+    assert make("codex", {"effective_context_window_percent": 90}, window=200_001).usable_window() == 180_000
+
+
+def test_the_usable_window_is_no_trigger_in_the_total_scope_but_caps_body_after_prefix():
+    """context_window.rs @ 11237ebb ``context_window_token_status``: Total scope compares the total
+    with the clamped limit only; BodyAfterPrefix counts tokens after the prefill baseline against the
+    configured limit (unclamped) and also stops at ``model_context_window``."""
+    s = make("codex", {"auto_compact_fraction": 1.0}, window=200_000)  # limit 200,000; usable 190,000
+    s.on_user(Message.user("task"))
+    step(s, 0, "x", usage=Usage(input_uncached=195_000, output=1))  # 195,002: past 95%, under the limit
+    assert not s.should_compact(CallInfo(1, 1.0))
+    b = make("codex", {"auto_compact_scope": "body_after_prefix", "auto_compact_token_limit": 50_000},
+             window=1_000_000)  # usable 950,000
+    b.on_user(Message.user("t" * 400_000))
+    assert not b.should_compact(CallInfo(0, 0.0))
+    e0 = b.prefill  # the first request's estimate is the baseline (≈ 100,000: 400,000 chars / 4)
+    assert e0 == b.estimate() and 100_000 <= e0 < 100_100
+    b.on_response(Message("assistant", (use(0),)), Usage(input_uncached=e0 + 49_997, output=1))
+    b.on_tool_results(Message("user", (Block.tool_result("tu_0", "abcd"),)))  # + 1 token: 49,999 after it
+    assert not b.should_compact(CallInfo(1, 1.0))
+    b.on_user(Message.user("abcd"))  # 50,000 after the baseline
+    assert b.should_compact(CallInfo(1, 1.0))
+    # in the Total scope the same history is far past min(50,000, 900,000)
+    t = make("codex", {"auto_compact_token_limit": 50_000}, window=1_000_000)
+    t.on_user(Message.user("t" * 400_000))
+    assert t.should_compact(CallInfo(0, 0.0))
+    # the usable window caps the total in body_after_prefix
+    c = make("codex", {"auto_compact_scope": "body_after_prefix", "auto_compact_token_limit": 900_000},
+             window=200_000)
+    c.on_user(Message.user("task"))
+    assert not c.should_compact(CallInfo(0, 0.0))
+    c.on_response(Message("assistant", (use(0),)), Usage(input_uncached=189_998, output=1))
+    c.on_tool_results(Message("user", (Block.tool_result("tu_0", "abcd"),)))
+    assert c.estimate() == 190_000 and c.should_compact(CallInfo(1, 1.0))  # 95% of 200,000
 
 
 def test_user_messages_newest_first_within_budget():
@@ -43,6 +96,9 @@ def test_compaction_rebuilds_history_from_user_messages_and_summary():
     assert req.rewrite
     texts = [m.text for m in s.history]
     assert texts == ["first request", "second request", f"{SUMMARY_PREFIX}\nHANDOFF"]
+    assert texts[-1].startswith("You are resuming an in-progress task after context compaction. Another language "
+                                "model produced a handoff summary.")
+    assert texts[-1].endswith("Here is the summary:\n\nHANDOFF")  # the file's newline, then compact.rs's
     assert not any(m.has_tool_use or m.has_tool_result for m in s.history)
     # one summary call over the whole conversation, with Codex's own prompt
     (sreq, spec), = services.calls
