@@ -12,8 +12,12 @@ handler; ``openhands-tools/openhands/tools/preset/default.py``):
   action events (one event when it calls no tool), its results are k observation events, a user
   message is one event, and the system prompt is the first event of the view;
 * reasons to condense: the view holds more than ``max_size`` events (soft: skipped when no range can
-  be forgotten), or its tokens exceed the agent model's input limit (``max_tokens`` if set, else the
-  window; hard), or a condensation request (hard). The tail kept is ``max_size // 2 − keep_first − 1``
+  be forgotten), or its tokens exceed the token limit (hard), or a condensation request (hard). The
+  token limit is ``min(max_tokens, the agent model's input limit)`` (``_effective_max_tokens``,
+  ``llm_summarizing_condenser.py`` L96-115 at v1.43.1: "Takes the stricter (i.e. smaller) of the
+  condenser's configured ``max_tokens`` and the agent LLM's effective input limit"; the model's
+  limit is the window here, ``LLM.effective_max_input_tokens``), so a ``max_tokens`` above the
+  window changes nothing. The tail kept is ``max_size // 2 − keep_first − 1``
   events, the suffix that brings the tokens under half the limit, or ``len(view) // 2 − keep_first −
   1`` events, whichever is strictest; the forgotten range runs from the first cut point at or after
   ``keep_first`` to the first at or after ``len − tail`` (cut points never split an assistant turn
@@ -151,8 +155,9 @@ class OpenHandsConfig(PeerConfig):
     max_size: int | None = Field(None, ge=4, le=1_000_000, description="condense when the view holds more "
                                  "events than this; None: the release's (v1 80, v0 120)")
     keep_first: int = Field(V1_KEEP_FIRST, ge=0, le=1_000_000, description="first events always kept (4)")
-    max_tokens: int | None = Field(None, ge=1, le=100_000_000, description="v1 token trigger; None: the "
-                                   "agent model's input limit (the window)")
+    max_tokens: int | None = Field(None, ge=1, le=100_000_000, description="v1 token trigger, capped at the "
+                                   "agent model's input limit (the window: v1.43.1 _effective_max_tokens takes the "
+                                   "smaller); None: that limit")
     max_event_length: int | None = Field(None, ge=100, le=10_000_000, description="characters of one event "
                                          "in the summariser's input (middle-cut); None: the release's "
                                          "(v1 whole, v0 10,000)")
@@ -237,7 +242,10 @@ class OpenHands(ThresholdCompactor):
         return [1, *(1 + x for x in accumulate(events_of(m) for m in self.history))]
 
     def _limit(self) -> int:
-        return self.config.max_tokens or self.env.window
+        """``_effective_max_tokens`` (v1.43.1 L96-115): the smaller of ``max_tokens`` and the agent
+        model's input limit (the window)."""
+        m = self.config.max_tokens
+        return self.env.window if m is None else min(m, self.env.window)
 
     def _reasons(self, starts: list[int]) -> set[str]:
         out = set()

@@ -137,6 +137,20 @@ def test_v1_token_trigger_keeps_the_suffix_under_half_the_limit():
     assert [m.blocks[0].id or m.meta.get("origin") or m.text for m in s.history] == ["task", "summary", "tu_3", "tu_3"]
 
 
+def test_v1_token_limit_is_the_smaller_of_max_tokens_and_the_models_input_limit():
+    """software-agent-sdk v1.43.1 llm_summarizing_condenser.py L96-115 ``_effective_max_tokens``:
+    ``min(limits)`` over ``self.max_tokens`` and ``agent_llm.effective_max_input_tokens`` (here the
+    window); ``max_tokens`` None: the model's limit alone (settings/model.py ``build_condenser`` inherits it)."""
+    assert make("openhands", window=200_000)._limit() == 200_000
+    assert make("openhands", {"max_tokens": 120_000}, window=200_000)._limit() == 120_000
+    assert make("openhands", {"max_tokens": 500_000}, window=200_000)._limit() == 200_000  # capped at the window
+    # the trigger follows the capped limit: 200,001 estimated tokens condense with max_tokens 500,000
+    s = make("openhands", {"max_tokens": 500_000}, window=200_000)
+    s.on_user(Message.user("task"))
+    step(s, 0, "r", usage=Usage(input_uncached=199_999, output=1))  # 200,000 + 1 ("r") = 200,001
+    assert "tokens" in s._reasons(s._starts())
+
+
 def test_v1_rejected_request_condenses_half_the_view_and_retries():
     s = make("openhands", {"max_size": 40, "keep_first": 2})
     s.on_user(Message.user("task"))
