@@ -1,8 +1,9 @@
 """gemini_cli: Google gemini-cli's context management: tool-output masking, arrival truncation,
 and chat compression (state snapshot + verification).
 
-Source: google-gemini/gemini-cli **v0.56.0** (the current release; the same rules since v0.30.0
-unless noted): ``packages/core/src/context/chatCompressionService.ts`` (``findCompressSplitPoint``,
+Source: google-gemini/gemini-cli, read at the release tag **v0.56.0** (commit b6e23a7d, 2026-08-19; the
+newest release when read, 2026-08-22, and nightly 5411f113 has the same values; the same rules since
+v0.30.0 unless noted): ``packages/core/src/context/chatCompressionService.ts`` (``findCompressSplitPoint``,
 ``truncateHistoryToBudget``, ``ChatCompressionService.compress``),
 ``context/toolOutputMaskingService.ts``, ``core/client.ts`` (``sendMessageStream``,
 ``tryCompressChat``, ``tryMaskToolOutputs``, ``startChat``), ``scheduler/tool-executor.ts``
@@ -56,16 +57,17 @@ from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens
 from pydantic import Field
 
-COMPRESSION_THRESHOLD = 0.5  # chatCompressionService.ts DEFAULT_COMPRESSION_TOKEN_THRESHOLD
-PRESERVE_FRACTION = 0.3  # COMPRESSION_PRESERVE_THRESHOLD
-FUNCTION_RESPONSE_TOKEN_BUDGET = 50_000  # COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET
-TRUNCATE_THRESHOLD_CHARS = 40_000  # config truncateToolOutputThreshold default
-HEAD_SHARE = 0.2  # formatTruncatedToolOutput: first 20%, last 80%
+# every constant read at v0.56.0 (b6e23a7d), file and line under packages/core/src/
+COMPRESSION_THRESHOLD = 0.5  # context/chatCompressionService.ts:41 DEFAULT_COMPRESSION_TOKEN_THRESHOLD
+PRESERVE_FRACTION = 0.3  # chatCompressionService.ts:47 COMPRESSION_PRESERVE_THRESHOLD
+FUNCTION_RESPONSE_TOKEN_BUDGET = 50_000  # chatCompressionService.ts:52 COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET
+TRUNCATE_THRESHOLD_CHARS = 40_000  # config/config.ts:478 DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD
+HEAD_SHARE = 0.2  # utils/fileUtils.ts:668 formatTruncatedToolOutput: headChars = floor(maxChars * 0.2)
 SAFE_BUFFER_TOKENS = 20_000  # release 2025-12 reading: summariser gets the truncated history above limit − this
-PROTECTION_THRESHOLD_TOKENS = 50_000  # toolOutputMaskingService.ts DEFAULT_TOOL_PROTECTION_THRESHOLD
-MIN_PRUNABLE_TOKENS = 30_000  # DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD
-MASK_TAG = "tool_output_masked"  # MASKING_INDICATOR_TAG
-MASK_EXEMPT_TOOLS = ("activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode")  # EXEMPT_TOOLS
+PROTECTION_THRESHOLD_TOKENS = 50_000  # context/toolOutputMaskingService.ts:25 DEFAULT_TOOL_PROTECTION_THRESHOLD
+MIN_PRUNABLE_TOKENS = 30_000  # toolOutputMaskingService.ts:26 DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD
+MASK_TAG = "tool_output_masked"  # toolOutputMaskingService.ts:28 MASKING_INDICATOR_TAG
+MASK_EXEMPT_TOOLS = ("activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode")  # :36 EXEMPT_TOOLS
 SHELL_TOOLS = ("run_shell_command", "Bash", "shell", "exec_command")  # SHELL_TOOL_NAME and other agents' spellings
 MCP_PREFIX = "mcp__"  # Claude Code's MCP tool naming (gemini-cli: DiscoveredMCPTool instances)
 ACK = "Got it. Thanks for the additional context!"

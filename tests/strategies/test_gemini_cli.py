@@ -247,3 +247,23 @@ def test_0_56_masks_nothing_until_enough_is_prunable_and_2025_12_never(tmp_path:
                session_dir=tmp_path)
     _five_reads(old)
     assert not old.build_request(CallInfo(5, 5.0)).rewrite
+
+
+def test_constants_and_version_are_those_of_the_release_read():
+    """Issue 46: the docstring names the version read (tag v0.56.0, b6e23a7d) and each constant is the
+    line of that tag (packages/core/src/...): chatCompressionService.ts:41 ``DEFAULT_COMPRESSION_TOKEN_THRESHOLD
+    = 0.5``, :47 ``COMPRESSION_PRESERVE_THRESHOLD = 0.3``, :52 ``COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET =
+    50_000``; config/config.ts:478 ``DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD = 40_000``; utils/fileUtils.ts:668
+    ``Math.floor(maxChars * 0.2)``; toolOutputMaskingService.ts:25 ``DEFAULT_TOOL_PROTECTION_THRESHOLD = 50000``,
+    :26 ``DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD = 30000``, :28 ``MASKING_INDICATOR_TAG = 'tool_output_masked'``,
+    :36 ``EXEMPT_TOOLS`` (tools/definitions/base-declarations.ts:97/101/119/115: activate_skill, ask_user,
+    enter_plan_mode, exit_plan_mode); base-declarations.ts:56 ``SHELL_TOOL_NAME = 'run_shell_command'``."""
+    import ctxsim.strategies.gemini_cli as g
+
+    assert "**v0.56.0** (commit b6e23a7d, 2026-08-19" in g.__doc__
+    assert (g.COMPRESSION_THRESHOLD, g.PRESERVE_FRACTION, g.FUNCTION_RESPONSE_TOKEN_BUDGET) == (0.5, 0.3, 50_000)
+    assert (g.TRUNCATE_THRESHOLD_CHARS, g.HEAD_SHARE) == (40_000, 0.2)
+    assert (g.PROTECTION_THRESHOLD_TOKENS, g.MIN_PRUNABLE_TOKENS, g.MASK_TAG) == (50_000, 30_000, "tool_output_masked")
+    assert g.MASK_EXEMPT_TOOLS == ("activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode")
+    assert g.SHELL_TOOLS[0] == "run_shell_command"
+    assert make("gemini_cli").config.threshold == 0.5  # chatCompressionService.ts:272-275, the default
