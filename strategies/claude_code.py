@@ -7,7 +7,17 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
 * **Auto-compact trigger** (reported: zhanghandong, "Harness engineering from Claude Code", ch. 9,
   ``MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20_000``, ``AUTOCOMPACT_BUFFER_TOKENS = 13_000``; manavgup,
   "shipai" deep dive 06): effective window = window − min(the model's max output, 20,000); compact
-  when the token count reaches effective − 13,000 (167,000 on 200k). The count is the last usage the
+  when the token count reaches effective − 13,000 (167,000 on 200k, 967,000 on a 1M window, where
+  Claude Code runs extended-context models at their native 1M: CHANGELOG 2.1.117 "computing against a
+  200K context window instead of Opus 4.7's native 1M" was fixed). Two settings move it, both
+  documented (code.claude.com/docs, env vars): ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` (``auto_compact_window``;
+  the ``autoCompactWindow`` setting, ``/autocompact``): "the context capacity in tokens used for
+  auto-compaction calculations ... capped at the model's actual context window" (a 1M model compacting
+  as if at 500k); ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` (``autocompact_pct_override``): "the percentage of
+  context capacity (1-100) at which auto-compaction triggers ... Values above the default threshold have
+  no effect", i.e. ``min(floor(effective × pct / 100), effective − 13,000)`` (the clamp as deobfuscated
+  in anthropics/claude-code issue #31806, ``Math.min(userThreshold, defaultThreshold)``, reported).
+  The count is the last usage the
   API reported (input, cache and output) plus a character estimate of what came since (4 characters
   per token padded by 4/3: 3 characters per token here). The bundled 2.1.39 transcript compacted at
   preTokens 167,094 right after a call that started under 167,000. ``release="2.0"``: the 2.0.x
@@ -21,8 +31,21 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
   code sections, errors and fixes, problem solving, all user messages, pending tasks, current work,
   optional next step). After three consecutive failures auto-compact stops (reported: manavgup,
   "circuit breaker after 3 consecutive failures").
-* **After compacting** the history is the summary ("This session is being continued from a previous
-  conversation that ran out of context…", as the bundled transcripts show it) and what Claude Code
+* **After compacting** the history is the summary in Claude Code's own message, as each release
+  writes it (:func:`compaction_message`; measured on the development population's real compactions,
+  ``ctxsim.strategies.claude_code.MESSAGE_OBSERVED``, and on the bundled 2.1.39 and 2.0.76 logs): the
+  head "This session is being continued from a previous conversation that ran out of context." with
+  "The conversation is summarized below:" (to 2.1.2) or "The summary below covers the earlier portion
+  of the conversation." (from 2.1.7); from 2.1 the path back, "If you need specific details from before
+  compaction (like exact code snippets, error messages, or content you generated), read the full
+  transcript at: <path>", naming the session's transcript, which this strategy really writes in the
+  run directory (``<home>/.claude/projects/<project>/<session>.jsonl``, one message a line, as Claude
+  Code keeps it), so the pointer can be followed and its read billed; and for an automatic compaction
+  the continuation directive of its release ("Please continue the conversation from where we left it
+  off ..." to 2.1.19, "... where we left off ..." from 2.1.39, "Continue the conversation from where it
+  left off ... Resume directly ..." from 2.1.69: CHANGELOG 2.1.69 "Changed resuming after compaction to
+  no longer produce a preamble recap before continuing"). A release between two observed ones takes the
+  older one's wording (the change is known to lie after it, not where), then what Claude Code
   re-attaches (documented, code.claude.com/docs/en/context-window; the rest reported, peers.md): up
   to 5 files read or edited, most recently modified first, one over 5,000 tokens as a path reference
   only, 50,000 in all, the plan, the invoked skills (5,000 tokens each, 25,000 in all) and the latest todo list,
@@ -49,10 +72,25 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
   the bundled transcripts).
 * **A rejected request** ("prompt is too long") is compacted reactively and retried once; if that
   fails the turn errors (reported, peers.md).
+
+``release`` is a Claude Code version: ``"2.1"`` (the default: the newest 2.1 reading), ``"2.0"``,
+``"1.0"``, or a full ``"X.Y.Z"`` such as a log's own ``version`` field (``"2.1.39"``), which picks
+the trigger (45,000 below the window before 2.1, assumed for 1.0.x too) and the message of that release.
+
+Not modelled, for want of a source: a background "precompute" compaction (a summary prepared ahead of
+the threshold so that compacting costs no wait). Nothing read confirms one: CHANGELOG 2.0.64 says
+"Made auto-compacting instant" without a mechanism, and no entry up to 2.1.240 names a precomputed or
+background compaction; so neither the option nor its cache cost is here. Also reported but not
+modelled: a ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` between 100k and 199k disabling auto-compact
+(a decompilation of 2.1.221, BaseInfinity/claude-sdlc-harness issue 520), and 1M sessions ignoring
+the percentage override in some releases (anthropics/claude-code issues 63627, 82761).
 """
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Literal
 
 from ctxsim.harness.llm.services import SUMMARY, CallSpec
@@ -75,8 +113,67 @@ COMPACTABLE_TOOLS = ("Read", "Bash", "Grep", "Glob", "Edit", "Write", "WebFetch"
 SECTIONS = ("Primary request and intent", "Key technical concepts", "Files and code sections",
             "Errors and fixes", "Problem solving", "All user messages", "Pending tasks", "Current work",
             "Optional next step")
-CONTINUED = ("This session is being continued from a previous conversation that ran out of context. "
-             "The summary below covers the earlier portion of the conversation.\n\n")  # as the bundled transcripts show it
+# Claude Code's post-compaction message, the wording Claude Code itself produces around the summary.
+# Measured on the development population (/work/shared/population/dev.tsv; 172 distinct compaction
+# messages of 118 sessions, Claude Code 1.0.80-2.1.143, from aistrad/work ece61bc6b5, pshung/personal_git
+# a8cbef1d28, SWORDIntel/claude-backups 00f0689ae1, 13562964800/claude-skills e6578221f5, Mkid095/vps-system
+# efb98e09b9) and on the bundled logs (spotter 2.1.39, codemie 2.0.76). Each part changed at one release;
+# a version takes the wording of the newest observed release at or before it.
+CONTINUED_HEAD = "This session is being continued from a previous conversation that ran out of context. "
+SUMMARIZED_BELOW = CONTINUED_HEAD + "The conversation is summarized below:\n"
+COVERS = CONTINUED_HEAD + "The summary below covers the earlier portion of the conversation.\n\n"
+CONTINUED = COVERS  # the current head (2.1.7 on)
+TRANSCRIPT_NOTE = ("\n\nIf you need specific details from before compaction (like exact code snippets, error messages, "
+                   "or content you generated), read the full transcript at: {path}")
+LEFT_IT_OFF = ("Please continue the conversation from where we left it off without asking the user any further "
+               "questions. Continue with the last task that you were asked to work on.")
+LEFT_OFF = ("Please continue the conversation from where we left off without asking the user any further questions. "
+            "Continue with the last task that you were asked to work on.")
+RESUME_DIRECTLY = ("Continue the conversation from where it left off without asking the user any further questions. "
+                   "Resume directly — do not acknowledge the summary, do not recap what was happening, do not preface "
+                   "with \"I'll continue\" or similar. Pick up the last task as if the break never happened.")
+# (first release with the wording, where it was observed): sessions of that version holding it
+MESSAGE_OBSERVED = {
+    "head": (((0, 0, 0), SUMMARIZED_BELOW, "35 sessions of 1.0.80-2.1.2 (1.0.89: 8, 2.0.76: 11, 2.1.2: 2); "
+                                           "bundled 2.0.76"),
+             ((2, 1, 7), COVERS, "83 sessions of 2.1.7-2.1.143 (2.1.7: 2, 2.1.72: 26, 2.1.114: 20); bundled 2.1.39")),
+    "transcript": (((0, 0, 0), False, "none in 33 sessions of 1.0.80-2.0.76 (2.0.76: 11); bundled 2.0.76"),
+                   ((2, 1, 0), True, "all 85 sessions of 2.1.2-2.1.143 (2.1.2: 2), each naming its own "
+                                     "~/.claude/projects/<project>/<session-id>.jsonl; bundled 2.1.39")),
+    # an automatic compaction always ends with a directive (every auto-triggered one seen); a manual one
+    # did not, up to 2.1.114
+    "directive": (((0, 0, 0), LEFT_IT_OFF, "27 sessions: 1.0.80-1.0.90: 16 (no trigger recorded), 2.0.74 and "
+                                           "2.0.76 auto: 9, 2.1.19 auto: 2; bundled 2.0.76"),
+                  ((2, 1, 39), LEFT_OFF, "bundled 2.1.39 (auto); 2.1.62: 2, 2.1.63: 1 auto sessions"),
+                  ((2, 1, 69), RESUME_DIRECTLY, "CHANGELOG 2.1.69; 2.1.72: 9 auto sessions, 2.1.143: 4")),
+}
+NEWEST = 10**6  # "2.1" without a patch number: the newest reading of that line
+VERSION = re.compile(r"^(\d{1,3})\.(\d{1,3})(?:\.(\d{1,6}))?$")
+
+
+def version_tuple(release: str) -> tuple[int, int, int]:
+    """``"2.1.39"`` → (2, 1, 39); ``"2.1"`` → (2, 1, NEWEST)."""
+    m = VERSION.match(release)
+    if m is None:
+        raise ValueError(f"release {release!r}: a Claude Code version, X.Y or X.Y.Z (e.g. 2.1 or 2.1.39)")
+    return int(m[1]), int(m[2]), int(m[3]) if m[3] is not None else NEWEST
+
+
+def observed(part: str, version: tuple[int, int, int]):
+    """The wording of ``part`` at ``version``: that of the newest change at or before it."""
+    return [w for first, w, _ in MESSAGE_OBSERVED[part] if first <= version][-1]
+
+
+def compaction_message(version: tuple[int, int, int], summary: str, transcript: str | None, auto: bool = True) -> str:
+    """Claude Code's post-compaction message at ``version`` around ``summary``: the head, the summary,
+    the path back (from 2.1; ``transcript`` is the path it names) and, for an automatic compaction,
+    the continuation directive (each joined as the real messages join them)."""
+    text = observed("head", version) + summary
+    if observed("transcript", version) and transcript is not None:
+        text += TRANSCRIPT_NOTE.format(path=transcript)
+    if auto:
+        text += "\n" + observed("directive", version)
+    return text
 COMPACT_PROMPT = """\
 Your task is to create a detailed summary of the conversation so far, paying close attention to the \
 user's explicit requests and your previous actions. It will replace the conversation: capture every \
@@ -87,8 +184,18 @@ Write it in these sections: {sections}. Quote the user's messages that are not t
 class ClaudeCodeConfig(PeerConfig):
     chars_per_token: float = Field(CHARS_PER_TOKEN, gt=0, le=20, description="characters per token of the "
                                    "estimate for messages since the last usage (reported: 4, padded by 4/3)")
-    release: Literal["2.1", "2.0"] = Field("2.1", description="2.1: compact at window − min(max output, 20k) − "
-                                           "13k; 2.0: at window − 45k (the 2.0.x buffer)")
+    release: str = Field("2.1", pattern=VERSION.pattern, description="the Claude Code version: 2.1 (the newest "
+                         "2.1 reading), 2.0, 1.0 or X.Y.Z (a log's version); from 2.1: compact at window − min(max "
+                         "output, 20k) − 13k, before: at window − 45k (the 2.0.x buffer); the post-compaction "
+                         "message of that release")
+    auto_compact_window: int | None = Field(None, ge=1_000, le=100_000_000, description="CLAUDE_CODE_AUTO_COMPACT_"
+                                            "WINDOW / autoCompactWindow: the window auto-compact computes with, "
+                                            "capped at the model's; None: the model's window")
+    autocompact_pct_override: float | None = Field(None, gt=0, le=100, description="CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: "
+                                                   "compact at this % of the effective window, never later than "
+                                                   "the default (a clamp that can only lower it); None: the default")
+    transcript: bool = Field(True, description="write the session's transcript in the run directory and name it "
+                             "in the post-compaction message (from 2.1, as Claude Code does); off: no path back")
     summary_reserve_tokens: int = Field(SUMMARY_RESERVE_TOKENS, ge=0, le=10_000_000,
                                         description="kept below the window for the summary (capped by max output)")
     autocompact_buffer_tokens: int | None = Field(None, ge=0, le=10_000_000, description="below the effective "
@@ -138,10 +245,15 @@ class ClaudeCode(ThresholdCompactor):
         self.failures = 0  # consecutive failed auto-compactions
         self.last_answer_at: float | None = None
         self.started = False  # the startup files were loaded in this launch
+        self.version = version_tuple(self.config.release)
+        self.session_id = "session"  # the launch's id: its transcript's file name
+        self._written: set[bytes] = set()  # digests of the messages already in the transcript
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
+        self.session_id = _file_safe(session) or "session"
         if not resume:
+            self._written = set()
             self.reattach = ReattachTracker()
             self.failures, self.last_answer_at = 0, None
             self.started = False  # a new launch loads its startup files again
@@ -182,12 +294,20 @@ class ClaudeCode(ThresholdCompactor):
 
     # --- the trigger -------------------------------------------------------------------------------
     def threshold(self) -> int:
+        """The auto-compact threshold: the default of the release on the auto-compact window (capped at the
+        model's), lowered, never raised, by the percentage override."""
         c = self.config
-        w = self.env.window
-        if c.release == "2.0":
-            return w - (BUFFER_2_0_TOKENS if c.autocompact_buffer_tokens is None else c.autocompact_buffer_tokens)
-        effective = w - min(self.env.max_output_tokens, c.summary_reserve_tokens)
-        return effective - (AUTOCOMPACT_BUFFER_TOKENS if c.autocompact_buffer_tokens is None else c.autocompact_buffer_tokens)
+        w = self.env.window if c.auto_compact_window is None else min(self.env.window, c.auto_compact_window)
+        if self.version < (2, 1, 0):
+            effective = w
+            default = w - (BUFFER_2_0_TOKENS if c.autocompact_buffer_tokens is None else c.autocompact_buffer_tokens)
+        else:
+            effective = w - min(self.env.max_output_tokens, c.summary_reserve_tokens)
+            default = effective - (AUTOCOMPACT_BUFFER_TOKENS if c.autocompact_buffer_tokens is None
+                                   else c.autocompact_buffer_tokens)
+        if c.autocompact_pct_override is None:
+            return default
+        return min(int(effective * c.autocompact_pct_override / 100), default)  # Math.min(userThreshold, default)
 
     def should_compact(self, call: CallInfo) -> bool:
         return self.failures < self.config.max_consecutive_failures and (self.estimate() or 0) >= self.threshold()
@@ -247,12 +367,39 @@ class ClaudeCode(ThresholdCompactor):
                 self.counters.breaker_trips += 1
             return False
         self.failures = 0
+        path = self.write_transcript(h) if c.transcript and observed("transcript", self.version) else None
         startup = self.startup() if c.startup_after_compaction else None
         if startup is not None:
             self.counters.extra["startup_reinjected"] += 1
+        text = compaction_message(self.version, res.text, None if path is None else str(path))
         self.set_history(History([*([startup] if startup is not None else []),
-                                  Message.user(CONTINUED + res.text, origin="summary"), *self.restored()]))
+                                  Message.user(text, origin="summary"), *self.restored()]))
         return True
+
+    def transcript_path(self) -> Path:
+        """``<home>/.claude/projects/<project>/<session>.jsonl`` under the run directory (the project
+        named as Claude Code names it, its path with "/" as "-", here relative to the run directory so
+        the path's length is the same in every run)."""
+        home = self.env.home_dir if self.env.home_dir is not None else Path(self.env.session_dir) / "home"
+        project = self.env.project_dir.name if self.env.project_dir is not None else "project"
+        return Path(home) / ".claude" / "projects" / f"-{project}" / f"{self.session_id}.jsonl"
+
+    def write_transcript(self, messages: History) -> Path:
+        """Append the messages not yet on disk to the session's transcript (one JSON record a message,
+        as Claude Code appends them); returns its absolute path."""
+        path = self.transcript_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for m in messages:
+            if m.meta.get("origin") == "startup" or m.digest in self._written:
+                continue
+            self._written.add(m.digest)
+            lines.append(json.dumps({"type": m.role, "message": m.to_api()}, ensure_ascii=False) + "\n")
+        if lines:
+            with path.open("a", encoding="utf-8") as fh:
+                fh.writelines(lines)
+        self.counters.extra["transcript_writes"] += 1
+        return path
 
     def build_request_for_summary(self, h: History) -> Request:
         """The summary call shares the main loop's prefix: same system prompt, tools and markers."""
@@ -274,3 +421,8 @@ class ClaudeCode(ThresholdCompactor):
             return False
         self.counters.extra["reactive_compactions"] += 1
         return self.compact_now(call)
+
+
+def _file_safe(name: str | None) -> str:
+    """A session id as a file name: letters, digits, '.', '_' and '-' kept, anything else as '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name or "")[:200]
