@@ -40,6 +40,20 @@ def test_identifiers_need_an_underscore_a_hump_or_a_qualifier():
                    "Spotter.Repo.insert!": "identifier", "Foo::Bar": "identifier", "MAX_RETRIES": "identifier"}
 
 
+def test_common_words_are_not_needs():
+    """Issue 43: a name the tokenizer's vocabulary holds as one token is a word the model knows, not
+    something only the session gave it (cl100k: ' GitHub', ' TypeScript', ' useState', ' className' are
+    one token each; ' flush_ledger' is three, ' LedgerStore' two)."""
+    text = "push to GitHub in TypeScript with useState and className, then flush_ledger in LedgerStore"
+    assert kinds(text) == {"flush_ledger": "identifier", "LedgerStore": "identifier"}
+    assert probes.common_word("GitHub") and probes.common_word("useState") and not probes.common_word("flush_ledger")
+    every = {it.text for it in probes.extract(text, probes.DeriveParams(common_words=False))}
+    assert every == {"GitHub", "TypeScript", "useState", "className", "flush_ledger", "LedgerStore"}
+    # a first request of one common word is not a goal to recall; a real request is
+    assert probes.goal_text("continue") is None and probes.goal_text("continue.") is None
+    assert probes.goal_text("fix the flaky login test") == "fix the flaky login test"
+
+
 def test_hashes_have_letters_and_digits_and_uuids_are_hashes():
     got = kinds("commit 67dc57b and 3fa9c2e1d0 but not 1234567 or deadbeef; id 5a430368-9e91-4564-be20-989803bf4da2")
     assert got == {"67dc57b": "hash", "3fa9c2e1d0": "hash", "5a430368-9e91-4564-be20-989803bf4da2": "hash"}

@@ -90,8 +90,7 @@ def measure(paths: Sequence[Path], strategies: Sequence[str], seeds: int, window
         if not any(isinstance(e, tr.CompactEvent) for e in t.events):
             continue
         row: dict[str, Any] = {"session": hashlib.sha256(str(path).encode()).hexdigest()[:12],
-                               "version": (t.header.source or {}).get("version") if isinstance(t.header.source, dict)
-                               else getattr(t.header.source, "version", None), "runs": {}}
+                               "version": (t.header.source or {}).get("version"), "runs": {}}
         t0 = time.time()
         try:
             for s in strategies:

