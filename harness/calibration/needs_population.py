@@ -103,6 +103,10 @@ def measure(paths: Sequence[Path], strategies: Sequence[str], seeds: int, window
     return out
 
 
+def _share(k: float, n: float) -> float:
+    return k / n if n else float("nan")
+
+
 def report(rows: list[dict[str, Any]], strategies: Sequence[str], seeds: int) -> list[str]:
     from ctxsim.harness.retention.needs import newcombe_paired, wilson
 
@@ -128,9 +132,8 @@ def report(rows: list[dict[str, Any]], strategies: Sequence[str], seeds: int) ->
         k1, k2 = c["verbatim"] + c["summary"] + c["pointer"], c["verbatim"] + c["summary"]
         lo1, hi1 = wilson(k1 / seeds, n / seeds)
         lo2, hi2 = wilson(k2 / seeds, n / seeds)
-        share = (lambda k: k / n if n else float("nan"))
         lines.append(f"| {s} | {n / seeds:.0f} | " + " | ".join(f"{c[p] / seeds:.1f}" for p in PARTS)
-                     + f" | {share(k1):.3f} [{lo1:.3f}, {hi1:.3f}] | {share(k2):.3f} [{lo2:.3f}, {hi2:.3f}] | "
+                     + f" | {_share(k1, n):.3f} [{lo1:.3f}, {hi1:.3f}] | {_share(k2, n):.3f} [{lo2:.3f}, {hi2:.3f}] | "
                      f"{goal[1] / seeds:.1f}/{goal[0] / seeds:.0f} | {money[3] / seeds:.1f} | {money[0] / seeds:.2f} | "
                      f"{money[1] / seeds:.2f} | {money[2] / seeds:.2f} |")
     if "novacode" in strategies and "cut_no_summary" in strategies:

@@ -105,21 +105,15 @@ class SynthConfig(BaseModel):
                                                     "of things last seen this far back (fitted, recurrence.py); "
                                                     "none is needed from further back than hi (1.7% of real uses "
                                                     "were last seen over 40k tokens back)")
-    turnover_tokens: int | None = Field(None, ge=1_000, le=10_000_000,
-                                        description="context tokens (estimated) after which the window turns over: "
-                                                    "window − 33,000 (Claude Code auto-compact, reported, peers.md; "
-                                                    "recurrence.RESERVE_TOKENS): 167,000 for 200k, 967,000 for 1M. "
-                                                    "None: needs are not placed with respect to turnovers")
-    across_share: float = Field(0.0, ge=0, le=1,
-                                description="after a turnover, chance a need is of a file line the agent read before the "
-                                            "latest turnover (re-needed after the window turned over; the agent may "
-                                            "look at it again first, reseen_share). Fitted: in the real compacting "
-                                            "Claude Code logs 470 of 553 uses after a compaction (85%) are of items "
-                                            "that entered before it (recurrence.py); the presets' 0.9 gives 82-93% "
-                                            "(other needs of the probe, preferences and fixes, are drawn as before)")
-    late_user_needs: bool = Field(False, description="the first probe after each turnover needs the session goal and "
-                                                     "a constraint or preference the user stated before it (what "
-                                                     "only a summary or a memory can carry across)")
+    long_range: bool = Field(True, description=(
+        "a share of needs reach back beyond what the agent looks at again: at each need the re-need distance "
+        "(tokens since its fact was last seen) passes long_range_tokens with the probability the real logs show at "
+        "that position, and the need is of a fact last seen that far back, drawn from the fitted tail "
+        "(harness/data/reneed.json, fitted on the development population: harness/calibration/reneed_fit.py). "
+        "No window is known: at any window the needs whose distance passes a turnover point are at risk"))
+    long_range_tokens: int = Field(40_000, ge=1_000, le=10_000_000, description=(
+        "re-need distance from which a need is drawn from the fitted tail instead of the near mechanism "
+        "(probe_age_unseen's hi: what that mechanism places reaches at most this far back)"))
     reseen_share: float = Field(0.98, ge=0, le=1,
                                 description="chance the agent looks again (re-reads, re-runs) at a file line or failing "
                                             "run right before it needs it (real agents re-read what they use)")

@@ -26,15 +26,16 @@ seen a call or two earlier (:mod:`ctxsim.harness.synth.recurrence` measures both
 traces, with one function). Preferences and feedback are needed where they govern an action (a
 test run, an edit, a changelog entry, a commit, a report), in later sessions too.
 
-Turnovers (issue 26; ``turnover_tokens``, set by the long presets): every window − 33,000 tokens of
-context the window has to be emptied, whatever the strategy. After one, a share ``across_share`` of
-the needs are file lines read before it (the real compacting logs: 85% of the uses after a
-compaction are of items that entered before it), which the agent mostly looks at again first — and
-again after the turnover if it looked before it, as real agents re-read after a compaction — and
-the first probe after each turnover needs the goal and a constraint or preference the user stated
-before it (``late_user_needs``): what only a summary or a memory can carry across. The generator
-places turnovers by its own token estimate (prefix and the measured true/estimated ratio), so a few
-needs land on the other side of the measured turnover by chance.
+Long-range needs (issue 43; ``long_range``): a real need reaches back a distance drawn from what real
+logs show, whatever the window. At each need the re-need distance D (tokens since the fact was last
+seen) passes ``long_range_tokens`` with the probability the fitted mixture gives at this position
+(:class:`ctxsim.harness.synth.recurrence.Reneed`, harness/data/reneed.json, fitted on the development
+population); such a need is of the fact last seen nearest D tokens back, drawn from the fitted tail, and
+the agent does not look at it again first. The generator knows no window: at a 200k or a 1M window,
+the needs whose D passes a turnover point are at risk in proportion, and a session that crosses 1M has
+them too. (Before, the long presets placed needs right after ``turnover_tokens`` = window − 33,000: the
+200k window was built in, and long-200k at 1M had none.) Where each fact was last seen is tracked in
+every emitted event (one Aho–Corasick pass over its text).
 
 Everything random comes from one ``numpy.random.Generator`` seeded with the seed, consumed in a
 fixed order; the corpus is package data checked by hash; the trace is written by the canonical
@@ -48,6 +49,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import ahocorasick
 import numpy as np
 from ctxsim.harness.model import trace as tr
 from ctxsim.harness.synth import dialogue as T
@@ -56,6 +58,7 @@ from ctxsim.harness.synth.config import SynthConfig
 from ctxsim.harness.synth.content import Draw
 from ctxsim.harness.synth.corpus import CWD, Corpus, Mutation, load_corpus
 from ctxsim.harness.synth.distributions import categorical
+from ctxsim.harness.synth.reneed import load_reneed
 from ctxsim.harness.synth.workspace import ARROW, READ_MAX_LINES, Output, Workspace, abspath
 
 TOOL_NAMES = {"read": "Read", "bash": "Bash", "grep": "Grep", "glob": "Glob", "edit": "Edit", "web": "WebFetch",
@@ -96,10 +99,8 @@ UNSEEN_PENALTY = 0.35   # real uses are mostly of things the agent looks at agai
 MAX_AGE_MISS = 1.1      # |ln(age / drawn age)| beyond which a candidate need is dropped (a factor of 5; assumed)
 CHARS_PER_TOKEN = 3.7   # estimate used only to aim probe ages while generating (measured later in true tokens)
 TRUE_PER_ESTIMATED = 1.022  # cl100k tokens of content per estimated token (measured: long-200k seed 0, 794,494 true
-                            # for 777,467 estimated, as recurrence.stream counts them): places turnovers where the
-                            # measure finds them
-TURNOVER_MARGIN = 1_000     # tokens: the generator's turnover is placed this much after the measured one, so what it
-                            # looks at again "after the turnover" is after it in true tokens too (assumed)
+                            # for 777,467 estimated, as recurrence.stream counts them): the fitted distances are in true
+                            # tokens, positions here in estimated ones
 DOCS_URL = "https://click.palletsprojects.com/en/8.1.x/{page}/"
 GLOBS = ("src/click/*.py", "tests/test_*.py", "docs/*.rst", "**/*.toml", "src/click/_*.py", "tests/typing/*.py",
          "**/conftest.py", "requirements/*.txt", "docs/*options*.rst", "src/click/*core*.py")
@@ -207,10 +208,13 @@ class _Gen:
         for m in self.c.mutations:
             self.by_path.setdefault(m.path, []).append(m)
         self.stats = {"converted": 0, "edits": 0}
-        self.turned: list[float] = []    # estimated positions of this session's turnovers (turnover_tokens)
-        self.turn_from = 0.0             # where the context accumulating toward the next one started
-        self.late_due = False            # a turnover passed: the next probe needs what the user said before it
         self.shown: list[_Fact] = []     # the needs the agent looks at again before the coming probe
+        self.session_from = 0.0          # estimated position where this session's context started
+        self.last_seen: dict[str, float] = {}   # fact id -> estimated position after the last event holding its text
+        self.far: set[str] = set()       # the prepared needs drawn long-range: not looked at again first
+        self._auto = ahocorasick.Automaton()    # the facts' texts, to track where each was last seen
+        self._auto_n = 0
+        self.reneed = load_reneed() if cfg.long_range else None
         self.owed: dict[str, int] = {}   # tool kinds used less (>0) or more (<0) than drawn, by conversions
 
     # --- bookkeeping ----------------------------------------------------------------------------
@@ -236,6 +240,7 @@ class _Gen:
             texts = [c.text if isinstance(c, tr.TextContent) else "\n".join(str(v) for v in c.input.values())
                      for c in ev.content]
         seen, pos = self.first_seen, self.pos
+        self._seen_facts(texts, pos + sum(len(x) for x in texts) / CHARS_PER_TOKEN)
         for text in texts:   # where each line first entered (a fact made of it later is that old)
             for ln in text.split("\n"):
                 if ln in seen:
@@ -248,6 +253,16 @@ class _Gen:
                         seen[st] = pos
         self.pos += sum(len(x) for x in texts) / CHARS_PER_TOKEN
 
+    def _seen_facts(self, texts: list[str], end: float) -> None:
+        """Every fact whose text is in ``texts`` was last seen at ``end`` (one automaton pass each)."""
+        if not self._auto_n:
+            return
+        if self._auto.kind != ahocorasick.AHOCORASICK:
+            self._auto.make_automaton()
+        for text in texts:
+            for _, fid in self._auto.iter(text):
+                self.last_seen[fid] = end
+
     def _fact(self, category: str, text: str, **where) -> _Fact | None:
         if text in self.texts or not text:
             return None
@@ -255,6 +270,9 @@ class _Gen:
                   self.session, **where)
         self.facts.append(f)
         self.texts.add(text)
+        self.last_seen[f.id] = self.pos   # its event was just emitted: seen up to here
+        self._auto.add_word(text, f.id)
+        self._auto_n += 1
         self.events.append(tr.FactEvent(t=self.t, id=f.id, category=category, text=text))
         if self.task is not None:
             self.task.facts.append(f.id)
@@ -872,24 +890,15 @@ class _Gen:
         if self.goal is not None and self.goal_due >= 1.0:
             self.goal_due -= 1.0
             needs.append(self.goal)
-        turned = self._turnover()
-        if self.late_due:   # what only the user said, stated before the window turned over, needed now
-            self.late_due = False
-            if self.goal is not None and self.goal not in needs:
-                needs.append(self.goal)
-            said = [f for f in here if f.category in ("constraint", "preference") and f.pos < turned]
-            if said:
-                needs.append(said[self.d.int(len(said))])
+        far: set[str] = set()
         k = int(self.rng.integers(1, cfg.probe_max_needs + 1)) - len(needs)
         cutoff = cfg.probe_age_unseen.hi or math.inf
         for _ in range(max(k, 0 if needs else 1)):
-            if turned and cfg.across_share and self.rng.random() < cfg.across_share:
-                before = [f for f in here if f.category == "file" and f.pos < turned and f not in needs
-                          and self._reobservable(f)]
-                if before:   # a line read before the window turned over, nearest the drawn age
-                    age = float(cfg.probe_age.sample(self.rng))
-                    needs.append(min(before, key=lambda x, age=age: abs(math.log((self.pos - x.pos + 50) / (age + 50)))))
-                    continue
+            got = self._far_need(here, needs)
+            if got is not None:   # reaches back past what the agent looks at again: drawn from the fitted tail
+                needs.append(got)
+                far.add(got.id)
+                continue
             cross = bool(earlier) and self.rng.random() < cfg.cross_session_share
             pool = earlier if cross else here
             # what cannot be looked at again is needed soon after it entered, or (across sessions) from memory
@@ -921,30 +930,30 @@ class _Gen:
             if score(best) < MAX_AGE_MISS:    # still nothing near: fewer needs, not a wrong one
                 needs.append(best)
         self.prepared = needs
-        self.show = [f for f in needs if self._reobservable(f) and self.rng.random() < cfg.reseen_share]
+        self.far = far
+        self.show = [f for f in needs if f.id not in far and self._reobservable(f) and self.rng.random() < cfg.reseen_share]
         self.shown = list(self.show)   # what the agent means to look at again before the probe
 
-    def _turnover(self) -> float:
-        """The estimated position of this session's latest turnover (0: none yet): every
-        ``turnover_tokens`` of content since the previous one (the session's start first)."""
-        if self.cfg.turnover_tokens is None:
-            return 0.0
-        step = self._step()
-        while self.pos - self.turn_from >= step:
-            self.turn_from += step
-            self.turned.append(self.turn_from)
-            self.late_due = self.late_due or self.cfg.late_user_needs
-        return self.turned[-1] if self.turned else 0.0
-
-    def _step(self) -> float:
-        """Estimated tokens between turnovers: the window's threshold less the prefix every context
-        starts with (the system prompt and the tool definitions), in the generator's estimate."""
-        if self._step_est is None:
-            prefix = (self.cfg.system_chars + sum(len(t.model_dump_json()) for t in TOOL_SPECS)) / CHARS_PER_TOKEN
-            self._step_est = (self.cfg.turnover_tokens - prefix + TURNOVER_MARGIN) / TRUE_PER_ESTIMATED
-        return self._step_est
-
-    _step_est: float | None = None
+    def _far_need(self, here: list[_Fact], taken: list[_Fact]) -> _Fact | None:
+        """A long-range need (``long_range``), or None: with the probability that the fitted re-need
+        distance passes ``long_range_tokens`` at this position, the fact of this session last seen
+        nearest a distance drawn from the fitted tail (None when no fact was last seen near it)."""
+        r, cfg = self.reneed, self.cfg
+        if r is None:
+            return None
+        pos = (self.pos - self.session_from) * TRUE_PER_ESTIMATED   # true tokens into this session's context
+        lo = float(cfg.long_range_tokens)
+        if pos <= lo or self.rng.random() >= r.sf(lo, pos):
+            return None
+        d = r.sample_beyond(self.rng, lo, pos) / TRUE_PER_ESTIMATED
+        want = self.pos - d
+        pool = [f for f in here if f not in taken and cfg.probe_mix.get(f.category, 0.0) > 0
+                and self.pos - self.last_seen.get(f.id, f.pos) >= lo / TRUE_PER_ESTIMATED]
+        if not pool:
+            return None
+        best = min(pool, key=lambda f: abs(math.log((self.pos - self.last_seen.get(f.id, f.pos) + 50) / (d + 50))))
+        seen = self.last_seen.get(best.id, best.pos)
+        return best if abs(math.log((self.pos - seen + 50) / (self.pos - want + 50))) < MAX_AGE_MISS else None
 
     def _reobservable(self, f: _Fact) -> bool:
         """Whether the agent can look at ``f`` again now: a file line still in its file, the
@@ -1003,14 +1012,6 @@ class _Gen:
         self.burst_i = self.d.int(len(HUGE_FILES))
         if self.task is not None:
             self.task.may_edit = self.task.seen_failure and self.task.read_source
-        turns = len(self.turned)
-        self._turnover()
-        if self.shown and len(self.turned) > turns:
-            # the window turned over after the agent looked again at what the coming probe needs: it looks
-            # again after the turnover, as real agents re-read after a compaction (the real logs' at-risk
-            # share per distance is measured after those re-reads). The turnover is the generator's
-            # estimate: where it is on the other side of the measured one, a need is at risk by chance
-            self.show = [f for f in self.shown if self._reobservable(f)]
         due = self.call >= self.next_probe
         if not in_span and self.prepared_for != self.next_probe and self.next_probe - self.call <= self.lead:
             self._prepare()
@@ -1186,7 +1187,7 @@ def generate(cfg: SynthConfig, seed: int | None = None, corpus: Corpus | None = 
         g.session = s
         g.goal = None
         g.prepared, g.show, g.prepared_for = [], [], -1   # a new launch: nothing prepared in the last one carries over
-        g.turned, g.turn_from, g.late_due = [], g.pos, False   # and its context starts empty
+        g.session_from = g.pos   # and its context starts empty: a need reaches back within it
         if g.task is not None and g.task.done:
             g.task = None
         if cfg.sessions > 1:

@@ -49,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 from ctxsim.harness.model import trace as tr
+from ctxsim.harness.synth.reneed import RENEED_DATA, Reneed, load_reneed  # noqa: F401 (the fitted distances, measured here)
 
 MIN_ITEM_CHARS = 6
 ITEM = re.compile(r"(?:[\w.\-]+/)+[\w.\-]+"                                     # paths
