@@ -57,7 +57,7 @@ example: $(STAMP)
 	rm -rf reports/example
 	$(CTXSIM) sweep sweeps/example.toml --out reports/example/results --workers $(WORKERS) --no-progress
 	$(CTXSIM) report reports/example/results --out reports/example --target 0.5 --title "ctxsim example report"
-	rm -rf reports/example/results/calls reports/example/results/runs reports/example/results/traces
+	rm -rf reports/example/results
 
 calibration: $(STAMP)
 	$(CTXSIM) calibrate-summariser

@@ -116,20 +116,22 @@ def test_report_from_a_small_sweep(grid_dir, one_worker):
 
 
 def test_a_parameter_name_two_strategies_type_differently_still_writes(tmp_path):
-    """``compaction`` is a bool in one strategy and "auto" in another: results.parquet still writes,
-    keeps each value's type (harness/sweep/columns.py), and the report reads the bool back."""
+    """``compaction`` is a bool in one strategy and "auto" in another: the store keeps each value's
+    type (a JSON row per run), results.parquet still writes (harness/sweep/columns.py) and the report
+    reads the bool back."""
+    from ctxsim.harness.sweep import columns
     from ctxsim.harness.sweep.analysis import changed_params
-    from ctxsim.harness.sweep.grid import collect
-
-    for i, v in enumerate([True, "auto", False]):
-        (tmp_path / "runs").mkdir(exist_ok=True)
-        pd.DataFrame([{"key": f"k{i}", "param.compaction": v}]).to_parquet(tmp_path / "runs" / f"k{i}.parquet")
-    df = collect(tmp_path)
-    assert df["param.compaction"].tolist() == [True, "auto", False]
     from ctxsim.harness.sweep.grid import load_results
+    from ctxsim.harness.sweep.store import Store
 
-    (tmp_path / "runs").rename(tmp_path / "gone")  # read results.parquet itself
-    assert load_results(tmp_path)["param.compaction"].tolist() == [True, "auto", False]
+    with Store.open(tmp_path) as db:
+        db.set_grid([("x", f"k{i}", {}) for i in range(3)], {}, {})
+        for i, v in enumerate([True, "auto", False]):
+            db.write_run(f"k{i}", f"b{i}", {}, {"key": f"k{i}", "param.compaction": v, "error": ""})
+    df = load_results(tmp_path)
+    assert df["param.compaction"].tolist() == [True, "auto", False]
+    columns.encode(df).to_parquet(tmp_path / "r.parquet")
+    assert columns.decode(pd.read_parquet(tmp_path / "r.parquet"))["param.compaction"].tolist() == [True, "auto", False]
     assert changed_params({"strategy": "unregistered", "param.compaction": "true"}) == {"compaction": True}
 
 
@@ -150,17 +152,19 @@ def test_a_strategy_given_as_module_and_class_runs_as_its_registered_name_does(g
         load_config(tmp_path / "b.toml")
 
 
-def test_report_leaves_out_runs_of_an_earlier_grid_in_the_same_folder(grid_dir, one_worker, tmp_path, capsys):
-    """A grid changed and re-run into the same folder: runs/ still holds the old grid's files; the
-    results are this grid's (sweep.json), the others named and left out."""
+def test_results_are_the_grid_s_own_after_a_changed_grid_in_the_same_folder(grid_dir, one_worker, tmp_path):
+    """A grid changed and re-run into the same folder: the store still holds the old grid's runs;
+    the results are this grid's only (and a run both grids ask for is not done again)."""
     import shutil
 
     from ctxsim.harness.sweep.grid import load_results
 
     out = tmp_path / "w"
     shutil.copytree(grid_dir / "w1", out)
-    some = sorted((out / "runs").glob("*.parquet"))[0]
-    shutil.copy(some, out / "runs" / "0000stale.parquet")
-    got = load_results(out, log=print)
-    assert len(got) == len(one_worker) and "0000stale" not in set(got["key"])
-    assert "1 run file(s)" in capsys.readouterr().out
+    (tmp_path / "trace.jsonl").write_bytes((grid_dir / "trace.jsonl").read_bytes())
+    (tmp_path / "g.toml").write_text(GRID.replace("windows = [30_000, 1_000_000]", "windows = [30_000]"))
+    logs = []
+    got = run_sweep(load_config(tmp_path / "g.toml"), out, base=tmp_path, workers=1, progress=False, log=logs.append)
+    assert "16 runs in the grid, 16 already done, 0 to run" in logs[-1]
+    assert len(got) == 16 and set(got["key"]) < set(one_worker["key"])
+    assert len(load_results(out)) == 16

@@ -1,15 +1,15 @@
 """How a sweep's runs become tasks (harness/sweep/plan.py): runs of one trace together, split only as
-far as the workers' balance needs, longest first; and the client's bookkeeping of what workers wrote
-(harness/sweep/grid.py ``settle`` / ``settle_failed``)."""
+far as the workers' balance needs, longest first; and what the executors hand back to the
+coordinator (harness/sweep/executors.py): every run once, as it finishes, a failure row for the runs a
+dead worker never returned."""
 
 from __future__ import annotations
 
 import os
-import time
 
-import pandas as pd
 import pytest
-from ctxsim.harness.sweep.grid import RunSpec, run_batch, settle, settle_failed
+from ctxsim.harness.sweep import executors
+from ctxsim.harness.sweep.grid import RunSpec
 from ctxsim.harness.sweep.plan import plan
 from hypothesis import given
 from hypothesis import strategies as st
@@ -74,42 +74,33 @@ def test_no_workers_is_an_error():
         _plan({"t": 1}, {"t": 1}, 0)
 
 
-# --- the client's bookkeeping ---------------------------------------------------------------------
+# --- what comes back to the coordinator ------------------------------------------------------------
 
 def _spec(key: str, trace: str = "/nonexistent/trace.jsonl") -> RunSpec:
     return RunSpec(key, "append_only", "append_only", (), trace, "h", None, None, True, 0, False)
 
 
-def test_settle_leaves_the_file_the_worker_wrote_and_writes_what_it_cannot_see(tmp_path):
-    row = {"key": "k1", "label": "x", "error": "", "cost_usd": 1.5}
-    path = tmp_path / "runs" / "k1.parquet"
-    path.parent.mkdir()
-    pd.DataFrame([{"key": "k1", "mark": "worker"}]).to_parquet(path)
-    st_ = path.stat()
-    settle(row, (st_.st_size, st_.st_mtime_ns), tmp_path)   # the very file: left alone
-    assert pd.read_parquet(path)["mark"].tolist() == ["worker"]
-    settle(row, (st_.st_size + 1, st_.st_mtime_ns), tmp_path)   # another file (the worker's own folder)
-    assert "mark" not in pd.read_parquet(path) and pd.read_parquet(path)["cost_usd"].tolist() == [1.5]
-    settle({**row, "key": "k2"}, None, tmp_path)   # the worker could not write: the client does
-    assert pd.read_parquet(tmp_path / "runs" / "k2.parquet")["key"].tolist() == ["k2"]
+def test_a_run_that_raises_comes_back_as_a_row_with_its_error():
+    """Its trace is missing: the row says so; nothing is written anywhere (the coordinator writes)."""
+    (d,) = executors.run_batch([_spec("k")])
+    assert d.key == "k" and d.row["error"].startswith("TraceError: /nonexistent/trace.jsonl: cannot read")
+    assert d.probes is None and d.calls is None
 
 
-def test_a_failed_task_keeps_the_runs_its_worker_finished_and_fails_the_rest(tmp_path):
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    pd.DataFrame([{"key": "old", "error": "boom"}]).to_parquet(runs / "old.parquet")
-    os.utime(runs / "old.parquet", ns=(0, 0))   # a failure from an earlier sweep (retried now)
-    since = time.time_ns()
-    pd.DataFrame([{"key": "done", "error": ""}]).to_parquet(runs / "done.parquet")
-    rows = settle_failed([_spec("done"), _spec("old"), _spec("never")], "died", tmp_path, since - 10**9)
-    assert [(r["key"], r["error"]) for r in rows] == [("done", ""), ("old", "died"), ("never", "died")]
-    assert pd.read_parquet(runs / "done.parquet")["error"].tolist() == [""]
-    assert pd.read_parquet(runs / "old.parquet")["error"].tolist() == ["died"]
+def _dies_on(key: str):
+    real = executors.run_one
+
+    def run(sp):
+        if sp.key == key:
+            os._exit(9)
+        return real(sp)
+    return run
 
 
-def test_run_batch_writes_each_run_and_reports_the_file(tmp_path):
-    """A run that raises (its trace is missing) is still a written row, with the file's stat."""
-    (row, written), = run_batch([_spec("k")], str(tmp_path))
-    assert row["error"].startswith("TraceError: /nonexistent/trace.jsonl: cannot read")
-    p = tmp_path / "runs" / "k.parquet"
-    assert written == (p.stat().st_size, p.stat().st_mtime_ns)
+def test_the_pool_returns_each_run_once_and_fails_only_what_a_dead_worker_never_returned(monkeypatch):
+    monkeypatch.setattr(executors, "run_one", _dies_on("b2"))   # forked workers inherit the patch
+    batches = [[_spec("a1"), _spec("a2")], [_spec("b1"), _spec("b2"), _spec("b3")]]
+    got = {d.key: d.row["error"] for d in executors.pool(batches, 2)}
+    assert sorted(got) == ["a1", "a2", "b1", "b2", "b3"]
+    assert "worker process died" in got["b2"] and "worker process died" in got["b3"]
+    assert got["b1"].startswith("TraceError")   # finished before its worker died: its own row

@@ -8,7 +8,7 @@ from pathlib import Path
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="write report.md, index.html and figures from sweep results",
-                       description="Read DIR/results.parquet (and DIR/calls/) and write a report for a design "
+                       description="Read the sweep results store DIR/results.sqlite (read-only) and write a report for a design "
                        "review: cost, tokens by kind, context per call, cache hit rate, latency, retention, "
                        "Pareto front with a recommendation, 200k vs 1M, and the compaction ledger.")
     p.add_argument("dir", help="sweep results directory")
@@ -27,28 +27,38 @@ def run(args) -> int:
     from ctxsim.harness.cli import BadInput, checks
     from ctxsim.harness.model import trace as tr
     from ctxsim.harness.report.build import write_report
-    from ctxsim.harness.sweep import analysis
-    from ctxsim.harness.sweep.grid import SweepError, completeness, load_calls, load_probes, load_results
+    from ctxsim.harness.sweep import analysis, coverage, store
 
     checks.fraction(args.target, "--target")
     checks.output("--out", args.out, folder=True)
-    try:
-        df = load_results(args.dir, log=lambda m: print(f"ctxsim report: {m}", file=sys.stderr))
-    except SweepError as e:
+    d = Path(args.dir)
+    if not d.is_dir():
+        raise BadInput(f"{d}: no such sweep folder")
+    if not (d / store.FILE).is_file() and (d / "runs").is_dir():
+        raise BadInput(f"{d}: results of an older ctxsim (runs/*.parquet, no {store.FILE}): run the sweep again with "
+                       "this one")
+    try:   # everything the report shows is read here, read-only, from the store: nothing under DIR is written
+        with store.Store.read(d) as db:
+            health = db.health()
+            df = db.results(health)
+            grid = db.grid()
+            ok = analysis.ok_runs(df) if len(df) else df
+            probes = db.probes(ok["key"], health) if len(ok) else {}
+            calls = db.calls(ok["key"]) if len(ok) else {}
+    except store.StoreError as e:
         raise BadInput(str(e)) from None
-    state = completeness(Path(args.dir), df)
-    if state["missing"] or state["failed"]:   # partial results are said, never passed off as the grid
-        print(f"ctxsim report: warning: partial results: {state['missing']} of {state['grid']} runs of the grid "
-              f"missing, {state['failed']} failed (ctxsim sweep again, with --retry-failed for the failed ones)",
-              file=sys.stderr)
-    ok = analysis.ok_runs(df)
+    if df.empty:
+        raise BadInput(f"{d}: no sweep results in {d / store.FILE}" + (" (every run could not be read)" if health.damaged
+                                                                       else ""))
+    notes = coverage.notes(grid, df, health)
+    for note in notes:   # partial or damaged results are said, never passed off as the grid
+        print(f"ctxsim report: warning: {coverage.plain(note)}", file=sys.stderr)
     if ok.empty:
         raise BadInput(f"{args.dir}: every run failed; nothing to report")
     from ctxsim.harness.report.tuning_sections import terminal_lines
 
     for line in terminal_lines(ok)[1]:  # what the grid did not measure: said here too, and in the report
         print(f"ctxsim report: warning: {line}", file=sys.stderr)
-    calls = load_calls(args.dir, ok["key"])
     ledger = None
     on_grid = "param.soft_margin" in ok and ok["param.soft_margin"].nunique() > 1 and bool(calls)
     if not args.no_ledger and "trace" in ok and not on_grid:  # a grid that sweeps it: the ledger is read from its runs
@@ -62,7 +72,6 @@ def run(args) -> int:
     out = Path(args.out or args.dir)
     with atomic.staged_folder(out) as stage:   # a new folder appears whole or not at all
         write_report(ok if len(ok) == len(df) else df, stage, calls=calls, ledger=ledger,
-                     target=args.target, title=args.title,
-                     probes=load_probes(args.dir, ok["key"]))
+                     target=args.target, title=args.title, probes=probes, notes=notes)
     print(f"wrote {out}/report.md and {out}/index.html")
     return 0

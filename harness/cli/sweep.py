@@ -9,9 +9,10 @@ from pathlib import Path
 def register(sub) -> None:
     p = sub.add_parser(
         "sweep", help="run a parameter grid (strategies x parameters x windows x models x traces x seeds)",
-        description="Run every configuration of a TOML grid and write one Parquet row per run to "
-        "DIR/results.parquet (per-call rows under DIR/calls/). Resumable: runs already in DIR are skipped. "
-        "See sweeps/thresholds.toml for the format.")
+        description="Run every configuration of a TOML grid and keep one row per run (with its per-probe "
+        "scores and per-call rows) in the results store DIR/results.sqlite (exported to DIR/results.parquet for "
+        "pandas). Resumable: runs already in DIR under the same prices, tokenizer and ctxsim are skipped; one "
+        "sweep at a time per DIR. See sweeps/thresholds.toml for the format.")
     p.add_argument("config", help="sweep grid (TOML), or the name of an example shipped with ctxsim "
                    "(demo, example, thresholds: the repository's sweeps/)")
     p.add_argument("--out", required=True, help="results directory")
@@ -52,7 +53,8 @@ def run(args) -> int:
         raise BadInput(str(e)) from None
     errors = int((df["error"].fillna("") != "").sum()) if len(df) else 0
     missing = len(df.attrs.get("missing", []))   # runs asked for that left no row: failed too
-    print(f"{len(df)} runs in {args.out}/results.parquet ({errors + missing} failed)")
+    print(f"{len(df)} runs in {Path(args.out) / 'results.sqlite'} ({errors + missing} failed; for pandas: "
+          f"{Path(args.out) / 'results.parquet'})")
     if len(df) and errors < len(df):
 
         cfgs = analysis.by_config(df)

@@ -36,7 +36,7 @@ from ctxsim.harness.report import tuning_figures as tfig
 from ctxsim.harness.report import tuning_sections as tsec
 from ctxsim.harness.report.content import Bullets, Context, Para, Raw, Section, Table
 from ctxsim.harness.sweep import analysis, columns, tuning, uncertainty
-from ctxsim.harness.sweep.grid import flatten
+from ctxsim.harness.sweep.executors import flatten
 from ctxsim.strategies.departures import assumption_lines
 
 RET = analysis.RETENTION
@@ -71,13 +71,17 @@ CSS = ("body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;pa
        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
        "th{background:#f4f4f4}.num{text-align:right;white-space:nowrap}tr.failed td{background:#fbeef3}"
        ".tablewrap{max-width:100%;overflow-x:auto}img{max-width:100%;height:auto}figure{margin:1em 0}"
-       ".reading{font-style:italic;color:#333}code{font-size:90%;overflow-wrap:anywhere}")
+       ".reading{font-style:italic;color:#333}code{font-size:90%;overflow-wrap:anywhere}"
+       ".notice{background:#fff4d6;border-left:4px solid #d99a00;padding:6px 10px}")
 
 
-def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
+def render_markdown(title: str, intro: str, sections: list[Section], notes: Sequence[str] = ()) -> str:
     from ctxsim.harness.report.mdtext import escape
 
-    lines = [f"# {escape(title)}", "", escape(intro), ""]
+    lines = [f"# {escape(title)}", ""]
+    for n in notes:   # what these results are not (partial, damaged): before anything else
+        lines += [f"> {escape(n)}", ""]
+    lines += [escape(intro), ""]
     for s in sections:
         lines += [f"## {escape(s.title)}", ""]
         for item in s.content:
@@ -85,11 +89,11 @@ def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
     return "\n".join(lines)
 
 
-def render_html(title: str, intro: str, sections: list[Section], out: Path) -> str:
+def render_html(title: str, intro: str, sections: list[Section], out: Path, notes: Sequence[str] = ()) -> str:
     """The page from harness/report/templates/report.html.j2, Markdown spans by markdown-it (harness/report/html.py)."""
     from ctxsim.harness.report import html as report_html
 
-    return report_html.render(title, intro, sections, out, CSS)
+    return report_html.render(title, intro, sections, out, CSS, notes)
 
 
 # --- what every section reads ------------------------------------------------------------------------
@@ -385,8 +389,9 @@ def rows_from_results(results: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, p
 def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
                  calls: dict[str, pd.DataFrame] | None = None, ledger: pd.DataFrame | None = None,
                  target: float = 0.7, title: str | None = None,
-                 probes: dict[str, pd.DataFrame] | None = None) -> Path:
-    """``probes``: run key -> per-probe scores (a sweep's DIR/probes/), for the retention intervals."""
+                 probes: dict[str, pd.DataFrame] | None = None, notes: Sequence[str] = ()) -> Path:
+    """``probes``: run key -> per-probe scores (from the sweep's store), for the retention intervals;
+    ``notes``: what these results are not (harness/sweep/coverage.py), the report's first lines."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(results, pd.DataFrame):
@@ -419,7 +424,7 @@ def write_report(results: Sequence[Any] | pd.DataFrame, out_dir: str | Path, *,
              "rejected was not recovered from: the session stopped there.")
     from ctxsim.harness.files import atomic
 
-    atomic.write_text(out / "report.md", render_markdown(title, intro, sections))
-    atomic.write_text(out / "index.html", render_html(title, intro, sections, out))
+    atomic.write_text(out / "report.md", render_markdown(title, intro, sections, notes))
+    atomic.write_text(out / "index.html", render_html(title, intro, sections, out, notes))
     atomic.write(out / "runs.parquet", lambda p: columns.encode(runs).to_parquet(p, index=False))  # one type per column (harness/sweep/columns.py)
     return out

@@ -59,6 +59,7 @@ def _item(item: Any, out: Path) -> dict[str, Any]:
     raise TypeError(f"no HTML for {type(item).__name__}")
 
 
-def render(title: str, intro: str, sections: list[Section], out: Path, css: str) -> str:
+def render(title: str, intro: str, sections: list[Section], out: Path, css: str, notes: Any = ()) -> str:
     sec = [{"title": s.title, "content": [_item(i, out) for i in s.content]} for s in sections]
-    return _ENV.get_template("report.html.j2").render(title=title, intro=intro, sections=sec, css=Markup(css))
+    return _ENV.get_template("report.html.j2").render(title=title, intro=intro, sections=sec, css=Markup(css),
+                                                      notes=list(notes))

@@ -1,8 +1,8 @@
 """Sweep throughput over a folder of traces (issue 30; pytest-benchmark, `make bench`): runs per
 second on the local executor with 1 and 2 worker processes and on a Dask LocalCluster with 1 and
-2 workers, the same grid each time. Results stream: each worker writes each run's files as it
-finishes and returns only its row (harness/sweep/grid.py ``run_batch``, ``settle``); the sweep never
-holds every run's frames. Target: Dask with 2 workers >= 1.7x the runs per second of 1 (2 cores).
+2 workers, the same grid each time. Results stream: each worker hands each finished run back to the
+sweep's process, which writes it to the results store at once (harness/sweep/executors.py,
+harness/sweep/store.py); the sweep never holds every run's frames. Target: Dask with 2 workers >= 1.7x the runs per second of 1 (2 cores).
 
 Wall time (the point is parallelism), best of two sweeps: the second finds the traces parsed in the
 workers that ran them, as a standing cluster's second sweep over a folder does. The machine may be

@@ -73,7 +73,7 @@ def test_relative_out_with_a_worker_elsewhere_gives_the_local_rows(scheduler, tm
     finally:
         _stop(w)
     assert o.status == 0 and o.exception == "", (o.stderr, o.exception)
-    assert "runs in dk/results.parquet (0 failed)" in o.stdout
+    assert "runs in dk/results.sqlite (0 failed" in o.stdout
     assert not any(worker_dir.rglob("*.parquet"))   # nothing landed in the worker's own folder
     a, b = pd.read_parquet(client_dir / "local" / "results.parquet"), pd.read_parquet(client_dir / "dk" / "results.parquet")
     assert len(a) == 4 and (a["error"] == "").all()   # 1 preset x 2 strategies x 2 seeds
@@ -88,10 +88,11 @@ def test_unreachable_scheduler_is_one_line_in_bounded_time_and_leaves_nothing(tm
         port = s.getsockname()[1]
     (tmp_path / "g.toml").write_text(GRID)
     monkeypatch.chdir(tmp_path)
-    from ctxsim.harness.sweep import grid as sweep
+    from ctxsim.harness.sweep import executors, grid
 
-    monkeypatch.setattr(sweep, "DASK_CONNECT_TIMEOUT_S", 2.0)
-    monkeypatch.setattr(sweep.dask_client, "__defaults__", (2.0,))
+    real = grid.run_sweep
+    monkeypatch.setattr(grid, "run_sweep", lambda *a, **k: real(*a, **{**k, "connect_timeout_s": 2.0}))
+    monkeypatch.setattr(executors.dask_client, "__defaults__", (2.0,))
     t0 = time.monotonic()
     o = run_cli(["sweep", "g.toml", "--out", "sw", "--executor", "dask", "--scheduler", f"tcp://127.0.0.1:{port}",
                  "--no-progress"], limit_s=60)
@@ -120,11 +121,11 @@ def test_no_worker_is_one_line_in_bounded_time_and_leaves_nothing(scheduler, tmp
 
 def test_workers_leaving_mid_sweep_stop_it(scheduler, tmp_path, monkeypatch):
     """All workers gone with runs pending: the sweep stops after ``no_workers_s`` (no hang)."""
-    from ctxsim.harness.sweep import grid as sweep
+    from ctxsim.harness.sweep import executors
     from ctxsim.harness.sweep.grid import SweepError, load_config, run_sweep
     from distributed import Client
 
-    monkeypatch.setattr(sweep, "_wait_for_workers", lambda client, timeout_s: None)   # they leave after the check
+    monkeypatch.setattr(executors, "wait_for_workers", lambda client, timeout_s: None)   # they leave after the check
 
     (tmp_path / "g.toml").write_text(GRID)
     cfg = load_config(tmp_path / "g.toml")
