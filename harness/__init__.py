@@ -16,7 +16,8 @@ function; ``if TYPE_CHECKING:`` blocks aside), and each package's docstring name
 10. ``synth``: synthetic sessions shaped like real logs.
 11. ``calibration``: the simulated model's constants fitted to real logs and live calls.
 12. ``sweep``: grids of runs over sessions, and what they answer.
-13. ``report``: Markdown, HTML and figures for a design review.
-14. ``testing``: the property-test kit for any strategy.
-15. ``cli``: the ``ctxsim`` command line.
+13. ``validation``: the field's published results reproduced (``ctxsim reproduce``).
+14. ``report``: Markdown, HTML and figures for a design review.
+15. ``testing``: the property-test kit for any strategy.
+16. ``cli``: the ``ctxsim`` command line.
 """

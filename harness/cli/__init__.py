@@ -15,7 +15,7 @@ import sys
 
 # the order of `ctxsim --help`
 COMMANDS = ["synth", "importer", "probes", "validate", "strategies", "run", "compare", "fidelity", "sweep", "report",
-            "check_strategy", "calibrate", "calibrate_summariser", "calibrate_recovery"]
+            "check_strategy", "calibrate", "calibrate_summariser", "calibrate_recovery", "reproduce"]
 
 
 class BadInput(Exception):
