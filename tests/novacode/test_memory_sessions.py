@@ -214,18 +214,20 @@ def test_n_trans_6_each_layer_injected_its_own_way():
 
 def test_issue_17_default_novacode_keeps_later_session_preferences_above_append_only():
     """Issue 17's check, on the whole multi-session preset: NovaCode with no --set (every layer on)
-    keeps the preference facts needed in a later session than they were said in at least 0.2 better
-    than append_only (which starts every session empty: 0). Seed 1 is the lowest margin measured on
-    seeds 1–3 (0.32, 0.62, 0.63)."""
+    keeps the preference and feedback facts a later session needs and does not restate at least 0.2
+    better than append_only, which starts every session empty. The generator places needs by their
+    re-need distance (issue 43), so a later session often says a fact again: those needs are in any
+    strategy's window and say nothing of memory. The ones left are those append_only cannot see
+    (``lost``: it scores 0 on them); on seed 1 they are 12, NovaCode keeps them at 0.60 (seeds 1-4:
+    0.45-0.60)."""
     t = generate(load_preset("multi-session"), 1)
-
-    def later_prefs(name: str) -> float:
-        r = replay(t, name, None, RunConfig(seed=0))
-        sess = session_of(t)
-        p = r.probes
-        later = np.array([sess[f] != sess[q] for f, q in zip(p["fact"], p["probe"], strict=True)], dtype=bool)
-        sel = p[later & (p["category"] == "preference").to_numpy()]
-        assert len(sel) >= 5
-        return float(sel["score"].mean())
-
-    assert later_prefs("novacode") - later_prefs("append_only") >= 0.2
+    sess = session_of(t)
+    probes = {name: replay(t, name, None, RunConfig(seed=0)).probes for name in ("novacode", "append_only")}
+    base = probes["append_only"]
+    later = np.array([sess[f] != sess[q] for f, q in zip(base["fact"], base["probe"], strict=True)], dtype=bool)
+    unsaid = base[later & (base["where"] == "lost").to_numpy() & base["category"].isin(["preference", "feedback"]).to_numpy()]
+    needs = set(zip(unsaid["probe"], unsaid["fact"], strict=True))
+    assert len(needs) >= 5 and float(unsaid["score"].mean()) == 0.0
+    nova = probes["novacode"]
+    kept = nova[[k in needs for k in zip(nova["probe"], nova["fact"], strict=True)]]
+    assert len(kept) == len(needs) and float(kept["score"].mean()) >= 0.2
