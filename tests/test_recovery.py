@@ -209,3 +209,17 @@ def test_recorded_is_open_loop_its_recoveries_are_the_logs():
     assert r.metrics["recovery"]["enabled"] is False
     assert r.metrics["cost_with_recovery_usd"] == r.metrics["cost_usd"]
     assert len(r.calls) == len(closed.calls) - 1   # no restate row (the call made without the goal is the main one)
+
+
+def test_work_wasted_until_a_violation_is_noticed_is_billed_per_call():
+    """Issue 43, item 6: ``wasted_calls`` more calls on the request that lacks the goal, each billed
+    (kind restate, in restate_cost_usd); the same request sent again reads the cache the first wrote,
+    so each extra call costs the same."""
+    base, more = run(goal_twice()), run(goal_twice(), wasted_calls=3)
+    rows = more.calls[more.calls["kind"] == "restate"]
+    assert len(rows) == 4 and len(more.calls) == len(base.calls) + 3
+    extra = rows.iloc[:3]["cost_usd"]
+    assert (extra > 0).all() and extra.nunique() == 1
+    assert more.metrics["recovery"]["restate_cost_usd"] == pytest.approx(rows["cost_usd"].sum())
+    assert more.metrics["cost_usd"] == pytest.approx(base.metrics["cost_usd"] + extra.sum())
+    assert more.metrics["recovery"]["violated"] == base.metrics["recovery"]["violated"] == 1

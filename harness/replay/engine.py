@@ -255,6 +255,8 @@ class _Run:
         s = self.strategy
         out = recorded_output if recorded_output is not None else self.provider.output_tokens(answer)
         usage = self._bill(req, lay, out)
+        for _ in range(self.recovery.params.wasted_calls if self.recovery is not None else 0):
+            self._bill(_with_kind(req, RESTATE), lay, out)   # the work done against it until noticed
         said = "".join(b.text for b in answer.blocks if b.type == "text").strip() or "(done)"
         s.on_response(Message("assistant", (Block.text_block(said),), {"origin": RESTATE}), usage)
         s.on_user(Message.user("\n".join(texts), origin=RESTATE))

@@ -194,6 +194,7 @@ def section_needs(ctx: Context) -> Section | None:
         content.append(Table(["configuration", "completed", "cost", "needs kept [95%]", *LABELS, "goal kept",
                               "constraints kept"], rows, ["l", "l", "r", "l", "r", "r", "r", "r", "r", "r"],
                              [not s.completed for s in here]))
+        content += _break_even(ctx, here)
         pr = pairs(ctx, w)
         ref = reference(ctx, w)
         n_all = len(here) * (len(here) - 1) // 2
@@ -203,6 +204,24 @@ def section_needs(ctx: Context) -> Section | None:
                                 f"{n_all - len(pr)} pairs are not compared:"))
             content.append(Bullets([pair_line(a, b) for a, b in pr]))
     return Section("Retention: needs at risk, and the pairs that matter", content)
+
+
+def _break_even(ctx: Context, here: list[tuning.Setting]) -> list[Any]:
+    """Issue 43: how many wasted calls per violated goal/constraint would change the cost order
+    (harness/retention/needs.py break_even_lines, as ``ctxsim compare`` prints it), from each completed
+    configuration's cost, violations per run and mean cost of a call."""
+    from ctxsim.harness.retention.needs import break_even_lines
+
+    money, call_usd = {}, {}
+    for s in here:
+        g = ctx.runs[ctx.runs["key"].isin(s.keys)] if "key" in ctx.runs and s.keys else ctx.runs.iloc[0:0]
+        if not s.completed or g.empty or "recovery.violated" not in g or "calls" not in g:
+            continue
+        money[s.config] = (s.cost, float(g["recovery.violated"].fillna(0).mean()))
+        calls = g["calls"].where(g["calls"] > 0)
+        call_usd[s.config] = float((g[analysis.COST] / calls).mean()) if calls.notna().any() else 0.0
+    got = break_even_lines(money, call_usd, {s.config: {"kept": s.retention.est} for s in here})
+    return [Para(got[1]), Bullets(got[2:])] if got else []
 
 
 def rec_lines(ctx: Context) -> list[Any]:
