@@ -17,7 +17,7 @@ help:
 	@echo "make engine-hashes  rewrite tests/data/engine_hashes*.json (the engine identity check) after a change that moves numbers"
 	@echo "make test-deep  the property suite with the long hypothesis profile"
 	@echo "make example    regenerate the checked-in example report (reports/example/)"
-	@echo "make calibration  refit the simulated summariser and the recovery model on the real compactions (harness/data/summary_survival.json, recovery.json)"
+	@echo "make calibration  refit the simulated summariser and the recovery model on real compactions (CALIBRATION_LOGS=folder; harness/data/summary_survival.json, recovery.json)"
 	@echo "make lint       ruff"
 	@echo "make lock       rewrite requirements/lock.txt from .venv (after changing pyproject.toml's dependencies)"
 	@echo "make wheel-check  build the wheel, install it in a fresh venv outside the checkout, run ctxsim there"
@@ -59,9 +59,13 @@ example: $(STAMP)
 	$(CTXSIM) report reports/example/results --out reports/example --target 0.5 --title "ctxsim example report"
 	rm -rf reports/example/results
 
+# the committed data files are fitted on the development population (../shared/population/README.md:
+# lay the logs out, import them, then make calibration CALIBRATION_LOGS=that folder); with none given,
+# the bundled real logs (3 compactions)
+CALIBRATION_LOGS ?=
 calibration: $(STAMP)
-	$(CTXSIM) calibrate-summariser
-	$(CTXSIM) calibrate-recovery
+	$(CTXSIM) calibrate-summariser $(CALIBRATION_LOGS)
+	$(CTXSIM) calibrate-recovery $(CALIBRATION_LOGS)
 
 lock: $(STAMP)
 	$(PY) -m pip install -q -e '.[dev]'

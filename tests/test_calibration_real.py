@@ -2,7 +2,6 @@
 on a hand-made conversation, and — on the bundled real compactions — that the committed coefficients
 are what the fit gives and that the leave-one-out error by kind is within 10 points."""
 
-import json
 import math
 from pathlib import Path
 
@@ -14,7 +13,6 @@ from ctxsim.harness.llm import survival as sv
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "real" / "claude-code"
 LOGS = ["codemie/session-624a4a58.jsonl", "spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
         "spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"]
-REGENERATE = "the committed harness/data/summary_survival.json is stale: run `make calibration`"
 
 
 def test_fit_recovers_a_known_model():
@@ -73,27 +71,29 @@ def test_the_three_real_compactions_are_found(real):
         assert 13_000 <= c.summary_chars <= 16_500 and 140_000 <= c.input_tokens <= 170_000
 
 
-def test_committed_coefficients_are_what_the_fit_gives(real):
-    committed = sv.load()
-    model = cal.fit_survival([r for c in real for r in c.rows])
-    assert committed["model"]["kinds"].keys() == model.kinds.keys(), REGENERATE
-    for k, v in model.kinds.items():
-        assert committed["model"]["kinds"][k] == pytest.approx(v, abs=1e-3), REGENERATE
-    for k, v in model.coef.items():
-        assert committed["model"]["coef"][k] == pytest.approx(v, abs=1e-3), REGENERATE
-    assert committed["model"]["intercept"] == pytest.approx(model.intercept, abs=1e-3), REGENERATE
-    assert [c["kept"] for c in committed["compactions"]] == [sum(r.kept for r in c.rows) for c in real], REGENERATE
+def test_the_committed_fit_names_60_real_compactions_and_their_provenance():
+    """Issue 43: harness/data/summary_survival.json is fitted on the development population (the logs are
+    not in the repository): at least 60 compactions, each session by repository, commit and an opaque
+    digest, no log text and no path; its leave-one-session-out error by kind within 10 points."""
+    d = sv.load()
+    src = d["source"]
+    assert src["compactions"] >= 60 and len(d["compactions"]) == src["compactions"] and src["sessions"] >= 10
+    for log in src["logs"]:
+        assert log["repo"] and log["commit"] and len(log["digest"]) == 16 and "/" not in log["log"].split("@")[1]
+    checked = {k: v for k, v in d["leave_one_out"]["pooled"].items() if v["checked"]}
+    assert {"identifier", "path"} <= set(checked)
+    for k, v in checked.items():
+        assert abs(v["error_points"]) <= 10, (k, v)
 
 
 def test_leave_one_out_survival_by_kind_is_within_10_points(real):
-    """Each compaction predicted by the model fitted on the other two; pooled over the three, every
-    kind with at least 10 held-out facts is within 10 points of the real survival."""
+    """On the bundled logs, each compaction predicted by the model fitted on the other two; pooled over
+    the three, every kind with at least 10 held-out facts is within 10 points of the real survival."""
     loo = cal.leave_one_out(real)
     checked = {k: v for k, v in loo["pooled"].items() if v["checked"]}
     assert {"identifier", "path", "ticket"} <= set(checked)
     for k, v in checked.items():
         assert abs(v["error_points"]) <= 10, (k, v)
-    assert json.loads(json.dumps(loo)) == sv.load()["leave_one_out"], REGENERATE
 
 
 def test_the_simulated_summariser_keeps_what_the_model_predicts_on_a_real_compaction(real):
@@ -152,4 +152,4 @@ def test_statsmodels_fit_is_the_newton_fit_it_replaced(real):
     want_se = np.sqrt(np.diag(np.linalg.inv(h)))
     assert [se["intercept"], *(se[k] for k in sv.FEATURES), *(se[f"kind:{k}"] for k in kinds)] == \
         pytest.approx(list(want_se), rel=1e-4)
-    assert sv.load()["standard_errors"] == pytest.approx({k: round(v, 6) for k, v in se.items()}, abs=1e-5), REGENERATE
+

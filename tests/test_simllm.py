@@ -109,7 +109,8 @@ def test_survival_follows_the_fitted_model_on_content():
 
 def test_summary_length_follows_the_input_like_real_compactions():
     """150,000 tokens in (count: 4 characters a token) -> chars_per_token x 150,000 characters out:
-    0.087 x 150k = 13.0k, in the 13-16k of the real summaries (142k-167k tokens in)."""
+    0.0708 x 150k = 10.6k (the median over the development population's 142 real compactions,
+    harness/data/summary_survival.json; the three bundled ones: 0.087, 13-16k from 142k-167k tokens)."""
     users = [Message.user(f"request {i}: " + " ".join(f"word{i}x{j}" for j in range(560))) for i in range(100)]
     total = sum(count(m.text) for m in users)
     llm = SimulatedLLM({}, count, 0)
@@ -117,7 +118,7 @@ def test_summary_length_follows_the_input_like_real_compactions():
     target = llm.params.chars_per_token * total
     assert 145_000 < total < 160_000
     assert 0.9 * target <= len(text) <= 1.02 * target
-    assert 12_000 < len(text) < 16_500
+    assert 9_000 < len(text) < 12_500
 
 
 def test_the_summariser_never_retokenises_its_input():

@@ -17,9 +17,12 @@ of the needs at risk across this compaction (fact last seen before it, needed wi
 whose fact the recorded summary does not hold verbatim — the needs the simulated agent recovers.
 
 The fit is the pooled ratio ``p[kind] = Σ excess / Σ lost`` over the compactions, bounded to [0, 1];
-the leave-one-out check predicts each compaction with ``p`` fitted on the others. ``WINDOW_CALLS`` = 30
-is the window the issue measured the excess in (13.4% of tool uses re-reads in the 30 calls after a
-compaction against 3.8% elsewhere; assumed, a parameter).
+the leave-one-session-out check predicts each session's compactions with ``p`` fitted on the other
+sessions. ``WINDOW_CALLS`` = 30 is the window the issue measured the excess in (13.4% of tool uses
+re-reads in the 30 calls after a compaction against 3.8% elsewhere; assumed, a parameter). A window
+ends at the next compaction: the calls after two close compactions count once, for the later one
+(issue 43: overlapping windows were counted twice). A compaction seen in several logs (a conversation
+copied under several session ids) counts once (harness/calibration/logs.py).
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ class Compaction:
     source: str
     trigger: str
     call: int                                  # main calls before it
+    session: str = ""                          # the session it belongs to (grouping of leave-one-session-out)
+    window: int = 0                            # calls counted after it (WINDOW_CALLS, or to the next compaction)
     uses: dict[str, int] = field(default_factory=dict)
     repeats: dict[str, int] = field(default_factory=dict)
     background: dict[str, float] = field(default_factory=dict)
@@ -52,8 +57,10 @@ class Compaction:
     in_summary: int = 0
 
 
-def observe(trace: tr.Trace, needs: Needs, name: str, window: int = WINDOW_CALLS) -> list[Compaction]:
-    """The recorded compactions of ``trace`` with their observed and model-side counts."""
+def observe(trace: tr.Trace, needs: Needs, name: str, window: int = WINDOW_CALLS, session: str = "",
+            only: set[int] | None = None) -> list[Compaction]:
+    """The recorded compactions of ``trace`` with their observed and model-side counts; ``only``: the
+    indices of the compactions to report (the others are copies counted elsewhere)."""
     main = _main_context(trace.events)
     comps: list[tuple[int, int, tr.CompactEvent]] = []   # (event index, calls before, event)
     call = 0
@@ -78,7 +85,9 @@ def observe(trace: tr.Trace, needs: Needs, name: str, window: int = WINDOW_CALLS
             if key_of(c.name, c.input) is None or c.id not in srcs:
                 continue
             uses_by_call.setdefault(call, []).append((srcs[c.id].kind, c.id in repeat_ids))
-    in_window = {k for _, at, _ in comps for k in range(at, at + window)}
+    ends = [min(at + window, comps[j + 1][1]) if j + 1 < len(comps) else at + window
+            for j, (_, at, _) in enumerate(comps)]   # a window stops at the next compaction
+    in_window = {k for (_, at, _), end in zip(comps, ends, strict=True) for k in range(at, end)}
     facts = trace.facts()
     held_before, user_after = _around(trace, main, facts, [i for i, _, _ in comps], window)
     bg = {}
@@ -86,10 +95,12 @@ def observe(trace: tr.Trace, needs: Needs, name: str, window: int = WINDOW_CALLS
         outside = [rep for c, us in uses_by_call.items() if c not in in_window for k, rep in us if k == kind]
         bg[kind] = (sum(outside) / len(outside)) if outside else 0.0
     out = []
-    for idx, at, ev in comps:
-        comp = Compaction(name, ev.trigger, at)
+    for j, ((idx, at, ev), end) in enumerate(zip(comps, ends, strict=True)):
+        if only is not None and j not in only:
+            continue
+        comp = Compaction(name, ev.trigger, at, session or name, end - at)
         for kind in KINDS:
-            us = [rep for c in range(at, at + window) for k, rep in uses_by_call.get(c, []) if k == kind]
+            us = [rep for c in range(at, end) for k, rep in uses_by_call.get(c, []) if k == kind]
             comp.uses[kind] = len(us)
             comp.repeats[kind] = int(sum(us))
             comp.background[kind] = round(bg[kind] * len(us), 4)
@@ -98,7 +109,7 @@ def observe(trace: tr.Trace, needs: Needs, name: str, window: int = WINDOW_CALLS
         lost: dict[str, set] = {k: set() for k in KINDS}
         done: set[str] = set()
         for nd in sorted(needs.by_key.values(), key=lambda n: n.call):
-            if not at <= nd.call < at + window or nd.fact in done:
+            if not at <= nd.call < end or nd.fact in done:
                 continue
             held = held_before[idx].get(nd.fact)
             if held is None:      # not seen in a tool result before the compaction
@@ -156,13 +167,19 @@ def fit(comps: Sequence[Compaction]) -> dict[str, float]:
 
 
 def leave_one_out(comps: Sequence[Compaction]) -> dict[str, Any]:
-    """Each compaction predicted with ``p`` fitted on the others: per compaction and kind (predicted,
+    """Each compaction predicted with ``p`` fitted on the other sessions' (leave one session out: a
+    session's compactions share its agent, task and habits): per compaction and kind (predicted,
     observed excess, error), and pooled over compactions (predicted, observed, their ratio)."""
     rows = []
     pooled = {k: {"predicted": 0.0, "observed": 0.0} for k in (*KINDS, "all")}
-    for i, c in enumerate(comps):
-        others = [x for j, x in enumerate(comps) if j != i]
-        p = fit(others) if others else fit(comps)
+    by_session: dict[str, dict[str, float]] = {}
+    for c in comps:
+        key = c.session or c.source
+        if key not in by_session:
+            others = [x for x in comps if (x.session or x.source) != key]
+            by_session[key] = fit(others) if others else fit(comps)
+    for c in comps:
+        p = by_session[c.session or c.source]
         row: dict[str, Any] = {"source": c.source, "p": p}
         for kind in KINDS:
             pred = p[kind] * c.lost[kind]
@@ -176,7 +193,7 @@ def leave_one_out(comps: Sequence[Compaction]) -> dict[str, Any]:
         v["observed"] = round(v["observed"], 4)
         v["ratio"] = round(v["predicted"] / v["observed"], 4) if v["observed"] > 0 else None
         v["abs_error"] = round(abs(v["predicted"] - v["observed"]), 4)
-    return {"per_compaction": rows, "pooled": pooled,
+    return {"per_compaction": rows, "pooled": pooled, "sessions": len(by_session),
             "mean_abs_error": {k: round(sum(abs(r[k]["error"]) for r in rows) / max(1, len(rows)), 4) for k in KINDS}}
 
 
@@ -196,6 +213,8 @@ def data_file(comps: Sequence[Compaction], sources_: list[dict[str, Any]], comma
     p = fit(comps)
     return {"format": FORMAT, "version": VERSION,
             "source": {"command": command, "logs": sources_, "window_calls": window,
+                       "compactions": len(comps), "sessions": len({c.session or c.source for c in comps}),
+                       "windows": "each ends at the next compaction; a compaction copied in several logs counts once",
                        "code": "harness/calibration/recovery_fit.py: observe, fit, leave_one_out",
                        "observed": "excess re-acquisitions after each compaction: repeats of an earlier read / "
                                    "command in the window, minus the session's background repeat rate outside "

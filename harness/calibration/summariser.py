@@ -235,6 +235,7 @@ class RealCompaction:
     summary_chars: int
     summary_cl100k: int
     rows: tuple[SurvivalRow, ...]
+    session: str = ""         # the session it belongs to (grouping of leave-one-session-out)
 
 
 def summarised_messages(trace, upto: int) -> list[tuple[str, bool, str]]:
@@ -273,9 +274,11 @@ def summarised_messages(trace, upto: int) -> list[tuple[str, bool, str]]:
     return out
 
 
-def real_compactions(trace, source: str, count: Callable[[str], int]) -> list[RealCompaction]:
+def real_compactions(trace, source: str, count: Callable[[str], int], session: str = "",
+                     only: set[int] | None = None) -> list[RealCompaction]:
     """Every compaction of ``trace`` that has a summary, measured (facts derived first if the
-    trace has none)."""
+    trace has none); ``only``: the indices of the main-context compactions to measure (the others
+    are copies counted in another log)."""
     from ctxsim.harness.model import trace as tr
     from ctxsim.harness.retention import probes
 
@@ -285,10 +288,13 @@ def real_compactions(trace, source: str, count: Callable[[str], int]) -> list[Re
     main = probes._main_context(trace.events)
     out = []
     calls = 0
+    nth = -1
     for i, ev in enumerate(trace.events):
         if isinstance(ev, tr.AssistantEvent) and main[i]:
             calls += 1
-        if not (isinstance(ev, tr.CompactEvent) and ev.summary):
+        if isinstance(ev, tr.CompactEvent) and main[i]:
+            nth += 1
+        if not (isinstance(ev, tr.CompactEvent) and ev.summary) or (only is not None and nth not in only):
             continue
         msgs = summarised_messages(trace, i)
         entered = {e.id for e in trace.events[:i] if isinstance(e, tr.FactEvent)}
@@ -304,7 +310,7 @@ def real_compactions(trace, source: str, count: Callable[[str], int]) -> list[Re
             rows.append(SurvivalRow(f.text, f.category, x.mentions, x.uses, x.from_user, round(x.age, 6),
                                     f.text in ev.summary))
         out.append(RealCompaction(source, ev.trigger, calls, ev.pre_tokens, sum(m[2] for m in table),
-                                  len(ev.summary), count(ev.summary), tuple(rows)))
+                                  len(ev.summary), count(ev.summary), tuple(rows), session or source))
     return out
 
 
@@ -386,11 +392,16 @@ def _by_kind(rows: Sequence[SurvivalRow], model) -> dict[str, dict[str, Any]]:
 
 
 def leave_one_out(comps: Sequence[RealCompaction], ridge: float = SURVIVAL_RIDGE) -> dict[str, Any]:
-    """Fit on all compactions but one, predict the survival by kind of the one left out; per
-    compaction and pooled over the held-out predictions."""
+    """Fit on the other sessions' compactions, predict the survival by kind of each compaction of the
+    session left out (leave one session out: a session's compactions share its model, task and
+    wording); per compaction and pooled over the held-out predictions."""
     per, pooled = [], {}
-    for i, held in enumerate(comps):
-        model = fit_survival([r for j, c in enumerate(comps) if j != i for r in c.rows], ridge)
+    models: dict[str, Any] = {}
+    for held in comps:
+        key = held.session or held.source
+        if key not in models:
+            models[key] = fit_survival([r for c in comps if (c.session or c.source) != key for r in c.rows], ridge)
+        model = models[key]
         bk = _by_kind(held.rows, model)
         per.append({"left_out": f"{held.source} ({held.trigger}, call {held.call})", "by_kind": bk})
         for k, c in bk.items():
@@ -403,7 +414,7 @@ def leave_one_out(comps: Sequence[RealCompaction], ridge: float = SURVIVAL_RIDGE
         real, pred = p["kept"] / p["n"], p["predicted_sum"] / p["n"]
         pooled_out[k] = {"n": p["n"], "real": round(real, 4), "predicted": round(pred, 4),
                          "error_points": round(100 * (pred - real), 2), "checked": p["n"] >= MIN_KIND_CHECK}
-    return {"per_compaction": per, "pooled": pooled_out, "min_kind_check": MIN_KIND_CHECK}
+    return {"per_compaction": per, "pooled": pooled_out, "min_kind_check": MIN_KIND_CHECK, "sessions": len(models)}
 
 
 def survival_file(comps: Sequence[RealCompaction], sources: Sequence[Mapping[str, str]],
@@ -418,6 +429,7 @@ def survival_file(comps: Sequence[RealCompaction], sources: Sequence[Mapping[str
     return {
         "format": SFORMAT, "version": SVERSION,
         "source": {"command": command, "logs": [dict(s) for s in sources],
+                   "compactions": len(comps), "sessions": len({c.session or c.source for c in comps}),
                    "code": "harness/calibration/summariser.py: real_compactions, fit_survival (statsmodels, penalised "
                            "logit), leave_one_out",
                    "facts": "derived from each session's content (harness/retention/probes.py); kept = the fact's text is "

@@ -5,7 +5,6 @@ harness/data/summary_survival.json when run from a checkout with no -o)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -16,12 +15,16 @@ DEFAULT_LOGS = "../shared/traces/real/claude-code"  # the project's Claude Code 
 def register(sub) -> None:
     p = sub.add_parser(
         "calibrate-summariser", help="fit the simulated summariser to real compactions in Claude Code logs",
-        description="Import Claude Code session logs (files, or folders searched for *.jsonl outside subagents/), "
-        "find every compaction with its summary, derive the session's facts (as `ctxsim probes` does), and fit "
+        description="Read Claude Code session logs or traces imported from them (files, or folders searched for "
+        "*.jsonl outside subagents/; a log that cannot be read is named and skipped, exit 2 after the data file "
+        "is written), find every compaction with its summary (a conversation copied under several session ids "
+        "counted once), derive the session's facts (as `ctxsim probes` does), and fit "
         "the logistic survival model (kind, uses, mentions, typed by the user, age) to which facts the real "
-        "summary kept; report the fit and its leave-one-out error by kind, and the summary length per input "
+        "summary kept; report the fit and its leave-one-session-out error by kind, and the summary length per input "
         "token. Offline; no model is called.")
     log_arguments(p, "summary_survival.json")
+    p.add_argument("--models", dest="models_file", default=None,
+                   help="extra TOML price table for models models.toml lacks (same shape), for raw logs")
     p.add_argument("--quiet", "-q", action="store_true", help="no table on the terminal")
     p.set_defaults(func=run)
 
@@ -73,34 +76,66 @@ def _logs(items: list[str]) -> list[tuple[Path, Path]]:
     return out
 
 
+def gather(args, fit_name: str):
+    """(logs that compacted, which of their compactions count, how many were skipped): the shared
+    reading of calibrate-recovery and calibrate-summariser."""
+    from ctxsim.harness.calibration import logs as lg
+    from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.model import trace as tr
+
+    items = args.logs or _default_logs()   # the shared logs only beside a checkout (issue 32)
+    skipped: list[str] = []
+
+    def warn(msg: str) -> None:
+        skipped.append(msg)
+        sys.stderr.write(f"ctxsim {fit_name}: warning: {msg}\n")
+
+    try:
+        found = list(lg.load(items, args.models_file, warn,
+                             keep=lambda t: any(isinstance(e, tr.CompactEvent) for e in t.events)))
+    except FileNotFoundError as e:
+        raise BadInput(str(e)) from None
+    return found, lg.distinct(found), skipped
+
+
 def run(args) -> int:
     from ctxsim.harness.calibration import summariser as cal
     from ctxsim.harness.cli import BadInput
-    from ctxsim.harness.importers import import_file
     from ctxsim.harness.llm import survival
     from ctxsim.harness.provider.tokenizer import get_tokenizer
+    from ctxsim.harness.retention import probes
 
     count = get_tokenizer().count
-    items = args.logs or _default_logs()
+    found, keep, skipped = gather(args, "calibrate-summariser")
     comps, sources = [], []
-    for path, root in _logs(items):
-        trace = import_file("claude-code", path).trace
-        found = cal.real_compactions(trace, str(path.relative_to(root)), count)
-        if found:
-            comps += found
-            sources.append({"log": str(path.relative_to(root)),
-                            "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16],
-                            "compactions": len(found)})
-    if len(comps) < 2:
-        raise BadInput(f"{len(comps)} compaction(s) with a summary in {', '.join(items)}: the fit and its "
-                       "leave-one-out check need at least 2")
+    for i, log in enumerate(found):
+        try:
+            trace, _ = probes.apply(log.trace)   # the facts as `ctxsim import` derives them now
+            got = cal.real_compactions(trace, log.label, count, log.session, keep[i])
+        except Exception as e:  # noqa: BLE001  (one log's failure is named; the others' work stands)
+            sys.stderr.write(f"ctxsim calibrate-summariser: warning: {log.path}: skipped ({type(e).__name__}: {e})\n")
+            skipped.append(str(log.path))
+            continue
+        if got:
+            comps += got
+            sources.append({"log": log.label, **log.provenance, "compactions": len(got),
+                            "version": (log.trace.header.source or {}).get("version")})
+    if len(comps) < 2 or len({c.session for c in comps}) < 2:
+        raise BadInput(f"{len(comps)} compaction(s) with a summary in {len({c.session for c in comps})} session(s): "
+                       "the fit and its leave-one-session-out check need at least 2 sessions")
     cmd = "ctxsim calibrate-summariser" + ("" if not args.logs else " " + " ".join(args.logs))
     data = cal.survival_file(comps, sources, cmd)
+    from ctxsim.harness.files import atomic
+
     out = Path(args.output) if args.output else default_output(survival.DATA)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    atomic.write_text(out, json.dumps(data, indent=1) + "\n")
     if not args.quiet:
         _print(data, out)
+    if skipped:
+        sys.stderr.write(f"ctxsim calibrate-summariser: {len(skipped)} log(s) skipped (named above); "
+                         f"fitted on the other {len(sources)} with compactions\n")
+        return 2
     return 0
 
 
@@ -108,9 +143,10 @@ def _print(d: dict, out: Path) -> None:
     from ctxsim.harness.llm import survival
 
     w = sys.stdout.write
-    for c in d["compactions"]:
+    for c in d["compactions"] if len(d["compactions"]) <= 12 else ():
         w(f"{c['source']} ({c['trigger']}, call {c['call']}): {c['input_tokens'] or 0:,} tokens in, "
           f"{c['summary_chars']:,} chars out; {c['kept']} of {c['facts']} facts kept\n")
+    w(f"{d['source']['compactions']} compactions in {d['source']['sessions']} sessions ({len(d['source']['logs'])} logs)\n")
     m = d["model"]
     w("model: logit p = {:+.3f}".format(m["intercept"]) + "".join(f" {v:+.3f}·{k}" for k, v in m["coef"].items())
       + " + kind[" + ", ".join(f"{k} {v:+.3f}" for k, v in m["kinds"].items()) + "]\n")
