@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ctxsim.harness.files import confined
 from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.base import CallInfo, StrategyEnv
 from ctxsim.strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
@@ -86,6 +87,7 @@ class OnDemandReading(WindowedStrategy):
     def __init__(self, config: OnDemandReadingConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
         self.reads_dir = Path(env.session_dir) / "reads"
+        confined.guard(self.reads_dir)
         self.reads_dir.mkdir(parents=True, exist_ok=True)
         # inline reads, oldest first: (message index, tool_use id, chars)
         self.inline: list[tuple[int, str, int]] = []
@@ -176,6 +178,7 @@ class OnDemandReading(WindowedStrategy):
             saved = src  # a read-back of a file the agent saved (a read, a transcript): point at it again
         else:
             saved = self.reads_dir / f"{_safe(b.id or 'result')}.txt"
+            confined.guard(saved)
             saved.write_text(b.text, encoding="utf-8")
             self.counters.spills += 1
         return POINTER.format(source=source, chars=len(b.text), saved=saved.resolve())

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from ctxsim.harness.files import confined
 from ctxsim.harness.model.conversation import Block, History, Message, ToolDef
 from ctxsim.strategies.base import CallInfo, StrategyEnv
 from ctxsim.strategies.structured_state import (
@@ -180,6 +181,7 @@ class ChunkStore:
                 self._arrays.pop(w, None)
             new.append(c)
         if new and self.path is not None:
+            confined.guard(self.path)
             with self.path.open("a", encoding="utf-8") as fh:
                 for c in new:
                     fh.write(json.dumps({"id": c.id, "source": c.source, "text": c.text}, ensure_ascii=False) + "\n")
@@ -339,6 +341,7 @@ class RagMemory(WindowedStrategy):
 
     def __init__(self, config: RagMemoryConfig, env: StrategyEnv) -> None:
         d = Path(env.session_dir) / "rag"
+        confined.guard(d)
         d.mkdir(parents=True, exist_ok=True)
         self.rag_dir = d
         self.store = ChunkStore(config.bm25_k1, config.bm25_b, d / "chunks.jsonl", config.max_query_terms)
@@ -381,6 +384,7 @@ class RagMemory(WindowedStrategy):
             self.core, dropped = keep_within(self.core, self.session, self.config.core_memory_chars,
                                              lambda e: len(e) + 1)
             self.counters.extra["core_entries_dropped"] += dropped
+        confined.guard(self.rag_dir / "core_memory.md")
         (self.rag_dir / "core_memory.md").write_text("\n".join(e for _, e in self.core) + "\n", encoding="utf-8")
 
     def session_head(self, resume: bool) -> list[Message]:

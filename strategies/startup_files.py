@@ -8,6 +8,11 @@ disk" (third-party re-readings of the table agree, e.g. dev.to/jgravelle "What s
 Claude Code", read 2026-10-19). code.claude.com/docs/en/memory: auto memory loads "the first 200 lines
 or 25KB" of ``MEMORY.md``.
 
+A run reads only its own session (issue 44): a file is read only when its real path (symlinks
+resolved) is inside the home or project folder it was looked for in, and at most MAX_FILE_CHARS of
+it (the memory index, at most its 25,000-byte head), so a symlink planted in the run directory
+never brings a file of the machine into a request, and a 300 MB file is never read whole.
+
 A synthetic trace names its files for NovaCode (``project/NOVACODE.md``, ``home/.novacode/NOVACODE.md``,
 ``.novacode/memory/MEMORY.md``); they play the same roles, so a file is taken under Claude Code's name
 when it exists (``CLAUDE.md``, ``~/.claude/CLAUDE.md``) and under the trace's otherwise. An imported log
@@ -20,6 +25,7 @@ from pathlib import Path
 
 MEMORY_INDEX_MAX_LINES = 200  # code.claude.com/docs/en/memory: the first 200 lines of MEMORY.md
 MEMORY_INDEX_MAX_BYTES = 25_000  # same page: "or 25KB" (read as 25,000 bytes)
+MAX_FILE_CHARS = 200_000  # a safety cap on one instruction file (not Claude Code's: NovaCode's loader has the same)
 PROJECT_FILES = ("CLAUDE.md", "NOVACODE.md")  # Claude Code's name first, then the synthetic trace's
 USER_FILES = (".claude/CLAUDE.md", ".novacode/NOVACODE.md")
 MEMORY_INDEXES = (".claude/memory/MEMORY.md", ".novacode/memory/MEMORY.md")
@@ -29,9 +35,23 @@ FOOTER = "</system-reminder>"
 
 
 def _first(root: Path | None, names: tuple[str, ...]) -> Path | None:
+    """The first of ``names`` under ``root`` that is a file whose real path is inside ``root``."""
     if root is None:
         return None
-    return next((root / n for n in names if (root / n).is_file()), None)
+    real = root.resolve()
+    for n in names:
+        p = root / n
+        if p.is_file():
+            r = p.resolve()
+            if real in r.parents:
+                return p
+    return None
+
+
+def _head(path: Path, limit: int = MAX_FILE_CHARS) -> str:
+    """The first ``limit`` characters of a file, reading no further."""
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        return fh.read(limit)
 
 
 def _index(text: str) -> str:
@@ -48,16 +68,16 @@ def startup_text(home: Path | None, project: Path | None) -> str | None:
     user = _first(home, USER_FILES)
     if user is not None:
         parts.append(f"Contents of {user} (user's private global instructions for all projects):\n\n"
-                     + user.read_text(encoding="utf-8"))
+                     + _head(user))
     proj = _first(project, PROJECT_FILES)
     if proj is not None:
         parts.append(f"Contents of {proj} (project instructions, checked into the codebase):\n\n"
-                     + proj.read_text(encoding="utf-8"))
+                     + _head(proj))
     for root in (project, home):
         idx = _first(root, MEMORY_INDEXES)
         if idx is not None:
             parts.append(f"Contents of {idx} (user's auto-memory, persists across conversations):\n\n"
-                         + _index(idx.read_text(encoding="utf-8")))
+                         + _index(_head(idx, MEMORY_INDEX_MAX_BYTES)))
     if not parts:
         return None
     return "\n\n".join([HEADER, *parts, FOOTER])

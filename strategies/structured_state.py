@@ -55,6 +55,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ctxsim.harness.files import confined
 from ctxsim.harness.llm.services import SUMMARY, CallSpec, SideCallFailed
 from ctxsim.harness.model.conversation import (
     Block,
@@ -610,6 +611,7 @@ class WindowedStrategy(GaugedStrategy):
         """Append the messages not yet on disk to this agent context's transcript (JSONL, one
         message a line, as Claude Code keeps one per session); returns its absolute path."""
         d = Path(self.env.session_dir) / "transcripts"
+        confined.guard(d / f"{self.label}.jsonl")
         d.mkdir(parents=True, exist_ok=True)
         path = (d / f"{self.label}.jsonl").resolve()
         lines = []
@@ -620,6 +622,7 @@ class WindowedStrategy(GaugedStrategy):
             self._written.add(m.digest)
             lines.append(json.dumps(m.to_api(), ensure_ascii=False) + "\n")
         if lines:
+            confined.guard(path)
             with path.open("a", encoding="utf-8") as fh:
                 fh.writelines(lines)
         return path
@@ -794,6 +797,7 @@ def _write_changed(written: dict[Path, tuple[str, tuple[int, ...]]], path: Path,
             st = None
         if st is not None and (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == last[1]:
             return
+    confined.guard(path)
     path.write_text(text, encoding="utf-8")
     st = os.stat(path)
     written[path] = (text, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
@@ -886,6 +890,7 @@ class StructuredState(WindowedStrategy):
 
     def _new_agent(self, label: str) -> AgentTasks:
         d = self.root / label
+        confined.guard(d)
         d.mkdir(parents=True, exist_ok=True)
         return AgentTasks(d)
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from ctxsim.harness.files import confined
 from ctxsim.harness.llm.services import CallSpec, SideCallFailed, SideCallResult
 from ctxsim.harness.model.conversation import (
     Breakpoint,
@@ -278,6 +279,7 @@ class PeerStrategy(Strategy):
         """Write a tool output the agent keeps on disk (a real file under the run's directory);
         counted as a spill. None when it cannot be written (counted in ``save_failed``)."""
         path = Path(self.output_path(subdir, name))
+        confined.guard(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")

@@ -42,6 +42,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from ctxsim.harness.files import confined
 from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.base import StrategyEnv
 from ctxsim.strategies.structured_state import WindowedConfig, WindowedStrategy, split_names
@@ -171,6 +172,7 @@ class TieredBudget(WindowedStrategy):
             self.counters.extra["chars_cut"] += len(b.text) - limit
             return b.with_text(cut_middle(b.text, limit, self.config.head_share), cut=True)
         path = self.spill_dir / f"{_safe(b.id or 'result')}.txt"
+        confined.guard(path)
         try:
             self.spill_dir.mkdir(parents=True, exist_ok=True)
             path.write_text(b.text, encoding="utf-8")

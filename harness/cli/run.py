@@ -60,14 +60,14 @@ def check_outputs(args, sources) -> None:
     checks.output("--session-dir", args.session_dir, sources=sources, folder=True)
     checks.distinct(json=args.json_out, calls=args.calls, session_dir=args.session_dir)
     if args.session_dir:
-        from ctxsim.harness.replay.engine import SESSION_MARK
+        from ctxsim.harness.replay.rundirs import check_session_dir
 
-        d = Path(args.session_dir)
-        if d.is_dir() and any(d.iterdir()) and not (d / SESSION_MARK).exists():
+        try:   # a marker ctxsim did not write for this folder is refused here, before anything is removed
+            check_session_dir(Path(args.session_dir))
+        except ValueError as e:
             from ctxsim.harness.cli import BadInput
 
-            raise BadInput(f"--session-dir {d}: not empty and not a ctxsim session folder; give a new or empty one "
-                           "(a folder an earlier run used is cleared and reused)")
+            raise BadInput(str(e)) from None
 
 
 def run(args) -> int:

@@ -7,7 +7,13 @@ fixed-width counter (every 6-digit suffix is two cl100k tokens) keep the text's 
 same for every run, in any process, on any POSIX machine. The root is per user (a machine's users
 never share or clean up each other's runs), named with the uid in six digits:
 /tmp/ctxsim000000/run-000003/... has the cl100k token count the shared /tmp/ctxsim-runs/run-000003/...
-had, for every uid (checked in tests/core/test_run_dirs.py)."""
+had, for every uid (checked in tests/core/test_run_dirs.py).
+
+A ``--session-dir`` is cleared before it is reused only when its marker (SESSION_MARK) is one ctxsim
+wrote for that very folder: the marker holds a token made from the folder's real path and inode
+(:func:`marker_text`), so an empty marker, one of an older ctxsim, or one copied from another folder
+is refused and nothing is removed. While the run is going, every file a strategy writes is checked to
+stay inside the directory (ctxsim.harness.files.confined: no symbolic link planted in it is followed)."""
 
 from __future__ import annotations
 
@@ -18,6 +24,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from ctxsim.harness.files import confined
+
 
 def _run_root() -> Path:
     uid = os.getuid() if hasattr(os, "getuid") else 0
@@ -27,6 +35,8 @@ def _run_root() -> Path:
 
 RUN_ROOT = _run_root()
 SESSION_MARK = ".ctxsim-session"   # in a --session-dir: it holds a ctxsim run's files (cleared on reuse)
+MARK_HEAD = "ctxsim session folder: a ctxsim run's files; the next run in this folder clears it"
+MARK_MAX_BYTES = 4096              # a marker is two short lines; a larger file is not one
 
 
 def _alive(pid: int) -> bool:
@@ -67,19 +77,55 @@ def fresh_run_dir() -> Path:
     raise RuntimeError(f"{RUN_ROOT}: no free run directory")
 
 
-def clean_session_dir(d: Path) -> None:
-    """A reused ``--session-dir`` starts clean (a run never appends to an earlier run's transcript);
-    a folder that holds anything else is refused, never emptied."""
+def marker_text(d: Path) -> str:
+    """What ctxsim writes in folder ``d``'s marker: a fixed line and a token of the folder's real
+    path and inode (a marker copied into another folder, or left by a folder since replaced, does
+    not match it)."""
+    import hashlib
+
+    real = os.path.realpath(d)
+    token = hashlib.sha256(f"{real}\0{os.stat(real).st_ino}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return f"{MARK_HEAD}\ntoken {token}\n"
+
+
+def check_session_dir(d: Path) -> bool:
+    """Whether ``--session-dir`` ``d`` can be used: new, empty, or holding a marker ctxsim wrote for
+    it (True: it is cleared first). Raises ValueError naming the folder otherwise."""
+    d = Path(d)
+    if d.is_symlink() and not d.exists():
+        raise ValueError(f"--session-dir {d}: a symbolic link to nothing")
     if d.exists() and not d.is_dir():
         raise ValueError(f"--session-dir {d}: a file, not a folder")
-    if d.is_dir() and any(d.iterdir()):
-        if not (d / SESSION_MARK).exists():
-            raise ValueError(f"--session-dir {d}: not empty and not a ctxsim session folder; give a new or empty one")
+    if not d.is_dir() or not any(d.iterdir()):
+        return False
+    mark = d / SESSION_MARK
+    if not mark.is_symlink() and mark.is_file() and mark.stat().st_size <= MARK_MAX_BYTES:
+        try:
+            ok = mark.read_text(encoding="utf-8") == marker_text(d)
+        except (OSError, UnicodeDecodeError):
+            ok = False
+        if ok:
+            return True
+        raise ValueError(f"--session-dir {d}: its {SESSION_MARK} marker was not written by ctxsim for this folder "
+                         "(empty, of an older ctxsim, or copied): nothing removed; give a new or empty folder, or "
+                         "empty this one yourself")
+    raise ValueError(f"--session-dir {d}: not empty and not a ctxsim session folder (no {SESSION_MARK} marker); "
+                     "give a new or empty one (a folder an earlier run used is cleared and reused)")
+
+
+def clean_session_dir(d: Path) -> None:
+    """A reused ``--session-dir`` starts clean (a run never appends to an earlier run's transcript);
+    a folder that holds anything else, or a marker ctxsim did not write for it, is refused, never
+    emptied (:func:`check_session_dir`)."""
+    d = Path(d)
+    if check_session_dir(d):
         for p in d.iterdir():
             if p.name != SESSION_MARK:
                 shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
     d.mkdir(parents=True, exist_ok=True)
-    (d / SESSION_MARK).write_text("a ctxsim run's files: the next run in this folder clears it\n")
+    mark = d / SESSION_MARK
+    mark.unlink(missing_ok=True)   # a symlink is replaced, never written through
+    mark.write_text(marker_text(d), encoding="utf-8")
 
 
 @contextmanager
@@ -89,11 +135,13 @@ def session_dir(given: Path | None) -> Iterator[Path]:
     if given is not None:
         d = Path(given)
         clean_session_dir(d)
-        yield d
+        with confined.inside(d):
+            yield d
         return
     d = fresh_run_dir()
     try:
-        yield d
+        with confined.inside(d):
+            yield d
     finally:
         shutil.rmtree(d, ignore_errors=True)
         d.with_suffix(".pid").unlink(missing_ok=True)
@@ -106,6 +154,7 @@ def seed_files(session_dir: Path, files: Mapping[str, str]) -> tuple[Path, Path]
     project.mkdir(parents=True, exist_ok=True)
     root = session_dir.resolve()
     for rel, content in files.items():
+        confined.guard(session_dir / rel)   # no link planted in the run directory is followed
         target = (session_dir / rel).resolve()
         if root not in target.parents:
             raise ValueError(f"header.meta.files: {rel!r} escapes the run directory")

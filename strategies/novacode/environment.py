@@ -34,9 +34,11 @@ PLATFORM = "linux"  # assumed: the platform the replayed agent runs on (a parame
 EPOCH_S = 1_767_603_600.0
 
 
-def git_state(cwd: Path) -> tuple[bool, str | None]:
-    """(is the directory in a git repository, the checked-out branch or ``detached at <sha>``)."""
-    root = find_git_root(cwd)
+def git_state(cwd: Path, top: Path | None = None) -> tuple[bool, str | None]:
+    """(is the directory in a git repository, the checked-out branch or ``detached at <sha>``),
+    the repository looked for no higher than ``top`` (the run directory: a checkout the run
+    directory sits in is the machine's, not the session's)."""
+    root = find_git_root(cwd, top)
     if root is None:
         return False, None
     head = root / ".git" / "HEAD"
@@ -70,12 +72,13 @@ class EnvironmentInjection:
     platform: str = PLATFORM
     epoch_s: float = EPOCH_S
     message: Message | None = None
+    top: Path | None = None     # the run directory: the git state is read no higher
 
     def current(self, now_s: float) -> Message:
         """The block, rendered when the marker is unset (first request of a launch, or the first
         after a compaction), else the same message object as before."""
         if self.message is None:
-            in_git, branch = git_state(self.cwd)
+            in_git, branch = git_state(self.cwd, self.top)
             text = render(self.cwd, self.platform, date_at(self.epoch_s, now_s), in_git, branch)
             self.message = Message.user(text, origin="environment")
         return self.message

@@ -13,6 +13,12 @@ load (de-duplicated by absolute path, which also breaks cycles); references insi
 blocks (and inline code spans, as Claude Code does) are left as written. A reference that cannot be
 expanded stays as written, and the reason is kept in ``warnings``.
 
+A replay reads only its own session (issue 44): given ``top`` (the run directory, which holds the
+simulated home and project), the git root is looked for no higher than ``top``, and a file is read
+only when its real path (symlinks resolved) is inside ``top``: an ``@/proc/self/environ``, an
+``@/etc/...`` or a symlink out of the run directory stays as written. Each file is read up to
+MAX_FILE_CHARS and no further (a 300 MB include is never read whole).
+
 The product is resident (N-INST-3): one user message sent with every request, so it is paid for (and
 cached) on every call. It is built once per session: rules, not volatile state, belong here.
 """
@@ -64,33 +70,70 @@ class InstructionSet:
         return Message.user(self.text, origin="instructions")
 
 
-def find_git_root(start: Path) -> Path | None:
+def find_git_root(start: Path, top: Path | None = None) -> Path | None:
     """The nearest directory at or above ``start`` holding a ``.git`` (directory or file, as in a
-    worktree)."""
+    worktree), looked for no higher than ``top`` when ``start`` is inside it (a replay's run
+    directory: a repository the run directory happens to sit in is the machine's, not the
+    session's)."""
     d = start.resolve()
+    bound = _bound(d, top)
     for p in (d, *d.parents):
         if (p / ".git").exists():
             return p
+        if p == bound:
+            break
     return None
 
 
-def discover(home: Path | None, cwd: Path) -> list[tuple[Path, str]]:
-    """The instruction files that exist, in priority order (N-INST-1), with their scope."""
+def _bound(d: Path, top: Path | None) -> Path | None:
+    """``top`` resolved, when ``d`` (resolved) is at or below it."""
+    if top is None:
+        return None
+    t = Path(top).resolve()
+    return t if d == t or t in d.parents else None
+
+
+def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    """Whether ``path`` (resolved: symlinks followed) is at or below one of ``roots`` (resolved);
+    no roots: anywhere (a loader called without a run directory)."""
+    return not roots or any(path == r or r in path.parents for r in roots)
+
+
+def _roots(home: Path | None, cwd: Path, top: Path | None) -> tuple[Path, ...]:
+    """Where this load may read: ``top`` (the run directory) when the working directory is in it,
+    and the home directory when it is outside ``top``; nothing (anywhere) without ``top``."""
+    bound = _bound(Path(cwd).resolve(), top)
+    if bound is None:
+        return ()
+    h = Path(home).resolve() if home is not None else None
+    return (bound,) if h is None or _inside(h, (bound,)) else (bound, h)
+
+
+def read_head(path: Path, limit: int = MAX_FILE_CHARS) -> str:
+    """The first ``limit`` characters of a text file, reading no further (never the whole of a
+    huge file); undecodable bytes replaced."""
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        return fh.read(limit)
+
+
+def discover(home: Path | None, cwd: Path, top: Path | None = None) -> list[tuple[Path, str]]:
+    """The instruction files that exist, in priority order (N-INST-1), with their scope; with
+    ``top``, only those whose real path is inside it (module docstring)."""
+    roots = _roots(home, cwd, top)
     out: list[tuple[Path, str]] = []
+
+    def take(f: Path, scope: str) -> None:
+        if f.is_file() and _inside(f.resolve(), roots):
+            out.append((f.resolve(), scope))
+
     if home is not None:
-        user = Path(home) / USER_DIR / PROJECT_FILE
-        if user.is_file():
-            out.append((user.resolve(), "user"))
+        take(Path(home) / USER_DIR / PROJECT_FILE, "user")
     cwd = Path(cwd).resolve()
-    root = find_git_root(cwd)
+    root = find_git_root(cwd, top)
     levels = [cwd] if root is None else [root, *(root / p for p in _descend(cwd.relative_to(root)))]
     for d in levels:
-        f = d / PROJECT_FILE
-        if f.is_file():
-            out.append((f.resolve(), "project"))
-    local = cwd / LOCAL_FILE
-    if local.is_file():
-        out.append((local.resolve(), "local"))
+        take(d / PROJECT_FILE, "project")
+    take(cwd / LOCAL_FILE, "local")
     return out
 
 
@@ -101,10 +144,11 @@ def _descend(rel: Path) -> list[Path]:
 
 
 def expand(path: Path, text: str, depth: int, seen: set[Path], out: InstructionSet,
-           home: Path | None) -> str:
+           home: Path | None, roots: tuple[Path, ...] = ()) -> str:
     """``text`` (the content of ``path``) with its ``@``-references replaced by the referenced
     files' expanded content (N-INST-2). ``depth`` is the include level of ``path`` (0: a discovered
-    file); ``seen`` holds the absolute paths already expanded in this load."""
+    file); ``seen`` holds the absolute paths already expanded in this load; a reference whose real
+    path is outside ``roots`` (when given) is left as written."""
     lines = text.split("\n")
     fence: str | None = None
     for i, line in enumerate(lines):
@@ -119,12 +163,12 @@ def expand(path: Path, text: str, depth: int, seen: set[Path], out: InstructionS
             continue
         if "@" not in line:
             continue
-        lines[i] = _expand_line(path, line, depth, seen, out, home)
+        lines[i] = _expand_line(path, line, depth, seen, out, home, roots)
     return "\n".join(lines)
 
 
 def _expand_line(path: Path, line: str, depth: int, seen: set[Path], out: InstructionSet,
-                 home: Path | None) -> str:
+                 home: Path | None, roots: tuple[Path, ...]) -> str:
     spans = [(m.start(), m.end()) for m in CODE_SPAN_RE.finditer(line)]
 
     def repl(m: re.Match[str]) -> str:
@@ -139,6 +183,10 @@ def _expand_line(path: Path, line: str, depth: int, seen: set[Path], out: Instru
         if depth + 1 > MAX_INCLUDE_DEPTH:
             out.warnings.append(f"{path}: @{ref}: not expanded, deeper than {MAX_INCLUDE_DEPTH} levels")
             return m.group(0)
+        if not _inside(target, roots):
+            out.warnings.append(f"{path}: @{ref}: {target} is outside the session (a run reads only its own "
+                                "files): not read")
+            return m.group(0)
         if target in seen:
             out.warnings.append(f"{path}: @{ref}: {target} already included (cycle or duplicate)")
             return m.group(0)
@@ -146,13 +194,13 @@ def _expand_line(path: Path, line: str, depth: int, seen: set[Path], out: Instru
             out.warnings.append(f"{path}: @{ref}: no such file {target}")
             return m.group(0)
         try:
-            content = target.read_text(encoding="utf-8", errors="replace")[:MAX_FILE_CHARS]
+            content = read_head(target)
         except OSError as e:
             out.warnings.append(f"{path}: @{ref}: cannot read {target}: {e.strerror or e}")
             return m.group(0)
         seen.add(target)
         out.included.append(target)
-        return expand(target, content, depth + 1, seen, out, home).rstrip("\n") + trailing
+        return expand(target, content, depth + 1, seen, out, home, roots).rstrip("\n") + trailing
 
     return INCLUDE_RE.sub(repl, line)
 
@@ -167,18 +215,20 @@ def _resolve(base: Path, ref: str, home: Path | None) -> Path | None:
     return (base.parent / ref).resolve()
 
 
-def load(home: Path | None, cwd: Path) -> InstructionSet:
-    """Discover and expand every instruction file (N-INST-1, N-INST-2)."""
+def load(home: Path | None, cwd: Path, top: Path | None = None) -> InstructionSet:
+    """Discover and expand every instruction file (N-INST-1, N-INST-2), reading nothing outside
+    ``top`` when given (the run directory: module docstring)."""
     out = InstructionSet()
-    found = discover(home, cwd)
+    roots = _roots(home, cwd, top)
+    found = discover(home, cwd, top)
     seen: set[Path] = {p for p, _ in found}  # a discovered file is never pulled in again by @
     for path, scope in found:
         try:
-            raw = path.read_text(encoding="utf-8", errors="replace")[:MAX_FILE_CHARS]
+            raw = read_head(path)
         except OSError as e:
             out.warnings.append(f"{path}: cannot read: {e.strerror or e}")
             continue
-        out.files.append(InstructionFile(path, scope, expand(path, raw, 0, seen, out, home)))
+        out.files.append(InstructionFile(path, scope, expand(path, raw, 0, seen, out, home, roots)))
     return out
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxsim.harness.files import confined
+
 # N-MEM-7 says "a lock that can be taken over when stale" without a figure. Assumption (documented,
 # a parameter): one hour, longer than any consolidation call, short enough that a crash costs at
 # most one missed consolidation window.
@@ -108,6 +110,7 @@ class LockFile:
     def acquire(self) -> bool:
         if self.token is not None:
             return True
+        confined.guard(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         me = self._mine()
         try:
@@ -133,6 +136,7 @@ class LockFile:
         if not self.is_stale(info):
             return False  # a fresh lock is respected
         tmp = self.path.with_name(f"{self.path.name}.{me.token}.tmp")
+        confined.guard(tmp)
         tmp.write_text(me.dump(), encoding="utf-8")
         os.replace(tmp, self.path)
         now = self.holder()

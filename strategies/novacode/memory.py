@@ -41,6 +41,7 @@ from functools import cached_property
 from itertools import islice
 from pathlib import Path
 
+from ctxsim.harness.files import confined
 from ctxsim.harness.model.conversation import Message
 
 MEMORY_TYPES = ("user", "feedback", "project", "reference")   # N-MEM-1, N-MEM-2
@@ -161,8 +162,10 @@ def _set_mtime(path: Path, t: float) -> None:
 
 
 def _atomic_write(path: Path, text: str, t: float, heads: HeadCache | None = None) -> None:
+    confined.guard(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
+    confined.guard(tmp)
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     _set_mtime(path, t)

@@ -116,7 +116,7 @@ class MemoryLayer:
     def _refresh_resident(self) -> None:
         out: list[Message] = []
         if self.use_instructions:
-            self.instructions = inst.load(self.home, self.cwd)
+            self.instructions = inst.load(self.home, self.cwd, top=self.env.session_dir)  # nothing outside the run
             m = self.instructions.message()
             if m is not None:
                 out.append(m)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxsim.harness.files import confined
 from ctxsim.harness.model.conversation import Message
 
 SPILL_THRESHOLD_CHARS = 50_000  # N-SPILL-1: a single result longer than this is spilled
@@ -153,6 +154,7 @@ Writer = Callable[[Path, str], None]
 
 def write_spill_file(path: Path, content: str) -> None:
     """Write a spill file whole (N-SPILL-5: nothing lost). Raises OSError on failure."""
+    confined.guard(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", errors="surrogatepass", newline="") as fh:
         fh.write(content)

@@ -281,7 +281,7 @@ class NovaCode(Strategy):
         if c.environment:
             self.environment = EnvironmentInjection(
                 Path(env.project_dir) if env.project_dir is not None else env.session_dir / "project",
-                c.environment_platform, c.environment_epoch_s)
+                c.environment_platform, c.environment_epoch_s, top=env.session_dir)
         self.memory = None
         if c.memory or c.instructions:
             from ctxsim.strategies.novacode.memory_layer import MemoryLayer

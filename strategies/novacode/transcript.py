@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness.files import atomic
+from ctxsim.harness.files import atomic, confined
 from ctxsim.harness.model.conversation import Block, Message
 
 TRANSCRIPT_FILE = "transcript.jsonl"  # N-TRANS-1: the conversation, appended record by record
@@ -282,6 +282,7 @@ class Transcript:
         # in OPEN_LOOP_FILE; False: the seed, literally (a resume then sends that answer without it)
         self.open_loop_thinking = open_loop_thinking
         self.dir = self.root / session_id
+        confined.guard(self.dir / TRANSCRIPT_FILE)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / TRANSCRIPT_FILE
         self._path_str = str(self.path)
@@ -345,6 +346,7 @@ class Transcript:
         # one append of the whole record, unbuffered (what open("a") + write + flush did, at a third
         # of the cost: no text layer built per record); a full disk names the file
         with atomic.naming(self.path):
+            confined.guard(self._path_str)
             fd = os.open(self._path_str, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
             try:
                 view = memoryview(data)
@@ -370,6 +372,7 @@ class Transcript:
                 self._open_loop_kept = False
             return
         self._open_loop_kept = True
+        confined.guard(path)
         atomic.write_text(path, json.dumps({"tool_use_ids": message.tool_use_ids(), "thinking": thinking},
                                            ensure_ascii=False))
 
@@ -384,6 +387,7 @@ class Transcript:
 
     def _write_meta(self) -> None:
         # atomic: a reader never sees half a meta.json
+        confined.guard(self.meta_path)
         atomic.write_text(self.meta_path, json.dumps(self.meta, ensure_ascii=False, indent=1))
 
     # --- reading ------------------------------------------------------------------------------

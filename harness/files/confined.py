@@ -1,0 +1,68 @@
+"""A run's files stay in its run directory (issue 44): while a replay runs (:func:`inside`, entered
+by ``ctxsim.harness.replay.rundirs.session_dir``), every file a strategy writes is checked by
+:func:`guard` first: it must be under the run directory, and no part of its path below the run
+directory may be a symbolic link (one planted in the folder while the run is going would send spill
+files, transcripts and memories wherever it points), nor the file itself a hard link to a file
+elsewhere (a write through it would change that file).
+
+The check reads each existing part of the path with ``lstat`` just before the write. A link planted
+between the check and the write (microseconds) is not caught: the guard is against a folder changed
+under a run, not against a process racing it on purpose, which the per-user, 0700 run root keeps
+out (ctxsim.harness.replay.rundirs). Outside a run (a strategy driven by a test, a library user) it
+checks nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+
+from ctxsim.harness.files.atomic import WriteError
+
+# the run directory as given and as resolved (a strategy may hold either form of a symlinked /tmp)
+_ROOT: ContextVar[tuple[str, ...] | None] = ContextVar("ctxsim_run_root", default=None)
+
+
+@contextmanager
+def inside(root: str | Path) -> Iterator[None]:
+    """Writes checked against ``root`` until the block ends."""
+    given = os.path.abspath(root)
+    token = _ROOT.set(tuple(dict.fromkeys([given, os.path.realpath(given)])))
+    try:
+        yield
+    finally:
+        _ROOT.reset(token)
+
+
+def root() -> str | None:
+    """The run directory writes are checked against (None: no run is on)."""
+    roots = _ROOT.get()
+    return roots[0] if roots else None
+
+
+def guard(path: str | Path) -> None:
+    """Raise :class:`WriteError` if a run is on and writing ``path`` would leave its directory:
+    ``path`` outside it, a symbolic link anywhere below it on the way, or an existing hard link."""
+    roots = _ROOT.get()
+    if roots is None:
+        return
+    p = os.path.abspath(path)
+    base = next((r for r in roots if p == r or p.startswith(r + os.sep)), None)
+    if base is None:
+        raise WriteError(path, f"outside the run directory {roots[0]} (a run writes its files only there)")
+    cur = base
+    for part in p[len(base) + 1:].split(os.sep) if p != base else ():
+        cur = f"{cur}{os.sep}{part}"
+        try:
+            st = os.lstat(cur)
+        except (FileNotFoundError, NotADirectoryError):
+            return   # the rest is created by the write, under a real folder of the run
+        if stat.S_ISLNK(st.st_mode):
+            raise WriteError(path, f"{cur} is a symbolic link in the run directory (planted during the run?): "
+                             "not followed")
+        if cur == p and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            raise WriteError(path, "a hard link in the run directory (to a file elsewhere?): not written through")
