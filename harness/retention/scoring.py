@@ -169,7 +169,9 @@ class RetentionModel:
     """Scores probes on requests. One per run (it caches per-message text, found paths and files).
 
     ``session_dir`` limits pointers to files under the run's directory (spills, transcripts,
-    memories); without it any existing absolute path in the request counts.
+    memories), by their real path (no ``..`` and no symbolic link out of it: the conversation's
+    text, a trace's included, must not make a run read the machine's files); without it any
+    existing absolute path in the request counts.
     """
 
     def __init__(self, facts: dict[str, FactEvent], params: RetentionParams | None = None,
@@ -180,6 +182,7 @@ class RetentionModel:
         # the directory as given and resolved (a strategy may write either form of a symlinked tmp dir)
         self.roots = tuple(dict.fromkeys([str(Path(session_dir)), str(Path(session_dir).resolve())])) \
             if session_dir is not None else ()
+        self._real_root = os.path.realpath(session_dir) + os.sep if session_dir is not None else None
         self._msg: dict[int, tuple[Message, str]] = {}          # id -> (message, text)
         self._has: dict[tuple[int, str], int] = {}               # (message id, fact id) -> offset or -1
         self._paths: dict[int, tuple[str, ...]] = {}             # message id -> absolute paths in it
@@ -258,7 +261,10 @@ class RetentionModel:
         return got
 
     def _file_has(self, path: str, fact: FactEvent) -> tuple[int, int]:
-        """(1-based line of the fact in the file or 0, file size)."""
+        """(1-based line of the fact in the file or 0, file size); 0 for a file whose real path is
+        outside the run directory."""
+        if self._real_root is not None and not os.path.realpath(path).startswith(self._real_root):
+            return 0, 0
         try:
             st = os.stat(path)
         except OSError:

@@ -283,3 +283,32 @@ def test_the_session_dir_check_does_not_follow_a_marker_symlink(tmp_path):
     with pytest.raises(ValueError, match="marker"):
         rundirs.clean_session_dir(mine)
     assert (mine / "notes.md").exists()
+
+
+# --- retention's pointers -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["dotdot", "sibling", "link"])
+def test_a_pointer_that_leaves_the_run_directory_is_not_read(tmp_path, form):
+    """A path in the conversation (a trace's own text can hold one) is a pointer only when its real
+    path is inside the run directory: ``run/../elsewhere``, a sibling ``run-2`` that shares the
+    prefix, or a symlink out of the run were read back into the request before."""
+    import numpy as np
+    from ctxsim.harness.model.conversation import Message, Request, SystemPrompt, ToolSet
+    from ctxsim.harness.model.trace import FactEvent, ProbeEvent
+    from ctxsim.harness.retention.scoring import RetentionModel, RetentionParams
+
+    fact = FactEvent(t=0, id="f", category="file", text="UPLOAD_RETRY_MS = 100074")
+    run = tmp_path / "run"
+    run.mkdir()
+    elsewhere = tmp_path / "run-2" if form == "sibling" else tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text(fact.text)
+    if form == "link":
+        (run / "l").symlink_to(elsewhere, target_is_directory=True)
+    path = {"dotdot": f"{run}/../elsewhere/notes.txt", "sibling": f"{elsewhere}/notes.txt",
+            "link": f"{run}/l/notes.txt"}[form]
+    model = RetentionModel({"f": fact}, RetentionParams(recover_probability=1.0), np.random.default_rng(0),
+                           session_dir=run)
+    req = Request(SystemPrompt.of("s"), ToolSet(()), (Message.user(f"read {path}"),))
+    [s] = model.score(ProbeEvent(t=0, id="p", needs=["f"]), req, lambda i: 0, 10)
+    assert s.where == "lost" and s.pointer is None
