@@ -124,9 +124,11 @@ def distinct(**outputs: str | Path | None) -> None:
 
 
 def _same(a: Path, b: Path) -> bool:
+    """``a`` is ``b``, or inside ``b`` when it is a folder (existing or not: an existing output
+    folder inside an input folder was let through, and its traces read as sessions next time)."""
     try:
-        if a.exists() and b.exists():
-            return a.samefile(b)
+        if a.exists() and b.exists() and a.samefile(b):
+            return True
         ra, rb = a.resolve(), b.resolve()
         return ra == rb or rb in ra.parents   # an output inside a source folder
     except OSError:

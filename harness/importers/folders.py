@@ -6,7 +6,9 @@
   projects root (``~/.claude/projects/``: every project folder in it). A project folder's
   sessions go to ``OUT/<session>.jsonl``, the root's to ``OUT/<project>/<session>.jsonl``.
 * ``codex``: SRC is a rollout file or a folder searched at any depth for ``rollout-*.jsonl``
-  (``~/.codex/sessions/YYYY/MM/DD/``); each goes to ``OUT/<rollout name>.jsonl``.
+  (``~/.codex/sessions/YYYY/MM/DD/``); each goes to ``OUT/<rollout name>.jsonl``, except rollouts
+  that share a file name (a copied or archived tree: two day folders holding the same name), which
+  go to ``OUT/<their folder under SRC>/<rollout name>.jsonl``: every session its own trace.
 * the other formats: SRC is one file.
 
 A session's start is its first timestamp (``--since`` / ``--until`` filter on its UTC date before
@@ -16,6 +18,7 @@ the session is imported).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -54,11 +57,22 @@ def discover(fmt: str, src: str | Path) -> tuple[list[SessionFile], bool]:
                              "folder) or folders of them (~/.claude/projects)")
         return out, True
     if fmt == "codex":
-        out = [SessionFile(p, p.parent.name, Path(p.name)) for p in sorted(src.rglob("rollout-*.jsonl")) if p.is_file()]
-        if not out:
+        found = [p for p in sorted(src.rglob("rollout-*.jsonl")) if p.is_file()]
+        if not found:
             raise TraceError(src, None, "no Codex rollout here: expected rollout-*.jsonl files (~/.codex/sessions/YYYY/MM/DD/)")
-        return out, True
+        names = Counter(p.name for p in found)
+        return _distinct(src, [SessionFile(p, p.parent.name, Path(p.name) if names[p.name] == 1 else p.relative_to(src))
+                               for p in found]), True
     raise TraceError(src, None, f"{fmt}: expected a log file, got a folder")
+
+
+def _distinct(src: Path, sessions: list[SessionFile]) -> list[SessionFile]:
+    """``sessions``, checked to write distinct traces (no trace is another's folder either): one
+    session never overwrites another's trace."""
+    outs = {s.out for s in sessions}
+    if len(outs) < len(sessions) or any(parent in outs for o in outs for parent in o.parents):
+        raise TraceError(src, None, "two sessions would be written to one trace: rename one of the logs")
+    return sessions
 
 
 def session_start(path: Path) -> float | None:
