@@ -35,10 +35,15 @@ from ctxsim.harness.model.conversation import (
 from pydantic import BaseModel, ConfigDict
 
 
-class StrategyConfig(BaseModel):
-    """Base of every strategy's parameters: frozen, unknown fields rejected."""
+class StrategyError(ValueError):
+    """Unknown strategy or invalid parameters (exit status 2 at the CLI; re-exported by the registry)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+class StrategyConfig(BaseModel):
+    """Base of every strategy's parameters: frozen, unknown fields rejected, no NaN or infinite
+    number (refused as "not a finite number", not as a bound it happens to fail)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False)
 
 
 @dataclass
@@ -258,6 +263,18 @@ class Strategy:
 
 
 UNANSWERED_RESULT = "[no result: the session ended before this tool call returned]"
+
+
+def check_room(strategy: str, window: int, line: int, params: dict[str, int]) -> None:
+    """Refuse parameters that put a strategy's compaction line at or below zero tokens in this
+    window (a reserve or margin larger than the window: every call would compact, and the run's
+    numbers would look like a result; issue 44). Raised when the strategy is built for a run, the
+    window known: exit 2 at the command line, naming the parameters and the window."""
+    if line > 0:
+        return
+    given = ", ".join(f"{k} {v:,}" for k, v in params.items())
+    raise StrategyError(f"{strategy}: {given} leave no room in a window of {window:,} tokens (the compaction line "
+                        f"would be at {line:,}): lower {'it' if len(params) == 1 else 'them'} or give a larger --window")
 
 
 def answer_dangling(history: History) -> tuple[History, int]:

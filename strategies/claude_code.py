@@ -95,7 +95,7 @@ from typing import Literal
 
 from ctxsim.harness.llm.services import SUMMARY, CallSpec
 from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, Usage
-from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.base import CallInfo, Rejection, check_room
 from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, reattachments
 from ctxsim.strategies.startup_files import startup_text
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, breakpoints_for, chars_to_tokens
@@ -248,6 +248,12 @@ class ClaudeCode(ThresholdCompactor):
         self.version = version_tuple(self.config.release)
         self.session_id = "session"  # the launch's id: its transcript's file name
         self._written: set[bytes] = set()  # digests of the messages already in the transcript
+        c = self.config
+        given = {"summary_reserve_tokens": c.summary_reserve_tokens} if self.version >= (2, 1, 0) else {}
+        for k in ("autocompact_buffer_tokens", "auto_compact_window"):
+            if getattr(c, k) is not None:
+                given[k] = getattr(c, k)
+        check_room(self.name, env.window, self.threshold(), given or {"the release's buffer": BUFFER_2_0_TOKENS})
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)

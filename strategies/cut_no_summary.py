@@ -29,7 +29,7 @@ little prefix; or the tail alone is over the window) it gives up; other rejectio
 from __future__ import annotations
 
 from ctxsim.harness.model.conversation import History, Message, Usage
-from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyConfig
+from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyConfig, check_room
 from ctxsim.strategies.novacode import caching
 from ctxsim.strategies.novacode import compaction as rules
 from ctxsim.strategies.novacode.accounting import CHARS_PER_TOKEN, TokenLedger, message_tokens
@@ -71,6 +71,9 @@ class CutNoSummary(Strategy):
         super().__init__(config, env)
         self.ledger = TokenLedger(config.chars_per_token)
         self.lines = rules.thresholds(env.window, config.summary_reserve_tokens, config.soft_margin_tokens)
+        check_room(self.name, env.window, min(self.lines.soft, self.lines.hard),
+                   {"summary_reserve_tokens": config.summary_reserve_tokens,
+                    "soft_margin_tokens": config.soft_margin_tokens})
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)

@@ -21,15 +21,11 @@ from importlib.metadata import entry_points
 from typing import Any
 
 import ctxsim.strategies
-from ctxsim.strategies.base import Strategy, StrategyConfig, StrategyEnv
+from ctxsim.strategies.base import Strategy, StrategyConfig, StrategyEnv, StrategyError
 from pydantic import ValidationError
 
 ENTRY_POINT_GROUP = "ctxsim.strategies"
 _SKIP = {"base", "registry", "templates"}
-
-
-class StrategyError(ValueError):
-    """Unknown strategy or invalid parameters (exit status 2 at the CLI)."""
 
 
 def _classes_in(module) -> list[type[Strategy]]:

@@ -2,7 +2,9 @@
 ``register(subparsers)``, which adds its parser and sets ``func(args) -> int``.
 
 Exit status: 0 success, 2 bad input (the message names the file and line, or the option),
-1 internal error.
+1 internal error. Every outcome is said in one line on stderr: an internal error names the
+exception and where it was raised (the strategy and the line of its code when a strategy raised
+it), with the traceback under ``--debug``; a terminating signal says which one.
 
 May import: every package.
 """
@@ -54,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
         "cache hit rate, latency and task retention.",
     )
     p.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
+    p.add_argument("--debug", action="store_true",
+                   help="on an internal error (a bug of ctxsim or of a strategy), print the traceback, not one line")
     p.add_argument("--tokenizer", choices=["cl100k", "claude"], default=None,
                    help="the provider's offline tokenizer for every count of this command (default cl100k, or "
                    "CTXSIM_TOKENIZER; claude: the anthropic-tokenizer package, extra [claude-tokenizer]; README, "
@@ -77,18 +81,75 @@ _USER_ERRORS = {"ctxsim.harness.files.atomic": "WriteError", "ctxsim.harness.fil
 EXIT_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
 
 
-def _exit_on_sigterm() -> None:
+def _exit_on_sigterm(command: str | None = None) -> None:
     """SIGTERM (a killed job, a CI timeout), SIGHUP and SIGQUIT exit through Python, so every
-    ``finally`` runs: run directories are removed, partial outputs are not left behind."""
+    ``finally`` runs: run directories are removed, partial outputs are not left behind. The exit
+    is said in one line (before: exit 143 and not a word)."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return
+
+    def stop(signum, frame):
+        prefix = f"ctxsim {command}" if command else "ctxsim"
+        print(f"{prefix}: stopped by {signal.Signals(signum).name} (exit {128 + signum})", file=sys.stderr)
+        sys.exit(128 + signum)
+
     for name in EXIT_SIGNALS:
         sig = getattr(signal, name, None)
         if sig is not None and signal.getsignal(sig) in (signal.SIG_DFL, None):
-            signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
+            signal.signal(sig, stop)
+
+
+def _show_warning(command: str | None):
+    """``warnings.showwarning`` for a command: ctxsim's own warnings (a repair made while reading a
+    file) as one line ``ctxsim CMD: warning: ...``, any other as Python prints it."""
+    import warnings
+
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        sj = sys.modules.get("ctxsim.harness.files.strictjson")
+        if sj is not None and issubclass(category, sj.InputRepaired):
+            print(f"ctxsim {command}: warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    return show
+
+
+def internal_line(e: BaseException) -> str:
+    """One line for an exception that is no user's fault: the exception and the line of code that
+    raised it, and, when it came out of a strategy's code, that strategy (its spec, as ``--strategy``
+    takes it) and the line of the strategy's own file."""
+    import traceback
+
+    frames = list(traceback.walk_tb(e.__traceback__))
+    what = f"{type(e).__name__}: {e}".rstrip(": ") if str(e) else type(e).__name__
+    base = sys.modules.get("ctxsim.strategies.base")
+    strategy = None
+    if base is not None:
+        for frame, _ in frames:
+            obj = frame.f_locals.get("self")
+            if isinstance(obj, base.Strategy):
+                strategy = type(obj)
+    site = frames[-1] if frames else None
+    if strategy is not None:
+        import inspect
+
+        try:
+            own = inspect.getsourcefile(strategy)
+        except TypeError:
+            own = None
+        mine = [f for f in frames if own and f[0].f_code.co_filename == own]
+        site = mine[-1] if mine else site
+    at = f" at {site[0].f_code.co_filename}:{site[1]} in {site[0].f_code.co_name}" if site else ""
+    hint = "(--debug prints the traceback)"
+    if strategy is not None:
+        spec = f"{strategy.__module__}:{strategy.__qualname__}"
+        return f"error: strategy {spec} raised {what}{at} {hint}"
+    return f"internal error: {what}{at} {hint}"
 
 
 def _disk_error(e: BaseException) -> str | None:
@@ -113,9 +174,11 @@ def _is_user_error(e: BaseException) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
     parser = _parser()
     args = parser.parse_args(argv)
-    _exit_on_sigterm()
+    _exit_on_sigterm(getattr(args, "command", None))
     if args.tokenizer:   # process-wide, inherited by sweep workers (ctxsim.harness.provider.tokenizer.ENV)
         import os
 
@@ -123,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning(args.command)
+        return _run(args)
+
+
+def _run(args) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -139,7 +208,15 @@ def main(argv: list[str] | None = None) -> int:
         if disk is not None:   # a full disk is the machine, not a bug: exit 2, one line
             print(f"ctxsim {args.command}: error: {disk}", file=sys.stderr)
             return 2
-        if not _is_user_error(e):
+        if _is_user_error(e):
+            print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)
+            return 2
+        if args.debug:
             raise
-        print(f"ctxsim {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        sj = sys.modules.get("ctxsim.harness.files.strictjson")
+        if sj is not None and isinstance(e, sj.NotFinite):   # every input is checked: a bug, said so
+            print(f"ctxsim {args.command}: internal error: {e} (a bug: every input is checked; the output was not "
+                  "written)", file=sys.stderr)
+            return 1
+        print(f"ctxsim {args.command}: {internal_line(e)}", file=sys.stderr)
+        return 1

@@ -3,7 +3,6 @@ compare it, call by call, with the usage the real API reported (harness/fidelity
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 
@@ -61,7 +60,9 @@ def run(args) -> int:
         report["misses"] = fid.misses
         report["hidden"] = fid.hidden
     if args.json_out:
-        text = json.dumps(report, indent=2, default=str) + "\n"
+        from ctxsim.harness.files import strictjson
+
+        text = strictjson.dumps(report, indent=2, default=str) + "\n"   # never NaN / Infinity
         if args.json_out == "-":
             sys.stdout.write(text)
         else:

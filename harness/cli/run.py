@@ -3,7 +3,6 @@ on request."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -30,8 +29,9 @@ def register(sub) -> None:
 
 def write_json(obj, dest: str) -> None:
     from ctxsim.harness.cli.checks import atomic_write_text
+    from ctxsim.harness.files import strictjson
 
-    text = json.dumps(obj, indent=2, default=str)
+    text = strictjson.dumps(obj, indent=2, default=str)   # never NaN / Infinity: NotFinite, exit 1
     if dest == "-":
         sys.stdout.write(text + "\n")
     else:

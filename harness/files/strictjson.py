@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,7 +71,9 @@ def loads(text: str) -> Any:
     try:
         return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as e:
-        raise BadJSON(f"not JSON: {e.msg}", e.pos) from None
+        # "Unterminated string starting at", "Invalid control character at": the caller says where
+        # (" at column 9"; before: "starting at at column 9")
+        raise BadJSON(f"not JSON: {e.msg.removesuffix(' at')}", e.pos) from None
     except RecursionError:
         raise BadJSON("nested too deeply to be a log record (hundreds of levels)", _depth_at(text) or 0) from None
     except ValueError as e:   # NaN / Infinity, or a number with more digits than Python converts
@@ -78,6 +81,56 @@ def loads(text: str) -> Any:
         if "digits" in msg:
             msg = "a number with thousands of digits"
         return _locate_bad_value(text, msg)
+
+
+class InputRepaired(UserWarning):
+    """A repair made while reading a user's file (a lone surrogate replaced): the message names the
+    file and the line; the command line prints it as ``ctxsim CMD: warning: ...``."""
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")   # \uD800-\uDFFF written as a JSON escape
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# where a lone one is written: a high half not followed by a low one, or a low half not after a high one
+LONE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+                         r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+REPLACEMENT = "\ufffd"
+
+
+def lone_surrogates(text: str, obj: Any) -> tuple[Any, str | None]:
+    """``obj`` (parsed from ``text``) with every lone UTF-16 surrogate replaced by U+FFFD, and the
+    first one replaced (None: there was none, ``obj`` itself is returned). Valid JSON can hold one
+    (``"\\ud83d"``: a log that cut a string in the middle of an emoji); Python keeps it in the string,
+    and it cannot be written as UTF-8, hashed or tokenised. A pair is decoded to one character by
+    the parser, so what is left is lone. Only text with such an escape is walked."""
+    if "\\u" not in text or not _SURROGATE_ESCAPE.search(text):
+        return obj, None
+    first: list[str] = []
+
+    def fix(s: str) -> str:
+        m = _LONE_SURROGATE.search(s)
+        if m is None:
+            return s
+        if not first:
+            first.append(m.group())
+        return _LONE_SURROGATE.sub(REPLACEMENT, s)
+
+    def walk(o: Any) -> Any:
+        if isinstance(o, str):
+            return fix(o)
+        if isinstance(o, dict):
+            return {fix(k) if isinstance(k, str) else k: walk(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [walk(v) for v in o]
+        return o
+
+    out = walk(obj)
+    return (out, first[0]) if first else (obj, None)
+
+
+def surrogate_note(found: str) -> str:
+    """What a repair of :func:`lone_surrogates` is called in a warning."""
+    return (f"a lone UTF-16 surrogate (\\u{ord(found):04x}: a string cut in the middle of a character) "
+            "replaced by U+FFFD")
 
 
 def _locate_bad_value(text: str, msg: str) -> Any:
@@ -161,3 +214,41 @@ def node_line_col(text: str, node: Sequence[Any]) -> tuple[int, int]:
         if at is not None or not node:
             return line_col(text, at or 0)
         node.pop()
+
+
+class NotFinite(ValueError):
+    """A number that is not finite in what ctxsim was about to write as JSON; ``where`` is its key
+    path (``cost_usd``, ``rows[3].latency_s.p95``)."""
+
+    def __init__(self, where: str, value: float) -> None:
+        self.where, self.value = where, value
+        super().__init__(f"{where or 'the value'} is {value}, not a finite number")
+
+
+def non_finite(obj: Any, where: str = "") -> tuple[str, float] | None:
+    """(key path, value) of the first NaN or infinite float in ``obj`` (dicts, lists, tuples), or None."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else (where, obj)
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            hit = non_finite(v, f"{where}.{k}" if where else str(k))
+            if hit:
+                return hit
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            hit = non_finite(v, f"{where}[{i}]")
+            if hit:
+                return hit
+    return None
+
+
+def dumps(obj: Any, **kw: Any) -> str:
+    """``json.dumps`` that never writes ``NaN`` or ``Infinity`` (not JSON: a reader in another
+    language fails on it, or reads a number no run can have): :class:`NotFinite` names the value."""
+    try:
+        return json.dumps(obj, allow_nan=False, **kw)
+    except ValueError:
+        hit = non_finite(obj)
+        if hit is None:
+            raise
+        raise NotFinite(*hit) from None

@@ -79,8 +79,23 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise TraceError(path, no, f"{e.what} at column {e.pos + 1}{hint}") from None
             if not isinstance(obj, dict):
                 raise TraceError(path, no, f"expected a JSON object, got {type(obj).__name__}")
+            obj = _repaired(text, obj, path, no)
             _CURSOR.set((path, no, None))
             yield no, obj
+
+
+def _repaired(text: str, obj: Any, path: Path, line: int | None, column: int | None = None) -> Any:
+    """``obj`` with its lone surrogates replaced (a log that cut a string mid-emoji: the session is
+    kept), said as a warning naming the file and line (issue 44: the whole session was dropped)."""
+    from ctxsim.harness.files import strictjson
+
+    obj, lone = strictjson.lone_surrogates(text, obj)
+    if lone is not None:
+        import warnings
+
+        where = f"{path}:{line}" + (f":{column}" if line and column else "") if line else str(path)
+        warnings.warn(f"{where}: {strictjson.surrogate_note(lone)}", strictjson.InputRepaired, stacklevel=3)
+    return obj
 
 
 class JsonDoc:
@@ -128,6 +143,10 @@ def read_json_doc(path: str | Path) -> JsonDoc:
         line, col = strictjson.line_col(text, e.pos)
         hint = " (truncated file?)" if e.pos >= len(text.rstrip()) - 1 else ""
         raise TraceError(path, line, f"{e.what}{hint}", col) from None
+    m = strictjson.LONE_ESCAPE.search(text)
+    if m is not None:
+        line, col = strictjson.line_col(text, m.start())
+        value = _repaired(text, value, path, line, col)
     doc = JsonDoc(path, text, value)
     doc.cursor()
     return doc
@@ -291,8 +310,8 @@ class TraceBuilder:
     def tool_result(self, abs_t: float | None, tool_use_id: str, content: str, is_error: bool = False,
                     **meta: Any) -> bool:
         if tool_use_id not in self._open:
-            what = "answered twice" if tool_use_id in self._answered else "unknown"
-            self.counts[f"tool_result for an {what} tool_use dropped"] += 1
+            what = "an already answered" if tool_use_id in self._answered else "an unknown"
+            self.counts[f"tool_result for {what} tool_use dropped"] += 1
             return False
         del self._open[tool_use_id]
         self._answered.add(tool_use_id)

@@ -1,9 +1,12 @@
 """Trace format v1: one JSON header line, then one JSON event per line (see traces/README.md).
 
 The loader streams and validates; every problem is an error naming the file, the line and what is
-wrong (``TraceError``), never a warning and never a silently dropped line. The writer emits the
-canonical form (fixed key order, defaults omitted), so ``write(load(f)) == f`` byte for byte for any
-file the writer produced.
+wrong (``TraceError``), never a silently dropped line. The one repair: a lone UTF-16 surrogate
+(valid JSON, ``"\\ud83d"``: a string cut mid-emoji) is replaced by U+FFFD, listed in
+``Trace.repairs`` and warned about (``strictjson.InputRepaired``) with the file and line; the
+content hash is that of the repaired text (what the run replays). The writer emits the canonical
+form (fixed key order, defaults omitted), so ``write(load(f)) == f`` byte for byte for any file the
+writer produced.
 """
 
 from __future__ import annotations
@@ -348,6 +351,7 @@ class Trace:
     path: str | None = None
     lines: list[int] = field(default_factory=list, repr=False)  # source line of each event
     content_hash: str = ""
+    repairs: list[str] = field(default_factory=list, repr=False)   # "path:line: what was repaired"
     # engine-side memo (immutable blocks built from events), shared by every run of this trace in
     # a process, so token counts are computed once per trace, not once per run
     memo: dict = field(default_factory=dict, repr=False, compare=False)
@@ -407,7 +411,7 @@ class _Checker:
             self.pending_probe = None
         elif isinstance(ev, ToolResultEvent):
             if ev.tool_use_id not in self.open_tool_uses:
-                what = "answered twice" if ev.tool_use_id in self.seen_tool_uses else "unknown"
+                what = "an already answered" if ev.tool_use_id in self.seen_tool_uses else "an unknown"
                 raise self.err(line, f"tool_result for {what} tool_use id {ev.tool_use_id!r}")
             del self.open_tool_uses[ev.tool_use_id]
         elif isinstance(ev, FactEvent):
@@ -470,9 +474,10 @@ def _content_text(ev: Any) -> str:
     return "\n".join(parts)
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_lines(path: str | Path, repairs: list[str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of each line; bad bytes, bad JSON, NaN, deep nesting are refused
-    with the line and column they are on (a UTF-8 byte-order mark and CRLF line ends are fine)."""
+    with the line and column they are on (a UTF-8 byte-order mark and CRLF line ends are fine); a
+    lone surrogate is replaced, said in ``repairs`` and as an ``InputRepaired`` warning."""
     from ctxsim.harness.files import strictjson
 
     path = Path(path)
@@ -493,6 +498,14 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise TraceError(path, no, f"{e.what} at column {e.pos + 1}") from None
             if not isinstance(obj, dict):
                 raise TraceError(path, no, "a line must be a JSON object")
+            obj, lone = strictjson.lone_surrogates(text, obj)
+            if lone is not None:
+                note = f"{path}:{no}: {strictjson.surrogate_note(lone)}"
+                if repairs is not None:
+                    repairs.append(note)
+                import warnings
+
+                warnings.warn(note, strictjson.InputRepaired, stacklevel=2)
             yield no, obj
 
 
@@ -505,10 +518,11 @@ def load(path: str | Path) -> Trace:
     lines: list[int] = []
     chk = _Checker(str(path))
     last = 0
+    repairs: list[str] = []
     try:
-        for no, obj in iter_lines(path):
+        for no, obj in iter_lines(path, repairs):
             last = no
-            digest.update(_canonical(obj).encode())
+            digest.update(_canonical(obj).encode("utf-8", "surrogatepass"))
             if header is None:
                 if obj.get("type") != "header":
                     raise TraceError(path, no, "the first line must be the header ({\"type\": \"header\", ...})")
@@ -532,7 +546,7 @@ def load(path: str | Path) -> Trace:
         raise TraceError(path, None, "empty file: no header line")
     chk.finish(last)
     _check_whole(header, events, path, lines)
-    return Trace(header, events, str(path), lines, digest.hexdigest()[:16])
+    return Trace(header, events, str(path), lines, digest.hexdigest()[:16], repairs)
 
 
 def decode_line(raw: bytes, path: str | Path, no: int) -> str:
@@ -569,7 +583,7 @@ def validate_events(header: Header, events: Iterable[Any], name: str = "<memory>
     _check_whole(header, evs, name, list(range(2, len(evs) + 2)))
     h = hashlib.sha256()
     for obj in _dump_all(header, evs):
-        h.update(_canonical(obj).encode())
+        h.update(_canonical(obj).encode("utf-8", "surrogatepass"))   # never a crash on a lone surrogate
     return Trace(header, evs, None, list(range(2, len(evs) + 2)), h.hexdigest()[:16])
 
 
@@ -578,7 +592,7 @@ def with_header(trace: Trace, header: Header) -> Trace:
     memo holds the system prefix built from the header)."""
     h = hashlib.sha256()
     for obj in _dump_all(header, trace.events):
-        h.update(_canonical(obj).encode())
+        h.update(_canonical(obj).encode("utf-8", "surrogatepass"))   # never a crash on a lone surrogate
     return Trace(header, trace.events, trace.path, trace.lines, h.hexdigest()[:16])
 
 

@@ -41,15 +41,27 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+# Bounds of a row (issue 44: a price of 1.7e308 priced a session at $inf and wrote "cost_usd":
+# Infinity). Each is far beyond any real model's, so no real row meets it; all assumed.
+MAX_PRICE = 10_000.0        # USD per million tokens: 16x the dearest list price we know (OpenAI o1-pro
+                            # output, $600 per million, platform.openai.com/docs/pricing)
+MAX_WINDOW = 100_000_000    # tokens: harness/model/trace.py MAX_TOKENS, 100x the largest window here (1M)
+MAX_DECODE_TOK_S = 100_000.0  # output tokens per second: tens of times any served model's decode
+MAX_SECONDS = 3_600.0       # a time to first token of an hour is no API's
+MAX_S_PER_TOKEN = 1.0       # prefill seconds per input token
+MAX_CACHE_TTL_S = 31 * 86_400.0   # a month: the longest cache retention offered is 24 hours (OpenAI extended)
+MIN_TOKEN_SCALE, MAX_TOKEN_SCALE = 0.1, 10.0   # as a trace's recorded token scale (harness/model/trace.py)
+MAX_PREMIUM = 10.0          # a price factor for a region (the real one is 1.1)
 
 
 class LongContext(BaseModel):
     # inf / nan are TOML numbers, never prices or rates (an inf rate gave $0.00 or inf, latency NaN)
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    threshold: int = Field(gt=0, description="input tokens (uncached + writes + reads) above which the whole request is billed at these rates")
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
+    threshold: int = Field(gt=0, le=MAX_WINDOW, description="input tokens (uncached + writes + reads) above which the whole request is billed at these rates")
+    input: float = Field(ge=0, le=MAX_PRICE)
+    output: float = Field(ge=0, le=MAX_PRICE)
 
 
 class UnknownModelError(KeyError, ValueError):
@@ -107,24 +119,32 @@ class ModelSpec(BaseModel):
     source: str = Field("", description="where the prices and limits were read (page, document)")
     as_of: str = Field("", description="when they were read from that source (YYYY-MM-DD)")
     provider: Literal["anthropic", "openai", "gemini"]
-    window: int = Field(gt=0)
-    max_output: int = Field(gt=0)
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cache_write_5m: float | None = Field(None, ge=0, description="Anthropic only")
-    cache_write_1h: float | None = Field(None, ge=0, description="Anthropic only")
-    cache_read: float = Field(ge=0)
-    min_cacheable: int = Field(1024, ge=0)
-    cache_ttl_s: float = Field(300.0, gt=0, description="automatic caches (OpenAI, Gemini): idle retention")
+    window: int = Field(gt=0, le=MAX_WINDOW)
+    max_output: int = Field(gt=0, le=MAX_WINDOW)
+    input: float = Field(ge=0, le=MAX_PRICE)
+    output: float = Field(ge=0, le=MAX_PRICE)
+    cache_write_5m: float | None = Field(None, ge=0, le=MAX_PRICE, description="Anthropic only")
+    cache_write_1h: float | None = Field(None, ge=0, le=MAX_PRICE, description="Anthropic only")
+    cache_read: float = Field(ge=0, le=MAX_PRICE)
+    min_cacheable: int = Field(1024, ge=0, le=MAX_WINDOW)
+    cache_ttl_s: float = Field(300.0, gt=0, le=MAX_CACHE_TTL_S, description="automatic caches (OpenAI, Gemini): idle retention")
     long_context: LongContext | None = None
-    decode_tok_s: float = Field(60.0, gt=0)
-    ttft_base_s: float = Field(0.5, ge=0)
-    prefill_s_per_tok: float = Field(1.1e-4, ge=0)
-    cached_prefill_s_per_tok: float = Field(1.94e-5, ge=0)
-    token_scale: float = Field(1.0, gt=0, description="true tokens per cl100k token for this model")
-    bedrock_regional_premium: float = Field(1.0, ge=1.0, description=(
+    decode_tok_s: float = Field(60.0, gt=0, le=MAX_DECODE_TOK_S)
+    ttft_base_s: float = Field(0.5, ge=0, le=MAX_SECONDS)
+    prefill_s_per_tok: float = Field(1.1e-4, ge=0, le=MAX_S_PER_TOKEN)
+    cached_prefill_s_per_tok: float = Field(1.94e-5, ge=0, le=MAX_S_PER_TOKEN)
+    token_scale: float = Field(1.0, ge=MIN_TOKEN_SCALE, le=MAX_TOKEN_SCALE,
+                               description="true tokens per cl100k token for this model")
+    bedrock_regional_premium: float = Field(1.0, ge=1.0, le=MAX_PREMIUM, description=(
         "price factor of a Bedrock id served in a geography or region (us., eu., jp., apac. ..., or in-region) "
         "rather than by global cross-region inference (global.): every rate, cache and long context included"))
+
+    @model_validator(mode="after")
+    def _limits_fit_the_window(self) -> ModelSpec:
+        for k in ("max_output", "min_cacheable"):
+            if getattr(self, k) > self.window:
+                raise ValueError(f"{k} {getattr(self, k):,} is more than the window {self.window:,}")
+        return self
 
     def scaled(self, factor: float) -> ModelSpec:
         """This row with every price multiplied by ``factor`` (limits and latency unchanged)."""
@@ -178,10 +198,15 @@ def _parse(data: dict, source: str) -> tuple[dict[str, ModelSpec], str | None]:
         raise ValueError(f"{source}: unknown table {stray[0]!r}: rows go under [models.\"NAME\"] (and [defaults])")
     out = {}
     for name, fields in (data.get("models") or {}).items():
+        if not isinstance(fields, dict):
+            raise ValueError(f"{source}: model {name!r}: a table of prices and limits ([models.\"{name}\"])")
         try:
             out[name] = ModelSpec(name=name, **fields)
         except ValidationError as e:
-            raise ValueError(f"{source}: model {name!r}: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None
+            err = e.errors()[0]
+            where = ".".join(map(str, err["loc"]))
+            raise ValueError(f"{source}: model {name!r}: {where + ': ' if where else ''}"
+                             f"{err['msg'].removeprefix('Value error, ')}") from None
     return out, (data.get("defaults") or {}).get("model")
 
 

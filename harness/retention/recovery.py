@@ -64,7 +64,7 @@ from ctxsim.harness.model import trace as tr
 from ctxsim.harness.model.conversation import History
 from ctxsim.harness.retention.needs import USER_GIVEN, Needs
 from ctxsim.harness.retention.probes import _main_context
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "recovery.json"
 FORMAT = "ctxsim-recovery"
@@ -91,7 +91,7 @@ def default_probability() -> dict[str, float]:
 class RecoveryParams(BaseModel):
     """The closed loop's knobs (a sweep can vary them)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     enabled: bool = Field(True, description="recover lost needs at risk (False: the open-loop replay of before)")
     probability: dict[str, float] = Field(
@@ -116,6 +116,17 @@ class RecoveryParams(BaseModel):
     restate_probability: float = Field(1.0, ge=0.0, le=1.0, description=(
         "chance the user notices a violated goal/constraint and restates it (assumed: 1.0, every violation caught "
         "at once, the upper bound of the restatement cost; below 1 the violation goes unbilled)"))
+
+    @field_validator("probability")
+    @classmethod
+    def _probabilities(cls, v: dict[str, float]) -> dict[str, float]:
+        """Known kinds only, each a probability (issue 44: nan, 7 or a misspelt kind ran)."""
+        for k, p in v.items():
+            if k not in KINDS:
+                raise ValueError(f"unknown kind {k!r} (valid: {', '.join(KINDS)})")
+            if not (isinstance(p, (int, float)) and 0.0 <= p <= 1.0):   # nan compares false
+                raise ValueError(f"{k}: {p} is not a probability in [0, 1]")
+        return v
 
 
 @dataclass(frozen=True)

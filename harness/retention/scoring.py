@@ -49,8 +49,8 @@ from typing import Any, Literal
 
 import numpy as np
 from ctxsim.harness.model.conversation import Message, Request
-from ctxsim.harness.model.trace import ALL_CATEGORIES, FactEvent, ProbeEvent
-from pydantic import BaseModel, ConfigDict, Field
+from ctxsim.harness.model.trace import ALL_CATEGORIES, MAX_TOKENS, FactEvent, ProbeEvent
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # "Lost in the Middle", GPT-3.5-Turbo, 20 documents (peers.md)
 LITM_POSITIONS = (1, 5, 10, 15, 20)
@@ -67,20 +67,25 @@ SUMMARY_MARKER = "<summary>"  # what the simulated summariser (and Claude Code) 
 Where = Literal["window", "summary", "recoverable", "unfollowed", "lost"]
 _FILES_HELD = 64  # files whose bytes a model keeps between probes (the newest read); a bound on memory
 _PATH = re.compile(r"/[A-Za-z0-9_.@+\-]+(?:/[A-Za-z0-9_.@+\-]+)+")
+MAX_WEIGHT = 100.0  # a category's weight in retention.score (the defaults are 1 to 2; assumed bound)
 
 
 class RetentionParams(BaseModel):
     """Constants of the retention model; each one's source is in :data:`RETENTION_SOURCES`
     (``ctxsim run/compare --retention key=value`` and sweeps' ``[retention]`` grid vary them)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # finite numbers in their range (issue 44: curve_m=nan scored 0.0, 1e309 scored 1.0, -5 scored 0.0);
+    # the bounds hold for the run and compare options and a sweep's [retention] grid alike. The curve's
+    # terms are shares of the best-case accuracy (0..1); a decay length above 10 relative positions is
+    # flat over the request (assumed bound)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    curve_m: float = Field(0.5938, description="attention floor of the U curve (LitM fit)")
-    curve_a: float = Field(0.2638, description="primacy amplitude (LitM fit)")
-    curve_tau1: float = Field(0.1294, gt=0, description="primacy decay length, relative position (LitM fit)")
-    curve_b: float = Field(0.1218, description="recency amplitude (LitM fit)")
-    curve_tau2: float = Field(0.1990, gt=0, description="recency decay length, relative position (LitM fit)")
-    ref_tokens: int = Field(3_000, gt=0, description="context length the curve was measured at (LitM 20 docs)")
+    curve_m: float = Field(0.5938, ge=0, le=1, description="attention floor of the U curve (LitM fit)")
+    curve_a: float = Field(0.2638, ge=0, le=1, description="primacy amplitude (LitM fit)")
+    curve_tau1: float = Field(0.1294, gt=0, le=10, description="primacy decay length, relative position (LitM fit)")
+    curve_b: float = Field(0.1218, ge=0, le=1, description="recency amplitude (LitM fit)")
+    curve_tau2: float = Field(0.1990, gt=0, le=10, description="recency decay length, relative position (LitM fit)")
+    ref_tokens: int = Field(3_000, gt=0, le=MAX_TOKENS, description="context length the curve was measured at (LitM 20 docs)")
     rot_per_doubling: float = Field(0.043, ge=0, le=1, description="attention lost per doubling of the context (LitM 20->30 docs)")
     rot_floor: float = Field(0.3, ge=0, le=1, description="lowest context-length factor (assumed)")
     summary_fidelity: float = Field(0.9, ge=0, le=1, description="a fact restated by a summary, relative to the "
@@ -97,6 +102,18 @@ class RetentionParams(BaseModel):
         description="weights of retention.score; goal and constraint count more because forgetting them is what "
         "users of real agents complain about most (peers.md)")
 
+    @field_validator("category_weights")
+    @classmethod
+    def _weights(cls, v: dict[str, float]) -> dict[str, float]:
+        """Known categories only (a misspelt one was ignored), each weight finite in 0..MAX_WEIGHT."""
+        for k, w in v.items():
+            if k not in ALL_CATEGORIES:
+                raise ValueError(f"unknown category {k!r} (valid: {', '.join(ALL_CATEGORIES)})")
+            if not math.isfinite(w):
+                raise ValueError(f"{k}: {w} is not a finite number")
+            if not 0 <= w <= MAX_WEIGHT:
+                raise ValueError(f"{k}: {w} is not a weight in 0..{MAX_WEIGHT:g}")
+        return v
 
     def assumptions(self) -> list[tuple[str, Any, str]]:
         """(name, value, source) of every constant of the retention model, for reports."""

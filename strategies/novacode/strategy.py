@@ -50,7 +50,15 @@ from typing import Literal
 
 from ctxsim.harness.llm.services import SUMMARY, CallSpec, SideCallFailed
 from ctxsim.harness.model.conversation import Breakpoint, History, Message, Request, Usage
-from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyConfig, StrategyEnv, answer_dangling
+from ctxsim.strategies.base import (
+    CallInfo,
+    Rejection,
+    Strategy,
+    StrategyConfig,
+    StrategyEnv,
+    answer_dangling,
+    check_room,
+)
 from ctxsim.strategies.novacode import caching, restore
 from ctxsim.strategies.novacode import compaction as rules
 from ctxsim.strategies.novacode import memory as mem
@@ -270,6 +278,8 @@ class NovaCode(Strategy):
         self.ledger = self._new_ledger()
         self.breaker = self._new_breaker()
         self.lines = rules.thresholds(env.window, c.summary_reserve, c.soft_margin, c.hard_margin)
+        check_room(self.name, env.window, min(self.lines.soft, self.lines.hard),
+                   {"summary_reserve": c.summary_reserve, "soft_margin": c.soft_margin, "hard_margin": c.hard_margin})
         self.reads = restore.ReadTracker()
         self.readback_ids: set[str] = set()
         self.launches = env.session_dir / LAUNCHES_DIR  # every launch's session directory (N-TRANS-1)
