@@ -266,10 +266,12 @@ UNANSWERED_RESULT = "[no result: the session ended before this tool call returne
 
 
 def check_room(strategy: str, window: int, line: int, params: dict[str, int]) -> None:
-    """Refuse parameters that put a strategy's compaction line at or below zero tokens in this
-    window (a reserve or margin larger than the window: every call would compact, and the run's
-    numbers would look like a result; issue 44). Raised when the strategy is built for a run, the
-    window known: exit 2 at the command line, naming the parameters and the window."""
+    """Refuse parameters that put a strategy's last line (the effective window, the hard or the
+    auto-compact line) at or below zero tokens in this window: a reserve or margin larger than the
+    window, where every request is over the line and the run's numbers would look like a result
+    (issue 44). A soft line below zero with room under the hard one is a choice (a compaction
+    attempted at every call), not refused. Raised when the strategy is built for a run, the window
+    known: exit 2 at the command line, naming the parameters and the window."""
     if line > 0:
         return
     given = ", ".join(f"{k} {v:,}" for k, v in params.items())

@@ -71,7 +71,7 @@ class CutNoSummary(Strategy):
         super().__init__(config, env)
         self.ledger = TokenLedger(config.chars_per_token)
         self.lines = rules.thresholds(env.window, config.summary_reserve_tokens, config.soft_margin_tokens)
-        check_room(self.name, env.window, min(self.lines.soft, self.lines.hard),
+        check_room(self.name, env.window, min(self.lines.effective, self.lines.hard),
                    {"summary_reserve_tokens": config.summary_reserve_tokens,
                     "soft_margin_tokens": config.soft_margin_tokens})
 

@@ -108,7 +108,8 @@ def make_config(cls: type[Strategy], params: Mapping[str, Any] | None = None) ->
     try:
         cfg = cls.Config.model_validate(params)
     except ValidationError as e:
-        msgs = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        msgs = "; ".join(f"{'.'.join(map(str, err['loc'])) + ': ' if err['loc'] else ''}"
+                         f"{err['msg'].removeprefix('Value error, ')}" for err in e.errors())
         raise StrategyError(f"{cls.name}: invalid parameter: {msgs}") from None
     _check_values(cls.name, cfg)
     return cfg

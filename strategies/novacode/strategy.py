@@ -278,7 +278,7 @@ class NovaCode(Strategy):
         self.ledger = self._new_ledger()
         self.breaker = self._new_breaker()
         self.lines = rules.thresholds(env.window, c.summary_reserve, c.soft_margin, c.hard_margin)
-        check_room(self.name, env.window, min(self.lines.soft, self.lines.hard),
+        check_room(self.name, env.window, min(self.lines.effective, self.lines.hard),
                    {"summary_reserve": c.summary_reserve, "soft_margin": c.soft_margin, "hard_margin": c.hard_margin})
         self.reads = restore.ReadTracker()
         self.readback_ids: set[str] = set()

@@ -134,8 +134,8 @@ def test_a_recovery_probability_that_is_not_one_is_refused(tmp_path, item):
 
 @pytest.mark.parametrize("strategy,sets", [
     ("novacode", ["summary_reserve=500000"]),
-    ("novacode", ["soft_margin=250000"]),
-    ("novacode", ["summary_reserve=150000", "soft_margin=60000"]),
+    ("novacode", ["soft_margin=250000", "hard_margin=190000"]),
+    ("novacode", ["summary_reserve=150000", "soft_margin=60000", "hard_margin=60000"]),
     ("cut_no_summary", ["summary_reserve_tokens=300000"]),
     ("claude_code", ["autocompact_buffer_tokens=400000"]),
 ])
@@ -154,6 +154,8 @@ def test_a_reserve_or_margin_that_leaves_no_window_is_refused(tmp_path, strategy
 def test_the_default_reserves_fit_a_small_window(tmp_path):
     p = _trace(tmp_path)
     o = run_cli(["run", str(p), "-s", "novacode", "-q", "--window", "60000"])
+    assert o.status == 0, o.stderr
+    o = run_cli(["run", str(p), "-s", "novacode", "-q", "--window", "32000"])   # a soft line below 0: a choice
     assert o.status == 0, o.stderr
 
 
