@@ -71,10 +71,12 @@ def _parser() -> argparse.ArgumentParser:
 
 # exceptions that mean "bad input" (exit 2), by module: a module that was never imported cannot
 # have raised one, so none is imported just to be caught (`ctxsim --help` stays light)
-_USER_ERRORS = {"ctxsim.harness.files.atomic": "WriteError", "ctxsim.harness.files.extras": "MissingExtra", "ctxsim.harness.fidelity.recorded": "FidelityGap",
-                "ctxsim.harness.llm.live": "LiveError", "ctxsim.harness.provider.models": "UnknownModelError",
-                "ctxsim.harness.provider.tokenizer": "UnknownTokenizer", "ctxsim.harness.llm.response_store": "StoreMiss", "ctxsim.harness.model.trace": "TraceError",
-                "ctxsim.strategies.registry": "StrategyError"}
+_USER_ERRORS = {"ctxsim.harness.files.atomic": ("WriteError",), "ctxsim.harness.files.extras": ("MissingExtra",),
+                "ctxsim.harness.fidelity.recorded": ("FidelityGap",), "ctxsim.harness.llm.live": ("LiveError",),
+                "ctxsim.harness.provider.models": ("UnknownModelError", "ModelsFileError"),
+                "ctxsim.harness.provider.tokenizer": ("UnknownTokenizer",),
+                "ctxsim.harness.llm.response_store": ("StoreMiss",), "ctxsim.harness.model.trace": ("TraceError",),
+                "ctxsim.strategies.registry": ("StrategyError",)}
 
 
 # signals that end a command like SIGTERM: a closed terminal (HUP), Ctrl-backslash (QUIT)
@@ -166,9 +168,9 @@ def _disk_error(e: BaseException) -> str | None:
 def _is_user_error(e: BaseException) -> bool:
     if isinstance(e, BadInput):
         return True
-    for mod, name in _USER_ERRORS.items():
+    for mod, names in _USER_ERRORS.items():
         m = sys.modules.get(mod)
-        if m is not None and isinstance(e, getattr(m, name)):
+        if m is not None and any(isinstance(e, getattr(m, name)) for name in names):
             return True
     return False
 

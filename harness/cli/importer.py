@@ -161,7 +161,7 @@ def run(args) -> int:
         try:
             load_table(args.models_file)
         except ValueError as e:
-            raise BadInput(f"--models {e}") from None
+            raise BadInput(str(e)) from None   # names --models or CTXSIM_MODELS itself
     sessions, folder = discover(args.format, src)
     if not folder and out.is_dir():
         raise BadInput(f"-o {args.output}: a folder; for one log, give the trace file to write")

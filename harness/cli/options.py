@@ -99,8 +99,8 @@ def run_config(args, **overrides) -> RunConfig:
 
     try:
         table = load_table(args.models_file)
-    except ValueError as e:   # a --models file that is missing or not TOML
-        raise BadInput(f"--models {e}") from None
+    except ValueError as e:   # a --models or CTXSIM_MODELS file that is missing, not TOML, or out of bounds
+        raise BadInput(str(e)) from None
     try:
         if args.model is not None:
             table.get(args.model)

@@ -210,16 +210,24 @@ def _parse(data: dict, source: str) -> tuple[dict[str, ModelSpec], str | None]:
     return out, (data.get("defaults") or {}).get("model")
 
 
+class ModelsFileError(ValueError):
+    """A price table a user gave (``--models FILE`` or ``CTXSIM_MODELS``) that cannot be used: the
+    message names where it came from and the row and field (exit 2 at the command line)."""
+
+
 @cache
 def load_table(extra: str | None = None) -> ModelTable:
+    """models.toml, extended by ``CTXSIM_MODELS`` and then ``extra`` (``--models FILE``); a bad
+    file is a :class:`ModelsFileError` naming which of the two it was."""
     text = resources.files("ctxsim.harness.provider").joinpath("models.toml").read_text(encoding="utf-8")
     models, default = _parse(tomllib.loads(text), "models.toml")
-    for path in filter(None, [os.environ.get("CTXSIM_MODELS"), extra]):
+    for label, path in (("CTXSIM_MODELS=", os.environ.get("CTXSIM_MODELS")), ("--models ", extra)):
+        if not path:
+            continue
         try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise ValueError(f"{path}: {e}") from None
-        more, d = _parse(data, path)
+            more, d = _parse(tomllib.loads(Path(path).read_text(encoding="utf-8")), path)
+        except (OSError, tomllib.TOMLDecodeError, ValueError) as e:
+            raise ModelsFileError(f"{label}{path}: {e}".replace(f"{path}: {path}: ", f"{path}: ")) from None
         models.update(more)
         default = d or default
     return ModelTable(models, default or "claude-sonnet-4-6")

@@ -67,7 +67,18 @@ def test_the_same_checks_hold_for_ctxsim_models(tmp_path, monkeypatch):
         o = run_cli(["run", str(p), "-s", "append_only", "--model", "my-model", "-q"])
     finally:
         load_table.cache_clear()
-    _refused(o, "input", str(m))
+    _refused(o, "input", f"CTXSIM_MODELS={m}")   # before: said "--models", which the user never gave
+
+
+@pytest.mark.parametrize("argv", [["validate", "{p}", "--models", "{m}"], ["import", "codex", "{r}", "-o", "{o}",
+                                                                        "--models", "{m}"]])
+def test_every_command_taking_a_price_table_refuses_it_in_one_line(tmp_path, argv):
+    p = _trace(tmp_path)
+    m = _table(tmp_path, output="1e300")
+    r = tmp_path / "rollout-x.jsonl"
+    r.write_text("{}\n")
+    o = run_cli([a.format(p=p, m=m, r=r, o=tmp_path / "o.jsonl") for a in argv])
+    _refused(o, f"--models {m}", "output")
 
 
 def test_a_long_context_rate_no_model_has_is_refused(tmp_path):
