@@ -275,7 +275,8 @@ def check_room(strategy: str, window: int, line: int, params: dict[str, int]) ->
     if line > 0:
         return
     given = ", ".join(f"{k} {v:,}" for k, v in params.items())
-    raise StrategyError(f"{strategy}: {given} leave no room in a window of {window:,} tokens (the compaction line "
+    raise StrategyError(f"{strategy}: {given} {'leaves' if len(params) == 1 else 'leave'} no room in a window of "
+                        f"{window:,} tokens (the compaction line "
                         f"would be at {line:,}): lower {'it' if len(params) == 1 else 'them'} or give a larger --window")
 
 

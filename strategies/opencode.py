@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ctxsim.harness.llm.services import SUMMARY, CallSpec
 from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.base import CallInfo, Rejection, check_room
 from ctxsim.strategies.templates import (
     PeerConfig,
     ThresholdCompactor,
@@ -125,6 +125,9 @@ class OpenCode(ThresholdCompactor):
         self.tool_names: dict[str, str] = {}
         self.tool_inputs: dict[str, dict] = {}
         self.saved: set[str] = set()  # files the cut outputs were saved to
+        if config.reserved_tokens is not None:
+            check_room(self.name, env.window, env.window - config.reserved_tokens,
+                       {"reserved_tokens": config.reserved_tokens})
 
     def reads_saved(self, tool_use_id: str) -> bool:
         """The call names a file a cut output was saved to (absolute, or by its last two parts

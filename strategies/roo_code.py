@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from ctxsim.harness.llm.services import SUMMARY, CallSpec
 from ctxsim.harness.model.conversation import History, Message, Request, SystemPrompt, ToolSet
-from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.base import CallInfo, Rejection, check_room
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, tail_start, transcript_text
 from pydantic import Field
 
@@ -73,6 +73,7 @@ class RooCode(ThresholdCompactor):
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         self.percent = config.auto_condense_percent
+        check_room(self.name, env.window, int(self.allowed()), {"max_tokens": config.max_tokens})
 
     def allowed(self) -> float:
         return self.env.window * (1 - TOKEN_BUFFER_PERCENTAGE) - self.config.max_tokens

@@ -44,7 +44,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ctxsim.harness.model.conversation import Block, History, Message
-from ctxsim.strategies.base import CallInfo, Rejection
+from ctxsim.strategies.base import CallInfo, Rejection, check_room
 from ctxsim.strategies.novacode.restore import PATH_KEYS, READ_TOOLS
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, tail_start
 from pydantic import Field
@@ -191,6 +191,11 @@ class SlidingWindow(ThresholdCompactor):
     summary = "Cline classic: over window − 40k drop duplicate file reads, then half of the messages after the first pair"
     on_rejection = "the history is cut to a quarter and the request retried once (Cline task/index.ts context-window error)"
     Config = SlidingWindowConfig
+
+    def __init__(self, config, env) -> None:
+        super().__init__(config, env)
+        if config.reserve_tokens is not None:
+            check_room(self.name, env.window, self.allowed(), {"reserve_tokens": config.reserve_tokens})
 
     def allowed(self) -> int:
         c = self.config

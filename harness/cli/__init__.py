@@ -83,6 +83,10 @@ _USER_ERRORS = {"ctxsim.harness.files.atomic": ("WriteError",), "ctxsim.harness.
 EXIT_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
 
 
+class Stopped(SystemExit):
+    """The exit of a terminating signal (never taken for a strategy's own sys.exit)."""
+
+
 def _exit_on_sigterm(command: str | None = None) -> None:
     """SIGTERM (a killed job, a CI timeout), SIGHUP and SIGQUIT exit through Python, so every
     ``finally`` runs: run directories are removed, partial outputs are not left behind. The exit
@@ -96,7 +100,7 @@ def _exit_on_sigterm(command: str | None = None) -> None:
     def stop(signum, frame):
         prefix = f"ctxsim {command}" if command else "ctxsim"
         print(f"{prefix}: stopped by {signal.Signals(signum).name} (exit {128 + signum})", file=sys.stderr)
-        sys.exit(128 + signum)
+        raise Stopped(128 + signum)
 
     for name in EXIT_SIGNALS:
         sig = getattr(signal, name, None)
@@ -199,6 +203,12 @@ def _run(args) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except SystemExit as e:   # a strategy that calls sys.exit() ended the run: said, exit 1 (was: exit 0, nothing)
+        line = internal_line(e)
+        if args.debug or isinstance(e, Stopped) or not line.startswith("error: strategy "):
+            raise
+        print(f"ctxsim {args.command}: {line}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 0
     except Exception as e:

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -91,6 +92,9 @@ _PATH = re.compile(r"(?:/[\w.\-]+){2,}")
 _WORD = re.compile(r"[a-z0-9]{3,}")
 
 
+MAX_WHOLE = 10_000_000   # min_chars, excerpt_lines: far beyond any summary (assumed bound)
+
+
 @dataclass
 class SimParams:
     """The simulated summariser's and memory model's constants; each names its source (the fitted
@@ -110,6 +114,7 @@ class SimParams:
     def __post_init__(self) -> None:
         from ctxsim.harness.llm import survival as sv
 
+        self._check_numbers()
         for name in ("survival", "extract"):
             bad = {k: v for k, v in getattr(self, name).items() if not 0.0 <= v <= 1.0}
             if bad:
@@ -124,6 +129,31 @@ class SimParams:
             self.chars_per_token = float((data["length"] if data else sv.default_length())["chars_per_input_token"])
         if not 0 < self.chars_per_token <= 10:
             raise ValueError(f"SimParams.chars_per_token: must be in (0, 10], got {self.chars_per_token}")
+
+    def _check_numbers(self) -> None:
+        """Every number is a finite one of its kind (issue 44: a NaN was explained as a bound it
+        failed, min_chars=1e309 ran), whole numbers within MAX_WHOLE (assumed bound)."""
+        def real(v: Any) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+        for name in ("chars_per_token", "fact_share"):
+            v = getattr(self, name)
+            if v is not None and not real(v):
+                raise ValueError(f"SimParams.{name}: {v!r} is not a finite number")
+        for name in ("min_chars", "excerpt_lines"):
+            v = getattr(self, name)
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+                setattr(self, name, v)
+            if not (isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_WHOLE):
+                raise ValueError(f"SimParams.{name}: {v!r} is not a whole number in 0..{MAX_WHOLE:,}")
+        for name in ("survival", "extract"):
+            d = getattr(self, name)
+            if not isinstance(d, dict):
+                raise ValueError(f"SimParams.{name}: a table of probabilities, got {d!r}")
+            bad = {k: v for k, v in d.items() if not real(v)}
+            if bad:
+                raise ValueError(f"SimParams.{name}: not finite numbers: {bad}")
 
     def assumptions(self) -> list[tuple[str, Any, str]]:
         """(name, value, source) of every constant, for the report's assumptions."""

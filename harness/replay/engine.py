@@ -164,6 +164,9 @@ class _Run:
         s = self.strategy
         self.attempt = 1
         while True:
+            if not isinstance(req, Request):   # a strategy's bug named as its own, not as the engine's
+                raise TypeError(f"strategy {type(s).__module__}:{type(s).__qualname__}: build_request returned "
+                                f"{type(req).__name__}, not a Request")
             if req.model is None and self.current_model:  # a request that names none: the call's recorded model
                 req = replace(req, model=self.current_model)
             lay = self.provider.layout(req)

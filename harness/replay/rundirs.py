@@ -107,7 +107,7 @@ def check_session_dir(d: Path) -> bool:
         if ok:
             return True
         raise ValueError(f"--session-dir {d}: its {SESSION_MARK} marker was not written by ctxsim for this folder "
-                         "(empty, of an older ctxsim, or copied): nothing removed; give a new or empty folder, or "
+                         "(empty, of an older ctxsim, copied or moved here): nothing removed; give a new or empty folder, or "
                          "empty this one yourself")
     raise ValueError(f"--session-dir {d}: not empty and not a ctxsim session folder (no {SESSION_MARK} marker); "
                      "give a new or empty one (a folder an earlier run used is cleared and reused)")

@@ -141,6 +141,19 @@ def test_a_recovery_probability_that_is_not_one_is_refused(tmp_path, item):
     _refused(o, "--recovery", "probability")
 
 
+@pytest.mark.parametrize("item,words", [("fact_share=nan", "not a finite number"), ("fact_share=inf", "not a finite"),
+                                        ("min_chars=1e309", "min_chars"), ("min_chars=abc", "min_chars"),
+                                        ("excerpt_lines=1e12", "excerpt_lines"),
+                                        ("'survival={goal=nan}'", "not finite")])
+def test_a_summariser_constant_that_is_not_a_real_one_is_refused(tmp_path, item, words):
+    """Found by the fresh hostile set: fact_share=nan was explained as "must be in (0, 1]", and
+    min_chars=1e309 ran, exit 0."""
+    p = _trace(tmp_path)
+    o = run_cli(["run", str(p), "-s", "append_only", "-q", "--summariser", item.strip("'")])
+    _refused(o, "--summariser", words)
+    assert "must be in" not in o.stderr
+
+
 # --- strategy parameters against the window -------------------------------------------------------
 
 @pytest.mark.parametrize("strategy,sets", [
@@ -149,6 +162,10 @@ def test_a_recovery_probability_that_is_not_one_is_refused(tmp_path, item):
     ("novacode", ["summary_reserve=150000", "soft_margin=60000", "hard_margin=60000"]),
     ("cut_no_summary", ["summary_reserve_tokens=300000"]),
     ("claude_code", ["autocompact_buffer_tokens=400000"]),
+    ("claude_code", ["auto_compact_window=1000"]),
+    ("sliding_window", ["reserve_tokens=900000"]),      # found by the fresh hostile set: each ran, exit 0
+    ("roo_code", ["max_tokens=900000"]),
+    ("opencode", ["reserved_tokens=900000"]),
 ])
 def test_a_reserve_or_margin_that_leaves_no_window_is_refused(tmp_path, strategy, sets):
     """Before: summary_reserve=500000 on a 200k window ran (a compaction line below zero: every

@@ -150,6 +150,29 @@ def test_compare_names_the_strategy_that_raised(tmp_path, monkeypatch):
     assert "boom_strategy:Boom" in o.stderr and "boom_strategy.py:16" in o.stderr
 
 
+@pytest.mark.parametrize("body,words", [
+    ("    def build_request(self, call):\n        return None\n", "build_request returned NoneType, not a Request"),
+    ("    def build_request(self, call):\n        raise SystemExit(0)\n", "raised SystemExit"),
+    ("    def __init__(self, config, env):\n        super().__init__(config, env)\n        raise RuntimeError('no file')\n",
+     "raised RuntimeError: no file"),
+])
+def test_other_strategy_bugs_are_one_line_naming_the_strategy(tmp_path, monkeypatch, body, words):
+    """Found by the fresh hostile set: a build_request returning None was blamed on the engine
+    ("AttributeError ... at engine.py"), and one calling sys.exit(0) ended the run with exit 0 and
+    no word."""
+    d = tmp_path / "mine"
+    d.mkdir()
+    mod = f"odd_strategy_{abs(hash(body)) % 10**8}"   # one module per case: an imported one is cached
+    (d / f"{mod}.py").write_text("from ctxsim.strategies.base import Strategy, StrategyConfig\n\n\n"
+                                       "class Odd(Strategy):\n    name = 'odd'\n    summary = 'odd'\n"
+                                       "    Config = StrategyConfig\n\n" + body)
+    monkeypatch.syspath_prepend(str(d))
+    o = run_cli(["run", str(_trace(tmp_path)), "-s", f"{mod}:Odd", "-q", "--json", str(tmp_path / "o.json")])
+    assert o.exception == "" and o.status == 1 and len(o.error_lines) == 1, (o.exception, o.stderr)
+    assert f"{mod}:Odd" in o.stderr and words in o.stderr, o.stderr
+    assert not (tmp_path / "o.json").exists()
+
+
 # --- SIGTERM --------------------------------------------------------------------------------------
 
 SLOW = '''
