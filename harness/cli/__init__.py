@@ -151,6 +151,18 @@ def internal_line(e: BaseException) -> str:
         mine = [f for f in frames if own and f[0].f_code.co_filename == own]
         site = mine[-1] if mine else site
     at = f" at {site[0].f_code.co_filename}:{site[1]} in {site[0].f_code.co_name}" if site else ""
+    import os
+
+    harness = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep   # ctxsim.harness
+    strategies = os.path.join(os.path.dirname(harness.rstrip(os.sep)), "strategies") + os.sep
+    mod = sys.modules.get("ctxsim.strategies")
+    if mod is not None and getattr(mod, "__file__", None):
+        strategies = os.path.dirname(os.path.abspath(mod.__file__)) + os.sep
+    here = (harness, strategies)
+    if site and strategy is None and not site[0].f_code.co_filename.startswith(here):
+        ours = [f for f in frames if f[0].f_code.co_filename.startswith(here)]
+        if ours:   # raised inside a library (pandas ...): say which line of ctxsim called it
+            at += f" (called from {ours[-1][0].f_code.co_filename}:{ours[-1][1]} in {ours[-1][0].f_code.co_name})"
     hint = "(--debug prints the traceback)"
     if strategy is not None:
         spec = f"{strategy.__module__}:{strategy.__qualname__}"
