@@ -19,6 +19,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 from pathlib import Path
 
 from ctxsim.harness.files.atomic import WriteError
@@ -44,25 +45,39 @@ def root() -> str | None:
     return roots[0] if roots else None
 
 
+@lru_cache(maxsize=4096)
+def _steps(roots: tuple[str, ...], path: str) -> tuple[str, ...] | None:
+    """The paths from the first part below the run directory down to ``path`` itself (what
+    :func:`guard` looks at, worked out once per path: a transcript is appended to thousands of
+    times), or None when ``path`` is outside the run directory."""
+    p = os.path.abspath(path)
+    base = next((r for r in roots if p == r or p.startswith(r + os.sep)), None)
+    if base is None:
+        return None
+    out, cur = [], base
+    for part in p[len(base) + 1:].split(os.sep) if p != base else ():
+        cur = f"{cur}{os.sep}{part}"
+        out.append(cur)
+    return tuple(out)
+
+
 def guard(path: str | Path) -> None:
     """Raise :class:`WriteError` if a run is on and writing ``path`` would leave its directory:
     ``path`` outside it, a symbolic link anywhere below it on the way, or an existing hard link."""
     roots = _ROOT.get()
     if roots is None:
         return
-    p = os.path.abspath(path)
-    base = next((r for r in roots if p == r or p.startswith(r + os.sep)), None)
-    if base is None:
+    steps = _steps(roots, os.fspath(path))
+    if steps is None:
         raise WriteError(path, f"outside the run directory {roots[0]} (a run writes its files only there)")
-    cur = base
-    for part in p[len(base) + 1:].split(os.sep) if p != base else ():
-        cur = f"{cur}{os.sep}{part}"
+    lstat, islnk = os.lstat, stat.S_ISLNK
+    for cur in steps:
         try:
-            st = os.lstat(cur)
+            st = lstat(cur)
         except (FileNotFoundError, NotADirectoryError):
             return   # the rest is created by the write, under a real folder of the run
-        if stat.S_ISLNK(st.st_mode):
+        if islnk(st.st_mode):
             raise WriteError(path, f"{cur} is a symbolic link in the run directory (planted during the run?): "
                              "not followed")
-        if cur == p and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-            raise WriteError(path, "a hard link in the run directory (to a file elsewhere?): not written through")
+    if steps and st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
+        raise WriteError(path, "a hard link in the run directory (to a file elsewhere?): not written through")

@@ -280,8 +280,6 @@ class RetentionModel:
     def _file_has(self, path: str, fact: FactEvent) -> tuple[int, int]:
         """(1-based line of the fact in the file or 0, file size); 0 for a file whose real path is
         outside the run directory."""
-        if self._real_root is not None and not os.path.realpath(path).startswith(self._real_root):
-            return 0, 0
         try:
             st = os.stat(path)
         except OSError:
@@ -292,6 +290,8 @@ class RetentionModel:
         key = (path, fact.id)
         hit = self._file.get(key)
         if hit is None or hit[0] != stamp:
+            if self._real_root is not None and not os.path.realpath(path).startswith(self._real_root):
+                return 0, 0   # checked before each read of a new version (realpath is the costly part)
             try:
                 line = self._line_of(path, stamp, fact.text)
             except OSError:
