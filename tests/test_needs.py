@@ -233,3 +233,27 @@ def test_a_read_back_not_made_leaves_the_need_lost():
     assert s.fact_scores[2].score == 0.0 and s.rows[2]["score"] == 0.0
     s.unpaid(mark)
     assert [r["where"] for r in s.rows] == ["recoverable", "unfollowed", "unfollowed", "window"]
+
+
+def test_the_report_gives_the_break_even_of_forgetting():
+    """Issue 43, item 6: the report's needs section, like compare, says how many wasted calls per
+    violation would change the cost order. cut: $10 a run, 5 violations, 100 calls ($0.10 a call);
+    novacode: $12, 1 violation: $2 / (4 × $0.10) = 5.0 calls."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+    from ctxsim.harness.report import needs_sections as ns
+    from ctxsim.harness.sweep.tuning import Retention, Setting
+
+    def setting(name, cost, kept):
+        return Setting(name, name, name, 200_000, "", {}, {}, True, 2, cost, 0.0, 1.0,
+                       Retention(kept, kept, kept), keys=[f"{name}-0", f"{name}-1"])
+
+    runs = pd.DataFrame({"key": ["cut-0", "cut-1", "novacode-0", "novacode-1"],
+                         "recovery.violated": [5, 5, 1, 1], "calls": [100, 100, 100, 100],
+                         "cost_usd": [10.0, 10.0, 12.0, 12.0]})
+    got = ns._break_even(SimpleNamespace(runs=runs), [setting("cut", 10.0, 0.5), setting("novacode", 12.0, 0.9)])
+    para, bullets = got
+    assert "median 10 calls, p90 52" in para.text
+    (line,) = bullets.items
+    assert line.startswith("`cut` stays cheaper than `novacode`") and "wastes 5.0 or more calls" in line

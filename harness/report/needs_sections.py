@@ -221,7 +221,7 @@ def _break_even(ctx: Context, here: list[tuning.Setting]) -> list[Any]:
         calls = g["calls"].where(g["calls"] > 0)
         call_usd[s.config] = float((g[analysis.COST] / calls).mean()) if calls.notna().any() else 0.0
     got = break_even_lines(money, call_usd, {s.config: {"kept": s.retention.est} for s in here})
-    return [Para(got[1]), Bullets(got[2:])] if got else []
+    return [Para(got[1]), Bullets([x.removeprefix("- ") for x in got[2:]])] if got else []
 
 
 def rec_lines(ctx: Context) -> list[Any]:
