@@ -57,7 +57,10 @@ def run(args) -> int:
         raise BadInput(f"{args.dir}: every run failed; nothing to report")
     from ctxsim.harness.report.tuning_sections import terminal_lines
 
-    for line in terminal_lines(ok)[1]:  # what the grid did not measure: said here too, and in the report
+    answers, idle = terminal_lines(ok, probes)   # the report's opening, on the terminal too
+    for line in answers:
+        print(f"- {line}")
+    for line in idle:  # what the grid did not measure: said here too, and in the report
         print(f"ctxsim report: warning: {line}", file=sys.stderr)
     ledger = None
     on_grid = "param.soft_margin" in ok and ok["param.soft_margin"].nunique() > 1 and bool(calls)

@@ -23,8 +23,41 @@ def register(sub) -> None:
     p.add_argument("--target", type=float, default=None, help="retention target of the recommendation (default: the config's)")
     p.add_argument("--retry-failed", action="store_true", help="run again the runs that raised an error (by "
                    "default a resumed sweep keeps them as they are)")
+    p.add_argument("--with", dest="extra", action="append", default=[], metavar="WINDOW=TRACES",
+                   help="also run TRACES (a trace, a folder of them such as an imported one, a glob, preset:NAME or "
+                   "population:PRESET:N; paths relative to here) at WINDOW, beside the grid's own (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+    # `ctxsim tune` beside it: its own module, registered here so that it follows sweep in --help
+    from ctxsim.harness.cli import tune
+
+    tune.register(sub)
+
+
+def with_traces(cfg, extra: list[str]):
+    """``cfg`` with each ``WINDOW=TRACES`` of ``--with`` added to the traces run at that window."""
+    import os
+
+    from ctxsim.harness.cli import BadInput
+    from ctxsim.harness.sweep.grid import population_item
+
+    for item in extra:
+        w, sep, what = item.partition("=")
+        if not sep or not w.strip().replace("_", "").isdigit() or not what.strip():
+            raise BadInput(f"--with {item!r}: expected WINDOW=TRACES (e.g. 200000=my-traces)")
+        window = int(w.strip().replace("_", ""))
+        if window not in cfg.windows:
+            raise BadInput(f"--with {item!r}: {window:,} is not one of the grid's windows "
+                           f"({', '.join(f'{x:,}' for x in cfg.windows if x)})")
+        what = what.strip()
+        if not what.startswith(("preset:", "population:")):
+            if not any(ch in what for ch in "*?[") and not os.path.exists(what):
+                raise BadInput(f"--with {item!r}: {what}: no such file or folder")
+            what = os.path.abspath(what)
+        else:
+            population_item(what)   # a malformed population is said now
+        cfg.window_traces[str(window)] = [*cfg.traces_at(window), what]
+    return cfg
 
 
 def run(args) -> int:
@@ -45,7 +78,7 @@ def run(args) -> int:
         args.config = str(bundled.example_sweep(args.config) or args.config)
     checks.output("--out", args.out, sources=[args.config], folder=True)
     try:
-        cfg = load_config(args.config)
+        cfg = with_traces(load_config(args.config), args.extra)
         df = run_sweep(cfg, args.out, base=Path(args.config).resolve().parent, workers=args.workers,
                        executor=args.executor, scheduler=args.scheduler, progress=not args.no_progress,
                        limit=args.limit, retry_failed=args.retry_failed)
@@ -67,10 +100,14 @@ def run(args) -> int:
 
         print(terminal_line(df, target))   # on needs at risk, as the report (issue 26)
         from ctxsim.harness.report.tuning_sections import terminal_lines
+        from ctxsim.harness.sweep.grid import load_probes
 
-        answers, idle = terminal_lines(analysis.ok_runs(df))
+        ok = analysis.ok_runs(df)
+        answers, idle = terminal_lines(ok, load_probes(args.out, ok["key"]))   # the probes the report reads too
+        if answers:
+            print("The answer (as the report opens):")
         for line in answers:
-            print(f"tuning: {line}")
+            print(f"- {line}")
         for line in idle:   # a part of the grid that measured nothing is said, never left silent
             print(f"ctxsim sweep: warning: {line}", file=sys.stderr)
     if errors:   # a run that raised is no result: the sweep did not do what it was asked

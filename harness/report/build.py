@@ -32,6 +32,7 @@ import pandas as pd
 from ctxsim.harness.report import figures as figs
 from ctxsim.harness.report import formatting as fmt
 from ctxsim.harness.report import needs_sections as nsec
+from ctxsim.harness.report import opening
 from ctxsim.harness.report import tuning_figures as tfig
 from ctxsim.harness.report import tuning_sections as tsec
 from ctxsim.harness.report.content import Bullets, Context, Para, Raw, Section, Table
@@ -145,8 +146,9 @@ def _prices(runs: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """{model: {field: value}} from the flattened ``provenance.prices.models.<model>.<field>``
     columns (a model name may hold dots: the field is matched from the end)."""
     out: dict[str, dict[str, Any]] = {}
+    fields = sorted(_PRICE_FIELDS, key=len, reverse=True)   # "long_context.input" before "input"
     for col, v in _provenance(runs, "provenance.prices.models.").items():
-        f = next((f for f in _PRICE_FIELDS if col.endswith("." + f)), None)
+        f = next((f for f in fields if col.endswith("." + f)), None)
         vals = v.dropna().unique()
         if f is None or not len(vals):
             continue
@@ -156,6 +158,53 @@ def _prices(runs: pd.DataFrame) -> dict[str, dict[str, Any]]:
 
 def _uniq(runs: pd.DataFrame, col: str) -> list[Any]:
     return sorted(runs[col].dropna().unique().tolist(), key=str) if col in runs else []
+
+
+POPULATION_LISTED = 5   # a group of more sessions than this is stated as a population, in one line
+
+
+def _trace_lines(t: Any) -> list[str]:
+    out = []
+    kind = t.get("provenance.trace.kind")
+    tname = Path(str(t["trace"])).name
+    h = f" (hash {str(t['trace_hash'])[:12]})" if "trace_hash" in t and isinstance(t["trace_hash"], str) else ""
+    if kind == "synthetic":
+        size = f", {fmt.count(t['provenance.trace.calls'])} calls" if not pd.isna(t.get("provenance.trace.calls")) else ""
+        desc = (f"synthetic: `ctxsim synth {t.get('provenance.trace.preset')} --seed {fmt.value(t.get('provenance.trace.seed'))}`"
+                f"{size}; sizes, tool mix and gaps fitted to real logs, content generated")
+    elif kind == "imported":
+        desc = f"imported from a {t.get('provenance.trace.format')} log (`{t.get('provenance.trace.path')}`)"
+    elif kind == "hand-built":
+        desc = "hand-built (a test or example trace)"
+    else:
+        desc = "source not recorded"
+    out.append(f"**Trace** `{tname}`{h}: {desc}.")
+    if t.get("provenance.cache_model.fitted") is True:   # harness/provider/routing.py
+        out.append(f"**Cache model** of `{tname}`: fitted on the log: {float(t['provenance.cache_model.share']):.1%} of "
+                   "requests routed where the session's cache entries are absent (the log's recurring fall-backs), "
+                   "applied to every strategy alike; each call billed at the mean over the router's phases "
+                   "(the expected bill, not one draw of where requests strayed).")
+    return out
+
+
+def _population_line(group: str, ts: list[Any]) -> str:
+    calls = sorted(int(t["calls"]) for t in ts if "calls" in t and not pd.isna(t.get("calls")))
+    size = (f"; {fmt.count(calls[0])}–{fmt.count(calls[-1])} calls (median {fmt.count(calls[len(calls) // 2])})"
+            if calls else "")
+    kinds = {t.get("provenance.trace.kind") for t in ts}
+    if kinds == {"synthetic"}:
+        seeds = sorted(int(t["provenance.trace.seed"]) for t in ts if not pd.isna(t.get("provenance.trace.seed")))
+        span = f" (seeds {seeds[0]}–{seeds[-1]})" if seeds else ""
+        desc = (f"a synthetic population, `ctxsim synth {group} --sessions N`{span}: each session's shape (calls, user "
+                "turns, tool mix, where the window turns over) drawn from real Claude Code logs "
+                "(harness/synth/population.py), content generated")
+    elif kinds == {"imported"}:
+        desc = "real sessions, imported logs"
+    else:
+        desc = "traces of several kinds"
+    fallbacks = sum(1 for t in ts if t.get("provenance.cache_model.fitted") is True)
+    extra = f"; {fallbacks} with a cache model fitted on the log" if fallbacks else ""
+    return f"**Population** `{group}`: {len(ts)} sessions, {desc}{size}{extra}."
 
 
 def section_assumptions(ctx: Context) -> Section:
@@ -182,26 +231,15 @@ def section_assumptions(ctx: Context) -> Section:
                           "(written by an older ctxsim: run them again to have them stated)."))
     bullets = [f"**Windows**: {', '.join(f'{w:,}' for w in ctx.windows)} tokens; the per-strategy figures use {ctx.window:,}."]
     traces = runs.drop_duplicates("trace") if "trace" in runs else runs.iloc[0:0]
+    by_group: dict[str, list[Any]] = {}
     for _, t in traces.iterrows():
-        kind = t.get("provenance.trace.kind")
-        tname = Path(str(t["trace"])).name
-        h = f" (hash {str(t['trace_hash'])[:12]})" if "trace_hash" in t and isinstance(t["trace_hash"], str) else ""
-        if kind == "synthetic":
-            size = f", {fmt.count(t['provenance.trace.calls'])} calls" if not pd.isna(t.get("provenance.trace.calls")) else ""
-            desc = (f"synthetic: `ctxsim synth {t.get('provenance.trace.preset')} --seed {fmt.value(t.get('provenance.trace.seed'))}`"
-                    f"{size}; sizes, tool mix and gaps fitted to real logs, content generated")
-        elif kind == "imported":
-            desc = f"imported from a {t.get('provenance.trace.format')} log (`{t.get('provenance.trace.path')}`)"
-        elif kind == "hand-built":
-            desc = "hand-built (a test or example trace)"
-        else:
-            desc = "source not recorded"
-        bullets.append(f"**Trace** `{tname}`{h}: {desc}.")
-        if t.get("provenance.cache_model.fitted") is True:   # harness/provider/routing.py
-            bullets.append(f"**Cache model** of `{tname}`: fitted on the log: {float(t['provenance.cache_model.share']):.1%} of "
-                           "requests routed where the session's cache entries are absent (the log's recurring fall-backs), "
-                           "applied to every strategy alike; each call billed at the mean over the router's phases "
-                           "(the expected bill, not one draw of where requests strayed).")
+        by_group.setdefault(tuning.trace_group(t), []).append(t)
+    for group, ts in by_group.items():
+        if len(ts) > POPULATION_LISTED:   # a population: one line, not one per session
+            bullets.append(_population_line(group, ts))
+            continue
+        for t in ts:
+            bullets += _trace_lines(t)
     seeds = _uniq(runs, "seed")
     per = ctx.cfgs["runs"]
     bullets.append(f"**Seeds**: run seed(s) {', '.join(fmt.value(s) for s in seeds) or '–'}; "
@@ -329,6 +367,8 @@ def section_errors(ctx: Context) -> Section | None:
 
 
 SECTIONS: list[Callable[[Context], Section | None]] = [
+    opening.section,
+    opening.population_section,
     tsec.section_tuning,
     lambda ctx: ctx.figure(tfig.fig_front(ctx)) if ctx.answers else None,
     lambda ctx: ctx.figures_section("Response to the swept parameters", tfig.fig_response(ctx)) if ctx.answers else None,

@@ -160,7 +160,7 @@ def fig_sawtooth(ctx: Context) -> Figure | None:
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 2.6 * rows + 1.2), sharex=True, sharey=True,
                              squeeze=False)
-    eff, top = window - SUMMARY_RESERVE, 1.25 * window / 1e3
+    top = 1.25 * window / 1e3
     failed = []
     for ax, (_, r) in zip(axes.flat, runs.iterrows()):
         last, rejected = _context_series(ctx.calls[r["key"]])
@@ -174,13 +174,14 @@ def fig_sawtooth(ctx: Context) -> Figure | None:
             ax.scatter(rejected["call"], (rejected["context_tokens"] / 1e3).clip(upper=top), marker="x", s=18,
                        color="k", zorder=4)
         ax.axhline(window / 1e3, color="k", lw=1)
-        ax.axhline((eff - HARD_MARGIN) / 1e3, color="r", ls="--", lw=0.7)
-        ax.axhline((eff - SOFT_MARGIN) / 1e3, color="orange", ls="--", lw=0.7)
-        title = f"{r['config']} (peak {int(last['context_tokens'].max()) / 1e3:,.0f}k)"
+        for y_line, color in trigger_lines(r, window):   # this configuration's own lines, if it has them
+            ax.axhline(y_line / 1e3, color=color, ls="--", lw=0.7)
+        short = panel_name(r)
+        title = f"{short} (peak {int(last['context_tokens'].max()) / 1e3:,.0f}k)"
         if not r["completed"]:
             failed.append(r)
-            title = f"{r['config']}: FAILED at call {fmt.count(r['failed_at_call'])}"
-        ax.set_title(title, fontsize=10, color="k" if r["completed"] else FAILED_EDGE)
+            title = f"{short}: FAILED at call {fmt.count(r['failed_at_call'])}"
+        ax.set_title(_wrap(title, 44), fontsize=9, color="k" if r["completed"] else FAILED_EDGE)
         ax.set_ylim(0, top * 1.02)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
@@ -189,8 +190,9 @@ def fig_sawtooth(ctx: Context) -> Figure | None:
     for ax in axes[:, 0]:
         ax.set_ylabel("context (k tokens)", fontsize=10)
     trace = Path(str(runs["trace"].iloc[0])).name if "trace" in runs else ""
-    fig.suptitle(f"Context per call on {trace}, window {window:,}: black line = window, dashed = NovaCode soft/hard "
-                 f"lines (N-COMP-2/3),\n▼ = history rewritten, × = request rejected", fontsize=11)
+    fig.suptitle(f"Context per call on {trace}, window {window:,}: black line = window, dashed = each NovaCode "
+                 f"setting's own soft (orange) and hard (red) lines\n(N-COMP-1..3), ▼ = history rewritten, "
+                 f"× = request rejected", fontsize=11)
     f = _save(fig, ctx.out, "02-context-per-call.png")
     rej = runs[(runs.get("rejected_requests", pd.Series(0, index=runs.index)) > 0) & runs["completed"]]
     if failed:
@@ -201,6 +203,41 @@ def fig_sawtooth(ctx: Context) -> Figure | None:
     reading += (f"{len(rej)} recovered from a rejected request by reacting and sending again ({', '.join(rej['config'])})."
                 if len(rej) else "the rest stay below it by compacting, clearing or dropping.")
     return Figure(f, "Context tokens per call (the sawtooth)", reading)
+
+
+def trigger_lines(row: Any, window: int) -> list[tuple[float, str]]:
+    """The soft and hard compaction lines of a NovaCode configuration, from its own parameters
+    (N-COMP-1..3: window − summary_reserve − soft_margin / hard_margin); none for another strategy."""
+    if str(row.get("strategy", row.get("label"))) != "novacode":
+        return []
+
+    def param(name: str, default: int) -> float:
+        v = row.get(f"param.{name}")
+        return default if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)
+    eff = window - param("summary_reserve", SUMMARY_RESERVE)
+    return [(eff - param("soft_margin", SOFT_MARGIN), "orange"), (eff - param("hard_margin", HARD_MARGIN), "r")]
+
+
+def panel_name(row: Any) -> str:
+    """A configuration as a small panel can hold it: the strategy and its changed parameters, values in k."""
+    from ctxsim.harness.sweep import analysis as an
+
+    changed = an.changed_params(row)
+    if not changed:
+        return str(row["label"])
+
+    def v(x: Any) -> str:
+        if isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) >= 1000 and float(x) % 1000 == 0:
+            return f"{int(x) // 1000}k"
+        return str(x).lower() if isinstance(x, bool) else str(x)
+    abbrev = {"soft_margin": "soft", "tail_min_tokens": "tail≥", "tail_max_tokens": "tail≤"}
+    return f"{row['label']} ({', '.join(f'{abbrev.get(k, k)} {v(x)}' for k, x in sorted(changed.items()))})"
+
+
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) if len(text) > width else text
 
 
 def fig_cache(ctx: Context) -> Figure:
@@ -274,62 +311,120 @@ def fig_retention(ctx: Context) -> Figure | None:
     return Figure(_save(fig, ctx.out, "05-retention.png"), "Retention by fact category and goal retention", reading)
 
 
+def window_sessions(runs: pd.DataFrame) -> dict[int, set[str]]:
+    """The sessions (trace content hashes) run at each window."""
+    th = "trace_hash" if "trace_hash" in runs else "trace"
+    if th not in runs or "window" not in runs:
+        return {}
+    return {int(w): set(g[th].astype(str)) for w, g in runs.groupby("window")}
+
+
+def paired_window_ratio(runs: pd.DataFrame, config: str, lo: int, hi: int, sessions_: set[str]) -> float:
+    """A configuration's cost at ``hi`` over its cost at ``lo`` on the same sessions (the mean over
+    those sessions of each window's cost, a ratio of means)."""
+    th = "trace_hash" if "trace_hash" in runs else "trace"
+    d = runs[(runs["config"] == config) & runs[th].astype(str).isin(sessions_)]
+    a = d[d["window"] == lo]["cost_usd"].mean()
+    b = d[d["window"] == hi]["cost_usd"].mean()
+    return float(b / a) if a and a == a and b == b else float("nan")
+
+
 def fig_windows(ctx: Context) -> Figure:
+    """Cost and retention per window. A ratio between windows is the window's effect only on the
+    same sessions: it is given on the sessions run at both windows, and when the windows ran
+    different sessions (a 1M window needs longer ones) the figure says so and gives none."""
     wins = ctx.windows
     order = list(dict.fromkeys(ctx.cfgs["config"]))
     by = {(r["config"], int(r["window"])): r for _, r in ctx.cfgs.iterrows()}
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 0.36 * len(order) + 1.8), sharey=True)
+    per = window_sessions(ctx.runs)
+    same = len(wins) >= 2 and all(per.get(w) == per.get(wins[0]) for w in wins)
+    shared = set.intersection(*(per.get(w, set()) for w in wins)) if len(wins) >= 2 and per else set()
+    ret_col = "needs kept" if tuning_has_needs(ctx) else RET
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 0.36 * len(order) + 2.2), sharey=True)
     y = np.arange(len(order))
     h = 0.8 / max(len(wins), 1)
-    hatch = {}
     for i, w in enumerate(wins):
         rows = [by.get((c, w)) for c in order]
         cost = [r["cost_usd"] if r is not None else np.nan for r in rows]
-        ret = [r[RET] if r is not None and RET in r else np.nan for r in rows]
+        ret = [_kept_share(ctx, c, w) if ret_col == "needs kept" else (r[RET] if r is not None and RET in r else np.nan)
+               for c, r in zip(order, rows)]
         done = [bool(r["completed"]) if r is not None else True for r in rows]
-        hatch[w] = done
         col = plt.get_cmap("tab10")(i)
+        n_s = len(per.get(w, ()))
+        label = f"{w:,} ({n_s} session{'s' if n_s != 1 else ''})" if per else f"{w:,}"
         _bars(a, y + i * h - 0.4 + h / 2, cost, done, height=h, color=[col if d else FAILED_COLOR for d in done],
-              label=f"{w:,}")
-        if RET in ctx.cfgs:
-            _bars(b, y + i * h - 0.4 + h / 2, ret, done, height=h, color=[col if d else FAILED_COLOR for d in done],
-                  label=f"{w:,}")
+              label=label)
+        _bars(b, y + i * h - 0.4 + h / 2, ret, done, height=h, color=[col if d else FAILED_COLOR for d in done],
+              label=label)
     a.set_yticks(y, order, fontsize=9)
     a.invert_yaxis()
     a.set_xscale("log")
     a.set_xlabel("cost per session (USD, log scale; hatched = failed, spend until then)")
-    b.set_xlabel("retention score")
-    a.set_title("Cost by window size", fontsize=10)
-    b.set_title("Retention by window size", fontsize=10)
-    a.legend(title="window (tokens)", fontsize=9)
+    b.set_xlabel("needs at risk kept" if ret_col == "needs kept" else "retention score")
+    sessions_note = "on the same sessions" if same else "each window on its own sessions"
+    a.set_title("Cost per session", fontsize=10)
+    b.set_title("Needs at risk kept" if ret_col == "needs kept" else "Retention score", fontsize=10)
+    fig.suptitle(f"By window, {sessions_note}", fontsize=11)
+    a.legend(title="window (tokens)", fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(wins))
     f = _save(fig, ctx.out, "07-windows.png")
+    title = "Each window on its own sessions" if not same and not shared else "200k against 1M"
     if len(wins) < 2:
-        return Figure(f, "200k against 1M", f"Only one window ({wins[0]:,}) in these runs: sweep windows = "
+        return Figure(f, title, f"Only one window ({wins[0]:,}) in these runs: sweep windows = "
                       "[200000, 1000000] to compare.")
     lo, hi = wins[0], wins[-1]
+    if not shared:
+        groups = {w: sorted({tuning_group(r) for _, r in ctx.runs[ctx.runs["window"] == w].iterrows()}) for w in (lo, hi)}
+        return Figure(f, title, (
+            f"The windows ran different sessions ({lo:,}: {', '.join(groups[lo])}; {hi:,}: {', '.join(groups[hi])}): a "
+            "session long enough to reach a 1M window is not one that reaches 200k, so the bars differ by session as "
+            "much as by window, and no ratio between the windows is given. Compare configurations within a window."))
     both, only_hi, neither = [], [], []
     for c in order:
         rl, rh = by.get((c, lo)), by.get((c, hi))
         if rl is None or rh is None:
             continue
         if rl["completed"] and rh["completed"]:
-            both.append((c, rh["cost_usd"] / max(rl["cost_usd"], 1e-12)))
+            both.append((c, paired_window_ratio(ctx.runs, c, lo, hi, shared)))
         elif rh["completed"]:
             only_hi.append(c)
         elif not rl["completed"]:
             neither.append(c)
+    both = [(c, r) for c, r in both if r == r]
+    on = f"on the {len(shared)} session{'s' if len(shared) != 1 else ''} run at both"
     if both:
         ratios = sorted(r for _, r in both)
-        reading = (f"For the {len(both)} configurations that completed at both windows, moving from {lo:,} to {hi:,} "
-                   f"tokens changes cost by {ratios[0]:.2f}–{ratios[-1]:.2f}× (mechanisms stay, parameters move: N-WIN-1).")
+        reading = (f"For the {len(both)} configurations that completed at both windows, {on}, moving from {lo:,} to "
+                   f"{hi:,} tokens changes cost by {ratios[0]:.2f}–{ratios[-1]:.2f}× (mechanisms stay, parameters move: "
+                   "N-WIN-1).")
     else:
-        reading = f"No configuration completed at both {lo:,} and {hi:,}: there is no cost change to state."
+        reading = f"No configuration completed at both {lo:,} and {hi:,} {on}: there is no cost change to state."
+    if not same:
+        reading += " Other sessions ran at one window only: they are in the bars, not in the ratio."
     if only_hi:
         reading += (f" {len(only_hi)} complete only at {hi:,} ({', '.join(only_hi)}): "
                     f"at {lo:,} they fail, so their ratio is not given.")
     if neither:
         reading += f" {len(neither)} fail at both ({', '.join(neither)})."
-    return Figure(f, "200k against 1M", reading)
+    return Figure(f, title, reading)
+
+
+def tuning_has_needs(ctx: Context) -> bool:
+    from ctxsim.harness.sweep import tuning
+
+    return tuning.has_needs(ctx.runs) and bool(ctx.pooled)
+
+
+def tuning_group(row: Any) -> str:
+    from ctxsim.harness.sweep import tuning
+
+    return tuning.trace_group(row)
+
+
+def _kept_share(ctx: Context, config: str, window: int) -> float:
+    for s in ctx.pooled:
+        if s.config == config and s.window == window:
+            return s.retention.est
+    return float("nan")
 
 
 def fig_ledger(ctx: Context) -> Figure | None:

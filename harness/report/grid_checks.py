@@ -62,10 +62,33 @@ def idle_windows(sets: Iterable[Setting]) -> list[str]:
     return lines
 
 
+def saturated(sets: Iterable[Setting]) -> list[str]:
+    """One line per swept strategy, window and trace group where retention cannot tell its settings
+    apart: every setting that completed keeps every need at risk (or none is at risk), so the answer
+    there is cost alone."""
+    lines = []
+    for (label, window, group), ss in sorted(_groups(sets).items()):
+        done = [s for s in ss if s.completed and not math.isnan(s.retention.est)]
+        if len(done) < 2:
+            continue
+        shares = {round(s.retention.est, 9) for s in done}
+        if shares == {1.0}:
+            share = 1.0
+            r = done[0].retention
+            lines.append(f"{label}: retention is saturated at window {window:,} on {group}: every one of its "
+                         f"{len(done)} settings keeps {share:.0%} of the needs at risk ({r.k:.0f} of {r.n:.0f}); the "
+                         "answer there is cost alone, and a loss below the detection limit would not show")
+        elif not any(s.retention.n for s in done if not math.isnan(s.retention.n)):
+            lines.append(f"{label}: no need at risk at window {window:,} on {group}: retention says nothing there")
+    return lines
+
+
 def warnings(sets: Iterable[Setting]) -> list[str]:
-    """Idle windows, then idle parameters (those of an idle window left out: it says it already)."""
+    """Idle windows, then idle parameters (those of an idle window left out: it says it already),
+    then saturated retention."""
     sets = list(sets)
     idle = idle_windows(sets)
     quiet = {(s.label, s.window, s.group) for s in sets
              if any(line.startswith(f"{s.label}: no run compacted at window {s.window:,} on {s.group}:") for line in idle)}
-    return idle + idle_parameters([s for s in sets if (s.label, s.window, s.group) not in quiet])
+    rest = [s for s in sets if (s.label, s.window, s.group) not in quiet]
+    return idle + idle_parameters(rest) + saturated(rest)

@@ -86,18 +86,26 @@ def terminal_line(runs: pd.DataFrame, target: float) -> str:
     if best is None:
         return f"no recommendation: {_reason(pooled_, target)}"
     return (f"recommended: {best.config} at window {best.window:,}, {fmt.money(best.cost)} per session, needs at risk "
-            f"{_kept(best)}")
+            f"kept {_kept(best).removesuffix(' kept')}")
+
+
+def count(x: float) -> str:
+    """A count of needs kept: whole, or to one decimal when it is a mean over seeds."""
+    return f"{x:.0f}" if abs(x - round(x)) < 1e-9 else f"{x:.1f}"
 
 
 def _kept(s: tuning.Setting) -> str:
+    """Needs kept of needs at risk, each need once (never multiplied by seeds), on how many sessions,
+    with the interval (over sessions when there are several)."""
     r = s.retention
     if math.isnan(r.est):
         return fmt.MISSING
     ci = "" if math.isnan(r.lo) else f" [{r.lo:.3f}, {r.hi:.3f}]"
     if math.isnan(r.n):
         return f"{r.est:.3f}{ci} of needs at risk kept"
-    over = f" over {r.seeds} seeds" if r.seeds > 1 else ""
-    return f"{round(r.k * r.seeds)}/{round(r.n * r.seeds)}{over} = {r.est:.3f}{ci} kept"
+    n_s = s.n_sessions
+    on = f" on {n_s} session{'s' if n_s != 1 else ''}" if n_s else ""
+    return f"{count(r.k)}/{count(r.n)}{on} = {r.est:.3f}{ci} kept"
 
 
 def reference(ctx: Context, window: int) -> tuning.Setting | None:
@@ -151,11 +159,15 @@ def verdict(d: tuple[float, float, float]) -> str:
 
 def pair_line(a: tuning.Setting, b: tuning.Setting) -> str:
     d = tuning.retention_difference(a, b)
-    how = "paired on the same needs" if a.outcomes and b.outcomes else "unpaired"
+    c = tuning.comparison(a, b)
+    if c is not None and c.needs:
+        how = f"paired by session, bootstrap over {c.n} sessions; {c.needs} needs at risk"
+    else:
+        how = "Newcombe, " + ("paired on the same needs" if a.outcomes and b.outcomes else "unpaired") + ", one session"
     ci = "" if math.isnan(d[1]) else f" [{d[1]:+.3f}, {d[2]:+.3f}]"
     failed = " (failed a session)" if not a.completed else ""
     return (f"`{a.config}`{failed} is {verdict(d)} `{b.config}`: difference {d[0]:+.3f}{ci} "
-            f"({fmt.money(a.cost)} against {fmt.money(b.cost)}; Newcombe, {how})")
+            f"({fmt.money(a.cost)} against {fmt.money(b.cost)}; {how})")
 
 
 def _parts(ctx: Context, s: tuning.Setting) -> list[str]:
@@ -224,6 +236,27 @@ def _break_even(ctx: Context, here: list[tuning.Setting]) -> list[Any]:
     return [Para(got[1]), Bullets([x.removeprefix("- ") for x in got[2:]])] if got else []
 
 
+def goal_and_constraints(s: tuning.Setting, other: tuning.Setting | None = None) -> str:
+    """The goal and the user's constraints at risk that ``s`` keeps (beside ``other``'s), said in full
+    where it loses any: a sentence, "" when there are none at risk."""
+    parts = []
+    for what, word in (("goal", "the goal"), ("constraints", "the user's constraints")):
+        k = sum(getattr(v, f"{what}_kept") for v in s.needs.values())
+        n = sum(getattr(v, f"{what}_n") for v in s.needs.values())
+        if not n:
+            continue
+        text = f"{word} {count(k)}/{n}"
+        if other is not None:
+            ko = sum(getattr(v, f"{what}_kept") for v in other.needs.values())
+            text += f" (`{other.config}`: {count(ko)}/{n})"
+        parts.append(text)
+    if not parts:
+        return ""
+    loses = any(sum(getattr(v, f"{w}_kept") for v in s.needs.values()) < sum(getattr(v, f"{w}_n") for v in s.needs.values())
+                for w in ("goal", "constraints"))
+    return ("**It loses some of what the user said**: it keeps " if loses else "It keeps ") + " and ".join(parts) + "."
+
+
 def rec_lines(ctx: Context) -> list[Any]:
     """What the recommendation section adds on the headline figure: its needs at risk with the
     interval, and how it stands against the reference and the best-keeping configuration at its
@@ -238,6 +271,9 @@ def rec_lines(ctx: Context) -> list[Any]:
     here = [x for x in ctx.pooled if x.window == s.window and x.completed and x is not s]
     best = max((x for x in here if not math.isnan(x.retention.est) and x.retention.est > s.retention.est),
                key=lambda x: x.retention.est, default=None)
+    what = goal_and_constraints(s, best)
+    if what:   # what the headline share hides: a configuration can meet the target and lose every constraint
+        out.append(what)
     ref = reference(ctx, s.window)
     for other, why in ((ref, "the reference"), (best, "the configuration that keeps the most")):
         if other is not None and other.config != s.config and not (other is best and ref is not None

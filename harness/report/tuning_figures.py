@@ -289,32 +289,54 @@ def fig_response(ctx: Context) -> list[Figure]:
 
 
 def fig_grid_ledger(ctx: Context) -> Figure | None:
-    """N-WIN-3 against the grid's own values of the ledger axis, one panel per window (own scale)."""
+    """N-WIN-3 against the grid's own values of the ledger axis, one column per window. The total
+    (and the main calls that carry the text) on the upper panel, the summary calls on the lower one,
+    each on its own scale fitted to its values: at 1M the summaries cost cents beside hundreds of
+    dollars of main calls, and one axis from $0 drew both flat."""
     led = ctx.grid_ledger
     if led is None or led.empty:
         return None
     groups = list(led.groupby(["label", "window", "group"], sort=False))
-    fig, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 4.6), squeeze=False)
+    fig, axes = plt.subplots(2, len(groups), figsize=(6 * len(groups), 6.4), squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 2]}, sharex="col")
     readings = []
-    for ax, ((label, w, group), g) in zip(axes[0], groups):
+    for i, ((label, w, group), g) in enumerate(groups):
+        top, low = axes[0][i], axes[1][i]
         x = g[tuning.LEDGER_AXIS].astype(float) / 1e3
-        ax.plot(x, g["summary_cost_usd"], "o-", label="summary calls")
-        ax.plot(x, g["main_cost_usd"], "s-", label="main calls (carrying the text)")
-        ax.plot(x, g["total_cost_usd"], "k^-", label="total")
+        top.plot(x, g["total_cost_usd"], "k^-", label="total")
+        top.plot(x, g["main_cost_usd"], "s-", color="#ee7733", label="main calls (carrying the text)")
+        low.plot(x, g["summary_cost_usd"], "o-", color="#0077bb", label="summary calls")
         bad = ~g["completed"].astype(bool)
         if bad.any():
-            ax.scatter(x[bad], g.loc[bad, "total_cost_usd"], s=160, marker="x", color="#aa3377", zorder=4,
-                       label="a session failed")
-        ax.set_xticks(x, [f"{v:g}k" for v in x])
-        ax.set_xlabel(f"{tuning.LEDGER_AXIS} (thousand tokens; the grid's values)", fontsize=FONT)
-        ax.set_ylabel("cost per session (USD)", fontsize=FONT)
-        ax.set_title(f"{label}, window {w:,} ({group})", fontsize=FONT + 1)
-        ax.legend(fontsize=FONT - 1, loc="best")
+            top.scatter(x[bad], g.loc[bad, "total_cost_usd"], s=160, marker="x", color="#aa3377", zorder=4,
+                        label="a session failed")
+        for ax, cols in ((top, ["total_cost_usd", "main_cost_usd"]), (low, ["summary_cost_usd"])):
+            ax.set_ylim(*fitted_range([v for c in cols for v in g[c].astype(float)]))
+            ax.set_ylabel("USD per session", fontsize=FONT)
+            ax.legend(fontsize=FONT - 1, loc="best")
+        low.set_xticks(x, [f"{v:g}k" for v in x])
+        low.set_xlabel(f"{tuning.LEDGER_AXIS} (thousand tokens; the grid's values)", fontsize=FONT)
+        top.set_title(f"{label}, window {w:,} ({group})", fontsize=FONT + 1)
         ok = g[g["completed"].astype(bool)]
         if len(ok):
             best = ok.loc[ok["total_cost_usd"].idxmin()]
             readings.append(f"at {w:,} the cheapest total is at {tuning.LEDGER_AXIS} {fmt.value(float(best[tuning.LEDGER_AXIS]))} "
                             f"({fmt.money(best['total_cost_usd'])}, of which summaries {fmt.money(best['summary_cost_usd'])})")
     f = _save(fig, ctx.out, "08-compaction-ledger.png")
-    return Figure(f, "Compaction ledger", ("On the grid's own values: " + "; ".join(readings) + ".") if readings
+    return Figure(f, "Compaction ledger", ("On the grid's own values (each panel on its own scale): "
+                                           + "; ".join(readings) + ".") if readings
                   else "No setting on the ledger's axis completed every run.")
+
+
+def fitted_range(values: list[float], pad: float = 0.15) -> tuple[float, float]:
+    """A y-range that shows how ``values`` move: their span with ``pad`` of it either side (a flat
+    series gets ±5% of its value), from 0 only when the values come near it."""
+    v = [x for x in values if x == x]
+    if not v:
+        return 0.0, 1.0
+    lo, hi = min(v), max(v)
+    span = hi - lo if hi > lo else max(abs(hi) * 0.05, 1e-6)
+    bottom = lo - pad * span
+    if lo >= 0 and bottom < 0 or lo <= 0.5 * span:
+        bottom = min(0.0, lo)
+    return bottom, hi + pad * span

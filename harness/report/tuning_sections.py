@@ -126,12 +126,13 @@ def section_tuning(ctx: Context) -> Section | None:
     if not ctx.answers:
         return None
     content: list[Any] = [Para(
-        "For each strategy the sweep varies, per window and kind of session: the **cheapest setting whose retention "
-        "is not worse than the default's beyond noise**, and the **setting with the best retention at no more than the "
-        f"default's cost**, with the saving against the default (95% interval). Retention: {ctx.retention_method}. "
-        f"Cost: `{ctx.cost_column}` (mean per session; saving interval: percentile bootstrap over paired runs, same "
-        "trace and seed). Only settings that completed every run are candidates.")]
-    content.append(Bullets([_lead(a) for a in ctx.answers]))
+        "For each strategy the sweep varies, per window and population of sessions: the **cheapest setting that holds "
+        "against the default across sessions** (its saving's interval over sessions above 0, cheaper on most "
+        "sessions, retention not worse beyond noise), and the **setting with the best retention at no more than the "
+        f"default's cost**, with the saving against the default. Retention: {ctx.retention_method}. Cost: "
+        f"`{ctx.cost_column}`, the mean per session. Intervals (95%) are a bootstrap over sessions, differences paired "
+        "by session; on one session there is no interval over sessions, and the interval given is that of its own "
+        "needs. Only settings that completed every run are candidates.")]
     for label in dict.fromkeys(a.label for a in ctx.answers):
         mine = [a for a in ctx.answers if a.label == label]
         swept = sorted({p for a in mine for p in a.swept})
@@ -235,12 +236,13 @@ def warnings_for(sets: list[tuning.Setting]) -> list[str]:
     return grid_checks.warnings(sets)
 
 
-def terminal_lines(runs) -> tuple[list[str], list[str]]:
-    """(one line per tuning answer, one line per part of the grid that measured nothing) for the
-    terminal (``ctxsim sweep`` / ``ctxsim report``); Markdown marks removed."""
-    sets = tuning.settings(runs)
-    plain = [_lead(a).replace("**", "").replace("`", "") for a in tuning.answers(sets)]
-    return plain, [w.replace("`", "") for w in warnings_for(sets)]
+def terminal_lines(runs, probes=None) -> tuple[list[str], list[str]]:
+    """(the report's opening, one line per part of the grid that measured nothing) for the terminal
+    (``ctxsim sweep`` / ``ctxsim report``): the same sentences as the report, Markdown marks removed."""
+    from ctxsim.harness.report import opening
+
+    sets = tuning.settings(runs, probes or {})
+    return opening.terminal(sets, tuning.answers(sets)), [w.replace("`", "") for w in warnings_for(sets)]
 
 
 def noise_pairs(ctx: Context) -> dict[int, list[tuple[str, str]]]:

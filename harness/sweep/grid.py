@@ -53,16 +53,30 @@ class StrategyGrid(BaseModel):
         return grid
 
 
+class TuneConfig(BaseModel):
+    """``[tune]``: what ``ctxsim tune`` searches (harness/sweep/tune.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    strategy: str | None = Field(None, description="the strategy to tune (default: the one the grid sweeps)")
+    trials: int = Field(40, ge=1, le=100_000, description="trials in all (a resumed study counts those it holds)")
+    space: dict[str, list[Any]] = Field(default_factory=dict, description="parameter -> [low, high] (numbers) or the "
+                                        "choices; default: each swept parameter from its smallest to its largest value")
+
+
 class SweepConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = "sweep"
-    traces: list[str] = Field(min_length=1, description="trace paths or globs (relative to the config file), or "
-                              "'preset:NAME' for a synthetic session generated on demand")
+    traces: list[str] = Field(min_length=1, description="trace paths, globs or folders (relative to the config file; "
+                              "a folder: every .jsonl under it, e.g. an imported one), 'preset:NAME' for a synthetic "
+                              "session generated on demand, or 'population:PRESET:N' for N synthetic sessions whose "
+                              "shapes are drawn from real logs (harness/synth/population.py)")
     window_traces: dict[str, list[str]] = Field(default_factory=dict, description="window (tokens) -> the traces "
                                                 "run at that window instead of `traces` (a 1M window needs sessions "
                                                 "long enough to reach its thresholds: preset:long-1m)")
     preset_seeds: list[Seed] = Field(default_factory=lambda: [1], min_length=1, description="seeds of generated presets")
     preset_set: dict[str, Any] = Field(default_factory=dict, description="--set overrides for generated presets")
+    population_seed: Seed = Field(1, description="seed of the first session of a population:PRESET:N (session i: "
+                                  "this + i)")
     strategies: list[StrategyGrid] = Field(min_length=1, description="the strategies to run (name = \"all\": every one)")
     windows: list[Annotated[int, Field(gt=0, le=MAX_TOKENS)] | None] = Field(
         default_factory=lambda: [None], min_length=1, description="context windows (tokens; null: the trace's)")
@@ -77,6 +91,7 @@ class SweepConfig(BaseModel):
     summariser: dict[str, list[Any]] = Field(default_factory=dict, description="simulated-summariser constant -> "
                                              "values to sweep (SimParams, harness/llm/simulated.py)")
     save_calls: bool = True
+    tune: TuneConfig | None = Field(None, description="what `ctxsim tune` searches with this file's sessions")
     retention_target: float = Field(0.7, ge=0, le=1, allow_inf_nan=False,
                                     description="recommendation: lowest cost with retention >= this")
 
@@ -173,19 +188,26 @@ def _check_models(path: Path, cfg: SweepConfig) -> None:
 
 
 def _check_presets(path: Path, cfg: SweepConfig) -> None:
-    """A ``preset:NAME`` trace and ``preset_set`` are checked before any run (not at generation)."""
+    """A ``preset:NAME`` or ``population:NAME:N`` trace and ``preset_set`` are checked before any run
+    (not at generation)."""
     every = [*cfg.traces, *(t for ts in cfg.window_traces.values() for t in ts)]
-    names = list(dict.fromkeys(t.split(":", 1)[1] for t in every if t.startswith("preset:")))
+    names = [("preset", t.split(":", 1)[1]) for t in every if t.startswith("preset:")]
+    for t in every:
+        try:
+            pop = population_item(t)
+        except SweepError as e:
+            raise SweepError(f"{path}: {e}") from None
+        if pop is not None:
+            names.append(("population", pop[0]))
     if not names:
         return
     from ctxsim.harness.synth import PresetError, load_preset
 
-    sets = [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in cfg.preset_set.items()]
-    for name in names:
+    for kind, name in dict.fromkeys(names):
         try:
-            load_preset(name, sets)
+            load_preset(name, _sets(cfg))
         except PresetError as e:
-            raise SweepError(f"{path}: traces: preset:{name}: {e}") from None
+            raise SweepError(f"{path}: traces: {kind}:{name}: {e}") from None
 
 
 def _check_assumptions(path: Path, combo: dict[str, Any]) -> None:
@@ -231,41 +253,84 @@ def _grid(s: StrategyGrid) -> list[dict[str, Any]]:
     return [dict(zip(keys, vals, strict=True)) for vals in itertools.product(*(s.grid[k] for k in keys))] or [{}]
 
 
-def resolve_traces(cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None] = print) -> list[Path]:
-    """Paths of every trace (those of ``window_traces`` too); presets are generated into ``gen_dir``
-    (once: an existing file with the same name and seed is reused, since generation is deterministic)."""
-    every = [*cfg.traces, *(t for ts in cfg.window_traces.values() for t in ts)]
-    return list(dict.fromkeys(_resolve(list(dict.fromkeys(every)), cfg, base, gen_dir, log)))
+def resolve_traces(cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None] = print,
+                   workers: int = 1) -> list[Path]:
+    """Paths of every trace (those of ``window_traces`` too); presets and populations are generated
+    into ``gen_dir`` (once: an existing file with the same name and seed is reused, since generation is
+    deterministic)."""
+    per = window_trace_paths(cfg, base, gen_dir, log, workers)
+    return list(dict.fromkeys(p for ps in per.values() for p in ps))
 
 
-def window_trace_paths(cfg: SweepConfig, base: Path, gen_dir: Path,
-                       log: Callable[[str], None] = print) -> dict[int | None, list[Path]]:
-    """window -> the paths of the traces run at that window (``window_traces``, else ``traces``)."""
-    return {w: _resolve(cfg.traces_at(w), cfg, base, gen_dir, log) for w in cfg.windows}
+def window_trace_paths(cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None] = print,
+                       workers: int = 1) -> dict[int | None, list[Path]]:
+    """window -> the paths of the traces run at that window (``window_traces``, else ``traces``); a
+    population is drawn for the window it runs at."""
+    return {w: _resolve(cfg.traces_at(w), cfg, base, gen_dir, log, w, workers) for w in cfg.windows}
 
 
-def _resolve(items: list[str], cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None]) -> list[Path]:
+def population_item(item: str) -> tuple[str, int] | None:
+    """``population:PRESET:N`` -> (PRESET, N); None for any other item; SweepError when malformed."""
+    if not item.startswith("population:"):
+        return None
+    parts = item.split(":")
+    if len(parts) != 3 or not parts[1] or not parts[2].isdigit() or int(parts[2]) < 1:
+        raise SweepError(f"traces: {item!r}: a population is population:PRESET:SESSIONS (e.g. population:long-200k:30)")
+    return parts[1], int(parts[2])
+
+
+def _sets(cfg: SweepConfig) -> list[str]:
+    return [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in cfg.preset_set.items()]
+
+
+def _resolve(items: list[str], cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None],
+             window: int | None = None, workers: int = 1) -> list[Path]:
     out: list[Path] = []
     for item in items:
+        pop = population_item(item)
+        if pop is not None:
+            out.extend(_population(pop[0], pop[1], cfg, gen_dir, log, window, workers))
+            continue
         if item.startswith("preset:"):
             from ctxsim.harness.model import trace as tr
             from ctxsim.harness.synth import generate, load_preset
 
             name = item.split(":", 1)[1]
-            sets = [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in cfg.preset_set.items()]
             for seed in cfg.preset_seeds:
                 dest = gen_dir / f"{name}-seed{seed}.jsonl"
                 if not dest.exists():
                     log(f"generating preset {name} (seed {seed}) -> {dest}")
-                    tr.write(generate(load_preset(name, sets), seed), dest)
+                    tr.write(generate(load_preset(name, _sets(cfg)), seed), dest)
                 out.append(dest)
             continue
-        pattern = item if os.path.isabs(item) else str(base / item)
-        matches = sorted(glob.glob(pattern))
+        path = item if os.path.isabs(item) else str(base / item)
+        if os.path.isdir(path):   # a folder of traces (an imported one: <project>/<session>.jsonl)
+            found = sorted(Path(path).rglob("*.jsonl"))
+            if not found:
+                raise SweepError(f"traces: {item!r}: a folder with no .jsonl trace in it")
+            out.extend(found)
+            continue
+        matches = sorted(glob.glob(path, recursive=True))
         if not matches:
             raise SweepError(f"traces: {item!r} matches no file")
         out.extend(Path(m) for m in matches)
     return out
+
+
+def _population(preset: str, n: int, cfg: SweepConfig, gen_dir: Path, log: Callable[[str], None],
+                window: int | None, workers: int) -> list[Path]:
+    """The ``n`` sessions of a synthetic population of ``preset`` drawn for ``window``
+    (harness/synth/population.py), generated on ``workers`` processes where missing."""
+    from ctxsim.harness.synth import population
+
+    w = window or population.DEFAULT_WINDOW
+    folder = gen_dir / f"population-{preset}-{w}"
+    sessions = population.draw(n, cfg.population_seed, w)
+    missing = [s for s in sessions if not (folder / population.file_name(preset, s)).exists()]
+    if missing:
+        log(f"generating {len(missing)} of {n} sessions of population {preset} for a {w:,} window -> {folder}")
+        population.write_sessions(preset, missing, folder, w, _sets(cfg), workers)
+    return [folder / population.file_name(preset, s) for s in sessions]
 
 
 def assumption_grid(cfg: SweepConfig) -> list[dict[str, Any]]:
@@ -383,9 +448,9 @@ def _run_sweep(cfg: SweepConfig, out: Path, base: Path, workers: int | None, exe
                progress: bool, limit: int | None, log: Callable[[str], None], retry_failed: bool,
                no_workers_s: float, created: bool) -> pd.DataFrame:
     try:
-        traces = [Path(os.path.abspath(p)) for p in resolve_traces(cfg, base, out / "traces", log)]
         per_window = {w: [Path(os.path.abspath(p)) for p in ps]
-                      for w, ps in window_trace_paths(cfg, base, out / "traces", log).items()}
+                      for w, ps in window_trace_paths(cfg, base, out / "traces", log, _gen_workers(workers, executor)).items()}
+        traces = list(dict.fromkeys(p for ps in per_window.values() for p in ps))
         env = keys.environment()
         specs = expand(cfg, traces, per_window, env)
         _note_overrides(cfg, traces, log)
@@ -437,6 +502,11 @@ def _run_sweep(cfg: SweepConfig, out: Path, base: Path, workers: int | None, exe
     have = set(df["key"]) if "key" in df else set()
     df.attrs["missing"] = [sp.key for sp in todo if sp.key not in have]
     return df
+
+
+def _gen_workers(workers: int | None, executor: str) -> int:
+    """Processes that generate a population's sessions (on this machine, whatever the executor)."""
+    return max(1, workers or os.cpu_count() or 1) if executor == "local" else max(1, os.cpu_count() or 1)
 
 
 def _plural(n: int, word: str) -> str:

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from ctxsim.harness.retention import proportions
 from ctxsim.harness.retention.needs import KEPT
-from ctxsim.harness.sweep import analysis, uncertainty
+from ctxsim.harness.sweep import analysis, sessions, uncertainty
 
 N = "needs_at_risk.n"
 KEPT_PARTS = tuple(f"needs_at_risk.{w}" for w in KEPT)
@@ -68,18 +68,22 @@ def cost_column(df: pd.DataFrame) -> str:
 
 def retention_method(df: pd.DataFrame) -> str:
     if has_needs(df):
-        return ("needs at risk kept (verbatim, in a summary or behind a pointer), pooled over seeds and traces; Wilson 95% interval, "
-                "Newcombe's method for a difference")
+        return ("needs at risk kept (verbatim, in a summary or behind a pointer), each need once whatever the seeds, pooled "
+                "over sessions; on one session, Wilson's interval on its needs and Newcombe's for a difference")
     return ("these results have no needs-at-risk figure (written by an older ctxsim): retention is `retention.score`, "
             f"with a {uncertainty.METHOD}")
 
 
 def trace_group(row: Mapping[str, Any]) -> str:
-    """The kind of session a run replays: its preset's name for a synthetic one, else its file name
-    without a ``-seedN`` suffix."""
+    """The kind of session a run replays: its preset's name for a synthetic one (a population's
+    sessions share it), "real <format> logs" for an imported one (a folder of a user's sessions is
+    one population), else its file name without a ``-seedN`` suffix."""
     preset = row.get("provenance.trace.preset")
     if isinstance(preset, str) and preset:
         return preset
+    if row.get("provenance.trace.kind") == "imported":
+        fmt_ = row.get("provenance.trace.format")
+        return f"real {fmt_} logs" if isinstance(fmt_, str) and fmt_ else "real logs"
     stem = Path(str(row.get("trace", "trace"))).name.removesuffix(".jsonl")
     return re.sub(r"-seed\d+$", "", stem)
 
@@ -89,9 +93,10 @@ class Retention:
     est: float
     lo: float
     hi: float
-    k: float = math.nan      # needs kept, on the effective sample (each need once: summed over seeds / seeds)
-    n: float = math.nan      # needs at risk, likewise
-    seeds: int = 1           # the divisor: runs per trace
+    k: float = math.nan      # needs kept, each need once (a session's: the mean over its seeds), summed over sessions
+    n: float = math.nan      # needs at risk, each once, summed over sessions
+    seeds: int = 1           # runs per session (each need counted once whatever it is)
+    sessions: int = 0        # sessions with needs at risk (>= 2: the interval is a bootstrap over sessions)
 
 
 @dataclass
@@ -115,6 +120,14 @@ class Setting:
     outcomes: dict[tuple[str, int, str, str], bool] = field(default_factory=dict)  # (trace, seed, probe, fact) -> kept
     blocks: list[uncertainty.Block] = field(default_factory=list)              # fallback: per-probe scores
     keys: list[str] = field(default_factory=list)                              # its runs' keys
+    by_session: dict[str, float] = field(default_factory=dict)                 # session -> cost (mean over seeds)
+    needs: dict[str, sessions.Needs] = field(default_factory=dict)             # session -> its needs at risk
+    traits: dict[str, dict[str, Any]] = field(default_factory=dict)            # session -> what it is like
+    names: dict[str, str] = field(default_factory=dict)                        # session -> its trace's file name
+
+    @property
+    def n_sessions(self) -> int:
+        return len(self.by_session)
 
 
 def _seed(r: Mapping[str, Any]) -> int:
@@ -144,12 +157,18 @@ def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = Non
         first = g.iloc[0]
         done = bool(g["completed"].all())
         outcomes: dict[tuple[str, int, str, str], bool] = {}
+        per = _per_session(g, cost, needs)
         if needs:
             seeds = _seeds_per_trace(g)
-            k = float(sum(g[c].fillna(0).sum() for c in KEPT_PARTS)) / seeds
-            n = float(g[N].fillna(0).sum()) / seeds
-            est, lo, hi = proportions.wilson(k, n)
-            ret = Retention(est, lo, hi, k, n, seeds)
+            k = float(sum(v.kept for v in per[1].values()))
+            n = float(sum(v.n for v in per[1].values()))
+            with_needs = sum(1 for v in per[1].values() if v.n > 0)
+            if with_needs >= 2:   # an interval over sessions (needs are clustered in sessions)
+                iv = sessions.kept_interval(per[1])
+                est, lo, hi = iv.est, iv.lo, iv.hi
+            else:                 # one session: the interval of its own needs
+                est, lo, hi = proportions.wilson(k, n)
+            ret = Retention(est, lo, hi, k, n, seeds, with_needs)
             blocks: list[uncertainty.Block] = []
             outcomes = _outcomes(g, probes or {})
         else:
@@ -169,8 +188,48 @@ def settings(runs: pd.DataFrame, probes: Mapping[str, pd.DataFrame] | None = Non
             cost=float(g[cost].mean()), recovery=float(g[RECOVERY].mean()) if RECOVERY in g else math.nan,
             compactions=float(g[comp].mean()) if comp in g else math.nan, retention=ret,
             cost_by_run={(str(r.get("trace_hash", r.get("trace", ""))), _seed(r)): float(r[cost]) for _, r in g.iterrows()},
-            outcomes=outcomes, blocks=blocks, keys=[str(k) for k in g["key"]] if "key" in g else []))
+            outcomes=outcomes, blocks=blocks, keys=[str(k) for k in g["key"]] if "key" in g else [],
+            by_session=per[0], needs=per[1], traits=per[2], names=per[3]))
     return out
+
+
+def _num(r: Mapping[str, Any], c: str) -> float:
+    v = r.get(c)
+    return 0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+
+def _per_session(g: pd.DataFrame, cost: str, needs: bool) -> tuple[dict[str, float], dict[str, sessions.Needs],
+                                                                     dict[str, dict[str, Any]], dict[str, str]]:
+    """Per session (trace) of one configuration: its cost and needs at risk, the mean over its runs
+    (seeds; a need counted once), what the session is like, and its file name."""
+    costs: dict[str, list[float]] = {}
+    per: dict[str, list[Mapping[str, Any]]] = {}
+    for _, r in g.iterrows():
+        t = _trace_key(r)
+        costs.setdefault(t, []).append(float(r[cost]))
+        per.setdefault(t, []).append(r)
+    by = {t: float(np.mean(v)) for t, v in costs.items()}
+    need: dict[str, sessions.Needs] = {}
+    traits: dict[str, dict[str, Any]] = {}
+    names: dict[str, str] = {}
+    for t, rs in per.items():
+        m = len(rs)
+        if needs:
+            need[t] = sessions.Needs(
+                n=int(round(_num(rs[0], N))), kept=sum(sum(_num(r, c) for c in KEPT_PARTS) for r in rs) / m,
+                goal_n=int(round(_num(rs[0], "needs_at_risk.goal.n"))),
+                goal_kept=sum(_num(r, "needs_at_risk.goal.kept") for r in rs) / m,
+                constraints_n=int(round(_num(rs[0], "needs_at_risk.constraints.n"))),
+                constraints_kept=sum(_num(r, "needs_at_risk.constraints.kept") for r in rs) / m)
+        r0 = rs[0]
+        traits[t] = {k: v for k, v in (
+            ("calls", _num(r0, "calls") or None), ("user turns", _num(r0, "turns") or None),
+            ("compactions", float(np.mean([_num(r, "compactions.succeeded") for r in rs]))),
+            ("needs at risk", float(need[t].n) if t in need else None),
+            ("source", "real" if r0.get("provenance.trace.kind") == "imported" else
+             "synthetic" if r0.get("provenance.trace.kind") == "synthetic" else None)) if v is not None}
+        names[t] = Path(str(r0.get("trace", t))).name.removesuffix(".jsonl")
+    return by, need, traits, names
 
 
 def _trace_key(r: Mapping[str, Any]) -> str:
@@ -223,9 +282,21 @@ def _blocks(g: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> list[uncerta
 
 # --- comparing two settings ---------------------------------------------------------------------------
 
+def comparison(a: Setting, b: Setting) -> sessions.Comparison | None:
+    """``a`` against ``b`` paired by session, when they share at least two sessions (else None: one
+    session gives no interval over sessions)."""
+    if len(set(a.by_session) & set(b.by_session)) < 2:
+        return None
+    return sessions.compare(a.by_session, b.by_session, a.needs, b.needs)
+
+
 def retention_difference(a: Setting, b: Setting) -> tuple[float, float, float]:
-    """(a − b, low, high) of retention: paired on the needs both were scored on when both have
-    per-need outcomes, else unpaired."""
+    """(a − b, low, high) of retention: over two or more shared sessions, the pooled difference with
+    a bootstrap over sessions (paired by session); on one session, paired on the needs both were
+    scored on when both have per-need outcomes, else unpaired."""
+    c = comparison(a, b)
+    if c is not None and c.needs > 0:
+        return c.retention.est, c.retention.lo, c.retention.hi
     if a.outcomes and b.outcomes:
         both = [k for k in a.outcomes if k in b.outcomes]
         if both:
@@ -246,26 +317,22 @@ def retention_difference(a: Setting, b: Setting) -> tuple[float, float, float]:
 
 
 def not_worse(diff: tuple[float, float, float]) -> bool:
-    """Not worse beyond noise: the interval of (setting − default) reaches 0 or above (without an
-    interval, the estimate itself must be ≥ 0)."""
+    """Not worse beyond noise: the estimate of (setting − default) is 0 or above, or its interval
+    reaches above 0 (one that only touches 0 from below is a loss)."""
     d, _, hi = diff
-    return bool(hi >= 0) if not math.isnan(hi) else bool(d >= 0)
+    return bool(d >= 0) or (not math.isnan(hi) and hi > 0)
 
 
 def saving(default: Setting, s: Setting, n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> tuple[float, float, float]:
-    """(default's cost − s's cost, low, high) in dollars per session: the mean over the runs both
-    have (same trace and seed), with a percentile bootstrap over those pairs; unpaired (different
-    runs) the difference of the means and no interval."""
-    common = sorted(set(default.cost_by_run) & set(s.cost_by_run))
+    """(default's cost − s's cost, low, high) in dollars per session: the mean over the sessions
+    both ran (each the mean over its seeds), with a percentile bootstrap over those sessions; on one
+    session the difference and no interval (its seeds are not other sessions)."""
+    common = sorted(set(default.by_session) & set(s.by_session))
     if not common:
         return default.cost - s.cost, math.nan, math.nan
-    d = np.array([default.cost_by_run[k] - s.cost_by_run[k] for k in common])
-    if len(d) == 1 or np.ptp(d) == 0:
-        return float(d.mean()), float(d.min()), float(d.max())
-    idx = np.random.default_rng(seed).integers(0, len(d), (n_boot, len(d)))
-    boot = d[idx].mean(axis=1)
-    a = (1 - proportions.LEVEL) / 2
-    return float(d.mean()), float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))
+    d = [default.by_session[k] - s.by_session[k] for k in common]
+    iv = sessions.mean_interval(d, n_boot, seed)
+    return iv.est, iv.lo, iv.hi
 
 
 # --- the answer ---------------------------------------------------------------------------------------
@@ -274,8 +341,9 @@ def saving(default: Setting, s: Setting, n_boot: int = N_BOOT, seed: int = BOOT_
 class Pick:
     setting: Setting
     saving: tuple[float, float, float]            # $ per session, default − this
-    saving_pct: tuple[float, float, float]        # the same as a share of the default's cost
+    saving_pct: tuple[float, float, float]        # Σ(default − this) / Σ default over sessions
     retention_diff: tuple[float, float, float]    # this − default
+    comparison: sessions.Comparison | None = None  # paired by session (None: one session)
 
 
 @dataclass
@@ -294,8 +362,25 @@ class Answer:
 
 def _pick(default: Setting, s: Setting) -> Pick:
     sv = saving(default, s)
-    pct = tuple(x / default.cost if default.cost else math.nan for x in sv)
-    return Pick(s, sv, pct, retention_difference(s, default))  # type: ignore[arg-type]
+    c = comparison(s, default)
+    if c is not None:
+        pct = (c.saving.est, c.saving.lo, c.saving.hi)
+    else:
+        pct = tuple(x / default.cost if default.cost else math.nan for x in sv)
+    return Pick(s, sv, pct, retention_difference(s, default), c)  # type: ignore[arg-type]
+
+
+def keeps_up(s: Setting, default: Setting) -> bool:
+    """``s`` is cheaper than the default and keeps retention: over two or more sessions, it holds
+    across them (harness/sweep/sessions.py ``holds``: the saving's interval over sessions above 0, cheaper
+    on most sessions, retention not worse beyond noise); on one session, cheaper with retention not
+    worse beyond noise."""
+    if s.cost >= default.cost - COST_TOL:
+        return False
+    c = comparison(s, default)
+    if c is not None:
+        return sessions.holds(c)
+    return not_worse(retention_difference(s, default))
 
 
 def _is_default(s: Setting) -> bool:
@@ -321,7 +406,7 @@ def answers(sets: list[Setting]) -> list[Answer]:
         ok = [s for s in ss if s.completed and s is not default and not measures_same(s, default)]
         cheapest = best = None
         if default.completed:
-            keep = [s for s in ok if s.cost < default.cost - COST_TOL and not_worse(retention_difference(s, default))]
+            keep = [s for s in ok if keeps_up(s, default)]
             if keep:
                 cheapest = _pick(default, min(keep, key=lambda s: (s.cost, -_nan0(s.retention.est))))
             afford = [s for s in ok if s.cost <= default.cost + COST_TOL and not math.isnan(s.retention.est)
@@ -383,14 +468,13 @@ def peers(answer: Answer, sets: list[Setting]) -> list[PeerRow]:
 
 
 def cost_interval(s: Setting, n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of a setting's mean cost over its runs (a point when the
-    runs agree or there is one)."""
-    c = np.array(list(s.cost_by_run.values()), dtype=float)
+    """95% percentile-bootstrap interval over sessions of a setting's mean cost per session (a point
+    with one session)."""
+    c = np.array(list(s.by_session.values()), dtype=float)
     if len(c) < 2 or np.ptp(c) == 0:
         return (float(c.mean()), float(c.mean())) if len(c) else (math.nan, math.nan)
-    boot = c[np.random.default_rng(seed).integers(0, len(c), (n_boot, len(c)))].mean(axis=1)
-    a = (1 - proportions.LEVEL) / 2
-    return float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))
+    iv = sessions.mean_interval(c, n_boot, seed)
+    return iv.lo, iv.hi
 
 
 def front(sets: list[Setting]) -> list[Setting]:
