@@ -12,8 +12,8 @@ WORKERS ?= 2
 help:
 	@echo "make test       run the test suite (creates .venv and installs ctxsim[dev] first)"
 	@echo "make demo       generate the default traces, compare all strategies, write reports/demo/"
-	@echo "make sweep      run sweeps/thresholds.toml and write its report to reports/sweep/"
-	@echo "make bench      speed benchmarks (pytest-benchmark, tests/bench/)"
+	@echo "make sweep      which NovaCode thresholds to ship, on 30 synthetic sessions per window and the bundled real logs (sweeps/thresholds.toml); report in reports/sweep/"
+	@echo "make bench      speed benchmarks (pytest-benchmark, tests/bench/), runs per minute of a population sweep local and on Dask"
 	@echo "make engine-hashes  rewrite tests/data/engine_hashes*.json (the engine identity check) after a change that moves numbers"
 	@echo "make test-deep  the property suite with the long hypothesis profile"
 	@echo "make example    regenerate the checked-in example report (reports/example/)"
@@ -49,8 +49,16 @@ demo: $(STAMP)
 	$(CTXSIM) report reports/demo/results --out reports/demo --target 0.5 --title "ctxsim demo: every strategy on long-200k"
 	@echo "open reports/demo/index.html (or read reports/demo/report.md)"
 
+# the bundled real logs that reach a 200k window (../shared/traces/real/README.md): read in place, imported
+# under reports/sweep/real (ignored by git), run beside the synthetic population at 200k
+REAL_LOGS := ../shared/traces/real/claude-code
+REAL_SESSIONS := spotter/258c7280-ae70-4798-800f-63464d01a85d spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04 codemie/session-624a4a58
+
 sweep: $(STAMP)
-	$(CTXSIM) sweep sweeps/thresholds.toml --out reports/sweep/results --workers $(WORKERS)
+	mkdir -p reports/sweep/real
+	for s in $(REAL_SESSIONS); do f=reports/sweep/real/$$(basename $$s).jsonl; test -f $$f || \
+	  $(CTXSIM) import claude-code $(REAL_LOGS)/$$s.jsonl -o $$f > /dev/null || exit 1; done
+	$(CTXSIM) sweep sweeps/thresholds.toml --out reports/sweep/results --workers $(WORKERS) --with 200000=reports/sweep/real
 	$(CTXSIM) report reports/sweep/results --out reports/sweep --target 0.5
 
 example: $(STAMP)

@@ -453,7 +453,7 @@ def _run_sweep(cfg: SweepConfig, out: Path, base: Path, workers: int | None, exe
         traces = list(dict.fromkeys(p for ps in per_window.values() for p in ps))
         env = keys.environment()
         specs = expand(cfg, traces, per_window, env)
-        _note_overrides(cfg, traces, log)
+        _note_overrides(cfg, per_window, log)
         db = store.Store.open(out)
     except BaseException:
         if created:
@@ -519,15 +519,16 @@ def _plan(todo: list[RunSpec], workers: int) -> list[list[RunSpec]]:
     return plan(todo, lambda sp: sp.trace, lambda path: os.path.getsize(path), workers)
 
 
-def _note_overrides(cfg: SweepConfig, traces: list[Path], log: Callable[[str], None]) -> None:
-    """One line for each grid model or window that overrides what an imported trace recorded."""
+def _note_overrides(cfg: SweepConfig, per_window: dict[int | None, list[Path]], log: Callable[[str], None]) -> None:
+    """One line for each grid model or window that overrides what an imported trace recorded (at
+    the windows the trace runs at)."""
     from ctxsim.harness.replay.engine import RunConfig
     from ctxsim.harness.replay.setting import override_warnings
 
     seen: set[str] = set()
-    for p in traces:
-        t = executors.trace(str(p))
-        for model, window in itertools.product(cfg.models, cfg.windows):
+    for window, paths in per_window.items():
+        for p, model in itertools.product(paths, cfg.models):
+            t = executors.trace(str(p))
             for line in override_warnings(RunConfig(model=model, window=window), t):
                 if line not in seen:
                     seen.add(line)

@@ -291,7 +291,7 @@ def _recover(study, optuna, log: Callable[[str], None]) -> None:
     stale = [t for t in study.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.RUNNING]
     for t in stale:
         study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
-        study.enqueue_trial(dict(t.params), skip_if_exists=False)
+        study.enqueue_trial(dict(t.params), user_attrs=dict(t.user_attrs), skip_if_exists=False)
     if stale:
         log(f"{len(stale)} trial(s) left running by a killed tuner: marked failed and proposed again (their "
             "finished runs are kept)")
@@ -352,10 +352,11 @@ def _optimise(study, optuna, runner: _Runner, space: list[Space], order: list[st
     default = registry.config_dict(registry.make_config(runner.cls, {}))
     default_params = {s.name: default[s.name] for s in space}
     done = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
-    if not any(t.user_attrs.get("default") for t in done) and not study.get_trials(
-            deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+    if not any(t.user_attrs.get("default") for t in study.get_trials(deepcopy=False)
+               if t.state != optuna.trial.TrialState.FAIL):
         study.enqueue_trial(default_params, user_attrs={"default": True})
     seen: list[Trial] = [_rebuild(t, runner, order) for t in done if t.state == optuna.trial.TrialState.COMPLETE]
+    done = [t for t in done if t.state != optuna.trial.TrialState.FAIL]   # a trial that failed is proposed again
     left = n_trials - len(done)
     log(f"tuning {runner.strategy} at window {runner.window:,} on {len(order)} sessions (rungs {', '.join(map(str, steps))}); "
         f"{len(done)} trial(s) already in the study, {max(0, left)} to run")

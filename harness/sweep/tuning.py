@@ -1,13 +1,16 @@
 """The tuning answer of a sweep: for each strategy whose parameters a sweep varies, at each window
-and on each group of traces, which setting to ship.
+and on each population of sessions (:func:`trace_group`: a synthetic preset's sessions, a folder of
+real logs), which setting to ship. Everything is at the session level (harness/sweep/sessions.py).
 
 Two answers, both against the strategy's **default** setting (its registered defaults, which the
 grid should hold; when it does not, the grid point with the fewest changes stands in and the report
 says so):
 
-* **cheapest that keeps retention**: the cheapest setting that completed every run, costs less than
-  the default and whose retention is not worse than the default's beyond noise (the 95% interval of
-  the difference reaches 0 or above);
+* **cheapest that holds**: the cheapest setting that completed every run, costs less than the
+  default and, over two sessions or more, holds against it across sessions (``sessions.holds``: its
+  saving's interval over sessions above 0, cheaper on most sessions, retention not worse beyond
+  noise); on one session, cheaper with retention not worse beyond noise (the report then names no
+  setting to ship: one session shows nothing about the others);
 * **best retention at no more cost**: among the settings that completed every run, cost no more
   than the default and keep more than it, the one with the best retention.
 
@@ -15,22 +18,18 @@ A setting that measured the same as the default (:func:`measures_same`: every ru
 retention and the compactions identical) is never an answer: it only says its knob was not reached.
 When nothing is left, the answer is None and the report says no setting improves on the default.
 
-Each comes with its saving against the default, in dollars and percent, with a 95% interval.
-
-Retention is the *needs at risk* figure when the results carry it (``needs_at_risk.*``): needs kept
-(verbatim, in a summary or behind a pointer) over needs at risk, pooled over the seeds and traces of a configuration,
-with a Wilson interval on the effective sample (each need once: counts divided by the seeds, as
-harness/retention/needs.py pools them: a seed replays the same needs, so pooling seeds does not narrow it).
-A difference is Newcombe's paired interval (harness/retention/needs.py, ``newcombe_paired``) when both sides
-have per-need outcomes (the sweep's probe tables with ``at_risk``), else his unpaired hybrid
-interval (harness/retention/proportions.py). Results
-written before that figure existed fall back to ``retention.score`` with the percentile bootstrap of
-harness/sweep/uncertainty.py (or no interval, without per-probe scores); :func:`retention_method` says
-which, and the report prints it.
+A session's figure is the mean over its runs (seeds). Retention is the *needs at risk* figure when
+the results carry it (``needs_at_risk.*``): needs kept (verbatim, in a summary or behind a pointer)
+over needs at risk, each need once whatever the seeds, pooled over sessions, with a bootstrap over
+sessions; on one session, Wilson's interval on its needs, and a difference by Newcombe's paired
+interval (harness/retention/needs.py, ``newcombe_paired``) when both sides have per-need outcomes,
+else his unpaired hybrid (harness/retention/proportions.py). Results written before that figure
+existed fall back to ``retention.score`` (harness/sweep/uncertainty.py); :func:`retention_method`
+says which, and the report prints it.
 
 Cost is ``cost_with_recovery_usd`` when present (the session's bill plus what reading lost needs
-back would cost), else ``cost_usd``. A saving's interval is a percentile bootstrap over the paired
-runs (same trace, same seed) of the two settings.
+back would cost), else ``cost_usd``. A saving is paired by session, its interval a bootstrap over
+sessions; on one session it has none.
 """
 
 from __future__ import annotations

@@ -35,6 +35,15 @@ BOOT_SEED = 0    # resampling seed: the same report twice gives the same interva
 MAX_FLIPS_SHOWN = 12  # a report lists at most this many reordered pairs (then counts the rest)
 METHOD = (f"percentile bootstrap over seeds × probes ({N_BOOT:,} resamples, {LEVEL:.0%}; seeds and probes "
           "resampled independently, traces separately; differences paired)")
+METHOD_SESSIONS = (f"percentile bootstrap over sessions ({N_BOOT:,} resamples, {LEVEL:.0%}; sessions drawn with "
+                   "replacement, each with its probes and seeds: probes are clustered in sessions; differences paired "
+                   "by session)")
+
+
+def method(blocks: Mapping[str, Sequence[Block]] | Sequence[Block]) -> str:
+    """The interval's method for these blocks: over sessions when there are two or more."""
+    many = (max((len(v) for v in blocks.values()), default=0) if isinstance(blocks, Mapping) else len(blocks)) >= 2
+    return METHOD_SESSIONS if many else METHOD
 
 
 @dataclass(frozen=True)
@@ -104,12 +113,26 @@ def point(blocks: Sequence[Block]) -> float:
     return float(np.mean(vals)) if vals else float("nan")
 
 
+def _per_session(blocks: Sequence[Block]) -> np.ndarray:
+    return np.array([point([b]) for b in blocks])
+
+
+def _session_boot(values: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    idx = np.random.default_rng(seed).integers(0, len(values), (n_boot, len(values)))
+    return values[idx].mean(axis=1)
+
+
 def interval(blocks: Sequence[Block], n_boot: int = N_BOOT, level: float = LEVEL,
              seed: int = BOOT_SEED) -> tuple[float, float, float]:
-    """(estimate, low, high) of the retention score of one configuration."""
+    """(estimate, low, high) of the retention score of one configuration: with two sessions (traces)
+    or more, a bootstrap over sessions; with one, over its seeds × probes."""
     blocks = [b for b in blocks if b.scores.size]
     if not blocks:
         return float("nan"), float("nan"), float("nan")
+    if len(blocks) >= 2:
+        boot = _session_boot(_per_session(blocks), n_boot, seed)
+        a = (1 - level) / 2
+        return point(blocks), float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))
     rng = np.random.default_rng(seed)
     boot = _stat(blocks, _draws(blocks, n_boot, rng))
     a = (1 - level) / 2
@@ -137,6 +160,10 @@ def difference(a: Sequence[Block], b: Sequence[Block], n_boot: int = N_BOOT, lev
     pa, pb = paired(a, b)
     if not pa:
         return float("nan"), float("nan"), float("nan")
+    if len(pa) >= 2:   # paired by session: the same sessions drawn for both
+        boot = _session_boot(_per_session(pa) - _per_session(pb), n_boot, seed)
+        q = (1 - level) / 2
+        return point(pa) - point(pb), float(np.quantile(boot, q)), float(np.quantile(boot, 1 - q))
     draws = _draws(pa, n_boot, np.random.default_rng(seed))
     boot = _stat(pa, draws) - _stat(pb, draws)
     q = (1 - level) / 2
@@ -187,8 +214,10 @@ def noise_lines(blocks: Mapping[str, Sequence[Block]], failed: Collection[str] =
     ci = {k: interval(v) for k, v in blocks.items()}
     names = sorted(ci, key=lambda k: (k in failed, -ci[k][0]))
     seeds = sorted({s for v in blocks.values() for b in v for s in b.seeds})
-    lines = [f"Retention by configuration ({len(seeds)} seed{'s' if len(seeds) != 1 else ''}: "
-             f"{', '.join(map(str, seeds))}; {METHOD}):", ""]
+    n_sessions = max((len(v) for v in blocks.values()), default=0)
+    on = f"{n_sessions} sessions, " if n_sessions >= 2 else ""
+    lines = [f"Retention by configuration ({on}{len(seeds)} seed{'s' if len(seeds) != 1 else ''}: "
+             f"{', '.join(map(str, seeds))}; {method(blocks)}):", ""]
     for k in names:
         e, lo, hi = ci[k]
         lines.append(f"- `{k}`: {e:.3f} [{lo:.3f}, {hi:.3f}]")
@@ -205,7 +234,10 @@ def noise_lines(blocks: Mapping[str, Sequence[Block]], failed: Collection[str] =
         lines.append(f"- `{a}` is {verdict} `{b}`: difference {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]")
     flips = seed_flips(blocks, None if pairs is None else compared)
     lines.append("")
-    if len(seeds) < 2:
+    if len(seeds) < 2 and n_sessions >= 2:
+        lines.append(f"- One seed per session: the {n_sessions} sessions are the sample, and each session's own draw is "
+                     "part of the interval over sessions.")
+    elif len(seeds) < 2:
         lines.append("- One seed only: whether the seed reorders these configurations is not known (run ≥ 3 seeds).")
     elif flips:
         for a, b, rev in flips[:MAX_FLIPS_SHOWN]:

@@ -6,7 +6,8 @@ import time
 
 from ctxsim.harness.model import trace as tr
 from ctxsim.harness.replay.engine import RunConfig, replay
-from ctxsim.harness.sweep.grid import _TRACES, load_config, run_sweep
+from ctxsim.harness.sweep.executors import _TRACES
+from ctxsim.harness.sweep.grid import load_config, run_sweep
 
 from tests.bench.test_replay_speed import session
 

@@ -140,3 +140,20 @@ def test_a_recommendation_says_what_it_loses_of_the_goal_and_the_constraints(tmp
     assert rec.lstrip().split("\n")[0].startswith("at needs at risk kept ≥ 0.3") or "**truncate**" in rec
     assert ("**It loses some of what the user said**: it keeps the goal 0/12 (`novacode`: 12/12) and the user's "
             "constraints 0/12 (`novacode`: 12/12).") in rec
+
+
+def test_the_population_report_reads_whole_in_a_browser(tmp_path):
+    """Read as a reviewer reads it: headless Chromium at 1,280 px, every figure shown, nothing off the
+    page, no Markdown left unrendered, the opening first."""
+    import pytest
+
+    from tests.report.browser import browser, check_page
+
+    if browser() is None:
+        pytest.skip("no Chromium on this machine (.ci/run installs it)")
+    write_report(population(), tmp_path, target=0.5)
+    r = check_page(tmp_path / "index.html", width=1280)
+    assert r["broken"] == [] and r["images"] == len(list((tmp_path / "figures").glob("*.png")))
+    assert r["page_width"] <= 1280 and r["outside"] == [] and r["stray_markdown"] == 0
+    html = (tmp_path / "index.html").read_text()
+    assert html.index("<h2>The answer</h2>") < html.index("<h2>Tuning: which setting to ship</h2>")
