@@ -99,3 +99,12 @@ def test_needs_are_counted_once_whatever_the_seeds(rows):
     else:
         assert math.isnan(iv.est)
     assert np.isfinite(c.detection) or c.needs == 0
+
+
+def test_an_interval_that_only_touches_zero_is_on_the_side_of_its_estimate():
+    """−0.062 [−0.333, 0.000]: every resample fell below 0 or on it; that is a loss, not noise
+    (a peer there is not "at equal retention")."""
+    assert S.direction(S.Interval(-0.062, -0.333, 0.0)) == -1 and not S.not_worse(S.Interval(-0.062, -0.333, 0.0))
+    assert S.direction(S.Interval(0.068, 0.0, 0.167)) == 1
+    assert S.direction(S.Interval(0.0, 0.0, 0.0)) == 0 and S.not_worse(S.Interval(0.0, 0.0, 0.0))
+    assert S.direction(S.Interval(-0.045, -0.167, 0.031)) == 0 and S.not_worse(S.Interval(-0.045, -0.167, 0.031))

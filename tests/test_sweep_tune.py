@@ -97,3 +97,17 @@ def test_a_tune_runs_stores_its_study_and_resumes_a_trial_a_killed_tuner_left(sm
     assert states.count("FAIL") == 1 and states.count("COMPLETE") + states.count("PRUNED") == 4
     rep = run_cli(["report", str(out), "--no-ledger"])   # the tuner's runs are a sweep's results
     assert rep.status == 0, rep.stderr
+
+
+def test_a_tune_runs_its_sessions_on_dask_when_asked(small):
+    """The same study on a Dask cluster gives the same trials' numbers as on local workers."""
+    distributed = pytest.importorskip("distributed")
+    cfg = load_config(small / "g.toml")
+    local = tune.run_tune(cfg, small / "local", strategy="novacode", window=None, trials=2, base=small, workers=1,
+                          log=lambda s: None)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
+            distributed.Client(cl) as client:
+        dk = tune.run_tune(cfg, small / "dask", strategy="novacode", window=None, trials=2, base=small,
+                           executor="dask", client=client, log=lambda s: None)
+    assert [t.params for t in local.trials] == [t.params for t in dk.trials]
+    assert [t.cost for t in local.trials] == [t.cost for t in dk.trials]

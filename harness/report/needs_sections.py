@@ -154,7 +154,9 @@ def verdict(d: tuple[float, float, float]) -> str:
         return "not comparable"
     if math.isnan(lo):
         return "no interval"
-    return "within noise of" if lo <= 0 <= hi else "above" if x > 0 else "below"
+    from ctxsim.harness.sweep.sessions import Interval, direction
+
+    return {0: "within noise of", 1: "above", -1: "below"}[direction(Interval(x, lo, hi))]
 
 
 def pair_line(a: tuning.Setting, b: tuning.Setting) -> str:
@@ -171,15 +173,21 @@ def pair_line(a: tuning.Setting, b: tuning.Setting) -> str:
 
 
 def _parts(ctx: Context, s: tuning.Setting) -> list[str]:
+    """k/n, where the needs were (verbatim, summary, pointer, lost), goal and constraints kept: each
+    need once (a session's counts are the mean over its seeds), summed over sessions."""
     g = ctx.runs[ctx.runs["key"].isin(s.keys)] if "key" in ctx.runs and s.keys else ctx.runs.iloc[0:0]
+    th = "trace_hash" if "trace_hash" in g else "trace"
 
-    def tot(c: str) -> int:
-        return int(g[c].fillna(0).sum()) if c in g else 0
+    def tot(c: str) -> float:
+        if c not in g or not len(g):
+            return 0.0
+        return float(g[c].fillna(0).groupby(g[th]).mean().sum()) if th in g else float(g[c].fillna(0).mean())
     n = tot("needs_at_risk.n")
     goal, cons = (tot("needs_at_risk.goal.kept"), tot("needs_at_risk.goal.n")), (
         tot("needs_at_risk.constraints.kept"), tot("needs_at_risk.constraints.n"))
-    return ([f"{sum(tot('needs_at_risk.' + w) for w in KEPT)}/{n}"]
-            + [fmt.count(tot(f"needs_at_risk.{p}")) for p in PARTS] + [f"{goal[0]}/{goal[1]}", f"{cons[0]}/{cons[1]}"])
+    return ([f"{count(sum(tot('needs_at_risk.' + w) for w in KEPT))}/{count(n)}"]
+            + [count(tot(f"needs_at_risk.{p}")) for p in PARTS]
+            + [f"{count(goal[0])}/{count(goal[1])}", f"{count(cons[0])}/{count(cons[1])}"])
 
 
 def section_needs(ctx: Context) -> Section | None:

@@ -269,7 +269,7 @@ def _verdict(i: sessions.Interval) -> str:
         return "no need at risk"
     if not i.has_ci:
         return "no interval"
-    return "within noise" if i.lo <= 0 <= i.hi else "more kept" if i.lo > 0 else "fewer kept"
+    return {0: "within noise", 1: "more kept", -1: "fewer kept"}[sessions.direction(i)]
 
 
 def population_section(ctx: Context) -> Section | None:

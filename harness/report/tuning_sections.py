@@ -54,7 +54,9 @@ def verdict(v: tuple[float, float, float]) -> str:
     d, lo, hi = v
     if _nan(lo):
         return "no interval" if not _nan(d) else fmt.MISSING
-    return "within noise" if lo <= 0 <= hi else "better" if lo > 0 else "worse"
+    from ctxsim.harness.sweep.sessions import Interval, direction
+
+    return {0: "within noise", 1: "better", -1: "worse"}[direction(Interval(d, lo, hi))]
 
 
 def setting_name(s: tuning.Setting) -> str:

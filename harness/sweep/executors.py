@@ -75,7 +75,7 @@ def run_one(spec) -> Done:
     """Replay one configuration; a run that raises is a row with its error, not the end of the sweep."""
     from ctxsim.harness.replay.engine import RunConfig, replay
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     row = _identity(spec)
     probes = calls = None
     ret, summ = spec.assumptions()
@@ -92,6 +92,7 @@ def run_one(spec) -> Done:
     except Exception as e:  # a failed run is a recorded result, not the end of the sweep
         row["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
     row["run_s"] = time.perf_counter() - t0
+    row["run_cpu_s"] = time.process_time() - c0   # the worker process's CPU time (what a shared machine does not move)
     return Done(spec.key, row, probes, calls)
 
 

@@ -182,6 +182,17 @@ def holds(c: Comparison) -> bool:
     return not_worse(c.retention)
 
 
+def direction(i: Interval) -> int:
+    """+1 (above 0 beyond noise), −1 (below), 0 (within noise) for a difference with its interval; an
+    interval that only touches 0 is on the side of its estimate (the resamples all fell on that side
+    or on 0 itself)."""
+    if i.lo > 0 or (i.lo == 0 and i.est > 0):
+        return 1
+    if i.hi < 0 or (i.hi == 0 and i.est < 0):
+        return -1
+    return 0
+
+
 def not_worse(i: Interval) -> bool:
     """A retention difference is not worse beyond noise: its estimate is 0 or above, or its interval
     reaches above 0 (an interval that only touches 0 from below is a loss)."""

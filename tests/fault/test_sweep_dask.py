@@ -31,7 +31,7 @@ set = {memory = false}
 
 
 def _rows(df: pd.DataFrame) -> pd.DataFrame:
-    return df.drop(columns=["run_s"]).sort_values("key").reset_index(drop=True)
+    return df.drop(columns=["run_s", "run_cpu_s"], errors="ignore").sort_values("key").reset_index(drop=True)
 
 
 @pytest.fixture

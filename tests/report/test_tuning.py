@@ -180,6 +180,8 @@ def test_the_recommendation_is_made_on_needs_at_risk_with_its_interval(tmp_path)
     rec = md.split("## Cheapest of all configurations at needs at risk kept ≥ 0.5", 1)[1].split("\n## ", 1)[0]
     assert rec.strip().startswith("**novacode (soft_margin=40000)** at window 200,000")
     assert "Needs at risk kept: 60/100 on 1 session = 0.600 [0.502, 0.691] kept" in rec   # each need once
+    # the needs table too: 60 of 100 (30 verbatim, 30 in a summary, 40 lost), never 180/300 over 3 seeds
+    assert "| novacode | yes | $10.00 | 60/100 on 1 session = 0.600 [0.502, 0.691] | 30 | 30 | 0 | 40 | 0/0 | 0/0 |" in md
     assert "Against the reference: `novacode (soft_margin=40000)` is within noise of `novacode`: difference +0.000" in rec
     assert ("`novacode (soft_margin=40000)` is below `novacode (tail_min_tokens=20000)`: difference -0.150 "
             "[-0.273, -0.020]") in rec
