@@ -9,6 +9,11 @@ resume after the prices, the tokenizer, ctxsim or its fitted data changed finds 
 redoes the runs; the setting's own digest (``base``) lets it say which runs were done before under
 another environment, and what differed.
 
+A checkout's version stays the same while its code changes, so the environment also holds a digest
+of the code a run executes (``code``: the strategies and every harness package below the sweep,
+harness/__init__.py's order; not the sweep, report, testing or command-line code, which move no
+number): an edit to a strategy or the engine is a new environment too.
+
 The label is not part of either: two grid entries that ask for one setting under two labels share
 one run (harness/sweep/store.py keeps both labels).
 """
@@ -81,15 +86,36 @@ def data_hash() -> str:
     return _digest([(f.name, hashlib.sha256(f.read_bytes()).hexdigest()) for f in files], 16)
 
 
+# the packages whose code computes a run's numbers (harness/__init__.py's stack below ``sweep``)
+REPLAY_PACKAGES = ("files", "model", "provider", "llm", "retention", "replay", "fidelity", "importers", "synth",
+                   "calibration")
+
+
+@cache
+def code_hash() -> str:
+    """The source of the code a run executes: every .py of the strategies and of the harness
+    packages below the sweep, by content (a wheel's and a checkout's alike)."""
+    harness = Path(__file__).resolve().parents[1]
+    import ctxsim.strategies as strategies_pkg
+
+    roots = [Path(strategies_pkg.__file__).resolve().parent, *(harness / p for p in REPLAY_PACKAGES)]
+    files = sorted(f for r in roots if r.is_dir() for f in r.rglob("*.py"))
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.parent.name}/{f.name}".encode())
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
 def environment() -> dict[str, str]:
     """What this process brings to every run (read now: a changed ``CTXSIM_MODELS`` counts)."""
     return {"prices": price_table_hash(), "tokenizer": tokenizer_name(), "ctxsim": ctxsim_version(),
-            "data": data_hash()}
+            "data": data_hash(), "code": code_hash()}
 
 
 # how each part reads in a sentence, and whether its values mean anything to a reader
 NAMES = {"prices": ("price table", False), "tokenizer": ("tokenizer", True), "ctxsim": ("ctxsim version", True),
-         "data": ("fitted data (harness/data)", False)}
+         "data": ("fitted data (harness/data)", False), "code": ("replay code (strategies, engine)", False)}
 
 
 def difference(old: dict[str, str], new: dict[str, str]) -> str:

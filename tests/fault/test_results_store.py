@@ -359,3 +359,15 @@ def test_a_dask_scheduler_killed_mid_sweep_is_one_line_and_its_worker_writes_not
             if p is not None and p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
+
+
+def test_a_resume_after_the_replay_code_changed_redoes_every_run_and_says_so(grid, monkeypatch):
+    """A checkout's version does not move when a strategy or the engine is edited: the code's own
+    digest does, and a resume redoes the runs."""
+    cfg, out = grid
+    assert sweep(cfg, out).status == 0
+    from ctxsim.harness.sweep import keys
+
+    monkeypatch.setattr(keys, "code_hash", lambda: "edited")
+    o = sweep(cfg, out)
+    assert "2 runs done before under another replay code (strategies, engine): redone" in o.stdout
