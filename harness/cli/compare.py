@@ -240,9 +240,23 @@ def _one(i: int):
     return replay(traces[ti], classes[n], sets[n], replace(cfg, seed=seed))
 
 
+def _chunk(idx: list[int]) -> list[tuple[int, object]]:
+    """On a worker: the jobs ``idx``, each its result or None when it raised (run again where the
+    error can surface whole)."""
+    out = []
+    for i in idx:
+        try:
+            out.append((i, _one(i)))
+        except Exception:  # noqa: BLE001 - the parent runs it again, in its own process, to raise it there
+            out.append((i, None))
+    return out
+
+
 def _replay_all(traces, classes, sets, cfg, jobs, workers: int) -> list:
     """Every (trace, strategy, seed) of ``jobs``, in order; on ``workers`` forked processes when
-    there is more than one job (a trace's runs kept together, so each worker counts its tokens once)."""
+    there is more than one job, in chunks of consecutive jobs (a trace's runs kept together, so each
+    worker counts its tokens once). A job that raised in a worker is run again here, where its error
+    surfaces with its own frames (the strategy's file and line)."""
     _JOB["args"] = (traces, classes, sets, cfg, jobs)
     import multiprocessing as mp
 
@@ -251,8 +265,12 @@ def _replay_all(traces, classes, sets, cfg, jobs, workers: int) -> list:
     from concurrent.futures import ProcessPoolExecutor
 
     per = max(1, len(jobs) // (4 * workers))
+    chunks = [list(range(a, min(a + per, len(jobs)))) for a in range(0, len(jobs), per)]
+    got: dict[int, object] = {}
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as ex:
-        return list(ex.map(_one, range(len(jobs)), chunksize=per))
+        for part in ex.map(_chunk, chunks):
+            got.update(part)
+    return [got[i] if got.get(i) is not None else _one(i) for i in range(len(jobs))]
 
 
 def _population(args, names, results, paths, traces, groups, classes, cfg, report) -> int:

@@ -14,8 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 GRID = '''traces = ["preset:short"]
-preset_set = {calls = 120}   # long enough that the signal lands mid-sweep, not as it exits
-seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+preset_set = {calls = 200}   # long enough that the signal lands mid-sweep, not as it exits, on a loaded machine too
+seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]
 [[strategies]]
 name = "novacode"
 set = {memory = false}
@@ -84,6 +84,7 @@ def test_a_terminating_signal_stops_the_workers_and_exits_128_plus_sig(tmp_path,
     try:
         assert _wait_for(lambda: len(_children(p.pid)) >= 2), "the pool never started"
         workers = _children(p.pid)
+        assert p.poll() is None, "the sweep ended before the signal could be sent (give it more work)"
         p.send_signal(sig)
         assert p.wait(timeout=60) == 128 + sig
         assert _wait_for(lambda: not any(_alive(w) for w in workers), 30)
