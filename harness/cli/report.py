@@ -48,8 +48,10 @@ def run(args) -> int:
     except store.StoreError as e:
         raise BadInput(str(e)) from None
     if df.empty:
-        raise BadInput(f"{d}: no sweep results in {d / store.FILE}" + (" (every run could not be read)" if health.damaged
-                                                                       else ""))
+        whys = [f"{k}: {health.why[k]}" for k in health.damaged if k in health.why][:3]
+        raise BadInput(f"{d}: no sweep results in {d / store.FILE}"
+                       + (f" (every run could not be read{': ' + '; '.join(whys) if whys else ''})"
+                          if health.damaged else ""))
     notes = coverage.notes(grid, df, health)
     for note in notes:   # partial or damaged results are said, never passed off as the grid
         print(f"ctxsim report: warning: {coverage.plain(note)}", file=sys.stderr)

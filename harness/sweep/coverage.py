@@ -69,8 +69,10 @@ def notes(grid: Sequence[tuple[str, str, dict[str, Any]]], df: pd.DataFrame, hea
     if health.damaged or health.integrity:
         parts = []
         if health.damaged:
+            whys = [f"`{k}`: {health.why[k]}" for k in health.damaged if k in health.why]
             parts.append(f"{_plural(len(health.damaged), 'run')} could not be read from the store (left out; "
-                         "`ctxsim sweep` again redoes them)")
+                         "`ctxsim sweep` again redoes them)"
+                         + (f" ({'; '.join(whys[:3])}{'; ...' if len(whys) > 3 else ''})" if whys else ""))
         if health.integrity:
             parts.append(f"SQLite's integrity check reports: {health.integrity}")
         out.append("**Damaged results**: " + "; ".join(parts) + ".")

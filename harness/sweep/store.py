@@ -152,6 +152,30 @@ def encode_row(row: dict[str, Any]) -> str:
     return json.dumps(row, default=_json_default, allow_nan=True, sort_keys=True)
 
 
+# The run metrics that are numbers (harness/replay/metrics.py, flattened by executors.flatten, and the
+# row's timings): a stored row holding anything else there was edited or damaged after the sweep wrote
+# it. It is named with its key and field and left out, never aggregated (issue 44, case 9e).
+NUMERIC_FIELDS = frozenset({
+    "cost_usd", "calls", "side_calls", "turns", "turns_failed", "rejected_requests", "retries", "cache_hit_rate",
+    "overflows", "pairing_violations", "rejected_side_calls", "spills", "readbacks", "peak_context_tokens",
+    "peak_main_context_tokens", "window", "seed", "failed_at_call", "run_s", "run_cpu_s", "retention.score",
+    "retention.goal", "retention.probes", "retention.probes_not_reached"})
+NUMERIC_PREFIXES = ("tokens.", "latency_s.", "compactions.", "estimator.", "by_kind.")
+
+
+def bad_value(row: Any) -> str | None:
+    """Why a decoded run row cannot be used (None: it can): not an object, or a metric that is not a
+    number (``null`` allowed: a metric a run did not measure)."""
+    if not isinstance(row, dict):
+        return f"a {type(row).__name__}, not a run row"
+    for k, v in row.items():
+        if not (k in NUMERIC_FIELDS or k.startswith(NUMERIC_PREFIXES)) or v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return f"{k} is {json.dumps(v)[:40]}, not a number"
+    return None
+
+
 def frame_bytes(df: pd.DataFrame) -> bytes:
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
@@ -200,6 +224,7 @@ class Health:
 
     integrity: str = ""                                  # SQLite's quick_check, when not "ok"
     damaged: list[str] = field(default_factory=list)     # run keys whose row does not decode / cannot be read
+    why: dict[str, str] = field(default_factory=dict)    # key -> what is wrong with its row, where known
     no_probes: list[str] = field(default_factory=list)   # run keys whose per-probe scores are missing / unreadable
     running: dict[str, Any] | None = None                # a sweep is writing this store now
 
@@ -331,8 +356,10 @@ class Store:
                         earlier[base] = env_json
         for k, (failed, has_probes, row) in stored.items():
             try:
-                json.loads(row)
+                bad = bad_value(json.loads(row))
             except ValueError:
+                bad = "does not decode"
+            if bad is not None:
                 out.damaged.add(k)
                 continue
             if has_probes and k not in have_probes:
@@ -390,8 +417,12 @@ class Store:
                 continue
             try:
                 row = json.loads(r[0])
+                bad = bad_value(row)
             except ValueError:
+                bad = "does not decode"
+            if bad is not None:
                 health.damaged.append(key)
+                health.why.setdefault(key, bad)
                 continue
             rows.append({"key": key, "label": label, **{k: v for k, v in row.items() if k not in ("key", "label")}})
         health.damaged = list(dict.fromkeys(health.damaged))

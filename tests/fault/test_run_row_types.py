@@ -1,10 +1,7 @@
-"""A run row whose metric is text (issue 44, case 9: "a run file with a text-typed cost gives
-TypeError: agg function failed"). Since the results store (harness/sweep/store.py) a run is a JSON
-row in results.sqlite; a row edited or damaged so that ``cost_usd`` is a string still reaches the
-report's aggregation. Today it is one line and exit 1 naming pandas and ctxsim's calling line (the
-CLI's internal-error line); the clear error belongs where the store reads rows (``Store.results``
-already leaves out rows that do not parse and names them as damaged): open for the store's owner,
-so the test is a strict xfail that turns into a failure the day it is fixed."""
+"""Issue 44, case 9: a run file (now a run row of results.sqlite) whose ``cost_usd`` is text ended in
+pandas' traceback ("TypeError: agg function failed"). ``Store.results`` (harness/sweep/store.py) names
+such a row as damaged, with its key and the field, and leaves it out; the report says so in its first
+lines, and a store with no other row is one line, exit 2."""
 
 from __future__ import annotations
 
@@ -43,8 +40,6 @@ def test_a_text_typed_cost_is_never_a_traceback(tmp_path):
     assert o.exception == "" and len(o.error_lines) == 1 and "Traceback" not in o.stderr, (o.exception, o.stderr)
 
 
-@pytest.mark.xfail(strict=True, reason="open: harness/sweep/store.py Store.results should name a row whose metric is "
-                   "not a number as damaged (exit 2 or a partial-results line), not let it reach pandas")
 def test_a_text_typed_cost_is_named_as_a_damaged_row(tmp_path):
     out = _swept(tmp_path)
     db = sqlite3.connect(out / "results.sqlite")
@@ -56,3 +51,33 @@ def test_a_text_typed_cost_is_named_as_a_damaged_row(tmp_path):
     db.close()
     o = run_cli(["report", str(out), "--no-ledger", "--out", str(tmp_path / "rep")])
     assert o.status != 1 and key in o.stderr and "cost_usd" in o.stderr, o.stderr
+
+
+def test_a_damaged_row_among_good_ones_is_left_out_and_named(tmp_path):
+    b = Builder().user("fix the parser").call("reading", results=["def parse(): pass"]).call("done")
+    t = tmp_path / "t.jsonl"
+    tr.write(b.build(), t)
+    g = tmp_path / "g.toml"
+    g.write_text(f'traces = ["{t}"]\nseeds = [0, 1]\n[[strategies]]\nname = "append_only"\n')
+    out = tmp_path / "sw"
+    assert run_cli(["sweep", str(g), "--out", str(out), "--workers", "1", "--no-progress"]).status == 0
+    db = sqlite3.connect(out / "results.sqlite")
+    key, row = db.execute("SELECT key, row FROM runs ORDER BY key").fetchone()
+    d = json.loads(row)
+    d["tokens.cache_read"] = [1, 2]
+    db.execute("UPDATE runs SET row = ? WHERE key = ?", (json.dumps(d), key))
+    db.commit()
+    db.close()
+    o = run_cli(["report", str(out), "--no-ledger", "--out", str(tmp_path / "rep")])
+    assert o.status == 0, o.stderr
+    assert "1 run could not be read" in o.stderr and key in o.stderr and "tokens.cache_read is [1, 2]" in o.stderr
+
+
+def test_bad_value_accepts_numbers_and_nulls_only_in_metric_fields():
+    from ctxsim.harness.sweep.store import bad_value
+
+    assert bad_value({"cost_usd": 0.5, "calls": 3, "retention.score": None, "strategy": "x", "error": ""}) is None
+    assert bad_value({"cost_usd": "0.5"}) == 'cost_usd is "0.5", not a number'
+    assert bad_value({"calls": True}) == "calls is true, not a number"
+    assert bad_value({"by_kind.main.calls": "3"}) == 'by_kind.main.calls is "3", not a number'
+    assert bad_value([1]) == "a list, not a run row"
