@@ -20,6 +20,16 @@ def short():
     return generate(load_preset("short"), 1)
 
 
+@pytest.fixture
+def own_root(tmp_path, monkeypatch):
+    """A run root of this test's own: under the shared per-user root another process (a test worker,
+    a user's sweep) takes the first free number as soon as a run's directory is removed, so "removed"
+    could not be told from "removed and taken again" there (the flaky test of issue 44)."""
+    root = tmp_path / "runs"
+    monkeypatch.setattr(rundirs, "RUN_ROOT", root)
+    return root
+
+
 def test_root_is_per_user_and_tokenises_like_the_shared_one():
     uid = os.getuid()
     assert engine.RUN_ROOT.name == f"ctxsim{uid:06d}"
@@ -29,8 +39,8 @@ def test_root_is_per_user_and_tokenises_like_the_shared_one():
         assert tok.count(path) == tok.count("/tmp/ctxsim-runs/run-000042/transcripts/s/transcript.jsonl")
 
 
-def test_run_dir_removed_after_a_run_and_after_an_error(short, monkeypatch):
-    used = []   # the directories these runs got (other processes may run beside them)
+def test_run_dir_removed_after_a_run_and_after_an_error(short, monkeypatch, own_root):
+    used = []   # the directories these runs got
     fresh = rundirs.fresh_run_dir
     monkeypatch.setattr(rundirs, "fresh_run_dir", lambda: used.append(fresh()) or used[-1])
     replay(short, "novacode", None, RunConfig(window=60_000))
@@ -41,11 +51,11 @@ def test_run_dir_removed_after_a_run_and_after_an_error(short, monkeypatch):
     monkeypatch.setattr(engine._Run, "run", boom)
     with pytest.raises(RuntimeError):
         replay(short, "append_only", None, RunConfig())
-    assert len(used) == 2 and all(d.parent == engine.RUN_ROOT for d in used)
+    assert len(used) == 2 and all(d.parent == own_root for d in used)
     assert not any(d.exists() or d.with_suffix(".pid").exists() for d in used)
 
 
-def test_a_killed_runs_dir_goes_at_the_next_run(short):
+def test_a_killed_runs_dir_goes_at_the_next_run(short, own_root):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
     d = rundirs.fresh_run_dir()
