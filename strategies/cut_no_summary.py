@@ -60,12 +60,13 @@ class CutNoSummary(Strategy):
     on_rejection = ("prompt too long: cut at once (no summary) and send again; no cut possible: the session ends "
                     "(as Claude Code compacts reactively, reported; peers.md)")
 
-    @staticmethod
-    def check_params(window: int) -> dict:
-        """For the property kit's small windows: NovaCode's absolute numbers scaled by window / 200k."""
+    @classmethod
+    def check_params(cls, window: int) -> dict:
+        """For the property kit's small windows: NovaCode's absolute numbers scaled by window / 200k
+        (read from ``cls.Config``, so a subclass is scaled alike)."""
         f = window / 200_000
         names = ("summary_reserve_tokens", "soft_margin_tokens", "tail_min_tokens", "tail_max_tokens", "min_prefix_tokens")
-        return {n: max(1, int(CutNoSummaryConfig.model_fields[n].default * f)) for n in names}
+        return {n: max(1, int(cls.Config.model_fields[n].default * f)) for n in names}
 
     def __init__(self, config: CutNoSummaryConfig, env) -> None:
         super().__init__(config, env)

@@ -271,6 +271,19 @@ class NovaCode(Strategy):
     Config = NovaCodeConfig
     manages_window = True  # the hard line (N-COMP-3) keeps requests under the window
     seed_readings = SEED_READINGS  # readings and constants where the seed is silent (ctxsim.strategies.departures)
+    # the spec's absolute numbers (tuned for 200k) that the property kit scales to its small window
+    CHECK_SCALED = ("summary_reserve", "soft_margin", "hard_margin", "tail_min_tokens", "tail_max_tokens",
+                    "min_compressible_tokens", "summary_max_output_tokens", "restore_file_tokens",
+                    "restore_total_tokens", "restore_skill_tokens", "spill_threshold_chars",
+                    "spill_budget_chars", "spill_preview_chars")
+
+    @classmethod
+    def check_params(cls, window: int) -> dict[str, int]:
+        """For the property kit's small windows (docs/writing-a-strategy.md section 5): the spec's
+        absolute numbers scaled by window / 200k, so the same rules act at the same relative points.
+        Read from ``cls.Config``, so a subclass (another name, other defaults) is scaled alike."""
+        fields = cls.Config.model_fields
+        return {n: max(1, int(fields[n].default * window / 200_000)) for n in cls.CHECK_SCALED}
 
     def __init__(self, config: NovaCodeConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)

@@ -199,9 +199,7 @@ class SeedRatioBudgets(NovaCode):
 
     @staticmethod
     def check_params(window: int) -> dict:
-        from ctxsim.harness.testing.params import KNOWN_PARAMS
-
-        return {**KNOWN_PARAMS["novacode"](NovaCode, window), "calibrate_budgets": False}
+        return {**NovaCode.check_params(window), "calibrate_budgets": False}
 
 
 # --- the goal and the spills ----------------------------------------------------------------------

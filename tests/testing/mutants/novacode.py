@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ctxsim.harness.model.conversation import Block, Breakpoint, Message
-from ctxsim.harness.testing.params import CHECK_WINDOW, KNOWN_PARAMS
+from ctxsim.harness.testing.params import CHECK_WINDOW
 from ctxsim.strategies.novacode import restore
 from ctxsim.strategies.novacode import spill as spilling
 from ctxsim.strategies.novacode import strategy as nc_module
@@ -82,7 +82,7 @@ class CopiedSchemaMarker(NovaCode):
 # --- compaction ------------------------------------------------------------------------------------
 
 def _without_environment(window: int) -> dict:
-    return {**KNOWN_PARAMS["novacode"](NovaCode, window), "environment": False}
+    return {**NovaCode.check_params(window), "environment": False}
 
 
 class NovaCodeWithoutEnvironment(NovaCode):
@@ -264,7 +264,7 @@ class _UnseededRandom:
 
 def _params_with(**extra):
     def check_params(window: int = CHECK_WINDOW) -> dict:
-        return {**KNOWN_PARAMS["novacode"](NovaCode, window), **extra}
+        return {**NovaCode.check_params(window), **extra}
     return staticmethod(check_params)
 
 
