@@ -144,6 +144,36 @@ class Strategy:
     # the turn, SWE-agent exits.
     on_rejection: ClassVar[str] = "the turn errors and the session ends"
 
+    # --- what a strategy declares it keeps (the property kit holds it to each; docs/writing-a-strategy.md) ---
+    # Parts of the request besides its messages that a declared rewrite (``Request.rewrite``) may change:
+    # "system", "tools". A compaction rewrites messages; one that also re-renders the system prompt or the
+    # tools (and so loses their cache entry) says so here.
+    rewrites_also: ClassVar[frozenset[str]] = frozenset()
+    # Optional (not defined here): ``check_params``, the parameters for the property kit's small window
+    # (a mapping, or a function of the window; a classmethod reading ``cls.Config`` serves subclasses too).
+
+    @classmethod
+    def summary_keeps(cls, config: StrategyConfig) -> tuple[str, ...]:
+        """The items every summary this strategy asks for keeps (the sections its prompt promises), by
+        name: each summary request's instructions name them, each answer holds them, and the request
+        that uses the summary still holds them. Empty: no promise."""
+        return ()
+
+    @classmethod
+    def clear_minimum(cls, config: StrategyConfig) -> tuple[int, str] | None:
+        """``(tokens, per)``: a clearing of tool results (results replaced by a placeholder) frees at
+        least ``tokens`` input tokens, counted ``per`` ``"request"`` (all a request clears) or
+        ``"clearing"`` (what it clears beyond the request before it). None: no minimum."""
+        return None
+
+    @classmethod
+    def clock_epochs(cls, config: StrategyConfig) -> tuple[float, ...]:
+        """Unix times the strategy reads a trace's clock from (the trace's t = 0 shown as that
+        instant, e.g. to stamp a date): the property kit crosses midnight on each clock as well.
+        Default: the values of the parameters whose names end in ``epoch_s``."""
+        return tuple(float(v) for n, v in config if n.endswith("epoch_s") and isinstance(v, int | float)
+                     and not isinstance(v, bool))
+
     def __init__(self, config: StrategyConfig, env: StrategyEnv) -> None:
         self.config = config
         self.env = env

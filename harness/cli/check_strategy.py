@@ -89,6 +89,8 @@ def run(args) -> int:
     print(f"  invariants: {', '.join(held)}")
     if params:
         print(f"  parameters: {', '.join(f'{k}={v}' for k, v in params.items())}")
+    for line in _declared_lines(cls, params):
+        print(f"  declares: {line}")
     import os
     import time
 
@@ -129,6 +131,24 @@ def run(args) -> int:
     print(f"ok: every invariant held on {sum(c for _, _, c in runs)} generated sessions"
           + (f" ({left} known finding(s) listed for {cls.name}, reported to their owners)" if left else ""))
     return 0
+
+
+def _declared_lines(cls, params) -> list[str]:
+    """What the strategy declares it keeps, as the kit holds it (ctxsim.harness.testing.declared)."""
+    from ctxsim.harness.testing.clock import own_edges
+    from ctxsim.harness.testing.declared import declared
+
+    d = declared(cls, params)
+    out = []
+    if d.summary_items:
+        out.append(f"every summary keeps {', '.join(d.summary_items)}")
+    if d.clear_minimum is not None:
+        out.append(f"a clearing frees at least {d.clear_minimum[0]:,} tokens per {d.clear_minimum[1]}")
+    if d.rewrites_also:
+        out.append(f"a rewrite may change the {' and the '.join(sorted(d.rewrites_also))} too")
+    for e in own_edges(d.epochs):
+        out.append(f"its own clock: the sessions also cross {e.label} (t = {e.t:,.0f} s)")
+    return out
 
 
 def _print_known(cls, seen, owner_of) -> None:

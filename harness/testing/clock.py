@@ -19,9 +19,10 @@ against the tz database's America/New_York in tests/testing/test_clock.py.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ ZONE = "America/New_York"
 # America/New_York's rule for 1987-2006 (tz database, northamerica: "Rule US 1987 2006 - Apr Sun>=1 2:00 1:00 D",
 # "Rule US 1967 2006 - Oct lastSun 2:00 0 S"): the instants below are in those years
 KIT_TZ = "EST5EDT,M4.1.0,M10.5.0"
+DAY_S = 86_400
 OTHER_TZ = "IST-5:30"  # Asia/Kolkata, UTC+5:30, no DST: the cross-process check's second zone  # assumed: any other
 
 
@@ -49,9 +51,29 @@ EDGES: tuple[Edge, ...] = (
 )
 
 
-def crossed(t0: float, t1: float) -> list[Edge]:
-    """The edges in (t0, t1]."""
-    return [e for e in EDGES if t0 < e.t <= t1]
+def own_edges(epochs: tuple[float, ...]) -> tuple[Edge, ...]:
+    """The midnights of a strategy's own clock: a strategy that shows a trace's time ``t`` as the Unix
+    time ``epoch + t`` (``Strategy.clock_epochs``; NovaCode's environment block, ``environment_epoch_s``)
+    changes its date where ``epoch + t`` crosses midnight UTC, not where ``t`` does. Per epoch that is
+    not itself a midnight, the first such instant at least 300 s into the trace (a launch starts up to
+    150 s before it), in trace time as :data:`EDGES` are."""
+    out: list[Edge] = []
+    for epoch in epochs:
+        offset = (-epoch) % DAY_S  # trace time of the first midnight UTC on that clock
+        if offset == 0:
+            continue  # the epoch is a midnight: its midnights are the trace's own (EDGES has them)
+        t = offset if offset >= 300 else offset + DAY_S
+        when = dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        day = dt.datetime.fromtimestamp(epoch + t, dt.UTC).strftime("%Y-%m-%d")
+        edge = Edge(f"midnight UTC on the strategy's own clock ({day} 00:00; its epoch {when} at t = 0)", float(t))
+        if all(e.t != edge.t for e in out):
+            out.append(edge)
+    return tuple(out)
+
+
+def crossed(t0: float, t1: float, more: Iterable[Edge] = ()) -> list[Edge]:
+    """The edges in (t0, t1]; ``more``: a strategy's own (:func:`own_edges`)."""
+    return [e for e in (*EDGES, *more) if t0 < e.t <= t1]
 
 
 @contextmanager

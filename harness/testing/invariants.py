@@ -22,7 +22,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
 ``stable_prefix``  the bytes before each cache breakpoint of a request are unchanged in the next
                    request of the same conversation, unless the strategy declared a rewrite at that
                    call (``Request.rewrite``): an undeclared change silently multiplies the bill. The
-                   tools array is compared by value (an in-place edit keeps a memoised digest).
+                   tools array is compared by value (an in-place edit keeps a memoised digest). A
+                   declared rewrite excuses the messages only: the tools and the system prompt stay
+                   as they were unless the strategy declares that its rewrites change them too
+                   (``Strategy.rewrites_also``; a compaction need not touch them, and a change loses
+                   their cache entry). The first request of a launch or a sub-agent is not judged so.
 ``false_rewrite``  a declared rewrite rewrote something: requests that only append to the
                    previous one of their conversation and declare a rewrite disable the
                    stable-prefix check and count compactions that did not happen. Judged on the
@@ -48,6 +52,16 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    tool_use in the request has its tool_result in it and vice versa (N-COMP-7).
 ``resume_pairing`` a resumed transcript sends a pairing-valid first request (N-TRANS-5): the
                    calls a crash left unanswered are completed before the next request.
+``clear_minimum``  a strategy that declares a minimum for its clearings (``Strategy.clear_minimum``,
+                   e.g. context_editing's ``clear_at_least``) honours it: the tool results (and
+                   inputs) a request sends replaced by a placeholder free at least that many true
+                   tokens, counted per request (all it clears) or per clearing (what it clears beyond
+                   the request before it), within :data:`ESTIMATE_FACTOR` (the strategy decides on
+                   its own estimate).
+``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
+                   sections its prompt promises) keeps it in every summary: the summary request's
+                   instructions name each item, the answer holds each, and the request that uses the
+                   summary still holds each.
 ``goal``           the user's first request of the conversation (its goal) is in the window after
                    every declared rewrite of the main conversation: verbatim, or in a summary whose
                    input held it (or held a summary that did). A path back to the transcript is not
@@ -78,10 +92,12 @@ from ctxsim.harness.llm.services import SUMMARY
 from ctxsim.harness.model.conversation import Block, Breakpoint, Message, Request
 from ctxsim.harness.provider import protocol
 from ctxsim.harness.testing.api_rules import api_errors
+from ctxsim.harness.testing.declared import Declared
 from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
-              "goal", "no_respill", "boundary_pairs", "resume_pairing", "inputs", "deterministic")
+              "goal", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum", "summary_keeps", "inputs",
+              "deterministic")
 # every strategy is held to these; window, path_back and goal are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal"}
 
@@ -200,6 +216,31 @@ def prefix_change(before: Request, after: Request, tools_before: str | None = No
     return f"before the breakpoint at message {i}: {diff}" if diff else ""
 
 
+def prompt_change(before: Request, after: Request, tools_before: str | None = None, tools_after: str | None = None,
+                  allowed: frozenset[str] = frozenset()) -> str:
+    """How ``after`` changed the tools or the system prompt that ``before`` cached (a breakpoint on
+    them or after them), leaving out the parts in ``allowed`` (``"tools"``, ``"system"``); ``""``."""
+    bps = before.breakpoints
+    if not bps:
+        return ""
+    if "tools" not in allowed:
+        tb = tools_before if tools_before is not None else _tools_value(before)
+        ta = tools_after if tools_after is not None else _tools_value(after)
+        if tb != ta:
+            return "the tools array"
+    if ("system" not in allowed and any(b.at != "tools" for b in bps)
+            and before.system.digest != after.system.digest):
+        old = [b.text for b in before.system.blocks]
+        new = [b.text for b in after.system.blocks]
+        if sorted(old) == sorted(new):
+            return "the system prompt (its blocks reordered)"
+        k = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+        what = (f"block {k}: {_short(old[k])!r} -> {_short(new[k])!r}" if k < min(len(old), len(new))
+                else f"{len(old)} blocks -> {len(new)}")
+        return f"the system prompt ({what})"
+    return ""
+
+
 def extends(before: Request, after: Request, tools_before: str | None = None, tools_after: str | None = None) -> bool:
     """``after`` only appends messages to ``before`` (same system and tools, same messages first)."""
     n = len(before.messages)
@@ -240,11 +281,12 @@ def estimate_error(estimated: int | None, tokens: int, window: int) -> str:
             f"({(ratio - 1) * 100:+.0f}%; a factor of {ESTIMATE_FACTOR} either way is allowed)")
 
 
-def _clock_note(t0: float, t1: float) -> str:
-    """The clock's edges crossed between two requests (a date or a time stamped per request changes there)."""
+def _clock_note(t0: float, t1: float, more: Iterable = ()) -> str:
+    """The clock's edges crossed between two requests (a date or a time stamped per request changes
+    there); ``more``: the edges of the strategy's own clock (:func:`clock.own_edges`)."""
     from ctxsim.harness.testing.clock import crossed
 
-    edges = crossed(t0, t1)
+    edges = crossed(t0, t1, more)
     return (f" (the clock crossed {' and '.join(e.label for e in edges)} between the two requests: a date or time "
             "stamped per request?)") if edges else ""
 
@@ -351,6 +393,26 @@ class Files:
             return f"it cannot be read ({e.strerror or e})"
 
 
+def holds_item(text: str, item: str) -> bool:
+    """``text`` names ``item`` as an item of its own: at the start of a line (after a heading or list
+    mark, or bold) or after a separator of a list written inline (``:``, ``;``, ``,``, ``|``), in any
+    case: "Sections: Active task; Progress so far" and "## Active task" hold "Active task";
+    "Next steps (active task only)" and "the single active task" do not."""
+    pattern = _ITEM_PATTERNS.get(item)
+    if pattern is None:
+        pattern = _ITEM_PATTERNS[item] = re.compile(
+            r"(?:^[ \t>]*(?:#{1,6}|[-*+•]|\d+[.)])?[ \t]*(?:\*\*|__)?|[:;,|][ \t]*(?:\*\*|__)?)" + re.escape(item),
+            re.IGNORECASE | re.MULTILINE)
+    return pattern.search(text) is not None
+
+
+_ITEM_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _items(items) -> str:
+    return ", ".join(repr(i) for i in items)
+
+
 def _summary_probe(text: str) -> str:
     """A piece of a summary's text that a request using the summary holds verbatim."""
     t = text.strip()
@@ -388,6 +450,9 @@ class Checker:
     thinking: Mapping[str, str] = field(default_factory=dict)
     trace_digests: set[bytes] = field(default_factory=set)
     goals: Mapping[str, str] = field(default_factory=dict)  # launch id -> its conversation's goal (live)
+    declared: Declared = field(default_factory=Declared)  # what the strategy declares (summary items, clear minimum...)
+    inputs: Mapping[str, object] = field(default_factory=dict)  # tool_use id -> its input as the trace fed it (live)
+    edges: tuple = ()  # the edges of the strategy's own clock (clock.own_edges), named when crossed
     violations: list[Violation] = field(default_factory=list)
     spills: dict[str, str] = field(default_factory=dict)
     _prev: dict[str, Sent] = field(default_factory=dict)
@@ -414,14 +479,22 @@ class Checker:
     _files: Files | None = None
     _goal_probes: list[str] = field(default_factory=list)  # probes of the summaries that carry the goal
     _goal_lost: bool = False  # reported once per conversation
+    _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
+    _summary_call: int = -1  # the last summary request (its answer is judged with it)
+    _tokens: dict[str, int] = field(default_factory=dict)  # text -> true tokens (clear_minimum)
 
     def __post_init__(self) -> None:
         self._files = Files(self.session_dir)
 
     @classmethod
     def for_recording(cls, promised: Iterable[str], recording: Recording) -> Checker:
+        from ctxsim.harness.testing.clock import own_edges
+        from ctxsim.harness.testing.declared import declared
+
+        d = declared(recording.strategy, recording.params)
         return cls(frozenset(promised), recording.originals, recording.session_dir, recording.errors,
-                   recording.thinking, recording.trace_digests, recording.goals)
+                   recording.thinking, recording.trace_digests, recording.goals, d, recording.inputs,
+                   own_edges(d.epochs))
 
     def feed(self, entries: Iterable[Sent | Mark]) -> list[Violation]:
         """Check ``entries``; returns the violations they add (also kept in ``violations``)."""
@@ -431,7 +504,7 @@ class Checker:
                 if e.what == "on_rejected":
                     new.extend(self._reacted(e))
                 else:
-                    self._mark(e)
+                    new.extend(self._mark(e))
             else:
                 new.extend(self._sent(e))
         # the engine asks nothing once a call has had all its attempts: the session failed there
@@ -486,7 +559,7 @@ class Checker:
             return f"subagent:{depth}"
         return "main"
 
-    def _mark(self, m: Mark) -> None:
+    def _mark(self, m: Mark) -> list[Violation]:
         if m.what == "session_start":
             self._launches += 1
             self._session = m.id
@@ -495,6 +568,7 @@ class Checker:
                 self._resume_no = self._resumes
             else:
                 self._prev.clear()  # a new launch: a new conversation, nothing to compare with
+                self._cleared.clear()
                 self._spans.clear()
                 self._resume_no = 0
                 self._rewrites = 0
@@ -505,6 +579,7 @@ class Checker:
         elif m.what == "subtask_start":
             self._spans.append(m.isolated)
             self._prev.pop(f"subagent:{len(self._spans)}", None)
+            self._cleared.pop(f"subagent:{len(self._spans)}", None)
             self._fresh.add(f"subagent:{len(self._spans)}")
         elif m.what == "subtask_end" and self._spans:
             self._prev.pop(f"subagent:{len(self._spans)}", None)
@@ -512,6 +587,15 @@ class Checker:
             self._after_subagent = self._after_subagent or isolated
         elif m.what == "side_result" and m.id == SUMMARY and self._summaries and not self._summaries[-1].text:
             self._summaries[-1].text = m.text
+            missing = self._missing_items(m.text)
+            if missing and "summary_keeps" in self.promised:
+                return [Violation("summary_keeps", self._summary_call, SUMMARY,
+                                  f"the summary it received lacks {_items(missing)} (declared kept: "
+                                  f"{_items(self.declared.summary_items)})", self.where())]
+        return []
+
+    def _missing_items(self, text: str) -> list[str]:
+        return [i for i in self.declared.summary_items if not holds_item(text, i)]
 
     def _sent(self, s: Sent) -> list[Violation]:
         out: list[Violation] = []
@@ -533,6 +617,14 @@ class Checker:
                 self._reaction_failed = self._overflow is not None
             elif s.rejected and s.kind == SUMMARY and "too long" in s.error:
                 self._summary_too_long = True
+            if s.kind == SUMMARY and self.declared.summary_items:
+                self._summary_call = s.call
+                last = req.messages[len(req.messages) - 1] if len(req.messages) else None
+                if last is not None and last.meta.get("origin") == "instruction":
+                    missing = self._missing_items("\n".join(b.text for b in last.blocks))
+                    if missing:
+                        v("summary_keeps", f"the summary request's instructions do not ask for {_items(missing)} "
+                                           f"(declared kept: {_items(self.declared.summary_items)})")
             if s.kind == SUMMARY and not s.rejected and not s.error:
                 self._reaction_summarised = self._reaction_summarised or self._overflow is not None
                 carries = "goal" in self.promised and self._holds_goal(req)
@@ -574,7 +666,19 @@ class Checker:
             change = prefix_change(prev.request, req, prev.tools_json or None, s.tools_json or None)
             if change:
                 v("stable_prefix", f"undeclared change since request {prev.call}: {change}"
-                  + _clock_note(prev.now, s.now))
+                  + _clock_note(prev.now, s.now, self.edges))
+        elif prev is not None and not fresh:
+            change = prompt_change(prev.request, req, prev.tools_json or None, s.tools_json or None,
+                                   self.declared.rewrites_also)
+            if change:
+                v("stable_prefix", f"a rewrite declared for the messages also changed {change} since request "
+                                   f"{prev.call}: a compaction need not touch them, and their cache entry is lost "
+                                   "(a strategy whose rewrites must change them declares rewrites_also)"
+                  + _clock_note(prev.now, s.now, self.edges))
+        if self.declared.clear_minimum is not None and "clear_minimum" in self.promised:
+            detail = self._clear_minimum(stream, req)
+            if detail:
+                v("clear_minimum", detail)
         idle = (prev is not None and req.rewrite and not fresh and len(req.messages) > len(prev.request.messages)
                 and extends(prev.request, req, prev.tools_json or None, s.tools_json or None))
         self._idle_rewrites[stream] = self._idle_rewrites.get(stream, 0) + 1 if idle else 0
@@ -613,10 +717,72 @@ class Checker:
                     v("goal", f"the user's first request ({_short(self._goal())!r}) is neither in the window nor in a "
                               "summary the request holds after this rewrite (a path back to the transcript does not "
                               "tell the model what it was asked)")
+        if self.declared.summary_items and self._summaries and "summary_keeps" in self.promised:
+            for detail in self._summary_used(req):
+                v("summary_keeps", detail)
         self._summaries.clear()
         if not s.rejected:  # a refused request wrote no cache: the next is compared with the last accepted
             self._prev[stream] = s
         return out
+
+    # --- what the strategy declares it keeps ---------------------------------------------------------
+    def _summary_used(self, req: Request) -> list[str]:
+        """The summaries this request uses (it holds their opening) keep every declared item they held."""
+        out = []
+        for sm in self._summaries:
+            probe = _summary_probe(sm.text)
+            if not probe:
+                continue
+            held = [i for i in self.declared.summary_items if holds_item(sm.text, i)]
+            for m in req.messages:
+                for b in m.blocks:
+                    if b.type in ("text", "tool_result") and probe in b.text:
+                        lost = [i for i in held if not holds_item(b.text, i)]
+                        if lost:
+                            out.append(f"the request uses a summary but has dropped {_items(lost)} from it "
+                                       f"(declared kept: {_items(self.declared.summary_items)})")
+                        return out
+        return out
+
+    def _count(self, text: str) -> int:
+        n = self._tokens.get(text)
+        if n is None:
+            from ctxsim.harness.provider.tokenizer import get_tokenizer
+
+            n = self._tokens[text] = get_tokenizer().count(text)
+        return n
+
+    def _clear_minimum(self, stream: str, req: Request) -> str:
+        """The clearing this request makes frees fewer tokens than declared (``""`` otherwise)."""
+        minimum, per = self.declared.clear_minimum  # type: ignore[misc]
+        freed: dict[str, int] = {}
+        for m in req.messages:
+            for b in m.blocks:
+                if b.type == "tool_result" and b.id in self.originals:
+                    original = self.originals[b.id]
+                    if b.text != original and len(b.text) < len(original):
+                        freed[b.id] = freed.get(b.id, 0) + max(0, self._count(original) - self._count(b.text))
+                elif b.type == "tool_use" and b.id in self.inputs and b.input != self.inputs[b.id]:
+                    before = json.dumps(self.inputs[b.id], sort_keys=True, ensure_ascii=False, default=str)
+                    after = json.dumps(b.input or {}, sort_keys=True, ensure_ascii=False, default=str)
+                    if len(after) < len(before):
+                        freed[b.id] = freed.get(b.id, 0) + max(0, self._count(before) - self._count(after))
+        prev = self._cleared.get(stream, frozenset())
+        self._cleared[stream] = frozenset(freed)
+        if per == "clearing":
+            new = {i: n for i, n in freed.items() if i not in prev}
+            what = f"{len(new)} result(s) cleared beyond the request before"
+        else:
+            new = freed
+            what = f"{len(new)} result(s) cleared in all"
+        if not new:
+            return ""
+        total = sum(new.values())
+        if total * ESTIMATE_FACTOR >= minimum:
+            return ""
+        return (f"{what} free {total:,} tokens; the strategy declares at least {minimum:,} per {per} "
+                f"(a factor of {ESTIMATE_FACTOR} allowed for its estimate): {', '.join(sorted(new)[:4])}"
+                + ("…" if len(new) > 4 else ""))
 
     # --- spills and read-backs ------------------------------------------------------------------
     def _new_blocks(self, prev: Request | None, req: Request) -> Iterable[tuple[Message, Block]]:

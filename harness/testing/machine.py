@@ -658,15 +658,15 @@ def _cross_process(cls: type[Strategy], machine: type[StrategyMachine]) -> Check
     restored files, sub-agents and resumes, whose order a set would shuffle) and the longest
     generated one, replayed in two processes (:mod:`ctxsim.harness.testing.crossprocess`)."""
     from ctxsim.harness.testing import crossprocess
-    from ctxsim.harness.testing.scenarios import SCENARIOS
+    from ctxsim.harness.testing.scenarios import SCENARIOS, build
 
     if "<locals>" in cls.__qualname__ or cls.__module__ == "__main__":
         return None  # not importable by another process
     sessions: list[tuple[str, tr.Trace, dict[str, Any]]] = []
     base = {"strategy": f"{cls.__module__}:{cls.__qualname__}", "name": cls.name, "params": machine.params,
             "window": machine.window, "model": CHECK_MODEL, "fail_calls": {}}
-    for name, (build, dense) in SCENARIOS.items():
-        trace = build(machine.window)
+    for name, (_build, dense) in SCENARIOS.items():
+        trace = build(name, machine.window, cls, machine.params)
         if trace is not None:
             sessions.append((f"the scenario {name}", trace, {**base, "dense": dense, "scenario": name}))
     if machine.longest is not None:

@@ -14,6 +14,7 @@ does. Two ways to get a :class:`Recording`:
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import tempfile
@@ -86,6 +87,8 @@ class Recording:
     trace_digests: set[bytes] = field(default_factory=set)    # digests of the blocks the trace fed
     input_changes: list[str] = field(default_factory=list)    # inputs the strategy changed in place (record())
     goals: dict[str, str] = field(default_factory=dict)       # launch id -> the user's first request of its conversation
+    inputs: dict[str, Any] = field(default_factory=dict)      # tool_use id -> its input as the trace fed it (a copy)
+    params: dict[str, Any] = field(default_factory=dict)      # the strategy's parameters (what it declares depends on them)
     _launch: tuple[str, bool] | None = None                    # the launch being fed, and whether its goal is set
     _depth: int = 0                                            # open sub-task spans (their prompts are no goal)
 
@@ -118,8 +121,10 @@ class Recording:
                 for c in e.content:
                     if isinstance(c, tr.TextContent):
                         self.trace_digests.add(Block.text_block(c.text).digest)
-                    elif isinstance(c, tr.ToolUseContent) and thinking is not None:
-                        self.thinking[c.id] = thinking
+                    elif isinstance(c, tr.ToolUseContent):
+                        self.inputs[c.id] = copy.deepcopy(c.input)
+                        if thinking is not None:
+                            self.thinking[c.id] = thinking
 
 
 _SCRATCH = [0]
@@ -230,7 +235,7 @@ def record(trace: tr.Trace, strategy: type[Strategy], params: Mapping[str, Any] 
     """
     cfg = config or RunConfig()
     d = Path(session_dir) if session_dir is not None else scratch_dir()
-    rec = Recording(strategy, session_dir=d)
+    rec = Recording(strategy, session_dir=d, params=dict(params or {}))
     rec.note_events(trace.events)
     guard = InputGuard(trace.header)
     guard.add(trace.events)
@@ -275,7 +280,7 @@ class Stepper:
         self.session_dir = Path(session_dir) if session_dir is not None else scratch_dir()
         self.header = header
         self.events: list[Any] = []
-        self.recording = Recording(strategy, session_dir=self.session_dir)
+        self.recording = Recording(strategy, session_dir=self.session_dir, params=dict(params or {}))
         cfg = replace(cfg, observer=_observer(self.recording.entries, cfg.observer), session_dir=self.session_dir)
         self.config = cfg
         self._run = _Run(tr.Trace(header, []), observing(strategy, self.recording.entries), params, cfg,

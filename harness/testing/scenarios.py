@@ -13,7 +13,17 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
 * ``parallel_results``: steps of six parallel results, spills, a sub-agent, a crash and a resume,
   across a DST change (what the cross-process check replays besides the longest generated session);
 * ``clock_edges``: one short launch across each edge of the kit's clock (midnight UTC and local,
-  DST changes), so a date or zone stamped per request is met whatever the draws;
+  DST changes) and across midnight on the strategy's own clock (``Strategy.clock_epochs``: a date
+  stamped from its own epoch changes there), so a date or zone stamped per request is met whatever
+  the draws;
+* ``empty_results_tail``: a history long enough to compact, whose newest steps return nothing (every
+  result of a call empty, the answers carrying the text), so a compaction boundary or a kept tail
+  falls on or after a message of empty results (issue #45);
+* ``fresh_conversations``: one opening (small results, then large ones) in the first launch, in an
+  isolated sub-agent and in a new launch: what a strategy keeps per conversation starts afresh;
+* ``cleared_after_sent``: a large result sent whole once (so the usage the API reports counts it at
+  its true density), then pushed out of the kept tool uses by one more call: an estimate that takes
+  away what it clears at a fixed rate of characters per token runs high (issue #45, context_editing);
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
   isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
   kit's window only).
@@ -40,7 +50,7 @@ def _scale(n: int, window: int) -> int:
     return max(1, n * window // BASE_WINDOW)
 
 
-def dense_step(window: int = BASE_WINDOW) -> tr.Trace:
+def dense_step(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     b = conv.ConversationBuilder()
     b.start_session()
     b.user(300, 1)
@@ -61,7 +71,7 @@ def _history(b: conv.ConversationBuilder, window: int, steps: int = 9) -> None:
                                 conv.ToolCall("Bash", _scale(3_500, window), seed=30 + k))))
 
 
-def clear_then_subagent(window: int = BASE_WINDOW) -> tr.Trace:
+def clear_then_subagent(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     """Crashes that leave calls open (answered by the strategy's synthetic results on resume), two
     steps of results just past a trigger at half the window (so they and the synthetic results are
     cleared), then an isolated sub-agent and one more call in the parent: the shape of the session
@@ -86,7 +96,7 @@ def clear_then_subagent(window: int = BASE_WINDOW) -> tr.Trace:
     return b.trace()
 
 
-def clear_then_crash(window: int = BASE_WINDOW) -> tr.Trace:
+def clear_then_crash(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     """A crash early (its calls answered on resume by the strategy's own synthetic results), then
     enough work to clear those too, then crashes and resumes again (the repaired history is read
     back each time)."""
@@ -110,7 +120,7 @@ def clear_then_crash(window: int = BASE_WINDOW) -> tr.Trace:
     return b.trace()
 
 
-def parallel_results(window: int = BASE_WINDOW) -> tr.Trace:
+def parallel_results(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     """Steps of six parallel results (a set of ids, paths or tools would shuffle them), results over a
     spill threshold, an isolated sub-agent of parallel reads, a crash with four calls open and a
     resume, enough reads to compact; starting 40 s before America/New_York's DST change (the kit's
@@ -140,15 +150,16 @@ def parallel_results(window: int = BASE_WINDOW) -> tr.Trace:
     return b.trace()
 
 
-def clock_edges(window: int = BASE_WINDOW) -> tr.Trace:
+def clock_edges(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     """One short launch across each of the clock's edges (:data:`clock.EDGES`: midnight UTC and
-    local, DST changes): two calls 40 s before it, the user back two minutes later, two calls
-    after it. A date, a time or a zone stamped per request changes within each launch; the
-    generated sessions cross one edge each, and their draws may not reach it."""
+    local, DST changes) and each of ``edges`` (the strategy's own, :func:`clock.own_edges`): two
+    calls 40 s before it, the user back two minutes later, two calls after it. A date, a time or a
+    zone stamped per request changes within each launch; the generated sessions cross one edge
+    each, and their draws may not reach it."""
     from ctxsim.harness.testing.clock import EDGES
 
     b = conv.ConversationBuilder()
-    for k, edge in enumerate(sorted(EDGES, key=lambda e: e.t)):
+    for k, edge in enumerate(sorted({e.t: e for e in (*EDGES, *edges)}.values(), key=lambda e: e.t)):
         b.t = edge.t - 70
         b.start_session()  # 30 s later: 40 s before the edge
         b.user(200, 20 + k)
@@ -162,24 +173,121 @@ def clock_edges(window: int = BASE_WINDOW) -> tr.Trace:
     return b.trace()
 
 
+def empty_results_tail(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """Reads that fill the window, then, three times over, more reads and an answer longer than any
+    kept tail (a long plan, ~8,000 tokens at the kit's window) whose calls all return nothing (a search
+    that finds nothing, a command that prints nothing), then a few small steps: a compaction whose
+    kept tail stops before that answer (a tail's cap) starts on the message of its empty results,
+    a message of zero characters that still holds the results of its call (issue #45). Then steps
+    whose results are all empty while the answers carry the text, and the final answer."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 7)
+    for k in range(8):  # ~3,400 tokens a step: past a line at 85% of the window by the eighth
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(5_000, window), seed=400 + k),
+                                conv.ToolCall("Grep", _scale(5_000, window), seed=420 + k))))
+    for r in range(3):
+        for k in range(3):
+            b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(5_000, window), seed=470 + 3 * r + k),
+                                    conv.ToolCall("Grep", _scale(5_000, window), seed=480 + 3 * r + k))))
+        b.call(conv.Turn(text=_scale(24_000, window), calls=(conv.ToolCall("Grep", 0, seed=440 + r),
+                                                             conv.ToolCall("Bash", 0, seed=450 + r))))
+        for k in range(2):
+            b.call(conv.Turn(calls=(conv.ToolCall("Bash", _scale(300, window), seed=460 + 3 * r + k),)))
+    for k in range(10):  # the newest steps: the answers hold the text, every result is empty
+        b.call(conv.Turn(text=_scale(2_500, window), calls=(conv.ToolCall("Grep", 0, seed=490 + k),
+                                                            conv.ToolCall("Bash", 0, seed=500 + k))))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
+def cleared_after_sent(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """A long request (the user pastes a log), then one large result of tool output at its common
+    density (~2.7 characters per token, :data:`conversations.LOG_POOL`) beside two small ones, all
+    three sent whole; then one more call, so the large result is the fourth-newest tool use (past
+    context_editing's ``keep`` of 3 and its trigger at half the window). What the request still
+    holds after a clearing is over a quarter of the window, so the estimate is judged there: taking
+    the cleared result away at 4 characters per token from a usage that counted it at 2.7 leaves the
+    estimate ~70% high (issue #45; the same defect openhands had, known finding #18)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(_scale(24_000, window), 8)
+    b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(54_000, window), seed=500, pool=conv.LOG_POOL),
+                            conv.ToolCall("Read", 300, seed=501), conv.ToolCall("Grep", 300, seed=502))))
+    b.call(conv.Turn(calls=(conv.ToolCall("Bash", 300, seed=503),)))
+    b.call(conv.Turn(calls=(conv.ToolCall("Read", 300, seed=504),)))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
+def _opening(b: conv.ConversationBuilder, window: int, seed: int) -> None:
+    """Small results first, then large ones: a trigger at half the window is crossed while the oldest
+    results are still small (a first clearing that frees little), then again with large ones."""
+    for k in range(4):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", 300, seed=seed + k),)))
+    for k in range(5):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(12_000, window), seed=seed + 10 + k),)))
+
+
+def fresh_conversations(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """The same opening in three conversations of one run: the first launch's, an isolated
+    sub-agent's (a conversation of its own, inside the first), and a new launch's after a restart.
+    What a strategy keeps per conversation (a cleared set, a breaker, a flag "the minimum was met
+    once") must start afresh in each; state kept per instance shows in the second and third (issue
+    #45)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(_scale(30_000, window), 9)
+    _opening(b, window, 600)
+    sub = [conv.Turn(calls=(conv.ToolCall("Read", 300, seed=640 + k),)) for k in range(4)]
+    sub += [conv.Turn(calls=(conv.ToolCall("Read", _scale(20_000, window), seed=650 + k),)) for k in range(3)]
+    b.subtask(sub, isolated=True)
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    b.start_session(pause=60.0)
+    b.user(_scale(30_000, window), 10)
+    _opening(b, window, 700)
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
 FOUND = Path(__file__).resolve().parents[2] / "traces" / "kit"
 
 
-def _found(name: str) -> Callable[[int], tr.Trace | None]:
-    def load(window: int) -> tr.Trace | None:
+def _found(name: str) -> Callable[..., tr.Trace | None]:
+    def load(window: int, edges=()) -> tr.Trace | None:
         path = FOUND / f"{name}.jsonl"
         return tr.load(path) if window == BASE_WINDOW and path.is_file() else None
     return load
 
 
-SCENARIOS: dict[str, tuple[Callable[[int], tr.Trace | None], bool]] = {  # name -> (builder, dense)
+# name -> (builder(window, edges), dense); edges: the strategy's own clock edges (clock.own_edges)
+SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "dense_step": (dense_step, True),
     "clear_then_subagent": (clear_then_subagent, False),
     "clear_then_crash": (clear_then_crash, False),
     "subagent_after_clearing": (_found("subagent_after_clearing"), False),
     "parallel_results": (parallel_results, False),
     "clock_edges": (clock_edges, False),
+    "empty_results_tail": (empty_results_tail, False),
+    "cleared_after_sent": (cleared_after_sent, False),
+    "fresh_conversations": (fresh_conversations, False),
 }
+
+
+def build(name: str, window: int, cls=None, params: Mapping[str, Any] | None = None) -> tr.Trace | None:
+    """Scenario ``name`` at ``window`` for strategy ``cls`` run with ``params`` (whose own clock, if it
+    declares one, the clock-edge scenario crosses too); None when it does not apply."""
+    edges = ()
+    if cls is not None:
+        from ctxsim.harness.testing.clock import own_edges
+        from ctxsim.harness.testing.declared import declared
+
+        edges = own_edges(declared(cls, params).epochs)
+    return SCENARIOS[name][0](window, edges)
 
 
 def check_scenario(name: str, cls, params: Mapping[str, Any], window: int, promised: frozenset[str],
@@ -190,8 +298,8 @@ def check_scenario(name: str, cls, params: Mapping[str, Any], window: int, promi
     from ctxsim.harness.testing.invariants import Violation, check
     from ctxsim.harness.testing.recording import record
 
-    build, dense = SCENARIOS[name]
-    trace = build(window)
+    dense = SCENARIOS[name][1]
+    trace = build(name, window, cls, params)
     if trace is None:
         return None, []
     held = promised - {"estimate"} if dense else promised

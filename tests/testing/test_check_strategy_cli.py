@@ -69,3 +69,21 @@ def test_profiles_are_named_in_the_header(monkeypatch, capsys):
     with pytest.raises(SystemExit) as e:  # argparse: exit 2 naming the option
         main(["check-strategy", "keep_recent:KeepRecent", "--profile", "nope"])
     assert e.value.code == 2 and "--profile: invalid choice: 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["tests.testing.mutants.variants:MyNovaCode",
+                                  "tests.testing.mutants.variants:ClearingAssistant"])
+def test_a_users_subclass_is_checked_like_its_base(spec, capsys):
+    """Issue #45: a variant under another class name and ``name`` runs with its base's parameters at
+    the kit's window and passes (the default profile under make test-deep, as check-strategy runs it)."""
+    import os
+
+    profile = "default" if os.environ.get("HYPOTHESIS_PROFILE") == "deep" else "ci"
+    assert main(["check-strategy", spec, "--profile", profile, "--sample", "0"]) == 0
+    out = capsys.readouterr().out
+    if spec.endswith("MyNovaCode"):
+        assert "summary_reserve=3200" in out and "declares: every summary keeps Primary request and intent" in out
+        assert "its own clock: the sessions also cross midnight UTC on the strategy's own clock" in out
+    else:
+        assert "trigger_input_tokens=16000, clear_at_least=800" in out
+        assert "declares: a clearing frees at least 800 tokens per request" in out

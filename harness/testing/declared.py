@@ -1,0 +1,114 @@
+"""What a strategy declares it keeps, as the property kit reads it from the class.
+
+Every declaration is found through the class, so a subclass (another class name, another ``name``)
+is checked like its base (issue #45):
+
+* ``summary_keeps(config)``: the items every summary keeps (the sections its prompt promises);
+* ``clear_minimum(config)``: the tokens a clearing of tool results frees at least, per request or per
+  clearing;
+* ``rewrites_also``: the parts besides the messages (``"system"``, ``"tools"``) a declared rewrite
+  may change;
+* ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
+  stamps changes at midnight on that clock): the clock-edge scenario crosses those midnights too.
+
+The hooks and their defaults are on :class:`ctxsim.strategies.base.Strategy`. For built-in strategies
+whose modules do not declare their summary items yet, :data:`SUMMARY_ITEMS` below holds them, as their
+sources give them: resolved through the method resolution order like the hooks (a class that defines
+``summary_keeps`` itself wins over an entry for one of its bases), so a subclass of Codex is held to
+Codex's items. The items are written out here, not read from the module's constants: a bug that drops an
+item from a prompt's constant would otherwise drop it from the promise too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ctxsim.strategies.base import Strategy, StrategyConfig
+
+
+@dataclass(frozen=True)
+class Declared:
+    summary_items: tuple[str, ...] = ()
+    clear_minimum: tuple[int, str] | None = None  # (tokens, "request" | "clearing")
+    rewrites_also: frozenset[str] = frozenset()
+    epochs: tuple[float, ...] = ()
+
+
+def _codex(config: Any) -> tuple[str, ...]:
+    # openai/codex codex-rs/core/templates/compact/prompt.md @ 928a707f6a5ed63d89f1575f794aa7135be2f5c9
+    # ("- Active task: / - Progress so far: / - Next steps (active task only): / - Key context / constraints /
+    # preferences (still relevant only): / - Completed tasks (optional, brief):", /work/scratch/46/peers.md 1a);
+    # the 2025 prompt (summary_prompt="handoff_2025") has four items and no task item
+    if getattr(config, "summary_prompt", "active_task") == "handoff_2025":
+        return ("Progress and key decisions", "Context, constraints and user preferences",
+                "Remaining work and next steps", "Critical data and references")
+    return ("Active task", "Progress so far", "Next steps", "Key context", "Completed tasks")
+
+
+# Claude Code's nine summary sections (reported, peers.md; what the bundled compaction requests ask for in
+# traces/real/claude-code/spotter/*/subagents/agent-acompact-*.jsonl): NovaCode asks for the same nine
+_CLAUDE_CODE_SECTIONS = ("Primary request and intent", "Key technical concepts", "Files and code sections",
+                         "Errors and fixes", "Problem solving", "All user messages", "Pending tasks",
+                         "Current work", "Optional next step")
+
+
+def _summary_table() -> dict[type, Callable[[Any], tuple[str, ...]]]:
+    from ctxsim.strategies.claude_code import ClaudeCode
+    from ctxsim.strategies.codex import Codex
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    return {
+        Codex: _codex,
+        ClaudeCode: lambda c: _CLAUDE_CODE_SECTIONS,
+        NovaCode: lambda c: _CLAUDE_CODE_SECTIONS,
+    }
+
+
+_TABLE: dict[type, Callable[[Any], tuple[str, ...]]] | None = None
+
+
+def summary_table() -> dict[type, Callable[[Any], tuple[str, ...]]]:
+    """Built-in strategies whose modules do not declare ``summary_keeps`` yet (loaded on first use)."""
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = _summary_table()
+    return _TABLE
+
+
+def summary_items(cls: type[Strategy], config: StrategyConfig) -> tuple[str, ...]:
+    """The items ``cls``'s summaries keep: the nearest class in its MRO that defines ``summary_keeps``
+    or has an entry in the kit's table."""
+    table = summary_table()
+    for k in cls.__mro__:
+        if "summary_keeps" in vars(k):
+            return tuple(cls.summary_keeps(config))  # k's, the nearest definition
+        if k in table:
+            return tuple(table[k](config))
+    return ()
+
+
+def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> Declared:
+    """What ``cls`` run with ``params`` declares. A configuration that does not validate declares
+    nothing (the run itself reports it)."""
+    from ctxsim.strategies import registry
+
+    try:
+        config = registry.make_config(cls, dict(params or {}))
+    except Exception:  # noqa: BLE001 - bad parameters are the run's to report
+        return Declared()
+    cm = getattr(cls, "clear_minimum", None)
+    minimum = cm(config) if callable(cm) else None
+    if minimum is not None:
+        tokens, per = minimum
+        if per not in ("request", "clearing"):
+            raise ValueError(f"{cls.__qualname__}.clear_minimum: per must be 'request' or 'clearing', got {per!r}")
+        minimum = (int(tokens), per)
+    ce = getattr(cls, "clock_epochs", None)
+    epochs = tuple(ce(config)) if callable(ce) else ()
+    also = frozenset(getattr(cls, "rewrites_also", frozenset()))
+    bad = also - {"system", "tools"}
+    if bad:
+        raise ValueError(f"{cls.__qualname__}.rewrites_also: only 'system' and 'tools', got {sorted(bad)}")
+    return Declared(summary_items(cls, config), minimum, also, epochs)
