@@ -12,8 +12,8 @@ is checked like its base (issue #45):
   stamps changes at midnight on that clock): the clock-edge scenario crosses those midnights too.
 
 The hooks and their defaults are on :class:`ctxsim.strategies.base.Strategy`. For built-in strategies
-whose modules do not declare their summary items yet, :data:`SUMMARY_ITEMS` below holds them, as their
-sources give them: resolved through the method resolution order like the hooks (a class that defines
+whose modules do not declare their summary items yet (Codex, Claude Code, NovaCode, OpenHands,
+gemini-cli), :func:`summary_table` holds them, as their sources give them: resolved through the method resolution order like the hooks (a class that defines
 ``summary_keeps`` itself wins over an entry for one of its bases), so a subclass of Codex is held to
 Codex's items. The items are written out here, not read from the module's constants: a bug that drops an
 item from a prompt's constant would otherwise drop it from the promise too.
@@ -54,15 +54,28 @@ _CLAUDE_CODE_SECTIONS = ("Primary request and intent", "Key technical concepts",
                          "Current work", "Optional next step")
 
 
+# OpenHands' LLMSummarizingCondenser prompt (software-agent-sdk v1.43.1; the V0 prompt the same): its
+# state sections, as strategies/openhands.py reads them
+_OPENHANDS_SECTIONS = ("USER_CONTEXT", "TASK_TRACKING", "COMPLETED", "PENDING", "CURRENT_STATE", "CODE_STATE",
+                       "TESTS", "CHANGES", "DEPS", "VERSION_CONTROL_STATUS")
+# gemini-cli v0.56.0 packages/core/src/core/prompts.ts getCompressionPrompt: the <state_snapshot>'s children
+_GEMINI_SECTIONS = ("overall_goal", "active_constraints", "key_knowledge", "artifact_trail", "file_system_state",
+                    "recent_actions", "task_state")
+
+
 def _summary_table() -> dict[type, Callable[[Any], tuple[str, ...]]]:
     from ctxsim.strategies.claude_code import ClaudeCode
     from ctxsim.strategies.codex import Codex
+    from ctxsim.strategies.gemini_cli import GeminiCli
     from ctxsim.strategies.novacode.strategy import NovaCode
+    from ctxsim.strategies.openhands import OpenHands
 
     return {
         Codex: _codex,
         ClaudeCode: lambda c: _CLAUDE_CODE_SECTIONS,
         NovaCode: lambda c: _CLAUDE_CODE_SECTIONS,
+        OpenHands: lambda c: _OPENHANDS_SECTIONS,
+        GeminiCli: lambda c: _GEMINI_SECTIONS,
     }
 
 

@@ -395,13 +395,13 @@ class Files:
 
 def holds_item(text: str, item: str) -> bool:
     """``text`` names ``item`` as an item of its own: at the start of a line (after a heading or list
-    mark, or bold) or after a separator of a list written inline (``:``, ``;``, ``,``, ``|``), in any
-    case: "Sections: Active task; Progress so far" and "## Active task" hold "Active task";
+    mark, an XML tag's ``<``, or bold) or after a separator of a list written inline (``:``, ``;``,
+    ``,``, ``|``), in any case: "Sections: Active task; Progress so far" and "## Active task" hold "Active task";
     "Next steps (active task only)" and "the single active task" do not."""
     pattern = _ITEM_PATTERNS.get(item)
     if pattern is None:
         pattern = _ITEM_PATTERNS[item] = re.compile(
-            r"(?:^[ \t>]*(?:#{1,6}|[-*+•]|\d+[.)])?[ \t]*(?:\*\*|__)?|[:;,|][ \t]*(?:\*\*|__)?)" + re.escape(item),
+            r"(?:^[ \t>]*(?:#{1,6}|[-*+•]|\d+[.)]|</?)?[ \t]*(?:\*\*|__)?|[:;,|][ \t]*(?:\*\*|__)?)" + re.escape(item),
             re.IGNORECASE | re.MULTILINE)
     return pattern.search(text) is not None
 
@@ -621,7 +621,10 @@ class Checker:
                 self._summary_call = s.call
                 last = req.messages[len(req.messages) - 1] if len(req.messages) else None
                 if last is not None and last.meta.get("origin") == "instruction":
-                    missing = self._missing_items("\n".join(b.text for b in last.blocks))
+                    # the instructions, and the summary request's system prompt (where some agents put
+                    # the format: gemini-cli's compression prompt)
+                    asked = "\n".join([*(b.text for b in last.blocks), *(b.text for b in req.system.blocks)])
+                    missing = self._missing_items(asked)
                     if missing:
                         v("summary_keeps", f"the summary request's instructions do not ask for {_items(missing)} "
                                            f"(declared kept: {_items(self.declared.summary_items)})")

@@ -21,6 +21,8 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
   falls on or after a message of empty results (issue #45);
 * ``fresh_conversations``: one opening (small results, then large ones) in the first launch, in an
   isolated sub-agent and in a new launch: what a strategy keeps per conversation starts afresh;
+* ``long_thinking``: six user turns answered with thinking of thousands of characters, most of the
+  context thinking of earlier turns;
 * ``cleared_after_sent``: a large result sent whole once (so the usage the API reports counts it at
   its true density), then pushed out of the kept tool uses by one more call: an estimate that takes
   away what it clears at a fixed rate of characters per token runs high (issue #45, context_editing);
@@ -174,29 +176,36 @@ def clock_edges(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
 
 
 def empty_results_tail(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
-    """Reads that fill the window, then, three times over, more reads and an answer longer than any
-    kept tail (a long plan, ~8,000 tokens at the kit's window) whose calls all return nothing (a search
-    that finds nothing, a command that prints nothing), then a few small steps: a compaction whose
-    kept tail stops before that answer (a tail's cap) starts on the message of its empty results,
-    a message of zero characters that still holds the results of its call (issue #45). Then steps
-    whose results are all empty while the answers carry the text, and the final answer."""
+    """Steps whose calls all return nothing (a search that finds nothing, a command that prints
+    nothing) from the start, between reads of ~1,700 tokens a step that fill the window (a strategy
+    that compacts at 90% of it still fits its summary request), so every compaction has messages of
+    empty results behind it; then, three times over, more reads and an answer longer than any kept
+    tail (a long plan, ~8,000 tokens at the kit's window) whose calls return nothing, then a few small
+    steps: a compaction whose kept tail stops before that answer (a tail's cap) starts on the message
+    of its empty results, a message of zero characters that still holds the results of its call
+    (issue #45). Then steps whose results are all empty while the answers carry the text, and the
+    final answer."""
     b = conv.ConversationBuilder()
     b.start_session()
     b.user(300, 7)
-    for k in range(8):  # ~3,400 tokens a step: past a line at 85% of the window by the eighth
-        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(5_000, window), seed=400 + k),
-                                conv.ToolCall("Grep", _scale(5_000, window), seed=420 + k))))
+
+    def empty(seed: int, text: int = 40) -> None:
+        b.call(conv.Turn(text=text, calls=(conv.ToolCall("Grep", 0, seed=seed), conv.ToolCall("Bash", 0, seed=seed + 1))))
+
+    for k in range(16):  # ~1,700 tokens a step: past a line at 85% of the window by the sixteenth
+        if k % 5 == 0:
+            empty(380 + k)
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(2_500, window), seed=400 + k),
+                                conv.ToolCall("Grep", _scale(2_500, window), seed=420 + k))))
     for r in range(3):
         for k in range(3):
             b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(5_000, window), seed=470 + 3 * r + k),
                                     conv.ToolCall("Grep", _scale(5_000, window), seed=480 + 3 * r + k))))
-        b.call(conv.Turn(text=_scale(24_000, window), calls=(conv.ToolCall("Grep", 0, seed=440 + r),
-                                                             conv.ToolCall("Bash", 0, seed=450 + r))))
+        empty(440 + 2 * r, _scale(24_000, window))
         for k in range(2):
             b.call(conv.Turn(calls=(conv.ToolCall("Bash", _scale(300, window), seed=460 + 3 * r + k),)))
     for k in range(10):  # the newest steps: the answers hold the text, every result is empty
-        b.call(conv.Turn(text=_scale(2_500, window), calls=(conv.ToolCall("Grep", 0, seed=490 + k),
-                                                            conv.ToolCall("Bash", 0, seed=500 + k))))
+        empty(490 + 2 * k, _scale(2_500, window))
     b.call(conv.Turn(text=200))
     b.end_session()
     return b.trace()
@@ -205,9 +214,10 @@ def empty_results_tail(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
 def cleared_after_sent(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     """A long request (the user pastes a log), then one large result of tool output at its common
     density (~2.7 characters per token, :data:`conversations.LOG_POOL`) beside two small ones, all
-    three sent whole; then one more call, so the large result is the fourth-newest tool use (past
-    context_editing's ``keep`` of 3 and its trigger at half the window). What the request still
-    holds after a clearing is over a quarter of the window, so the estimate is judged there: taking
+    three sent whole; then one call at a time, so the large result becomes the fourth-newest tool use
+    (past context_editing's ``keep`` of 3, its trigger at half the window), then the sixth-newest
+    observation (past SWE-agent's masking of all but the last 5). What the request still holds after
+    a clearing is over a quarter of the window, so the estimate is judged there: taking
     the cleared result away at 4 characters per token from a usage that counted it at 2.7 leaves the
     estimate ~70% high (issue #45; the same defect openhands had, known finding #18)."""
     b = conv.ConversationBuilder()
@@ -215,8 +225,8 @@ def cleared_after_sent(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     b.user(_scale(24_000, window), 8)
     b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(54_000, window), seed=500, pool=conv.LOG_POOL),
                             conv.ToolCall("Read", 300, seed=501), conv.ToolCall("Grep", 300, seed=502))))
-    b.call(conv.Turn(calls=(conv.ToolCall("Bash", 300, seed=503),)))
-    b.call(conv.Turn(calls=(conv.ToolCall("Read", 300, seed=504),)))
+    for k in range(6):  # each a newer tool use: past keep 3 after the first, past 5 (SWE-agent's n) after the third
+        b.call(conv.Turn(calls=(conv.ToolCall("Bash" if k % 2 else "Read", 300, seed=503 + k),)))
     b.call(conv.Turn(text=200))
     b.end_session()
     return b.trace()
@@ -254,6 +264,23 @@ def fresh_conversations(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     return b.trace()
 
 
+def long_thinking(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """A long request, then six user turns each answered with extended thinking of 4,000 characters
+    before a call and again before the answer (thinking blocks of thousands of characters are
+    common; the generated sessions draw at most 1,500): most of the context is thinking of earlier
+    turns, what a strategy that clears or drops thinking must account for (issue #45)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(_scale(24_000, window), 11)
+    for k in range(6):
+        if k:
+            b.user(200, 12 + k)
+        b.call(conv.Turn(thinking=_scale(4_000, window), calls=(conv.ToolCall("Read", 600, seed=800 + k),)))
+        b.call(conv.Turn(thinking=_scale(4_000, window), text=200))
+    b.end_session()
+    return b.trace()
+
+
 FOUND = Path(__file__).resolve().parents[2] / "traces" / "kit"
 
 
@@ -275,6 +302,7 @@ SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "empty_results_tail": (empty_results_tail, False),
     "cleared_after_sent": (cleared_after_sent, False),
     "fresh_conversations": (fresh_conversations, False),
+    "long_thinking": (long_thinking, False),
 }
 
 

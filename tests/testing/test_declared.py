@@ -216,14 +216,15 @@ def test_a_summary_keeps_what_its_strategy_declares():
 # --- the scenarios ---------------------------------------------------------------------------------------
 
 def test_the_empty_results_tail_ends_on_messages_of_empty_results():
-    """Three answers longer than NovaCode's tail cap at the kit's window (24,000 characters; the cap is
-    40,000 · 0.16 = 6,400 tokens) whose two calls return nothing, and ten steps of empty results last:
-    8 · 2 + 3 · (3 · 2 + 2 + 2) + 10 · 2 = 66 results, 3 · 2 + 20 = 26 of them empty."""
+    """Steps of empty results among the first reads (4 of them), three answers longer than NovaCode's
+    tail cap at the kit's window (24,000 characters; the cap is 40,000 · 0.16 = 6,400 tokens) whose two
+    calls return nothing, and ten steps of empty results last: 16 · 2 + 4 · 2 + 3 · (3 · 2 + 2 + 2) +
+    10 · 2 = 90 results, 4 · 2 + 3 · 2 + 20 = 34 of them empty."""
     from ctxsim.harness.model import trace as tr
 
     t = scenarios.empty_results_tail()
     results = [e for e in t.events if isinstance(e, tr.ToolResultEvent)]
-    assert len(results) == 66 and len([e for e in results if not e.content]) == 26
+    assert len(results) == 90 and len([e for e in results if not e.content]) == 34
     assert all(not e.content for e in results[-20:])
     long = [i for i, e in enumerate(t.events) if isinstance(e, tr.AssistantEvent)
             and sum(len(c.text) for c in e.content if isinstance(c, tr.TextContent)) >= 24_000]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.codex import Codex
 from ctxsim.strategies.context_editing import ContextEditing
 from ctxsim.strategies.novacode.strategy import NovaCode
@@ -19,6 +20,8 @@ from ctxsim.strategies.sliding_window import SlidingWindow
 
 from tests.testing.mutants import keep_recent as k
 from tests.testing.mutants import kit29 as x
+from tests.testing.mutants import kit45 as y
+from tests.testing.mutants import variants as v
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants.basic import (  # noqa: F401 (the CLI tests name them by this module)
@@ -119,5 +122,37 @@ KIT29: list[Case] = [
     _c(x.ReadbackOnlyThisLaunch, NovaCode, "no_respill", "a read-back of an earlier launch's spill re-spilled"),
 ]
 CORPUS += KIT29
+
+# issue #45: its bug kinds written afresh (tests/testing/mutants/kit45.py), measured first outside the
+# repository; the twins are users' subclasses under other names (tests/testing/mutants/variants.py)
+KIT45: list[Case] = [
+    _c(y.CEMinimumInCharacters, v.ClearingAssistant, "clear_minimum", "clear_at_least compared with characters"),
+    _c(y.CEMinimumOncePerInstance, v.ClearingAssistant, "clear_minimum", "the all-or-nothing gate passed once per instance"),
+    _c(y.CEPerClearingOnlyFirst, v.ClearingInSteps, "clear_minimum", "the per-clearing minimum held on the first clearing only"),
+    _c(y.CEEpisodicMinimumOnPrompt, v.ClearingEpisodic, "clear_minimum", "an episode held to the minimum by the prompt's size"),
+    _c(y.CodexWithoutActiveTask, v.MyCodex, "summary_keeps", "codex's prompt without its Active task item"),
+    _c(y.NovaCodeSummaryCapped, v.MyNovaCode, "summary_keeps", "the summary capped at 1,500 characters"),
+    _c(y.ClaudeCodeSectionsFiltered, ClaudeCode, "summary_keeps", "the summary sections without All user messages"),
+    _c(y.NovaCodePromptListsFive, v.MyNovaCode, "summary_keeps", "the instructions list five of nine sections"),
+    _c(y.NovaCodeCompactionNote, v.MyNovaCode, "stable_prefix", "a compaction note in the system prompt"),
+    _c(y.ClaudeCodeToolsSortedAfterCompaction, ClaudeCode, "stable_prefix", "the tools sorted after a compaction"),
+    _c(y.CutNoSummarySystemReordered, v.MyCutNoSummary, "stable_prefix", "a cut notice at the head of the system prompt"),
+    _c(y.NovaCodeEmptyResultsAreNotResults, v.MyNovaCode, "pairing boundary_pairs api",
+       "empty results not counted as results at the boundary (N-COMP-7)"),
+    _c(y.CutNoSummaryDropsEmpty, v.MyCutNoSummary, "pairing boundary_pairs api", "empty messages dropped from the kept tail"),
+    _c(y.CutNoSummaryEmptyResultsAreNotResults, v.MyCutNoSummary, "pairing boundary_pairs api",
+       "a cut whose boundary takes empty results for no results"),
+    _c(y.CodexDropsEmptyResults, v.MyCodex, "pairing api", "empty tool results not sent"),
+    _c(y.NovaCodeDateInSystemFromEpoch, v.MyNovaCode, "stable_prefix", "today's date from its own epoch in the system prompt"),
+    _c(y.CEEstimateFixedRate, v.ClearingAssistant, "estimate", "cleared text taken away at 4 chars/token"),
+    _c(y.CEEpisodicEstimateFixedRate, v.ClearingEpisodic, "estimate", "episodic: freed text taken away at 4 chars/token"),
+    _c(y.CEClearsInputsInPlace, v.ClearingInputsOfReads, "inputs clear_minimum", "cleared inputs emptied in the trace's dict"),
+    _c(y.CEThinkingKeepOffByOne, v.ClearingThinking, "api", "keep N thinking turns off by one"),
+    _c(y.CEThinkingUndeclared, v.ClearingThinking, "stable_prefix", "thinking cleared without a declared rewrite"),
+    _c(y.CodexSummaryFirst, v.MyCodex, "api", "the handoff summary first, as an assistant message"),
+    _c(y.CutNoSummaryAnswersOneOpenCall, v.MyCutNoSummary, "api pairing resume_pairing", "a resume answers only the last open call"),
+    _c(y.NovaCodeSpillNamedByTool, v.MyNovaCode, "path_back no_respill", "spill files named by their tool"),
+]
+CORPUS += KIT45
 
 TWINS: list[type] = list(dict.fromkeys(c.twin for c in CORPUS))

@@ -54,3 +54,15 @@ class ClearingThinking(ClearingAssistant):
     """context_editing with clear_thinking_20251015 keeping the last turn's thinking."""
 
     check_params = _ce_params(clear_thinking=True, keep_thinking_turns=1)
+
+
+class ClearingEpisodic(ClearingAssistant):
+    """context_editing in its older episodic reading."""
+
+    check_params = _ce_params(mode="episodic")
+
+
+class ClearingInputsOfReads(ClearingAssistant):
+    """context_editing clearing the inputs of the cleared Read and Bash uses (clear_tool_inputs as a list)."""
+
+    check_params = _ce_params(clear_tool_inputs=("Read", "Bash"))
