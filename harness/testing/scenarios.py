@@ -183,8 +183,9 @@ def empty_results_tail(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     tail (a long plan, ~8,000 tokens at the kit's window) whose calls return nothing, then a few small
     steps: a compaction whose kept tail stops before that answer (a tail's cap) starts on the message
     of its empty results, a message of zero characters that still holds the results of its call
-    (issue #45). Then steps whose results are all empty while the answers carry the text, and the
-    final answer."""
+    (issue #45). Then steps whose results are all empty while the answers carry the text, the user
+    interjecting once among them (one message, so a boundary counted in messages falls on a message
+    of empty results as well as on an answer), and the final answer."""
     b = conv.ConversationBuilder()
     b.start_session()
     b.user(300, 7)
@@ -205,6 +206,8 @@ def empty_results_tail(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
         for k in range(2):
             b.call(conv.Turn(calls=(conv.ToolCall("Bash", _scale(300, window), seed=460 + 3 * r + k),)))
     for k in range(10):  # the newest steps: the answers hold the text, every result is empty
+        if k == 5:  # the user interjects (one message): a boundary counted in messages falls on the other parity
+            b.user(200, 13)
         empty(490 + 2 * k, _scale(2_500, window))
     b.call(conv.Turn(text=200))
     b.end_session()
@@ -233,10 +236,11 @@ def cleared_after_sent(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
 
 
 def _opening(b: conv.ConversationBuilder, window: int, seed: int) -> None:
-    """Small results first, then large ones: a trigger at half the window is crossed while the oldest
-    results are still small (a first clearing that frees little), then again with large ones."""
-    for k in range(4):
-        b.call(conv.Turn(calls=(conv.ToolCall("Read", 300, seed=seed + k),)))
+    """A dozen tiny results first (``ls``, a grep that finds one line), then large ones: a trigger
+    at half the window, or at a dozen tool uses, is crossed while the oldest results are still tiny
+    (a first clearing that frees little), then again with large ones."""
+    for k in range(13):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read" if k % 3 else "Bash", 100, seed=seed + k),)))
     for k in range(5):
         b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(12_000, window), seed=seed + 10 + k),)))
 
