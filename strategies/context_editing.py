@@ -111,7 +111,7 @@ from typing import Literal
 from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.departures import Departure
-from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, UsageAnchor, prompt_chars
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, prompt_chars
 from pydantic import Field, field_validator, model_validator
 
 TRIGGER_INPUT_TOKENS = 100_000  # docs: trigger default {type: input_tokens, value: 100000}
@@ -511,9 +511,6 @@ class ContextEditing(ThresholdCompactor):
                 for bi, b in enumerate(m.blocks)
                 if b.type == "tool_result" and b.id in clearable and not b.meta.get("cleared")]
 
-    def _chars_of(self, msgs) -> int:
-        return UsageAnchor(self.config.chars_per_token).estimate(list(msgs), self.env.system, self.env.tools)
-
     def compact(self, call: CallInfo) -> bool | None:
         c = self.config
         cands = self._candidates()
@@ -550,10 +547,7 @@ class ContextEditing(ThresholdCompactor):
             h = h.replace_at(mi, Message(m.role, tuple(blocks), m.meta))
         # the anchored estimate scaled by the new request's share of the old one, both from characters
         # (issue #45, as openhands: taking the cleared text away at a fixed rate ran high on dense output)
-        est = self.estimate()
-        known = self.anchor.anchor is not None and est is not None
-        new_est = round(est * self._chars_of(h) / max(1, self._chars_of(self.history))) if known else None
-        self.set_history(h, estimate=new_est)
+        self.set_history(h, estimate=self.rebased_estimate(h))
         self.counters.extra["cleared_tool_results"] += len(cands)
         self.counters.extra["cleared_input_tokens_est"] += freed
         return True

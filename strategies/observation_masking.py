@@ -147,11 +147,8 @@ class ObservationMasking(PeerStrategy):
             h = h.replace_at(i, Message(m.role, tuple(blocks), m.meta))
         self.counters.extra["masked_observations"] += want - self.masked
         self.masked = want
-        # the anchored estimate is re-based: what was masked no longer counts
-        removed = sum(len(self.history[i].blocks[j].text) - len(h[i].blocks[j].text) for i in todo for j in todo[i])
-        est = self.estimate()
-        self.set_history(h, estimate=None if est is None or self.anchor.anchor is None
-                         else est - int(removed / self.config.chars_per_token))
+        # the anchored estimate is re-based: what was masked no longer counts, at the density measured
+        self.set_history(h, estimate=self.rebased_estimate(h))
 
     def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
         return False

@@ -19,14 +19,6 @@ KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
          "found by `ctxsim check-strategy tiered_budget --profile default` on the corpus (seed 29, session 31 of "
          "the clock-edge draws, shrunk to 20 events), #29"),
     ],
-    "observation_masking": [
-        ("estimate", r"the strategy estimated [\d,]+ tokens, the API counts [\d,]+ \(\+\d+%",
-         "peers (#46)",
-         "after masking, the anchored estimate takes the masked text away at 4 chars/token (the usage counted it at its "
-         "true density): +66% on the kit's scenario cleared_after_sent (a 54,000-character result of ~2.7 chars/token "
-         "output masked once five newer observations came; issue #45); the fix openhands had for known finding #18 "
-         "(scale by the new request's share of the old one, both from characters) applies"),
-    ],
     "sliding_window": [
         ("estimate", r"the strategy estimated [\d,]+ tokens, the API counts [\d,]+ \(\+\d+%",
          "peers (#46)",

@@ -137,19 +137,15 @@ class SweAgentProcessors(ThresholdCompactor):
                 todo.setdefault(i, []).append(j)
         if not todo:
             return
-        removed = 0
         for i in sorted(todo):
             m = h[i]
             blocks = list(m.blocks)
             for j in todo[i]:
                 b = blocks[j]
                 blocks[j] = Block.tool_result(b.id or "", masked_text(b.text), b.is_error, masked=True)
-                removed += len(b.text) - len(blocks[j].text)
             h = h.replace_at(i, Message(m.role, tuple(blocks), m.meta))
         self.counters.extra["masked_observations"] += sum(len(v) for v in todo.values())
-        est = self.estimate()
-        self.set_history(h, estimate=None if est is None or self.anchor.anchor is None
-                         else est - int(removed / self.config.chars_per_token))
+        self.set_history(h, estimate=self.rebased_estimate(h))
 
     def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
         return False
