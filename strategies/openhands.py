@@ -58,7 +58,6 @@ from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import (
     PeerConfig,
     ThresholdCompactor,
-    UsageAnchor,
     head_end,
     tail_start,
     transcript_text,
@@ -130,7 +129,30 @@ class HalvingConfig(PeerConfig):
         return self
 
 
-class Halving(ThresholdCompactor):
+class _HeadPerHistory:
+    """``head_len`` (the head fixed at the first condensation) belongs to one history: an isolated
+    sub-agent's calls are sent from a fresh history, so its own head starts unset and the parent's
+    comes back with the parent's history (the parent's head applied to a sub-agent's history cut a
+    tool_use from its result: found by the kit, issue #45)."""
+
+    head_len: int | None
+
+    def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
+        super().on_subtask_start(id, description, isolated)  # type: ignore[misc]
+        self._heads = [*getattr(self, "_heads", []), (isolated, self.head_len)]
+        if isolated:
+            self.head_len = None
+
+    def on_subtask_end(self, id: str, conclusion: str) -> None:
+        super().on_subtask_end(id, conclusion)  # type: ignore[misc]
+        heads = getattr(self, "_heads", [])
+        if heads:
+            isolated, head = heads.pop()
+            if isolated:
+                self.head_len = head
+
+
+class Halving(_HeadPerHistory, ThresholdCompactor):
     """Template of the rolling condensers: over ``max_size`` events, cut to head + newest half
     (:func:`halving_cut`); subclasses say what replaces the middle. Not registered (no name)."""
 
@@ -210,7 +232,7 @@ def events_of(m: Message) -> int:
     return 1
 
 
-class OpenHands(ThresholdCompactor):
+class OpenHands(_HeadPerHistory, ThresholdCompactor):
     name = "openhands"
     summary = "OpenHands V1 condenser: over 80 events (one per action/observation) keep first 4 + newest half, summarise the rest"
     on_rejection = ("a condensation request (half the view summarised; a hard reset if nothing can go), then "
@@ -316,20 +338,12 @@ class OpenHands(ThresholdCompactor):
                 return False
         self._request = False
         summary = Message.user(res, origin="summary")
-        est = self.estimate()
         new = History([*msgs[:start], summary, *msgs[end:]])
-        known = self.anchor.anchor is not None and est is not None
-        # the anchored estimate scaled by the new request's share of the old one, both from characters:
-        # the density the usage measured carries over (subtracting the forgotten events at 4 characters
-        # per token ran 60-80% high on dense text: known finding #18)
-        self.set_history(new, estimate=round(est * self._chars_estimate(new) / max(1, self._chars_estimate(msgs)))
-                         if known else None)
+        # the density the usage measured carries over (known finding #18: subtracting the forgotten
+        # events at 4 characters per token ran 60-80% high on dense text)
+        self.set_history(new, estimate=self.rebased_estimate(new))
         self.counters.extra["events_forgotten"] += sum(events_of(m) for m in forgotten)
         return True
-
-    def _chars_estimate(self, msgs) -> int:
-        """The request's tokens from characters alone (system, tools and these messages)."""
-        return UsageAnchor(self.config.chars_per_token).estimate(list(msgs), self.env.system, self.env.tools)
 
     def _hard_reset(self, msgs: list[Message]) -> str | None:
         """``hard_context_reset`` (v1.43.1): summarise every event; after a failure cut every event to

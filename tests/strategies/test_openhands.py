@@ -224,3 +224,28 @@ def test_v1_estimate_after_a_condensation_keeps_the_measured_density():
         step(s, i, "r" * 1_000, usage=Usage(input_uncached=1_001) if i == 3 else None)
     req = s.build_request(CallInfo(4, 4.0))
     assert req.rewrite and req.estimated_tokens == 362
+
+
+def test_v0_head_is_per_history_an_isolated_sub_agent_starts_its_own():
+    """Issue #45 (found by the kit: openhands v0, max_size 24, keep_first 4, corpus session 36): the
+    head fixed at the main history's first condensation was applied to a sub-agent's history and
+    cut a tool_use from its result there."""
+    from ctxsim.harness.testing.invariants import split_pairs
+
+    s = make("openhands", {**V0, "max_size": 20, "keep_first": 2}, services=FakeServices("STATE: main"))
+    s.on_user(Message.user("task"))
+    s.on_response(Message("assistant", (Block.text_block("which file?"),)), None)
+    s.on_user(Message.user("parser.py"))   # messages[2] is a typed message: the main head is 2
+    for i in range(9):
+        step(s, i, f"out {i}")                # 21 messages: the main condenses at the next call
+    s.build_request(CallInfo(9, 9.0))
+    assert s.head_len == 2 and s.history[2].meta["origin"] == "summary"
+    s.on_subtask_start("t1", "look around", True)
+    assert s.head_len is None
+    s.on_user(Message.user("sub task"))
+    for i in range(100, 110):
+        step(s, i, f"sub {i}")                # the sub-agent's messages[2] is a result: its head is 1
+    req = s.build_request(CallInfo(110, 110.0))
+    assert req.rewrite and s.head_len == 1 and split_pairs(req) == ""
+    s.on_subtask_end("t1", "done")
+    assert s.head_len == 2 and s.history[2].text == "STATE: main"
