@@ -23,7 +23,14 @@ Each rule, with its source:
   thinking", thinking with tool use: "a final assistant message must start with a thinking block
   (preceeding the lastmost set of tool_use and tool_result blocks)"). Thinking is on for a request
   when the recorded answer of that turn had thinking; side calls (summaries) do not enable it, so
-  only main-line requests are held to it.
+  only main-line requests are held to it;
+* a request whose messages hold a ``tool_use`` or ``tool_result`` block defines tools: the Messages
+  API refused it ("Requests which include tool_use or tool_result blocks must define tools.",
+  anthropics/anthropic-sdk-python#494, 2024-05) and Bedrock refuses it ("The toolConfig field must be
+  defined when using toolUse and toolResult content blocks", elastic/kibana#246943, 2025-12;
+  aws-samples/bedrock-access-gateway#239, 2026-04). Held on main-line requests (the agent's own
+  loop, which always has its tools): a side call's API is the agent's own, and an OpenAI-served
+  summary (Codex compacts with no tools) is not refused for it.
 """
 
 from __future__ import annotations
@@ -98,13 +105,22 @@ def thinking_error(req: Request, thinking_of: Mapping[str, str]) -> str:
     return ""
 
 
+def tools_error(req: Request) -> str:
+    if len(req.tools):
+        return ""
+    for i, m in enumerate(req.messages):
+        if m.has_tool_use or m.has_tool_result:
+            kind = "tool_use" if m.has_tool_use else "tool_result"
+            return (f"message {i} holds a {kind} block and the request defines no tools (\"Requests which include "
+                    "tool_use or tool_result blocks must define tools\")")
+    return ""
+
+
 def api_errors(req: Request, thinking_of: Mapping[str, str] | None = None) -> list[str]:
     """Every reason (other than pairing and size) the API would refuse ``req``; ``thinking_of``
     given for a main-line request (see :func:`thinking_error`)."""
     out = [e for e in (breakpoint_error(req), protocol.ttl_order_error(req), system_error(req), protocol.content_error(req),
                        first_message_error(req)) if e]
-    if thinking_of is not None:
-        e = thinking_error(req, thinking_of)
-        if e:
-            out.append(e)
+    if thinking_of is not None:   # a main-line request
+        out += [e for e in (thinking_error(req, thinking_of), tools_error(req)) if e]
     return out

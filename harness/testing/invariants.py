@@ -730,21 +730,27 @@ class Checker:
 
     # --- what the strategy declares it keeps ---------------------------------------------------------
     def _summary_used(self, req: Request) -> list[str]:
-        """The summaries this request uses (it holds their opening) keep every declared item they held."""
-        out = []
+        """The summaries this request uses keep every declared item they held. A block uses a summary
+        when it holds its opening; failing that, a message the strategy marks as a summary (origin
+        "summary") holding its end: a strategy that cuts the summary's head (a greedy pattern that
+        strips everything before its last section) still uses the rest of it. (The end alone is no
+        proof elsewhere: a summary often ends quoting a user message the request also holds.)"""
+        out: list[str] = []
         for sm in self._summaries:
             probe = _summary_probe(sm.text)
             if not probe:
                 continue
+            tail = sm.text.strip().removesuffix("</summary>").strip()[-40:]
             held = [i for i in self.declared.summary_items if holds_item(sm.text, i)]
-            for m in req.messages:
-                for b in m.blocks:
-                    if b.type in ("text", "tool_result") and probe in b.text:
-                        lost = [i for i in held if not holds_item(b.text, i)]
-                        if lost:
-                            out.append(f"the request uses a summary but has dropped {_items(lost)} from it "
-                                       f"(declared kept: {_items(self.declared.summary_items)})")
-                        return out
+            blocks = [(m, b) for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
+            use = next((b for _, b in blocks if probe in b.text), None) or next(
+                (b for m, b in blocks if m.meta.get("origin") == "summary" and tail and tail in b.text), None)
+            if use is not None:
+                lost = [i for i in held if not holds_item(use.text, i)]
+                if lost:
+                    out.append(f"the request uses a summary but has dropped {_items(lost)} from it "
+                               f"(declared kept: {_items(self.declared.summary_items)})")
+                return out
         return out
 
     def _count(self, text: str) -> int:

@@ -134,3 +134,15 @@ def test_one_hour_first_and_unspecified_ttls_are_accepted():
         req(msgs, [Breakpoint("system", "1h"), Breakpoint("tools", "5m")]))
     # None is the run's TTL, whatever it is: not judged
     assert protocol.ttl_order_error(req(msgs, [Breakpoint("system"), Breakpoint(2, "1h")])) == ""
+
+
+def test_a_main_request_with_tool_blocks_defines_tools():
+    from ctxsim.harness.testing.api_rules import tools_error
+
+    msgs = [GOAL, call("a"), results("a")]
+    assert tools_error(req(msgs)) == ""
+    assert tools_error(req([GOAL], tools=ToolSet())) == ""   # no tool block: no tools needed
+    assert tools_error(req(msgs, tools=ToolSet())).startswith("message 1 holds a tool_use block and the request defines no tools")
+    # held on the agent's own loop (thinking_of given); a side call (Codex compacts with no tools) is not
+    assert any("defines no tools" in e for e in api_errors(req(msgs, tools=ToolSet()), {}))
+    assert api_errors(req(msgs, tools=ToolSet())) == []

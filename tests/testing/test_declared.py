@@ -196,7 +196,7 @@ def test_a_summary_keeps_what_its_strategy_declares():
     the request that uses it still holds each."""
     items = ("Active task", "Next steps")
     task = "- fix the login test in tests/test_login.py; it fails on the second attempt\n"
-    reply = f"<summary>\n## Active task\n{task}## Next steps\n- run it\n</summary>"
+    reply = f"<summary>\n## Active task\n{task}## Next steps\n- run it with the fixture reset between attempts\n</summary>"
     d = Declared(summary_items=items)
 
     def found(reply=reply, instructions="Sections: Active task; Next steps.", used=None):
@@ -211,6 +211,9 @@ def test_a_summary_keeps_what_its_strategy_declares():
         [("summary_keeps", 1)]
     (cut,) = found(used=f"Handoff:\n{reply[:reply.index('## Next')]}")  # its opening kept, its end cut
     assert cut[:2] == ("summary_keeps", 2) and "has dropped 'Next steps'" in cut[2]
+    # its head cut, its end kept (a greedy pattern that strips up to the last "## "): still its use
+    (head,) = found(used="Handoff:\n" + reply[reply.index("## Next"):])
+    assert head[:2] == ("summary_keeps", 2) and "has dropped 'Active task'" in head[2]
 
 
 # --- the scenarios ---------------------------------------------------------------------------------------

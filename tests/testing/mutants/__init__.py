@@ -21,9 +21,9 @@ from ctxsim.strategies.sliding_window import SlidingWindow
 from tests.testing.mutants import keep_recent as k
 from tests.testing.mutants import kit29 as x
 from tests.testing.mutants import kit45 as y
-from tests.testing.mutants import variants as v
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
+from tests.testing.mutants import variants as v
 from tests.testing.mutants.basic import (  # noqa: F401 (the CLI tests name them by this module)
     DeclaredEditor,
     Overflower,
