@@ -7,7 +7,9 @@ tree; OUT is then a folder, one trace per session). A folder import prints one r
 project, session, start, calls, models, input, cache write, cache read, output, recorded cost,
 compactions: what ccusage shows — as text or
 ``--json``; a session that cannot be imported is reported with its file and line and skipped, and
-the exit status says some failed (2; 1 if one failed on an internal error). The import summary of
+the exit status says some failed (2; 1 if one failed on an internal error). A corrupt or half-written
+line of a Claude Code log is skipped with a warning naming its file and line, the session still
+imports, and the exit status is 2 (0 only when nothing of the logs was lost). The import summary of
 one log — calls, tool uses, compactions, every record kind ignored or repaired, with counts — is
 printed and kept in the trace header's notes.
 """
@@ -57,8 +59,9 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def import_one(fmt: str, src: Path, out: Path, args) -> tuple[Any, dict[str, Any], Any]:
-    """Import, derive probes, write and re-load one session; returns (trace, summary, derived)."""
+def import_one(fmt: str, src: Path, out: Path, args) -> tuple[Any, dict[str, Any], Any, list[str]]:
+    """Import, derive probes, write and re-load one session; returns (trace, summary, derived,
+    warnings: what was lost on the way, e.g. a corrupt line skipped, one line each)."""
     from ctxsim.harness.importers import import_file
     from ctxsim.harness.model import trace as tr
     from ctxsim.harness.retention import probes
@@ -72,7 +75,7 @@ def import_one(fmt: str, src: Path, out: Path, args) -> tuple[Any, dict[str, Any
     except BaseException:
         out.unlink(missing_ok=True)   # a trace that does not load is not left behind
         raise
-    return trace, result.summary, derived
+    return trace, result.summary, derived, result.warnings
 
 
 def _check_header(trace, src: Path) -> None:
@@ -175,6 +178,7 @@ def run(args) -> int:
     chosen = [s for s in sessions if in_range(session_start(s.path), args.since, args.until)]
     rows: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
+    lossy: list[str] = []   # sessions imported with something lost (each said in a warning)
     internal = False
     bar = _progress(len(chosen), not args.no_progress)
     task = bar.add_task("sessions", total=len(chosen), name="") if bar else None
@@ -186,8 +190,11 @@ def run(args) -> int:
                 bar.update(task, name=f"{s.project}/{s.path.stem}"[:60])
             dest = out / s.out
             try:
-                trace, _, _ = import_one(args.format, s.path, dest, args)
+                trace, _, _, warned = import_one(args.format, s.path, dest, args)
                 rows.append(session_row(s.project, s.path, dest, trace, args.models_file))
+                if warned:
+                    rows[-1]["warnings"] = warned
+                    lossy.append(str(s.path))
             except (ValueError, KeyError, OSError) as e:   # TraceError, an unknown model, a bad file: its input
                 msg = str(e).strip('"')
                 failed.append({"source": str(s.path), "kind": "bad input",
@@ -201,7 +208,7 @@ def run(args) -> int:
     finally:
         if bar:
             bar.stop()
-    status = 0 if not failed else 1 if internal else 2
+    status = 0 if not failed and not lossy else 1 if internal else 2
     if args.json_out:
         sys.stdout.write(json.dumps({"output": str(out), "sessions": rows, "failed": failed,
                                      "outside_dates": len(sessions) - len(chosen), "exit_status": status},
@@ -211,15 +218,22 @@ def run(args) -> int:
         if len(chosen) < len(sessions):
             print(f"{len(sessions) - len(chosen)} sessions outside --since/--until left out")
         print(f"traces in {out}/")
+    for r in rows:
+        for w in r.get("warnings", ()):
+            print(f"ctxsim import: warning: {w}", file=sys.stderr)
     for f in failed:
         print(f"ctxsim import: error: {f['error']} (session skipped)", file=sys.stderr)
-    if failed:
-        print(f"ctxsim import: {len(failed)} of {len(chosen)} sessions failed (exit {status})", file=sys.stderr)
+    if failed or lossy:
+        said = [f"{len(failed)} of {len(chosen)} sessions failed"] if failed else []
+        said += [f"{len(lossy)} imported with lines skipped"] if lossy else []
+        print(f"ctxsim import: {'; '.join(said)} (exit {status})", file=sys.stderr)
     return status
 
 
 def _single(args, src: Path, out: Path) -> int:
-    trace, summary, derived = import_one(args.format, src, out, args)
+    trace, summary, derived, warned = import_one(args.format, src, out, args)
+    for w in warned:
+        print(f"ctxsim import: warning: {w}", file=sys.stderr)
     if args.json_out:
         extra = {"probes": derived.summary()} if derived else {}
         sys.stdout.write(json.dumps({**summary, **extra, "output": str(out)}, indent=2, default=str) + "\n")
@@ -232,4 +246,7 @@ def _single(args, src: Path, out: Path) -> int:
                 print(f"  {line}")
         if derived:
             print(f"  derived: {derived.facts} facts, {derived.probes} probes at {derived.calls} calls")
+    if warned:   # the trace is written, but something of the log is not in it: said, and the status says so
+        print(f"ctxsim import: {src}: imported with {len(warned)} line(s) skipped (exit 2)", file=sys.stderr)
+        return 2
     return 0

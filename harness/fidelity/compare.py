@@ -77,6 +77,7 @@ from ctxsim.strategies.recorded import (
 )
 
 FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
+TOKEN_SCALE_BOUNDS = (0.1, 10.0)  # RecordedSetting.token_scale's bounds (harness/model/trace.py)
 NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
 # A recorded read counts as a miss when it falls short of the previous call's context by more than
 # this (real reads are context_{i-1} − 3 … − 14 tokens: the last message's framing is not cached).
@@ -176,6 +177,13 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     else:
         scale = Provider(trace.header.model, models_file=models_file).spec.token_scale
         evidence = "model table (no growth pairs to fit on)"
+    if not TOKEN_SCALE_BOUNDS[0] <= scale <= TOKEN_SCALE_BOUNDS[1]:
+        # a recorded context that does not grow with the content sent (a proxy reporting counts of its
+        # own): no scale fits it; the session still imports, and fidelity says why it is off
+        evidence = (f"{evidence} gave {scale:.4g}, outside {TOKEN_SCALE_BOUNDS[0]}-{TOKEN_SCALE_BOUNDS[1]}: the log's "
+                    "recorded context does not grow with its content (usage a proxy reported?); the model table's "
+                    "scale instead")
+        scale = Provider(trace.header.model, models_file=models_file).spec.token_scale
     steps = measured.steps(trace, calls, base, scale, get_tokenizer())
 
     def prefix(c: RecordedCall) -> int:

@@ -71,11 +71,28 @@ def guarded(fn: Callable[[str | Path], ImportResult], fmt: str, src: str | Path)
         common.reset_cursor()
 
 
+def trace_models(trace) -> list[str]:
+    """Every model id a trace names, in order of first appearance: its header's, each call's and
+    each recorded compaction call's."""
+    from ctxsim.harness.model.trace import AssistantEvent, CompactEvent
+
+    out: list[str] = [trace.header.model] if trace.header.model else []
+    for e in trace.events:
+        m = e.model if isinstance(e, AssistantEvent) else (e.meta.get("call_model") if isinstance(e, CompactEvent) else None)
+        if m and m not in out:
+            out.append(str(m))
+    return out
+
+
 def import_file(fmt: str, src: str | Path, *, calibrate: bool = True, models_file: str | None = None) -> ImportResult:
     """Import one log. With per-call usage, the recorded setting is completed from the log's own
     calls (token scale fitted on the first 30%, prompt prefixes pinned: :func:`ctxsim.harness.fidelity.compare.
     calibrate`), so a replay with no options reproduces the recorded session."""
     result = guarded(importer(fmt), fmt, src)
+    if result.trace.header.usage == "per_call":   # priced: every model it names at once, before any work
+        from ctxsim.harness.provider.models import load_table
+
+        load_table(models_file).require(trace_models(result.trace))
     rec = result.trace.header.recorded
     if rec is not None:
         result.summary.update({"window": rec.window, "window_evidence": rec.window_evidence,
@@ -90,4 +107,4 @@ def import_file(fmt: str, src: str | Path, *, calibrate: bool = True, models_fil
     return result
 
 
-__all__ = ["FORMATS", "ImportResult", "import_file", "importer"]
+__all__ = ["FORMATS", "ImportResult", "import_file", "importer", "trace_models"]

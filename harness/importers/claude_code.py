@@ -61,6 +61,7 @@ from typing import Any
 
 from ctxsim.harness.importers.common import (
     ImportResult,
+    SkippedLine,
     TraceBuilder,
     cache_ttl_of,
     count,
@@ -87,6 +88,7 @@ WINDOWS = (200_000, 1_000_000)
 # current sources": reported; the real transcripts here compact at preTokens 167,094–170,251 on 200k)
 SUMMARY_OUTPUT_RESERVE = 20_000
 AUTOCOMPACT_BUFFER = 13_000
+COMPACT_COMMAND = "<command-name>/compact</command-name>"   # Claude Code's record of the /compact command
 TRIGGER_TOLERANCE = 0.05      # assumed: a preTokens this close to a window's trigger (share of it) names it
 
 
@@ -131,6 +133,13 @@ def usage_of(u: dict[str, Any] | None, path: Path, line: int) -> tr.RecordedUsag
                             output=count(u.get("output_tokens"), "usage.output_tokens", path, line))
 
 
+def merge_usage(a: tr.RecordedUsage, b: tr.RecordedUsage) -> tr.RecordedUsage:
+    """Two lines' usage of one call: each count's larger value."""
+    return tr.RecordedUsage(input=max(a.input, b.input), cache_write_5m=max(a.cache_write_5m, b.cache_write_5m),
+                            cache_write_1h=max(a.cache_write_1h, b.cache_write_1h),
+                            cache_read=max(a.cache_read, b.cache_read), output=max(a.output, b.output))
+
+
 def _version(v: str | None) -> tuple[int, ...]:
     try:
         return tuple(int(x) for x in (v or "").split("."))
@@ -164,6 +173,7 @@ class _Parsed:
     compact_summaries: int = 0
     hooks: dict[str, dict[str, str]] = field(default_factory=dict)  # tool_use_id -> hookEvent -> hookName
     session_hooks: dict[str, list[str]] = field(default_factory=dict)  # SessionStart source -> hook commands
+    skipped: list[SkippedLine] = field(default_factory=list)   # lines that are not a JSON object
 
 
 def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
@@ -185,10 +195,13 @@ def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
 
 
 def parse_file(path: Path) -> _Parsed:
-    """Read one transcript (main or sub-agent) into items, checking it is a Claude Code log."""
+    """Read one transcript (main or sub-agent) into items, checking it is a Claude Code log. A line
+    that is not a JSON object (a corrupt record, a last line cut off while the session was being
+    written) is skipped and kept in ``skipped``: Claude Code appends one record per line, so the
+    others stand on their own. A file with no readable record fails at its first bad line."""
     p = _Parsed(path)
     seen_any = False
-    for line, o in read_jsonl(path):
+    for line, o in read_jsonl(path, p.skipped):
         kind = o.get("type")
         if not isinstance(kind, str):
             raise TraceError(path, line, "not a Claude Code transcript record (no \"type\")")
@@ -247,10 +260,14 @@ def parse_file(path: Path) -> _Parsed:
                 if cb is not None:
                     call.blocks.append(cb)
             u = usage_of(msg.get("usage"), path, line)
-            if u is not None:
-                if call.usage is not None and call.usage.output > u.output:
-                    u = u.model_copy(update={"output": call.usage.output})
-                call.usage = u
+            if u is not None and u.context_tokens + u.output == 0:
+                # no API call reads 0 tokens: a placeholder (proxies write {input 0, output 0} on the
+                # first lines of a streamed call), not a usage
+                p.ignored["assistant line with an all-zero usage (a placeholder, not the call's usage)"] += 1
+            elif u is not None:
+                # the lines of one call repeat its input counts while output grows (2.1.x streaming
+                # counts): each count's largest value is the call's
+                call.usage = u if call.usage is None else merge_usage(call.usage, u)
             continue
         # user
         if o.get("isCompactSummary"):
@@ -287,6 +304,9 @@ def parse_file(path: Path) -> _Parsed:
             p.items.append(("user", {"line": line, "t": t, "text": "\n".join(texts), "meta": bool(o.get("isMeta")),
                                      "side": side}))
     if not seen_any:
+        if p.skipped:
+            first = p.skipped[0]
+            raise TraceError(path, first.line, first.reason)
         raise TraceError(path, None, "empty file: no records")
     if not p.calls and not p.items:
         kinds = ", ".join(sorted(p.ignored)) or "none"
@@ -342,6 +362,19 @@ def _tokens(text: str) -> int:
 
 
 @dataclass
+class _CompactCall:
+    """One recorded compaction call (``agent-acompact-*.jsonl``) and the tool results its request
+    held: the history as the API received it, so it can close a tool use the main transcript left
+    open when the compaction cut it off."""
+
+    t: float
+    usage: tr.RecordedUsage
+    file: str
+    model: str | None
+    results: dict[str, tuple[str, bool]] = field(default_factory=dict)   # tool_use_id -> (text, is_error)
+
+
+@dataclass
 class _Importer:
     src: Path
     b: TraceBuilder
@@ -352,7 +385,7 @@ class _Importer:
     models: Counter = field(default_factory=Counter)
     subtasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    compact_calls: list[tuple[float, tr.RecordedUsage, str, str | None]] = field(default_factory=list)
+    compact_calls: list[_CompactCall] = field(default_factory=list)
     used_subagents: set[str] = field(default_factory=set)
     first_call: dict[str, Any] | None = None
     _visible_before_first: int = 0
@@ -367,8 +400,11 @@ class _Importer:
     mentioned: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     mentions_next: list[tuple[float, str, str]] = field(default_factory=list)
     hooks_run: dict[str, list[str]] = field(default_factory=dict)   # SessionStart source -> commands
+    skipped: list[SkippedLine] = field(default_factory=list)        # unreadable lines of every file read
+    _compact_command: bool = False   # a /compact command came in since the last main call (1.0.x: manual)
 
     def absorb(self, p: _Parsed) -> None:
+        self.skipped += p.skipped
         self.ignored.update(p.ignored)
         self.dropped.update(p.dropped_blocks)
         self.versions.update(p.versions)
@@ -380,9 +416,10 @@ class _Importer:
         for f in sorted(self.subagent_dir.glob("agent-acompact*.jsonl")):
             p = parse_file(f)
             self.absorb(p)
+            results = {i["id"]: (i["text"], i["is_error"]) for k, i in p.items if k == "result"}
             for c in p.calls.values():
                 if c.usage is not None:
-                    self.compact_calls.append((c.t, c.usage, f.name, c.model))
+                    self.compact_calls.append(_CompactCall(c.t, c.usage, f.name, c.model, results))
             # the meta messages before the compaction prompt: conversation content the main
             # transcript does not hold
             for kind, item in p.items:
@@ -415,6 +452,7 @@ class _Importer:
                 c = p.calls[item]
                 model = c.model
                 if span is None and side_run is None:
+                    self._compact_command = False
                     self.models[model or "?"] += 1
                     if not self._first_seen:
                         self._first_seen = True
@@ -429,6 +467,8 @@ class _Importer:
                 self.b.assistant(c.t, blocks, c.usage, model=model, request_id=c.request_id,
                                  **({"subagent": span or side_run} if (span or side_run) else {}))
             elif kind == "user":
+                if span is None and side_run is None and COMPACT_COMMAND in item["text"]:
+                    self._compact_command = True
                 self.b.user(item["t"], item["text"], **({"meta_record": True} if item["meta"] else {}))
                 self._count_visible(span, item["text"])
                 if span is None and side_run is None:
@@ -452,8 +492,16 @@ class _Importer:
                     self.emit_compact(pending, None)
                 pending = item
             elif kind == "summary":
-                if pending is None:
-                    self.counts["isCompactSummary without a compact_boundary (kept as a user message)"] += 1
+                if pending is None and span is None and side_run is None and self._first_seen:
+                    # Claude Code 1.0.x writes no compact_boundary: the summary record alone replaced
+                    # the history (the next call's context falls to the summary's size)
+                    self.emit_compact({"line": item["line"], "t": item["t"], "pre_tokens": None,
+                                       "trigger": "manual" if self._compact_command else "auto",
+                                       "inferred": "isCompactSummary with no compact_boundary (Claude Code 1.0.x)"},
+                                      item["text"])
+                elif pending is None:   # a session that opens on an earlier one's summary: its first message
+                    self.counts["isCompactSummary opening the session (an earlier session's summary, kept as a "
+                                "user message)"] += 1
                     self.b.user(item["t"], item["text"], compact_summary=True)
                 else:
                     self.emit_compact(pending, item["text"])
@@ -505,13 +553,28 @@ class _Importer:
             self.subtasks[span]["_visible"] = self.subtasks[span].get("_visible", 0) + _tokens(text) + MESSAGE_OVERHEAD_TOKENS
 
     def emit_compact(self, item: dict[str, Any], summary: str | None) -> None:
+        self._compact_command = False
         # the compaction call: the latest acompact call made before the boundary was written
         usage, meta = None, {"line": item["line"]}
-        before = [c for c in self.compact_calls if c[0] <= item["t"] + 1.0]
-        if before:
-            t, usage, name, model = max(before, key=lambda c: c[0])
-            self.compact_calls.remove((t, usage, name, model))
-            meta.update(call_file=name, call_model=model)
+        before = [c for c in self.compact_calls if c.t <= item["t"] + 1.0]
+        call = max(before, key=lambda c: c.t) if before else None
+        if call is not None:
+            self.compact_calls.remove(call)
+            usage = call.usage
+            meta.update(call_file=call.file, call_model=call.model)
+        if item.get("inferred"):
+            meta["inferred"] = item["inferred"]
+            self.counts["compactions read from an isCompactSummary with no compact_boundary (Claude Code 1.0.x)"] += 1
+        # a tool use the compaction cut off (its result never reached the main transcript): closed as
+        # the compaction request shows it, else with a synthetic error result, before the compaction
+        for tid in self.b.open_tool_uses():
+            shown = call.results.get(tid) if call is not None else None
+            if shown is not None:
+                self.b.tool_result(item["t"], tid, shown[0], shown[1], from_compaction_request=call.file)
+                self.counts["tool use cut off by a compaction, closed with the result its compaction request holds"] += 1
+            else:
+                self.b.close_open(item["t"], "tool use cut off by a compaction, closed with a synthetic error result "
+                                  "(no compaction request holds its result)")
         if summary is None:
             self.counts["compact_boundary without its summary message"] += 1
         pre = item.get("pre_tokens")
@@ -544,6 +607,10 @@ def import_claude_code(src: str | Path) -> ImportResult:
         raise TraceError(src, None, "expected a session .jsonl file, got a directory")
     main = parse_file(src)
     if not main.calls:
+        if main.skipped:   # the skipped line may have been the call: say it, at its place
+            sk = main.skipped[0]
+            raise TraceError(src, sk.line, f"{sk.reason}; with the line skipped no assistant record is left: "
+                             "nothing to replay")
         raise TraceError(src, None, "no assistant records: nothing to replay")
     sub_dir = src.with_suffix("") / "subagents"
     imp = _Importer(src, TraceBuilder(str(src)), sub_dir if sub_dir.is_dir() else None)
@@ -552,8 +619,8 @@ def import_claude_code(src: str | Path) -> ImportResult:
     imp.hooks_run = session_start_hooks(main)
     imp.load_compaction_calls()
     imp.emit_file(main, None)
-    for _t, _u, name, _m in imp.compact_calls:
-        imp.notes.append(f"compaction call {name} matched no compact_boundary")
+    for c in imp.compact_calls:
+        imp.notes.append(f"compaction call {c.file} matched no compact_boundary")
     if imp.subagent_dir:
         for f in sorted(imp.subagent_dir.glob("agent-*.jsonl")):
             if not f.name.startswith("agent-acompact") and f.name not in imp.used_subagents:
@@ -584,6 +651,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
     for t, _text, source in imp.hidden_timed:
         extra.append(f"hidden content not placed (no main call after {t:.0f} s): {source}")
     extra += imp.notes
+    extra += [f"line skipped: {sk} (its record is not in the trace)" for sk in imp.skipped]
     tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
     compactions = sum(1 for e in b.events if isinstance(e, tr.CompactEvent))
     sub_calls = sum(1 for e in b.events if isinstance(e, tr.AssistantEvent) and e.meta.get("subagent"))
@@ -613,5 +681,6 @@ def import_claude_code(src: str | Path) -> ImportResult:
         "prefix_tokens": prefix, "output_tokens_partial": partial,
         "hidden_messages": sum(v for k, v in imp.hidden_stats.items() if not k.endswith(" chars")),
         "ignored": dict(sorted(imp.ignored.items())), "repairs": dict(sorted(repairs.items())),
+        "skipped_lines": len(imp.skipped),
     }
-    return finalize(header, b, summary)
+    return finalize(header, b, summary, [f"{sk} (line skipped)" for sk in imp.skipped])

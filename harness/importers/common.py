@@ -36,16 +36,32 @@ _CURSOR: ContextVar[tuple[Path, int | None, Callable[[], tuple[int, int]] | None
 MAX_EPOCH = 253402300799.0   # 9999-12-31T23:59:59Z: the last time an ISO-8601 timestamp can hold
 
 
-def _truncated(b: bytes, pos: int, is_last: bool, ends_with_newline: bool) -> str:
-    """The "(truncated file?)" hint, only where it is the likely cause: the error is at the very end
-    of the file's last line and the file does not end with a line break."""
-    return " (truncated file?)" if is_last and not ends_with_newline and pos >= len(b.rstrip()) - 1 else ""
+def _truncated(b: bytes, pos: int, is_last: bool, ends_with_newline: bool, what: str = "") -> str:
+    """The "(truncated file?)" hint, only where it is the likely cause: the file's last line, with no
+    line break after it, fails at its very end or in a string left open."""
+    cut = pos >= len(b.rstrip()) - 1 or "Unterminated string" in what
+    return " (truncated file?)" if is_last and not ends_with_newline and cut else ""
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line of a log that is not a JSON object (a corrupt line, a last line cut off mid-write),
+    skipped by a reader that may go on: where it is and why, for the warning and the notes."""
+
+    path: Path
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+def read_jsonl(path: str | Path, skipped: list[SkippedLine] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; a line that is not a JSON object (bad bytes,
     NaN, a number of thousands of digits, deep nesting) fails with the path, line and column (a
-    truncated last line says so; a UTF-8 byte-order mark is skipped)."""
+    truncated last line says so; a UTF-8 byte-order mark is skipped). With ``skipped`` (a list),
+    such a line is appended to it and reading goes on: a log written one record per line (Claude
+    Code's) loses that record only, and the caller says so."""
     from ctxsim.harness.files import strictjson
 
     path = Path(path)
@@ -71,15 +87,21 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 b = b[:-1]
             if not b.strip():
                 continue
-            text = tr.decode_line(b, path, no)
             try:
-                obj = strictjson.loads(text)
-            except strictjson.BadJSON as e:
-                hint = _truncated(b, len(text[:e.pos].encode()), not has_newline, has_newline)
-                raise TraceError(path, no, f"{e.what} at column {e.pos + 1}{hint}") from None
-            if not isinstance(obj, dict):
-                raise TraceError(path, no, f"expected a JSON object, got {type(obj).__name__}")
-            obj = _repaired(text, obj, path, no)
+                text = tr.decode_line(b, path, no)
+                try:
+                    obj = strictjson.loads(text)
+                except strictjson.BadJSON as e:
+                    hint = _truncated(b, len(text[:e.pos].encode()), not has_newline, has_newline, e.what)
+                    raise TraceError(path, no, f"{e.what} at column {e.pos + 1}{hint}") from None
+                if not isinstance(obj, dict):
+                    raise TraceError(path, no, f"expected a JSON object, got {type(obj).__name__}")
+                obj = _repaired(text, obj, path, no)
+            except TraceError as e:
+                if skipped is None:
+                    raise
+                skipped.append(SkippedLine(path, no, e.what))
+                continue
             _CURSOR.set((path, no, None))
             yield no, obj
 
@@ -278,11 +300,12 @@ class TraceBuilder:
         self._t = t
         return t
 
-    def _close_dangling(self, t: float) -> None:
+    def _close_dangling(self, t: float, count: bool = True) -> None:
         for tid in list(self._open):
             self.events.append(tr.ToolResultEvent(t=t, tool_use_id=tid, content=SYNTHETIC_RESULT, is_error=True,
                                                   meta={"synthetic": True}))
-            self.counts["dangling tool_use repaired with a synthetic error result"] += 1
+            if count:
+                self.counts["dangling tool_use repaired with a synthetic error result"] += 1
             self._answered.add(tid)
             del self._open[tid]
 
@@ -335,6 +358,17 @@ class TraceBuilder:
         self.events.append(tr.SubtaskEnd(t=t, id=id, conclusion=conclusion))
         self._open = self._stack.pop()
 
+    def open_tool_uses(self) -> list[str]:
+        """The ids of the tool uses of the current context still waiting for their result."""
+        return list(self._open)
+
+    def close_open(self, abs_t: float | None, why: str) -> None:
+        """Close every open tool use with a synthetic error result now, counted under ``why``."""
+        n = len(self._open)
+        if n:
+            self._close_dangling(self.rel(abs_t), count=False)
+            self.counts[why] += n
+
     def finish(self) -> None:
         """Repair a dangling call at the very end too: a replay may stop there."""
         if self._open:
@@ -381,6 +415,9 @@ class ImportResult:
 
     trace: tr.Trace
     summary: dict[str, Any]
+    # what was lost on the way, one line each naming file and line (a skipped corrupt line): the
+    # CLI prints them as warnings and exits 2, the trace is still written
+    warnings: list[str] = field(default_factory=list)
 
     def summary_lines(self) -> list[str]:
         out = []
@@ -403,8 +440,9 @@ def notes_from(ignored: Counter, repairs: Counter, extra: list[str] | None = Non
     return notes
 
 
-def finalize(header: tr.Header, builder: TraceBuilder, summary: dict[str, Any]) -> ImportResult:
+def finalize(header: tr.Header, builder: TraceBuilder, summary: dict[str, Any],
+             warnings: list[str] | None = None) -> ImportResult:
     """Validate the built events as the loader would (an importer bug fails here, not at replay)."""
     builder.finish()
     trace = tr.validate_events(header, builder.events, name=builder.source)
-    return ImportResult(trace, summary)
+    return ImportResult(trace, summary, list(warnings or []))

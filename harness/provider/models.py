@@ -67,9 +67,15 @@ class LongContext(BaseModel):
 class UnknownModelError(KeyError, ValueError):
     """A model id no row of the price table resolves to (exit 2 at the command line)."""
 
-    def __init__(self, name: str, known: list[str]) -> None:
+    def __init__(self, name: str, known: list[str], more: tuple[str, ...] = ()) -> None:
         super().__init__(name)
-        self.name = name
+        self.name, self.names = name, (name, *more)
+        if more:   # every id a log names at once: a user adds their prices in one go, not one per run
+            ids = ", ".join(repr(n) for n in self.names)
+            self.message = (f"unknown models {ids}: not in the price table (known: {', '.join(known)}); add them "
+                            f"with --models FILE, a TOML file of models.toml's shape ([models.\"{name}\"] with "
+                            "provider, window, max_output, input, output, cache_read, ... for each)")
+            return
         self.message = (f"unknown model {name!r}: not in the price table (known: {', '.join(known)}); add it "
                         f"with --models FILE, a TOML file of models.toml's shape ([models.\"{name}\"] with provider, "
                         "window, max_output, input, output, cache_read, ...)")
@@ -118,7 +124,7 @@ class ModelSpec(BaseModel):
     name: str = ""
     source: str = Field("", description="where the prices and limits were read (page, document)")
     as_of: str = Field("", description="when they were read from that source (YYYY-MM-DD)")
-    provider: Literal["anthropic", "openai", "gemini"]
+    provider: Literal["anthropic", "openai", "gemini", "zai"]   # zai: Z.ai GLM, automatic caching as OpenAI
     window: int = Field(gt=0, le=MAX_WINDOW)
     max_output: int = Field(gt=0, le=MAX_WINDOW)
     input: float = Field(ge=0, le=MAX_PRICE)
@@ -190,6 +196,19 @@ class ModelTable:
                 spec = spec.scaled(spec.bedrock_regional_premium)
             self._specs[name] = spec
         return spec
+
+    def require(self, names) -> None:
+        """Every id of ``names`` resolves to a row, else one :class:`UnknownModelError` naming each
+        id that does not (in the order given, once each)."""
+        unknown: list[str] = []
+        for n in names:
+            if n and n not in unknown:
+                try:
+                    self.get(n)
+                except UnknownModelError:
+                    unknown.append(n)
+        if unknown:
+            raise UnknownModelError(unknown[0], list(self.models), tuple(unknown[1:]))
 
 
 def _parse(data: dict, source: str) -> tuple[dict[str, ModelSpec], str | None]:

@@ -212,14 +212,17 @@ def test_subagent_file_becomes_an_isolated_span(tmp_path):
     assert res.trace.events[7].conclusion == "found"
 
 
-def test_truncated_file_fails_with_path_and_line(tmp_path):
+def test_a_half_written_last_line_is_skipped_with_a_warning_naming_it(tmp_path):
+    """A session still being written (issue 41): its cut-off last line is skipped, said with the
+    file and line, and the rest imports."""
     good = [user(0, "go"), asst(1, "r1", {"type": "text", "text": "a"})]
     text = "".join(json.dumps(r) + "\n" for r in good) + json.dumps(user(2, "more"))[:40]
     f = tmp_path / "cut.jsonl"
     f.write_text(text, encoding="utf-8")
-    with pytest.raises(TraceError) as e:
-        import_file("claude-code", f)
-    assert e.value.line == 3 and "truncated" in str(e.value) and str(f) in str(e.value)
+    res = import_file("claude-code", f)
+    assert res.trace.calls == 1 and res.summary["skipped_lines"] == 1
+    assert len(res.warnings) == 1 and res.warnings[0].startswith(f"{f}:3: ") and "truncated" in res.warnings[0]
+    assert any(n.startswith(f"line skipped: {f}:3: ") for n in res.trace.header.notes)
 
 
 def test_foreign_file_fails_with_the_reason(tmp_path):

@@ -1,0 +1,180 @@
+"""Issue 41: everything a user has imports, and nothing is lost silently. Each test is a small
+session written here with the structure a real log showed (never a copy of one): a corrupt line in
+the middle, a tool call a compaction cut off, a Claude Code 1.0.x compaction (an isCompactSummary
+record and no compact_boundary), several unpriced models, a proxy's placeholder usage lines."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ctxsim.harness.cli import main as cli
+from ctxsim.harness.importers import import_file
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.provider.models import UnknownModelError
+
+from tests.helpers_claude_code import asst, rec, result, text, user, write
+
+
+def tool(tid: str, name: str = "Bash") -> dict:
+    return {"type": "tool_use", "id": tid, "name": name, "input": {"command": "ls"}}
+
+
+def _kinds(trace) -> list[str]:
+    return [type(e).__name__ for e in trace.events]
+
+
+# --- a corrupt line in the middle --------------------------------------------------------------
+
+def _with_bad_line(tmp_path):
+    recs = [user(0, "go"), asst(1, "r1", tool("t1")), result(2, "t1", "a.py"), asst(3, "r2", text("done"), read=103)]
+    lines = [json.dumps(r) for r in recs]
+    lines.insert(2, '{"type": "progress", "data": ')   # a record cut short, then the log goes on
+    f = tmp_path / "s.jsonl"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return f
+
+
+def test_a_corrupt_line_in_the_middle_is_skipped_and_the_session_imports(tmp_path):
+    f = _with_bad_line(tmp_path)
+    res = import_file("claude-code", f)
+    assert res.trace.calls == 2 and res.summary["skipped_lines"] == 1
+    assert res.warnings == [f"{f}:3: not JSON: Expecting value at column 30 (line skipped)"]
+
+
+def test_the_cli_writes_the_trace_warns_with_file_and_line_and_exits_2(tmp_path, capsys):
+    f = _with_bad_line(tmp_path)
+    out = tmp_path / "t.jsonl"
+    assert cli(["import", "claude-code", str(f), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"warning: {f}:3: not JSON" in err and "imported with 1 line(s) skipped" in err
+    assert tr.load(out).calls == 2
+    # a folder: the session is in the table, the warning names it, the status says something was lost
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    f.rename(folder / "s.jsonl")
+    write(folder / "ok.jsonl", [user(0, "hi"), asst(1, "q1", text("hello"))])
+    assert cli(["import", "claude-code", str(folder), "-o", str(tmp_path / "out"), "--json"]) == 2
+    cap = capsys.readouterr()
+    rep = json.loads(cap.out)
+    assert [r["session"] for r in rep["sessions"]] == ["ok", "s"] and rep["failed"] == []
+    assert "1 imported with lines skipped (exit 2)" in cap.err
+    # nothing lost: exit 0
+    assert cli(["import", "claude-code", str(folder / "ok.jsonl"), "-o", str(tmp_path / "ok.jsonl")]) == 0
+
+
+# --- a tool call cut off by a compaction ---------------------------------------------------------
+
+def _cut_off(tmp_path, with_request: bool):
+    """A Bash call whose result never reached the main transcript: the auto compaction came first.
+    The compaction request (agent-acompact) holds the history as sent, with the result."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "commit"),
+        asst(1, "r1", tool("t1"), w1h=1000, w5m=0),
+        result(2, "t1", "ok"),
+        asst(3, "r2", tool("t2"), w1h=50, w5m=0, read=1003),
+        rec("system", 10, subtype="compact_boundary", compactMetadata={"trigger": "auto", "preTokens": 1100}),
+        user(10, "This session is being continued ...", isCompactSummary=True),
+        asst(12, "r3", text("resumed"), w1h=200, w5m=0, read=300)])
+    if with_request:
+        write(tmp_path / "s" / "subagents" / "agent-acompact-1.jsonl", [
+            user(0, "commit", isSidechain=True),
+            asst(1, "r1", tool("t1"), isSidechain=True), result(2, "t1", "ok", isSidechain=True),
+            asst(3, "r2", tool("t2"), isSidechain=True), result(4, "t2", "[main 1a2b] committed", isSidechain=True),
+            user(4, "Your task is to create a detailed summary ...", isSidechain=True),
+            asst(9, "c1", text("<summary>...</summary>"), w1h=0, w5m=40, read=1050, out=300, isSidechain=True)])
+    return f
+
+
+def test_a_tool_call_cut_off_by_a_compaction_is_closed_as_the_compaction_request_shows_it(tmp_path):
+    res = import_file("claude-code", _cut_off(tmp_path, with_request=True))
+    ev = res.trace.events
+    assert _kinds(res.trace) == ["UserEvent", "AssistantEvent", "ToolResultEvent", "AssistantEvent",
+                                 "ToolResultEvent", "CompactEvent", "AssistantEvent"]
+    assert ev[4].tool_use_id == "t2" and ev[4].content == "[main 1a2b] committed" and not ev[4].is_error
+    assert ev[5].usage.output == 300
+    assert res.summary["repairs"] == {"tool use cut off by a compaction, closed with the result its compaction "
+                                      "request holds": 1}
+
+
+def test_with_no_compaction_request_the_cut_off_call_gets_a_synthetic_result_before_the_compaction(tmp_path):
+    res = import_file("claude-code", _cut_off(tmp_path, with_request=False))
+    ev = res.trace.events
+    assert _kinds(res.trace)[4:6] == ["ToolResultEvent", "CompactEvent"]
+    assert ev[4].is_error and ev[4].meta.get("synthetic")
+    assert "tool use cut off by a compaction, closed with a synthetic error result (no compaction request holds " \
+           "its result)" in res.summary["repairs"]
+
+
+# --- Claude Code 1.0.x compactions -------------------------------------------------------------
+
+def _v1(tmp_path, opens_with_summary: bool = False, command: bool = False):
+    v = {"version": "1.0.89"}
+    recs = [user(0, "Earlier summary ...", isCompactSummary=True, **v)] if opens_with_summary else []
+    recs += [user(1, "fix it", **v), asst(2, "r1", tool("t1"), w5m=155_000, **v), result(3, "t1", "fixed", **v)]
+    if command:
+        recs.append(user(4, "<command-name>/compact</command-name>\n<command-message>compact</command-message>", **v))
+    recs += [user(5, "This session is being continued from a previous conversation ...", isCompactSummary=True, **v),
+             asst(6, "r2", text("go on"), w5m=2_000, read=15_000, **v)]
+    return write(tmp_path / "s.jsonl", recs)
+
+
+def test_a_1_0_summary_with_no_boundary_is_a_compaction(tmp_path):
+    res = import_file("claude-code", _v1(tmp_path))
+    compact = next(e for e in res.trace.events if isinstance(e, tr.CompactEvent))
+    assert compact.trigger == "auto" and compact.pre_tokens is None and compact.usage is None
+    assert compact.summary.startswith("This session is being continued")
+    assert compact.meta["inferred"] == "isCompactSummary with no compact_boundary (Claude Code 1.0.x)"
+    assert res.summary["compactions"] == 1
+
+
+def test_a_1_0_compact_command_makes_it_manual_and_an_opening_summary_stays_a_message(tmp_path):
+    res = import_file("claude-code", _v1(tmp_path, opens_with_summary=True, command=True))
+    ev = res.trace.events
+    assert isinstance(ev[0], tr.UserEvent) and ev[0].meta.get("compact_summary")
+    (compact,) = [e for e in ev if isinstance(e, tr.CompactEvent)]
+    assert compact.trigger == "manual"
+
+
+# --- prices: every unknown model in one message ------------------------------------------------
+
+def test_every_unknown_model_is_named_in_one_message(tmp_path):
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"), asst(1, "r1", text("a"), model="glm-9"), user(2, "more"),
+        asst(3, "r2", text("b"), model="claude-opus-4-6"), user(4, "and"), asst(5, "r3", text("c"), model="glm-9-air")])
+    with pytest.raises(UnknownModelError) as e:
+        import_file("claude-code", f)
+    assert e.value.names == ("glm-9", "glm-9-air")
+    assert str(e.value).startswith("unknown models 'glm-9', 'glm-9-air': not in the price table")
+    models = tmp_path / "m.toml"
+    models.write_text("".join(f'[models."{m}"]\nprovider = "zai"\nwindow = 200000\nmax_output = 8000\ninput = 1.0\n'
+                              f'output = 2.0\ncache_read = 0.1\n\n' for m in ("glm-9", "glm-9-air")))
+    assert import_file("claude-code", f, models_file=str(models)).trace.calls == 3
+
+
+@pytest.mark.parametrize("model", ["glm-4.7", "glm-5", "glm-4.7-flash", "glm-4.5-air", "claude-opus-4-8",
+                                   "claude-opus-5", "claude-sonnet-5", "claude-opus-5-5", "claude-sonnet-5-5",
+                                   "claude-haiku-5-5", "gpt-5.1", "gpt-5.2", "gpt-5.3-codex", "gpt-5.4", "gpt-5.6-sol"])
+def test_the_current_models_are_priced(model):
+    from ctxsim.harness.provider.models import load_table
+
+    spec = load_table().get(model)
+    assert spec.input > 0 and "genai-prices 0.2.5" in spec.source
+
+
+# --- a proxy's usage lines ---------------------------------------------------------------------
+
+def test_placeholder_usage_lines_do_not_replace_the_calls_usage(tmp_path):
+    """A proxy writes {input 0, output 0} on a call's first lines, and may write it again after the
+    real one: each count's largest value is the call's; a call with only placeholders has none."""
+    zero = {"input_tokens": 0, "output_tokens": 0}
+    first = asst(1, "r1", text("a"), inp=1957, w5m=0, read=15_872, out=65, model="glm-4.7")
+    head, tail = json.loads(json.dumps(first)), json.loads(json.dumps(first))
+    head["message"]["usage"] = zero
+    tail["message"]["usage"] = zero
+    only = asst(3, "r2", text("b"), model="glm-4.7")
+    only["message"]["usage"] = zero
+    res = import_file("claude-code", write(tmp_path / "s.jsonl", [user(0, "go"), head, first, tail, user(2, "more"), only]))
+    calls = [e for e in res.trace.events if isinstance(e, tr.AssistantEvent)]
+    assert calls[0].usage.input == 1957 and calls[0].usage.cache_read == 15_872 and calls[0].usage.output == 65
+    assert calls[1].usage is None
