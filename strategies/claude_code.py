@@ -76,6 +76,8 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
 ``release`` is a Claude Code version: ``"2.1"`` (the default: the newest 2.1 reading), ``"2.0"``,
 ``"1.0"``, or a full ``"X.Y.Z"`` such as a log's own ``version`` field (``"2.1.39"``), which picks
 the trigger (45,000 below the window before 2.1, assumed for 1.0.x too) and the message of that release.
+On an imported Claude Code log the default is the log's own version (``header.recorded.agent_version``),
+unless the run sets ``release``.
 
 Not modelled, for want of a source: a background "precompute" compaction (a summary prepared ahead of
 the threshold so that compacting costs no wait). Nothing read confirms one: CHANGELOG 2.0.64 says
@@ -237,6 +239,17 @@ class ClaudeCode(ThresholdCompactor):
                 "restore_file_tokens": int(ReattachCaps.file_tokens * scale),
                 "restore_total_tokens": int(ReattachCaps.total_tokens * scale),
                 "restore_skill_tokens": int(ReattachCaps.skills_total_tokens * scale)}
+
+    @classmethod
+    def trace_defaults(cls, trace, overrides: frozenset[str]) -> dict:
+        """On a Claude Code log, the release the log ran (``recorded.agent_version``, issue 41);
+        ``--set release=…`` still wins."""
+        out = super().trace_defaults(trace, overrides)
+        rec = trace.header.recorded
+        if (trace.header.source or {}).get("format") == "claude-code" and rec.agent_version \
+                and VERSION.match(rec.agent_version):
+            out["release"] = rec.agent_version
+        return out
 
     def __init__(self, config, env) -> None:
         super().__init__(config, env)

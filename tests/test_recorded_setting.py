@@ -127,3 +127,79 @@ def test_fidelity_says_the_session_started_warm(tmp_path):
     fid = run_fidelity(t)
     assert fid.report["warm_start"] == {"tokens": 4000, "evidence": rec.warm_prefix_evidence}
     assert fid.calls.loc[0, "simulated_cache_read"] == fid.calls.loc[0, "recorded_cache_read"] == 4000
+
+
+def test_the_logs_claude_code_version_picks_the_claude_code_release(tmp_path):
+    """Issue 41: the importer records the log's version (recorded.agent_version) and the claude_code
+    peer replays that release unless the run sets one. On a 60,000-token window 2.0 compacts at
+    window − 45,000 = 15,000 tokens, 2.1 at window − min(max output, 20,000) − 13,000 = 27,000: six
+    turns of 2,500 cl100k tokens each, at Opus 4.6's table scale 1.5 (the log's usage does not grow
+    with its content, so no scale is fitted), reach ~22,500: past the first line, never the second."""
+    from ctxsim.harness.importers import import_file
+
+    recs, t = [], 0
+    for i in range(6):
+        recs += [user(t, "word " * 2_500, version="2.0.76"),
+                 asst(t + 1, f"r{i}", text("ok"), w5m=100, version="2.0.76")]
+        t += 2
+    trace = import_file("claude-code", write(tmp_path / "s.jsonl", recs)).trace
+    assert trace.header.recorded.agent_version == "2.0.76"
+    cfg = RunConfig(window=60_000)
+    res = replay(trace, "claude_code", {}, cfg)
+    assert res.params["release"] == "2.0.76" and res.metrics["compactions"]["attempted"] >= 1
+    newer = replay(trace, "claude_code", {"release": "2.1"}, cfg)
+    assert newer.params["release"] == "2.1" and newer.metrics["compactions"]["attempted"] == 0
+
+
+def test_a_log_without_caching_replays_without_caching(tmp_path):
+    """Issue 41: a log with no cache read and no cache write in any call (here 6 calls of ~5,000
+    input tokens, none under Opus 4.6's 4,096-token minimum) ran without prompt caching: every
+    replay of it prices every input token uncached (a cached replay was 85% below such a bill).
+    With one cache write in the log, caching is on."""
+    from ctxsim.harness.importers import import_file
+
+    def log(write_first: int):
+        recs, t = [], 0
+        for i in range(6):
+            recs += [user(t, "more " * 200), asst(t + 1, f"r{i}", text("ok"), inp=5_000 + 300 * i,
+                                                  w5m=write_first if i == 0 else 0, w1h=0)]
+            t += 2
+        return import_file("claude-code", write(tmp_path / f"s{write_first}.jsonl", recs)).trace
+
+    off = log(0)
+    assert off.header.recorded.prompt_caching is False and "any of 6 calls" in off.header.recorded.caching_evidence
+    c = replay(off, "recorded", {}, RunConfig()).calls
+    assert (c["cache_read"] + c["cache_write_5m"] + c["cache_write_1h"]).sum() == 0
+    assert replay(off, "append_only", {"cache_breakpoints": True}, RunConfig()).calls["cache_read"].sum() == 0
+    on = log(100)
+    assert on.header.recorded.prompt_caching is True
+    assert replay(on, "recorded", {}, RunConfig()).calls["cache_read"].sum() > 0
+
+
+def test_a_sub_agent_on_a_route_without_caching_replays_uncached(tmp_path):
+    """Issue 41: a Bedrock converse/ sub-agent whose calls never read or wrote the cache while the
+    main calls did (a route that sends no cache points) is replayed uncached: it was replayed with
+    cache writes its log does not show (+23% on one held-out session). Main: 2 Sonnet 4.5 calls
+    writing the cache; sub-agent: 2 Haiku calls of 5,000 uncached input tokens each."""
+    from ctxsim.harness.importers import import_file
+
+    sonnet, haiku = "global.anthropic.claude-sonnet-4-5-20250929-v1:0", "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0"
+    from tests.helpers_claude_code import rec
+
+    f = write(tmp_path / "s1.jsonl", [
+        user(0, "go " * 3000),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look"}}, model=sonnet,
+             w5m=5_000),
+        rec("user", 9, message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": "task1",
+                                                              "content": [{"type": "text", "text": "found"}]}]},
+            toolUseResult={"agentId": "abc", "status": "completed"}),
+        asst(10, "r2", text("ok"), model=sonnet, w5m=50, read=5_003)])
+    write(tmp_path / "s1" / "subagents" / "agent-abc.jsonl", [
+        user(2, "look " * 3000, isSidechain=True), asst(5, "s1", text("a"), model=haiku, inp=5_000, w5m=0, isSidechain=True),
+        user(6, "more", isSidechain=True), asst(7, "s2", text("found"), model=haiku, inp=5_010, w5m=0, isSidechain=True)])
+    t = import_file("claude-code", f).trace
+    assert t.header.recorded.uncached_models == [haiku] and t.header.recorded.prompt_caching
+    c = replay(t, "recorded", {}, RunConfig()).calls
+    sub = c[c["model"] == haiku]
+    assert len(sub) == 2 and (sub["cache_read"] + sub["cache_write_5m"] + sub["cache_write_1h"]).sum() == 0
+    assert c[c["model"] == sonnet]["cache_write_5m"].sum() > 0

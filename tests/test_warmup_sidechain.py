@@ -40,3 +40,53 @@ def test_every_strategy_keeps_the_sidechains_prefix(warmup, strategy):
     assert 0.75 * 0.0638 <= m["cost_usd"] <= 1.25 * 0.0638
     assert res.calls["model"].tolist() == [MODEL]
     assert int(res.calls["cache_write_1h"].sum()) == 0   # the log wrote 5-minute entries
+
+
+# --- issue 41: Warmup sidechains attached to their parent --------------------------------------
+
+def _session_with_warmup(root, layout: str):
+    """A session (s1) whose start-up warmed a sub-agent: a Warmup file no Task result refers to,
+    written two seconds before the session's first record, in the session's subagents/ folder
+    (2.1.x) or beside the sessions (``agent-<id>.jsonl``, older layouts)."""
+    from tests.helpers_claude_code import asst, text, user, write
+
+    main = write(root / "s1.jsonl", [user(10, "fix it", session="s1"),
+                                     asst(11, "r1", text("done"), w5m=20_000, session="s1")])
+    where = root / "s1" / "subagents" if layout == "subagents" else root
+    write(where / "agent-a1b2.jsonl", [
+        user(8, "Warmup", isSidechain=True, session="s1", agentId="a1b2"),
+        asst(9, "w1", text("ready"), w5m=16_000, out=12, model=MODEL, isSidechain=True, session="s1", agentId="a1b2")])
+    return main
+
+
+@pytest.mark.parametrize("layout", ["subagents", "project"])
+def test_a_warmup_is_a_span_of_its_session_at_its_time(tmp_path, layout):
+    """Was: 'referenced by no Task result: not imported' (its billed call lost) or, beside the
+    sessions, a session of its own. Now an isolated span before the first main record, its call
+    billed with the session's: 3 + 16,000 written at 3.75 + 12 out at 15 on Sonnet 4.5, $0.060189."""
+    from ctxsim.harness.fidelity.recorded import billed_calls, recorded_cost
+    from ctxsim.harness.importers.folders import discover
+    from ctxsim.harness.model import trace as tr
+
+    f = _session_with_warmup(tmp_path, layout)
+    found, _ = discover("claude-code", tmp_path)
+    assert [s.path.name for s in found] == ["s1.jsonl"]
+    t = import_file("claude-code", f).trace
+    kinds = [type(e).__name__ for e in t.events]
+    assert kinds == ["SubtaskStart", "UserEvent", "AssistantEvent", "SubtaskEnd", "UserEvent", "AssistantEvent"]
+    assert t.events[0].id == "warmup-a1b2" and t.events[0].isolated and t.events[2].model == MODEL
+    assert billed_calls(t) == 2
+    warm = (3 * 3 + 16_000 * 3.75 + 12 * 15) / 1e6
+    main = (3 * 5 + 20_000 * 6.25 + 5 * 25) / 1e6   # Opus 4.6, 5-minute writes
+    assert recorded_cost(t) == pytest.approx(warm + main)
+    assert any("Warmup sub-agent(s)" in n for n in t.header.notes)
+
+
+def test_a_warmup_whose_session_is_not_in_the_folder_stays_a_session(tmp_path):
+    from ctxsim.harness.importers.folders import discover
+
+    _session_with_warmup(tmp_path, "project")
+    (tmp_path / "s1.jsonl").unlink()
+    found, _ = discover("claude-code", tmp_path)
+    assert [s.path.name for s in found] == ["agent-a1b2.jsonl"]
+    assert import_file("claude-code", found[0].path).trace.calls == 1

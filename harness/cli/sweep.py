@@ -27,6 +27,9 @@ def register(sub) -> None:
                    help="also run TRACES (a trace, a folder of them such as an imported one, a glob, preset:NAME or "
                    "population:PRESET:N; paths relative to here) at WINDOW, beside the grid's own (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--models", dest="models_file", default=None,
+                   help="extra TOML price table for models models.toml lacks (same shape); set as CTXSIM_MODELS for "
+                   "this sweep and its local workers (a Dask worker reads CTXSIM_MODELS from its own environment)")
     p.set_defaults(func=run)
     # `ctxsim tune` beside it: its own module, registered here so that it follows sweep in --help
     from ctxsim.harness.cli import tune
@@ -77,6 +80,17 @@ def run(args) -> int:
 
         args.config = str(bundled.example_sweep(args.config) or args.config)
     checks.output("--out", args.out, sources=[args.config], folder=True)
+    if args.models_file:   # before any price is looked up: the grid's models are checked against it
+        import os
+
+        from ctxsim.harness.provider.models import load_table
+
+        try:
+            load_table(args.models_file)
+        except ValueError as e:
+            raise BadInput(f"--models {e}") from None
+        os.environ["CTXSIM_MODELS"] = str(Path(args.models_file).resolve())
+        load_table.cache_clear()
     try:
         cfg = with_traces(load_config(args.config), args.extra)
         df = run_sweep(cfg, args.out, base=Path(args.config).resolve().parent, workers=args.workers,

@@ -44,8 +44,14 @@ import pandas as pd
 from ctxsim.harness.fidelity import measured
 from ctxsim.harness.fidelity.cache_misses import fit_miss_model
 from ctxsim.harness.fidelity.measured import raw_contexts
+from ctxsim.harness.fidelity.population import attribute
 from ctxsim.harness.fidelity.recorded import (
+    FidelityGap,
+    NoUsage,
     RecordedCall,
+    ReplayOverflow,
+    billed_calls,
+    billed_rows,
     continues,
     recorded_calls,
     recorded_usages,
@@ -121,6 +127,7 @@ class Fidelity:
     calls: pd.DataFrame                      # one row per recorded call: recorded vs simulated
     misses: list[dict[str, Any]] = field(default_factory=list)
     hidden: list[dict[str, Any]] = field(default_factory=list)
+    attribution: dict[str, float] = field(default_factory=dict)   # simulated − recorded USD by cause (population.attribute)
 
 
 def fit_calls(calls: list[RecordedCall], fraction: float) -> set[int]:
@@ -262,7 +269,8 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
 
     def provider(m):
         return Provider(model or run_model(trace), window=rec.window, token_scale=rec.token_scale,
-                        models_file=models_file, cache_ttl=rec.cache_ttl, miss_model=m)
+                        models_file=models_file, cache_ttl=rec.cache_ttl, miss_model=m,
+                        uncached_models=tuple(rec.uncached_models))
     fitted = fit_share_on_requests(miss_model, requests, target, provider, warm_first_main=bool(rec.warm_prefix_tokens))
     return fitted.model_copy(update={"source": fitted.source + (
         f"; share {fitted.share:.3f} refitted on the replay's own {len(requests)} requests: at it they read, "
@@ -335,7 +343,7 @@ def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, mod
 
 
 def _calibrated(trace: Trace, fit_fraction: float, token_scale: float | None, base: dict[int, int],
-                model: str | None) -> Trace:
+                model: str | None, models_file: str | None = None) -> Trace:
     """The trace as ``ctxsim import`` calibrated it, or calibrated here when it was not (an older
     trace) or when the fit is asked for differently."""
     rec = trace.header.recorded
@@ -344,12 +352,13 @@ def _calibrated(trace: Trace, fit_fraction: float, token_scale: float | None, ba
             and rec.measured_sizes_evidence   # a trace calibrated before sizes were measured: again
             and (token_scale is None or abs(rec.token_scale - token_scale) < 1e-9)):
         return trace
-    return calibrate(trace, fit_fraction=fit_fraction, token_scale=token_scale, base=base, model=model)
+    return calibrate(trace, fit_fraction=fit_fraction, token_scale=token_scale, base=base, model=model,
+                     models_file=models_file)
 
 
 def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float = FIT_FRACTION,
                  token_scale: float | None = None, instructions: str = COMPACT_INSTRUCTIONS,
-                 seed: int = 0) -> Fidelity:
+                 seed: int = 0, models_file: str | None = None) -> Fidelity:
     """Replay ``trace`` with the recorded strategy and compare it with its recorded usage.
 
     The replay is ``replay(trace, "recorded", {}, RunConfig(model=model, seed=seed))`` on the
@@ -360,13 +369,13 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     calls = recorded_calls(trace, model)   # an explicit model prices (and caches) every call
     with_usage = [c for c in calls if c.usage is not None]
     if not with_usage:
-        raise ValueError(f"{trace.header.name}: no recorded per-call usage (header.usage={trace.header.usage!r}): nothing to compare")
+        raise NoUsage(f"{trace.header.name}: no recorded per-call usage (header.usage={trace.header.usage!r}): nothing to compare")
     explicit = model
     model = model or trace.header.model or next((c.model for c in calls if c.model), None)
 
     # 1. raw cl100k sizes (what the scale is fitted on), the calibrated trace, the fit set
-    base = raw_contexts(trace, calls, seed, explicit)
-    trace = _calibrated(trace, fit_fraction, token_scale, base, explicit)
+    base = raw_contexts(trace, calls, seed, explicit, models_file)
+    trace = _calibrated(trace, fit_fraction, token_scale, base, explicit, models_file)
     rec = trace.header.recorded
     scale = rec.token_scale
     fit = set() if token_scale is not None else fit_calls(calls, fit_fraction)
@@ -375,15 +384,27 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         fm = fit_token_scale(calls, base, {c.index for c in with_usage if c.index in fit and c.model == m})
         if fm:
             per_model[m] = round(fm, 4)
-    provider = Provider(model)
+    provider = Provider(model, models_file=models_file)
     header = trace.header
     model_prefix = rec.model_prefix_tokens
 
     # 2. the replay: what `ctxsim run TRACE --strategy recorded` does
     params = {} if instructions == COMPACT_INSTRUCTIONS else {"compact_instructions": instructions}
-    run = replay(trace, Recorded, params, RunConfig(model=explicit, seed=seed))
+    mf = Path(models_file) if models_file else None
+    # measured on a window no request passes: a replay that outgrows the log's window is still priced
+    # call by call, and where it first passed the window the log ran with is reported (``overflow``)
+    from ctxsim.harness.model.trace import MAX_TOKENS
+
+    run = replay(trace, Recorded, params, RunConfig(model=explicit, seed=seed, models_file=mf, window=MAX_TOKENS))
     df = run.calls
+    if not run.metrics["completed"]:
+        raise overflow(trace, calls, df, run.window)
+    window = rec.window or Provider(model, models_file=models_file).window
+    over = first_overflow(trace, calls, df, window)
     sim = sim_rows(df)
+    if len(sim) != len(calls):   # reported, never a bare KeyError
+        raise FidelityGap(f"{trace.header.name}: the replay made {len(sim)} model calls for the log's {len(calls)}")
+    billed = billed_rows(df, calls, trace)
     compact_models = Recorded.trace_defaults(trace, RunConfig(model=explicit).overrides()).get("compact_models", ())
 
     # 3. per-call table
@@ -399,7 +420,9 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
             "simulated_cache_write": int(s["cache_write_5m"] + s["cache_write_1h"]),
             "simulated_cost_usd": float(s["cost_usd"]),
             "recorded_cost_usd": provider.price(usage_of(u), provider.spec_for(c.model or model)) if u else None,
-            "after_compact": c.after_compact,
+            "recorded_input_usd": provider.price(usage_of(u.model_copy(update={"output": 0})),
+                                                 provider.spec_for(c.model or model)) if u else None,
+            "after_compact": c.after_compact, "new_turn": c.new_turn,
         })
     table = pd.DataFrame(rows)
     pins = _pin_segments(calls, table)
@@ -415,9 +438,12 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     rec_read = sum(u.cache_read for u, _ in rec_usages)
     rec_cost = sum(provider.price(usage_of(u), provider.spec_for(m)) for u, m in rec_usages)
     rec_cost_in = sum(provider.price(usage_of(u.model_copy(update={"output": 0})), provider.spec_for(m)) for u, m in rec_usages)
-    sim_in = float((df["input_uncached"] + df["cache_write_5m"] + df["cache_write_1h"] + df["cache_read"]).sum())
-    sim_cost = float(df["cost_usd"].sum())
-    sim_cost_in = sim_cost - sum(float(r["output"]) * provider.spec_for(r["model"]).rates(0)[4] for _, r in df.iterrows())
+    # simulated: the engine rows of the calls the log billed (a call it does not show is reported apart)
+    dfb = df[billed]
+    sim_in = float((dfb["input_uncached"] + dfb["cache_write_5m"] + dfb["cache_write_1h"] + dfb["cache_read"]).sum())
+    sim_cost = float(dfb["cost_usd"].sum())
+    sim_cost_in = sim_cost - sum(float(r["output"]) * provider.spec_for(r["model"]).rates(0)[4] for _, r in dfb.iterrows())
+    unbilled = df[~billed]
 
     # 5. NovaCode's estimator on the recorded truth: anchor (previous recorded context) + chars/3.5
     est_errs = []
@@ -429,7 +455,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         est_errs.append(_pct(est, c.context))
 
     # 6. compactions: where they land and the recorded preTokens against the simulated context
-    instr_tokens = Provider(model, token_scale=scale).message_tokens(Message.user(instructions))
+    instr_tokens = Provider(model, token_scale=scale, models_file=models_file).message_tokens(Message.user(instructions))
     summaries = df[df["kind"] == SUMMARY].reset_index(drop=True)
     compactions = []
     ci = n_all = n_main = 0
@@ -491,7 +517,16 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     report = {
         "trace": trace.path or trace.header.name,
         "model": model,
-        "calls": len(calls),
+        "version": (trace.header.source or {}).get("version"),
+        # one count everywhere: the calls the log billed (its model calls with usage and its recorded
+        # compaction calls), as `ctxsim import`'s table counts them
+        "calls": billed_calls(trace),
+        "model_calls": len(calls),
+        "compaction_calls": sum(1 for e in trace.events if isinstance(e, CompactEvent) and e.usage is not None),
+        "overflow": over,
+        "not_in_the_log": {"calls": int(len(unbilled)), "simulated_usd": round(float(unbilled["cost_usd"].sum()), 4),
+                           "why": "model calls with no recorded usage and compaction calls the log does not hold "
+                                  "(Claude Code 1.0.x, no agent-acompact file): simulated, left out of the comparison"},
         "fit_calls": len(fit),
         "token_scale": round(scale, 4),
         "token_scale_source": rec.token_scale_evidence,
@@ -527,10 +562,57 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         "hidden_tokens": {"calls": len(hidden), "total": int(sum(h["tokens"] for h in hidden)),
                           "shrinking_calls": sum(1 for h in hidden if h["tokens"] < 0),
                           "by_preceding_tool": _by_tool(hidden),
-                          "recovered": recovered_hidden(trace, Provider(model, token_scale=scale))},
+                          "recovered": recovered_hidden(trace, Provider(model, token_scale=scale,
+                                                                                models_file=models_file))},
         "subagent_calls": sum(1 for c in calls if c.thread != "main"),
     }
-    return Fidelity(report, table, misses, hidden)
+    rec_compaction_usd = sum(provider.price(usage_of(e.usage), provider.spec_for(explicit or e.meta.get("call_model")
+                                                                                  or trace.header.model))
+                             for e in trace.events if isinstance(e, CompactEvent) and e.usage is not None)
+    attribution = attribute(table, dfb[dfb["kind"] == SUMMARY], rec_compaction_usd)
+    return Fidelity(report, table, misses, hidden, attribution)
+
+
+def first_overflow(trace: Trace, calls: list[RecordedCall], df: pd.DataFrame, window: int) -> dict[str, Any] | None:
+    """The first request of the replay over ``window`` (the one the log ran with), where the log's
+    own call stayed under it: the call (0-based over the log's model calls; None for a summary call),
+    both sizes and the window. None when the replay stayed within the log's window."""
+    from ctxsim.harness.llm.services import SUBAGENT as SUB
+
+    main = df["kind"].isin(["main", SUB])
+    k = -1
+    for idx, r in df.iterrows():
+        k += bool(main[idx])
+        if int(r["context_tokens"]) <= window:
+            continue
+        is_call = bool(main[idx]) and 0 <= k < len(calls)
+        rec = calls[k].context if is_call and calls[k].usage else None
+        if rec is not None and rec > window:   # the log's call was over it too: not the replay's doing
+            continue
+        return {"call": k if is_call else None, "kind": str(r["kind"]), "simulated_tokens": int(r["context_tokens"]),
+                "recorded_tokens": rec, "window": window,
+                "said": (f"the replay overflows where the log did not: {'call ' + str(k) if is_call else 'a summary call'} "
+                         f"sends {int(r['context_tokens']):,} tokens, over the {window:,}-token window the log ran with"
+                         + (f" (the log's call: {rec:,})" if rec is not None else ""))}
+    return None
+
+
+def overflow(trace: Trace, calls: list[RecordedCall], df: pd.DataFrame, window: int) -> ReplayOverflow:
+    """The replay stopped at a request the API would refuse (over the window) where the log's call
+    went through: which call, how large the replay's request was and how large the log's."""
+    from ctxsim.harness.llm.services import SUBAGENT as SUB
+
+    rejected = df[df["rejected"]]
+    if not len(rejected):
+        return ReplayOverflow(f"{trace.header.name}: the replay stopped before the log's end", None)
+    r = rejected.iloc[0]
+    k = int(((df["kind"].isin(["main", SUB])) & (df.index < r.name)).sum())   # the log's call it stands for
+    what = "its summary call" if r["kind"] == SUMMARY else f"call {k}"
+    rec = (f"the log's call read {calls[k].context:,}" if r["kind"] != SUMMARY and k < len(calls) and calls[k].usage
+           else "the log's went through")
+    return ReplayOverflow(f"{trace.header.name}: the API would refuse the replay's {what} ({int(r['context_tokens']):,} "
+                          f"tokens; {rec}) where the log's went through" + (f": {r['error']}" if r["error"] else ""),
+                          k if r["kind"] != SUMMARY else None)
 
 
 def recovered_hidden(trace: Trace, provider: Provider) -> dict[str, Any]:
@@ -731,6 +813,11 @@ def summary_table(report: dict[str, Any]) -> str:
                  f"{cm['strays']} strays / {cm['eligible']} calls in the log" if cm.get("fitted") else ""))
     if cost.get("output_tokens_partial"):
         rows.append(("output tokens", "partial in the log (a lower bound)", ""))
+    if report.get("overflow"):
+        o = report["overflow"]
+        rows.append(("overflow", f"{'call ' + str(o['call']) if o['call'] is not None else 'a summary call'}: "
+                     f"{o['simulated_tokens']:,} tokens > {o['window']:,}",
+                     "" if o["recorded_tokens"] is None else f"the log's call: {o['recorded_tokens']:,}"))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
     lines = [f"fidelity of {report['trace']} ({report['model']})"]

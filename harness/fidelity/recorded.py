@@ -143,5 +143,44 @@ def thread_starts(calls: list[RecordedCall]) -> dict[str, RecordedCall]:
     return out
 
 
+def billed_calls(trace: Trace) -> int:
+    """The API calls the log billed: its model calls with usage and its recorded compaction calls
+    (what ``ctxsim import``'s table, the recorded cost and ``ctxsim fidelity`` all count)."""
+    return len(recorded_usages(trace))
+
+
+def billed_rows(df: pd.DataFrame, calls: list[RecordedCall], trace: Trace) -> pd.Series:
+    """Which engine rows of a ``recorded`` replay stand for a call the log billed: the model calls
+    that carry recorded usage, and the summary calls of the compactions whose call the log holds
+    (Claude Code 1.0.x and a compaction with no ``agent-acompact`` file made a call the log does not
+    show: its simulated price is reported apart, never compared with nothing)."""
+    from ctxsim.harness.llm.services import SUMMARY
+
+    with_usage = iter([c.usage is not None for c in calls])
+    compacts = iter([e.usage is not None for e in trace.events if isinstance(e, CompactEvent)])
+    out = []
+    for kind in df["kind"]:
+        if kind in ("main", SUBAGENT):
+            out.append(next(with_usage, False))
+        elif kind == SUMMARY:
+            out.append(next(compacts, False))
+        else:
+            out.append(False)
+    return pd.Series(out, index=df.index, dtype=bool)
+
+
 class FidelityGap(ValueError):
     """The replay of a log does not line up with its recorded calls (bad input: exit 2)."""
+
+
+class NoUsage(ValueError):
+    """The trace records no per-call usage: there is no bill to compare a replay with (exit 2)."""
+
+
+class ReplayOverflow(FidelityGap):
+    """The replay sent a request over the window where the log's call went through: said with the
+    call, the two sizes and the window (``call``: the log's call, 0-based over its model calls)."""
+
+    def __init__(self, message: str, call: int | None) -> None:
+        super().__init__(message)
+        self.call = call

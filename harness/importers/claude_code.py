@@ -53,6 +53,7 @@ call: ``prefix_tokens`` = its recorded context − the cl100k count of the visib
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
@@ -64,6 +65,8 @@ from ctxsim.harness.importers.common import (
     SkippedLine,
     TraceBuilder,
     cache_ttl_of,
+    caching_of,
+    uncached_models,
     count,
     finalize,
     flatten_content,
@@ -89,6 +92,7 @@ WINDOWS = (200_000, 1_000_000)
 SUMMARY_OUTPUT_RESERVE = 20_000
 AUTOCOMPACT_BUFFER = 13_000
 COMPACT_COMMAND = "<command-name>/compact</command-name>"   # Claude Code's record of the /compact command
+WARMUP_PROMPT = "Warmup"   # the prompt of the start-up calls that warm sub-agents' caches (the population's 2.0-2.1 logs)
 TRIGGER_TOLERANCE = 0.05      # assumed: a preTokens this close to a window's trigger (share of it) names it
 
 
@@ -355,6 +359,16 @@ def nested_spans_allowed() -> bool:
     return True
 
 
+def _min_cacheable(model: str | None) -> int:
+    """The model's minimum cacheable prompt (models.toml), 1,024 when it is not priced."""
+    from ctxsim.harness.provider.models import UnknownModelError, load_table
+
+    try:
+        return load_table().get(model).min_cacheable
+    except UnknownModelError:
+        return 1024
+
+
 def _tokens(text: str) -> int:
     from ctxsim.harness.provider.tokenizer import get_tokenizer
 
@@ -400,6 +414,8 @@ class _Importer:
     mentioned: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     mentions_next: list[tuple[float, str, str]] = field(default_factory=list)
     hooks_run: dict[str, list[str]] = field(default_factory=dict)   # SessionStart source -> commands
+    project_agents: list[Path] = field(default_factory=list)   # project-level agent-*.jsonl of this session
+    warmups: list[tuple[float, Path, _Parsed]] = field(default_factory=list)   # Warmup sub-agents not yet placed
     skipped: list[SkippedLine] = field(default_factory=list)        # unreadable lines of every file read
     _compact_command: bool = False   # a /compact command came in since the last main call (1.0.x: manual)
 
@@ -445,6 +461,8 @@ class _Importer:
                     side_run = None
             if span is None and self.deferred and kind != "result":
                 self.flush_deferred()
+            if span is None and side_run is None and self.warmups:
+                self.flush_warmups(p.calls[item].t if kind == "call" else item["t"])
             if span is None and side_run is None and kind in ("call", "user", "compact", "summary"):
                 t_item = p.calls[item].t if kind == "call" else item["t"]
                 self.flush_hidden(t_item if kind == "call" else None)
@@ -513,6 +531,8 @@ class _Importer:
             self.emit_compact(pending, None)
         if span is None and self.deferred:
             self.flush_deferred()
+        if span is None and side_run is None and self.warmups:
+            self.flush_warmups(None)
         if span is None:
             self.flush_hidden(None)
         if side_run is not None:
@@ -581,8 +601,30 @@ class _Importer:
         self.b.compact(item["t"], "manual" if item.get("trigger") == "manual" else "auto",
                        int(pre) if isinstance(pre, (int, float)) else None, summary, usage, **meta)
 
+    def agent_file(self, agent: str) -> Path | None:
+        """A sub-agent's transcript: ``<session>/subagents/agent-<id>.jsonl``, or (older layouts) the
+        project folder's ``agent-<id>.jsonl`` of this session."""
+        if self.subagent_dir and (self.subagent_dir / f"agent-{agent}.jsonl").exists():
+            return self.subagent_dir / f"agent-{agent}.jsonl"
+        return next((f for f in self.project_agents if f.name == f"agent-{agent}.jsonl"), None)
+
+    def flush_warmups(self, before: float | None) -> None:
+        """The Warmup sub-agents that started by ``before`` (None: all that are left), each as an
+        isolated span at its time: billed calls of the session no Task result refers to."""
+        while self.warmups and (before is None or self.warmups[0][0] <= before):
+            _t, f, p = self.warmups.pop(0)
+            span = f"warmup-{f.stem.removeprefix('agent-')}"
+            times = [c.t for c in p.calls.values()] + [i["t"] for k, i in p.items if isinstance(i, dict)]
+            self.absorb(p)
+            self.used_subagents.add(f.name)
+            self.subtasks[span] = {}
+            self.b.subtask_start(min(times, default=None), span, WARMUP_PROMPT, True)
+            self.emit_file(p, span)
+            self.b.subtask_end(max(times, default=None), span)
+            self.counts["warmup spans"] += 1
+
     def emit_subagent(self, agent: str, result: dict[str, Any]) -> None:
-        f = self.subagent_dir / f"agent-{agent}.jsonl" if self.subagent_dir else None
+        f = self.agent_file(agent)
         if f is None or not f.exists():
             self.counts["sub-agent transcript missing (its calls are not in the trace)"] += 1
             self.notes.append(f"sub-agent {agent}: no transcript file; its calls are missing from the trace")
@@ -598,6 +640,47 @@ class _Importer:
         self.emit_file(p, agent)
         self.b.subtask_end(result["t"], agent, conclusion=result["text"][:2000])
         self.counts["sub-agent spans"] += 1
+
+
+def session_of(path: Path) -> str | None:
+    """The ``sessionId`` of a transcript's first record that has one (None if none in its first lines)."""
+    try:
+        with path.open("rb") as fh:
+            for _, raw in zip(range(20), fh):
+                try:
+                    o = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if isinstance(o, dict) and o.get("sessionId"):
+                    return str(o["sessionId"])
+    except OSError:
+        return None
+    return None
+
+
+def project_agent_files(src: Path, session: str | None) -> list[Path]:
+    """Sub-agent transcripts an older Claude Code wrote next to the sessions (``<project>/agent-<id>
+    .jsonl``) that belong to this session (their records carry its ``sessionId``)."""
+    if not session or src.name.startswith("agent-"):
+        return []
+    return [f for f in sorted(src.parent.glob("agent-*.jsonl")) if f.is_file() and session_of(f) == session]
+
+
+def warmup_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Parsed]]:
+    """The sub-agent transcripts of this session that open with the Warmup prompt and that no Task
+    result refers to: Claude Code's start-up calls that warm its sub-agents' caches (2.0.x-2.1.x;
+    billed, in no main record), by their first time."""
+    referenced = {str(i.get("agent")) for k, i in main.items if k == "result" and i.get("agent")}
+    files = sorted(imp.subagent_dir.glob("agent-*.jsonl")) if imp.subagent_dir else []
+    out = []
+    for f in files + imp.project_agents:
+        if f.name.startswith("agent-acompact") or f.stem.removeprefix("agent-") in referenced:
+            continue
+        p = parse_file(f)
+        first = next((i for k, i in p.items if k == "user"), None)
+        if first is not None and str(first["text"]).strip() == WARMUP_PROMPT and p.calls:
+            out.append((min(c.t for c in p.calls.values()), f, p))
+    return sorted(out, key=lambda w: w[0])
 
 
 def import_claude_code(src: str | Path) -> ImportResult:
@@ -617,14 +700,16 @@ def import_claude_code(src: str | Path) -> ImportResult:
     imp.absorb(main)
     imp.mentioned = mentions.recover(main.items, main.calls)
     imp.hooks_run = session_start_hooks(main)
+    session = main.sessions.most_common(1)[0][0] if main.sessions else None
+    imp.project_agents = project_agent_files(src, session)
     imp.load_compaction_calls()
+    imp.warmups = warmup_files(imp, main)
     imp.emit_file(main, None)
     for c in imp.compact_calls:
         imp.notes.append(f"compaction call {c.file} matched no compact_boundary")
-    if imp.subagent_dir:
-        for f in sorted(imp.subagent_dir.glob("agent-*.jsonl")):
-            if not f.name.startswith("agent-acompact") and f.name not in imp.used_subagents:
-                imp.notes.append(f"sub-agent file {f.name} is referenced by no Task result: not imported")
+    for f in (sorted(imp.subagent_dir.glob("agent-*.jsonl")) if imp.subagent_dir else []) + imp.project_agents:
+        if not f.name.startswith("agent-acompact") and f.name not in imp.used_subagents:
+            imp.notes.append(f"sub-agent file {f.name} is referenced by no Task result and is no Warmup: not imported")
 
     b = imp.b
     b.finish()  # repair a call left open at the end before the summary counts repairs
@@ -637,7 +722,8 @@ def import_claude_code(src: str | Path) -> ImportResult:
     if model is None:   # only sidechain / sub-agent calls (a warm-up): the model they ran on, never a default
         side_models = Counter(e.model for e in b.events if isinstance(e, tr.AssistantEvent) and e.model)
         model = side_models.most_common(1)[0][0] if side_models else None
-    repairs = Counter(b.counts) + Counter({k: v for k, v in imp.counts.items() if k not in ("sub-agent spans", "sidechain spans")})
+    spans = ("sub-agent spans", "sidechain spans", "warmup spans")
+    repairs = Counter(b.counts) + Counter({k: v for k, v in imp.counts.items() if k not in spans})
     extra = [f"Claude Code {version}" if version else "Claude Code (version not recorded)",
              "prefix_tokens = first call's recorded context − cl100k tokens of its visible messages (token scale 1)"]
     if partial:
@@ -650,6 +736,9 @@ def import_claude_code(src: str | Path) -> ImportResult:
                      f"{hs[source + ' chars']} chars (meta.hidden)")
     for t, _text, source in imp.hidden_timed:
         extra.append(f"hidden content not placed (no main call after {t:.0f} s): {source}")
+    if imp.counts.get("warmup spans"):
+        extra.append(f"{imp.counts['warmup spans']} Warmup sub-agent(s) (start-up calls no Task result refers to) "
+                     "attached as isolated spans at their time")
     extra += imp.notes
     extra += [f"line skipped: {sk} (its record is not in the trace)" for sk in imp.skipped]
     tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
@@ -661,8 +750,17 @@ def import_claude_code(src: str | Path) -> ImportResult:
         [e.pre_tokens for e in b.events if isinstance(e, tr.CompactEvent) and e.trigger == "auto" and e.pre_tokens],
         max((u.context_tokens for u in main_usages), default=0))
     ttl, ttl_ev = cache_ttl_of(main_usages or [e.usage for e in b.events if isinstance(e, tr.AssistantEvent) and e.usage])
+    all_usages = [e.usage for e in b.events if isinstance(e, tr.AssistantEvent) and e.usage]
+    caching, caching_ev = caching_of(all_usages, _min_cacheable(model))
+    uncached = uncached_models([(e.model, e.usage) for e in b.events if isinstance(e, tr.AssistantEvent) and e.usage],
+                               _min_cacheable)
+    if uncached:
+        caching_ev = (f"{caching_ev}; " if caching_ev else "") + (
+            f"no call on {', '.join(uncached)} read or wrote the cache while the others did: a route without caching")
     recorded = tr.RecordedSetting(models=models_by_role(b.events), window=window, window_evidence=window_ev,
-                                  cache_ttl=ttl, cache_ttl_evidence=ttl_ev)
+                                  cache_ttl=ttl, cache_ttl_evidence=ttl_ev, prompt_caching=caching,
+                                  caching_evidence=caching_ev, uncached_models=uncached,
+                                  agent_version=version if version and _version(version) else None)
     header = tr.Header(
         name=src.stem, model=model, prefix_tokens=prefix, usage="per_call", output_tokens_partial=partial,
         source={"format": FORMAT, "path": str(src), "version": version, "start": iso_time(b.t0),
@@ -677,7 +775,8 @@ def import_claude_code(src: str | Path) -> ImportResult:
         "source": str(src), "format": FORMAT, "version": version, "model": model,
         "calls": b.calls, "main_calls": b.calls - sub_calls, "subagent_calls": sub_calls,
         "tool_uses": tool_uses, "compactions": compactions,
-        "subagent_spans": imp.counts.get("sub-agent spans", 0) + imp.counts.get("sidechain spans", 0),
+        "subagent_spans": sum(imp.counts.get(k, 0) for k in spans),
+        "warmup_spans": imp.counts.get("warmup spans", 0),
         "prefix_tokens": prefix, "output_tokens_partial": partial,
         "hidden_messages": sum(v for k, v in imp.hidden_stats.items() if not k.endswith(" chars")),
         "ignored": dict(sorted(imp.ignored.items())), "repairs": dict(sorted(repairs.items())),

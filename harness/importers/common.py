@@ -409,6 +409,38 @@ def cache_ttl_of(usages: list[tr.RecordedUsage]) -> tuple[str | None, str]:
                  f"ephemeral_5m_input_tokens {w5:,}")
 
 
+CACHING_OFF_MIN_CALLS = 5   # assumed: fewer calls without a cache read could be chance; five in a row are not
+
+
+def caching_of(usages: list[tr.RecordedUsage], min_cacheable: int = 1024) -> tuple[bool, str]:
+    """Whether the agent ran with prompt caching, from its calls' usage: off when no call of at
+    least :data:`CACHING_OFF_MIN_CALLS` that could be cached (input at least ``min_cacheable``,
+    the model's minimum) read or wrote a cache entry."""
+    eligible = [u for u in usages if u.context_tokens >= min_cacheable]
+    if any(u.cache_read or u.cache_write_5m or u.cache_write_1h for u in usages):
+        return True, ""
+    if len(eligible) < CACHING_OFF_MIN_CALLS:
+        return True, f"no cache read or write, but only {len(eligible)} cacheable calls: caching assumed on"
+    return False, (f"no cache read and no cache write in any of {len(usages)} calls ({len(eligible)} of them at least "
+                   f"{min_cacheable:,} input tokens long): the agent ran without prompt caching")
+
+
+def uncached_models(calls: list[tuple[str | None, tr.RecordedUsage]], min_cacheable) -> list[str]:
+    """Model ids whose calls (at least 2 that could be cached, assumed: one could be chance) never read
+    or wrote the cache while other calls of the log did: they went by a route without caching."""
+    by: dict[str, list[tr.RecordedUsage]] = {}
+    for m, u in calls:
+        by.setdefault(m or "?", []).append(u)
+    cached = {m for m, us in by.items() if any(u.cache_read or u.cache_write_5m or u.cache_write_1h for u in us)}
+    if not cached:
+        return []
+    out = []
+    for m, us in sorted(by.items()):
+        if m not in cached and m != "?" and sum(u.context_tokens >= min_cacheable(m) for u in us) >= 2:
+            out.append(m)
+    return out
+
+
 @dataclass
 class ImportResult:
     """A trace plus the import summary (what was read, what was ignored, what was repaired)."""

@@ -2,7 +2,8 @@
 
 * ``claude-code``: SRC is a session file (``<session>.jsonl``), a project folder
   (``~/.claude/projects/<project>/``: every ``*.jsonl`` directly in it is a session; its
-  ``<session>/subagents/`` folder belongs to that session, not a session of its own) or the
+  ``<session>/subagents/`` folder belongs to that session, not a session of its own, and so does an
+  ``agent-<id>.jsonl`` beside it whose records carry the session's id) or the
   projects root (``~/.claude/projects/``: every project folder in it). A project folder's
   sessions go to ``OUT/<session>.jsonl``, the root's to ``OUT/<project>/<session>.jsonl``.
 * ``codex``: SRC is a rollout file or a folder searched at any depth for ``rollout-*.jsonl``
@@ -35,7 +36,16 @@ class SessionFile:
 
 
 def _claude_sessions(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
+    """The session files of a project folder. An older Claude Code wrote sub-agent transcripts next
+    to the sessions (``agent-<id>.jsonl``): one whose ``sessionId`` is a session here belongs to that
+    session (its importer attaches it), not a session of its own."""
+    files = sorted(p for p in folder.glob("*.jsonl") if p.is_file())
+    stems = {p.stem for p in files if not p.name.startswith("agent-")}
+    if len(stems) == len(files):
+        return files
+    from ctxsim.harness.importers.claude_code import session_of
+
+    return [p for p in files if not p.name.startswith("agent-") or session_of(p) not in stems]
 
 
 def discover(fmt: str, src: str | Path) -> tuple[list[SessionFile], bool]:

@@ -139,6 +139,17 @@ class RecordedSetting(_M):
     cache_miss_model: CacheMissModel | None = Field(
         None, description="provider-side misses that recur, fitted on the log with their counts "
         "(harness/provider/routing.py): every replay of the trace routes this share of requests astray")
+    prompt_caching: bool = Field(
+        True, description="false: the log shows no cache read and no cache write in any of its calls "
+        "(caching_evidence), so its replays price without prompt caching unless the run says otherwise")
+    caching_evidence: str = Field("", description="the calls prompt_caching (and uncached_models) was read from")
+    uncached_models: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="model ids (as the log names them) whose calls never read or wrote the "
+        "cache while the log's other calls did: a route without caching (a Bedrock converse/ sub-agent); replays "
+        "send those calls uncached")
+    agent_version: str | None = Field(
+        None, max_length=64, description="the recording agent's version as its log names it (Claude Code's "
+        "`version`, e.g. 2.1.39): a peer of that agent replays the release it names unless the run sets one")
 
 
 class Header(_M):

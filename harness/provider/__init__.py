@@ -47,7 +47,8 @@ class Provider:
     (to price a 200k setting of a 1M model, say); ``cache=False`` prices as on a provider without
     prompt caching; ``token_scale`` overrides the model's calibrated scale; ``cache_ttl`` is the
     client's TTL, for breakpoints that set none (default 5 minutes, the API's); ``miss_model`` routes
-    a fitted share of requests where the session's entries are absent (harness/provider/routing.py).
+    a fitted share of requests where the session's entries are absent (harness/provider/routing.py);
+    ``uncached_models``: model ids whose requests go by a route without prompt caching (a log's).
 
     Under a miss model the bill is the expected one: the provider keeps :data:`ROUTER_PHASES` replicas
     of its caches, each routed at one of evenly spaced router phases (the ones the model's share is
@@ -60,12 +61,14 @@ class Provider:
     def __init__(self, model: str | None = None, *, window: int | None = None, cache: bool = True,
                  token_scale: float | dict[str, float] | None = None, models_file: str | Path | None = None,
                  tokenizer: Tokenizer | None = None, cache_ttl: str | None = None,
-                 miss_model: CacheMissModel | None = None, seed: int = 0) -> None:
+                 miss_model: CacheMissModel | None = None, seed: int = 0,
+                 uncached_models: tuple[str, ...] = ()) -> None:
         self.table = load_table(str(models_file) if models_file else None)
         self.spec = self.table.get(model)
         self.model = model or self.spec.name
         self.window = window or self.spec.window
         self.cache_enabled = cache
+        self.uncached_models = frozenset(uncached_models)   # model ids sent on a route without caching
         self.cache_ttl = cache_ttl or "5m"
         # one scale for the run's model, or {model: scale} when a log mixes models (sub-agents, side calls)
         self._scales = dict(token_scale) if isinstance(token_scale, Mapping) else {}
@@ -177,7 +180,7 @@ class Provider:
         spec = self.spec_for(req.model)
         lay = layout or self.layout(req)
         total = lay.total()
-        if not self.cache_enabled:
+        if not self.cache_enabled or (req.model is not None and req.model in self.uncached_models):
             outcome = CacheOutcome(miss_reason="disabled")
         elif self._replicas:
             outcome = self._expected(spec, lay, now)

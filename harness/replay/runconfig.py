@@ -57,15 +57,22 @@ class RunConfig:
         """Which of the recorded setting's fields this config sets for every call."""
         return frozenset(k for k in ("model", "window", "cache_ttl", "token_scale") if getattr(self, k) is not None)
 
+    def caching(self, trace: Trace | None = None) -> bool:
+        """Prompt caching in this run: on unless the run turns it off or the trace's log ran without
+        it (``recorded.prompt_caching``, issue 41: a log of 112 calls with no cache read replayed as
+        cached was 85% below its bill)."""
+        rec = trace.header.recorded if trace is not None else None
+        return self.cache and (rec is None or rec.prompt_caching)
+
     def provider(self, trace: Trace | None = None) -> Provider:
         """The run's provider, with the trace's recorded setting where this config leaves it open."""
         rec = trace.header.recorded if trace is not None else None
         model = self.model or run_model(trace)
-        return Provider(model, window=self.window or (rec.window if rec else None), cache=self.cache,
+        return Provider(model, window=self.window or (rec.window if rec else None), cache=self.caching(trace),
                         token_scale=self.token_scale or (rec.token_scale if rec else None),
                         models_file=self.models_file, cache_ttl=self.cache_ttl or (rec.cache_ttl if rec else None),
                         miss_model=rec.cache_miss_model if rec is not None and self.fitted_misses else None,
-                        seed=self.seed)
+                        seed=self.seed, uncached_models=tuple(rec.uncached_models) if rec is not None else ())
 
 
 def recorded_models(trace: Trace) -> list[str]:

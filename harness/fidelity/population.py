@@ -1,0 +1,286 @@
+"""Fidelity over a folder of imported sessions (``ctxsim fidelity FOLDER``): each session's cost
+error against its bill and the cause that dominates it, and the distribution over the sessions
+(within 2 / 5 / 10 %, median and p90 absolute error, median signed error), by model and by Claude
+Code version. A user's question is about their traffic, so the answer is a distribution, n stated.
+
+A session that cannot be measured is a row with its status and the reason in one line, never a
+bare error: ``overflow`` (the replay sent a request over the window where the log's call went
+through: the call and both sizes), ``no usage`` (the log records none to compare with), ``bad
+trace`` (the file does not load), ``unpriced`` (a model the price table lacks).
+
+Where the error comes from (:func:`attribute`): the difference simulated − recorded, in dollars,
+split over the calls the log billed into
+
+* ``compaction calls``: the replayed summary calls against the recorded ``agent-acompact`` calls;
+* ``after a compaction``: the first call of a context after one (what the agent re-attached);
+* ``sub-agent calls``;
+* ``new user turn``: main calls that follow a new user message (the cache across turns);
+* ``context size``: on the other main calls, the tokens the replay sends more or less than the log,
+  at the log's own blended rate for that call (``(ctx_sim − ctx_rec) · cost_in_rec / ctx_rec``);
+* ``cache``: the rest of those calls (the same tokens read, written or sent uncached otherwise).
+
+The dominant cause is the bucket with the largest absolute share; the distribution tables are
+plain rows a CLI prints (harness/cli/fidelity.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BANDS = (2.0, 5.0, 10.0)   # issue 41: within 2 / 5 / 10 % of the bill
+BUCKETS = ("compaction calls", "after a compaction", "sub-agent calls", "new user turn", "context size", "cache")
+
+
+@dataclass
+class SessionResult:
+    """One session's fidelity in a folder run."""
+
+    trace: str
+    status: str                      # "measured" or why not: overflow / gap / no usage / bad trace / unpriced / error
+    model: str | None = None
+    version: str | None = None
+    provider: str | None = None
+    calls: int = 0
+    recorded_usd: float | None = None
+    simulated_usd: float | None = None
+    signed_pct: float | None = None
+    cause: str = ""                  # the dominant cause, or the reason it was not measured
+    buckets: dict[str, float] = field(default_factory=dict)   # USD by bucket (attribute)
+    report: dict[str, Any] | None = None
+
+    @property
+    def abs_pct(self) -> float | None:
+        return None if self.signed_pct is None else abs(self.signed_pct)
+
+    def row(self) -> dict[str, Any]:
+        return {"trace": self.trace, "status": self.status, "model": self.model, "claude_code": self.version,
+                "provider": self.provider, "calls": self.calls, "recorded_usd": self.recorded_usd,
+                "simulated_usd": self.simulated_usd, "signed_pct_error": self.signed_pct, "cause": self.cause,
+                "buckets_usd": {k: round(v, 4) for k, v in self.buckets.items()}}
+
+
+def attribute(table, summary_rows, compaction_usd: float) -> dict[str, float]:
+    """Simulated − recorded USD by bucket (module docstring) over the calls the log billed.
+    ``table``: fidelity's per-call table (compare.run_fidelity); ``summary_rows``: the engine rows of
+    the billed summary calls; ``compaction_usd``: what the log's compaction calls cost."""
+    out = dict.fromkeys(BUCKETS, 0.0)
+    out["compaction calls"] = float(summary_rows["cost_usd"].sum()) - compaction_usd
+    for r in table.itertuples(index=False):
+        if r.recorded_cost_usd is None or (isinstance(r.recorded_cost_usd, float) and math.isnan(r.recorded_cost_usd)):
+            continue
+        d = float(r.simulated_cost_usd) - float(r.recorded_cost_usd)
+        if r.thread != "main":
+            out["sub-agent calls"] += d
+        elif r.after_compact:
+            out["after a compaction"] += d
+        elif r.new_turn:
+            out["new user turn"] += d
+        else:
+            rc = float(r.recorded_context or 0)
+            rate = float(r.recorded_input_usd) / rc if rc else 0.0
+            size = (float(r.simulated_context) - rc) * rate
+            out["context size"] += size
+            out["cache"] += d - size
+    return out
+
+
+def describe(bucket: str, report: dict[str, Any], buckets: dict[str, float]) -> str:
+    """The dominant bucket in words, with the figures of the report that say more."""
+    rec = report["cost_usd"]["recorded"] or 1.0
+    pct = buckets[bucket] / rec * 100
+    share = report["cache_read_share"]
+    misses = {k: v for k, v in report["cache_misses"].items() if v}
+    head = f"{bucket} {pct:+.1f}%"
+    if bucket == "cache":
+        return (f"{head}: cache-read share {share['simulated']} simulated vs {share['recorded']} recorded"
+                + (f"; the log's misses: {', '.join(f'{k} {v}' for k, v in misses.items())}" if misses else ""))
+    if bucket == "context size":
+        return f"{head}: token scale {report['token_scale']} ({str(report.get('token_scale_source', ''))[:120]})"
+    if bucket == "new user turn":
+        return f"{head}: the cache across user turns (cache-read share {share['simulated']} vs {share['recorded']})"
+    if bucket == "compaction calls":
+        return f"{head}: the replayed summary calls against the log's {report.get('compaction_calls', 0)} compaction calls"
+    return head
+
+
+def measure(path: str | Path, run: Callable[[Any], Any], load: Callable[[str | Path], Any]) -> SessionResult:
+    """One session: load it, run fidelity (``run(trace) -> Fidelity``), attribute the error. Every
+    failure the input can cause is a status with its reason; an unexpected one is status ``error``
+    with the exception's type (the folder goes on)."""
+    from ctxsim.harness.fidelity.recorded import FidelityGap, NoUsage, ReplayOverflow
+    from ctxsim.harness.model.trace import TraceError
+    from ctxsim.harness.provider.models import UnknownModelError
+
+    name = str(path)
+    try:
+        trace = load(path)
+    except TraceError as e:
+        return SessionResult(name, "bad trace", cause=str(e))
+    base = SessionResult(name, "measured", model=trace.header.model,
+                         version=(trace.header.source or {}).get("version"), provider=_provider(trace.header.model))
+    try:
+        fid = run(trace)
+    except ReplayOverflow as e:
+        base.status, base.cause = "overflow", str(e)
+        return base
+    except UnknownModelError as e:
+        base.status, base.cause = "unpriced", str(e)
+        return base
+    except FidelityGap as e:
+        base.status, base.cause = "gap", str(e)
+        return base
+    except NoUsage as e:
+        base.status, base.cause = "no usage", str(e)
+        return base
+    except Exception as e:   # an internal error: said for this session, the others still measured (exit 1)
+        base.status, base.cause = "error", f"internal error: {type(e).__name__}: {str(e)[:200]}"
+        return base
+    r = fid.report
+    base.report = r
+    base.calls = r["calls"]
+    base.recorded_usd, base.simulated_usd = r["cost_usd"]["recorded"], r["cost_usd"]["simulated"]
+    if base.recorded_usd:
+        base.signed_pct = round((base.simulated_usd - base.recorded_usd) / base.recorded_usd * 100, 3)
+    base.buckets = fid.attribution
+    if base.buckets:
+        top = max(base.buckets, key=lambda k: abs(base.buckets[k]))
+        base.cause = describe(top, r, base.buckets)
+    if r.get("overflow"):   # measured on an open window, and said: where the replay outgrew the log's
+        base.cause = f"{r['overflow']['said']}; {base.cause}"
+    return base
+
+
+def _provider(model: str | None) -> str | None:
+    from ctxsim.harness.provider.models import UnknownModelError, load_table
+
+    try:
+        return load_table().get(model).provider
+    except UnknownModelError:
+        return None
+
+
+def minor(version: str | None) -> str:
+    """A Claude Code version's major.minor (``2.1.39`` → ``2.1``), ``?`` when not recorded."""
+    parts = (version or "").split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 else "?"
+
+
+def distribution(results: Iterable[SessionResult]) -> dict[str, Any]:
+    """The error distribution over the measured sessions: n, how many were not measured, the share
+    within each band, median and p90 absolute error, median signed error, how many over and under."""
+    results = list(results)
+    m = [r for r in results if r.signed_pct is not None]
+    a = [r.abs_pct for r in m]
+    s = [r.signed_pct for r in m]
+    out: dict[str, Any] = {"sessions": len(results), "measured": len(m), "not_measured": len(results) - len(m)}
+    for b in BANDS:
+        out[f"within_{b:g}pct"] = round(sum(x <= b for x in a) / len(a), 4) if a else None
+    out["median_abs_pct"] = round(float(np.median(a)), 3) if a else None
+    out["p90_abs_pct"] = round(float(np.percentile(a, 90)), 3) if a else None
+    out["median_signed_pct"] = round(float(np.median(s)), 3) if s else None
+    out["over"], out["under"] = sum(x > 0 for x in s), sum(x < 0 for x in s)
+    return out
+
+
+def grouped(results: list[SessionResult], key: Callable[[SessionResult], str]) -> dict[str, dict[str, Any]]:
+    """:func:`distribution` per group, largest group first."""
+    groups: dict[str, list[SessionResult]] = {}
+    for r in results:
+        groups.setdefault(key(r), []).append(r)
+    return {k: distribution(v) for k, v in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))}
+
+
+def folder_report(results: list[SessionResult]) -> dict[str, Any]:
+    """Everything ``ctxsim fidelity FOLDER --json`` writes."""
+    return {"sessions": [r.row() for r in results],
+            "distribution": {"all": distribution(results),
+                             "anthropic_models": distribution(r for r in results if r.provider == "anthropic"),
+                             "by_model": grouped(results, lambda r: r.model or "?"),
+                             "by_claude_code": grouped(results, lambda r: minor(r.version)),
+                             "by_status": {k: len(v) for k, v in _by(results, lambda r: r.status).items()}}}
+
+
+def _by(results: list[SessionResult], key: Callable[[SessionResult], str]) -> dict[str, list[SessionResult]]:
+    out: dict[str, list[SessionResult]] = {}
+    for r in results:
+        out.setdefault(key(r), []).append(r)
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x * 100:.0f}%"
+
+
+def _num(x: float | None, signed: bool = False) -> str:
+    return "–" if x is None else (f"{x:+.2f}" if signed else f"{x:.2f}")
+
+
+DIST_COLUMNS = ("group", "n", "measured", "≤2%", "≤5%", "≤10%", "median |err| %", "p90 |err| %", "median signed %",
+                "over/under")
+
+
+def dist_rows(dists: dict[str, dict[str, Any]]) -> list[tuple[str, ...]]:
+    """Printable rows of distributions (one per group)."""
+    return [(g, str(d["sessions"]), str(d["measured"]), _pct(d["within_2pct"]), _pct(d["within_5pct"]),
+             _pct(d["within_10pct"]), _num(d["median_abs_pct"]), _num(d["p90_abs_pct"]),
+             _num(d["median_signed_pct"], True), f"{d['over']}/{d['under']}") for g, d in dists.items()]
+
+
+def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]], right: set[int]) -> list[str]:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+
+    def fmt(cells):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    return [fmt(header), *(fmt(r) for r in rows)]
+
+
+def session_lines(results: list[SessionResult], root: str | Path) -> list[str]:
+    """One line per session: where it is, model, version, calls, the two costs, the error, the cause."""
+    rows = []
+    for r in results:
+        name = str(Path(r.trace).relative_to(root)) if Path(r.trace).is_relative_to(root) else r.trace
+        rows.append((name, r.model or "?", r.version or "?", str(r.calls),
+                     "–" if r.recorded_usd is None else f"{r.recorded_usd:.2f}",
+                     "–" if r.simulated_usd is None else f"{r.simulated_usd:.2f}",
+                     "–" if r.signed_pct is None else f"{r.signed_pct:+.1f}%",
+                     r.cause if r.status == "measured" else f"{r.status}: {r.cause}"))
+    return text_table(("session", "model", "claude code", "calls", "recorded $", "simulated $", "error", "dominant cause"),
+                      rows, {3, 4, 5, 6})
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    d = report["distribution"]
+    out = ["", "cost error against the bill, over the sessions:"]
+    out += text_table(DIST_COLUMNS, dist_rows({"all": d["all"], "anthropic models": d["anthropic_models"]}),
+                      set(range(1, 10)))
+    out += ["", "by model:"] + text_table(DIST_COLUMNS, dist_rows(d["by_model"]), set(range(1, 10)))
+    out += ["", "by Claude Code version:"] + text_table(DIST_COLUMNS, dist_rows(d["by_claude_code"]), set(range(1, 10)))
+    st = d["by_status"]
+    if set(st) - {"measured"}:
+        out += ["", "not measured: " + ", ".join(f"{k} {v}" for k, v in sorted(st.items()) if k != "measured")]
+    return out
+
+
+def traces_in(folder: Path) -> list[Path]:
+    """The ctxsim traces under ``folder`` (any depth): ``*.jsonl`` files whose first line is a trace
+    header, in path order."""
+    out = []
+    for p in sorted(folder.rglob("*.jsonl")):
+        try:
+            with p.open("rb") as fh:
+                head = fh.readline(4096)
+        except OSError:
+            continue
+        if b'"ctxsim-trace"' in head:
+            out.append(p)
+    return out
+
+
+__all__ = ["BANDS", "BUCKETS", "SessionResult", "attribute", "distribution", "folder_report", "grouped", "measure",
+           "minor", "session_lines", "summary_lines", "traces_in"]

@@ -1,0 +1,101 @@
+"""`ctxsim fidelity FOLDER` (issue 41): every imported session's cost error and its dominant cause,
+the distribution by model and Claude Code version, never a bare error; one call count everywhere."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ctxsim.harness.cli import main as cli
+from ctxsim.harness.fidelity import population as pop
+
+from tests.helpers_claude_code import asst, rec, result, text, user, write
+
+
+def _session(path, version="2.1.39", model="claude-opus-4-6", calls=4, compact=False, big=False):
+    """A small Claude Code session: a tool loop whose context grows by the tool results (usage that
+    follows the content), with an auto compaction and its agent-acompact call if asked."""
+    recs, t, ctx = [user(0, "fix the parser", version=version)], 1, 20_000
+    for i in range(calls):
+        recs.append(asst(t, f"r{i}", {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": "a"}},
+                         model=model, version=version, w5m=0, w1h=1_000 if i else ctx, read=ctx - 1_000 if i else 0,
+                         inp=3))
+        recs.append(result(t + 1, f"t{i}", "x = 1\n" * (2_000 if big else 200), version=version))
+        ctx += 1_000
+        t += 2
+    if compact:
+        recs += [rec("system", t, subtype="compact_boundary", compactMetadata={"trigger": "auto", "preTokens": ctx},
+                     version=version),
+                 user(t, "This session is being continued ...", isCompactSummary=True, version=version),
+                 asst(t + 1, "after", text("resumed"), model=model, version=version, w1h=2_000, read=15_000)]
+        write(path.with_suffix("") / "subagents" / "agent-acompact-1.jsonl", [
+            user(0, "fix the parser", isSidechain=True, version=version),
+            asst(t - 0.5, "c1", text("<summary/>"), model=model, w5m=0, w1h=100, read=ctx, out=400, isSidechain=True,
+                 version=version)])
+    return write(path, recs)
+
+
+def test_one_call_count_everywhere(tmp_path, capsys):
+    """The folder table and fidelity both count the calls the log billed: 5 model calls and the
+    recorded compaction call = 6 (fidelity counted 5)."""
+    src = tmp_path / "projects" / "p"
+    _session(src / "a.jsonl", compact=True)
+    out = tmp_path / "traces"
+    assert cli(["import", "claude-code", str(src), "-o", str(out), "--json", "--no-probes"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["sessions"]
+    assert row["calls"] == 6
+    assert cli(["fidelity", str(out / "a.jsonl"), "--json", "-"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert (rep["calls"], rep["model_calls"], rep["compaction_calls"]) == (6, 5, 1)
+
+
+def test_the_folder_report_names_each_session_and_the_distribution(tmp_path, capsys):
+    src = tmp_path / "projects" / "p"
+    _session(src / "a.jsonl")
+    _session(src / "b.jsonl", version="2.0.76", model="claude-sonnet-4-5-20250929", compact=True)
+    out = tmp_path / "traces"
+    assert cli(["import", "claude-code", str(src), "-o", str(out), "--no-probes"]) == 0
+    (out / "broken.jsonl").write_text('{"type": "header", "format": "ctxsim-trace", "version": 1}\n{"type": "us\n')
+    capsys.readouterr()
+    assert cli(["fidelity", str(out), "--json", str(tmp_path / "f.json")]) == 2   # one session not measured
+    text_out = capsys.readouterr().out
+    assert "a.jsonl" in text_out and "b.jsonl" in text_out and "bad trace: " in text_out
+    assert "by model:" in text_out and "by Claude Code version:" in text_out
+    rep = json.loads((tmp_path / "f.json").read_text())
+    st = {s["trace"].rsplit("/", 1)[-1]: s for s in rep["sessions"]}
+    assert st["broken.jsonl"]["status"] == "bad trace" and st["a.jsonl"]["status"] == "measured"
+    assert st["a.jsonl"]["cause"] and set(st["a.jsonl"]["buckets_usd"]) == set(pop.BUCKETS)
+    d = rep["distribution"]
+    assert d["all"]["sessions"] == 3 and d["all"]["measured"] == 2 and d["by_status"] == {"bad trace": 1, "measured": 2}
+    assert set(d["by_claude_code"]) == {"2.1", "2.0", "?"} and set(d["by_model"]) >= {"claude-opus-4-6"}
+    assert cli(["fidelity", str(out), "--figure", str(tmp_path / "x.png")]) == 2
+    assert "--figure and --calls are per trace" in capsys.readouterr().err
+
+
+def test_a_replay_over_the_logs_window_is_measured_and_said_with_the_call(tmp_path, capsys):
+    """The log ran on a window its calls stayed under; the replay's requests pass it (here the window
+    is set to 30,000 on the trace): the session is still priced call by call, and the report says
+    at which call and how large both were (was: a bare `error: TRACE: 3`, a KeyError)."""
+    from ctxsim.harness.importers import import_file
+    from ctxsim.harness.model import trace as tr
+
+    t = import_file("claude-code", _session(tmp_path / "a.jsonl", calls=6, big=True)).trace
+    rec = t.header.recorded.model_copy(update={"window": 30_000})
+    t = tr.with_header(t, t.header.model_copy(update={"recorded": rec}))
+    tr.write(t, tmp_path / "t.jsonl")
+    assert cli(["fidelity", str(tmp_path / "t.jsonl"), "--json", "-"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    o = r["overflow"]
+    assert o["window"] == 30_000 and o["simulated_tokens"] > 30_000 and o["call"] is not None
+    assert o["recorded_tokens"] is not None and o["recorded_tokens"] <= 30_000
+    assert r["cost_usd"]["simulated"] > 0
+
+
+def test_distribution_bands_by_hand():
+    rs = [pop.SessionResult(f"s{i}", "measured", model="m", version="2.1.1", signed_pct=x)
+          for i, x in enumerate([-1.0, 1.5, 3.0, -7.0, 20.0])] + [pop.SessionResult("x", "overflow")]
+    d = pop.distribution(rs)
+    assert d["sessions"] == 6 and d["measured"] == 5
+    assert (d["within_2pct"], d["within_5pct"], d["within_10pct"]) == (0.4, 0.6, 0.8)
+    assert d["median_abs_pct"] == 3.0 and d["median_signed_pct"] == 1.5 and (d["over"], d["under"]) == (3, 2)
+    assert d["p90_abs_pct"] == pytest.approx(7.0 + 0.6 * 13.0)   # numpy's linear interpolation
