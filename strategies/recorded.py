@@ -30,6 +30,12 @@ re-enacts, and where each habit was read:
   show it call by call: the context *shrinks* at each new user message by the previous turn's
   thinking (e.g. 2,060 cl100k thinking tokens ×1.18 ≈ 2,438 vs a recorded −2,771; 816 → 966 vs
   −863), and never between tool calls; Opus 4.6 keeps them (no shrink in the spotter logs);
+* a new user turn that switches thinking on or off (the log's first call of the turn thinks where
+  the previous turn's did not, or the reverse: user ``meta.thinking``, set by the importer) changes
+  the request's thinking setting, which on models sent a budget (before Opus 4.6) invalidates the
+  messages' cache while the system prompt and tools stay cached (``thinking_switches``;
+  Anthropic's extended-thinking docs; 42 of 44 such turns in the development population read
+  only the system prefix);
 * after an ``/mcp`` command reconnected a server, the session part of the system prompt sent anew
   (``mcp_reconnect``: MCP servers' instructions are in that part, reported, anthropics/claude-code
   source readings: ultraworkers/claw-code#1639; spotter ``tool_heavy`` reads back only the shared
@@ -80,9 +86,34 @@ COMPACT_INSTRUCTIONS = (
 SUMMARY_MAX_OUTPUT_TOKENS = 20_000  # N-COMP-1's reserve: what a summary may take
 MCP_COMMAND = "<command-name>/mcp</command-name>"   # Claude Code's record of the /mcp local command
 MISSING_SUMMARY = "[the recorded log has no summary text for this compaction]"
+# assumed: the logs hold the content before the clearing, never the placeholder Claude Code sends
+CLEARED_PLACEHOLDER = "[Old tool result content cleared]"
 # Anthropic extended-thinking docs: models before Claude Opus 4.5 drop previous turns' thinking blocks
 STRIPS_PREVIOUS_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1", "claude-opus-4-0",
                             "claude-opus-4-2", "claude-sonnet-4-0", "claude-sonnet-4-2", "claude-3-7-sonnet")
+# Anthropic extended-thinking docs ("Extended thinking with prompt caching"): a change of the thinking
+# parameters (enabled or disabled, budget) invalidates the messages' cache breakpoints; the system
+# prompt and tools stay cached. It matters on the models sent a thinking budget; those with adaptive
+# thinking (Opus 4.6, Sonnet 4.6 and later: one constant setting, the model decides) are not. The
+# development population (issue 41) shows it call by call: at a new user turn whose first call
+# thinks where the previous turn did not, or the reverse, Opus 4.1 / Sonnet 4 (Claude Code 1.0.x) and
+# Opus 4.5 (2.0-2.1) read only the system prefix 42 times in 44; Opus 4.6 / 4.7 and Sonnet 4.6 read
+# their whole context as often as at any other turn (25 misses in 263 switches)
+THINKING_BUDGET_MODELS = STRIPS_PREVIOUS_THINKING + ("claude-opus-4-5",)
+
+
+def model_family(model: str | None) -> str:
+    """A model id without its route or Bedrock region prefix (``converse/jp.anthropic.claude-haiku-4-5-…``
+    → ``claude-haiku-4-5-…``), for the prefix rules above."""
+    m = (model or "").rsplit("/", 1)[-1]
+    return m.split("anthropic.", 1)[1] if "anthropic." in m else m
+
+
+def thinking_switch(model: str | None, before: bool | None, now: bool | None) -> bool:
+    """Whether a new user turn changes a thinking parameter the model's cache keys on: the turn's
+    first call thinks where the previous turn's did not, or the reverse, on a model sent a budget."""
+    return before is not None and now is not None and before != now and \
+        model_family(model).startswith(THINKING_BUDGET_MODELS)
 
 
 def compaction_calls(trace) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -113,6 +144,9 @@ class RecordedConfig(StrategyConfig):
         "switched models (each model gets its own system prompt); others use the trace header's")
     subtask_prefix_tokens: dict[str, int] = Field(
         {}, description="system+tools tokens of each sub-agent span (by span id) the log has no text for")
+    subtask_shared_tokens: dict[str, int] = Field(
+        {}, description="head of each sub-agent span's prefix that sub-agents of its kind share (its first call read "
+        "it from the cache), by span id")
     compact_models: tuple[str, ...] = Field(
         (), description="model of each recorded compaction call in order ('' or none: the last call's model)")
     mcp_reconnect: bool = Field(
@@ -134,6 +168,20 @@ class RecordedConfig(StrategyConfig):
     strip_previous_thinking: Literal["auto", "always", "never"] = Field(
         "auto", description="drop earlier turns' thinking blocks at a new user turn (auto: on the models "
         "whose API does, those before Opus 4.5)")
+    thinking_switches: bool = Field(
+        True, description="a new user turn whose thinking differs from the previous turn's (the log's user "
+        "meta.thinking) changes the request's thinking setting: on a model sent a budget (before Opus 4.6) the "
+        "messages' cache is invalidated, the system prompt and tools stay cached (Anthropic's extended-thinking "
+        "docs); off: the setting is not tracked")
+    cleared_results: dict[int, tuple[str, ...]] = Field(
+        {}, description="tool results (by tool_use id) whose content the agent cleared before a call (by its 0-based "
+        "index): the log's microcompact_boundary records, and the context drops its usage shows with no record "
+        "(harness/fidelity/drops.py); each is sent as a placeholder from that call on")
+    cleared_placeholder: str = Field(
+        CLEARED_PLACEHOLDER, min_length=1, max_length=1000, description="the text a cleared tool result is sent as")
+    compact_without_call: tuple[int, ...] = Field(
+        (), description="0-based indices of the recorded compactions that made no summary call (plan mode's clear "
+        "context: the plan replaces the history as it is)")
     compact_ttls: tuple[Literal["", "5m", "1h"], ...] = Field(
         (), description="cache TTL each recorded compaction call wrote with, in order ('' or none: ttl)")
     startup_tokens: int = Field(
@@ -174,6 +222,8 @@ class Recorded(Strategy):
         self._last_model: str | None = None  # the model of the last call (the compaction call uses it)
         self._systems: dict[str, SystemPrompt] = {}
         self._new_turn = False             # a user message (not tool results, not a meta record) came in
+        self._thinking: bool | None = None       # the thinking setting of the main context's requests so far
+        self._turn_thinking: bool | None = None  # the log's for the turn that opened last (user meta.thinking)
         self._reattach = ReattachTracker()  # what Claude Code would re-attach after a compaction
         self._startup: Message | None = None   # the first turn's hidden startup content (opaque)
         c = config
@@ -205,6 +255,8 @@ class Recorded(Strategy):
         rec = trace.header.recorded
         models, ttls = compaction_calls(trace)
         out: dict = {"subtask_prefix_tokens": dict(rec.subagent_prefix_tokens)}
+        if rec.subagent_shared_tokens:
+            out["subtask_shared_tokens"] = dict(rec.subagent_shared_tokens)
         if len(rec.model_prefix_tokens) > 1:
             out["model_prefix_tokens"] = dict(rec.model_prefix_tokens)
         if (trace.header.source or {}).get("format") == "claude-code":
@@ -215,22 +267,49 @@ class Recorded(Strategy):
                 out["resent_startup_tokens"] = rec.resent_startup_tokens
         if "model" not in overrides and any(models):
             out["compact_models"] = models
+        from ctxsim.harness.model.trace import CompactEvent, ToolResultEvent
+
+        quiet = tuple(i for i, e in enumerate(e for e in trace.events if isinstance(e, CompactEvent)) if e.meta.get("no_call"))
+        if quiet:
+            out["compact_without_call"] = quiet
+        cleared: dict[int, list[str]] = {}
+        for e in trace.events:
+            at = e.meta.get("cleared_at_call") if isinstance(e, ToolResultEvent) else None
+            if isinstance(at, int):
+                cleared.setdefault(at, []).append(e.tool_use_id)
+        if cleared:
+            out["cleared_results"] = {k: tuple(v) for k, v in sorted(cleared.items())}
         if "cache_ttl" not in overrides and any(t and t != rec.cache_ttl for t in ttls):
             out["compact_ttls"] = tuple(t if t != rec.cache_ttl else "" for t in ttls)
         return out
 
     def build_request(self, call: CallInfo) -> Request:
         self._last_model = call.model
+        model = self._last_model or self.env.model
+        if call.index in self.config.cleared_results and not self._spans:
+            self._clear_results(set(self.config.cleared_results[call.index]))
         if self._new_turn:
             self._new_turn = False
-            if self._strips(self._last_model or self.env.model):
+            if self._strips(model):
                 self._strip_thinking()
+            if self.config.thinking_switches and not self._spans and self._turn_thinking is not None:
+                if thinking_switch(model, self._thinking, self._turn_thinking):
+                    self.rewrote = True   # a declared break: the messages' entries are keyed by the setting
+                    self.counters.extra["thinking switched at a new user turn (messages' cache invalidated)"] += 1
+                self._thinking = self._turn_thinking
         system = self.system
         if not self._spans and self._last_model in self.config.model_prefix_tokens:
             system = self._system_for(self._last_model)
         return Request(system, self.env.tools, self.history, self.breakpoints(self.history),
                        kind=SUBAGENT if self._spans else "main", estimated_tokens=self.estimate(),
-                       rewrite=self._take_rewrite(), model=self._last_model)
+                       rewrite=self._take_rewrite(), model=self._last_model, thinking=self._thinking_param(model))
+
+    def _thinking_param(self, model: str | None) -> bool | None:
+        """The thinking setting the request carries where the cache keys on it (main context, a
+        model with a budget, the log's turn known), else None."""
+        if self._spans or not self.config.thinking_switches or not model_family(model).startswith(THINKING_BUDGET_MODELS):
+            return None
+        return self._thinking
 
     def _system_for(self, model: str) -> SystemPrompt:
         """One SystemPrompt object per model (same bytes, same cache key, call after call)."""
@@ -253,6 +332,8 @@ class Recorded(Strategy):
         super().on_user(message)
         if not message.meta.get("meta_record") and not message.meta.get("hidden"):
             self._new_turn = True
+            if not self._spans and isinstance(message.meta.get("thinking"), bool):
+                self._turn_thinking = message.meta["thinking"]
         if not self._spans:
             self._reattach.on_user(message)
             if self.config.mcp_reconnect and MCP_COMMAND in message.text:
@@ -275,6 +356,22 @@ class Recorded(Strategy):
         mode = self.config.strip_previous_thinking
         return mode == "always" or (mode == "auto" and bool(model) and model.startswith(STRIPS_PREVIOUS_THINKING))
 
+    def _clear_results(self, ids: set[str]) -> None:
+        """The agent cleared these tool results' content (microcompact): each is sent as the
+        placeholder from now on, a declared rewrite (the cache breaks at the first of them)."""
+        h = self.history
+        for i in range(len(h)):
+            m = h[i]
+            if m.role != "user" or not any(b.type == "tool_result" and b.id in ids for b in m.blocks):
+                continue
+            blocks = tuple(Block.tool_result(b.id or "", self.config.cleared_placeholder, b.is_error, cleared=True)
+                           if b.type == "tool_result" and b.id in ids else b for b in m.blocks)
+            h = h.replace_at(i, Message(m.role, blocks, m.meta))
+            self.counters.extra["tool results cleared (the log's microcompact)"] += sum(
+                1 for b in m.blocks if b.type == "tool_result" and b.id in ids)
+            self.rewrote = True
+        self.history = h
+
     def _strip_thinking(self) -> None:
         """Every assistant message before the new user turn loses its thinking blocks (what the API
         removes); a message that was only thinking keeps them (an empty message cannot be sent)."""
@@ -293,7 +390,7 @@ class Recorded(Strategy):
     def on_recorded_compact(self, trigger: str, summary: str | None, now: float) -> None:
         n = self.counters.compactions_attempted
         self.counters.compactions_attempted += 1
-        if self.config.summary_call and len(self.history):
+        if self.config.summary_call and len(self.history) and n not in self.config.compact_without_call:
             models, ttls = self.config.compact_models, self.config.compact_ttls
             model = (models[n] if n < len(models) else "") or self._last_model
             ttl = (ttls[n] if n < len(ttls) else "") or None
@@ -301,7 +398,7 @@ class Recorded(Strategy):
             if not self._spans and model in self.config.model_prefix_tokens:
                 system = self._system_for(model)
             req = Request(system, self.env.tools, self.history, self.breakpoints(self.history, ttl),
-                          kind=SUMMARY, model=model)
+                          kind=SUMMARY, model=model, thinking=self._thinking_param(model))
             try:
                 # not blocking: the log's timestamps already hold the wait for the recorded compaction
                 # (its boundary is written when the call returns); moving the clock again by the
@@ -335,7 +432,8 @@ class Recorded(Strategy):
             return
         self._stack.append((self.history, self.system))
         opaque = self.config.subtask_prefix_tokens.get(id, self.system.opaque_tokens)
-        self.system = SystemPrompt(self.system.blocks, opaque)
+        shared = min(self.config.subtask_shared_tokens.get(id, 0), opaque)
+        self.system = SystemPrompt(self.system.blocks, opaque, shared)
         self.history = History()
         self._spans.append(id)
 

@@ -199,3 +199,49 @@ def test_run_and_compare_say_the_model_was_fitted_and_warn_off_the_bill(tmp_path
     assert err.count("warning: the recorded replay costs") == 1 and "cache model: fitted" in err
     report = next((tmp_path / "rep").glob("*.md")).read_text()
     assert "**Cache model** of `t.jsonl`: fitted on the log: 25.0% of requests routed" in report
+
+
+# --- issue 41: thinking switched at a new user turn --------------------------------------------
+
+def _turns(tmp_path, model: str):
+    """Two user turns; the first call of turn 1 does not think, the first of turn 2 does (the log
+    reads only the 12,000-token system prefix there, as 42 of 44 such turns in the development
+    population on models sent a thinking budget)."""
+    from ctxsim.harness.importers import import_file
+
+    from tests.helpers_claude_code import asst, result, text, user, write
+
+    think = {"type": "thinking", "thinking": "let me see", "signature": "s"}
+    f = write(tmp_path / f"{model}.jsonl", [
+        user(0, "fix it " * 400),
+        asst(1, "r1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}, model=model, w5m=14_000),
+        result(2, "t1", "x = 1\n" * 300),
+        asst(3, "r2", text("fixed"), model=model, w5m=1_000, read=14_003),
+        user(10, "now the tests " * 50),
+        asst(11, "r3", think, model=model, w5m=3_300, read=12_000),
+        asst(11, "r3", text("ok"), model=model, w5m=3_300, read=12_000)])
+    return import_file("claude-code", f).trace
+
+
+def test_a_thinking_switch_at_a_new_turn_invalidates_the_messages_cache_on_a_budget_model(tmp_path):
+    """Opus 4.5 is sent a thinking budget: the switch keys the messages' entries anew, so the
+    replay's turn-2 call reads only what precedes the messages (the system prompt and tools) —
+    the same as the log within the fitted scale — and the fidelity miss is explained; Opus 4.6
+    (adaptive thinking) keeps reading its whole context."""
+    from ctxsim.harness.fidelity.recorded import recorded_calls
+
+    t = _turns(tmp_path, "claude-opus-4-5-20251101")
+    users = [e for e in t.events if isinstance(e, tr.UserEvent)]
+    assert [u.meta.get("thinking") for u in users] == [False, True]
+    calls = recorded_calls(t)
+    assert [c.thinking_switch for c in calls] == [False, False, True]
+    c = replay(t, "recorded", {}, RunConfig()).calls
+    from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD
+
+    assert int(c.loc[2, "cache_read"]) == t.header.prefix_tokens + REQUEST_OVERHEAD   # the system position only
+    off = replay(t, "recorded", {"thinking_switches": False}, RunConfig()).calls
+    assert int(off.loc[2, "cache_read"]) >= int(off.loc[1, "context_tokens"]) - 16
+    adaptive = _turns(tmp_path, "claude-opus-4-6")
+    assert [c.thinking_switch for c in recorded_calls(adaptive)] == [False, False, False]
+    a = replay(adaptive, "recorded", {}, RunConfig()).calls
+    assert int(a.loc[2, "cache_read"]) >= int(a.loc[1, "context_tokens"]) - 16

@@ -203,3 +203,37 @@ def test_a_sub_agent_on_a_route_without_caching_replays_uncached(tmp_path):
     sub = c[c["model"] == haiku]
     assert len(sub) == 2 and (sub["cache_read"] + sub["cache_write_5m"] + sub["cache_write_1h"]).sum() == 0
     assert c[c["model"] == sonnet]["cache_write_5m"].sum() > 0
+
+
+def test_sub_agents_of_one_kind_read_the_prompt_the_first_one_cached(tmp_path):
+    """Issue 41: the second Task sub-agent's first call read 8,000 tokens of the prompt the first one
+    wrote (Task sub-agents of one kind share their system prompt). Its span shares that head with
+    the first span (subagent_shared_tokens), so the replay's second span reads it instead of writing
+    its whole prompt cold, as the log billed."""
+    from ctxsim.harness.importers import import_file
+
+    from tests.helpers_claude_code import rec
+
+    def task(ts, tid, agent):
+        return rec("user", ts, message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
+                                                                      "content": [{"type": "text", "text": "done"}]}]},
+                   toolUseResult={"agentId": agent, "status": "completed"})
+
+    f = write(tmp_path / "s1.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "look"}}, w5m=20_000),
+        task(9, "t1", "a1"),
+        asst(10, "r2", {"type": "tool_use", "id": "t2", "name": "Task", "input": {"prompt": "look again"}},
+             w5m=100, read=20_003),
+        task(19, "t2", "a2"),
+        asst(20, "r3", text("ok"), w5m=100, read=20_103)])
+    for agent, t0, read, size in (("a1", 2, 0, 10_000), ("a2", 12, 8_000, 10_600)):   # their own prompts differ
+        write(tmp_path / "s1" / "subagents" / f"agent-{agent}.jsonl", [
+            user(t0, f"look at {agent}", isSidechain=True),
+            asst(t0 + 1, f"{agent}c", text("done"), w5m=size - read, read=read, inp=3, isSidechain=True)])
+    t = import_file("claude-code", f).trace
+    rec_ = t.header.recorded
+    assert rec_.subagent_shared_tokens == {"a1": 8_000, "a2": 8_000}
+    c = replay(t, "recorded", {}, RunConfig()).calls
+    sub = c[c["kind"] == "subagent"].reset_index(drop=True)
+    assert sub.loc[0, "cache_read"] == 0 and sub.loc[1, "cache_read"] == 8_000

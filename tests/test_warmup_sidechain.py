@@ -66,7 +66,6 @@ def test_a_warmup_is_a_span_of_its_session_at_its_time(tmp_path, layout):
     billed with the session's: 3 + 16,000 written at 3.75 + 12 out at 15 on Sonnet 4.5, $0.060189."""
     from ctxsim.harness.fidelity.recorded import billed_calls, recorded_cost
     from ctxsim.harness.importers.folders import discover
-    from ctxsim.harness.model import trace as tr
 
     f = _session_with_warmup(tmp_path, layout)
     found, _ = discover("claude-code", tmp_path)

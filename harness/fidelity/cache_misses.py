@@ -54,9 +54,7 @@ def label_calls(calls: list[Any], strips: tuple[str, ...] = ()) -> tuple[dict[in
         expected = prev.context
         read = c.usage.cache_read
         short = read + _tolerance(expected) < expected
-        ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
-        explained = (c.t - prev.t > TTL_SECONDS[ttl] or c.model != prev.model or c.trigger == "/mcp"
-                     or (c.new_turn and bool(c.model) and c.model.startswith(strips)))
+        explained = _explained(c, prev, strips)
         if explained:
             primary[c.thread] = c.context
             stray_before[c.thread] = False
@@ -83,6 +81,7 @@ def label_calls(calls: list[Any], strips: tuple[str, ...] = ()) -> tuple[dict[in
 def _explained(c: Any, prev: Any, strips: tuple[str, ...]) -> bool:
     ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
     return (c.t - prev.t > TTL_SECONDS[ttl] or c.model != prev.model or c.trigger == "/mcp"
+            or getattr(c, "thinking_switch", False)
             or (c.new_turn and bool(c.model) and c.model.startswith(strips)))
 
 

@@ -35,13 +35,14 @@ Pure functions over a trace and the engine's per-call table; the replay itself i
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from ctxsim.harness.fidelity import measured
+from ctxsim.harness.fidelity import drops, measured
 from ctxsim.harness.fidelity.cache_misses import fit_miss_model
 from ctxsim.harness.fidelity.measured import raw_contexts
 from ctxsim.harness.fidelity.population import attribute
@@ -84,6 +85,7 @@ from ctxsim.strategies.recorded import (
 
 FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
 TOKEN_SCALE_BOUNDS = (0.1, 10.0)  # RecordedSetting.token_scale's bounds (harness/model/trace.py)
+DROPS_NOTE = "context drops re-enacted: "
 NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
 # A recorded read counts as a miss when it falls short of the previous call's context by more than
 # this (real reads are context_{i-1} − 3 … − 14 tokens: the last message's framing is not cached).
@@ -105,6 +107,8 @@ def fit_token_scale(calls: list[RecordedCall], base: dict[int, int], fit: set[in
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
         if c.index in fit and prev is not None and prev.index in fit and continues(c, prev):
+            if c.context - prev.context < -max(drops.DROP_MIN_TOKENS, drops.DROP_MIN_SHARE * prev.context):
+                continue   # the agent dropped content (harness/fidelity/drops.py): no tokenizer ratio in it
             num += c.context - prev.context
             den += base[c.index] - base[prev.index]
     if den <= 0 or num <= 0:
@@ -166,6 +170,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     setting) and the head the first call read from the cache (``warm_prefix_tokens``). What
     ``ctxsim import`` writes; a replay with no options then reproduces what ``ctxsim fidelity``
     simulates. A trace with no per-call usage comes back unchanged."""
+    trace = drops.apply(trace, [])   # an earlier calibration's inferred drops: found again below
     calls = recorded_calls(trace, model)
     with_usage = [c for c in calls if c.usage is not None]
     if not with_usage:
@@ -192,6 +197,8 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
                     "scale instead")
         scale = Provider(trace.header.model, models_file=models_file).spec.token_scale
     steps = measured.steps(trace, calls, base, scale, get_tokenizer())
+    # drops with no record, re-enacted; not where no scale fits the log (its usage does not follow its content)
+    dropped = [] if "outside" in evidence else drops.find_drops(trace, calls, base, scale, get_tokenizer().count)
 
     def prefix(c: RecordedCall) -> int:
         return max(0, c.context - REQUEST_OVERHEAD - int(round(scale * base[c.index])))
@@ -203,7 +210,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     for c in with_usage:   # a model switch in the main context: that model's own system prompt
         if c.thread == "main" and c.model and c.model not in model_prefix:
             model_prefix[c.model] = prefix(c)
-    trace = measured.apply(trace, steps)
+    trace = drops.apply(measured.apply(trace, steps), dropped)
     warm, warm_ev = 0, ""
     if main_first is not None and main_first.usage.cache_read:
         warm = min(main_first.usage.cache_read, main_prefix)
@@ -212,6 +219,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
     resent, resent_ev = measured.resent_startup(
         calls, base, scale, startup, lambda c: model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD)
+    span_prefix = {k: prefix(c) for k, c in threads.items() if k != "main"}
     miss_model, _ = fit_miss_model(calls, STRIPS_PREVIOUS_THINKING, _provider_of(model or trace.header.model, models_file),
                                    max(0, main_prefix - startup))
     rec = rec.model_copy(update={
@@ -220,16 +228,44 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         "measured_sizes_evidence": measured.evidence(steps),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
         "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
-        "subagent_prefix_tokens": {k: prefix(c) for k, c in threads.items() if k != "main"},
+        "subagent_prefix_tokens": span_prefix,
+        "subagent_shared_tokens": shared_span_heads(threads, span_prefix, lambda m: _min_cacheable(m, models_file)),
         "startup_tokens": startup, "startup_evidence": startup_ev + (f"; {resent_ev}" if resent_ev else ""),
         "resent_startup_tokens": resent})
     meta = {**trace.header.meta, "prefix_tokens_scale": round(scale, 6)}
+    notes = [n for n in trace.header.notes if not n.startswith(DROPS_NOTE)]
+    if dropped:
+        notes.append(f"{DROPS_NOTE}{drops.evidence(dropped)}")
     out = with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
-                                                                "meta": meta}))
+                                                                "meta": meta, "notes": notes}))
     if miss_model is not None:
         miss_model = _fit_share(out, calls, miss_model, seed, model, models_file)
         out = with_header(out, out.header.model_copy(update={
             "recorded": rec.model_copy(update={"cache_miss_model": miss_model})}))
+    return out
+
+
+def shared_span_heads(threads: dict[str, RecordedCall], prefix: dict[str, int],
+                      min_cacheable: Callable[[str | None], int]) -> dict[str, int]:
+    """The head of each sub-agent span's prefix that sub-agents of its kind share: what its first
+    call read from the cache (``R``, at most its prefix), and the same head on the earliest earlier
+    span on that model whose prefix holds it (the one whose write the later span read). Task
+    sub-agents of one kind share their system prompt: the population's logs show a span's first
+    call reading the 7,965-15,242 tokens an earlier span of its kind wrote, where the replay wrote
+    every span's prompt cold. A head no earlier span of the trace can have written was cached before
+    the log began: left out (the span writes it, as the replay cannot know it was live)."""
+    out: dict[str, int] = {}
+    spans = [(k, c) for k, c in sorted(threads.items(), key=lambda kv: kv[1].index) if k != "main"]
+    for j, (k, c) in enumerate(spans):
+        read = c.usage.cache_read if c.usage is not None else 0
+        if read < min_cacheable(c.model):
+            continue
+        head = min(read, prefix[k])
+        writer = next((i for i, c2 in spans[:j] if c2.model == c.model and prefix[i] >= head), None)
+        if writer is None:
+            continue
+        out[k] = head
+        out.setdefault(writer, head)
     return out
 
 
@@ -275,6 +311,15 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
     return fitted.model_copy(update={"source": fitted.source + (
         f"; share {fitted.share:.3f} refitted on the replay's own {len(requests)} requests: at it they read, "
         f"averaged over router phases, the share of their input the log's calls read ({target:.4f})")})
+
+
+def _min_cacheable(model: str | None, models_file: str | None = None) -> int:
+    from ctxsim.harness.provider.models import UnknownModelError, load_table
+
+    try:
+        return load_table(models_file).get(model).min_cacheable
+    except UnknownModelError:
+        return 1024
 
 
 def _provider_of(model: str | None, models_file: str | None = None) -> str:
@@ -471,11 +516,15 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
             n_main += 0 if spans else 1
             if not spans:
                 last_model = calls[n_all - 1].model
+        elif isinstance(e, CompactEvent) and e.meta.get("no_call"):   # no summary call (plan mode's clear context)
+            compactions.append({"call": n_main, "table_row": n_all, "trigger": e.trigger, "no_call": True,
+                                "recorded_pre_tokens": e.pre_tokens, "simulated_tokens": None, "abs_pct_error": None})
         elif isinstance(e, CompactEvent):
             simulated = int(summaries.loc[ci, "context_tokens"]) - instr_tokens if ci < len(summaries) else None
             # preTokens counts the conversation as the last call saw it: when the compaction call
             # ran on another model (its own system prompt), count the last call's system prompt
-            cm = compact_models[ci] if ci < len(compact_models) else ""
+            k = len(compactions)   # this compaction's place among all (compact_models is per compaction)
+            cm = compact_models[k] if k < len(compact_models) else ""
             if simulated is not None and cm and cm != last_model and cm in model_prefix and last_model in model_prefix:
                 simulated += model_prefix[last_model] - model_prefix[cm]
             ci += 1
@@ -693,6 +742,10 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
             cause, block = "ttl", f"{gap:.0f} s since the previous call > {ttl}"
         elif c.model != prev.model:
             cause, block = "prefix_change", f"model {prev.model} → {c.model} (another cache)"
+        elif c.thinking_switch:
+            cause, block = "prefix_change", (
+                "thinking switched at this new user turn (a thinking parameter the messages' cache keys on, on "
+                "models sent a budget: Anthropic's extended-thinking docs)")
         elif c.trigger == "/mcp":
             cause, block = "prefix_change", (
                 "an MCP server was reconnected just before (/mcp): what the agent sends for it (tools, "

@@ -22,7 +22,7 @@ from ctxsim.harness.model.trace import (
     UserEvent,
 )
 from ctxsim.harness.provider import Provider
-from ctxsim.strategies.recorded import MCP_COMMAND
+from ctxsim.strategies.recorded import MCP_COMMAND, THINKING_BUDGET_MODELS, model_family
 
 # user messages a miss right after is reported beside (not a cause by themselves): what the log
 # shows came in just before the cache was lost
@@ -44,6 +44,7 @@ class RecordedCall:
     trigger: str | None = None    # a noted user message since the previous call (NOTED_BEFORE), named
     new_turn: bool = False        # a user message (not tool results, not a meta record) came since the previous call
     added: tuple[int, ...] = ()   # trace indices of the tool results and user messages this thread took in since its previous call
+    thinking_switch: bool = False  # a new turn that switched thinking on a model sent a budget (recorded.thinking_switch)
 
     @property
     def context(self) -> int:
@@ -61,6 +62,8 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
     triggers: dict[str, str] = {}
     turns: set[str] = set()
     added: dict[str, list[int]] = {}
+    thinking: dict[str, bool] = {}        # thread -> the thinking of its last turn (user meta.thinking)
+    switched: set[str] = set()
     for i, ev in enumerate(trace.events):
         thread = spans[-1] if spans else "main"
         if isinstance(ev, SubtaskStart):
@@ -75,6 +78,11 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
             added.setdefault(thread, []).append(i)
             if not ev.meta.get("meta_record") and not ev.meta.get("hidden"):
                 turns.add(thread)
+                now = ev.meta.get("thinking")
+                if isinstance(now, bool):
+                    if thread in thinking and thinking[thread] != now:
+                        switched.add(thread)
+                    thinking[thread] = now
             hit = next((name for mark, name in NOTED_BEFORE if mark in ev.text), None)
             if hit:
                 triggers[thread] = hit
@@ -88,10 +96,13 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
         elif isinstance(ev, AssistantEvent):
             names = tuple(c.name for c in ev.tool_uses()) + tuple(
                 "web_search_call" for c in ev.content if isinstance(c, TextContent) and c.text.startswith("[web_search_call]"))
-            out.append(RecordedCall(len(out), ev.t, model or ev.model, ev.usage, thread, thread in compacted,
+            m = model or ev.model
+            out.append(RecordedCall(len(out), ev.t, m, ev.usage, thread, thread in compacted,
                                     chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None),
-                                    thread in turns, tuple(added.pop(thread, ()))))
+                                    thread in turns, tuple(added.pop(thread, ())),
+                                    thread in switched and model_family(m).startswith(THINKING_BUDGET_MODELS)))
             turns.discard(thread)
+            switched.discard(thread)
             compacted.discard(thread)
             last[thread] = len(out) - 1
             chars[thread] = sum(len(c.text) if isinstance(c, TextContent) else len(c.thinking)
@@ -157,7 +168,7 @@ def billed_rows(df: pd.DataFrame, calls: list[RecordedCall], trace: Trace) -> pd
     from ctxsim.harness.llm.services import SUMMARY
 
     with_usage = iter([c.usage is not None for c in calls])
-    compacts = iter([e.usage is not None for e in trace.events if isinstance(e, CompactEvent)])
+    compacts = iter([e.usage is not None for e in trace.events if isinstance(e, CompactEvent) and not e.meta.get("no_call")])
     out = []
     for kind in df["kind"]:
         if kind in ("main", SUBAGENT):

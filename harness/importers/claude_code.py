@@ -66,7 +66,6 @@ from ctxsim.harness.importers.common import (
     TraceBuilder,
     cache_ttl_of,
     caching_of,
-    uncached_models,
     count,
     finalize,
     flatten_content,
@@ -75,6 +74,7 @@ from ctxsim.harness.importers.common import (
     notes_from,
     parse_time,
     read_jsonl,
+    uncached_models,
 )
 from ctxsim.harness.model import mentions
 from ctxsim.harness.model import trace as tr
@@ -137,11 +137,10 @@ def usage_of(u: dict[str, Any] | None, path: Path, line: int) -> tr.RecordedUsag
                             output=count(u.get("output_tokens"), "usage.output_tokens", path, line))
 
 
-def merge_usage(a: tr.RecordedUsage, b: tr.RecordedUsage) -> tr.RecordedUsage:
-    """Two lines' usage of one call: each count's larger value."""
-    return tr.RecordedUsage(input=max(a.input, b.input), cache_write_5m=max(a.cache_write_5m, b.cache_write_5m),
-                            cache_write_1h=max(a.cache_write_1h, b.cache_write_1h),
-                            cache_read=max(a.cache_read, b.cache_read), output=max(a.output, b.output))
+def merge_usage(earlier: tr.RecordedUsage, later: tr.RecordedUsage) -> tr.RecordedUsage:
+    """Two lines' usage of one call: the later line's input counts (a snapshot that differs is the
+    newer one), the larger output (2.1.x writes streaming counts)."""
+    return later if later.output >= earlier.output else later.model_copy(update={"output": earlier.output})
 
 
 def _version(v: str | None) -> tuple[int, ...]:
@@ -233,6 +232,13 @@ def parse_file(path: Path) -> _Parsed:
                                             "pre_tokens": count(meta.get("preTokens"), "compactMetadata.preTokens",
                                                                 path, line) if meta.get("preTokens") is not None
                                             else None}))
+            elif o.get("subtype") == "microcompact_boundary":
+                # Claude Code cleared these old tool results' content (2.1.9+): from the next call on
+                # the API receives a placeholder for each
+                meta = o.get("microcompactMetadata") or {}
+                ids = meta.get("compactedToolIds") or []
+                p.items.append(("microcompact", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
+                                                 "ids": [str(x) for x in ids] if isinstance(ids, list) else []}))
             else:
                 p.ignored[f"system/{o.get('subtype') or '?'}"] += 1
             continue
@@ -270,7 +276,7 @@ def parse_file(path: Path) -> _Parsed:
                 p.ignored["assistant line with an all-zero usage (a placeholder, not the call's usage)"] += 1
             elif u is not None:
                 # the lines of one call repeat its input counts while output grows (2.1.x streaming
-                # counts): each count's largest value is the call's
+                # counts): the last line's input counts, the largest output
                 call.usage = u if call.usage is None else merge_usage(call.usage, u)
             continue
         # user
@@ -280,6 +286,15 @@ def parse_file(path: Path) -> _Parsed:
             p.items.append(("summary", {"line": line, "t": t, "text": text}))
             continue
         content = msg.get("content")
+        if plan_restart(o, p):
+            # plan mode's "clear context": the plan opens a new conversation root; the history before
+            # it is gone, no summary call made (the next call reads only the system prefix)
+            text, _ = flatten_content(content)
+            p.items.append(("compact", {"line": line, "t": t, "trigger": "manual", "pre_tokens": None,
+                                        "inferred": "a plan opening a new conversation root after ExitPlanMode "
+                                                    "(plan mode's clear context)", "no_call": True}))
+            p.items.append(("summary", {"line": line, "t": t, "text": text}))
+            continue
         if isinstance(content, str):
             p.items.append(("user", {"line": line, "t": t, "text": content, "meta": bool(o.get("isMeta")),
                                      "side": side}))
@@ -316,6 +331,27 @@ def parse_file(path: Path) -> _Parsed:
         kinds = ", ".join(sorted(p.ignored)) or "none"
         raise TraceError(path, 1, f"no user or assistant records (record types: {kinds}): not a Claude Code transcript")
     return p
+
+
+PLAN_MIN_CHARS = 500   # assumed: a plan is a document (the population's are 10,000-20,000 characters); a short new root is not one
+
+
+def plan_restart(o: dict[str, Any], p: _Parsed) -> bool:
+    """Whether this user record is plan mode's "clear context and start with the plan": a main-thread
+    record with no parent (``parentUuid: null``: a new root) after the file's first messages, holding
+    a long text, right after an ``ExitPlanMode`` tool use (or carrying ``planContent``, 2.1.23+).
+    The development population shows 9 such records; where the context was large it falls at the
+    next call to the system prefix (145.9k -> 43.1k)."""
+    if "parentUuid" not in o or o["parentUuid"] is not None or o.get("isSidechain") or o.get("isMeta") \
+            or not p.calls:
+        return False
+    text, _ = flatten_content((o.get("message") or {}).get("content"))
+    if len(text) < PLAN_MIN_CHARS:
+        return False
+    if o.get("planContent"):
+        return True
+    last = p.calls[next(reversed(p.calls))]
+    return any(isinstance(b, tr.ToolUseContent) and b.name == "ExitPlanMode" for b in last.blocks)
 
 
 def session_start_hooks(p: _Parsed) -> dict[str, list[str]]:
@@ -505,6 +541,12 @@ class _Importer:
                                                  f"{hook} blocking-error reminder (rebuilt from the tool result)"))
                 if agent and span is None and not nested_spans_allowed():
                     self.deferred.append((agent, item))
+            elif kind == "microcompact":
+                if span is None and side_run is None:
+                    n = self.b.mark_cleared(item["ids"], self.b.calls)
+                    self.counts["tool results cleared at a microcompact_boundary"] += n
+                    if n < len(item["ids"]):
+                        self.counts["microcompact_boundary ids with no tool result in the trace"] += len(item["ids"]) - n
             elif kind == "compact":
                 if pending is not None:
                     self.emit_compact(pending, None)
@@ -584,7 +626,9 @@ class _Importer:
             meta.update(call_file=call.file, call_model=call.model)
         if item.get("inferred"):
             meta["inferred"] = item["inferred"]
-            self.counts["compactions read from an isCompactSummary with no compact_boundary (Claude Code 1.0.x)"] += 1
+            self.counts[f"compactions inferred: {item['inferred']}"] += 1
+        if item.get("no_call"):
+            meta["no_call"] = True
         # a tool use the compaction cut off (its result never reached the main transcript): closed as
         # the compaction request shows it, else with a synthetic error result, before the compaction
         for tid in self.b.open_tool_uses():
@@ -640,6 +684,28 @@ class _Importer:
         self.emit_file(p, agent)
         self.b.subtask_end(result["t"], agent, conclusion=result["text"][:2000])
         self.counts["sub-agent spans"] += 1
+
+
+def mark_turn_thinking(events: list[Any]) -> None:
+    """Each user message of the main conversation says whether the first call after it thought
+    (``meta.thinking``: a thinking block in its response): what the agent's thinking setting was
+    for that turn, as the log shows it. A switch between turns is a request parameter that changes,
+    and on models with a thinking budget it invalidates the messages' cache (strategies/recorded.py)."""
+    depth, pending = 0, []
+    for i, e in enumerate(events):
+        if isinstance(e, tr.SubtaskStart) and e.isolated:
+            depth += 1
+        elif isinstance(e, tr.SubtaskEnd) and depth:
+            depth -= 1
+        elif depth:
+            continue
+        elif isinstance(e, tr.UserEvent) and not e.meta.get("meta_record") and not e.meta.get("hidden"):
+            pending.append(i)
+        elif isinstance(e, tr.AssistantEvent) and pending:
+            thought = any(isinstance(c, tr.ThinkingContent) for c in e.content)
+            for j in pending:
+                events[j] = events[j].model_copy(update={"meta": {**events[j].meta, "thinking": thought}})
+            pending = []
 
 
 def session_of(path: Path) -> str | None:
@@ -713,6 +779,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
 
     b = imp.b
     b.finish()  # repair a call left open at the end before the summary counts repairs
+    mark_turn_thinking(b.events)
     version = max(imp.versions, key=lambda v: (_version(v), imp.versions[v])) if imp.versions else None
     partial = bool(version) and _version(version)[:2] >= PARTIAL_OUTPUT_FROM
     first = imp.first_call or {}

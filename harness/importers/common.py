@@ -358,6 +358,16 @@ class TraceBuilder:
         self.events.append(tr.SubtaskEnd(t=t, id=id, conclusion=conclusion))
         self._open = self._stack.pop()
 
+    def mark_cleared(self, ids: list[str], call: int, **meta: Any) -> int:
+        """Mark the tool results of ``ids`` cleared from call ``call`` on (0-based over the trace's
+        model calls: ``meta.cleared_at_call``); returns how many were found."""
+        want, n = set(ids), 0
+        for i, e in enumerate(self.events):
+            if isinstance(e, tr.ToolResultEvent) and e.tool_use_id in want and "cleared_at_call" not in e.meta:
+                self.events[i] = e.model_copy(update={"meta": {**e.meta, "cleared_at_call": call, **meta}})
+                n += 1
+        return n
+
     def open_tool_uses(self) -> list[str]:
         """The ids of the tool uses of the current context still waiting for their result."""
         return list(self._open)

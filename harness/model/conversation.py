@@ -464,6 +464,10 @@ class Request:
     rewrite: bool = False
     model: str | None = None
     max_output_tokens: int | None = None
+    # the request's thinking setting where it is a parameter that matters to the cache (None: not
+    # tracked): Anthropic's docs, extended thinking with prompt caching, say a change of it
+    # invalidates the messages' cache entries while the system prompt and tools stay cached
+    thinking: bool | None = None
 
     def with_messages(self, messages: History, **changes: Any) -> Request:
         from dataclasses import replace

@@ -126,6 +126,9 @@ class RecordedSetting(_M):
         "log switched models (each model has its own system prompt)")
     subagent_prefix_tokens: dict[str, Tokens] = Field(
         default_factory=dict, description="system+tools tokens of each sub-agent span (by span id)")
+    subagent_shared_tokens: dict[str, Tokens] = Field(
+        default_factory=dict, description="head of a sub-agent span's prefix that its first call read from the cache "
+        "(the part sub-agents of one kind share: an earlier one wrote it), by span id")
     startup_tokens: int = Field(
         0, ge=0, description="part of the main context's opaque prefix (header.prefix_tokens) that is not the "
         "system prompt but the hidden startup content of the first turn (CLAUDE.md, rules, auto memory, "

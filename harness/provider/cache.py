@@ -15,8 +15,9 @@ Anthropic (docs "Prompt caching"; peers.md):
 * entries live 5 minutes or 1 hour and the TTL is refreshed, at no cost, on every hit; a breakpoint
   with no TTL of its own takes the client's (``default_ttl``: the recorded agent's, else 5 minutes);
 * a system prompt's shared head (``SystemPrompt.shared_tokens``: the static part agents cache for
-  every session) is a position of its own between the tools and the end of the system blocks;
-  nothing in a run writes it (an earlier session did: :meth:`AnthropicCache.warm`), a read finds it;
+  every session, and sub-agents of one kind share) is a position of its own between the tools and
+  the end of the system blocks: an earlier session wrote it (:meth:`AnthropicCache.warm`), or a
+  write in this run that covers it writes it too (no token more), and a read finds it;
 * below the model's minimum cacheable length nothing is written and both counters are 0.
 
 OpenAI (platform.openai.com/docs/guides/prompt-caching; peers.md): automatic for prompts of at least
@@ -75,6 +76,8 @@ class Layout:
             return (self._tk,)
         if pos == -1:
             return (self._tk, self._ts)
+        if self.req.thinking is not None:   # the thinking setting keys the messages' entries (Request.thinking)
+            return (self._tk, self._ts, self.req.thinking, self.req.messages.prefix_digest(pos))
         return (self._tk, self._ts, self.req.messages.prefix_digest(pos))
 
     def tokens(self, pos: int) -> int:
@@ -193,6 +196,11 @@ class AnthropicCache:
                 w1 += t - covered
             else:
                 w5 += t - covered
+            head = lay.head() if pos >= -1 else None
+            if head is not None and covered < head[1] <= t and head[1] >= self.min_cacheable:
+                # the shared head is part of what this write covers: its own entry too (the static part
+                # of the prompt has its own breakpoint in the agent's request), no extra token billed
+                self.entries[head[0]] = _Entry(now + ttl, ttl)
             covered = t
             self.entries[key] = _Entry(now + ttl, ttl)
             self._expired_seen.discard(key)

@@ -68,4 +68,7 @@ def span_system(trace: Trace, system: SystemPrompt, span: str) -> SystemPrompt:
     strategy sends it (issue 27: a warm-up sidechain lost its 16,965-token prefix outside ``recorded``)."""
     rec = trace.header.recorded
     opaque = rec.subagent_prefix_tokens.get(span) if rec is not None else None
-    return system if opaque is None or opaque == system.opaque_tokens else SystemPrompt(system.blocks, opaque)
+    shared = min(rec.subagent_shared_tokens.get(span, 0), opaque or 0) if rec is not None else 0
+    if opaque is None or (opaque == system.opaque_tokens and shared == system.shared_tokens):
+        return system
+    return SystemPrompt(system.blocks, opaque, shared)

@@ -178,3 +178,29 @@ def test_placeholder_usage_lines_do_not_replace_the_calls_usage(tmp_path):
     calls = [e for e in res.trace.events if isinstance(e, tr.AssistantEvent)]
     assert calls[0].usage.input == 1957 and calls[0].usage.cache_read == 15_872 and calls[0].usage.output == 65
     assert calls[1].usage is None
+
+
+# --- plan mode's clear context -------------------------------------------------------------------
+
+def test_a_plan_opening_a_new_root_after_exit_plan_mode_is_a_compaction_without_a_call(tmp_path):
+    """The plan (a long text, ``parentUuid: null``) right after an ExitPlanMode tool use replaces the
+    history: a compaction whose summary is the plan, with no summary call (meta.no_call); the
+    replay then bills no summary call. A short new root (54 characters) is an ordinary message."""
+    from ctxsim.harness.replay.engine import RunConfig, replay
+
+    plan = "## Plan\n" + "- step\n" * 200
+    recs = [user(0, "plan the refactor"),
+            asst(1, "r1", {"type": "tool_use", "id": "p1", "name": "ExitPlanMode", "input": {"plan": "..."}},
+                 w5m=20_000),
+            result(2, "p1", "User chose to clear the context", is_error=True),
+            user(3, "go"),
+            user(4, plan, parentUuid=None),
+            asst(5, "r2", text("starting"), w5m=5_000, read=12_000),
+            user(6, "short root " * 5, parentUuid=None),
+            asst(7, "r3", text("ok"), w5m=100, read=17_000)]
+    t = import_file("claude-code", write(tmp_path / "s.jsonl", recs)).trace
+    compacts = [e for e in t.events if isinstance(e, tr.CompactEvent)]
+    assert len(compacts) == 1 and compacts[0].summary == plan and compacts[0].meta["no_call"]
+    assert compacts[0].trigger == "manual"
+    c = replay(t, "recorded", {}, RunConfig()).calls
+    assert list(c["kind"]) == ["main", "main", "main"]

@@ -1,0 +1,144 @@
+"""Context the recorded agent dropped with no record of it: the log's context falls between two
+calls of one conversation by more than what came in, the cache breaks there, and no compaction,
+``microcompact_boundary`` or thinking strip explains it.
+
+The development population shows it in 39 sessions (45 drops: issue 41's baseline, §3g-2), mostly
+Claude Code 1.0.x-2.1.13, mid tool loop: a context of 140-178k falls by a median 27k and the read
+falls back to the system prefix. It is what Claude Code's microcompact does (old tool results'
+content cleared) before 2.1.14 wrote ``microcompact_boundary`` records for it. The replay that keeps
+everything reads a larger context than the log and, near the window, passes it.
+
+So the drop is re-enacted: the oldest tool results of the conversation (since its last compaction,
+none that came in at this very step) are cleared until what they held reaches the tokens the log
+lost (``meta.cleared_at_call`` on each, ``meta.cleared_by = "inferred"``; the ``recorded`` strategy
+sends them as a placeholder from that call on). *Which* results Claude Code cleared the log does not
+say: oldest first is assumed (the rule microcompact states for its records: the most recent are
+kept). The size is the log's own measure, as harness/fidelity/measured.py sizes the steps that grew.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ctxsim.harness.fidelity.recorded import RecordedCall, continues
+from ctxsim.harness.model.trace import (
+    AssistantEvent,
+    CompactEvent,
+    SubtaskEnd,
+    SubtaskStart,
+    ToolResultEvent,
+    Trace,
+)
+from ctxsim.harness.replay.events import TOKEN_FACTOR
+from ctxsim.strategies.recorded import STRIPS_PREVIOUS_THINKING, model_family
+
+DROP_MIN_TOKENS = 3_000   # assumed (a parameter of :func:`find_drops`): below it a fall is tokenizer noise
+DROP_MIN_SHARE = 0.10     # assumed: and at least this share of the previous context
+
+
+@dataclass(frozen=True)
+class Drop:
+    call: int                    # the log's call (0-based over its model calls) whose context fell
+    lost: int                    # recorded tokens the context lost beyond what came in
+    cleared: tuple[str, ...]     # tool_use ids of the results cleared for it, oldest first
+    cleared_tokens: int          # what they held, at the fitted scale
+
+
+def _main_results(trace: Trace) -> list[tuple[int, ToolResultEvent, int]]:
+    """(event index, result, compactions before it) of the main conversation's tool results."""
+    out, depth, compactions = [], 0, 0
+    for i, e in enumerate(trace.events):
+        if isinstance(e, SubtaskStart) and e.isolated:
+            depth += 1
+        elif isinstance(e, SubtaskEnd) and depth:
+            depth -= 1
+        elif depth:
+            continue
+        elif isinstance(e, CompactEvent):
+            compactions += 1
+        elif isinstance(e, ToolResultEvent):
+            out.append((i, e, compactions))
+    return out
+
+
+def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], scale: float,
+               count: Any, min_tokens: int = DROP_MIN_TOKENS, min_share: float = DROP_MIN_SHARE) -> list[Drop]:
+    """The unrecorded drops of the main conversation and the results that re-enact each. ``base``:
+    each call's visible content in cl100k tokens (measured.raw_contexts); ``count``: the tokenizer's
+    text count."""
+    results = _main_results(trace)
+    compactions_before: dict[int, int] = {}   # call -> compactions before it
+    event_at: dict[int, int] = {}             # call -> its event's index in the trace
+    k, n = 0, 0
+    for i, e in enumerate(trace.events):
+        if isinstance(e, CompactEvent):
+            n += 1
+        elif isinstance(e, AssistantEvent):
+            compactions_before[k], event_at[k] = n, i
+            k += 1
+    cleared: set[str] = {r.tool_use_id for _, r, _ in results if "cleared_at_call" in r.meta}
+    out = []
+    for c in calls:
+        p = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+        if c.thread != "main" or not continues(c, p):
+            continue
+        if c.new_turn and model_family(c.model).startswith(STRIPS_PREVIOUS_THINKING):
+            continue   # the API dropped the previous turn's thinking: not a drop of the agent's
+        expected = p.context + scale * (base[c.index] - base[p.index])
+        lost = int(expected - c.context)
+        if lost < max(min_tokens, min_share * p.context):
+            continue
+        if c.usage.cache_read + max(256, 0.01 * p.context) >= p.context:
+            continue   # the whole previous context was read: its prefix did not change
+        came_in = set(c.added)
+        take, got = [], 0.0
+        for i, r, comp in results:
+            if got >= lost:
+                break
+            if i > event_at[c.index]:
+                break
+            if comp != compactions_before[c.index] or r.tool_use_id in cleared or i in came_in:
+                continue
+            size = scale * count(r.content) * float(r.meta.get(TOKEN_FACTOR) or 1.0)
+            take.append(r.tool_use_id)
+            got += size
+        if not take:
+            continue
+        cleared.update(take)
+        out.append(Drop(c.index, lost, tuple(take), int(got)))
+    return out
+
+
+def apply(trace: Trace, drops: list[Drop]) -> Trace:
+    """``trace`` with each drop's results marked cleared at its call (``meta.cleared_at_call``,
+    ``meta.cleared_by = "inferred"``); earlier inferred marks are taken off first."""
+    from ctxsim.harness.model.trace import with_header
+
+    at = {tid: d.call for d in drops for tid in d.cleared}
+    events = list(trace.events)
+    changed = False
+    for i, e in enumerate(events):
+        if not isinstance(e, ToolResultEvent):
+            continue
+        meta = e.meta
+        if meta.get("cleared_by") == "inferred" and e.tool_use_id not in at:
+            meta = {k: v for k, v in meta.items() if k not in ("cleared_at_call", "cleared_by")}
+        if e.tool_use_id in at and "cleared_at_call" not in meta:
+            meta = {**meta, "cleared_at_call": at[e.tool_use_id], "cleared_by": "inferred"}
+        if meta is not e.meta:
+            events[i] = e.model_copy(update={"meta": meta})
+            changed = True
+    return with_header(Trace(trace.header, events, trace.path, trace.lines), trace.header) if changed else trace
+
+
+def evidence(drops: list[Drop]) -> str:
+    if not drops:
+        return ""
+    return (f"{len(drops)} context drop(s) with no record in the log (calls {', '.join(str(d.call) for d in drops[:12])}"
+            f"{'...' if len(drops) > 12 else ''}; {sum(d.lost for d in drops):,} tokens lost): re-enacted by clearing "
+            f"{sum(len(d.cleared) for d in drops)} of the oldest tool results (harness/fidelity/drops.py; which ones is "
+            "assumed, oldest first)")
+
+
+__all__ = ["DROP_MIN_SHARE", "DROP_MIN_TOKENS", "Drop", "apply", "evidence", "find_drops"]

@@ -1,0 +1,64 @@
+"""Context the agent cleared (issue 41): a ``microcompact_boundary`` record names the tool results
+Claude Code cleared; a fall of the log's context with no record is re-enacted by clearing the oldest
+tool results until they hold what the log lost (harness/fidelity/drops.py)."""
+
+from __future__ import annotations
+
+from ctxsim.harness.importers import import_file
+from ctxsim.harness.model import trace as tr
+from ctxsim.harness.replay.engine import RunConfig, replay
+
+from tests.helpers_claude_code import asst, rec, result, text, user, write
+
+PAYLOAD = "alpha beta gamma delta " * 500   # 2,000 cl100k tokens
+
+
+def _loop(tmp_path, drop_at: int | None, boundary: bool = False, calls: int = 8):
+    """A tool loop whose recorded context grows by what came in (a 30,000-token prefix, 1.0 scale
+    as the log shows it: each 2,000-token result adds ~2,010); at ``drop_at`` the log's context falls
+    by 7,000 tokens more than came in and the read falls to the prefix (a drop with no record, or
+    with a microcompact_boundary naming the four oldest results when ``boundary``)."""
+    recs, ctx, t = [user(0, "go")], 30_000, 1
+    for i in range(calls):
+        read, write_ = (ctx - 2_010, 2_010) if i else (0, ctx)
+        if i == drop_at:
+            ctx -= 7_000
+            read, write_ = 29_000, ctx - 29_000
+            if boundary:
+                recs.append(rec("system", t - 0.5, subtype="microcompact_boundary",
+                                microcompactMetadata={"trigger": "auto", "preTokens": ctx + 7_000,
+                                                      "tokensSaved": 8_000,
+                                                      "compactedToolIds": ["t0", "t1", "t2", "t3"]}))
+        recs.append(asst(t, f"r{i}", {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {}},
+                         w5m=write_, read=read, inp=3))
+        recs.append(result(t + 1, f"t{i}", PAYLOAD))
+        ctx += 2_010
+        t += 2
+    recs.append(asst(t, "end", text("done"), w5m=10, read=ctx - 10, inp=3))
+    return import_file("claude-code", write(tmp_path / "s.jsonl", recs)).trace
+
+
+def _cleared(trace) -> dict[str, tuple]:
+    return {e.tool_use_id: (e.meta["cleared_at_call"], e.meta.get("cleared_by")) for e in trace.events
+            if isinstance(e, tr.ToolResultEvent) and "cleared_at_call" in e.meta}
+
+
+def test_a_drop_with_no_record_clears_the_oldest_results_it_lost(tmp_path):
+    """At call 6 the log lost 7,000 tokens beyond what came in (read at the prefix): the four
+    oldest results (2,000 tokens each at scale ~1) are the fewest that hold it; the replay then
+    sends them as placeholders and its context falls with the log's."""
+    t = _loop(tmp_path, drop_at=6)
+    assert _cleared(t) == {f"t{i}": (6, "inferred") for i in range(4)}
+    assert any(n.startswith("context drops re-enacted: 1 context drop(s)") for n in t.header.notes)
+    c = replay(t, "recorded", {}, RunConfig()).calls
+    assert int(c.loc[6, "context_tokens"]) < int(c.loc[5, "context_tokens"]) - 5_000
+    none = _loop(tmp_path, drop_at=None)
+    assert _cleared(none) == {}
+
+
+def test_a_microcompact_boundary_clears_the_results_it_names_at_the_next_call(tmp_path):
+    """The log names what it cleared: those results, from the next call, and no drop left to infer."""
+    t = _loop(tmp_path, drop_at=6, boundary=True)
+    assert _cleared(t) == {f"t{i}": (6, None) for i in range(4)}
+    c = replay(t, "recorded", {}, RunConfig()).calls   # 8,000 cleared, 2,010 came in
+    assert int(c.loc[6, "context_tokens"]) < int(c.loc[5, "context_tokens"]) - 4_500
