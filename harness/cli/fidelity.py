@@ -118,7 +118,9 @@ def _folder(args, root: Path, measure) -> int:
         print(file=sys.stderr)
     report = pop.folder_report(results)
     if args.json_out:
-        text = json.dumps(report, indent=2, default=str) + "\n"
+        from ctxsim.harness.files import strictjson
+
+        text = strictjson.dumps(report, indent=2, default=str) + "\n"   # never NaN / Infinity
         if args.json_out == "-":
             sys.stdout.write(text)
         else:
