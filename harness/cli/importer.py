@@ -247,6 +247,10 @@ def _single(args, src: Path, out: Path) -> int:
         if derived:
             print(f"  derived: {derived.facts} facts, {derived.probes} probes at {derived.calls} calls")
     if warned:   # the trace is written, but something of the log is not in it: said, and the status says so
-        print(f"ctxsim import: {src}: imported with {len(warned)} line(s) skipped (exit 2)", file=sys.stderr)
+        import re
+
+        where = [m.group(1) for w in warned if (m := re.match(r"(.+?:\d+): ", str(w)))]
+        first = f" ({where[0]}{' and more' if len(where) > 1 else ''})" if where else ""
+        print(f"ctxsim import: {src}: imported with {len(warned)} line(s) skipped{first} (exit 2)", file=sys.stderr)
         return 2
     return 0
