@@ -99,3 +99,40 @@ def test_distribution_bands_by_hand():
     assert (d["within_2pct"], d["within_5pct"], d["within_10pct"]) == (0.4, 0.6, 0.8)
     assert d["median_abs_pct"] == 3.0 and d["median_signed_pct"] == 1.5 and (d["over"], d["under"]) == (3, 2)
     assert d["p90_abs_pct"] == pytest.approx(7.0 + 0.6 * 13.0)   # numpy's linear interpolation
+
+
+def test_route_of_reads_who_served_a_call_from_its_ids():
+    from ctxsim.harness.importers.claude_code import route_of
+
+    assert route_of("msg_01SnX6AAb2", "req_011CWugpYpN7r") == "anthropic"
+    assert route_of("msg_vrtx_01X5", "req_vrtx_011CXJgN") == "vertex"
+    assert route_of("msg_bdrk_01SK3CsA23") == "bedrock"
+    assert route_of("msg_20260218130000abc") == "proxy"          # a proxy's own id, no request id
+    assert route_of("chatcmpl-9x", None) == "proxy"
+    assert route_of(None, None) is None and route_of("", 5) is None
+
+
+def test_billed_by_anthropic_leaves_out_a_proxy_under_a_claude_name(tmp_path, capsys):
+    """A proxy answering as claude-opus-4-6 reports its own usage: it is an Anthropic model's session,
+    not Anthropic's bill (issue 41; 25 development sessions served so, ids "msg_2026...")."""
+    def session(path, prefix):
+        recs = [user(0, "fix the parser")]
+        for i in range(3):
+            recs.append(asst(1 + 2 * i, f"{prefix}{i}", {"type": "tool_use", "id": f"t{i}", "name": "Read",
+                                                          "input": {"file_path": "a"}}, w1h=1_000, read=20_000 * (i > 0)))
+            recs.append(result(2 + 2 * i, f"t{i}", "x = 1\n" * 200))
+        return write(path, recs)
+
+    src = tmp_path / "projects" / "p"
+    session(src / "first.jsonl", "req_011CX")
+    session(src / "vertex.jsonl", "req_vrtx_011CX")
+    session(src / "proxy.jsonl", "gw-")
+    out = tmp_path / "traces"
+    assert cli(["import", "claude-code", str(src), "-o", str(out), "--no-probes", "--json"]) == 0
+    routes = {s["session"]: s["route"] for s in json.loads(capsys.readouterr().out)["sessions"]}
+    assert routes == {"first": "anthropic", "vertex": "vertex", "proxy": "proxy"}
+    assert cli(["fidelity", str(out), "--json", str(tmp_path / "f.json")]) == 0
+    assert "billed by Anthropic" in capsys.readouterr().out
+    d = json.loads((tmp_path / "f.json").read_text())["distribution"]
+    assert d["anthropic_models"]["sessions"] == 3 and d["anthropic_billed"]["sessions"] == 2
+    assert {k: v["sessions"] for k, v in d["by_route"].items()} == {"anthropic": 1, "proxy": 1, "vertex": 1}

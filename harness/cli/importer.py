@@ -114,6 +114,7 @@ def session_row(project: str, src: Path, out: Path, trace, models_file: str | No
             "calls": len(usages) if per_call else trace.calls, "models": models, "tokens": tokens,
             "recorded_cost_usd": round(recorded_cost(trace, models_file), 4) if per_call else None,
             "compactions": sum(1 for e in trace.events if isinstance(e, tr.CompactEvent)),
+            "route": (trace.header.source or {}).get("route"),   # who served the calls (Claude Code logs)
             "source": str(src), "trace": str(out)}
 
 

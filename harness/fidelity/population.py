@@ -46,6 +46,7 @@ class SessionResult:
     model: str | None = None
     version: str | None = None
     provider: str | None = None
+    route: str | None = None         # who served it: anthropic / vertex / bedrock / proxy (importers.claude_code.route_of)
     calls: int = 0
     recorded_usd: float | None = None
     simulated_usd: float | None = None
@@ -60,7 +61,7 @@ class SessionResult:
 
     def row(self) -> dict[str, Any]:
         return {"trace": self.trace, "status": self.status, "model": self.model, "claude_code": self.version,
-                "provider": self.provider, "calls": self.calls, "recorded_usd": self.recorded_usd,
+                "provider": self.provider, "route": self.route, "calls": self.calls, "recorded_usd": self.recorded_usd,
                 "simulated_usd": self.simulated_usd, "signed_pct_error": self.signed_pct, "cause": self.cause,
                 "buckets_usd": {k: round(v, 4) for k, v in self.buckets.items()}}
 
@@ -123,7 +124,8 @@ def measure(path: str | Path, run: Callable[[Any], Any], load: Callable[[str | P
     except TraceError as e:
         return SessionResult(name, "bad trace", cause=str(e))
     base = SessionResult(name, "measured", model=trace.header.model,
-                         version=(trace.header.source or {}).get("version"), provider=_provider(trace.header.model))
+                         version=(trace.header.source or {}).get("version"), provider=_provider(trace.header.model),
+                         route=(trace.header.source or {}).get("route"))
     try:
         fid = run(trace)
     except ReplayOverflow as e:
@@ -165,6 +167,14 @@ def _provider(model: str | None) -> str | None:
         return None
 
 
+FIRST_PARTY = ("anthropic", "vertex", "bedrock")   # routes whose usage is Anthropic's own account
+
+
+def billed_by_anthropic(r: SessionResult) -> bool:
+    """An Anthropic model served by Anthropic's API, Vertex or Bedrock (its calls' ids say so)."""
+    return r.provider == "anthropic" and r.route in FIRST_PARTY
+
+
 def minor(version: str | None) -> str:
     """A Claude Code version's major.minor (``2.1.39`` → ``2.1``), ``?`` when not recorded."""
     parts = (version or "").split(".")
@@ -201,6 +211,8 @@ def folder_report(results: list[SessionResult]) -> dict[str, Any]:
     return {"sessions": [r.row() for r in results],
             "distribution": {"all": distribution(results),
                              "anthropic_models": distribution(r for r in results if r.provider == "anthropic"),
+                             "anthropic_billed": distribution(r for r in results if billed_by_anthropic(r)),
+                             "by_route": grouped(results, lambda r: r.route or "?"),
                              "by_model": grouped(results, lambda r: r.model or "?"),
                              "by_claude_code": grouped(results, lambda r: minor(r.version)),
                              "by_status": {k: len(v) for k, v in _by(results, lambda r: r.status).items()}}}
@@ -257,8 +269,11 @@ def session_lines(results: list[SessionResult], root: str | Path) -> list[str]:
 def summary_lines(report: dict[str, Any]) -> list[str]:
     d = report["distribution"]
     out = ["", "cost error against the bill, over the sessions:"]
-    out += text_table(DIST_COLUMNS, dist_rows({"all": d["all"], "anthropic models": d["anthropic_models"]}),
-                      set(range(1, 10)))
+    out += text_table(DIST_COLUMNS, dist_rows({"all": d["all"], "anthropic models": d["anthropic_models"],
+                                               "billed by Anthropic": d["anthropic_billed"]}), set(range(1, 10)))
+    out += ["(billed by Anthropic: an Anthropic model served by Anthropic's API, Vertex or Bedrock, as the calls' "
+            "ids show; a proxy answering under a Claude model's name reports its own usage)"]
+    out += ["", "by route:"] + text_table(DIST_COLUMNS, dist_rows(d["by_route"]), set(range(1, 10)))
     out += ["", "by model:"] + text_table(DIST_COLUMNS, dist_rows(d["by_model"]), set(range(1, 10)))
     out += ["", "by Claude Code version:"] + text_table(DIST_COLUMNS, dist_rows(d["by_claude_code"]), set(range(1, 10)))
     st = d["by_status"]

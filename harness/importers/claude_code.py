@@ -173,6 +173,7 @@ class _Parsed:
     dropped_blocks: Counter = field(default_factory=Counter)
     versions: Counter = field(default_factory=Counter)
     sessions: Counter = field(default_factory=Counter)
+    routes: Counter = field(default_factory=Counter)   # route_of each call's ids
     compact_summaries: int = 0
     hooks: dict[str, dict[str, str]] = field(default_factory=dict)  # tool_use_id -> hookEvent -> hookName
     session_hooks: dict[str, list[str]] = field(default_factory=dict)  # SessionStart source -> hook commands
@@ -195,6 +196,35 @@ def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
         return tr.ToolUseContent(id=str(b["id"]), name=str(b["name"]), input=inp if isinstance(inp, dict) else {"input": inp})
     p.dropped_blocks[f"assistant {kind} block"] += 1
     return None
+
+
+# Who served a call, from the ids the API gave it (issue 41: a proxy's usage is its own account, not
+# a bill of Anthropic's prices). Anthropic's API: message ids "msg_01...", request ids "req_011C..."
+# (every first-party log of the development population); Google Vertex: "msg_vrtx_01...",
+# "req_vrtx_011C..." (seen there too); Amazon Bedrock: "msg_bdrk_01..." (Bedrock's InvokeModel
+# responses, as ccusage users filter Bedrock calls by it). Anything else (a proxy's "msg_2026...",
+# "chatcmpl-...") is a proxy: it answers in the Messages API's shape and reports its own usage.
+ROUTE_PREFIXES = (("msg_vrtx_", "vertex"), ("req_vrtx_", "vertex"), ("msg_bdrk_", "bedrock"), ("msg_01", "anthropic"),
+                  ("req_01", "anthropic"))
+
+
+def route_of(message_id: Any, request_id: Any = None) -> str | None:
+    """``anthropic``, ``vertex``, ``bedrock`` or ``proxy`` from a call's message and request ids
+    (:data:`ROUTE_PREFIXES`); None when it has neither."""
+    ids = [str(x) for x in (message_id, request_id) if isinstance(x, str) and x]
+    if not ids:
+        return None
+    for i in ids:
+        for prefix, route in ROUTE_PREFIXES:
+            if i.startswith(prefix):
+                return route
+    return "proxy"
+
+
+def _route(routes: Counter) -> str | None:
+    """The route that served most of the session's calls (None: no call had an id)."""
+    known = [(n, r) for r, n in routes.items() if r is not None]
+    return max(known)[1] if known else None
 
 
 def parse_file(path: Path) -> _Parsed:
@@ -261,6 +291,7 @@ def parse_file(path: Path) -> _Parsed:
             if call is None:
                 call = p.calls[key] = _Call(key, line, t, msg.get("model"), request_id=o.get("requestId"),
                                             sidechain=side)
+                p.routes[route_of(msg.get("id"), o.get("requestId"))] += 1
                 p.items.append(("call", key))
             content = msg.get("content") or []
             if isinstance(content, str):
@@ -831,7 +862,8 @@ def import_claude_code(src: str | Path) -> ImportResult:
     header = tr.Header(
         name=src.stem, model=model, prefix_tokens=prefix, usage="per_call", output_tokens_partial=partial,
         source={"format": FORMAT, "path": str(src), "version": version, "start": iso_time(b.t0),
-                "session": main.sessions.most_common(1)[0][0] if main.sessions else None},
+                "session": main.sessions.most_common(1)[0][0] if main.sessions else None,
+                "route": _route(main.routes)},
         recorded=recorded,
         notes=notes_from(imp.ignored, repairs, extra),
         meta={"first_call_context": fu.context_tokens if fu else 0, "prefix_tokens_scale": 1.0,
@@ -839,7 +871,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
               **({"session_start_hooks": imp.hooks_run} if imp.hooks_run else {})},
     )
     summary = {
-        "source": str(src), "format": FORMAT, "version": version, "model": model,
+        "source": str(src), "format": FORMAT, "version": version, "model": model, "route": _route(main.routes),
         "calls": b.calls, "main_calls": b.calls - sub_calls, "subagent_calls": sub_calls,
         "tool_uses": tool_uses, "compactions": compactions,
         "subagent_spans": sum(imp.counts.get(k, 0) for k in spans),
