@@ -31,7 +31,7 @@ verbatim.
 
 from __future__ import annotations
 
-from ctxsim.harness.model.conversation import Block, Message
+from ctxsim.harness.model.conversation import Block, History, Message
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.templates import BreakpointStyle, PeerConfig, PeerStrategy
 from pydantic import Field
@@ -44,6 +44,18 @@ MAX_OBSERVATION_CHARS = 100_000  # SWE-agent max_observation_length
 def masked_text(original: str) -> str:
     """SWE-agent's placeholder for an elided observation."""
     return f"Old environment output: ({len(original.splitlines())} lines omitted)"
+
+
+def masked_history(h: History, todo: dict[int, list[int]]) -> History:
+    """``h`` with the tool results at ``todo`` ({message: [block, ...]}) replaced by their mask."""
+    for i in sorted(todo):
+        m = h[i]
+        blocks = list(m.blocks)
+        for j in todo[i]:
+            b = blocks[j]
+            blocks[j] = Block.tool_result(b.id or "", masked_text(b.text), b.is_error, masked=True)
+        h = h.replace_at(i, Message(m.role, tuple(blocks), m.meta))
+    return h
 
 
 def clipped_text(original: str, limit: int) -> str:
@@ -137,14 +149,7 @@ class ObservationMasking(PeerStrategy):
         todo: dict[int, list[int]] = {}
         for i, j in obs[lo + self.masked: lo + want]:
             todo.setdefault(i, []).append(j)
-        h = self.history
-        for i in sorted(todo):
-            m = h[i]
-            blocks = list(m.blocks)
-            for j in todo[i]:
-                b = blocks[j]
-                blocks[j] = Block.tool_result(b.id or "", masked_text(b.text), b.is_error, masked=True)
-            h = h.replace_at(i, Message(m.role, tuple(blocks), m.meta))
+        h = masked_history(self.history, todo)
         self.counters.extra["masked_observations"] += want - self.masked
         self.masked = want
         # the anchored estimate is re-based: what was masked no longer counts, at the density measured

@@ -60,22 +60,6 @@ def default_output(packaged: Path) -> Path:
     return Path(platformdirs.user_data_dir("ctxsim")) / packaged.name
 
 
-def _logs(items: list[str]) -> list[tuple[Path, Path]]:
-    """(log file, root it is named relative to)."""
-    from ctxsim.harness.cli import BadInput
-
-    out = []
-    for item in items:
-        p = Path(item)
-        if p.is_dir():
-            out += [(f, p) for f in sorted(p.rglob("*.jsonl")) if "subagents" not in f.parts]
-        elif p.is_file():
-            out.append((p, p.parent))
-        else:
-            raise BadInput(f"{item}: no such file or folder")
-    return out
-
-
 def gather(args, fit_name: str):
     """(logs that compacted, which of their compactions count, how many were skipped): the shared
     reading of calibrate-recovery and calibrate-summariser."""

@@ -83,13 +83,7 @@ def run(args) -> int:
         report["hidden"] = fid.hidden
     report["attribution_usd"] = {k: round(v, 4) for k, v in fid.attribution.items()}
     if args.json_out:
-        from ctxsim.harness.files import strictjson
-
-        text = strictjson.dumps(report, indent=2, default=str) + "\n"   # never NaN / Infinity
-        if args.json_out == "-":
-            sys.stdout.write(text)
-        else:
-            checks.atomic_write_text(args.json_out, text)
+        _write_json(args.json_out, report)
     if args.figure:
         checks.atomic_write(args.figure, lambda p: figure(fid, str(p)))
     if args.calls:
@@ -118,16 +112,20 @@ def _folder(args, root: Path, measure) -> int:
         print(file=sys.stderr)
     report = pop.folder_report(results)
     if args.json_out:
-        from ctxsim.harness.files import strictjson
-
-        text = strictjson.dumps(report, indent=2, default=str) + "\n"   # never NaN / Infinity
-        if args.json_out == "-":
-            sys.stdout.write(text)
-        else:
-            from ctxsim.harness.cli import checks
-
-            checks.atomic_write_text(args.json_out, text)
+        _write_json(args.json_out, report)
     if args.json_out != "-":
         print("\n".join(pop.session_lines(results, root) + pop.summary_lines(report)))
     status = {r.status for r in results}
     return 0 if status == {"measured"} else 1 if "error" in status else 2
+
+
+def _write_json(out: str, report: dict) -> None:
+    """The report as JSON on stdout (``-``) or in a file written whole; never NaN or Infinity."""
+    from ctxsim.harness.cli import checks
+    from ctxsim.harness.files import strictjson
+
+    text = strictjson.dumps(report, indent=2, default=str) + "\n"
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        checks.atomic_write_text(out, text)

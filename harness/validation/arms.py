@@ -29,9 +29,9 @@ VERSION_CONTROL_STATUS). The summary call carries no system prompt and no tools 
 from __future__ import annotations
 
 from ctxsim.harness.llm.services import SUMMARY, CallSpec
-from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.harness.model.conversation import History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.strategies.base import CallInfo, Rejection
-from ctxsim.strategies.observation_masking import last_removed_index, masked_text
+from ctxsim.strategies.observation_masking import last_removed_index, masked_history
 from ctxsim.strategies.templates import BreakpointStyle, PeerConfig, ThresholdCompactor, transcript_text
 from pydantic import Field
 
@@ -137,13 +137,7 @@ class SweAgentProcessors(ThresholdCompactor):
                 todo.setdefault(i, []).append(j)
         if not todo:
             return
-        for i in sorted(todo):
-            m = h[i]
-            blocks = list(m.blocks)
-            for j in todo[i]:
-                b = blocks[j]
-                blocks[j] = Block.tool_result(b.id or "", masked_text(b.text), b.is_error, masked=True)
-            h = h.replace_at(i, Message(m.role, tuple(blocks), m.meta))
+        h = masked_history(h, todo)
         self.counters.extra["masked_observations"] += sum(len(v) for v in todo.values())
         self.set_history(h, estimate=self.rebased_estimate(h))
 

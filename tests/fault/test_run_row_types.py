@@ -8,67 +8,56 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import pytest
 from ctxsim.harness.model import trace as tr
 
 from tests.fuzz.judge import run_cli
 from tests.helpers_traces import Builder
 
 
-def _swept(tmp_path):
+def _swept(tmp_path, seeds=(0,)):
     b = Builder().user("fix the parser").call("reading", results=["def parse(): pass"]).call("done")
     t = tmp_path / "t.jsonl"
     tr.write(b.build(), t)
     g = tmp_path / "g.toml"
-    g.write_text(f'traces = ["{t}"]\nseeds = [0]\n[[strategies]]\nname = "append_only"\n')
+    g.write_text(f'traces = ["{t}"]\nseeds = {list(seeds)}\n[[strategies]]\nname = "append_only"\n')
     out = tmp_path / "sw"
     o = run_cli(["sweep", str(g), "--out", str(out), "--workers", "1", "--no-progress"])
     assert o.status == 0, o.stderr
     return out
 
 
-def test_a_text_typed_cost_is_never_a_traceback(tmp_path):
-    out = _swept(tmp_path)
+def _damage(out, field, value) -> str:
+    """Set ``field`` of the first run's stored row to ``value``; its key."""
     db = sqlite3.connect(out / "results.sqlite")
-    key, row = db.execute("SELECT key, row FROM runs").fetchone()
-    d = json.loads(row)
-    d["cost_usd"] = "0.33"
-    db.execute("UPDATE runs SET row = ? WHERE key = ?", (json.dumps(d), key))
+    key, row = db.execute("SELECT key, row FROM runs ORDER BY key").fetchone()
+    db.execute("UPDATE runs SET row = ? WHERE key = ?", (json.dumps({**json.loads(row), field: value}), key))
     db.commit()
     db.close()
-    o = run_cli(["report", str(out), "--no-ledger", "--out", str(tmp_path / "rep")])
+    return key
+
+
+def _report(out, tmp_path):
+    return run_cli(["report", str(out), "--no-ledger", "--out", str(tmp_path / "rep")])
+
+
+def test_a_text_typed_cost_is_never_a_traceback(tmp_path):
+    out = _swept(tmp_path)
+    _damage(out, "cost_usd", "0.33")
+    o = _report(out, tmp_path)
     assert o.exception == "" and len(o.error_lines) == 1 and "Traceback" not in o.stderr, (o.exception, o.stderr)
 
 
 def test_a_text_typed_cost_is_named_as_a_damaged_row(tmp_path):
     out = _swept(tmp_path)
-    db = sqlite3.connect(out / "results.sqlite")
-    key, row = db.execute("SELECT key, row FROM runs").fetchone()
-    d = json.loads(row)
-    d["cost_usd"] = "0.33"
-    db.execute("UPDATE runs SET row = ? WHERE key = ?", (json.dumps(d), key))
-    db.commit()
-    db.close()
-    o = run_cli(["report", str(out), "--no-ledger", "--out", str(tmp_path / "rep")])
+    key = _damage(out, "cost_usd", "0.33")
+    o = _report(out, tmp_path)
     assert o.status != 1 and key in o.stderr and "cost_usd" in o.stderr, o.stderr
 
 
 def test_a_damaged_row_among_good_ones_is_left_out_and_named(tmp_path):
-    b = Builder().user("fix the parser").call("reading", results=["def parse(): pass"]).call("done")
-    t = tmp_path / "t.jsonl"
-    tr.write(b.build(), t)
-    g = tmp_path / "g.toml"
-    g.write_text(f'traces = ["{t}"]\nseeds = [0, 1]\n[[strategies]]\nname = "append_only"\n')
-    out = tmp_path / "sw"
-    assert run_cli(["sweep", str(g), "--out", str(out), "--workers", "1", "--no-progress"]).status == 0
-    db = sqlite3.connect(out / "results.sqlite")
-    key, row = db.execute("SELECT key, row FROM runs ORDER BY key").fetchone()
-    d = json.loads(row)
-    d["tokens.cache_read"] = [1, 2]
-    db.execute("UPDATE runs SET row = ? WHERE key = ?", (json.dumps(d), key))
-    db.commit()
-    db.close()
-    o = run_cli(["report", str(out), "--no-ledger", "--out", str(tmp_path / "rep")])
+    out = _swept(tmp_path, seeds=(0, 1))
+    key = _damage(out, "tokens.cache_read", [1, 2])
+    o = _report(out, tmp_path)
     assert o.status == 0, o.stderr
     assert "1 run could not be read" in o.stderr and key in o.stderr and "tokens.cache_read is [1, 2]" in o.stderr
 
