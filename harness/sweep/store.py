@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import socket
 import sqlite3
+import stat
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -65,7 +67,16 @@ class SweepLock:
     def acquire(self) -> SweepLock:
         import fcntl
 
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:   # never through a symbolic link: the lock is truncated and written (a planted link to a file
+            # elsewhere would empty it: the fresh hostile set of issue 44)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as e:
+            raise StoreError(f"{self.path}: cannot be used as the sweep's lock "
+                             f"({'a symbolic link' if self.path.is_symlink() else e.strerror or e}): "
+                             "remove it, or give another --out") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StoreError(f"{self.path}: not a regular file, so not a sweep's lock: remove it, or give another --out")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -163,16 +174,26 @@ NUMERIC_FIELDS = frozenset({
 NUMERIC_PREFIXES = ("tokens.", "latency_s.", "compactions.", "estimator.", "by_kind.")
 
 
+BOOL_FIELDS = frozenset({"completed"})   # a run row's flags: true or false, nothing read as one
+
+
 def bad_value(row: Any) -> str | None:
-    """Why a decoded run row cannot be used (None: it can): not an object, or a metric that is not a
-    number (``null`` allowed: a metric a run did not measure)."""
+    """Why a decoded run row cannot be used (None: it can): not an object, a metric that is not a
+    finite number at least 0 (every metric of a run is a cost, a count, a share, a time or a score;
+    ``null`` allowed: a metric a run did not measure), or a flag that is not true or false."""
     if not isinstance(row, dict):
         return f"a {type(row).__name__}, not a run row"
     for k, v in row.items():
-        if not (k in NUMERIC_FIELDS or k.startswith(NUMERIC_PREFIXES)) or v is None:
+        if v is None:
+            continue
+        if k in BOOL_FIELDS and not isinstance(v, bool):
+            return f"{k} is {json.dumps(v)[:40]}, not true or false"
+        if not (k in NUMERIC_FIELDS or k.startswith(NUMERIC_PREFIXES)):
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return f"{k} is {json.dumps(v)[:40]}, not a number"
+        if not math.isfinite(v) or v < 0:
+            return f"{k} is {v}, not a finite number at least 0"
     return None
 
 
@@ -241,6 +262,10 @@ class Store:
     def open(cls, out: str | Path) -> Store:
         """The store of ``out`` for writing (created if absent), in WAL mode."""
         path = Path(out) / FILE
+        for p in (path, *(path.with_name(path.name + x) for x in ("-wal", "-shm"))):
+            if p.is_symlink():   # another sweep's store (or any file) reached through a link: never written
+                raise StoreError(f"{p}: a symbolic link, so this --out would write into "
+                                 f"{os.path.realpath(p)}: give another --out")
         try:
             db = sqlite3.connect(path, timeout=30, isolation_level=None)
             tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

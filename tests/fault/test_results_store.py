@@ -371,3 +371,26 @@ def test_a_resume_after_the_replay_code_changed_redoes_every_run_and_says_so(gri
     monkeypatch.setattr(keys, "code_hash", lambda: "edited")
     o = sweep(cfg, out)
     assert "2 runs done before under another replay code (strategies, engine): redone" in o.stdout
+
+
+def test_a_lock_or_store_planted_as_a_link_is_refused_and_nothing_outside_is_written(tmp_path):
+    """The fresh hostile set of issue 44: ``<out>/.sweep.lock`` linked to a file elsewhere was
+    truncated; ``<out>/results.sqlite`` linked to another sweep's store had its grid replaced."""
+    from ctxsim.harness.sweep import store
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / store.LOCK).symlink_to(victim)
+    with pytest.raises(store.StoreError, match="a symbolic link"):
+        store.SweepLock(out).acquire()
+    assert victim.read_text() == "keep me"
+    other = tmp_path / "a"
+    other.mkdir()
+    store.Store.open(other).db.close()
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / store.FILE).symlink_to(other / store.FILE)
+    with pytest.raises(store.StoreError, match="a symbolic link, so this --out would write into"):
+        store.Store.open(b)

@@ -70,3 +70,8 @@ def test_bad_value_accepts_numbers_and_nulls_only_in_metric_fields():
     assert bad_value({"calls": True}) == "calls is true, not a number"
     assert bad_value({"by_kind.main.calls": "3"}) == 'by_kind.main.calls is "3", not a number'
     assert bad_value([1]) == "a list, not a run row"
+    # a cost below 0 or not finite is no run's (the fresh hostile set: "novacode is cheapest at $-5.00")
+    assert bad_value({"cost_usd": -5.0}) == "cost_usd is -5.0, not a finite number at least 0"
+    assert bad_value({"latency_s.p50": float("nan")}) == "latency_s.p50 is nan, not a finite number at least 0"
+    assert bad_value({"completed": ""}) == 'completed is "", not true or false'
+    assert bad_value({"completed": False, "failed_at_call": 3}) is None
