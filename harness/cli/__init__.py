@@ -75,7 +75,7 @@ _USER_ERRORS = {"ctxsim.harness.files.atomic": ("WriteError",), "ctxsim.harness.
                 "ctxsim.harness.fidelity.recorded": ("FidelityGap",), "ctxsim.harness.llm.live": ("LiveError",),
                 "ctxsim.harness.provider.models": ("UnknownModelError", "ModelsFileError"),
                 "ctxsim.harness.provider.tokenizer": ("UnknownTokenizer",),
-                "ctxsim.harness.llm.response_store": ("StoreMiss",), "ctxsim.harness.model.trace": ("TraceError",),
+                "ctxsim.harness.llm.response_store": ("StoreMiss",), "ctxsim.harness.replay.rundirs": ("SessionDirInUse",), "ctxsim.harness.model.trace": ("TraceError",),
                 "ctxsim.strategies.registry": ("StrategyError",)}
 
 

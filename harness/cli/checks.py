@@ -123,6 +123,16 @@ def distinct(**outputs: str | Path | None) -> None:
         seen[p] = flag
 
 
+def inside(a: Path, folder: Path) -> bool:
+    """``a`` is inside ``folder`` (or is it), real paths compared (a folder a run clears must not hold
+    its inputs or outputs)."""
+    try:
+        ra, rf = a.resolve(), folder.resolve()
+        return ra == rf or rf in ra.parents
+    except OSError:
+        return False
+
+
 def _same(a: Path, b: Path) -> bool:
     """``a`` is ``b``, or inside ``b`` when it is a folder (existing or not: an existing output
     folder inside an input folder was let through, and its traces read as sessions next time)."""

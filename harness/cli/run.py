@@ -62,6 +62,14 @@ def check_outputs(args, sources) -> None:
     if args.session_dir:
         from ctxsim.harness.replay.rundirs import check_session_dir
 
+        sd = Path(args.session_dir)
+        for what, p in (("the trace", args.trace), ("--json", args.json_out), ("--calls", args.calls)):
+            if p is not None and str(p) != "-" and checks.inside(Path(p), sd):
+                from ctxsim.harness.cli import BadInput
+
+                raise BadInput(f"--session-dir {sd}: holds {what} ({p}), and a run clears its session folder first: "
+                               "give another folder")
+
         try:   # a marker ctxsim did not write for this folder is refused here, before anything is removed
             check_session_dir(Path(args.session_dir))
         except ValueError as e:

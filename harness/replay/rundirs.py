@@ -128,15 +128,43 @@ def clean_session_dir(d: Path) -> None:
     mark.write_text(marker_text(d), encoding="utf-8")
 
 
+class SessionDirInUse(ValueError):
+    """A ``--session-dir`` another run holds now: bad input, one line (exit 2)."""
+
+
+@contextmanager
+def _held(d: Path) -> Iterator[None]:
+    """An exclusive lock on folder ``d`` itself (flock on its descriptor: nothing is written in it),
+    released on any exit; a folder another run holds is refused (ValueError naming it)."""
+    try:
+        import fcntl
+    except ImportError:   # not POSIX: no lock
+        yield
+        return
+    fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SessionDirInUse(f"--session-dir {d}: in use by another run now; wait for it to end, or give "
+                             "another folder") from None
+        yield
+    finally:
+        os.close(fd)   # closing the descriptor releases the lock
+
+
 @contextmanager
 def session_dir(given: Path | None) -> Iterator[Path]:
     """The run's directory: ``given`` (cleaned first), else a fresh one under RUN_ROOT removed on
     any exit (a killed process's goes at the next run: :func:`sweep_stale`)."""
     if given is not None:
         d = Path(given)
-        clean_session_dir(d)
-        with confined.inside(d):
-            yield d
+        check_session_dir(d)   # refused before anything is created or locked
+        d.mkdir(parents=True, exist_ok=True)
+        with _held(d):   # one run in a session folder at a time (two interleaved their files and costs)
+            clean_session_dir(d)
+            with confined.inside(d):
+                yield d
         return
     d = fresh_run_dir()
     try:

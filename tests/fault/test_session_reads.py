@@ -312,3 +312,33 @@ def test_a_pointer_that_leaves_the_run_directory_is_not_read(tmp_path, form):
     req = Request(SystemPrompt.of("s"), ToolSet(()), (Message.user(f"read {path}"),))
     [s] = model.score(ProbeEvent(t=0, id="p", needs=["f"]), req, lambda i: 0, 10)
     assert s.where == "lost" and s.pointer is None
+
+
+def test_a_session_dir_holding_the_trace_or_an_output_is_refused_and_nothing_removed(tmp_path):
+    """The fresh hostile set of issue 44: a trace copied into a session folder ctxsim had used was
+    deleted by the run that read it (exit 0); an earlier --json output there too."""
+    sd = tmp_path / "sess"
+    assert run_cli(["run", str(_trace(tmp_path, {})), "-s", "append_only", "-q", "--session-dir", str(sd)]).status == 0
+    inner = _trace(sd, {}, name="t.jsonl")
+    o = run_cli(["run", str(inner), "-s", "append_only", "-q", "--session-dir", str(sd)])
+    assert o.status == 2 and len(o.error_lines) == 1 and "holds the trace" in o.stderr, o.stderr
+    assert inner.is_file()
+    o = run_cli(["run", str(_trace(tmp_path, {})), "-s", "append_only", "-q", "--session-dir", str(sd),
+                 "--json", str(sd / "m.json")])
+    assert o.status == 2 and "holds --json" in o.stderr, o.stderr
+
+
+def test_a_session_dir_in_use_by_another_run_is_refused(tmp_path):
+    """Two runs in one session folder at once interleaved their files (and their costs)."""
+    from ctxsim.harness.replay import rundirs
+
+    sd = tmp_path / "sess"
+    p = _trace(tmp_path, {})
+    with rundirs.session_dir(sd):
+        with pytest.raises(rundirs.SessionDirInUse, match="in use by another run"):
+            with rundirs.session_dir(sd):
+                pass
+        o = run_cli(["run", str(p), "-s", "append_only", "-q", "--session-dir", str(sd)])
+        assert o.status == 2 and len(o.error_lines) == 1 and "in use by another run" in o.stderr, o.stderr
+    with rundirs.session_dir(sd) as d:   # released on exit: the folder is usable again
+        assert d == sd
