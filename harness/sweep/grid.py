@@ -352,6 +352,7 @@ def expand(cfg: SweepConfig, traces: list[Path], per_window: dict[int | None, li
     specs: list[RunSpec] = []
     for s in cfg.strategies:
         cls = registry.load_class(s.name)   # a name or MODULE:CLASS, as `run` takes
+        code = keys.strategy_code(cls)      # a user's strategy: its own source is part of the setting
         if cls.needs_recorded_trace:
             bare = [p for p in traces if executors.trace(str(p)).header.recorded is None]
             if bare:
@@ -362,7 +363,8 @@ def expand(cfg: SweepConfig, traces: list[Path], per_window: dict[int | None, li
             for window in cfg.windows:
                 for p, model, cache, seed, assume in itertools.product(
                         per_window[window], cfg.models, cfg.cache, cfg.seeds, assumption_grid(cfg)):
-                    base = keys.setting_digest(s.name, resolved, hashes[p], model, window, cache, seed, assume)
+                    base = keys.setting_digest(s.name, resolved, hashes[p], model, window, cache, seed, assume,
+                                               code)
                     label = s.label or s.name
                     specs.append(RunSpec(keys.run_key(base, env), s.name, label, tuple(sorted(resolved.items())), str(p),
                                          hashes[p], model, window, cache, seed, cfg.save_calls,

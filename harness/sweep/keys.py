@@ -34,13 +34,44 @@ def _digest(obj: Any, n: int = 20) -> str:
 
 
 def setting_digest(strategy: str, params: dict[str, Any], trace_hash: str, model: str | None, window: int | None,
-                   cache_on: bool, seed: int, assume: dict[str, Any] | None = None) -> str:
+                   cache_on: bool, seed: int, assume: dict[str, Any] | None = None, code: str = "") -> str:
     """The digest of what the grid asked for (no environment): the same for a run done under
-    other prices, another tokenizer or another ctxsim."""
+    other prices, another tokenizer or another ctxsim. ``code``: :func:`strategy_code` of a user's
+    strategy (its own source is part of the setting; ctxsim's is in :func:`code_hash`)."""
     parts: list[Any] = [strategy, params, trace_hash, model, window, cache_on, seed]
     if assume:
         parts.append(assume)
+    if code:
+        parts.append({"code": code})
     return _digest(parts)
+
+
+def strategy_code(cls: type) -> str:
+    """A digest of the source files of ``cls`` and its bases that are not ctxsim's own (a user's
+    ``MODULE:CLASS``): an edit to them moves the runs' keys, so a resume redoes them (the fresh hostile
+    set of issue 44: an edited strategy file kept its old rows as done). ``""`` for ctxsim's classes."""
+    import inspect
+
+    files = []
+    for k in cls.__mro__:
+        mod = getattr(k, "__module__", "") or ""
+        if mod == "builtins" or mod == "ctxsim" or mod.startswith("ctxsim."):
+            continue
+        try:
+            f = inspect.getsourcefile(k)
+        except TypeError:
+            f = None
+        if f and f not in files:
+            files.append(f)
+    if not files:
+        return ""
+    h = hashlib.sha256()
+    for f in files:
+        try:
+            h.update(Path(f).read_bytes())
+        except OSError:
+            h.update(f.encode())
+    return h.hexdigest()[:16]
 
 
 def run_key(base: str, env: dict[str, str]) -> str:

@@ -313,7 +313,8 @@ class _Runner:
         out = []
         for p in paths:
             for seed in self.cfg.seeds:
-                base = keys.setting_digest(self.strategy, resolved, self.hashes[p], model, self.window, True, seed, {})
+                base = keys.setting_digest(self.strategy, resolved, self.hashes[p], model, self.window, True, seed, {},
+                                           keys.strategy_code(self.cls))
                 out.append(RunSpec(keys.run_key(base, self.env), self.strategy, self.strategy,
                                    tuple(sorted(resolved.items())), p, self.hashes[p], model, self.window, True, seed,
                                    False, (), base))

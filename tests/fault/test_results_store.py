@@ -394,3 +394,25 @@ def test_a_lock_or_store_planted_as_a_link_is_refused_and_nothing_outside_is_wri
     (b / store.FILE).symlink_to(other / store.FILE)
     with pytest.raises(store.StoreError, match="a symbolic link, so this --out would write into"):
         store.Store.open(b)
+
+
+def test_a_users_strategy_file_edited_moves_its_runs_keys(tmp_path, monkeypatch):
+    """The fresh hostile set of issue 44: a sweep over ``mystrat:Mine``, the file edited, the sweep
+    again: "1 already done" kept the old rows (the code digest covers only ctxsim's code)."""
+    import importlib
+
+    from ctxsim.harness.sweep import keys
+    from ctxsim.strategies.append_only import AppendOnly
+
+    src = tmp_path / "mystrat_k44.py"
+    src.write_text("from ctxsim.strategies.append_only import AppendOnly\n\nclass Mine(AppendOnly):\n    name = 'mine'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("mystrat_k44")
+    before = keys.strategy_code(mod.Mine)
+    src.write_text(src.read_text() + "\n    def breakpoints(self, history):\n        return ()\n")
+    mod = importlib.reload(mod)
+    after = keys.strategy_code(mod.Mine)
+    assert before and after and before != after
+    assert keys.strategy_code(AppendOnly) == ""   # ctxsim's own: in code_hash
+    digest = [keys.setting_digest("mystrat_k44:Mine", {}, "h", None, None, True, 0, None, c) for c in (before, after)]
+    assert digest[0] != digest[1]
