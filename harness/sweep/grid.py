@@ -283,6 +283,17 @@ def _sets(cfg: SweepConfig) -> list[str]:
     return [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in cfg.preset_set.items()]
 
 
+def _sets_tag(cfg: SweepConfig) -> str:
+    """``-<digest>`` of ``preset_set`` for the names of generated traces ("" without one): a trace
+    generated under other settings is never reused by name (the fresh hostile set of issue 44: calls=20
+    changed to 10 kept the 20-call trace and its runs as done)."""
+    if not cfg.preset_set:
+        return ""
+    import hashlib
+
+    return "-" + hashlib.sha256(json.dumps(_sets(cfg), sort_keys=True).encode()).hexdigest()[:8]
+
+
 def _resolve(items: list[str], cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None],
              window: int | None = None, workers: int = 1) -> list[Path]:
     out: list[Path] = []
@@ -297,7 +308,7 @@ def _resolve(items: list[str], cfg: SweepConfig, base: Path, gen_dir: Path, log:
 
             name = item.split(":", 1)[1]
             for seed in cfg.preset_seeds:
-                dest = gen_dir / f"{name}-seed{seed}.jsonl"
+                dest = gen_dir / f"{name}{_sets_tag(cfg)}-seed{seed}.jsonl"
                 if not dest.exists():
                     log(f"generating preset {name} (seed {seed}) -> {dest}")
                     tr.write(generate(load_preset(name, _sets(cfg)), seed), dest)
@@ -324,7 +335,7 @@ def _population(preset: str, n: int, cfg: SweepConfig, gen_dir: Path, log: Calla
     from ctxsim.harness.synth import population
 
     w = window or population.DEFAULT_WINDOW
-    folder = gen_dir / f"population-{preset}-{w}"
+    folder = gen_dir / f"population-{preset}-{w}{_sets_tag(cfg)}"
     sessions = population.draw(n, cfg.population_seed, w)
     missing = [s for s in sessions if not (folder / population.file_name(preset, s)).exists()]
     if missing:

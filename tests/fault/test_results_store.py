@@ -416,3 +416,18 @@ def test_a_users_strategy_file_edited_moves_its_runs_keys(tmp_path, monkeypatch)
     assert keys.strategy_code(AppendOnly) == ""   # ctxsim's own: in code_hash
     digest = [keys.setting_digest("mystrat_k44:Mine", {}, "h", None, None, True, 0, None, c) for c in (before, after)]
     assert digest[0] != digest[1]
+
+
+def test_a_preset_generated_under_other_settings_is_not_reused(tmp_path):
+    """The fresh hostile set of issue 44: ``preset_set = {calls = 20}`` changed to 10 kept the 20-call
+    trace (reused by its name) and its run as done."""
+    out = tmp_path / "sw"
+    calls = []
+    for n in (12, 6):
+        cfg = tmp_path / "g.toml"
+        cfg.write_text(f'traces = ["preset:short"]\npreset_seeds = [1]\nseeds = [0]\npreset_set = {{calls = {n}}}\n'
+                       '[[strategies]]\nname = "append_only"\n')
+        o = sweep(cfg, out)
+        assert o.status == 0, o.stderr
+        calls.append(sorted(_rows(out)["calls"].tolist()))
+    assert calls[0] == [12] and 6 in calls[1]
