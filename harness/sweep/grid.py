@@ -95,6 +95,20 @@ class SweepConfig(BaseModel):
     retention_target: float = Field(0.7, ge=0, le=1, allow_inf_nan=False,
                                     description="recommendation: lowest cost with retention >= this")
 
+    @field_validator("strategies")
+    @classmethod
+    def _one_strategy_per_label(cls, strategies: list[StrategyGrid]) -> list[StrategyGrid]:
+        """A label names the settings of one strategy (a report compares its settings as one family):
+        two strategies under one label are refused (the fresh hostile set of issue 44: the report ended
+        in a TypeError and the sweep's answer mixed them)."""
+        seen: dict[str, str] = {}
+        for s in strategies:
+            label = s.label or s.name
+            if seen.setdefault(label, s.name) != s.name:
+                raise ValueError(f"label {label!r} is given to {seen[label]} and to {s.name}: give each strategy a "
+                                 "label of its own")
+        return strategies
+
     @field_validator("window_traces")
     @classmethod
     def _window_keys(cls, wt: dict[str, list[str]]) -> dict[str, list[str]]:

@@ -431,3 +431,14 @@ def test_a_preset_generated_under_other_settings_is_not_reused(tmp_path):
         assert o.status == 0, o.stderr
         calls.append(sorted(_rows(out)["calls"].tolist()))
     assert calls[0] == [12] and 6 in calls[1]
+
+
+def test_one_label_for_two_strategies_is_refused_in_one_line(tmp_path):
+    t = tmp_path / "t.jsonl"
+    tr.write(generate(load_preset("short", ["calls=8"]), 2), t)
+    cfg = tmp_path / "g.toml"
+    cfg.write_text(f'traces = ["{t}"]\nseeds = [0]\n[[strategies]]\nname = "novacode"\nlabel = "ours"\n'
+                   '[[strategies]]\nname = "append_only"\nlabel = "ours"\n')
+    o = sweep(cfg, tmp_path / "sw")
+    assert o.status == 2 and len(o.error_lines) == 1, o.stderr
+    assert "label 'ours' is given to novacode and to append_only" in o.stderr
