@@ -177,6 +177,13 @@ NUMERIC_PREFIXES = ("tokens.", "latency_s.", "compactions.", "estimator.", "by_k
 BOOL_FIELDS = frozenset({"completed"})   # a run row's flags: true or false, nothing read as one
 
 
+def _cell(v: Any) -> Any:
+    """A row's value as a table cell: a list or object (a parameter such as gemini_cli's ``mcp_tools
+    = []``) as its JSON text, which groups and compares like any setting (a list cell ended make
+    sweep's summary in pandas' "unhashable type: 'list'")."""
+    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+
+
 def bad_value(row: Any) -> str | None:
     """Why a decoded run row cannot be used (None: it can): not an object, a metric that is not a
     finite number at least 0 (every metric of a run is a cost, a count, a share, a time or a score;
@@ -449,7 +456,7 @@ class Store:
                 health.damaged.append(key)
                 health.why.setdefault(key, bad)
                 continue
-            rows.append({"key": key, "label": label, **{k: v for k, v in row.items() if k not in ("key", "label")}})
+            rows.append({"key": key, "label": label, **{k: _cell(v) for k, v in row.items() if k not in ("key", "label")}})
         health.damaged = list(dict.fromkeys(health.damaged))
         if not rows:
             df = pd.DataFrame()

@@ -75,3 +75,18 @@ def test_bad_value_accepts_numbers_and_nulls_only_in_metric_fields():
     assert bad_value({"latency_s.p50": float("nan")}) == "latency_s.p50 is nan, not a finite number at least 0"
     assert bad_value({"completed": ""}) == 'completed is "", not true or false'
     assert bad_value({"completed": False, "failed_at_call": 3}) is None
+
+
+def test_a_list_valued_parameter_groups_like_any_setting(tmp_path):
+    """gemini_cli's ``mcp_tools = []`` is a list in its runs' rows: make sweep ended after its 756
+    runs in pandas' "unhashable type: 'list'" (the sweep's summary and the report group by settings)."""
+    b = Builder().user("fix the parser").call("reading", results=["def parse(): pass"]).call("done")
+    t = tmp_path / "t.jsonl"
+    tr.write(b.build(), t)
+    g = tmp_path / "g.toml"
+    g.write_text(f'traces = ["{t}"]\nseeds = [0]\n[[strategies]]\nname = "gemini_cli"\n[[strategies]]\nname = "append_only"\n')
+    out = tmp_path / "sw"
+    o = run_cli(["sweep", str(g), "--out", str(out), "--workers", "1", "--no-progress"])
+    assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
+    o = _report(out, tmp_path)
+    assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
