@@ -108,3 +108,17 @@ def test_an_interval_that_only_touches_zero_is_on_the_side_of_its_estimate():
     assert S.direction(S.Interval(0.068, 0.0, 0.167)) == 1
     assert S.direction(S.Interval(0.0, 0.0, 0.0)) == 0 and S.not_worse(S.Interval(0.0, 0.0, 0.0))
     assert S.direction(S.Interval(-0.045, -0.167, 0.031)) == 0 and S.not_worse(S.Interval(-0.045, -0.167, 0.031))
+
+
+def test_sessions_on_their_own_models_are_one_setting():
+    """make sweep's real logs run each on its own model (models = [none]): grouped by the model each
+    run used, three sessions were three settings of one session each, and compared with one another."""
+    import pandas as pd
+    from ctxsim.harness.sweep.analysis import by_config
+
+    df = pd.DataFrame({"label": ["novacode"] * 3, "strategy": ["novacode"] * 3, "param.soft_margin": [13_000] * 3,
+                       "model": ["claude-opus-4-6", "claude-sonnet-4-5", "claude-opus-4-7"], "model_setting": [""] * 3,
+                       "window": [200_000] * 3, "cache": [True] * 3, "trace": ["a", "b", "c"],
+                       "cost_usd": [1.0, 2.0, 6.0], "completed": [True] * 3, "error": [""] * 3})
+    g = by_config(df)
+    assert len(g) == 1 and int(g["runs"].iloc[0]) == 3 and g["cost_usd"].iloc[0] == pytest.approx(3.0)

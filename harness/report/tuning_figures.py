@@ -242,6 +242,8 @@ def fig_response(ctx: Context) -> list[Figure]:
     for label in dict.fromkeys(a.label for a in ctx.answers):
         mine = [a for a in ctx.answers if a.label == label]
         params = sorted({p for a in mine for p in a.swept})
+        if not params:   # a strategy run at one setting (a peer): no response to draw
+            continue
         fig, axes = plt.subplots(len(params), 2, figsize=(12, 3.6 * len(params) + 0.6), squeeze=False)
         cmap = plt.get_cmap("tab10")
         lines = []

@@ -109,7 +109,11 @@ def config_name(row: dict[str, Any] | pd.Series) -> str:
 def config_columns(df: pd.DataFrame) -> list[str]:
     """The columns that identify a configuration (strategy label, its parameters, provider)."""
     cols = ["label"] + sorted(c for c in df.columns if c.startswith("param."))
-    return cols + [c for c in ("model", "window", "cache") if c in df.columns]
+    # the model asked for, not the one each run used: with each trace on its own model (models = [none])
+    # sessions on two models are one setting (they were two settings of one session each, compared
+    # with one another: make sweep's real logs)
+    model = "model_setting" if "model_setting" in df.columns else "model"
+    return cols + [c for c in (model, "window", "cache") if c in df.columns]
 
 
 # per session, averaged over a configuration's runs: counts too (a sum over seeds describes no session)
