@@ -37,7 +37,9 @@ sits in ("Context Rot", "Lost in the Middle").
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import stat
 from pathlib import Path
 
 from ctxsim.harness.model.conversation import Block, History, Message
@@ -69,12 +71,33 @@ class WholeRepoConfig(WindowedConfig):
     def _names(cls, v):
         return split_names(v)
 
+    @field_validator("corpus")
+    @classmethod
+    def _not_the_machine(cls, v: str) -> str:
+        real = os.path.realpath(v) if os.path.isabs(v) or os.sep in v or v.startswith(".") else ""
+        if real and any(real == p or real.startswith(p + "/") for p in PSEUDO_FILE_SYSTEMS):
+            raise ValueError(f"{v!r} is the machine's {real.split('/')[1]} file system, not a repository: give a "
+                             "directory of source files or an installed package")
+        return v
+
+
+# The machine's state, not a corpus: never read (issue 44's fresh hostile set: corpus=/proc/self packed
+# the process's environment, API keys included, into every request)
+PSEUDO_FILE_SYSTEMS = ("/proc", "/sys", "/dev")
+MAX_FILE_BYTES = 2_000_000   # assumed: larger is no source file of a repository; skipped unread (a 300 MB file was read whole)
+
 
 def corpus_files(corpus: str) -> list[tuple[str, str]]:
     """A real corpus (relative path, text) in path order: an installed package's ``.py`` sources,
-    or the text files under a directory. Exits with a clear error when it is neither."""
+    or the text files under a directory. Exits with a clear error when it is neither, or when the
+    directory is one of the machine's pseudo file systems (:data:`PSEUDO_FILE_SYSTEMS`)."""
     root = Path(corpus)
     pattern = "*"
+    if root.is_dir():
+        real = os.path.realpath(root)
+        if any(real == p or real.startswith(p + "/") for p in PSEUDO_FILE_SYSTEMS):
+            raise ValueError(f"whole_repo: corpus {corpus!r} is the machine's {real.split('/')[1]} file system, not a "
+                             "repository: give a directory of source files or an installed package")
     if not root.is_dir():
         spec = importlib.util.find_spec(corpus)
         if spec is None or not spec.submodule_search_locations:
@@ -90,11 +113,15 @@ def project_files(root: Path | None, pattern: str = "*") -> list[tuple[str, str]
         return []
     out = []
     for p in sorted(Path(root).rglob(pattern)):
-        if p.is_file() and "__pycache__" not in p.parts:
-            try:
-                out.append((str(p.relative_to(root)), p.read_text(encoding="utf-8")))
-            except (UnicodeDecodeError, OSError):
+        if "__pycache__" in p.parts:
+            continue
+        try:   # regular files only (no link followed out of the tree, no fifo or device), none too large
+            st = p.lstat()
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
                 continue
+            out.append((str(p.relative_to(root)), p.read_text(encoding="utf-8")))
+        except (UnicodeDecodeError, OSError):
+            continue
     return out
 
 

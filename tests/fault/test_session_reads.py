@@ -342,3 +342,24 @@ def test_a_session_dir_in_use_by_another_run_is_refused(tmp_path):
         assert o.status == 2 and len(o.error_lines) == 1 and "in use by another run" in o.stderr, o.stderr
     with rundirs.session_dir(sd) as d:   # released on exit: the folder is usable again
         assert d == sd
+
+
+def test_whole_repo_reads_no_pseudo_file_system_and_no_link_fifo_or_huge_file(tmp_path):
+    """The fresh hostile set of issue 44: ``whole_repo --set corpus=/proc/self`` packed the process's
+    environment into every request; a 300 MB file in the corpus was read whole."""
+    import os
+
+    from ctxsim.strategies import whole_repo
+
+    o = run_cli(["run", str(_trace(tmp_path, {})), "-s", "whole_repo", "-q", "--set", "corpus=/proc/self"])
+    assert o.status == 2 and len(o.error_lines) == 1 and "proc file system" in o.stderr, o.stderr
+    outside = tmp_path / "secret.env"
+    outside.write_text("API_KEY=sk-not-for-requests")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("x = 1\n")
+    (corpus / "link.py").symlink_to(outside)
+    os.mkfifo(corpus / "pipe.py")
+    with open(corpus / "big.py", "wb") as f:
+        f.truncate(whole_repo.MAX_FILE_BYTES + 1)
+    assert whole_repo.corpus_files(str(corpus)) == [("a.py", "x = 1\n")]
