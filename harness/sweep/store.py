@@ -180,8 +180,16 @@ BOOL_FIELDS = frozenset({"completed"})   # a run row's flags: true or false, not
 def _cell(v: Any) -> Any:
     """A row's value as a table cell: a list or object (a parameter such as gemini_cli's ``mcp_tools
     = []``) as its JSON text, which groups and compares like any setting (a list cell ended make
-    sweep's summary in pandas' "unhashable type: 'list'")."""
-    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+    sweep's summary in pandas' "unhashable type: 'list'"); text that is no UTF-8 with its bytes escaped."""
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, sort_keys=True)
+    if isinstance(v, str) and not v.isascii():
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:   # a file name of bytes that are not UTF-8 (surrogate escapes): shown with
+            # those bytes escaped, since no table or Parquet file can hold the text (a sweep ended in pyarrow's error)
+            return v.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return v
 
 
 def bad_value(row: Any) -> str | None:

@@ -90,3 +90,22 @@ def test_a_list_valued_parameter_groups_like_any_setting(tmp_path):
     assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
     o = _report(out, tmp_path)
     assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
+
+
+def test_a_trace_whose_file_name_is_not_utf8_is_swept_and_reported(tmp_path):
+    """The fresh hostile set of issue 44: a trace named ``bad\\xff.jsonl`` in a sweep's folder ended the
+    sweep in pyarrow's UnicodeEncodeError, and every report after it."""
+    import os
+
+    b = Builder().user("fix the parser").call("reading", results=["def parse(): pass"]).call("done")
+    folder = tmp_path / "w"
+    folder.mkdir()
+    bad = os.path.join(os.fsencode(folder), b"bad\xff.jsonl")
+    tr.write(b.build(), os.fsdecode(bad))
+    g = tmp_path / "g.toml"
+    g.write_text(f'traces = ["{folder}"]\nseeds = [0]\n[[strategies]]\nname = "append_only"\n')
+    out = tmp_path / "sw"
+    o = run_cli(["sweep", str(g), "--out", str(out), "--workers", "1", "--no-progress"])
+    assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
+    o = _report(out, tmp_path)
+    assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
