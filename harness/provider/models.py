@@ -49,6 +49,8 @@ MAX_PRICE = 10_000.0        # USD per million tokens: 16x the dearest list price
                             # output, $600 per million, platform.openai.com/docs/pricing)
 MAX_WINDOW = 100_000_000    # tokens: harness/model/trace.py MAX_TOKENS, 100x the largest window here (1M)
 MAX_DECODE_TOK_S = 100_000.0  # output tokens per second: tens of times any served model's decode
+MIN_DECODE_TOK_S = 1.0        # assumed: no served model decodes slower than a token a second (1e-9 gave a
+                              # median latency of 5e10 s: the fresh hostile set of issue 44)
 MAX_SECONDS = 3_600.0       # a time to first token of an hour is no API's
 MAX_S_PER_TOKEN = 1.0       # prefill seconds per input token
 MAX_CACHE_TTL_S = 31 * 86_400.0   # a month: the longest cache retention offered is 24 hours (OpenAI extended)
@@ -135,7 +137,7 @@ class ModelSpec(BaseModel):
     min_cacheable: int = Field(1024, ge=0, le=MAX_WINDOW)
     cache_ttl_s: float = Field(300.0, gt=0, le=MAX_CACHE_TTL_S, description="automatic caches (OpenAI, Gemini): idle retention")
     long_context: LongContext | None = None
-    decode_tok_s: float = Field(60.0, gt=0, le=MAX_DECODE_TOK_S)
+    decode_tok_s: float = Field(60.0, ge=MIN_DECODE_TOK_S, le=MAX_DECODE_TOK_S)
     ttft_base_s: float = Field(0.5, ge=0, le=MAX_SECONDS)
     prefill_s_per_tok: float = Field(1.1e-4, ge=0, le=MAX_S_PER_TOKEN)
     cached_prefill_s_per_tok: float = Field(1.94e-5, ge=0, le=MAX_S_PER_TOKEN)

@@ -42,6 +42,7 @@ def _refused(o, *words: str) -> None:
 
 @pytest.mark.parametrize("field,value", [("input", "1.7e308"), ("output", "1e300"), ("cache_read", "50000"),
                                          ("cache_write_1h", "1e20"), ("decode_tok_s", "1e308"),
+                                         ("decode_tok_s", "1e-9"),
                                          ("ttft_base_s", "1e308"), ("prefill_s_per_tok", "1e10"),
                                          ("token_scale", "1e6"), ("bedrock_regional_premium", "1e300"),
                                          ("cache_ttl_s", "1e308"), ("window", "10000000000000"),
