@@ -79,6 +79,13 @@ def run_one(spec) -> Done:
     row = _identity(spec)
     probes = calls = None
     ret, summ = spec.assumptions()
+    differs = _other_environment(spec)
+    if differs:   # a worker elsewhere (Dask) with other prices, tokenizer or code: its numbers would be
+        # stored under the client's key (the fresh hostile set of issue 44), so it does not run
+        row["error"] = (f"EnvironmentMismatch: this worker runs under {differs} than the sweep that asked for the run; "
+                        "give the workers the sweep's CTXSIM_MODELS, --tokenizer and ctxsim")
+        row["run_s"] = 0.0
+        return Done(spec.key, row)
     try:
         res = replay(trace(spec.trace), registry.load_class(spec.strategy), dict(spec.params),
                      RunConfig(model=spec.model, window=spec.window, cache=spec.cache, seed=spec.seed,
@@ -94,6 +101,18 @@ def run_one(spec) -> Done:
     row["run_s"] = time.perf_counter() - t0
     row["run_cpu_s"] = time.process_time() - c0   # the worker process's CPU time (what a shared machine does not move)
     return Done(spec.key, row, probes, calls)
+
+
+def _other_environment(spec) -> str:
+    """How this process's environment differs from the one ``spec``'s key was made under ("": the
+    same, or the spec carries none)."""
+    env = dict(getattr(spec, "env", ()) or ())
+    if not env:
+        return ""
+    from ctxsim.harness.sweep import keys
+
+    here = keys.environment()
+    return keys.difference(env, here) if here != env else ""
 
 
 def _scalar(v: Any) -> Any:

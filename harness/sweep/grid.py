@@ -147,6 +147,7 @@ class RunSpec:
     save_calls: bool
     assume: tuple[tuple[str, Any], ...] = ()  # ("retention.X" | "summariser.X", value) of this run
     base: str = ""   # the setting's digest without the environment (harness/sweep/keys.py)
+    env: tuple[tuple[str, str], ...] = ()   # the environment its key was made under (a worker checks its own)
 
     def as_dict(self) -> dict[str, Any]:
         return {"key": self.key, "strategy": self.strategy, "label": self.label, "params": dict(self.params),
@@ -393,7 +394,7 @@ def expand(cfg: SweepConfig, traces: list[Path], per_window: dict[int | None, li
                     label = s.label or s.name
                     specs.append(RunSpec(keys.run_key(base, env), s.name, label, tuple(sorted(resolved.items())), str(p),
                                          hashes[p], model, window, cache, seed, cfg.save_calls,
-                                         tuple(sorted(assume.items())), base))
+                                         tuple(sorted(assume.items())), base, tuple(sorted(env.items()))))
     seen: set[tuple[str, str]] = set()
     unique = []
     for sp in specs:

@@ -317,7 +317,7 @@ class _Runner:
                                            keys.strategy_code(self.cls))
                 out.append(RunSpec(keys.run_key(base, self.env), self.strategy, self.strategy,
                                    tuple(sorted(resolved.items())), p, self.hashes[p], model, self.window, True, seed,
-                                   False, (), base))
+                                   False, (), base, tuple(sorted(self.env.items()))))
         return out
 
     def run(self, params: dict[str, Any], paths: list[str]) -> list[dict[str, Any]]:

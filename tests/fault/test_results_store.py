@@ -442,3 +442,23 @@ def test_one_label_for_two_strategies_is_refused_in_one_line(tmp_path):
     o = sweep(cfg, tmp_path / "sw")
     assert o.status == 2 and len(o.error_lines) == 1, o.stderr
     assert "label 'ours' is given to novacode and to append_only" in o.stderr
+
+
+def test_a_worker_under_other_prices_does_not_run_under_the_sweeps_key(tmp_path):
+    """The fresh hostile set of issue 44: a Dask worker started with CTXSIM_MODELS at 10x prices stored
+    its $3.18 under the client's key (the client's prices), and a local resume counted it as done."""
+    from ctxsim.harness.sweep import executors, keys
+    from ctxsim.harness.sweep.grid import RunSpec
+
+    t = tmp_path / "t.jsonl"
+    tr.write(generate(load_preset("short", ["calls=8"]), 2), t)
+    here = keys.environment()
+    spec = RunSpec("k1", "append_only", "append_only", (), str(t), "h", None, None, True, 0, False, (), "b",
+                   tuple(sorted({**here, "prices": "someone-elses"}.items())))
+    done = executors.run_one(spec)
+    assert done.row["error"].startswith("EnvironmentMismatch: this worker runs under another price table")
+    assert "cost_usd" not in done.row
+    same = RunSpec(*[getattr(spec, f) for f in ("key", "strategy", "label", "params", "trace", "trace_hash", "model",
+                                                  "window", "cache", "seed", "save_calls", "assume", "base")],
+                   tuple(sorted(here.items())))
+    assert executors.run_one(same).row["error"] == ""
