@@ -195,11 +195,12 @@ def fig_sawtooth(ctx: Context) -> Figure | None:
                  f"× = request rejected", fontsize=11)
     f = _save(fig, ctx.out, "02-context-per-call.png")
     rej = runs[(runs.get("rejected_requests", pd.Series(0, index=runs.index)) > 0) & runs["completed"]]
+    on = f"On {trace} (the longest session), " if trace else ""   # one session drawn: the others may differ
     if failed:
         where = ", ".join(f"{r['config']} at call {fmt.count(r['failed_at_call'])}" for r in failed)
-        reading = f"{len(failed)} of {n} configurations fail at a request over the window and stop there ({where}); "
+        reading = f"{on}{len(failed)} of {n} configurations fail at a request over the window and stop there ({where}); "
     else:
-        reading = f"Every configuration completes under the {window:,}-token window; "
+        reading = f"{on}every configuration completes under the {window:,}-token window; "
     reading += (f"{len(rej)} recovered from a rejected request by reacting and sending again ({', '.join(rej['config'])})."
                 if len(rej) else "the rest stay below it by compacting, clearing or dropping.")
     return Figure(f, "Context tokens per call (the sawtooth)", reading)

@@ -69,6 +69,8 @@ def test_every_figure_reading_names_the_failure(dump_report):
                   "Retention by fact category and goal retention"):
         assert f"{FAILED} (failed at call {DUMP_AT})" in readings[title], title
     assert f"{FAILED} at call {DUMP_AT}" in readings["Context tokens per call (the sawtooth)"]
+    # one session is drawn, and said: make sweep's read "every configuration completes" where 3 had failed elsewhere
+    assert readings["Context tokens per call (the sawtooth)"].startswith("On ")
     assert "failed and are not plotted" in readings["Pareto front: cost against retention"]
     w = readings["200k against 1M"]
     assert "For the 3 configurations that completed at both windows" in w
