@@ -189,8 +189,8 @@ class _Run:
                 return None
             self.attempt += 1
             req = s.build_request(self._call_info())
-            if kind is not None:
-                req = _with_kind(req, kind)
+            if kind is not None and isinstance(req, Request):   # every field kept (thinking too)
+                req = replace(req, kind=kind)
 
     def _bill(self, req: Request, lay: Any, output_tokens: int) -> Usage:
         """Bill one accepted main-loop request."""
@@ -259,11 +259,11 @@ class _Run:
         out = recorded_output if recorded_output is not None else self.provider.output_tokens(answer)
         usage = self._bill(req, lay, out)
         for _ in range(self.recovery.params.wasted_calls if self.recovery is not None else 0):
-            self._bill(_with_kind(req, RESTATE), lay, out)   # the work done against it until noticed
+            self._bill(replace(req, kind=RESTATE), lay, out)   # the work done against it until noticed
         said = "".join(b.text for b in answer.blocks if b.type == "text").strip() or "(done)"
         s.on_response(Message("assistant", (Block.text_block(said),), {"origin": RESTATE}), usage)
         s.on_user(Message.user("\n".join(texts), origin=RESTATE))
-        return self.accept(_with_kind(s.build_request(self._call_info()), RESTATE), RESTATE)
+        return self.accept(replace(s.build_request(self._call_info()), kind=RESTATE), RESTATE)
 
     def inject(self, req: Request, lay: Any, steps: list[tuple[str, Any, str, bool]], kind: str) -> tuple[Request, Any] | None:
         """Tool calls the simulated agent makes before the call's recorded answer (read-backs of
@@ -280,16 +280,11 @@ class _Run:
             s.on_tool_results(Message("user", (Block.tool_result(tu.id, text, is_error),), {"origin": kind}))
             if kind == READBACK:
                 self.readbacks += 1
-            got = self.accept(_with_kind(s.build_request(self._call_info()), kind), kind)
+            got = self.accept(replace(s.build_request(self._call_info()), kind=kind), kind)
             if got is None:
                 return None
             req, lay = got
         return req, lay
-
-
-def _with_kind(req: Request, kind: str) -> Request:
-    return Request(req.system, req.tools, req.messages, req.breakpoints, kind, req.estimated_tokens,
-                   req.rewrite, req.model, req.max_output_tokens)
 
 
 def replay(trace: tr.Trace, strategy: str | type[Strategy], params: Mapping[str, Any] | None = None,
