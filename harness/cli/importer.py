@@ -152,7 +152,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 def run(args) -> int:
     from ctxsim.harness.cli import BadInput, checks
-    from ctxsim.harness.importers.folders import discover, in_range, session_start
+    from ctxsim.harness.importers.folders import find, in_range, session_start
 
     src, out = Path(args.src), Path(args.output)
     if out.exists() and src.exists() and out.resolve() == src.resolve():
@@ -166,7 +166,8 @@ def run(args) -> int:
             load_table(args.models_file)
         except ValueError as e:
             raise BadInput(str(e)) from None   # names --models or CTXSIM_MODELS itself
-    sessions, folder = discover(args.format, src)
+    found = find(args.format, src)
+    sessions, folder = found.sessions, found.folder
     if not folder and out.is_dir():
         raise BadInput(f"-o {args.output}: a folder; for one log, give the trace file to write")
     if folder and out.exists() and not out.is_dir():
@@ -212,13 +213,16 @@ def run(args) -> int:
     status = 0 if not failed and not lossy else 1 if internal else 2
     if args.json_out:
         sys.stdout.write(json.dumps({"output": str(out), "sessions": rows, "failed": failed,
-                                     "outside_dates": len(sessions) - len(chosen), "exit_status": status},
+                                     "outside_dates": len(sessions) - len(chosen), "duplicates": found.duplicates,
+                                     "exit_status": status},
                                     indent=2) + "\n")
     else:
         print_table(rows)
         if len(chosen) < len(sessions):
             print(f"{len(sessions) - len(chosen)} sessions outside --since/--until left out")
         print(f"traces in {out}/")
+    for w in found.duplicates:   # a session reached twice: read once, the other copy named
+        print(f"ctxsim import: warning: {w}", file=sys.stderr)
     for r in rows:
         for w in r.get("warnings", ()):
             print(f"ctxsim import: warning: {w}", file=sys.stderr)

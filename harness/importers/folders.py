@@ -6,11 +6,20 @@
   ``agent-<id>.jsonl`` beside it whose records carry the session's id) or the
   projects root (``~/.claude/projects/``: every project folder in it). A project folder's
   sessions go to ``OUT/<session>.jsonl``, the root's to ``OUT/<project>/<session>.jsonl``.
+  A projects root may also hold session files directly (one copied there): they are read too, each
+  to ``OUT/<session>.jsonl``, beside the project folders, never instead of them.
 * ``codex``: SRC is a rollout file or a folder searched at any depth for ``rollout-*.jsonl``
   (``~/.codex/sessions/YYYY/MM/DD/``); each goes to ``OUT/<rollout name>.jsonl``, except rollouts
   that share a file name (a copied or archived tree: two day folders holding the same name), which
   go to ``OUT/<their folder under SRC>/<rollout name>.jsonl``: every session its own trace.
 * the other formats: SRC is one file.
+
+One session is read once: a file reached twice (a symlinked folder) by its real path, and two
+copies of one session (Codex's ``archived_sessions/`` beside ``sessions/``; a Claude Code
+``<session id>.jsonl`` copied into another folder) by its id: Codex's ``session_meta.id``,
+Claude Code's file name (Claude Code names each transcript by its session id; a resumed session's
+first records carry the id it resumed, so those are not the key). The longest copy is read (the
+first found if they are the same size) and each other is named in a warning.
 
 A session's start is its first timestamp (``--since`` / ``--until`` filter on its UTC date before
 the session is imported).
@@ -18,6 +27,7 @@ the session is imported).
 
 from __future__ import annotations
 
+import filecmp
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -48,32 +58,101 @@ def _claude_sessions(folder: Path) -> list[Path]:
     return [p for p in files if not p.name.startswith("agent-") or session_of(p) not in stems]
 
 
+@dataclass(frozen=True)
+class Found:
+    """What ``ctxsim import`` reads under SRC: the sessions, whether SRC is a folder of them, and
+    one warning per file not read because it is a session already read (a link, a copy)."""
+    sessions: list[SessionFile]
+    folder: bool
+    duplicates: list[str]
+
+
 def discover(fmt: str, src: str | Path) -> tuple[list[SessionFile], bool]:
     """The session files under ``src`` and whether ``src`` is a folder of them (then OUT is a
     folder). A missing path or a folder holding no session is a :class:`TraceError`."""
+    found = find(fmt, src)
+    return found.sessions, found.folder
+
+
+def find(fmt: str, src: str | Path) -> Found:
+    """:func:`discover`, with the duplicates it left out, one warning each."""
     src = Path(src)
     if not src.exists():
         raise TraceError(src, None, "no such file or folder")
     if src.is_file():
-        return [SessionFile(src, src.parent.name, Path(src.name))], False
+        return Found([SessionFile(src, src.parent.name, Path(src.name))], False, [])
     if fmt == "claude-code":
         direct = _claude_sessions(src)
-        if direct:   # a project folder
-            return [SessionFile(p, src.name, Path(p.name)) for p in direct], True
-        out = [SessionFile(p, proj.name, Path(proj.name) / p.name)
-               for proj in sorted(d for d in src.iterdir() if d.is_dir()) for p in _claude_sessions(proj)]
-        if not out:
+        own = {p.stem for p in direct}   # <session>/ beside <session>.jsonl: its subagents, not a project
+        nested = [SessionFile(p, proj.name, Path(proj.name) / p.name)
+                  for proj in sorted(d for d in src.iterdir() if d.is_dir() and d.name not in own)
+                  for p in _claude_sessions(proj)]
+        if not direct and not nested:
             raise TraceError(src, None, "no Claude Code session here: expected <session>.jsonl files (a project "
                              "folder) or folders of them (~/.claude/projects)")
-        return out, True
+        # project folders first: of two copies of one session, the one in its project is read
+        return _once(src, nested + [SessionFile(p, src.name, Path(p.name)) for p in direct], lambda p: p.stem)
     if fmt == "codex":
-        found = [p for p in sorted(src.rglob("rollout-*.jsonl")) if p.is_file()]
+        found = [p for p in sorted(src.rglob("rollout-*.jsonl"), key=_archived_last) if p.is_file()]
         if not found:
             raise TraceError(src, None, "no Codex rollout here: expected rollout-*.jsonl files (~/.codex/sessions/YYYY/MM/DD/)")
         names = Counter(p.name for p in found)
-        return _distinct(src, [SessionFile(p, p.parent.name, Path(p.name) if names[p.name] == 1 else p.relative_to(src))
-                               for p in found]), True
+        return _once(src, [SessionFile(p, p.parent.name, Path(p.name) if names[p.name] == 1 else p.relative_to(src))
+                           for p in found], rollout_id)
     raise TraceError(src, None, f"{fmt}: expected a log file, got a folder")
+
+
+def _archived_last(p: Path) -> tuple[bool, Path]:
+    """Codex moves a finished session to ``archived_sessions/``: its live copy comes first."""
+    return "archived_sessions" in p.parts, p
+
+
+def _once(src: Path, sessions: list[SessionFile], key) -> Found:
+    """``sessions`` with each session once: by real path (a link to a file read already), then by
+    ``key(path)``, its id (None: none known, never merged); of one session's copies the largest file
+    is read (the first of equal ones). Each file left out is named in a warning."""
+    notes: list[str] = []
+    by_path: dict[Path, SessionFile] = {}
+    for s in sessions:
+        real = s.path.resolve()
+        if real in by_path:
+            notes.append(f"{s.path}: the same file as {by_path[real].path} (reached through a link): read once")
+        else:
+            by_path[real] = s
+    unique = list(by_path.values())
+    groups: dict[object, list[SessionFile]] = {}
+    for s in unique:
+        groups.setdefault(key(s.path) or ("no id", s.path), []).append(s)
+    dropped: set[Path] = set()
+    for ident, copies in groups.items():
+        if len(copies) < 2:
+            continue
+        size = {c.path: c.path.stat().st_size for c in copies}
+        read = max(copies, key=lambda c: size[c.path])   # max keeps the first of equal sizes
+        for c in copies:
+            if c is not read:
+                how = ("an identical copy" if size[c.path] == size[read.path] and filecmp.cmp(c.path, read.path, shallow=False)
+                       else "a shorter copy" if size[c.path] < size[read.path] else "a copy of the same size")
+                notes.append(f"{c.path}: the same session (id {ident}) as {read.path} ({how}): not read again")
+                dropped.add(c.path)
+    return Found(_distinct(src, [s for s in unique if s.path not in dropped]), True, notes)
+
+
+def rollout_id(path: Path) -> str | None:
+    """The session id a Codex rollout's ``session_meta`` names (None if its first lines name none)."""
+    try:
+        with path.open("rb") as fh:
+            for _, raw in zip(range(20), fh):
+                try:
+                    o = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if isinstance(o, dict) and o.get("type") == "session_meta" and isinstance(o.get("payload"), dict):
+                    sid = o["payload"].get("id")
+                    return str(sid) if isinstance(sid, str | int) and str(sid) else None
+    except OSError:
+        return None
+    return None
 
 
 def _distinct(src: Path, sessions: list[SessionFile]) -> list[SessionFile]:
