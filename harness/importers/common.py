@@ -62,11 +62,11 @@ def read_jsonl(path: str | Path, skipped: list[SkippedLine] | None = None) -> It
     truncated last line says so; a UTF-8 byte-order mark is skipped). With ``skipped`` (a list),
     such a line is appended to it and reading goes on: a log written one record per line (Claude
     Code's) loses that record only, and the caller says so."""
-    from ctxsim.harness.files import strictjson
+    from ctxsim.harness.files import regular, strictjson
 
     path = Path(path)
     try:
-        fh = path.open("rb")
+        fh = regular.open_regular(path)   # a device or a fifo refused: /dev/zero never ends, a fifo blocks
     except OSError as e:
         raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
     # streamed line by line (issue 31): a 200 MB log is never held whole, nor split into a copy
@@ -74,9 +74,12 @@ def read_jsonl(path: str | Path, skipped: list[SkippedLine] | None = None) -> It
         no = 0
         while True:
             try:
-                b = fh.readline()
+                b = fh.readline(regular.MAX_LINE_BYTES + 1)
             except OSError as e:
                 raise TraceError(path, no + 1, f"cannot read: {e.strerror or e}") from None
+            if len(b) > regular.MAX_LINE_BYTES:
+                raise TraceError(path, no + 1, f"cannot read: a line longer than {regular.MAX_LINE_BYTES // 2 ** 20} "
+                                 "MiB: not a line of a log (is it the right file?)")
             if not b:
                 break
             no += 1
@@ -142,11 +145,11 @@ class JsonDoc:
 
 def read_json_doc(path: str | Path) -> JsonDoc:
     """A whole-file JSON document; every refusal names the line and column."""
-    from ctxsim.harness.files import strictjson
+    from ctxsim.harness.files import regular, strictjson
 
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = regular.read_bytes(path, regular.MAX_DOCUMENT_BYTES)
     except OSError as e:
         raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
     if data.startswith(b"\xef\xbb\xbf"):

@@ -79,6 +79,10 @@ def find(fmt: str, src: str | Path) -> Found:
     src = Path(src)
     if not src.exists():
         raise TraceError(src, None, "no such file or folder")
+    if not src.is_file() and not src.is_dir():   # a device or a fifo: never read (/dev/zero never ends)
+        from ctxsim.harness.files import regular
+
+        raise TraceError(src, None, f"cannot read: {regular.not_regular(src, src.stat().st_mode).strerror}")
     if src.is_file():
         return Found([SessionFile(src, src.parent.name, Path(src.name))], False, [])
     if fmt == "claude-code":

@@ -51,6 +51,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ctxsim.harness.files import regular
+
 STORE_VERSION = 1
 VOLATILE_FIELDS = ("metadata", "stream", "timeout", "extra_headers", "extra_query", "extra_body")
 PREVIEW_CHARS = 300
@@ -193,8 +195,16 @@ class ResponseStore:
             self._load()
 
     def _load(self) -> None:
-        with self.path.open("r", encoding="utf-8") as fh:
-            for no, raw in enumerate(fh, 1):
+        try:
+            fh = regular.open_regular(self.path)   # a device or a fifo refused before a byte is read
+        except OSError as e:
+            raise StoreError(f"{self.path}: cannot read: {e.strerror or e}") from None
+        with fh:
+            for no, raw in enumerate(self._lines(fh), 1):
+                try:
+                    raw = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise StoreError(f"{self.path}:{no}: not UTF-8: {e.reason} at byte {e.start + 1}") from None
                 if not raw.strip():
                     continue
                 try:
@@ -207,6 +217,13 @@ class ResponseStore:
                     raise StoreError(f"{self.path}:{no}: store version {d.get('v')!r}, this ctxsim reads {STORE_VERSION}")
                 rec = Record.from_json(d)
                 self._by_key.setdefault(rec.key, []).append(rec)
+
+    def _lines(self, fh) -> Iterable[bytes]:
+        """The store's lines, one longer than ``regular.MAX_LINE_BYTES`` refused at its place."""
+        try:
+            yield from regular.lines(fh, self.path)
+        except regular.InputFileError as e:
+            raise StoreError(f"{self.path}:{e.line}: cannot read: {e.strerror}") from None
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_key.values())

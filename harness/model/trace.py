@@ -492,15 +492,15 @@ def iter_lines(path: str | Path, repairs: list[str] | None = None) -> Iterator[t
     """(line number, object) of each line; bad bytes, bad JSON, NaN, deep nesting are refused
     with the line and column they are on (a UTF-8 byte-order mark and CRLF line ends are fine); a
     lone surrogate is replaced, said in ``repairs`` and as an ``InputRepaired`` warning."""
-    from ctxsim.harness.files import strictjson
+    from ctxsim.harness.files import regular, strictjson
 
     path = Path(path)
     try:
-        fh = path.open("rb")
+        fh = regular.open_regular(path)   # a device or a fifo refused: /dev/zero never ends, a fifo blocks
     except OSError as e:
         raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
     with fh:
-        for no, raw in enumerate(fh, 1):
+        for no, raw in enumerate(_capped(fh, path), 1):
             if no == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             text = decode_line(raw, path, no)
@@ -521,6 +521,18 @@ def iter_lines(path: str | Path, repairs: list[str] | None = None) -> Iterator[t
 
                 warnings.warn(note, strictjson.InputRepaired, stacklevel=2)
             yield no, obj
+
+
+def _capped(fh: Any, path: Path) -> Iterator[bytes]:
+    """The file's lines, a line longer than ``regular.MAX_LINE_BYTES`` refused at its place."""
+    from ctxsim.harness.files import regular
+
+    try:
+        yield from regular.lines(fh, path)
+    except regular.InputFileError as e:
+        raise TraceError(path, e.line, f"cannot read: {e.strerror}") from None
+    except OSError as e:
+        raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
 
 
 def load(path: str | Path) -> Trace:

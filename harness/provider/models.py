@@ -38,9 +38,9 @@ import re
 import tomllib
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Literal
 
+from ctxsim.harness.files import regular
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 # Bounds of a row (issue 44: a price of 1.7e308 priced a session at $inf and wrote "cost_usd":
@@ -246,8 +246,10 @@ def load_table(extra: str | None = None) -> ModelTable:
         if not path:
             continue
         try:
-            more, d = _parse(tomllib.loads(Path(path).read_text(encoding="utf-8")), path)
-        except (OSError, tomllib.TOMLDecodeError, ValueError) as e:
+            more, d = _parse(tomllib.loads(regular.read_text(path)), path)   # a file, read to a bound
+        except OSError as e:
+            raise ModelsFileError(f"{label}{path}: cannot read: {e.strerror or e}") from None
+        except (tomllib.TOMLDecodeError, ValueError) as e:
             raise ModelsFileError(f"{label}{path}: {e}".replace(f"{path}: {path}: ", f"{path}: ")) from None
         models.update(more)
         default = d or default

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pandas as pd
+from ctxsim.harness.files import regular
 from ctxsim.harness.model.trace import MAX_TOKENS
 from ctxsim.harness.sweep import columns, executors, keys, store
 from ctxsim.strategies import registry
@@ -164,9 +165,11 @@ class RunSpec:
 def load_config(path: str | Path) -> SweepConfig:
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(regular.read_text(path))   # a file (not /dev/zero, not a fifo), read to a bound
     except OSError as e:
         raise SweepError(f"{path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise SweepError(f"{path}: not UTF-8 text: {e.reason} at byte {e.start + 1}") from None
     except tomllib.TOMLDecodeError as e:
         raise SweepError(f"{path}: not TOML: {e}") from None
     try:

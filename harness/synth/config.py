@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ctxsim.harness.files import bundled
+from ctxsim.harness.files import bundled, regular
 from ctxsim.harness.model.trace import FACT_CATEGORIES
 from ctxsim.harness.synth import distributions as D
 from ctxsim.harness.synth.distributions import LogNormal
@@ -226,7 +226,7 @@ def load_preset(preset: str | Path, overrides: list[str] | tuple[str, ...] = ())
         if not p.exists():
             raise PresetError(f"unknown preset {preset!r}; known: {', '.join(preset_names())} (or a path to a .toml file)")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(regular.read_text(p))   # a file (not /dev/zero, not a fifo), read to a bound
     except OSError as e:
         raise PresetError(f"{p}: cannot read: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
