@@ -67,7 +67,7 @@ from ctxsim.harness.model.conversation import (
     ToolSet,
     Usage,
 )
-from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv
+from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig, StrategyEnv, check_room
 from pydantic import Field, model_validator
 
 CHARS_PER_TOKEN = 3.5       # N-COMP-5: the seed's characters-per-token rule, before any usage arrives
@@ -418,6 +418,9 @@ class WindowedStrategy(GaugedStrategy):
 
     def __init__(self, config: WindowedConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
+        # a reserve at or above the window leaves no request room (issue 44 fresh, case 15: 127
+        # compactions in 120 calls, "completed"); refused as the other families refuse it
+        check_room(self.name, env.window, env.window - config.reserve_tokens, {"reserve_tokens": config.reserve_tokens})
         self.pinned = 0
         self.cuts = 0
         self.summary_msg: Message | None = None

@@ -180,6 +180,20 @@ def test_a_reserve_or_margin_that_leaves_no_window_is_refused(tmp_path, strategy
     assert not (tmp_path / "o.json").exists()
 
 
+@pytest.mark.parametrize("strategy", ["structured_state", "whole_repo", "rag_memory", "tiered_budget"])
+def test_a_reserve_larger_than_the_window_is_refused_by_the_windowed_family(tmp_path, strategy):
+    """Issue 44 fresh, case 15. Before: --window 50000 --set reserve_tokens=60000 ran, a compaction
+    before every call (127 in 120 calls), reported "completed", exit 0."""
+    p = _trace(tmp_path)
+    o = run_cli(["run", str(p), "-s", strategy, "-q", "--window", "50000", "--set", "reserve_tokens=60000",
+                 "--json", str(tmp_path / "o.json")])
+    _refused(o, "reserve_tokens 60,000", "50,000")
+    assert strategy in o.error_lines[0]
+    assert not (tmp_path / "o.json").exists()
+    o = run_cli(["run", str(p), "-s", strategy, "-q", "--window", "50000", "--set", "reserve_tokens=49000"])
+    assert o.status == 0, o.stderr   # 1,000 tokens left: room, a choice
+
+
 def test_the_default_reserves_fit_a_small_window(tmp_path):
     p = _trace(tmp_path)
     o = run_cli(["run", str(p), "-s", "novacode", "-q", "--window", "60000"])
