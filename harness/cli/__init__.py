@@ -84,7 +84,11 @@ EXIT_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
 
 
 class Stopped(SystemExit):
-    """The exit of a terminating signal (never taken for a strategy's own sys.exit)."""
+    """The exit of a terminating signal (never taken for a strategy's own sys.exit). A sweep's run
+    lets an exception with ``from_signal`` through (ctxsim.harness.sweep.executors.run_one): the
+    user stopped the sweep, the run did not fail."""
+
+    from_signal = True
 
 
 def _exit_on_sigterm(command: str | None = None) -> None:
@@ -132,7 +136,7 @@ def internal_line(e: BaseException) -> str:
     import traceback
 
     frames = list(traceback.walk_tb(e.__traceback__))
-    what = f"{type(e).__name__}: {e}".rstrip(": ") if str(e) else type(e).__name__
+    what = f"{type(e).__name__}: {one_line(str(e))}".rstrip(": ") if str(e) else type(e).__name__
     base = sys.modules.get("ctxsim.strategies.base")
     strategy = None
     if base is not None:
@@ -168,6 +172,15 @@ def internal_line(e: BaseException) -> str:
         spec = f"{strategy.__module__}:{strategy.__qualname__}"
         return f"error: strategy {spec} raised {what}{at} {hint}"
     return f"internal error: {what}{at} {hint}"
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """A message's first line, at most ``limit`` characters, saying what was left out (an
+    exception's text of several lines, or of thousands of characters, printed whole broke the one
+    line an error is)."""
+    lines = text.strip().splitlines() or [""]
+    first = lines[0][:limit] + ("…" if len(lines[0]) > limit else "")
+    return first + (f" (+{len(lines) - 1} more line{'s' if len(lines) > 2 else ''})" if len(lines) > 1 else "")
 
 
 def _disk_error(e: BaseException) -> str | None:
@@ -242,5 +255,10 @@ def _run(args) -> int:
             print(f"ctxsim {args.command}: internal error: {e} (a bug: every input is checked; the output was not "
                   "written)", file=sys.stderr)
             return 1
+        print(f"ctxsim {args.command}: {internal_line(e)}", file=sys.stderr)
+        return 1
+    except BaseException as e:   # not an Exception (a strategy's own BaseException subclass): one line too
+        if args.debug or isinstance(e, GeneratorExit):
+            raise
         print(f"ctxsim {args.command}: {internal_line(e)}", file=sys.stderr)
         return 1

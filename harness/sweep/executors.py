@@ -96,7 +96,10 @@ def run_one(spec) -> Done:
             row[k if k not in row else f"metric.{k}"] = _scalar(v)
         calls = res.calls.assign(key=spec.key) if spec.save_calls else None
         probes = res.probes if len(res.probes) else None   # what a report's retention intervals resample
-    except Exception as e:  # a failed run is a recorded result, not the end of the sweep
+    except BaseException as e:  # a failed run is a recorded result, not the end of the sweep; a
+        # strategy's own BaseException (or sys.exit) too: only the user's Ctrl-C or signal ends it
+        if isinstance(e, KeyboardInterrupt | GeneratorExit) or getattr(e, "from_signal", False):
+            raise
         row["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
     row["run_s"] = time.perf_counter() - t0
     row["run_cpu_s"] = time.process_time() - c0   # the worker process's CPU time (what a shared machine does not move)

@@ -245,3 +245,78 @@ def test_an_unterminated_string_is_not_at_at(tmp_path):
     log.write_text(lines)
     o = run_cli(["import", "codex", str(log), "-o", str(tmp_path / "o.jsonl")])
     assert o.status == 2 and "at at" not in o.stderr, o.stderr
+
+
+# --- a custom strategy raising a BaseException (issue 44 fresh, case 21) -------------------------
+
+WEIRD = '''
+from ctxsim.strategies.base import Strategy, StrategyConfig
+
+
+class Weird(BaseException):
+    """Not an Exception: what ``except Exception`` lets through."""
+
+
+class Odd(Strategy):
+    name = "odd"
+    summary = "raises a BaseException at its second call"
+    Config = StrategyConfig
+
+    def build_request(self, call):
+        if call.index == 1:
+            raise Weird("not an exception")
+        return super().build_request(call)
+'''
+
+
+def _weird(tmp_path: Path, monkeypatch, mod: str) -> None:
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / f"{mod}.py").write_text(WEIRD)
+    monkeypatch.syspath_prepend(str(d))
+
+
+def test_a_strategys_base_exception_is_one_line_naming_it_and_its_site(tmp_path, monkeypatch):
+    """Before: a 27-line traceback without --debug."""
+    _weird(tmp_path, monkeypatch, "weird_strategy_run")
+    o = run_cli(["run", str(_trace(tmp_path)), "-s", "weird_strategy_run:Odd", "-q"])
+    assert o.exception == "" and o.status == 1, (o.exception, o.stderr)
+    assert len(o.error_lines) == 1 and "Traceback" not in o.stderr, o.stderr
+    line = o.error_lines[0]
+    assert "weird_strategy_run:Odd" in line and "Weird: not an exception" in line
+    assert "weird_strategy_run.py:16" in line and "build_request" in line and "--debug" in line
+
+
+def test_a_base_exception_in_a_sweep_run_is_that_runs_failure(tmp_path, monkeypatch):
+    """Before, with --workers 1: a 43-line traceback, the sweep ended, 0 of 6 runs stored
+    (append_only's lost too). Now the failing strategy's runs are failed rows naming it, the
+    others are stored, and the sweep exits 1 with the count, as for an Exception."""
+    _weird(tmp_path, monkeypatch, "weird_strategy_sweep")
+    t = _trace(tmp_path)
+    cfg = tmp_path / "s.toml"
+    cfg.write_text(f'traces = ["{t}"]\nwindows = [200000]\nseeds = [0, 1]\n\n[[strategies]]\nname = "append_only"\n\n'
+                   '[[strategies]]\nname = "weird_strategy_sweep:Odd"\n')
+    out = tmp_path / "o"
+    o = run_cli(["sweep", str(cfg), "--out", str(out), "--workers", "1", "--no-progress"])
+    assert o.exception == "" and o.status == 1, (o.exception, o.stderr[-800:])
+    assert "Traceback" not in o.stderr and "2 of 4 runs failed (first: Weird: not an exception)" in o.stderr, o.stderr
+    import sqlite3
+
+    with sqlite3.connect(out / "results.sqlite") as db:
+        rows = [json.loads(r) for (r,) in db.execute("SELECT row FROM runs")]
+    by = sorted((r["strategy"], r["error"].split("\n")[0]) for r in rows)
+    assert by == [("append_only", ""), ("append_only", ""),
+                  ("weird_strategy_sweep:Odd", "Weird: not an exception"), ("weird_strategy_sweep:Odd", "Weird: not an exception")]
+
+
+def test_a_multi_line_message_is_one_line(tmp_path, monkeypatch):
+    """Before: ValueError("line one\\nline two\\n" + 5000 x) printed whole over 3 lines."""
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "multi_strategy.py").write_text(STRATEGY.replace('return {}["missing"]',
+                                                          'raise ValueError("line one\\nline two\\n" + "x" * 5000)'))
+    monkeypatch.syspath_prepend(str(d))
+    o = run_cli(["run", str(_trace(tmp_path)), "-s", "multi_strategy:Boom", "-q"])
+    assert o.exception == "" and o.status == 1, (o.exception, o.stderr)
+    assert len(o.error_lines) == 1 and len(o.stderr) < 1000, o.stderr
+    assert "ValueError: line one" in o.error_lines[0] and "multi_strategy.py:16" in o.error_lines[0]
