@@ -110,6 +110,23 @@ class SweepConfig(BaseModel):
                                  "label of its own")
         return strategies
 
+    @field_validator("preset_set")
+    @classmethod
+    def _finite_preset_set(cls, sets: dict[str, Any]) -> dict[str, Any]:
+        """A NaN or an infinity is refused here, named as preset_set's: passed on as ``--set`` text
+        it read as the string "NaN" and the shipped preset was blamed (issue 44 fresh, case 28)."""
+        import math
+
+        def walk(v: Any, where: str) -> None:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValueError(f"{where}: Input should be a finite number, got {v}")
+            for k, x in (v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()):
+                walk(x, f"{where}.{k}")
+
+        for k, v in sets.items():
+            walk(v, k)
+        return sets
+
     @field_validator("window_traces")
     @classmethod
     def _window_keys(cls, wt: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -223,9 +240,16 @@ def _check_presets(path: Path, cfg: SweepConfig) -> None:
 
     for kind, name in dict.fromkeys(names):
         try:
-            load_preset(name, _sets(cfg))
-        except PresetError as e:
+            load_preset(name)
+        except PresetError as e:   # the preset itself
             raise SweepError(f"{path}: traces: {kind}:{name}: {e}") from None
+        try:
+            load_preset(name, _sets(cfg))
+        except PresetError as e:   # what preset_set changed in it: this file's field, not the preset file's
+            import re
+
+            why = re.sub(r"^(--set |.*?\.toml: )", "", str(e))
+            raise SweepError(f"{path}: preset_set: {why} (in {kind}:{name})") from None
 
 
 def _check_assumptions(path: Path, combo: dict[str, Any]) -> None:

@@ -134,6 +134,22 @@ def test_a_sweeps_retention_grid_is_checked_the_same_way(tmp_path, value):
     assert not (tmp_path / "out" / "results.parquet").exists()
 
 
+@pytest.mark.parametrize("value,words", [("nan", "finite"), ("inf", "finite"), ('"ten"', "integer"),
+                                         ("1000000000", "less than or equal to 200000"), ("{ x = 1 }", "calls")])
+def test_a_bad_preset_set_value_names_the_sweep_file_and_the_field(tmp_path, value, words):
+    """Issue 44 fresh, case 28. Before: preset_set={calls=nan} said "<ctxsim>/traces/presets/
+    short.toml: calls: Input should be a valid integer, unable to parse string as an integer": the
+    shipped preset blamed, a NaN called a string. Now the sweep file and preset_set.calls."""
+    g = tmp_path / "g.toml"
+    g.write_text(f'traces = ["preset:short"]\nseeds = [0]\npreset_set = {{ calls = {value} }}\n'
+                 '[[strategies]]\nname = "append_only"\n')
+    o = run_cli(["sweep", str(g), "--out", str(tmp_path / "out"), "--workers", "1", "--no-progress"])
+    _refused(o, f"{g}: preset_set", "calls", words)
+    assert "presets/short.toml" not in o.stderr, o.stderr
+    assert "string" not in o.stderr or value not in ("nan", "inf"), o.stderr
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("item", ["'probability={read=nan}'", "'probability={read=7}'", "'probability={red=0.5}'"])
 def test_a_recovery_probability_that_is_not_one_is_refused(tmp_path, item):
     """Before: --recovery 'probability={read=nan}' ran, exit 0."""
