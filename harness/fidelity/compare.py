@@ -179,13 +179,14 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     fit = set() if token_scale is not None else fit_calls(calls, fit_fraction)
     rec = trace.header.recorded or RecordedSetting()
     fitted = fit_token_scale(calls, base, fit) if token_scale is None else None
+    counted = get_tokenizer().name   # what ``base`` was counted with: the scale maps its counts, no other's
     if token_scale is not None:
         scale, evidence = token_scale, "given"
     elif fitted:
         pairs = sum(1 for c in calls if c.index in fit and c.prev_in_thread in fit
                     and continues(c, calls[c.prev_in_thread]))
         scale, evidence = fitted, (f"fitted on the first {len(fit)} of {len(with_usage)} calls ({pairs} growth pairs): "
-                                   "Σ recorded context growth / Σ cl100k growth")
+                                   f"Σ recorded context growth / Σ {counted} growth")
     else:
         scale = Provider(trace.header.model, models_file=models_file).spec.token_scale
         evidence = "model table (no growth pairs to fit on)"
@@ -224,7 +225,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
                                    max(0, main_prefix - startup))
     rec = rec.model_copy(update={
         "cache_miss_model": miss_model,
-        "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit),
+        "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit), "tokenizer": counted,
         "measured_sizes_evidence": measured.evidence(steps),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
         "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
@@ -395,6 +396,7 @@ def _calibrated(trace: Trace, fit_fraction: float, token_scale: float | None, ba
     n_fit = 0 if token_scale is not None else len(fit_calls(recorded_calls(trace), fit_fraction))
     if (model is None and rec is not None and rec.token_scale is not None and rec.fit_calls == n_fit
             and rec.measured_sizes_evidence   # a trace calibrated before sizes were measured: again
+            and rec.tokenizer == get_tokenizer().name   # fitted on another tokenizer's counts: again
             and (token_scale is None or abs(rec.token_scale - token_scale) < 1e-9)):
         return trace
     return calibrate(trace, fit_fraction=fit_fraction, token_scale=token_scale, base=base, model=model,

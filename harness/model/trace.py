@@ -114,6 +114,11 @@ class RecordedSetting(_M):
         None, ge=0.1, le=10.0, allow_inf_nan=False,  # assumed bounds: tokenizers differ by tens of per cent, not 10x
         description="recorded tokens per cl100k token, fitted on the first calls (fit_calls)")
     token_scale_evidence: str = Field("", description="how the scale was fitted, on which calls")
+    # the default is ctxsim.harness.provider.tokenizer.DEFAULT (this package cannot import it); left
+    # out of the file when it is the default, so a cl100k import writes the header it wrote before
+    tokenizer: str = Field("cl100k", min_length=1, max_length=40, pattern=r"^[a-z0-9_-]+$",
+                           description="the tokenizer the token scale and the prefixes were fitted with (ctxsim "
+                           "--tokenizer at import): a run under another one warns (issue 44 fresh, case 32)")
     fit_calls: int = Field(0, ge=0, strict=True, description="the first calls the scale was fitted on (the rest are held out)")
     measured_sizes_evidence: str = Field("", description="how many tool results and user messages carry the size the "
                                          "log's context growth measured (meta.token_factor, harness/fidelity/measured.py)")

@@ -27,4 +27,12 @@ def override_warnings(cfg: Any, trace: Any) -> list[str]:
     if cfg.token_scale is not None and rec.token_scale and abs(cfg.token_scale - rec.token_scale) > 1e-9:
         out.append(f"--token-scale {cfg.token_scale} on {name}; the scale fitted on the log is {rec.token_scale} "
                    f"({rec.token_scale_evidence})")
+    if cfg.token_scale is None and rec.token_scale:
+        from ctxsim.harness.provider.tokenizer import default_name
+
+        now = default_name()
+        if rec.tokenizer != now:   # the scale maps the other tokenizer's counts onto the model's: off by their ratio
+            out.append(f"{name}: its token scale {rec.token_scale} was fitted with the {rec.tokenizer} tokenizer and "
+                       f"this run counts with {now}: run with --tokenizer {rec.tokenizer}, or import the log again "
+                       f"under --tokenizer {now}")
     return out
