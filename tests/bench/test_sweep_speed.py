@@ -15,6 +15,7 @@ GRID = """
 name = "bench"
 traces = ["trace.jsonl"]
 windows = [60_000, 200_000]
+seeds = [0]   # 16 runs: one per setting and window (a sweep's default is 3 seeds)
 [[strategies]]
 name = "novacode"
 [strategies.grid]
