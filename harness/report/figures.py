@@ -177,7 +177,8 @@ def fig_sawtooth(ctx: Context) -> Figure | None:
         for y_line, color in trigger_lines(r, window):   # this configuration's own lines, if it has them
             ax.axhline(y_line / 1e3, color=color, ls="--", lw=0.7)
         short = panel_name(r)
-        title = f"{short} (peak {int(last['context_tokens'].max()) / 1e3:,.0f}k)"
+        peak = last["context_tokens"].max() if len(last) else float("nan")
+        title = f"{short} (peak {int(peak) / 1e3:,.0f}k)" if peak == peak else f"{short} (no call answered)"
         if not r["completed"]:
             failed.append(r)
             title = f"{short}: FAILED at call {fmt.count(r['failed_at_call'])}"
