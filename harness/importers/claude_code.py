@@ -53,7 +53,6 @@ call: ``prefix_tokens`` = its recorded context − the cl100k count of the visib
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
@@ -68,6 +67,7 @@ from ctxsim.harness.importers.common import (
     caching_of,
     count,
     finalize,
+    first_records,
     flatten_content,
     iso_time,
     models_by_role,
@@ -741,18 +741,7 @@ def mark_turn_thinking(events: list[Any]) -> None:
 
 def session_of(path: Path) -> str | None:
     """The ``sessionId`` of a transcript's first record that has one (None if none in its first lines)."""
-    try:
-        with path.open("rb") as fh:
-            for _, raw in zip(range(20), fh):
-                try:
-                    o = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                if isinstance(o, dict) and o.get("sessionId"):
-                    return str(o["sessionId"])
-    except OSError:
-        return None
-    return None
+    return next((str(o["sessionId"]) for o in first_records(path) if o.get("sessionId")), None)
 
 
 def project_agent_files(src: Path, session: str | None) -> list[Path]:

@@ -491,3 +491,21 @@ def finalize(header: tr.Header, builder: TraceBuilder, summary: dict[str, Any],
     builder.finish()
     trace = tr.validate_events(header, builder.events, name=builder.source)
     return ImportResult(trace, summary, list(warnings or []))
+
+
+def first_records(path: Path, lines: int = 20) -> Iterator[dict[str, Any]]:
+    """The JSON objects among a log's first ``lines`` lines (a line that is not one is passed over;
+    an unreadable file gives none): where a session names its id."""
+    import json
+
+    try:
+        with Path(path).open("rb") as fh:
+            for _, raw in zip(range(lines), fh):
+                try:
+                    o = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if isinstance(o, dict):
+                    yield o
+    except OSError:
+        return

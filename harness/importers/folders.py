@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from ctxsim.harness.importers.common import parse_time
+from ctxsim.harness.importers.common import first_records, parse_time
 from ctxsim.harness.model.trace import TraceError
 
 
@@ -144,18 +144,10 @@ def _once(src: Path, sessions: list[SessionFile], key) -> Found:
 
 def rollout_id(path: Path) -> str | None:
     """The session id a Codex rollout's ``session_meta`` names (None if its first lines name none)."""
-    try:
-        with path.open("rb") as fh:
-            for _, raw in zip(range(20), fh):
-                try:
-                    o = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                if isinstance(o, dict) and o.get("type") == "session_meta" and isinstance(o.get("payload"), dict):
-                    sid = o["payload"].get("id")
-                    return str(sid) if isinstance(sid, str | int) and str(sid) else None
-    except OSError:
-        return None
+    for o in first_records(path):
+        if o.get("type") == "session_meta" and isinstance(o.get("payload"), dict):
+            sid = o["payload"].get("id")
+            return str(sid) if isinstance(sid, str | int) and str(sid) else None
     return None
 
 
