@@ -126,22 +126,13 @@ def measure(path: str | Path, run: Callable[[Any], Any], load: Callable[[str | P
     base = SessionResult(name, "measured", model=trace.header.model,
                          version=(trace.header.source or {}).get("version"), provider=_provider(trace.header.model),
                          route=(trace.header.source or {}).get("route"))
+    said = ((ReplayOverflow, "overflow"), (UnknownModelError, "unpriced"), (FidelityGap, "gap"), (NoUsage, "no usage"))
     try:
         fid = run(trace)
-    except ReplayOverflow as e:
-        base.status, base.cause = "overflow", str(e)
-        return base
-    except UnknownModelError as e:
-        base.status, base.cause = "unpriced", str(e)
-        return base
-    except FidelityGap as e:
-        base.status, base.cause = "gap", str(e)
-        return base
-    except NoUsage as e:
-        base.status, base.cause = "no usage", str(e)
-        return base
-    except Exception as e:   # an internal error: said for this session, the others still measured (exit 1)
-        base.status, base.cause = "error", f"internal error: {type(e).__name__}: {str(e)[:200]}"
+    except Exception as e:   # what the input causes is a status; anything else an internal error of this
+        # session, said, the others still measured (exit 1)
+        base.status = next((s for t, s in said if isinstance(e, t)), "error")
+        base.cause = str(e) if base.status != "error" else f"internal error: {type(e).__name__}: {str(e)[:200]}"
         return base
     r = fid.report
     base.report = r

@@ -391,3 +391,11 @@ def drain(it: Iterable[Done], total: int, progress: bool) -> Iterator[Done]:
             tag = "error" if row.get("error") else f"${row['cost_usd']:.2f}" if "cost_usd" in row else "done"
             bar.update(task, advance=1, last=f"{row['label']} {tag}")
             yield d
+
+
+def close_client(client) -> None:
+    """Close a Dask client this process opened, as far as it can (its scheduler may be gone)."""
+    try:
+        client.close(timeout=5)
+    except Exception:  # noqa: BLE001 - a client whose scheduler is gone closes as far as it can
+        pass

@@ -473,10 +473,7 @@ def run_sweep(cfg: SweepConfig, out_dir: str | Path, *, base: Path = Path("."), 
         raise SweepError(str(e)) from None
     finally:
         if own_client:
-            try:
-                client.close(timeout=5)
-            except Exception:  # noqa: BLE001 - a client whose scheduler is gone closes as far as it can
-                pass
+            executors.close_client(client)
 
 
 def _locked(cfg: SweepConfig, out: Path, base: Path, workers: int | None, executor: str, client, progress: bool,

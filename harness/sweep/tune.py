@@ -278,10 +278,7 @@ def run_tune(cfg: SweepConfig, out_dir: str | Path, *, strategy: str, window: in
         raise SweepError(str(e)) from None
     finally:
         if own:
-            try:
-                client.close(timeout=5)
-            except Exception:  # noqa: BLE001
-                pass
+            executors.close_client(client)
         lock.release()
 
 
