@@ -9,7 +9,13 @@ import json
 import sys
 from pathlib import Path
 
-from ctxsim.harness.cli.calibrate_summariser import default_output, gather, log_arguments
+from ctxsim.harness.cli.calibrate_summariser import (
+    default_output,
+    each_compacting,
+    gather,
+    log_arguments,
+    source_row,
+)
 
 
 def register(sub) -> None:
@@ -40,32 +46,27 @@ def run(args) -> int:
     from ctxsim.harness.cli import BadInput
     from ctxsim.harness.replay.engine import RunConfig
     from ctxsim.harness.retention import needs as nd
-    from ctxsim.harness.retention import probes, recovery
+    from ctxsim.harness.retention import recovery
 
     window = args.window_calls or rf.WINDOW_CALLS
     if window < 1:
         raise BadInput(f"--window-calls {window}: give at least 1")
     found, keep, skipped = gather(args, "calibrate-recovery")
     comps, sources, items = [], [], []
-    for i, log in enumerate(found):
-        try:
-            trace, _ = probes.apply(log.trace)   # as `ctxsim import` derives them (the current rule)
-            got = rf.observe(trace, nd.for_run(trace, RunConfig(models_file=args.models_file).provider(trace)),
-                             log.label, window, log.session, keep[i])
-        except Exception as e:  # noqa: BLE001  (one log's failure is named; the others' work stands)
-            sys.stderr.write(f"ctxsim calibrate-recovery: warning: {log.path}: skipped ({type(e).__name__}: {e})\n")
-            skipped.append(str(log.path))
-            continue
-        if got:
-            comps += got
-            sources.append({"log": log.label, **log.provenance, "compactions": len(got),
-                            "version": (log.trace.header.source or {}).get("version")})
-            if args.lost_check:
-                try:
-                    items += lc.items_of(log, keep[i], args.models_file, window)
-                except Exception as e:  # noqa: BLE001
-                    sys.stderr.write(f"ctxsim calibrate-recovery: warning: {log.path}: no lost check "
-                                     f"({type(e).__name__}: {e})\n")
+
+    def observe(trace, log, k):
+        return rf.observe(trace, nd.for_run(trace, RunConfig(models_file=args.models_file).provider(trace)),
+                          log.label, window, log.session, k)
+
+    for i, log, got in each_compacting(found, keep, skipped, "calibrate-recovery", observe):
+        comps += got
+        sources.append(source_row(log, got))
+        if args.lost_check:
+            try:
+                items += lc.items_of(log, keep[i], args.models_file, window)
+            except Exception as e:  # noqa: BLE001
+                sys.stderr.write(f"ctxsim calibrate-recovery: warning: {log.path}: no lost check "
+                                 f"({type(e).__name__}: {e})\n")
     if len(comps) < 2 or len({c.session for c in comps}) < 2:
         raise BadInput(f"{len(comps)} compaction(s) in {len({c.session for c in comps})} session(s) of "
                        f"{', '.join(args.logs or ['the default logs'])}: the fit and its leave-one-session-out check "

@@ -82,28 +82,43 @@ def gather(args, fit_name: str):
     return found, lg.distinct(found), skipped
 
 
+def each_compacting(found, keep, skipped: list[str], command: str, observe):
+    """``(index, log, compactions)`` of each gathered log in which ``observe(trace, log, keep)`` finds
+    compactions, on the facts as `ctxsim import` derives them now; a log that fails is named on
+    stderr and added to ``skipped`` (the others' work stands)."""
+    from ctxsim.harness.retention import probes
+
+    for i, log in enumerate(found):
+        try:
+            trace, _ = probes.apply(log.trace)
+            got = observe(trace, log, keep[i])
+        except Exception as e:  # noqa: BLE001  (one log's failure is named; the others' work stands)
+            sys.stderr.write(f"ctxsim {command}: warning: {log.path}: skipped ({type(e).__name__}: {e})\n")
+            skipped.append(str(log.path))
+            continue
+        if got:
+            yield i, log, got
+
+
+def source_row(log, got: list) -> dict:
+    """What a fitted data file says of a log it drew compactions from (its provenance, never its content)."""
+    return {"log": log.label, **log.provenance, "compactions": len(got),
+            "version": (log.trace.header.source or {}).get("version")}
+
+
 def run(args) -> int:
     from ctxsim.harness.calibration import summariser as cal
     from ctxsim.harness.cli import BadInput
     from ctxsim.harness.llm import survival
     from ctxsim.harness.provider.tokenizer import get_tokenizer
-    from ctxsim.harness.retention import probes
 
     count = get_tokenizer().count
     found, keep, skipped = gather(args, "calibrate-summariser")
     comps, sources = [], []
-    for i, log in enumerate(found):
-        try:
-            trace, _ = probes.apply(log.trace)   # the facts as `ctxsim import` derives them now
-            got = cal.real_compactions(trace, log.label, count, log.session, keep[i])
-        except Exception as e:  # noqa: BLE001  (one log's failure is named; the others' work stands)
-            sys.stderr.write(f"ctxsim calibrate-summariser: warning: {log.path}: skipped ({type(e).__name__}: {e})\n")
-            skipped.append(str(log.path))
-            continue
-        if got:
-            comps += got
-            sources.append({"log": log.label, **log.provenance, "compactions": len(got),
-                            "version": (log.trace.header.source or {}).get("version")})
+    for _, log, got in each_compacting(found, keep, skipped, "calibrate-summariser",
+                                       lambda trace, log, k: cal.real_compactions(trace, log.label, count, log.session, k)):
+        comps += got
+        sources.append(source_row(log, got))
     if len(comps) < 2 or len({c.session for c in comps}) < 2:
         raise BadInput(f"{len(comps)} compaction(s) with a summary in {len({c.session for c in comps})} session(s): "
                        "the fit and its leave-one-session-out check need at least 2 sessions")
