@@ -14,15 +14,18 @@ from tests.fuzz.judge import run_cli
 from tests.helpers_traces import Builder
 
 
-def _swept(tmp_path, seeds=(0,)):
+def _swept(tmp_path, seeds=(0,), strategies=("append_only",), trace=None, traces=None):
+    """A sweep of ``strategies`` on a small session written to ``trace`` (default t.jsonl); the sweep
+    file names ``traces`` (default that file). Its folder."""
     b = Builder().user("fix the parser").call("reading", results=["def parse(): pass"]).call("done")
-    t = tmp_path / "t.jsonl"
+    t = trace if trace is not None else tmp_path / "t.jsonl"
     tr.write(b.build(), t)
     g = tmp_path / "g.toml"
-    g.write_text(f'traces = ["{t}"]\nseeds = {list(seeds)}\n[[strategies]]\nname = "append_only"\n')
+    g.write_text(f'traces = ["{traces or t}"]\nseeds = {list(seeds)}\n'
+                 + "".join(f'[[strategies]]\nname = "{s}"\n' for s in strategies))
     out = tmp_path / "sw"
     o = run_cli(["sweep", str(g), "--out", str(out), "--workers", "1", "--no-progress"])
-    assert o.status == 0, o.stderr
+    assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
     return out
 
 
@@ -80,14 +83,7 @@ def test_bad_value_accepts_numbers_and_nulls_only_in_metric_fields():
 def test_a_list_valued_parameter_groups_like_any_setting(tmp_path):
     """gemini_cli's ``mcp_tools = []`` is a list in its runs' rows: make sweep ended after its 756
     runs in pandas' "unhashable type: 'list'" (the sweep's summary and the report group by settings)."""
-    b = Builder().user("fix the parser").call("reading", results=["def parse(): pass"]).call("done")
-    t = tmp_path / "t.jsonl"
-    tr.write(b.build(), t)
-    g = tmp_path / "g.toml"
-    g.write_text(f'traces = ["{t}"]\nseeds = [0]\n[[strategies]]\nname = "gemini_cli"\n[[strategies]]\nname = "append_only"\n')
-    out = tmp_path / "sw"
-    o = run_cli(["sweep", str(g), "--out", str(out), "--workers", "1", "--no-progress"])
-    assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
+    out = _swept(tmp_path, strategies=("gemini_cli", "append_only"))
     o = _report(out, tmp_path)
     assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
 
@@ -97,15 +93,8 @@ def test_a_trace_whose_file_name_is_not_utf8_is_swept_and_reported(tmp_path):
     sweep in pyarrow's UnicodeEncodeError, and every report after it."""
     import os
 
-    b = Builder().user("fix the parser").call("reading", results=["def parse(): pass"]).call("done")
     folder = tmp_path / "w"
     folder.mkdir()
-    bad = os.path.join(os.fsencode(folder), b"bad\xff.jsonl")
-    tr.write(b.build(), os.fsdecode(bad))
-    g = tmp_path / "g.toml"
-    g.write_text(f'traces = ["{folder}"]\nseeds = [0]\n[[strategies]]\nname = "append_only"\n')
-    out = tmp_path / "sw"
-    o = run_cli(["sweep", str(g), "--out", str(out), "--workers", "1", "--no-progress"])
-    assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
+    out = _swept(tmp_path, trace=os.fsdecode(os.path.join(os.fsencode(folder), b"bad\xff.jsonl")), traces=folder)
     o = _report(out, tmp_path)
     assert o.status == 0 and o.exception == "", (o.exception, o.stderr)
