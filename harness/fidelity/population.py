@@ -191,10 +191,7 @@ def distribution(results: Iterable[SessionResult]) -> dict[str, Any]:
 
 def grouped(results: list[SessionResult], key: Callable[[SessionResult], str]) -> dict[str, dict[str, Any]]:
     """:func:`distribution` per group, largest group first."""
-    groups: dict[str, list[SessionResult]] = {}
-    for r in results:
-        groups.setdefault(key(r), []).append(r)
-    return {k: distribution(v) for k, v in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))}
+    return {k: distribution(v) for k, v in sorted(_by(results, key).items(), key=lambda kv: (-len(kv[1]), kv[0]))}
 
 
 def folder_report(results: list[SessionResult]) -> dict[str, Any]:

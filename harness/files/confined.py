@@ -39,12 +39,6 @@ def inside(root: str | Path) -> Iterator[None]:
         _ROOT.reset(token)
 
 
-def root() -> str | None:
-    """The run directory writes are checked against (None: no run is on)."""
-    roots = _ROOT.get()
-    return roots[0] if roots else None
-
-
 @lru_cache(maxsize=4096)
 def _steps(roots: tuple[str, ...], path: str) -> tuple[str, ...] | None:
     """The paths from the first part below the run directory down to ``path`` itself (what

@@ -295,15 +295,6 @@ def _grid(s: StrategyGrid) -> list[dict[str, Any]]:
     return [dict(zip(keys, vals, strict=True)) for vals in itertools.product(*(s.grid[k] for k in keys))] or [{}]
 
 
-def resolve_traces(cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None] = print,
-                   workers: int = 1) -> list[Path]:
-    """Paths of every trace (those of ``window_traces`` too); presets and populations are generated
-    into ``gen_dir`` (once: an existing file with the same name and seed is reused, since generation is
-    deterministic)."""
-    per = window_trace_paths(cfg, base, gen_dir, log, workers)
-    return list(dict.fromkeys(p for ps in per.values() for p in ps))
-
-
 def window_trace_paths(cfg: SweepConfig, base: Path, gen_dir: Path, log: Callable[[str], None] = print,
                        workers: int = 1) -> dict[int | None, list[Path]]:
     """window -> the paths of the traces run at that window (``window_traces``, else ``traces``); a

@@ -29,10 +29,8 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+from ctxsim.harness.sweep.uncertainty import BOOT_SEED, LEVEL, N_BOOT  # one bootstrap for every report
 
-N_BOOT = 2_000     # resamples (assumed, as harness/sweep/uncertainty.py)
-LEVEL = 0.95       # interval level (convention)
-BOOT_SEED = 0      # the same report twice gives the same interval
 POWER = 0.80       # the detection limit: a loss seen this often (convention)
 Z_DETECT = NormalDist().inv_cdf(1 - (1 - LEVEL) / 2) + NormalDist().inv_cdf(POWER)   # 1.96 + 0.84
 RULE_OF_THREE = 3.0   # -ln(0.05): no event among n rules out a rate above 3/n at 95%
@@ -48,9 +46,6 @@ class Interval:
     @property
     def has_ci(self) -> bool:
         return not (math.isnan(self.lo) or math.isnan(self.hi))
-
-    def excludes_zero(self) -> bool:
-        return self.has_ci and (self.lo > 0 or self.hi < 0)
 
 
 @dataclass

@@ -77,7 +77,8 @@ FITTED = Shape(
 GROWTH_BY_SCALE = {0.5: 503.0, 1.0: 771.0, 2.0: 1371.0, 3.0: 1918.0, 4.0: 2438.0, 6.0: 2683.0}
 MAX_CALLS = 4_000   # assumed: a longer session is cut here (a replay's time grows with it; none of the real ones reaches 600)
 MAX_TURNOVERS_1M = 3   # assumed: at a 1M window, more turnovers would need sessions far beyond MAX_CALLS
-RESERVE = 33_000   # the window turns over at window - 33,000 (Claude Code's auto-compact line, peers.md)
+from ctxsim.harness.synth.recurrence import RESERVE_TOKENS as RESERVE  # noqa: E402  (the window turns over at window - 33,000)
+
 START_TOKENS = 2_300   # the generator's context at its first call (measured, the presets' system prompt)
 
 
