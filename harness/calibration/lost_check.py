@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-WINDOW_CALLS = 30    # as recovery_fit.WINDOW_CALLS: the calls after a compaction its recovery is looked for in
+from ctxsim.harness.calibration.recovery_fit import WINDOW_CALLS  # noqa: F401  (the calls after a compaction its recovery is looked for in)
+
 MATCH_CALLS = 10     # the peer's compaction is matched to the recorded one within this many calls (assumed)
 ORDER = {"verbatim": 0, "summary": 1, "pointer": 2, "lost": 3}
 WHERE = {"window": "verbatim", "summary": "summary", "recoverable": "pointer", "unfollowed": "pointer", "lost": "lost"}
@@ -155,10 +156,10 @@ def peer_states(trace, fact_ids: set[str], strategy: str = "claude_code", seed: 
     return out
 
 
-def items_of(log, only: set[int] | None, models_file: str | None = None, window: int = WINDOW_CALLS) -> list[Item]:
-    from ctxsim.harness.retention import probes
-
-    trace, _ = probes.apply(log.trace)
+def items_of(trace, session: str, only: set[int] | None, models_file: str | None = None,
+             window: int = WINDOW_CALLS) -> list[Item]:
+    """The lost-check items of a log's ``trace``, its facts derived as `ctxsim import` derives them
+    (``probes.apply``, done once by the caller)."""
     rec = recorded_side(trace, window, only)
     if not rec:
         return []
@@ -171,7 +172,7 @@ def items_of(log, only: set[int] | None, models_file: str | None = None, window:
         if near is None or abs(near[0] - at) > MATCH_CALLS:
             continue
         for fid, y in got.items():
-            out.append(Item(log.session, v, j, facts[fid].category, near[1].get(fid, "lost"), y))
+            out.append(Item(session, v, j, facts[fid].category, near[1].get(fid, "lost"), y))
     return out
 
 
