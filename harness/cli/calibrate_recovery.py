@@ -58,12 +58,12 @@ def run(args) -> int:
         return rf.observe(trace, nd.for_run(trace, RunConfig(models_file=args.models_file).provider(trace)),
                           log.label, window, log.session, k)
 
-    for i, log, got in each_compacting(found, keep, skipped, "calibrate-recovery", observe):
+    for i, log, trace, got in each_compacting(found, keep, skipped, "calibrate-recovery", observe):
         comps += got
         sources.append(source_row(log, got))
         if args.lost_check:
             try:
-                items += lc.items_of(log, keep[i], args.models_file, window)
+                items += lc.items_of(trace, log.session, keep[i], args.models_file, window)
             except Exception as e:  # noqa: BLE001
                 sys.stderr.write(f"ctxsim calibrate-recovery: warning: {log.path}: no lost check "
                                  f"({type(e).__name__}: {e})\n")

@@ -83,7 +83,7 @@ def gather(args, fit_name: str):
 
 
 def each_compacting(found, keep, skipped: list[str], command: str, observe):
-    """``(index, log, compactions)`` of each gathered log in which ``observe(trace, log, keep)`` finds
+    """``(index, log, trace, compactions)`` of each gathered log in which ``observe(trace, log, keep)`` finds
     compactions, on the facts as `ctxsim import` derives them now; a log that fails is named on
     stderr and added to ``skipped`` (the others' work stands)."""
     from ctxsim.harness.retention import probes
@@ -97,7 +97,7 @@ def each_compacting(found, keep, skipped: list[str], command: str, observe):
             skipped.append(str(log.path))
             continue
         if got:
-            yield i, log, got
+            yield i, log, trace, got
 
 
 def source_row(log, got: list) -> dict:
@@ -115,7 +115,7 @@ def run(args) -> int:
     count = get_tokenizer().count
     found, keep, skipped = gather(args, "calibrate-summariser")
     comps, sources = [], []
-    for _, log, got in each_compacting(found, keep, skipped, "calibrate-summariser",
+    for _, log, _, got in each_compacting(found, keep, skipped, "calibrate-summariser",
                                        lambda trace, log, k: cal.real_compactions(trace, log.label, count, log.session, k)):
         comps += got
         sources.append(source_row(log, got))

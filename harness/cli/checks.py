@@ -159,3 +159,15 @@ def atomic_write(path: str | Path, write: Callable[[Path], None], flag: str = ""
 
 def atomic_write_text(path: str | Path, text: str, flag: str = "") -> None:
     atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"), flag)
+
+
+def price_table(models_file: str | Path | None):
+    """The price table with ``--models`` (or ``CTXSIM_MODELS``) merged in, checked before any work: a
+    missing, malformed or out-of-bounds file is bad input in one line (its message names the flag or
+    the variable itself)."""
+    from ctxsim.harness.provider.models import load_table
+
+    try:
+        return load_table(models_file)
+    except ValueError as e:
+        raise _bad(str(e)) from None

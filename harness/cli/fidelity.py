@@ -49,12 +49,9 @@ def run(args) -> int:
     checks.output("--figure", args.figure, sources=[args.trace], suffixes=(".png", ".svg", ".pdf"))
     checks.output("--calls", args.calls, sources=[args.trace], suffixes=(".csv",))
     checks.distinct(json=args.json_out, figure=args.figure, calls=args.calls)
-    from ctxsim.harness.provider.models import UnknownModelError, load_table
+    from ctxsim.harness.provider.models import UnknownModelError
 
-    try:
-        table = load_table(args.models_file)
-    except ValueError as e:   # a --models file that is missing or not TOML
-        raise BadInput(f"--models {e}") from None
+    table = checks.price_table(args.models_file)
     if args.model is not None:
         try:
             table.get(args.model)

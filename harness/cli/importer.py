@@ -160,12 +160,7 @@ def run(args) -> int:
     if args.since and args.until and args.since > args.until:
         raise BadInput(f"--since {args.since} is after --until {args.until}: no session can be in that range")
     if args.models_file:
-        from ctxsim.harness.provider.models import load_table
-
-        try:
-            load_table(args.models_file)
-        except ValueError as e:
-            raise BadInput(str(e)) from None   # names --models or CTXSIM_MODELS itself
+        checks.price_table(args.models_file)
     found = find(args.format, src)
     sessions, folder = found.sessions, found.folder
     if not folder and out.is_dir():

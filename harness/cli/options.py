@@ -95,12 +95,9 @@ def run_config(args, **overrides) -> RunConfig:
                                    volatile_paths=[str(sd)] if sd else (), **live_kw)
         except (ValueError, LiveError, StoreError) as e:
             raise BadInput(str(e)) from None
-    from ctxsim.harness.provider.models import load_table
+    from ctxsim.harness.cli import checks
 
-    try:
-        table = load_table(args.models_file)
-    except ValueError as e:   # a --models or CTXSIM_MODELS file that is missing, not TOML, or out of bounds
-        raise BadInput(str(e)) from None
+    table = checks.price_table(args.models_file)
     try:
         if args.model is not None:
             table.get(args.model)

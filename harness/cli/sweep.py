@@ -85,10 +85,7 @@ def run(args) -> int:
 
         from ctxsim.harness.provider.models import load_table
 
-        try:
-            load_table(args.models_file)
-        except ValueError as e:
-            raise BadInput(f"--models {e}") from None
+        checks.price_table(args.models_file)
         os.environ["CTXSIM_MODELS"] = str(Path(args.models_file).resolve())
         load_table.cache_clear()
     try:
