@@ -104,14 +104,13 @@ turn errors on the 400 (no recovery is documented).
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Literal
 
 from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request
 from ctxsim.strategies.base import CallInfo, Rejection
 from ctxsim.strategies.departures import Departure
-from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, prompt_chars
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens, prompt_chars
 from pydantic import Field, field_validator, model_validator
 
 TRIGGER_INPUT_TOKENS = 100_000  # docs: trigger default {type: input_tokens, value: 100000}
@@ -366,7 +365,7 @@ class ContextEditing(ThresholdCompactor):
 
     def _chars_estimate(self, chars: int) -> int:
         """A request of these message characters, from characters alone (system and tools included)."""
-        return self.env.system.opaque_tokens + math.ceil((self._prompt_chars + chars) / self.config.chars_per_token)
+        return self.env.system.opaque_tokens + chars_to_tokens(self._prompt_chars + chars, self.config.chars_per_token)
 
     def _replace_in_view(self, mi: int, m: Message) -> int:
         """Put ``m`` at ``mi`` in the view; returns the characters it frees."""

@@ -74,9 +74,9 @@ class WholeRepoConfig(WindowedConfig):
     @field_validator("corpus")
     @classmethod
     def _not_the_machine(cls, v: str) -> str:
-        real = os.path.realpath(v) if os.path.isabs(v) or os.sep in v or v.startswith(".") else ""
-        if real and any(real == p or real.startswith(p + "/") for p in PSEUDO_FILE_SYSTEMS):
-            raise ValueError(f"{v!r} is the machine's {real.split('/')[1]} file system, not a repository: give a "
+        fs = pseudo_fs(v) if os.path.isabs(v) or os.sep in v or v.startswith(".") else None
+        if fs:
+            raise ValueError(f"{v!r} is the machine's {fs} file system, not a repository: give a "
                              "directory of source files or an installed package")
         return v
 
@@ -87,17 +87,21 @@ PSEUDO_FILE_SYSTEMS = ("/proc", "/sys", "/dev")
 MAX_FILE_BYTES = 2_000_000   # assumed: larger is no source file of a repository; skipped unread (a 300 MB file was read whole)
 
 
+def pseudo_fs(path: str | Path) -> str | None:
+    """The pseudo file system ``path`` really lies in (``proc``, ``sys``, ``dev``), or None."""
+    real = os.path.realpath(path)
+    return next((p[1:] for p in PSEUDO_FILE_SYSTEMS if real == p or real.startswith(p + "/")), None)
+
+
 def corpus_files(corpus: str) -> list[tuple[str, str]]:
     """A real corpus (relative path, text) in path order: an installed package's ``.py`` sources,
     or the text files under a directory. Exits with a clear error when it is neither, or when the
     directory is one of the machine's pseudo file systems (:data:`PSEUDO_FILE_SYSTEMS`)."""
     root = Path(corpus)
     pattern = "*"
-    if root.is_dir():
-        real = os.path.realpath(root)
-        if any(real == p or real.startswith(p + "/") for p in PSEUDO_FILE_SYSTEMS):
-            raise ValueError(f"whole_repo: corpus {corpus!r} is the machine's {real.split('/')[1]} file system, not a "
-                             "repository: give a directory of source files or an installed package")
+    if root.is_dir() and (fs := pseudo_fs(root)):
+        raise ValueError(f"whole_repo: corpus {corpus!r} is the machine's {fs} file system, not a "
+                         "repository: give a directory of source files or an installed package")
     if not root.is_dir():
         spec = importlib.util.find_spec(corpus)
         if spec is None or not spec.submodule_search_locations:
