@@ -87,6 +87,17 @@ PROBE = ("Check the <state_snapshot> you just wrote against the history: is any 
          "<state_snapshot>; otherwise repeat the same <state_snapshot> exactly.")
 
 
+def _strings(value) -> list[str]:
+    """Every string in a tool input (nested lists and objects included)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
 def format_truncated(content: str, output_file: str, max_chars: int, head_share: float = HEAD_SHARE) -> str:
     """``formatTruncatedToolOutput``: head 20% and tail 80% of ``max_chars`` around a marker."""
     if len(content) <= max_chars:
@@ -153,11 +164,23 @@ class GeminiCli(ThresholdCompactor):
     on_rejection = "refuses to send a request over its limit; the turn ends (gemini-cli client.ts ContextWindowWillOverflow)"
     Config = GeminiCliConfig
 
+    @staticmethod
+    def check_params(window: int) -> dict:
+        """The property kit's small window: masking's absolute thresholds (50,000 and 30,000 tokens) and
+        the summariser's budget of newest tool responses at the same share of the window as on 200k,
+        as the peers' (unscaled, masking would never start before compression at half of 32k)."""
+        scale = window / 200_000
+        return {"protection_threshold_tokens": int(PROTECTION_THRESHOLD_TOKENS * scale),
+                "min_prunable_tokens": int(MIN_PRUNABLE_TOKENS * scale),
+                "function_response_token_budget": int(FUNCTION_RESPONSE_TOKEN_BUDGET * scale)}
+
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         self.has_failed = False
         self.truncation_id = 0
         self.tool_names: dict[str, str] = {}  # tool_use id -> tool name
+        self.tool_inputs: dict[str, str] = {}  # tool_use id -> the strings of its input, joined
+        self.saved_tails: set[str] = set()  # "tool-outputs/<file>" of every output it saved
         self._mask_memo: dict[int, tuple[Message, tuple]] = {}  # id(message) -> (message, its maskable outputs)
 
     @property
@@ -168,6 +191,7 @@ class GeminiCli(ThresholdCompactor):
         for b in message.blocks:
             if b.type == "tool_use" and b.id:
                 self.tool_names[b.id] = b.name or ""
+                self.tool_inputs[b.id] = "\n".join(_strings(b.input or {})).replace("\\", "/")
         super().on_response(message, usage)
 
     def threshold_chars(self) -> int:
@@ -178,7 +202,17 @@ class GeminiCli(ThresholdCompactor):
         left = self.env.window - (self.anchor.last_input or 0)
         return min(int(4 * left), c.truncate_threshold_chars)
 
+    def reads_saved(self, tool_use_id: str | None) -> bool:
+        """The call reads back an output this strategy saved (its input names ``tool-outputs/<file>``):
+        that output is not cut and saved again (N-SPILL-3, held by the property kit for every
+        strategy; gemini-cli's shell tool would cut a ``cat`` of it again: assumed, as opencode's read
+        tool pages a saved file instead of cutting it)."""
+        text = self.tool_inputs.get(tool_use_id or "", "")
+        return bool(text) and any(tail in text for tail in self.saved_tails)
+
     def truncated_on_arrival(self, tool_use_id: str | None) -> bool:
+        if self.reads_saved(tool_use_id):
+            return False
         if not self.current:
             return True
         name = self.tool_names.get(tool_use_id or "", "")
@@ -193,6 +227,12 @@ class GeminiCli(ThresholdCompactor):
     def _save(self, content: str, tool_use_id: str) -> str | None:
         self.truncation_id += 1
         return self.save_output("tool-outputs", f"{tool_use_id}_{self.truncation_id}", content)
+
+    def save_output(self, subdir: str, name: str, text: str) -> str | None:
+        path = super().save_output(subdir, name, text)
+        if path is not None:
+            self.saved_tails.add("/".join(Path(path).parts[-2:]))
+        return path
 
     def on_tool_results(self, message: Message) -> None:
         limit = self.threshold_chars()
@@ -354,7 +394,6 @@ class GeminiCli(ThresholdCompactor):
         base = self.truncation_id
         self.truncation_id += nparts + older[2]
         by_msg: dict[int, dict[int, Block]] = {}
-        saved = 0.0
         for i, j, ordinal in maybe:
             b = h[i].blocks[j]
             name = self.tool_names.get(b.id or "", "")
@@ -370,14 +409,14 @@ class GeminiCli(ThresholdCompactor):
                 if path is None:
                     continue
                 by_msg.setdefault(i, {})[j] = Block.tool_result(b.id or "", snippet, b.is_error, saved=path, masked=True)
-                saved += gain
         if not by_msg:
             return 0
         for i in sorted(by_msg):
             m = h[i]
             h = h.replace_at(i, Message(m.role, tuple(by_msg[i].get(j, b) for j, b in enumerate(m.blocks)), m.meta))
-        est = self.estimate()
-        self.set_history(h, estimate=est - int(saved) if est is not None and self.anchor.anchor is not None else None)
+        # re-based as a share of the anchored estimate (templates.rebased_estimate): the saving taken
+        # away at chars_per_token left the estimate 66% high once dense output was masked (issue #45)
+        self.set_history(h, estimate=self.rebased_estimate(h))
         n = sum(len(v) for v in by_msg.values())
         self.counters.extra["masked_tool_outputs"] += n
         return n

@@ -267,3 +267,59 @@ def test_constants_and_version_are_those_of_the_release_read():
     assert g.MASK_EXEMPT_TOOLS == ("activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode")
     assert g.SHELL_TOOLS[0] == "run_shell_command"
     assert make("gemini_cli").config.threshold == 0.5  # chatCompressionService.ts:272-275, the default
+
+
+def test_masking_rebases_the_estimate_on_the_density_the_usage_measured(tmp_path: Path):
+    """Issue #45: masking took its saving away at 4 characters per token from an estimate anchored on a
+    usage that counted the masked outputs at their true density (one token a character here): 66% high
+    on the kit's corpus. The estimate is now the anchored one scaled by the masked request's share of
+    the characters (templates.rebased_estimate, as openhands' and context_editing's)."""
+    from ctxsim.strategies.templates import chars_to_tokens, prompt_chars
+
+    s = make("gemini_cli", {"protection_threshold_tokens": 1_000, "min_prunable_tokens": 500}, session_dir=tmp_path)
+    s.on_user(Message.user("task"))
+    for i in range(5):  # the usage of request i: its 4,000·i characters of results at a token each, and 11 more
+        step(s, i, f"{i}" * 4_000, tool="Read", usage=Usage(input_uncached=4_000 * i + 11))
+    before = s.estimate()
+    assert before == 16_011 + 4_000 // 4  # the last usage, and the newest result at 4 characters a token
+    old = sum(m.chars for m in s.history)
+    req = s.build_request(CallInfo(5, 5.0))
+    new = sum(m.chars for m in s.history)
+    texts = [b.text for m in s.history for b in m.blocks if b.type == "tool_result"]
+    assert req.rewrite and all(t.startswith("<tool_output_masked>") for t in texts[:4]) and texts[4] == "4" * 4_000
+    p = prompt_chars(s.env.system, s.env.tools)
+    share = chars_to_tokens(p + new, 4.0) / chars_to_tokens(p + old, 4.0)
+    assert req.estimated_tokens == round(before * share)
+    # the saving taken away at 4 characters a token (the old rule) would have left most of it counted
+    assert req.estimated_tokens < before - (old - new) // 4 - 1_000
+
+
+def test_a_read_back_of_a_saved_output_is_not_cut_again(tmp_path: Path):
+    """N-SPILL-3, held by the property kit for every strategy: a shell read of a file gemini_cli saved
+    (``cat .../tool-outputs/<file>``) enters whole; any other large shell output is still cut."""
+    s = make("gemini_cli", session_dir=tmp_path)
+    s.on_user(Message.user("task"))
+    big = "x" * 50_000
+    step(s, 0, big)
+    path = s.history[-1].blocks[0].meta["saved"]
+    assert "Showing first 8,000 and last 32,000 characters" in s.history[-1].blocks[0].text
+    s.build_request(CallInfo(1, 1.0))
+    s.on_response(Message("assistant", (Block.tool_use("tu_1", "Bash", {"command": f"cat {path}"}),)), None)
+    s.on_tool_results(Message("user", (Block.tool_result("tu_1", big),)))
+    assert s.history[-1].blocks[0].text == big
+    step(s, 2, big)
+    assert "Showing first 8,000" in s.history[-1].blocks[0].text
+
+
+def test_the_kit_scales_masking_to_its_window_for_subclasses_too():
+    """Unscaled, masking (50,000 protected, 30,000 prunable) never started in the kit's 32k window
+    before compression at half of it (issue #45): the kit runs it at 32/200 of each."""
+    from ctxsim.harness.testing.params import params_for
+    from ctxsim.strategies.gemini_cli import GeminiCli
+
+    class Mine(GeminiCli):
+        name = "mine"
+
+    expected = {"protection_threshold_tokens": 8_000, "min_prunable_tokens": 4_800,
+                "function_response_token_budget": 8_000}
+    assert params_for(GeminiCli, 32_000) == params_for(Mine, 32_000) == expected
