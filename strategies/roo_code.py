@@ -118,9 +118,10 @@ class RooCode(ThresholdCompactor):
                               origin="truncation_notice")
         kept = msgs[end:]
         new = [msgs[0], marker, *kept] if kept else [msgs[0], marker]
-        est = self.estimate()
-        self.set_history(History(new), estimate=(est - self.tokens_of(msgs[1:end]) + self.tokens_of([marker]))
-                         if est is not None and self.anchor.anchor is not None else None)
+        # re-based as a share of the anchored estimate (templates.rebased_estimate): the hidden messages
+        # taken away at chars_per_token from a usage that counted them at their true density left the
+        # estimate 73% high after a truncation of dense output (issue #45; openhands' known finding #18)
+        self.set_history(History(new), estimate=self.rebased_estimate(new))
         self.counters.extra["messages_hidden"] += end - 1
         self.counters.extra["truncations"] += 1
         return True

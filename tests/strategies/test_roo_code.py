@@ -59,3 +59,22 @@ def test_a_rejected_request_condenses_at_75_percent_three_times_at_most():
     assert reject(s, call=5)
     assert s.history[0].text == "## Conversation Summary\nS"
     assert not reject(s, call=5, attempt=4)  # MAX_CONTEXT_WINDOW_RETRIES = 3
+
+
+def test_the_estimate_after_a_truncation_keeps_the_density_the_usage_measured():
+    """Issue #45 (found by the property kit: +73% after a truncation of dense output): the hidden
+    messages were taken away at 4 characters per token from a usage that counted them at their true
+    density. Now the anchored estimate is scaled by the new request's share of the old one, both from
+    characters (as openhands' and context_editing's). Anchored 180,000 + r4 4,000/4 = 181,000; from
+    characters the old request is 181 (system and tools) + 4 + 5 · 22 + 5 · 4,000 = 20,295 → 5,074
+    tokens, the new one (a0 r0 a1 r1 hidden behind a 64-character marker) 181 + 4 + 64 + 3 · 22 +
+    3 · 4,000 = 12,315 → 3,079: 181,000 · 3,079 / 5,074 = 109,834.1 → 109,834 (the old rule:
+    181,000 − 2,011 + 16 = 179,005, though 40% of the results were gone)."""
+    s = make("roo_code", services=FakeServices(fail()), window=200_000)
+    s.on_user(Message.user("task"))
+    for i in range(5):
+        step(s, i, "r" * 4_000, usage=Usage(input_uncached=179_999, output=1) if i == 4 else None)
+    assert s.estimate() == 181_000
+    req = s.build_request(CallInfo(5, 5.0))
+    assert s.counters.extra["truncations"] == 1 and req.rewrite
+    assert req.estimated_tokens == 109_834
