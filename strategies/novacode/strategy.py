@@ -624,7 +624,12 @@ class NovaCode(Strategy):
         instructions_tokens = chars_to_tokens(_INSTRUCTIONS_CHARS, cpt)
         if kept and est + instructions_tokens > self.lines.effective:
             messages, end = messages.truncate(len(resident) + choice.boundary), choice.boundary
-            est -= choice.tail_tokens
+            # the tail taken away at the seed's rate, not the budgets' (a dense rate that overstates the
+            # tail on purpose, so a budget holds): subtracting an overstated tail understated the rest,
+            # and a request the estimate put 300 tokens under the window was refused as too long, the
+            # session ending there (issue #45: the kit's window, a dense session, 32,062 > 32,000)
+            tail_chars = sum(m.chars for m in self.history[choice.boundary:])
+            est -= min(choice.tail_tokens, chars_to_tokens(tail_chars, max(cpt, c.chars_per_token)))
             self.counters.extra["summary_request_without_tail"] += 1
             scope = (f"The newest {kept} message(s) of the conversation are not shown here and will be kept "
                      "verbatim after your summary: summarise everything above.")

@@ -681,6 +681,25 @@ def test_summary_request_without_the_tail_when_the_whole_would_not_fit(tmp_path:
     assert req.messages[-1].blocks[0].text == "r" * 105_000  # verbatim in the tail
 
 
+def test_a_summary_request_without_the_tail_takes_the_tail_away_at_the_seeds_rate(tmp_path: Path):
+    """Issue #45 (found by the property kit on a dense session at its 32k window: a summary request the
+    estimate put ~300 tokens under the window was refused at 32,062 > 32,000, and the session ended).
+    With calibrated budgets the tail is counted at the measured dense rate (1.87 chars/token here: the
+    hand-made usages count 150,000 tokens for 280,000 characters), which overstates it on purpose so the
+    tail's budget holds; taken away from the whole request's estimate, that overstatement understated
+    the rest. The tail (the last turn and a 60,000-char read-back: 74,087 chars) is now taken away at
+    the seed's 3.5: 21,168 tokens, not 39,642. The summary request's estimate (~160,900) is then no lower than
+    what it holds at the measured rate (~142,600); the old rule put it under that (~142,460)."""
+    s, svc, originals, req = jump(tmp_path, 60_000, calibrate_budgets=True)
+    assert s.counters.extra["summary_request_without_tail"] == 1 and req.rewrite
+    sreq, spec = svc.calls[0]
+    assert spec.params["kept_messages"] >= 2 and "are not shown here" in spec.instructions
+    # what the request holds, at the rate the usages measured (150,000 tokens for the 280,000 characters
+    # of the 20 turns): the estimate is not under it
+    held = chars_to_tokens(sum(m.chars for m in sreq.messages), 280_000 / 150_000)
+    assert sreq.estimated_tokens >= held
+
+
 def test_summary_input_fit_elides_and_counts_when_even_the_prefix_would_not_fit(tmp_path: Path):
     """A read-back of 175,000 chars (50,000 tokens) is larger than the tail cap (40,000), so it is
     part of what is summarised: the estimate is 200,000 and the summary request cannot fit by
