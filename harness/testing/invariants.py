@@ -37,7 +37,8 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
 ``is_error``       a tool result is sent with the ``is_error`` flag the tool returned it with.
 ``estimate``       a strategy that gives an estimate of its request (``Request.estimated_tokens``)
                    keeps it near the truth: within a factor of :data:`ESTIMATE_FACTOR` of the true
-                   count, on requests of at least :data:`ESTIMATE_MIN_SHARE` of the window.
+                   count, on requests of at least :data:`ESTIMATE_MIN_SHARE` of the window, and on
+                   smaller ones when the error is at least :data:`ESTIMATE_MIN_GAP` of the window.
 ``path_back``      nothing leaves the window without a summary or a path back (NovaCode's principle,
                    spec/novacode.md): a tool result replaced on its way in names a file that holds
                    it whole (N-SPILL-1, N-SPILL-5), and that file keeps holding it for as long as the
@@ -62,6 +63,15 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
                    summary still holds each.
+``summary_used``   a summary is used by the rewrite it was made for: when the next main-line request
+                   drops text or tool calls the summary took in, it holds a piece of the summary's
+                   text (its opening, middle or end), or a later summary request took it in. Not
+                   judged when a side call after it failed (its pipeline broke off), when it is no
+                   shorter than its input (discarding it loses nothing: gemini-cli's inflation
+                   check), or when the request holds a recorded agent's own summary instead.
+``fresh_launch``   the first main request of a new launch (not a resume) holds no tool_use or
+                   tool_result id and no text fed in an earlier conversation (a launch and its
+                   resumes are one conversation): a new conversation does not continue the old one.
 ``goal``           the user's first request of the conversation (its goal) is in the window after
                    every declared rewrite of the main conversation: verbatim, or in a summary whose
                    input held it (or held a summary that did). A path back to the transcript is not
@@ -96,8 +106,8 @@ from ctxsim.harness.testing.declared import Declared
 from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
-              "goal", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum", "summary_keeps", "inputs",
-              "deterministic")
+              "goal", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum", "summary_keeps",
+              "summary_used", "fresh_launch", "inputs", "deterministic")
 # every strategy is held to these; window, path_back and goal are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal"}
 
@@ -108,6 +118,10 @@ ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal"}
 # an estimate in the wrong unit or one that counts the history twice. # assumed
 ESTIMATE_FACTOR = 1.6
 ESTIMATE_MIN_SHARE = 0.25  # judged on requests of at least this share of the window (small ones are mostly framing) # assumed
+# ... or on a smaller request when the error itself is at least this share of the window: an eighth (4,000 tokens
+# at the kit's 32k) moves any threshold a strategy sets, and an estimate that counts what it cleared in
+# characters or a sub-agent's usage for the parent's is off by that much on small requests (issue #45) # assumed
+ESTIMATE_MIN_GAP = 0.125
 
 
 @dataclass(frozen=True)
@@ -271,8 +285,12 @@ def split_pairs(request: Request) -> str:
 
 
 def estimate_error(estimated: int | None, tokens: int, window: int) -> str:
-    """The strategy's estimate is off by more than :data:`ESTIMATE_FACTOR` (or ``""``)."""
-    if estimated is None or tokens < ESTIMATE_MIN_SHARE * window or tokens <= 0:
+    """The strategy's estimate is off by more than :data:`ESTIMATE_FACTOR` (or ``""``), on a request of at
+    least :data:`ESTIMATE_MIN_SHARE` of the window, or on a smaller one when the error itself is at least
+    :data:`ESTIMATE_MIN_GAP` of the window (enough to move any threshold a strategy sets)."""
+    if estimated is None or tokens <= 0:
+        return ""
+    if tokens < ESTIMATE_MIN_SHARE * window and abs(estimated - tokens) < ESTIMATE_MIN_GAP * window:
         return ""
     ratio = estimated / tokens
     if 1 / ESTIMATE_FACTOR <= ratio <= ESTIMATE_FACTOR:
@@ -287,8 +305,13 @@ def _clock_note(t0: float, t1: float, more: Iterable = ()) -> str:
     from ctxsim.harness.testing.clock import crossed
 
     edges = crossed(t0, t1, more)
-    return (f" (the clock crossed {' and '.join(e.label for e in edges)} between the two requests: a date or time "
-            "stamped per request?)") if edges else ""
+    if edges:
+        return (f" (the clock crossed {' and '.join(e.label for e in edges)} between the two requests: a date or "
+                "time stamped per request?)")
+    if t1 - t0 >= 3_600:  # no edge the kit knows: a midnight on a clock the strategy does not declare?
+        return (f" ({(t1 - t0) / 3_600:.1f} hours passed between the two requests: a date or time stamped per request, "
+                "on a clock the strategy does not declare in clock_epochs?)")
+    return ""
 
 
 def _estimate_cause(req: Request, tokens: int) -> str:
@@ -429,6 +452,24 @@ class _Summary:
     inputs: set[bytes]
     text: str = ""
     carries_goal: bool = False  # its input held the goal (verbatim, or in a summary that carried it)
+    call: int = -1  # the summary request
+    chained: bool = False  # a later summary request's input held it (a summary of summaries uses it so)
+    excused: bool = False  # a side call after it failed (the strategy's pipeline broke off: not used, rightly)
+    input_chars: int = 0  # the characters of what it summarised (a summary no shorter is rightly thrown away)
+
+
+_SUMMARY_FRAME = 200  # characters a strategy may wrap a summary in (a tag, an acknowledgement)  # assumed
+
+
+def _summary_pieces(text: str) -> list[str]:
+    """Pieces of a summary's text a request that uses it holds verbatim (any one is proof): its opening
+    (:func:`_summary_probe`), a slice of its middle and its end. Several, since a strategy may cut its
+    head (an analysis part, a greedy pattern) or its end, or wrap it in its own words."""
+    t = text.strip().removesuffix("</summary>").strip()
+    if len(t) < 24:
+        return [t] if t else []
+    mid = len(t) // 2
+    return [p for p in (_summary_probe(text), t[mid - 30: mid + 30].strip(), t[-40:].strip()) if len(p) >= 12]
 
 
 @dataclass
@@ -453,6 +494,10 @@ class Checker:
     declared: Declared = field(default_factory=Declared)  # what the strategy declares (summary items, clear minimum...)
     inputs: Mapping[str, object] = field(default_factory=dict)  # tool_use id -> its input as the trace fed it (live)
     edges: tuple = ()  # the edges of the strategy's own clock (clock.own_edges), named when crossed
+    conversation: Mapping[str, str] = field(default_factory=dict)  # launch id -> its conversation (live)
+    conv_ids: Mapping[str, set[str]] = field(default_factory=dict)  # conversation -> tool_use ids fed in it (live)
+    conv_texts: Mapping[str, set[bytes]] = field(default_factory=dict)  # conversation -> digests of its text (live)
+    recorded_summaries: set[str] = field(default_factory=set)  # the recorded agent's own summaries (live)
     violations: list[Violation] = field(default_factory=list)
     spills: dict[str, str] = field(default_factory=dict)
     _prev: dict[str, Sent] = field(default_factory=dict)
@@ -482,6 +527,7 @@ class Checker:
     _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
     _summary_call: int = -1  # the last summary request (its answer is judged with it)
     _tokens: dict[str, int] = field(default_factory=dict)  # text -> true tokens (clear_minimum)
+    _new_launch: str = ""  # a new (not resumed) launch whose first main request is still to come
 
     def __post_init__(self) -> None:
         self._files = Files(self.session_dir)
@@ -494,7 +540,8 @@ class Checker:
         d = declared(recording.strategy, recording.params)
         return cls(frozenset(promised), recording.originals, recording.session_dir, recording.errors,
                    recording.thinking, recording.trace_digests, recording.goals, d, recording.inputs,
-                   own_edges(d.epochs))
+                   own_edges(d.epochs), recording.conversation, recording.conv_ids, recording.conv_texts,
+                   recording.recorded_summaries)
 
     def feed(self, entries: Iterable[Sent | Mark]) -> list[Violation]:
         """Check ``entries``; returns the violations they add (also kept in ``violations``)."""
@@ -574,6 +621,7 @@ class Checker:
                 self._rewrites = 0
                 self._goal_probes.clear()
                 self._goal_lost = False
+                self._new_launch = m.id
             self._fresh.add("main")
             self._resumed = m.resume
         elif m.what == "subtask_start":
@@ -612,6 +660,9 @@ class Checker:
         if err:
             v("pairing", err)
         if not s.main_line:
+            if s.rejected:
+                for sm in self._summaries:
+                    sm.excused = True
             if s.rejected and s.error.startswith("injected"):
                 self._side_failed = True
                 self._reaction_failed = self._overflow is not None
@@ -631,8 +682,15 @@ class Checker:
             if s.kind == SUMMARY and not s.rejected and not s.error:
                 self._reaction_summarised = self._reaction_summarised or self._overflow is not None
                 carries = "goal" in self.promised and self._holds_goal(req)
+                if self._summaries:
+                    texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
+                    texts += [b.text for b in req.system.blocks]
+                    for sm in self._summaries:
+                        if sm.text and any(p in t for p in _summary_pieces(sm.text) for t in texts):
+                            sm.chained = True
                 self._summaries.append(_Summary({b.digest for m in req.messages for b in m.blocks},
-                                                carries_goal=carries))
+                                                carries_goal=carries, call=s.call,
+                                                input_chars=sum(len(b.payload) for m in req.messages for b in m.blocks)))
             return out
         stream = self._stream(s)
         fresh = stream in self._fresh
@@ -723,6 +781,15 @@ class Checker:
         if self.declared.summary_items and self._summaries and "summary_keeps" in self.promised:
             for detail in self._summary_used(req):
                 v("summary_keeps", detail)
+        if self._summaries and req.rewrite and prev is not None and "summary_used" in self.promised:
+            detail = self._summary_dropped(prev.request, req)
+            if detail:
+                v("summary_used", detail)
+        if self._new_launch and stream == "main":
+            detail = self._carried_over(req)
+            self._new_launch = ""
+            if detail:
+                v("fresh_launch", detail)
         self._summaries.clear()
         if not s.rejected:  # a refused request wrote no cache: the next is compared with the last accepted
             self._prev[stream] = s
@@ -752,6 +819,51 @@ class Checker:
                                f"(declared kept: {_items(self.declared.summary_items)})")
                 return out
         return out
+
+    def _summary_dropped(self, before: Request, req: Request) -> str:
+        """The summaries made since the last main-line request that this request does not hold (no
+        piece of their text in it) and that no later summary took in, though the request dropped text
+        or tool calls they summarised (the rewrite they were made for): made and thrown away. A rewrite
+        that dropped none of their input (a masking of tool output beside a summary discarded) is not
+        judged."""
+        now = {b.digest for m in req.messages for b in m.blocks}
+        dropped = {b.digest for m in before.messages for b in m.blocks
+                   if b.type in ("text", "tool_use") and b.digest not in now}
+        if not dropped:
+            return ""
+        texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
+        texts += [b.text for b in req.system.blocks]
+        if any(r in t for r in self.recorded_summaries for t in texts):
+            return ""  # the recorded agent's own summary in its place (a strategy that re-enacts a log)
+        for sm in self._summaries:
+            pieces = _summary_pieces(sm.text)
+            if not pieces or sm.chained or sm.excused or not (dropped & sm.inputs) \
+                    or any(p in t for p in pieces for t in texts):
+                continue
+            if len(sm.text) + _SUMMARY_FRAME >= sm.input_chars:
+                continue  # no shorter than what it summarised: discarding it loses nothing (gemini-cli's check)
+            return (f"the summary answered to request {sm.call} ({_short(sm.text)!r}) is neither in this request nor "
+                    "in the input of a later summary: a summary made and thrown away (the model never sees it, "
+                    "what it replaced is lost)")
+        return ""
+
+    def _carried_over(self, req: Request) -> str:
+        """What the first request of a new (not resumed) launch holds of an earlier conversation: its
+        tool calls (by id) or its text (user messages, the model's answers)."""
+        conv = self.conversation.get(self._new_launch, self._new_launch)
+        own_ids = self.conv_ids.get(conv, set())
+        own_texts = self.conv_texts.get(conv, set())
+        other_ids = set().union(*(ids for c, ids in self.conv_ids.items() if c != conv)) - own_ids
+        other_texts = set().union(*(t for c, t in self.conv_texts.items() if c != conv)) - own_texts
+        for i, m in enumerate(req.messages):
+            for b in m.blocks:
+                if b.type in ("tool_use", "tool_result") and b.id in other_ids:
+                    return (f"the first request of a new launch (not a resume) holds {b.type} {b.id} of an earlier "
+                            f"conversation (message {i}): a new conversation carries the old one in")
+                if b.type == "text" and b.digest in other_texts:
+                    return (f"the first request of a new launch (not a resume) holds {m.role} text of an earlier "
+                            f"conversation (message {i}: {_short(b.text)!r}): a new conversation carries the old one in")
+        return ""
 
     def _count(self, text: str) -> int:
         n = self._tokens.get(text)

@@ -89,6 +89,10 @@ class Recording:
     goals: dict[str, str] = field(default_factory=dict)       # launch id -> the user's first request of its conversation
     inputs: dict[str, Any] = field(default_factory=dict)      # tool_use id -> its input as the trace fed it (a copy)
     params: dict[str, Any] = field(default_factory=dict)      # the strategy's parameters (what it declares depends on them)
+    conversation: dict[str, str] = field(default_factory=dict)  # launch id -> its conversation (the first launch of its resume chain)
+    conv_ids: dict[str, set[str]] = field(default_factory=dict)  # conversation -> the tool_use ids fed in it
+    conv_texts: dict[str, set[bytes]] = field(default_factory=dict)  # conversation -> digests of the text fed in it
+    recorded_summaries: set[str] = field(default_factory=set)  # the summaries of the recorded agent's compactions
     _launch: tuple[str, bool] | None = None                    # the launch being fed, and whether its goal is set
     _depth: int = 0                                            # open sub-task spans (their prompts are no goal)
 
@@ -103,6 +107,8 @@ class Recording:
                 prev = self.goals.get(self._launch[0]) if self._launch else None
                 if e.resume and prev is not None:
                     self.goals[e.session] = prev
+                last = self.conversation.get(self._launch[0]) if self._launch else None
+                self.conversation[e.session] = last if e.resume and last is not None else e.session
                 self._launch, self._depth = (e.session, e.session in self.goals), 0
             elif isinstance(e, tr.SubtaskStart):
                 self._depth += 1
@@ -111,18 +117,26 @@ class Recording:
             elif isinstance(e, tr.UserEvent) and self._launch and not self._launch[1] and not self._depth:
                 self.goals[self._launch[0]] = e.text
                 self._launch = (self._launch[0], True)
+            conv = self.conversation.get(self._launch[0], "") if self._launch else ""
+            if isinstance(e, tr.CompactEvent) and e.summary and e.summary.strip():
+                self.recorded_summaries.add(e.summary.strip())
             if isinstance(e, tr.ToolResultEvent):
                 self.originals[e.tool_use_id] = e.content
                 self.errors[e.tool_use_id] = e.is_error
             elif isinstance(e, tr.UserEvent):
-                self.trace_digests.add(Block.text_block(e.text).digest)
+                d = Block.text_block(e.text).digest
+                self.trace_digests.add(d)
+                self.conv_texts.setdefault(conv, set()).add(d)
             elif isinstance(e, tr.AssistantEvent):
                 thinking = next((c.thinking for c in e.content if isinstance(c, tr.ThinkingContent)), None)
                 for c in e.content:
                     if isinstance(c, tr.TextContent):
-                        self.trace_digests.add(Block.text_block(c.text).digest)
+                        d = Block.text_block(c.text).digest
+                        self.trace_digests.add(d)
+                        self.conv_texts.setdefault(conv, set()).add(d)
                     elif isinstance(c, tr.ToolUseContent):
                         self.inputs[c.id] = copy.deepcopy(c.input)
+                        self.conv_ids.setdefault(conv, set()).add(c.id)
                         if thinking is not None:
                             self.thinking[c.id] = thinking
 

@@ -357,7 +357,11 @@ def test_checker_estimate_far_from_the_truth():
     assert est(400, 250) == []             # 1.6 × 250 = 400: allowed
     assert est(401, 250) == ["the strategy estimated 401 tokens, the API counts 250 (+60%; a factor of 1.6 either way is allowed)"]
     assert est(156, 250) != [] and est(157, 250) == []  # 250 / 1.6 = 156.25
-    assert est(10, 249) == []              # under a quarter of the window: not judged
+    assert est(10, 100) == []              # under a quarter of the window, off by less than an eighth: not judged
+    # under a quarter, but off by an eighth of the window or more (issue #45: a saving taken off in
+    # characters, a sub-agent's usage kept by the parent): judged
+    assert est(10, 249) == ["the strategy estimated 10 tokens, the API counts 249 (-96%; a factor of 1.6 either way is allowed)"]
+    assert est(0, 124) == [] and est(0, 125) != []
     assert est(None, 900) == []            # no estimate claimed
 
 
@@ -510,3 +514,84 @@ def test_an_overflow_after_sub_agents_says_so_and_every_span_closes():
     assert c.where() == "session s1"
     out = c.feed([_rejected(req([user("a"), user("b")]), 3, 1_500), Mark("on_rejected", "overflow", retried=False)])
     assert out[0].detail.endswith("[the first request after a sub-agent returned (the parent's context, restored)]")
+
+
+# --- a summary made and not used; a new launch that carries the old conversation in (issue #45) -------------
+
+def _summarised(c: Checker, text: str, first: list[Message]) -> None:
+    c.feed([sent(req(first), 0), sent(req([*first, user("summarise")], kind="summary"), 1),
+            Mark("side_result", "summary", text=text)])
+
+
+FIRST = [user("fix the flaky login test"), Message("assistant", (Block.text_block("reading the test now; " * 20),))]
+SUMMARY_TEXT = "<summary>The user wants the flaky login test fixed; the test reads a stale token.</summary>"
+
+
+def test_summary_used_by_the_rewrite_it_was_made_for():
+    c = Checker(frozenset({"summary_used"}), {})
+    _summarised(c, SUMMARY_TEXT, FIRST)
+    # wrapped in the strategy's own words: any piece of it (its opening, middle or end) is proof
+    used = [user("This session continues. " + SUMMARY_TEXT[9:-10] + " (end of summary)"), user("go on")]
+    assert c.feed([sent(req(used, rewrite=True), 2)]) == []
+
+
+def test_summary_made_and_thrown_away_by_the_rewrite_is_named():
+    c = Checker(frozenset({"summary_used"}), {})
+    _summarised(c, SUMMARY_TEXT, FIRST)
+    out = c.feed([sent(req([user("The summary is consistent with the conversation."), user("go on")], rewrite=True), 2)])
+    assert [v.invariant for v in out] == ["summary_used"]
+    assert out[0].detail.startswith("the summary answered to request 1 ('<summary>The user wants the flaky")
+
+
+def test_summary_not_used_is_excused_when_nothing_it_summarised_left_or_its_pipeline_failed():
+    # no shorter than what it summarised (within 200 characters of framing): discarding it loses nothing
+    c = Checker(frozenset({"summary_used"}), {})
+    _summarised(c, SUMMARY_TEXT, FIRST[:1])
+    assert c.feed([sent(req([user("[history truncated]"), user("go on")], rewrite=True), 2)]) == []
+    # a rewrite that drops none of its input (a masking beside a summary the strategy discarded)
+    c = Checker(frozenset({"summary_used"}), {})
+    _summarised(c, SUMMARY_TEXT, FIRST)
+    assert c.feed([sent(req([*FIRST, user("next")], rewrite=True), 2)]) == []
+    # a side call after it failed (the verification of the summary): the strategy kept its history rightly
+    c = Checker(frozenset({"summary_used"}), {})
+    _summarised(c, SUMMARY_TEXT, FIRST)
+    failed = Sent(req([*FIRST, user("verify")], kind="verify"), 100, 1_000, True, "injected failure", 2, 2.0)
+    assert c.feed([failed, sent(req([user("[history truncated]"), user("go on")], rewrite=True), 3)]) == []
+    # a summary of summaries: the first is used through the second's input
+    c = Checker(frozenset({"summary_used"}), {})
+    _summarised(c, SUMMARY_TEXT, FIRST)
+    c.feed([sent(req([user(SUMMARY_TEXT), user("summarise again")], kind="summary"), 2),
+            Mark("side_result", "summary", text="Shorter: fix the login test (stale token).")])
+    assert c.feed([sent(req([user("Shorter: fix the login test (stale token)."), user("go on")], rewrite=True), 3)]) == []
+
+
+def _launches(resume: bool) -> list[Message]:
+    """Two launches of a recording: s1 (a call "a"), then s2, a resume or a new conversation."""
+    rec = Recording(AppendOnly)
+    from ctxsim.harness.model import trace as tr
+
+    rec.note_events([tr.SessionStart(t=0.0, session="s1"), tr.UserEvent(t=1.0, text="fix the login test"),
+                     tr.AssistantEvent(t=2.0, content=[tr.ToolUseContent(id="a", name="Read", input={})]),
+                     tr.ToolResultEvent(t=3.0, tool_use_id="a", content="x"), tr.SessionEnd(t=4.0, session="s1"),
+                     tr.SessionStart(t=5.0, session="s2", resume=resume), tr.UserEvent(t=6.0, text="add a feature")])
+    c = Checker.for_recording(frozenset({"fresh_launch"}), rec)
+    old = [user("fix the login test"), calls("a"), results(("a", "x"))]
+    c.feed([Mark("session_start", "s1"), sent(req(old), 0), Mark("session_end", "s1"),
+            Mark("session_start", "s2", resume=resume)])
+    return c
+
+
+def test_a_new_launch_that_carries_the_old_conversation_in_is_named():
+    c = _launches(resume=False)
+    out = c.feed([sent(req([user("fix the login test"), calls("a"), results(("a", "x")), user("add a feature")]), 1)])
+    assert [v.invariant for v in out] == ["fresh_launch"]
+    assert "holds user text of an earlier conversation (message 0: 'fix the login test')" in out[0].detail
+    c = _launches(resume=False)
+    out = c.feed([sent(req([calls("a"), results(("a", "x")), user("add a feature")]), 1)])
+    assert "holds tool_use a of an earlier conversation" in out[0].detail
+    assert _launches(resume=False).feed([sent(req([user("add a feature")]), 1)]) == []
+
+
+def test_a_resume_continues_its_conversation():
+    c = _launches(resume=True)
+    assert c.feed([sent(req([user("fix the login test"), calls("a"), results(("a", "x")), user("add a feature")]), 1)]) == []
