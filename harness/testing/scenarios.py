@@ -26,6 +26,12 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
 * ``cleared_after_sent``: a large result sent whole once (so the usage the API reports counts it at
   its true density), then pushed out of the kept tool uses by one more call: an estimate that takes
   away what it clears at a fixed rate of characters per token runs high (issue #45, context_editing);
+* ``day_long_launch``: one launch of 27 hours, the user back every three: every clock's midnight falls
+  inside it, so a date stamped per request on an epoch the strategy does not declare changes within it;
+* ``subagent_larger_than_parent``: a long parent history of few tokens, an isolated sub-agent of a few
+  large reads, more parent steps: the parent's estimate after the sub-agent is its own;
+* ``thinking_then_small_results``: long thinking in every answer, tiny tool results: past a clearing
+  trigger the results free next to nothing while the thinking cleared beside them frees much more;
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
   isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
   kit's window only).
@@ -285,6 +291,67 @@ def long_thinking(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     return b.trace()
 
 
+def day_long_launch(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """One launch that lasts 27 hours: the user comes back every three hours for a short exchange (two
+    reads of ~1,500 tokens, an answer). Every clock's midnight falls inside it, whatever its epoch or
+    zone, so a date stamped per request on a clock the strategy does not declare (an epoch of its own
+    hidden in a constant) changes within the launch, where the clock-edge scenario only crosses the
+    edges it knows; and the cache is cold at every return, so a strategy that clears old results then
+    (Claude Code's microcompact) re-bases its estimate there every time (issue #45)."""
+    b = conv.ConversationBuilder()
+    b.t = 3_600.0
+    b.start_session()
+    b.user(300, 40)
+    for k in range(10):
+        if k:
+            b._tick(3 * 3_600)
+            b.user(120, 41 + k)
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(4_500, window), seed=900 + k),
+                                conv.ToolCall("Grep", _scale(4_500, window), seed=920 + k))))
+        b.call(conv.Turn(text=120))
+    b.end_session()
+    return b.trace()
+
+
+def subagent_larger_than_parent(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """A parent of many small steps (twenty reads of a few lines: a long history of few tokens), then an
+    isolated sub-agent that reads three large files (a short history of many tokens), then two more
+    small steps in the parent. The parent's first request after the sub-agent returns is small, and an
+    estimate anchored on the sub-agent's last usage (one usage anchor for the process, not restored
+    when the span ends) counts the sub-agent's context for the parent's, whatever the two histories'
+    lengths (issue #45)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 15)
+    for k in range(20):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read" if k % 2 else "Grep", 200, seed=700 + k),)))
+    b.subtask([conv.Turn(calls=(conv.ToolCall("Read", _scale(20_000, window), seed=730 + k),)) for k in range(3)],
+              isolated=True)
+    for k in range(2):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", 200, seed=740 + k),)))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
+def thinking_then_small_results(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """A long request, then turns whose answers carry long thinking (thousands of characters before each
+    call and each answer) while every tool result is tiny: past a trigger at half the window, what a
+    clearing of the old results frees is far under any minimum, while the thinking cleared in the same
+    request frees much more. A gate that counts the thinking with the results (context_editing's
+    ``clear_at_least`` held against both edits) clears results that free next to nothing (issue #45)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(_scale(40_000, window), 14)
+    for k in range(8):
+        if k:
+            b.user(100, 50 + k)
+        b.call(conv.Turn(thinking=_scale(6_000, window), calls=(conv.ToolCall("Read", 150, seed=950 + k),)))
+        b.call(conv.Turn(thinking=_scale(6_000, window), text=100))
+    b.end_session()
+    return b.trace()
+
+
 FOUND = Path(__file__).resolve().parents[2] / "traces" / "kit"
 
 
@@ -307,6 +374,9 @@ SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "cleared_after_sent": (cleared_after_sent, False),
     "fresh_conversations": (fresh_conversations, False),
     "long_thinking": (long_thinking, False),
+    "day_long_launch": (day_long_launch, False),
+    "subagent_larger_than_parent": (subagent_larger_than_parent, False),
+    "thinking_then_small_results": (thinking_then_small_results, False),
 }
 
 

@@ -21,6 +21,7 @@ from ctxsim.strategies.sliding_window import SlidingWindow
 from tests.testing.mutants import keep_recent as k
 from tests.testing.mutants import kit29 as x
 from tests.testing.mutants import kit45 as y
+from tests.testing.mutants import kit45b as z
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants import variants as v
@@ -154,5 +155,16 @@ KIT45: list[Case] = [
     _c(y.NovaCodeSpillNamedByTool, v.MyNovaCode, "path_back no_respill", "spill files named by their tool"),
 ]
 CORPUS += KIT45
+
+# issue #45, second round: kinds a held-out set found the kit blind to (tests/testing/mutants/kit45b.py)
+KIT45B: list[Case] = [
+    _c(z.CodexKeepsPreviousSummary, v.MyCodex, "summary_used", "each compaction installs the summary before it"),
+    _c(z.ClaudeCodeNewLaunchKeepsGoal, ClaudeCode, "fresh_launch", "a new launch keeps the previous conversation's request"),
+    _c(z.ClaudeCodeMicrocompactInCharacters, ClaudeCode, "estimate", "microcompact's saving taken off in characters"),
+    _c(z.ClaudeCodeSubagentUsageKept, ClaudeCode, "estimate", "a sub-agent's usage kept as the parent's anchor"),
+    _c(z.ClaudeCodeDateOnBuildEpoch, ClaudeCode, "stable_prefix", "a date per request on an undeclared epoch"),
+    _c(z.CEGateCountsThinking, v.ClearingThinking, "clear_minimum", "the results' minimum held against the thinking cleared too"),
+]
+CORPUS += KIT45B
 
 TWINS: list[type] = list(dict.fromkeys(c.twin for c in CORPUS))
