@@ -109,11 +109,22 @@ def model_family(model: str | None) -> str:
     return m.split("anthropic.", 1)[1] if "anthropic." in m else m
 
 
+def strips_previous_thinking(model: str | None) -> bool:
+    """Whether the API drops the previous turns' thinking blocks for ``model`` (any route or region
+    prefix): the one test of :data:`STRIPS_PREVIOUS_THINKING` the strategy and fidelity share."""
+    return bool(model) and model_family(model).startswith(STRIPS_PREVIOUS_THINKING)
+
+
+def budget_thinking(model: str | None) -> bool:
+    """Whether ``model`` is sent a thinking budget, so its messages' cache keys on the setting
+    (:data:`THINKING_BUDGET_MODELS`, any route or region prefix)."""
+    return bool(model) and model_family(model).startswith(THINKING_BUDGET_MODELS)
+
+
 def thinking_switch(model: str | None, before: bool | None, now: bool | None) -> bool:
     """Whether a new user turn changes a thinking parameter the model's cache keys on: the turn's
     first call thinks where the previous turn's did not, or the reverse, on a model sent a budget."""
-    return before is not None and now is not None and before != now and \
-        model_family(model).startswith(THINKING_BUDGET_MODELS)
+    return before is not None and now is not None and before != now and budget_thinking(model)
 
 
 def compaction_calls(trace) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -307,7 +318,7 @@ class Recorded(Strategy):
     def _thinking_param(self, model: str | None) -> bool | None:
         """The thinking setting the request carries where the cache keys on it (main context, a
         model with a budget, the log's turn known), else None."""
-        if self._spans or not self.config.thinking_switches or not model_family(model).startswith(THINKING_BUDGET_MODELS):
+        if self._spans or not self.config.thinking_switches or not budget_thinking(model):
             return None
         return self._thinking
 
@@ -354,7 +365,7 @@ class Recorded(Strategy):
 
     def _strips(self, model: str | None) -> bool:
         mode = self.config.strip_previous_thinking
-        return mode == "always" or (mode == "auto" and bool(model) and model.startswith(STRIPS_PREVIOUS_THINKING))
+        return mode == "always" or (mode == "auto" and strips_previous_thinking(model))
 
     def _clear_results(self, ids: set[str]) -> None:
         """The agent cleared these tool results' content (microcompact): each is sent as the

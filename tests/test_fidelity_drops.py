@@ -13,16 +13,18 @@ from tests.helpers_claude_code import asst, rec, result, text, user, write
 PAYLOAD = "alpha beta gamma delta " * 500   # 2,000 cl100k tokens
 
 
-def _loop(tmp_path, drop_at: int | None, boundary: bool = False, calls: int = 8):
+def _loop(tmp_path, drop_at: int | None, boundary: bool = False, calls: int = 8, lost: int = 7_000,
+          heavy: int | None = None):
     """A tool loop whose recorded context grows by what came in (a 30,000-token prefix, 1.0 scale
     as the log shows it: each 2,000-token result adds ~2,010); at ``drop_at`` the log's context falls
     by 7,000 tokens more than came in and the read falls to the prefix (a drop with no record, or
-    with a microcompact_boundary naming the four oldest results when ``boundary``)."""
+    with a microcompact_boundary naming the four oldest results when ``boundary``). The result of
+    call ``heavy`` grows the log's context by 3,610 tokens, not 2,010 (text denser than cl100k's)."""
     recs, ctx, t = [user(0, "go")], 30_000, 1
     for i in range(calls):
         read, write_ = (ctx - 2_010, 2_010) if i else (0, ctx)
         if i == drop_at:
-            ctx -= 7_000
+            ctx -= lost
             read, write_ = 29_000, ctx - 29_000
             if boundary:
                 recs.append(rec("system", t - 0.5, subtype="microcompact_boundary",
@@ -32,7 +34,7 @@ def _loop(tmp_path, drop_at: int | None, boundary: bool = False, calls: int = 8)
         recs.append(asst(t, f"r{i}", {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {}},
                          w5m=write_, read=read, inp=3))
         recs.append(result(t + 1, f"t{i}", PAYLOAD))
-        ctx += 2_010
+        ctx += 3_610 if i == heavy else 2_010
         t += 2
     recs.append(asst(t, "end", text("done"), w5m=10, read=ctx - 10, inp=3))
     return import_file("claude-code", write(tmp_path / "s.jsonl", recs)).trace
@@ -62,3 +64,41 @@ def test_a_microcompact_boundary_clears_the_results_it_names_at_the_next_call(tm
     assert _cleared(t) == {f"t{i}": (6, None) for i in range(4)}
     c = replay(t, "recorded", {}, RunConfig()).calls   # 8,000 cleared, 2,010 came in
     assert int(c.loc[6, "context_tokens"]) < int(c.loc[5, "context_tokens"]) - 4_500
+
+
+def test_a_sub_agents_compaction_does_not_hide_the_main_conversations_results():
+    """The main conversation's drop after a sub-agent compacted its own context: the main results
+    before it are still candidates (a sub-agent's compaction starts no new main conversation). One
+    walk counts the compactions for the results and for the calls, so the two cannot disagree."""
+    from ctxsim.harness.fidelity.drops import find_drops
+    from ctxsim.harness.fidelity.recorded import recorded_calls
+
+    def call(t, ctx, read, tool=None):
+        content = [tr.ToolUseContent(id=tool, name="Read", input={})] if tool else [tr.TextContent(text="ok")]
+        return tr.AssistantEvent(t=t, content=content,
+                                 usage=tr.RecordedUsage(input=3, cache_read=read, cache_write_5m=ctx - read - 3))
+    evs = [tr.UserEvent(t=0, text="go"),
+           call(1, 30_000, 0, "t0"), tr.ToolResultEvent(t=2, tool_use_id="t0", content=PAYLOAD),
+           call(3, 32_010, 30_000, "t1"), tr.ToolResultEvent(t=4, tool_use_id="t1", content=PAYLOAD),
+           tr.SubtaskStart(t=5, id="a1", isolated=True), tr.UserEvent(t=5, text="look"),
+           call(6, 20_000, 0), tr.CompactEvent(t=7, summary="sub summary"), call(8, 5_000, 0),
+           tr.SubtaskEnd(t=9, id="a1"),
+           call(10, 28_000, 25_000)]   # main: 32,010 + 2,000 expected, 28,000 seen: 6,010 lost, read at the prefix
+    t = tr.validate_events(tr.Header(name="t", model="claude-opus-4-5-20251101", prefix_tokens=30_000), evs)
+    calls = recorded_calls(t)
+    base = {0: 0, 1: 2_000, 2: 0, 3: 0, 4: 4_000}     # the main calls' visible content (cl100k tokens)
+    got = find_drops(t, calls, base, 1.0, lambda s: 2_000)
+    # t1 came in at this very step: only t0 is a candidate
+    assert [(d.call, d.lost, d.cleared) for d in got] == [(4, 6_010, ("t0",))]
+
+
+def test_the_results_cleared_for_a_drop_are_sized_as_this_calibration_measured_them(tmp_path):
+    """Result t7 grew the log's context by 3,610 tokens for 2,000 of text (a measured factor of
+    ~1.8): a drop of 16,500 tokens at call 14 is held by t0-t7 (7 x ~2,010 + ~3,610), not t0-t8 as the
+    text's count would have it, from the first calibration (the import) on; calibrating the
+    imported trace again finds the same."""
+    from ctxsim.harness.fidelity.compare import calibrate
+
+    t = _loop(tmp_path, drop_at=14, calls=20, lost=16_500, heavy=7)
+    assert _cleared(t) == {f"t{i}": (14, "inferred") for i in range(8)}
+    assert _cleared(calibrate(t)) == _cleared(t)

@@ -19,6 +19,7 @@ seen; the raw count strays / eligible is kept beside it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ctxsim.harness.provider.cache import TTL_SECONDS
@@ -26,6 +27,8 @@ from ctxsim.harness.provider.routing import OPENAI_ROUTING_DOC, ROUTER_PHASES, C
 
 MIN_STRAYS = 2          # assumed: one fall-back is an accident, two that recover are a pattern
 NOTHING_TOKENS = 256    # a read at most this long is "nothing" (assumed; real reads are 0 or ≥ 1,024)
+# whether the API drops the previous turn's thinking for a model (strategies.recorded.strips_previous_thinking)
+Strips = Callable[[str | None], bool] | None
 
 
 def _tolerance(expected: int) -> float:
@@ -34,9 +37,9 @@ def _tolerance(expected: int) -> float:
     return max(256, 0.01 * expected)
 
 
-def label_calls(calls: list[Any], strips: tuple[str, ...] = ()) -> tuple[dict[int, str], int, dict[str, int], int]:
+def label_calls(calls: list[Any], strips: Strips = None) -> tuple[dict[int, str], int, dict[str, int], int]:
     """``({call index: "stray" | "return"}, eligible, strays by fallback, recovered)`` over
-    ``calls`` (``ctxsim.harness.fidelity.recorded.RecordedCall``); ``strips``: model prefixes whose API drops the
+    ``calls`` (``ctxsim.harness.fidelity.recorded.RecordedCall``); ``strips``: whether a model's API drops the
     previous turn's thinking at a new user turn (a miss there is the client's change)."""
     labels: dict[int, str] = {}
     eligible = recovered = 0
@@ -78,14 +81,14 @@ def label_calls(calls: list[Any], strips: tuple[str, ...] = ()) -> tuple[dict[in
     return labels, eligible, fell, recovered
 
 
-def _explained(c: Any, prev: Any, strips: tuple[str, ...]) -> bool:
+def _explained(c: Any, prev: Any, strips: Strips) -> bool:
     ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
     return (c.t - prev.t > TTL_SECONDS[ttl] or c.model != prev.model or c.trigger == "/mcp"
             or getattr(c, "thinking_switch", False)
-            or (c.new_turn and bool(c.model) and c.model.startswith(strips)))
+            or (c.new_turn and strips is not None and strips(c.model)))
 
 
-def shadow_read(calls: list[Any], strips: tuple[str, ...], share: float, fallback_none: float,
+def shadow_read(calls: list[Any], strips: Strips, share: float, fallback_none: float,
                 system_prefix: int, phases: int = ROUTER_PHASES) -> float:
     """Tokens the eligible calls read under the model (a routing.Router at each of ``phases``
     evenly spaced phases, the stray and the fall-back draw at the same phase; averaged), on the log's
@@ -125,7 +128,7 @@ def shadow_read(calls: list[Any], strips: tuple[str, ...], share: float, fallbac
     return total / phases
 
 
-def fit_miss_model(calls: list[Any], strips: tuple[str, ...] = (), provider: str = "anthropic",
+def fit_miss_model(calls: list[Any], strips: Strips = None, provider: str = "anthropic",
                    system_prefix: int = 0) -> tuple[CacheMissModel | None, dict[int, str]]:
     """The fitted model (None when strays do not recur) and the calls it accounts for. The share
     is the one whose shadow replay (:func:`shadow_read`) reads what the eligible calls read."""

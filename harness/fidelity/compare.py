@@ -78,9 +78,9 @@ from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, get_tokenizer
 from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.recorded import (
     COMPACT_INSTRUCTIONS,
-    STRIPS_PREVIOUS_THINKING,
     Recorded,
     compaction_calls,
+    strips_previous_thinking,
 )
 
 FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
@@ -198,6 +198,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
                     "scale instead")
         scale = Provider(trace.header.model, models_file=models_file).spec.token_scale
     steps = measured.steps(trace, calls, base, scale, get_tokenizer())
+    trace = measured.apply(trace, steps)   # the sizes the drops below are measured with
     # drops with no record, re-enacted; not where no scale fits the log (its usage does not follow its content)
     dropped = [] if "outside" in evidence else drops.find_drops(trace, calls, base, scale, get_tokenizer().count)
 
@@ -211,7 +212,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     for c in with_usage:   # a model switch in the main context: that model's own system prompt
         if c.thread == "main" and c.model and c.model not in model_prefix:
             model_prefix[c.model] = prefix(c)
-    trace = drops.apply(measured.apply(trace, steps), dropped)
+    trace = drops.apply(trace, dropped)
     warm, warm_ev = 0, ""
     if main_first is not None and main_first.usage.cache_read:
         warm = min(main_first.usage.cache_read, main_prefix)
@@ -221,7 +222,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     resent, resent_ev = measured.resent_startup(
         calls, base, scale, startup, lambda c: model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD)
     span_prefix = {k: prefix(c) for k, c in threads.items() if k != "main"}
-    miss_model, _ = fit_miss_model(calls, STRIPS_PREVIOUS_THINKING, _provider_of(model or trace.header.model, models_file),
+    miss_model, _ = fit_miss_model(calls, strips_previous_thinking, _provider_of(model or trace.header.model, models_file),
                                    max(0, main_prefix - startup))
     rec = rec.model_copy(update={
         "cache_miss_model": miss_model,
@@ -538,7 +539,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
 
     # the system prefix as the log measures it: what the first call after a compaction read back
     after = [c for c in with_usage if c.after_compact and c.usage.cache_read]
-    fitted = fit_miss_model(calls, STRIPS_PREVIOUS_THINKING, provider.spec.provider)[1] if rec.cache_miss_model else {}
+    fitted = fit_miss_model(calls, strips_previous_thinking, provider.spec.provider)[1] if rec.cache_miss_model else {}
     misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens, fitted)
     hidden = hidden_deltas(calls, table)
     by_cause: dict[str, dict[str, Any]] = {k: {"calls": 0, "usd": 0.0} for k in MISS_CAUSES}
@@ -759,7 +760,7 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
                 else "back on the session's node after a stray: reads the entry before it (the fitted cache model)")
         elif sim["simulated_cache_read"] + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) < sim_prev["simulated_context"]:
             cause, block = "prefix_change", "the replay of the visible content misses here too"
-            if c.new_turn and c.model and c.model.startswith(STRIPS_PREVIOUS_THINKING):
+            if c.new_turn and strips_previous_thinking(c.model):
                 block = ("the previous turn's thinking blocks, dropped at this new user turn (models before "
                          "Opus 4.5): the prefix changed at the first of them; the replay misses here too")
         else:

@@ -31,7 +31,7 @@ from ctxsim.harness.model.trace import (
     Trace,
 )
 from ctxsim.harness.replay.events import TOKEN_FACTOR
-from ctxsim.strategies.recorded import STRIPS_PREVIOUS_THINKING, model_family
+from ctxsim.strategies.recorded import strips_previous_thinking
 
 DROP_MIN_TOKENS = 3_000   # assumed (a parameter of :func:`find_drops`): below it a fall is tokenizer noise
 DROP_MIN_SHARE = 0.10     # assumed: and at least this share of the previous context
@@ -45,10 +45,17 @@ class Drop:
     cleared_tokens: int          # what they held, at the fitted scale
 
 
-def _main_results(trace: Trace) -> list[tuple[int, ToolResultEvent, int]]:
-    """(event index, result, compactions before it) of the main conversation's tool results."""
-    out, depth, compactions = [], 0, 0
+def _main_walk(trace: Trace) -> tuple[list[tuple[int, ToolResultEvent, int]], dict[int, tuple[int, int]]]:
+    """One walk of the events: (event index, result, main compactions before it) of the main
+    conversation's tool results, and for each model call (0-based over all of them, sub-agents' too)
+    (its event's index, the main conversation's compactions before it). A sub-agent's compaction
+    is its own: it neither starts a new main conversation nor hides the main one's results."""
+    results, at_call = [], {}
+    depth = compactions = k = 0
     for i, e in enumerate(trace.events):
+        if isinstance(e, AssistantEvent):
+            at_call[k] = (i, compactions)
+            k += 1
         if isinstance(e, SubtaskStart) and e.isolated:
             depth += 1
         elif isinstance(e, SubtaskEnd) and depth:
@@ -58,32 +65,24 @@ def _main_results(trace: Trace) -> list[tuple[int, ToolResultEvent, int]]:
         elif isinstance(e, CompactEvent):
             compactions += 1
         elif isinstance(e, ToolResultEvent):
-            out.append((i, e, compactions))
-    return out
+            results.append((i, e, compactions))
+    return results, at_call
 
 
 def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], scale: float,
                count: Any, min_tokens: int = DROP_MIN_TOKENS, min_share: float = DROP_MIN_SHARE) -> list[Drop]:
     """The unrecorded drops of the main conversation and the results that re-enact each. ``base``:
     each call's visible content in cl100k tokens (measured.raw_contexts); ``count``: the tokenizer's
-    text count."""
-    results = _main_results(trace)
-    compactions_before: dict[int, int] = {}   # call -> compactions before it
-    event_at: dict[int, int] = {}             # call -> its event's index in the trace
-    k, n = 0, 0
-    for i, e in enumerate(trace.events):
-        if isinstance(e, CompactEvent):
-            n += 1
-        elif isinstance(e, AssistantEvent):
-            compactions_before[k], event_at[k] = n, i
-            k += 1
+    text count. ``trace`` carries this calibration's measured sizes (measured.apply first): a
+    result's size is what the log measured it at, not an earlier calibration's."""
+    results, at_call = _main_walk(trace)
     cleared: set[str] = {r.tool_use_id for _, r, _ in results if "cleared_at_call" in r.meta}
     out = []
     for c in calls:
         p = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
         if c.thread != "main" or not continues(c, p):
             continue
-        if c.new_turn and model_family(c.model).startswith(STRIPS_PREVIOUS_THINKING):
+        if c.new_turn and strips_previous_thinking(c.model):
             continue   # the API dropped the previous turn's thinking: not a drop of the agent's
         expected = p.context + scale * (base[c.index] - base[p.index])
         lost = int(expected - c.context)
@@ -96,9 +95,9 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
         for i, r, comp in results:
             if got >= lost:
                 break
-            if i > event_at[c.index]:
+            if i > at_call[c.index][0]:
                 break
-            if comp != compactions_before[c.index] or r.tool_use_id in cleared or i in came_in:
+            if comp != at_call[c.index][1] or r.tool_use_id in cleared or i in came_in:
                 continue
             size = scale * count(r.content) * float(r.meta.get(TOKEN_FACTOR) or 1.0)
             take.append(r.tool_use_id)

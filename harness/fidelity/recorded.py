@@ -22,7 +22,7 @@ from ctxsim.harness.model.trace import (
     UserEvent,
 )
 from ctxsim.harness.provider import Provider
-from ctxsim.strategies.recorded import MCP_COMMAND, THINKING_BUDGET_MODELS, model_family
+from ctxsim.strategies.recorded import MCP_COMMAND, budget_thinking
 
 # user messages a miss right after is reported beside (not a cause by themselves): what the log
 # shows came in just before the cache was lost
@@ -100,7 +100,7 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
             out.append(RecordedCall(len(out), ev.t, m, ev.usage, thread, thread in compacted,
                                     chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None),
                                     thread in turns, tuple(added.pop(thread, ())),
-                                    thread in switched and model_family(m).startswith(THINKING_BUDGET_MODELS)))
+                                    thread in switched and budget_thinking(m)))
             turns.discard(thread)
             switched.discard(thread)
             compacted.discard(thread)

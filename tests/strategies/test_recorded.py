@@ -277,6 +277,23 @@ def test_new_user_turn_drops_earlier_thinking_on_models_that_strip_it():
     assert kinds(seen_opus[3]) == [["thinking", "tool_use"], ["thinking", "text"], ["text"]]
     _, seen_never = run(t, {"strip_previous_thinking": "never"})
     assert kinds(seen_never[3]) == kinds(seen_opus[3])
+    # a Bedrock route's id (region and "anthropic." prefixes) is the same model: its thinking is dropped too
+    bedrock = tr.validate_events(tr.Header(name="t", model="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                                           prefix_tokens=3000), evs)
+    _, seen_bedrock = run(bedrock)
+    assert kinds(seen_bedrock[3]) == kinds(seen[3])
+
+
+def test_one_test_of_which_models_strip_or_budget_thinking_whatever_the_route():
+    """strategies.recorded's two predicates read a model id without its route or region prefix: the
+    strategy, the drops finder, the miss labels and the miss classifier all ask them."""
+    from ctxsim.strategies.recorded import budget_thinking, strips_previous_thinking
+
+    assert strips_previous_thinking("claude-sonnet-4-5-20250929")
+    assert strips_previous_thinking("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0")
+    assert not strips_previous_thinking("claude-opus-4-5-20251101") and not strips_previous_thinking(None)
+    assert budget_thinking("us.anthropic.claude-opus-4-5-20251101-v1:0") and budget_thinking("claude-opus-4-1-20250805")
+    assert not budget_thinking("claude-opus-4-6") and not budget_thinking("")
 
 
 def test_the_startup_content_resent_after_a_compaction_is_the_logs_measure():
