@@ -147,6 +147,9 @@ class RecordedConfig(StrategyConfig):
         "system+last", description="where the recorded agent put cache breakpoints (Claude Code: system block and last message)")
     ttl: Literal["5m", "1h"] | None = Field(
         None, description="cache TTL of the breakpoints (none: the client's, the TTL the log wrote)")
+    subtask_ttl: Literal["5m", "1h"] | None = Field(
+        None, description="cache TTL of the sub-agents' breakpoints (none: the same as the main context's); the "
+        "log's when its sub-agents wrote with another TTL (header.recorded.subagent_cache_ttl)")
     summary_call: bool = Field(True, description="bill the recorded compaction's summary call (off: replace history only)")
     compact_instructions: str = Field(COMPACT_INSTRUCTIONS, min_length=1,
                                       description="the compaction prompt sent after the history")
@@ -290,6 +293,8 @@ class Recorded(Strategy):
                 cleared.setdefault(at, []).append(e.tool_use_id)
         if cleared:
             out["cleared_results"] = {k: tuple(v) for k, v in sorted(cleared.items())}
+        if "cache_ttl" not in overrides and rec.subagent_cache_ttl and rec.subagent_cache_ttl != rec.cache_ttl:
+            out["subtask_ttl"] = rec.subagent_cache_ttl
         if "cache_ttl" not in overrides and any(t and t != rec.cache_ttl for t in ttls):
             out["compact_ttls"] = tuple(t if t != rec.cache_ttl else "" for t in ttls)
         return out
@@ -311,7 +316,8 @@ class Recorded(Strategy):
         system = self.system
         if not self._spans and self._last_model in self.config.model_prefix_tokens:
             system = self._system_for(self._last_model)
-        return Request(system, self.env.tools, self.history, self.breakpoints(self.history),
+        ttl = self.config.subtask_ttl if self._spans else None
+        return Request(system, self.env.tools, self.history, self.breakpoints(self.history, ttl),
                        kind=SUBAGENT if self._spans else "main", estimated_tokens=self.estimate(),
                        rewrite=self._take_rewrite(), model=self._last_model, thinking=self._thinking_param(model))
 

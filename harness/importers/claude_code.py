@@ -837,6 +837,10 @@ def import_claude_code(src: str | Path) -> ImportResult:
         [e.pre_tokens for e in b.events if isinstance(e, tr.CompactEvent) and e.trigger == "auto" and e.pre_tokens],
         max((u.context_tokens for u in main_usages), default=0))
     ttl, ttl_ev = cache_ttl_of(main_usages or [e.usage for e in b.events if isinstance(e, tr.AssistantEvent) and e.usage])
+    sub_ttl, sub_ttl_ev = cache_ttl_of([e.usage for e in b.events if isinstance(e, tr.AssistantEvent) and e.usage
+                                        and e.meta.get("subagent")])
+    if not main_usages or sub_ttl is None or sub_ttl == ttl:
+        sub_ttl, sub_ttl_ev = None, ""
     all_usages = [e.usage for e in b.events if isinstance(e, tr.AssistantEvent) and e.usage]
     caching, caching_ev = caching_of(all_usages, _min_cacheable(model))
     uncached = uncached_models([(e.model, e.usage) for e in b.events if isinstance(e, tr.AssistantEvent) and e.usage],
@@ -845,7 +849,8 @@ def import_claude_code(src: str | Path) -> ImportResult:
         caching_ev = (f"{caching_ev}; " if caching_ev else "") + (
             f"no call on {', '.join(uncached)} read or wrote the cache while the others did: a route without caching")
     recorded = tr.RecordedSetting(models=models_by_role(b.events), window=window, window_evidence=window_ev,
-                                  cache_ttl=ttl, cache_ttl_evidence=ttl_ev, prompt_caching=caching,
+                                  cache_ttl=ttl, cache_ttl_evidence=ttl_ev, subagent_cache_ttl=sub_ttl,
+                                  subagent_cache_ttl_evidence=sub_ttl_ev, prompt_caching=caching,
                                   caching_evidence=caching_ev, uncached_models=uncached,
                                   agent_version=version if version and _version(version) else None)
     header = tr.Header(

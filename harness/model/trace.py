@@ -110,6 +110,11 @@ class RecordedSetting(_M):
         None, description="TTL of the agent's cache writes (Anthropic usage: ephemeral_5m / _1h); null: "
         "automatic caching, no TTL written (OpenAI), or no write recorded")
     cache_ttl_evidence: str = Field("", description="the usage fields the TTL was read from")
+    subagent_cache_ttl: Literal["5m", "1h"] | None = Field(
+        None, description="TTL of the sub-agents' cache writes, read from their own usage like cache_ttl; null: "
+        "no sub-agent wrote, or the same TTL as the main calls (Claude Code 2.1.x writes the main context with "
+        "1h and its sub-agents with 5m in the development population's logs)")
+    subagent_cache_ttl_evidence: str = Field("", description="the sub-agents' usage fields it was read from")
     token_scale: float | None = Field(
         None, ge=0.1, le=10.0, allow_inf_nan=False,  # assumed bounds: tokenizers differ by tens of per cent, not 10x
         description="recorded tokens per cl100k token, fitted on the first calls (fit_calls)")
