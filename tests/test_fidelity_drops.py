@@ -102,3 +102,18 @@ def test_the_results_cleared_for_a_drop_are_sized_as_this_calibration_measured_t
     t = _loop(tmp_path, drop_at=14, calls=20, lost=16_500, heavy=7)
     assert _cleared(t) == {f"t{i}": (14, "inferred") for i in range(8)}
     assert _cleared(calibrate(t)) == _cleared(t)
+
+
+def test_the_oldest_results_closest_to_the_loss_are_cleared_and_an_excess_carries_over():
+    """Oldest first, as many as come closest to what the log lost: 2,000 + 9,000 for a loss of
+    4,000 would overshoot by 7,000, so only the first (2,000 short); a later drop of 10,000 is then
+    owed 12,000 and takes the 9,000 and the 2,000 after it (11,000, 1,000 short). A target already
+    cleared takes nothing."""
+    from ctxsim.harness.fidelity.drops import _nearest_prefix
+
+    sizes = [("a", 2_000.0), ("b", 9_000.0), ("c", 2_000.0), ("d", 2_000.0)]
+    assert _nearest_prefix(sizes, 4_000) == (["a"], 2_000.0)
+    assert _nearest_prefix(sizes[1:], 10_000 - (2_000 - 4_000)) == (["b", "c"], 11_000.0)
+    assert _nearest_prefix(sizes, 6_000) == (["a"], 2_000.0)      # 4,000 short beats 5,000 over
+    assert _nearest_prefix(sizes, 7_000) == (["a", "b"], 11_000.0)
+    assert _nearest_prefix(sizes, 0) == ([], 0.0) and _nearest_prefix(sizes, -5) == ([], 0.0)

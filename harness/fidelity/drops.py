@@ -9,9 +9,10 @@ content cleared) before 2.1.14 wrote ``microcompact_boundary`` records for it. T
 everything reads a larger context than the log and, near the window, passes it.
 
 So the drop is re-enacted: the oldest tool results of the conversation (since its last compaction,
-none that came in at this very step) are cleared until what they held reaches the tokens the log
-lost (``meta.cleared_at_call`` on each, ``meta.cleared_by = "inferred"``; the ``recorded`` strategy
-sends them as a placeholder from that call on). *Which* results Claude Code cleared the log does not
+none that came in at this very step) are cleared, as many as bring what they held closest to the
+tokens the log lost, less what earlier drops since the last compaction cleared beyond theirs, so the
+replay's context follows the log's (``meta.cleared_at_call`` on each, ``meta.cleared_by = "inferred"``;
+the ``recorded`` strategy sends them as a placeholder from that call on). *Which* results Claude Code cleared the log does not
 say: oldest first is assumed (the rule microcompact states for its records: the most recent are
 kept). The size is the log's own measure, as harness/fidelity/measured.py sizes the steps that grew.
 """
@@ -78,6 +79,7 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
     results, at_call = _main_walk(trace)
     cleared: set[str] = {r.tool_use_id for _, r, _ in results if "cleared_at_call" in r.meta}
     out = []
+    carry, carry_comp = 0.0, 0   # tokens cleared beyond what the log lost, since the last main compaction
     for c in calls:
         p = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
         if c.thread != "main" or not continues(c, p):
@@ -90,23 +92,37 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
             continue
         if c.usage.cache_read + max(256, 0.01 * p.context) >= p.context:
             continue   # the whole previous context was read: its prefix did not change
+        at, comp = at_call[c.index]
+        if comp != carry_comp:
+            carry, carry_comp = 0.0, comp
         came_in = set(c.added)
-        take, got = [], 0.0
-        for i, r, comp in results:
-            if got >= lost:
-                break
-            if i > at_call[c.index][0]:
-                break
-            if comp != at_call[c.index][1] or r.tool_use_id in cleared or i in came_in:
-                continue
-            size = scale * count(r.content) * float(r.meta.get(TOKEN_FACTOR) or 1.0)
-            take.append(r.tool_use_id)
-            got += size
+        sizes = [(r.tool_use_id, scale * count(r.content) * float(r.meta.get(TOKEN_FACTOR) or 1.0))
+                 for i, r, rc in results if i <= at and rc == comp and r.tool_use_id not in cleared and i not in came_in]
+        take, got = _nearest_prefix(sizes, lost - carry)
+        carry += got - lost
         if not take:
             continue
         cleared.update(take)
         out.append(Drop(c.index, lost, tuple(take), int(got)))
     return out
+
+
+def _nearest_prefix(sizes: list[tuple[str, float]], target: float) -> tuple[list[str], float]:
+    """The oldest results whose sizes add up closest to ``target`` (none when it is not positive):
+    oldest first is the assumption; stopping at the first sum past the target would clear a large
+    result for a small remainder, and the replay would then run below the log until its next
+    compaction."""
+    if target <= 0:
+        return [], 0.0
+    best_k, best_err, total, sums = 0, target, 0.0, [0.0]
+    for k, (_, size) in enumerate(sizes, 1):
+        total += size
+        sums.append(total)
+        if abs(total - target) < best_err:
+            best_k, best_err = k, abs(total - target)
+        if total >= target:
+            break
+    return [tid for tid, _ in sizes[:best_k]], sums[best_k]
 
 
 def apply(trace: Trace, drops: list[Drop]) -> Trace:
