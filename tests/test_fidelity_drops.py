@@ -117,3 +117,36 @@ def test_the_oldest_results_closest_to_the_loss_are_cleared_and_an_excess_carrie
     assert _nearest_prefix(sizes, 6_000) == (["a"], 2_000.0)      # 4,000 short beats 5,000 over
     assert _nearest_prefix(sizes, 7_000) == (["a", "b"], 11_000.0)
     assert _nearest_prefix(sizes, 0) == ([], 0.0) and _nearest_prefix(sizes, -5) == ([], 0.0)
+
+
+def test_a_drop_at_a_new_turn_of_a_model_that_strips_thinking_is_the_loss_beyond_the_thinking():
+    """Sonnet 4 drops the previous turn's thinking at a new user turn; the replay's own sizes
+    (``base``) leave it out already and its visible size is allowed for again (Claude 4 models
+    show a summary of their thinking). A 35,000-token fall at a new turn after 1,000 tokens of
+    thinking is the agent's own drop (1.0.x logs show such falls after an interrupted tool call):
+    34,000 beyond the thinking, re-enacted; a fall the thinking covers is not."""
+    from ctxsim.harness.fidelity.drops import find_drops
+    from ctxsim.harness.fidelity.recorded import recorded_calls
+
+    def call(t, ctx, read, tool=None, thinking=""):
+        content = ([tr.ThinkingContent(thinking=thinking)] if thinking else []) + (
+            [tr.ToolUseContent(id=tool, name="Read", input={})] if tool else [tr.TextContent(text="ok")])
+        return tr.AssistantEvent(t=t, content=content, model="claude-sonnet-4-20250514",
+                                 usage=tr.RecordedUsage(input=3, cache_read=read, cache_write_5m=ctx - read - 3))
+
+    def session(fall):
+        evs = [tr.UserEvent(t=0, text="go")]
+        ctx = 30_000
+        for i in range(20):
+            evs.append(call(1 + 2 * i, ctx, ctx - 2_000 if i else 0, f"t{i}", thinking="hm " * 10 if i == 19 else ""))
+            evs.append(tr.ToolResultEvent(t=2 + 2 * i, tool_use_id=f"t{i}", content=PAYLOAD))
+            ctx += 2_000
+        evs += [tr.UserEvent(t=50, text="next"), call(51, ctx - fall, 11_000)]
+        return tr.validate_events(tr.Header(name="t", model="claude-sonnet-4-20250514", prefix_tokens=30_000), evs)
+
+    base = {i: 2_000 * i for i in range(20)} | {20: 40_000}   # the strip already left out of the new turn's
+    t = session(35_000)
+    got = find_drops(t, recorded_calls(t), base, 1.0, lambda s: 1_000 if s.startswith("hm") else 2_000)
+    assert [(d.call, d.lost) for d in got] == [(20, 35_000 - 1_000)] and len(got[0].cleared) == 17
+    t = session(2_500)    # under the floors once the thinking is allowed for
+    assert find_drops(t, recorded_calls(t), base, 1.0, lambda s: 1_000 if s.startswith("hm") else 2_000) == []

@@ -28,8 +28,10 @@ from ctxsim.harness.model.trace import (
     CompactEvent,
     SubtaskEnd,
     SubtaskStart,
+    ThinkingContent,
     ToolResultEvent,
     Trace,
+    UserEvent,
 )
 from ctxsim.harness.replay.events import TOKEN_FACTOR
 from ctxsim.strategies.recorded import strips_previous_thinking
@@ -46,16 +48,18 @@ class Drop:
     cleared_tokens: int          # what they held, at the fitted scale
 
 
-def _main_walk(trace: Trace) -> tuple[list[tuple[int, ToolResultEvent, int]], dict[int, tuple[int, int]]]:
+def _main_walk(trace: Trace, count: Any) -> tuple[list[tuple[int, ToolResultEvent, int]], dict[int, tuple[int, int, int]]]:
     """One walk of the events: (event index, result, main compactions before it) of the main
     conversation's tool results, and for each model call (0-based over all of them, sub-agents' too)
-    (its event's index, the main conversation's compactions before it). A sub-agent's compaction
-    is its own: it neither starts a new main conversation nor hides the main one's results."""
+    (its event's index, the main conversation's compactions before it, the tokens of the thinking
+    the main conversation's answers showed in the turn its last user message ended). A sub-agent's compaction is
+    its own: it neither starts a new main conversation nor hides the main one's results."""
     results, at_call = [], {}
-    depth = compactions = k = 0
+    depth = compactions = k = thinking = ended = 0   # thinking of the open turn; of the turn the last user message ended
+    answered = False
     for i, e in enumerate(trace.events):
         if isinstance(e, AssistantEvent):
-            at_call[k] = (i, compactions)
+            at_call[k] = (i, compactions, ended)
             k += 1
         if isinstance(e, SubtaskStart) and e.isolated:
             depth += 1
@@ -65,8 +69,15 @@ def _main_walk(trace: Trace) -> tuple[list[tuple[int, ToolResultEvent, int]], di
             continue
         elif isinstance(e, CompactEvent):
             compactions += 1
+            thinking = ended = 0
         elif isinstance(e, ToolResultEvent):
             results.append((i, e, compactions))
+        elif isinstance(e, UserEvent) and not e.meta.get("meta_record") and not e.meta.get("hidden"):
+            if answered:
+                ended, thinking, answered = thinking, 0, False
+        elif isinstance(e, AssistantEvent):
+            thinking += sum(count(c.thinking) for c in e.content if isinstance(c, ThinkingContent))
+            answered = True
     return results, at_call
 
 
@@ -76,7 +87,7 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
     each call's visible content in cl100k tokens (measured.raw_contexts); ``count``: the tokenizer's
     text count. ``trace`` carries this calibration's measured sizes (measured.apply first): a
     result's size is what the log measured it at, not an earlier calibration's."""
-    results, at_call = _main_walk(trace)
+    results, at_call = _main_walk(trace, count)
     cleared: set[str] = {r.tool_use_id for _, r, _ in results if "cleared_at_call" in r.meta}
     out = []
     carry, carry_comp = 0.0, 0   # tokens cleared beyond what the log lost, since the last main compaction
@@ -84,15 +95,19 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
         p = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
         if c.thread != "main" or not continues(c, p):
             continue
-        if c.new_turn and strips_previous_thinking(c.model):
-            continue   # the API dropped the previous turn's thinking: not a drop of the agent's
-        expected = p.context + scale * (base[c.index] - base[p.index])
+        at, comp, thought = at_call[c.index]
+        expected = p.context + scale * (base[c.index] - base[p.index])   # ``base`` strips what the replay strips
         lost = int(expected - c.context)
+        if c.new_turn and strips_previous_thinking(c.model):
+            # the API dropped the previous turn's thinking, which ``base`` already left out at its
+            # visible size; Claude 4 models return a summary of their full thinking (Anthropic's
+            # extended-thinking docs, "summarized thinking"), so as much again is allowed for before
+            # a loss counts as the agent's
+            lost -= int(scale * thought)
         if lost < max(min_tokens, min_share * p.context):
             continue
         if c.usage.cache_read + max(256, 0.01 * p.context) >= p.context:
             continue   # the whole previous context was read: its prefix did not change
-        at, comp = at_call[c.index]
         if comp != carry_comp:
             carry, carry_comp = 0.0, comp
         came_in = set(c.added)
