@@ -433,7 +433,10 @@ class Recorded(Strategy):
         if self._resent is not None and not self._spans and self.config.startup_after_compaction:
             after.insert(0, self._resent)   # re-read from disk: prepended, as at the first turn
             self.counters.extra["startup content re-sent after compactions"] += 1
-        if self.config.reattach == "claude-code" and not self._spans:
+        if self.config.reattach == "claude-code" and not self._spans and n not in self.config.compact_without_call:
+            # a compaction re-attaches (Claude Code's compact routine does); plan mode's "clear context",
+            # a new conversation opened with the plan, does not: in the 3 the development population
+            # holds, the next call's context is the prefix and the plan (within 1.2k tokens), not 25k more
             c = self.config
             extra = reattachments(self._reattach, ReattachCaps(
                 max_files=c.reattach_max_files, file_tokens=c.reattach_file_tokens, total_tokens=c.reattach_total_tokens,

@@ -204,3 +204,26 @@ def test_a_plan_opening_a_new_root_after_exit_plan_mode_is_a_compaction_without_
     assert compacts[0].trigger == "manual"
     c = replay(t, "recorded", {}, RunConfig()).calls
     assert list(c["kind"]) == ["main", "main", "main"]
+
+
+def test_plan_modes_clear_context_re_attaches_no_file(tmp_path):
+    """Plan mode's "clear context" opens a new conversation with the plan: Claude Code's compact
+    routine, which re-reads recent files, does not run (in the 3 clears of the development population
+    the next call's context is the prefix and the plan, within 1.2k tokens). A file read before it is
+    not re-attached; after a real compaction it would be."""
+    from ctxsim.harness.replay.engine import RunConfig, replay
+
+    body = "".join(f"{i:6}\tline {i} of the module\n" for i in range(1, 200))
+    plan = "## Plan\n" + "- step\n" * 200
+    recs = [user(0, "plan the refactor"),
+            asst(1, "r0", {"type": "tool_use", "id": "rd", "name": "Read", "input": {"file_path": "/w/mod.py"}},
+                 w5m=20_000),
+            result(2, "rd", body),
+            asst(3, "r1", {"type": "tool_use", "id": "p1", "name": "ExitPlanMode", "input": {"plan": "..."}},
+                 w5m=3_000, read=20_000),
+            result(4, "p1", "User chose to clear the context", is_error=True),
+            user(5, plan, parentUuid=None),
+            asst(6, "r2", text("starting"), w5m=5_000, read=12_000)]
+    t = import_file("claude-code", write(tmp_path / "s.jsonl", recs)).trace
+    res = replay(t, "recorded", {}, RunConfig())
+    assert res.metrics["strategy_counters"].get("messages re-attached after compactions", 0) == 0
