@@ -211,6 +211,8 @@ class PeerStrategy(Strategy):
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         self.anchor = UsageAnchor(config.chars_per_token)
+        # per open isolated sub-agent: the parent's anchor (anchor, anchor_len, last_input), put back when it returns
+        self._outer_anchors: list[tuple[int | None, int, int | None]] = []
 
     # events
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
@@ -234,13 +236,28 @@ class PeerStrategy(Strategy):
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
         super().on_subtask_start(id, description, isolated)
         if isolated:
-            self.anchor.clear()
+            a = self.anchor
+            self._outer_anchors.append((a.anchor, a.anchor_len, a.last_input))
+            a.clear()
 
     def on_subtask_end(self, id: str, conclusion: str) -> None:
+        """Back in the parent: its own last usage anchors its estimate again (the parent's history is the one
+        that usage counted, grown by the sub-agent's result since). It used to be cleared, so the parent's first
+        request after a sub-agent was estimated from characters alone: 39% low on dense output (issue #45, a
+        context_editing subclass on check-strategy's random sample); and a trigger reading the last input
+        (gemini_cli) read the sub-agent's."""
         isolated = self.in_isolated_subtask
         super().on_subtask_end(id, conclusion)
         if isolated:
-            self.anchor.clear()
+            a = self.anchor
+            if self._outer_anchors:
+                anchor, anchor_len, last_input = self._outer_anchors.pop()
+                if anchor is not None and anchor_len <= len(self.history):
+                    a.anchor, a.anchor_len, a.last_input = anchor, anchor_len, last_input
+                else:
+                    a.clear()
+            else:
+                a.clear()
 
     # the call
     def prepare(self, call: CallInfo) -> None:

@@ -779,7 +779,7 @@ class Checker:
                               "summary the request holds after this rewrite (a path back to the transcript does not "
                               "tell the model what it was asked)")
         if self.declared.summary_items and self._summaries and "summary_keeps" in self.promised:
-            for detail in self._summary_used(req):
+            for detail in self._summary_used(req, prev.request if prev is not None else None):
                 v("summary_keeps", detail)
         if self._summaries and req.rewrite and prev is not None and "summary_used" in self.promised:
             detail = self._summary_dropped(prev.request, req)
@@ -796,12 +796,15 @@ class Checker:
         return out
 
     # --- what the strategy declares it keeps ---------------------------------------------------------
-    def _summary_used(self, req: Request) -> list[str]:
+    def _summary_used(self, req: Request, before: Request | None = None) -> list[str]:
         """The summaries this request uses keep every declared item they held. A block uses a summary
         when it holds its opening; failing that, a message the strategy marks as a summary (origin
         "summary") holding its end: a strategy that cuts the summary's head (a greedy pattern that
         strips everything before its last section) still uses the rest of it. (The end alone is no
-        proof elsewhere: a summary often ends quoting a user message the request also holds.)"""
+        proof elsewhere: a summary often ends quoting a user message the request also holds.) When no
+        block uses one, a rewrite that puts in a new message it marks as a summary (not in ``before``)
+        has that message hold the items the summary held: what stands in for the summary keeps its
+        promise too (a verifier's reply kept in place of the snapshot does not)."""
         out: list[str] = []
         for sm in self._summaries:
             probe = _summary_probe(sm.text)
@@ -818,6 +821,20 @@ class Checker:
                     out.append(f"the request uses a summary but has dropped {_items(lost)} from it "
                                f"(declared kept: {_items(self.declared.summary_items)})")
                 return out
+        if req.rewrite and self._summaries:
+            old = {b.digest for m in before.messages for b in m.blocks} if before is not None else set()
+            held = [i for i in self.declared.summary_items if any(holds_item(sm.text, i) for sm in self._summaries)]
+            for m in req.messages:
+                if m.meta.get("origin") != "summary":
+                    continue
+                for b in m.blocks:
+                    if b.type in ("text", "tool_result") and b.digest not in old:
+                        lost = [i for i in held if not holds_item(b.text, i)]
+                        if lost:
+                            out.append(f"the message it marks as the summary ({_short(b.text)!r}) is not the summary "
+                                       f"it was given and lacks {_items(lost)} (declared kept: "
+                                       f"{_items(self.declared.summary_items)})")
+                        return out
         return out
 
     def _summary_dropped(self, before: Request, req: Request) -> str:

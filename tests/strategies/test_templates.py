@@ -138,3 +138,27 @@ def test_unanswered_call_gets_synthetic_result_before_next_request():
     s.on_user(Message.user("continue"))
     req = s.build_request(CallInfo(1, 1.0))
     assert pairing_error(req) == "" and s.counters.extra["synthetic_results"] == 1
+
+
+def test_the_parents_own_usage_anchors_its_estimate_again_after_an_isolated_sub_agent():
+    """Issue #45: the anchor was cleared when an isolated sub-agent returned, so the parent's next
+    request was estimated from characters alone (39% low on dense output, a context_editing subclass on
+    check-strategy's random sample), and gemini_cli's trigger read the sub-agent's last input. The parent's
+    last usage (1,000 tokens through its answer, 3 messages) anchors it again: 1,000 + the Task result's
+    40 characters at 4 a token = 1,010; the sub-agent's own usage (20,000) counts for nothing there."""
+    from ctxsim.harness.model.conversation import Block, Message, Usage
+
+    from tests.strategies.peer_env import make
+
+    s = make("codex")
+    s.on_user(Message.user("task"))
+    s.on_response(Message("assistant", (Block.tool_use("t1", "Task", {"description": "look"}),)),
+                  Usage(input_uncached=990, output=10))
+    assert (s.anchor.anchor, s.anchor.anchor_len, s.anchor.last_input) == (1_000, 2, 990)
+    s.on_subtask_start("a1", "look", isolated=True)
+    s.on_user(Message.user("look around"))
+    s.on_response(Message("assistant", (Block.text_block("found it"),)), Usage(input_uncached=19_990, output=10))
+    s.on_subtask_end("a1", "found it")
+    assert (s.anchor.anchor, s.anchor.anchor_len, s.anchor.last_input) == (1_000, 2, 990)
+    s.on_tool_results(Message("user", (Block.tool_result("t1", "c" * 40),)))
+    assert s.estimate() == 1_010
