@@ -595,3 +595,23 @@ def test_a_new_launch_that_carries_the_old_conversation_in_is_named():
 def test_a_resume_continues_its_conversation():
     c = _launches(resume=True)
     assert c.feed([sent(req([user("fix the login test"), calls("a"), results(("a", "x")), user("add a feature")]), 1)]) == []
+
+
+def test_a_message_marked_as_the_summary_that_is_not_it_keeps_no_promise():
+    """The verifier's reply kept in place of the snapshot: the rewrite puts in a message it marks as a
+    summary, which is not the summary it was given and holds none of the declared items."""
+    from ctxsim.harness.testing.declared import Declared
+
+    c = Checker(frozenset({"summary_keeps", "summary_used"}), {}, declared=Declared(summary_items=("Goal", "Next steps")))
+    _summarised(c, "## Goal\nfix the flaky login test\n## Next steps\nrefresh the token before the assertion", FIRST)
+    stand_in = Message("user", (Block.text_block("The summary is consistent with the conversation."),), {"origin": "summary"})
+    out = c.feed([sent(req([stand_in, user("go on")], rewrite=True), 2)])
+    assert sorted(v.invariant for v in out) == ["summary_keeps", "summary_used"]
+    keeps = next(v for v in out if v.invariant == "summary_keeps")
+    assert "is not the summary it was given and lacks 'Goal', 'Next steps'" in keeps.detail
+    # the summary itself in the message marked so: kept
+    c = Checker(frozenset({"summary_keeps", "summary_used"}), {}, declared=Declared(summary_items=("Goal", "Next steps")))
+    text = "## Goal\nfix the flaky login test\n## Next steps\nrefresh the token before the assertion"
+    _summarised(c, text, FIRST)
+    kept = Message("user", (Block.text_block(text),), {"origin": "summary"})
+    assert c.feed([sent(req([kept, user("go on")], rewrite=True), 2)]) == []
