@@ -158,7 +158,7 @@ CORPUS += KIT45
 
 # issue #45, second round: kinds a held-out set found the kit blind to (tests/testing/mutants/kit45b.py)
 KIT45B: list[Case] = [
-    _c(z.CodexKeepsPreviousSummary, v.MyCodex, "summary_used", "each compaction installs the summary before it"),
+    _c(z.CodexKeepsPreviousSummary, v.MyCodex, "summary_used summary_keeps", "each compaction installs the summary before it"),
     _c(z.ClaudeCodeNewLaunchKeepsGoal, ClaudeCode, "fresh_launch", "a new launch keeps the previous conversation's request"),
     _c(z.ClaudeCodeMicrocompactInCharacters, ClaudeCode, "estimate", "microcompact's saving taken off in characters"),
     _c(z.ClaudeCodeSubagentUsageKept, ClaudeCode, "estimate", "a sub-agent's usage kept as the parent's anchor"),
