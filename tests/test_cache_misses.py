@@ -89,10 +89,10 @@ def test_a_stray_request_reads_nothing_or_the_system_prefix_and_the_next_one_rea
 
 # --- the fit --------------------------------------------------------------------------------------
 
-def call(i, ctx, read, t=None, new_turn=False):
+def call(i, ctx, read, t=None, new_turn=False, after_thinking=False):
     u = tr.RecordedUsage(input=ctx - read, cache_write_5m=0, cache_read=read)
     return RecordedCall(i, float(i * 10 if t is None else t), MODEL, u, "main", False, 0, i - 1 if i else None,
-                        new_turn=new_turn)
+                        new_turn=new_turn, after_thinking=after_thinking)
 
 
 def test_fit_labels_strays_and_returns_and_needs_recurrence():
@@ -116,11 +116,40 @@ def test_fit_labels_strays_and_returns_and_needs_recurrence():
 
 
 def test_thinking_dropped_at_a_new_turn_is_the_clients_change_not_a_stray():
+    """A model that strips the previous turn's thinking changes the prefix at a new turn only when
+    that turn showed thinking: there a miss is the client's change; after a turn without thinking
+    (nothing stripped) it is a stray like any other."""
     ctx = [30_000 + 1_000 * i for i in range(6)]
-    calls = [call(0, ctx[0], 0), call(1, ctx[1], ctx[0]), call(2, ctx[2], 0, new_turn=True),
+    calls = [call(0, ctx[0], 0), call(1, ctx[1], ctx[0]), call(2, ctx[2], 0, new_turn=True, after_thinking=True),
              call(3, ctx[3], ctx[2]), call(4, ctx[4], 0, new_turn=True), call(5, ctx[5], ctx[4])]
-    assert label_calls(calls, lambda m: m.startswith("claude-sonnet-4-5"))[0] == {}
+    strips = lambda m: m.startswith("claude-sonnet-4-5")  # noqa: E731
+    assert label_calls(calls, strips)[0] == {4: "stray"}
     assert label_calls(calls)[0] == {2: "stray", 4: "stray"}
+
+
+def test_the_share_is_the_first_crossing_not_the_far_side():
+    """Reads fall as strays begin and rise again as they grow common: a read curve with its
+    minimum at 0.2 crosses a target of 90 at 0.05 (going down) and at 0.4 (coming back). The fit
+    takes 0.05; a curve already under the target at 0 gives 0; one that never reaches it gives
+    the cap (0.5). Bisection over 0-1 took the far side on real sessions (0.78 for a raw 0.03)."""
+    from ctxsim.harness.fidelity.cache_misses import MAX_SHARE, first_crossing
+
+    def read(s):
+        return 100 - 200 * s if s <= 0.2 else 60 + 75 * (s - 0.2)
+    assert abs(first_crossing(read, 90.0, iterations=30) - 0.05) < 1e-6
+    assert first_crossing(read, 101.0) == 0.0
+    assert first_crossing(lambda s: 100.0, 90.0) == MAX_SHARE
+
+
+def test_a_share_fitted_on_the_first_calls_is_shrunk_towards_no_strays():
+    """A share of 0.04 fitted on 100 eligible calls counts against 100 calls of none: 0.02; on 300
+    calls, 0.03; no shrinking at a prior of 0."""
+    from ctxsim.harness.fidelity.cache_misses import shrunk
+
+    m = CacheMissModel(share=0.04, fallback_none=0.0, strays=4, returns=2, eligible=100)
+    assert shrunk(m).share == 0.02 and "shrunk towards no strays by 100 / (100 + 100) = 0.500" in shrunk(m).source
+    assert shrunk(m.model_copy(update={"eligible": 300})).share == 0.03
+    assert shrunk(m, 0).share == 0.04
 
 
 # --- every replay -----------------------------------------------------------------------------------

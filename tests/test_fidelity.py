@@ -221,13 +221,15 @@ def test_real_spotter_compactions_land_on_the_recorded_call(real_reports):
 
 
 @needs_real
-def test_real_spotter_misses_are_fitted_as_recurring_fall_backs(real_reports):
+def test_real_spotter_misses_are_not_foreseen_by_a_model_fitted_on_the_first_calls(real_reports):
     """258c7280's two falls back to the system prefix are the first calls after the log's two
     <task-notification> user messages (found here in the raw file: the first assistant record after
     each such user record, and what it read). Other sessions read a full hit after such a message,
-    so it is not a cause. They recur (two, and the next call reads the long prefix again): issue 27
-    fits the provider-side miss model on them (harness/fidelity/cache_misses.py), so they are ``fitted``, the
-    message still named beside them, and the replay routes 2 of its requests astray (1.3%)."""
+    so it is not a cause. The miss model is fitted out of sample, on the calls the token scale is
+    fitted on (the first 47 of 155): they hold one of the two, and one fall-back is no pattern, so
+    no model; both misses stay ``unexplained`` and their premium is said. Fitted on the whole log
+    (in sample) the two recur and the error fell to 2.5%: that figure scored the model on the calls
+    it was fitted to."""
     recs = [json.loads(x) for x in (REAL / "spotter" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl").read_text().splitlines()]
     reads = []
     for i, o in enumerate(recs):
@@ -238,13 +240,13 @@ def test_real_spotter_misses_are_fitted_as_recurring_fall_backs(real_reports):
     assert reads == [21_460, 21_460]   # the system prefix: what the first call after the compaction read
     r = real_reports["258c"]
     assert [(m["call"], m["cause"], m["trigger"], m["recorded_read"]) for m in r.misses] == [
-        (31, "fitted", "<task-notification>", 21_460), (152, "fitted", "<task-notification>", 21_460)]
+        (31, "unexplained", "<task-notification>", 21_460), (152, "unexplained", "<task-notification>", 21_460)]
     assert all(m["fell_back_to"] == "the system prefix (21460)" for m in r.misses)
-    assert r.report["cache_misses"] == {"ttl": 0, "prefix_change": 0, "fitted": 2, "unexplained": 0}
-    cm = r.report["cache_model"]
-    assert cm["fitted"] and (cm["strays"], cm["fallback_none"]) == (2, 0.0) and 0.01 < cm["share"] < 0.02
+    assert r.report["cache_misses"] == {"ttl": 0, "prefix_change": 0, "fitted": 0, "unexplained": 2}
+    assert r.report["cache_model"] == {"fitted": False}
     cost = r.report["cost_usd"]
-    assert cost["abs_pct_error"] <= 5.0   # 10.6% before the miss model (measured), 2.5% with it
+    # 10.9% under the bill, all of it the two misses' premium: 0.3% without them
+    assert 10 < cost["abs_pct_error"] < 12 and cost["abs_pct_error_without_unexplained_misses"] <= 1.0
     ae = real_reports["ae4a"]
     assert any(m["cause"] == "prefix_change" and "haiku" in m["changed"] for m in ae.misses)
 

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from ctxsim.harness.fidelity import drops, measured
-from ctxsim.harness.fidelity.cache_misses import fit_miss_model
+from ctxsim.harness.fidelity.cache_misses import fit_miss_model, shrunk
 from ctxsim.harness.fidelity.measured import raw_contexts
 from ctxsim.harness.fidelity.population import attribute
 from ctxsim.harness.fidelity.recorded import (
@@ -222,8 +222,11 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     resent, resent_ev = measured.resent_startup(
         calls, base, scale, startup, lambda c: model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD)
     span_prefix = {k: prefix(c) for k, c in threads.items() if k != "main"}
-    miss_model, _ = fit_miss_model(calls, strips_previous_thinking, _provider_of(model or trace.header.model, models_file),
-                                   max(0, main_prefix - startup))
+    # the miss model is fitted on the calls the scale is fitted on (the first ``fit_fraction``; a
+    # prefix of the calls) and scored with the rest held out, as the scale is
+    miss_upto = max(fit_calls(calls, fit_fraction)) + 1
+    miss_model, _ = fit_miss_model(calls[:miss_upto], strips_previous_thinking,
+                                   _provider_of(model or trace.header.model, models_file), max(0, main_prefix - startup))
     rec = rec.model_copy(update={
         "cache_miss_model": miss_model,
         "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit), "tokenizer": counted,
@@ -241,7 +244,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     out = with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
                                                                 "meta": meta, "notes": notes}))
     if miss_model is not None:
-        miss_model = _fit_share(out, calls, miss_model, seed, model, models_file)
+        miss_model = shrunk(_fit_share(out, calls, miss_model, seed, model, models_file, miss_upto))
         out = with_header(out, out.header.model_copy(update={
             "recorded": rec.model_copy(update={"cache_miss_model": miss_model})}))
     return out
@@ -272,10 +275,10 @@ def shared_span_heads(threads: dict[str, RecordedCall], prefix: dict[str, int],
 
 
 def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, model: str | None,
-               models_file: str | None):
+               models_file: str | None, upto: int):
     """The miss model's share fitted on the replay's own requests (cache_misses.fit_share_on_requests):
     one replay of ``recorded`` with no strays, its requests billed again at trial shares until the
-    calls the log billed read what the log read."""
+    first ``upto`` calls the log billed (the fit part; the rest is held out) read what they read."""
     from ctxsim.harness.fidelity.cache_misses import fit_share_on_requests
     from ctxsim.harness.replay.engine import run_model
 
@@ -288,19 +291,15 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
     replay(trace, Recorded, {}, RunConfig(model=model, seed=seed, fitted_misses=False, observer=observe,
                                           models_file=Path(models_file) if models_file else None))
     billed = [c.usage is not None for c in calls]
-    compacts = [e.usage is not None for e in trace.events if isinstance(e, CompactEvent)]
-    requests, i, k = [], 0, 0
+    requests, i = [], 0
     for req, now, kind in sent:
         if kind in ("main", SUBAGENT):
-            counted = i < len(billed) and billed[i]
+            counted = i < min(upto, len(billed)) and billed[i]
             i += 1
-        elif kind == SUMMARY:
-            counted = k < len(compacts) and compacts[k]
-            k += 1
-        else:
+        else:   # compaction and side calls: not in the fit (the log's compaction calls are not tied to a call index)
             counted = False
         requests.append((req, now, counted))
-    usages = [u for u, _ in recorded_usages(trace, model)]
+    usages = [c.usage for c, b in zip(calls[:upto], billed) if b]
     total_in = sum(u.context_tokens for u in usages)
     target = sum(u.cache_read for u in usages) / total_in if total_in else 0.0
     rec = trace.header.recorded
@@ -311,8 +310,9 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
                         uncached_models=tuple(rec.uncached_models))
     fitted = fit_share_on_requests(miss_model, requests, target, provider, warm_first_main=bool(rec.warm_prefix_tokens))
     return fitted.model_copy(update={"source": fitted.source + (
-        f"; share {fitted.share:.3f} refitted on the replay's own {len(requests)} requests: at it they read, "
-        f"averaged over router phases, the share of their input the log's calls read ({target:.4f})")})
+        f"; share {fitted.share:.3f} refitted on the replay's own requests for the first {upto} of the log's "
+        f"{len(calls)} calls (the rest held out): at it they read, averaged over router phases, the share of their "
+        f"input those calls read ({target:.4f})")})
 
 
 def _min_cacheable(model: str | None, models_file: str | None = None) -> int:

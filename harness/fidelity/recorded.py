@@ -45,6 +45,7 @@ class RecordedCall:
     new_turn: bool = False        # a user message (not tool results, not a meta record) came since the previous call
     added: tuple[int, ...] = ()   # trace indices of the tool results and user messages this thread took in since its previous call
     thinking_switch: bool = False  # a new turn that switched thinking on a model sent a budget (recorded.thinking_switch)
+    after_thinking: bool = False  # a new turn after answers that showed thinking (what a model that strips it drops)
 
     @property
     def context(self) -> int:
@@ -64,6 +65,7 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
     added: dict[str, list[int]] = {}
     thinking: dict[str, bool] = {}        # thread -> the thinking of its last turn (user meta.thinking)
     switched: set[str] = set()
+    thought: dict[str, bool] = {}         # thread -> its answers since its last new turn showed thinking
     for i, ev in enumerate(trace.events):
         thread = spans[-1] if spans else "main"
         if isinstance(ev, SubtaskStart):
@@ -91,6 +93,7 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
             added.setdefault(thread, []).append(i)
         elif isinstance(ev, CompactEvent):
             compacted.add(thread)
+            thought.pop(thread, None)
             added.pop(thread, None)
             chars[thread] = len(ev.summary or "")
         elif isinstance(ev, AssistantEvent):
@@ -100,7 +103,12 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
             out.append(RecordedCall(len(out), ev.t, m, ev.usage, thread, thread in compacted,
                                     chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None),
                                     thread in turns, tuple(added.pop(thread, ())),
-                                    thread in switched and budget_thinking(m)))
+                                    thread in switched and budget_thinking(m),
+                                    thread in turns and thought.get(thread, False)))
+            if thread in turns:
+                thought[thread] = False
+            if any(isinstance(c, ThinkingContent) for c in ev.content):
+                thought[thread] = True
             turns.discard(thread)
             switched.discard(thread)
             compacted.discard(thread)
