@@ -146,17 +146,25 @@ CLAUDE_LOGS = ["codemie/session-624a4a58.jsonl", "codemie/session-196820da.jsonl
                "spotter/short.jsonl", "spotter/subagent.jsonl", "spotter/tool_heavy.jsonl"]
 
 
+# what the miss model fitted on the first 30% of calls cannot foresee in the other 70% (issue 41: the
+# model is scored out of sample): spotter 258c7280's second fall-back (its first 47 calls hold one, no
+# pattern: no model, 10.9% under, 0.3% without the two misses' premium); codemie 624a4a58, whose first 11
+# eligible calls fall back 5 times and the whole log 14 of 55 (the share caps at 0.45: 11.1%)
+UNFORESEEN = {"spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl": 12.0, "codemie/session-624a4a58.jsonl": 12.0}
+
+
 @pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")
 @pytest.mark.parametrize("log", CLAUDE_LOGS)
 def test_every_bundled_claude_code_log_replays_within_5pct_of_its_bill(log):
-    """Issue 27's check, as `ctxsim import` + `ctxsim fidelity` (= `run -s recorded`, no flags).
-    Measured with the sizes: 624a4a58 +4.4% (+7.9% under the one fitted scale), 196820da +1.0%,
-    258c7280 +0.3%, ae4a77f8 +2.6%, short 0.1%, subagent −0.8%, tool_heavy +1.2%."""
+    """Issue 27's check, as `ctxsim import` + `ctxsim fidelity` (= `run -s recorded`, no flags), with
+    the miss model fitted on the first 30% of calls only: 196820da 4.8%, ae4a77f8 +2.6%, short 0.1%,
+    subagent −0.8%, tool_heavy +1.2%; the two of UNFORESEEN within their bound (in sample, fitted on
+    the calls it was scored on, they were +4.4% and +0.3%)."""
     from ctxsim.harness.fidelity.compare import run_fidelity
     from ctxsim.harness.importers import import_file
 
     r = run_fidelity(import_file("claude-code", REAL / "claude-code" / log).trace).report
-    assert r["cost_usd"]["abs_pct_error"] <= 5.0
+    assert r["cost_usd"]["abs_pct_error"] <= UNFORESEEN.get(log, 5.0)
 
 
 @pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")
@@ -174,14 +182,20 @@ def test_the_import_marks_the_tool_results_a_posttooluse_hook_ran_for():
 
 
 @pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present (../shared/traces/real)")
-def test_the_bundled_codex_rollout_replays_within_10pct_of_its_bill():
-    """−1.0% measured (−7.0% under the one fitted scale: a 6,215-token write_stdin step is now sized)."""
+def test_the_bundled_codex_rollout_is_scored_out_of_sample_and_says_why_it_is_over():
+    """Fitted on the whole log (in sample) the rollout replayed at −1.0%. Out of sample its first 20
+    calls fall back on 9 of 18 eligible calls and the whole log on 19 of 64: the share fitted on the
+    first (0.344) overstates the rest and the replay is ~54% over its bill. The model's source says
+    where it was fitted; the overflow routing it stands for is OpenAI's (a burst, not a rate)."""
     from ctxsim.harness.fidelity.compare import run_fidelity
     from ctxsim.harness.importers import import_file
 
     (log,) = sorted((REAL / "codex").glob("rollout-*.jsonl"))
-    r = run_fidelity(import_file("codex", log).trace).report
-    assert r["cost_usd"]["abs_pct_error"] <= 10.0
+    t = import_file("codex", log).trace
+    m = t.header.recorded.cache_miss_model
+    assert (m.strays, m.eligible) == (9, 18) and "for the first 20 of the log's 66 calls (the rest held out)" in m.source
+    r = run_fidelity(t).report
+    assert 45.0 < r["cost_usd"]["abs_pct_error"] < 60.0
 
 
 @pytest.mark.parametrize("meta,what", [({"token_factor": "big"}, "token_factor"), ({"token_factor": 0}, "token_factor"),

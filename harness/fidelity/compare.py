@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from ctxsim.harness.fidelity import drops, measured
-from ctxsim.harness.fidelity.cache_misses import fit_miss_model, shrunk
+from ctxsim.harness.fidelity.cache_misses import SHRUNK_ROUTES, fit_miss_model, shrunk
 from ctxsim.harness.fidelity.measured import raw_contexts
 from ctxsim.harness.fidelity.population import attribute
 from ctxsim.harness.fidelity.recorded import (
@@ -244,7 +244,9 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     out = with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
                                                                 "meta": meta, "notes": notes}))
     if miss_model is not None:
-        miss_model = shrunk(_fit_share(out, calls, miss_model, seed, model, models_file, miss_upto))
+        miss_model = _fit_share(out, calls, miss_model, seed, model, models_file, miss_upto)
+        if (trace.header.source or {}).get("route") in SHRUNK_ROUTES:
+            miss_model = shrunk(miss_model)
         out = with_header(out, out.header.model_copy(update={
             "recorded": rec.model_copy(update={"cache_miss_model": miss_model})}))
     return out
