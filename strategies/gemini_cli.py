@@ -54,7 +54,7 @@ from typing import Literal
 from ctxsim.harness.llm.services import SUMMARY, VERIFY, CallSpec
 from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.strategies.base import CallInfo, Rejection
-from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens
+from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, chars_to_tokens, input_strings
 from pydantic import Field
 
 # every constant read at v0.56.0 (b6e23a7d), file and line under packages/core/src/
@@ -85,17 +85,6 @@ MERGE_SNAPSHOT = ("A previous <state_snapshot> is in the history. Carry every st
 PROBE = ("Check the <state_snapshot> you just wrote against the history: is any file path, tool result, "
          "technical detail or user constraint missing or vague? If so, write a final, corrected "
          "<state_snapshot>; otherwise repeat the same <state_snapshot> exactly.")
-
-
-def _strings(value) -> list[str]:
-    """Every string in a tool input (nested lists and objects included)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, (list, tuple)):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def format_truncated(content: str, output_file: str, max_chars: int, head_share: float = HEAD_SHARE) -> str:
@@ -191,7 +180,7 @@ class GeminiCli(ThresholdCompactor):
         for b in message.blocks:
             if b.type == "tool_use" and b.id:
                 self.tool_names[b.id] = b.name or ""
-                self.tool_inputs[b.id] = "\n".join(_strings(b.input or {})).replace("\\", "/")
+                self.tool_inputs[b.id] = "\n".join(input_strings(b.input or {})).replace("\\", "/")
         super().on_response(message, usage)
 
     def threshold_chars(self) -> int:

@@ -41,6 +41,7 @@ from ctxsim.strategies.templates import (
     PeerConfig,
     ThresholdCompactor,
     chars_to_tokens,
+    input_strings,
     is_plain_user,
     transcript_text,
 )
@@ -79,17 +80,6 @@ def truncate_head(text: str, max_lines: int = TRUNCATE_MAX_LINES, max_bytes: int
         out.append(line)
         size += b
     return "\n".join(out)
-
-
-def _strings(value) -> list[str]:
-    """Every string in a tool input (nested lists and objects included)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, (list, tuple)):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def tail_budget(usable: float) -> int:
@@ -132,7 +122,7 @@ class OpenCode(ThresholdCompactor):
     def reads_saved(self, tool_use_id: str) -> bool:
         """The call names a file a cut output was saved to (absolute, or by its last two parts
         ``tool-output/<id>.txt`` as the model may write it)."""
-        for v in _strings(self.tool_inputs.get(tool_use_id, {})):
+        for v in input_strings(self.tool_inputs.get(tool_use_id, {})):
             t = v.replace("\\", "/")
             for path in self.saved:
                 tail = "/".join(Path(path).parts[-2:])

@@ -134,6 +134,17 @@ def drop_range(messages: Sequence[Message], start: int, end: int) -> tuple[int, 
     return start, end
 
 
+def input_strings(value) -> list[str]:
+    """Every string in a tool input (nested lists and objects included)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in input_strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in input_strings(v)]
+    return []
+
+
 def is_plain_user(m: Message) -> bool:
     """A message the user typed (not tool results, not something a strategy inserted)."""
     return m.role == "user" and not m.has_tool_result and not m.meta.get("origin")

@@ -279,16 +279,7 @@ def long_thinking(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     before a call and again before the answer (thinking blocks of thousands of characters are
     common; the generated sessions draw at most 1,500): most of the context is thinking of earlier
     turns, what a strategy that clears or drops thinking must account for (issue #45)."""
-    b = conv.ConversationBuilder()
-    b.start_session()
-    b.user(_scale(24_000, window), 11)
-    for k in range(6):
-        if k:
-            b.user(200, 12 + k)
-        b.call(conv.Turn(thinking=_scale(4_000, window), calls=(conv.ToolCall("Read", 600, seed=800 + k),)))
-        b.call(conv.Turn(thinking=_scale(4_000, window), text=200))
-    b.end_session()
-    return b.trace()
+    return _thinking_turns(window, opening=24_000, turns=6, thinking=4_000, said=200, read=600, seeds=(11, 12, 800))
 
 
 def day_long_launch(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
@@ -340,14 +331,22 @@ def thinking_then_small_results(window: int = BASE_WINDOW, edges=()) -> tr.Trace
     clearing of the old results frees is far under any minimum, while the thinking cleared in the same
     request frees much more. A gate that counts the thinking with the results (context_editing's
     ``clear_at_least`` held against both edits) clears results that free next to nothing (issue #45)."""
+    return _thinking_turns(window, opening=40_000, turns=8, thinking=6_000, said=100, read=150, seeds=(14, 50, 950))
+
+
+def _thinking_turns(window: int, *, opening: int, turns: int, thinking: int, said: int, read: int,
+                    seeds: tuple[int, int, int]) -> tr.Trace:
+    """A long request (``opening`` characters at 200k), then ``turns`` user turns each answered with
+    ``thinking`` characters of thinking before one Read of ``read`` characters and again before an
+    answer of ``said`` characters; ``seeds``: the opening's, the turns' first and the reads' first."""
     b = conv.ConversationBuilder()
     b.start_session()
-    b.user(_scale(40_000, window), 14)
-    for k in range(8):
+    b.user(_scale(opening, window), seeds[0])
+    for k in range(turns):
         if k:
-            b.user(100, 50 + k)
-        b.call(conv.Turn(thinking=_scale(6_000, window), calls=(conv.ToolCall("Read", 150, seed=950 + k),)))
-        b.call(conv.Turn(thinking=_scale(6_000, window), text=100))
+            b.user(said, seeds[1] + k)
+        b.call(conv.Turn(thinking=_scale(thinking, window), calls=(conv.ToolCall("Read", read, seed=seeds[2] + k),)))
+        b.call(conv.Turn(thinking=_scale(thinking, window), text=said))
     b.end_session()
     return b.trace()
 
