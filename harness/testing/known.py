@@ -19,14 +19,6 @@ KNOWN_FINDINGS: dict[str, list[tuple[str, str, str, str]]] = {
          "found by `ctxsim check-strategy tiered_budget --profile default` on the corpus (seed 29, session 31 of "
          "the clock-edge draws, shrunk to 20 events), #29"),
     ],
-    "sliding_window": [
-        ("estimate", r"the strategy estimated [\d,]+ tokens, the API counts [\d,]+ \(\+\d+%",
-         "peers (#46)",
-         "after a cut the anchored estimate takes the dropped messages away at 4 chars/token (the usage counted them "
-         "at their true density): +71% on the kit's scenario cleared_after_sent (a 54,000-character result of "
-         "~2.7 chars/token output, then one call; issue #45); the fix openhands had for known finding #18 "
-         "(scale by the new request's share of the old one, both from characters) applies"),
-    ],
     "whole_repo": [
         ("window", r"was under it\) and it gave up",
          "families (#22)",

@@ -225,3 +225,29 @@ def test_a_result_missing_put_for_a_dropped_error_result_keeps_is_error():
     assert s.compact(CallInfo(7, 7.0), force="half")
     assert [(b.id, b.text, b.is_error) for b in s.history[2].blocks] == [
         ("tu_0", MISSING_RESULT, False), ("tu_1", MISSING_RESULT, True)]
+
+
+def test_the_estimate_after_a_cut_keeps_the_density_the_usage_measured():
+    """Issue #45 (the kit's known finding, +71-86% after a cut of dense output): the dropped messages
+    were taken away at 4 characters per token from a usage that counted them at their true density.
+    Now the anchored estimate is scaled by the new request's share of the old one, both from
+    characters (templates.rebased_estimate, as roo_code's, openhands' and context_editing's): the
+    results here are 2 characters per token, half of the old rule's assumption, so the old rule
+    left more than the new request's tokens standing."""
+    from ctxsim.strategies.templates import UsageAnchor
+
+    s = make("sliding_window", window=30_000)  # allowed 24,000
+    s.on_user(Message.user("task"))
+    for i in range(6):
+        step(s, i, "ab " * 1_300)     # 3,900 characters each
+    s.on_response(Message("assistant", (Block.text_block("thinking aloud"),)), Usage(input_uncached=23_999, output=1))
+    s.on_user(Message.user("next"))
+    before = list(s.history)
+    est = s.estimate()
+    s.compact(CallInfo(7, 7.0), force="half")
+    chars = UsageAnchor(s.config.chars_per_token)
+
+    def of(msgs) -> int:
+        return chars.estimate(list(msgs), s.env.system, s.env.tools)
+    assert s.estimate() == round(est * of(s.history) / of(before))
+    assert s.estimate() < est - s.counters.extra["messages_dropped"] * 1_300 * 0.5   # most of the dropped text
