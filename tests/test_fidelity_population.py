@@ -60,7 +60,7 @@ def test_the_folder_report_names_each_session_and_the_distribution(tmp_path, cap
     assert cli(["fidelity", str(out), "--json", str(tmp_path / "f.json")]) == 2   # one session not measured
     text_out = capsys.readouterr().out
     assert "a.jsonl" in text_out and "b.jsonl" in text_out and "bad trace: " in text_out
-    assert "by model:" in text_out and "by Claude Code version:" in text_out
+    assert "by model:" in text_out and "by Claude Code version (another agent's named):" in text_out
     rep = json.loads((tmp_path / "f.json").read_text())
     st = {s["trace"].rsplit("/", 1)[-1]: s for s in rep["sessions"]}
     assert st["broken.jsonl"]["status"] == "bad trace" and st["a.jsonl"]["status"] == "measured"
@@ -136,3 +136,11 @@ def test_billed_by_anthropic_leaves_out_a_proxy_under_a_claude_name(tmp_path, ca
     d = json.loads((tmp_path / "f.json").read_text())["distribution"]
     assert d["anthropic_models"]["sessions"] == 3 and d["anthropic_billed"]["sessions"] == 2
     assert {k: v["sessions"] for k, v in d["by_route"].items()} == {"anthropic": 1, "proxy": 1, "vertex": 1}
+
+
+def test_another_agents_version_is_named_not_taken_for_a_claude_code_release():
+    """A Codex rollout's 0.118 is grouped as "codex 0.118", not beside Claude Code's releases."""
+    from ctxsim.harness.fidelity.population import minor
+
+    assert minor("2.1.39") == "2.1" and minor("2.1.39", "claude-code") == "2.1"
+    assert minor("0.118.0", "codex") == "codex 0.118" and minor(None, "codex") == "codex ?" and minor(None) == "?"

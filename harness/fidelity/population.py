@@ -45,6 +45,7 @@ class SessionResult:
     status: str                      # "measured" or why not: overflow / gap / no usage / bad trace / unpriced / error
     model: str | None = None
     version: str | None = None
+    agent: str | None = None         # the log's format (claude-code, codex, ...): whose version ``version`` is
     provider: str | None = None
     route: str | None = None         # who served it: anthropic / vertex / bedrock / proxy (importers.claude_code.route_of)
     calls: int = 0
@@ -60,7 +61,7 @@ class SessionResult:
         return None if self.signed_pct is None else abs(self.signed_pct)
 
     def row(self) -> dict[str, Any]:
-        return {"trace": self.trace, "status": self.status, "model": self.model, "claude_code": self.version,
+        return {"trace": self.trace, "status": self.status, "model": self.model, "claude_code": self.version, "agent": self.agent,
                 "provider": self.provider, "route": self.route, "calls": self.calls, "recorded_usd": self.recorded_usd,
                 "simulated_usd": self.simulated_usd, "signed_pct_error": self.signed_pct, "cause": self.cause,
                 "buckets_usd": {k: round(v, 4) for k, v in self.buckets.items()}}
@@ -124,7 +125,8 @@ def measure(path: str | Path, run: Callable[[Any], Any], load: Callable[[str | P
     except TraceError as e:
         return SessionResult(name, "bad trace", cause=str(e))
     base = SessionResult(name, "measured", model=trace.header.model,
-                         version=(trace.header.source or {}).get("version"), provider=_provider(trace.header.model),
+                         version=(trace.header.source or {}).get("version"), agent=(trace.header.source or {}).get("format"),
+                         provider=_provider(trace.header.model),
                          route=(trace.header.source or {}).get("route"))
     said = ((ReplayOverflow, "overflow"), (UnknownModelError, "unpriced"), (FidelityGap, "gap"), (NoUsage, "no usage"))
     try:
@@ -166,10 +168,12 @@ def billed_by_anthropic(r: SessionResult) -> bool:
     return r.provider == "anthropic" and r.route in FIRST_PARTY
 
 
-def minor(version: str | None) -> str:
-    """A Claude Code version's major.minor (``2.1.39`` → ``2.1``), ``?`` when not recorded."""
+def minor(version: str | None, agent: str | None = "claude-code") -> str:
+    """A Claude Code version's major.minor (``2.1.39`` → ``2.1``), ``?`` when not recorded; another
+    agent's is named (``codex 0.118``): a Codex 0.118 is no Claude Code release."""
     parts = (version or "").split(".")
-    return ".".join(parts[:2]) if len(parts) >= 2 else "?"
+    m = ".".join(parts[:2]) if len(parts) >= 2 else "?"
+    return m if agent in (None, "claude-code") else f"{agent} {m}"
 
 
 def distribution(results: Iterable[SessionResult]) -> dict[str, Any]:
@@ -202,7 +206,7 @@ def folder_report(results: list[SessionResult]) -> dict[str, Any]:
                              "anthropic_billed": distribution(r for r in results if billed_by_anthropic(r)),
                              "by_route": grouped(results, lambda r: r.route or "?"),
                              "by_model": grouped(results, lambda r: r.model or "?"),
-                             "by_claude_code": grouped(results, lambda r: minor(r.version)),
+                             "by_claude_code": grouped(results, lambda r: minor(r.version, r.agent)),
                              "by_status": {k: len(v) for k, v in _by(results, lambda r: r.status).items()}}}
 
 
@@ -263,7 +267,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             "ids show; a proxy answering under a Claude model's name reports its own usage)"]
     out += ["", "by route:"] + text_table(DIST_COLUMNS, dist_rows(d["by_route"]), set(range(1, 10)))
     out += ["", "by model:"] + text_table(DIST_COLUMNS, dist_rows(d["by_model"]), set(range(1, 10)))
-    out += ["", "by Claude Code version:"] + text_table(DIST_COLUMNS, dist_rows(d["by_claude_code"]), set(range(1, 10)))
+    out += ["", "by Claude Code version (another agent's named):"] + text_table(DIST_COLUMNS, dist_rows(d["by_claude_code"]), set(range(1, 10)))
     st = d["by_status"]
     if set(st) - {"measured"}:
         out += ["", "not measured: " + ", ".join(f"{k} {v}" for k, v in sorted(st.items()) if k != "measured")]
