@@ -85,6 +85,19 @@ class UsageAnchor:
         self.anchor = None
         self.anchor_len = 0
 
+    def saved(self) -> tuple[int | None, int, int | None]:
+        """The anchor as it stands, for :meth:`restore` (a parent's while an isolated sub-agent runs)."""
+        return self.anchor, self.anchor_len, self.last_input
+
+    def restore(self, state: tuple[int | None, int, int | None], history_len: int) -> None:
+        """Back to a :meth:`saved` anchor, if it still describes a prefix of a history of
+        ``history_len`` messages; cleared otherwise."""
+        anchor, anchor_len, last_input = state
+        if anchor is not None and anchor_len <= history_len:
+            self.anchor, self.anchor_len, self.last_input = anchor, anchor_len, last_input
+        else:
+            self.clear()
+
     def rebase(self, estimate: int, history_len: int) -> None:
         """After a rewrite whose effect the strategy can estimate (e.g. ``old - removed``)."""
         self.anchor = max(0, int(estimate))
@@ -247,9 +260,8 @@ class PeerStrategy(Strategy):
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
         super().on_subtask_start(id, description, isolated)
         if isolated:
-            a = self.anchor
-            self._outer_anchors.append((a.anchor, a.anchor_len, a.last_input))
-            a.clear()
+            self._outer_anchors.append(self.anchor.saved())
+            self.anchor.clear()
 
     def on_subtask_end(self, id: str, conclusion: str) -> None:
         """Back in the parent: its own last usage anchors its estimate again (the parent's history is the one
@@ -260,15 +272,10 @@ class PeerStrategy(Strategy):
         isolated = self.in_isolated_subtask
         super().on_subtask_end(id, conclusion)
         if isolated:
-            a = self.anchor
             if self._outer_anchors:
-                anchor, anchor_len, last_input = self._outer_anchors.pop()
-                if anchor is not None and anchor_len <= len(self.history):
-                    a.anchor, a.anchor_len, a.last_input = anchor, anchor_len, last_input
-                else:
-                    a.clear()
+                self.anchor.restore(self._outer_anchors.pop(), len(self.history))
             else:
-                a.clear()
+                self.anchor.clear()
 
     # the call
     def prepare(self, call: CallInfo) -> None:

@@ -224,7 +224,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     span_prefix = {k: prefix(c) for k, c in threads.items() if k != "main"}
     # the miss model is fitted on the calls the scale is fitted on (the first ``fit_fraction``; a
     # prefix of the calls) and scored with the rest held out, as the scale is
-    miss_upto = max(fit_calls(calls, fit_fraction)) + 1
+    miss_upto = max(fit or fit_calls(calls, fit_fraction)) + 1
     miss_model, _ = fit_miss_model(calls[:miss_upto], strips_previous_thinking,
                                    _provider_of(model or trace.header.model, models_file), max(0, main_prefix - startup))
     rec = rec.model_copy(update={

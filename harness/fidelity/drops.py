@@ -48,15 +48,18 @@ class Drop:
     cleared_tokens: int          # what they held, at the fitted scale
 
 
-def _main_walk(trace: Trace, count: Any) -> tuple[list[tuple[int, ToolResultEvent, int]], dict[int, tuple[int, int, int]]]:
+def _main_walk(trace: Trace) -> tuple[list[tuple[int, ToolResultEvent, int]], dict[int, tuple[int, int, tuple[str, ...]]]]:
     """One walk of the events: (event index, result, main compactions before it) of the main
     conversation's tool results, and for each model call (0-based over all of them, sub-agents' too)
-    (its event's index, the main conversation's compactions before it, the tokens of the thinking
-    the main conversation's answers showed in the turn its last user message ended). A sub-agent's compaction is
-    its own: it neither starts a new main conversation nor hides the main one's results."""
+    (its event's index, the main conversation's compactions before it, the thinking the main
+    conversation's answers showed in the turn its last user message ended: counted only where a
+    model strips it). A sub-agent's compaction is its own: it neither starts a new main
+    conversation nor hides the main one's results."""
     results, at_call = [], {}
-    depth = compactions = k = thinking = ended = 0   # thinking of the open turn; of the turn the last user message ended
-    answered = False
+    depth = compactions = k = 0
+    thinking: list[str] = []          # of the open turn
+    ended: tuple[str, ...] = ()       # of the turn the last user message ended
+    answered = False                  # an answer came since the last user message
     for i, e in enumerate(trace.events):
         if isinstance(e, AssistantEvent):
             at_call[k] = (i, compactions, ended)
@@ -69,14 +72,14 @@ def _main_walk(trace: Trace, count: Any) -> tuple[list[tuple[int, ToolResultEven
             continue
         elif isinstance(e, CompactEvent):
             compactions += 1
-            thinking = ended = 0
+            thinking, ended = [], ()
         elif isinstance(e, ToolResultEvent):
             results.append((i, e, compactions))
         elif isinstance(e, UserEvent) and not e.meta.get("meta_record") and not e.meta.get("hidden"):
             if answered:
-                ended, thinking, answered = thinking, 0, False
+                ended, thinking, answered = tuple(thinking), [], False
         elif isinstance(e, AssistantEvent):
-            thinking += sum(count(c.thinking) for c in e.content if isinstance(c, ThinkingContent))
+            thinking += [c.thinking for c in e.content if isinstance(c, ThinkingContent)]
             answered = True
     return results, at_call
 
@@ -87,7 +90,7 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
     each call's visible content in cl100k tokens (measured.raw_contexts); ``count``: the tokenizer's
     text count. ``trace`` carries this calibration's measured sizes (measured.apply first): a
     result's size is what the log measured it at, not an earlier calibration's."""
-    results, at_call = _main_walk(trace, count)
+    results, at_call = _main_walk(trace)
     cleared: set[str] = {r.tool_use_id for _, r, _ in results if "cleared_at_call" in r.meta}
     out = []
     carry, carry_comp = 0.0, 0   # tokens cleared beyond what the log lost, since the last main compaction
@@ -103,7 +106,7 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
             # visible size; Claude 4 models return a summary of their full thinking (Anthropic's
             # extended-thinking docs, "summarized thinking"), so as much again is allowed for before
             # a loss counts as the agent's
-            lost -= int(scale * thought)
+            lost -= int(scale * sum(count(t) for t in thought))
         if lost < max(min_tokens, min_share * p.context):
             continue
         if c.usage.cache_read + max(256, 0.01 * p.context) >= p.context:

@@ -461,6 +461,13 @@ class _Summary:
 _SUMMARY_FRAME = 200  # characters a strategy may wrap a summary in (a tag, an acknowledgement)  # assumed
 
 
+def _texts(req: Request) -> list[str]:
+    """The texts a request sends that a summary can stand in: its messages' text and tool results, and
+    its system blocks."""
+    return [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")] + \
+        [b.text for b in req.system.blocks]
+
+
 def _summary_pieces(text: str) -> list[str]:
     """Pieces of a summary's text a request that uses it holds verbatim (any one is proof): its opening
     (:func:`_summary_probe`), a slice of its middle and its end. Several, since a strategy may cut its
@@ -683,8 +690,7 @@ class Checker:
                 self._reaction_summarised = self._reaction_summarised or self._overflow is not None
                 carries = "goal" in self.promised and self._holds_goal(req)
                 if self._summaries:
-                    texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
-                    texts += [b.text for b in req.system.blocks]
+                    texts = _texts(req)
                     for sm in self._summaries:
                         if sm.text and any(p in t for p in _summary_pieces(sm.text) for t in texts):
                             sm.chained = True
@@ -848,8 +854,7 @@ class Checker:
                    if b.type in ("text", "tool_use") and b.digest not in now}
         if not dropped:
             return ""
-        texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
-        texts += [b.text for b in req.system.blocks]
+        texts = _texts(req)
         if any(r in t for r in self.recorded_summaries for t in texts):
             return ""  # the recorded agent's own summary in its place (a strategy that re-enacts a log)
         for sm in self._summaries:

@@ -98,12 +98,18 @@ def _cc_session(path: Path, sid: str, turns: int = 1) -> Path:
     return write(path, recs)
 
 
-def test_a_session_beside_the_project_folders_does_not_hide_them(tmp_path):
-    """Before: the root was read as one project folder (its one session), -p1 and -p2 never read:
-    "1 sessions", exit 0. Now every session is read: the stray one at the root and each project's."""
+def _two_projects(tmp_path: Path) -> Path:
+    """A projects folder of two projects: aaaa (2 calls) in -home-u-p1, bbbb (3 calls) in -home-u-p2."""
     root = tmp_path / "projects"
     _cc_session(root / "-home-u-p1" / "aaaa.jsonl", "aaaa", 2)
     _cc_session(root / "-home-u-p2" / "bbbb.jsonl", "bbbb", 3)
+    return root
+
+
+def test_a_session_beside_the_project_folders_does_not_hide_them(tmp_path):
+    """Before: the root was read as one project folder (its one session), -p1 and -p2 never read:
+    "1 sessions", exit 0. Now every session is read: the stray one at the root and each project's."""
+    root = _two_projects(tmp_path)
     _cc_session(root / "cccc.jsonl", "cccc", 1)
     out = tmp_path / "traces"
     o = run_cli(["import", "claude-code", str(root), "-o", str(out), "--json", "--no-probes"])
@@ -117,9 +123,7 @@ def test_a_session_beside_the_project_folders_does_not_hide_them(tmp_path):
 def test_a_stray_non_session_beside_the_project_folders_still_lets_them_import(tmp_path):
     """Before: "1 of 1 sessions failed" (todo.jsonl), the two projects never named. Now the projects
     import and todo.jsonl is the one failure, named with its file."""
-    root = tmp_path / "projects"
-    _cc_session(root / "-home-u-p1" / "aaaa.jsonl", "aaaa", 2)
-    _cc_session(root / "-home-u-p2" / "bbbb.jsonl", "bbbb", 3)
+    root = _two_projects(tmp_path)
     (root / "todo.jsonl").write_text('{"todo": "buy milk"}\n')
     out = tmp_path / "traces"
     o = run_cli(["import", "claude-code", str(root), "-o", str(out), "--json", "--no-probes"])
@@ -181,9 +185,7 @@ def test_the_longer_of_two_copies_of_one_rollout_is_read(tmp_path):
 
 def test_a_symlinked_project_folder_is_read_once(tmp_path):
     """Before: "3 sessions", aaaa imported twice (once through the link), exit 0."""
-    root = tmp_path / "projects"
-    _cc_session(root / "-home-u-p1" / "aaaa.jsonl", "aaaa", 2)
-    _cc_session(root / "-home-u-p2" / "bbbb.jsonl", "bbbb", 3)
+    root = _two_projects(tmp_path)
     (root / "-home-u-p1-link").symlink_to("-home-u-p1")
     out = tmp_path / "traces"
     o = run_cli(["import", "claude-code", str(root), "-o", str(out), "--json", "--no-probes"])

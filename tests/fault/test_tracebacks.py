@@ -45,6 +45,14 @@ def _with_surrogate(tmp_path: Path) -> Path:
 
 # --- a lone surrogate -----------------------------------------------------------------------------
 
+
+def _one_line_naming(o, *parts: str) -> None:
+    """An internal error said in one line (exit 1, no traceback) naming each of ``parts`` and ``--debug``."""
+    assert o.exception == "" and o.status == 1, (o.exception, o.stderr)
+    assert len(o.error_lines) == 1 and "Traceback" not in o.stderr, o.stderr
+    line = o.error_lines[0]
+    assert all(p in line for p in (*parts, "--debug")), line
+
 def test_validate_reads_a_lone_surrogate_and_says_where_it_was_replaced(tmp_path):
     """Before: UnicodeEncodeError in the trace hash, a traceback."""
     p = _with_surrogate(tmp_path)
@@ -128,11 +136,7 @@ def test_a_custom_strategys_exception_is_one_line_naming_it_and_its_site(tmp_pat
     _boom(tmp_path, monkeypatch)
     p = _trace(tmp_path)
     o = run_cli(["run", str(p), "-s", "boom_strategy:Boom", "-q"])
-    assert o.exception == "" and o.status == 1, (o.exception, o.stderr)
-    assert len(o.error_lines) == 1 and "Traceback" not in o.stderr, o.stderr
-    line = o.error_lines[0]
-    assert "boom_strategy:Boom" in line and "KeyError: 'missing'" in line
-    assert "boom_strategy.py:16" in line and "_helper" in line and "--debug" in line
+    _one_line_naming(o, "boom_strategy:Boom", "KeyError: 'missing'", "boom_strategy.py:16", "_helper")
 
 
 def test_debug_prints_the_traceback(tmp_path, monkeypatch):
@@ -280,11 +284,7 @@ def test_a_strategys_base_exception_is_one_line_naming_it_and_its_site(tmp_path,
     """Before: a 27-line traceback without --debug."""
     _weird(tmp_path, monkeypatch, "weird_strategy_run")
     o = run_cli(["run", str(_trace(tmp_path)), "-s", "weird_strategy_run:Odd", "-q"])
-    assert o.exception == "" and o.status == 1, (o.exception, o.stderr)
-    assert len(o.error_lines) == 1 and "Traceback" not in o.stderr, o.stderr
-    line = o.error_lines[0]
-    assert "weird_strategy_run:Odd" in line and "Weird: not an exception" in line
-    assert "weird_strategy_run.py:16" in line and "build_request" in line and "--debug" in line
+    _one_line_naming(o, "weird_strategy_run:Odd", "Weird: not an exception", "weird_strategy_run.py:16", "build_request")
 
 
 def test_a_base_exception_in_a_sweep_run_is_that_runs_failure(tmp_path, monkeypatch):
