@@ -624,7 +624,7 @@ class NovaCode(Strategy):
         instructions_tokens = chars_to_tokens(_INSTRUCTIONS_CHARS, cpt)
         if kept and est + instructions_tokens > self.lines.effective:
             messages, end = messages.truncate(len(resident) + choice.boundary), choice.boundary
-            # the tail taken away at the seed's rate, not the budgets' (a dense rate that overstates the
+            # N-COMP-5: the tail taken away at the seed's rate, not the budgets' (a dense rate that overstates the
             # tail on purpose, so a budget holds): subtracting an overstated tail understated the rest,
             # and a request the estimate put 300 tokens under the window was refused as too long, the
             # session ending there (issue #45: the kit's window, a dense session, 32,062 > 32,000)

@@ -681,7 +681,7 @@ def test_summary_request_without_the_tail_when_the_whole_would_not_fit(tmp_path:
     assert req.messages[-1].blocks[0].text == "r" * 105_000  # verbatim in the tail
 
 
-def test_a_summary_request_without_the_tail_takes_the_tail_away_at_the_seeds_rate(tmp_path: Path):
+def test_n_comp_5_a_summary_request_without_the_tail_takes_the_tail_away_at_the_seeds_rate(tmp_path: Path):
     """Issue #45 (found by the property kit on a dense session at its 32k window: a summary request the
     estimate put ~300 tokens under the window was refused at 32,062 > 32,000, and the session ended).
     With calibrated budgets the tail is counted at the measured dense rate (1.87 chars/token here: the
