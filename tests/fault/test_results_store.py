@@ -145,16 +145,25 @@ def test_a_second_sweep_on_a_folder_in_use_is_refused_and_a_dead_holder_s_lock_i
     assert len(_rows(out)) == 2
 
 
-def test_two_sweeps_started_together_on_one_folder_one_runs_one_is_refused(grid, tmp_path):
+def test_two_sweeps_started_together_on_one_folder_never_both_run_it(grid, tmp_path):
+    """Two sweep processes started at once on one --out: while one holds the folder the other is
+    refused in one line; if the first is done before the second starts (a loaded machine staggers
+    their start-up), the second finds every run done and runs none. Either way the store holds the
+    grid's 2 runs once. (The refusal itself is checked deterministically, against a held lock, by
+    the test above; asserting it here failed under load when the two did not overlap.)"""
     cfg, out = grid
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-c", "import sys; from ctxsim.harness.cli import main; sys.exit(main())", "sweep", str(cfg),
            "--out", str(out), "--workers", "1", "--no-progress"]
     ps = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     res = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in ps]
-    assert sorted(r[0] for r in res) == [0, 2], res
-    refused = next(r for r in res if r[0] == 2)
-    assert "is in use by another sweep" in refused[2] and "Traceback" not in refused[2]
+    assert all("Traceback" not in r[2] for r in res), res
+    if sorted(r[0] for r in res) == [0, 2]:
+        refused = next(r for r in res if r[0] == 2)
+        assert "is in use by another sweep" in refused[2]
+    else:
+        assert [r[0] for r in res] == [0, 0], res
+        assert sum("2 already done, 0 to run" in r[1] for r in res) == 1, res
     assert len(_rows(out)) == 2
 
 
