@@ -288,6 +288,24 @@ def test_classify_a_fall_back_after_a_task_notification_or_an_mcp_reconnect():
     assert got[3]["cause"] == "prefix_change" and "/mcp" in got[3]["changed"]
 
 
+def test_classify_a_miss_after_an_effort_level_set_and_keep_it_out_of_the_miss_fit():
+    """A call right after "Set effort level to …" that read nothing is a prefix change the log shows
+    (/effort named), and it is no stray of the fitted miss model: the one eligible call left reads
+    in full, so the fit sees 1 eligible call and no stray."""
+    from dataclasses import replace as dc_replace
+
+    from ctxsim.harness.fidelity.cache_misses import label_calls
+
+    calls = [call(0, 10_000, t=0), call(1, 11_000, read=0, t=10), call(2, 12_000, read=11_000, t=20)]
+    calls[1] = dc_replace(calls[1], trigger="/effort")
+    table = pd.DataFrame({"simulated_context": [10_000, 11_000, 12_000],
+                          "simulated_cache_read": [0, 0, 11_000]})
+    got = {m["call"]: m for m in classify_misses(calls, table, system_prefix=2_000)}
+    assert got[1]["cause"] == "prefix_change" and "/effort" in got[1]["changed"]
+    labels, eligible, fell, _ = label_calls(calls)
+    assert eligible == 1 and not fell and not labels
+
+
 def test_recovered_hidden_content_is_reported_by_source():
     """User messages the importer put back (meta.hidden) are counted apart, by source, in tokens at
     the given scale; the visible user messages are not."""

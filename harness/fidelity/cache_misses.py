@@ -112,7 +112,7 @@ def label_calls(calls: list[Any], strips: Strips = None) -> tuple[dict[int, str]
 
 def _explained(c: Any, prev: Any, strips: Strips) -> bool:
     ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
-    return (c.t - prev.t > TTL_SECONDS[ttl] or c.model != prev.model or c.trigger == "/mcp"
+    return (c.t - prev.t > TTL_SECONDS[ttl] or c.model != prev.model or c.trigger in ("/mcp", "/effort")
             or getattr(c, "thinking_switch", False)
             or (c.new_turn and strips is not None and strips(c.model) and c.after_thinking))
 

@@ -756,6 +756,11 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
                 "an MCP server was reconnected just before (/mcp): what the agent sends for it (tools, "
                 "instructions) was sent again; which bytes changed the log does not show (the replay sends the "
                 "system prompt's session part anew)")
+        elif c.trigger == "/effort":
+            cause, block = "prefix_change", (
+                "an /effort command set a level just before: measured on Claude Code's logs, the next call reads "
+                "nothing it wrote before (or only the system prompt's shared head); the replay keys every entry by "
+                "the level")
         elif c.index in fitted:
             cause, block = "fitted", (
                 "a request routed where the session's entries are absent (the fitted cache model)" if fitted[c.index] == "stray"

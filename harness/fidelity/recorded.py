@@ -22,11 +22,11 @@ from ctxsim.harness.model.trace import (
     UserEvent,
 )
 from ctxsim.harness.provider import Provider
-from ctxsim.strategies.recorded import MCP_COMMAND, budget_thinking
+from ctxsim.strategies.recorded import EFFORT_SET, MCP_COMMAND, budget_thinking
 
-# user messages a miss right after is reported beside (not a cause by themselves): what the log
-# shows came in just before the cache was lost
-NOTED_BEFORE = (("<task-notification>", "<task-notification>"), (MCP_COMMAND, "/mcp"))
+# user messages a miss right after is reported beside: what the log shows came in just before the
+# cache was lost (a <task-notification> is no cause by itself; /mcp and /effort are, strategies/recorded.py)
+NOTED_BEFORE = (("<task-notification>", "<task-notification>"), (MCP_COMMAND, "/mcp"), (EFFORT_SET, "/effort"))
 
 @dataclass
 class RecordedCall:

@@ -468,6 +468,10 @@ class Request:
     # tracked): Anthropic's docs, extended thinking with prompt caching, say a change of it
     # invalidates the messages' cache entries while the system prompt and tools stay cached
     thinking: bool | None = None
+    # the request's effort level where the agent set one (None: not tracked): a change of it keys
+    # every cache entry anew, tools and system prompt included (measured on Claude Code's /effort,
+    # strategies/recorded.py EFFORT_SET)
+    effort: str | None = None
 
     def with_messages(self, messages: History, **changes: Any) -> Request:
         from dataclasses import replace

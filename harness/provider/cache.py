@@ -59,7 +59,8 @@ class Layout:
         self.msg_tokens = msg_tokens  # i -> true tokens of messages[0..i]
         self.n_tools = len(req.tools)
         self.n_system = len(req.system.blocks) + (1 if req.system.opaque_tokens else 0)
-        self._tk = req.tools.digest
+        # an effort level keys every entry from the tools on (Request.effort)
+        self._tk = req.tools.digest if req.effort is None else (req.tools.digest, req.effort)
         self._ts = req.system.digest
 
     @property

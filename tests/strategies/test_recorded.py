@@ -168,6 +168,34 @@ def test_a_task_notification_is_an_ordinary_message_and_an_mcp_reconnect_resends
     assert list(off.calls["context_tokens"]) == list(c["context_tokens"])
 
 
+def test_an_effort_level_set_keys_every_cache_entry_anew():
+    """After an /effort command that set a level (its stdout "Set effort level to max …"), the next
+    call reads nothing, not even the system prompt's shared head (3,000 of 5,000): 19 of 20 such calls
+    in the development population read nothing or the shared head only. The call after reads it all
+    again; a second /effort to the same level changes nothing; effort_changes=False keeps the reads."""
+    cmd = "<command-name>/effort</command-name>\n<command-args>max</command-args>"
+    out = "<local-command-stdout>Set effort level to max (this session only): Maximum capability</local-command-stdout>"
+    evs = [tr.UserEvent(t=0, text=BIG), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+           tr.UserEvent(t=2, text=cmd), tr.UserEvent(t=2, text=out),
+           tr.UserEvent(t=3, text="go on"), tr.AssistantEvent(t=4, content=[tr.TextContent(text="b")]),
+           tr.UserEvent(t=5, text="thanks"), tr.AssistantEvent(t=6, content=[tr.TextContent(text="c")]),
+           tr.UserEvent(t=7, text=cmd), tr.UserEvent(t=7, text=out),
+           tr.UserEvent(t=8, text="more"), tr.AssistantEvent(t=9, content=[tr.TextContent(text="d")])]
+    rec = tr.RecordedSetting(warm_prefix_tokens=3000, cache_ttl="1h")
+    t = tr.validate_events(tr.Header(name="t", model=MODEL, prefix_tokens=5000, recorded=rec), evs)
+    res, seen = run(t)
+    c = res.calls
+    assert c.loc[0, "cache_read"] == 3000                                  # the warm shared head
+    assert c.loc[1, "cache_read"] == 0                                     # after /effort: nothing
+    assert c.loc[1, "cache_write_1h"] + c.loc[1, "input_uncached"] == c.loc[1, "context_tokens"]
+    assert c.loc[2, "cache_read"] == c.loc[1, "context_tokens"]            # keyed by the level from then on
+    assert c.loc[3, "cache_read"] == c.loc[2, "context_tokens"]            # the same level again: no break
+    assert [r.effort for r in seen] == [None, "max", "max", "max"] and [r.rewrite for r in seen] == [False, True, False, False]
+    off, _ = run(t, {"effort_changes": False})
+    assert off.calls.loc[1, "cache_read"] == off.calls.loc[0, "context_tokens"]
+    assert list(off.calls["context_tokens"]) == list(c["context_tokens"])
+
+
 def read_call(i, path, t):
     return tr.AssistantEvent(t=t, content=[tr.ToolUseContent(id=f"r{i}", name="Read", input={"file_path": path})])
 
