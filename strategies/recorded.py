@@ -206,6 +206,9 @@ class RecordedConfig(StrategyConfig):
     compact_without_call: tuple[int, ...] = Field(
         (), description="0-based indices of the recorded compactions that made no summary call (plan mode's clear "
         "context: the plan replaces the history as it is)")
+    compact_reattached_in_log: tuple[int, ...] = Field(
+        (), description="0-based indices of the recorded compactions whose re-attached files, plan and skills the "
+        "log records itself (Claude Code 2.1.105+ attachment records, in the trace): none modelled for them")
     compact_ttls: tuple[Literal["", "5m", "1h"], ...] = Field(
         (), description="cache TTL each recorded compaction call wrote with, in order ('' or none: ttl)")
     startup_tokens: int = Field(
@@ -297,6 +300,10 @@ class Recorded(Strategy):
         quiet = tuple(i for i, e in enumerate(e for e in trace.events if isinstance(e, CompactEvent)) if e.meta.get("no_call"))
         if quiet:
             out["compact_without_call"] = quiet
+        logged = tuple(i for i, e in enumerate(e for e in trace.events if isinstance(e, CompactEvent))
+                       if e.meta.get("reattached_in_log"))
+        if logged:
+            out["compact_reattached_in_log"] = logged
         cleared: dict[int, list[str]] = {}
         for e in trace.events:
             at = e.meta.get("cleared_at_call") if isinstance(e, ToolResultEvent) else None
@@ -452,7 +459,8 @@ class Recorded(Strategy):
         if self._resent is not None and not self._spans and self.config.startup_after_compaction:
             after.insert(0, self._resent)   # re-read from disk: prepended, as at the first turn
             self.counters.extra["startup content re-sent after compactions"] += 1
-        if self.config.reattach == "claude-code" and not self._spans and n not in self.config.compact_without_call:
+        if self.config.reattach == "claude-code" and not self._spans and n not in self.config.compact_without_call \
+                and n not in self.config.compact_reattached_in_log:
             # a compaction re-attaches (Claude Code's compact routine does); plan mode's "clear context",
             # a new conversation opened with the plan, does not: in the 3 the development population
             # holds, the next call's context is the prefix and the plan (within 1.2k tokens), not 25k more

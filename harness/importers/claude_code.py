@@ -31,6 +31,13 @@ reminders, files re-attached after a compaction). Where another log file holds t
 importer puts it back where the API received it — as meta user messages before the next call,
 marked ``meta.hidden`` and counted in ``header.notes`` — and never invents any:
 
+* ``attachment`` records (2.1.105+) hold what Claude Code attached beside the conversation: skill
+  listings, files (@-mentions, and those re-attached after a compaction), plans, invoked skills'
+  bodies, edited files' snippets, deferred tools, queued prompts. Each goes in at its place as a meta
+  user message with its recorded content (``harness/importers/attachments.py``: the frame around it is
+  assumed). A compaction whose re-attachments the log records is marked ``meta.reattached_in_log``
+  (the replay models none for it); with file attachments in the log no @-mention is rebuilt; the
+  kinds whose text the log does not hold (plan mode's reminder) are counted as ignored;
 * ``agent-acompact-*.jsonl`` is the compaction request as the API received it: the ``isMeta``
   user messages before its compaction prompt are conversation messages the main transcript lost
   (e.g. ``PostToolUse:Edit hook additional context: [COMPILE ERROR] ...``). Each goes before the
@@ -59,6 +66,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ctxsim.harness.importers import attachments
 from ctxsim.harness.importers.common import (
     ImportResult,
     SkippedLine,
@@ -272,6 +280,17 @@ def parse_file(path: Path) -> _Parsed:
             else:
                 p.ignored[f"system/{o.get('subtype') or '?'}"] += 1
             continue
+        if kind == "attachment":
+            a = o.get("attachment")
+            text, why = attachments.render(a) if isinstance(a, dict) else (None, "record without an attachment object")
+            if text is None:
+                p.ignored[f"attachment/{why}"] += 1
+            else:
+                p.items.append(("attachment", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
+                                               "kind": str(a["type"]), "text": text, "side": bool(o.get("isSidechain")),
+                                               "prompt": a.get("prompt") if a["type"] == "queued_command" else None,
+                                               "path": attachments.file_path(a)}))
+            continue
         if kind not in ("assistant", "user"):
             p.ignored[kind] += 1
             continue
@@ -353,6 +372,7 @@ def parse_file(path: Path) -> _Parsed:
         if texts:
             p.items.append(("user", {"line": line, "t": t, "text": "\n".join(texts), "meta": bool(o.get("isMeta")),
                                      "side": side}))
+    _drop_queued_twins(p)
     if not seen_any:
         if p.skipped:
             first = p.skipped[0]
@@ -362,6 +382,19 @@ def parse_file(path: Path) -> _Parsed:
         kinds = ", ".join(sorted(p.ignored)) or "none"
         raise TraceError(path, 1, f"no user or assistant records (record types: {kinds}): not a Claude Code transcript")
     return p
+
+
+def _drop_queued_twins(p: _Parsed) -> None:
+    """A queued prompt (``queued_command`` attachment) that the log also holds as a user message was
+    sent once, as that message (28 of the population's 81): its attachment item goes, counted."""
+    users = [i["text"] for k, i in p.items if k == "user"]
+    keep = []
+    for k, i in p.items:
+        if k == "attachment" and i["prompt"] and any(str(i["prompt"]) in u for u in users):
+            p.ignored["attachment/queued_command also recorded as a user message"] += 1
+            continue
+        keep.append((k, i))
+    p.items[:] = keep
 
 
 PLAN_MIN_CHARS = 500   # assumed: a plan is a document (the population's are 10,000-20,000 characters); a short new root is not one
@@ -506,6 +539,8 @@ class _Importer:
             # the meta messages before the compaction prompt: conversation content the main
             # transcript does not hold
             for kind, item in p.items:
+                if kind == "attachment":
+                    continue
                 if kind != "user" or not item.get("meta"):
                     break
                 self.hidden_timed.append((item["t"], item["text"], f"{f.name} (isMeta message of the compaction request)"))
@@ -558,6 +593,13 @@ class _Importer:
                 self._count_visible(span, item["text"])
                 if span is None and side_run is None:
                     self.mentions_next += [(item["t"], text, path) for path, text in self.mentioned.get(id(item), [])]
+            elif kind == "attachment":
+                source = f"attachment {item['kind']} (the log's record of it, in an assumed frame)"
+                self.b.user(item["t"], item["text"], meta_record=True, hidden=source,
+                            **({"read_file": item["path"]} if item["path"] else {}))
+                self._count_visible(span, item["text"])
+                self.hidden_stats[source] += 1
+                self.hidden_stats[f"{source} chars"] += len(item["text"])
             elif kind == "result":
                 agent = item.get("agent")
                 if agent and span is None and nested_spans_allowed():
@@ -717,6 +759,23 @@ class _Importer:
         self.counts["sub-agent spans"] += 1
 
 
+def mark_logged_reattachments(events: list[Any]) -> None:
+    """A compaction followed, before the next call, by the log's own re-attachments (file, plan,
+    skills: attachments.REATTACH_KINDS) says so (``meta.reattached_in_log``): the replay sends those
+    and models none of its own for it."""
+    open_at = None
+    for i, e in enumerate(events):
+        if isinstance(e, tr.CompactEvent):
+            open_at = i
+        elif isinstance(e, tr.AssistantEvent):
+            open_at = None
+        elif open_at is not None and isinstance(e, tr.UserEvent) and str(e.meta.get("hidden") or "").startswith(
+                tuple(f"attachment {k} " for k in attachments.REATTACH_KINDS)):
+            c = events[open_at]
+            events[open_at] = c.model_copy(update={"meta": {**c.meta, "reattached_in_log": True}})
+            open_at = None
+
+
 def mark_turn_thinking(events: list[Any]) -> None:
     """Each user message of the main conversation says whether the first call after it thought
     (``meta.thinking``: a thinking block in its response): what the agent's thinking setting was
@@ -784,7 +843,10 @@ def import_claude_code(src: str | Path) -> ImportResult:
     sub_dir = src.with_suffix("") / "subagents"
     imp = _Importer(src, TraceBuilder(str(src)), sub_dir if sub_dir.is_dir() else None)
     imp.absorb(main)
-    imp.mentioned = mentions.recover(main.items, main.calls)
+    if any(k == "attachment" and i["kind"] == "file" for k, i in main.items):
+        imp.notes.append("@-mentioned files: the log records them (file attachments); none rebuilt from its reads")
+    else:
+        imp.mentioned = mentions.recover(main.items, main.calls)
     imp.hooks_run = session_start_hooks(main)
     session = main.sessions.most_common(1)[0][0] if main.sessions else None
     imp.project_agents = project_agent_files(src, session)
@@ -800,6 +862,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
     b = imp.b
     b.finish()  # repair a call left open at the end before the summary counts repairs
     mark_turn_thinking(b.events)
+    mark_logged_reattachments(b.events)
     version = max(imp.versions, key=lambda v: (_version(v), imp.versions[v])) if imp.versions else None
     partial = bool(version) and _version(version)[:2] >= PARTIAL_OUTPUT_FROM
     first = imp.first_call or {}

@@ -1,0 +1,99 @@
+"""Claude Code's ``attachment`` records (2.1.105+ logs): content the agent sent the model beside the
+conversation, as meta user messages (``<system-reminder>`` blocks), that the log holds as data.
+
+The log records what each attachment carried (a skill listing, a file's text, a plan, a skill body,
+an edited file's snippet, the deferred tools added) but not the words Claude Code wraps it in. This
+module turns one record into the text the model received: the recorded content verbatim, in a short
+frame. The frames are assumed (a few dozen tokens each, close to the wording the logs' summaries
+quote); the content is what carries the size. Kinds whose text the log does not hold at all (plan
+mode's and auto mode's fixed reminders, permissions) are named by :func:`render` so the importer
+counts them instead of guessing.
+
+Measured on the development population before these were imported: the 48 sessions with attachment
+records fitted a median token scale of 1.73 (the others 1.19): the scale was standing in for this
+content (skill listings alone 3.3M characters in 486 records).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# the kinds Claude Code adds after a compaction in place of the files, plan and skills it had: where
+# the log records them, the replay takes the log's instead of modelling its own (strategies/reattach.py)
+REATTACH_KINDS = ("file", "compact_file_reference", "plan_file_reference", "invoked_skills")
+# kinds whose reminder is a fixed text of Claude Code's that the log does not hold (counted, not sent)
+UNRECORDED_TEXT = ("plan_mode", "plan_mode_exit", "plan_mode_reentry", "auto_mode", "auto_mode_exit",
+                   "command_permissions")
+READ_LINE = "{n:>6}\u2192{line}"   # the Read tool's line numbering, as the logs' Read results show it
+
+
+def _reminder(text: str) -> str:
+    return f"<system-reminder>\n{text}\n</system-reminder>"
+
+
+def _numbered(text: str, start: int) -> str:
+    return "\n".join(READ_LINE.format(n=start + i, line=line) for i, line in enumerate(text.split("\n")))
+
+
+def _s(v: Any) -> str:
+    return v if isinstance(v, str) else "" if v is None else json.dumps(v, ensure_ascii=False)
+
+
+def file_path(a: dict[str, Any]) -> str | None:
+    """The path a ``file`` attachment holds the text of (what the agent counts as read), else None."""
+    if a.get("type") != "file":
+        return None
+    c = a.get("content") if isinstance(a.get("content"), dict) else {}
+    f = c.get("file") if isinstance(c.get("file"), dict) else {}
+    path = f.get("filePath") or a.get("filename")
+    return path if isinstance(path, str) and path else None
+
+
+def render(a: dict[str, Any]) -> tuple[str | None, str]:
+    """(text the model received, or None; why not, when None) for one ``attachment`` object."""
+    kind = str(a.get("type") or "?")
+    if kind == "skill_listing":
+        return _reminder("The following skills are available for use with the Skill tool:\n\n" + _s(a.get("content"))), ""
+    if kind == "file":
+        c = a.get("content") if isinstance(a.get("content"), dict) else {}
+        f = c.get("file") if isinstance(c.get("file"), dict) else {}
+        if c.get("type") != "text" or not isinstance(f.get("content"), str):
+            return None, f"file attachment of type {c.get('type')!r} (no text in the log)"
+        path = _s(f.get("filePath") or a.get("filename"))
+        start = f.get("startLine") if isinstance(f.get("startLine"), int) else 1
+        return (_reminder("Called the Read tool with the following input: " + json.dumps({"file_path": path}))
+                + "\n" + _reminder("Result of calling the Read tool:\n" + _numbered(f["content"], start))), ""
+    if kind == "compact_file_reference":
+        return _reminder(f"Note: {_s(a.get('filename'))} was read before the last conversation was summarized, but "
+                         "the contents are too large to include. Use Read tool if you need to access it."), ""
+    if kind == "plan_file_reference":
+        return _reminder(f"A plan file exists from plan mode at: {_s(a.get('planFilePath'))}\n\nPlan contents:\n\n"
+                         + _s(a.get("planContent"))), ""
+    if kind == "invoked_skills":
+        skills = a.get("skills") if isinstance(a.get("skills"), list) else []
+        body = "\n\n---\n\n".join(f"### Skill: {_s(s.get('name'))}\nPath: {_s(s.get('path'))}\n\n{_s(s.get('content'))}"
+                                  for s in skills if isinstance(s, dict))
+        return _reminder("The following skills were invoked in this session. Continue to follow these "
+                         "guidelines:\n\n" + body), ""
+    if kind == "edited_text_file":
+        return _reminder(f"Note: {_s(a.get('filename'))} was modified, either by the user or by a linter. Here are "
+                         "the relevant changes (shown with line numbers):\n" + _s(a.get("snippet"))), ""
+    if kind == "task_reminder":
+        items = a.get("content") if isinstance(a.get("content"), list) else []
+        listed = ("\n\nHere are the existing tasks:\n\n" + "\n".join(_s(i) for i in items)) if items else ""
+        return _reminder("The task tools haven't been used recently. If you're working on tasks that would benefit "
+                         "from tracking progress, consider using them." + listed), ""
+    if kind == "deferred_tools_delta":
+        added = [_s(x) for x in a.get("addedLines") or [] if x]
+        removed = [_s(x) for x in a.get("removedNames") or [] if x]
+        parts = (["The following deferred tools are now available via ToolSearch:\n" + "\n".join(added)] if added else []) + \
+                (["The following deferred tools are no longer available:\n" + "\n".join(removed)] if removed else [])
+        return (_reminder("\n\n".join(parts)), "") if parts else (None, "deferred_tools_delta with no change")
+    if kind == "queued_command":
+        return _reminder("The user sent the following message:\n" + _s(a.get("prompt"))), ""
+    if kind == "date_change":
+        return _reminder(f"The date has changed. Today's date is now {_s(a.get('newDate'))}."), ""
+    if kind in UNRECORDED_TEXT:
+        return None, f"{kind} (Claude Code's fixed reminder text, not in the log)"
+    return None, f"{kind} (an attachment kind ctxsim does not know)"
