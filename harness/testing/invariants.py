@@ -46,7 +46,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    was in the input of a summary whose text the request holds, or a file named in
                    the request holds it. Text the strategy adds per request (a reminder, a date)
                    never entered the session and is not held to it; a placeholder re-rendered with
-                   its file still holding the result is no loss.
+                   its file still holding the result is no loss. Every strategy, promise or not, is
+                   held to the paths back its placeholders claim: a tool result sent replaced whose
+                   text names a file in the run's directory names one that exists and holds it whole
+                   for as long as the placeholder is sent (a notice naming a file never written, or
+                   one deleted or overwritten while it is named).
 ``no_respill``     a spill is never spilled again (N-SPILL-3): the result of a call that reads back
                    a spilled file (by its absolute path or a relative one) enters the window as it is.
 ``boundary_pairs`` a compaction boundary never splits a pair: after a declared rewrite, every
@@ -513,6 +517,7 @@ class Checker:
     _entered: set[str] = field(default_factory=set)  # tool results seen entering the window
     _held: dict[str, Path] = field(default_factory=dict)  # replaced tool result -> the file that holds it
     _lost: set[str] = field(default_factory=set)  # placeholders already reported
+    _claims: dict[tuple[str, bytes], tuple[Path, ...]] = field(default_factory=dict)  # (tool_use id, text digest) -> run files its text names
     _spans: list[bool] = field(default_factory=list)  # open sub-task spans: isolated or not
     _summaries: list[_Summary] = field(default_factory=list)  # successful summary calls since the last main request
     _summary_too_long: bool = False  # a summary side call refused as too long since the last accepted request
@@ -762,6 +767,9 @@ class Checker:
                 if b.type == "tool_result" and b.id in self.errors and b.is_error != self.errors[b.id]:
                     v("is_error", f"tool_result {b.id} sent with is_error={b.is_error}; the tool returned it "
                                   f"with is_error={self.errors[b.id]}")
+        if "path_back" not in self.promised:
+            for detail in self._claimed_files(req):
+                out.append(Violation("path_back", s.call, s.kind, detail, where))
         if "path_back" in self.promised or "no_respill" in self.promised:
             for name, detail in self._spill_checks(req, new_blocks):
                 v(name, detail)
@@ -969,6 +977,38 @@ class Checker:
             else:
                 out.append(("path_back", f"tool_result {b.id} replaced ({len(original):,} -> {len(b.text):,} chars) "
                                          f"and no file it names holds the original: {_short(b.text)!r}"))
+        return out
+
+    def _claimed_files(self, req: Request) -> list[str]:
+        """A strategy that promises no path back is still held to the one its placeholders claim: a
+        tool result sent replaced whose text names a file in the run's directory (its own files) names
+        one that exists and holds the result whole, for as long as the placeholder is sent."""
+        if self.session_dir is None:
+            return []
+        out = []
+        roots = tuple({str(self.session_dir), str(self.session_dir.resolve())})   # a strategy may name resolved paths
+        for m in req.messages:
+            if m.role != "user":
+                continue
+            for b in m.blocks:
+                if b.type != "tool_result" or b.id in self._lost or b.id not in self.originals:
+                    continue
+                key = (b.id, b.digest)
+                named = self._claims.get(key)
+                if named is None:
+                    original = self.originals[b.id]
+                    named = () if b.text == original or not any(r in b.text for r in roots) else tuple(dict.fromkeys(
+                        Path(x) for x in (mt.group(0).rstrip(".,;:)") for mt in _PATHS.finditer(b.text))
+                        if x.startswith(roots) and (Path(x).suffix or Path(x).is_file())))
+                    self._claims[key] = named
+                if not named:
+                    continue
+                original = self.originals[b.id]
+                whys = [self._files.still_holds(f, original) for f in named]
+                if all(whys):
+                    self._lost.add(b.id)
+                    out.append(f"tool_result {b.id} sent replaced ({len(original):,} -> {len(b.text):,} chars) naming "
+                               f"{named[0]}, which does not hold the result: {whys[0]} ({_short(b.text)!r})")
         return out
 
     def _reads_spill(self, tool_input) -> str | None:

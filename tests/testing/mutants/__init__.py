@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.codex import Codex
 from ctxsim.strategies.context_editing import ContextEditing
+from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.observation_masking import ObservationMasking
 from ctxsim.strategies.sliding_window import SlidingWindow
+from ctxsim.strategies.tiered_budget import TieredBudget
 
 from tests.testing.mutants import keep_recent as k
 from tests.testing.mutants import kit29 as x
@@ -164,6 +166,8 @@ KIT45B: list[Case] = [
     _c(z.ClaudeCodeSubagentUsageKept, ClaudeCode, "estimate", "a sub-agent's usage kept as the parent's anchor"),
     _c(z.ClaudeCodeDateOnBuildEpoch, ClaudeCode, "stable_prefix", "a date per request on an undeclared epoch"),
     _c(z.CEGateCountsThinking, v.ClearingThinking, "clear_minimum", "the results' minimum held against the thinking cleared too"),
+    _c(z.GeminiCleansOutputsOnResume, GeminiCli, "path_back", "saved outputs deleted at a resume, still named"),
+    _c(z.TieredBudgetNoticeTypo, TieredBudget, "path_back", "the spill notice names tool-result/ for tool-results/"),
 ]
 CORPUS += KIT45B
 

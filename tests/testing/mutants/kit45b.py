@@ -2,16 +2,21 @@
 mutants themselves stay outside the repository): a summary made and then not used by the rewrite it was
 made for, a new launch that carries the previous conversation in, an estimate off on a request under a
 quarter of the window, a sub-agent's usage taken for the parent's, a date on a clock the strategy does
-not declare, and a clearing gate that counts what another edit cleared. Each beside its correct twin
+not declare, a clearing gate that counts what another edit cleared, and a placeholder naming a file of
+the run that does not hold its result (deleted on resume, or a typo in the notice). Each beside its correct twin
 (tests/testing/mutants/variants.py, or the registered base)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from dataclasses import replace
+from pathlib import Path
 
 from ctxsim.harness.model.conversation import Block, History, Message, SystemPrompt
 from ctxsim.strategies.claude_code import ClaudeCode
+from ctxsim.strategies.gemini_cli import GeminiCli
+from ctxsim.strategies.tiered_budget import TieredBudget
 
 from tests.testing.mutants.variants import ClearingThinking, MyCodex
 
@@ -108,3 +113,30 @@ class CEGateCountsThinking(ClearingThinking):
 
     def _clear_in_view(self, ids):
         return super()._clear_in_view(ids) + getattr(self, "_thinking_now", 0)
+
+
+# --- a placeholder that names a file of the run which does not hold its result ---------------------
+# (the path back a strategy's own notice claims: held for every strategy, promise or not)
+
+class GeminiCleansOutputsOnResume(GeminiCli):
+    """A resumed launch clears the saved tool outputs as stale, while the masked previews in the
+    resumed history still name them."""
+
+    name = "gemini_cleans_outputs_on_resume"
+
+    def on_session_start(self, session, resume, now):
+        super().on_session_start(session, resume, now)
+        if resume:
+            shutil.rmtree(Path(self.env.session_dir) / "tool-outputs", ignore_errors=True)
+
+
+class TieredBudgetNoticeTypo(TieredBudget):
+    """The spill notice names ``tool-result/`` where the file went to ``tool-results/``."""
+
+    name = "tiered_budget_notice_typo"
+
+    def apply(self, b, message):
+        out = super().apply(b, message)
+        if out.meta.get("spilled"):
+            return out.with_text(out.text.replace("/tool-results/", "/tool-result/"), spilled=out.meta["spilled"])
+        return out
