@@ -52,7 +52,7 @@ from ctxsim.harness.fidelity.recorded import (
     sim_rows,
     thread_starts,
 )
-from ctxsim.harness.model.trace import RecordedSetting, ToolResultEvent, Trace, UserEvent, with_header
+from ctxsim.harness.model.trace import AssistantEvent, RecordedSetting, ToolResultEvent, Trace, UserEvent, with_header
 from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD
 from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.replay.events import HIDDEN_TOKENS, TOKEN_FACTOR
@@ -87,6 +87,8 @@ class Step:
     factor: float | None  # None: not used (why: ``reason``)
     reason: str = ""
     hidden: int = 0      # cl100k tokens of content the log has no text for, sized by the growth (on the last event)
+    thinking: int = 0    # cl100k tokens of the previous answer's withheld thinking, sized by the growth (on that answer)
+    answer: int = -1     # trace.events index of that answer
 
 
 def steps(trace: Trace, calls: list[RecordedCall], base: dict[int, int], scale: float, tok: Tokenizer,
@@ -97,11 +99,17 @@ def steps(trace: Trace, calls: list[RecordedCall], base: dict[int, int], scale: 
     out = []
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
-        if not c.added or not continues(c, prev):   # usage on both, same model, no compaction between
+        if not continues(c, prev) or not (c.added or prev.withheld_thinking):   # usage on both, same model, no compaction between
             continue
         raw = base[c.index] - base[prev.index]
         residual = (c.context - prev.context) - scale * raw
         payload = sum(tok.count(_text(trace.events[i])) for i in c.added)
+        if prev.withheld_thinking:
+            # the previous answer's thinking has no text in the log: what the step grew beyond its
+            # visible content at the scale is that thinking (the text that came in stays at the scale)
+            out.append(Step(c.index, c.added, payload, int(round(residual)), None, "after withheld thinking", 0,
+                            max(0, int(round(residual / scale))), prev.event))
+            continue
         factor = (residual + scale * payload) / (scale * payload) if payload else math.inf
         lo, hi = factor_range
         if payload >= min_payload and lo <= factor <= hi:
@@ -149,10 +157,20 @@ def apply(trace: Trace, measured: list[Step]) -> Trace:
     """``trace`` with each used step's factor on its events (``meta.token_factor``); the events of
     unused steps lose any factor an earlier calibration left."""
     factors = {i: s.factor for s in measured for i in s.events}
-    hidden = {s.events[-1]: s.hidden for s in measured if s.hidden}
+    hidden = {s.events[-1]: s.hidden for s in measured if s.hidden and s.events}
+    hidden.update({s.answer: s.thinking for s in measured if s.thinking})
     events = list(trace.events)
     changed = False
     for i, ev in enumerate(events):
+        if isinstance(ev, AssistantEvent):
+            h = hidden.get(i)
+            if h != ev.meta.get(HIDDEN_TOKENS):
+                meta = {k: v for k, v in ev.meta.items() if k != HIDDEN_TOKENS}
+                if h:
+                    meta[HIDDEN_TOKENS] = h
+                events[i] = ev.model_copy(update={"meta": meta})
+                changed = True
+            continue
         if not isinstance(ev, (ToolResultEvent, UserEvent)):
             continue
         f, h = factors.get(i), hidden.get(i)
@@ -178,11 +196,14 @@ def evidence(measured: list[Step]) -> str:
     fs = sorted(s.factor for s in used)
     spread = f"; factors {fs[0]:.2f}–{fs[-1]:.2f}, median {fs[len(fs) // 2]:.2f}" if fs else ""
     hidden = [s for s in measured if s.hidden]
+    thought = [s for s in measured if s.reason == "after withheld thinking"]
     return (f"{len(used)} of {len(measured)} growth steps sized by the log ({tokens:,} cl100k tokens of text, "
             f"{sum(len(s.events) for s in used)} events){spread}; the rest at the scale "
             f"(under {MIN_PAYLOAD_TOKENS} tokens of text, or a factor outside {list(FACTOR_RANGE)}); "
             f"{len(hidden)} steps grew by content the log has no text for: "
-            f"{sum(s.hidden for s in hidden):,} cl100k tokens put back on their last event")
+            f"{sum(s.hidden for s in hidden):,} cl100k tokens put back on their last event"
+            + (f"; {len(thought)} steps after an answer whose thinking the log withheld: "
+               f"{sum(s.thinking for s in thought):,} cl100k tokens of thinking put back on those answers" if thought else ""))
 
 
 def summary(trace: Trace) -> dict:

@@ -46,6 +46,8 @@ class RecordedCall:
     added: tuple[int, ...] = ()   # trace indices of the tool results and user messages this thread took in since its previous call
     thinking_switch: bool = False  # a new turn that switched thinking on a model sent a budget (recorded.thinking_switch)
     after_thinking: bool = False  # a new turn after answers that showed thinking (what a model that strips it drops)
+    withheld_thinking: bool = False  # this call's answer holds thinking whose text the log withheld (2.1.x: empty)
+    event: int = -1               # its position in trace.events
 
     @property
     def context(self) -> int:
@@ -104,7 +106,8 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
                                     chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None),
                                     thread in turns, tuple(added.pop(thread, ())),
                                     thread in switched and budget_thinking(m),
-                                    thread in turns and thought.get(thread, False)))
+                                    thread in turns and thought.get(thread, False),
+                                    any(isinstance(c, ThinkingContent) and not c.thinking for c in ev.content), i))
             if thread in turns:
                 thought[thread] = False
             if any(isinstance(c, ThinkingContent) for c in ev.content):

@@ -289,6 +289,11 @@ class AssistantEvent(_Ev):
     request_id: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _sizes(self) -> AssistantEvent:
+        _check_sizes(self.meta)   # meta.hidden_tokens: thinking the log withheld, sized by its growth
+        return self
+
     def tool_uses(self) -> list[ToolUseContent]:
         return [c for c in self.content if isinstance(c, ToolUseContent)]
 

@@ -35,12 +35,16 @@ def user_message(ev: UserEvent) -> Message:
 
 
 def assistant_blocks(ev: AssistantEvent) -> list[Block]:
+    """The model's answer as every strategy receives it; thinking whose text the log withheld carries
+    the size its growth measured (``meta.hidden_tokens``, harness/fidelity/measured.py) on its first block."""
     out = []
+    withheld = ev.meta.get(HIDDEN_TOKENS, 0)
     for c in ev.content:
         if isinstance(c, TextContent):
             out.append(Block.text_block(c.text))
         elif isinstance(c, ThinkingContent):
-            out.append(Block("thinking", c.thinking))
+            out.append(Block("thinking", c.thinking, opaque_tokens=withheld if not c.thinking else 0))
+            withheld = 0 if not c.thinking else withheld
         else:
             out.append(Block.tool_use(c.id, c.name, c.input))
     return out
