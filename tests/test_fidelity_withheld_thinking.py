@@ -14,7 +14,7 @@ from ctxsim.harness.fidelity.compare import calibrate, fit_token_scale
 from ctxsim.harness.fidelity.recorded import RecordedCall, recorded_calls
 from ctxsim.harness.model import trace as tr
 from ctxsim.harness.replay.engine import RunConfig, replay
-from ctxsim.harness.replay.events import HIDDEN_TOKENS
+from ctxsim.harness.replay.events import HIDDEN_TOKENS, TOKEN_FACTOR
 from ctxsim.strategies.recorded import Recorded
 
 MODEL = "claude-opus-4-7"
@@ -37,10 +37,10 @@ def test_the_scale_leaves_out_the_steps_after_withheld_thinking():
     assert fit_token_scale(every, base, {0, 1, 2, 3}) == pytest.approx(1600 / 900)
 
 
-def _trace():
+def _trace(extra: int = 1_500):
     """Four calls of a tool loop; the second answer thought (text withheld) and the next call's context
-    grew 1,500 recorded tokens more than its visible content at the scale: that thinking."""
-    body = "def f(x):\n    return x + 1\n" * 40
+    grew ``extra`` recorded tokens more than its visible content at the scale: that thinking."""
+    body = "def f(x):\n    return x + 1\n" * 60
     evs, ctx = [tr.UserEvent(t=0, text="fix it")], 20_000
     grow = []
     for i in range(4):
@@ -50,7 +50,7 @@ def _trace():
                                      usage=tr.RecordedUsage(input=3, cache_write_1h=ctx - 3)))
         evs.append(tr.ToolResultEvent(t=2 + 2 * i, tool_use_id=f"t{i}", content=body))
         grow.append(ctx)
-        ctx += 1_000 + (1_500 if i == 1 else 0)
+        ctx += 1_000 + (extra if i == 1 else 0)
     return tr.validate_events(tr.Header(name="w", model=MODEL, prefix_tokens=5_000, usage="per_call"), evs), grow
 
 
@@ -74,3 +74,15 @@ def test_the_growth_after_withheld_thinking_sizes_it_on_its_answer():
     assert [e.meta.get(HIDDEN_TOKENS) for e in again.events if isinstance(e, tr.AssistantEvent)] == \
         [a.meta.get(HIDDEN_TOKENS) for a in answers]
     assert recorded_calls(cal)[1].withheld_thinking and not recorded_calls(cal)[2].withheld_thinking
+
+
+def test_a_step_that_grew_less_than_its_text_kept_no_thinking():
+    """A Codex rollout's reasoning is withheld too, yet the steps after it grow less than their visible
+    text (the reasoning did not stay in the context): nothing is put on the answer, and the step's text
+    is sized as any step's. Here the step after answer 1 grows 800 where the others grow 1,000."""
+    t, recorded = _trace(extra=-200)
+    assert [b - a for a, b in zip(recorded, recorded[1:])] == [1_000, 800, 1_000]
+    cal = calibrate(t, fit_fraction=1.0)
+    assert all(HIDDEN_TOKENS not in e.meta for e in cal.events if isinstance(e, tr.AssistantEvent))
+    results = [e for e in cal.events if isinstance(e, tr.ToolResultEvent)]
+    assert results[1].meta[TOKEN_FACTOR] < 0.9   # the result answer 1 called for: sized by its step, 800 for ~1,000

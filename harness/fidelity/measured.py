@@ -104,9 +104,11 @@ def steps(trace: Trace, calls: list[RecordedCall], base: dict[int, int], scale: 
         raw = base[c.index] - base[prev.index]
         residual = (c.context - prev.context) - scale * raw
         payload = sum(tok.count(_text(trace.events[i])) for i in c.added)
-        if prev.withheld_thinking:
+        if prev.withheld_thinking and residual > 0:
             # the previous answer's thinking has no text in the log: what the step grew beyond its
-            # visible content at the scale is that thinking (the text that came in stays at the scale)
+            # visible content at the scale is that thinking (the text that came in stays at the scale).
+            # A step that grew less than its visible content kept no thinking (a Codex rollout's
+            # reasoning): its text is sized as any step's
             out.append(Step(c.index, c.added, payload, int(round(residual)), None, "after withheld thinking", 0,
                             max(0, int(round(residual / scale))), prev.event))
             continue
