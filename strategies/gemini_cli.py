@@ -236,7 +236,8 @@ class GeminiCli(ThresholdCompactor):
 
     def truncate_to_budget(self, messages: list[Message]) -> list[Message]:
         """``truncateHistoryToBudget``: newest tool responses whole up to the budget; older ones over
-        the truncation threshold saved and cut (one file per truncation, as gemini-cli does)."""
+        the truncation threshold saved and cut (one file per truncation, as gemini-cli does). A read
+        of an output it saved stays whole here too, as on arrival (:meth:`reads_saved`)."""
         c = self.config
         limit = self.threshold_chars()
         used = 0
@@ -253,7 +254,7 @@ class GeminiCli(ThresholdCompactor):
                     continue
                 tok = chars_to_tokens(len(b.text), c.chars_per_token)
                 if (used + tok > c.function_response_token_budget and 0 < limit < len(b.text)
-                        and not b.meta.get("saved")):
+                        and not b.meta.get("saved") and not self.reads_saved(b.id)):
                     path = self._save(b.text, b.id or "result")
                     if path is not None:
                         b = Block.tool_result(b.id or "", format_truncated(b.text, path, limit),

@@ -311,6 +311,27 @@ def test_a_read_back_of_a_saved_output_is_not_cut_again(tmp_path: Path):
     assert "Showing first 8,000" in s.history[-1].blocks[0].text
 
 
+def test_a_read_back_stays_whole_when_a_compression_cuts_the_history_to_budget(tmp_path: Path):
+    """N-SPILL-3 at truncateHistoryToBudget too: the property kit's random sample found a read of a saved
+    output (``./tool-outputs/<file>``, a Read tool's input) cut and saved again when a compression ran
+    right after it. With a budget of 1,000 tokens both 50,000-character results are over it: the read-back
+    stays whole, the other output is cut."""
+    s = make("gemini_cli", {"function_response_token_budget": 1_000}, session_dir=tmp_path)
+    s.on_user(Message.user("task"))
+    big = "x" * 50_000
+    step(s, 0, big)
+    path = s.history[-1].blocks[0].meta["saved"]
+    rel = "./" + "/".join(Path(path).parts[-2:])
+    s.build_request(CallInfo(1, 1.0))
+    s.on_response(Message("assistant", (Block.tool_use("tu_1", "Read", {"file_path": rel}),)), None)
+    s.on_tool_results(Message("user", (Block.tool_result("tu_1", big),)))
+    step(s, 2, "y" * 50_000, tool="Read")
+    out = s.truncate_to_budget(list(s.history))
+    texts = {b.id: b.text for m in out for b in m.blocks if b.type == "tool_result"}
+    assert texts["tu_1"] == big
+    assert "Showing first" in texts["tu_2"] and len(texts["tu_2"]) < 50_000
+
+
 def test_the_kit_scales_masking_to_its_window_for_subclasses_too():
     """Unscaled, masking (50,000 protected, 30,000 prunable) never started in the kit's 32k window
     before compression at half of it (issue #45): the kit runs it at 32/200 of each."""
