@@ -11,7 +11,9 @@ A strategy that reads the machine's local time (``datetime.fromtimestamp(t)``, `
 ``.astimezone()`` without a zone) would see the zone of whatever machine runs the kit, so the
 kit's verdict would depend on where it runs: the kit pins the process's zone to :data:`KIT_TZ`
 while it runs (:func:`pinned_zone`). The cross-process check runs its second process in another
-zone (:data:`OTHER_TZ`), so a strategy that depends on the local zone is named as such.
+zone (:func:`other_zone`), one whose date differs from the kit zone's at the moment it runs, so a
+strategy that depends on the local zone is named as such, a local *date* included (``date.today()``
+in an environment block), whatever the hour of the day.
 
 The zones are POSIX TZ rules (glibc and macOS read them without a time-zone database), checked
 against the tz database's America/New_York in tests/testing/test_clock.py.
@@ -31,7 +33,11 @@ ZONE = "America/New_York"
 # "Rule US 1967 2006 - Oct lastSun 2:00 0 S"): the instants below are in those years
 KIT_TZ = "EST5EDT,M4.1.0,M10.5.0"
 DAY_S = 86_400
-OTHER_TZ = "IST-5:30"  # Asia/Kolkata, UTC+5:30, no DST: the cross-process check's second zone  # assumed: any other
+# the cross-process check's second zone: UTC+14 or UTC-12 (the first and last zones in use, the
+# Line Islands and Baker Island), 26 hours apart, so at any instant their dates differ and one of the
+# two differs from the kit zone's; a zone a few hours away (UTC+5:30 until now) shares the kit zone's
+# date most of the day, and a strategy stamping the machine's local date passed 14 hours in 24
+OTHER_TZS = (("<+14>-14", "UTC+14", 14 * 3600), ("<-12>12", "UTC-12", -12 * 3600))
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,18 @@ def own_edges(epochs: tuple[float, ...]) -> tuple[Edge, ...]:
 def crossed(t0: float, t1: float, more: Iterable[Edge] = ()) -> list[Edge]:
     """The edges in (t0, t1]; ``more``: a strategy's own (:func:`own_edges`)."""
     return [e for e in (*EDGES, *more) if t0 < e.t <= t1]
+
+
+def other_zone(now: float | None = None) -> tuple[str, str]:
+    """(TZ rule, name) of the zone the cross-process check's second process runs in: of
+    :data:`OTHER_TZS`, the first whose date at ``now`` (default: this instant) is not the kit zone's."""
+    now = time.time() if now is None else now
+    with pinned_zone(KIT_TZ):
+        local = time.localtime(now)[:3]
+    for rule, name, offset in OTHER_TZS:
+        if time.gmtime(now + offset)[:3] != local:
+            return rule, name
+    raise AssertionError("two zones 26 hours apart share a date")   # not reached
 
 
 @contextmanager

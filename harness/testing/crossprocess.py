@@ -9,8 +9,8 @@ interpreters with ``PYTHONHASHSEED`` set to two values and compares the requests
 (their canonical API form, :class:`ctxsim.harness.testing.determinism.Canon`, with the run directory's
 name replaced, so two scratch directories compare equal).
 
-The two processes also run in two local time zones (:mod:`ctxsim.harness.testing.clock`): a
-strategy that stamps the machine's local date or time sends other bytes on another machine. When
+The two processes also run in two local time zones whose dates differ (:mod:`ctxsim.harness.testing.clock`):
+a strategy that stamps the machine's local date or time sends other bytes on another machine. When
 they differ, a third process (the second's hash seed, the first's zone) names which it is.
 
 Run as a module it is the child: ``python -m ctxsim.harness.testing.crossprocess TRACES_JSON SPEC
@@ -108,11 +108,13 @@ def difference_at(traces: list[tuple[tr.Trace, Mapping[str, list[int]]]], spec: 
     which two processes send other requests, with how and why, or None.
 
     The two processes differ in their string-hash seed and their local time zone
-    (:data:`clock.KIT_TZ`, :data:`clock.OTHER_TZ`); when they differ, a third (the second's hash
-    seed, the first's zone) says which of the two the strategy depends on."""
+    (:data:`clock.KIT_TZ`, and :func:`clock.other_zone`: one whose date differs from it as the check
+    runs); when they differ, a third (the second's hash seed, the first's zone) says which of the two
+    the strategy depends on."""
     from ctxsim.harness.testing import clock
 
-    (s1, s2), (z1, z2) = HASH_SEEDS, (clock.KIT_TZ, clock.OTHER_TZ)
+    (s1, s2), z1 = HASH_SEEDS, clock.KIT_TZ
+    z2, z2_name = clock.other_zone()
     with tempfile.TemporaryDirectory(prefix="ctxsim-xproc-") as d:
         paths = []
         for i, (trace, fail_calls) in enumerate(traces):
@@ -138,9 +140,9 @@ def difference_at(traces: list[tuple[tr.Trace, Mapping[str, list[int]]]], spec: 
         return t, (f"{at} differs between two processes (PYTHONHASHSEED={s1} and {s2}, the same time zone): the "
                    "strategy depends on the string hash seed (a set or a hash() ordering what it sends)")
     return t, (f"{at} differs between two processes whose local time zones differ (TZ={z1}, {clock.ZONE}, and "
-               f"TZ={z2}, UTC+5:30; the same hash seed): the strategy reads the machine's local time "
-               "(datetime.fromtimestamp, time.localtime or astimezone() without a zone), so a run depends on "
-               "where it runs")
+               f"TZ={z2}, {z2_name}, another date; the same hash seed): the strategy reads the machine's local "
+               "time or date (datetime.fromtimestamp, time.localtime, date.today() or astimezone() without a zone), "
+               "so a run depends on where and when it runs")
 
 
 def difference(trace: tr.Trace, spec: str, params: Mapping[str, Any], window: int,

@@ -75,3 +75,26 @@ def test_the_machines_local_date_read_at_launch_differs_in_another_zone():
     d = difference(trace, spec + "LocalDateAtLaunch", params_for(x.LocalDateAtLaunch), CHECK_WINDOW)
     assert "local time zones differ" in d and "the same hash seed" in d and "PYTHONHASHSEED=1 and 2" not in d
     assert difference(trace, spec + "NamedZoneAtLaunch", params_for(x.NamedZoneAtLaunch), CHECK_WINDOW) == ""
+
+
+def test_the_second_zone_is_always_on_another_date_than_the_kit_zone():
+    """UTC+14 and UTC-12 are 26 hours apart, so one of them is on another date than New York at any
+    instant. 2026-12-05 05:00 UTC is midnight in New York (Dec 5) and 19:00 Dec 5 at UTC+14: the
+    check takes UTC-12 (17:00 Dec 4); at 20:00 UTC (15:00 in New York) UTC+14 is on Dec 6."""
+    t = 1_796_446_800.0   # 2026-12-05 05:00 UTC
+    assert clock.other_zone(t) == ("<-12>12", "UTC-12")
+    assert clock.other_zone(t + 15 * 3600) == ("<+14>-14", "UTC+14")
+    for h in range(0, 48):   # every hour of two days: the two processes' dates differ
+        rule, _ = clock.other_zone(t + h * 3600)
+        with clock.pinned_zone(clock.KIT_TZ):
+            kit = time.localtime(t + h * 3600)[:3]
+        with clock.pinned_zone(rule):
+            other = time.localtime(t + h * 3600)[:3]
+        assert kit != other
+
+
+def test_a_date_from_the_machines_clock_differs_between_the_two_processes_at_any_hour():
+    """``date.today()`` at launch: the two processes run on other dates, whatever the hour of the check."""
+    trace = scenarios.clock_edges()
+    d = difference(trace, f"{x.__name__}:MachineDateAtLaunch", params_for(x.MachineDateAtLaunch), CHECK_WINDOW)
+    assert "local time zones differ" in d and "another date" in d

@@ -8,7 +8,7 @@ the seed's literal 3.5-chars/token budgets on dense output."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 from ctxsim.harness.model.conversation import (
@@ -86,6 +86,19 @@ class LocalDateAtLaunch(NovaCode):
     def build_request(self, call: CallInfo) -> Request:
         day = getattr(self, "_launch_local", None) or _local(call.now)
         return stamped(super().build_request(call), f"Session started on: {day}")
+
+
+class MachineDateAtLaunch(NovaCode):
+    """Today's date on the machine's own clock (``date.today()``), read at launch: not a function of the
+    trace at all; it shows only when the day differs, as it does between two zones 10.5 hours apart
+    for 10.5 hours a day."""
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        self._today = date.today().isoformat()
+
+    def build_request(self, call: CallInfo) -> Request:
+        return stamped(super().build_request(call), f"Today: {getattr(self, '_today', '')}")
 
 
 class NamedZoneAtLaunch(NovaCode):
