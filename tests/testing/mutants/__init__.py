@@ -114,6 +114,8 @@ KIT29: list[Case] = [
        "the machine's local date and zone in the system prompt, per request (changes at a DST change)"),
     _c(x.LocalDateAtLaunch, x.NamedZoneAtLaunch, "deterministic",
        "the machine's local date and zone, read at launch (another machine's zone, other bytes)"),
+    _c(x.MachineDateAtLaunch, x.NamedZoneAtLaunch, "deterministic",
+       "today's date on the machine's clock (date.today()), read at launch"),
     _c(x.ResultsInSetOrder, x.ResultsInCallOrder, "deterministic", "parallel results in a set's order"),
     _c(x.ToolsFromSet, x.ToolsSortedByName, "deterministic", "the tools array in a set's order"),
     _c(x.SpillNamedByHash, NovaCode, "deterministic", "spill files named by hash()"),
