@@ -288,6 +288,23 @@ def test_classify_a_fall_back_after_a_task_notification_or_an_mcp_reconnect():
     assert got[3]["cause"] == "prefix_change" and "/mcp" in got[3]["changed"]
 
 
+def test_a_miss_after_an_interruption_is_reported_beside_it_and_stays_in_the_miss_fit():
+    """An interrupted turn is named beside the miss that follows (no cause by itself: a third of such turns
+    miss in the development population), and the call stays one the miss model is fitted on."""
+    from ctxsim.harness.fidelity.cache_misses import label_calls
+
+    evs = [tr.UserEvent(t=0, text="go"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")],
+                                                          usage=tr.RecordedUsage(input=10_000)),
+           tr.UserEvent(t=2, text="[Request interrupted by user]"), tr.UserEvent(t=3, text="continue"),
+           tr.AssistantEvent(t=4, content=[tr.TextContent(text="b")], usage=tr.RecordedUsage(input=9_000, cache_read=2_000))]
+    calls = recorded_calls(tr.validate_events(tr.Header(name="i", model=MODEL), evs))
+    assert calls[1].trigger == "an interrupted turn"
+    table = pd.DataFrame({"simulated_context": [10_000, 11_000], "simulated_cache_read": [0, 10_000]})
+    (m,) = classify_misses(calls, table, system_prefix=2_000)
+    assert (m["cause"], m["trigger"]) == ("unexplained", "an interrupted turn")
+    assert label_calls(calls)[1] == 1   # eligible: fitted on like any call
+
+
 def test_classify_a_miss_after_an_effort_level_set_and_keep_it_out_of_the_miss_fit():
     """A call right after "Set effort level to …" that read nothing is a prefix change the log shows
     (/effort named), and it is no stray of the fitted miss model: the one eligible call left reads
