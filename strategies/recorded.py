@@ -297,13 +297,11 @@ class Recorded(Strategy):
             out["compact_models"] = models
         from ctxsim.harness.model.trace import CompactEvent, ToolResultEvent
 
-        quiet = tuple(i for i, e in enumerate(e for e in trace.events if isinstance(e, CompactEvent)) if e.meta.get("no_call"))
-        if quiet:
-            out["compact_without_call"] = quiet
-        logged = tuple(i for i, e in enumerate(e for e in trace.events if isinstance(e, CompactEvent))
-                       if e.meta.get("reattached_in_log"))
-        if logged:
-            out["compact_reattached_in_log"] = logged
+        compacts = [e for e in trace.events if isinstance(e, CompactEvent)]
+        for key, mark in (("compact_without_call", "no_call"), ("compact_reattached_in_log", "reattached_in_log")):
+            marked = tuple(i for i, e in enumerate(compacts) if e.meta.get(mark))
+            if marked:
+                out[key] = marked
         cleared: dict[int, list[str]] = {}
         for e in trace.events:
             at = e.meta.get("cleared_at_call") if isinstance(e, ToolResultEvent) else None

@@ -108,24 +108,26 @@ def fit_token_scale(calls: list[RecordedCall], base: dict[int, int], fit: set[in
     development population: such steps grow 0.86 recorded tokens per visible character on Opus 4.7
     against 0.56 for the others, 0.64 against 0.43 on Opus 4.6); its size is measured instead
     (measured.steps)."""
-    clean = _fit_scale(calls, base, fit, skip_withheld=True)
-    return clean if clean is not None else _fit_scale(calls, base, fit, skip_withheld=False)
+    return scale_fit(calls, base, fit)[0]
 
 
-def _fit_scale(calls: list[RecordedCall], base: dict[int, int], fit: set[int], skip_withheld: bool) -> float | None:
-    num = den = 0.0
+def scale_fit(calls: list[RecordedCall], base: dict[int, int], fit: set[int]) -> tuple[float | None, int, int]:
+    """:func:`fit_token_scale` with its evidence: (scale, growth pairs it used, pairs after withheld
+    thinking it left out)."""
+    pairs = []
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
         if c.index in fit and prev is not None and prev.index in fit and continues(c, prev):
-            if skip_withheld and prev.withheld_thinking:
-                continue
             if c.context - prev.context < -max(drops.DROP_MIN_TOKENS, drops.DROP_MIN_SHARE * prev.context):
                 continue   # the agent dropped content (harness/fidelity/drops.py): no tokenizer ratio in it
-            num += c.context - prev.context
-            den += base[c.index] - base[prev.index]
-    if den <= 0 or num <= 0:
-        return None
-    return num / den
+            pairs.append((c, prev))
+    clean = [(c, p) for c, p in pairs if not p.withheld_thinking]
+    for used in (clean, pairs):
+        num = sum(c.context - p.context for c, p in used)
+        den = sum(base[c.index] - base[p.index] for c, p in used)
+        if den > 0 and num > 0:
+            return num / den, len(used), len(pairs) - len(used)
+    return None, 0, 0
 
 
 def _pct(a: float, b: float) -> float:
@@ -195,13 +197,10 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     if token_scale is not None:
         scale, evidence = token_scale, "given"
     elif fitted:
-        pairs = [c for c in calls if c.index in fit and c.prev_in_thread in fit and continues(c, calls[c.prev_in_thread])]
-        clean = [c for c in pairs if not calls[c.prev_in_thread].withheld_thinking]
-        left = (f", {len(pairs) - len(clean)} after an answer whose thinking the log withheld left out"
-                if clean and len(clean) < len(pairs) else "")
+        _, n_pairs, n_left = scale_fit(calls, base, fit)   # its evidence (a sum over the pairs; no tokens counted)
+        left = f", {n_left} after an answer whose thinking the log withheld left out" if n_left else ""
         scale, evidence = fitted, (f"fitted on the first {len(fit)} of {len(with_usage)} calls "
-                                   f"({len(clean) if left else len(pairs)} growth pairs{left}): "
-                                   f"Σ recorded context growth / Σ {counted} growth")
+                                   f"({n_pairs} growth pairs{left}): Σ recorded context growth / Σ {counted} growth")
     else:
         scale = Provider(trace.header.model, models_file=models_file).spec.token_scale
         evidence = "model table (no growth pairs to fit on)"

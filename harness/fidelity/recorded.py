@@ -109,9 +109,11 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
             out.append(RecordedCall(len(out), ev.t, m, ev.usage, thread, thread in compacted,
                                     chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None),
                                     thread in turns, tuple(added.pop(thread, ())),
-                                    thread in switched and budget_thinking(m),
-                                    thread in turns and thought.get(thread, False),
-                                    any(isinstance(c, ThinkingContent) and not c.thinking for c in ev.content), i))
+                                    thinking_switch=thread in switched and budget_thinking(m),
+                                    after_thinking=thread in turns and thought.get(thread, False),
+                                    withheld_thinking=any(isinstance(c, ThinkingContent) and not c.thinking
+                                                          for c in ev.content),
+                                    event=i))
             if thread in turns:
                 thought[thread] = False
             if any(isinstance(c, ThinkingContent) for c in ev.content):

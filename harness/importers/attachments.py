@@ -40,13 +40,17 @@ def _s(v: Any) -> str:
     return v if isinstance(v, str) else "" if v is None else json.dumps(v, ensure_ascii=False)
 
 
+def _file_parts(a: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A ``file`` attachment's ``content`` and ``content.file`` objects ({} where absent)."""
+    c = a.get("content") if isinstance(a.get("content"), dict) else {}
+    return c, c.get("file") if isinstance(c.get("file"), dict) else {}
+
+
 def file_path(a: dict[str, Any]) -> str | None:
     """The path a ``file`` attachment holds the text of (what the agent counts as read), else None."""
     if a.get("type") != "file":
         return None
-    c = a.get("content") if isinstance(a.get("content"), dict) else {}
-    f = c.get("file") if isinstance(c.get("file"), dict) else {}
-    path = f.get("filePath") or a.get("filename")
+    path = _file_parts(a)[1].get("filePath") or a.get("filename")
     return path if isinstance(path, str) and path else None
 
 
@@ -56,8 +60,7 @@ def render(a: dict[str, Any]) -> tuple[str | None, str]:
     if kind == "skill_listing":
         return _reminder("The following skills are available for use with the Skill tool:\n\n" + _s(a.get("content"))), ""
     if kind == "file":
-        c = a.get("content") if isinstance(a.get("content"), dict) else {}
-        f = c.get("file") if isinstance(c.get("file"), dict) else {}
+        c, f = _file_parts(a)
         if c.get("type") != "text" or not isinstance(f.get("content"), str):
             return None, f"file attachment of type {c.get('type')!r} (no text in the log)"
         path = _s(f.get("filePath") or a.get("filename"))

@@ -595,7 +595,7 @@ class _Importer:
                     self.mentions_next += [(item["t"], text, path) for path, text in self.mentioned.get(id(item), [])]
             elif kind == "attachment":
                 source = f"attachment {item['kind']} (the log's record of it, in an assumed frame)"
-                self.b.user(item["t"], item["text"], meta_record=True, hidden=source,
+                self.b.user(item["t"], item["text"], meta_record=True, hidden=source, attachment=item["kind"],
                             **({"read_file": item["path"]} if item["path"] else {}))
                 self._count_visible(span, item["text"])
                 self.hidden_stats[source] += 1
@@ -769,8 +769,7 @@ def mark_logged_reattachments(events: list[Any]) -> None:
             open_at = i
         elif isinstance(e, tr.AssistantEvent):
             open_at = None
-        elif open_at is not None and isinstance(e, tr.UserEvent) and str(e.meta.get("hidden") or "").startswith(
-                tuple(f"attachment {k} " for k in attachments.REATTACH_KINDS)):
+        elif open_at is not None and isinstance(e, tr.UserEvent) and e.meta.get("attachment") in attachments.REATTACH_KINDS:
             c = events[open_at]
             events[open_at] = c.model_copy(update={"meta": {**c.meta, "reattached_in_log": True}})
             open_at = None

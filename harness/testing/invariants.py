@@ -518,6 +518,7 @@ class Checker:
     _held: dict[str, Path] = field(default_factory=dict)  # replaced tool result -> the file that holds it
     _lost: set[str] = field(default_factory=set)  # placeholders already reported
     _claims: dict[tuple[str, bytes], tuple[Path, ...]] = field(default_factory=dict)  # (tool_use id, text digest) -> run files its text names
+    _run_roots: tuple[str, ...] = ()  # the run directory, given and resolved (_roots)
     _spans: list[bool] = field(default_factory=list)  # open sub-task spans: isolated or not
     _summaries: list[_Summary] = field(default_factory=list)  # successful summary calls since the last main request
     _summary_too_long: bool = False  # a summary side call refused as too long since the last accepted request
@@ -979,6 +980,12 @@ class Checker:
                                          f"and no file it names holds the original: {_short(b.text)!r}"))
         return out
 
+    def _roots(self) -> tuple[str, ...]:
+        """The run directory as a strategy may name it (as given, and resolved), worked out once."""
+        if not self._run_roots and self.session_dir is not None:
+            self._run_roots = tuple({str(self.session_dir), str(self.session_dir.resolve())})
+        return self._run_roots
+
     def _claimed_files(self, req: Request) -> list[str]:
         """A strategy that promises no path back is still held to the one its placeholders claim: a
         tool result sent replaced whose text names a file in the run's directory (its own files) names
@@ -986,7 +993,7 @@ class Checker:
         if self.session_dir is None:
             return []
         out = []
-        roots = tuple({str(self.session_dir), str(self.session_dir.resolve())})   # a strategy may name resolved paths
+        roots = self._roots()
         for m in req.messages:
             if m.role != "user":
                 continue
