@@ -108,6 +108,14 @@ STRIPS_PREVIOUS_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opu
 THINKING_BUDGET_MODELS = STRIPS_PREVIOUS_THINKING + ("claude-opus-4-5",)
 
 
+def effort_level(text: str) -> str | None:
+    """The level an /effort command's output set (:data:`EFFORT_SET` and the word after it), else None."""
+    if EFFORT_SET not in text:
+        return None
+    words = text.split(EFFORT_SET, 1)[1].split(maxsplit=1)
+    return (words[0].rstrip(":.") or None) if words else None
+
+
 def model_family(model: str | None) -> str:
     """A model id without its route or Bedrock region prefix (``converse/jp.anthropic.claude-haiku-4-5-…``
     → ``claude-haiku-4-5-…``), for the prefix rules above."""
@@ -375,12 +383,11 @@ class Recorded(Strategy):
                 self.system = SystemPrompt(s.blocks, s.opaque_tokens, s.shared_tokens, s.revision + 1)
                 self._systems.clear()
                 self.counters.extra["system prompt sent anew after /mcp"] += 1
-            if self.config.effort_changes and EFFORT_SET in message.text:
-                level = message.text.split(EFFORT_SET, 1)[1].split(maxsplit=1)[0].rstrip(":.")
-                if level and level != self._effort:
-                    self._effort = level
-                    self.rewrote = True   # a declared break: every entry is keyed by the level
-                    self.counters.extra["effort level set (every cache entry keyed anew)"] += 1
+            level = effort_level(message.text) if self.config.effort_changes else None
+            if level and level != self._effort:
+                self._effort = level
+                self.rewrote = True   # a declared break: every entry is keyed by the level
+                self.counters.extra["effort level set (every cache entry keyed anew)"] += 1
 
     def on_tool_results(self, message: Message) -> None:
         super().on_tool_results(message)

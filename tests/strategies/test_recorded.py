@@ -196,6 +196,21 @@ def test_an_effort_level_set_keys_every_cache_entry_anew():
     assert list(off.calls["context_tokens"]) == list(c["context_tokens"])
 
 
+def test_an_effort_output_cut_short_names_no_level():
+    """The words after "Set effort level to " are the level; a message ending there (a cut log line, a
+    user quoting the phrase) sets none instead of failing the replay."""
+    from ctxsim.strategies.recorded import effort_level
+
+    assert effort_level("<local-command-stdout>Set effort level to max (this session only)") == "max"
+    assert effort_level("Set effort level to high: Comprehensive") == "high"
+    assert effort_level("Set effort level to ") is None and effort_level("Set effort level to :") is None
+    assert effort_level("no command here") is None
+    evs = [tr.UserEvent(t=0, text=BIG), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+           tr.UserEvent(t=2, text="Set effort level to "), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")])]
+    res, seen = run(trace(evs))
+    assert [r.effort for r in seen] == [None, None] and res.calls.loc[1, "cache_read"] > 0
+
+
 def read_call(i, path, t):
     return tr.AssistantEvent(t=t, content=[tr.ToolUseContent(id=f"r{i}", name="Read", input={"file_path": path})])
 
