@@ -95,8 +95,17 @@ MISSING_SUMMARY = "[the recorded log has no summary text for this compaction]"
 # assumed: the logs hold the content before the clearing, never the placeholder Claude Code sends
 CLEARED_PLACEHOLDER = "[Old tool result content cleared]"
 # Anthropic extended-thinking docs: models before Claude Opus 4.5 drop previous turns' thinking blocks
-STRIPS_PREVIOUS_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1", "claude-opus-4-0",
-                            "claude-opus-4-2", "claude-sonnet-4-0", "claude-sonnet-4-2", "claude-3-7-sonnet")
+STRIPS_PREVIOUS_ANTHROPIC = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1", "claude-opus-4-0",
+                             "claude-opus-4-2", "claude-sonnet-4-0", "claude-sonnet-4-2", "claude-3-7-sonnet")
+# OpenAI's reasoning models behind the Responses API: the reasoning items of turns before the last user
+# message are left out of the model's input, though Codex sends them back (openai/codex,
+# codex-rs/protocol/src/protocol.rs, TokenUsage::tokens_in_context_window: "reasoning output tokens from
+# prior turns being dropped from the context window"). The development population's Codex rollout
+# (0.118, gpt-5.3-codex) shows it call by call: at each new user turn the input shrinks by about the
+# previous turn's reasoning_output_tokens (-1,188 for 1,227; -4,138 for 4,397) and the cache reads up to
+# where the previous turn began (17,920 of a 17,960-token turn start; 31,744 of 31,827; 47,488 of 47,566)
+STRIPS_PREVIOUS_OPENAI = ("gpt-5", "o1", "o3", "o4-mini", "codex-mini")
+STRIPS_PREVIOUS_THINKING = STRIPS_PREVIOUS_ANTHROPIC + STRIPS_PREVIOUS_OPENAI
 # Anthropic extended-thinking docs ("Extended thinking with prompt caching"): a change of the thinking
 # parameters (enabled or disabled, budget) invalidates the messages' cache breakpoints; the system
 # prompt and tools stay cached. It matters on the models sent a thinking budget; those with adaptive
@@ -105,7 +114,7 @@ STRIPS_PREVIOUS_THINKING = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opu
 # thinks where the previous turn did not, or the reverse, Opus 4.1 / Sonnet 4 (Claude Code 1.0.x) and
 # Opus 4.5 (2.0-2.1) read only the system prefix 42 times in 44; Opus 4.6 / 4.7 and Sonnet 4.6 read
 # their whole context as often as at any other turn (25 misses in 263 switches)
-THINKING_BUDGET_MODELS = STRIPS_PREVIOUS_THINKING + ("claude-opus-4-5",)
+THINKING_BUDGET_MODELS = STRIPS_PREVIOUS_ANTHROPIC + ("claude-opus-4-5",)
 
 
 def effort_level(text: str) -> str | None:

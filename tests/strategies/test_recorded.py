@@ -327,6 +327,30 @@ def test_new_user_turn_drops_earlier_thinking_on_models_that_strip_it():
     assert kinds(seen_bedrock[3]) == kinds(seen[3])
 
 
+def test_openai_reasoning_of_earlier_turns_leaves_the_input_at_a_new_user_turn():
+    """The Responses API leaves the reasoning items of turns before the last user message out of the
+    input (codex-rs TokenUsage::tokens_in_context_window; the development population's Codex rollout
+    shrinks by the previous turn's reasoning at each new turn and reads the cache up to where that
+    turn began). By hand: the first request is 3,000 prefix + 3,005 message + 8 framing = 6,013
+    tokens, 46 whole 128-token blocks = 5,888 cached; the second grows by the reasoning and the tool
+    call to 6,349 (6,272 cacheable); at the new turn the reasoning is gone, so the request shrinks to
+    6,058 and its cache match stops where that reasoning began: 5,888 again, not 6,272."""
+    think = tr.ThinkingContent(thinking="weigh the options " * 100)
+    evs = [tr.UserEvent(t=0, text=BIG),
+           tr.AssistantEvent(t=1, content=[think, tr.ToolUseContent(id="c1", name="shell", input={"cmd": "ls"})]),
+           tr.ToolResultEvent(t=2, tool_use_id="c1", content="a.py b.py"),
+           tr.AssistantEvent(t=3, content=[think, tr.TextContent(text="listed")]),
+           tr.UserEvent(t=10, text="now the tests"),
+           tr.AssistantEvent(t=11, content=[tr.TextContent(text="ok")])]
+    t = tr.validate_events(tr.Header(name="t", model="gpt-5.3-codex", prefix_tokens=3000), evs)
+    res, seen = run(t)
+    kinds = lambda req: [[b.type for b in m.blocks] for m in req.messages if m.role == "assistant"]  # noqa: E731
+    assert kinds(seen[1]) == [["thinking", "tool_use"]]
+    assert kinds(seen[2]) == [["tool_use"], ["text"]]
+    assert res.calls["context_tokens"].tolist() == [6013, 6349, 6058]
+    assert res.calls["cache_read"].tolist() == [0, 5888, 5888]
+
+
 def test_one_test_of_which_models_strip_or_budget_thinking_whatever_the_route():
     """strategies.recorded's two predicates read a model id without its route or region prefix: the
     strategy, the drops finder, the miss labels and the miss classifier all ask them."""
@@ -335,6 +359,8 @@ def test_one_test_of_which_models_strip_or_budget_thinking_whatever_the_route():
     assert strips_previous_thinking("claude-sonnet-4-5-20250929")
     assert strips_previous_thinking("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0")
     assert not strips_previous_thinking("claude-opus-4-5-20251101") and not strips_previous_thinking(None)
+    assert strips_previous_thinking("gpt-5.3-codex") and strips_previous_thinking("openai/o4-mini")
+    assert not strips_previous_thinking("gpt-4.1") and not budget_thinking("gpt-5.5")
     assert budget_thinking("us.anthropic.claude-opus-4-5-20251101-v1:0") and budget_thinking("claude-opus-4-1-20250805")
     assert not budget_thinking("claude-opus-4-6") and not budget_thinking("")
 
