@@ -76,6 +76,12 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
 ``fresh_launch``   the first main request of a new launch (not a resume) holds no tool_use or
                    tool_result id and no text fed in an earlier conversation (a launch and its
                    resumes are one conversation): a new conversation does not continue the old one.
+``run_dir``        a strategy writes, renames and removes files only in its run's directory
+                   (``Environment.session_dir``): a file written in the working directory, the home
+                   directory, a fixed temporary path or beside the run's directory is shared by every
+                   run that writes it and left behind (seen by an audit hook:
+                   :mod:`ctxsim.harness.testing.writes`; reported at the request it came after, once
+                   per file).
 ``goal``           the user's first request of the conversation (its goal) is in the window after
                    every declared rewrite of the main conversation: verbatim, or in a summary whose
                    input held it (or held a summary that did). A path back to the transcript is not
@@ -111,7 +117,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum", "summary_keeps",
-              "summary_used", "fresh_launch", "inputs", "deterministic")
+              "summary_used", "fresh_launch", "run_dir", "inputs", "deterministic")
 # every strategy is held to these; window, path_back and goal are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal"}
 
@@ -541,6 +547,8 @@ class Checker:
     _summary_call: int = -1  # the last summary request (its answer is judged with it)
     _tokens: dict[str, int] = field(default_factory=dict)  # text -> true tokens (clear_minimum)
     _new_launch: str = ""  # a new (not resumed) launch whose first main request is still to come
+    _last_call: int = -1  # the engine's index of the last request seen
+    _outside: set[str] = field(default_factory=set)  # files reported written outside the run's directory
 
     def __post_init__(self) -> None:
         self._files = Files(self.session_dir)
@@ -646,6 +654,14 @@ class Checker:
             self._prev.pop(f"subagent:{len(self._spans)}", None)
             isolated = self._spans.pop()
             self._after_subagent = self._after_subagent or isolated
+        elif m.what == "outside_write":
+            if m.id in self._outside or "run_dir" not in self.promised:
+                return []
+            self._outside.add(m.id)
+            when = "before the first request" if self._last_call < 0 else "after this request"
+            return [Violation("run_dir", self._last_call, "", f"wrote {m.id} outside the run's directory ({m.text}, "
+                              f"{when}): a strategy's files belong in Environment.session_dir (elsewhere every run "
+                              "shares them and they are left behind)", self.where())]
         elif m.what == "side_result" and m.id == SUMMARY and self._summaries and not self._summaries[-1].text:
             self._summaries[-1].text = m.text
             missing = self._missing_items(m.text)
@@ -660,6 +676,7 @@ class Checker:
 
     def _sent(self, s: Sent) -> list[Violation]:
         out: list[Violation] = []
+        self._last_call = s.call
         req = s.request
         where = self.where()
 

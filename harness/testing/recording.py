@@ -27,6 +27,7 @@ from ctxsim.harness.model import trace as tr
 from ctxsim.harness.model.conversation import Block, Request
 from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.testing.inputs import InputGuard
+from ctxsim.harness.testing.writes import watching
 from ctxsim.strategies.base import Strategy
 
 MAIN_KINDS = ("main", "readback", "subagent")  # requests that carry the conversation itself
@@ -59,9 +60,12 @@ class Mark:
     """A strategy hook the engine called: ``session_start`` (with ``resume``), ``session_end``,
     ``subtask_start`` (with ``isolated``), ``subtask_end``, ``on_rejected`` (the API refused the
     request just sent for the reasons in ``id``; ``retried``: the strategy reacted and had it sent
-    again); or ``side_result``: a side call of kind ``id`` answered ``text`` (after its :class:`Sent`)."""
+    again); or ``side_result``: a side call of kind ``id`` answered ``text`` (after its :class:`Sent`);
+    or ``outside_write``: the strategy wrote the file ``id`` outside the run's directory (``text``: the
+    audit event, :mod:`ctxsim.harness.testing.writes`)."""
 
-    what: Literal["session_start", "session_end", "subtask_start", "subtask_end", "side_result", "on_rejected"]
+    what: Literal["session_start", "session_end", "subtask_start", "subtask_end", "side_result", "on_rejected",
+                  "outside_write"]
     id: str = ""
     resume: bool = False
     isolated: bool = False
@@ -239,6 +243,12 @@ def _observer(log: list[Entry], chain: Any = None):
     return observe
 
 
+def _noting(log: list[Entry]):
+    def note(event: str, path: str) -> None:
+        log.append(Mark("outside_write", path, text=event))
+    return note
+
+
 def record(trace: tr.Trace, strategy: type[Strategy], params: Mapping[str, Any] | None = None,
            config: RunConfig | None = None, session_dir: Path | None = None) -> Recording:
     """Replay ``trace`` through ``strategy`` and record what it sent.
@@ -254,7 +264,8 @@ def record(trace: tr.Trace, strategy: type[Strategy], params: Mapping[str, Any] 
     guard = InputGuard(trace.header)
     guard.add(trace.events)
     cfg = replace(cfg, observer=_observer(rec.entries, cfg.observer), session_dir=d)
-    res = replay(trace, observing(strategy, rec.entries), params, cfg)
+    with watching(d, _noting(rec.entries)):
+        res = replay(trace, observing(strategy, rec.entries), params, cfg)
     rec.window = res.window
     rec.input_changes = guard.changes()
     return rec
@@ -297,8 +308,10 @@ class Stepper:
         self.recording = Recording(strategy, session_dir=self.session_dir, params=dict(params or {}))
         cfg = replace(cfg, observer=_observer(self.recording.entries, cfg.observer), session_dir=self.session_dir)
         self.config = cfg
-        self._run = _Run(tr.Trace(header, []), observing(strategy, self.recording.entries), params, cfg,
-                         self.session_dir)
+        self._note = _noting(self.recording.entries)
+        with watching(self.session_dir, self._note):
+            self._run = _Run(tr.Trace(header, []), observing(strategy, self.recording.entries), params, cfg,
+                             self.session_dir)
         self.recording.window = self._run.provider.window
         self._held: list[Any] = []
 
@@ -326,7 +339,8 @@ class Stepper:
             chunk = shared[k] if same else tr.Trace(self.header, events)
             self._chunks.append(chunk)
             self._run.trace = chunk
-            self._run.run()
+            with watching(self.session_dir, self._note):
+                self._run.run()
 
     def close(self) -> None:
         if self._own_dir:

@@ -100,6 +100,7 @@ CORPUS: list[Case] = [
     _c(n.SpillCounterPerLaunch, n.SpillCounterPerRun, "path_back", "a spill counter reset per launch overwrites a referenced file"),
     _c(n.CleanupOnExit, NovaCode, "path_back", "spill files deleted at exit, placeholders still in the window"),
     _c(n.CappedSpillFile, NovaCode, "path_back", "a spill file that does not hold the whole result (N-SPILL-5)"),
+    _c(k.CutLogInTemp, KeepRecent, "run_dir", "a log of cuts written at a fixed temporary path"),
     _c(k.NoticeCalledSummary, k.SummarisingKeepRecent, "path_back", "a notice tagged as a summary excuses a loss"),
     # crashes
     _c(Raiser, Tolerant, "crash", "raises on an error result"),

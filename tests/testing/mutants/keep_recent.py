@@ -331,3 +331,19 @@ class BlanksToolOutput(DropsToolOutput):
         self.history = self.history.replace_at(len(self.history) - 1, Message(last.role, blocks, last.meta))
         self.rewrote = True
         return True
+
+
+# --- files -----------------------------------------------------------------------------------------
+
+class CutLogInTemp(KeepRecent):
+    """Each cut noted in a log file at a fixed path in the system's temporary directory, with plain
+    ``open`` (not the files layer that refuses a path outside the run): every run (a sweep's parallel
+    ones) appends to the same file, which outlives them all."""
+
+    def cut(self, target: int) -> None:
+        import tempfile
+
+        super().cut(target)
+        if self.rewrote:
+            with open(Path(tempfile.gettempdir()) / "ctxsim-mutant-cuts.log", "w") as f:
+                f.write(f"cut to {target} tokens\n")
