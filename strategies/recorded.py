@@ -29,7 +29,8 @@ re-enacts, and where each habit was read:
   the thinking blocks of previous assistant turns from context). The codemie logs (Sonnet 4.5)
   show it call by call: the context *shrinks* at each new user message by the previous turn's
   thinking (e.g. 2,060 cl100k thinking tokens ×1.18 ≈ 2,438 vs a recorded −2,771; 816 → 966 vs
-  −863), and never between tool calls; Opus 4.6 keeps them (no shrink in the spotter logs);
+  −863), and never between tool calls; Opus 4.6 keeps them (no shrink in the spotter logs). OpenAI's
+  reasoning models do the same with the reasoning items Codex sends back (``STRIPS_PREVIOUS_OPENAI``);
 * a new user turn that switches thinking on or off (the log's first call of the turn thinks where
   the previous turn's did not, or the reverse: user ``meta.thinking``, set by the importer) changes
   the request's thinking setting, which on models sent a budget (before Opus 4.6) invalidates the
