@@ -153,6 +153,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 def run(args) -> int:
     from ctxsim.harness.cli import BadInput, checks
     from ctxsim.harness.importers.folders import find, in_range, session_start
+    from ctxsim.harness.model.trace import NoModelCalls
 
     src, out = Path(args.src), Path(args.output)
     if out.exists() and src.exists() and out.resolve() == src.resolve():
@@ -175,6 +176,7 @@ def run(args) -> int:
     chosen = [s for s in sessions if in_range(session_start(s.path), args.since, args.until)]
     rows: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
+    empty: list[str] = []   # sessions with no model call: nothing billed, nothing lost (noted, left out)
     lossy: list[str] = []   # sessions imported with something lost (each said in a warning)
     internal = False
     bar = _progress(len(chosen), not args.no_progress)
@@ -192,6 +194,8 @@ def run(args) -> int:
                 if warned:
                     rows[-1]["warnings"] = warned
                     lossy.append(str(s.path))
+            except NoModelCalls as e:
+                empty.append(str(e))
             except (ValueError, KeyError, OSError) as e:   # TraceError, an unknown model, a bad file: its input
                 msg = str(e).strip('"')
                 failed.append({"source": str(s.path), "kind": "bad input",
@@ -207,7 +211,7 @@ def run(args) -> int:
             bar.stop()
     status = 0 if not failed and not lossy else 1 if internal else 2
     if args.json_out:
-        sys.stdout.write(json.dumps({"output": str(out), "sessions": rows, "failed": failed,
+        sys.stdout.write(json.dumps({"output": str(out), "sessions": rows, "failed": failed, "no_model_calls": empty,
                                      "outside_dates": len(sessions) - len(chosen), "duplicates": found.duplicates,
                                      "exit_status": status},
                                     indent=2) + "\n")
@@ -221,11 +225,14 @@ def run(args) -> int:
     for r in rows:
         for w in r.get("warnings", ()):
             print(f"ctxsim import: warning: {w}", file=sys.stderr)
+    for e in empty:
+        print(f"ctxsim import: note: {e} (no model call was made: nothing billed, session left out)", file=sys.stderr)
     for f in failed:
         print(f"ctxsim import: error: {f['error']} (session skipped)", file=sys.stderr)
     if failed or lossy:
         said = [f"{len(failed)} of {len(chosen)} sessions failed"] if failed else []
         said += [f"{len(lossy)} imported with lines skipped"] if lossy else []
+        said += [f"{len(empty)} without a model call left out"] if empty else []
         print(f"ctxsim import: {'; '.join(said)} (exit {status})", file=sys.stderr)
     return status
 

@@ -86,7 +86,7 @@ from ctxsim.harness.importers.common import (
 )
 from ctxsim.harness.model import mentions
 from ctxsim.harness.model import trace as tr
-from ctxsim.harness.model.trace import TraceError
+from ctxsim.harness.model.trace import NoModelCalls, TraceError
 
 FORMAT = "claude-code"
 # record kinds that never reach the model (counted in the import summary, never silently dropped)
@@ -296,7 +296,9 @@ def parse_file(path: Path) -> _Parsed:
             continue
         msg = o.get("message")
         if not isinstance(msg, dict):
-            raise TraceError(path, line, f"{kind} record without a message object")
+            other = "" if p.sessions or p.versions else (
+                ": not a Claude Code transcript (no record so far carries a sessionId or version: another agent's log?)")
+            raise TraceError(path, line, f"{kind} record without a message object{other}")
         t = parse_time(o.get("timestamp"), path, line)
         side = bool(o.get("isSidechain"))
         if kind == "assistant":
@@ -380,6 +382,10 @@ def parse_file(path: Path) -> _Parsed:
         raise TraceError(path, None, "empty file: no records")
     if not p.calls and not p.items:
         kinds = ", ".join(sorted(p.ignored)) or "none"
+        if p.ignored and all(k.split("/")[0] in (*IGNORED_TYPES, "system", "attachment") for k in p.ignored):
+            # Claude Code's own records (a file-history snapshot, a queued command) and nothing else: a session
+            # opened and left before any request
+            raise NoModelCalls(path, None, f"no user or assistant records (record types: {kinds}): nothing to replay")
         raise TraceError(path, 1, f"no user or assistant records (record types: {kinds}): not a Claude Code transcript")
     return p
 
@@ -838,7 +844,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
             sk = main.skipped[0]
             raise TraceError(src, sk.line, f"{sk.reason}; with the line skipped no assistant record is left: "
                              "nothing to replay")
-        raise TraceError(src, None, "no assistant records: nothing to replay")
+        raise NoModelCalls(src, None, "no assistant records: nothing to replay")
     sub_dir = src.with_suffix("") / "subagents"
     imp = _Importer(src, TraceBuilder(str(src)), sub_dir if sub_dir.is_dir() else None)
     imp.absorb(main)

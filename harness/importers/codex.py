@@ -48,7 +48,7 @@ from ctxsim.harness.importers.common import (
     read_jsonl,
 )
 from ctxsim.harness.model import trace as tr
-from ctxsim.harness.model.trace import TraceError
+from ctxsim.harness.model.trace import NoModelCalls, TraceError
 
 FORMAT = "codex"
 TOOL_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
@@ -241,7 +241,7 @@ def import_codex(src: str | Path) -> ImportResult:
     if not saw_meta and b.calls == 0:
         raise TraceError(src, None, "no session_meta and no model calls: not a Codex rollout")
     if b.calls == 0:
-        raise TraceError(src, None, "no model calls (no output items): nothing to replay")
+        raise NoModelCalls(src, None, "no model calls (no output items): nothing to replay")
 
     from ctxsim.harness.provider.tokenizer import get_tokenizer
 

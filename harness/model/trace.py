@@ -51,6 +51,12 @@ class TraceError(ValueError):
         super().__init__(f"{where}: {what}")
 
 
+class NoModelCalls(TraceError):
+    """A log that holds no model call: a session started and left before any answer, or one whose
+    every request failed (its records are only the user's, commands and API errors). Nothing was
+    billed and nothing is lost; a folder import leaves it out with a note, not as a failure."""
+
+
 class _M(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

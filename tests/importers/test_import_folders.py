@@ -13,7 +13,7 @@ from ctxsim.harness.cli import main as cli
 from ctxsim.harness.importers.folders import discover
 from ctxsim.harness.model import trace as tr
 
-from tests.helpers_claude_code import asst, result, text, user, write
+from tests.helpers_claude_code import asst, rec, result, text, user, write
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real"
 
@@ -179,3 +179,36 @@ def test_a_session_whose_sub_agent_ran_on_a_jp_bedrock_id_imports_priced(tmp_pat
     assert cli(["import", "claude-code", str(tmp_path / "projects"), "-o", str(tmp_path / "o2"), "--no-probes"]) == 0
     text_out = capsys.readouterr().out
     assert "cache write" in text_out and "input 9, cache write 300, cache read 0, output 15" in text_out
+
+
+def test_sessions_with_no_model_call_are_left_out_with_a_note_not_failed(tmp_path, capsys):
+    """A real projects folder holds sessions opened and left before any answer: one user message and
+    the API errors of its failed requests, a /model command and nothing else, a file-history snapshot
+    alone (a quarter of 96 sessions outside the development population). Nothing was billed and nothing
+    is lost: each is left out with a note, and the import exits 0. Another agent's log in the folder
+    (records with no message object and no sessionId) is still an error that says so."""
+    root, out = tmp_path / "projects", tmp_path / "traces"
+    session(root / "-p" / "good.jsonl", day=0, sid="good")
+    write(root / "-p" / "failed.jsonl", [
+        user(0, "hello", session="failed"),
+        rec("system", 1, session="failed", subtype="api_error", content="credit balance too low")])
+    write(root / "-p" / "command.jsonl", [
+        user(0, "<command-name>/model</command-name>", session="command", isMeta=True),
+        rec("assistant", 1, session="command", message={"id": "x", "model": "<synthetic>", "role": "assistant",
+                                                       "content": [text("No response requested.")]})])
+    write(root / "-p" / "snapshot.jsonl", [rec("file-history-snapshot", 0, session="snapshot")])
+    assert cli(["import", "claude-code", str(root), "-o", str(out), "--json"]) == 0
+    cap = capsys.readouterr()
+    rep = json.loads(cap.out)
+    assert [r["session"] for r in rep["sessions"]] == ["good"] and rep["failed"] == []
+    assert sorted(Path(e.split(":")[0]).name for e in rep["no_model_calls"]) == [
+        "command.jsonl", "failed.jsonl", "snapshot.jsonl"]
+    assert cap.err.count("(no model call was made: nothing billed, session left out)") == 3
+    assert "3 without a model call left out" not in cap.err   # said per session; the status is 0
+    write(root / "-p" / "other-agent.jsonl", [{"type": "user", "timestamp": "2026-01-01T00:00:00Z", "content": "hi"}])
+    assert cli(["import", "claude-code", str(root), "-o", str(tmp_path / "t2"), "--json"]) == 2
+    cap = capsys.readouterr()
+    (bad,) = json.loads(cap.out)["failed"]
+    assert bad["error"].endswith("other-agent.jsonl:1: user record without a message object: not a Claude Code "
+                                 "transcript (no record so far carries a sessionId or version: another agent's log?)")
+    assert "1 of 5 sessions failed; 3 without a model call left out (exit 2)" in cap.err
