@@ -314,15 +314,31 @@ def answer_dangling(history: History) -> tuple[History, int]:
     """A history whose last message is an assistant ``tool_use`` that never got its results (the
     agent stopped mid-call and was resumed) gets a synthetic error result for each, as every real
     agent does before its next request (Claude Code on resume; NovaCode N-TRANS-5): the API rejects
-    an unanswered ``tool_use`` with a 400. Only the last message is looked at, so this is O(1) per
-    call. Returns the history and the number of results added."""
-    if not len(history) or history[-1].role != "assistant":
+    an unanswered ``tool_use`` with a 400. A crash while parallel calls ran leaves the results that
+    came back before it: the last message then answers some of the calls before it, and the missing
+    ones are added to it, after its results (it was never sent: no cache entry holds it). Only the
+    last two messages are looked at, so this is O(1) per call. Returns the history and the number of
+    results added."""
+    n = len(history)
+    if not n:
         return history, 0
-    ids = history[-1].tool_use_ids()
-    if not ids:
+    last = history[-1]
+    if last.role == "assistant":
+        ids = last.tool_use_ids()
+        if not ids:
+            return history, 0
+        blocks = tuple(Block.tool_result(i, UNANSWERED_RESULT, True, synthetic=True) for i in ids)
+        return history.append(Message("user", blocks, {"origin": "synthetic_result"})), len(ids)
+    if n < 2 or history[-2].role != "assistant" or not last.has_tool_result:
         return history, 0
-    blocks = tuple(Block.tool_result(i, UNANSWERED_RESULT, True, synthetic=True) for i in ids)
-    return history.append(Message("user", blocks, {"origin": "synthetic_result"})), len(ids)
+    answered = {b.id for b in last.blocks if b.type == "tool_result"}
+    missing = [i for i in history[-2].tool_use_ids() if i not in answered]
+    if not missing:
+        return history, 0
+    results = tuple(b for b in last.blocks if b.type == "tool_result")
+    others = tuple(b for b in last.blocks if b.type != "tool_result")
+    fill = tuple(Block.tool_result(i, UNANSWERED_RESULT, True, synthetic=True) for i in missing)
+    return history.replace_at(n - 1, Message(last.role, results + fill + others, last.meta)), len(missing)
 
 
 def tool_result_message(blocks: list[Block], **meta: Any) -> Message:

@@ -162,3 +162,24 @@ def test_the_parents_own_usage_anchors_its_estimate_again_after_an_isolated_sub_
     assert (s.anchor.anchor, s.anchor.anchor_len, s.anchor.last_input) == (1_000, 2, 990)
     s.on_tool_results(Message("user", (Block.tool_result("t1", "c" * 40),)))
     assert s.estimate() == 1_010
+
+
+def test_a_crash_after_some_parallel_results_gets_the_missing_ones_in_their_message():
+    """Three parallel calls, the first result written before the crash: the two missing results join
+    its message, after it and before any text there (tool results come first in a user turn); the
+    history keeps its three messages and the request is pairing-valid. Nothing to add the second time."""
+    from ctxsim.strategies.base import UNANSWERED_RESULT
+
+    call = Message("assistant", tuple(Block.tool_use(f"t{i}", "Read", {"file_path": f"f{i}"}) for i in range(3)))
+    got = Message("user", (Block.tool_result("t0", "one"), Block.text_block("note")))
+    h = History([Message.user("task"), call, got])
+    fixed, n = answer_dangling(h)
+    assert n == 2 and len(fixed) == 3
+    assert [(b.type, b.id) for b in fixed[-1].blocks] == [("tool_result", "t0"), ("tool_result", "t1"),
+                                                          ("tool_result", "t2"), ("text", None)]
+    assert [b.text for b in fixed[-1].blocks[1:3]] == [UNANSWERED_RESULT] * 2 and fixed[-1].blocks[1].is_error
+    assert pairing_error(Request(SystemPrompt(), ToolSet(), fixed)) == ""
+    assert answer_dangling(fixed) == (fixed, 0)
+    # every result back: nothing to do
+    whole = History([Message.user("task"), call, Message("user", tuple(Block.tool_result(f"t{i}", "x") for i in range(3)))])
+    assert answer_dangling(whole) == (whole, 0)
