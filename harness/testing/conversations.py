@@ -270,8 +270,10 @@ class ConversationBuilder:
             return {"file_path": f"/repo/src/pkg/module_{k}.py", "old_string": f"x_{k}", "new_string": f"y_{k}"}
         return {"command": f"pytest -q tests/test_{k}.py  # {uid}"}
 
-    def call(self, turn: Turn, *, crash: bool = False) -> list[Any]:
-        """One model call and (unless ``crash``) the results of its tool calls."""
+    def call(self, turn: Turn, *, crash: bool = False, answered: int = 0) -> list[Any]:
+        """One model call and (unless ``crash``) the results of its tool calls. A crash may come after
+        the first ``answered`` results of parallel calls were written (the agent writes each result as
+        its tool returns: a crash leaves the rest unanswered, and the resumed agent must answer them)."""
         if self.phase != "call":
             raise ValueError(f"a model call cannot come in phase {self.phase!r}")
         content: list[Any] = []
@@ -289,11 +291,11 @@ class ConversationBuilder:
             content.append(tr.ToolUseContent(id=uid, name=c.name, input=inp))
         evs: list[Any] = [tr.AssistantEvent(t=self._tick(3.0), content=content)]
         if crash:
-            if not uses:
+            if not 0 <= answered < len(uses):
                 raise ValueError("a crash needs unanswered tool calls")
             self._add(evs)
             self.inputs.update({uid: inp for uid, _, inp in uses})
-            return evs + self.end_session()
+            return evs + (self._add(self._results(uses[:answered])) if answered else []) + self.end_session()
         order = list(reversed(uses)) if turn.shuffle_results else uses
         evs += self._results(order)
         self.phase = "call" if uses else "user"
@@ -467,7 +469,8 @@ def conversations(draw, max_steps: int = 30, max_result_size: int = 2_000_000, s
         elif kind == "answer":
             b.call(draw(turns(with_calls=False)))
         elif kind == "crash":
-            b.call(draw(turns(max_parallel=3, max_size=4_000, with_calls=True)), crash=True)
+            turn = draw(turns(max_parallel=3, max_size=4_000, with_calls=True))
+            b.call(turn, crash=True, answered=min(draw(st.integers(0, 2)), len(turn.calls) - 1))
         elif kind == "readback":
             uid = draw(st.sampled_from(sorted(big)))
             content = b.originals[uid]

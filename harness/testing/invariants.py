@@ -68,13 +68,15 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    instructions name each item, the answer holds each, and the request that uses the
                    summary still holds each.
 ``summary_used``   a summary is used by the rewrite it was made for: when the next main-line request
-                   drops text or tool calls the summary took in, it holds a piece of the summary's
+                   drops text or tool calls the summary took in (as messages, or a text's opening in
+                   the transcript its request rendered), it holds a piece of the summary's
                    text (its opening, middle or end), or a later summary request took it in. Not
                    judged when a side call after it failed (its pipeline broke off), when it is no
                    shorter than its input (discarding it loses nothing: gemini-cli's inflation
                    check), or when the request holds a recorded agent's own summary instead.
 ``fresh_launch``   the first main request of a new launch (not a resume) holds no tool_use or
-                   tool_result id and no text fed in an earlier conversation (a launch and its
+                   tool_result id, no text fed in an earlier conversation and no summary made of one
+                   (its opening, or two of its pieces) (a launch and its
                    resumes are one conversation): a new conversation does not continue the old one.
 ``run_dir``        a strategy writes, renames and removes files only in its run's directory
                    (``Environment.session_dir``): a file written in the working directory, the home
@@ -82,6 +84,14 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    run that writes it and left behind (seen by an audit hook:
                    :mod:`ctxsim.harness.testing.writes`; reported at the request it came after, once
                    per file).
+``resume_estimate`` the first request after a resume is estimated as well as the last one before the
+                   crash: an estimate within :data:`ESTIMATE_FACTOR` of the truth there and off by more
+                   than it here (of a request :func:`estimate_error` judges) lost what the strategy had
+                   measured (a rate of characters per token, a usage anchor) when its launch resumed
+                   (not judged when a rewrite came between, a summary was just made or the request holds
+                   fewer messages: a cut or a condensation changed what is estimated). Judged on
+                   dense text too, where ``estimate`` is not (a fixed rate is rightly far off
+                   there, before the crash as after).
 ``goal``           the user's first request of the conversation (its goal) is in the window after
                    every declared rewrite of the main conversation: verbatim, or in a summary whose
                    input held it (or held a summary that did). A path back to the transcript is not
@@ -117,7 +127,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum", "summary_keeps",
-              "summary_used", "fresh_launch", "run_dir", "inputs", "deterministic")
+              "summary_used", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back and goal are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal"}
 
@@ -466,9 +476,21 @@ class _Summary:
     chained: bool = False  # a later summary request's input held it (a summary of summaries uses it so)
     excused: bool = False  # a side call after it failed (the strategy's pipeline broke off: not used, rightly)
     input_chars: int = 0  # the characters of what it summarised (a summary no shorter is rightly thrown away)
+    input_text: str = ""  # the text of its request (a strategy may send the history rendered as one transcript)
+
+    def took_in(self, b: Block) -> bool:
+        """Whether its request took ``b`` in: the block itself, or (a text block) its opening inside the
+        transcript the strategy rendered for the summariser."""
+        if b.digest in self.inputs:
+            return True
+        probe = b.text.strip()[:_TAKEN_PROBE] if b.type == "text" else ""
+        return len(probe) >= _TAKEN_MIN and probe in self.input_text
 
 
 _SUMMARY_FRAME = 200  # characters a strategy may wrap a summary in (a tag, an acknowledgement)  # assumed
+# a text block's opening found in a summary request's rendered transcript means the summary took it in:
+# 60 characters, from 16 up (a shorter text, "ok", "done", is in any transcript)  # assumed
+_TAKEN_PROBE, _TAKEN_MIN = 60, 16
 
 
 def _texts(req: Request) -> list[str]:
@@ -549,6 +571,11 @@ class Checker:
     _new_launch: str = ""  # a new (not resumed) launch whose first main request is still to come
     _last_call: int = -1  # the engine's index of the last request seen
     _outside: set[str] = field(default_factory=set)  # files reported written outside the run's directory
+    _conv_summaries: dict[str, list[str]] = field(default_factory=dict)  # conversation -> the summaries answered in it
+    _main_ratio: float | None = None  # estimate / truth of the main conversation's last request
+    _last_main: int = -1  # that request
+    _main_messages: int = 0  # and its number of messages
+    _pre_resume: tuple[int, float, int, int] | None = None  # (call, ratio, rewrites so far, messages) of the last main request before a resume
 
     def __post_init__(self) -> None:
         self._files = Files(self.session_dir)
@@ -634,8 +661,11 @@ class Checker:
             if m.resume:
                 self._resumes += 1
                 self._resume_no = self._resumes
+                self._pre_resume = ((self._last_main, self._main_ratio, self._rewrites, self._main_messages)
+                                    if self._main_ratio is not None else None)
             else:
                 self._prev.clear()  # a new launch: a new conversation, nothing to compare with
+                self._main_ratio = None
                 self._cleared.clear()
                 self._spans.clear()
                 self._resume_no = 0
@@ -662,7 +692,10 @@ class Checker:
             return [Violation("run_dir", self._last_call, "", f"wrote {m.id} outside the run's directory ({m.text}, "
                               f"{when}): a strategy's files belong in Environment.session_dir (elsewhere every run "
                               "shares them and they are left behind)", self.where())]
-        elif m.what == "side_result" and m.id == SUMMARY and self._summaries and not self._summaries[-1].text:
+        elif m.what == "side_result" and m.id == SUMMARY and m.text.strip():
+            conv = self.conversation.get(self._session, self._session)
+            self._conv_summaries.setdefault(conv, []).append(m.text)
+        if m.what == "side_result" and m.id == SUMMARY and self._summaries and not self._summaries[-1].text:
             self._summaries[-1].text = m.text
             missing = self._missing_items(m.text)
             if missing and "summary_keeps" in self.promised:
@@ -719,7 +752,8 @@ class Checker:
                             sm.chained = True
                 self._summaries.append(_Summary({b.digest for m in req.messages for b in m.blocks},
                                                 carries_goal=carries, call=s.call,
-                                                input_chars=sum(len(b.payload) for m in req.messages for b in m.blocks)))
+                                                input_chars=sum(len(b.payload) for m in req.messages for b in m.blocks),
+                                                input_text="\n".join(_texts(req))))
             return out
         stream = self._stream(s)
         fresh = stream in self._fresh
@@ -734,10 +768,22 @@ class Checker:
             cause = "the first request after a sub-agent returned (the parent's context, restored)"
         if stream == "main":
             self._after_subagent = False
+        e = estimate_error(req.estimated_tokens, s.tokens, s.window)
         if self._resumed and stream == "main":
             self._resumed = False
             if err:
                 v("resume_pairing", f"first request after resume: {err}")
+            pre, self._pre_resume = self._pre_resume, None
+            # a cut, a summary or a condensation at the resume (fewer messages, a summary just made) or before it
+            # changes what is estimated: not judged then (a resume that re-renders the history and repairs it, a
+            # declared rewrite, is)
+            if (e and pre is not None and 1 / ESTIMATE_FACTOR <= pre[1] <= ESTIMATE_FACTOR and pre[2] == self._rewrites
+                    and len(req.messages) >= pre[3] and not self._summaries):
+                v("resume_estimate", f"{e}, where request {pre[0]}, the last before the crash, was estimated "
+                                     f"{(pre[1] - 1) * 100:+.0f}%: the resumed launch lost what it had measured (a "
+                                     "rate of characters per token, a usage anchor)?")
+        if stream == "main" and not s.rejected and req.estimated_tokens is not None and s.tokens > 0:
+            self._main_ratio, self._last_main, self._main_messages = req.estimated_tokens / s.tokens, s.call, len(req.messages)
         self._attempts = self._attempts + 1 if s.rejected else 0
         if not s.rejected:
             self._summary_too_long = False
@@ -748,7 +794,6 @@ class Checker:
             elif not self._side_failed:  # a request over the window that went through (a recorded log's)
                 v("window", f"{s.tokens:,} tokens > window {s.window:,}{f' [{cause}]' if cause else ''}")
         self._side_failed = False
-        e = estimate_error(req.estimated_tokens, s.tokens, s.window)
         if e:
             v("estimate", e + _estimate_cause(req, s.tokens))
         prev = self._prev.get(stream)
@@ -876,8 +921,7 @@ class Checker:
         that dropped none of their input (a masking of tool output beside a summary discarded) is not
         judged."""
         now = {b.digest for m in req.messages for b in m.blocks}
-        dropped = {b.digest for m in before.messages for b in m.blocks
-                   if b.type in ("text", "tool_use") and b.digest not in now}
+        dropped = [b for m in before.messages for b in m.blocks if b.type in ("text", "tool_use") and b.digest not in now]
         if not dropped:
             return ""
         texts = _texts(req)
@@ -885,7 +929,7 @@ class Checker:
             return ""  # the recorded agent's own summary in its place (a strategy that re-enacts a log)
         for sm in self._summaries:
             pieces = _summary_pieces(sm.text)
-            if not pieces or sm.chained or sm.excused or not (dropped & sm.inputs) \
+            if not pieces or sm.chained or sm.excused or not any(sm.took_in(b) for b in dropped) \
                     or any(p in t for p in pieces for t in texts):
                 continue
             if len(sm.text) + _SUMMARY_FRAME >= sm.input_chars:
@@ -911,6 +955,19 @@ class Checker:
                 if b.type == "text" and b.digest in other_texts:
                     return (f"the first request of a new launch (not a resume) holds {m.role} text of an earlier "
                             f"conversation (message {i}: {_short(b.text)!r}): a new conversation carries the old one in")
+        texts = [(i, b.text) for i, m in enumerate(req.messages) for b in m.blocks if b.type == "text"]
+        for c, summaries in self._conv_summaries.items():
+            if c == conv:
+                continue
+            for sm in summaries:
+                # its opening (the summariser's own heading), or two of its pieces: one piece alone may be a
+                # user's request the summary quotes, which a memory of the user's requests holds too
+                pieces = _summary_pieces(sm)
+                hit = next((i for i, t in texts if (pieces and pieces[0] in t) or sum(p in t for p in pieces) >= 2),
+                           None)
+                if hit is not None:
+                    return (f"the first request of a new launch (not a resume) holds the summary of an earlier "
+                            f"conversation (message {hit}: {_short(sm)!r}): a new conversation carries the old one in")
         return ""
 
     def _count(self, text: str) -> int:

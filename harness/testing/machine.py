@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,9 @@ class StrategyMachine(RuleBasedStateMachine):
     shrinking: bool = False  # set by find_failure while hypothesis shrinks
     shrink_runs: int = 0     # sessions run while shrinking
     longest: tuple[int, Any] | None = None  # (events, machine) of the longest session run: the cross-process check's
+    # (files, machine) of the session whose run wrote the most files (saved outputs, spills, transcripts): the
+    # cross-process check's too, since a file named from hash() or id() shows only where the strategy writes one
+    most_files: tuple[int, Any] | None = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -238,6 +241,12 @@ class StrategyMachine(RuleBasedStateMachine):
                                      f"sent {len(a)}", self._where()))
         self._compared = min(len(a), len(b))
         if out:  # one report is enough: stop comparing
+            # what the second run broke, if anything, says why the two differ (a read-back recognised in one
+            # run directory and not the other re-spills there): reported first, with the difference
+            held = self.checker.promised if self.checker is not None else self.promised
+            seen = Checker.for_recording(held, self.other.recording).feed(self.other.recording.entries)
+            out = [replace(v, detail=f"{v.detail} (in the second replay of the session, in another run directory)")
+                   for v in seen[:3]] + out
             self.other.close()
             self.other = None
         return out
@@ -388,14 +397,16 @@ class StrategyMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.crashes and self.builder.phase == "call")
     @rule(turns=st.lists(conv.turns(max_parallel=3, max_size=4_000, with_calls=True), min_size=1, max_size=3),
-          size=st.integers(1, 500))
-    def crash_and_resume(self, turns: list[conv.Turn], size: int) -> None:
-        """The agent dies with calls unanswered and the user resumes it (N-TRANS-5), up to three
-        times in a row, saying "continue" each time."""
+          size=st.integers(1, 500), answered=st.integers(0, 2))
+    def crash_and_resume(self, turns: list[conv.Turn], size: int, answered: int = 0) -> None:
+        """The agent dies with calls unanswered (``answered`` of a turn's parallel calls had returned
+        and been written) and the user resumes it (N-TRANS-5), up to three times in a row, saying
+        "continue" each time."""
         for k, turn in enumerate(turns):
             if k:
                 self._feed(self.builder.user(size, size + k))
-            self._feed(self.builder.call(turn, crash=True) + self.builder.start_session(resume=True))
+            self._feed(self.builder.call(turn, crash=True, answered=min(answered, len(turn.calls) - 1))
+                       + self.builder.start_session(resume=True))
         self._feed(self.builder.user(size, size))
 
     @precondition(lambda self: self.builder.phase in ("user", "call"))
@@ -433,6 +444,10 @@ class StrategyMachine(RuleBasedStateMachine):
         cls = type(self)
         if self.stepper is not None and (cls.longest is None or len(self.builder.events) > cls.longest[0]):
             cls.longest = (len(self.builder.events), (self._header, list(self.builder.events), self._settings()))
+        if self.stepper is not None:
+            files = sum(1 for p in self.stepper.session_dir.rglob("*") if p.is_file())
+            if files and (cls.most_files is None or files > cls.most_files[0]):
+                cls.most_files = (files, (self._header, list(self.builder.events), self._settings()))
         for s in (self.stepper, self.other):
             if s is not None:
                 s.close()
@@ -655,8 +670,8 @@ def _scenarios(machine: type[StrategyMachine], known, seen_known) -> CheckFailur
 
 def _cross_process(cls: type[Strategy], machine: type[StrategyMachine]) -> CheckFailure | None:
     """The hand-written sessions (one of them made for this check: parallel results, tools, spills,
-    restored files, sub-agents and resumes, whose order a set would shuffle) and the longest
-    generated one, replayed in two processes (:mod:`ctxsim.harness.testing.crossprocess`)."""
+    restored files, sub-agents and resumes, whose order a set would shuffle), the longest
+    generated one and the one whose run wrote the most files, replayed in two processes (:mod:`ctxsim.harness.testing.crossprocess`)."""
     from ctxsim.harness.testing import crossprocess
     from ctxsim.harness.testing.scenarios import SCENARIOS, build
 
@@ -669,11 +684,15 @@ def _cross_process(cls: type[Strategy], machine: type[StrategyMachine]) -> Check
         trace = build(name, machine.window, cls, machine.params)
         if trace is not None:
             sessions.append((f"the scenario {name}", trace, {**base, "dense": dense, "scenario": name}))
-    if machine.longest is not None:
-        header, events, settings = machine.longest[1]
+    picked = [("the longest generated session", machine.longest)]
+    if machine.most_files is not None and (machine.longest is None or machine.most_files[1] is not machine.longest[1]):
+        picked.append(("the generated session that wrote the most files", machine.most_files))
+    for what, found in picked:
+        if found is None:
+            continue
+        header, events, settings = found[1]
         try:
-            sessions.append(("the longest generated session", tr.validate_events(header, events, header.name),
-                             settings))
+            sessions.append((what, tr.validate_events(header, events, header.name), settings))
         except tr.TraceError:  # a session without a model call: nothing was sent
             pass
     if not sessions:

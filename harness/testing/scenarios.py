@@ -10,6 +10,8 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
   change be declared);
 * ``clear_then_crash``: crashes with calls open, resumes, enough work to clear the repairs, more
   crashes and resumes;
+* ``crash_mid_results``: crashes while parallel calls ran, some of their results written and the
+  rest never (the resumed history answers the missing ones), twice, with enough work between to compact;
 * ``parallel_results``: steps of six parallel results, spills, a sub-agent, a crash and a resume,
   across a DST change (what the cross-process check replays besides the longest generated session);
 * ``clock_edges``: one short launch across each edge of the kit's clock (midnight UTC and local,
@@ -71,6 +73,26 @@ def dense_step(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     return b.trace()
 
 
+def dense_resume(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """Dense output read step by step (about a token per character: a strategy that measures its rate
+    learns it), a crash with calls open, a resume, then more of it: the resumed launch's estimate is as
+    good as the one before the crash, or it lost what it had measured (issue #45). Judged without the
+    absolute ``estimate`` (a fixed rate is far off here, rightly), with ``resume_estimate``."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 31)
+    for k in range(4):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(2_500, window), seed=700 + k, dense=True),)))
+    b.call(conv.Turn(calls=(conv.ToolCall("Bash", 300, seed=710, dense=True),)), crash=True)
+    b.start_session(resume=True)
+    b.user(40, 32)
+    for k in range(2):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(1_500, window), seed=720 + k, dense=True),)))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
 def _history(b: conv.ConversationBuilder, window: int, steps: int = 9) -> None:
     b.start_session()
     b.user(300, 2)
@@ -123,6 +145,30 @@ def clear_then_crash(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
         b.user(40, 4 + r)
         for k in range(2):
             b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(2_000, window), seed=70 + k),)))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
+def crash_mid_results(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """Crashes while parallel calls ran: the first of three results came back and was written, the
+    other two never did (a real agent writes each result as its tool returns); resumed, the user
+    says "continue". Then enough reads to compact, and the same again with two of four answered: the
+    resumed history must answer the missing calls, in the message that holds the others (issue #45)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 21)
+    b.call(conv.Turn(calls=tuple(conv.ToolCall(n, 400, seed=600 + i) for i, n in enumerate(("Read", "Grep", "Bash")))),
+           crash=True, answered=1)
+    b.start_session(resume=True)
+    b.user(40, 22)
+    for k in range(8):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(5_000, window), seed=610 + k),
+                                conv.ToolCall("Bash", _scale(3_500, window), seed=630 + k))))
+    b.call(conv.Turn(calls=tuple(conv.ToolCall("Read", 300, seed=650 + i) for i in range(4))), crash=True, answered=2)
+    b.start_session(resume=True)
+    b.user(40, 23)
+    b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(2_000, window), seed=660),)))
     b.call(conv.Turn(text=200))
     b.end_session()
     return b.trace()
@@ -364,8 +410,10 @@ def _found(name: str) -> Callable[..., tr.Trace | None]:
 # name -> (builder(window, edges), dense); edges: the strategy's own clock edges (clock.own_edges)
 SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "dense_step": (dense_step, True),
+    "dense_resume": (dense_resume, True),
     "clear_then_subagent": (clear_then_subagent, False),
     "clear_then_crash": (clear_then_crash, False),
+    "crash_mid_results": (crash_mid_results, False),
     "subagent_after_clearing": (_found("subagent_after_clearing"), False),
     "parallel_results": (parallel_results, False),
     "clock_edges": (clock_edges, False),

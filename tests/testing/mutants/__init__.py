@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctxsim.strategies.claude_code import ClaudeCode
+from ctxsim.strategies.cline import Cline
 from ctxsim.strategies.codex import Codex
 from ctxsim.strategies.context_editing import ContextEditing
 from ctxsim.strategies.gemini_cli import GeminiCli
@@ -24,6 +25,7 @@ from tests.testing.mutants import keep_recent as k
 from tests.testing.mutants import kit29 as x
 from tests.testing.mutants import kit45 as y
 from tests.testing.mutants import kit45b as z
+from tests.testing.mutants import kit45c as w
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants import variants as v
@@ -156,7 +158,6 @@ KIT45: list[Case] = [
     _c(y.CEThinkingKeepOffByOne, v.ClearingThinking, "api", "keep N thinking turns off by one"),
     _c(y.CEThinkingUndeclared, v.ClearingThinking, "stable_prefix", "thinking cleared without a declared rewrite"),
     _c(y.CodexSummaryFirst, v.MyCodex, "api", "the handoff summary first, as an assistant message"),
-    _c(y.CutNoSummaryAnswersOneOpenCall, v.MyCutNoSummary, "api pairing resume_pairing", "a resume answers only the last open call"),
     _c(y.NovaCodeSpillNamedByTool, v.MyNovaCode, "path_back no_respill", "spill files named by their tool"),
 ]
 CORPUS += KIT45
@@ -171,6 +172,11 @@ KIT45B: list[Case] = [
     _c(z.CEGateCountsThinking, v.ClearingThinking, "clear_minimum", "the results' minimum held against the thinking cleared too"),
     _c(z.GeminiCleansOutputsOnResume, GeminiCli, "path_back", "saved outputs deleted at a resume, still named"),
     _c(z.TieredBudgetNoticeTypo, TieredBudget, "path_back", "the spill notice names tool-result/ for tool-results/"),
+    _c(w.NovaCodeRateLostOnResume, NovaCode, "resume_estimate", "the measured rate forgotten when a launch resumes"),
+    _c(w.RepairsLastCallOnly, KeepRecent, "resume_pairing pairing", "a crash repair blind to a partial set of results"),
+    _c(w.ClineSummaryNotInstalled, Cline, "summary_used", "a summary of a rendered transcript made and not installed"),
+    _c(w.ClineCarriesSummaryOver, Cline, "fresh_launch", "a new launch starts from the previous conversation's summary"),
+    _c(w.GeminiOutputsNamedByHash, GeminiCli, "deterministic", "saved outputs named from hash()"),
 ]
 CORPUS += KIT45B
 

@@ -358,19 +358,6 @@ class CodexSummaryFirst(MyCodex):
         super().set_history(History(msgs), estimate=estimate)
 
 
-class CutNoSummaryAnswersOneOpenCall(MyCutNoSummary):
-    """On resume only the last open call gets its synthetic result ("the call that was running")."""
-
-    def on_session_start(self, session, resume, now):
-        from ctxsim.strategies.base import UNANSWERED_RESULT
-
-        h = self.history
-        if resume and len(h) and h[-1].role == "assistant" and h[-1].tool_use_ids():
-            last = h[-1].tool_use_ids()[-1]
-            self.history = h.append(Message("user", (Block.tool_result(last, UNANSWERED_RESULT, True, synthetic=True),)))
-        super().on_session_start(session, resume, now)
-
-
 class NovaCodeSpillNamedByTool(MyNovaCode):
     """Spill files named by the tool ("Read.txt", "Bash.txt"): a later spill of one tool overwrites
     the file an earlier placeholder names."""
