@@ -6,6 +6,11 @@ trace) and the tool schemas of ``env.tools`` (the header's dicts: N-CACHE-2's "s
 dicts"). A block's digest and token count are memoised, so an in-place edit is invisible to the
 cache model and to a digest comparison; this guard keeps a deep copy of each as it is fed and
 compares by value.
+
+The same holds for what the strategy itself sent: a ``tool_use`` block it made (a TodoWrite, a
+memory edit) whose ``input`` is a live object of its own (a list it keeps appending to) changes a
+request after it was sent, and every later request that holds the block, with no digest seeing it
+(:class:`SentGuard`).
 """
 
 from __future__ import annotations
@@ -66,4 +71,32 @@ class InputGuard:
             if live != saved and uid not in self._reported:
                 self._reported.add(uid)
                 out.append(f"the trace's tool_use {uid} input was changed in place: {_short(saved)} -> {_short(live)}")
+        return out
+
+
+class SentGuard:
+    """Deep copies of the ``input`` of every ``tool_use`` block a strategy sends (its own, not the
+    trace's: :class:`InputGuard` keeps those), taken when first sent and compared on demand."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, Any] = {}   # id -> the block (held, so an id is never reused while watched)
+        self._uses: list[tuple[str, Any, Any]] = []
+        self._reported: set[str] = set()
+
+    def sent(self, request: Any, trace_ids: Iterable[str] | set[str] = ()) -> None:
+        for m in request.messages:
+            for b in m.blocks:
+                if b.type != "tool_use" or b.input is None or id(b) in self._seen:
+                    continue
+                self._seen[id(b)] = b
+                if b.id not in trace_ids:
+                    self._uses.append((str(b.id), b.input, copy.deepcopy(b.input)))
+
+    def changes(self) -> list[str]:
+        out = []
+        for uid, live, saved in self._uses:
+            if live != saved and uid not in self._reported:
+                self._reported.add(uid)
+                out.append(f"the tool_use {uid} the strategy sent was changed in place afterwards (its input shares "
+                           f"an object the strategy kept changing): {_short(saved)} -> {_short(live)}")
         return out

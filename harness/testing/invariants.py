@@ -101,7 +101,7 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
 
 Two more are checked by the state machine (:mod:`ctxsim.harness.testing.machine`), which replays each
 session twice: ``inputs`` (the strategy never changes the trace's dicts or the shared tool schemas
-in place, :mod:`ctxsim.harness.testing.inputs`) and ``deterministic`` (the second run sends the same
+in place, nor the input of a tool_use it made once sent, :mod:`ctxsim.harness.testing.inputs`) and ``deterministic`` (the second run sends the same
 requests byte for byte, :mod:`ctxsim.harness.testing.determinism`); a strategy raising is ``crash``.
 
 Use :func:`check` on a :class:`~ctxsim.harness.testing.recording.Recording` (from ``record`` or a

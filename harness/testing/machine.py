@@ -421,7 +421,8 @@ class StrategyMachine(RuleBasedStateMachine):
             return
         new = self._check_entries()
         if "inputs" in self.promised:
-            new += [Violation("inputs", self._last_call(), "", d, self._where()) for d in self.guard.changes()]
+            new += [Violation("inputs", self._last_call(), "", d, self._where())
+                    for d in self.guard.changes() + self.stepper.sent_guard.changes()]
         new += self._compare_twin() + self._pending
         self._pending = []
         if new and type(self).first_invariant is not None and not any(self._counts(v.invariant) for v in new):

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from ctxsim.harness.model import trace as tr
 from ctxsim.harness.model.conversation import Block, Request
 from ctxsim.harness.replay.engine import RunConfig, replay
-from ctxsim.harness.testing.inputs import InputGuard
+from ctxsim.harness.testing.inputs import InputGuard, SentGuard
 from ctxsim.harness.testing.writes import watching
 from ctxsim.strategies.base import Strategy
 
@@ -233,11 +233,13 @@ def tools_json(request: Request) -> str:
     return json.dumps([t.to_api() for t in request.tools.tools], sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _observer(log: list[Entry], chain: Any = None):
+def _observer(log: list[Entry], chain: Any = None, sent: tuple[SentGuard, Recording] | None = None):
     def observe(request: Request, info: Mapping[str, Any]) -> None:
         log.append(Sent(request, int(info["tokens"]), int(info["window"]), bool(info.get("rejected")),
                         str(info.get("error", "")), int(info.get("call", -1)), float(info.get("now", 0.0)),
                         tools_json(request)))
+        if sent is not None:   # the strategy's own tool_use inputs, as sent (the trace's: InputGuard)
+            sent[0].sent(request, sent[1].inputs)
         if chain is not None:
             chain(request, info)
     return observe
@@ -263,11 +265,12 @@ def record(trace: tr.Trace, strategy: type[Strategy], params: Mapping[str, Any] 
     rec.note_events(trace.events)
     guard = InputGuard(trace.header)
     guard.add(trace.events)
-    cfg = replace(cfg, observer=_observer(rec.entries, cfg.observer), session_dir=d)
+    own = SentGuard()
+    cfg = replace(cfg, observer=_observer(rec.entries, cfg.observer, (own, rec)), session_dir=d)
     with watching(d, _noting(rec.entries)):
         res = replay(trace, observing(strategy, rec.entries), params, cfg)
     rec.window = res.window
-    rec.input_changes = guard.changes()
+    rec.input_changes = guard.changes() + own.changes()
     return rec
 
 
@@ -306,7 +309,9 @@ class Stepper:
         self.header = header
         self.events: list[Any] = []
         self.recording = Recording(strategy, session_dir=self.session_dir, params=dict(params or {}))
-        cfg = replace(cfg, observer=_observer(self.recording.entries, cfg.observer), session_dir=self.session_dir)
+        self.sent_guard = SentGuard()   # the strategy's own tool_use inputs, compared on demand
+        cfg = replace(cfg, observer=_observer(self.recording.entries, cfg.observer, (self.sent_guard, self.recording)),
+                      session_dir=self.session_dir)
         self.config = cfg
         self._note = _noting(self.recording.entries)
         with watching(self.session_dir, self._note):

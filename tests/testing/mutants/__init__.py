@@ -18,6 +18,7 @@ from ctxsim.strategies.context_editing import ContextEditing
 from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.observation_masking import ObservationMasking
+from ctxsim.strategies.rag_memory import RagMemory
 from ctxsim.strategies.sliding_window import SlidingWindow
 from ctxsim.strategies.tiered_budget import TieredBudget
 
@@ -177,6 +178,7 @@ KIT45B: list[Case] = [
     _c(w.ClineSummaryNotInstalled, Cline, "summary_used", "a summary of a rendered transcript made and not installed"),
     _c(w.ClineCarriesSummaryOver, Cline, "fresh_launch", "a new launch starts from the previous conversation's summary"),
     _c(w.GeminiOutputsNamedByHash, GeminiCli, "deterministic", "saved outputs named from hash()"),
+    _c(w.RagMemoryReusedSearchArgs, RagMemory, "inputs", "one arguments dict reused by every search step sent"),
 ]
 CORPUS += KIT45B
 

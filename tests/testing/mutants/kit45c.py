@@ -2,7 +2,8 @@
 (the held-out mutants themselves stay outside the repository): a measured rate forgotten when a launch
 resumes, a crash's repair that answers only a last call (none of a partial set of parallel results), a
 summary made from a rendered transcript and not installed, a new launch that starts from the previous
-conversation's summary, and saved outputs named from ``hash()`` (seen only by a run that saves one). Each
+conversation's summary, saved outputs named from ``hash()`` (seen only by a run that saves one), and a
+tool_use the strategy sent whose input it goes on changing. Each
 beside its correct twin, the registered base."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from ctxsim.harness.model.conversation import Block, History, Message
 from ctxsim.strategies.cline import Cline
 from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.novacode.strategy import NovaCode
+from ctxsim.strategies.rag_memory import SEARCH_TOOL, RagMemory
 
 from tests.testing.mutants.keep_recent import KeepRecent, kr
 
@@ -81,3 +83,18 @@ class GeminiOutputsNamedByHash(GeminiCli):
     def _save(self, content, tool_use_id):
         self.truncation_id += 1
         return self.save_output("tool-outputs", f"{tool_use_id}-{hash(content) % 10_000:04d}", content)
+
+
+class RagMemoryReusedSearchArgs(RagMemory):
+    """One dict reused for every conversation_search step's arguments ("no allocation per step"): each
+    new search rewrites the input of every search step already sent, and of the history holding them."""
+
+    name = "rag_memory_reused_search_args"
+
+    def tool_step(self, kind, tool_use, result, **kw):
+        if tool_use.name == SEARCH_TOOL.name:
+            args = self.__dict__.setdefault("_search_args", {})
+            args.clear()
+            args.update(tool_use.input)
+            tool_use = Block.tool_use(tool_use.id, tool_use.name, args)
+        return super().tool_step(kind, tool_use, result, **kw)
