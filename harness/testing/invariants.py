@@ -88,8 +88,8 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    crash: an estimate within :data:`ESTIMATE_FACTOR` of the truth there and off by more
                    than it here (of a request :func:`estimate_error` judges) lost what the strategy had
                    measured (a rate of characters per token, a usage anchor) when its launch resumed
-                   (not judged when a rewrite came between, a summary was just made or the request holds
-                   fewer messages: a cut or a condensation changed what is estimated). Judged on
+                   (not judged when a rewrite came between, a summary was just made or the request is
+                   smaller than that one: a cut or a condensation changed what is estimated). Judged on
                    dense text too, where ``estimate`` is not (a fixed rate is rightly far off
                    there, before the crash as after).
 ``goal``           the user's first request of the conversation (its goal) is in the window after
@@ -574,8 +574,8 @@ class Checker:
     _conv_summaries: dict[str, list[str]] = field(default_factory=dict)  # conversation -> the summaries answered in it
     _main_ratio: float | None = None  # estimate / truth of the main conversation's last request
     _last_main: int = -1  # that request
-    _main_messages: int = 0  # and its number of messages
-    _pre_resume: tuple[int, float, int, int] | None = None  # (call, ratio, rewrites so far, messages) of the last main request before a resume
+    _main_tokens: int = 0  # and its true size
+    _pre_resume: tuple[int, float, int, int] | None = None  # (call, ratio, rewrites so far, tokens) of the last main request before a resume
 
     def __post_init__(self) -> None:
         self._files = Files(self.session_dir)
@@ -661,7 +661,7 @@ class Checker:
             if m.resume:
                 self._resumes += 1
                 self._resume_no = self._resumes
-                self._pre_resume = ((self._last_main, self._main_ratio, self._rewrites, self._main_messages)
+                self._pre_resume = ((self._last_main, self._main_ratio, self._rewrites, self._main_tokens)
                                     if self._main_ratio is not None else None)
             else:
                 self._prev.clear()  # a new launch: a new conversation, nothing to compare with
@@ -774,16 +774,16 @@ class Checker:
             if err:
                 v("resume_pairing", f"first request after resume: {err}")
             pre, self._pre_resume = self._pre_resume, None
-            # a cut, a summary or a condensation at the resume (fewer messages, a summary just made) or before it
-            # changes what is estimated: not judged then (a resume that re-renders the history and repairs it, a
-            # declared rewrite, is)
+            # a cut, a summary or a condensation at the resume (a smaller request, a summary just made) or before
+            # it changes what is estimated: not judged then (a resume that re-renders the history and repairs it,
+            # a declared rewrite that only adds, is)
             if (e and pre is not None and 1 / ESTIMATE_FACTOR <= pre[1] <= ESTIMATE_FACTOR and pre[2] == self._rewrites
-                    and len(req.messages) >= pre[3] and not self._summaries):
+                    and s.tokens >= pre[3] and not self._summaries):
                 v("resume_estimate", f"{e}, where request {pre[0]}, the last before the crash, was estimated "
                                      f"{(pre[1] - 1) * 100:+.0f}%: the resumed launch lost what it had measured (a "
                                      "rate of characters per token, a usage anchor)?")
         if stream == "main" and not s.rejected and req.estimated_tokens is not None and s.tokens > 0:
-            self._main_ratio, self._last_main, self._main_messages = req.estimated_tokens / s.tokens, s.call, len(req.messages)
+            self._main_ratio, self._last_main, self._main_tokens = req.estimated_tokens / s.tokens, s.call, s.tokens
         self._attempts = self._attempts + 1 if s.rejected else 0
         if not s.rejected:
             self._summary_too_long = False
