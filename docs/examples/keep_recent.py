@@ -10,9 +10,9 @@ What it does, as a real agent would:
   (``self.rewrote = True``) so the cache break is a known cost, not a bug;
 * two cache breakpoints: the system prompt and the last message, whose prefix stays byte-stable
   between cuts;
-* after a crash, a resumed session first answers the calls left open (N-TRANS-5), or the next
-  request would be a 400: all of them, or the ones still open beside the results that came back
-  before the crash;
+* after a crash, a resumed session first answers the calls left open (N-TRANS-5, the base's
+  ``on_session_start``), or the next request would be a 400: all of them, or the ones still open
+  beside the results that came back before the crash;
 * when the API still refuses a request as too long (its own estimate was low: text that takes more
   tokens per character than it assumes), it cuts again at once, counting at the API's figure, and
   has the call sent again; with nothing left to cut it gives up.
@@ -23,12 +23,11 @@ on PYTHONPATH).
 
 from __future__ import annotations
 
-from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, Usage
+from ctxsim.harness.model.conversation import Breakpoint, History, Message, Request, Usage
 from ctxsim.strategies.base import CallInfo, Rejection, Strategy, StrategyConfig
 from pydantic import Field
 
 NOTICE = "[{n} earlier messages were dropped to stay within the context window.]"
-INTERRUPTED = "Tool call interrupted: the session ended before it returned."
 
 
 class KeepRecentConfig(StrategyConfig):
@@ -64,20 +63,6 @@ class KeepRecent(Strategy):
                     "again; nothing left to cut: the turn errors (the guide's example)")
 
     # --- events ---------------------------------------------------------------------------------
-    def on_session_start(self, session: str, resume: bool, now: float) -> None:
-        super().on_session_start(session, resume, now)
-        if resume and self.history:  # N-TRANS-5: answer the calls a crash left open
-            h, last = self.history, self.history[-1]
-            if last.role == "assistant" and last.tool_use_ids():   # none of them returned
-                self.history = h.append(Message("user", tuple(
-                    Block.tool_result(i, INTERRUPTED, is_error=True) for i in last.tool_use_ids())))
-            elif len(h) > 1 and h[-2].role == "assistant" and last.has_tool_result:   # some had returned
-                got = {b.id for b in last.blocks if b.type == "tool_result"}
-                missing = [Block.tool_result(i, INTERRUPTED, is_error=True) for i in h[-2].tool_use_ids() if i not in got]
-                results = tuple(b for b in last.blocks if b.type == "tool_result")   # results first in a user turn
-                rest = tuple(b for b in last.blocks if b.type != "tool_result")
-                self.history = h.replace_at(len(h) - 1, Message("user", results + tuple(missing) + rest, last.meta))
-
     def on_tool_results(self, message: Message) -> None:
         limit = self.config.max_result_chars // max(1, len(message.blocks))
         blocks = tuple(b.with_text(truncate(b.text, limit)) if len(b.text) > limit else b for b in message.blocks)

@@ -9,12 +9,13 @@ beside its correct twin, the registered base."""
 from __future__ import annotations
 
 from ctxsim.harness.model.conversation import Block, History, Message
+from ctxsim.strategies.base import UNANSWERED_RESULT
 from ctxsim.strategies.cline import Cline
 from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.rag_memory import SEARCH_TOOL, RagMemory
 
-from tests.testing.mutants.keep_recent import KeepRecent, kr
+from tests.testing.mutants.keep_recent import KeepRecent
 
 
 class NovaCodeRateLostOnResume(NovaCode):
@@ -44,7 +45,7 @@ class RepairsLastCallOnly(KeepRecent):
             open_ids = last.tool_use_ids() if last.role == "assistant" else []
             if open_ids:
                 self.history = self.history.append(Message("user", tuple(
-                    Block.tool_result(i, kr.INTERRUPTED, is_error=True) for i in open_ids)))
+                    Block.tool_result(i, UNANSWERED_RESULT, is_error=True) for i in open_ids)))
 
 
 class ClineSummaryNotInstalled(Cline):
