@@ -19,6 +19,10 @@ re-enacts, and where each habit was read:
   a compaction stop at the system prefix, 21,460 tokens in the spotter logs), with the client's TTL
   (the one the log wrote, ``header.recorded.cache_ttl``: ``1h`` for Claude Code 2.1.x) unless
   ``ttl`` sets one;
+* from the call where the log began sending its conversation uncached (``messages_uncached_from``:
+  its reads stay at the system prompt and startup content while its uncached input grows, fitted on
+  the first part of the log, ``harness/fidelity/cache_misses.messages_uncached_from``), no breakpoint
+  on the main context's messages past the startup content;
 * a sub-agent span (``isolated``) runs in its own context: its own history and its own system
   prefix (``subtask_prefix_tokens``), the parent's history untouched until the Task result arrives;
 * the model of each call, as the log recorded it (the engine runs each call on it: a Skill that
@@ -239,6 +243,10 @@ class RecordedConfig(StrategyConfig):
     resent_startup_tokens: int | None = Field(
         None, ge=0, le=10_000_000, description="recorded tokens of the startup content re-sent after a compaction "
         "(the log's measure, at startup_token_scale); None: all of startup_tokens")
+    messages_uncached_from: int | None = Field(
+        None, ge=0, description="0-based index of the call from which the main context's requests carry no cache "
+        "breakpoint on their messages past the startup content (the log's: header.recorded.messages_uncached_from); "
+        "none: every request's last message is a breakpoint")
     startup_after_compaction: bool = Field(
         True, description="re-send the startup content after a compaction (Claude Code's docs: CLAUDE.md, rules and "
         "auto memory re-injected from disk, SessionStart hooks matching compact re-run); off: it is lost")
@@ -272,6 +280,7 @@ class Recorded(Strategy):
         self._effort: str | None = None          # the effort level the main context's requests carry (/effort)
         self._reattach = ReattachTracker()  # what Claude Code would re-attach after a compaction
         self._startup: Message | None = None   # the first turn's hidden startup content (opaque)
+        self._uncached = False   # the main context's messages are left uncached from here on (messages_uncached_from)
         c = config
         if c.startup_tokens and c.startup_tokens < self.system.opaque_tokens:
             s = self.system
@@ -291,7 +300,12 @@ class Recorded(Strategy):
         if mode == "system+last":
             out.append(Breakpoint("system", ttl))
         if mode != "none" and len(history):
-            out.append(Breakpoint(len(history) - 1, ttl))
+            last = len(history) - 1
+            if self._uncached and not self._spans:
+                # the log's reads stay at a floor: the system prompt and, where the log has it, the startup content
+                last = 0 if history[0].meta.get("origin") == "startup" else -1
+            if last >= 0:
+                out.append(Breakpoint(last, ttl))
         return tuple(out)
 
     @classmethod
@@ -307,6 +321,8 @@ class Recorded(Strategy):
             out["model_prefix_tokens"] = dict(rec.model_prefix_tokens)
         if (trace.header.source or {}).get("format") == "claude-code":
             out["reattach"] = "claude-code"
+        if rec.messages_uncached_from is not None:
+            out["messages_uncached_from"] = rec.messages_uncached_from
         if rec.startup_tokens and rec.token_scale:
             out["startup_tokens"], out["startup_token_scale"] = rec.startup_tokens, rec.token_scale
             if rec.resent_startup_tokens is not None:
@@ -335,6 +351,9 @@ class Recorded(Strategy):
 
     def build_request(self, call: CallInfo) -> Request:
         self._last_model = call.model
+        at = self.config.messages_uncached_from
+        if at is not None and call.index >= at and not self._spans:
+            self._uncached = True
         model = self._last_model or self.env.model
         if call.index in self.config.cleared_results and not self._spans:
             self._clear_results(set(self.config.cleared_results[call.index]))

@@ -274,3 +274,31 @@ def test_a_thinking_switch_at_a_new_turn_invalidates_the_messages_cache_on_a_bud
     assert [c.thinking_switch for c in recorded_calls(adaptive)] == [False, False, False]
     a = replay(adaptive, "recorded", {}, RunConfig()).calls
     assert int(a.loc[2, "cache_read"]) >= int(a.loc[1, "context_tokens"]) - 16
+
+
+# --- requests that left their messages uncached -------------------------------------------------
+
+def _floor_calls(pattern: str) -> list[RecordedCall]:
+    """One main-context call per letter: ``u`` sent 3,000 tokens uncached and read a 5,000-token floor,
+    ``c`` read the previous context whole (input 3); the first call writes the 5,000."""
+    out = [RecordedCall(0, 0.0, MODEL, tr.RecordedUsage(input=300, cache_write_5m=5_000), "main", False, 0, None)]
+    for i, ch in enumerate(pattern, start=1):
+        u = (tr.RecordedUsage(input=3_000 + 100 * i, cache_write_5m=30, cache_read=5_000) if ch == "u"
+             else tr.RecordedUsage(input=3, cache_write_5m=500, cache_read=8_000 + 100 * i))
+        out.append(RecordedCall(i, float(i), MODEL, u, "main", False, 0, i - 1))
+    return out
+
+
+def test_messages_uncached_from_needs_five_of_the_last_six_and_dates_the_run():
+    """Issue 41: the fit part decides. ``cc|uuuuuu`` → from call index 3 (the first u; the two c
+    before it end the run). ``uuucuuu`` (one cached call inside) → from index 1. Four of the last
+    six (``ccuucuuu`` ends ``uucuuu``: 5 of 6) is enough, ``cuucuu`` (4 of 6) is not; fewer than six
+    eligible calls decide nothing; calls after ``upto`` are held out."""
+    from ctxsim.harness.fidelity.cache_misses import messages_uncached_from
+
+    assert messages_uncached_from(_floor_calls("ccuuuuuu"), 9)[0] == 3
+    assert messages_uncached_from(_floor_calls("uuucuuu"), 8)[0] == 1
+    assert messages_uncached_from(_floor_calls("ccuucuuu"), 9)[0] == 3
+    assert messages_uncached_from(_floor_calls("cuucuu"), 7) == (None, "")
+    assert messages_uncached_from(_floor_calls("uuuuu"), 6) == (None, "")
+    assert messages_uncached_from(_floor_calls("ccccccuuuuuu"), 7) == (None, "")

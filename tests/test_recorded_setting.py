@@ -237,3 +237,40 @@ def test_sub_agents_of_one_kind_read_the_prompt_the_first_one_cached(tmp_path):
     c = replay(t, "recorded", {}, RunConfig()).calls
     sub = c[c["kind"] == "subagent"].reset_index(drop=True)
     assert sub.loc[0, "cache_read"] == 0 and sub.loc[1, "cache_read"] == 8_000
+
+
+def test_a_log_that_left_its_messages_uncached_replays_them_uncached(tmp_path):
+    """Issue 41: a log whose calls send the conversation as uncached input while reading only a fixed
+    floor (reported: anthropics/claude-code#90018; 6 main contexts of the development population, each
+    held it to its end) was replayed reading the whole prefix from the cache, five of them 33-75% under their bill.
+    Here: 25 calls; the first writes 5,000 tokens, each later call reads those 5,000 and sends
+    3,000 + 1,000·i uncached (writing 30). The fit part is the first ceil(0.3·25) = 8 calls: calls
+    1-7 all sent uncached, so the pattern began at call index 1. The replay then reads 5,000 at most
+    on every main call after the first (the system prefix; nothing past it is a breakpoint), and its
+    uncached input grows with the conversation. A log whose calls read what the previous one held
+    (input 3) is left alone."""
+    from ctxsim.harness.importers import import_file
+
+    def log(name: str, floor: bool):
+        recs, t = [user(0, "start " * 40)], 1
+        for i in range(25):
+            if floor:
+                recs.append(asst(t, f"r{i}", text("ok " * 200), inp=3_000 + 1_000 * i if i else 300,
+                                 w5m=5_000 if i == 0 else 30, read=0 if i == 0 else 5_000))
+            else:
+                recs.append(asst(t, f"r{i}", text("ok " * 200), inp=3, w5m=5_300 if i == 0 else 1_000,
+                                 read=0 if i == 0 else 5_300 + 1_000 * (i - 1)))
+            recs.append(user(t + 1, "more " * 150))
+            t += 5
+        return import_file("claude-code", write(tmp_path / f"{name}.jsonl", recs)).trace
+
+    t = log("floor", True)
+    rec = t.header.recorded
+    assert rec.messages_uncached_from == 1
+    assert "7 of the 7 main-context calls from call 2 to the end of the fit part (call 8)" in rec.messages_uncached_evidence
+    assert rec.cache_miss_model is None   # the short reads are the floor, not misses
+    c = replay(t, "recorded", {}, RunConfig()).calls
+    main = c[c["kind"] == "main"]
+    assert main["cache_read"].iloc[1:].max() <= main["context_tokens"].iloc[0]
+    assert main["input_uncached"].iloc[-1] > main["input_uncached"].iloc[2] > 1_000
+    assert log("cached", False).header.recorded.messages_uncached_from is None

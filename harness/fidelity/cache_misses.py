@@ -189,6 +189,57 @@ def fit_miss_model(calls: list[Any], strips: Strips = None, provider: str = "ant
     return model, labels
 
 
+
+# Requests that leave their messages uncached (issue 41). In the development population 6 main
+# contexts of 2 users (Claude Code 2.0.76, 2.1.49, 2.1.62; all served by a proxy, their ids none of
+# Anthropic's API) sent, call after call, the whole conversation as uncached input and read only a
+# fixed floor (the system prompt and the first turn's startup content, growing by tens of tokens);
+# once it began it held to the end of the log (a stretch of cached calls in one). Reported as a fixed
+# cache floor while the uncached input grows, behind a relay and on Anthropic's API, with several
+# triggers (anthropics/claude-code#90018, #96101). A cached request leaves only its last message's
+# framing uncached (3-14 tokens in the population's logs).
+FLOOR_MIN_UNCACHED = 2048   # assumed: uncached input that no cached request leaves (and no write covers)
+FLOOR_MIN_CONTEXT = 4096    # assumed: calls this long at least (the largest minimum cacheable prompt, Opus 4.5+)
+FLOOR_WINDOW = 6            # assumed: the last calls of the fit part that decide ...
+FLOOR_AT_LEAST = 5          # ... when at least this many of them leave their messages uncached
+
+
+def sent_uncached(usage: Any) -> bool:
+    """A call that sent at least :data:`FLOOR_MIN_UNCACHED` tokens as uncached input, more than it
+    wrote to the cache, while the cache was in use (it read or wrote): its messages were not cached."""
+    writes = usage.cache_write_5m + usage.cache_write_1h
+    return usage.input >= FLOOR_MIN_UNCACHED and usage.input > writes and bool(usage.cache_read or writes)
+
+
+def messages_uncached_from(calls: list[Any], upto: int) -> tuple[int | None, str]:
+    """The call (its index) from which the main context's requests left their messages uncached,
+    and the evidence, or ``(None, "")``: decided on the calls before ``upto`` (the fit part; the
+    rest is held out). At least :data:`FLOOR_AT_LEAST` of the last :data:`FLOOR_WINDOW` main calls
+    there (at least :data:`FLOOR_MIN_CONTEXT` tokens, not a thread's first) must be
+    :func:`sent_uncached`; the pattern began at the first of the run of such calls that reaches the
+    end of the fit part with no two others in a row."""
+    main = [c for c in calls[:upto] if c.thread == "main" and c.usage is not None and c.prev_in_thread is not None
+            and c.context >= FLOOR_MIN_CONTEXT]
+    last = main[-FLOOR_WINDOW:]
+    if len(last) < FLOOR_WINDOW or sum(sent_uncached(c.usage) for c in last) < FLOOR_AT_LEAST:
+        return None, ""
+    onset, others = None, 0
+    for c in reversed(main):
+        if sent_uncached(c.usage):
+            onset, others = c, 0
+        else:
+            others += 1
+            if others == 2:
+                break
+    run = [c for c in main if c.index >= onset.index]
+    reads = sorted(c.usage.cache_read for c in run)
+    return onset.index, (
+        f"{sum(sent_uncached(c.usage) for c in run)} of the {len(run)} main-context calls from call {onset.index + 1} "
+        f"to the end of the fit part (call {upto}) sent at least {FLOOR_MIN_UNCACHED:,} tokens as uncached input and "
+        f"wrote less, reading a floor of {reads[0]:,}-{reads[-1]:,} tokens: the client left the messages uncached "
+        "(a fixed cache floor: anthropics/claude-code#90018, #96101)")
+
+
 # assumed (a parameter of :func:`shrunk`): the share fitted on a log's first calls counts as
 # ``eligible`` calls' evidence against this many calls of none. Fall-backs come in bursts, so a
 # share fitted on the first 30% of a log is a noisy guess at the rest. On the development
@@ -241,4 +292,5 @@ def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float
     return model.model_copy(update={"share": round(first_crossing(read, target_share, iterations), 6)})
 
 
-__all__ = ["MIN_STRAYS", "SHARE_PRIOR_CALLS", "SHRUNK_ROUTES", "fit_miss_model", "fit_share_on_requests", "label_calls", "shrunk"]
+__all__ = ["FLOOR_AT_LEAST", "FLOOR_MIN_UNCACHED", "FLOOR_WINDOW", "MIN_STRAYS", "SHARE_PRIOR_CALLS", "SHRUNK_ROUTES",
+           "fit_miss_model", "fit_share_on_requests", "label_calls", "messages_uncached_from", "sent_uncached", "shrunk"]

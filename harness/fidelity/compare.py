@@ -43,7 +43,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from ctxsim.harness.fidelity import drops, measured
-from ctxsim.harness.fidelity.cache_misses import SHRUNK_ROUTES, fit_miss_model, shrunk
+from ctxsim.harness.fidelity.cache_misses import (
+    SHRUNK_ROUTES,
+    fit_miss_model,
+    messages_uncached_from,
+    sent_uncached,
+    shrunk,
+)
 from ctxsim.harness.fidelity.measured import raw_contexts
 from ctxsim.harness.fidelity.population import attribute
 from ctxsim.harness.fidelity.recorded import (
@@ -239,10 +245,14 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     # the miss model is fitted on the calls the scale is fitted on (the first ``fit_fraction``; a
     # prefix of the calls) and scored with the rest held out, as the scale is
     miss_upto = max(fit or fit_calls(calls, fit_fraction)) + 1
-    miss_model, _ = fit_miss_model(calls[:miss_upto], strips_previous_thinking,
+    # from the call where the log began leaving its messages uncached, its short reads are that, not
+    # misses: the miss model is fitted on the calls before it
+    floor_from, floor_ev = messages_uncached_from(calls, miss_upto) if rec.prompt_caching else (None, "")
+    miss_model, _ = fit_miss_model(calls[:miss_upto if floor_from is None else floor_from], strips_previous_thinking,
                                    _provider_of(model or trace.header.model, models_file), max(0, main_prefix - startup))
     rec = rec.model_copy(update={
         "cache_miss_model": miss_model,
+        "messages_uncached_from": floor_from, "messages_uncached_evidence": floor_ev,
         "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit), "tokenizer": counted,
         "measured_sizes_evidence": measured.evidence(steps),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
@@ -556,7 +566,8 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     # the system prefix as the log measures it: what the first call after a compaction read back
     after = [c for c in with_usage if c.after_compact and c.usage.cache_read]
     fitted = fit_miss_model(calls, strips_previous_thinking, provider.spec.provider)[1] if rec.cache_miss_model else {}
-    misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens, fitted)
+    misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens, fitted,
+                             rec.messages_uncached_from)
     hidden = hidden_deltas(calls, table)
     by_cause: dict[str, dict[str, Any]] = {k: {"calls": 0, "usd": 0.0} for k in MISS_CAUSES}
     for m in misses:
@@ -731,7 +742,7 @@ def _pin_segments(calls: list[RecordedCall], table: pd.DataFrame) -> list[dict[s
 
 
 def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefix: int,
-                    fitted: dict[int, str] | None = None) -> list[dict[str, Any]]:
+                    fitted: dict[int, str] | None = None, uncached_from: int | None = None) -> list[dict[str, Any]]:
     """Every recorded cache miss with its cause: ``ttl`` (the gap since the previous call exceeds
     the TTL written), ``prefix_change`` (a change the log shows: the model switched, so another
     cache; an ``/mcp`` command reconnected a server just before, so the tools or the instructions
@@ -741,7 +752,9 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
     fall-back in one bundled session and before a full hit in others, so it is reported, not a
     cause). None of them is re-enacted by the replay but the model switch and the replay's own
     misses. A compaction's first call is a declared rewrite, not a miss. ``fitted``: the calls the
-    trace's fitted miss model accounts for (harness/fidelity/cache_misses.py), cause ``fitted``."""
+    trace's fitted miss model accounts for (harness/fidelity/cache_misses.py), cause ``fitted``.
+    ``uncached_from``: the call from which the log left its main context's messages uncached
+    (``RecordedSetting.messages_uncached_from``): such a call is a ``prefix_change`` the replay makes too."""
     fitted = fitted or {}
     out = []
     for c in calls:
@@ -775,6 +788,11 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
                 "an /effort command set a level just before: measured on Claude Code's logs, the next call reads "
                 "nothing it wrote before (or only the system prompt's shared head); the replay keys every entry by "
                 "the level")
+        elif (uncached_from is not None and c.thread == "main" and c.index >= uncached_from
+              and sent_uncached(c.usage)):
+            cause, block = "prefix_change", (
+                f"the log left its messages uncached from call {uncached_from + 1} on (its reads stay at a floor while "
+                "its uncached input grows: header.recorded.messages_uncached_evidence); the replay does too")
         elif c.index in fitted:
             cause, block = "fitted", (
                 "a request routed where the session's entries are absent (the fitted cache model)" if fitted[c.index] == "stray"

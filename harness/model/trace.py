@@ -166,6 +166,12 @@ class RecordedSetting(_M):
         default_factory=list, description="model ids (as the log names them) whose calls never read or wrote the "
         "cache while the log's other calls did: a route without caching (a Bedrock converse/ sub-agent); replays "
         "send those calls uncached")
+    messages_uncached_from: int | None = Field(
+        None, ge=0, description="0-based index of the call from which the log's main-context requests left their "
+        "messages uncached: each sent the conversation as uncached input and read only a fixed floor (the system "
+        "prompt and the startup content), fitted on the first part of the log (messages_uncached_evidence); "
+        "replays of the recorded agent put no breakpoint on the later messages from there on")
+    messages_uncached_evidence: str = Field("", description="the calls messages_uncached_from was read from")
     agent_version: str | None = Field(
         None, max_length=64, description="the recording agent's version as its log names it (Claude Code's "
         "`version`, e.g. 2.1.39): a peer of that agent replays the release it names unless the run sets one")
