@@ -12,7 +12,9 @@
   message with no content, and a user turn whose ``tool_result`` blocks do not come first ("In the
   user message containing tool results, the tool_result blocks must come FIRST in the content
   array. Any text must come AFTER all tool results": platform.claude.com/docs/en/agents-and-tools/
-  tool-use/handle-tool-calls, read 2026-11).
+  tool-use/handle-tool-calls, read 2026-11), and a ``tool_use`` id the request already holds
+  ("messages.5.content.1: `tool_use` ids must be unique", as Claude Code users met it:
+  anthropics/claude-code#20700, #21083).
 
 Consecutive messages of one role are merged first, as the API does. The pairing check is a fold
 over the messages memoised in the history's store, so each message is checked once per run, not
@@ -81,14 +83,21 @@ def pairing_error(req: Request) -> str:
 
 
 # fold state: (role of the open turn, a block other than tool_result seen in the open user turn,
-#              index of the next message, first violation or "")
-_CONTENT_INIT = ("", "", 0, "")
+#              index of the next message, first violation or "", tool_use ids so far)
+_CONTENT_INIT = ("", "", 0, "", frozenset())
 
 
 def _content_step(state, m: Message):
-    role, other, i, bad = state
+    role, other, i, bad, seen = state
     if m.role != role:
         role, other = m.role, ""
+    ids = [b.id for b in m.blocks if b.type == "tool_use"]
+    if ids:
+        if not bad:
+            again = next((x for k, x in enumerate(ids) if x in seen or x in ids[:k]), None)
+            if again is not None:
+                bad = f"message {i} (assistant) holds tool_use id {again} again: tool_use ids must be unique"
+        seen = seen | frozenset(ids)
     if not bad:
         if not m.blocks:
             bad = f"message {i} ({m.role}) has no content"
@@ -104,7 +113,7 @@ def _content_step(state, m: Message):
                 bad = f"tool_result for {b.id} is not first in the user turn (message {i}: it follows a {other} block)"
             elif m.role == "user" and b.type != "tool_result" and not other:
                 other = b.type
-    return (role, other, i + 1, bad)
+    return (role, other, i + 1, bad, seen)
 
 
 def content_error(req: Request) -> str:

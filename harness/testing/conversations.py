@@ -147,6 +147,10 @@ def default_header(name: str = "generated") -> tr.Header:
 # word), part of it with no text in the log (``prefix_tokens``: an opaque prefix). Scaled to the
 # window like the strategies' parameters, so a 32k window gets 1.6-4k tokens.
 PROMPT_SHARE = (0.05, 0.125)  # 10k / 200k, 25k / 200k
+# MCP servers' tool definitions: "a five-server setup (GitHub, Slack, Sentry, Grafana, Splunk)" comes
+# to about 55k tokens before the agent reads a request (anthropic.com/engineering/advanced-tool-use,
+# 2025-11-24); the heavy_tools scenario's prompt
+HEAVY_PROMPT_SHARE = 0.275   # 55k / 200k
 _GUIDE = ("When the user asks for a change, read the relevant files first; prefer small, verifiable edits; "
           "run the project's tests after each change and report failures verbatim. Never invent file paths. "
           "Use Grep to find call sites before renaming anything; keep the public interface stable. ")

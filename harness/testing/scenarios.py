@@ -34,6 +34,14 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
   large reads, more parent steps: the parent's estimate after the sub-agent is its own;
 * ``thinking_then_small_results``: long thinking in every answer, tiny tool results: past a clearing
   trigger the results free next to nothing while the thinking cleared beside them frees much more;
+* ``spans_across_resume``: spans of work the recorded agent did in its main context (a strategy may
+  delegate each to a sub-agent of its own, with a call it makes and numbers itself) before a crash
+  and after the resume, the first one's call still in the window: an id numbered afresh per launch
+  repeats one the resumed history holds, which the API refuses (issue #45);
+* ``heavy_tools``: an agent whose tool definitions and instructions fill over a quarter of the window
+  (five MCP servers' tools, :data:`conversations.HEAVY_PROMPT_SHARE`), past a compaction trigger: an
+  estimate that leaves the prompt out, or sizes a tail as if the window were the agent's alone, is
+  off by more than the kit allows;
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
   isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
   kit's window only).
@@ -400,6 +408,46 @@ def _thinking_turns(window: int, *, opening: int, turns: int, thinking: int, sai
 FOUND = Path(__file__).resolve().parents[2] / "traces" / "kit"
 
 
+def spans_across_resume(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """Two spans of main-context work (``isolated=False``: the recorded agent's own exploration, which
+    a strategy may run as a sub-agent of its own), a crash with a call open, a resume, two more
+    spans, a second crash and resume and one more: every span's call is still in the window."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 31)
+    for launch in range(3):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", 600, seed=700 + 10 * launch),)))
+        for k in range(2 if launch < 2 else 1):
+            b.subtask([conv.Turn(calls=(conv.ToolCall("Grep", 400, seed=701 + 10 * launch + k),))], isolated=False)
+        if launch < 2:
+            b.call(conv.Turn(calls=(conv.ToolCall("Bash", 300, seed=705 + 10 * launch),)), crash=True)
+            b.start_session(resume=True)
+            b.user(40, 32 + launch)
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
+def heavy_tools(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """The agent's prompt at :data:`conversations.HEAVY_PROMPT_SHARE` of the window (40% of it an
+    opaque prefix), then two user turns of reads and commands enough to pass a trigger at half the
+    window, and a last answer."""
+    b = conv.ConversationBuilder()
+    b.header = conv.realistic_header(window, conv.HEAVY_PROMPT_SHARE, seed=41)
+    b.start_session()
+    b.user(300, 41)
+    for k in range(5):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(4_000, window), seed=720 + k),
+                                conv.ToolCall("Bash", _scale(2_000, window), seed=740 + k))))
+    b.call(conv.Turn(text=200))
+    b.user(200, 42)
+    for k in range(4):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(4_000, window), seed=760 + k),)))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
 def _found(name: str) -> Callable[..., tr.Trace | None]:
     def load(window: int, edges=()) -> tr.Trace | None:
         path = FOUND / f"{name}.jsonl"
@@ -414,6 +462,8 @@ SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "clear_then_subagent": (clear_then_subagent, False),
     "clear_then_crash": (clear_then_crash, False),
     "crash_mid_results": (crash_mid_results, False),
+    "spans_across_resume": (spans_across_resume, False),
+    "heavy_tools": (heavy_tools, False),
     "subagent_after_clearing": (_found("subagent_after_clearing"), False),
     "parallel_results": (parallel_results, False),
     "clock_edges": (clock_edges, False),

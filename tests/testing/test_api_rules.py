@@ -87,6 +87,19 @@ def test_tool_results_come_first_in_their_user_turn():
     assert protocol.content_error(req([GOAL, call("a"), results("a"), call("b"), results("b")])) == ""
 
 
+def test_tool_use_ids_are_unique_in_a_request():
+    """The API's 400 "messages.5.content.1: `tool_use` ids must be unique" (anthropics/claude-code
+    #20700, #21083): an id reused by a later call, or twice in one call, is refused; distinct ids pass.
+    A strategy that numbers its own calls afresh at each launch reuses the ids its resumed history holds."""
+    ok = [GOAL, call("a"), results("a"), call("b"), results("b")]
+    assert protocol.content_error(req(ok)) == ""
+    again = [GOAL, call("a"), results("a"), call("a"), results("a")]
+    assert protocol.content_error(req(again)) == "message 3 (assistant) holds tool_use id a again: tool_use ids must be unique"
+    twice = Message("assistant", (Block.tool_use("c", "Read", {}), Block.tool_use("c", "Read", {})))
+    assert "tool_use id c again" in protocol.content_error(req([GOAL, twice, results("c")]))
+    assert any("must be unique" in e for e in api_errors(req(again)))
+
+
 def test_first_message_is_the_users():
     assert first_message_error(req([GOAL, call("a"), results("a")])) == ""
     summary_first = Message("assistant", (Block.text_block("Summary of the work so far"),))
