@@ -138,6 +138,10 @@ class Strategy:
     # True when nothing leaves the window without a summary or a path back (a file the model can
     # read): NovaCode's principle; the property kit holds such strategies to it
     keeps_path_back: ClassVar[bool] = False
+    # True when every compaction keeps the request in hand: the user's latest message stays in the
+    # window, verbatim or in the summary (goose re-sends it; Codex keeps recent user messages); the
+    # property kit holds such strategies to it
+    keeps_latest_request: ClassVar[bool] = False
     # One line: what the modelled agent does when the API rejects a request, with its source (listed
     # by `ctxsim strategies`). The default is what most real agents do (peers.md, "Real agents never
     # keep sending a rejected request"): gemini-cli refuses to send and ends the turn, Codex errors
@@ -165,6 +169,12 @@ class Strategy:
         least ``tokens`` input tokens, counted ``per`` ``"request"`` (all a request clears) or
         ``"clearing"`` (what it clears beyond the request before it). None: no minimum."""
         return None
+
+    @classmethod
+    def result_limits(cls, config: StrategyConfig) -> tuple[tuple[int, str], ...]:
+        """``((amount, unit), ...)``: every tool result this strategy sends is cut to at most ``amount``
+        ``"bytes"`` (UTF-8), ``"chars"`` or ``"lines"`` (a cut's own notices aside). Empty: no limit."""
+        return ()
 
     @classmethod
     def clock_epochs(cls, config: StrategyConfig) -> tuple[float, ...]:

@@ -208,6 +208,7 @@ class CodexConfig(PeerConfig):
 
 class Codex(ThresholdCompactor):
     name = "codex"
+    keeps_latest_request = True   # build_compacted_history: the newest user messages (20,000 tokens), then the handoff
     summary = "Codex CLI: tool output cut to 12k tokens; compact at 90% (no tools); user messages ≤ 20k + handoff"
     on_rejection = "the turn errors (codex-rs CodexErr::ContextWindowExceeded)"
     Config = CodexConfig

@@ -78,6 +78,10 @@ class Truncate(PeerStrategy):
     on_rejection = "the turn errors and the session ends (Codex CLI: a context-window error ends the turn, peers.md)"
     Config = TruncateConfig
 
+    @classmethod
+    def result_limits(cls, config: TruncateConfig) -> tuple[tuple[int, str], ...]:
+        return ((config.max_bytes, "bytes"), (config.max_lines, "lines"))   # codex-rs MODEL_FORMAT_MAX_*
+
     def on_tool_results(self, message: Message) -> None:
         c = self.config
         blocks = []

@@ -146,6 +146,10 @@ def _declared_lines(cls, params) -> list[str]:
         out.append(f"a clearing frees at least {d.clear_minimum[0]:,} tokens per {d.clear_minimum[1]}")
     if d.rewrites_also:
         out.append(f"a rewrite may change the {' and the '.join(sorted(d.rewrites_also))} too")
+    if d.result_limits:
+        out.append("every tool result is cut to at most " + " and ".join(f"{n:,} {unit}" for n, unit in d.result_limits))
+    if getattr(cls, "keeps_latest_request", False):
+        out.append("every compaction keeps the user's latest message as written")
     for e in own_edges(d.epochs):
         out.append(f"its own clock: the sessions also cross {e.label} (t = {e.t:,.0f} s)")
     return out

@@ -8,6 +8,7 @@ is checked like its base (issue #45):
   clearing;
 * ``rewrites_also``: the parts besides the messages (``"system"``, ``"tools"``) a declared rewrite
   may change;
+* ``result_limits(config)``: the bytes, characters or lines every tool result is cut to at most;
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
   stamps changes at midnight on that clock): the clock-edge scenario crosses those midnights too.
 
@@ -34,6 +35,7 @@ class Declared:
     clear_minimum: tuple[int, str] | None = None  # (tokens, "request" | "clearing")
     rewrites_also: frozenset[str] = frozenset()
     epochs: tuple[float, ...] = ()
+    result_limits: tuple[tuple[int, str], ...] = ()  # (amount, "bytes" | "chars" | "lines")
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -124,4 +126,19 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> De
     bad = also - {"system", "tools"}
     if bad:
         raise ValueError(f"{cls.__qualname__}.rewrites_also: only 'system' and 'tools', got {sorted(bad)}")
-    return Declared(summary_items(cls, config), minimum, also, epochs)
+    rl = getattr(cls, "result_limits", None)
+    limits = tuple((int(n), unit) for n, unit in (rl(config) if callable(rl) else ()))
+    odd = sorted({unit for _, unit in limits} - set(RESULT_UNITS))
+    if odd:
+        raise ValueError(f"{cls.__qualname__}.result_limits: units are {', '.join(RESULT_UNITS)}, got {odd}")
+    return Declared(summary_items(cls, config), minimum, also, epochs, limits)
+
+
+RESULT_UNITS = ("bytes", "chars", "lines")
+
+
+def result_size(text: str, unit: str) -> int:
+    """``text``'s size in ``unit`` (:data:`RESULT_UNITS`)."""
+    if unit == "bytes":
+        return len(text.encode("utf-8", "surrogatepass"))
+    return len(text) if unit == "chars" else len(text.splitlines())

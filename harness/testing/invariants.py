@@ -63,6 +63,10 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    tokens, counted per request (all it clears) or per clearing (what it clears beyond
                    the request before it), within :data:`ESTIMATE_FACTOR` (the strategy decides on
                    its own estimate).
+``result_limit``   a strategy that declares the size it cuts tool results to (``Strategy.result_limits``:
+                   truncate's 10 KiB and 256 lines, in bytes, characters or lines) sends no tool
+                   result larger, beyond :data:`RESULT_NOTICE_SLACK` for the notices a cut adds
+                   (multibyte text is where a limit tested in characters instead of bytes shows).
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -92,6 +96,13 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    smaller than that one: a cut or a condensation changed what is estimated). Judged on
                    dense text too, where ``estimate`` is not (a fixed rate is rightly far off
                    there, before the crash as after).
+``latest_request`` a strategy that declares it keeps the request in hand (``Strategy.keeps_latest_request``:
+                   goose re-sends the user's most recent message after a compaction, Codex keeps
+                   the recent user messages) holds, after every declared rewrite of the main
+                   conversation, the user's latest message as the user wrote it (its opening, the
+                   first :data:`_LATEST_OPENING` characters: a cut to a budget keeps that); a summary
+                   of it is not the promise, and a compaction that keeps another message instead
+                   leaves the agent on an old request.
 ``goal``           the user's first request of the conversation (its goal) is in the window after
                    every declared rewrite of the main conversation: verbatim, or in a summary whose
                    input held it (or held a summary that did). A path back to the transcript is not
@@ -122,20 +133,23 @@ from ctxsim.harness.llm.services import SUMMARY
 from ctxsim.harness.model.conversation import Block, Breakpoint, Message, Request
 from ctxsim.harness.provider import protocol
 from ctxsim.harness.testing.api_rules import api_errors
-from ctxsim.harness.testing.declared import Declared
+from ctxsim.harness.testing.declared import Declared, result_size
 from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
-              "goal", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum", "summary_keeps",
+              "goal", "latest_request", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
+              "result_limit", "summary_keeps",
               "summary_used", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back and goal are promises (promises())
-ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal"}
+ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
 
 # An estimate is a strategy's own measure of its request; the engine measures its error. Real
 # agents' character rules (3.5-4 characters per token, plus a usage anchor) run within about 20% of
 # the truth on the kit's sessions, and NovaCode's runs 18% low at worst on crash-and-resume chains
 # (issue #17); a factor of 1.6 either way leaves room for any reasonable rule of thumb and catches
 # an estimate in the wrong unit or one that counts the history twice. # assumed
+RESULT_NOTICE_SLACK = 64  # bytes, characters or lines a cut's notices may add (truncate: a "Total output lines" line, 2 lines) # assumed
+_LATEST_OPENING = 200  # characters of the latest request that must stay (assumed: a budget cut keeps the head)
 ESTIMATE_FACTOR = 1.6
 ESTIMATE_MIN_SHARE = 0.25  # judged on requests of at least this share of the window (small ones are mostly framing) # assumed
 # ... or on a smaller request when the error itself is at least this share of the window: an eighth (4,000 tokens
@@ -177,6 +191,8 @@ def promises(cls) -> frozenset[str]:
         out.add("path_back")
     if getattr(cls, "keeps_goal", getattr(cls, "keeps_path_back", False)):
         out.add("goal")
+    if getattr(cls, "keeps_latest_request", False):
+        out.add("latest_request")
     return frozenset(out)
 
 
@@ -565,6 +581,9 @@ class Checker:
     _files: Files | None = None
     _goal_probes: list[str] = field(default_factory=list)  # probes of the summaries that carry the goal
     _goal_lost: bool = False  # reported once per conversation
+    _latest_lost: bool = False  # reported once per conversation
+    _over_limit: set[str] = field(default_factory=set)  # tool results reported over the declared limit
+    _latest_text: str = ""  # the user's latest message in the main conversation (its ``user`` marks)
     _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
     _summary_call: int = -1  # the last summary request (its answer is judged with it)
     _tokens: dict[str, int] = field(default_factory=dict)  # text -> true tokens (clear_minimum)
@@ -672,9 +691,14 @@ class Checker:
                 self._rewrites = 0
                 self._goal_probes.clear()
                 self._goal_lost = False
+                self._latest_lost = False
+                self._latest_text = ""
                 self._new_launch = m.id
             self._fresh.add("main")
             self._resumed = m.resume
+        elif m.what == "user":
+            if not self._spans:   # a sub-agent's prompt is not the user's request
+                self._latest_text = m.text.strip()
         elif m.what == "subtask_start":
             self._spans.append(m.isolated)
             self._prev.pop(f"subagent:{len(self._spans)}", None)
@@ -825,6 +849,16 @@ class Checker:
             if split:
                 v("boundary_pairs", split)
         new_blocks = list(self._new_blocks(prev.request if prev else None, req))
+        if self.declared.result_limits and "result_limit" in self.promised:
+            for _m, b in new_blocks:
+                if b.type == "tool_result" and b.id not in self._over_limit:
+                    over = [(n, unit, size) for n, unit in self.declared.result_limits
+                            if (size := result_size(b.text, unit)) > n + RESULT_NOTICE_SLACK]
+                    if over:
+                        self._over_limit.add(b.id)
+                        n, unit, size = over[0]
+                        v("result_limit", f"tool_result {b.id} sent at {size:,} {unit}, over the {n:,} {unit} the "
+                                          "strategy declares it cuts every result to (result_limits)")
         if self.errors:
             for _m, b in new_blocks:
                 if b.type == "tool_result" and b.id in self.errors and b.is_error != self.errors[b.id]:
@@ -844,8 +878,8 @@ class Checker:
                         v("path_back", detail)
         if req.rewrite and stream == "main":
             self._rewrites += 1
+            texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
             if "goal" in self.promised:
-                texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
                 for sm in self._summaries:
                     probe = _summary_probe(sm.text)
                     if sm.carries_goal and probe and any(probe in t for t in texts):
@@ -855,6 +889,14 @@ class Checker:
                     v("goal", f"the user's first request ({_short(self._goal())!r}) is neither in the window nor in a "
                               "summary the request holds after this rewrite (a path back to the transcript does not "
                               "tell the model what it was asked)")
+            latest = self._latest_text
+            if "latest_request" in self.promised and latest and not self._latest_lost:
+                opening = latest[:_LATEST_OPENING]
+                if not any(opening in t for t in texts):
+                    self._latest_lost = True
+                    v("latest_request", f"the user's latest request ({_short(latest)!r}) is not in the window after "
+                                        "this rewrite (the strategy declares it keeps the request in hand as the user "
+                                        "wrote it: keeps_latest_request)")
         if self.declared.summary_items and self._summaries and "summary_keeps" in self.promised:
             for detail in self._summary_used(req, prev.request if prev is not None else None):
                 v("summary_keeps", detail)

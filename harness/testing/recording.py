@@ -62,10 +62,10 @@ class Mark:
     request just sent for the reasons in ``id``; ``retried``: the strategy reacted and had it sent
     again); or ``side_result``: a side call of kind ``id`` answered ``text`` (after its :class:`Sent`);
     or ``outside_write``: the strategy wrote the file ``id`` outside the run's directory (``text``: the
-    audit event, :mod:`ctxsim.harness.testing.writes`)."""
+    audit event, :mod:`ctxsim.harness.testing.writes`); or ``user``: a user message came in (``text``)."""
 
     what: Literal["session_start", "session_end", "subtask_start", "subtask_end", "side_result", "on_rejected",
-                  "outside_write"]
+                  "outside_write", "user"]
     id: str = ""
     resume: bool = False
     isolated: bool = False
@@ -207,6 +207,10 @@ def observing(cls: type[Strategy], log: list[Entry]) -> type[Strategy]:
         log.append(Mark("session_end", session))
         return cls.on_session_end(self, session, now)
 
+    def on_user(self, message):
+        log.append(Mark("user", text=message.text))
+        return cls.on_user(self, message)
+
     def on_subtask_start(self, id, description, isolated):
         log.append(Mark("subtask_start", id, isolated=isolated))
         return cls.on_subtask_start(self, id, description, isolated)
@@ -222,7 +226,7 @@ def observing(cls: type[Strategy], log: list[Entry]) -> type[Strategy]:
 
     return type(cls.__name__, (cls,), {
         "__module__": __name__, "__doc__": cls.__doc__, "__init__": __init__, "on_rejected": on_rejected,
-        "on_session_start": on_session_start, "on_session_end": on_session_end,
+        "on_session_start": on_session_start, "on_session_end": on_session_end, "on_user": on_user,
         "on_subtask_start": on_subtask_start, "on_subtask_end": on_subtask_end,
     })
 

@@ -317,12 +317,17 @@ def test_promises_follow_the_class_claims():
         keeps_path_back = True
 
     assert {"window", "path_back", "goal"} <= promises(Claims)
-    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back", "goal"}
+    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
 
     class GoalOnly(AppendOnly):
         keeps_goal = True
 
     assert "goal" in promises(GoalOnly) and "path_back" not in promises(GoalOnly)
+
+    class InHand(AppendOnly):
+        keeps_latest_request = True
+
+    assert promises(InHand) - promises(AppendOnly) == {"latest_request"}
 
 
 def test_assert_holds_raises_with_every_violation():
@@ -487,6 +492,56 @@ def test_goal_summary_that_never_saw_it_does_not_count():
             Mark("side_result", "summary", text="Work continues on something.")])
     out = c.feed([sent(req([user("Work continues on something."), user("go on")], rewrite=True), 2)])
     assert [v.invariant for v in out] == ["goal"]
+
+
+# --- latest_request ------------------------------------------------------------------------------------
+
+def test_latest_request_kept_as_written_and_lost_otherwise():
+    """A strategy declaring keeps_latest_request (goose re-sends the user's latest message after a
+    compaction, Codex keeps the newest user messages) holds the latest one as the user wrote it (its
+    first 200 characters: a budget cut keeps that) after every rewrite. A summary of it is not the
+    promise; a rewrite re-sending the first request instead is reported, once per conversation. A
+    sub-agent's prompt is not the user's request."""
+    c = Checker(frozenset({"latest_request"}), {})
+    c.feed([Mark("session_start", "s1"), Mark("user", text="fix the flaky login test")])
+    first = [user("fix the flaky login test"), Message("assistant", (Block.text_block("on it"),))]
+    c.feed([sent(req(first), 0), Mark("subtask_start", "t1", isolated=True), Mark("user", text="look around"),
+            Mark("subtask_end", "t1"), Mark("user", text="now make the retry limit configurable " + "x" * 300)])
+    kept = [user("<summary>done with login</summary>"), user("now make the retry limit configurable " + "x" * 170)]
+    assert c.feed([sent(req(kept, rewrite=True), 1)]) == []
+    wrong = [user("<summary>make the retry limit configurable</summary>"), user("fix the flaky login test")]
+    out = c.feed([sent(req(wrong, rewrite=True), 2)])
+    assert [v.invariant for v in out] == ["latest_request"]
+    assert "'now make the retry limit configurable xxx" in out[0].detail
+    assert c.feed([sent(req([*wrong, user("more")], rewrite=True), 3)]) == []
+
+
+# --- result_limit -------------------------------------------------------------------------------------
+
+def test_result_limit_counts_in_the_declared_unit():
+    """truncate declares 10 KiB and 256 lines (codex-rs MODEL_FORMAT_MAX_*). Here 100 bytes and 5 lines,
+    64 of slack for a cut's notices: 160 ASCII characters pass (160 bytes ≤ 164); 60 three-byte
+    characters are 60 characters but 180 bytes, reported once; 70 one-character lines are reported."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.truncate import Truncate
+
+    assert declared(Truncate, {}).result_limits == ((10_240, "bytes"), (256, "lines"))
+    c = Checker(frozenset({"result_limit"}), {}, declared=Declared(result_limits=((100, "bytes"), (5, "lines"))))
+
+    def call(tid):
+        return Message("assistant", (Block.tool_use(tid, "Read", {}),))
+
+    def result(tid, text):
+        return Message("user", (Block.tool_result(tid, text),))
+
+    msgs = [user("go"), call("a"), result("a", "x" * 160)]
+    assert c.feed([sent(req(msgs), 0)]) == []
+    msgs += [call("b"), result("b", "结" * 60)]
+    out = c.feed([sent(req(msgs), 1)])
+    assert [v.invariant for v in out] == ["result_limit"] and "sent at 180 bytes, over the 100 bytes" in out[0].detail
+    msgs += [call("c"), result("c", "l\n" * 70)]
+    out = c.feed([sent(req(msgs), 2)])
+    assert [v.invariant for v in out] == ["result_limit"] and "sent at 70 lines, over the 5 lines" in out[0].detail
 
 
 # --- what an overflow follows -----------------------------------------------------------------------------
