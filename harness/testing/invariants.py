@@ -100,7 +100,7 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    goose re-sends the user's most recent message after a compaction, Codex keeps
                    the recent user messages) holds, after every declared rewrite of the main
                    conversation, the user's latest message as the user wrote it (its opening, the
-                   first :data:`_LATEST_OPENING` characters: a cut to a budget keeps that); a summary
+                   first :data:`LATEST_OPENING` characters: a cut to a budget keeps that); a summary
                    of it is not the promise, and a compaction that keeps another message instead
                    leaves the agent on an old request.
 ``goal``           the user's first request of the conversation (its goal) is in the window after
@@ -140,7 +140,7 @@ INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_
               "goal", "latest_request", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "summary_keeps",
               "summary_used", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
-# every strategy is held to these; window, path_back and goal are promises (promises())
+# every strategy is held to these; window, path_back, goal and latest_request are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
 
 # An estimate is a strategy's own measure of its request; the engine measures its error. Real
@@ -148,14 +148,16 @@ ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request
 # the truth on the kit's sessions, and NovaCode's runs 18% low at worst on crash-and-resume chains
 # (issue #17); a factor of 1.6 either way leaves room for any reasonable rule of thumb and catches
 # an estimate in the wrong unit or one that counts the history twice. # assumed
-RESULT_NOTICE_SLACK = 64  # bytes, characters or lines a cut's notices may add (truncate: a "Total output lines" line, 2 lines) # assumed
-_LATEST_OPENING = 200  # characters of the latest request that must stay (assumed: a budget cut keeps the head)
 ESTIMATE_FACTOR = 1.6
 ESTIMATE_MIN_SHARE = 0.25  # judged on requests of at least this share of the window (small ones are mostly framing) # assumed
 # ... or on a smaller request when the error itself is at least this share of the window: an eighth (4,000 tokens
 # at the kit's 32k) moves any threshold a strategy sets, and an estimate that counts what it cleared in
 # characters or a sub-agent's usage for the parent's is off by that much on small requests (issue #45) # assumed
 ESTIMATE_MIN_GAP = 0.125
+# what a cut's notices may add to a declared result limit (truncate's: a "Total output lines: N" line and
+# a blank one, the omission marker and the blank lines around it: 5 lines, 30-odd bytes) # assumed
+RESULT_NOTICE_SLACK = {"bytes": 64, "chars": 64, "lines": 8}
+LATEST_OPENING = 200  # characters of the latest request that must stay (a cut to a budget keeps the head) # assumed
 
 
 @dataclass(frozen=True)
@@ -853,7 +855,7 @@ class Checker:
             for _m, b in new_blocks:
                 if b.type == "tool_result" and b.id not in self._over_limit:
                     over = [(n, unit, size) for n, unit in self.declared.result_limits
-                            if (size := result_size(b.text, unit)) > n + RESULT_NOTICE_SLACK]
+                            if (size := result_size(b.text, unit)) > n + RESULT_NOTICE_SLACK[unit]]
                     if over:
                         self._over_limit.add(b.id)
                         n, unit, size = over[0]
@@ -891,7 +893,7 @@ class Checker:
                               "tell the model what it was asked)")
             latest = self._latest_text
             if "latest_request" in self.promised and latest and not self._latest_lost:
-                opening = latest[:_LATEST_OPENING]
+                opening = latest[:LATEST_OPENING]
                 if not any(opening in t for t in texts):
                     self._latest_lost = True
                     v("latest_request", f"the user's latest request ({_short(latest)!r}) is not in the window after "

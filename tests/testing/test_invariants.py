@@ -520,8 +520,8 @@ def test_latest_request_kept_as_written_and_lost_otherwise():
 
 def test_result_limit_counts_in_the_declared_unit():
     """truncate declares 10 KiB and 256 lines (codex-rs MODEL_FORMAT_MAX_*). Here 100 bytes and 5 lines,
-    64 of slack for a cut's notices: 160 ASCII characters pass (160 bytes ≤ 164); 60 three-byte
-    characters are 60 characters but 180 bytes, reported once; 70 one-character lines are reported."""
+    with a cut's notices allowed 64 bytes and 8 lines: 160 ASCII characters pass (160 bytes ≤ 164); 60
+    three-byte characters are 60 characters but 180 bytes, reported once; 14 lines (> 13) are reported."""
     from ctxsim.harness.testing.declared import Declared, declared
     from ctxsim.strategies.truncate import Truncate
 
@@ -539,9 +539,11 @@ def test_result_limit_counts_in_the_declared_unit():
     msgs += [call("b"), result("b", "结" * 60)]
     out = c.feed([sent(req(msgs), 1)])
     assert [v.invariant for v in out] == ["result_limit"] and "sent at 180 bytes, over the 100 bytes" in out[0].detail
-    msgs += [call("c"), result("c", "l\n" * 70)]
-    out = c.feed([sent(req(msgs), 2)])
-    assert [v.invariant for v in out] == ["result_limit"] and "sent at 70 lines, over the 5 lines" in out[0].detail
+    msgs += [call("c"), result("c", "l\n" * 13)]
+    assert c.feed([sent(req(msgs), 2)]) == []
+    msgs += [call("d"), result("d", "l\n" * 14)]
+    out = c.feed([sent(req(msgs), 3)])
+    assert [v.invariant for v in out] == ["result_limit"] and "sent at 14 lines, over the 5 lines" in out[0].detail
 
 
 # --- what an overflow follows -----------------------------------------------------------------------------
