@@ -50,7 +50,16 @@ def _sweep(tmp_path: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen([sys.executable, "-c", "import sys; from ctxsim.harness.cli import main; sys.exit(main())", "sweep", str(tmp_path / "g.toml"), "--out",
                              str(tmp_path / "sw"), "--workers", "2", "--no-progress"], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_default_signals)
+
+
+def _default_signals() -> None:
+    """The sweep starts with the signals' default dispositions: a suite run under ``nohup`` (SIGHUP
+    ignored) or as a background job of a shell without job control (SIGQUIT ignored) hands the
+    ignored ones down, and a command rightly keeps a signal its caller chose to ignore (the CLI
+    installs its handler only over the default), so the test would send a signal nobody hears."""
+    for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
 def _wait_for(cond, limit_s: float = 120.0) -> bool:
