@@ -16,17 +16,21 @@ from ctxsim.strategies.cline import Cline
 from ctxsim.strategies.codex import Codex
 from ctxsim.strategies.context_editing import ContextEditing
 from ctxsim.strategies.gemini_cli import GeminiCli
+from ctxsim.strategies.goose import Goose
 from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.observation_masking import ObservationMasking
 from ctxsim.strategies.rag_memory import RagMemory
 from ctxsim.strategies.sliding_window import SlidingWindow
+from ctxsim.strategies.subagent_isolation import SubagentIsolation
 from ctxsim.strategies.tiered_budget import TieredBudget
+from ctxsim.strategies.truncate import Truncate
 
 from tests.testing.mutants import keep_recent as k
 from tests.testing.mutants import kit29 as x
 from tests.testing.mutants import kit45 as y
 from tests.testing.mutants import kit45b as z
 from tests.testing.mutants import kit45c as w
+from tests.testing.mutants import kit45d as d
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants import variants as v
@@ -179,6 +183,11 @@ KIT45B: list[Case] = [
     _c(w.ClineCarriesSummaryOver, Cline, "fresh_launch", "a new launch starts from the previous conversation's summary"),
     _c(w.GeminiOutputsNamedByHash, GeminiCli, "deterministic", "saved outputs named from hash()"),
     _c(w.RagMemoryReusedSearchArgs, RagMemory, "inputs", "one arguments dict reused by every search step sent"),
+    # the fourth round (a blind set 9): tests/testing/mutants/kit45d.py
+    _c(d.GooseResendsOldestRequest, Goose, "latest_request", "a compaction re-sends an older request than the one in hand"),
+    _c(d.TruncateCountsCharacters, Truncate, "result_limit", "a byte limit tested on characters"),
+    _c(d.IsolationIdsPerLaunch, SubagentIsolation, "api", "own call ids numbered afresh at each launch"),
+    _c(d.ClineEstimateSystemTextOnly, Cline, "estimate", "an estimate without the tools and the opaque prompt"),
 ]
 CORPUS += KIT45B
 
