@@ -91,6 +91,26 @@ def test_a_replay_over_the_logs_window_is_measured_and_said_with_the_call(tmp_pa
     assert r["cost_usd"]["simulated"] > 0
 
 
+def test_a_summary_call_over_the_window_is_no_overflow_when_the_logs_compaction_was_too(tmp_path, capsys):
+    """The population's logs hold manual compactions at 200,894 and 200,870 tokens of a 200,000 window
+    that went through; the replay's summary call over the window was reported as "the replay overflows
+    where the log did not". Here the log's compaction is at 24,000 (preTokens and its call's context)
+    and the window is set to 23,500, over every main call (20,000-23,000): the replay's summary call
+    over it is what the log did too, so nothing is reported."""
+    from ctxsim.harness.importers import import_file
+    from ctxsim.harness.model import trace as tr
+
+    t = import_file("claude-code", _session(tmp_path / "a.jsonl", calls=4, compact=True)).trace
+
+    def over(window):
+        rec = t.header.recorded.model_copy(update={"window": window})
+        tr.write(tr.with_header(t, t.header.model_copy(update={"recorded": rec})), tmp_path / f"t{window}.jsonl")
+        assert cli(["fidelity", str(tmp_path / f"t{window}.jsonl"), "--json", "-"]) == 0
+        return json.loads(capsys.readouterr().out)["overflow"]
+
+    assert over(23_500) is None
+
+
 def test_distribution_bands_by_hand():
     rs = [pop.SessionResult(f"s{i}", "measured", model="m", version="2.1.1", signed_pct=x)
           for i, x in enumerate([-1.0, 1.5, 3.0, -7.0, 20.0])] + [pop.SessionResult("x", "overflow")]

@@ -655,24 +655,31 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
 def first_overflow(trace: Trace, calls: list[RecordedCall], df: pd.DataFrame, window: int) -> dict[str, Any] | None:
     """The first request of the replay over ``window`` (the one the log ran with), where the log's
     own call stayed under it: the call (0-based over the log's model calls; None for a summary call),
-    both sizes and the window. None when the replay stayed within the log's window."""
+    both sizes and the window. None when the replay stayed within the log's window. A summary call
+    stands for the log's compaction of the same rank, whose size is its call's context or its
+    ``preTokens`` (a manual compaction at 200,894 of a 200,000 window went through in the population's
+    logs: the replay's is then no overflow the log did not have)."""
     from ctxsim.harness.llm.services import SUBAGENT as SUB
 
     main = df["kind"].isin(["main", SUB])
-    k = -1
+    compacted = [max(e.pre_tokens or 0, e.usage.context_tokens if e.usage else 0) or None
+                 for e in trace.events if isinstance(e, CompactEvent) and not e.meta.get("no_call")]
+    k = j = -1
     for idx, r in df.iterrows():
         k += bool(main[idx])
+        j += r["kind"] == SUMMARY
         if int(r["context_tokens"]) <= window:
             continue
         is_call = bool(main[idx]) and 0 <= k < len(calls)
-        rec = calls[k].context if is_call and calls[k].usage else None
+        rec = (calls[k].context if is_call and calls[k].usage else
+               compacted[j] if r["kind"] == SUMMARY and 0 <= j < len(compacted) else None)
         if rec is not None and rec > window:   # the log's call was over it too: not the replay's doing
             continue
         return {"call": k if is_call else None, "kind": str(r["kind"]), "simulated_tokens": int(r["context_tokens"]),
                 "recorded_tokens": rec, "window": window,
                 "said": (f"the replay overflows where the log did not: {'call ' + str(k) if is_call else 'a summary call'} "
                          f"sends {int(r['context_tokens']):,} tokens, over the {window:,}-token window the log ran with"
-                         + (f" (the log's call: {rec:,})" if rec is not None else ""))}
+                         + (f" (the log's {'call' if is_call else 'compaction'}: {rec:,})" if rec is not None else ""))}
     return None
 
 
