@@ -171,6 +171,12 @@ class Strategy:
         return None
 
     @classmethod
+    def keeps_recent_tool_uses(cls, config: StrategyConfig) -> int:
+        """How many of the newest tool uses keep their results (and inputs) as they entered, whatever
+        the strategy clears or masks (context_editing's ``keep``). 0: no promise."""
+        return 0
+
+    @classmethod
     def result_limits(cls, config: StrategyConfig) -> tuple[tuple[int, str], ...]:
         """``((amount, unit), ...)``: every tool result this strategy sends is cut to at most ``amount``
         ``"bytes"`` (UTF-8), ``"chars"`` or ``"lines"`` (a cut's own notices aside). Empty: no limit."""

@@ -258,6 +258,10 @@ class ContextEditing(ThresholdCompactor):
                   "cleared thinking (the docs list it first; they do not say what the trigger counts)"),
     )
 
+    @classmethod
+    def keeps_recent_tool_uses(cls, config) -> int:
+        return config.keep_tool_uses   # clear_tool_uses_20250919's keep: the newest tool uses are never cleared
+
     @staticmethod
     def check_params(window: int) -> dict:
         """For the property kit's small windows: the trigger at the same share of a 200k window, and the

@@ -148,6 +148,8 @@ def _declared_lines(cls, params) -> list[str]:
         out.append(f"a rewrite may change the {' and the '.join(sorted(d.rewrites_also))} too")
     if d.result_limits:
         out.append("every tool result is cut to at most " + " and ".join(f"{n:,} {unit}" for n, unit in d.result_limits))
+    if d.recent_kept:
+        out.append(f"the newest {d.recent_kept} tool uses keep their results as they entered")
     if getattr(cls, "keeps_latest_request", False):
         out.append("every compaction keeps the user's latest message as written")
     for e in own_edges(d.epochs):

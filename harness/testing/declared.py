@@ -9,6 +9,7 @@ is checked like its base (issue #45):
 * ``rewrites_also``: the parts besides the messages (``"system"``, ``"tools"``) a declared rewrite
   may change;
 * ``result_limits(config)``: the bytes, characters or lines every tool result is cut to at most;
+* ``keeps_recent_tool_uses(config)``: how many of the newest tool uses keep their results as they entered;
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
   stamps changes at midnight on that clock): the clock-edge scenario crosses those midnights too.
 
@@ -36,6 +37,7 @@ class Declared:
     rewrites_also: frozenset[str] = frozenset()
     epochs: tuple[float, ...] = ()
     result_limits: tuple[tuple[int, str], ...] = ()  # (amount, "bytes" | "chars" | "lines")
+    recent_kept: int = 0  # the newest tool uses whose results stay as they entered
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -131,7 +133,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> De
     odd = sorted({unit for _, unit in limits} - set(RESULT_UNITS))
     if odd:
         raise ValueError(f"{cls.__qualname__}.result_limits: units are {', '.join(RESULT_UNITS)}, got {odd}")
-    return Declared(summary_items(cls, config), minimum, also, epochs, limits)
+    kr = getattr(cls, "keeps_recent_tool_uses", None)
+    return Declared(summary_items(cls, config), minimum, also, epochs, limits, int(kr(config)) if callable(kr) else 0)
 
 
 RESULT_UNITS = ("bytes", "chars", "lines")

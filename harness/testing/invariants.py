@@ -67,6 +67,9 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    truncate's 10 KiB and 256 lines, in bytes, characters or lines) sends no tool
                    result larger, beyond :data:`RESULT_NOTICE_SLACK` for the notices a cut adds
                    (multibyte text is where a limit tested in characters instead of bytes shows).
+``recent_kept``    a strategy that declares how many of the newest tool uses it never clears
+                   (``Strategy.keeps_recent_tool_uses``: context_editing's ``keep``) sends the results of
+                   that many newest tool uses of the main conversation as they entered the window.
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -138,7 +141,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "latest_request", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
-              "result_limit", "summary_keeps",
+              "result_limit", "recent_kept", "summary_keeps",
               "summary_used", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back, goal and latest_request are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
@@ -585,6 +588,8 @@ class Checker:
     _goal_lost: bool = False  # reported once per conversation
     _latest_lost: bool = False  # reported once per conversation
     _over_limit: set[str] = field(default_factory=set)  # tool results reported over the declared limit
+    _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
+    _recent_lost: set[str] = field(default_factory=set)  # newest tool uses reported changed
     _latest_text: str = ""  # the user's latest message in the main conversation (its ``user`` marks)
     _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
     _summary_call: int = -1  # the last summary request (its answer is judged with it)
@@ -861,6 +866,9 @@ class Checker:
                         n, unit, size = over[0]
                         v("result_limit", f"tool_result {b.id} sent at {size:,} {unit}, over the {n:,} {unit} the "
                                           "strategy declares it cuts every result to (result_limits)")
+        if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
+            for detail in self._recent_changed(req):
+                v("recent_kept", detail)
         if self.errors:
             for _m, b in new_blocks:
                 if b.type == "tool_result" and b.id in self.errors and b.is_error != self.errors[b.id]:
@@ -1103,6 +1111,23 @@ class Checker:
         if not self._run_roots and self.session_dir is not None:
             self._run_roots = tuple({str(self.session_dir), str(self.session_dir.resolve())})
         return self._run_roots
+
+    def _recent_changed(self, req: Request) -> list[str]:
+        """The results of the newest declared number of tool uses in ``req`` that differ from what they
+        were when they entered the main conversation (once per tool use)."""
+        results = {b.id: b for m in req.messages if m.role == "user" for b in m.blocks if b.type == "tool_result"}
+        for i, b in results.items():
+            self._as_entered.setdefault(i, b.digest)
+        uses = [b.id for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
+        n = self.declared.recent_kept
+        out = []
+        for i in uses[-n:]:
+            b = results.get(i)
+            if b is not None and i not in self._recent_lost and b.digest != self._as_entered[i]:
+                self._recent_lost.add(i)
+                out.append(f"the result of tool use {i}, one of the newest {n} the strategy declares it keeps "
+                           f"(keeps_recent_tool_uses), is sent changed ({_short(b.text)!r})")
+        return out
 
     def _claimed_files(self, req: Request) -> list[str]:
         """A strategy that promises no path back is still held to the one its placeholders claim: a

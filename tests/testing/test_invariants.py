@@ -546,6 +546,31 @@ def test_result_limit_counts_in_the_declared_unit():
     assert [v.invariant for v in out] == ["result_limit"] and "sent at 14 lines, over the 5 lines" in out[0].detail
 
 
+# --- recent_kept --------------------------------------------------------------------------------------
+
+def test_recent_kept_holds_the_newest_declared_tool_uses_as_they_entered():
+    """context_editing declares keep (3 by default): the newest 3 tool uses are never cleared. Here 2:
+    clearing the oldest of three passes; clearing the second newest is reported, once."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.context_editing import ContextEditing
+
+    assert declared(ContextEditing, {}).recent_kept == 3
+    assert declared(ContextEditing, {"keep_tool_uses": 5}).recent_kept == 5
+    c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_kept=2))
+
+    def step(tid, text):
+        return [Message("assistant", (Block.tool_use(tid, "Read", {}),)), Message("user", (Block.tool_result(tid, text),))]
+
+    msgs = [user("go"), *step("a", "A" * 50), *step("b", "B" * 50), *step("c", "C" * 50)]
+    assert c.feed([sent(req(msgs), 0)]) == []
+    cleared_a = [user("go"), *step("a", "[cleared]"), *step("b", "B" * 50), *step("c", "C" * 50)]
+    assert c.feed([sent(req(cleared_a, rewrite=True), 1)]) == []
+    cleared_b = [user("go"), *step("a", "[cleared]"), *step("b", "[cleared]"), *step("c", "C" * 50)]
+    out = c.feed([sent(req(cleared_b, rewrite=True), 2)])
+    assert [v.invariant for v in out] == ["recent_kept"] and "tool use b, one of the newest 2" in out[0].detail
+    assert c.feed([sent(req([*cleared_b, user("more")], rewrite=True), 3)]) == []
+
+
 # --- what an overflow follows -----------------------------------------------------------------------------
 
 def _rejected(r: Request, call: int, tokens: int) -> Sent:

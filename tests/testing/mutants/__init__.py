@@ -188,6 +188,7 @@ KIT45B: list[Case] = [
     _c(d.TruncateCountsCharacters, Truncate, "result_limit", "a byte limit tested on characters"),
     _c(d.IsolationIdsPerLaunch, SubagentIsolation, "api", "own call ids numbered afresh at each launch"),
     _c(d.ClineEstimateSystemTextOnly, Cline, "estimate", "an estimate without the tools and the opaque prompt"),
+    _c(d.ContextEditingKeepsFewer, ContextEditing, "recent_kept", "one recent tool use fewer kept than configured"),
 ]
 CORPUS += KIT45B
 

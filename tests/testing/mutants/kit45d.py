@@ -1,13 +1,15 @@
 """Issue #45, fourth round: bug kinds a blind held-out set (set 9) found the kit blind to, written afresh
 (the held-out mutants themselves stay outside the repository): a compaction that re-sends an older
 request than the one in hand, a size limit in bytes tested on characters, call ids a strategy numbers
-afresh at each launch, and an estimate that counts the system text but not the tools or the opaque
-prefix. Each beside its correct twin, the registered base."""
+afresh at each launch, an estimate that counts the system text but not the tools or the opaque
+prefix, and a clearing that keeps one recent tool use fewer than configured (set 10). Each beside its
+correct twin, the registered base."""
 
 from __future__ import annotations
 
 from ctxsim.harness.model.conversation import History, Message
 from ctxsim.strategies.cline import _JSON_CHARS, Cline, _json_step
+from ctxsim.strategies.context_editing import ContextEditing
 from ctxsim.strategies.goose import Goose
 from ctxsim.strategies.subagent_isolation import SubagentIsolation
 from ctxsim.strategies.templates import PeerStrategy, chars_to_tokens, is_plain_user
@@ -63,3 +65,19 @@ class ClineEstimateSystemTextOnly(Cline):
         h = self.history
         chars = sum(len(b.payload) for b in self.env.system.blocks) + h.fold_through(len(h) - 1, _JSON_CHARS, 0, _json_step)
         return chars_to_tokens(chars, self.config.chars_per_token)
+
+
+class ContextEditingKeepsFewer(ContextEditing):
+    """An off-by-one in the configured count: every clearing sees ``keep_tool_uses`` one lower, so one
+    recent tool use fewer than configured keeps its result (the rest of the strategy is the base's)."""
+
+    name = "context_editing_keeps_fewer"
+
+    @property
+    def config(self):
+        c = self.__dict__["config"]
+        return c.model_copy(update={"keep_tool_uses": max(0, c.keep_tool_uses - 1)})
+
+    @config.setter
+    def config(self, value):
+        self.__dict__["config"] = value
