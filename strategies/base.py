@@ -139,8 +139,8 @@ class Strategy:
     # read): NovaCode's principle; the property kit holds such strategies to it
     keeps_path_back: ClassVar[bool] = False
     # True when every compaction keeps the request in hand: the user's latest message stays in the
-    # window, verbatim or in the summary (goose re-sends it; Codex keeps recent user messages); the
-    # property kit holds such strategies to it
+    # window as the user wrote it (goose re-sends it; Codex keeps recent user messages); the property
+    # kit holds such strategies to it
     keeps_latest_request: ClassVar[bool] = False
     # One line: what the modelled agent does when the API rejects a request, with its source (listed
     # by `ctxsim strategies`). The default is what most real agents do (peers.md, "Real agents never
@@ -172,8 +172,8 @@ class Strategy:
 
     @classmethod
     def keeps_recent_tool_uses(cls, config: StrategyConfig) -> int:
-        """How many of the newest tool uses keep their results (and inputs) as they entered, whatever
-        the strategy clears or masks (context_editing's ``keep``). 0: no promise."""
+        """How many of the newest tool uses keep their results as they entered, whatever the strategy
+        clears or masks (context_editing's ``keep``). 0: no promise."""
         return 0
 
     @classmethod
@@ -343,8 +343,7 @@ def answer_dangling(history: History) -> tuple[History, int]:
         ids = last.tool_use_ids()
         if not ids:
             return history, 0
-        blocks = tuple(Block.tool_result(i, UNANSWERED_RESULT, True, synthetic=True) for i in ids)
-        return history.append(Message("user", blocks, {"origin": "synthetic_result"})), len(ids)
+        return history.append(Message("user", _unanswered(ids), {"origin": "synthetic_result"})), len(ids)
     if n < 2 or history[-2].role != "assistant" or not last.has_tool_result:
         return history, 0
     answered = {b.id for b in last.blocks if b.type == "tool_result"}
@@ -353,8 +352,12 @@ def answer_dangling(history: History) -> tuple[History, int]:
         return history, 0
     results = tuple(b for b in last.blocks if b.type == "tool_result")
     others = tuple(b for b in last.blocks if b.type != "tool_result")
-    fill = tuple(Block.tool_result(i, UNANSWERED_RESULT, True, synthetic=True) for i in missing)
-    return history.replace_at(n - 1, Message(last.role, results + fill + others, last.meta)), len(missing)
+    return history.replace_at(n - 1, Message(last.role, results + _unanswered(missing) + others, last.meta)), len(missing)
+
+
+def _unanswered(ids) -> tuple[Block, ...]:
+    """The synthetic error result of each call ``ids`` names that never got its own."""
+    return tuple(Block.tool_result(i, UNANSWERED_RESULT, True, synthetic=True) for i in ids)
 
 
 def tool_result_message(blocks: list[Block], **meta: Any) -> Message:

@@ -189,7 +189,6 @@ def fit_miss_model(calls: list[Any], strips: Strips = None, provider: str = "ant
     return model, labels
 
 
-
 # Requests that leave their messages uncached (issue 41). In the development population 6 main
 # contexts of 2 users (Claude Code 2.0.76, 2.1.49, 2.1.62; all served by a proxy, their ids none of
 # Anthropic's API) sent, call after call, the whole conversation as uncached input and read only a

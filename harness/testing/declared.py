@@ -106,6 +106,9 @@ def summary_items(cls: type[Strategy], config: StrategyConfig) -> tuple[str, ...
     return ()
 
 
+RESULT_UNITS = ("bytes", "chars", "lines")   # what Strategy.result_limits may count in
+
+
 def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> Declared:
     """What ``cls`` run with ``params`` declares. A configuration that does not validate declares
     nothing (the run itself reports it)."""
@@ -135,9 +138,6 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> De
         raise ValueError(f"{cls.__qualname__}.result_limits: units are {', '.join(RESULT_UNITS)}, got {odd}")
     kr = getattr(cls, "keeps_recent_tool_uses", None)
     return Declared(summary_items(cls, config), minimum, also, epochs, limits, int(kr(config)) if callable(kr) else 0)
-
-
-RESULT_UNITS = ("bytes", "chars", "lines")
 
 
 def result_size(text: str, unit: str) -> int:
