@@ -89,7 +89,11 @@ def run(args) -> int:
     print(f"  invariants: {', '.join(held)}")
     if params:
         print(f"  parameters: {', '.join(f'{k}={v}' for k, v in params.items())}")
-    for line in _declared_lines(cls, params):
+    try:
+        lines = _declared_lines(cls, params)
+    except ValueError as e:   # a declaration hook that returns what the kit cannot hold it to
+        raise BadInput(f"{args.strategy}: {e}") from None
+    for line in lines:
         print(f"  declares: {line}")
     import os
     import time

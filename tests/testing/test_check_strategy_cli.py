@@ -47,6 +47,31 @@ def test_bad_input_exits_2(capsys):
     assert main(["check-strategy", "append_only", "--set", "nope=1"]) == 2
 
 
+def test_a_declaration_the_kit_cannot_hold_is_bad_input(monkeypatch, capsys):
+    """A strategy declaring its result limit in kilobytes (the kit counts bytes, characters or lines)
+    was an internal error, exit 1; it is the user's input: exit 2, one line naming the hook."""
+    import sys
+    import types
+
+    from ctxsim.strategies.truncate import Truncate
+
+    class KilobyteLimit(Truncate):
+        name = "kilobyte_limit"
+
+        @classmethod
+        def result_limits(cls, config):
+            return ((10, "kilobytes"),)
+
+    mod = types.ModuleType("kilobyte_limit_mod")
+    mod.KilobyteLimit = KilobyteLimit
+    KilobyteLimit.__module__ = mod.__name__
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    assert main(["check-strategy", "kilobyte_limit_mod:KilobyteLimit", "--profile", "ci"]) == 2
+    err = capsys.readouterr().err
+    assert "KilobyteLimit.result_limits: units are bytes, chars, lines, got ['kilobytes']" in err
+    assert "Traceback" not in err and "internal error" not in err
+
+
 def test_a_crash_names_the_file_and_line(tmp_path, capsys):
     rc = main(["check-strategy", "tests.testing.mutants:Raiser", "-o", str(tmp_path / "f.jsonl"),
                "--shrink-seconds", "1", "--profile", "ci"])
