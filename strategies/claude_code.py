@@ -335,6 +335,12 @@ class ClaudeCode(ThresholdCompactor):
         return breakpoints_for(self.config.breakpoints, history, ttl=self.config.cache_ttl)
 
     # --- microcompact ------------------------------------------------------------------------------
+    @classmethod
+    def keeps_recent_tool_uses(cls, config) -> int:
+        # microcompact clears compactable results but the newest microcompact_keep of them, and no
+        # other result: the newest microcompact_keep tool uses of any tool keep their results
+        return config.microcompact_keep
+
     def prepare(self, call: CallInfo) -> None:
         c = self.config
         if (c.microcompact == "time" and self.last_answer_at is not None

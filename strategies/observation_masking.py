@@ -99,6 +99,12 @@ class ObservationMasking(PeerStrategy):
         super().__init__(config, env)
         self.masked = 0  # tool-result observations masked so far in this history (they are the oldest)
 
+    @classmethod
+    def keeps_recent_tool_uses(cls, config) -> int:
+        # last_removed = floor(count / polling) x polling - n <= count - n: the newest n observations
+        # (n to n + polling - 1) are never masked (history_processors.py LastNObservations)
+        return config.n
+
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
         if not resume:

@@ -68,8 +68,10 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    result larger, beyond :data:`RESULT_NOTICE_SLACK` for the notices a cut adds
                    (multibyte text is where a limit tested in characters instead of bytes shows).
 ``recent_kept``    a strategy that declares how many of the newest tool uses it never clears
-                   (``Strategy.keeps_recent_tool_uses``: context_editing's ``keep``) sends the results of
-                   that many newest tool uses of the main conversation as they entered the window.
+                   (``Strategy.keeps_recent_tool_uses``: context_editing's ``keep``, observation_masking's
+                   ``n``, claude_code's ``microcompact_keep``) sends the results of that many newest tool
+                   uses of the main conversation as they entered the window (newest both by call and by
+                   where the result stands: parallel results may come back in another order).
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -81,6 +83,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    judged when a side call after it failed (its pipeline broke off), when it is no
                    shorter than its input (discarding it loses nothing: gemini-cli's inflation
                    check), or when the request holds a recorded agent's own summary instead.
+``subagent_report`` a summary asked for when a sub-agent ends (its report), before the next main-line
+                   request or span, takes in the sub-agent's own work: a message or
+                   tool result of the sub-agent's last request that the parent's did not hold (as a
+                   block, or its opening rendered into a transcript), or the sub-agent's conclusion. A
+                   report asked of the parent's context summarises the wrong conversation.
 ``fresh_launch``   the first main request of a new launch (not a resume) holds no tool_use or
                    tool_result id, no text fed in an earlier conversation and no summary made of one
                    (its opening, or two of its pieces) (a launch and its
@@ -142,7 +149,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "latest_request", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "recent_kept", "summary_keeps",
-              "summary_used", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
+              "summary_used", "subagent_report", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back, goal and latest_request are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
 
@@ -378,6 +385,7 @@ def _estimate_cause(req: Request, tokens: int) -> str:
 # --- files named in a request (paths back) ---------------------------------------------------------
 
 _PATHS = re.compile(r"(?:[A-Za-z]:)?[\w.~-]*(?:[\\/][\w.\-~+@=,]+)+")
+_FILE_NAMES = re.compile(r"(?<![\w./\\-])[\w][\w.\-+@=,]*\.[A-Za-z0-9]{1,8}\b")   # a bare file name with an extension
 
 
 def _json_strings(value) -> Iterable[str]:
@@ -521,6 +529,24 @@ def _texts(req: Request) -> list[str]:
         [b.text for b in req.system.blocks]
 
 
+REPORT_OPENING = 60   # characters of a block's text that stand for it in a rendered transcript (assumed)
+
+
+def _own_work(sub: Sent, parent: Sent | None, conclusion: str) -> tuple[int, frozenset[bytes], tuple[str, ...]] | None:
+    """What only the sub-agent saw: the text and tool results of its last request that the parent's last
+    request did not hold (by digest), with their openings, and its conclusion's. None when there is
+    nothing of its own to look for."""
+    theirs = {b.digest for m in parent.request.messages for b in m.blocks} if parent is not None else set()
+    own = [b for m in sub.request.messages for b in m.blocks
+           if b.type in ("text", "tool_result") and b.digest not in theirs and len(b.text.strip()) >= 20]
+    openings = [b.text.strip()[:REPORT_OPENING] for b in own]
+    if len(conclusion.strip()) >= 20:
+        openings.append(conclusion.strip()[:REPORT_OPENING])
+    if not own and not openings:
+        return None
+    return sub.call, frozenset(b.digest for b in own), tuple(openings)
+
+
 def _summary_pieces(text: str) -> list[str]:
     """Pieces of a summary's text a request that uses it holds verbatim (any one is proof): its opening
     (:func:`_summary_probe`), a slice of its middle and its end. Several, since a strategy may cut its
@@ -574,6 +600,8 @@ class Checker:
     _attempts: int = 0  # rejected main-line requests in a row (the attempts of the call being sent)
     _overflow: tuple[Sent, str, bool, int, str] | None = None  # a rejected overflow awaiting the strategy's reaction (sent, where, excused, attempt, cause)
     _after_subagent: bool = False  # a sub-agent returned since the main conversation's last request
+    _report_due: tuple[int, frozenset[bytes], tuple[str, ...], str] | None = None  # a sub-agent that ended: its last call, its own blocks, their openings, the parent's stream
+    _reports: list[tuple[_Summary, bool, int, str, int, str]] = field(default_factory=list)  # summaries since: (summary, took in its work, ...)
     _resumed: bool = False
     _side_failed: bool = False  # a side call failed by injection since the last main-line request
     _reaction_failed: bool = False  # a side call failed by injection while the strategy reacted to the overflow
@@ -707,13 +735,18 @@ class Checker:
             if not self._spans:   # a sub-agent's prompt is not the user's request
                 self._latest_text = m.text.strip()
         elif m.what == "subtask_start":
+            self._report_due = None
             self._spans.append(m.isolated)
             self._prev.pop(f"subagent:{len(self._spans)}", None)
             self._cleared.pop(f"subagent:{len(self._spans)}", None)
             self._fresh.add(f"subagent:{len(self._spans)}")
         elif m.what == "subtask_end" and self._spans:
-            self._prev.pop(f"subagent:{len(self._spans)}", None)
+            depth = len(self._spans)
+            sub = self._prev.pop(f"subagent:{depth}", None)
+            parent = self._prev.get("main" if depth == 1 else f"subagent:{depth - 1}")
             isolated = self._spans.pop()
+            due = _own_work(sub, parent, m.text) if sub is not None else None
+            self._report_due = None if due is None else (*due, "main" if depth == 1 else f"subagent:{depth - 1}")
             self._after_subagent = self._after_subagent or isolated
         elif m.what == "outside_write":
             if m.id in self._outside or "run_dir" not in self.promised:
@@ -734,6 +767,20 @@ class Checker:
                                   f"the summary it received lacks {_items(missing)} (declared kept: "
                                   f"{_items(self.declared.summary_items)})", self.where())]
         return []
+
+    def _misreported(self, req: Request, before: Sent | None) -> list[Violation]:
+        """The summaries asked for as a sub-agent ended whose text the parent's next request holds in a
+        tool result new to it (the report, not a compaction of the parent, whose summary may quote older
+        results) and that took in none of its work."""
+        reports, self._reports = self._reports, []
+        old = {b.id for m in before.request.messages for b in m.blocks if b.type == "tool_result"} if before else set()
+        results = [b.text for m in req.messages for b in m.blocks if b.type == "tool_result" and b.id not in old]
+        return [Violation("subagent_report", call, SUMMARY, f"the report the parent received (the summary asked for when "
+                          f"the sub-agent ended) takes in none of the sub-agent's work (its last request, call "
+                          f"{sub_call}, nor its conclusion): it summarises another conversation", where)
+                for sm, took, sub_call, _parent, call, where in reports
+                if not took and sm.text and "subagent_report" in self.promised
+                and any(p in t for p in _summary_pieces(sm.text) for t in results)]
 
     def _missing_items(self, text: str) -> list[str]:
         return [i for i in self.declared.summary_items if not holds_item(text, i)]
@@ -785,8 +832,16 @@ class Checker:
                                                 carries_goal=carries, call=s.call,
                                                 input_chars=sum(len(b.payload) for m in req.messages for b in m.blocks),
                                                 input_text="\n".join(_texts(req))))
+                if self._report_due is not None:
+                    # judged when the parent's next request shows what it was: a report lands in a tool result
+                    sub_call, own, openings, parent = self._report_due
+                    took = bool(self._summaries[-1].inputs & own) or any(o in t for o in openings for t in _texts(req))
+                    self._reports.append((self._summaries[-1], took, sub_call, parent, s.call, where))
             return out
         stream = self._stream(s)
+        self._report_due = None   # a report comes before the next main-line request, of any conversation
+        if self._reports and stream == self._reports[0][3]:
+            out.extend(self._misreported(req, self._prev.get(stream)))
         fresh = stream in self._fresh
         self._fresh.discard(stream)
         # what the request follows, for a report of an overflow: the defect is often there
@@ -1120,8 +1175,12 @@ class Checker:
             self._as_entered.setdefault(i, b.digest)
         uses = [b.id for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
         n = self.declared.recent_kept
+        # "newest" in both orders: parallel results may come back in another order than their calls, and a
+        # strategy may count either (context_editing counts calls; SWE-agent's masking and Claude Code's
+        # microcompact count results as they stand): a result is held only where the two agree
+        newest = set(list(results)[-n:])
         out = []
-        for i in uses[-n:]:
+        for i in (u for u in uses[-n:] if u in newest):
             b = results.get(i)
             if b is not None and i not in self._recent_lost and b.digest != self._as_entered[i]:
                 self._recent_lost.add(i)
@@ -1151,6 +1210,14 @@ class Checker:
                         Path(x) for x in (mt.group(0).rstrip(".,;:)") for mt in _PATHS.finditer(b.text))
                         if x.startswith(roots) and (Path(x).suffix or Path(x).is_file())))
                     self._claims[key] = named
+                    bare = None if named or b.text == original else self._bare_name(b.text, original)
+                    if bare is not None:
+                        self._lost.add(b.id)
+                        out.append(f"tool_result {b.id} sent replaced ({len(original):,} -> {len(b.text):,} chars) "
+                                   f"naming the file that holds it by its bare name {bare.name!r}, which the agent, "
+                                   f"working in the project folder, cannot open (the file is {bare}): "
+                                   f"{_short(b.text)!r}")
+                        continue
                 if not named:
                     continue
                 original = self.originals[b.id]
@@ -1160,6 +1227,22 @@ class Checker:
                     out.append(f"tool_result {b.id} sent replaced ({len(original):,} -> {len(b.text):,} chars) naming "
                                f"{named[0]}, which does not hold the result: {whys[0]} ({_short(b.text)!r})")
         return out
+
+    def _bare_name(self, text: str, original: str) -> Path | None:
+        """A file of the run directory that holds ``original`` and that ``text`` names by its bare file
+        name only, where the project folder (the agent's working folder) has no such file: a path back
+        the agent cannot follow. Run once per placeholder (``_claims`` caches the rest)."""
+        assert self.session_dir is not None
+        names = {t for t in _FILE_NAMES.findall(text) if "/" not in t and "\\" not in t}
+        if not names:
+            return None
+        project = self.session_dir / "project"   # harness/replay/rundirs.seed_files: the agent's working folder
+        for p in sorted(self.session_dir.rglob("*")):
+            # the project's own files (a source file a Read returned) are not the strategy's
+            if p.name in names and project not in p.parents and p.is_file() and not (project / p.name).is_file() \
+                    and self._files.holding(original, [p]) is not None:
+                return p
+        return None
 
     def _reads_spill(self, tool_input) -> str | None:
         if not tool_input or not self.spills:

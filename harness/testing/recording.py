@@ -58,7 +58,7 @@ class Sent:
 @dataclass(frozen=True)
 class Mark:
     """A strategy hook the engine called: ``session_start`` (with ``resume``), ``session_end``,
-    ``subtask_start`` (with ``isolated``), ``subtask_end``, ``on_rejected`` (the API refused the
+    ``subtask_start`` (with ``isolated``), ``subtask_end`` (``text``: the sub-agent's conclusion), ``on_rejected`` (the API refused the
     request just sent for the reasons in ``id``; ``retried``: the strategy reacted and had it sent
     again); or ``side_result``: a side call of kind ``id`` answered ``text`` (after its :class:`Sent`);
     or ``outside_write``: the strategy wrote the file ``id`` outside the run's directory (``text``: the
@@ -216,7 +216,7 @@ def observing(cls: type[Strategy], log: list[Entry]) -> type[Strategy]:
         return cls.on_subtask_start(self, id, description, isolated)
 
     def on_subtask_end(self, id, conclusion):
-        log.append(Mark("subtask_end", id))
+        log.append(Mark("subtask_end", id, text=conclusion or ""))
         return cls.on_subtask_end(self, id, conclusion)
 
     def on_rejected(self, rejection, call):

@@ -286,6 +286,30 @@ def test_checker_a_re_rendered_placeholder_whose_file_holds_the_result_is_no_los
     assert c.feed([sent(first, 0), sent(again, 1)]) == []
 
 
+def test_checker_a_placeholder_naming_its_file_by_bare_name_gives_no_path_back(tmp_path: Path):
+    """A strategy that promises no path back is held to the one its placeholder claims: naming the
+    file that holds the result by its bare name (opencode's hint without the folder) leaves the agent,
+    working in the project folder, nothing it can open. A project file named bare (the source a Read
+    returned) is not the strategy's claim, and the full path passes."""
+    original = "line\n" * 2_000
+    saved = tmp_path / "tool-output" / "toolu_7.txt"
+    saved.parent.mkdir()
+    saved.write_text(original)
+    source = tmp_path / "project" / "src" / "module.py"
+    source.parent.mkdir(parents=True)
+    source.write_text(original)
+
+    def sent_with(text):
+        c = checker(promised=ALL - {"path_back"}, originals={"a": original}, session_dir=tmp_path, texts=["go"])
+        return c.feed([sent(req([user("go"), calls("a"), results(("a", text))]), 0)])
+
+    found = sent_with("line\nline\n...output truncated; the full output is in toolu_7.txt")
+    assert [v.invariant for v in found] == ["path_back"]
+    assert "by its bare name 'toolu_7.txt'" in found[0].detail and str(saved) in found[0].detail
+    assert sent_with(f"line\n...output truncated; the full output is in {saved}") == []
+    assert sent_with("[Old tool result content cleared: a read of module.py]") == []
+
+
 def test_checker_a_placeholder_in_the_window_needs_its_file_for_as_long_as_it_is_there(tmp_path: Path):
     """N-SPILL-1/5 hold for as long as the placeholder is in the window: a file overwritten by a
     later spill (a counter reset per launch) or deleted at exit breaks the path back."""
@@ -571,6 +595,29 @@ def test_recent_kept_holds_the_newest_declared_tool_uses_as_they_entered():
     assert c.feed([sent(req([*cleared_b, user("more")], rewrite=True), 3)]) == []
 
 
+def test_recent_kept_newest_where_calls_and_results_agree():
+    """Parallel results may come back in another order than their calls; context_editing counts the
+    calls, SWE-agent's masking and Claude Code's microcompact count the results as they stand. Declared
+    2, calls a b c answered c b a: b is newest both ways and held; c (newest call, oldest result) and a
+    are not. observation_masking declares its n, claude_code its microcompact_keep."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.claude_code import ClaudeCode
+    from ctxsim.strategies.observation_masking import ObservationMasking
+
+    assert declared(ObservationMasking, {}).recent_kept == 5 and declared(ObservationMasking, {"n": 10}).recent_kept == 10
+    assert declared(ClaudeCode, {"microcompact_keep": 3}).recent_kept == 3
+    c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_kept=2))
+    ask = Message("assistant", tuple(Block.tool_use(t, "Read", {}) for t in "abc"))
+
+    def answers(a, b, c_):
+        return Message("user", (Block.tool_result("c", c_), Block.tool_result("b", b), Block.tool_result("a", a)))
+
+    assert c.feed([sent(req([user("go"), ask, answers("A" * 40, "B" * 40, "C" * 40)]), 0)]) == []
+    assert c.feed([sent(req([user("go"), ask, answers("[x]", "B" * 40, "[x]")], rewrite=True), 1)]) == []
+    out = c.feed([sent(req([user("go"), ask, answers("[x]", "[x]", "[x]")], rewrite=True), 2)])
+    assert [v.invariant for v in out] == ["recent_kept"] and "tool use b," in out[0].detail
+
+
 # --- what an overflow follows -----------------------------------------------------------------------------
 
 def _rejected(r: Request, call: int, tokens: int) -> Sent:
@@ -645,6 +692,34 @@ def test_summary_not_used_is_excused_when_nothing_it_summarised_left_or_its_pipe
     c.feed([sent(req([user(SUMMARY_TEXT), user("summarise again")], kind="summary"), 2),
             Mark("side_result", "summary", text="Shorter: fix the login test (stale token).")])
     assert c.feed([sent(req([user("Shorter: fix the login test (stale token)."), user("go on")], rewrite=True), 3)]) == []
+
+
+def test_subagent_report_takes_in_the_sub_agents_work():
+    """The summary asked for when a sub-agent ends whose text the parent then gets as a tool result (its
+    report) takes in what only the sub-agent saw: a block of its last request the parent's did not hold,
+    that block's opening in a rendered transcript, or its conclusion. One asked of the parent's context is
+    reported; a summary the parent installs as a compaction is not a report."""
+    parent = [user("fix the flaky login test"), calls("t")]
+    sub = [user("Investigate the login test's token handling"), calls("r"),
+           results(("r", "def refresh_token(): return cache.get('token')  # stale after 60 s"))]
+    report = "Findings: the token cache never expires, so the login test reads a stale token."
+
+    def ended(report_msgs, conclusion="The token cache never expires; the test reads a stale token.", landing=None):
+        c = Checker(frozenset({"subagent_report"}), {})
+        c.feed([sent(req(parent), 0), Mark("subtask_start", "t", isolated=True), sent(req(sub, kind="subagent"), 1),
+                Mark("subtask_end", "t", text=conclusion),
+                sent(req([*report_msgs, user("Report on your work.")], kind="summary"), 2),
+                Mark("side_result", "summary", text=report)])
+        return c.feed([sent(landing or req([*parent, results(("t", report))]), 3)])
+
+    assert ended(sub) == []
+    assert ended([user("Transcript:\nuser: Investigate the login test's token handling\n...")]) == []
+    assert ended([user("The sub-agent concluded: The token cache never expires; the test reads a stale token.")]) == []
+    out = ended(parent)
+    assert [v.invariant for v in out] == ["subagent_report"] and out[0].call == 2
+    assert "(its last request, call 1, nor its conclusion)" in out[0].detail
+    # the parent compacted as the sub-agent returned: the summary is installed as a message, not a report
+    assert ended(parent, landing=req([user(report), results(("t", "done"))], rewrite=True)) == []
 
 
 def _launches(resume: bool) -> list[Message]:

@@ -31,6 +31,7 @@ from tests.testing.mutants import kit45 as y
 from tests.testing.mutants import kit45b as z
 from tests.testing.mutants import kit45c as w
 from tests.testing.mutants import kit45d as d
+from tests.testing.mutants import kit45e as e
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants import variants as v
@@ -189,6 +190,10 @@ KIT45B: list[Case] = [
     _c(d.IsolationIdsPerLaunch, SubagentIsolation, "api", "own call ids numbered afresh at each launch"),
     _c(d.ClineEstimateSystemTextOnly, Cline, "estimate", "an estimate without the tools and the opaque prompt"),
     _c(d.ContextEditingKeepsFewer, ContextEditing, "recent_kept", "one recent tool use fewer kept than configured"),
+    # the fifth round (blind sets 3 and 10: counts kept that were not declared): kit45e.py
+    _c(e.MaskingTemplateOffByOne, ObservationMasking, "recent_kept", "one observation more masked than n allows"),
+    _c(e.MicrocompactKeepsFewer, ClaudeCode, "recent_kept", "microcompact clears one result more than its keep"),
+    _c(e.ReportAfterRestore, SubagentIsolation, "subagent_report", "a sub-agent's report asked of the parent's context"),
 ]
 CORPUS += KIT45B
 
