@@ -83,11 +83,13 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    judged when a side call after it failed (its pipeline broke off), when it is no
                    shorter than its input (discarding it loses nothing: gemini-cli's inflation
                    check), or when the request holds a recorded agent's own summary instead.
-``subagent_report`` a summary asked for when a sub-agent ends (its report), before the next main-line
-                   request or span, takes in the sub-agent's own work: a message or
-                   tool result of the sub-agent's last request that the parent's did not hold (as a
-                   block, or its opening rendered into a transcript), or the sub-agent's conclusion. A
-                   report asked of the parent's context summarises the wrong conversation.
+``subagent_report`` a summary asked for when a sub-agent ends, before the next main-line request or
+                   span, whose text the parent's next request holds in a new tool result (its report),
+                   takes in the sub-agent's own work: a message or tool result of the sub-agent's last
+                   request that the parent's did not hold (as a block, or its opening rendered into a
+                   transcript), or the sub-agent's conclusion. A report asked of the parent's context
+                   summarises the wrong conversation; a summary the parent installs (its own
+                   compaction at that point) is not a report.
 ``fresh_launch``   the first main request of a new launch (not a resume) holds no tool_use or
                    tool_result id, no text fed in an earlier conversation and no summary made of one
                    (its opening, or two of its pieces) (a launch and its
@@ -710,6 +712,7 @@ class Checker:
 
     def _mark(self, m: Mark) -> list[Violation]:
         if m.what == "session_start":
+            self._report_due, self._reports = None, []   # a report is judged within its launch
             self._launches += 1
             self._session = m.id
             if m.resume:
