@@ -274,3 +274,24 @@ def test_a_log_that_left_its_messages_uncached_replays_them_uncached(tmp_path):
     assert main["cache_read"].iloc[1:].max() <= main["context_tokens"].iloc[0]
     assert main["input_uncached"].iloc[-1] > main["input_uncached"].iloc[2] > 1_000
     assert log("cached", False).header.recorded.messages_uncached_from is None
+
+
+def test_a_log_replays_its_cache_read_up_to_the_measured_grace_past_the_ttl():
+    """A recorded log's clock stamps each answer as it ends: its 5-minute entries are still read 310 s
+    later (LOG_CLOCK_GRACE_S, 12 s, measured on the development population), not past 312 s; a trace with
+    no recorded setting keeps the plain 300 s."""
+    def two_turns(gap: float, recorded: bool) -> tr.Trace:
+        evs = [tr.UserEvent(t=0, text="fix the parser " * 3000),
+               tr.AssistantEvent(t=1, content=[tr.TextContent(text="a" * 400)], model=OPUS),
+               tr.UserEvent(t=1 + gap - 5, text="and the lexer"),
+               tr.AssistantEvent(t=1 + gap, content=[tr.TextContent(text="b" * 400)], model=OPUS)]
+        rec = tr.RecordedSetting(models={OPUS: {"main": 2}}, window=200_000, window_evidence="test",
+                                 cache_ttl="5m", cache_ttl_evidence="test") if recorded else None
+        return tr.validate_events(tr.Header(name="gap", model=OPUS, recorded=rec), evs)
+
+    def second_read(gap: float, recorded: bool) -> int:
+        return int(replay(two_turns(gap, recorded), "append_only", {"cache_breakpoints": True}, RunConfig()).calls["cache_read"].iloc[1])
+
+    assert second_read(310, True) > 0
+    assert second_read(313, True) == 0
+    assert second_read(299, False) > 0 and second_read(301, False) == 0

@@ -79,6 +79,7 @@ from ctxsim.harness.model.trace import (
     with_header,
 )
 from ctxsim.harness.provider import Provider
+from ctxsim.harness.provider.cache import LOG_CLOCK_GRACE_S
 from ctxsim.harness.provider.cache import TTL_SECONDS as TTL_S  # peers.md: Anthropic cache TTLs
 from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, get_tokenizer
 from ctxsim.harness.replay.engine import RunConfig, replay
@@ -333,7 +334,7 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
     def provider(m):
         return Provider(model or run_model(trace), window=rec.window, token_scale=rec.token_scale,
                         models_file=models_file, cache_ttl=rec.cache_ttl, miss_model=m,
-                        uncached_models=tuple(rec.uncached_models))
+                        uncached_models=tuple(rec.uncached_models), ttl_grace_s=LOG_CLOCK_GRACE_S)
     fitted = fit_share_on_requests(miss_model, requests, target, provider, warm_first_main=bool(rec.warm_prefix_tokens))
     return fitted.model_copy(update={"source": fitted.source + (
         f"; share {fitted.share:.3f} refitted on the replay's own requests for the first {upto} of the log's "
@@ -777,7 +778,7 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
         sim = table.loc[c.index]
         sim_prev = table.loc[prev.index]
         at_system = abs(read - system_prefix) <= max(MISS_TOLERANCE_TOKENS, 0.02 * system_prefix)
-        if gap > TTL_S[ttl]:
+        if gap > TTL_S[ttl] + LOG_CLOCK_GRACE_S:
             cause, block = "ttl", f"{gap:.0f} s since the previous call > {ttl}"
         elif c.model != prev.model:
             cause, block = "prefix_change", f"model {prev.model} → {c.model} (another cache)"

@@ -62,7 +62,7 @@ class Provider:
                  token_scale: float | dict[str, float] | None = None, models_file: str | Path | None = None,
                  tokenizer: Tokenizer | None = None, cache_ttl: str | None = None,
                  miss_model: CacheMissModel | None = None, seed: int = 0,
-                 uncached_models: tuple[str, ...] = ()) -> None:
+                 uncached_models: tuple[str, ...] = (), ttl_grace_s: float = 0.0) -> None:
         self.table = load_table(str(models_file) if models_file else None)
         self.spec = self.table.get(model)
         self.model = model or self.spec.name
@@ -70,6 +70,7 @@ class Provider:
         self.cache_enabled = cache
         self.uncached_models = frozenset(uncached_models)   # model ids sent on a route without caching
         self.cache_ttl = cache_ttl or "5m"
+        self.ttl_grace_s = ttl_grace_s   # cache.LOG_CLOCK_GRACE_S when the clock is a recorded log's
         # one scale for the run's model, or {model: scale} when a log mixes models (sub-agents, side calls)
         self._scales = dict(token_scale) if isinstance(token_scale, Mapping) else {}
         self.token_scale = (token_scale if isinstance(token_scale, (int, float)) else
@@ -124,7 +125,7 @@ class Provider:
 
     # --- billing ------------------------------------------------------------------------------------
     def _new_cache(self, spec: ModelSpec) -> AnthropicCache | OpenAICache:
-        return (AnthropicCache(spec.min_cacheable, self.cache_ttl) if spec.provider == "anthropic"
+        return (AnthropicCache(spec.min_cacheable, self.cache_ttl, grace_s=self.ttl_grace_s) if spec.provider == "anthropic"
                 else OpenAICache(spec.min_cacheable, spec.cache_ttl_s))
 
     def _cache_for(self, spec: ModelSpec, caches: dict[str, AnthropicCache | OpenAICache] | None = None):

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from ctxsim.harness.llm.services import LLMBackend
 from ctxsim.harness.model.trace import AssistantEvent, CompactEvent, Trace
 from ctxsim.harness.provider import DEFAULT_MODEL, Provider
+from ctxsim.harness.provider.cache import LOG_CLOCK_GRACE_S
 
 # The most requests one main call may send: the first and up to five retries after a rejection.
 # assumed: the longest documented ladder is Goose's (a context error retried with 0/10/20/50/100% of
@@ -72,7 +73,8 @@ class RunConfig:
                         token_scale=self.token_scale or (rec.token_scale if rec else None),
                         models_file=self.models_file, cache_ttl=self.cache_ttl or (rec.cache_ttl if rec else None),
                         miss_model=rec.cache_miss_model if rec is not None and self.fitted_misses else None,
-                        seed=self.seed, uncached_models=tuple(rec.uncached_models) if rec is not None else ())
+                        seed=self.seed, uncached_models=tuple(rec.uncached_models) if rec is not None else (),
+                        ttl_grace_s=LOG_CLOCK_GRACE_S if rec is not None else 0.0)
 
 
 def recorded_models(trace: Trace) -> list[str]:

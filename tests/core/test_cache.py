@@ -55,6 +55,21 @@ def test_ttl_expiry_and_refresh_on_hit():
     assert late.read == 0 and late.write_5m == 1200 and late.miss_reason == "ttl"
 
 
+def test_a_log_clocks_grace_reads_past_the_ttl_by_its_measured_seconds():
+    """On a recorded log's clock (the client's record of each answer) an entry is still read 12 s past
+    its TTL (LOG_CLOCK_GRACE_S, measured on the development population): written at 0, read at 311 s,
+    refreshed there; then idle 313 s: expired. A synthetic clock has no grace (301 s: expired)."""
+    from ctxsim.harness.provider.cache import LOG_CLOCK_GRACE_S
+
+    assert LOG_CLOCK_GRACE_S == 12.0
+    c = AnthropicCache(min_cacheable=1024, grace_s=LOG_CLOCK_GRACE_S)
+    r = req(12, 11)
+    c.process(lay(r), now=0)
+    assert c.process(lay(r), now=311).read == 1200
+    late = c.process(lay(r), now=311 + 313)
+    assert late.read == 0 and late.miss_reason == "ttl"
+
+
 def test_one_hour_ttl_outlives_five_minutes():
     c = AnthropicCache(min_cacheable=1024)
     r = req(12, 11, ttl="1h")
