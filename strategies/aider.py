@@ -83,6 +83,10 @@ class Aider(ThresholdCompactor):
     on_rejection = "the exchange ends: no retry (aider base_coder.py check_tokens / ContextWindowExceededError)"
     Config = AiderConfig
 
+    @classmethod
+    def call_models(cls, config) -> dict[str, str]:
+        return {"summary": config.summary_model or ""}   # the weak model, when one is named
+
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         self.exchange_ended = False

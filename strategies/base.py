@@ -16,6 +16,7 @@ fields are rejected, so ``--set`` and sweeps can vary any of them by name and a 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -175,6 +176,16 @@ class Strategy:
         """How many of the newest tool uses keep their results as they entered, whatever the strategy
         clears or masks (context_editing's ``keep``). 0: no promise."""
         return 0
+
+    @classmethod
+    def call_models(cls, config: StrategyConfig) -> Mapping[str, str]:
+        """The model a kind of call goes to, where the strategy fixes one (on an Anthropic route, the
+        property kit's): keys ``"summary"`` (the main conversation's summaries), ``"subagent"`` (the calls
+        of a sub-agent the strategy starts itself, for work the log did in its main context),
+        ``"subagent:summary"`` (summaries inside one), ``"report"`` (the summary asked for as one ends),
+        or any other side-call kind. A model left to the run is
+        no promise: leave it out. Empty: none."""
+        return {}
 
     @classmethod
     def result_limits(cls, config: StrategyConfig) -> tuple[tuple[int, str], ...]:

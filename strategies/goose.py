@@ -84,6 +84,10 @@ class Goose(ThresholdCompactor):
                     "second rejection in the same reply ends it (goose agent.rs ContextLengthExceeded)")
     Config = GooseConfig
 
+    @classmethod
+    def call_models(cls, config) -> dict[str, str]:
+        return {"summary": config.summary_model or ""}   # the fast model on Anthropic (providers/anthropic.rs)
+
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         self.reply_started = False

@@ -104,6 +104,12 @@ class OpenCode(ThresholdCompactor):
     on_rejection = "compacts (the compaction agent) and sends again (opencode ContextOverflowError → compaction)"
     Config = OpenCodeConfig
 
+    @classmethod
+    def clear_minimum(cls, config) -> tuple[int, str] | None:
+        """A prune goes only when more than ``prune_minimum_tokens`` can (compaction.ts ``PRUNE_MINIMUM``): the
+        property kit holds each prune to it, counted on what it clears beyond the request before."""
+        return (config.prune_minimum_tokens, "clearing") if config.prune_minimum_tokens else None
+
     @staticmethod
     def check_params(window: int) -> dict:
         scale = window / 200_000

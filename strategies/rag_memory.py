@@ -332,6 +332,10 @@ class RagMemory(WindowedStrategy):
     name = "rag_memory"
     summary = "Letta-style memory: core block pinned, evicted history searched by billed steps, sliding summary"
     Config = RagMemoryConfig
+
+    @classmethod
+    def call_models(cls, config) -> dict[str, str]:
+        return {"summary": config.summary_model}   # Letta's summariser on Anthropic (reset elsewhere at start)
     SCALED: ClassVar[tuple[str, ...]] = ("reserve_tokens",)
     SUMMARY_SECTIONS = LETTA_SECTIONS
     SUMMARY_INSTRUCTIONS = LETTA_INSTRUCTIONS

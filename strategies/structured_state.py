@@ -667,6 +667,10 @@ class WindowedStrategy(GaugedStrategy):
         """The model of this context's summary call (empty: the main model)."""
         return self.config.summary_model
 
+    @classmethod
+    def call_models(cls, config) -> dict[str, str]:
+        return {"summary": config.summary_model}   # empty (the main model): no promise
+
     def compact(self, depth: int = 1) -> bool:
         """Drop the oldest messages down to the tail (pair-safe), the family's head and the summary
         before what stays. Returns whether anything left history (one counted compaction)."""

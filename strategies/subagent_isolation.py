@@ -94,6 +94,13 @@ class SubagentIsolation(WindowedStrategy):
     name = "subagent_isolation"
     summary = "sub-task spans run as sub-agents (own context, small model); only their report returns; NovaCode-style compaction"
     Config = SubagentIsolationConfig
+
+    @classmethod
+    def call_models(cls, config) -> dict[str, str]:
+        # sub_model(): a sub-agent's calls and its report on subagent_model (empty: the run's); summary_model():
+        # inside a sub-agent subagent_model, else the configured summary model
+        return {"summary": config.summary_model, "subagent": config.subagent_model, "report": config.subagent_model,
+                "subagent:summary": config.subagent_model or config.summary_model}
     on_rejection: ClassVar[str] = ("reactive compaction, deeper at each retry, then the turn errors (Claude Code, "
                                    "reported)")
 

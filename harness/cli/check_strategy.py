@@ -154,6 +154,8 @@ def _declared_lines(cls, params) -> list[str]:
         out.append("every tool result is cut to at most " + " and ".join(f"{n:,} {unit}" for n, unit in d.result_limits))
     if d.recent_kept:
         out.append(f"the newest {d.recent_kept} tool uses keep their results as they entered")
+    for kind, model in d.call_models:
+        out.append(f"{kind} calls go to {model}")
     if getattr(cls, "keeps_latest_request", False):
         out.append("every compaction keeps the user's latest message as written")
     for e in own_edges(d.epochs):

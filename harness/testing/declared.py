@@ -10,6 +10,7 @@ is checked like its base (issue #45):
   may change;
 * ``result_limits(config)``: the bytes, characters or lines every tool result is cut to at most;
 * ``keeps_recent_tool_uses(config)``: how many of the newest tool uses keep their results as they entered;
+* ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
   stamps changes at midnight on that clock): the clock-edge scenario crosses those midnights too.
 
@@ -38,6 +39,7 @@ class Declared:
     epochs: tuple[float, ...] = ()
     result_limits: tuple[tuple[int, str], ...] = ()  # (amount, "bytes" | "chars" | "lines")
     recent_kept: int = 0  # the newest tool uses whose results stay as they entered
+    call_models: tuple[tuple[str, str], ...] = ()  # (kind of call, the model it goes to)
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -137,7 +139,13 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> De
     if odd:
         raise ValueError(f"{cls.__qualname__}.result_limits: units are {', '.join(RESULT_UNITS)}, got {odd}")
     kr = getattr(cls, "keeps_recent_tool_uses", None)
-    return Declared(summary_items(cls, config), minimum, also, epochs, limits, int(kr(config)) if callable(kr) else 0)
+    cmf = getattr(cls, "call_models", None)
+    models = dict(cmf(config)) if callable(cmf) else {}
+    odd = sorted(repr(k) for k, m in models.items() if not isinstance(k, str) or not isinstance(m, str))
+    if odd:
+        raise ValueError(f"{cls.__qualname__}.call_models: kinds and models are strings, got {', '.join(odd)}")
+    return Declared(summary_items(cls, config), minimum, also, epochs, limits, int(kr(config)) if callable(kr) else 0,
+                    tuple(sorted((k, m) for k, m in models.items() if m)))
 
 
 def result_size(text: str, unit: str) -> int:

@@ -58,10 +58,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
 ``resume_pairing`` a resumed transcript sends a pairing-valid first request (N-TRANS-5): the
                    calls a crash left unanswered are completed before the next request.
 ``clear_minimum``  a strategy that declares a minimum for its clearings (``Strategy.clear_minimum``,
-                   e.g. context_editing's ``clear_at_least``) honours it: the tool results (and
-                   inputs) a request sends replaced by a placeholder free at least that many true
-                   tokens, counted per request (all it clears) or per clearing (what it clears beyond
-                   the request before it), within :data:`ESTIMATE_FACTOR` (the strategy decides on
+                   e.g. context_editing's ``clear_at_least``, opencode's ``prune_minimum_tokens``) honours
+                   it: the tool results (and inputs) a request sends replaced by a placeholder free at
+                   least that many true tokens, counted per request (all it clears) or per clearing
+                   (what it clears beyond the request before it, of what that request held: a cut on
+                   the way in is no clearing), within :data:`ESTIMATE_FACTOR` (the strategy decides on
                    its own estimate).
 ``result_limit``   a strategy that declares the size it cuts tool results to (``Strategy.result_limits``:
                    truncate's 10 KiB and 256 lines, in bytes, characters or lines) sends no tool
@@ -76,7 +77,9 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
                    summary still holds each.
-``summary_used``   a summary is used by the rewrite it was made for: when the next main-line request
+``summary_used``   a summary is used by the rewrite it was made for, and once in the main window leaves it only
+                   into a later summary (a request that no longer holds it follows a summary request
+                   that took it in): when the next main-line request
                    drops text or tool calls the summary took in (as messages, or a text's opening in
                    the transcript its request rendered), it holds a piece of the summary's
                    text (its opening, middle or end), or a later summary request took it in. Not
@@ -90,6 +93,10 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    transcript), or the sub-agent's conclusion. A report asked of the parent's context
                    summarises the wrong conversation; a summary the parent installs (its own
                    compaction at that point) is not a report.
+``call_model``     a strategy that declares the model a kind of call goes to (``Strategy.call_models``:
+                   goose's and aider's summaries on their summary model; the calls and report of a
+                   sub-agent subagent_isolation starts itself on its ``subagent_model``) sends every such
+                   call on it (a request with no model of its own goes on the run's).
 ``fresh_launch``   the first main request of a new launch (not a resume) holds no tool_use or
                    tool_result id, no text fed in an earlier conversation and no summary made of one
                    (its opening, or two of its pieces) (a launch and its
@@ -151,7 +158,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "latest_request", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "recent_kept", "summary_keeps",
-              "summary_used", "subagent_report", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
+              "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back, goal and latest_request are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
 
@@ -549,6 +556,13 @@ def _own_work(sub: Sent, parent: Sent | None, conclusion: str) -> tuple[int, fro
     return sub.call, frozenset(b.digest for b in own), tuple(openings)
 
 
+def _payload(b: Block) -> str:
+    """What a tool result or tool use sends: its text, or its input as JSON."""
+    if b.type == "tool_use":
+        return json.dumps(b.input or {}, sort_keys=True, ensure_ascii=False, default=str)
+    return b.text
+
+
 def _summary_pieces(text: str) -> list[str]:
     """Pieces of a summary's text a request that uses it holds verbatim (any one is proof): its opening
     (:func:`_summary_probe`), a slice of its middle and its end. Several, since a strategy may cut its
@@ -598,10 +612,16 @@ class Checker:
     _run_roots: tuple[str, ...] = ()  # the run directory, given and resolved (_roots)
     _spans: list[bool] = field(default_factory=list)  # open sub-task spans: isolated or not
     _summaries: list[_Summary] = field(default_factory=list)  # successful summary calls since the last main request
+    _in_window: list[tuple[_Summary, int]] = field(default_factory=list)  # summaries the main conversation holds (since which request)
     _summary_too_long: bool = False  # a summary side call refused as too long since the last accepted request
     _attempts: int = 0  # rejected main-line requests in a row (the attempts of the call being sent)
     _overflow: tuple[Sent, str, bool, int, str] | None = None  # a rejected overflow awaiting the strategy's reaction (sent, where, excused, attempt, cause)
     _after_subagent: bool = False  # a sub-agent returned since the main conversation's last request
+    run_model: str = ""  # the run's model (a request with no model of its own goes on it)
+    _span_ended: bool = False  # a sub-agent ended since the last main-line request (its report is due)
+    _in_sub: bool = False  # the last main-line request was a sub-agent's (side calls since are inside it)
+    _wrong_model: set[str] = field(default_factory=set)  # kinds of call reported on another model
+    _span_launches: list[int] = field(default_factory=list)  # the launch each open span began in
     _report_due: tuple[int, frozenset[bytes], tuple[str, ...], str] | None = None  # a sub-agent that ended: its last call, its own blocks, their openings, the parent's stream
     _reports: list[tuple[_Summary, bool, int, str, int, str]] = field(default_factory=list)  # summaries since: (summary, took in its work, ...)
     _resumed: bool = False
@@ -645,7 +665,7 @@ class Checker:
         return cls(frozenset(promised), recording.originals, recording.session_dir, recording.errors,
                    recording.thinking, recording.trace_digests, recording.goals, d, recording.inputs,
                    own_edges(d.epochs), recording.conversation, recording.conv_ids, recording.conv_texts,
-                   recording.recorded_summaries)
+                   recording.recorded_summaries, run_model=recording.model)
 
     def feed(self, entries: Iterable[Sent | Mark]) -> list[Violation]:
         """Check ``entries``; returns the violations they add (also kept in ``violations``)."""
@@ -725,12 +745,14 @@ class Checker:
                 self._main_ratio = None
                 self._cleared.clear()
                 self._spans.clear()
+                self._span_launches.clear()
                 self._resume_no = 0
                 self._rewrites = 0
                 self._goal_probes.clear()
                 self._goal_lost = False
                 self._latest_lost = False
                 self._latest_text = ""
+                self._in_window = []
                 self._new_launch = m.id
             self._fresh.add("main")
             self._resumed = m.resume
@@ -739,7 +761,9 @@ class Checker:
                 self._latest_text = m.text.strip()
         elif m.what == "subtask_start":
             self._report_due = None
+            self._span_ended = self._in_sub = False
             self._spans.append(m.isolated)
+            self._span_launches.append(self._launches)
             self._prev.pop(f"subagent:{len(self._spans)}", None)
             self._cleared.pop(f"subagent:{len(self._spans)}", None)
             self._fresh.add(f"subagent:{len(self._spans)}")
@@ -748,6 +772,10 @@ class Checker:
             sub = self._prev.pop(f"subagent:{depth}", None)
             parent = self._prev.get("main" if depth == 1 else f"subagent:{depth - 1}")
             isolated = self._spans.pop()
+            if self._span_launches:
+                self._span_launches.pop()
+            # a report of a sub-agent the strategy started itself (a span the log ran in its main context)
+            self._span_ended, self._in_sub = sub is not None and not isolated, False
             due = _own_work(sub, parent, m.text) if sub is not None else None
             self._report_due = None if due is None else (*due, "main" if depth == 1 else f"subagent:{depth - 1}")
             self._after_subagent = self._after_subagent or isolated
@@ -785,6 +813,31 @@ class Checker:
                 if not took and sm.text and "subagent_report" in self.promised
                 and any(p in t for p in _summary_pieces(sm.text) for t in results)]
 
+    def _call_model(self, s: Sent) -> str:
+        """The call goes to another model than the strategy declares for its kind (once per kind)."""
+        own = bool(self._spans) and not self._spans[-1] and self._span_launches[-1:] == [self._launches]
+        if s.main_line and s.kind != "subagent":
+            key = s.kind
+        elif s.kind == "subagent" or (s.kind == SUMMARY and self._in_sub):
+            # a sub-agent the strategy started itself, in this launch (a recorded sub-agent runs on the log's
+            # model; one a resume went on with died with its launch)
+            if not own:
+                return ""
+            key = "subagent" if s.kind == "subagent" else "subagent:summary"
+        elif s.kind == SUMMARY and self._span_ended:
+            key = "report"
+            self._span_ended = False   # the first summary after it: a compaction of the parent may follow
+        else:
+            key = s.kind
+        want = dict(self.declared.call_models).get(key)
+        sent_on = s.request.model or self.run_model
+        if want is None or sent_on == want or key in self._wrong_model:
+            return ""
+        self._wrong_model.add(key)
+        what = {"report": "the report asked for as a sub-agent ended", "subagent:summary": "a summary inside a sub-agent",
+                "subagent": "a sub-agent's call"}.get(key, f"a {key} call")
+        return f"{what} was sent on {sent_on}; the strategy declares {want} for it (call_models)"
+
     def _missing_items(self, text: str) -> list[str]:
         return [i for i in self.declared.summary_items if not holds_item(text, i)]
 
@@ -803,6 +856,10 @@ class Checker:
         err = pairing_violation(req)
         if err:
             v("pairing", err)
+        if self.declared.call_models and "call_model" in self.promised:
+            detail = self._call_model(s)
+            if detail:
+                v("call_model", detail)
         if not s.main_line:
             if s.rejected:
                 for sm in self._summaries:
@@ -826,9 +883,9 @@ class Checker:
             if s.kind == SUMMARY and not s.rejected and not s.error:
                 self._reaction_summarised = self._reaction_summarised or self._overflow is not None
                 carries = "goal" in self.promised and self._holds_goal(req)
-                if self._summaries:
+                if self._summaries or self._in_window:
                     texts = _texts(req)
-                    for sm in self._summaries:
+                    for sm in [*self._summaries, *(w for w, _ in self._in_window)]:
                         if sm.text and any(p in t for p in _summary_pieces(sm.text) for t in texts):
                             sm.chained = True
                 self._summaries.append(_Summary({b.digest for m in req.messages for b in m.blocks},
@@ -843,6 +900,7 @@ class Checker:
             return out
         stream = self._stream(s)
         self._report_due = None   # a report comes before the next main-line request, of any conversation
+        self._span_ended, self._in_sub = False, stream != "main"
         if self._reports and stream == self._reports[0][3]:
             out.extend(self._misreported(req, self._prev.get(stream)))
         fresh = stream in self._fresh
@@ -972,6 +1030,9 @@ class Checker:
             detail = self._summary_dropped(prev.request, req)
             if detail:
                 v("summary_used", detail)
+        if stream == "main" and not s.rejected:
+            for detail in self._summary_left(req, s.call):
+                v("summary_used", detail)
         if self._new_launch and stream == "main":
             detail = self._carried_over(req)
             self._new_launch = ""
@@ -1049,6 +1110,33 @@ class Checker:
                     "what it replaced is lost)")
         return ""
 
+    def _summary_left(self, req: Request, call: int) -> list[str]:
+        """A summary the main conversation held leaves it only into a later summary: one a request no
+        longer holds (no piece of its text) that no summary request since took in is reported once
+        (a second compaction that leaves the first summary out of its input loses what it held).
+        The summaries made since the last request join the ones held when this request holds them as
+        message text (a sub-agent's report handed back as a tool result is tool output, cleared like any)."""
+        texts = [b.text for m in req.messages for b in m.blocks if b.type == "text"] + [b.text for b in req.system.blocks]
+        every = [sm for sm, _ in self._in_window] + self._summaries
+
+        def holds(sm: _Summary) -> bool:
+            # by the pieces no other summary shares (a summariser's fixed opening is in all of them)
+            pieces = _summary_pieces(sm.text)
+            own = [p for p in pieces if not any(p in o.text for o in every if o is not sm)] or pieces
+            return any(p in t for p in own for t in texts)
+
+        out, kept = [], []
+        for sm, since in self._in_window:
+            if holds(sm):
+                kept.append((sm, since))
+            elif not sm.chained and not sm.excused:
+                out.append(f"the summary answered to request {sm.call} ({_short(sm.text)!r}), in the window since "
+                           f"request {since}, is gone from it and no summary request since took it in: what it "
+                           "held is lost")
+        kept += [(sm, call) for sm in self._summaries if sm.text and _summary_pieces(sm.text) and holds(sm)]
+        self._in_window = kept
+        return out
+
     def _carried_over(self, req: Request) -> str:
         """What the first request of a new (not resumed) launch holds of an earlier conversation: its
         tool calls (by id) or its text (user messages, the model's answers)."""
@@ -1106,7 +1194,19 @@ class Checker:
         prev = self._cleared.get(stream, frozenset())
         self._cleared[stream] = frozenset(freed)
         if per == "clearing":
-            new = {i: n for i, n in freed.items() if i not in prev}
+            # beyond the request before: what it sent longer, measured from there (a result cut on its way
+            # in, opencode's truncation, is new content, not a clearing; pruning it later is one)
+            before = self._prev.get(stream)
+            was = {(b.type, b.id): _payload(b) for m in before.request.messages for b in m.blocks
+                   if b.type in ("tool_result", "tool_use")} if before is not None else {}
+            new: dict[str, int] = {}
+            for m in req.messages:
+                for b in m.blocks:
+                    old = was.get((b.type, b.id))
+                    # newly cleared (a result and its input), or a result cleared again shorter (a cut one pruned)
+                    if b.id in freed and old is not None and len(_payload(b)) < len(old) \
+                            and (b.id not in prev or b.type == "tool_result"):
+                        new[b.id] = new.get(b.id, 0) + max(0, self._count(old) - self._count(_payload(b)))
             what = f"{len(new)} result(s) cleared beyond the request before"
         else:
             new = freed

@@ -86,6 +86,7 @@ class Recording:
     originals: dict[str, str] = field(default_factory=dict)
     session_dir: Path | None = None
     window: int = 0
+    model: str = ""   # the run's model (a request with no model of its own is sent on it)
     errors: dict[str, bool] = field(default_factory=dict)     # tool_use id -> is_error of its result
     thinking: dict[str, str] = field(default_factory=dict)    # tool_use id -> thinking of the answer that made the call
     trace_digests: set[bytes] = field(default_factory=set)    # digests of the blocks the trace fed
@@ -273,7 +274,7 @@ def record(trace: tr.Trace, strategy: type[Strategy], params: Mapping[str, Any] 
     cfg = replace(cfg, observer=_observer(rec.entries, cfg.observer, (own, rec)), session_dir=d)
     with watching(d, _noting(rec.entries)):
         res = replay(trace, observing(strategy, rec.entries), params, cfg)
-    rec.window = res.window
+    rec.window, rec.model = res.window, res.model
     rec.input_changes = guard.changes() + own.changes()
     return rec
 
@@ -322,6 +323,7 @@ class Stepper:
             self._run = _Run(tr.Trace(header, []), observing(strategy, self.recording.entries), params, cfg,
                              self.session_dir)
         self.recording.window = self._run.provider.window
+        self.recording.model = self._run.provider.model
         self._held: list[Any] = []
 
     def feed(self, events: list[Any]) -> None:

@@ -182,6 +182,22 @@ def test_a_clearing_honours_its_own_minimum():
     assert [v.call for v in check(700, "request")] == [1]
 
 
+def test_a_cut_on_the_way_in_is_no_clearing():
+    """opencode declares its prune minimum (compaction.ts PRUNE_MINIMUM, 20,000, per clearing), and
+    cuts long output on its way in: a result first sent cut is new content, not a clearing beyond
+    the request before; pruning it later is (400 - 3 = 397 tokens of the original freed, under 700/1.6)."""
+    from ctxsim.strategies.opencode import OpenCode
+
+    assert declared(OpenCode, {}).clear_minimum == (20_000, "clearing")
+    assert declared(OpenCode, {"prune_minimum_tokens": 0}).clear_minimum is None
+    big = "tok " * 400
+    r0 = rq([u("go"), call("a"), res(("a", big[:200] + "...output truncated"))])
+    r1 = rq([u("go"), call("a"), res(("a", "[cleared]"))], rewrite=True)
+    c = Checker(ALL, {"a": big}, declared=Declared(clear_minimum=(700, "clearing")))
+    assert c.feed([Mark("session_start", "s1"), sent(r0, 0)]) == []
+    assert [(v.invariant, v.call) for v in c.feed([sent(r1, 1)])] == [("clear_minimum", 1)]
+
+
 def summary_entries(reply: str, instructions: str, used: str):
     msgs = [u("fix the login test"), call("a"), res(("a", "x" * 40))]
     r0 = rq(msgs)

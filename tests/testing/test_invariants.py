@@ -722,6 +722,69 @@ def test_subagent_report_takes_in_the_sub_agents_work():
     assert ended(parent, landing=req([user(report), results(("t", "done"))], rewrite=True)) == []
 
 
+def test_summary_in_the_window_leaves_it_only_into_a_later_summary():
+    """A summary the main conversation holds goes only into a later summary's input: a second
+    compaction that leaves the first summary out (cline folding only what came after it) loses what it
+    held, reported once; one whose request took it in does not; a report handed back as a tool result
+    is tool output and may be cleared. Summaries that share a summariser's fixed opening are told
+    apart by their own pieces."""
+    second = "<summary>The user wants the flaky login test fixed; then the retry limit made configurable.</summary>"
+
+    def after_first():
+        c = Checker(frozenset({"summary_used"}), {})
+        _summarised(c, SUMMARY_TEXT, FIRST)
+        c.feed([sent(req([user(SUMMARY_TEXT), user("now the retry limit")], rewrite=True), 2)])
+        return c
+
+    c = after_first()
+    c.feed([sent(req([user("now the retry limit"), user("summarise")], kind="summary"), 3),
+            Mark("side_result", "summary", text=second)])
+    out = c.feed([sent(req([user(second), user("go on")], rewrite=True), 4)])
+    assert [v.invariant for v in out] == ["summary_used"]
+    assert "the summary answered to request 1" in out[0].detail and "in the window since request 2" in out[0].detail
+    assert c.feed([sent(req([user(second), user("go on"), user("more")]), 5)]) == []
+    c = after_first()
+    c.feed([sent(req([user(SUMMARY_TEXT), user("now the retry limit"), user("summarise")], kind="summary"), 3),
+            Mark("side_result", "summary", text=second)])
+    assert c.feed([sent(req([user(second), user("go on")], rewrite=True), 4)]) == []
+    c = Checker(frozenset({"summary_used"}), {})
+    _summarised(c, SUMMARY_TEXT, FIRST)
+    c.feed([sent(req([*FIRST, calls("t"), results(("t", SUMMARY_TEXT))]), 2)])
+    assert c.feed([sent(req([*FIRST, calls("t"), results(("t", "[cleared]"))], rewrite=True), 3)]) == []
+
+
+def test_call_model_holds_each_kind_to_its_declared_model():
+    """goose declares its summaries on the fast model (claude-haiku-4-5 on Anthropic); a request with no
+    model of its own goes on the run's. subagent_isolation declares the calls and the report of the
+    sub-agents it starts itself (spans the log ran in its main context) on subagent_model: a recorded
+    sub-agent (an isolated span) runs on the log's model."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.goose import Goose
+    from ctxsim.strategies.subagent_isolation import SubagentIsolation
+
+    haiku = "claude-haiku-4-5"
+    assert dict(declared(Goose, {}).call_models) == {"summary": haiku}
+    assert dict(declared(SubagentIsolation, {}).call_models) == {"report": haiku, "subagent": haiku,
+                                                                 "subagent:summary": haiku}
+    c = Checker(frozenset({"call_model"}), {}, declared=Declared(call_models=(("summary", haiku),)),
+                run_model="claude-sonnet-4-6")
+    out = c.feed([sent(req([user("go")]), 0), sent(req([user("go"), user("summarise")], kind="summary"), 1)])
+    assert [(v.invariant, v.call, v.detail) for v in out] == [("call_model", 1, "a summary call was sent on "
+                                                               "claude-sonnet-4-6; the strategy declares "
+                                                               "claude-haiku-4-5 for it (call_models)")]
+    on_haiku = Request(SYSTEM, TOOLS, History([user("summarise")]), kind="summary", model=haiku)
+    c = Checker(frozenset({"call_model"}), {}, declared=Declared(call_models=(("summary", haiku),)), run_model="x")
+    assert c.feed([sent(on_haiku, 0)]) == []
+    own = (("subagent", haiku), ("report", haiku))
+    c = Checker(frozenset({"call_model"}), {}, declared=Declared(call_models=own), run_model="claude-sonnet-4-6")
+    c.feed([Mark("session_start", "s1"), sent(req([user("go")]), 0), Mark("subtask_start", "r", isolated=True)])
+    assert c.feed([sent(req([user("recorded sub-agent")], kind="subagent"), 1)]) == []
+    c.feed([Mark("subtask_end", "r"), Mark("subtask_start", "t", isolated=False)])
+    out = c.feed([sent(req([user("delegated")], kind="subagent"), 2), Mark("subtask_end", "t"),
+                  sent(req([user("delegated"), user("report")], kind="summary"), 3)])
+    assert [v.detail.split(" was")[0] for v in out] == ["a sub-agent's call", "the report asked for as a sub-agent ended"]
+
+
 def _launches(resume: bool) -> list[Message]:
     """Two launches of a recording: s1 (a call "a"), then s2, a resume or a new conversation."""
     rec = Recording(AppendOnly)

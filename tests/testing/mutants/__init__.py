@@ -19,6 +19,7 @@ from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.goose import Goose
 from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.observation_masking import ObservationMasking
+from ctxsim.strategies.opencode import OpenCode
 from ctxsim.strategies.rag_memory import RagMemory
 from ctxsim.strategies.sliding_window import SlidingWindow
 from ctxsim.strategies.subagent_isolation import SubagentIsolation
@@ -194,6 +195,8 @@ KIT45B: list[Case] = [
     _c(e.MaskingTemplateOffByOne, ObservationMasking, "recent_kept", "one observation more masked than n allows"),
     _c(e.MicrocompactKeepsFewer, ClaudeCode, "recent_kept", "microcompact clears one result more than its keep"),
     _c(e.ReportAfterRestore, SubagentIsolation, "subagent_report", "a sub-agent's report asked of the parent's context"),
+    _c(e.GooseSummaryOnRunModel, Goose, "call_model", "a summary on the run's model, not the declared fast one"),
+    _c(e.PruneUnderMinimum, OpenCode, "clear_minimum", "a prune under its declared minimum"),
 ]
 CORPUS += KIT45B
 

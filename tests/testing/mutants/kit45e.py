@@ -1,13 +1,19 @@
 """Issue #45, fifth round: counts a strategy keeps that were not declared, so an off-by-one in them
 went unseen (blind sets 3 and 10): SWE-agent's masking window and Claude Code's microcompact keep,
 each now a declared promise (``keeps_recent_tool_uses``); a sub-agent's report asked of the parent's
-context (set 9). Each beside its correct twin, the registered base."""
+context (set 9); and what blind set 11 got past: a summary on the run's model where the strategy names
+a fast one (``call_models``), a prune under its declared minimum (opencode's ``clear_minimum``). (A
+second compaction that leaves the first summary out of its input is caught only where the summaries
+differ: the kit's summariser restates the first request in each, so the next one often holds what the
+first did; not in this corpus.) Each beside its correct twin, the registered base."""
 
 from __future__ import annotations
 
 from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.claude_code import ClaudeCode
+from ctxsim.strategies.goose import Goose
 from ctxsim.strategies.observation_masking import ObservationMasking
+from ctxsim.strategies.opencode import OpenCode
 from ctxsim.strategies.structured_state import WindowedStrategy
 from ctxsim.strategies.subagent_isolation import SubagentIsolation
 
@@ -61,3 +67,37 @@ class ReportAfterRestore(SubagentIsolation):
             Message("assistant", (span.tool_use,), {"origin": "subagent"}),
             Message("user", (Block.tool_result(span.tool_use.id or "", report),), {"origin": "subagent"}),
         ])
+
+
+def _seen_as(strategy, **changes):
+    """``strategy``'s config with ``changes``, for one method's run (a value read wrong in one place)."""
+    c = strategy.config
+    strategy.__dict__["config"] = c.model_copy(update=changes)
+    return c
+
+
+class GooseSummaryOnRunModel(Goose):
+    """The fast model lost in a refactor of the compaction: the summary goes to the run's model."""
+
+    name = "goose_summary_on_run_model"
+
+    def compact(self, call):
+        c = _seen_as(self, summary_model=None)
+        try:
+            return super().compact(call)
+        finally:
+            self.__dict__["config"] = c
+
+
+class PruneUnderMinimum(OpenCode):
+    """The prune minimum read as zero: any old output past the protected tokens is pruned, a cache break
+    for a few tokens."""
+
+    name = "prune_under_minimum"
+
+    def prune(self) -> int:
+        c = _seen_as(self, prune_minimum_tokens=0)
+        try:
+            return super().prune()
+        finally:
+            self.__dict__["config"] = c
