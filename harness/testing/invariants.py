@@ -79,7 +79,8 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    summary still holds each.
 ``summary_used``   a summary is used by the rewrite it was made for, and once in the main window leaves it only
                    into a later summary (a request that no longer holds it follows a summary request
-                   that took it in): when the next main-line request
+                   that took it in, or a side call refused as too long made the strategy trim it):
+                   when the next main-line request
                    drops text or tool calls the summary took in (as messages, or a text's opening in
                    the transcript its request rendered), it holds a piece of the summary's
                    text (its opening, middle or end), or a later summary request took it in. Not
@@ -862,7 +863,8 @@ class Checker:
                 v("call_model", detail)
         if not s.main_line:
             if s.rejected:
-                for sm in self._summaries:
+                # a side call refused (too long: codex then trims the oldest items, a summary among them)
+                for sm in [*self._summaries, *(w for w, _ in self._in_window)]:
                     sm.excused = True
             if s.rejected and s.error.startswith("injected"):
                 self._side_failed = True

@@ -753,6 +753,27 @@ def test_summary_in_the_window_leaves_it_only_into_a_later_summary():
     assert c.feed([sent(req([*FIRST, calls("t"), results(("t", "[cleared]"))], rewrite=True), 3)]) == []
 
 
+def test_a_summary_trimmed_from_a_request_refused_as_too_long_is_not_lost_by_a_defect():
+    """Codex asks for its summary again without the oldest items when the request is refused as too long
+    (codex-rs compact.rs): a summary among them leaves the window without a later summary taking it in,
+    and that is the agent's design, not a lost summary."""
+    second = "<summary>Second: the login test is fixed; the retry limit is next on the list.</summary>"
+
+    def after_second(refused):
+        c = Checker(frozenset({"summary_used"}), {})
+        _summarised(c, SUMMARY_TEXT, FIRST)
+        c.feed([sent(req([user(SUMMARY_TEXT), user("now the retry limit")], rewrite=True), 2)])
+        ask = [user("now the retry limit"), user("summarise")]
+        if refused:
+            c.feed([Sent(req([user(SUMMARY_TEXT), *ask], kind="summary"), 100, 1_000, True,
+                         "overflow: prompt is too long", 3, 3.0)])
+        c.feed([sent(req(ask, kind="summary"), 4), Mark("side_result", "summary", text=second)])
+        return [v.invariant for v in c.feed([sent(req([user(second), user("go on")], rewrite=True), 5)])]
+
+    assert after_second(refused=False) == ["summary_used"]
+    assert after_second(refused=True) == []
+
+
 def test_call_model_holds_each_kind_to_its_declared_model():
     """goose declares its summaries on the fast model (claude-haiku-4-5 on Anthropic); a request with no
     model of its own goes on the run's. subagent_isolation declares the calls and the report of the
