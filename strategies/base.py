@@ -183,8 +183,8 @@ class Strategy:
         property kit's): keys ``"summary"`` (the main conversation's summaries), ``"subagent"`` (the calls
         of a sub-agent the strategy starts itself, for work the log did in its main context),
         ``"subagent:summary"`` (summaries inside one), ``"report"`` (the summary asked for as one ends),
-        or any other side-call kind. A model left to the run is
-        no promise: leave it out. Empty: none."""
+        or any other side-call kind. A model left to the run is no promise: leave it out (or give "").
+        Empty: none."""
         return {}
 
     @classmethod
