@@ -1190,7 +1190,7 @@ class Checker:
                         freed[b.id] = freed.get(b.id, 0) + max(0, self._count(original) - self._count(b.text))
                 elif b.type == "tool_use" and b.id in self.inputs and b.input != self.inputs[b.id]:
                     before = json.dumps(self.inputs[b.id], sort_keys=True, ensure_ascii=False, default=str)
-                    after = json.dumps(b.input or {}, sort_keys=True, ensure_ascii=False, default=str)
+                    after = _payload(b)
                     if len(after) < len(before):
                         freed[b.id] = freed.get(b.id, 0) + max(0, self._count(before) - self._count(after))
         prev = self._cleared.get(stream, frozenset())

@@ -18,6 +18,13 @@ from ctxsim.strategies.structured_state import WindowedStrategy
 from ctxsim.strategies.subagent_isolation import SubagentIsolation
 
 
+def _seen_as(strategy, **changes):
+    """``strategy``'s config with ``changes``, for one method's run (a value read wrong in one place)."""
+    c = strategy.config
+    strategy.__dict__["config"] = c.model_copy(update=changes)
+    return c
+
+
 class MaskingTemplateOffByOne(ObservationMasking):
     """The template's shift forgotten: SWE-agent counts the task as observation 0, this masks as if
     the window were one observation shorter, so one observation more than ``n`` allows is masked."""
@@ -25,8 +32,7 @@ class MaskingTemplateOffByOne(ObservationMasking):
     name = "masking_template_off_by_one"
 
     def prepare(self, call):
-        c = self.config
-        self.__dict__["config"] = c.model_copy(update={"n": max(1, c.n - 1)})
+        c = _seen_as(self, n=max(1, self.config.n - 1))
         try:
             super().prepare(call)
         finally:
@@ -40,8 +46,7 @@ class MicrocompactKeepsFewer(ClaudeCode):
     name = "microcompact_keeps_fewer"
 
     def microcompact(self) -> int:
-        c = self.config
-        self.__dict__["config"] = c.model_copy(update={"microcompact_keep": max(0, c.microcompact_keep - 1)})
+        c = _seen_as(self, microcompact_keep=max(0, self.config.microcompact_keep - 1))
         try:
             return super().microcompact()
         finally:
@@ -67,13 +72,6 @@ class ReportAfterRestore(SubagentIsolation):
             Message("assistant", (span.tool_use,), {"origin": "subagent"}),
             Message("user", (Block.tool_result(span.tool_use.id or "", report),), {"origin": "subagent"}),
         ])
-
-
-def _seen_as(strategy, **changes):
-    """``strategy``'s config with ``changes``, for one method's run (a value read wrong in one place)."""
-    c = strategy.config
-    strategy.__dict__["config"] = c.model_copy(update=changes)
-    return c
 
 
 class GooseSummaryOnRunModel(Goose):
