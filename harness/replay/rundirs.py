@@ -175,9 +175,14 @@ def session_dir(given: Path | None) -> Iterator[Path]:
         d.with_suffix(".pid").unlink(missing_ok=True)
 
 
+def home_and_project(session_dir: Path) -> tuple[Path, Path]:
+    """The simulated user's home and the project (the agent's working folder) inside a run directory."""
+    return session_dir / "home", session_dir / "project"
+
+
 def seed_files(session_dir: Path, files: Mapping[str, str]) -> tuple[Path, Path]:
     """The simulated user's home and project, with the files the trace header asks for."""
-    home, project = session_dir / "home", session_dir / "project"
+    home, project = home_and_project(session_dir)
     home.mkdir(parents=True, exist_ok=True)
     project.mkdir(parents=True, exist_ok=True)
     root = session_dir.resolve()

@@ -148,10 +148,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ctxsim.harness.llm.services import SUMMARY
 from ctxsim.harness.model.conversation import Block, Breakpoint, Message, Request
 from ctxsim.harness.provider import protocol
+from ctxsim.harness.replay.rundirs import home_and_project
 from ctxsim.harness.testing.api_rules import api_errors
 from ctxsim.harness.testing.declared import Declared, result_size
 from ctxsim.harness.testing.recording import Mark, Recording, Sent
@@ -532,17 +534,36 @@ _SUMMARY_FRAME = 200  # characters a strategy may wrap a summary in (a tag, an a
 _TAKEN_PROBE, _TAKEN_MIN = 60, 16
 
 
-def _texts(req: Request) -> list[str]:
-    """The texts a request sends that a summary can stand in: its messages' text and tool results, and
-    its system blocks."""
-    return [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")] + \
-        [b.text for b in req.system.blocks]
+def _texts(req: Request, results: bool = True) -> list[str]:
+    """The texts a request sends that a summary can stand in: its messages' text and (``results``) tool
+    results, and its system blocks."""
+    kinds = ("text", "tool_result") if results else ("text",)
+    return [b.text for m in req.messages for b in m.blocks if b.type in kinds] + [b.text for b in req.system.blocks]
 
 
 REPORT_OPENING = 60   # characters of a block's text that stand for it in a rendered transcript (assumed)
 
 
-def _own_work(sub: Sent, parent: Sent | None, conclusion: str) -> tuple[int, frozenset[bytes], tuple[str, ...]] | None:
+class _OwnWork(NamedTuple):
+    """What only a sub-agent that just ended saw (its report should take some of it in)."""
+
+    sub_call: int                 # its last request
+    digests: frozenset[bytes]     # the blocks of that request the parent's did not hold
+    openings: tuple[str, ...]     # their openings, and its conclusion's (a transcript renders them)
+    parent: str                   # the parent's stream, whose next request shows where the report landed
+
+
+class _Report(NamedTuple):
+    """A summary asked for as a sub-agent ended: judged once the parent's next request shows it landed."""
+
+    summary: _Summary
+    took_in: bool                 # its request held some of the sub-agent's own work
+    work: _OwnWork
+    call: int
+    where: str
+
+
+def _own_work(sub: Sent, parent: Sent | None, parent_stream: str, conclusion: str) -> _OwnWork | None:
     """What only the sub-agent saw: the text and tool results of its last request that the parent's last
     request did not hold (by digest), with their openings, and its conclusion's. None when there is
     nothing of its own to look for."""
@@ -554,7 +575,7 @@ def _own_work(sub: Sent, parent: Sent | None, conclusion: str) -> tuple[int, fro
         openings.append(conclusion.strip()[:REPORT_OPENING])
     if not own and not openings:
         return None
-    return sub.call, frozenset(b.digest for b in own), tuple(openings)
+    return _OwnWork(sub.call, frozenset(b.digest for b in own), tuple(openings), parent_stream)
 
 
 def _payload(b: Block) -> str:
@@ -623,8 +644,8 @@ class Checker:
     _in_sub: bool = False  # the last main-line request was a sub-agent's (side calls since are inside it)
     _wrong_model: set[str] = field(default_factory=set)  # kinds of call reported on another model
     _span_launches: list[int] = field(default_factory=list)  # the launch each open span began in
-    _report_due: tuple[int, frozenset[bytes], tuple[str, ...], str] | None = None  # a sub-agent that ended: its last call, its own blocks, their openings, the parent's stream
-    _reports: list[tuple[_Summary, bool, int, str, int, str]] = field(default_factory=list)  # summaries since: (summary, took in its work, ...)
+    _report_due: _OwnWork | None = None  # a sub-agent ended since the last main-line request: what only it saw
+    _reports: list[_Report] = field(default_factory=list)  # the summaries asked for since, awaiting the parent's request
     _resumed: bool = False
     _side_failed: bool = False  # a side call failed by injection since the last main-line request
     _reaction_failed: bool = False  # a side call failed by injection while the strategy reacted to the overflow
@@ -771,14 +792,14 @@ class Checker:
         elif m.what == "subtask_end" and self._spans:
             depth = len(self._spans)
             sub = self._prev.pop(f"subagent:{depth}", None)
-            parent = self._prev.get("main" if depth == 1 else f"subagent:{depth - 1}")
+            parent_stream = "main" if depth == 1 else f"subagent:{depth - 1}"
             isolated = self._spans.pop()
             if self._span_launches:
                 self._span_launches.pop()
             # a report of a sub-agent the strategy started itself (a span the log ran in its main context)
             self._span_ended, self._in_sub = sub is not None and not isolated, False
-            due = _own_work(sub, parent, m.text) if sub is not None else None
-            self._report_due = None if due is None else (*due, "main" if depth == 1 else f"subagent:{depth - 1}")
+            self._report_due = (_own_work(sub, self._prev.get(parent_stream), parent_stream, m.text)
+                                if sub is not None else None)
             self._after_subagent = self._after_subagent or isolated
         elif m.what == "outside_write":
             if m.id in self._outside or "run_dir" not in self.promised:
@@ -807,12 +828,12 @@ class Checker:
         reports, self._reports = self._reports, []
         old = {b.id for m in before.request.messages for b in m.blocks if b.type == "tool_result"} if before else set()
         results = [b.text for m in req.messages for b in m.blocks if b.type == "tool_result" and b.id not in old]
-        return [Violation("subagent_report", call, SUMMARY, f"the report the parent received (the summary asked for when "
-                          f"the sub-agent ended) takes in none of the sub-agent's work (its last request, call "
-                          f"{sub_call}, nor its conclusion): it summarises another conversation", where)
-                for sm, took, sub_call, _parent, call, where in reports
-                if not took and sm.text and "subagent_report" in self.promised
-                and any(p in t for p in _summary_pieces(sm.text) for t in results)]
+        return [Violation("subagent_report", r.call, SUMMARY, f"the report the parent received (the summary asked for "
+                          f"when the sub-agent ended) takes in none of the sub-agent's work (its last request, call "
+                          f"{r.work.sub_call}, nor its conclusion): it summarises another conversation", r.where)
+                for r in reports
+                if not r.took_in and r.summary.text and "subagent_report" in self.promised
+                and any(p in t for p in _summary_pieces(r.summary.text) for t in results)]
 
     def _call_model(self, s: Sent) -> str:
         """The call goes to another model than the strategy declares for its kind (once per kind)."""
@@ -894,16 +915,16 @@ class Checker:
                                                 carries_goal=carries, call=s.call,
                                                 input_chars=sum(len(b.payload) for m in req.messages for b in m.blocks),
                                                 input_text="\n".join(_texts(req))))
-                if self._report_due is not None:
+                if (work := self._report_due) is not None:
                     # judged when the parent's next request shows what it was: a report lands in a tool result
-                    sub_call, own, openings, parent = self._report_due
-                    took = bool(self._summaries[-1].inputs & own) or any(o in t for o in openings for t in _texts(req))
-                    self._reports.append((self._summaries[-1], took, sub_call, parent, s.call, where))
+                    sm = self._summaries[-1]
+                    took = bool(sm.inputs & work.digests) or any(o in t for o in work.openings for t in _texts(req))
+                    self._reports.append(_Report(sm, took, work, s.call, where))
             return out
         stream = self._stream(s)
         self._report_due = None   # a report comes before the next main-line request, of any conversation
         self._span_ended, self._in_sub = False, stream != "main"
-        if self._reports and stream == self._reports[0][3]:
+        if self._reports and stream == self._reports[0].work.parent:
             out.extend(self._misreported(req, self._prev.get(stream)))
         fresh = stream in self._fresh
         self._fresh.discard(stream)
@@ -1118,7 +1139,7 @@ class Checker:
         (a second compaction that leaves the first summary out of its input loses what it held).
         The summaries made since the last request join the ones held when this request holds them as
         message text (a sub-agent's report handed back as a tool result is tool output, cleared like any)."""
-        texts = [b.text for m in req.messages for b in m.blocks if b.type == "text"] + [b.text for b in req.system.blocks]
+        texts = _texts(req, results=False)
         every = [sm for sm, _ in self._in_window] + self._summaries
 
         def holds(sm: _Summary) -> bool:
@@ -1341,7 +1362,7 @@ class Checker:
         names = {t for t in _FILE_NAMES.findall(text) if "/" not in t and "\\" not in t}
         if not names:
             return None
-        project = self.session_dir / "project"   # harness/replay/rundirs.seed_files: the agent's working folder
+        project = home_and_project(self.session_dir)[1]   # the agent's working folder
         for p in sorted(self.session_dir.rglob("*")):
             # the project's own files (a source file a Read returned) are not the strategy's
             if p.name in names and project not in p.parents and p.is_file() and not (project / p.name).is_file() \
