@@ -52,7 +52,14 @@ from ctxsim.harness.fidelity.recorded import (
     sim_rows,
     thread_starts,
 )
-from ctxsim.harness.model.trace import AssistantEvent, RecordedSetting, ToolResultEvent, Trace, UserEvent, with_header
+from ctxsim.harness.model.trace import (
+    AssistantEvent,
+    RecordedSetting,
+    ToolResultEvent,
+    Trace,
+    UserEvent,
+    with_header,
+)
 from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD
 from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.harness.replay.events import HIDDEN_TOKENS, TOKEN_FACTOR
