@@ -72,6 +72,30 @@ def test_a_declaration_the_kit_cannot_hold_is_bad_input(monkeypatch, capsys):
     assert "Traceback" not in err and "internal error" not in err
 
 
+def test_a_call_model_that_is_not_a_name_is_bad_input(monkeypatch, capsys):
+    """call_models maps kinds of call to model names: a number there is the user's input, exit 2."""
+    import sys
+    import types
+
+    from ctxsim.strategies.goose import Goose
+
+    class NumberedModel(Goose):
+        name = "numbered_model"
+
+        @classmethod
+        def call_models(cls, config):
+            return {"summary": 3}
+
+    mod = types.ModuleType("numbered_model_mod")
+    mod.NumberedModel = NumberedModel
+    NumberedModel.__module__ = mod.__name__
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    assert main(["check-strategy", "numbered_model_mod:NumberedModel", "--profile", "ci"]) == 2
+    err = capsys.readouterr().err
+    assert "NumberedModel.call_models: kinds and models are strings, got 'summary'" in err
+    assert "Traceback" not in err
+
+
 def test_a_crash_names_the_file_and_line(tmp_path, capsys):
     rc = main(["check-strategy", "tests.testing.mutants:Raiser", "-o", str(tmp_path / "f.jsonl"),
                "--shrink-seconds", "1", "--profile", "ci"])
