@@ -47,12 +47,21 @@ def test_bad_input_exits_2(capsys):
     assert main(["check-strategy", "append_only", "--set", "nope=1"]) == 2
 
 
-def test_a_declaration_the_kit_cannot_hold_is_bad_input(monkeypatch, capsys):
-    """A strategy declaring its result limit in kilobytes (the kit counts bytes, characters or lines)
-    was an internal error, exit 1; it is the user's input: exit 2, one line naming the hook."""
+def _check_in_module(monkeypatch, cls) -> int:
+    """``check-strategy MODULE:CLASS --profile ci`` on ``cls``, put in a module of its own."""
     import sys
     import types
 
+    mod = types.ModuleType(f"{cls.name}_mod")
+    setattr(mod, cls.__name__, cls)
+    cls.__module__ = mod.__name__
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    return main(["check-strategy", f"{mod.__name__}:{cls.__name__}", "--profile", "ci"])
+
+
+def test_a_declaration_the_kit_cannot_hold_is_bad_input(monkeypatch, capsys):
+    """A strategy declaring its result limit in kilobytes (the kit counts bytes, characters or lines)
+    was an internal error, exit 1; it is the user's input: exit 2, one line naming the hook."""
     from ctxsim.strategies.truncate import Truncate
 
     class KilobyteLimit(Truncate):
@@ -62,11 +71,7 @@ def test_a_declaration_the_kit_cannot_hold_is_bad_input(monkeypatch, capsys):
         def result_limits(cls, config):
             return ((10, "kilobytes"),)
 
-    mod = types.ModuleType("kilobyte_limit_mod")
-    mod.KilobyteLimit = KilobyteLimit
-    KilobyteLimit.__module__ = mod.__name__
-    monkeypatch.setitem(sys.modules, mod.__name__, mod)
-    assert main(["check-strategy", "kilobyte_limit_mod:KilobyteLimit", "--profile", "ci"]) == 2
+    assert _check_in_module(monkeypatch, KilobyteLimit) == 2
     err = capsys.readouterr().err
     assert "KilobyteLimit.result_limits: units are bytes, chars, lines, got ['kilobytes']" in err
     assert "Traceback" not in err and "internal error" not in err
@@ -74,9 +79,6 @@ def test_a_declaration_the_kit_cannot_hold_is_bad_input(monkeypatch, capsys):
 
 def test_a_call_model_that_is_not_a_name_is_bad_input(monkeypatch, capsys):
     """call_models maps kinds of call to model names: a number there is the user's input, exit 2."""
-    import sys
-    import types
-
     from ctxsim.strategies.goose import Goose
 
     class NumberedModel(Goose):
@@ -86,11 +88,7 @@ def test_a_call_model_that_is_not_a_name_is_bad_input(monkeypatch, capsys):
         def call_models(cls, config):
             return {"summary": 3}
 
-    mod = types.ModuleType("numbered_model_mod")
-    mod.NumberedModel = NumberedModel
-    NumberedModel.__module__ = mod.__name__
-    monkeypatch.setitem(sys.modules, mod.__name__, mod)
-    assert main(["check-strategy", "numbered_model_mod:NumberedModel", "--profile", "ci"]) == 2
+    assert _check_in_module(monkeypatch, NumberedModel) == 2
     err = capsys.readouterr().err
     assert "NumberedModel.call_models: kinds and models are strings, got 'summary'" in err
     assert "Traceback" not in err
