@@ -188,6 +188,14 @@ class Strategy:
         return {}
 
     @classmethod
+    def clears_when_idle(cls, config: StrategyConfig) -> tuple[float, tuple[str, ...]] | None:
+        """``(seconds, tools)``: after the main conversation has been idle longer than ``seconds`` on the
+        trace's clock (its last answer to the next request), that request clears the old results of
+        ``tools`` (all tools if empty), all but the newest ``keeps_recent_tool_uses`` (Claude Code's
+        time-based microcompact: the cache is cold by then). None: no such rule."""
+        return None
+
+    @classmethod
     def result_limits(cls, config: StrategyConfig) -> tuple[tuple[int, str], ...]:
         """``((amount, unit), ...)``: every tool result this strategy sends is cut to at most ``amount``
         ``"bytes"`` (UTF-8), ``"chars"`` or ``"lines"`` (a cut's own notices aside). Empty: no limit."""

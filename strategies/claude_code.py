@@ -341,6 +341,11 @@ class ClaudeCode(ThresholdCompactor):
         # other result: the newest microcompact_keep tool uses of any tool keep their results
         return config.microcompact_keep
 
+    @classmethod
+    def clears_when_idle(cls, config) -> tuple[float, tuple[str, ...]] | None:
+        # the time-based microcompact: past the idle gap, the results of compactable tools but the newest
+        return (config.microcompact_idle_s, COMPACTABLE_TOOLS) if config.microcompact == "time" else None
+
     def prepare(self, call: CallInfo) -> None:
         c = self.config
         if (c.microcompact == "time" and self.last_answer_at is not None

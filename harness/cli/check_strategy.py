@@ -154,6 +154,10 @@ def _declared_lines(cls, params) -> list[str]:
         out.append("every tool result is cut to at most " + " and ".join(f"{n:,} {unit}" for n, unit in d.result_limits))
     if d.recent_kept:
         out.append(f"the newest {d.recent_kept} tool uses keep their results as they entered")
+    if d.idle_clear is not None:
+        gap, tools = d.idle_clear
+        out.append(f"idle over {gap:,.0f} s, the next request clears the old results of "
+                   f"{', '.join(tools) if tools else 'every tool'}")
     for kind, model in d.call_models:
         out.append(f"{kind} calls go to {model}")
     if getattr(cls, "keeps_latest_request", False):

@@ -11,6 +11,8 @@ is checked like its base (issue #45):
 * ``result_limits(config)``: the bytes, characters or lines every tool result is cut to at most;
 * ``keeps_recent_tool_uses(config)``: how many of the newest tool uses keep their results as they entered;
 * ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
+* ``clears_when_idle(config)``: the idle gap (trace clock) after which the next request clears old tool
+  results, and the tools whose results it clears (Claude Code's time-based microcompact);
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
   stamps changes at midnight on that clock): the clock-edge scenario crosses those midnights too.
 
@@ -40,6 +42,7 @@ class Declared:
     result_limits: tuple[tuple[int, str], ...] = ()  # (amount, "bytes" | "chars" | "lines")
     recent_kept: int = 0  # the newest tool uses whose results stay as they entered
     call_models: tuple[tuple[str, str], ...] = ()  # (kind of call, the model it goes to)
+    idle_clear: tuple[float, tuple[str, ...]] | None = None  # (idle seconds, tools whose old results it clears)
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -144,8 +147,17 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> De
     odd = sorted(repr(k) for k, m in models.items() if not isinstance(k, str) or not isinstance(m, str))
     if odd:
         raise ValueError(f"{cls.__qualname__}.call_models: kinds and models are strings, got {', '.join(odd)}")
+    ic = getattr(cls, "clears_when_idle", None)
+    idle = ic(config) if callable(ic) else None
+    if idle is not None:
+        shaped = isinstance(idle, tuple | list) and len(idle) == 2
+        gap, tools = idle if shaped else (None, None)
+        if (not isinstance(gap, int | float) or isinstance(gap, bool) or gap < 0 or not isinstance(tools, tuple | list)
+                or not all(isinstance(t, str) for t in tools)):
+            raise ValueError(f"{cls.__qualname__}.clears_when_idle: (seconds, tool names) or None, got {idle!r}")
+        idle = (float(gap), tuple(tools))
     return Declared(summary_items(cls, config), minimum, also, epochs, limits, int(kr(config)) if callable(kr) else 0,
-                    tuple(sorted((k, m) for k, m in models.items() if m)))
+                    tuple(sorted((k, m) for k, m in models.items() if m)), idle)
 
 
 def result_size(text: str, unit: str) -> int:

@@ -73,6 +73,14 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    ``n``, claude_code's ``microcompact_keep``) sends the results of that many newest tool
                    uses of the main conversation as they entered the window (newest both by call and by
                    where the result stands: parallel results may come back in another order).
+``idle_clear``     a strategy that declares it clears old tool results once the conversation has been idle
+                   (``Strategy.clears_when_idle``: Claude Code's time-based microcompact, past the
+                   cache's TTL) does: the first main request after a gap longer than the declared one
+                   (by :data:`IDLE_SLACK_S`, on the trace's clock, since the last main-line request) does
+                   not send every old result of the declared tools as it entered, when the request
+                   before held one beyond the newest ``keeps_recent_tool_uses`` (newest by call or by
+                   where it stands). A rule that never fires (a gap read on the wall clock, or in the
+                   wrong unit) breaks nothing else.
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -160,7 +168,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "latest_request", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
-              "result_limit", "recent_kept", "summary_keeps",
+              "result_limit", "recent_kept", "idle_clear", "summary_keeps",
               "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back, goal and latest_request are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
@@ -179,6 +187,10 @@ ESTIMATE_MIN_GAP = 0.125
 # what a cut's notices may add to a declared result limit (truncate's: a "Total output lines: N" line and
 # a blank one, the omission marker and the blank lines around it: 5 lines, 30-odd bytes) # assumed
 RESULT_NOTICE_SLACK = {"bytes": 64, "chars": 64, "lines": 8}
+# how far past its declared idle gap a request is judged (``idle_clear``): the kit's answers take seconds, so a
+# gap this much longer is past the declared one however the strategy measures it (from the request before or
+# from its answer) # assumed
+IDLE_SLACK_S = 600.0
 LATEST_OPENING = 200  # characters of the latest request that must stay (a cut to a budget keeps the head) # assumed
 
 
@@ -662,6 +674,7 @@ class Checker:
     _over_limit: set[str] = field(default_factory=set)  # tool results reported over the declared limit
     _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
     _recent_lost: set[str] = field(default_factory=set)  # newest tool uses reported changed
+    _line_at: float | None = None  # when the last main-line request (of any conversation) was sent (idle_clear)
     _latest_text: str = ""  # the user's latest message in the main conversation (its ``user`` marks)
     _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
     _summary_call: int = -1  # the last summary request (its answer is judged with it)
@@ -1008,6 +1021,15 @@ class Checker:
         if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_changed(req):
                 v("recent_kept", detail)
+        line_at, self._line_at = self._line_at, s.now
+        if self.declared.idle_clear is not None and stream == "main":
+            self._results(req)  # each result as it entered, for the next idle gap
+        if (self.declared.idle_clear is not None and "idle_clear" in self.promised and stream == "main"
+                and not fresh and prev is not None and not prev.rejected and line_at is not None
+                and s.now - line_at > self.declared.idle_clear[0] + IDLE_SLACK_S):
+            detail = self._idle_not_cleared(prev, req, s.now - line_at)
+            if detail:
+                v("idle_clear", detail)
         if self.errors:
             for _m, b in new_blocks:
                 if b.type == "tool_result" and b.id in self.errors and b.is_error != self.errors[b.id]:
@@ -1293,12 +1315,41 @@ class Checker:
             self._run_roots = tuple({str(self.session_dir), str(self.session_dir.resolve())})
         return self._run_roots
 
-    def _recent_changed(self, req: Request) -> list[str]:
-        """The results of the newest declared number of tool uses in ``req`` that differ from what they
-        were when they entered the main conversation (once per tool use)."""
+    def _results(self, req: Request) -> dict[str, Block]:
+        """``req``'s tool results by tool_use id, each noted as it first entered the main conversation."""
         results = {b.id: b for m in req.messages if m.role == "user" for b in m.blocks if b.type == "tool_result"}
         for i, b in results.items():
             self._as_entered.setdefault(i, b.digest)
+        return results
+
+    def _idle_not_cleared(self, prev: Sent, req: Request, gap: float) -> str:
+        """After an idle gap past the declared one: ``req`` sends every result the rule clears as it entered,
+        though ``prev`` held some (the declared tools' results beyond the newest kept)."""
+        seconds, tools = self.declared.idle_clear or (0.0, ())
+        names = {b.id: b.name or "" for m in prev.request.messages if m.role == "assistant" for b in m.blocks
+                 if b.type == "tool_use"}
+        before = self._results(prev.request)
+        n = self.declared.recent_kept
+        mine = [i for i in before if not tools or names.get(i, "") in tools]
+        # the newest kept counted among all results or among the declared tools' only, by call or by place
+        kept = (set(list(before)[-n:]) | set(list(names)[-n:]) | set(mine[-n:])
+                | set([i for i in names if i in mine][-n:])) if n else set()
+        old = [i for i in mine if i not in kept and before[i].digest == self._as_entered[i]]
+        if not old:
+            return ""
+        now = self._results(req)
+        if any(i not in now or now[i].digest != self._as_entered[i] for i in old):
+            return ""
+        what = ", ".join(tools) if tools else "any tool"
+        return (f"{len(old)} old result(s) of {what} sent as they entered after {gap:,.0f} s idle since request "
+                f"{prev.call}, past the {seconds:,.0f} s after which the strategy declares it clears them "
+                f"(clears_when_idle; beyond the newest {n} kept): the rule did not fire (an idle gap read on "
+                "another clock, or in another unit?)")
+
+    def _recent_changed(self, req: Request) -> list[str]:
+        """The results of the newest declared number of tool uses in ``req`` that differ from what they
+        were when they entered the main conversation (once per tool use)."""
+        results = self._results(req)
         uses = [b.id for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
         n = self.declared.recent_kept
         # "newest" in both orders: parallel results may come back in another order than their calls, and a

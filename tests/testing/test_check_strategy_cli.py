@@ -94,6 +94,23 @@ def test_a_call_model_that_is_not_a_name_is_bad_input(monkeypatch, capsys):
     assert "Traceback" not in err
 
 
+def test_an_idle_gap_that_is_not_seconds_is_bad_input(monkeypatch, capsys):
+    """clears_when_idle is (seconds, tool names): a gap written as text is the user's input, exit 2."""
+    from ctxsim.strategies.claude_code import ClaudeCode
+
+    class TextIdle(ClaudeCode):
+        name = "text_idle"
+
+        @classmethod
+        def clears_when_idle(cls, config):
+            return ("1h", ("Read",))
+
+    assert _check_in_module(monkeypatch, TextIdle) == 2
+    err = capsys.readouterr().err
+    assert "TextIdle.clears_when_idle: (seconds, tool names) or None, got ('1h', ('Read',))" in err
+    assert "Traceback" not in err
+
+
 def test_a_crash_names_the_file_and_line(tmp_path, capsys):
     rc = main(["check-strategy", "tests.testing.mutants:Raiser", "-o", str(tmp_path / "f.jsonl"),
                "--shrink-seconds", "1", "--profile", "ci"])

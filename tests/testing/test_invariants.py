@@ -618,6 +618,60 @@ def test_recent_kept_newest_where_calls_and_results_agree():
     assert [v.invariant for v in out] == ["recent_kept"] and "tool use b," in out[0].detail
 
 
+# --- idle_clear ---------------------------------------------------------------------------------------
+
+def test_idle_clear_judges_the_first_request_past_the_declared_gap():
+    """Claude Code declares its microcompact: past 3,600 s idle, the old results of its compactable tools
+    are cleared, all but the newest microcompact_keep. Here 3,600 s, Read, keep 1. Results a (Read),
+    t (TodoWrite), b (Read), c (Read): the newest (c) is kept, t is not the rule's, so a and b are old.
+    A gap of 3,600 + 500 s is within the 600 s of slack (not judged); 3,600 + 700 s sending a and b as
+    they entered is reported (4,300 s); the request after the next gap clearing a alone passes (the rule fired)."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.harness.testing.invariants import IDLE_SLACK_S
+    from ctxsim.strategies.claude_code import COMPACTABLE_TOOLS, ClaudeCode
+
+    assert declared(ClaudeCode, {}).idle_clear == (3_600.0, COMPACTABLE_TOOLS)
+    assert declared(ClaudeCode, {"microcompact": "off"}).idle_clear is None
+    assert IDLE_SLACK_S == 600
+
+    def step(tid, tool, text):
+        return [Message("assistant", (Block.tool_use(tid, tool, {}),)), Message("user", (Block.tool_result(tid, text),))]
+
+    def at(msgs, call, now, rewrite=False):
+        return Sent(req(msgs, rewrite=rewrite), 100, 1_000, False, "", call, now)
+
+    c = Checker(frozenset({"idle_clear"}), {}, declared=Declared(recent_kept=1, idle_clear=(3_600.0, ("Read",))))
+    msgs = [user("go"), *step("a", "Read", "A" * 50), *step("t", "TodoWrite", "T" * 50), *step("b", "Read", "B" * 50),
+            *step("c", "Read", "C" * 50)]
+    assert c.feed([Mark("session_start", "s1"), at(msgs, 0, 0.0)]) == []
+    msgs.append(user("back"))
+    assert c.feed([at(msgs, 1, 4_100.0)]) == []           # 4,100 s: not past 3,600 + 600
+    msgs.append(user("again"))
+    out = c.feed([at(msgs, 2, 8_400.0)])                    # 4,300 s
+    assert [v.invariant for v in out] == ["idle_clear"]
+    assert out[0].detail.startswith("2 old result(s) of Read sent as they entered after 4,300 s idle since request 1")
+    cleared = [user("go"), *step("a", "Read", "[cleared]"), *msgs[3:], user("later")]
+    assert c.feed([at(cleared, 3, 13_000.0, rewrite=True)]) == []
+
+
+def test_idle_clear_not_judged_at_a_launch_or_with_nothing_old():
+    """The first request of a launch (a new process measures no gap) and a request whose predecessor held
+    no old result of the declared tools beyond the kept are not judged."""
+    from ctxsim.harness.testing.declared import Declared
+
+    def step(tid, text):
+        return [Message("assistant", (Block.tool_use(tid, "Read", {}),)), Message("user", (Block.tool_result(tid, text),))]
+
+    c = Checker(frozenset({"idle_clear"}), {}, declared=Declared(recent_kept=2, idle_clear=(60.0, ())))
+    msgs = [user("go"), *step("a", "A" * 40), *step("b", "B" * 40)]
+    assert c.feed([Mark("session_start", "s1"), Sent(req(msgs), 100, 1_000, False, "", 0, 0.0)]) == []
+    assert c.feed([Sent(req([*msgs, user("x")]), 100, 1_000, False, "", 1, 5_000.0)]) == []   # a and b: the newest 2
+    msgs = [*msgs, user("x"), *step("c", "C" * 40)]
+    assert c.feed([Sent(req(msgs), 100, 1_000, False, "", 2, 5_010.0),
+                   Mark("session_end", "s1"), Mark("session_start", "s2", resume=True)]) == []
+    assert c.feed([Sent(req([*msgs, user("y")]), 100, 1_000, False, "", 3, 90_000.0)]) == []  # a resume's first
+
+
 # --- what an overflow follows -----------------------------------------------------------------------------
 
 def _rejected(r: Request, call: int, tokens: int) -> Sent:

@@ -197,6 +197,7 @@ KIT45B: list[Case] = [
     _c(e.ReportAfterRestore, SubagentIsolation, "subagent_report", "a sub-agent's report asked of the parent's context"),
     _c(e.GooseSummaryOnRunModel, Goose, "call_model", "a summary on the run's model, not the declared fast one"),
     _c(e.PruneUnderMinimum, OpenCode, "clear_minimum", "a prune under its declared minimum"),
+    _c(e.MicrocompactIdleInMinutes, ClaudeCode, "idle_clear", "an idle gap in seconds compared in minutes: never fires"),
 ]
 CORPUS += KIT45B
 

@@ -2,7 +2,8 @@
 went unseen (blind sets 3 and 10): SWE-agent's masking window and Claude Code's microcompact keep,
 each now a declared promise (``keeps_recent_tool_uses``); a sub-agent's report asked of the parent's
 context (set 9); and what blind set 11 got past: a summary on the run's model where the strategy names
-a fast one (``call_models``), a prune under its declared minimum (opencode's ``clear_minimum``). (A
+a fast one (``call_models``), a prune under its declared minimum (opencode's ``clear_minimum``); and what blind set 12 got past: Claude
+Code's idle microcompact that never fires (``clears_when_idle``). (A
 second compaction that leaves the first summary out of its input is caught only where the summaries
 differ: the kit's summariser restates the first request in each, so the next one often holds what the
 first did; not in this corpus.) Each beside its correct twin, the registered base."""
@@ -97,5 +98,19 @@ class PruneUnderMinimum(OpenCode):
         c = _seen_as(self, prune_minimum_tokens=0)
         try:
             return super().prune()
+        finally:
+            self.__dict__["config"] = c
+
+
+class MicrocompactIdleInMinutes(ClaudeCode):
+    """The idle gap compared in minutes against a setting in seconds (``idle_s * 60``): a cold cache is
+    never seen, so old results are never cleared; nothing else breaks."""
+
+    name = "microcompact_idle_in_minutes"
+
+    def prepare(self, call):
+        c = _seen_as(self, microcompact_idle_s=self.config.microcompact_idle_s * 60)
+        try:
+            super().prepare(call)
         finally:
             self.__dict__["config"] = c
