@@ -100,6 +100,11 @@ class Aider(ThresholdCompactor):
         if is_plain_user(message):
             self.exchange_ended = True
 
+    @classmethod
+    def cache_marks(cls, config) -> tuple[str, ...]:
+        # the system prompt; the other marker closes the last finished exchange, not a fixed place
+        return ("system",) if config.cache_prompts else ()
+
     def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
         if not self.config.cache_prompts:
             return ()

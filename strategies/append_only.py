@@ -22,6 +22,10 @@ class AppendOnly(Strategy):
                     "never keep sending a rejected request, peers.md)")
     Config = AppendOnlyConfig
 
+    @classmethod
+    def cache_marks(cls, config) -> tuple[str, ...]:
+        return ("system", "last") if config.cache_breakpoints else ()
+
     def breakpoints(self, history):
         from ctxsim.harness.model.conversation import Breakpoint
 

@@ -196,6 +196,14 @@ class Strategy:
         return None
 
     @classmethod
+    def cache_marks(cls, config: StrategyConfig) -> tuple[str, ...]:
+        """Where every request of the conversation (main and sub-agent) carries a cache breakpoint:
+        ``"tools"`` (the end of the tools array, when there are tools), ``"system"`` (the end of the system
+        prompt, when there is one), ``"last"`` (the request's last message), ``"last_user"`` (its last user
+        message). Empty: no promise."""
+        return ()
+
+    @classmethod
     def result_limits(cls, config: StrategyConfig) -> tuple[tuple[int, str], ...]:
         """``((amount, unit), ...)``: every tool result this strategy sends is cut to at most ``amount``
         ``"bytes"`` (UTF-8), ``"chars"`` or ``"lines"`` (a cut's own notices aside). Empty: no limit."""

@@ -99,6 +99,10 @@ class CutNoSummary(Strategy):
     def estimate(self) -> int | None:
         return self.ledger.estimate(self.history, system=self.env.system, tools=self.env.tools)
 
+    @classmethod
+    def cache_marks(cls, config) -> tuple[str, ...]:
+        return ("tools", "system", "last_user")   # NovaCode's three (N-CACHE-1)
+
     def breakpoints(self, history: History):
         return caching.breakpoints(history, tools=len(self.env.tools) > 0,
                                    system=bool(self.env.system.blocks) or self.env.system.opaque_tokens > 0)

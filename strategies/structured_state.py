@@ -362,6 +362,10 @@ class GaugedStrategy(Strategy):
         n = len(history)
         return (Breakpoint("system"), Breakpoint(n - 1)) if n else (Breakpoint("system"),)
 
+    @classmethod
+    def cache_marks(cls, config) -> tuple[str, ...]:
+        return ("system", "last")
+
     def model_step(self, kind: str, tool_use: Block, *, model: str | None = None) -> bool:
         """One model step the strategy's agent takes on its own (a TodoWrite, a search, a memory
         edit, a delegation): a billed call on the current context whose answer is ``tool_use``.

@@ -289,6 +289,11 @@ class PeerStrategy(Strategy):
     def breakpoints(self, history: History) -> tuple[Breakpoint, ...]:
         return breakpoints_for(self.config.breakpoints, history)
 
+    @classmethod
+    def cache_marks(cls, config) -> tuple[str, ...]:
+        # what breakpoints_for marks in each style (the last two user messages: the newest is the last user)
+        return {"system_last": ("system", "last"), "last_two_user": ("last_user",)}.get(config.breakpoints, ())
+
     def estimate(self) -> int | None:
         return self.anchor.estimate(self.history, self.env.system, self.env.tools)
 

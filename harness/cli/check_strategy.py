@@ -158,6 +158,8 @@ def _declared_lines(cls, params) -> list[str]:
         gap, tools = d.idle_clear
         out.append(f"idle over {gap:,.0f} s, the next request clears the old results of "
                    f"{', '.join(tools) if tools else 'every tool'}")
+    if d.cache_marks:
+        out.append(f"every request carries a cache breakpoint on: {', '.join(d.cache_marks)}")
     for kind, model in d.call_models:
         out.append(f"{kind} calls go to {model}")
     if getattr(cls, "keeps_latest_request", False):

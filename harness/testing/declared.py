@@ -13,6 +13,8 @@ is checked like its base (issue #45):
 * ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
 * ``clears_when_idle(config)``: the idle gap (trace clock) after which the next request clears old tool
   results, and the tools whose results it clears (Claude Code's time-based microcompact);
+* ``cache_marks(config)``: where every request of the conversation carries a cache breakpoint (the tools,
+  the system prompt, the last message, the last user message);
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
   stamps changes at midnight on that clock): the clock-edge scenario crosses those midnights too.
 
@@ -43,6 +45,7 @@ class Declared:
     recent_kept: int = 0  # the newest tool uses whose results stay as they entered
     call_models: tuple[tuple[str, str], ...] = ()  # (kind of call, the model it goes to)
     idle_clear: tuple[float, tuple[str, ...]] | None = None  # (idle seconds, tools whose old results it clears)
+    cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -112,6 +115,7 @@ def summary_items(cls: type[Strategy], config: StrategyConfig) -> tuple[str, ...
 
 
 RESULT_UNITS = ("bytes", "chars", "lines")   # what Strategy.result_limits may count in
+CACHE_PLACES = ("tools", "system", "last", "last_user")   # where Strategy.cache_marks may promise a breakpoint
 
 
 def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> Declared:
@@ -156,8 +160,12 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> De
                 or not all(isinstance(t, str) for t in tools)):
             raise ValueError(f"{cls.__qualname__}.clears_when_idle: (seconds, tool names) or None, got {idle!r}")
         idle = (float(gap), tuple(tools))
+    cmk = getattr(cls, "cache_marks", None)
+    marks = cmk(config) if callable(cmk) else ()
+    if not isinstance(marks, tuple | list) or not all(isinstance(p, str) for p in marks) or set(marks) - set(CACHE_PLACES):
+        raise ValueError(f"{cls.__qualname__}.cache_marks: places among {', '.join(CACHE_PLACES)}, got {marks!r}")
     return Declared(summary_items(cls, config), minimum, also, epochs, limits, int(kr(config)) if callable(kr) else 0,
-                    tuple(sorted((k, m) for k, m in models.items() if m)), idle)
+                    tuple(sorted((k, m) for k, m in models.items() if m)), idle, tuple(marks))
 
 
 def result_size(text: str, unit: str) -> int:

@@ -81,6 +81,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    before held one beyond the newest ``keeps_recent_tool_uses`` (newest by call or by
                    where it stands). A rule that never fires (a gap read on the wall clock, or in the
                    wrong unit) breaks nothing else.
+``cache_marks``    a strategy that declares where it puts cache breakpoints (``Strategy.cache_marks``:
+                   NovaCode's tools, system and last user message, N-CACHE-1; the peers' system prompt
+                   and last message) puts them there on every request of the conversation (main and
+                   sub-agent): a marker one message early (an index taken on the history where the
+                   request holds more) re-writes the newest turn at every call, and nothing else shows it.
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -168,7 +173,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "latest_request", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
-              "result_limit", "recent_kept", "idle_clear", "summary_keeps",
+              "result_limit", "recent_kept", "idle_clear", "cache_marks", "summary_keeps",
               "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back, goal and latest_request are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
@@ -674,6 +679,7 @@ class Checker:
     _over_limit: set[str] = field(default_factory=set)  # tool results reported over the declared limit
     _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
     _recent_lost: set[str] = field(default_factory=set)  # newest tool uses reported changed
+    _marks_lost: set[str] = field(default_factory=set)  # declared breakpoint places reported missing
     _line_at: float | None = None  # when the last main-line request (of any conversation) was sent (idle_clear)
     _latest_text: str = ""  # the user's latest message in the main conversation (its ``user`` marks)
     _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
@@ -1021,6 +1027,10 @@ class Checker:
         if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_changed(req):
                 v("recent_kept", detail)
+        if self.declared.cache_marks and "cache_marks" in self.promised:
+            detail = self._marks_missing(req)
+            if detail:
+                v("cache_marks", detail)
         line_at, self._line_at = self._line_at, s.now
         if self.declared.idle_clear is not None and stream == "main":
             self._results(req)  # each result as it entered, for the next idle gap
@@ -1321,6 +1331,25 @@ class Checker:
         for i, b in results.items():
             self._as_entered.setdefault(i, b.digest)
         return results
+
+    def _marks_missing(self, req: Request) -> str:
+        """The places the strategy declares a breakpoint on that ``req`` leaves unmarked (each reported once)."""
+        n = len(req.messages)
+        at = {b.at % n if isinstance(b.at, int) and n else b.at for b in req.breakpoints}
+        last_user = next((i for i in range(n - 1, -1, -1) if req.messages[i].role == "user"), None)
+        where = {"tools": ("tools", bool(req.tools.tools), "the end of the tools array"),
+                 "system": ("system", bool(req.system.blocks) or req.system.opaque_tokens > 0, "the system prompt"),
+                 "last": (n - 1, n > 0, f"the last message ({n - 1})"),
+                 "last_user": (last_user, last_user is not None, f"the last user message ({last_user})")}
+        missing = [(p, what) for p in self.declared.cache_marks if p not in self._marks_lost
+                   for key, present, what in (where[p],) if present and key not in at]
+        if not missing:
+            return ""
+        self._marks_lost.update(p for p, _ in missing)
+        marked = ", ".join(str(a) for a in sorted(at, key=str)) or "nothing"
+        return (f"no cache breakpoint on {' or '.join(w for _, w in missing)}, where the strategy declares one on "
+                f"every request (cache_marks: {', '.join(self.declared.cache_marks)}); it marks {marked} "
+                f"of {n} messages")
 
     def _idle_not_cleared(self, prev: Sent, req: Request, gap: float) -> str:
         """After an idle gap past the declared one: ``req`` sends every result the rule clears as it entered,

@@ -551,6 +551,10 @@ class NovaCode(Strategy):
     def _estimate(self, resident: list[Message]) -> int:
         return self.ledger.estimate(self.history, system=self.env.system, tools=self.env.tools, prefix=resident)
 
+    @classmethod
+    def cache_marks(cls, config) -> tuple[str, ...]:
+        return ("tools", "system", "last_user") if config.cache_breakpoints else ()   # N-CACHE-1
+
     def _breakpoints(self, messages: History):
         if not self.config.cache_breakpoints:
             return ()

@@ -111,6 +111,23 @@ def test_an_idle_gap_that_is_not_seconds_is_bad_input(monkeypatch, capsys):
     assert "Traceback" not in err
 
 
+def test_a_cache_mark_on_an_unknown_place_is_bad_input(monkeypatch, capsys):
+    """cache_marks names places among tools, system, last and last_user: a message index is not one."""
+    from ctxsim.strategies.claude_code import ClaudeCode
+
+    class IndexMarks(ClaudeCode):
+        name = "index_marks"
+
+        @classmethod
+        def cache_marks(cls, config):
+            return ("system", -1)
+
+    assert _check_in_module(monkeypatch, IndexMarks) == 2
+    err = capsys.readouterr().err
+    assert "IndexMarks.cache_marks: places among tools, system, last, last_user, got ('system', -1)" in err
+    assert "Traceback" not in err
+
+
 def test_a_crash_names_the_file_and_line(tmp_path, capsys):
     rc = main(["check-strategy", "tests.testing.mutants:Raiser", "-o", str(tmp_path / "f.jsonl"),
                "--shrink-seconds", "1", "--profile", "ci"])

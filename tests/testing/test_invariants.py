@@ -672,6 +672,48 @@ def test_idle_clear_not_judged_at_a_launch_or_with_nothing_old():
     assert c.feed([Sent(req([*msgs, user("y")]), 100, 1_000, False, "", 3, 90_000.0)]) == []  # a resume's first
 
 
+# --- cache_marks --------------------------------------------------------------------------------------
+
+def test_cache_marks_are_where_the_strategy_declares_them_n_cache_1():
+    """N-CACHE-1: NovaCode marks the tools, the system prompt and the last user message. A request of
+    three messages (user, assistant, user) marked on tools, system and message 1 (an index taken one
+    short) leaves the last user message (2) unmarked: reported once; marked on 2, it passes. The peers'
+    style system_last declares the system prompt and the last message; aider (--cache-prompts) only its system
+    prompt."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.aider import Aider
+    from ctxsim.strategies.claude_code import ClaudeCode
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    assert declared(NovaCode, {}).cache_marks == ("tools", "system", "last_user")
+    assert declared(NovaCode, {"cache_breakpoints": False}).cache_marks == ()
+    assert declared(ClaudeCode, {}).cache_marks == ("system", "last")
+    assert declared(ClaudeCode, {"breakpoints": "none"}).cache_marks == ()
+    assert declared(Aider, {"cache_prompts": True}).cache_marks == ("system",)
+    assert declared(Aider, {"cache_prompts": False}).cache_marks == ()
+    c = Checker(frozenset({"cache_marks"}), {}, declared=Declared(cache_marks=("tools", "system", "last_user")))
+    msgs = [user("go"), Message("assistant", (Block.text_block("on it"),)), user("and this")]
+    short = (Breakpoint("tools"), Breakpoint("system"), Breakpoint(1))
+    out = c.feed([sent(req(msgs, bps=short), 0)])
+    assert [v.invariant for v in out] == ["cache_marks"]
+    assert out[0].detail.startswith("no cache breakpoint on the last user message (2), where the strategy declares "
+                                    "one on every request (cache_marks: tools, system, last_user); it marks 1, "
+                                    "system, tools of 3 messages")
+    assert c.feed([sent(req(msgs, bps=short), 1)]) == []      # once a run
+    c = Checker(frozenset({"cache_marks"}), {}, declared=Declared(cache_marks=("tools", "system", "last_user")))
+    assert c.feed([sent(req(msgs, bps=(Breakpoint("tools"), Breakpoint("system"), Breakpoint(2))), 0)]) == []
+
+
+def test_cache_marks_judge_only_what_the_request_has():
+    """No tools, no system prompt: nothing to mark there. The last message marked by a negative index counts.
+    A side call (a summary) is not a request of the conversation."""
+    from ctxsim.harness.testing.declared import Declared
+
+    c = Checker(frozenset({"cache_marks"}), {}, declared=Declared(cache_marks=("tools", "system", "last")))
+    bare = req([user("go")], bps=(Breakpoint(-1),), tools=ToolSet(()), system=SystemPrompt.of())
+    assert c.feed([sent(bare, 0), sent(req([user("sum it up")], kind="summary"), 1)]) == []
+
+
 # --- what an overflow follows -----------------------------------------------------------------------------
 
 def _rejected(r: Request, call: int, tokens: int) -> Sent:

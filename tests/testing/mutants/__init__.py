@@ -198,6 +198,7 @@ KIT45B: list[Case] = [
     _c(e.GooseSummaryOnRunModel, Goose, "call_model", "a summary on the run's model, not the declared fast one"),
     _c(e.PruneUnderMinimum, OpenCode, "clear_minimum", "a prune under its declared minimum"),
     _c(e.MicrocompactIdleInMinutes, ClaudeCode, "idle_clear", "an idle gap in seconds compared in minutes: never fires"),
+    _c(e.MarksThePreviousMessage, ClaudeCode, "cache_marks", "the last cache breakpoint a message early"),
 ]
 CORPUS += KIT45B
 

@@ -3,7 +3,8 @@ went unseen (blind sets 3 and 10): SWE-agent's masking window and Claude Code's 
 each now a declared promise (``keeps_recent_tool_uses``); a sub-agent's report asked of the parent's
 context (set 9); and what blind set 11 got past: a summary on the run's model where the strategy names
 a fast one (``call_models``), a prune under its declared minimum (opencode's ``clear_minimum``); and what blind set 12 got past: Claude
-Code's idle microcompact that never fires (``clears_when_idle``). (A
+Code's idle microcompact that never fires (``clears_when_idle``); and blind set 13's: a cache breakpoint a
+message early (``cache_marks``). (A
 second compaction that leaves the first summary out of its input is caught only where the summaries
 differ: the kit's summariser restates the first request in each, so the next one often holds what the
 first did; not in this corpus.) Each beside its correct twin, the registered base."""
@@ -114,3 +115,16 @@ class MicrocompactIdleInMinutes(ClaudeCode):
             super().prepare(call)
         finally:
             self.__dict__["config"] = c
+
+
+class MarksThePreviousMessage(ClaudeCode):
+    """The last marker placed at ``len(history) - 2``, as if the newest message were not appended yet: the
+    newest turn is written to the cache again at every call."""
+
+    name = "marks_the_previous_message"
+
+    def breakpoints(self, history):
+        from ctxsim.harness.model.conversation import Breakpoint
+
+        n = len(history)
+        return (Breakpoint("system"),) + ((Breakpoint(n - 2),) if n > 1 else ())
