@@ -75,6 +75,10 @@ class AnthropicCompaction(ThresholdCompactor):
         """The trigger at the same share of a 200k window (under the API's minimum in small windows)."""
         return {"trigger_input_tokens": max(1, TRIGGER_INPUT_TOKENS * window // 200_000)}
 
+    @classmethod
+    def compacts_above(cls, config, window: int, max_output_tokens: int) -> int | None:
+        return config.trigger_input_tokens   # docs: once the input passes trigger, the server summarises
+
     def should_compact(self, call: CallInfo) -> bool:
         return (self.estimate() or 0) > self.config.trigger_input_tokens
 

@@ -196,6 +196,14 @@ class Strategy:
         return None
 
     @classmethod
+    def compacts_above(cls, config: StrategyConfig, window: int, max_output_tokens: int) -> int | None:
+        """The tokens past which the strategy summarises before sending: once its own estimate of a request of
+        the main conversation (``Request.estimated_tokens``) passes them, it asks for a summary first (on a
+        model with this ``window`` and output limit). None: no such trigger (or one that may find nothing
+        worth summarising)."""
+        return None
+
+    @classmethod
     def cache_marks(cls, config: StrategyConfig) -> tuple[str, ...]:
         """Where every request of the conversation (main and sub-agent) carries a cache breakpoint:
         ``"tools"`` (the end of the tools array, when there are tools), ``"system"`` (the end of the system

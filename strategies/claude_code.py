@@ -223,6 +223,22 @@ class ClaudeCodeConfig(PeerConfig):
                                            "memory); off: lost with the summarised messages")
 
 
+def auto_compact_threshold(c: ClaudeCodeConfig, window: int, max_output_tokens: int) -> int:
+    """The auto-compact threshold: the default of the release on the auto-compact window (capped at the
+    model's), lowered, never raised, by the percentage override."""
+    w = window if c.auto_compact_window is None else min(window, c.auto_compact_window)
+    if version_tuple(c.release) < (2, 1, 0):
+        effective = w
+        default = w - (BUFFER_2_0_TOKENS if c.autocompact_buffer_tokens is None else c.autocompact_buffer_tokens)
+    else:
+        effective = w - min(max_output_tokens, c.summary_reserve_tokens)
+        default = effective - (AUTOCOMPACT_BUFFER_TOKENS if c.autocompact_buffer_tokens is None
+                               else c.autocompact_buffer_tokens)
+    if c.autocompact_pct_override is None:
+        return default
+    return min(int(effective * c.autocompact_pct_override / 100), default)  # Math.min(userThreshold, default)
+
+
 class ClaudeCode(ThresholdCompactor):
     name = "claude_code"
     summary = "Claude Code (reported): auto-compact at window − 33k, restore 5 read files, microcompact when the cache is cold"
@@ -313,20 +329,12 @@ class ClaudeCode(ThresholdCompactor):
 
     # --- the trigger -------------------------------------------------------------------------------
     def threshold(self) -> int:
-        """The auto-compact threshold: the default of the release on the auto-compact window (capped at the
-        model's), lowered, never raised, by the percentage override."""
-        c = self.config
-        w = self.env.window if c.auto_compact_window is None else min(self.env.window, c.auto_compact_window)
-        if self.version < (2, 1, 0):
-            effective = w
-            default = w - (BUFFER_2_0_TOKENS if c.autocompact_buffer_tokens is None else c.autocompact_buffer_tokens)
-        else:
-            effective = w - min(self.env.max_output_tokens, c.summary_reserve_tokens)
-            default = effective - (AUTOCOMPACT_BUFFER_TOKENS if c.autocompact_buffer_tokens is None
-                                   else c.autocompact_buffer_tokens)
-        if c.autocompact_pct_override is None:
-            return default
-        return min(int(effective * c.autocompact_pct_override / 100), default)  # Math.min(userThreshold, default)
+        return auto_compact_threshold(self.config, self.env.window, self.env.max_output_tokens)
+
+    @classmethod
+    def compacts_above(cls, config, window: int, max_output_tokens: int) -> int | None:
+        # the breaker aside (the kit stops judging once a summary fails), auto-compact summarises at the threshold
+        return auto_compact_threshold(config, window, max_output_tokens)
 
     def should_compact(self, call: CallInfo) -> bool:
         return self.failures < self.config.max_consecutive_failures and (self.estimate() or 0) >= self.threshold()

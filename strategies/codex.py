@@ -206,6 +206,21 @@ class CodexConfig(PeerConfig):
         return COMPACT_PROMPT, SUMMARY_SECTIONS
 
 
+def auto_compact_limit(c: CodexConfig, window: int) -> int:
+    """``ModelInfo::auto_compact_token_limit``: 90% of the window, a configured limit only below it
+    (``auto_compact_clamp``; the configured limit alone before codex 0.100.0)."""
+    default = int(window * c.auto_compact_fraction)
+    if c.auto_compact_token_limit is None:
+        return default
+    return min(c.auto_compact_token_limit, default) if c.auto_compact_clamp else c.auto_compact_token_limit
+
+
+def usable_window(c: CodexConfig, window: int) -> int:
+    """``TurnContext::model_context_window``: ``context_window * effective_context_window_percent / 100``
+    (integer division, as ``saturating_mul(..) / 100``)."""
+    return window * c.effective_context_window_percent // 100
+
+
 class Codex(ThresholdCompactor):
     name = "codex"
     keeps_latest_request = True   # build_compacted_history: the newest user messages (20,000 tokens), then the handoff
@@ -228,18 +243,15 @@ class Codex(ThresholdCompactor):
             self.prefill = None
 
     def limit(self) -> int:
-        """``ModelInfo::auto_compact_token_limit``: 90% of the window, a configured limit only below it
-        (``auto_compact_clamp``; the configured limit alone before codex 0.100.0)."""
-        c = self.config
-        default = int(self.env.window * c.auto_compact_fraction)
-        if c.auto_compact_token_limit is None:
-            return default
-        return min(c.auto_compact_token_limit, default) if c.auto_compact_clamp else c.auto_compact_token_limit
+        return auto_compact_limit(self.config, self.env.window)
 
     def usable_window(self) -> int:
-        """``TurnContext::model_context_window``: ``context_window * effective_context_window_percent / 100``
-        (integer division, as ``saturating_mul(..) / 100``)."""
-        return self.env.window * self.config.effective_context_window_percent // 100
+        return usable_window(self.config, self.env.window)
+
+    @classmethod
+    def compacts_above(cls, config, window: int, max_output_tokens: int) -> int | None:
+        # the total scope compacts at the limit; body_after_prefix at the usable window at the latest
+        return auto_compact_limit(config, window) if config.auto_compact_scope == "total" else usable_window(config, window)
 
     def on_tool_results(self, message: Message) -> None:
         c = self.config

@@ -90,7 +90,7 @@ def run(args) -> int:
     if params:
         print(f"  parameters: {', '.join(f'{k}={v}' for k, v in params.items())}")
     try:
-        lines = _declared_lines(cls, params)
+        lines = _declared_lines(cls, params, window)
     except ValueError as e:   # a declaration hook that returns what the kit cannot hold it to
         raise BadInput(f"{args.strategy}: {e}") from None
     for line in lines:
@@ -137,12 +137,15 @@ def run(args) -> int:
     return 0
 
 
-def _declared_lines(cls, params) -> list[str]:
-    """What the strategy declares it keeps, as the kit holds it (ctxsim.harness.testing.declared)."""
+def _declared_lines(cls, params, window: int) -> list[str]:
+    """What the strategy declares it keeps, as the kit holds it (ctxsim.harness.testing.declared), on the
+    kit's model at ``window``."""
+    from ctxsim.harness.provider.models import load_table
     from ctxsim.harness.testing.clock import own_edges
     from ctxsim.harness.testing.declared import declared
+    from ctxsim.harness.testing.params import CHECK_MODEL
 
-    d = declared(cls, params)
+    d = declared(cls, params, window, load_table().get(CHECK_MODEL).max_output)
     out = []
     if d.summary_items:
         out.append(f"every summary keeps {', '.join(d.summary_items)}")
@@ -158,6 +161,8 @@ def _declared_lines(cls, params) -> list[str]:
         gap, tools = d.idle_clear
         out.append(f"idle over {gap:,.0f} s, the next request clears the old results of "
                    f"{', '.join(tools) if tools else 'every tool'}")
+    if d.compacts_above is not None:
+        out.append(f"a request it estimates past {d.compacts_above:,} tokens is summarised first")
     if d.cache_marks:
         out.append(f"every request carries a cache breakpoint on: {', '.join(d.cache_marks)}")
     for kind, model in d.call_models:

@@ -13,6 +13,8 @@ is checked like its base (issue #45):
 * ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
 * ``clears_when_idle(config)``: the idle gap (trace clock) after which the next request clears old tool
   results, and the tools whose results it clears (Claude Code's time-based microcompact);
+* ``compacts_above(config, window, max_output_tokens)``: the estimate of a request past which the strategy
+  summarises before sending it (its auto-compaction trigger on the run's window);
 * ``cache_marks(config)``: where every request of the conversation carries a cache breakpoint (the tools,
   the system prompt, the last message, the last user message);
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
@@ -46,6 +48,7 @@ class Declared:
     call_models: tuple[tuple[str, str], ...] = ()  # (kind of call, the model it goes to)
     idle_clear: tuple[float, tuple[str, ...]] | None = None  # (idle seconds, tools whose old results it clears)
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
+    compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -118,9 +121,11 @@ RESULT_UNITS = ("bytes", "chars", "lines")   # what Strategy.result_limits may c
 CACHE_PLACES = ("tools", "system", "last", "last_user")   # where Strategy.cache_marks may promise a breakpoint
 
 
-def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> Declared:
-    """What ``cls`` run with ``params`` declares. A configuration that does not validate declares
-    nothing (the run itself reports it)."""
+def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, window: int = 0,
+             max_output_tokens: int = 0) -> Declared:
+    """What ``cls`` run with ``params`` declares (on a model of ``window`` and ``max_output_tokens``: a
+    trigger is judged only where both are known). A configuration that does not validate declares nothing
+    (the run itself reports it)."""
     from ctxsim.strategies import registry
 
     try:
@@ -164,8 +169,13 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None) -> De
     marks = cmk(config) if callable(cmk) else ()
     if not isinstance(marks, tuple | list) or not all(isinstance(p, str) for p in marks) or set(marks) - set(CACHE_PLACES):
         raise ValueError(f"{cls.__qualname__}.cache_marks: places among {', '.join(CACHE_PLACES)}, got {marks!r}")
+    ca = getattr(cls, "compacts_above", None)
+    trigger = ca(config, window, max_output_tokens) if callable(ca) and window > 0 and max_output_tokens > 0 else None
+    if trigger is not None and (not isinstance(trigger, int | float) or isinstance(trigger, bool) or trigger < 0):
+        raise ValueError(f"{cls.__qualname__}.compacts_above: a number of tokens or None, got {trigger!r}")
     return Declared(summary_items(cls, config), minimum, also, epochs, limits, int(kr(config)) if callable(kr) else 0,
-                    tuple(sorted((k, m) for k, m in models.items() if m)), idle, tuple(marks))
+                    tuple(sorted((k, m) for k, m in models.items() if m)), idle, tuple(marks),
+                    None if trigger is None else int(trigger))
 
 
 def result_size(text: str, unit: str) -> int:

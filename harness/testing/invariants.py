@@ -86,6 +86,13 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    and last message) puts them there on every request of the conversation (main and
                    sub-agent): a marker one message early (an index taken on the history where the
                    request holds more) re-writes the newest turn at every call, and nothing else shows it.
+``compaction_trigger`` a strategy that declares its auto-compaction trigger (``Strategy.compacts_above``:
+                   Claude Code's threshold, Codex's auto-compact limit, the API's compaction trigger)
+                   asks for a summary before sending a request of the main conversation it estimates
+                   past it (by :data:`TRIGGER_SLACK`): a trigger compared in another unit, against a
+                   constant or never reached leaves these strategies to overflow, which they do not
+                   promise to avoid. Not judged at a launch's first request, nor once a side call has
+                   failed or been refused (a breaker may stop trying).
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -173,7 +180,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "latest_request", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
-              "result_limit", "recent_kept", "idle_clear", "cache_marks", "summary_keeps",
+              "result_limit", "recent_kept", "idle_clear", "cache_marks", "compaction_trigger", "summary_keeps",
               "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back, goal and latest_request are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
@@ -196,6 +203,9 @@ RESULT_NOTICE_SLACK = {"bytes": 64, "chars": 64, "lines": 8}
 # gap this much longer is past the declared one however the strategy measures it (from the request before or
 # from its answer) # assumed
 IDLE_SLACK_S = 600.0
+# how far past its declared trigger a request's own estimate is judged (``compaction_trigger``): a strategy
+# compares its estimate with ``>`` or ``>=``, a moment before the request is built # assumed
+TRIGGER_SLACK = 1.02
 LATEST_OPENING = 200  # characters of the latest request that must stay (a cut to a budget keeps the head) # assumed
 
 
@@ -680,6 +690,9 @@ class Checker:
     _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
     _recent_lost: set[str] = field(default_factory=set)  # newest tool uses reported changed
     _marks_lost: set[str] = field(default_factory=set)  # declared breakpoint places reported missing
+    _asked_since_main: bool = False  # a side call was sent since the last main-line request (compaction_trigger)
+    _side_ever_failed: bool = False  # a side call failed or was refused in this run (compaction_trigger)
+    _trigger_missed: bool = False  # reported once a run
     _line_at: float | None = None  # when the last main-line request (of any conversation) was sent (idle_clear)
     _latest_text: str = ""  # the user's latest message in the main conversation (its ``user`` marks)
     _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
@@ -702,7 +715,7 @@ class Checker:
         from ctxsim.harness.testing.clock import own_edges
         from ctxsim.harness.testing.declared import declared
 
-        d = declared(recording.strategy, recording.params)
+        d = declared(recording.strategy, recording.params, recording.window, recording.max_output)
         return cls(frozenset(promised), recording.originals, recording.session_dir, recording.errors,
                    recording.thinking, recording.trace_digests, recording.goals, d, recording.inputs,
                    own_edges(d.epochs), recording.conversation, recording.conv_ids, recording.conv_texts,
@@ -902,6 +915,8 @@ class Checker:
             if detail:
                 v("call_model", detail)
         if not s.main_line:
+            self._asked_since_main = True
+            self._side_ever_failed = self._side_ever_failed or s.rejected or bool(s.error)
             if s.rejected:
                 # a side call refused (too long: codex then trims the oldest items, a summary among them)
                 for sm in [*self._summaries, *(w for w, _ in self._in_window)]:
@@ -1031,6 +1046,16 @@ class Checker:
             detail = self._marks_missing(req)
             if detail:
                 v("cache_marks", detail)
+        if (self.declared.compacts_above is not None and "compaction_trigger" in self.promised and stream == "main"
+                and not fresh and not (self._asked_since_main or self._side_ever_failed or self._trigger_missed)
+                and req.estimated_tokens is not None
+                and req.estimated_tokens > self.declared.compacts_above * TRIGGER_SLACK):
+            self._trigger_missed = True
+            v("compaction_trigger", f"estimated at {req.estimated_tokens:,} tokens by the strategy itself, past the "
+                                    f"{self.declared.compacts_above:,} at which it declares it summarises before "
+                                    "sending (compacts_above), and no summary was asked for: the trigger did not "
+                                    "fire (compared in another unit, against a constant?)")
+        self._asked_since_main = False
         line_at, self._line_at = self._line_at, s.now
         if self.declared.idle_clear is not None and stream == "main":
             self._results(req)  # each result as it entered, for the next idle gap

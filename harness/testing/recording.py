@@ -87,6 +87,7 @@ class Recording:
     session_dir: Path | None = None
     window: int = 0
     model: str = ""   # the run's model (a request with no model of its own is sent on it)
+    max_output: int = 0  # the strategy's env.max_output_tokens (what a declared trigger depends on)
     errors: dict[str, bool] = field(default_factory=dict)     # tool_use id -> is_error of its result
     thinking: dict[str, str] = field(default_factory=dict)    # tool_use id -> thinking of the answer that made the call
     trace_digests: set[bytes] = field(default_factory=set)    # digests of the blocks the trace fed
@@ -191,13 +192,15 @@ class _NotedServices:
         return getattr(self._inner, name)
 
 
-def observing(cls: type[Strategy], log: list[Entry]) -> type[Strategy]:
+def observing(cls: type[Strategy], log: list[Entry], rec: Recording | None = None) -> type[Strategy]:
     """``cls`` with its session and sub-task hooks noted in ``log`` (before the hook runs), and the
-    answers of its side calls."""
+    answers of its side calls; the model's output limit it is given noted in ``rec``."""
 
     def __init__(self, config, env):
         if env.services is not None and not isinstance(env.services, _NotedServices):
             env.services = _NotedServices(env.services, log)
+        if rec is not None:
+            rec.max_output = env.max_output_tokens
         cls.__init__(self, config, env)
 
     def on_session_start(self, session, resume, now):
@@ -273,7 +276,7 @@ def record(trace: tr.Trace, strategy: type[Strategy], params: Mapping[str, Any] 
     own = SentGuard()
     cfg = replace(cfg, observer=_observer(rec.entries, cfg.observer, (own, rec)), session_dir=d)
     with watching(d, _noting(rec.entries)):
-        res = replay(trace, observing(strategy, rec.entries), params, cfg)
+        res = replay(trace, observing(strategy, rec.entries, rec), params, cfg)
     rec.window, rec.model = res.window, res.model
     rec.input_changes = guard.changes() + own.changes()
     return rec
@@ -320,7 +323,7 @@ class Stepper:
         self.config = cfg
         self._note = _noting(self.recording.entries)
         with watching(self.session_dir, self._note):
-            self._run = _Run(tr.Trace(header, []), observing(strategy, self.recording.entries), params, cfg,
+            self._run = _Run(tr.Trace(header, []), observing(strategy, self.recording.entries, self.recording), params, cfg,
                              self.session_dir)
         self.recording.window = self._run.provider.window
         self.recording.model = self._run.provider.model

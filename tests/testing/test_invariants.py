@@ -714,6 +714,53 @@ def test_cache_marks_judge_only_what_the_request_has():
     assert c.feed([sent(bare, 0), sent(req([user("sum it up")], kind="summary"), 1)]) == []
 
 
+# --- compaction_trigger -------------------------------------------------------------------------------
+
+def _estimated(msgs, est: int, kind: str = "main") -> Request:
+    from dataclasses import replace
+
+    return replace(req(msgs, kind=kind), estimated_tokens=est)
+
+
+def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
+    """Declared 1,000: the first request of a launch is not judged (5,000); 1,020 is within the 2% slack;
+    1,100 sent with no summary asked for is reported, once a run. Claude Code's threshold at the kit's
+    window: 32,000 - min(64,000, 3,200) - 2,080 = 26,720 (release 2.1); anthropic_compaction's is its
+    trigger; nothing is declared without the window and the output limit."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.harness.testing.invariants import TRIGGER_SLACK
+    from ctxsim.strategies.anthropic_compaction import AnthropicCompaction
+    from ctxsim.strategies.claude_code import ClaudeCode
+
+    assert TRIGGER_SLACK == 1.02
+    assert declared(ClaudeCode, {"summary_reserve_tokens": 3_200, "autocompact_buffer_tokens": 2_080},
+                    32_000, 64_000).compacts_above == 26_720
+    assert declared(AnthropicCompaction, {"trigger_input_tokens": 24_000}, 32_000, 64_000).compacts_above == 24_000
+    assert declared(AnthropicCompaction, {}).compacts_above is None
+    c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000))
+    msgs = [user("go")]
+    assert c.feed([Mark("session_start", "s1"), sent(_estimated(msgs, 5_000), 0)]) == []
+    assert c.feed([sent(_estimated(msgs, 1_020), 1)]) == []
+    out = c.feed([sent(_estimated(msgs, 1_100), 2)])
+    assert [v.invariant for v in out] == ["compaction_trigger"]
+    assert out[0].detail.startswith("estimated at 1,100 tokens by the strategy itself, past the 1,000 at which it "
+                                    "declares it summarises before sending (compacts_above)")
+    assert c.feed([sent(_estimated(msgs, 1_200), 3)]) == []
+
+
+def test_compaction_trigger_a_summary_asked_for_or_a_failed_one_excuses():
+    """A summary side call since the last request is the trigger firing (its result may still be large);
+    after a side call that failed or was refused a strategy's breaker may stop trying: not judged again."""
+    from ctxsim.harness.testing.declared import Declared
+
+    c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000))
+    msgs = [user("go")]
+    asked = sent(req([user("sum up")], kind="summary"), 1)
+    assert c.feed([sent(_estimated(msgs, 500), 0), asked, sent(_estimated(msgs, 1_500), 2)]) == []
+    failed = Sent(req([user("sum up")], kind="summary"), 100, 1_000, True, "injected failure", 3, 3.0)
+    assert c.feed([failed, sent(_estimated(msgs, 1_500), 4), sent(_estimated(msgs, 1_600), 5)]) == []
+
+
 # --- what an overflow follows -----------------------------------------------------------------------------
 
 def _rejected(r: Request, call: int, tokens: int) -> Sent:

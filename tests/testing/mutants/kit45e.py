@@ -4,7 +4,8 @@ each now a declared promise (``keeps_recent_tool_uses``); a sub-agent's report a
 context (set 9); and what blind set 11 got past: a summary on the run's model where the strategy names
 a fast one (``call_models``), a prune under its declared minimum (opencode's ``clear_minimum``); and what blind set 12 got past: Claude
 Code's idle microcompact that never fires (``clears_when_idle``); and blind set 13's: a cache breakpoint a
-message early (``cache_marks``). (A
+message early (``cache_marks``), and a compaction trigger that never fires in a strategy that does not
+promise the window (``compacts_above``). (A
 second compaction that leaves the first summary out of its input is caught only where the summaries
 differ: the kit's summariser restates the first request in each, so the next one often holds what the
 first did; not in this corpus.) Each beside its correct twin, the registered base."""
@@ -128,3 +129,15 @@ class MarksThePreviousMessage(ClaudeCode):
 
         n = len(history)
         return (Breakpoint("system"),) + ((Breakpoint(n - 2),) if n > 1 else ())
+
+
+class ThresholdInCharacters(ClaudeCode):
+    """The auto-compact threshold compared with the estimate times the characters per token (a count of
+    characters against a count of tokens): it never fires before the window; the overflow that follows is
+    one this strategy does not promise to avoid."""
+
+    name = "threshold_in_characters"
+
+    def should_compact(self, call):
+        return (self.failures < self.config.max_consecutive_failures
+                and (self.estimate() or 0) >= self.threshold() * self.config.chars_per_token)
