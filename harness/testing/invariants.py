@@ -92,7 +92,10 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    past it (by :data:`TRIGGER_SLACK`): a trigger compared in another unit, against a
                    constant or never reached leaves these strategies to overflow, which they do not
                    promise to avoid. Not judged at a launch's first request, nor once a side call has
-                   failed or been refused (a breaker may stop trying).
+                   failed or been refused (a breaker may stop trying). Nor the other way: a summary of
+                   the main conversation is not asked for (but after a refused request) on a
+                   conversation under the trigger by more than :data:`ESTIMATE_FACTOR` (a trigger
+                   compared in another unit fires early: a summary, a cache break, at every turn).
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -693,6 +696,7 @@ class Checker:
     _asked_since_main: bool = False  # a side call was sent since the last main-line request (compaction_trigger)
     _side_ever_failed: bool = False  # a side call failed or was refused in this run (compaction_trigger)
     _trigger_missed: bool = False  # reported once a run
+    _early_reported: bool = False  # a summary asked for under the trigger, reported once a run
     _line_at: float | None = None  # when the last main-line request (of any conversation) was sent (idle_clear)
     _latest_text: str = ""  # the user's latest message in the main conversation (its ``user`` marks)
     _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
@@ -937,6 +941,17 @@ class Checker:
                     if missing:
                         v("summary_keeps", f"the summary request's instructions do not ask for {_items(missing)} "
                                            f"(declared kept: {_items(self.declared.summary_items)})")
+            if (s.kind == SUMMARY and self.declared.compacts_above is not None and "compaction_trigger" in self.promised
+                    and not self._in_sub and not self._attempts and not self._early_reported
+                    and s.tokens * ESTIMATE_FACTOR < self.declared.compacts_above):
+                # a summary of the main conversation asked for, not in reaction to a refused request, while
+                # the conversation it summarises is well under the trigger
+                self._early_reported = True
+                v("compaction_trigger", f"a summary asked for on {s.tokens:,} tokens of the conversation, under the "
+                                        f"{self.declared.compacts_above:,} at which the strategy declares it "
+                                        f"summarises (compacts_above; a factor of {ESTIMATE_FACTOR} allowed for its "
+                                        "estimate), and not after a refused request: the trigger fired early "
+                                        "(compared in another unit?)")
             if s.kind == SUMMARY and not s.rejected and not s.error:
                 self._reaction_summarised = self._reaction_summarised or self._overflow is not None
                 carries = "goal" in self.promised and self._holds_goal(req)

@@ -755,10 +755,30 @@ def test_compaction_trigger_a_summary_asked_for_or_a_failed_one_excuses():
 
     c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000))
     msgs = [user("go")]
-    asked = sent(req([user("sum up")], kind="summary"), 1)
+    asked = sent(req([user("sum up")], kind="summary"), 1, tokens=900)   # 900 x 1.6 >= 1,000: not early
     assert c.feed([sent(_estimated(msgs, 500), 0), asked, sent(_estimated(msgs, 1_500), 2)]) == []
-    failed = Sent(req([user("sum up")], kind="summary"), 100, 1_000, True, "injected failure", 3, 3.0)
+    failed = Sent(req([user("sum up")], kind="summary"), 900, 1_000, True, "injected failure", 3, 3.0)
     assert c.feed([failed, sent(_estimated(msgs, 1_500), 4), sent(_estimated(msgs, 1_600), 5)]) == []
+
+
+def test_compaction_trigger_a_summary_under_it_fired_early():
+    """Declared 10,000: a summary asked for on a conversation of 7,000 tokens is within the estimate's factor
+    (7,000 x 1.6 = 11,200); on 5,000 (8,000 < 10,000) the trigger fired early, reported once a run; after a
+    refused request (a reaction to an overflow) it is not judged."""
+    from ctxsim.harness.testing.declared import Declared
+
+    def summary(call, tokens):
+        return Sent(req([user("sum up")], kind="summary"), tokens, 32_000, False, "", call, float(call))
+
+    c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=10_000))
+    assert c.feed([sent(req([user("go")]), 0), summary(1, 7_000)]) == []
+    out = c.feed([sent(req([user("go")]), 2), summary(3, 5_000)])
+    assert [v.invariant for v in out] == ["compaction_trigger"]
+    assert out[0].detail.startswith("a summary asked for on 5,000 tokens of the conversation, under the 10,000")
+    assert c.feed([sent(req([user("go")]), 4), summary(5, 5_000)]) == []
+    c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=10_000))
+    refused = Sent(req([user("go")]), 40_000, 32_000, True, "overflow: prompt is too long", 0, 0.0)
+    assert c.feed([refused, summary(1, 5_000)]) == []
 
 
 # --- what an overflow follows -----------------------------------------------------------------------------

@@ -200,6 +200,7 @@ KIT45B: list[Case] = [
     _c(e.MicrocompactIdleInMinutes, ClaudeCode, "idle_clear", "an idle gap in seconds compared in minutes: never fires"),
     _c(e.MarksThePreviousMessage, ClaudeCode, "cache_marks", "the last cache breakpoint a message early"),
     _c(e.ThresholdInCharacters, ClaudeCode, "compaction_trigger", "the compaction threshold compared in characters"),
+    _c(e.TriggerOnCharacters, ClaudeCode, "compaction_trigger", "the estimate in characters against the threshold: early"),
 ]
 CORPUS += KIT45B
 

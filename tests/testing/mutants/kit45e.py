@@ -141,3 +141,14 @@ class ThresholdInCharacters(ClaudeCode):
     def should_compact(self, call):
         return (self.failures < self.config.max_consecutive_failures
                 and (self.estimate() or 0) >= self.threshold() * self.config.chars_per_token)
+
+
+class TriggerOnCharacters(ClaudeCode):
+    """The estimate turned into characters before it meets the threshold (a count of characters against a
+    count of tokens): the conversation is summarised at a quarter of the threshold, a cache break each time."""
+
+    name = "trigger_on_characters"
+
+    def should_compact(self, call):
+        return (self.failures < self.config.max_consecutive_failures
+                and (self.estimate() or 0) * self.config.chars_per_token >= self.threshold())
