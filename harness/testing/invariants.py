@@ -93,9 +93,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    constant or never reached leaves these strategies to overflow, which they do not
                    promise to avoid. Not judged at a launch's first request, nor once a side call has
                    failed or been refused (a breaker may stop trying). Nor the other way: a summary of
-                   the main conversation is not asked for (but after a refused request) on a
+                   the main conversation is not asked for (but after a refused request; its first
+                   side call judged, a retry may be trimmed) on a
                    conversation under the trigger by more than :data:`ESTIMATE_FACTOR` (a trigger
-                   compared in another unit fires early: a summary, a cache break, at every turn).
+                   compared in another unit fires early: a summary, a cache break, at every turn), its
+                   size taken as the strategy saw it when its last estimate ran high (dense text).
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -919,7 +921,7 @@ class Checker:
             if detail:
                 v("call_model", detail)
         if not s.main_line:
-            self._asked_since_main = True
+            first_side, self._asked_since_main = not self._asked_since_main, True
             self._side_ever_failed = self._side_ever_failed or s.rejected or bool(s.error)
             if s.rejected:
                 # a side call refused (too long: codex then trims the oldest items, a summary among them)
@@ -942,13 +944,17 @@ class Checker:
                         v("summary_keeps", f"the summary request's instructions do not ask for {_items(missing)} "
                                            f"(declared kept: {_items(self.declared.summary_items)})")
             if (s.kind == SUMMARY and self.declared.compacts_above is not None and "compaction_trigger" in self.promised
-                    and not self._in_sub and not self._attempts and not self._early_reported
-                    and s.tokens * ESTIMATE_FACTOR < self.declared.compacts_above):
-                # a summary of the main conversation asked for, not in reaction to a refused request, while
-                # the conversation it summarises is well under the trigger
+                    and first_side and not self._in_sub and not self._attempts and not self._early_reported
+                    and s.tokens * max(1.0, self._main_ratio or 1.0) * ESTIMATE_FACTOR < self.declared.compacts_above):
+                # the first call of a compaction (a retry after a refused summary is trimmed: Codex drops the oldest
+                # items) asked for on the main conversation, not in reaction to a refused request, while the
+                # conversation it summarises is well under the trigger, as the strategy itself measures it (its
+                # last main request's estimate over the truth: a fixed rate runs high on dense text)
                 self._early_reported = True
-                v("compaction_trigger", f"a summary asked for on {s.tokens:,} tokens of the conversation, under the "
-                                        f"{self.declared.compacts_above:,} at which the strategy declares it "
+                seen = ("" if not self._main_ratio or self._main_ratio <= 1 else
+                        f", {self._main_ratio:.2f} times that by the strategy's own last estimate")
+                v("compaction_trigger", f"a summary asked for on {s.tokens:,} tokens of the conversation{seen}, under "
+                                        f"the {self.declared.compacts_above:,} at which the strategy declares it "
                                         f"summarises (compacts_above; a factor of {ESTIMATE_FACTOR} allowed for its "
                                         "estimate), and not after a refused request: the trigger fired early "
                                         "(compared in another unit?)")

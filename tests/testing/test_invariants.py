@@ -763,8 +763,10 @@ def test_compaction_trigger_a_summary_asked_for_or_a_failed_one_excuses():
 
 def test_compaction_trigger_a_summary_under_it_fired_early():
     """Declared 10,000: a summary asked for on a conversation of 7,000 tokens is within the estimate's factor
-    (7,000 x 1.6 = 11,200); on 5,000 (8,000 < 10,000) the trigger fired early, reported once a run; after a
-    refused request (a reaction to an overflow) it is not judged."""
+    (7,000 x 1.6 = 11,200); on 5,000 (8,000 < 10,000) the trigger fired early, reported once a run. Where the
+    strategy's last estimate ran 1.8 times the truth (dense text), 5,000 tokens were 9,000 to it: not early.
+    After a refused request (a reaction to an overflow) it is not judged, nor a summary asked again after one
+    refused as too long (Codex drops the oldest items)."""
     from ctxsim.harness.testing.declared import Declared
 
     def summary(call, tokens):
@@ -777,8 +779,14 @@ def test_compaction_trigger_a_summary_under_it_fired_early():
     assert out[0].detail.startswith("a summary asked for on 5,000 tokens of the conversation, under the 10,000")
     assert c.feed([sent(req([user("go")]), 4), summary(5, 5_000)]) == []
     c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=10_000))
+    dense = Sent(_estimated([user("go")], 9_000), 5_000, 32_000, False, "", 0, 0.0)   # estimated 1.8 x the truth
+    assert c.feed([dense, summary(1, 5_000)]) == []    # 5,000 x 1.8 x 1.6 >= 10,000: as the strategy saw it
+    c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=10_000))
     refused = Sent(req([user("go")]), 40_000, 32_000, True, "overflow: prompt is too long", 0, 0.0)
     assert c.feed([refused, summary(1, 5_000)]) == []
+    c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=10_000))
+    too_long = Sent(req([user("sum up")], kind="summary"), 40_000, 32_000, True, "overflow: prompt is too long", 1, 1.0)
+    assert c.feed([sent(req([user("go")]), 0), too_long, summary(2, 5_000)]) == []   # Codex trims, asks again
 
 
 # --- what an overflow follows -----------------------------------------------------------------------------
