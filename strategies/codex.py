@@ -249,6 +249,15 @@ class Codex(ThresholdCompactor):
         return usable_window(self.config, self.env.window)
 
     @classmethod
+    def result_limits(cls, config) -> tuple[tuple[int, str], ...]:
+        # on_tool_results: a middle cut to tool_output_tokens at chars_per_token, or the 2025 10 KiB / 256 lines
+        if not config.truncate_tool_output:
+            return ()
+        if config.tool_output == "tokens":
+            return ((int(config.tool_output_tokens * config.chars_per_token), "chars"),)
+        return ((config.max_bytes, "bytes"), (config.max_lines, "lines"))
+
+    @classmethod
     def compacts_above(cls, config, window: int, max_output_tokens: int) -> int | None:
         # the total scope compacts at the limit; body_after_prefix at the usable window at the latest
         return auto_compact_limit(config, window) if config.auto_compact_scope == "total" else usable_window(config, window)

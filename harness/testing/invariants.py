@@ -67,7 +67,9 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
 ``result_limit``   a strategy that declares the size it cuts tool results to (``Strategy.result_limits``:
                    truncate's 10 KiB and 256 lines, in bytes, characters or lines) sends no tool
                    result larger, beyond :data:`RESULT_NOTICE_SLACK` for the notices a cut adds
-                   (multibyte text is where a limit tested in characters instead of bytes shows).
+                   (multibyte text is where a limit tested in characters instead of bytes shows), and
+                   cuts none that fits: a result within every declared limit enters as the tool
+                   returned it (a budget counted in another unit cuts below the declared size).
 ``recent_kept``    a strategy that declares how many of the newest tool uses it never clears
                    (``Strategy.keeps_recent_tool_uses``: context_editing's ``keep``, observation_masking's
                    ``n``, claude_code's ``microcompact_keep``) sends the results of that many newest tool
@@ -691,7 +693,8 @@ class Checker:
     _goal_probes: list[str] = field(default_factory=list)  # probes of the summaries that carry the goal
     _goal_lost: bool = False  # reported once per conversation
     _latest_lost: bool = False  # reported once per conversation
-    _over_limit: set[str] = field(default_factory=set)  # tool results reported over the declared limit
+    _over_limit: set[str] = field(default_factory=set)  # tool results reported over (or cut under) the declared limit
+    _limit_seen: set[str] = field(default_factory=set)  # tool results seen entering (result_limit judges a cut there)
     _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
     _recent_lost: set[str] = field(default_factory=set)  # newest tool uses reported changed
     _marks_lost: set[str] = field(default_factory=set)  # declared breakpoint places reported missing
@@ -1060,6 +1063,16 @@ class Checker:
                         n, unit, size = over[0]
                         v("result_limit", f"tool_result {b.id} sent at {size:,} {unit}, over the {n:,} {unit} the "
                                           "strategy declares it cuts every result to (result_limits)")
+                    elif b.id in self.originals and b.id not in self._limit_seen and b.text != self.originals[b.id] \
+                            and all(result_size(self.originals[b.id], unit) <= n for n, unit in self.declared.result_limits):
+                        self._over_limit.add(b.id)
+                        sizes = " and ".join(f"{result_size(self.originals[b.id], unit):,} {unit}"
+                                             for _, unit in self.declared.result_limits)
+                        v("result_limit", f"tool_result {b.id} entered changed ({_short(b.text)!r}) though it was "
+                                          f"within the limits the strategy declares ({sizes}; result_limits): a cut "
+                                          "below the declared size (counted in another unit?)")
+                if b.type == "tool_result":
+                    self._limit_seen.add(b.id)   # judged as it first enters; a later clearing is no cut
         if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_changed(req):
                 v("recent_kept", detail)

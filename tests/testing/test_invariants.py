@@ -570,6 +570,33 @@ def test_result_limit_counts_in_the_declared_unit():
     assert [v.invariant for v in out] == ["result_limit"] and "sent at 14 lines, over the 5 lines" in out[0].detail
 
 
+def test_result_limit_a_result_that_fits_enters_whole():
+    """Declared 100 bytes and 5 lines: a result of 80 bytes on one line fits and enters cut to 40, reported
+    (a budget counted in another unit cuts below the declared size); one of 200 bytes cut to 90 is a cut
+    the limit asks for; a result cleared later (the same id sent shorter again) is no cut on entry. Codex
+    declares its middle cut at tool_output_tokens x chars_per_token characters."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.codex import Codex
+
+    assert declared(Codex, {"tool_output_tokens": 100, "chars_per_token": 4.0}).result_limits == ((400, "chars"),)
+    assert declared(Codex, {"tool_output": "bytes_lines"}).result_limits == ((10_240, "bytes"), (256, "lines"))
+    originals = {"a": "x" * 80, "b": "y" * 200}
+    c = Checker(frozenset({"result_limit"}), originals, declared=Declared(result_limits=((100, "bytes"), (5, "lines"))))
+
+    def step(tid, text):
+        return [Message("assistant", (Block.tool_use(tid, "Read", {}),)), Message("user", (Block.tool_result(tid, text),))]
+
+    out = c.feed([sent(req([user("go"), *step("a", "x" * 40)]), 0)])
+    assert [v.invariant for v in out] == ["result_limit"]
+    assert "entered changed ('" + "x" * 40 + "') though it was within the limits the strategy declares " \
+           "(80 bytes and 1 lines; result_limits)" in out[0].detail
+    msgs = [user("go"), *step("a", "x" * 40), *step("b", "y" * 90)]
+    assert c.feed([sent(req(msgs), 1)]) == []
+    c = Checker(frozenset({"result_limit"}), originals, declared=Declared(result_limits=((100, "bytes"), (5, "lines"))))
+    assert c.feed([sent(req([user("go"), *step("a", "x" * 80)]), 0)]) == []
+    assert c.feed([sent(req([user("go"), *step("a", "[cleared]")], rewrite=True), 1)]) == []
+
+
 # --- recent_kept --------------------------------------------------------------------------------------
 
 def test_recent_kept_holds_the_newest_declared_tool_uses_as_they_entered():

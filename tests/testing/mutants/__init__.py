@@ -201,6 +201,7 @@ KIT45B: list[Case] = [
     _c(e.MarksThePreviousMessage, ClaudeCode, "cache_marks", "the last cache breakpoint a message early"),
     _c(e.ThresholdInCharacters, ClaudeCode, "compaction_trigger", "the compaction threshold compared in characters"),
     _c(e.TriggerOnCharacters, ClaudeCode, "compaction_trigger", "the estimate in characters against the threshold: early"),
+    _c(e.CodexCutInCharacters, Codex, "result_limit", "an output budget counted in characters, not tokens"),
 ]
 CORPUS += KIT45B
 

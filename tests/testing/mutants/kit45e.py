@@ -5,7 +5,8 @@ context (set 9); and what blind set 11 got past: a summary on the run's model wh
 a fast one (``call_models``), a prune under its declared minimum (opencode's ``clear_minimum``); and what blind set 12 got past: Claude
 Code's idle microcompact that never fires (``clears_when_idle``); and blind set 13's: a cache breakpoint a
 message early (``cache_marks``), and a compaction trigger that never fires in a strategy that does not
-promise the window (``compacts_above``). (A
+promise the window (``compacts_above``); and blind set 15's: a cut to a budget counted in another unit than
+declared (``result_limits`` now also hold a result that fits to entering whole). (A
 second compaction that leaves the first summary out of its input is caught only where the summaries
 differ: the kit's summariser restates the first request in each, so the next one often holds what the
 first did; not in this corpus.) Each beside its correct twin, the registered base."""
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.strategies.claude_code import ClaudeCode
+from ctxsim.strategies.codex import Codex
 from ctxsim.strategies.goose import Goose
 from ctxsim.strategies.observation_masking import ObservationMasking
 from ctxsim.strategies.opencode import OpenCode
@@ -152,3 +154,17 @@ class TriggerOnCharacters(ClaudeCode):
     def should_compact(self, call):
         return (self.failures < self.config.max_consecutive_failures
                 and (self.estimate() or 0) * self.config.chars_per_token >= self.threshold())
+
+
+class CodexCutInCharacters(Codex):
+    """The output budget taken in characters (``chars_per_token`` left out of the cut): every output of more
+    than ``tool_output_tokens`` characters is cut to a quarter of what Codex keeps."""
+
+    name = "codex_cut_in_characters"
+
+    def on_tool_results(self, message):
+        c = _seen_as(self, chars_per_token=1.0)
+        try:
+            super().on_tool_results(message)
+        finally:
+            self.__dict__["config"] = c
