@@ -59,73 +59,30 @@ def _check_in_module(monkeypatch, cls) -> int:
     return main(["check-strategy", f"{mod.__name__}:{cls.__name__}", "--profile", "ci"])
 
 
-def test_a_declaration_the_kit_cannot_hold_is_bad_input(monkeypatch, capsys):
-    """A strategy declaring its result limit in kilobytes (the kit counts bytes, characters or lines)
-    was an internal error, exit 1; it is the user's input: exit 2, one line naming the hook."""
-    from ctxsim.strategies.truncate import Truncate
+# a declaration the kit cannot hold to, as a user writes it: (base, class name, hook, what it returns, the error)
+_BAD_DECLARATIONS = [
+    ("truncate", "KilobyteLimit", "result_limits", ((10, "kilobytes"),),        # the kit counts bytes, chars, lines
+     "KilobyteLimit.result_limits: units are bytes, chars, lines, got ['kilobytes']"),
+    ("goose", "NumberedModel", "call_models", {"summary": 3},                   # kinds of call to model names
+     "NumberedModel.call_models: kinds and models are strings, got 'summary'"),
+    ("claude_code", "TextIdle", "clears_when_idle", ("1h", ("Read",)),          # (seconds, tool names)
+     "TextIdle.clears_when_idle: (seconds, tool names) or None, got ('1h', ('Read',))"),
+    ("claude_code", "IndexMarks", "cache_marks", ("system", -1),                # places, not message indexes
+     "IndexMarks.cache_marks: places among tools, system, last, last_user, got ('system', -1)"),
+]
 
-    class KilobyteLimit(Truncate):
-        name = "kilobyte_limit"
 
-        @classmethod
-        def result_limits(cls, config):
-            return ((10, "kilobytes"),)
+@pytest.mark.parametrize("base, name, hook, value, message", _BAD_DECLARATIONS, ids=[d[1] for d in _BAD_DECLARATIONS])
+def test_a_declaration_the_kit_cannot_hold_is_bad_input(monkeypatch, capsys, base, name, hook, value, message):
+    """A declaration hook returning what the kit cannot hold the strategy to (a result limit in kilobytes
+    was an internal error, exit 1) is the user's input: exit 2, one line naming the hook."""
+    from ctxsim.strategies import registry
 
-    assert _check_in_module(monkeypatch, KilobyteLimit) == 2
+    cls = type(name, (registry.get(base),), {"name": name.lower(), hook: classmethod(lambda cls, config: value)})
+    assert _check_in_module(monkeypatch, cls) == 2
     err = capsys.readouterr().err
-    assert "KilobyteLimit.result_limits: units are bytes, chars, lines, got ['kilobytes']" in err
+    assert message in err
     assert "Traceback" not in err and "internal error" not in err
-
-
-def test_a_call_model_that_is_not_a_name_is_bad_input(monkeypatch, capsys):
-    """call_models maps kinds of call to model names: a number there is the user's input, exit 2."""
-    from ctxsim.strategies.goose import Goose
-
-    class NumberedModel(Goose):
-        name = "numbered_model"
-
-        @classmethod
-        def call_models(cls, config):
-            return {"summary": 3}
-
-    assert _check_in_module(monkeypatch, NumberedModel) == 2
-    err = capsys.readouterr().err
-    assert "NumberedModel.call_models: kinds and models are strings, got 'summary'" in err
-    assert "Traceback" not in err
-
-
-def test_an_idle_gap_that_is_not_seconds_is_bad_input(monkeypatch, capsys):
-    """clears_when_idle is (seconds, tool names): a gap written as text is the user's input, exit 2."""
-    from ctxsim.strategies.claude_code import ClaudeCode
-
-    class TextIdle(ClaudeCode):
-        name = "text_idle"
-
-        @classmethod
-        def clears_when_idle(cls, config):
-            return ("1h", ("Read",))
-
-    assert _check_in_module(monkeypatch, TextIdle) == 2
-    err = capsys.readouterr().err
-    assert "TextIdle.clears_when_idle: (seconds, tool names) or None, got ('1h', ('Read',))" in err
-    assert "Traceback" not in err
-
-
-def test_a_cache_mark_on_an_unknown_place_is_bad_input(monkeypatch, capsys):
-    """cache_marks names places among tools, system, last and last_user: a message index is not one."""
-    from ctxsim.strategies.claude_code import ClaudeCode
-
-    class IndexMarks(ClaudeCode):
-        name = "index_marks"
-
-        @classmethod
-        def cache_marks(cls, config):
-            return ("system", -1)
-
-    assert _check_in_module(monkeypatch, IndexMarks) == 2
-    err = capsys.readouterr().err
-    assert "IndexMarks.cache_marks: places among tools, system, last, last_user, got ('system', -1)" in err
-    assert "Traceback" not in err
 
 
 def test_a_crash_names_the_file_and_line(tmp_path, capsys):
