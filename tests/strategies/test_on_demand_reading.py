@@ -140,3 +140,18 @@ def test_reads_are_replaced_only_once_the_cache_is_cold(tmp_path):
     s.on_response(Message("assistant", (Block.text_block("thinking"),)), None)
     cold = s.build_request(CallInfo(4, 400.0))  # 390 s idle: the cache has expired
     assert cold.rewrite and s.counters.extra["reads_replaced"] == 2 and s.counters.compactions_succeeded == 1
+
+
+def test_the_property_kit_reaches_the_pointer_rule():
+    """At the defaults (30,000 tokens of reads inline) the kit's 32k sessions never made a pointer, so no bug
+    in the rule could be caught; check_params scales the budgets by 32,000 / 200,000 (4,800 and 1,600), and
+    the kit's day-long launch (cold every three hours) then replaces reads."""
+    from ctxsim.harness.replay.engine import RunConfig, replay
+    from ctxsim.harness.testing.params import CHECK_MODEL, params_for
+    from ctxsim.harness.testing.scenarios import day_long_launch
+
+    params = params_for(OnDemandReading, 32_000)
+    assert params["inline_read_tokens"] == 4_800 and params["keep_read_tokens"] == 1_600
+    res = replay(day_long_launch(32_000), OnDemandReading, params, RunConfig(model=CHECK_MODEL, window=32_000, seed=0))
+    counters = res.metrics["strategy_counters"]
+    assert (counters.get("extra") or counters)["reads_replaced"] > 0
