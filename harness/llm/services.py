@@ -38,8 +38,9 @@ class SideCallFailed(Exception):
     ``prompt_too_long``, ``pairing``, ``too_many_breakpoints``, ``rate_limited``, ``overloaded``,
     ``timeout``, ``api_error``."""
 
-    def __init__(self, reason: str, detail: str = "") -> None:
-        self.reason, self.detail = reason, detail
+    def __init__(self, reason: str, detail: str = "", tokens: int = 0) -> None:
+        # tokens: the request's input as the API counted it, where a prompt_too_long refusal states it (0: unknown)
+        self.reason, self.detail, self.tokens = reason, detail, tokens
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 

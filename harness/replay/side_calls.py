@@ -36,7 +36,8 @@ class Services:
                             duration=wait)
             if spec.blocking:
                 run.offset += wait
-            raise SideCallFailed("prompt_too_long" if r.reason == "overflow" else r.reason, r.detail)
+            raise SideCallFailed("prompt_too_long" if r.reason == "overflow" else r.reason, r.detail,
+                                 tokens if r.reason == "overflow" else 0)
         if n in run.cfg.fail_calls.get(spec.kind, ()) or (
             run.cfg.failure_rates.get(spec.kind, 0.0) > 0 and run.fail_rng.random() < run.cfg.failure_rates[spec.kind]
         ):

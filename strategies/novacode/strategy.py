@@ -36,7 +36,8 @@ restore attachment and the summary request sized at the lowest characters per to
 messages from a summary request that still would not fit, losing their text); ``summary_input_last_resort``
 (on: the same elision only when that request would pass the window itself, which the API refuses:
 a message over the tail cap jumped past the hard line, as spill-heavy's bursts of results under
-N-SPILL-2's 200,000-character budget do at ~2.7 chars/token); ``restore_skip_in_tail``
+N-SPILL-2's 200,000-character budget do at ~2.7 chars/token; and once more, fitted to the size the API
+states, when it refuses a summary request the estimate put within the window); ``restore_skip_in_tail``
 (off: N-COMP-11 literally restores the 5 most recently read files); a product no smaller than what
 it replaces is a failed compaction (``compaction_failed_no_shrink``); an isolated subtask (a
 sub-agent) runs in a context of its own, with its own transcript.
@@ -204,7 +205,9 @@ class NovaCodeConfig(StrategyConfig):
         "the tail boundary, would by the estimate pass the window itself (a message larger than the 40,000-token "
         "tail cap jumped past the hard line, so it is summarised, and the API would refuse the request and end "
         "the session), elide as summary_input_fit does; a request that fits the window is sent whole as the seed "
-        "does (counted: summary_input_last_resort, summary_input_elided, summary_input_elided_chars)")
+        "does, and one the API refuses as too long all the same (the estimate short on dense text) is fitted to "
+        "the size the API stated and asked once more (counted: summary_input_last_resort, summary_input_elided, "
+        "summary_input_elided_chars, summary_refit_after_refusal)")
     restore_max_files: int = Field(restore.RESTORE_MAX_FILES, ge=0,
                                    description="N-COMP-11: most recently read files restored after compaction")
     restore_skip_in_tail: bool = Field(
@@ -651,7 +654,6 @@ class NovaCode(Strategy):
             params={"summarize_messages": len(resident) + choice.boundary, "kept_messages": kept,
                     "trigger": fired},
         )
-        breakpoints = self._breakpoints(messages)
         # not in the seed: the request would pass the window whatever it holds of the tail, so the
         # API refuses it and, the forced compaction being the reaction to the main request's refusal
         # too, the session ends; the seed's own request is sent whenever it can fit
@@ -659,20 +661,40 @@ class NovaCode(Strategy):
                        and est + chars_to_tokens(len(spec.instructions), cpt) > self.env.window)
         if last_resort:
             self.counters.extra["summary_input_last_resort"] += 1
-        if c.summary_input_fit or last_resort:
-            messages, first = self._fit_summary_input(messages, choice, est, spec.instructions, len(resident), end)
-            if first and breakpoints and len(breakpoints) < caching.MAX_BREAKPOINTS:
-                # a fourth marker just before the first elided message: the unchanged prefix up to
-                # there is still read from the cache written by earlier turns
-                breakpoints = (*breakpoints[:-1], Breakpoint(first - 1, c.cache_ttl), breakpoints[-1])
-        req = Request(self.env.system, self.env.tools, messages, breakpoints, kind=SUMMARY,
-                      estimated_tokens=est, max_output_tokens=c.summary_max_output_tokens)
-        result = self.env.services.call(req, spec)
+        req = self._summary_request(messages, choice, est, spec, len(resident), end, c.summary_input_fit or last_resort)
+        try:
+            result = self.env.services.call(req, spec)
+        except SideCallFailed as e:
+            if e.reason != "prompt_too_long" or not e.tokens or not c.summary_input_last_resort:
+                raise
+            # not in the seed: the API refused the summary request as too long and stated its size, which
+            # the estimate fell short of (text dense in tokens): fitted to that size, it is asked once more
+            # (a reactive compaction whose summary was refused ended the session: issue #45, NovaCode and a
+            # subclass on a dense session of the kit's random sample, 32,069 > 32,000)
+            self.counters.extra["summary_refit_after_refusal"] += 1
+            true_est = e.tokens - chars_to_tokens(len(spec.instructions), cpt)
+            req = self._summary_request(messages, choice, true_est, spec, len(resident), end, True)
+            result = self.env.services.call(req, spec)
         if result.late:
             raise SideCallFailed("timeout", "summary arrived after its timeout")
         if not result.text.strip():
             raise SideCallFailed("api_error", "empty summary")
         return result.text
+
+    def _summary_request(self, messages: History, choice: rules.TailChoice, est: int, spec: CallSpec, offset: int,
+                         end: int, fit: bool) -> Request:
+        """The summary request on ``messages``, fitted to the effective window when ``fit`` (see
+        :meth:`_fit_summary_input`)."""
+        c = self.config
+        breakpoints = self._breakpoints(messages)
+        if fit:
+            messages, first = self._fit_summary_input(messages, choice, est, spec.instructions, offset, end)
+            if first and breakpoints and len(breakpoints) < caching.MAX_BREAKPOINTS:
+                # a fourth marker just before the first elided message: the unchanged prefix up to
+                # there is still read from the cache written by earlier turns
+                breakpoints = (*breakpoints[:-1], Breakpoint(first - 1, c.cache_ttl), breakpoints[-1])
+        return Request(self.env.system, self.env.tools, messages, breakpoints, kind=SUMMARY,
+                       estimated_tokens=est, max_output_tokens=c.summary_max_output_tokens)
 
     def _fit_summary_input(self, messages: History, choice: rules.TailChoice, est: int, instructions: str,
                            offset: int, end: int) -> tuple[History, int | None]:

@@ -762,6 +762,45 @@ def test_n_comp_3_summary_input_last_resort_when_the_summary_request_would_pass_
     assert "summary_input_elided" not in s.counters.extra and "summary_input_last_resort" not in s.counters.extra
 
 
+class RefusesFirst(FakeServices):
+    """The first summary request refused as too long, stating ``tokens``; the next answered."""
+
+    def __init__(self, tokens: int) -> None:
+        super().__init__()
+        self.tokens = tokens
+
+    def call(self, request, spec):
+        from ctxsim.harness.llm.services import SideCallFailed
+
+        if not self.calls:
+            self.calls.append((request, spec))
+            raise SideCallFailed("prompt_too_long", f"prompt is too long: {self.tokens} tokens > 200000", self.tokens)
+        return super().call(request, spec)
+
+
+def test_n_comp_3_a_summary_request_refused_as_too_long_is_fitted_to_the_stated_size(tmp_path: Path):
+    """N-COMP-3 promises the request does not fail. The 145,000-char read-back puts the estimate at 191,429:
+    within the window, so the summary request is sent whole; the API counts it at 205,000 (text denser than
+    3.5 chars/token) and refuses it. Not in the seed: fitted to the stated size (205,000 less its
+    instructions, past the effective 180,000), the newest summarised messages are elided and it is asked
+    once more; the compaction succeeds (a reactive compaction whose summary was refused ended the session:
+    issue #45, on a dense session of the property kit)."""
+    svc = RefusesFirst(205_000)
+    s = make(tmp_path, svc)
+    fill(s, 20, lambda i: 100_000)
+    spill_file = str(spills_of(tmp_path) / "toolu_x.txt")
+    s.on_response(Message("assistant", (Block.tool_use("rb", "Read", {"file_path": spill_file}),)),
+                  Usage(input_uncached=150_000))
+    s.on_tool_results(Message("user", (Block.tool_result("rb", "r" * 145_000),)))
+    req = s.build_request(CallInfo(21, 21.0))
+    assert req.rewrite and s.counters.compactions_succeeded == 1 and s.counters.compactions_failed == 0
+    assert s.counters.extra["summary_refit_after_refusal"] == 1 and len(svc.calls) == 2
+    (first, spec), (second, _) = svc.calls
+    assert not any(m.meta.get("elided") for m in first.messages)
+    assert any(m.meta.get("elided") for m in second.messages)
+    assert second.estimated_tokens == 205_000 - chars_to_tokens(len(spec.instructions))
+
+
 def test_n_comp_3_spill_heavy_completes_at_200k_with_no_rejected_request():
     """`ctxsim synth spill-heavy --seed 1` at 200k: a burst of results under N-SPILL-2's 200,000-char
     budget (145,761 chars, ~44,000 real tokens at the corpus's ~2.7 chars/token) lands at 163,000 and

@@ -125,16 +125,17 @@ def test_n_spill_1_n_spill_2_n_comp_3_n_comp_6_a_2_7_step_under_both_spill_limit
     assert all(s.tokens <= CHECK_WINDOW for s in rec.requests)
 
 
-def test_n_comp_3_the_literal_seed_on_a_2_7_step_is_refused_twice_then_recovers():
+def test_n_comp_3_the_literal_seed_on_a_2_7_step_has_its_summary_refused_once_then_refitted():
     """Finding about the seed's design (#29): at 3.5 the step is estimated at 30,591 tokens, past the
     hard line (28,320 = 32,000 - 3,200 - 480, N-COMP-1/3) but under the window, so the forced
-    compaction sends its summary request whole: 33,407 tokens, refused as too long; the main
-    request (33,238) is refused too. The refusal states the size, the reaction compacts again and
-    the session goes on: no give-up, two refused calls paid for."""
+    compaction sends its summary request whole: 33,407 tokens, refused as too long. The refusal states
+    the size: fitted to it, the summary request is asked once more (summary_input_last_resort, not in the
+    seed) and the compaction succeeds, so the main request is not refused (before that, it was too, at
+    33,238, and only the reaction to its refusal recovered): one refused call paid for, no give-up."""
     rec, found = _run_log({"calibrate_budgets": False})
     assert found == []
     refused = [(s.kind, s.tokens, s.request.estimated_tokens) for s in rec.requests if s.rejected]
-    assert refused == [("summary", 33_407, None), ("main", 33_238, 30_591)]
-    main = next(s for s in rec.requests if s.rejected and s.kind == "main")
-    after = [s for s in rec.requests if s.call > main.call and s.kind == "main"]
+    assert refused == [("summary", 33_407, None)]
+    summary = next(s for s in rec.requests if s.rejected)
+    after = [s for s in rec.requests if s.call > summary.call and s.kind == "main"]
     assert after and all(not s.rejected and s.tokens <= CHECK_WINDOW for s in after)
