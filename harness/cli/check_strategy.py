@@ -99,17 +99,16 @@ def run(args) -> int:
     import time
 
     from ctxsim.harness.testing import CORPUS_SEED, LIMITS, selected_settings
-    from ctxsim.harness.testing.known import KNOWN_FINDINGS, known_for, owner_of
+    from ctxsim.harness.testing.known import KNOWN_FINDINGS, known_base, known_for
     from ctxsim.harness.testing.machine import find_failure
-    from ctxsim.strategies import registry
 
     if args.shrink_seconds is not None and args.shrink_seconds < 0:
         raise BadInput("--shrink-seconds must be >= 0")
     for opt in ("sample", "shrink_examples"):
         if getattr(args, opt) is not None and getattr(args, opt) < 0:
             raise BadInput(f"--{opt.replace('_', '-')} must be >= 0")
-    registered = bool(cls.name) and cls.name in registry.names() and registry.get(cls.name) is cls
-    known = known_for(cls.name) if registered else ()
+    base = known_base(cls)   # the registered strategy it is or derives from: its known findings are this class's too
+    known = known_for(base)
     seen: list = []
     n = selected_settings(profile).max_examples
     sample = args.sample if args.sample is not None else LIMITS[profile]["sample"]
@@ -127,13 +126,14 @@ def run(args) -> int:
                                seed=s, **kw)
         took = time.perf_counter() - t0
         if failure is not None:
-            _print_known(cls, seen, owner_of)
+            _print_known(base, seen)
             return _report(cls, args, failure, what)
         print(f"  ok: every invariant held on the {what} ({took:.0f} s)", flush=True)
-    _print_known(cls, seen, owner_of)
-    left = len(KNOWN_FINDINGS.get(cls.name, ())) if registered else 0
+    _print_known(base, seen)
+    left = len(KNOWN_FINDINGS.get(base, ()))
+    of = base if base == cls.name else f"{base}, which it derives from"
     print(f"ok: every invariant held on {sum(c for _, _, c in runs)} generated sessions"
-          + (f" ({left} known finding(s) listed for {cls.name}, reported to their owners)" if left else ""))
+          + (f" ({left} known finding(s) listed for {of}, reported to their owners)" if left else ""))
     return 0
 
 
@@ -174,10 +174,12 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     return out
 
 
-def _print_known(cls, seen, owner_of) -> None:
+def _print_known(base: str, seen) -> None:
+    from ctxsim.harness.testing.known import owner_of
+
     shown: set[str] = set()
     for v in seen:
-        owner = owner_of(cls.name, v.invariant, v.detail)
+        owner = owner_of(base, v.invariant, v.detail)
         key = f"{v.invariant}:{owner}"
         if owner is None or key in shown:
             continue

@@ -125,3 +125,22 @@ def test_a_users_subclass_is_checked_like_its_base(spec, capsys):
     else:
         assert "trigger_input_tokens=16000, clear_at_least=800" in out
         assert "declares: a clearing frees at least 800 tokens per request" in out
+
+
+def test_a_subclass_inherits_its_bases_known_findings():
+    """A known finding is in the base's code, which a subclass runs: blind set 16's correct variant of
+    tiered_budget failed its base's known no_respill finding. The registered strategy a class is or derives
+    from is the nearest in its MRO; a class that derives from none has no known findings."""
+    from ctxsim.harness.testing.known import known_base, known_for
+    from ctxsim.strategies.base import Strategy
+    from ctxsim.strategies.tiered_budget import TieredBudget
+
+    class MyTiered(TieredBudget):
+        name = "my_tiered"
+
+    class Unnamed(MyTiered):
+        pass
+
+    assert known_base(TieredBudget) == known_base(MyTiered) == known_base(Unnamed) == "tiered_budget"
+    assert known_for(known_base(MyTiered)) == known_for("tiered_budget") != ()
+    assert known_base(type("Own", (Strategy,), {"name": "own"})) == ""
