@@ -215,7 +215,7 @@ def auto_compact_limit(c: CodexConfig, window: int) -> int:
     return min(c.auto_compact_token_limit, default) if c.auto_compact_clamp else c.auto_compact_token_limit
 
 
-def usable_window(c: CodexConfig, window: int) -> int:
+def model_context_window(c: CodexConfig, window: int) -> int:
     """``TurnContext::model_context_window``: ``context_window * effective_context_window_percent / 100``
     (integer division, as ``saturating_mul(..) / 100``)."""
     return window * c.effective_context_window_percent // 100
@@ -246,7 +246,7 @@ class Codex(ThresholdCompactor):
         return auto_compact_limit(self.config, self.env.window)
 
     def usable_window(self) -> int:
-        return usable_window(self.config, self.env.window)
+        return model_context_window(self.config, self.env.window)
 
     @classmethod
     def result_limits(cls, config) -> tuple[tuple[int, str], ...]:
@@ -260,7 +260,7 @@ class Codex(ThresholdCompactor):
     @classmethod
     def compacts_above(cls, config, window: int, max_output_tokens: int) -> int | None:
         # the total scope compacts at the limit; body_after_prefix at the usable window at the latest
-        return auto_compact_limit(config, window) if config.auto_compact_scope == "total" else usable_window(config, window)
+        return auto_compact_limit(config, window) if config.auto_compact_scope == "total" else model_context_window(config, window)
 
     def on_tool_results(self, message: Message) -> None:
         c = self.config
