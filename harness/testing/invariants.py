@@ -94,12 +94,12 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    past it (by :data:`TRIGGER_SLACK`): a trigger compared in another unit, against a
                    constant or never reached leaves these strategies to overflow, which they do not
                    promise to avoid. Not judged at a launch's first request, nor once a side call has
-                   failed or been refused (a breaker may stop trying). Nor the other way: a summary of
-                   the main conversation is not asked for (but after a refused request; its first
-                   side call judged, a retry may be trimmed) on a
-                   conversation under the trigger by more than :data:`ESTIMATE_FACTOR` (a trigger
-                   compared in another unit fires early: a summary, a cache break, at every turn), its
-                   size taken as the strategy saw it when its last estimate ran high (dense text).
+                   failed or been refused (a breaker may stop trying). The other way too: a
+                   compaction's first summary call on the main conversation (a retry after a refusal
+                   may be trimmed; a reaction to a refused request is excused) is not made on a
+                   conversation under the trigger by more than :data:`ESTIMATE_FACTOR`, its size taken
+                   as the strategy saw it when its last estimate ran high (dense text): a trigger
+                   compared in another unit fires early, a summary and a cache break at every turn.
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
