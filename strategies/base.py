@@ -204,6 +204,13 @@ class Strategy:
         return None
 
     @classmethod
+    def compacts_at_turns(cls, config: StrategyConfig, window: int, max_output_tokens: int) -> int | None:
+        """The tokens past which the strategy summarises when a user turn begins: at the first request after
+        the user's message, once the conversation's previous request held more input than this, it asks for
+        a summary first (goose: a reply that starts over 80% of the window). None: no such trigger."""
+        return None
+
+    @classmethod
     def cache_marks(cls, config: StrategyConfig) -> tuple[str, ...]:
         """Where every request of the conversation (main and sub-agent) carries a cache breakpoint:
         ``"tools"`` (the end of the tools array, when there are tools), ``"system"`` (the end of the system

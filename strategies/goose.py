@@ -88,6 +88,11 @@ class Goose(ThresholdCompactor):
     def call_models(cls, config) -> dict[str, str]:
         return {"summary": config.summary_model or ""}   # the fast model on Anthropic (providers/anthropic.rs)
 
+    @classmethod
+    def compacts_at_turns(cls, config, window: int, max_output_tokens: int) -> int | None:
+        # should_compact: a reply that starts with the last call's tokens (input and output) over the threshold
+        return int(window * config.threshold)
+
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         self.reply_started = False

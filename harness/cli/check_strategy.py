@@ -163,6 +163,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
                    f"{', '.join(tools) if tools else 'every tool'}")
     if d.compacts_above is not None:
         out.append(f"a request it estimates past {d.compacts_above:,} tokens is summarised first")
+    if d.compacts_at_turns is not None:
+        out.append(f"a user turn that begins past {d.compacts_at_turns:,} tokens is summarised first")
     if d.cache_marks:
         out.append(f"every request carries a cache breakpoint on: {', '.join(d.cache_marks)}")
     for kind, model in d.call_models:

@@ -15,6 +15,8 @@ is checked like its base (issue #45):
   results, and the tools whose results it clears (Claude Code's time-based microcompact);
 * ``compacts_above(config, window, max_output_tokens)``: the estimate of a request past which the strategy
   summarises before sending it (its auto-compaction trigger on the run's window);
+* ``compacts_at_turns(config, window, max_output_tokens)``: the previous request's input past which the
+  strategy summarises when a user turn begins (goose);
 * ``cache_marks(config)``: where every request of the conversation carries a cache breakpoint (the tools,
   the system prompt, the last message, the last user message);
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
@@ -49,6 +51,7 @@ class Declared:
     idle_clear: tuple[float, tuple[str, ...]] | None = None  # (idle seconds, tools whose old results it clears)
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
+    compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -169,13 +172,20 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     marks = cmk(config) if callable(cmk) else ()
     if not isinstance(marks, tuple | list) or not all(isinstance(p, str) for p in marks) or set(marks) - set(CACHE_PLACES):
         raise ValueError(f"{cls.__qualname__}.cache_marks: places among {', '.join(CACHE_PLACES)}, got {marks!r}")
-    ca = getattr(cls, "compacts_above", None)
-    trigger = ca(config, window, max_output_tokens) if callable(ca) and window > 0 and max_output_tokens > 0 else None
-    if trigger is not None and (not isinstance(trigger, int | float) or isinstance(trigger, bool) or trigger < 0):
-        raise ValueError(f"{cls.__qualname__}.compacts_above: a number of tokens or None, got {trigger!r}")
+    trigger, at_turns = (_tokens_hook(cls, hook, config, window, max_output_tokens)
+                         for hook in ("compacts_above", "compacts_at_turns"))
     return Declared(summary_items(cls, config), minimum, also, epochs, limits, int(kr(config)) if callable(kr) else 0,
                     tuple(sorted((k, m) for k, m in models.items() if m)), idle, tuple(marks),
-                    None if trigger is None else int(trigger))
+                    trigger, at_turns)
+
+
+def _tokens_hook(cls: type[Strategy], hook: str, config: StrategyConfig, window: int, max_output_tokens: int) -> int | None:
+    """A trigger hook's tokens on a model of ``window`` and ``max_output_tokens`` (None where either is unknown)."""
+    f = getattr(cls, hook, None)
+    value = f(config, window, max_output_tokens) if callable(f) and window > 0 and max_output_tokens > 0 else None
+    if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value < 0):
+        raise ValueError(f"{cls.__qualname__}.{hook}: a number of tokens or None, got {value!r}")
+    return None if value is None else int(value)
 
 
 def result_size(text: str, unit: str) -> int:

@@ -100,6 +100,10 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    conversation under the trigger by more than :data:`ESTIMATE_FACTOR`, its size taken
                    as the strategy saw it when its last estimate ran high (dense text): a trigger
                    compared in another unit fires early, a summary and a cache break at every turn.
+                   A strategy that compacts only as a user turn begins (``Strategy.compacts_at_turns``:
+                   goose) is judged at the first request after the user's message: when the request
+                   before held more input than the trigger (by :data:`TRIGGER_SLACK`), a summary is
+                   asked for first.
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -702,6 +706,7 @@ class Checker:
     _side_ever_failed: bool = False  # a side call failed or was refused in this run (compaction_trigger)
     _trigger_missed: bool = False  # reported once a run
     _early_reported: bool = False  # a summary asked for under the trigger, reported once a run
+    _user_since_main: bool = False  # the user wrote (outside a sub-agent) since the last main request
     _line_at: float | None = None  # when the last main-line request (of any conversation) was sent (idle_clear)
     _latest_text: str = ""  # the user's latest message in the main conversation (its ``user`` marks)
     _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
@@ -822,6 +827,7 @@ class Checker:
         elif m.what == "user":
             if not self._spans:   # a sub-agent's prompt is not the user's request
                 self._latest_text = m.text.strip()
+                self._user_since_main = True
         elif m.what == "subtask_start":
             self._report_due = None
             self._span_ended = self._in_sub = False
@@ -1089,6 +1095,18 @@ class Checker:
                                     f"{self.declared.compacts_above:,} at which it declares it summarises before "
                                     "sending (compacts_above), and no summary was asked for: the trigger did not "
                                     "fire (compared in another unit, against a constant?)")
+        turn_began = stream == "main" and self._user_since_main
+        if stream == "main":
+            self._user_since_main = False
+        at_turns = self.declared.compacts_at_turns
+        if (at_turns is not None and "compaction_trigger" in self.promised and turn_began and not fresh
+                and prev is not None and not (self._asked_since_main or self._side_ever_failed or self._trigger_missed)
+                and prev.tokens > at_turns * TRIGGER_SLACK):
+            self._trigger_missed = True
+            v("compaction_trigger", f"a user turn began after request {prev.call} held {prev.tokens:,} tokens, past the "
+                                    f"{at_turns:,} at which the strategy declares it summarises as a turn begins "
+                                    "(compacts_at_turns), and no summary was asked for: the trigger did not fire "
+                                    "(a window or a unit of its own?)")
         self._asked_since_main = False
         line_at, self._line_at = self._line_at, s.now
         if self.declared.idle_clear is not None and stream == "main":

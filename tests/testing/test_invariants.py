@@ -788,6 +788,27 @@ def test_compaction_trigger_a_summary_asked_for_or_a_failed_one_excuses():
     assert c.feed([failed, sent(_estimated(msgs, 1_500), 4), sent(_estimated(msgs, 1_600), 5)]) == []
 
 
+def test_compaction_trigger_at_turns_judges_the_first_request_of_a_user_turn():
+    """goose declares its reply-start trigger, 0.8 of the window: 25,600 at 32,000. Declared 1,000 here: a
+    request in a tool loop after one of 1,500 tokens is not judged (goose compacts only as a reply starts);
+    the first request after the user's message, when the one before held 1,500 (past 1,020), with no summary
+    asked for, is reported; with a summary asked for first, it passes."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.goose import Goose
+
+    assert declared(Goose, {}, 32_000, 64_000).compacts_at_turns == 25_600
+    msgs = [user("go")]
+    c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_at_turns=1_000))
+    assert c.feed([Mark("session_start", "s1"), sent(req(msgs), 0, tokens=1_500), sent(req(msgs), 1, tokens=1_500)]) == []
+    out = c.feed([Mark("user", text="next"), sent(req(msgs), 2, tokens=1_600)])
+    assert [v.invariant for v in out] == ["compaction_trigger"]
+    assert out[0].detail.startswith("a user turn began after request 1 held 1,500 tokens, past the 1,000 at which")
+    c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_at_turns=1_000))
+    asked = sent(req([user("sum up")], kind="summary"), 2, tokens=1_500)
+    assert c.feed([Mark("session_start", "s1"), sent(req(msgs), 0, tokens=100), sent(req(msgs), 1, tokens=1_500),
+                   Mark("user", text="next"), asked, sent(req(msgs, rewrite=True), 3, tokens=300)]) == []
+
+
 def test_compaction_trigger_a_summary_under_it_fired_early():
     """Declared 10,000: a summary asked for on a conversation of 7,000 tokens is within the estimate's factor
     (7,000 x 1.6 = 11,200); on 5,000 (8,000 < 10,000) the trigger fired early, reported once a run. Where the

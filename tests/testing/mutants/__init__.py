@@ -202,6 +202,7 @@ KIT45B: list[Case] = [
     _c(e.ThresholdInCharacters, ClaudeCode, "compaction_trigger", "the compaction threshold compared in characters"),
     _c(e.TriggerOnCharacters, ClaudeCode, "compaction_trigger", "the estimate in characters against the threshold: early"),
     _c(e.CodexCutInCharacters, Codex, "result_limit", "an output budget counted in characters, not tokens"),
+    _c(e.GooseWindowOfItsOwn, Goose, "compaction_trigger", "a reply-start trigger on a fixed 200k window"),
 ]
 CORPUS += KIT45B
 

@@ -168,3 +168,15 @@ class CodexCutInCharacters(Codex):
             super().on_tool_results(message)
         finally:
             self.__dict__["config"] = c
+
+
+class GooseWindowOfItsOwn(Goose):
+    """The share taken of a fixed 200,000-token window, not the model's: on a smaller window a reply never
+    starts over the threshold, and the conversation runs into the window instead."""
+
+    name = "goose_window_of_its_own"
+
+    def should_compact(self, call):
+        started, self.reply_started = self.reply_started, False
+        last = self.anchor.anchor
+        return started and last is not None and last / 200_000 > self.config.threshold
