@@ -69,6 +69,8 @@ _BAD_DECLARATIONS = [
      "TextIdle.clears_when_idle: (seconds, tool names) or None, got ('1h', ('Read',))"),
     ("claude_code", "IndexMarks", "cache_marks", ("system", -1),                # places, not message indexes
      "IndexMarks.cache_marks: places among tools, system, last, last_user, got ('system', -1)"),
+    ("anthropic_compaction", "TextTrigger", "compacts_above", "150k",           # a number of tokens
+     "TextTrigger.compacts_above: a number of tokens or None, got '150k'"),
 ]
 
 
@@ -78,7 +80,7 @@ def test_a_declaration_the_kit_cannot_hold_is_bad_input(monkeypatch, capsys, bas
     was an internal error, exit 1) is the user's input: exit 2, one line naming the hook."""
     from ctxsim.strategies import registry
 
-    cls = type(name, (registry.get(base),), {"name": name.lower(), hook: classmethod(lambda cls, config: value)})
+    cls = type(name, (registry.get(base),), {"name": name.lower(), hook: classmethod(lambda cls, *args: value)})
     assert _check_in_module(monkeypatch, cls) == 2
     err = capsys.readouterr().err
     assert message in err
