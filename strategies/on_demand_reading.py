@@ -84,17 +84,10 @@ class OnDemandReading(WindowedStrategy):
     summary = "nothing pre-loaded; old file reads replaced by pointers to saved files (read-back billed)"
     Config = OnDemandReadingConfig
 
-    @classmethod
-    def check_params(cls, window: int) -> dict[str, int]:
-        """The window rule's parameters as the family scales them, and the read budgets by window / 200,000
-        too, so the property kit's small window reaches the pointer rule (at the defaults its sessions never
-        held 30,000 tokens of reads: no pointer was ever made)."""
-        out = super().check_params(window)
-        f = cls.Config.model_fields
-        scale = min(1.0, window / 200_000)
-        for n in ("inline_read_tokens", "keep_read_tokens"):
-            out[n] = max(100, int(f[n].default * scale))
-        return out
+    # the read budgets scale with the window too (GaugedStrategy.check_params), so the property kit's small window
+    # reaches the pointer rule: at the defaults its sessions never held 30,000 tokens of reads, no pointer was made
+    SCALED = (*WindowedStrategy.SCALED, "inline_read_tokens", "keep_read_tokens")
+    FLOORS = {**WindowedStrategy.FLOORS, "inline_read_tokens": 100, "keep_read_tokens": 100}
 
     def __init__(self, config: OnDemandReadingConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
