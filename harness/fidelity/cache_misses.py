@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ctxsim.harness.provider.cache import LOG_CLOCK_GRACE_S, TTL_SECONDS
+from ctxsim.harness.provider.cache import TTL_SECONDS, expired_on_log_clock
 from ctxsim.harness.provider.routing import OPENAI_ROUTING_DOC, ROUTER_PHASES, CacheMissModel, Router
 
 MIN_STRAYS = 2          # assumed: one fall-back is an accident, two that recover are a pattern
@@ -112,7 +112,7 @@ def label_calls(calls: list[Any], strips: Strips = None) -> tuple[dict[int, str]
 
 def _explained(c: Any, prev: Any, strips: Strips) -> bool:
     ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
-    return (c.t - prev.t > TTL_SECONDS[ttl] + LOG_CLOCK_GRACE_S or c.model != prev.model or c.trigger in ("/mcp", "/effort")
+    return (expired_on_log_clock(c.t - prev.t, TTL_SECONDS[ttl]) or c.model != prev.model or c.trigger in ("/mcp", "/effort")
             or getattr(c, "thinking_switch", False)
             or (c.new_turn and strips is not None and strips(c.model) and c.after_thinking))
 
@@ -150,7 +150,7 @@ def shadow_read(calls: list[Any], strips: Strips, share: float, fallback_none: f
                 home[c.thread] = c.context
             elif stray == "system":
                 o = other.get(c.thread)
-                live = o is not None and c.t - o[1] <= o[2] + LOG_CLOCK_GRACE_S and o[0] <= c.context
+                live = o is not None and not expired_on_log_clock(c.t - o[1], o[2]) and o[0] <= c.context
                 total += min(o[0] if live else system_prefix, c.context)
                 ttl = TTL_SECONDS["1h"] if c.usage.cache_write_1h > c.usage.cache_write_5m else TTL_SECONDS["5m"]
                 other[c.thread] = (c.context, c.t, ttl)

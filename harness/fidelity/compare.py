@@ -79,7 +79,7 @@ from ctxsim.harness.model.trace import (
     with_header,
 )
 from ctxsim.harness.provider import Provider
-from ctxsim.harness.provider.cache import LOG_CLOCK_GRACE_S
+from ctxsim.harness.provider.cache import LOG_CLOCK_GRACE_S, expired_on_log_clock
 from ctxsim.harness.provider.cache import TTL_SECONDS as TTL_S  # peers.md: Anthropic cache TTLs
 from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, get_tokenizer
 from ctxsim.harness.replay.engine import RunConfig, replay
@@ -778,7 +778,7 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
         sim = table.loc[c.index]
         sim_prev = table.loc[prev.index]
         at_system = abs(read - system_prefix) <= max(MISS_TOLERANCE_TOKENS, 0.02 * system_prefix)
-        if gap > TTL_S[ttl] + LOG_CLOCK_GRACE_S:
+        if expired_on_log_clock(gap, TTL_S[ttl]):
             cause, block = "ttl", f"{gap:.0f} s since the previous call > {ttl}"
         elif c.model != prev.model:
             cause, block = "prefix_change", f"model {prev.model} → {c.model} (another cache)"

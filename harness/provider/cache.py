@@ -43,6 +43,11 @@ TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}  # Anthropic docs: ephemeral cache TTL
 # the server's 5 minutes run between the two. Replays of a recorded log use it; a synthetic clock is the
 # server's own (0).
 LOG_CLOCK_GRACE_S = 12.0
+
+
+def expired_on_log_clock(gap_s: float, ttl_s: float) -> bool:
+    """An entry written ``gap_s`` before, with a TTL of ``ttl_s``, is gone as a recorded log's clock sees it."""
+    return gap_s > ttl_s + LOG_CLOCK_GRACE_S
 OPENAI_MIN_TOKENS = 1024  # OpenAI docs: caching starts at 1,024 prompt tokens
 OPENAI_STEP = 128  # OpenAI docs: cache hits in 128-token increments
 
@@ -134,7 +139,7 @@ class AnthropicCache:
         e = self.entries.get(key)
         if e is None:
             return None
-        if e.expires + self.grace_s < now:
+        if not self._unexpired(e, now):
             self._expired_seen.add(key)
             del self.entries[key]
             return None
@@ -199,7 +204,7 @@ class AnthropicCache:
             t = lay.tokens(pos)
             key = lay.key(pos)
             e = self.entries.get(key)
-            if e is not None and e.expires + self.grace_s >= now:
+            if e is not None and self._unexpired(e, now):
                 e.expires = max(e.expires, now + ttl)
                 e.ttl = max(e.ttl, ttl)
             if t <= covered or t < self.min_cacheable:
@@ -224,10 +229,13 @@ class AnthropicCache:
             reason = "partial"
         return CacheOutcome(hit_tokens, w5, w1, reason)
 
+    def _unexpired(self, e: _Entry, now: float) -> bool:
+        return e.expires + self.grace_s >= now
+
     def _maybe_prune(self, now: float) -> None:
         self._ops += 1
         if self._ops % 512 == 0:
-            dead = [k for k, e in self.entries.items() if e.expires + self.grace_s < now]
+            dead = [k for k, e in self.entries.items() if not self._unexpired(e, now)]
             for k in dead:
                 del self.entries[k]
                 self._expired_seen.add(k)
