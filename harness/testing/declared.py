@@ -164,8 +164,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     if idle is not None:
         shaped = isinstance(idle, tuple | list) and len(idle) == 2
         gap, tools = idle if shaped else (None, None)
-        if (not isinstance(gap, int | float) or isinstance(gap, bool) or gap < 0 or not isinstance(tools, tuple | list)
-                or not all(isinstance(t, str) for t in tools)):
+        if not _amount(gap) or not isinstance(tools, tuple | list) or not all(isinstance(t, str) for t in tools):
             raise ValueError(f"{cls.__qualname__}.clears_when_idle: (seconds, tool names) or None, got {idle!r}")
         idle = (float(gap), tuple(tools))
     cmk = getattr(cls, "cache_marks", None)
@@ -179,11 +178,16 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     trigger, at_turns)
 
 
+def _amount(value: Any) -> bool:
+    """``value`` is a number of seconds or tokens a hook may declare (not a bool, not negative)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
 def _tokens_hook(cls: type[Strategy], hook: str, config: StrategyConfig, window: int, max_output_tokens: int) -> int | None:
     """A trigger hook's tokens on a model of ``window`` and ``max_output_tokens`` (None where either is unknown)."""
     f = getattr(cls, hook, None)
     value = f(config, window, max_output_tokens) if callable(f) and window > 0 and max_output_tokens > 0 else None
-    if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value < 0):
+    if value is not None and not _amount(value):
         raise ValueError(f"{cls.__qualname__}.{hook}: a number of tokens or None, got {value!r}")
     return None if value is None else int(value)
 
