@@ -1079,8 +1079,11 @@ class Checker:
                                           "below the declared size (counted in another unit?)")
                 if b.type == "tool_result":
                     self._limit_seen.add(b.id)   # judged as it first enters; a later clearing is no cut
+        # the main conversation's results, each noted as it first entered (recent_kept, idle_clear): once a request
+        results = (self._results(req) if stream == "main" and (self.declared.recent_kept or self.declared.idle_clear)
+                   else {})
         if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
-            for detail in self._recent_changed(req):
+            for detail in self._recent_changed(req, results):
                 v("recent_kept", detail)
         if self.declared.cache_marks and "cache_marks" in self.promised:
             detail = self._marks_missing(req)
@@ -1109,12 +1112,10 @@ class Checker:
                                     "(a window or a unit of its own?)")
         self._asked_since_main = False
         line_at, self._line_at = self._line_at, s.now
-        if self.declared.idle_clear is not None and stream == "main":
-            self._results(req)  # each result as it entered, for the next idle gap
         if (self.declared.idle_clear is not None and "idle_clear" in self.promised and stream == "main"
                 and not fresh and prev is not None and not prev.rejected and line_at is not None
                 and s.now - line_at > self.declared.idle_clear[0] + IDLE_SLACK_S):
-            detail = self._idle_not_cleared(prev, req, s.now - line_at)
+            detail = self._idle_not_cleared(prev, results, s.now - line_at)
             if detail:
                 v("idle_clear", detail)
         if self.errors:
@@ -1428,9 +1429,9 @@ class Checker:
                 f"every request (cache_marks: {', '.join(self.declared.cache_marks)}); it marks {marked} "
                 f"of {n} messages")
 
-    def _idle_not_cleared(self, prev: Sent, req: Request, gap: float) -> str:
-        """After an idle gap past the declared one: ``req`` sends every result the rule clears as it entered,
-        though ``prev`` held some (the declared tools' results beyond the newest kept)."""
+    def _idle_not_cleared(self, prev: Sent, now: dict[str, Block], gap: float) -> str:
+        """After an idle gap past the declared one: the request whose results are ``now`` sends every result the
+        rule clears as it entered, though ``prev`` held some (the declared tools' results beyond the newest kept)."""
         seconds, tools = self.declared.idle_clear or (0.0, ())
         names = {b.id: b.name or "" for m in prev.request.messages if m.role == "assistant" for b in m.blocks
                  if b.type == "tool_use"}
@@ -1443,7 +1444,6 @@ class Checker:
         old = [i for i in mine if i not in kept and before[i].digest == self._as_entered[i]]
         if not old:
             return ""
-        now = self._results(req)
         if any(i not in now or now[i].digest != self._as_entered[i] for i in old):
             return ""
         what = ", ".join(tools) if tools else "any tool"
@@ -1452,10 +1452,9 @@ class Checker:
                 f"(clears_when_idle; beyond the newest {n} kept): the rule did not fire (an idle gap read on "
                 "another clock, or in another unit?)")
 
-    def _recent_changed(self, req: Request) -> list[str]:
-        """The results of the newest declared number of tool uses in ``req`` that differ from what they
-        were when they entered the main conversation (once per tool use)."""
-        results = self._results(req)
+    def _recent_changed(self, req: Request, results: dict[str, Block]) -> list[str]:
+        """The results (``results``, by tool_use id) of the newest declared number of tool uses in ``req`` that
+        differ from what they were when they entered the main conversation (once per tool use)."""
         uses = [b.id for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
         n = self.declared.recent_kept
         # "newest" in both orders: parallel results may come back in another order than their calls, and a
