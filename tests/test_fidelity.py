@@ -28,10 +28,10 @@ needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real logs not present
 MODEL = "claude-opus-4-6"
 
 
-def call(i, ctx, read=0, t=None, model=MODEL, after_compact=False, prev=-1):
+def call(i, ctx, read=0, t=None, model=MODEL, after_compact=False, prev=-1, thinking_switch=False):
     u = tr.RecordedUsage(input=ctx - read, cache_read=read)
     return RecordedCall(i, float(t if t is not None else i), model, u, "main", after_compact, 0,
-                        (i - 1 if prev == -1 else prev) if i > 0 else None)
+                        (i - 1 if prev == -1 else prev) if i > 0 else None, thinking_switch=thinking_switch)
 
 
 def test_fit_token_scale_is_a_ratio_of_summed_growth():
@@ -76,7 +76,7 @@ def test_startup_split_is_the_prefix_less_what_the_first_call_after_a_compaction
     assert [c.index for c in system_prompt_reads(calls)] == [2, 4]
     n, ev = startup_split(t, calls, 25_000, {})
     assert n == 4_000
-    assert "25,000" in ev and "21,000" in ev and "= 4,000" in ev and "21,500" in ev and "compact: bd prime" in ev
+    assert "25,000" in ev and "21,000" in ev and "= 4,000" in ev and "other such calls read 21,500" in ev and "compact: bd prime" in ev
     # a read no larger than the head an earlier session cached tells nothing; a full miss neither
     assert system_prompt_reads(calls, warm=21_500) == []
     miss = [call(0, 30_000), call(1, 60_000, read=29_990), call(2, 40_000, read=0, after_compact=True)]
@@ -86,6 +86,31 @@ def test_startup_split_is_the_prefix_less_what_the_first_call_after_a_compaction
     assert n == 0 and "no startup content" in ev
     # a log that switched models: the prefix of the model of the call that read it
     assert startup_split(t, calls[:3], 25_000, {MODEL: 26_000, "claude-haiku-4-5": 24_000})[0] == 5_000
+
+
+def test_startup_split_is_measured_too_where_a_thinking_switch_read_back_the_system_prompt():
+    """No compaction: call 2 is a new user turn that switched thinking (the messages' entries are
+    keyed on it, the system prompt's are not) and reads 15,600 of call 1's 32,000: the system
+    prompt. Opaque prefix 28,000 − 15,600 = 12,400 tokens of startup content. A later switch that
+    read the same is not named again; a switch that read its whole predecessor measures nothing."""
+    t = tr.validate_events(tr.Header(name="s"), [tr.UserEvent(t=0, text="go"),
+                                                 tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")])])
+    calls = [call(0, 30_000), call(1, 32_000, read=29_990), call(2, 40_000, read=15_600, thinking_switch=True),
+             call(3, 45_000, read=39_990), call(4, 47_000, read=15_600, thinking_switch=True),
+             call(5, 50_000, read=46_990, thinking_switch=True)]
+    assert [c.index for c in system_prompt_reads(calls)] == [2, 4]
+    n, ev = startup_split(t, calls, 28_000, {})
+    assert n == 12_400
+    assert "a new user turn that switched thinking" in ev and "= 12,400" in ev and "other such calls" not in ev
+    # early in a session the lookback still reaches the first message's entry: the smallest switch read
+    early = [call(0, 30_000), call(1, 32_000, read=29_990), call(2, 40_000, read=29_000, thinking_switch=True),
+             *calls[3:5]]
+    assert startup_split(t, early, 28_000, {})[0] == 12_400
+    # a compaction's read is the system prompt whatever a switch read before it
+    comp = [*early[:3], call(3, 45_000, read=39_990), call(4, 30_000, read=16_000, after_compact=True),
+            call(5, 31_000, read=15_600, thinking_switch=True, prev=4)]
+    n, ev = startup_split(t, comp, 28_000, {})
+    assert n == 12_000 and "the first after a compaction" in ev and "other such calls read 15,600, 29,000" in ev
 
 
 def test_hidden_deltas_beyond_tokenizer_noise():

@@ -361,18 +361,27 @@ def _provider_of(model: str | None, models_file: str | None = None) -> str:
 
 
 def system_prompt_reads(calls: list[RecordedCall], warm: int = 0) -> list[RecordedCall]:
-    """The main calls that measure the system prompt: the first call after each compaction, when it
+    """The main calls that measure the system prompt: the first call after each compaction and each
+    new user turn that switched thinking (``RecordedCall.thinking_switch``: the messages' entries are
+    keyed on the setting, the system prompt's are not; Anthropic's extended-thinking docs), when it
     read from the cache past the head an earlier session cached (``warm``) and short of the
-    previous context. Claude Code's breakpoints sit on the system block and the last message, so a
-    call whose messages were all replaced reads back exactly the system prompt (peers.md; 21,460
-    tokens in spotter 258c7280, where the two other fall-backs of that session read the same)."""
+    previous context (by more than a miss's tolerance). Claude Code's breakpoints sit on the system block and the last message, so a
+    call whose messages were all replaced, or whose messages' entries no longer match, reads back
+    exactly the system prompt (peers.md; 21,460 tokens in spotter 258c7280, where the two other
+    fall-backs of that session read the same). In the order of the calls."""
     out = []
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
-        if (c.thread == "main" and c.after_compact and c.usage is not None and c.usage.cache_read > warm
-                and (prev is None or prev.usage is None or c.usage.cache_read < prev.context)):
+        if (c.thread == "main" and (c.after_compact or c.thinking_switch) and c.usage is not None
+                and c.usage.cache_read > warm
+                and (prev is None or prev.usage is None or c.usage.cache_read
+                     + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * prev.context) < prev.context)):
             out.append(c)
     return out
+
+
+def _why_system(c: RecordedCall) -> str:
+    return "the first after a compaction" if c.after_compact else "a new user turn that switched thinking"
 
 
 def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, model_prefix: dict[str, int],
@@ -386,7 +395,7 @@ def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, mod
     (code.claude.com/docs/en/hooks, SessionStart) hooks matching the ``compact`` source run after a
     compaction, their output added to the context. So the prefix the
     first call measured splits in two at the system prompt, and only the log can say where: the
-    first read after a compaction (:func:`system_prompt_reads`). With no such read the prefix stays
+    first read after a compaction or a thinking switch (:func:`system_prompt_reads`). With no such read the prefix stays
     whole (0): the replay then sends it all as the system prompt, the same size either way.
 
     The same page says one part of the startup content is *not* re-injected: the listing of the
@@ -395,20 +404,26 @@ def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, mod
     reads = system_prompt_reads(calls, warm)
     if not reads:
         return 0, ""
-    c = reads[0]
+    # a compaction replaced every message: its read is the system prompt. A thinking switch leaves
+    # the messages' entries unmatched, but early in a session the lookback can still reach the first
+    # message's own entry (development population: a switch at call 5 read 39,751 where the session's
+    # compaction and a later switch read 21,878), so with no compaction the smallest switch read
+    compacted = [r for r in reads if r.after_compact]
+    c = compacted[0] if compacted else min(reads, key=lambda r: r.usage.cache_read)
+    reads = [c] + [r for r in reads if r is not c]
     total = model_prefix.get(c.model or "", main_prefix) if model_prefix else main_prefix
     system = c.usage.cache_read
     if system >= total:
-        return 0, (f"call {c.index} (first after a compaction) read {system:,} tokens, not less than the first call's "
+        return 0, (f"call {c.index} ({_why_system(c)}) read {system:,} tokens, not less than the first call's "
                    f"opaque prefix ({total:,}): no startup content to tell apart")
-    ev = (f"opaque prefix {total:,} (first call) − system prompt {system:,} (what call {c.index}, the first after a "
-          f"compaction, read back: the breakpoint on the system block) = {total - system:,} tokens of hidden "
+    ev = (f"opaque prefix {total:,} (first call) − system prompt {system:,} (what call {c.index}, {_why_system(c)}, "
+          f"read back: the breakpoint on the system block) = {total - system:,} tokens of hidden "
           "startup content in the first turn; re-sent whole after each compaction as Claude Code's docs say of "
           "CLAUDE.md, rules, auto memory and SessionStart hooks (code.claude.com/docs/en/context-window): an upper "
           "bound, since the skill listing it holds is not re-injected (same page) and the log does not size it")
     others = sorted({r.usage.cache_read for r in reads[1:]} - {system})
     if others:
-        ev += f"; later compactions read {', '.join(f'{x:,}' for x in others)}"
+        ev += f"; the other such calls read {', '.join(f'{x:,}' for x in others)}"
     hooks = (trace.header.meta or {}).get("session_start_hooks") or {}
     if hooks:
         ev += "; SessionStart hooks in the log: " + "; ".join(
