@@ -121,6 +121,23 @@ def test_distribution_bands_by_hand():
     assert d["p90_abs_pct"] == pytest.approx(7.0 + 0.6 * 13.0)   # numpy's linear interpolation
 
 
+def test_random_misses_are_stated_and_the_sessions_they_spared_measured_apart():
+    # five sessions billed by Anthropic; the log's random misses cost 0.5 / 2 / 3 / 8 / 12 % of their bills
+    rs = [pop.SessionResult(f"s{i}", "measured", model="claude-opus-4-6", provider="anthropic", route="anthropic",
+                            signed_pct=e, random_miss_pct=m)
+          for i, (e, m) in enumerate([(1.0, 0.5), (-3.0, 2.0), (-6.0, 3.0), (-9.0, 8.0), (-14.0, 12.0)])]
+    rs.append(pop.SessionResult("proxy", "measured", provider="anthropic", route="proxy", signed_pct=40.0,
+                                random_miss_pct=0.0))
+    assert [r.trace for r in pop.spared(rs)] == ["s0", "s1", "proxy"]
+    rep = pop.folder_report(rs)["distribution"]
+    spared = rep["anthropic_billed_spared"]   # s0 and s1: |1| and |3|
+    assert spared["measured"] == 2 and spared["within_2pct"] == 0.5 and spared["median_abs_pct"] == 2.0
+    rm = rep["random_misses"]   # over the five billed by Anthropic, the proxy left out
+    assert rm["sessions"] == 5 and rm["median_pct"] == 3.0 and (rm["over_2pct"], rm["over_5pct"], rm["over_10pct"]) == (3, 2, 1)
+    text = "\n".join(pop.summary_lines(pop.folder_report(rs)))
+    assert "random misses ≤2%" in text and "over 5% in 2 of 5 sessions" in text
+
+
 def test_route_of_reads_who_served_a_call_from_its_ids():
     from ctxsim.harness.importers.claude_code import route_of
 
