@@ -77,8 +77,10 @@ def test_startup_split_is_the_prefix_less_what_the_first_call_after_a_compaction
     n, ev = startup_split(t, calls, 25_000, {})
     assert n == 4_000
     assert "25,000" in ev and "21,000" in ev and "= 4,000" in ev and "other such calls read 21,500" in ev and "compact: bd prime" in ev
-    # a read no larger than the head an earlier session cached tells nothing; a full miss neither
-    assert system_prompt_reads(calls, warm=21_500) == []
+    # a read short of the head an earlier session cached tells nothing (one that stops at it does: the
+    # system prompt was all cached before); a full miss neither
+    assert [c.index for c in system_prompt_reads(calls, warm=21_500)] == [4]
+    assert system_prompt_reads(calls, warm=21_501) == []
     miss = [call(0, 30_000), call(1, 60_000, read=29_990), call(2, 40_000, read=0, after_compact=True)]
     assert startup_split(t, miss, 25_000, {}) == (0, "")
     # a read at least the prefix: nothing to tell apart (0), said
