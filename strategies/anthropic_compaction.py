@@ -66,6 +66,11 @@ class AnthropicCompactionConfig(PeerConfig):
 
 class AnthropicCompaction(ThresholdCompactor):
     name = "anthropic_compaction"
+
+    @classmethod
+    def summarises_dropped(cls, config) -> bool:
+        # its compactions summarise what they drop (the kit's ``summarised``)
+        return True
     summary = "Anthropic server compaction compact_20260112: past 150k input the API summarises and goes on from the summary"
     on_rejection = "none: the API's 400 ends the bare client's turn (server compaction; no recovery documented)"
     Config = AnthropicCompactionConfig

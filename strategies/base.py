@@ -219,6 +219,15 @@ class Strategy:
         return ()
 
     @classmethod
+    def summarises_dropped(cls, config: StrategyConfig) -> bool:
+        """Whether everything this strategy drops from the main window goes into a summary first: a
+        message of the session (a user's or the model's text, a tool call's result) leaves the window
+        only after a summary request took it in, and the request that drops it holds that summary
+        (a result cleared to a placeholder stays in the window). False: no promise (a sliding window
+        drops without one)."""
+        return False
+
+    @classmethod
     def result_limits(cls, config: StrategyConfig) -> tuple[tuple[int, str], ...]:
         """``((amount, unit), ...)``: every tool result this strategy sends is cut to at most ``amount``
         ``"bytes"`` (UTF-8), ``"chars"`` or ``"lines"`` (a cut's own notices aside). Empty: no limit."""

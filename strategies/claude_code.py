@@ -241,6 +241,11 @@ def auto_compact_threshold(c: ClaudeCodeConfig, window: int, max_output_tokens: 
 
 class ClaudeCode(ThresholdCompactor):
     name = "claude_code"
+
+    @classmethod
+    def summarises_dropped(cls, config) -> bool:
+        # its compactions summarise what they drop (the kit's ``summarised``)
+        return True
     summary = "Claude Code (reported): auto-compact at window − 33k, restore 5 read files, microcompact when the cache is cold"
     on_rejection = "compacts reactively on prompt-too-long and retries; the turn errors if that fails (Claude Code, reported)"
     Config = ClaudeCodeConfig

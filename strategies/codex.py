@@ -223,6 +223,11 @@ def model_context_window(c: CodexConfig, window: int) -> int:
 
 class Codex(ThresholdCompactor):
     name = "codex"
+
+    @classmethod
+    def summarises_dropped(cls, config) -> bool:
+        # its compactions summarise what they drop (the kit's ``summarised``)
+        return True
     keeps_latest_request = True   # build_compacted_history: the newest user messages (20,000 tokens), then the handoff
     summary = "Codex CLI: tool output cut to 12k tokens; compact at 90% (no tools); user messages ≤ 20k + handoff"
     on_rejection = "the turn errors (codex-rs CodexErr::ContextWindowExceeded)"

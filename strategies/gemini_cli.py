@@ -149,6 +149,11 @@ class GeminiCliConfig(PeerConfig):
 
 class GeminiCli(ThresholdCompactor):
     name = "gemini_cli"
+
+    @classmethod
+    def summarises_dropped(cls, config) -> bool:
+        # its compactions summarise what they drop (the kit's ``summarised``)
+        return True
     summary = "gemini-cli 0.56: mask old tool output every turn; at 50% keep newest 30%, <state_snapshot> + verify"
     on_rejection = "refuses to send a request over its limit; the turn ends (gemini-cli client.ts ContextWindowWillOverflow)"
     Config = GeminiCliConfig

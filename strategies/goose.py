@@ -78,6 +78,11 @@ class GooseConfig(PeerConfig):
 
 class Goose(ThresholdCompactor):
     name = "goose"
+
+    @classmethod
+    def summarises_dropped(cls, config) -> bool:
+        # its compactions summarise what they drop (the kit's ``summarised``)
+        return True
     keeps_latest_request = True   # do_compact: "a fresh copy of the most recent message the user typed"
     summary = "goose: when a reply starts over 80% of the window, the fast model summarises the whole conversation"
     on_rejection = ("compacts (tool responses removed 0/10/20/50/100% if the summary is too long) and sends again; a "

@@ -100,6 +100,11 @@ class OpenCodeConfig(PeerConfig):
 
 class OpenCode(ThresholdCompactor):
     name = "opencode"
+
+    @classmethod
+    def summarises_dropped(cls, config) -> bool:
+        # its compactions summarise what they drop (the kit's ``summarised``)
+        return True
     summary = "OpenCode: prune tool output past the newest 40k tokens; at window − 32k summarise, keep the last 2 turns"
     on_rejection = "compacts (the compaction agent) and sends again (opencode ContextOverflowError → compaction)"
     Config = OpenCodeConfig

@@ -234,6 +234,11 @@ def events_of(m: Message) -> int:
 
 class OpenHands(_HeadPerHistory, ThresholdCompactor):
     name = "openhands"
+
+    @classmethod
+    def summarises_dropped(cls, config) -> bool:
+        # its compactions summarise what they drop (the kit's ``summarised``)
+        return True
     summary = "OpenHands V1 condenser: over 80 events (one per action/observation) keep first 4 + newest half, summarise the rest"
     on_rejection = ("a condensation request (half the view summarised; a hard reset if nothing can go), then "
                     "the call is retried (OpenHands SDK agent.py LLMContextWindowExceedError)")

@@ -165,6 +165,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"a request it estimates past {d.compacts_above:,} tokens is summarised first")
     if d.compacts_at_turns is not None:
         out.append(f"a user turn that begins past {d.compacts_at_turns:,} tokens is summarised first")
+    if d.summarises_dropped:
+        out.append("what leaves the main window goes into a summary first")
     if d.cache_marks:
         out.append(f"every request carries a cache breakpoint on: {', '.join(d.cache_marks)}")
     for kind, model in d.call_models:

@@ -17,6 +17,8 @@ is checked like its base (issue #45):
   summarises before sending it (its auto-compaction trigger on the run's window);
 * ``compacts_at_turns(config, window, max_output_tokens)``: the previous request's input past which the
   strategy summarises when a user turn begins (goose);
+* ``summarises_dropped(config)``: whether everything the strategy drops from the main window goes into a
+  summary first (Claude Code, Codex, gemini-cli, goose, opencode, OpenHands: their compactions summarise what they drop);
 * ``cache_marks(config)``: where every request of the conversation carries a cache breakpoint (the tools,
   the system prompt, the last message, the last user message);
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
@@ -52,6 +54,7 @@ class Declared:
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
+    summarises_dropped: bool = False  # what leaves the main window went into a summary the request holds
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -173,9 +176,13 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
         raise ValueError(f"{cls.__qualname__}.cache_marks: places among {', '.join(CACHE_PLACES)}, got {marks!r}")
     trigger, at_turns = (_tokens_hook(cls, hook, config, window, max_output_tokens)
                          for hook in ("compacts_above", "compacts_at_turns"))
+    sd = getattr(cls, "summarises_dropped", None)
+    summarises = sd(config) if callable(sd) else False
+    if not isinstance(summarises, bool):
+        raise ValueError(f"{cls.__qualname__}.summarises_dropped: True or False, got {summarises!r}")
     return Declared(summary_items(cls, config), minimum, also, epochs, limits, int(kr(config)) if callable(kr) else 0,
                     tuple(sorted((k, m) for k, m in models.items() if m)), idle, tuple(marks),
-                    trigger, at_turns)
+                    trigger, at_turns, summarises)
 
 
 def _amount(value: Any) -> bool:

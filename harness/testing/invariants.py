@@ -108,6 +108,16 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
                    summary still holds each.
+``summarised``     a strategy that declares everything it drops from the main window goes into a summary
+                   first (``Strategy.summarises_dropped``: Claude Code's, Codex's, gemini-cli's, goose's, opencode's,
+                   OpenHands' and the API's compactions) drops nothing unsummarised: a user's or the model's text the
+                   session fed, a summary, or a tool call's result (its id gone from the request: a result
+                   cleared to a placeholder stays) that leaves the main window was in the input of a summary
+                   whose text the request holds (as a block, by its id, or its opening in a transcript
+                   rendered for it). An off-by-one between what is summarised and what is kept
+                   loses a message and nothing else shows it. Not judged at a launch's first request, nor
+                   on a request after a side call failed or was refused since the last main one (a
+                   strategy may cut to fit then).
 ``summary_used``   a summary is used by the rewrite it was made for, and once in the main window leaves it only
                    into a later summary (a request that no longer holds it follows a summary request
                    that took it in, or a side call refused as too long made the strategy trim it):
@@ -192,7 +202,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "latest_request", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "recent_kept", "idle_clear", "cache_marks", "compaction_trigger", "summary_keeps",
-              "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
+              "summarised", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back, goal and latest_request are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
 
@@ -556,6 +566,7 @@ class _Summary:
     excused: bool = False  # a side call after it failed (the strategy's pipeline broke off: not used, rightly)
     input_chars: int = 0  # the characters of what it summarised (a summary no shorter is rightly thrown away)
     input_text: str = ""  # the text of its request (a strategy may send the history rendered as one transcript)
+    result_ids: frozenset[str] = frozenset()  # the tool results its request held, by id (in whatever form)
 
     def took_in(self, b: Block) -> bool:
         """Whether its request took ``b`` in: the block itself, or (a text block) its opening inside the
@@ -704,6 +715,8 @@ class Checker:
     _marks_lost: set[str] = field(default_factory=set)  # declared breakpoint places reported missing
     _asked_since_main: bool = False  # a side call was sent since the last main-line request (compaction_trigger)
     _side_ever_failed: bool = False  # a side call failed or was refused in this run (compaction_trigger)
+    _side_failed_since_main: bool = False  # ... since the last main-line request (summarised)
+    _since_accepted: list[_Summary] = field(default_factory=list)  # summaries made since the last accepted main request
     _trigger_missed: bool = False  # reported once a run
     _early_reported: bool = False  # a summary asked for under the trigger, reported once a run
     _user_since_main: bool = False  # the user wrote (outside a sub-agent) since the last main request
@@ -932,6 +945,7 @@ class Checker:
         if not s.main_line:
             first_side, self._asked_since_main = not self._asked_since_main, True
             self._side_ever_failed = self._side_ever_failed or s.rejected or bool(s.error)
+            self._side_failed_since_main = self._side_failed_since_main or s.rejected or bool(s.error)
             if s.rejected:
                 # a side call refused (too long: codex then trims the oldest items, a summary among them)
                 for sm in [*self._summaries, *(w for w, _ in self._in_window)]:
@@ -975,10 +989,13 @@ class Checker:
                     for sm in [*self._summaries, *(w for w, _ in self._in_window)]:
                         if sm.text and any(p in t for p in _summary_pieces(sm.text) for t in texts):
                             sm.chained = True
-                self._summaries.append(_Summary({b.digest for m in req.messages for b in m.blocks},
+                self._since_accepted.append(_Summary({b.digest for m in req.messages for b in m.blocks},
                                                 carries_goal=carries, call=s.call,
                                                 input_chars=sum(len(b.payload) for m in req.messages for b in m.blocks),
-                                                input_text="\n".join(_texts(req))))
+                                                input_text="\n".join(_texts(req)),
+                                                result_ids=frozenset(b.id for m in req.messages for b in m.blocks
+                                                                     if b.type == "tool_result")))
+                self._summaries.append(self._since_accepted[-1])
                 if (work := self._report_due) is not None:
                     # judged when the parent's next request shows what it was: a report lands in a tool result
                     sm = self._summaries[-1]
@@ -1135,6 +1152,12 @@ class Checker:
                 if prev is not None:
                     for detail in self._left_window(prev.request, req):
                         v("path_back", detail)
+        if (self.declared.summarises_dropped and "summarised" in self.promised and stream == "main"
+                and prev is not None and not fresh and not self._side_failed_since_main):
+            for detail in self._unsummarised(prev, req):
+                v("summarised", detail)
+        if stream == "main":
+            self._side_failed_since_main = False
         if req.rewrite and stream == "main":
             self._rewrites += 1
             texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
@@ -1174,6 +1197,8 @@ class Checker:
         self._summaries.clear()
         if not s.rejected:  # a refused request wrote no cache: the next is compared with the last accepted
             self._prev[stream] = s
+            if stream == "main":
+                self._since_accepted = []
         return out
 
     # --- what the strategy declares it keeps ---------------------------------------------------------
@@ -1560,6 +1585,53 @@ class Checker:
         return out
 
     # --- what left the window ----------------------------------------------------------------------
+    def _held_summaries(self, req: Request, every: bool = False) -> list[_Summary]:
+        """The summaries made since the last main request whose text ``req`` holds (their probe); ``every``:
+        those made since the last accepted one (a refused request between) and those already in the window too."""
+        pool = ([*(w for w, _ in self._in_window), *self._since_accepted] if every else self._summaries)
+        if not pool:
+            return []
+        texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
+        return [sm for sm in pool if (probe := _summary_probe(sm.text)) and any(probe in t for t in texts)]
+
+    def _unsummarised(self, prev: Sent, req: Request) -> list[str]:
+        """What left the main window since ``prev`` with no summary ``req`` holds having taken it in
+        (``summarised``): the session's texts, summaries, and tool results whose id is gone; taken in as
+        a block, by its id (a result in whatever form the strategy sent it), or as its opening in the
+        transcript the strategy rendered for the summariser."""
+        before = prev.request
+        n = len(before.messages)
+        if n == 0 or (len(req.messages) >= n and req.messages.prefix_digest(n - 1) == before.messages.prefix_digest(n - 1)):
+            return []  # the previous request is a prefix of this one: nothing left
+        now = {b.digest for m in req.messages for b in m.blocks}
+        ids = {b.id for m in req.messages for b in m.blocks if b.type in ("tool_use", "tool_result")}
+        held = self._held_summaries(req, every=True)
+
+        def taken(b: Block) -> bool:
+            probe = b.text.strip()[:_TAKEN_PROBE]
+            return any(sm.took_in(b) or (b.type == "tool_result" and b.id in sm.result_ids)
+                       or (len(probe) >= _TAKEN_MIN and probe in sm.input_text) for sm in held)
+
+        out = []
+        for m in before.messages:
+            for b in m.blocks:
+                if b.digest in now or len(b.text.strip()) < _TAKEN_MIN:
+                    continue   # a text this short is in any transcript: what took it in cannot be told
+                if b.type == "tool_result" and b.id in self.originals and b.id not in ids:
+                    what = f"the result of tool use {b.id}"
+                elif b.type == "text" and (b.digest in self.trace_digests or m.meta.get("origin") == "summary"):
+                    what = "a summary" if m.meta.get("origin") == "summary" else f"{m.role} text"
+                else:
+                    continue   # cleared in place, or text the strategy added to a request
+                if taken(b):
+                    continue
+                out.append(f"{what} {_short(b.text)!r}, in request {prev.call}, left the main window and no summary "
+                           "the request holds took it in (the strategy declares that what it drops goes into a summary "
+                           "first: summarises_dropped)")
+                if len(out) >= 3:
+                    return out
+        return out
+
     def _left_window(self, prev: Request, req: Request) -> list[str]:
         n = len(prev.messages)
         if n == 0 or (len(req.messages) >= n and req.messages.prefix_digest(n - 1) == prev.messages.prefix_digest(n - 1)):
@@ -1567,12 +1639,8 @@ class Checker:
         now = {b.digest for m in req.messages for b in m.blocks}
         results_now = {b.id: b for m in req.messages for b in m.blocks if b.type == "tool_result"}
         covered: set[bytes] = set()
-        if self._summaries:
-            texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
-            for sm in self._summaries:
-                probe = _summary_probe(sm.text)
-                if probe and any(probe in t for t in texts):
-                    covered |= sm.inputs
+        for sm in self._held_summaries(req):
+            covered |= sm.inputs
         named: list[Path] | None = None
         out = []
         for m in prev.messages:

@@ -913,6 +913,67 @@ def test_summary_not_used_is_excused_when_nothing_it_summarised_left_or_its_pipe
     assert c.feed([sent(req([user("Shorter: fix the login test (stale token)."), user("go on")], rewrite=True), 3)]) == []
 
 
+# --- summarised -----------------------------------------------------------------------------------
+
+ASK = "fix the flaky login test please"
+ANSWER = "The token is stale; refreshing it in the fixture now."
+LOGIN = "def test_login():\n    token = stale()\n    assert login(token)"
+
+
+def _summarising(steps: list[Message]) -> Checker:
+    """A checker for a strategy that declares it summarises what it drops, on a session whose texts
+    and the result of tool use a are the trace's."""
+    from ctxsim.harness.testing.declared import Declared
+
+    fed = {b.digest for m in steps for b in m.blocks if b.type == "text"}
+    return Checker(frozenset({"summarised"}), {"a": LOGIN}, trace_digests=fed, declared=Declared(summarises_dropped=True))
+
+
+def test_summarised_what_leaves_the_main_window_went_into_a_summary_it_holds():
+    """Codex-like: request 0 holds the ask, a Read and its result, and the answer. The summary call takes in
+    the ask and the Read (the answer left out: the slice one message short); request 2 holds the summary
+    alone: the answer left unsummarised, reported once. Summarised whole, or as a transcript holding each
+    one's opening, nothing is reported; a result cleared in place (its id still sent) is no drop."""
+    from ctxsim.harness.testing.declared import declared
+    from ctxsim.strategies.codex import Codex
+    from ctxsim.strategies.sliding_window import SlidingWindow
+
+    assert declared(Codex, {}).summarises_dropped and not declared(SlidingWindow, {}).summarises_dropped
+    steps = [user(ASK), calls("a"), results(("a", LOGIN)), Message("assistant", (Block.text_block(ANSWER),))]
+    after = [user(SUMMARY_TEXT), user("go on")]
+
+    def run(taken: list[Message], then: list[Message]) -> list:
+        c = _summarising(steps)
+        c.feed([sent(req(steps), 0), sent(req([*taken, user("summarise")], kind="summary"), 1),
+                Mark("side_result", "summary", text=SUMMARY_TEXT)])
+        return c.feed([sent(req(then, rewrite=True), 2)])
+
+    out = run(steps[:3], after)
+    assert [v.invariant for v in out] == ["summarised"]
+    assert out[0].detail.startswith("assistant text 'The token is stale; refreshing it in the fixture now.', in "
+                                    "request 0, left the main window")
+    assert run(steps, after) == []
+    transcript = user("\n".join(["User: " + ASK, "Read a:", LOGIN, "Assistant: " + ANSWER]))
+    assert run([transcript], after) == []
+    # the result cleared in place stays in the window (its id sent); the answer dropped is still reported
+    cleared = [user(SUMMARY_TEXT), calls("a"), results(("a", "[cleared]")), user("go on")]
+    assert [v.detail.split(" '")[0] for v in run([user(ASK)], cleared)] == ["assistant text"]
+
+
+def test_summarised_is_not_judged_after_a_failed_side_call_nor_on_texts_too_short_to_tell():
+    steps = [user(ASK), calls("a"), results(("a", LOGIN)), Message("assistant", (Block.text_block(ANSWER),))]
+    c = _summarising(steps)
+    failed = Sent(req([*steps, user("summarise")], kind="summary"), 100, 1_000, True, "injected failure", 1, 1.0)
+    # the summary failed: a strategy may cut to fit (Codex trims the oldest items)
+    assert c.feed([sent(req(steps), 0), failed, sent(req([user(ANSWER), user("go on")], rewrite=True), 2)]) == []
+    # judged again from the next main request: the answer dropped now, no summary at all
+    out = c.feed([sent(req([user("go on"), user("and more")], rewrite=True), 3)])
+    assert [v.invariant for v in out] == ["summarised"] and "The token is stale" in out[0].detail
+    short = [user("ok go"), Message("assistant", (Block.text_block("done."),))]
+    c = _summarising(short)
+    assert c.feed([sent(req(short), 0), sent(req([user("next one")], rewrite=True), 1)]) == []
+
+
 def test_subagent_report_takes_in_the_sub_agents_work():
     """The summary asked for when a sub-agent ends whose text the parent then gets as a tool result (its
     report) takes in what only the sub-agent saw: a block of its last request the parent's did not hold,

@@ -33,6 +33,7 @@ from tests.testing.mutants import kit45b as z
 from tests.testing.mutants import kit45c as w
 from tests.testing.mutants import kit45d as d
 from tests.testing.mutants import kit45e as e
+from tests.testing.mutants import kit45f as f
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants import variants as v
@@ -203,6 +204,8 @@ KIT45B: list[Case] = [
     _c(e.TriggerOnCharacters, ClaudeCode, "compaction_trigger", "the estimate in characters against the threshold: early"),
     _c(e.CodexCutInCharacters, Codex, "result_limit", "an output budget counted in characters, not tokens"),
     _c(e.GooseWindowOfItsOwn, Goose, "compaction_trigger", "a reply-start trigger on a fixed 200k window"),
+    # the sixth round (what is dropped unsummarised): kit45f.py
+    _c(f.CodexSummarySkipsFirstExchange, Codex, "summarised", "the summariser given all but the first exchange, all dropped"),
 ]
 CORPUS += KIT45B
 
