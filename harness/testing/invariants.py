@@ -545,6 +545,12 @@ def _items(items) -> str:
     return ", ".join(repr(i) for i in items)
 
 
+def _continues(before: Request, req: Request) -> bool:
+    """``before``'s messages are a prefix of ``req``'s (or it has none): nothing left the window."""
+    n = len(before.messages)
+    return n == 0 or (len(req.messages) >= n and req.messages.prefix_digest(n - 1) == before.messages.prefix_digest(n - 1))
+
+
 def _summary_probe(text: str) -> str:
     """A piece of a summary's text that a request using the summary holds verbatim."""
     t = text.strip()
@@ -1600,9 +1606,8 @@ class Checker:
         a block, by its id (a result in whatever form the strategy sent it), or as its opening in the
         transcript the strategy rendered for the summariser."""
         before = prev.request
-        n = len(before.messages)
-        if n == 0 or (len(req.messages) >= n and req.messages.prefix_digest(n - 1) == before.messages.prefix_digest(n - 1)):
-            return []  # the previous request is a prefix of this one: nothing left
+        if _continues(before, req):
+            return []
         now = {b.digest for m in req.messages for b in m.blocks}
         ids = {b.id for m in req.messages for b in m.blocks if b.type in ("tool_use", "tool_result")}
         held = self._held_summaries(req, every=True)
@@ -1633,9 +1638,8 @@ class Checker:
         return out
 
     def _left_window(self, prev: Request, req: Request) -> list[str]:
-        n = len(prev.messages)
-        if n == 0 or (len(req.messages) >= n and req.messages.prefix_digest(n - 1) == prev.messages.prefix_digest(n - 1)):
-            return []  # the previous request is a prefix of this one: nothing left
+        if _continues(prev, req):
+            return []
         now = {b.digest for m in req.messages for b in m.blocks}
         results_now = {b.id: b for m in req.messages for b in m.blocks if b.type == "tool_result"}
         covered: set[bytes] = set()
