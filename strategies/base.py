@@ -178,6 +178,14 @@ class Strategy:
         return 0
 
     @classmethod
+    def keeps_recent_tool_chars(cls, config: StrategyConfig) -> int:
+        """How many characters of the newest tool output (walking back from the newest result, by where
+        each stands) keep their results as they entered, whatever the strategy clears: a protection
+        budget counted in characters or estimated tokens times the characters per token the strategy
+        counts (opencode's ``PRUNE_PROTECT``). 0: no promise."""
+        return 0
+
+    @classmethod
     def call_models(cls, config: StrategyConfig) -> Mapping[str, str]:
         """The model a kind of call goes to, where the strategy fixes one (on an Anthropic route, the
         property kit's): keys ``"summary"`` (the main conversation's summaries), ``"subagent"`` (the calls

@@ -110,6 +110,13 @@ class OpenCode(ThresholdCompactor):
     Config = OpenCodeConfig
 
     @classmethod
+    def keeps_recent_tool_chars(cls, config) -> int:
+        """A prune never touches the newest ``prune_protect_tokens`` of tool output (compaction.ts
+        ``PRUNE_PROTECT``, each output estimated at 4 characters a token: ``Token.estimate``), nor the last
+        two turns: the kit holds the budget, in the characters it estimates from."""
+        return 4 * config.prune_protect_tokens
+
+    @classmethod
     def clear_minimum(cls, config) -> tuple[int, str] | None:
         """A prune goes only when more than ``prune_minimum_tokens`` can (compaction.ts ``PRUNE_MINIMUM``): the
         property kit holds each prune to it, counted on what it clears beyond the request before."""

@@ -157,6 +157,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append("every tool result is cut to at most " + " and ".join(f"{n:,} {unit}" for n, unit in d.result_limits))
     if d.recent_kept:
         out.append(f"the newest {d.recent_kept} tool uses keep their results as they entered")
+    if d.recent_chars:
+        out.append(f"the newest {d.recent_chars:,} characters of tool output keep their results as they entered")
     if d.idle_clear is not None:
         gap, tools = d.idle_clear
         out.append(f"idle over {gap:,.0f} s, the next request clears the old results of "

@@ -10,6 +10,8 @@ is checked like its base (issue #45):
   may change;
 * ``result_limits(config)``: the bytes, characters or lines every tool result is cut to at most;
 * ``keeps_recent_tool_uses(config)``: how many of the newest tool uses keep their results as they entered;
+* ``keeps_recent_tool_chars(config)``: how many characters of the newest tool output keep their results as
+  they entered (opencode's prune protection);
 * ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
 * ``clears_when_idle(config)``: the idle gap (trace clock) after which the next request clears old tool
   results, and the tools whose results it clears (Claude Code's time-based microcompact);
@@ -49,6 +51,7 @@ class Declared:
     epochs: tuple[float, ...] = ()
     result_limits: tuple[tuple[int, str], ...] = ()  # (amount, "bytes" | "chars" | "lines")
     recent_kept: int = 0  # the newest tool uses whose results stay as they entered
+    recent_chars: int = 0  # the newest characters of tool output whose results stay as they entered
     call_models: tuple[tuple[str, str], ...] = ()  # (kind of call, the model it goes to)
     idle_clear: tuple[float, tuple[str, ...]] | None = None  # (idle seconds, tools whose old results it clears)
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
@@ -180,9 +183,15 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     summarises = sd(config) if callable(sd) else False
     if not isinstance(summarises, bool):
         raise ValueError(f"{cls.__qualname__}.summarises_dropped: True or False, got {summarises!r}")
-    return Declared(summary_items(cls, config), minimum, also, epochs, limits, int(kr(config)) if callable(kr) else 0,
-                    tuple(sorted((k, m) for k, m in models.items() if m)), idle, tuple(marks),
-                    trigger, at_turns, summarises)
+    kc = getattr(cls, "keeps_recent_tool_chars", None)
+    chars = kc(config) if callable(kc) else 0
+    if not _amount(chars):
+        raise ValueError(f"{cls.__qualname__}.keeps_recent_tool_chars: a number of characters, got {chars!r}")
+    return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
+                    result_limits=limits, recent_kept=int(kr(config)) if callable(kr) else 0, recent_chars=int(chars),
+                    call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
+                    cache_marks=tuple(marks), compacts_above=trigger, compacts_at_turns=at_turns,
+                    summarises_dropped=summarises)
 
 
 def _amount(value: Any) -> bool:

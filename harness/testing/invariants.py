@@ -74,7 +74,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    (``Strategy.keeps_recent_tool_uses``: context_editing's ``keep``, observation_masking's
                    ``n``, claude_code's ``microcompact_keep``) sends the results of that many newest tool
                    uses of the main conversation as they entered the window (newest both by call and by
-                   where the result stands: parallel results may come back in another order).
+                   where the result stands: parallel results may come back in another order). One that
+                   declares a budget of the newest tool output instead (``Strategy.keeps_recent_tool_chars``:
+                   opencode's prune protection, 4 characters per token) sends the results that budget
+                   reaches, walking back from the newest by where each stands (each counted as it entered),
+                   as they entered: a protection counted in another unit clears what it promised to keep.
 ``idle_clear``     a strategy that declares it clears old tool results once the conversation has been idle
                    (``Strategy.clears_when_idle``: Claude Code's time-based microcompact, past the
                    cache's TTL) does: the first main request after a gap longer than the declared one
@@ -217,6 +221,9 @@ ESTIMATE_MIN_SHARE = 0.25  # judged on requests of at least this share of the wi
 # at the kit's 32k) moves any threshold a strategy sets, and an estimate that counts what it cleared in
 # characters or a sub-agent's usage for the parent's is off by that much on small requests (issue #45) # assumed
 ESTIMATE_MIN_GAP = 0.125
+# what a strategy that estimates a result's tokens rounds up adds to it, in characters (opencode: ceil(chars / 4)
+# per result, so 4 characters at most), counted per result walking back from the newest (keeps_recent_tool_chars)
+RECENT_CHARS_SLACK = 4
 # what a cut's notices may add to a declared result limit (truncate's: a "Total output lines: N" line and
 # a blank one, the omission marker and the blank lines around it: 5 lines, 30-odd bytes) # assumed
 RESULT_NOTICE_SLACK = {"bytes": 64, "chars": 64, "lines": 8}
@@ -717,6 +724,7 @@ class Checker:
     _over_limit: set[str] = field(default_factory=set)  # tool results reported over (or cut under) the declared limit
     _limit_seen: set[str] = field(default_factory=set)  # tool results seen entering (result_limit judges a cut there)
     _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
+    _entered_chars: dict[str, int] = field(default_factory=dict)  # tool_use id -> its result's characters as it entered (main)
     _recent_lost: set[str] = field(default_factory=set)  # newest tool uses reported changed
     _marks_lost: set[str] = field(default_factory=set)  # declared breakpoint places reported missing
     _asked_since_main: bool = False  # a side call was sent since the last main-line request (compaction_trigger)
@@ -1103,10 +1111,13 @@ class Checker:
                 if b.type == "tool_result":
                     self._limit_seen.add(b.id)   # judged as it first enters; a later clearing is no cut
         # the main conversation's results, each noted as it first entered (recent_kept, idle_clear): once a request
-        results = (self._results(req) if stream == "main" and (self.declared.recent_kept or self.declared.idle_clear)
-                   else {})
+        results = (self._results(req) if stream == "main" and (self.declared.recent_kept or self.declared.idle_clear
+                                                                or self.declared.recent_chars) else {})
         if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_changed(req, results):
+                v("recent_kept", detail)
+        if self.declared.recent_chars and "recent_kept" in self.promised and stream == "main":
+            for detail in self._recent_chars_changed(results):
                 v("recent_kept", detail)
         if self.declared.cache_marks and "cache_marks" in self.promised:
             detail = self._marks_missing(req)
@@ -1438,7 +1449,8 @@ class Checker:
         """``req``'s tool results by tool_use id, each noted as it first entered the main conversation."""
         results = {b.id: b for m in req.messages if m.role == "user" for b in m.blocks if b.type == "tool_result"}
         for i, b in results.items():
-            self._as_entered.setdefault(i, b.digest)
+            if i not in self._as_entered:
+                self._as_entered[i], self._entered_chars[i] = b.digest, len(b.text)
         return results
 
     def _marks_missing(self, req: Request) -> str:
@@ -1482,6 +1494,22 @@ class Checker:
                 f"{prev.call}, past the {seconds:,.0f} s after which the strategy declares it clears them "
                 f"(clears_when_idle; beyond the newest {n} kept): the rule did not fire (an idle gap read on "
                 "another clock, or in another unit?)")
+
+    def _recent_chars_changed(self, results: dict[str, Block]) -> list[str]:
+        """The results (by tool_use id, in the order they stand) within the declared characters of the newest
+        tool output, walking back, that differ from what they were when they entered (once per tool use)."""
+        budget, total, out = self.declared.recent_chars, 0, []
+        for i in reversed(list(results)):
+            total += self._entered_chars[i] + RECENT_CHARS_SLACK
+            if total > budget:
+                break
+            b = results[i]
+            if i not in self._recent_lost and b.digest != self._as_entered[i]:
+                self._recent_lost.add(i)
+                out.append(f"the result of tool use {i}, within the newest {budget:,} characters of tool output the "
+                           f"strategy declares it keeps (keeps_recent_tool_chars; {total:,} from the newest through it), "
+                           f"is sent changed ({_short(b.text)!r}): a protection counted in another unit?")
+        return out
 
     def _recent_changed(self, req: Request, results: dict[str, Block]) -> list[str]:
         """The results (``results``, by tool_use id) of the newest declared number of tool uses in ``req`` that

@@ -622,6 +622,30 @@ def test_recent_kept_holds_the_newest_declared_tool_uses_as_they_entered():
     assert c.feed([sent(req([*cleared_b, user("more")], rewrite=True), 3)]) == []
 
 
+def test_recent_kept_holds_the_declared_characters_of_the_newest_output():
+    """opencode declares its prune protection in characters (4 per estimated token). Here 100: walking back
+    from the newest result, c (30 characters, +4 for a rounded estimate: 34) and b (68) are within it, a
+    (132) is not. Clearing a passes; clearing b is reported, once, naming how far back it stands."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.opencode import OpenCode
+
+    assert declared(OpenCode, {"prune_protect_tokens": 6_400}).recent_chars == 25_600
+    c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_chars=100))
+
+    def step(tid, text):
+        return [Message("assistant", (Block.tool_use(tid, "Read", {}),)), Message("user", (Block.tool_result(tid, text),))]
+
+    msgs = [user("go"), *step("a", "A" * 60), *step("b", "B" * 30), *step("c", "C" * 30)]
+    assert c.feed([sent(req(msgs), 0)]) == []
+    cleared_a = [user("go"), *step("a", "[cleared]"), *step("b", "B" * 30), *step("c", "C" * 30)]
+    assert c.feed([sent(req(cleared_a, rewrite=True), 1)]) == []
+    cleared_b = [user("go"), *step("a", "[cleared]"), *step("b", "[cleared]"), *step("c", "C" * 30)]
+    out = c.feed([sent(req(cleared_b, rewrite=True), 2)])
+    assert [v.invariant for v in out] == ["recent_kept"] and "tool use b, within the newest 100 characters" in out[0].detail
+    assert "68 from the newest through it" in out[0].detail
+    assert c.feed([sent(req([*cleared_b, user("more")], rewrite=True), 3)]) == []
+
+
 def test_recent_kept_newest_where_calls_and_results_agree():
     """Parallel results may come back in another order than their calls; context_editing counts the
     calls, SWE-agent's masking and Claude Code's microcompact count the results as they stand. Declared

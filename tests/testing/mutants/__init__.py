@@ -206,6 +206,7 @@ KIT45B: list[Case] = [
     _c(e.GooseWindowOfItsOwn, Goose, "compaction_trigger", "a reply-start trigger on a fixed 200k window"),
     # the sixth round (what is dropped unsummarised): kit45f.py
     _c(f.CodexSummarySkipsFirstExchange, Codex, "summarised", "the summariser given all but the first exchange, all dropped"),
+    _c(f.OpenCodeProtectInCharacters, OpenCode, "recent_kept", "the newest output's protection counted in characters"),
 ]
 CORPUS += KIT45B
 

@@ -1,13 +1,17 @@
 """Issue #45, sixth round: what a strategy drops without summarising it. An off-by-one between the slice
 its summariser is given and what its compaction drops (blind sets: aider's last answer dropped) loses a
 message and nothing else showed it; a strategy whose compactions summarise what they drop now declares it
-(``summarises_dropped``) and the kit holds it to that (``summarised``). Beside its correct twin, the
-registered base."""
+(``summarises_dropped``) and the kit holds it to that (``summarised``). And blind set 19's: a protection
+budget of the newest tool output counted in characters where it is in tokens (``keeps_recent_tool_chars``).
+Each beside its correct twin, the registered base."""
 
 from __future__ import annotations
 
 from ctxsim.harness.model.conversation import History
 from ctxsim.strategies.codex import Codex
+from ctxsim.strategies.opencode import OpenCode
+
+from tests.testing.mutants.kit45e import _seen_as
 
 
 class CodexSummarySkipsFirstExchange(Codex):
@@ -29,3 +33,17 @@ class CodexSummarySkipsFirstExchange(Codex):
             return super()._summarise()
         finally:
             self.history = full
+
+
+class OpenCodeProtectInCharacters(OpenCode):
+    """The prune walk's running total kept in characters against ``prune_protect_tokens`` (a token budget):
+    a quarter of the tool output it promises to protect stays whole, the rest is pruned."""
+
+    name = "opencode_protect_in_characters"
+
+    def prune(self) -> int:
+        c = _seen_as(self, prune_protect_tokens=max(1, self.config.prune_protect_tokens // 4))
+        try:
+            return super().prune()
+        finally:
+            self.__dict__["config"] = c
