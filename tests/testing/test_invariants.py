@@ -45,6 +45,11 @@ def results(*pairs: tuple[str, str]) -> Message:
     return Message("user", tuple(Block.tool_result(i, text) for i, text in pairs))
 
 
+def read_step(tid: str, text: str, tool: str = "Read") -> list[Message]:
+    """One tool call (a Read) and its result."""
+    return [Message("assistant", (Block.tool_use(tid, tool, {}),)), Message("user", (Block.tool_result(tid, text),))]
+
+
 def req(msgs, bps=(), rewrite=False, kind="main", tools=TOOLS, system=SYSTEM) -> Request:
     h = msgs if isinstance(msgs, History) else History(msgs)
     return Request(system, tools, h, tuple(bps), kind=kind, rewrite=rewrite)
@@ -583,18 +588,15 @@ def test_result_limit_a_result_that_fits_enters_whole():
     originals = {"a": "x" * 80, "b": "y" * 200}
     c = Checker(frozenset({"result_limit"}), originals, declared=Declared(result_limits=((100, "bytes"), (5, "lines"))))
 
-    def step(tid, text):
-        return [Message("assistant", (Block.tool_use(tid, "Read", {}),)), Message("user", (Block.tool_result(tid, text),))]
-
-    out = c.feed([sent(req([user("go"), *step("a", "x" * 40)]), 0)])
+    out = c.feed([sent(req([user("go"), *read_step("a", "x" * 40)]), 0)])
     assert [v.invariant for v in out] == ["result_limit"]
     assert "entered changed ('" + "x" * 40 + "') though it was within the limits the strategy declares " \
            "(80 bytes and 1 lines; result_limits)" in out[0].detail
-    msgs = [user("go"), *step("a", "x" * 40), *step("b", "y" * 90)]
+    msgs = [user("go"), *read_step("a", "x" * 40), *read_step("b", "y" * 90)]
     assert c.feed([sent(req(msgs), 1)]) == []
     c = Checker(frozenset({"result_limit"}), originals, declared=Declared(result_limits=((100, "bytes"), (5, "lines"))))
-    assert c.feed([sent(req([user("go"), *step("a", "x" * 80)]), 0)]) == []
-    assert c.feed([sent(req([user("go"), *step("a", "[cleared]")], rewrite=True), 1)]) == []
+    assert c.feed([sent(req([user("go"), *read_step("a", "x" * 80)]), 0)]) == []
+    assert c.feed([sent(req([user("go"), *read_step("a", "[cleared]")], rewrite=True), 1)]) == []
 
 
 # --- recent_kept --------------------------------------------------------------------------------------
@@ -609,14 +611,11 @@ def test_recent_kept_holds_the_newest_declared_tool_uses_as_they_entered():
     assert declared(ContextEditing, {"keep_tool_uses": 5}).recent_kept == 5
     c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_kept=2))
 
-    def step(tid, text):
-        return [Message("assistant", (Block.tool_use(tid, "Read", {}),)), Message("user", (Block.tool_result(tid, text),))]
-
-    msgs = [user("go"), *step("a", "A" * 50), *step("b", "B" * 50), *step("c", "C" * 50)]
+    msgs = [user("go"), *read_step("a", "A" * 50), *read_step("b", "B" * 50), *read_step("c", "C" * 50)]
     assert c.feed([sent(req(msgs), 0)]) == []
-    cleared_a = [user("go"), *step("a", "[cleared]"), *step("b", "B" * 50), *step("c", "C" * 50)]
+    cleared_a = [user("go"), *read_step("a", "[cleared]"), *read_step("b", "B" * 50), *read_step("c", "C" * 50)]
     assert c.feed([sent(req(cleared_a, rewrite=True), 1)]) == []
-    cleared_b = [user("go"), *step("a", "[cleared]"), *step("b", "[cleared]"), *step("c", "C" * 50)]
+    cleared_b = [user("go"), *read_step("a", "[cleared]"), *read_step("b", "[cleared]"), *read_step("c", "C" * 50)]
     out = c.feed([sent(req(cleared_b, rewrite=True), 2)])
     assert [v.invariant for v in out] == ["recent_kept"] and "tool use b, one of the newest 2" in out[0].detail
     assert c.feed([sent(req([*cleared_b, user("more")], rewrite=True), 3)]) == []
@@ -632,14 +631,11 @@ def test_recent_kept_holds_the_declared_characters_of_the_newest_output():
     assert declared(OpenCode, {"prune_protect_tokens": 6_400}).recent_chars == 25_600
     c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_chars=100))
 
-    def step(tid, text):
-        return [Message("assistant", (Block.tool_use(tid, "Read", {}),)), Message("user", (Block.tool_result(tid, text),))]
-
-    msgs = [user("go"), *step("a", "A" * 60), *step("b", "B" * 30), *step("c", "C" * 30)]
+    msgs = [user("go"), *read_step("a", "A" * 60), *read_step("b", "B" * 30), *read_step("c", "C" * 30)]
     assert c.feed([sent(req(msgs), 0)]) == []
-    cleared_a = [user("go"), *step("a", "[cleared]"), *step("b", "B" * 30), *step("c", "C" * 30)]
+    cleared_a = [user("go"), *read_step("a", "[cleared]"), *read_step("b", "B" * 30), *read_step("c", "C" * 30)]
     assert c.feed([sent(req(cleared_a, rewrite=True), 1)]) == []
-    cleared_b = [user("go"), *step("a", "[cleared]"), *step("b", "[cleared]"), *step("c", "C" * 30)]
+    cleared_b = [user("go"), *read_step("a", "[cleared]"), *read_step("b", "[cleared]"), *read_step("c", "C" * 30)]
     out = c.feed([sent(req(cleared_b, rewrite=True), 2)])
     assert [v.invariant for v in out] == ["recent_kept"] and "tool use b, within the newest 100 characters" in out[0].detail
     assert "68 from the newest through it" in out[0].detail
@@ -685,15 +681,12 @@ def test_idle_clear_judges_the_first_request_past_the_declared_gap():
     assert declared(ClaudeCode, {"microcompact": "off"}).idle_clear is None
     assert IDLE_SLACK_S == 600
 
-    def step(tid, tool, text):
-        return [Message("assistant", (Block.tool_use(tid, tool, {}),)), Message("user", (Block.tool_result(tid, text),))]
-
     def at(msgs, call, now, rewrite=False):
         return Sent(req(msgs, rewrite=rewrite), 100, 1_000, False, "", call, now)
 
     c = Checker(frozenset({"idle_clear"}), {}, declared=Declared(recent_kept=1, idle_clear=(3_600.0, ("Read",))))
-    msgs = [user("go"), *step("a", "Read", "A" * 50), *step("t", "TodoWrite", "T" * 50), *step("b", "Read", "B" * 50),
-            *step("c", "Read", "C" * 50)]
+    msgs = [user("go"), *read_step("a", "A" * 50, "Read"), *read_step("t", "T" * 50, "TodoWrite"), *read_step("b", "B" * 50, "Read"),
+            *read_step("c", "C" * 50, "Read")]
     assert c.feed([Mark("session_start", "s1"), at(msgs, 0, 0.0)]) == []
     msgs.append(user("back"))
     assert c.feed([at(msgs, 1, 4_100.0)]) == []           # 4,100 s: not past 3,600 + 600
@@ -701,7 +694,7 @@ def test_idle_clear_judges_the_first_request_past_the_declared_gap():
     out = c.feed([at(msgs, 2, 8_400.0)])                    # 4,300 s
     assert [v.invariant for v in out] == ["idle_clear"]
     assert out[0].detail.startswith("2 old result(s) of Read sent as they entered after 4,300 s idle since request 1")
-    cleared = [user("go"), *step("a", "Read", "[cleared]"), *msgs[3:], user("later")]
+    cleared = [user("go"), *read_step("a", "[cleared]", "Read"), *msgs[3:], user("later")]
     assert c.feed([at(cleared, 3, 13_000.0, rewrite=True)]) == []
 
 
@@ -710,14 +703,11 @@ def test_idle_clear_not_judged_at_a_launch_or_with_nothing_old():
     no old result of the declared tools beyond the kept are not judged."""
     from ctxsim.harness.testing.declared import Declared
 
-    def step(tid, text):
-        return [Message("assistant", (Block.tool_use(tid, "Read", {}),)), Message("user", (Block.tool_result(tid, text),))]
-
     c = Checker(frozenset({"idle_clear"}), {}, declared=Declared(recent_kept=2, idle_clear=(60.0, ())))
-    msgs = [user("go"), *step("a", "A" * 40), *step("b", "B" * 40)]
+    msgs = [user("go"), *read_step("a", "A" * 40), *read_step("b", "B" * 40)]
     assert c.feed([Mark("session_start", "s1"), Sent(req(msgs), 100, 1_000, False, "", 0, 0.0)]) == []
     assert c.feed([Sent(req([*msgs, user("x")]), 100, 1_000, False, "", 1, 5_000.0)]) == []   # a and b: the newest 2
-    msgs = [*msgs, user("x"), *step("c", "C" * 40)]
+    msgs = [*msgs, user("x"), *read_step("c", "C" * 40)]
     assert c.feed([Sent(req(msgs), 100, 1_000, False, "", 2, 5_010.0),
                    Mark("session_end", "s1"), Mark("session_start", "s2", resume=True)]) == []
     assert c.feed([Sent(req([*msgs, user("y")]), 100, 1_000, False, "", 3, 90_000.0)]) == []  # a resume's first
