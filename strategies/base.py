@@ -143,6 +143,9 @@ class Strategy:
     # window as the user wrote it (goose re-sends it; Codex keeps recent user messages); the property
     # kit holds such strategies to it
     keeps_latest_request: ClassVar[bool] = False
+    # True: the user messages it keeps across a compaction are the user's own, as written (a cut keeps their
+    # opening): no summary, note or other text of its own sent as a plain user message (the kit's user_messages)
+    keeps_user_messages: ClassVar[bool] = False
     # One line: what the modelled agent does when the API rejects a request, with its source (listed
     # by `ctxsim strategies`). The default is what most real agents do (peers.md, "Real agents never
     # keep sending a rejected request"): gemini-cli refuses to send and ends the turn, Codex errors

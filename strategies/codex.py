@@ -229,6 +229,7 @@ class Codex(ThresholdCompactor):
         # its compactions summarise what they drop (the kit's ``summarised``)
         return True
     keeps_latest_request = True   # build_compacted_history: the newest user messages (20,000 tokens), then the handoff
+    keeps_user_messages = True    # collect_user_messages: the user's own messages, the handoff summary apart
     summary = "Codex CLI: tool output cut to 12k tokens; compact at 90% (no tools); user messages ≤ 20k + handoff"
     on_rejection = "the turn errors (codex-rs CodexErr::ContextWindowExceeded)"
     Config = CodexConfig

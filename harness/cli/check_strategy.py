@@ -175,6 +175,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"{kind} calls go to {model}")
     if getattr(cls, "keeps_latest_request", False):
         out.append("every compaction keeps the user's latest message as written")
+    if getattr(cls, "keeps_user_messages", False):
+        out.append("the user messages a compaction keeps are the user's own")
     for e in own_edges(d.epochs):
         out.append(f"its own clock: the sessions also cross {e.label} (t = {e.t:,.0f} s)")
     return out

@@ -168,6 +168,13 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    first :data:`LATEST_OPENING` characters: a cut to a budget keeps that); a summary
                    of it is not the promise, and a compaction that keeps another message instead
                    leaves the agent on an old request.
+``user_messages``  a strategy that declares the user messages it keeps across a compaction are the user's own
+                   (``Strategy.keeps_user_messages``: Codex re-sends the newest user messages beside its
+                   handoff summary) sends, after every declared rewrite of the main conversation, no plain
+                   user message (no tool results, no origin of the strategy's own) whose text is not one the
+                   user wrote in this conversation (its opening, :data:`USER_OPENING` characters: a cut keeps
+                   the head): a previous summary or a note kept as if the user had typed it grows every
+                   compaction and nothing else shows it.
 ``goal``           the user's first request of the conversation (its goal) is in the window after
                    every declared rewrite of the main conversation: verbatim, or in a summary whose
                    input held it (or held a summary that did). A path back to the transcript is not
@@ -204,11 +211,11 @@ from ctxsim.harness.testing.declared import Declared, result_size
 from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
-              "goal", "latest_request", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
+              "goal", "latest_request", "user_messages", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "recent_kept", "idle_clear", "cache_marks", "compaction_trigger", "summary_keeps",
               "summarised", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
-# every strategy is held to these; window, path_back, goal and latest_request are promises (promises())
-ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
+# every strategy is held to these; window, path_back, goal, latest_request and user_messages are promises (promises())
+ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages"}
 
 # An estimate is a strategy's own measure of its request; the engine measures its error. Real
 # agents' character rules (3.5-4 characters per token, plus a usage anchor) run within about 20% of
@@ -235,6 +242,7 @@ IDLE_SLACK_S = 600.0
 # compares its estimate with ``>`` or ``>=``, a moment before the request is built # assumed
 TRIGGER_SLACK = 1.02
 LATEST_OPENING = 200  # characters of the latest request that must stay (a cut to a budget keeps the head) # assumed
+USER_OPENING = 40  # characters of a kept user message that must open one the user wrote (a middle cut keeps them) # assumed
 
 
 @dataclass(frozen=True)
@@ -272,6 +280,8 @@ def promises(cls) -> frozenset[str]:
         out.add("goal")
     if getattr(cls, "keeps_latest_request", False):
         out.add("latest_request")
+    if getattr(cls, "keeps_user_messages", False):
+        out.add("user_messages")
     return frozenset(out)
 
 
@@ -736,6 +746,8 @@ class Checker:
     _user_since_main: bool = False  # the user wrote (outside a sub-agent) since the last main request
     _line_at: float | None = None  # when the last main-line request (of any conversation) was sent (idle_clear)
     _latest_text: str = ""  # the user's latest message in the main conversation (its ``user`` marks)
+    _user_texts: list[str] = field(default_factory=list)  # the user's messages of the main conversation (user_messages)
+    _users_reported: bool = False  # user_messages reported once a launch
     _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
     _summary_call: int = -1  # the last summary request (its answer is judged with it)
     _tokens: dict[str, int] = field(default_factory=dict)  # text -> true tokens (clear_minimum)
@@ -847,6 +859,7 @@ class Checker:
                 self._goal_lost = False
                 self._latest_lost = False
                 self._latest_text = ""
+                self._user_texts, self._users_reported = [], False
                 self._in_window = []
                 self._new_launch = m.id
             self._fresh.add("main")
@@ -854,6 +867,7 @@ class Checker:
         elif m.what == "user":
             if not self._spans:   # a sub-agent's prompt is not the user's request
                 self._latest_text = m.text.strip()
+                self._user_texts.append(self._latest_text)
                 self._user_since_main = True
         elif m.what == "subtask_start":
             self._report_due = None
@@ -1196,6 +1210,11 @@ class Checker:
                     v("latest_request", f"the user's latest request ({_short(latest)!r}) is not in the window after "
                                         "this rewrite (the strategy declares it keeps the request in hand as the user "
                                         "wrote it: keeps_latest_request)")
+            if "user_messages" in self.promised and not self._users_reported:
+                detail = self._not_the_users(req)
+                if detail:
+                    self._users_reported = True
+                    v("user_messages", detail)
         if self.declared.summary_items and self._summaries and "summary_keeps" in self.promised:
             for detail in self._summary_used(req, prev.request if prev is not None else None):
                 v("summary_keeps", detail)
@@ -1494,6 +1513,20 @@ class Checker:
                 f"{prev.call}, past the {seconds:,.0f} s after which the strategy declares it clears them "
                 f"(clears_when_idle; beyond the newest {n} kept): the rule did not fire (an idle gap read on "
                 "another clock, or in another unit?)")
+
+    def _not_the_users(self, req: Request) -> str:
+        """A plain user message of ``req`` (no tool results, no origin of the strategy's own) whose text opens
+        no message the user wrote in this conversation (``user_messages``), or ``""``."""
+        for m in req.messages:
+            if m.role != "user" or m.has_tool_result or m.meta.get("origin"):
+                continue
+            for b in m.blocks:
+                opening = b.text.strip()[:USER_OPENING] if b.type == "text" else ""
+                if len(opening) >= _TAKEN_MIN and not any(u.startswith(opening) for u in self._user_texts):
+                    return (f"a user message sent after this rewrite ({_short(b.text)!r}) is none the user wrote in "
+                            "this conversation (the strategy declares the user messages it keeps are the user's own: "
+                            "keeps_user_messages): a summary or a note kept as if the user had typed it?")
+        return ""
 
     def _recent_chars_changed(self, results: dict[str, Block]) -> list[str]:
         """The results (by tool_use id, in the order they stand) within the declared characters of the newest

@@ -346,7 +346,7 @@ def test_promises_follow_the_class_claims():
         keeps_path_back = True
 
     assert {"window", "path_back", "goal"} <= promises(Claims)
-    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back", "goal", "latest_request"}
+    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages"}
 
     class GoalOnly(AppendOnly):
         keeps_goal = True
@@ -972,6 +972,28 @@ def test_summarised_what_leaves_the_main_window_went_into_a_summary_it_holds():
     # the result cleared in place stays in the window (its id sent); the answer dropped is still reported
     cleared = [user(SUMMARY_TEXT), calls("a"), results(("a", "[cleared]")), user("go on")]
     assert [v.detail.split(" '")[0] for v in run([user(ASK)], cleared)] == ["assistant text"]
+
+
+def test_user_messages_kept_across_a_compaction_are_the_users_own():
+    """Codex declares it: after a rewrite the plain user messages are openings of ones the user wrote (a middle
+    cut keeps 40 characters); the handoff marked as a summary is its own. A previous summary kept as a plain
+    user message is reported, once a launch."""
+    from ctxsim.harness.testing.declared import Declared
+    from ctxsim.strategies.codex import Codex
+
+    assert "user_messages" in promises(Codex)
+    c = Checker(frozenset({"user_messages"}), {}, declared=Declared())
+    first, second = "fix the flaky login test, it times out on CI", "now make the logout test pass as well, and the signup one too"
+    c.feed([Mark("session_start", "s1"), Mark("user", text=first), sent(req([user(first)]), 0),
+            Mark("user", text=second), sent(req([user(first), user(second)]), 1)])
+    handoff = Message.user("Another language model started to solve this problem: the login token was stale.",
+                           origin="summary")
+    cut = user(second[:40] + " …[5 tokens truncated]…")
+    assert c.feed([sent(req([user(first), cut, handoff], rewrite=True), 2)]) == []
+    old = user("Another language model started to solve this problem: the login token was stale.")
+    out = c.feed([sent(req([user(first), old, handoff], rewrite=True), 3)])
+    assert [v.invariant for v in out] == ["user_messages"] and "none the user wrote" in out[0].detail
+    assert c.feed([sent(req([user(first), old, handoff], rewrite=True), 4)]) == []
 
 
 def test_summarised_is_not_judged_after_a_failed_side_call_nor_on_texts_too_short_to_tell():

@@ -207,6 +207,7 @@ KIT45B: list[Case] = [
     # the sixth round (what is dropped unsummarised): kit45f.py
     _c(f.CodexSummarySkipsFirstExchange, Codex, "summarised", "the summariser given all but the first exchange, all dropped"),
     _c(f.OpenCodeProtectInCharacters, OpenCode, "recent_kept", "the newest output's protection counted in characters"),
+    _c(f.CodexKeepsOldHandoff, Codex, "user_messages", "the previous handoff kept among the user's messages"),
 ]
 CORPUS += KIT45B
 

@@ -2,12 +2,13 @@
 its summariser is given and what its compaction drops (blind sets: aider's last answer dropped) loses a
 message and nothing else showed it; a strategy whose compactions summarise what they drop now declares it
 (``summarises_dropped``) and the kit holds it to that (``summarised``). And blind set 19's: a protection
-budget of the newest tool output counted in characters where it is in tokens (``keeps_recent_tool_chars``).
-Each beside its correct twin, the registered base."""
+budget of the newest tool output counted in characters where it is in tokens (``keeps_recent_tool_chars``);
+and blind sets 19 and 20's (written apart): Codex's previous handoff kept among the user messages
+(``keeps_user_messages``). Each beside its correct twin, the registered base."""
 
 from __future__ import annotations
 
-from ctxsim.harness.model.conversation import History
+from ctxsim.harness.model.conversation import History, Message
 from ctxsim.strategies.codex import Codex
 from ctxsim.strategies.opencode import OpenCode
 
@@ -47,3 +48,18 @@ class OpenCodeProtectInCharacters(OpenCode):
             return super().prune()
         finally:
             self.__dict__["config"] = c
+
+
+class CodexKeepsOldHandoff(Codex):
+    """The user messages kept after a compaction are taken as every user message without tool results, the
+    previous handoff summary among them: from the second compaction on it is re-sent as if the user had
+    typed it, beside the new one."""
+
+    name = "codex_keeps_old_handoff"
+
+    def set_history(self, history):
+        msgs = list(history)
+        if msgs and msgs[-1].meta.get("origin") == "summary":
+            old = [m for m in self.history if m.meta.get("origin") == "summary"]
+            msgs[-1:-1] = [Message.user(m.text) for m in old]
+        super().set_history(History(msgs))
