@@ -364,14 +364,14 @@ def system_prompt_reads(calls: list[RecordedCall], warm: int = 0) -> list[Record
     """The main calls that measure the system prompt: the first call after each compaction and each
     new user turn that switched thinking (``RecordedCall.thinking_switch``: the messages' entries are
     keyed on the setting, the system prompt's are not; Anthropic's extended-thinking docs), when it
-    read from the cache at least the head an earlier session cached (``warm``; a read that stops
-    there is still where the messages begin for a compaction's next call: in the development
-    population 34 compactions of 31 sessions read back exactly the first call's warm head, 58 read past it)
-    and short of the previous context (by more than a miss's tolerance). Claude
-    Code's breakpoints sit on the system block and the last message, so a
-    call whose messages were all replaced, or whose messages' entries no longer match, reads back
-    exactly the system prompt (peers.md; 21,460 tokens in spotter 258c7280, where the two other
-    fall-backs of that session read the same). In the order of the calls."""
+    read from the cache at least the head an earlier session cached (``warm``: a read that stops
+    there still shows where the messages begin; in the development population 34 compactions of 31
+    sessions read back exactly the first call's warm head, 58 read past it) and fell short of the
+    previous context by more than a miss's tolerance. Claude Code's breakpoints sit on the system
+    block and the last message, so a call whose messages were all replaced, or whose messages'
+    entries no longer match, reads back exactly the system prompt (peers.md; 21,460 tokens in
+    spotter 258c7280, where the two other fall-backs of that session read the same). In the order of
+    the calls."""
     out = []
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
