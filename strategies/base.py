@@ -181,6 +181,13 @@ class Strategy:
         return 0
 
     @classmethod
+    def clears_all_but_recent(cls, config: StrategyConfig) -> tuple[str, ...] | None:
+        """Whether a clearing clears every result but the newest ``keeps_recent_tool_uses`` tool uses' (by
+        call): the tools whose results it never clears, or None (no promise). context_editing's
+        ``clear_tool_uses`` clears all the older results at once, its ``exclude_tools`` apart."""
+        return None
+
+    @classmethod
     def keeps_recent_tool_chars(cls, config: StrategyConfig) -> int:
         """How many characters of the newest tool output (walking back from the newest result, by where
         each stands) keep their results as they entered, whatever the strategy clears: a protection

@@ -262,6 +262,11 @@ class ContextEditing(ThresholdCompactor):
     def keeps_recent_tool_uses(cls, config) -> int:
         return config.keep_tool_uses   # clear_tool_uses_20250919's keep: the newest tool uses are never cleared
 
+    @classmethod
+    def clears_all_but_recent(cls, config) -> tuple[str, ...] | None:
+        # a clearing takes every result older than the newest keep tool uses (clearable_ids), excluded tools apart
+        return tuple(config.exclude_tools)
+
     @staticmethod
     def check_params(window: int) -> dict:
         """For the property kit's small windows: the trigger at the same share of a 200k window, and the

@@ -157,6 +157,9 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append("every tool result is cut to at most " + " and ".join(f"{n:,} {unit}" for n, unit in d.result_limits))
     if d.recent_kept:
         out.append(f"the newest {d.recent_kept} tool uses keep their results as they entered")
+    if d.clears_all_but is not None and d.recent_kept:
+        out.append(f"a clearing clears every result older than the newest {d.recent_kept} tool uses"
+                   + (f" ({', '.join(d.clears_all_but)} apart)" if d.clears_all_but else ""))
     if d.recent_chars:
         out.append(f"the newest {d.recent_chars:,} characters of tool output keep their results as they entered")
     if d.idle_clear is not None:

@@ -10,6 +10,8 @@ is checked like its base (issue #45):
   may change;
 * ``result_limits(config)``: the bytes, characters or lines every tool result is cut to at most;
 * ``keeps_recent_tool_uses(config)``: how many of the newest tool uses keep their results as they entered;
+* ``clears_all_but_recent(config)``: whether a clearing clears every result older than the newest
+  ``keeps_recent_tool_uses`` tool uses, and the tools it never clears (context_editing);
 * ``keeps_recent_tool_chars(config)``: how many characters of the newest tool output keep their results as
   they entered (opencode's prune protection);
 * ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
@@ -52,6 +54,7 @@ class Declared:
     result_limits: tuple[tuple[int, str], ...] = ()  # (amount, "bytes" | "chars" | "lines")
     recent_kept: int = 0  # the newest tool uses whose results stay as they entered
     recent_chars: int = 0  # the newest characters of tool output whose results stay as they entered
+    clears_all_but: tuple[str, ...] | None = None  # a clearing clears all but the newest recent_kept (these tools apart)
     call_models: tuple[tuple[str, str], ...] = ()  # (kind of call, the model it goes to)
     idle_clear: tuple[float, tuple[str, ...]] | None = None  # (idle seconds, tools whose old results it clears)
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
@@ -183,6 +186,10 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     summarises = sd(config) if callable(sd) else False
     if not isinstance(summarises, bool):
         raise ValueError(f"{cls.__qualname__}.summarises_dropped: True or False, got {summarises!r}")
+    ca = getattr(cls, "clears_all_but_recent", None)
+    clears_all = ca(config) if callable(ca) else None
+    if clears_all is not None and not (isinstance(clears_all, tuple | list) and all(isinstance(t, str) for t in clears_all)):
+        raise ValueError(f"{cls.__qualname__}.clears_all_but_recent: tool names or None, got {clears_all!r}")
     kc = getattr(cls, "keeps_recent_tool_chars", None)
     chars = kc(config) if callable(kc) else 0
     if not _amount(chars):
@@ -191,7 +198,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     result_limits=limits, recent_kept=int(kr(config)) if callable(kr) else 0, recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
                     cache_marks=tuple(marks), compacts_above=trigger, compacts_at_turns=at_turns,
-                    summarises_dropped=summarises)
+                    summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all))
 
 
 def _amount(value: Any) -> bool:

@@ -79,6 +79,9 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    opencode's prune protection, 4 characters per token) sends the results that budget
                    reaches, walking back from the newest by where each stands (each counted as it entered),
                    as they entered: a protection counted in another unit clears what it promised to keep.
+                   And one that declares a clearing takes every older result (``Strategy.clears_all_but_recent``:
+                   context_editing) sends none of them whole when a request newly clears: a keep
+                   counted in turns, not tool uses, keeps more than declared.
 ``idle_clear``     a strategy that declares it clears old tool results once the conversation has been idle
                    (``Strategy.clears_when_idle``: Claude Code's time-based microcompact, past the
                    cache's TTL) does: the first main request after a gap longer than the declared one
@@ -735,6 +738,7 @@ class Checker:
     _limit_seen: set[str] = field(default_factory=set)  # tool results seen entering (result_limit judges a cut there)
     _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
     _entered_chars: dict[str, int] = field(default_factory=dict)  # tool_use id -> its result's characters as it entered (main)
+    _changed_before: frozenset[str] = frozenset()  # the results the last main request sent changed (recent_kept)
     _recent_lost: set[str] = field(default_factory=set)  # newest tool uses reported changed
     _marks_lost: set[str] = field(default_factory=set)  # declared breakpoint places reported missing
     _asked_since_main: bool = False  # a side call was sent since the last main-line request (compaction_trigger)
@@ -1126,12 +1130,17 @@ class Checker:
                     self._limit_seen.add(b.id)   # judged as it first enters; a later clearing is no cut
         # the main conversation's results, each noted as it first entered (recent_kept, idle_clear): once a request
         results = (self._results(req) if stream == "main" and (self.declared.recent_kept or self.declared.idle_clear
-                                                                or self.declared.recent_chars) else {})
+                                                                or self.declared.recent_chars
+                                                                or self.declared.clears_all_but is not None) else {})
         if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_changed(req, results):
                 v("recent_kept", detail)
         if self.declared.recent_chars and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_chars_changed(results):
+                v("recent_kept", detail)
+        if self.declared.clears_all_but is not None and "recent_kept" in self.promised and stream == "main":
+            detail = self._cleared_short(req, results)
+            if detail:
                 v("recent_kept", detail)
         if self.declared.cache_marks and "cache_marks" in self.promised:
             detail = self._marks_missing(req)
@@ -1527,6 +1536,24 @@ class Checker:
                             "this conversation (the strategy declares the user messages it keeps are the user's own: "
                             "keeps_user_messages): a summary or a note kept as if the user had typed it?")
         return ""
+
+    def _cleared_short(self, req: Request, results: dict[str, Block]) -> str:
+        """At a request that newly clears results: the older results (beyond the newest declared tool uses by
+        call, of tools not excluded) it still sends as they entered, or ``""`` (``clears_all_but_recent``)."""
+        changed = frozenset(i for i, b in results.items() if b.digest != self._as_entered[i])
+        fresh_clear, self._changed_before = bool(changed - self._changed_before), changed
+        if not fresh_clear:
+            return ""
+        uses = [(b.id, b.name or "") for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
+        n, excluded = self.declared.recent_kept, set(self.declared.clears_all_but or ())
+        # sent whole: as the tool returned it (a result may enter already cleared, after a resume)
+        old = [i for i, name in (uses[:-n] if n else uses) if name not in excluded and i in results
+               and i in self.originals and results[i].text == self.originals[i]]
+        if not old:
+            return ""
+        return (f"{len(old)} result(s) older than the newest {n} tool uses (of tool use {old[0]} on) sent whole at "
+                f"a request that clears others: the strategy declares a clearing takes every older one "
+                f"(clears_all_but_recent; keeps_recent_tool_uses {n}): a keep counted in another unit?")
 
     def _recent_chars_changed(self, results: dict[str, Block]) -> list[str]:
         """The results (by tool_use id, in the order they stand) within the declared characters of the newest

@@ -642,6 +642,29 @@ def test_recent_kept_holds_the_declared_characters_of_the_newest_output():
     assert c.feed([sent(req([*cleared_b, user("more")], rewrite=True), 3)]) == []
 
 
+def test_recent_kept_a_clearing_takes_every_older_result_where_declared():
+    """context_editing declares its clearings take every result older than the newest keep tool uses (its
+    excluded tools apart). keep 1: the request that clears a and b passes; one that clears only a (b, older
+    than the newest tool use, whole) is reported; a request that clears nothing new is not judged."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.context_editing import ContextEditing
+
+    assert declared(ContextEditing, {"exclude_tools": "Grep"}).clears_all_but == ("Grep",)
+    texts = {"a": "A" * 50, "b": "B" * 50, "c": "C" * 50}
+    msgs = [user("go"), *read_step("a", texts["a"]), *read_step("b", texts["b"]), *read_step("c", texts["c"])]
+
+    def run(*cleared: str) -> list:
+        c = Checker(frozenset({"recent_kept"}), texts, declared=Declared(recent_kept=1, clears_all_but=()))
+        c.feed([sent(req(msgs), 0)])
+        now = [user("go"), *(s for i in "abc" for s in read_step(i, "[cleared]" if i in cleared else texts[i]))]
+        return c.feed([sent(req(now, rewrite=True), 1)])
+
+    assert run("a", "b") == []
+    out = run("a")
+    assert [v.invariant for v in out] == ["recent_kept"] and "of tool use b on" in out[0].detail
+    assert run() == []
+
+
 def test_recent_kept_newest_where_calls_and_results_agree():
     """Parallel results may come back in another order than their calls; context_editing counts the
     calls, SWE-agent's masking and Claude Code's microcompact count the results as they stand. Declared
