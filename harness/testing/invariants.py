@@ -594,12 +594,13 @@ class _Summary:
     input_text: str = ""  # the text of its request (a strategy may send the history rendered as one transcript)
     result_ids: frozenset[str] = frozenset()  # the tool results its request held, by id (in whatever form)
 
-    def took_in(self, b: Block) -> bool:
+    def took_in(self, b: Block, results: bool = False) -> bool:
         """Whether its request took ``b`` in: the block itself, or (a text block) its opening inside the
-        transcript the strategy rendered for the summariser."""
-        if b.digest in self.inputs:
+        transcript the strategy rendered for the summariser; ``results``: a tool result too, by its id (in
+        whatever form the strategy sent it) or its opening."""
+        if b.digest in self.inputs or (results and b.type == "tool_result" and b.id in self.result_ids):
             return True
-        probe = b.text.strip()[:_TAKEN_PROBE] if b.type == "text" else ""
+        probe = b.text.strip()[:_TAKEN_PROBE] if b.type == "text" or results else ""
         return len(probe) >= _TAKEN_MIN and probe in self.input_text
 
 
@@ -1021,13 +1022,13 @@ class Checker:
                     for sm in [*self._summaries, *(w for w, _ in self._in_window)]:
                         if sm.text and any(p in t for p in _summary_pieces(sm.text) for t in texts):
                             sm.chained = True
-                self._since_accepted.append(_Summary({b.digest for m in req.messages for b in m.blocks},
-                                                carries_goal=carries, call=s.call,
-                                                input_chars=sum(len(b.payload) for m in req.messages for b in m.blocks),
-                                                input_text="\n".join(_texts(req)),
-                                                result_ids=frozenset(b.id for m in req.messages for b in m.blocks
-                                                                     if b.type == "tool_result")))
-                self._summaries.append(self._since_accepted[-1])
+                made = _Summary({b.digest for m in req.messages for b in m.blocks}, carries_goal=carries, call=s.call,
+                                input_chars=sum(len(b.payload) for m in req.messages for b in m.blocks),
+                                input_text="\n".join(_texts(req)),
+                                result_ids=frozenset(b.id for m in req.messages for b in m.blocks
+                                                     if b.type == "tool_result"))
+                self._summaries.append(made)
+                self._since_accepted.append(made)
                 if (work := self._report_due) is not None:
                     # judged when the parent's next request shows what it was: a report lands in a tool result
                     sm = self._summaries[-1]
@@ -1699,12 +1700,6 @@ class Checker:
         now = {b.digest for m in req.messages for b in m.blocks}
         ids = {b.id for m in req.messages for b in m.blocks if b.type in ("tool_use", "tool_result")}
         held = self._held_summaries(req, every=True)
-
-        def taken(b: Block) -> bool:
-            probe = b.text.strip()[:_TAKEN_PROBE]
-            return any(sm.took_in(b) or (b.type == "tool_result" and b.id in sm.result_ids)
-                       or (len(probe) >= _TAKEN_MIN and probe in sm.input_text) for sm in held)
-
         out = []
         for m in before.messages:
             for b in m.blocks:
@@ -1716,7 +1711,7 @@ class Checker:
                     what = "a summary" if m.meta.get("origin") == "summary" else f"{m.role} text"
                 else:
                     continue   # cleared in place, or text the strategy added to a request
-                if taken(b):
+                if any(sm.took_in(b, results=True) for sm in held):
                     continue
                 out.append(f"{what} {_short(b.text)!r}, in request {prev.call}, left the main window and no summary "
                            "the request holds took it in (the strategy declares that what it drops goes into a summary "
