@@ -53,6 +53,7 @@ TRUNCATE_MAX_BYTES = 50 * 1024  # tool/truncation.ts Truncate.MAX_BYTES
 PRUNE_MINIMUM = 20_000  # compaction.ts
 PRUNE_PROTECT = 40_000  # compaction.ts
 PRUNE_PROTECTED_TOOLS = ("skill",)  # compaction.ts
+ESTIMATE_CHARS_PER_TOKEN = 4  # opencode Token.estimate: characters / 4 (what the prune walk sums)
 PRUNED = "[Old tool result content cleared]"  # message-v2.ts: what a compacted tool part shows the model
 TAIL_TURNS = 2  # compaction config tail_turns default (peers.md)
 SUMMARY_TOOL_CHARS = 2_000  # peers.md: tool outputs cut in the summariser's input
@@ -112,9 +113,9 @@ class OpenCode(ThresholdCompactor):
     @classmethod
     def keeps_recent_tool_chars(cls, config) -> int:
         """A prune never touches the newest ``prune_protect_tokens`` of tool output (compaction.ts
-        ``PRUNE_PROTECT``, each output estimated at 4 characters a token: ``Token.estimate``), nor the last
-        two turns: the kit holds the budget, in the characters it estimates from."""
-        return 4 * config.prune_protect_tokens
+        ``PRUNE_PROTECT``, each output estimated at :data:`ESTIMATE_CHARS_PER_TOKEN`), nor the last two
+        turns: the kit holds the budget, in the characters it estimates from."""
+        return ESTIMATE_CHARS_PER_TOKEN * config.prune_protect_tokens
 
     @classmethod
     def clear_minimum(cls, config) -> tuple[int, str] | None:
@@ -208,7 +209,7 @@ class OpenCode(ThresholdCompactor):
                 if b.meta.get("pruned"):
                     stop = True
                     break
-                est = chars_to_tokens(len(b.text), 4.0)  # Token.estimate: chars / 4
+                est = chars_to_tokens(len(b.text), ESTIMATE_CHARS_PER_TOKEN)
                 total += est
                 if total > c.prune_protect_tokens:
                     pruned += est
