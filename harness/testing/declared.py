@@ -144,61 +144,57 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
         config = registry.make_config(cls, dict(params or {}))
     except Exception:  # noqa: BLE001 - bad parameters are the run's to report
         return Declared()
-    cm = getattr(cls, "clear_minimum", None)
-    minimum = cm(config) if callable(cm) else None
+    minimum = _hook(cls, "clear_minimum", config, None)
     if minimum is not None:
         tokens, per = minimum
         if per not in ("request", "clearing"):
             raise ValueError(f"{cls.__qualname__}.clear_minimum: per must be 'request' or 'clearing', got {per!r}")
         minimum = (int(tokens), per)
-    ce = getattr(cls, "clock_epochs", None)
-    epochs = tuple(ce(config)) if callable(ce) else ()
+    epochs = tuple(_hook(cls, "clock_epochs", config, ()))
     also = frozenset(getattr(cls, "rewrites_also", frozenset()))
     bad = also - {"system", "tools"}
     if bad:
         raise ValueError(f"{cls.__qualname__}.rewrites_also: only 'system' and 'tools', got {sorted(bad)}")
-    rl = getattr(cls, "result_limits", None)
-    limits = tuple((int(n), unit) for n, unit in (rl(config) if callable(rl) else ()))
+    limits = tuple((int(n), unit) for n, unit in _hook(cls, "result_limits", config, ()))
     odd = sorted({unit for _, unit in limits} - set(RESULT_UNITS))
     if odd:
         raise ValueError(f"{cls.__qualname__}.result_limits: units are {', '.join(RESULT_UNITS)}, got {odd}")
-    kr = getattr(cls, "keeps_recent_tool_uses", None)
-    cmf = getattr(cls, "call_models", None)
-    models = dict(cmf(config)) if callable(cmf) else {}
+    models = dict(_hook(cls, "call_models", config, {}))
     odd = sorted(repr(k) for k, m in models.items() if not isinstance(k, str) or not isinstance(m, str))
     if odd:
         raise ValueError(f"{cls.__qualname__}.call_models: kinds and models are strings, got {', '.join(odd)}")
-    ic = getattr(cls, "clears_when_idle", None)
-    idle = ic(config) if callable(ic) else None
+    idle = _hook(cls, "clears_when_idle", config, None)
     if idle is not None:
         shaped = isinstance(idle, tuple | list) and len(idle) == 2
         gap, tools = idle if shaped else (None, None)
         if not _amount(gap) or not isinstance(tools, tuple | list) or not all(isinstance(t, str) for t in tools):
             raise ValueError(f"{cls.__qualname__}.clears_when_idle: (seconds, tool names) or None, got {idle!r}")
         idle = (float(gap), tuple(tools))
-    cmk = getattr(cls, "cache_marks", None)
-    marks = cmk(config) if callable(cmk) else ()
+    marks = _hook(cls, "cache_marks", config, ())
     if not isinstance(marks, tuple | list) or not all(isinstance(p, str) for p in marks) or set(marks) - set(CACHE_PLACES):
         raise ValueError(f"{cls.__qualname__}.cache_marks: places among {', '.join(CACHE_PLACES)}, got {marks!r}")
     trigger, at_turns = (_tokens_hook(cls, hook, config, window, max_output_tokens)
                          for hook in ("compacts_above", "compacts_at_turns"))
-    sd = getattr(cls, "summarises_dropped", None)
-    summarises = sd(config) if callable(sd) else False
+    summarises = _hook(cls, "summarises_dropped", config, False)
     if not isinstance(summarises, bool):
         raise ValueError(f"{cls.__qualname__}.summarises_dropped: True or False, got {summarises!r}")
-    ca = getattr(cls, "clears_all_but_recent", None)
-    clears_all = ca(config) if callable(ca) else None
+    clears_all = _hook(cls, "clears_all_but_recent", config, None)
     if clears_all is not None and not (isinstance(clears_all, tuple | list) and all(isinstance(t, str) for t in clears_all)):
         raise ValueError(f"{cls.__qualname__}.clears_all_but_recent: tool names or None, got {clears_all!r}")
-    kc = getattr(cls, "keeps_recent_tool_chars", None)
-    chars = kc(config) if callable(kc) else 0
+    chars = _hook(cls, "keeps_recent_tool_chars", config, 0)
     if not _amount(chars):
         raise ValueError(f"{cls.__qualname__}.keeps_recent_tool_chars: a number of characters, got {chars!r}")
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
-                    result_limits=limits, recent_kept=int(kr(config)) if callable(kr) else 0, recent_chars=int(chars),
+                    result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
                     cache_marks=tuple(marks), compacts_above=trigger, compacts_at_turns=at_turns,
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all))
+
+
+def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) -> Any:
+    """What the class's declaration hook ``name`` returns for ``config`` (``default`` where it has none)."""
+    f = getattr(cls, name, None)
+    return f(config) if callable(f) else default
 
 
 def _amount(value: Any) -> bool:
