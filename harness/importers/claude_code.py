@@ -531,12 +531,27 @@ class _Importer:
         self.dropped.update(p.dropped_blocks)
         self.versions.update(p.versions)
 
+    def parse_side_file(self, f: Path) -> _Parsed | None:
+        """A sub-agent's or compaction call's transcript, or None where it cannot be read (no readable
+        record, or not a Claude Code record): the session imports without its calls, the loss a skipped
+        line of that file (warned, exit 2), where a damaged side file used to cost the whole session."""
+        try:
+            return parse_file(f)
+        except NoModelCalls:
+            return None
+        except TraceError as e:
+            self.skipped.append(SkippedLine(f, e.line or 1, f"{e.what}: the file is not imported (its calls are "
+                                                            "not in the trace)"))
+            return None
+
     def load_compaction_calls(self) -> None:
         """``agent-acompact-*.jsonl``: the compaction calls (one model call each)."""
         if not self.subagent_dir:
             return
         for f in sorted(self.subagent_dir.glob("agent-acompact*.jsonl")):
-            p = parse_file(f)
+            p = self.parse_side_file(f)
+            if p is None:
+                continue
             self.absorb(p)
             results = {i["id"]: (i["text"], i["is_error"]) for k, i in p.items if k == "result"}
             for c in p.calls.values():
@@ -752,7 +767,10 @@ class _Importer:
             self.counts["sub-agent transcript missing (its calls are not in the trace)"] += 1
             self.notes.append(f"sub-agent {agent}: no transcript file; its calls are missing from the trace")
             return
-        p = parse_file(f)
+        p = self.parse_side_file(f)
+        if p is None:
+            self.used_subagents.add(f.name)   # reported as skipped, not as unreferenced
+            return
         self.absorb(p)
         self.used_subagents.add(f.name)
         first_t = min([p.calls[k].t for k in p.calls] + [i["t"] for k, i in p.items if isinstance(i, dict)],
@@ -826,7 +844,10 @@ def warmup_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Pars
     for f in files + imp.project_agents:
         if f.name.startswith("agent-acompact") or f.stem.removeprefix("agent-") in referenced:
             continue
-        p = parse_file(f)
+        p = imp.parse_side_file(f)
+        if p is None:
+            imp.used_subagents.add(f.name)
+            continue
         first = next((i for k, i in p.items if k == "user"), None)
         if first is not None and str(first["text"]).strip() == WARMUP_PROMPT and p.calls:
             out.append((min(c.t for c in p.calls.values()), f, p))

@@ -61,7 +61,8 @@ def _claude_sessions(folder: Path) -> list[Path]:
 @dataclass(frozen=True)
 class Found:
     """What ``ctxsim import`` reads under SRC: the sessions, whether SRC is a folder of them, and
-    one warning per file not read because it is a session already read (a link, a copy)."""
+    one warning per file not read: a session already read (a link, a copy), or a ``.jsonl`` name that is
+    no readable file (a link to nothing)."""
     sessions: list[SessionFile]
     folder: bool
     duplicates: list[str]
@@ -95,7 +96,11 @@ def find(fmt: str, src: str | Path) -> Found:
             raise TraceError(src, None, "no Claude Code session here: expected <session>.jsonl files (a project "
                              "folder) or folders of them (~/.claude/projects)")
         # project folders first: of two copies of one session, the one in its project is read
-        return _once(src, nested + [SessionFile(p, src.name, Path(p.name)) for p in direct], lambda p: p.stem)
+        found = _once(src, nested + [SessionFile(p, src.name, Path(p.name)) for p in direct], lambda p: p.stem)
+        projects = [src, *(d for d in sorted(src.iterdir()) if d.is_dir() and d.name not in own)]
+        unread = [f"{p}: not a readable file ({'a folder' if p.is_dir() else 'a link to nothing' if p.is_symlink() else 'not a regular file'}): not read"
+                  for d in projects for p in sorted(d.glob("*.jsonl")) if not p.is_file()]
+        return Found(found.sessions, True, found.duplicates + unread)
     if fmt == "codex":
         found = [p for p in sorted(src.rglob("rollout-*.jsonl"), key=_archived_last) if p.is_file()]
         if not found:

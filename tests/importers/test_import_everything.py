@@ -63,6 +63,30 @@ def test_the_cli_writes_the_trace_warns_with_file_and_line_and_exits_2(tmp_path,
     assert cli(["import", "claude-code", str(folder / "ok.jsonl"), "-o", str(tmp_path / "ok.jsonl")]) == 0
 
 
+def test_a_damaged_side_file_is_skipped_with_a_warning_and_the_session_imports(tmp_path, capsys):
+    """A sub-agent transcript with no readable record (a disk error, a copy cut at its first line) and a
+    compaction call's file of another agent's records: each is left out with a warning naming the file and
+    line, the session imports with its own calls (it used to fail whole on either)."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look"}}),
+        rec("user", 9, message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": "task1",
+                                                              "content": "found"}]},
+            toolUseResult={"agentId": "abc", "status": "completed"}),
+        asst(10, "r2", text("ok"))])
+    sub = tmp_path / "s" / "subagents"
+    sub.mkdir(parents=True)
+    (sub / "agent-abc.jsonl").write_bytes(b"\x1f\x8b garbage\n")
+    (sub / "agent-acompact-1.jsonl").write_text('{"role": "user", "content": "hi"}\n', encoding="utf-8")
+    res = import_file("claude-code", f)
+    assert res.summary["main_calls"] == 2 and res.summary["subagent_calls"] == 0
+    assert res.summary["skipped_lines"] == 2
+    assert [w.split(": ")[0] for w in res.warnings] == [f"{sub / 'agent-acompact-1.jsonl'}:1", f"{sub / 'agent-abc.jsonl'}:1"]
+    assert all("the file is not imported (its calls are not in the trace) (line skipped)" in w for w in res.warnings)
+    assert cli(["import", "claude-code", str(f), "-o", str(tmp_path / "t.jsonl")]) == 2
+    assert "imported with 2 line(s) skipped" in capsys.readouterr().err
+
+
 # --- a tool call cut off by a compaction ---------------------------------------------------------
 
 def _cut_off(tmp_path, with_request: bool):

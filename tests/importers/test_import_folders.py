@@ -76,6 +76,18 @@ def test_the_projects_root_imports_in_one_command_with_one_broken_session(tmp_pa
         assert tr.load(r["trace"]).header.recorded.cache_ttl == "1h"
 
 
+def test_a_session_name_that_is_no_readable_file_is_warned_not_passed_over(tmp_path, capsys):
+    """A link to a log since deleted, a folder named like a session: each named in a warning, the others import."""
+    root = projects(tmp_path)
+    (root / "-home-u-alpha" / "gone.jsonl").symlink_to(tmp_path / "deleted.jsonl")
+    (root / "-home-u-alpha" / "odd.jsonl").mkdir()
+    assert cli(["import", "claude-code", str(root), "-o", str(tmp_path / "out"), "--no-probes"]) == 2
+    err = capsys.readouterr().err
+    assert f"warning: {root / '-home-u-alpha' / 'gone.jsonl'}: not a readable file (a link to nothing): not read" in err
+    assert f"warning: {root / '-home-u-alpha' / 'odd.jsonl'}: not a readable file (a folder): not read" in err
+    assert len(list((tmp_path / "out").rglob("*.jsonl"))) == 3   # aaaa, bbbb, cccc (dddd is broken)
+
+
 def test_since_until_and_the_text_table(tmp_path, capsys):
     root, out = projects(tmp_path), tmp_path / "traces"
     assert cli(["import", "claude-code", str(root / "-home-u-alpha"), "-o", str(out),
