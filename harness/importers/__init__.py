@@ -46,27 +46,17 @@ def guarded(fn: Callable[[str | Path], ImportResult], fmt: str, src: str | Path)
     a :class:`TraceError` at the record being read: one error path for bad input, never a
     traceback."""
     from ctxsim.harness.importers import common
-    from ctxsim.harness.model.trace import TraceError, _fmt_validation
-    from pydantic import ValidationError
+    from ctxsim.harness.model.trace import TraceError
 
     common.reset_cursor()
     try:
         return fn(src)
     except TraceError:
         raise
-    except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError, OverflowError) as e:
+    except common.SHAPE_ERRORS as e:
         where = common.where()
         path, line, col = where if where else (Path(src), None, None)
-        if isinstance(e, ValidationError):
-            why = _fmt_validation(e)
-        elif isinstance(e, RecursionError):
-            why = "nested too deeply"
-        elif isinstance(e, KeyError):
-            why = f"no {e.args[0]!r} key"
-        else:
-            why = str(e).split("\n")[0][:160]
-        raise TraceError(path, line, f"a record of a shape this {fmt} importer cannot read ({why}); "
-                         "is the file damaged or of another format?", col) from None
+        raise TraceError(path, line, common.shape_error(fmt, e), col) from None
     finally:
         common.reset_cursor()
 

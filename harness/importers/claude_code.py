@@ -68,6 +68,7 @@ from typing import Any
 
 from ctxsim.harness.importers import attachments
 from ctxsim.harness.importers.common import (
+    SHAPE_ERRORS,
     ImportResult,
     SkippedLine,
     TraceBuilder,
@@ -82,6 +83,7 @@ from ctxsim.harness.importers.common import (
     notes_from,
     parse_time,
     read_jsonl,
+    shape_error,
     uncached_models,
 )
 from ctxsim.harness.model import mentions
@@ -238,142 +240,23 @@ def _route(routes: Counter) -> str | None:
 def parse_file(path: Path) -> _Parsed:
     """Read one transcript (main or sub-agent) into items, checking it is a Claude Code log. A line
     that is not a JSON object (a corrupt record, a last line cut off while the session was being
-    written) is skipped and kept in ``skipped``: Claude Code appends one record per line, so the
-    others stand on their own. A file with no readable record fails at its first bad line."""
+    written), or a record of a shape no Claude Code writes (a field of the wrong type, a block with no
+    id), is skipped and kept in ``skipped``: Claude Code appends one record per line, so the others stand
+    on their own. A file with no readable record, or none that says it is Claude Code's (a ``sessionId``
+    or ``version``), fails at its first bad line."""
     p = _Parsed(path)
-    seen_any = False
+    bad: list[SkippedLine] = []
     for line, o in read_jsonl(path, p.skipped):
-        kind = o.get("type")
-        if not isinstance(kind, str):
-            raise TraceError(path, line, "not a Claude Code transcript record (no \"type\")")
-        seen_any = True
-        if o.get("version"):
-            p.versions[o["version"]] += 1
-        if o.get("sessionId"):
-            p.sessions[o["sessionId"]] += 1
-        if kind in IGNORED_TYPES:
-            p.ignored[kind] += 1
-            data = o.get("data")
-            if kind == "progress" and isinstance(data, dict) and data.get("type") == "hook_progress" and o.get("toolUseID"):
-                p.hooks.setdefault(str(o["toolUseID"]), {}).setdefault(str(data.get("hookEvent")), str(data.get("hookName") or ""))
-            if kind == "progress" and isinstance(data, dict) and data.get("hookEvent") == "SessionStart":
-                source = str(data.get("hookName") or "SessionStart:?").partition(":")[2] or "?"
-                cmds, cmd = p.session_hooks.setdefault(source, []), str(data.get("command") or "?")
-                if cmd not in cmds:
-                    cmds.append(cmd)
-            continue
-        if kind == "system":
-            if o.get("subtype") == "compact_boundary":
-                meta = o.get("compactMetadata") or {}
-                p.items.append(("compact", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
-                                            "trigger": meta.get("trigger", "auto"),
-                                            "pre_tokens": count(meta.get("preTokens"), "compactMetadata.preTokens",
-                                                                path, line) if meta.get("preTokens") is not None
-                                            else None}))
-            elif o.get("subtype") == "microcompact_boundary":
-                # Claude Code cleared these old tool results' content (2.1.9+): from the next call on
-                # the API receives a placeholder for each
-                meta = o.get("microcompactMetadata") or {}
-                ids = meta.get("compactedToolIds") or []
-                p.items.append(("microcompact", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
-                                                 "ids": [str(x) for x in ids] if isinstance(ids, list) else []}))
-            else:
-                p.ignored[f"system/{o.get('subtype') or '?'}"] += 1
-            continue
-        if kind == "attachment":
-            a = o.get("attachment")
-            text, why = attachments.render(a) if isinstance(a, dict) else (None, "record without an attachment object")
-            if text is None:
-                p.ignored[f"attachment/{why}"] += 1
-            else:
-                p.items.append(("attachment", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
-                                               "kind": str(a["type"]), "text": text, "side": bool(o.get("isSidechain")),
-                                               "prompt": a.get("prompt") if a["type"] == "queued_command" else None,
-                                               "path": attachments.file_path(a)}))
-            continue
-        if kind not in ("assistant", "user"):
-            p.ignored[kind] += 1
-            continue
-        msg = o.get("message")
-        if not isinstance(msg, dict):
-            other = "" if p.sessions or p.versions else (
-                ": not a Claude Code transcript (no record so far carries a sessionId or version: another agent's log?)")
-            raise TraceError(path, line, f"{kind} record without a message object{other}")
-        t = parse_time(o.get("timestamp"), path, line)
-        side = bool(o.get("isSidechain"))
-        if kind == "assistant":
-            key = o.get("requestId") or msg.get("id")
-            if not key:
-                raise TraceError(path, line, "assistant record with neither requestId nor message.id")
-            if msg.get("model") == "<synthetic>":   # Claude Code's own error notices: no API call
-                p.ignored["assistant/<synthetic> (no API call)"] += 1
-                continue
-            call = p.calls.get(key)
-            if call is None:
-                call = p.calls[key] = _Call(key, line, t, msg.get("model"), request_id=o.get("requestId"),
-                                            sidechain=side)
-                p.routes[route_of(msg.get("id"), o.get("requestId"))] += 1
-                p.items.append(("call", key))
-            content = msg.get("content") or []
-            if isinstance(content, str):
-                content = [{"type": "text", "text": content}]
-            for b in content:
-                cb = _content_block(b, p, line)
-                if cb is not None:
-                    call.blocks.append(cb)
-            u = usage_of(msg.get("usage"), path, line)
-            if u is not None and u.context_tokens + u.output == 0:
-                # no API call reads 0 tokens: a placeholder (proxies write {input 0, output 0} on the
-                # first lines of a streamed call), not a usage
-                p.ignored["assistant line with an all-zero usage (a placeholder, not the call's usage)"] += 1
-            elif u is not None:
-                # the lines of one call repeat its input counts while output grows (2.1.x streaming
-                # counts): the last line's input counts, the largest output
-                call.usage = u if call.usage is None else merge_usage(call.usage, u)
-            continue
-        # user
-        if o.get("isCompactSummary"):
-            text, dropped = flatten_content(msg.get("content"))
-            p.compact_summaries += 1
-            p.items.append(("summary", {"line": line, "t": t, "text": text}))
-            continue
-        content = msg.get("content")
-        if plan_restart(o, p):
-            # plan mode's "clear context": the plan opens a new conversation root; the history before
-            # it is gone, no summary call made (the next call reads only the system prefix)
-            text, _ = flatten_content(content)
-            p.items.append(("compact", {"line": line, "t": t, "trigger": "manual", "pre_tokens": None,
-                                        "inferred": "a plan opening a new conversation root after ExitPlanMode "
-                                                    "(plan mode's clear context)", "no_call": True}))
-            p.items.append(("summary", {"line": line, "t": t, "text": text}))
-            continue
-        if isinstance(content, str):
-            p.items.append(("user", {"line": line, "t": t, "text": content, "meta": bool(o.get("isMeta")),
-                                     "side": side}))
-            continue
-        if not isinstance(content, list):
-            raise TraceError(path, line, "user message content is neither a string nor a list")
-        texts = []
-        for b in content:
-            if not isinstance(b, dict):
-                raise TraceError(path, line, "user content block is not an object")
-            if b.get("type") == "tool_result":
-                text, dropped = flatten_content(b.get("content"))
-                p.dropped_blocks.update({f"tool_result {k} block": v for k, v in dropped.items()})
-                tur = o.get("toolUseResult")
-                agent = tur.get("agentId") if isinstance(tur, dict) else None
-                if not b.get("tool_use_id"):
-                    raise TraceError(path, line, "tool_result block without tool_use_id")
-                p.items.append(("result", {"line": line, "t": t, "id": str(b["tool_use_id"]), "text": text,
-                                           "is_error": bool(b.get("is_error")), "agent": agent, "side": side,
-                                           "tool_use_result": tur if isinstance(tur, str) else None}))
-            else:
-                text, dropped = flatten_content([b])
-                p.dropped_blocks.update({f"user {k} block": v for k, v in dropped.items()})
-                texts.append(text)
-        if texts:
-            p.items.append(("user", {"line": line, "t": t, "text": "\n".join(texts), "meta": bool(o.get("isMeta")),
-                                     "side": side}))
+        try:
+            _read_record(p, path, line, o)
+        except TraceError as e:
+            bad.append(SkippedLine(path, line, e.what))
+        except SHAPE_ERRORS as e:
+            bad.append(SkippedLine(path, line, shape_error("claude-code", e)))
+    if bad and not ((p.sessions or p.versions) and (p.items or p.calls)):   # nothing of Claude Code's read
+        raise TraceError(path, bad[0].line, bad[0].reason)
+    p.skipped = sorted(p.skipped + bad, key=lambda sk: sk.line)
+    seen_any = bool(p.items or p.calls or p.ignored or bad)
     _drop_queued_twins(p)
     if not seen_any:
         if p.skipped:
@@ -388,6 +271,142 @@ def parse_file(path: Path) -> _Parsed:
             raise NoModelCalls(path, None, f"no user or assistant records (record types: {kinds}): nothing to replay")
         raise TraceError(path, 1, f"no user or assistant records (record types: {kinds}): not a Claude Code transcript")
     return p
+
+
+def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
+    """One record of a transcript into ``p``. A record that cannot be read raises before it adds an
+    item or a call (its counters aside), so :func:`parse_file` can skip it whole."""
+    kind = o.get("type")
+    if not isinstance(kind, str):
+        raise TraceError(path, line, "not a Claude Code transcript record (no \"type\")")
+    if o.get("version"):
+        p.versions[o["version"]] += 1
+    if o.get("sessionId"):
+        p.sessions[o["sessionId"]] += 1
+    if kind in IGNORED_TYPES:
+        p.ignored[kind] += 1
+        data = o.get("data")
+        if kind == "progress" and isinstance(data, dict) and data.get("type") == "hook_progress" and o.get("toolUseID"):
+            p.hooks.setdefault(str(o["toolUseID"]), {}).setdefault(str(data.get("hookEvent")), str(data.get("hookName") or ""))
+        if kind == "progress" and isinstance(data, dict) and data.get("hookEvent") == "SessionStart":
+            source = str(data.get("hookName") or "SessionStart:?").partition(":")[2] or "?"
+            cmds, cmd = p.session_hooks.setdefault(source, []), str(data.get("command") or "?")
+            if cmd not in cmds:
+                cmds.append(cmd)
+        return
+    if kind == "system":
+        if o.get("subtype") == "compact_boundary":
+            meta = o.get("compactMetadata") or {}
+            p.items.append(("compact", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
+                                        "trigger": meta.get("trigger", "auto"),
+                                        "pre_tokens": count(meta.get("preTokens"), "compactMetadata.preTokens",
+                                                            path, line) if meta.get("preTokens") is not None
+                                        else None}))
+        elif o.get("subtype") == "microcompact_boundary":
+            # Claude Code cleared these old tool results' content (2.1.9+): from the next call on
+            # the API receives a placeholder for each
+            meta = o.get("microcompactMetadata") or {}
+            ids = meta.get("compactedToolIds") or []
+            p.items.append(("microcompact", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
+                                             "ids": [str(x) for x in ids] if isinstance(ids, list) else []}))
+        else:
+            p.ignored[f"system/{o.get('subtype') or '?'}"] += 1
+        return
+    if kind == "attachment":
+        a = o.get("attachment")
+        text, why = attachments.render(a) if isinstance(a, dict) else (None, "record without an attachment object")
+        if text is None:
+            p.ignored[f"attachment/{why}"] += 1
+        else:
+            p.items.append(("attachment", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
+                                           "kind": str(a["type"]), "text": text, "side": bool(o.get("isSidechain")),
+                                           "prompt": a.get("prompt") if a["type"] == "queued_command" else None,
+                                           "path": attachments.file_path(a)}))
+        return
+    if kind not in ("assistant", "user"):
+        p.ignored[kind] += 1
+        return
+    msg = o.get("message")
+    if not isinstance(msg, dict):
+        other = "" if p.sessions or p.versions else (
+            ": not a Claude Code transcript (no record so far carries a sessionId or version: another agent's log?)")
+        raise TraceError(path, line, f"{kind} record without a message object{other}")
+    t = parse_time(o.get("timestamp"), path, line)
+    side = bool(o.get("isSidechain"))
+    if kind == "assistant":
+        key = o.get("requestId") or msg.get("id")
+        if not key:
+            raise TraceError(path, line, "assistant record with neither requestId nor message.id")
+        if msg.get("model") == "<synthetic>":   # Claude Code's own error notices: no API call
+            p.ignored["assistant/<synthetic> (no API call)"] += 1
+            return
+        content = msg.get("content") or []
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+            raise TraceError(path, line, "assistant message content is neither a string nor a list of blocks")
+        blocks = [cb for b in content if (cb := _content_block(b, p, line)) is not None]
+        u = usage_of(msg.get("usage"), path, line)
+        call = p.calls.get(str(key))
+        if call is None:
+            call = p.calls[str(key)] = _Call(str(key), line, t, msg.get("model"), request_id=o.get("requestId"),
+                                             sidechain=side)
+            p.routes[route_of(msg.get("id"), o.get("requestId"))] += 1
+            p.items.append(("call", str(key)))
+        call.blocks += blocks
+        if u is not None and u.context_tokens + u.output == 0:
+            # no API call reads 0 tokens: a placeholder (proxies write {input 0, output 0} on the
+            # first lines of a streamed call), not a usage
+            p.ignored["assistant line with an all-zero usage (a placeholder, not the call's usage)"] += 1
+        elif u is not None:
+            # the lines of one call repeat its input counts while output grows (2.1.x streaming
+            # counts): the last line's input counts, the largest output
+            call.usage = u if call.usage is None else merge_usage(call.usage, u)
+        return
+    # user
+    if o.get("isCompactSummary"):
+        text, dropped = flatten_content(msg.get("content"))
+        p.compact_summaries += 1
+        p.items.append(("summary", {"line": line, "t": t, "text": text}))
+        return
+    content = msg.get("content")
+    if plan_restart(o, p):
+        # plan mode's "clear context": the plan opens a new conversation root; the history before
+        # it is gone, no summary call made (the next call reads only the system prefix)
+        text, _ = flatten_content(content)
+        p.items.append(("compact", {"line": line, "t": t, "trigger": "manual", "pre_tokens": None,
+                                    "inferred": "a plan opening a new conversation root after ExitPlanMode "
+                                                "(plan mode's clear context)", "no_call": True}))
+        p.items.append(("summary", {"line": line, "t": t, "text": text}))
+        return
+    if isinstance(content, str):
+        p.items.append(("user", {"line": line, "t": t, "text": content, "meta": bool(o.get("isMeta")),
+                                 "side": side}))
+        return
+    if not isinstance(content, list):
+        raise TraceError(path, line, "user message content is neither a string nor a list")
+    texts, results = [], []
+    for b in content:
+        if not isinstance(b, dict):
+            raise TraceError(path, line, "user content block is not an object")
+        if b.get("type") == "tool_result":
+            text, dropped = flatten_content(b.get("content"))
+            p.dropped_blocks.update({f"tool_result {k} block": v for k, v in dropped.items()})
+            tur = o.get("toolUseResult")
+            agent = tur.get("agentId") if isinstance(tur, dict) else None
+            if not b.get("tool_use_id"):
+                raise TraceError(path, line, "tool_result block without tool_use_id")
+            results.append(("result", {"line": line, "t": t, "id": str(b["tool_use_id"]), "text": text,
+                                       "is_error": bool(b.get("is_error")), "agent": agent, "side": side,
+                                       "tool_use_result": tur if isinstance(tur, str) else None}))
+        else:
+            text, dropped = flatten_content([b])
+            p.dropped_blocks.update({f"user {k} block": v for k, v in dropped.items()})
+            texts.append(text)
+    p.items += results
+    if texts:
+        p.items.append(("user", {"line": line, "t": t, "text": "\n".join(texts), "meta": bool(o.get("isMeta")),
+                                 "side": side}))
 
 
 def _drop_queued_twins(p: _Parsed) -> None:

@@ -43,6 +43,26 @@ def _truncated(b: bytes, pos: int, is_last: bool, ends_with_newline: bool, what:
     return " (truncated file?)" if is_last and not ends_with_newline and cut else ""
 
 
+# What reading a value of a shape an importer does not expect raises (a list where a log has an object, a
+# string where it has a number, a structure nested past Python's limits): refused as bad input, never a traceback
+SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError, OverflowError)
+
+
+def shape_error(fmt: str, e: BaseException) -> str:
+    """The reason a record of an unexpected shape gives (one of :data:`SHAPE_ERRORS`)."""
+    from pydantic import ValidationError
+
+    if isinstance(e, ValidationError):
+        why = tr._fmt_validation(e)
+    elif isinstance(e, RecursionError):
+        why = "nested too deeply"
+    elif isinstance(e, KeyError):
+        why = f"no {e.args[0]!r} key"
+    else:
+        why = str(e).split("\n")[0][:160]
+    return f"a record of a shape this {fmt} importer cannot read ({why}); is the file damaged or of another format?"
+
+
 @dataclass(frozen=True)
 class SkippedLine:
     """A line of a log that is not a JSON object (a corrupt line, a last line cut off mid-write),

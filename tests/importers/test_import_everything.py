@@ -63,6 +63,32 @@ def test_the_cli_writes_the_trace_warns_with_file_and_line_and_exits_2(tmp_path,
     assert cli(["import", "claude-code", str(folder / "ok.jsonl"), "-o", str(tmp_path / "ok.jsonl")]) == 0
 
 
+def test_a_record_of_a_shape_no_claude_code_writes_is_skipped_like_a_corrupt_line(tmp_path):
+    """Valid JSON, wrong inside (a token count as a string, a result block with no id): that record is
+    skipped with a warning naming file and line, the session imports. The damaged call's answer and
+    the results that answered it go with it; the import repairs the pairing as for any lost line."""
+    bad_usage = asst(3, "r2", text("done"), read=103)
+    bad_usage["message"]["usage"]["input_tokens"] = "3"
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"), asst(1, "r1", tool("t1")),
+        user(2, [{"type": "tool_result", "content": "a.py"}]),   # no tool_use_id
+        bad_usage, user(4, "again"), asst(5, "r3", text("ok"), read=110)])
+    res = import_file("claude-code", f)
+    assert res.trace.calls == 2 and res.summary["skipped_lines"] == 2
+    assert res.warnings == [f"{f}:3: tool_result block without tool_use_id (line skipped)",
+                            f"{f}:4: usage.input_tokens is '3': expected a whole number of tokens (line skipped)"]
+    assert res.summary["repairs"] == {"dangling tool_use repaired with a synthetic error result": 1}
+
+
+def test_a_file_of_another_format_still_fails_at_its_first_record(tmp_path):
+    """Records that never say they are Claude Code's (no sessionId, no version): not a damaged session
+    but another log, refused at line 1 as before."""
+    f = tmp_path / "other.jsonl"
+    f.write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "yo"}\n', encoding="utf-8")
+    with pytest.raises(tr.TraceError, match=r"other.jsonl:1: not a Claude Code transcript record"):
+        import_file("claude-code", f)
+
+
 def test_a_damaged_side_file_is_skipped_with_a_warning_and_the_session_imports(tmp_path, capsys):
     """A sub-agent transcript with no readable record (a disk error, a copy cut at its first line) and a
     compaction call's file of another agent's records: each is left out with a warning naming the file and
