@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from ctxsim.harness.importers.common import (
+    SHAPE_ERRORS,
     ImportResult,
+    SkippedLine,
     TraceBuilder,
     count,
     finalize,
@@ -46,6 +48,7 @@ from ctxsim.harness.importers.common import (
     notes_from,
     parse_time,
     read_jsonl,
+    shape_error,
 )
 from ctxsim.harness.model import trace as tr
 from ctxsim.harness.model.trace import NoModelCalls, TraceError
@@ -79,11 +82,13 @@ def _text(content: Any) -> str:
 def _prescan(src: Path) -> tuple[bool, bool]:
     """(the rollout logs per-call usage, it logs user turns as response items)."""
     counts = user_items = False
-    for _, o in read_jsonl(src):
+    for _, o in read_jsonl(src, []):   # a damaged line is reported by the import itself
         p = o.get("payload") if isinstance(o, dict) else None
         if not isinstance(p, dict):
             continue
-        if o.get("type") == "event_msg" and p.get("type") == "token_count" and (p.get("info") or {}).get("last_token_usage"):
+        info = p.get("info")
+        if o.get("type") == "event_msg" and p.get("type") == "token_count" and isinstance(info, dict) \
+                and info.get("last_token_usage"):
             counts = True
         elif o.get("type") == "response_item" and p.get("type") == "message" and p.get("role") == "user":
             user_items = True
@@ -132,7 +137,9 @@ def import_codex(src: str | Path) -> ImportResult:
             b.tool_result(ht, cid, out)
         held.clear()
 
-    for line, o in read_jsonl(src):
+    def read(line: int, o: dict[str, Any]) -> None:
+        """One rollout line. A line that cannot be read raises before it changes the trace."""
+        nonlocal system, version, model, cwd, saw_meta, last_total, pending_t
         kind, p = o.get("type"), o.get("payload")
         if not isinstance(kind, str) or not isinstance(p, dict):
             raise TraceError(src, line, "not a Codex rollout line (expected {timestamp, type, payload})")
@@ -144,31 +151,32 @@ def import_codex(src: str | Path) -> ImportResult:
             version = p.get("cli_version") or version
             model = model or _model_of(p)
             cwd = p.get("cwd") if isinstance(p.get("cwd"), str) else cwd
-            continue
+            return
         if kind == "turn_context":
             model = _model_of(p) or model
             cwd = cwd or (p.get("cwd") if isinstance(p.get("cwd"), str) else None)
-            continue
+            return
         if kind == "compacted":
             flush(None, t)
             b.compact(t, "auto", None, str(p.get("message") or "") or None, None)
-            continue
+            return
         if kind == "event_msg":
             if p.get("type") == "token_count":
                 info = p.get("info")
                 if not info or not info.get("last_token_usage"):
                     ignored["token_count without usage (rate limits only)"] += 1
-                    continue
-                if info.get("model_context_window") is not None:
-                    w = count(info["model_context_window"], "info.model_context_window", src, line)
-                    if w > 0:
-                        windows[w] += 1
+                    return
+                usage = _usage(info["last_token_usage"], src, line)
+                w = (count(info["model_context_window"], "info.model_context_window", src, line)
+                     if info.get("model_context_window") is not None else 0)
+                if w > 0:
+                    windows[w] += 1
                 total = info.get("total_token_usage")
                 if total is not None and total == last_total:
                     counts["duplicate token_count dropped"] += 1
-                    continue
+                    return
                 last_total = total
-                flush(_usage(info["last_token_usage"], src, line), t)
+                flush(usage, t)
             elif p.get("type") == "user_message" and not user_items and isinstance(p.get("message"), str):
                 if pending:
                     flush(None, t)
@@ -178,10 +186,10 @@ def import_codex(src: str | Path) -> ImportResult:
                     before_first.append(p["message"])
             else:
                 ignored[f"event_msg/{p.get('type')}"] += 1
-            continue
+            return
         if kind != "response_item":
             ignored[kind] += 1
-            continue
+            return
         item = p.get("type")
         if item == "message":
             role = p.get("role")
@@ -197,16 +205,16 @@ def import_codex(src: str | Path) -> ImportResult:
             else:
                 raise TraceError(src, line, f"message with unknown role {role!r}")
         elif item == "reasoning":
-            pending_t = t if pending_t is None else pending_t
             summary = "\n".join(str(s.get("text", "")) for s in p.get("summary") or [] if isinstance(s, dict))
+            pending_t = t if pending_t is None else pending_t
             if p.get("encrypted_content"):
                 counts["encrypted reasoning (its tokens have no text here)"] += 1
             pending.append(tr.ThinkingContent(thinking=summary))
         elif item in TOOL_CALLS:
-            pending_t = t if pending_t is None else pending_t
             cid = p.get("call_id") or p.get("id")
             if not cid:
                 raise TraceError(src, line, f"{item} without call_id")
+            pending_t = t if pending_t is None else pending_t
             raw = p.get("arguments", p.get("input", p.get("action")))
             if isinstance(raw, str):
                 try:
@@ -219,9 +227,10 @@ def import_codex(src: str | Path) -> ImportResult:
                 args = {"input": args}
             pending.append(tr.ToolUseContent(id=str(cid), name=str(p.get("name") or item), input=args))
         elif item == "web_search_call":
-            pending_t = t if pending_t is None else pending_t
             action = p.get("action") or {}
-            pending.append(tr.TextContent(text=f"[web_search_call] {action.get('query', '')}"))
+            text = f"[web_search_call] {action.get('query', '')}"
+            pending_t = t if pending_t is None else pending_t
+            pending.append(tr.TextContent(text=text))
         elif item in TOOL_OUTPUTS:
             cid = str(p.get("call_id") or "")
             out = p.get("output")
@@ -234,6 +243,22 @@ def import_codex(src: str | Path) -> ImportResult:
                 b.tool_result(t, cid, out)
         else:
             ignored[f"response_item/{item}"] += 1
+
+    # a line that is not JSON (a rollout cut off while Codex was writing it) or a record of a shape Codex
+    # never writes is skipped with a warning naming it, as for Claude Code logs; a file none of whose
+    # lines reads as a Codex rollout fails at its first bad line
+    skipped: list[SkippedLine] = []
+    bad: list[SkippedLine] = []
+    for line, o in read_jsonl(src, skipped):
+        try:
+            read(line, o)
+        except TraceError as e:
+            bad.append(SkippedLine(src, line, e.what))
+        except SHAPE_ERRORS as e:
+            bad.append(SkippedLine(src, line, shape_error(FORMAT, e)))
+    skipped = sorted(skipped + bad, key=lambda sk: sk.line)
+    if skipped and not (b.calls or (saw_meta and pending)):
+        raise TraceError(src, skipped[0].line, skipped[0].reason)
     flush(None, 0.0) if pending else None
     for ht, cid, out in held:
         b.tool_result(ht, cid, out)
@@ -273,5 +298,6 @@ def import_codex(src: str | Path) -> ImportResult:
     summary = {"source": str(src), "format": FORMAT, "version": version, "model": model, "calls": b.calls,
                "usage": "per call" if has_usage else "not recorded (cost simulated)", "cwd": cwd,
                "tool_uses": tool_uses, "compactions": sum(1 for e in b.events if isinstance(e, tr.CompactEvent)),
-               "prefix_tokens": prefix, "ignored": dict(sorted(ignored.items())), "repairs": dict(sorted(repairs.items()))}
-    return finalize(header, b, summary)
+               "prefix_tokens": prefix, "ignored": dict(sorted(ignored.items())), "repairs": dict(sorted(repairs.items())),
+               "skipped_lines": len(skipped)}
+    return finalize(header, b, summary, [f"{sk} (line skipped)" for sk in skipped])

@@ -108,3 +108,37 @@ def test_a_sessions_tree_names_the_project_after_the_cwd(tmp_path, capsys):
     assert cli(["import", "codex", str(tmp_path / "2026"), "-o", str(tmp_path / "out"), "--json", "--no-probes"]) == 0
     rows = json.loads(capsys.readouterr().out)["sessions"]
     assert [(r["project"], r["calls"], r["tokens"]) for r in rows] == [("parser", 6, None)]
+
+
+def test_a_rollout_cut_off_mid_write_or_with_a_damaged_record_imports_with_each_line_named(tmp_path, capsys):
+    """issue 41 for Codex as for Claude Code: a rollout Codex is still writing ends in half a line, and one
+    record inside is of a shape Codex never writes (a tool call with no call_id). Each is skipped with a
+    warning naming file and line; the rest imports: calls [c1 c2] [c3] [c4] [fixed] | [on it] (the cut
+    line was the last user turn's, so its answer "done" is still a call of its own) = 6, c2 missing from the
+    first call (its line skipped), so c2's output is dropped as answering no call."""
+    f = desktop_rollout(tmp_path)
+    lines = f.read_text().splitlines(keepends=True)
+    bad = json.loads(lines[5])
+    assert bad["payload"]["call_id"] == "c2"
+    del bad["payload"]["call_id"]
+    lines[5] = json.dumps(bad) + "\n"
+    f.write_text("".join(lines) + lines[1][:30])   # a last line cut off while being written
+    res = import_file("codex", f)
+    calls = [e for e in res.trace.events if isinstance(e, tr.AssistantEvent)]
+    assert [[c.id for c in e.tool_uses()] for e in calls] == [["c1"], ["c3"], ["c4"], [], [], []]
+    n = len(lines) + 1
+    assert res.warnings == [f"{f}:6: function_call without call_id (line skipped)",
+                            f"{f}:{n}: not JSON: Unterminated string starting at column 15 (truncated file?) (line skipped)"]
+    assert res.summary["skipped_lines"] == 2
+    assert res.summary["repairs"]["tool_result for an unknown tool_use dropped"] == 1
+    assert cli(["import", "codex", str(f), "-o", str(tmp_path / "t.jsonl")]) == 2
+    assert "imported with 2 line(s) skipped" in capsys.readouterr().err
+
+
+def test_a_file_of_another_format_is_still_refused_as_a_rollout_at_its_first_line(tmp_path):
+    f = tmp_path / "rollout-x.jsonl"
+    f.write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "yo"}\n')
+    import pytest
+
+    with pytest.raises(tr.TraceError, match=r"rollout-x.jsonl:1: not a Codex rollout line"):
+        import_file("codex", f)
