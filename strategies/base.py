@@ -188,6 +188,14 @@ class Strategy:
         return None
 
     @classmethod
+    def clears_above(cls, config: StrategyConfig) -> int | None:
+        """The input tokens of the whole prompt (every result and input as it entered, nothing cleared) past
+        which every request clears all but the newest ``keeps_recent_tool_uses`` tool uses' results (with
+        ``clears_all_but_recent``): context_editing as the API edits each request it is sent, judged on the
+        full prompt the client sends, not on what an earlier clearing left. None: no such trigger."""
+        return None
+
+    @classmethod
     def keeps_recent_tool_chars(cls, config: StrategyConfig) -> int:
         """How many characters of the newest tool output (walking back from the newest result, by where
         each stands) keep their results as they entered, whatever the strategy clears: a protection

@@ -267,6 +267,17 @@ class ContextEditing(ThresholdCompactor):
         # a clearing takes every result older than the newest keep tool uses (clearable_ids), excluded tools apart
         return tuple(config.exclude_tools)
 
+    @classmethod
+    def clears_above(cls, config) -> int | None:
+        """per_request (the docs' reading): the API edits each request it is sent, so once the *whole* prompt the
+        client sends is past ``trigger_input_tokens`` every request clears all but the newest ``keep`` (with
+        clear_at_least held per request: the total only grows). Episodic clearing and a tool-use trigger judge
+        the prompt as cleared or count uses: no promise in tokens."""
+        if (config.mode == "per_request" and config.trigger_type == "input_tokens"
+                and (config.clear_at_least is None or config.clear_at_least_scope == "per_request")):
+            return config.trigger_input_tokens
+        return None
+
     @staticmethod
     def check_params(window: int) -> dict:
         """For the property kit's small windows: the trigger at the same share of a 200k window, and the

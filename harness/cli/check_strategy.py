@@ -160,6 +160,9 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     if d.clears_all_but is not None and d.recent_kept:
         out.append(f"a clearing clears every result older than the newest {d.recent_kept} tool uses"
                    + (f" ({', '.join(d.clears_all_but)} apart)" if d.clears_all_but else ""))
+    if d.clears_above is not None:
+        out.append(f"past {d.clears_above:,} tokens of the whole prompt (nothing cleared), every request clears all but "
+                   f"the newest {d.recent_kept} tool uses")
     if d.recent_chars:
         out.append(f"the newest {d.recent_chars:,} characters of tool output keep their results as they entered")
     if d.idle_clear is not None:

@@ -12,6 +12,8 @@ is checked like its base (issue #45):
 * ``keeps_recent_tool_uses(config)``: how many of the newest tool uses keep their results as they entered;
 * ``clears_all_but_recent(config)``: whether a clearing clears every result older than the newest
   ``keeps_recent_tool_uses`` tool uses, and the tools it never clears (context_editing);
+* ``clears_above(config)``: the whole prompt's input tokens (nothing cleared) past which every request clears
+  all but the newest ``keeps_recent_tool_uses`` (context_editing: the API judges its trigger on the prompt sent);
 * ``keeps_recent_tool_chars(config)``: how many characters of the newest tool output keep their results as
   they entered (opencode's prune protection);
 * ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
@@ -55,6 +57,7 @@ class Declared:
     recent_kept: int = 0  # the newest tool uses whose results stay as they entered
     recent_chars: int = 0  # the newest characters of tool output whose results stay as they entered
     clears_all_but: tuple[str, ...] | None = None  # a clearing clears all but the newest recent_kept (these tools apart)
+    clears_above: int | None = None  # the whole prompt's tokens past which every request clears all but recent_kept
     call_models: tuple[tuple[str, str], ...] = ()  # (kind of call, the model it goes to)
     idle_clear: tuple[float, tuple[str, ...]] | None = None  # (idle seconds, tools whose old results it clears)
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
@@ -181,6 +184,10 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     clears_all = _hook(cls, "clears_all_but_recent", config, None)
     if clears_all is not None and not (isinstance(clears_all, tuple | list) and all(isinstance(t, str) for t in clears_all)):
         raise ValueError(f"{cls.__qualname__}.clears_all_but_recent: tool names or None, got {clears_all!r}")
+    clears_above = _hook(cls, "clears_above", config, None)
+    if clears_above is not None and not (_amount(clears_above) and clears_all is not None):
+        raise ValueError(f"{cls.__qualname__}.clears_above: a number of tokens with clears_all_but_recent, or None, "
+                         f"got {clears_above!r}")
     chars = _hook(cls, "keeps_recent_tool_chars", config, 0)
     if not _amount(chars):
         raise ValueError(f"{cls.__qualname__}.keeps_recent_tool_chars: a number of characters, got {chars!r}")
@@ -188,7 +195,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
                     cache_marks=tuple(marks), compacts_above=trigger, compacts_at_turns=at_turns,
-                    summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all))
+                    summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
+                    clears_above=None if clears_above is None else int(clears_above))
 
 
 def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) -> Any:

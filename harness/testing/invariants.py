@@ -110,7 +110,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    A strategy that compacts only as a user turn begins (``Strategy.compacts_at_turns``:
                    goose) is judged at the first request after the user's message: when the request
                    before held more input than the trigger (by :data:`TRIGGER_SLACK`), a summary is
-                   asked for first.
+                   asked for first. A strategy that declares a clearing trigger (``Strategy.clears_above``:
+                   context_editing, as the API edits each request) is judged on the whole prompt, its
+                   results as they entered (by :data:`CLEAR_TRIGGER_SLACK`): past it, no older result
+                   than the newest kept goes whole; under it, nothing is newly cleared. A trigger measured
+                   on the prompt an earlier clearing left clears in episodes where the API clears each time.
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -244,6 +248,11 @@ IDLE_SLACK_S = 600.0
 # how far past its declared trigger a request's own estimate is judged (``compaction_trigger``): a strategy
 # compares its estimate with ``>`` or ``>=``, a moment before the request is built # assumed
 TRIGGER_SLACK = 1.02
+# how far past (or under) its declared clearing trigger the whole prompt is judged (``clears_above``): taken at the
+# strategy's own estimate of the request it sent over that request's truth, the whole prompt's density may still
+# differ from what was sent (cleared results are placeholders of prose; the kit's sessions mix dense code and
+# prose): 15% covers it # assumed
+CLEAR_TRIGGER_SLACK = 1.15
 LATEST_OPENING = 200  # characters of the latest request that must stay (a cut to a budget keeps the head) # assumed
 USER_OPENING = 40  # characters of a kept user message that must open one the user wrote (a middle cut keeps them) # assumed
 
@@ -747,6 +756,7 @@ class Checker:
     _side_failed_since_main: bool = False  # ... since the last main-line request (summarised)
     _since_accepted: list[_Summary] = field(default_factory=list)  # summaries made since the last accepted main request
     _trigger_missed: bool = False  # reported once a run
+    _clear_trigger_reported: bool = False  # clears_above: reported once a run
     _early_reported: bool = False  # a summary asked for under the trigger, reported once a run
     _user_since_main: bool = False  # the user wrote (outside a sub-agent) since the last main request
     _line_at: float | None = None  # when the last main-line request (of any conversation) was sent (idle_clear)
@@ -1139,6 +1149,12 @@ class Checker:
         if self.declared.recent_chars and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_chars_changed(results):
                 v("recent_kept", detail)
+        if (self.declared.clears_above is not None and "compaction_trigger" in self.promised and stream == "main"
+                and not fresh and not s.rejected and not self._clear_trigger_reported):
+            detail = self._clear_trigger(s, results)
+            if detail:
+                self._clear_trigger_reported = True
+                v("compaction_trigger", detail)
         if self.declared.clears_all_but is not None and "recent_kept" in self.promised and stream == "main":
             detail = self._cleared_short(req, results)
             if detail:
@@ -1555,6 +1571,44 @@ class Checker:
         return (f"{len(old)} result(s) older than the newest {n} tool uses (of tool use {old[0]} on) sent whole at "
                 f"a request that clears others: the strategy declares a clearing takes every older one "
                 f"(clears_all_but_recent; keeps_recent_tool_uses {n}): a keep counted in another unit?")
+
+    def _clear_trigger(self, s: Sent, results: dict[str, Block]) -> str:
+        """Against the declared clearing trigger (``clears_above``), judged on the whole prompt (``s``'s true
+        tokens with every result and input as it entered, scaled by the strategy's own estimate of ``s`` over its
+        truth: what it would estimate the whole prompt at): past it, a request that still sends an older result
+        (beyond the newest declared tool uses, of a tool not excluded) whole; under it, a request that newly
+        clears. Each by :data:`CLEAR_TRIGGER_SLACK`; ``""`` when neither."""
+        req, trigger = s.request, self.declared.clears_above or 0
+        changed = {i: b for i, b in results.items() if i in self.originals and b.text != self.originals[i]}
+        full = s.tokens + sum(max(0, self._count(self.originals[i]) - self._count(b.text)) for i, b in changed.items())
+        for m in req.messages:
+            for b in m.blocks:
+                if b.type == "tool_use" and b.id in self.inputs and b.input != self.inputs[b.id]:
+                    before = json.dumps(self.inputs[b.id], sort_keys=True, ensure_ascii=False, default=str)
+                    full += max(0, self._count(before) - self._count(_payload(b)))
+        uses = [(b.id, b.name or "") for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
+        n, excluded = self.declared.recent_kept, set(self.declared.clears_all_but or ())
+        old = [i for i, name in (uses[:-n] if n else uses) if name not in excluded and i in results
+               and i in self.originals and results[i].text == self.originals[i]]
+        # as the strategy measures: its estimate of this request over the truth, applied to the whole prompt
+        ratio = req.estimated_tokens / s.tokens if req.estimated_tokens and s.tokens else 1.0
+        seen = round(full * ratio)
+        how = f"{full:,} tokens ({seen:,} as the strategy estimates)" if seen != full else f"{full:,} tokens"
+        if seen > trigger * CLEAR_TRIGGER_SLACK and old:
+            minimum = self.declared.clear_minimum
+            if minimum and not changed and sum(self._count(self.originals[i]) for i in old) < minimum[0] * ESTIMATE_FACTOR:
+                return ""   # maybe too little to clear yet, as the strategy estimates it: a clearing is held to its minimum
+            return (f"the whole prompt is {how} (every result as it entered), past the {trigger:,} at which "
+                    f"the strategy declares every request clears all but the newest {n} tool uses (clears_above; a "
+                    f"factor of {CLEAR_TRIGGER_SLACK} allowed for its estimate), and {len(old)} older result(s) go "
+                    f"whole (of tool use {old[0]} on): a trigger measured on the prompt an earlier clearing left, or "
+                    "in another unit?")
+        if seen * CLEAR_TRIGGER_SLACK < trigger and set(changed) - self._changed_before:
+            return (f"newly clears {len(set(changed) - self._changed_before)} result(s) while the whole prompt is "
+                    f"{how}, under the {trigger:,} at which the strategy declares it starts clearing "
+                    f"(clears_above; a factor of {CLEAR_TRIGGER_SLACK} allowed for its estimate): a trigger compared "
+                    "in another unit?")
+        return ""
 
     def _recent_chars_changed(self, results: dict[str, Block]) -> list[str]:
         """The results (by tool_use id, in the order they stand) within the declared characters of the newest

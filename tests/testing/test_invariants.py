@@ -665,6 +665,49 @@ def test_recent_kept_a_clearing_takes_every_older_result_where_declared():
     assert run() == []
 
 
+def test_compaction_trigger_a_clearing_trigger_is_judged_on_the_whole_prompt():
+    """context_editing declares the API's trigger (per_request: every request past it clears all but the newest
+    keep), judged on the whole prompt, each result as it entered. Results of 281 tokens each ("the cat sat on the
+    mat. " x 40: 7 tokens a sentence and the last space); the placeholder "[cleared]" is 4. Declared trigger 1,000,
+    keep 1; judged past 1,150 and under 870 (CLEAR_TRIGGER_SLACK 1.15).
+    * a request of 1,000 tokens sending a cleared, b c d whole: whole prompt 1,000 + 281 - 4 = 1,277, past it,
+      and b and c (older than d) go whole: reported; with b and c cleared too, nothing;
+    * the same at the strategy's own estimate of 880 for those 1,000: it sees 1,124 (1,277 x 0.88), not past;
+    * a request of 300 tokens that newly clears: under the trigger: reported."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.harness.testing.invariants import CLEAR_TRIGGER_SLACK
+    from ctxsim.strategies.context_editing import ContextEditing
+
+    assert CLEAR_TRIGGER_SLACK == 1.15
+    assert declared(ContextEditing, {"trigger_input_tokens": 5000}).clears_above == 5000
+    assert declared(ContextEditing, {"mode": "episodic"}).clears_above is None
+    assert declared(ContextEditing, {"clear_at_least": 100, "clear_at_least_scope": "per_clearing"}).clears_above is None
+    body = "the cat sat on the mat. " * 40
+    texts = dict.fromkeys("abcd", body)
+
+    def msgs(ids: str, cleared: str) -> list[Message]:
+        return [user("go"), *(s for i in ids for s in read_step(i, "[cleared]" if i in cleared else body))]
+
+    def run(cleared: str, tokens: int, estimate: int | None = None) -> list:
+        c = Checker(frozenset({"compaction_trigger"}), texts, declared=Declared(recent_kept=1, clears_all_but=(),
+                                                                                 clears_above=1000))
+        assert c.feed([sent(req(msgs("abc", "")), 0, tokens=900)]) == []
+        r = req(msgs("abcd", cleared), rewrite=True)
+        if estimate is not None:
+            r = Request(r.system, r.tools, r.messages, r.breakpoints, kind=r.kind, rewrite=True, estimated_tokens=estimate)
+        return c.feed([sent(r, 1, tokens=tokens)])
+
+    out = run("a", 1000)
+    assert [v.invariant for v in out] == ["compaction_trigger"]
+    assert "the whole prompt is 1,277 tokens" in out[0].detail and "2 older result(s) go whole (of tool use b on)" in out[0].detail
+    assert run("abc", 1000 - 2 * 277) == []
+    assert run("a", 1000, estimate=880) == []
+    c = Checker(frozenset({"compaction_trigger"}), texts, declared=Declared(recent_kept=1, clears_all_but=(), clears_above=1000))
+    assert c.feed([sent(req(msgs("ab", "")), 0, tokens=300)]) == []
+    out = c.feed([sent(req(msgs("ab", "a"), rewrite=True), 1, tokens=23)])
+    assert [v.invariant for v in out] == ["compaction_trigger"] and "newly clears 1 result(s) while the whole prompt is 300" in out[0].detail
+
+
 def test_recent_kept_newest_where_calls_and_results_agree():
     """Parallel results may come back in another order than their calls; context_editing counts the
     calls, SWE-agent's masking and Claude Code's microcompact count the results as they stand. Declared

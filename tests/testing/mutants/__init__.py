@@ -34,6 +34,7 @@ from tests.testing.mutants import kit45c as w
 from tests.testing.mutants import kit45d as d
 from tests.testing.mutants import kit45e as e
 from tests.testing.mutants import kit45f as f
+from tests.testing.mutants import kit45g as g
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants import variants as v
@@ -208,6 +209,8 @@ KIT45B: list[Case] = [
     _c(f.CodexSummarySkipsFirstExchange, Codex, "summarised", "the summariser given all but the first exchange, all dropped"),
     _c(f.OpenCodeProtectInCharacters, OpenCode, "recent_kept", "the newest output's protection counted in characters"),
     _c(f.CodexKeepsOldHandoff, Codex, "user_messages", "the previous handoff kept among the user's messages"),
+    # the seventh round (doing less than configured): kit45g.py
+    _c(g.ContextEditingTriggerOnView, ContextEditing, "compaction_trigger", "the clearing trigger read on the cleared prompt"),
 ]
 CORPUS += KIT45B
 
