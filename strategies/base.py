@@ -188,6 +188,13 @@ class Strategy:
         return None
 
     @classmethod
+    def supersedes_reads(cls, config: StrategyConfig) -> str | None:
+        """The text a read's result is replaced by because a later read of the same file stands in the request
+        (Cline's duplicate file reads: all but the latest read of each file): every result sent with it has a
+        later call of the same tool on that file whose result is sent as it entered. None: no such replacement."""
+        return None
+
+    @classmethod
     def clears_above(cls, config: StrategyConfig) -> int | None:
         """The input tokens of the whole prompt (every result and input as it entered, nothing cleared) past
         which every request clears all but the newest ``keeps_recent_tool_uses`` tool uses' results (with

@@ -192,6 +192,11 @@ class SlidingWindow(ThresholdCompactor):
     on_rejection = "the history is cut to a quarter and the request retried once (Cline task/index.ts context-window error)"
     Config = SlidingWindowConfig
 
+    @classmethod
+    def supersedes_reads(cls, config) -> str | None:
+        """Cline's duplicate file reads: every read of a file but the latest is replaced by its notice."""
+        return DUPLICATE_READ_NOTICE if config.duplicate_file_reads else None
+
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         if config.reserve_tokens is not None:

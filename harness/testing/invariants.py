@@ -129,6 +129,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    loses a message and nothing else shows it. Not judged at a launch's first request, nor
                    on a request after a side call failed or was refused since the last main one (a
                    strategy may cut to fit then).
+``superseded``     a strategy that replaces a read because a later read of the same file stands in the request
+                   (``Strategy.supersedes_reads``, the text it replaces it by: sliding_window, Cline's duplicate
+                   file reads) sends every result so replaced before a later call of the same tool on that
+                   file (the same path, or one ending in it) whose result goes, not replaced so: a dedup that
+                   keeps the first read and replaces the latest leaves the model the stale one.
 ``summary_used``   a summary is used by the rewrite it was made for, and once in the main window leaves it only
                    into a later summary (a request that no longer holds it follows a summary request
                    that took it in, or a side call refused as too long made the strategy trim it):
@@ -220,7 +225,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "latest_request", "user_messages", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "recent_kept", "idle_clear", "cache_marks", "compaction_trigger", "summary_keeps",
-              "summarised", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
+              "summarised", "superseded", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back, goal, latest_request and user_messages are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages"}
 
@@ -670,6 +675,24 @@ def _payload(b: Block) -> str:
     return b.text
 
 
+FILE_KEYS = ("file_path", "path", "notebook_path", "filename", "file")  # a tool input naming the file it reads
+
+
+def _file_of(tool_input) -> str:
+    """The file a tool call's input names (``""``: none)."""
+    if not isinstance(tool_input, dict):
+        return ""
+    return next((v for k in FILE_KEYS if isinstance(v := tool_input.get(k), str) and v.strip()), "")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Two paths of one file: equal, or one ends in the other at a folder boundary (a relative path read again
+    by its absolute one)."""
+    pa, pb = Path(a).parts, Path(b).parts
+    n = min(len(pa), len(pb))
+    return pa == pb or (n > 0 and pa[-n:] == pb[-n:] and (not Path(a).is_absolute() or not Path(b).is_absolute()))
+
+
 def _summary_pieces(text: str) -> list[str]:
     """Pieces of a summary's text a request that uses it holds verbatim (any one is proof): its opening
     (:func:`_summary_probe`), a slice of its middle and its end. Several, since a strategy may cut its
@@ -757,6 +780,7 @@ class Checker:
     _since_accepted: list[_Summary] = field(default_factory=list)  # summaries made since the last accepted main request
     _trigger_missed: bool = False  # reported once a run
     _clear_trigger_reported: bool = False  # clears_above: reported once a run
+    _superseded_lost: set[str] = field(default_factory=set)  # tool uses reported replaced with no later read (superseded)
     _early_reported: bool = False  # a summary asked for under the trigger, reported once a run
     _user_since_main: bool = False  # the user wrote (outside a sub-agent) since the last main request
     _line_at: float | None = None  # when the last main-line request (of any conversation) was sent (idle_clear)
@@ -1159,6 +1183,9 @@ class Checker:
             detail = self._cleared_short(req, results)
             if detail:
                 v("recent_kept", detail)
+        if self.declared.superseded and "superseded" in self.promised:
+            for detail in self._superseded_alone(req):
+                v("superseded", detail)
         if self.declared.cache_marks and "cache_marks" in self.promised:
             detail = self._marks_missing(req)
             if detail:
@@ -1609,6 +1636,27 @@ class Checker:
                     f"(clears_above; a factor of {CLEAR_TRIGGER_SLACK} allowed for its estimate): a trigger compared "
                     "in another unit?")
         return ""
+
+    def _superseded_alone(self, req: Request) -> list[str]:
+        """The results ``req`` sends replaced by the declared "superseded" text with no later call of the same tool
+        on the same file whose result goes (not replaced by that text too: as it entered, or as the session answered a
+        call it cut off); each tool use reported once."""
+        notice = (self.declared.superseded or "").strip()
+        reads = [(b.id, b.name, path) for m in req.messages if m.role == "assistant" for b in m.blocks
+                 if b.type == "tool_use" and (path := _file_of(b.input))]
+        sent = {b.id: b.text for m in req.messages if m.role == "user" for b in m.blocks if b.type == "tool_result"}
+        out = []
+        for k, (i, name, path) in enumerate(reads):
+            if i in self._superseded_lost or sent.get(i, "").strip() != notice:
+                continue
+            later = [j for j, other, p in reads[k + 1:] if other == name and _same_file(p, path)
+                     and j in sent and sent[j].strip() != notice]
+            if not later:
+                self._superseded_lost.add(i)
+                out.append(f"the result of tool use {i} ({name} {path}) is replaced by the text the strategy sends for a "
+                           "read a later one supersedes (supersedes_reads), but every later read of that file is replaced "
+                           "too, or there is none: the newest read replaced, an older one kept?")
+        return out
 
     def _recent_chars_changed(self, results: dict[str, Block]) -> list[str]:
         """The results (by tool_use id, in the order they stand) within the declared characters of the newest

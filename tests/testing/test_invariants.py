@@ -708,6 +708,33 @@ def test_compaction_trigger_a_clearing_trigger_is_judged_on_the_whole_prompt():
     assert [v.invariant for v in out] == ["compaction_trigger"] and "newly clears 1 result(s) while the whole prompt is 300" in out[0].detail
 
 
+def test_superseded_a_replaced_read_needs_a_later_read_of_its_file_that_goes():
+    """sliding_window replaces every read of a file but the latest by Cline's notice (supersedes_reads). Reads of
+    one file by relative and absolute path, t1 then t2, and a Grep on it (t3, another tool) after both:
+    t1 replaced and t2 whole passes; t2 replaced and t1 whole is reported (the newest read gone, the stale one
+    kept), as is t1 replaced with only the Grep after it."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.sliding_window import DUPLICATE_READ_NOTICE, SlidingWindow
+
+    assert declared(SlidingWindow, {}).superseded == DUPLICATE_READ_NOTICE
+    assert declared(SlidingWindow, {"duplicate_file_reads": False}).superseded is None
+    texts = {"t1": "v1 " * 30, "t2": "v2 " * 30, "t3": "a.py:1: v2"}
+
+    def step(i: str, path: str, replaced: bool, tool: str = "Read") -> list[Message]:
+        return [Message("assistant", (Block.tool_use(i, tool, {"file_path" if tool == "Read" else "path": path}),)),
+                Message("user", (Block.tool_result(i, DUPLICATE_READ_NOTICE if replaced else texts[i]),))]
+
+    def run(*steps) -> list:
+        c = Checker(frozenset({"superseded"}), texts, declared=Declared(superseded=DUPLICATE_READ_NOTICE))
+        return c.feed([sent(req([user("go"), *(m for s in steps for m in s)]), 0)])
+
+    assert run(step("t1", "src/a.py", True), step("t2", "/repo/src/a.py", False), step("t3", "src/a.py", False, "Grep")) == []
+    out = run(step("t1", "src/a.py", False), step("t2", "/repo/src/a.py", True), step("t3", "src/a.py", False, "Grep"))
+    assert [v.invariant for v in out] == ["superseded"] and "tool use t2 (Read /repo/src/a.py)" in out[0].detail
+    out = run(step("t1", "src/a.py", True), step("t3", "src/a.py", False, "Grep"))
+    assert [v.invariant for v in out] == ["superseded"] and "tool use t1" in out[0].detail
+
+
 def test_recent_kept_newest_where_calls_and_results_agree():
     """Parallel results may come back in another order than their calls; context_editing counts the
     calls, SWE-agent's masking and Claude Code's microcompact count the results as they stand. Declared

@@ -211,6 +211,7 @@ KIT45B: list[Case] = [
     _c(f.CodexKeepsOldHandoff, Codex, "user_messages", "the previous handoff kept among the user's messages"),
     # the seventh round (doing less than configured): kit45g.py
     _c(g.ContextEditingTriggerOnView, ContextEditing, "compaction_trigger", "the clearing trigger read on the cleared prompt"),
+    _c(g.SlidingWindowKeepsFirstRead, SlidingWindow, "superseded", "duplicate reads: the first kept, the latest replaced"),
 ]
 CORPUS += KIT45B
 

@@ -1,11 +1,15 @@
 """Issue #45, seventh round: a strategy that does less than its configuration says. Blind sets 21 and 22,
 written apart, both measured context_editing's trigger on the prompt an earlier clearing left instead of the
 whole prompt the API is sent: once cleared below the trigger it stops clearing the newer results, in episodes
-where the API clears each request (``clears_above``). Each beside its correct twin, the registered base."""
+where the API clears each request (``clears_above``). And sliding_window's duplicate file reads keeping the first
+read of each file and replacing the later ones (blind sets 19 to 22, four times written apart): the model is left
+the stale read (``supersedes_reads``). Each beside its correct twin, the registered base."""
 
 from __future__ import annotations
 
+from ctxsim.strategies import sliding_window as sw
 from ctxsim.strategies.context_editing import ContextEditing
+from ctxsim.strategies.sliding_window import SlidingWindow
 
 
 class ContextEditingTriggerOnView(ContextEditing):
@@ -27,3 +31,29 @@ class ContextEditingTriggerOnView(ContextEditing):
             return super()._per_request()
         finally:
             self._thinking_chars = getattr(self, "_whole_thinking", self._thinking_chars)
+
+
+def _all_but_the_first_read(messages) -> dict[str, str]:
+    """``sliding_window.duplicate_reads`` with the slice the wrong way round (``ids[1:]`` for ``ids[:-1]``)."""
+    reads: dict[str, list[str]] = {}
+    for m in messages:
+        for b in m.blocks if m.role == "assistant" else ():
+            if b.type == "tool_use" and b.name in sw.READ_TOOLS and b.id:
+                path = next((v for k in sw.PATH_KEYS if isinstance(v := (b.input or {}).get(k), str) and v), None)
+                if path:
+                    reads.setdefault(path, []).append(b.id)
+    return {i: p for p, ids in reads.items() for i in ids[1:]}
+
+
+class SlidingWindowKeepsFirstRead(SlidingWindow):
+    """Duplicate file reads: every read of a file after the first is replaced by the notice, so the model keeps the
+    oldest content of a file it has since read again (and maybe edited)."""
+
+    name = "sliding_window_keeps_first_read"
+
+    def _drop_duplicate_reads(self) -> bool:
+        sw.duplicate_reads, kept = _all_but_the_first_read, sw.duplicate_reads
+        try:
+            return super()._drop_duplicate_reads()
+        finally:
+            sw.duplicate_reads = kept
