@@ -89,7 +89,8 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    not send every old result of the declared tools as it entered, when the request
                    before held one beyond the newest ``keeps_recent_tool_uses`` (newest by call or by
                    where it stands). A rule that never fires (a gap read on the wall clock, or in the
-                   wrong unit) breaks nothing else.
+                   wrong unit, or forgotten at a resume) breaks nothing else. Judged at a resume's first
+                   request too (the same conversation), not at a new launch's.
 ``cache_marks``    a strategy that declares where it puts cache breakpoints (``Strategy.cache_marks``:
                    NovaCode's tools, system and last user message, N-CACHE-1; the peers' system prompt
                    and last message) puts them there on every request of the conversation (main and
@@ -1087,7 +1088,8 @@ class Checker:
         if stream == "main":
             self._after_subagent = False
         e = estimate_error(req.estimated_tokens, s.tokens, s.window)
-        if self._resumed and stream == "main":
+        resume_first = self._resumed and stream == "main"   # the same conversation, picked up by a new launch
+        if resume_first:
             self._resumed = False
             if err:
                 v("resume_pairing", f"first request after resume: {err}")
@@ -1214,7 +1216,7 @@ class Checker:
         self._asked_since_main = False
         line_at, self._line_at = self._line_at, s.now
         if (self.declared.idle_clear is not None and "idle_clear" in self.promised and stream == "main"
-                and not fresh and prev is not None and not prev.rejected and line_at is not None
+                and (not fresh or resume_first) and prev is not None and not prev.rejected and line_at is not None
                 and s.now - line_at > self.declared.idle_clear[0] + IDLE_SLACK_S):
             detail = self._idle_not_cleared(prev, results, s.now - line_at)
             if detail:

@@ -792,8 +792,10 @@ def test_idle_clear_judges_the_first_request_past_the_declared_gap():
 
 
 def test_idle_clear_not_judged_at_a_launch_or_with_nothing_old():
-    """The first request of a launch (a new process measures no gap) and a request whose predecessor held
-    no old result of the declared tools beyond the kept are not judged."""
+    """The first request of a new launch (a new conversation: nothing old) and a request whose predecessor held
+    no old result of the declared tools beyond the kept are not judged. A resume's first request is: the same
+    conversation, its last answer in the history the launch picked up (blind set 22: a strategy that forgot
+    when it last answered at every resume never cleared after one)."""
     from ctxsim.harness.testing.declared import Declared
 
     c = Checker(frozenset({"idle_clear"}), {}, declared=Declared(recent_kept=2, idle_clear=(60.0, ())))
@@ -803,7 +805,12 @@ def test_idle_clear_not_judged_at_a_launch_or_with_nothing_old():
     msgs = [*msgs, user("x"), *read_step("c", "C" * 40)]
     assert c.feed([Sent(req(msgs), 100, 1_000, False, "", 2, 5_010.0),
                    Mark("session_end", "s1"), Mark("session_start", "s2", resume=True)]) == []
-    assert c.feed([Sent(req([*msgs, user("y")]), 100, 1_000, False, "", 3, 90_000.0)]) == []  # a resume's first
+    out = c.feed([Sent(req([*msgs, user("y")]), 100, 1_000, False, "", 3, 90_000.0)])  # a resume's first: a old, whole
+    assert [v.invariant for v in out] == ["idle_clear"] and "1 old result(s) of any tool" in out[0].detail
+    c = Checker(frozenset({"idle_clear"}), {}, declared=Declared(recent_kept=2, idle_clear=(60.0, ())))
+    assert c.feed([Mark("session_start", "s1"), Sent(req(msgs), 100, 1_000, False, "", 0, 0.0),
+                   Mark("session_end", "s1"), Mark("session_start", "s2")]) == []
+    assert c.feed([Sent(req([user("new")]), 100, 1_000, False, "", 1, 90_000.0)]) == []   # a new launch's first
 
 
 # --- cache_marks --------------------------------------------------------------------------------------

@@ -212,6 +212,7 @@ KIT45B: list[Case] = [
     # the seventh round (doing less than configured): kit45g.py
     _c(g.ContextEditingTriggerOnView, ContextEditing, "compaction_trigger", "the clearing trigger read on the cleared prompt"),
     _c(g.SlidingWindowKeepsFirstRead, SlidingWindow, "superseded", "duplicate reads: the first kept, the latest replaced"),
+    _c(g.ClaudeCodeIdleForgottenAtResume, ClaudeCode, "idle_clear", "the last answer's time forgotten at a resume"),
 ]
 CORPUS += KIT45B
 

@@ -3,11 +3,14 @@ written apart, both measured context_editing's trigger on the prompt an earlier 
 whole prompt the API is sent: once cleared below the trigger it stops clearing the newer results, in episodes
 where the API clears each request (``clears_above``). And sliding_window's duplicate file reads keeping the first
 read of each file and replacing the later ones (blind sets 19 to 22, four times written apart): the model is left
-the stale read (``supersedes_reads``). Each beside its correct twin, the registered base."""
+the stale read (``supersedes_reads``). And Claude Code's last answer forgotten at a resume (blind set 22): the
+idle gap is never measured across one, so the time-based clearing does not fire after it (``idle_clear``, now
+judged at a resume's first request). Each beside its correct twin, the registered base."""
 
 from __future__ import annotations
 
 from ctxsim.strategies import sliding_window as sw
+from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.context_editing import ContextEditing
 from ctxsim.strategies.sliding_window import SlidingWindow
 
@@ -57,3 +60,14 @@ class SlidingWindowKeepsFirstRead(SlidingWindow):
             return super()._drop_duplicate_reads()
         finally:
             sw.duplicate_reads = kept
+
+
+class ClaudeCodeIdleForgottenAtResume(ClaudeCode):
+    """When it last answered is reset at every launch, resumes included: the conversation picked up after hours
+    away sends every old result whole, where the cache is cold and the time-based microcompact clears them."""
+
+    name = "claude_code_idle_forgotten_at_resume"
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        super().on_session_start(session, resume, now)
+        self.last_answer_at = None
