@@ -105,6 +105,12 @@ class ObservationMasking(PeerStrategy):
         # (n to n + polling - 1) are never masked (history_processors.py LastNObservations)
         return config.n
 
+    @classmethod
+    def clears_all_but_recent(cls, config) -> tuple[str, ...] | None:
+        # polling 1: last_removed = count - n, every observation but the newest n masked at each query (every
+        # tool's alike); a larger polling keeps between n and n + polling - 1: no promise of all
+        return () if config.polling == 1 else None
+
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
         if not resume:

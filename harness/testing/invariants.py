@@ -1583,6 +1583,17 @@ class Checker:
                             "keeps_user_messages): a summary or a note kept as if the user had typed it?")
         return ""
 
+    def _older_whole(self, req: Request, results: dict[str, Block]) -> list[str]:
+        """The results (by tool_use id) older than the newest declared tool uses, of tools a clearing does not
+        exclude, that ``req`` sends whole (as the tool returned them: one may enter already cleared, after a
+        resume). Older both by call and by where the result stands: parallel results may come back in another
+        order than their calls (context_editing counts calls, SWE-agent's masking the results as they stand)."""
+        uses = [(b.id, b.name or "") for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
+        n, excluded = self.declared.recent_kept, set(self.declared.clears_all_but or ())
+        newest = set(list(results)[-n:]) if n else set()
+        return [i for i, name in (uses[:-n] if n else uses) if name not in excluded and i in results and i not in newest
+                and i in self.originals and results[i].text == self.originals[i]]
+
     def _cleared_short(self, req: Request, results: dict[str, Block]) -> str:
         """At a request that newly clears results: the older results (beyond the newest declared tool uses by
         call, of tools not excluded) it still sends as they entered, or ``""`` (``clears_all_but_recent``)."""
@@ -1590,11 +1601,7 @@ class Checker:
         fresh_clear, self._changed_before = bool(changed - self._changed_before), changed
         if not fresh_clear:
             return ""
-        uses = [(b.id, b.name or "") for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
-        n, excluded = self.declared.recent_kept, set(self.declared.clears_all_but or ())
-        # sent whole: as the tool returned it (a result may enter already cleared, after a resume)
-        old = [i for i, name in (uses[:-n] if n else uses) if name not in excluded and i in results
-               and i in self.originals and results[i].text == self.originals[i]]
+        n, old = self.declared.recent_kept, self._older_whole(req, results)
         if not old:
             return ""
         return (f"{len(old)} result(s) older than the newest {n} tool uses (of tool use {old[0]} on) sent whole at "
@@ -1615,10 +1622,7 @@ class Checker:
                 if b.type == "tool_use" and b.id in self.inputs and b.input != self.inputs[b.id]:
                     before = json.dumps(self.inputs[b.id], sort_keys=True, ensure_ascii=False, default=str)
                     full += max(0, self._count(before) - self._count(_payload(b)))
-        uses = [(b.id, b.name or "") for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
-        n, excluded = self.declared.recent_kept, set(self.declared.clears_all_but or ())
-        old = [i for i, name in (uses[:-n] if n else uses) if name not in excluded and i in results
-               and i in self.originals and results[i].text == self.originals[i]]
+        n, old = self.declared.recent_kept, self._older_whole(req, results)
         # as the strategy measures: its estimate of this request over the truth, applied to the whole prompt
         ratio = req.estimated_tokens / s.tokens if req.estimated_tokens and s.tokens else 1.0
         seen = round(full * ratio)

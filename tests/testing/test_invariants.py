@@ -663,6 +663,17 @@ def test_recent_kept_a_clearing_takes_every_older_result_where_declared():
     out = run("a")
     assert [v.invariant for v in out] == ["recent_kept"] and "of tool use b on" in out[0].detail
     assert run() == []
+    # SWE-agent's masking (polling 1) declares it too; it counts results where they stand: calls a b c answered
+    # c b a in one message, keep 1: a is the newest result as it stands, so clearing c and b alone passes
+    from ctxsim.strategies.observation_masking import ObservationMasking
+
+    assert declared(ObservationMasking, {}).clears_all_but == () and declared(ObservationMasking, {"polling": 2}).clears_all_but is None
+    ask = Message("assistant", tuple(Block.tool_use(t, "Read", {}) for t in "abc"))
+    c = Checker(frozenset({"recent_kept"}), texts, declared=Declared(recent_kept=1, clears_all_but=()))
+    answered = Message("user", tuple(Block.tool_result(t, texts[t]) for t in "cba"))
+    assert c.feed([sent(req([user("go"), ask, answered]), 0)]) == []
+    masked = Message("user", tuple(Block.tool_result(t, "[x]" if t != "a" else texts[t]) for t in "cba"))
+    assert c.feed([sent(req([user("go"), ask, masked], rewrite=True), 1)]) == []
 
 
 def test_compaction_trigger_a_clearing_trigger_is_judged_on_the_whole_prompt():

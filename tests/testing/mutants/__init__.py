@@ -213,6 +213,7 @@ KIT45B: list[Case] = [
     _c(g.ContextEditingTriggerOnView, ContextEditing, "compaction_trigger", "the clearing trigger read on the cleared prompt"),
     _c(g.SlidingWindowKeepsFirstRead, SlidingWindow, "superseded", "duplicate reads: the first kept, the latest replaced"),
     _c(g.ClaudeCodeIdleForgottenAtResume, ClaudeCode, "idle_clear", "the last answer's time forgotten at a resume"),
+    _c(g.MaskingCountsWithoutTheTask, ObservationMasking, "recent_kept", "observations counted without the task: one fewer masked"),
 ]
 CORPUS += KIT45B
 

@@ -5,14 +5,19 @@ where the API clears each request (``clears_above``). And sliding_window's dupli
 read of each file and replacing the later ones (blind sets 19 to 22, four times written apart): the model is left
 the stale read (``supersedes_reads``). And Claude Code's last answer forgotten at a resume (blind set 22): the
 idle gap is never measured across one, so the time-based clearing does not fire after it (``idle_clear``, now
-judged at a resume's first request). Each beside its correct twin, the registered base."""
+judged at a resume's first request). And SWE-agent's masking leaving the template out of its count (blind set 22):
+one observation fewer masked than its n allows, which only a promise of what a masking takes shows
+(``clears_all_but_recent``, now declared by observation_masking). Each beside its correct twin, the registered base."""
 
 from __future__ import annotations
 
 from ctxsim.strategies import sliding_window as sw
 from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.context_editing import ContextEditing
+from ctxsim.strategies.observation_masking import ObservationMasking
 from ctxsim.strategies.sliding_window import SlidingWindow
+
+from tests.testing.mutants.kit45e import _seen_as
 
 
 class ContextEditingTriggerOnView(ContextEditing):
@@ -71,3 +76,17 @@ class ClaudeCodeIdleForgottenAtResume(ClaudeCode):
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
         self.last_answer_at = None
+
+
+class MaskingCountsWithoutTheTask(ObservationMasking):
+    """The observations counted without the task (the instance template, SWE-agent's observation 0): the window
+    is one observation longer than ``n`` allows, so each query leaves one more old output whole."""
+
+    name = "masking_counts_without_the_task"
+
+    def prepare(self, call) -> None:
+        c = _seen_as(self, n=self.config.n + 1)
+        try:
+            super().prepare(call)
+        finally:
+            self.__dict__["config"] = c
