@@ -66,6 +66,7 @@ HEAD_SHARE = 0.2  # utils/fileUtils.ts:668 formatTruncatedToolOutput: headChars 
 SAFE_BUFFER_TOKENS = 20_000  # release 2025-12 reading: summariser gets the truncated history above limit − this
 PROTECTION_THRESHOLD_TOKENS = 50_000  # context/toolOutputMaskingService.ts:25 DEFAULT_TOOL_PROTECTION_THRESHOLD
 MIN_PRUNABLE_TOKENS = 30_000  # toolOutputMaskingService.ts:26 DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD
+RECENT_NAME_SHARE = 0.9  # of the protected characters, what outputs alone fill (masking counts each tool's name too) # assumed
 MASK_TAG = "tool_output_masked"  # toolOutputMaskingService.ts:28 MASKING_INDICATOR_TAG
 MASK_EXEMPT_TOOLS = ("activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode")  # :36 EXEMPT_TOOLS
 SHELL_TOOLS = ("run_shell_command", "Bash", "shell", "exec_command")  # SHELL_TOOL_NAME and other agents' spellings
@@ -154,19 +155,31 @@ class GeminiCli(ThresholdCompactor):
     def summarises_dropped(cls, config) -> bool:
         # its compactions summarise what they drop (the kit's ``summarised``)
         return True
+
+    @classmethod
+    def keeps_recent_tool_chars(cls, config) -> int:
+        """The newest tool output both budgets leave whole, newest first: masking protects
+        ``protection_threshold_tokens`` (counting each output's tool name beside it: a tenth off for names,
+        assumed), a compression's truncation ``function_response_token_budget``; at 4 characters a token."""
+        tokens = min(config.function_response_token_budget,
+                     config.protection_threshold_tokens if config.release == "0.56" else config.function_response_token_budget)
+        return int(tokens * config.chars_per_token * RECENT_NAME_SHARE)
+
     summary = "gemini-cli 0.56: mask old tool output every turn; at 50% keep newest 30%, <state_snapshot> + verify"
     on_rejection = "refuses to send a request over its limit; the turn ends (gemini-cli client.ts ContextWindowWillOverflow)"
     Config = GeminiCliConfig
 
     @staticmethod
     def check_params(window: int) -> dict:
-        """The property kit's small window: masking's absolute thresholds (50,000 and 30,000 tokens) and
-        the summariser's budget of newest tool responses at the same share of the window as on 200k,
+        """The property kit's small window: masking's absolute thresholds (50,000 and 30,000 tokens), the
+        summariser's budget of newest tool responses and the size over which an output is cut (40,000
+        characters: else no output of the kit's reaches it) at the same share of the window as on 200k,
         as the peers' (unscaled, masking would never start before compression at half of 32k)."""
         scale = window / 200_000
         return {"protection_threshold_tokens": int(PROTECTION_THRESHOLD_TOKENS * scale),
                 "min_prunable_tokens": int(MIN_PRUNABLE_TOKENS * scale),
-                "function_response_token_budget": int(FUNCTION_RESPONSE_TOKEN_BUDGET * scale)}
+                "function_response_token_budget": int(FUNCTION_RESPONSE_TOKEN_BUDGET * scale),
+                "truncate_threshold_chars": max(100, int(TRUNCATE_THRESHOLD_CHARS * scale))}
 
     def __init__(self, config, env) -> None:
         super().__init__(config, env)

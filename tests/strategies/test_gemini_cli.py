@@ -334,7 +334,9 @@ def test_a_read_back_stays_whole_when_a_compression_cuts_the_history_to_budget(t
 
 def test_the_kit_scales_masking_to_its_window_for_subclasses_too():
     """Unscaled, masking (50,000 protected, 30,000 prunable) never started in the kit's 32k window
-    before compression at half of it (issue #45): the kit runs it at 32/200 of each."""
+    before compression at half of it (issue #45): the kit runs it at 32/200 of each, and cuts outputs past
+    32/200 of 40,000 characters (6,400: no output of the kit's reached 40,000, so a budget walked the wrong
+    way cut nothing there)."""
     from ctxsim.harness.testing.params import params_for
     from ctxsim.strategies.gemini_cli import GeminiCli
 
@@ -342,5 +344,5 @@ def test_the_kit_scales_masking_to_its_window_for_subclasses_too():
         name = "mine"
 
     expected = {"protection_threshold_tokens": 8_000, "min_prunable_tokens": 4_800,
-                "function_response_token_budget": 8_000}
+                "function_response_token_budget": 8_000, "truncate_threshold_chars": 6_400}
     assert params_for(GeminiCli, 32_000) == params_for(Mine, 32_000) == expected

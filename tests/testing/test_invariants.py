@@ -629,6 +629,13 @@ def test_recent_kept_holds_the_declared_characters_of_the_newest_output():
     from ctxsim.strategies.opencode import OpenCode
 
     assert declared(OpenCode, {"prune_protect_tokens": 6_400}).recent_chars == 25_600
+    # gemini-cli: the smaller of its masking protection and its compression budget, 4 a token, a tenth off for the
+    # tool names masking counts too: min(8,000, 10,000) x 4 x 0.9 = 28,800 (its release 2025-12 masks nothing)
+    from ctxsim.strategies.gemini_cli import GeminiCli
+
+    assert declared(GeminiCli, {"protection_threshold_tokens": 8_000, "function_response_token_budget": 10_000}).recent_chars == 28_800
+    assert declared(GeminiCli, {"protection_threshold_tokens": 8_000, "function_response_token_budget": 10_000,
+                                "release": "2025-12"}).recent_chars == 36_000
     c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_chars=100))
 
     msgs = [user("go"), *read_step("a", "A" * 60), *read_step("b", "B" * 30), *read_step("c", "C" * 30)]

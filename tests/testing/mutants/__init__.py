@@ -214,6 +214,7 @@ KIT45B: list[Case] = [
     _c(g.SlidingWindowKeepsFirstRead, SlidingWindow, "superseded", "duplicate reads: the first kept, the latest replaced"),
     _c(g.ClaudeCodeIdleForgottenAtResume, ClaudeCode, "idle_clear", "the last answer's time forgotten at a resume"),
     _c(g.MaskingCountsWithoutTheTask, ObservationMasking, "recent_kept", "observations counted without the task: one fewer masked"),
+    _c(g.GeminiBudgetOldestFirst, GeminiCli, "recent_kept", "the tool-output budget spent oldest first"),
 ]
 CORPUS += KIT45B
 

@@ -7,13 +7,17 @@ the stale read (``supersedes_reads``). And Claude Code's last answer forgotten a
 idle gap is never measured across one, so the time-based clearing does not fire after it (``idle_clear``, now
 judged at a resume's first request). And SWE-agent's masking leaving the template out of its count (blind set 22):
 one observation fewer masked than its n allows, which only a promise of what a masking takes shows
-(``clears_all_but_recent``, now declared by observation_masking). Each beside its correct twin, the registered base."""
+(``clears_all_but_recent``, now declared by observation_masking). And gemini-cli's budget of tool output walked
+oldest first (blind sets 20 and 22): the newest outputs are cut, the old ones kept (``keeps_recent_tool_chars``,
+now declared by gemini_cli, its outputs cut past the kit's share of 40,000 characters). Each beside its correct
+twin, the registered base."""
 
 from __future__ import annotations
 
 from ctxsim.strategies import sliding_window as sw
 from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.context_editing import ContextEditing
+from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.observation_masking import ObservationMasking
 from ctxsim.strategies.sliding_window import SlidingWindow
 
@@ -90,3 +94,13 @@ class MaskingCountsWithoutTheTask(ObservationMasking):
             super().prepare(call)
         finally:
             self.__dict__["config"] = c
+
+
+class GeminiBudgetOldestFirst(GeminiCli):
+    """``truncateHistoryToBudget`` walked from the oldest message: the budget is spent on the old outputs, and the
+    newest ones, those the model works from, are saved to files and cut."""
+
+    name = "gemini_budget_oldest_first"
+
+    def truncate_to_budget(self, messages):
+        return list(reversed(super().truncate_to_budget(list(reversed(messages)))))
