@@ -203,6 +203,13 @@ class Strategy:
         return None
 
     @classmethod
+    def keeps_recent_turns(cls, config: StrategyConfig) -> int:
+        """How many of the newest user turns keep their tool results as they entered, whatever the strategy clears:
+        every result after the Nth newest message the user typed (opencode's prune never touches the last two
+        turns). 0: no promise."""
+        return 0
+
+    @classmethod
     def keeps_recent_tool_chars(cls, config: StrategyConfig) -> int:
         """How many characters of the newest tool output (walking back from the newest result, by where
         each stands) keep their results as they entered, whatever the strategy clears: a protection

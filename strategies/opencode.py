@@ -52,6 +52,7 @@ TRUNCATE_MAX_LINES = 2_000  # tool/truncation.ts Truncate.MAX_LINES
 TRUNCATE_MAX_BYTES = 50 * 1024  # tool/truncation.ts Truncate.MAX_BYTES
 PRUNE_MINIMUM = 20_000  # compaction.ts
 PRUNE_PROTECT = 40_000  # compaction.ts
+PRUNE_TURNS = 2  # compaction.ts prune: the last two user turns are never pruned
 PRUNE_PROTECTED_TOOLS = ("skill",)  # compaction.ts
 ESTIMATE_CHARS_PER_TOKEN = 4  # opencode Token.estimate: characters / 4 (what the prune walk sums)
 PRUNED = "[Old tool result content cleared]"  # message-v2.ts: what a compacted tool part shows the model
@@ -116,6 +117,12 @@ class OpenCode(ThresholdCompactor):
         ``PRUNE_PROTECT``, each output estimated at :data:`ESTIMATE_CHARS_PER_TOKEN`), nor the last two
         turns: the kit holds the budget, in the characters it estimates from."""
         return ESTIMATE_CHARS_PER_TOKEN * config.prune_protect_tokens
+
+    @classmethod
+    def keeps_recent_turns(cls, config) -> int:
+        """A prune never touches the last two user turns (compaction.ts prune: ``if (turns < 2) continue``), counted
+        as a new user message comes in (before it): with the turn it opens, the newest three keep their results."""
+        return PRUNE_TURNS + 1
 
     @classmethod
     def clear_minimum(cls, config) -> tuple[int, str] | None:
@@ -197,7 +204,7 @@ class OpenCode(ThresholdCompactor):
             m = h[i]
             if is_plain_user(m):
                 turns += 1
-            if turns < 2:
+            if turns < PRUNE_TURNS:
                 continue
             if m.meta.get("origin") == "summary":
                 break

@@ -48,6 +48,11 @@ previous conversation, the current work, key technical concepts, relevant files 
 solving, and pending tasks with the next steps (quote the latest instructions verbatim)."""  # the shape of supportPrompt CONDENSE
 
 
+def allowed_tokens(window: int, max_tokens: int) -> float:
+    """context-management/index.ts: ``contextWindow * (1 - TOKEN_BUFFER_PERCENTAGE) - maxTokens``."""
+    return window * (1 - TOKEN_BUFFER_PERCENTAGE) - max_tokens
+
+
 def hidden_count(visible: int, frac: float = 0.5) -> int:
     """``truncateConversation``: ``floor((visible − 1) × frac)`` rounded down to even."""
     raw = int((visible - 1) * frac)
@@ -75,8 +80,16 @@ class RooCode(ThresholdCompactor):
         self.percent = config.auto_condense_percent
         check_room(self.name, env.window, int(self.allowed()), {"max_tokens": config.max_tokens})
 
+    @classmethod
+    def compacts_above(cls, config, window: int, max_output_tokens: int) -> int | None:
+        """manageContext condenses once the context (the last request's tokens plus the newest message's) reaches
+        ``autoCondenseContextPercent`` of the window or passes the allowed size (0.9 x window - max tokens)."""
+        if not config.auto_condense:
+            return None
+        return int(min(window * config.auto_condense_percent / 100, allowed_tokens(window, config.max_tokens)))
+
     def allowed(self) -> float:
-        return self.env.window * (1 - TOKEN_BUFFER_PERCENTAGE) - self.config.max_tokens
+        return allowed_tokens(self.env.window, self.config.max_tokens)
 
     def should_compact(self, call: CallInfo) -> bool:
         if self.anchor.anchor is None:

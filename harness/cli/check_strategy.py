@@ -163,6 +163,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     if d.clears_above is not None:
         out.append(f"past {d.clears_above:,} tokens of the whole prompt (nothing cleared), every request clears all but "
                    f"the newest {d.recent_kept} tool uses")
+    if d.recent_turns:
+        out.append(f"the newest {d.recent_turns} user turns keep their tool results as they entered")
     if d.superseded:
         out.append("a read is replaced only while a later read of its file goes whole")
     if d.recent_chars:

@@ -16,6 +16,8 @@ is checked like its base (issue #45):
   all but the newest ``keeps_recent_tool_uses`` (context_editing: the API judges its trigger on the prompt sent);
 * ``supersedes_reads(config)``: the text a read's result is replaced by because a later read of the same file
   stands in the request (sliding_window: Cline's duplicate file reads);
+* ``keeps_recent_turns(config)``: how many of the newest user turns keep their tool results as they entered
+  (opencode's prune never touches the last two);
 * ``keeps_recent_tool_chars(config)``: how many characters of the newest tool output keep their results as
   they entered (opencode's prune protection);
 * ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
@@ -58,6 +60,7 @@ class Declared:
     result_limits: tuple[tuple[int, str], ...] = ()  # (amount, "bytes" | "chars" | "lines")
     recent_kept: int = 0  # the newest tool uses whose results stay as they entered
     recent_chars: int = 0  # the newest characters of tool output whose results stay as they entered
+    recent_turns: int = 0  # the newest user turns whose tool results stay as they entered
     clears_all_but: tuple[str, ...] | None = None  # a clearing clears all but the newest recent_kept (these tools apart)
     clears_above: int | None = None  # the whole prompt's tokens past which every request clears all but recent_kept
     superseded: str | None = None  # the text a read's result is replaced by when a later read of its file stands
@@ -194,6 +197,9 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     superseded = _hook(cls, "supersedes_reads", config, None)
     if superseded is not None and not (isinstance(superseded, str) and superseded.strip()):
         raise ValueError(f"{cls.__qualname__}.supersedes_reads: the replacement text or None, got {superseded!r}")
+    turns = _hook(cls, "keeps_recent_turns", config, 0)
+    if not (_amount(turns) and int(turns) == turns):
+        raise ValueError(f"{cls.__qualname__}.keeps_recent_turns: a number of user turns, got {turns!r}")
     chars = _hook(cls, "keeps_recent_tool_chars", config, 0)
     if not _amount(chars):
         raise ValueError(f"{cls.__qualname__}.keeps_recent_tool_chars: a number of characters, got {chars!r}")
@@ -202,7 +208,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
                     cache_marks=tuple(marks), compacts_above=trigger, compacts_at_turns=at_turns,
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
-                    clears_above=None if clears_above is None else int(clears_above), superseded=superseded)
+                    clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
+                    recent_turns=int(turns))
 
 
 def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) -> Any:

@@ -1036,15 +1036,19 @@ class Checker:
                                            f"(declared kept: {_items(self.declared.summary_items)})")
             if (s.kind == SUMMARY and self.declared.compacts_above is not None and "compaction_trigger" in self.promised
                     and first_side and not self._in_sub and not self._attempts and not self._early_reported
-                    and s.tokens * max(1.0, self._main_ratio or 1.0) * ESTIMATE_FACTOR < self.declared.compacts_above):
+                    and max(s.tokens, self._main_tokens) * max(1.0, self._main_ratio or 1.0) * ESTIMATE_FACTOR
+                    < self.declared.compacts_above):
                 # the first call of a compaction (a retry after a refused summary is trimmed: Codex drops the oldest
                 # items) asked for on the main conversation, not in reaction to a refused request, while the
                 # conversation it summarises is well under the trigger, as the strategy itself measures it (its
-                # last main request's estimate over the truth: a fixed rate runs high on dense text)
+                # last main request's estimate over the truth: a fixed rate runs high on dense text); the
+                # conversation is at least what its last main request sent (a summary request may leave out the
+                # agent's system prompt and tools: Roo Code's has a prompt of its own)
                 self._early_reported = True
                 seen = ("" if not self._main_ratio or self._main_ratio <= 1 else
                         f", {self._main_ratio:.2f} times that by the strategy's own last estimate")
-                v("compaction_trigger", f"a summary asked for on {s.tokens:,} tokens of the conversation{seen}, under "
+                v("compaction_trigger", f"a summary asked for on {max(s.tokens, self._main_tokens):,} tokens of the "
+                                        f"conversation{seen}, under "
                                         f"the {self.declared.compacts_above:,} at which the strategy declares it "
                                         f"summarises (compacts_above; a factor of {ESTIMATE_FACTOR} allowed for its "
                                         "estimate), and not after a refused request: the trigger fired early "
@@ -1167,13 +1171,16 @@ class Checker:
                     self._limit_seen.add(b.id)   # judged as it first enters; a later clearing is no cut
         # the main conversation's results, each noted as it first entered (recent_kept, idle_clear): once a request
         results = (self._results(req) if stream == "main" and (self.declared.recent_kept or self.declared.idle_clear
-                                                                or self.declared.recent_chars
+                                                                or self.declared.recent_chars or self.declared.recent_turns
                                                                 or self.declared.clears_all_but is not None) else {})
         if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_changed(req, results):
                 v("recent_kept", detail)
         if self.declared.recent_chars and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_chars_changed(results):
+                v("recent_kept", detail)
+        if self.declared.recent_turns and "recent_kept" in self.promised and stream == "main":
+            for detail in self._recent_turns_changed(req, results):
                 v("recent_kept", detail)
         if (self.declared.clears_above is not None and "compaction_trigger" in self.promised and stream == "main"
                 and not fresh and not s.rejected and not self._clear_trigger_reported):
@@ -1662,6 +1669,23 @@ class Checker:
                 out.append(f"the result of tool use {i} ({name} {path}) is replaced by the text the strategy sends for a "
                            "read a later one supersedes (supersedes_reads), but every later read of that file is replaced "
                            "too, or there is none: the newest read replaced, an older one kept?")
+        return out
+
+    def _recent_turns_changed(self, req: Request, results: dict[str, Block]) -> list[str]:
+        """The results of the newest declared user turns (after the Nth newest message the user typed: no tool
+        results, no origin of the strategy's own) that differ from what they were when they entered."""
+        n = self.declared.recent_turns
+        typed = [k for k, m in enumerate(req.messages) if m.role == "user" and not m.has_tool_result and not m.meta.get("origin")]
+        start = typed[-n] if len(typed) >= n else 0
+        out = []
+        for m in req.messages[start:]:
+            for b in m.blocks:
+                if b.type == "tool_result" and b.id in results and b.id not in self._recent_lost \
+                        and b.digest != self._as_entered[b.id]:
+                    self._recent_lost.add(b.id)
+                    out.append(f"the result of tool use {b.id}, in one of the newest {n} user turns whose tool results the "
+                               f"strategy declares it keeps (keeps_recent_turns), is sent changed ({_short(b.text)!r}): "
+                               "the turns counted one short?")
         return out
 
     def _recent_chars_changed(self, results: dict[str, Block]) -> list[str]:

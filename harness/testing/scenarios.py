@@ -448,6 +448,25 @@ def heavy_tools(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     return b.trace()
 
 
+def long_turns(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """Three user turns, the first two of twelve reads and commands each (42,000 characters of output a turn at
+    32k, about 15,000 tokens: past a budget of the newest output kept at a fifth of the window by more than a
+    tenth of it): a rule kept in turns (opencode never prunes the last two) binds only where one turn outgrows the
+    budget kept in tokens."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 51)
+    for t in range(2):
+        for k in range(12):
+            b.call(conv.Turn(calls=(conv.ToolCall("Read" if k % 2 == 0 else "Bash", _scale(3_500, window),
+                                                  seed=800 + 10 * t + k),)))
+        b.call(conv.Turn(text=200))
+        b.user(200, 52 + t)
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
 def _found(name: str) -> Callable[..., tr.Trace | None]:
     def load(window: int, edges=()) -> tr.Trace | None:
         path = FOUND / f"{name}.jsonl"
@@ -464,6 +483,7 @@ SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "crash_mid_results": (crash_mid_results, False),
     "spans_across_resume": (spans_across_resume, False),
     "heavy_tools": (heavy_tools, False),
+    "long_turns": (long_turns, False),
     "subagent_after_clearing": (_found("subagent_after_clearing"), False),
     "parallel_results": (parallel_results, False),
     "clock_edges": (clock_edges, False),

@@ -78,3 +78,16 @@ def test_the_estimate_after_a_truncation_keeps_the_density_the_usage_measured():
     req = s.build_request(CallInfo(5, 5.0))
     assert s.counters.extra["truncations"] == 1 and req.rewrite
     assert req.estimated_tokens == 109_834
+
+
+def test_the_condense_trigger_the_kit_holds_it_to():
+    """manageContext condenses at autoCondenseContextPercent of the window or past the allowed size, the smaller:
+    at 32,000 with max tokens 8,192, 0.9 x 32,000 - 8,192 = 20,608 (100% of the window is later); at 50%, 16,000;
+    with condensing off, no summary trigger (it only truncates)."""
+    from ctxsim.strategies.registry import make_config
+    from ctxsim.strategies.roo_code import RooCode
+
+    def at(**kw):
+        return RooCode.compacts_above(make_config(RooCode, kw), 32_000, 8_192)
+
+    assert at() == 20_608 and at(auto_condense_percent=50) == 16_000 and at(auto_condense=False) is None

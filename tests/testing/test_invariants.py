@@ -753,6 +753,32 @@ def test_superseded_a_replaced_read_needs_a_later_read_of_its_file_that_goes():
     assert [v.invariant for v in out] == ["superseded"] and "tool use t1" in out[0].detail
 
 
+def test_recent_kept_holds_the_results_of_the_newest_declared_user_turns():
+    """opencode never prunes the last two turns before the one a new message opens: it declares the newest 3. Turns
+    u1 (a), u2 (b), u3 (c), u4 (nothing yet): the newest 3 begin at u2, so clearing a passes and clearing b is
+    reported; a note of the strategy's own (origin) is no turn."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.opencode import OpenCode
+
+    assert declared(OpenCode, {}).recent_turns == 3
+    texts = {"a": "A" * 40, "b": "B" * 40, "c": "C" * 40}
+
+    def turns(cleared: str) -> list[Message]:
+        out: list[Message] = []
+        for k, i in enumerate("abc"):
+            out += [user(f"u{k + 1}"), *read_step(i, "[cleared]" if i in cleared else texts[i])]
+        return [*out, Message.user("a note", origin="reminder"), user("u4")]
+
+    def run(cleared: str) -> list:
+        c = Checker(frozenset({"recent_kept"}), texts, declared=Declared(recent_turns=3))
+        assert c.feed([sent(req(turns("")), 0)]) == []
+        return c.feed([sent(req(turns(cleared), rewrite=True), 1)])
+
+    assert run("a") == []
+    out = run("ab")
+    assert [v.invariant for v in out] == ["recent_kept"] and "tool use b, in one of the newest 3 user turns" in out[0].detail
+
+
 def test_recent_kept_newest_where_calls_and_results_agree():
     """Parallel results may come back in another order than their calls; context_editing counts the
     calls, SWE-agent's masking and Claude Code's microcompact count the results as they stand. Declared

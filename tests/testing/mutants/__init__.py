@@ -21,6 +21,7 @@ from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.observation_masking import ObservationMasking
 from ctxsim.strategies.opencode import OpenCode
 from ctxsim.strategies.rag_memory import RagMemory
+from ctxsim.strategies.roo_code import RooCode
 from ctxsim.strategies.sliding_window import SlidingWindow
 from ctxsim.strategies.subagent_isolation import SubagentIsolation
 from ctxsim.strategies.tiered_budget import TieredBudget
@@ -215,6 +216,8 @@ KIT45B: list[Case] = [
     _c(g.ClaudeCodeIdleForgottenAtResume, ClaudeCode, "idle_clear", "the last answer's time forgotten at a resume"),
     _c(g.MaskingCountsWithoutTheTask, ObservationMasking, "recent_kept", "observations counted without the task: one fewer masked"),
     _c(g.GeminiBudgetOldestFirst, GeminiCli, "recent_kept", "the tool-output budget spent oldest first"),
+    _c(g.OpenCodePrunesTheTurnBefore, OpenCode, "recent_kept", "the prune guard one turn short"),
+    _c(g.RooTriggerOnLastInput, RooCode, "compaction_trigger", "the condense trigger on the last input alone"),
 ]
 CORPUS += KIT45B
 

@@ -9,16 +9,23 @@ judged at a resume's first request). And SWE-agent's masking leaving the templat
 one observation fewer masked than its n allows, which only a promise of what a masking takes shows
 (``clears_all_but_recent``, now declared by observation_masking). And gemini-cli's budget of tool output walked
 oldest first (blind sets 20 and 22): the newest outputs are cut, the old ones kept (``keeps_recent_tool_chars``,
-now declared by gemini_cli, its outputs cut past the kit's share of 40,000 characters). Each beside its correct
-twin, the registered base."""
+now declared by gemini_cli, its outputs cut past the kit's share of 40,000 characters). And opencode's prune
+guard counted one turn short (blind set 21; blind set 19 one long): the turn before the last pruned
+(``keeps_recent_turns``, reached on a session whose turns outgrow the budget kept in tokens). And Roo Code's
+condense trigger read on the last request's input alone (blind set 21): the message that crosses the line goes
+out uncondensed (``compaction_trigger``, now declared by roo_code). Each beside its correct twin, the registered
+base."""
 
 from __future__ import annotations
 
+from ctxsim.strategies import opencode as oc
 from ctxsim.strategies import sliding_window as sw
 from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.context_editing import ContextEditing
 from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.observation_masking import ObservationMasking
+from ctxsim.strategies.opencode import OpenCode
+from ctxsim.strategies.roo_code import RooCode
 from ctxsim.strategies.sliding_window import SlidingWindow
 
 from tests.testing.mutants.kit45e import _seen_as
@@ -104,3 +111,36 @@ class GeminiBudgetOldestFirst(GeminiCli):
 
     def truncate_to_budget(self, messages):
         return list(reversed(super().truncate_to_budget(list(reversed(messages)))))
+
+
+class OpenCodePrunesTheTurnBefore(OpenCode):
+    """The prune walk's guard ``turns < 1`` for ``turns < 2``: only the turn that just ended is kept whole, the one
+    before it pruned with the old output."""
+
+    name = "opencode_prunes_the_turn_before"
+
+    def prune(self) -> int:
+        oc.PRUNE_TURNS, kept = oc.PRUNE_TURNS - 1, oc.PRUNE_TURNS
+        try:
+            return super().prune()
+        finally:
+            oc.PRUNE_TURNS = kept
+
+
+class RooTriggerOnLastInput(RooCode):
+    """The condense trigger compares the last request's reported input alone, not the running estimate (that and
+    what came since): a big result that crosses the line is sent before anything is condensed."""
+
+    name = "roo_trigger_on_last_input"
+
+    def estimate(self, *args, **kwargs):
+        if self.anchor.anchor is not None and getattr(self, "_in_trigger", False):
+            return self.anchor.last_input or 0
+        return super().estimate(*args, **kwargs)
+
+    def should_compact(self, call) -> bool:
+        self._in_trigger = True
+        try:
+            return super().should_compact(call)
+        finally:
+            self._in_trigger = False
