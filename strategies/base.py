@@ -274,6 +274,14 @@ class Strategy:
         return ()
 
     @classmethod
+    def result_cuts(cls, config: StrategyConfig) -> tuple[tuple[tuple[str, ...], int, float], ...]:
+        """``((tools, chars, head_share), ...)``: a result of one of ``tools`` (empty: of any tool no other entry
+        names) longer than ``chars`` characters enters holding its first ``int(chars × head_share)`` characters and
+        its last ``chars`` less those, as the tool returned them (a cut's marker, a spill's note around them); one
+        no longer enters whole. A read of the strategy's own file aside. Empty: no promise."""
+        return ()
+
+    @classmethod
     def clock_epochs(cls, config: StrategyConfig) -> tuple[float, ...]:
         """Unix times the strategy reads a trace's clock from (the trace's t = 0 shown as that
         instant, e.g. to stamp a date): the property kit crosses midnight on each clock as well.

@@ -116,6 +116,18 @@ class TieredBudget(WindowedStrategy):
             out[n] = max(100, int(f[n].default * scale))
         return out
 
+    @classmethod
+    def result_cuts(cls, config) -> tuple[tuple[tuple[str, ...], int, float], ...]:
+        """Each tier's budget: a cut keeps ``head_share`` of it from the start and the rest from the end, a spill
+        the budget's first characters (then the file's note); a tier kept whole promises nothing."""
+        out = []
+        for tier in TIERS:
+            limit, mode = getattr(config, f"{tier}_budget_chars"), getattr(config, f"{tier}_mode")
+            if mode != "keep":
+                tools = () if tier == "other" else tuple(getattr(config, f"{tier}_tools"))
+                out.append((tools, limit, config.head_share if mode == "cut" else 1.0))
+        return tuple(out)
+
     def __init__(self, config: TieredBudgetConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
         self.spill_dir = Path(env.session_dir) / "tool-results"

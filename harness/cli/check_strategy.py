@@ -155,6 +155,9 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"a rewrite may change the {' and the '.join(sorted(d.rewrites_also))} too")
     if d.result_limits:
         out.append("every tool result is cut to at most " + " and ".join(f"{n:,} {unit}" for n, unit in d.result_limits))
+    for tools, n, share in d.result_cuts:
+        out.append(f"a result of {', '.join(tools) if tools else 'any other tool'} past {n:,} characters is cut to "
+                   f"{share:.0%} from its start and the rest from its end")
     if d.recent_kept:
         out.append(f"the newest {d.recent_kept} tool uses keep their results as they entered")
     if d.clears_all_but is not None and d.recent_kept:

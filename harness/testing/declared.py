@@ -9,6 +9,8 @@ is checked like its base (issue #45):
 * ``rewrites_also``: the parts besides the messages (``"system"``, ``"tools"``) a declared rewrite
   may change;
 * ``result_limits(config)``: the bytes, characters or lines every tool result is cut to at most;
+* ``result_cuts(config)``: per tool, the characters past which a result is cut and the share of them kept from its
+  start (the rest from its end): tiered_budget's tiers;
 * ``keeps_recent_tool_uses(config)``: how many of the newest tool uses keep their results as they entered;
 * ``clears_all_but_recent(config)``: whether a clearing clears every result older than the newest
   ``keeps_recent_tool_uses`` tool uses, and the tools it never clears (context_editing);
@@ -61,6 +63,7 @@ class Declared:
     recent_kept: int = 0  # the newest tool uses whose results stay as they entered
     recent_chars: int = 0  # the newest characters of tool output whose results stay as they entered
     recent_turns: int = 0  # the newest user turns whose tool results stay as they entered
+    result_cuts: tuple[tuple[tuple[str, ...], int, float], ...] = ()  # (tools, characters, head share) of a cut
     clears_all_but: tuple[str, ...] | None = None  # a clearing clears all but the newest recent_kept (these tools apart)
     clears_above: int | None = None  # the whole prompt's tokens past which every request clears all but recent_kept
     superseded: str | None = None  # the text a read's result is replaced by when a later read of its file stands
@@ -197,6 +200,12 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     superseded = _hook(cls, "supersedes_reads", config, None)
     if superseded is not None and not (isinstance(superseded, str) and superseded.strip()):
         raise ValueError(f"{cls.__qualname__}.supersedes_reads: the replacement text or None, got {superseded!r}")
+    cuts = tuple(_hook(cls, "result_cuts", config, ()))
+    for cut in cuts:
+        ok = (isinstance(cut, tuple | list) and len(cut) == 3 and isinstance(cut[0], tuple | list)
+              and all(isinstance(t, str) for t in cut[0]) and _amount(cut[1]) and _amount(cut[2]) and cut[2] <= 1)
+        if not ok:
+            raise ValueError(f"{cls.__qualname__}.result_cuts: (tool names, characters, head share 0-1) each, got {cut!r}")
     turns = _hook(cls, "keeps_recent_turns", config, 0)
     if not (_amount(turns) and int(turns) == turns):
         raise ValueError(f"{cls.__qualname__}.keeps_recent_turns: a number of user turns, got {turns!r}")
@@ -209,7 +218,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     cache_marks=tuple(marks), compacts_above=trigger, compacts_at_turns=at_turns,
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
-                    recent_turns=int(turns))
+                    recent_turns=int(turns),
+                    result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts))
 
 
 def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) -> Any:

@@ -69,7 +69,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    result larger, beyond :data:`RESULT_NOTICE_SLACK` for the notices a cut adds
                    (multibyte text is where a limit tested in characters instead of bytes shows), and
                    cuts none that fits: a result within every declared limit enters as the tool
-                   returned it (a budget counted in another unit cuts below the declared size).
+                   returned it (a budget counted in another unit cuts below the declared size). A strategy
+                   that cuts per tool (``Strategy.result_cuts``: tiered_budget's tiers) lets no result of
+                   those tools past the declared characters enter whole (a budget that reaches only the first
+                   result of a message), nor keep more of its start or its end than the declared shares (by
+                   :data:`RESULT_NOTICE_SLACK`: shares the wrong way round); a guard of its own may shorten it.
 ``recent_kept``    a strategy that declares how many of the newest tool uses it never clears
                    (``Strategy.keeps_recent_tool_uses``: context_editing's ``keep``, observation_masking's
                    ``n``, claude_code's ``microcompact_keep``) sends the results of that many newest tool
@@ -209,6 +213,7 @@ one or two requests (:func:`pairing_violation`, :func:`prefix_change`, :func:`sp
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -781,6 +786,7 @@ class Checker:
     _since_accepted: list[_Summary] = field(default_factory=list)  # summaries made since the last accepted main request
     _trigger_missed: bool = False  # reported once a run
     _clear_trigger_reported: bool = False  # clears_above: reported once a run
+    _cut_seen: set[str] = field(default_factory=set)  # tool results judged against the declared cuts as they entered
     _superseded_lost: set[str] = field(default_factory=set)  # tool uses reported replaced with no later read (superseded)
     _early_reported: bool = False  # a summary asked for under the trigger, reported once a run
     _user_since_main: bool = False  # the user wrote (outside a sub-agent) since the last main request
@@ -1169,6 +1175,14 @@ class Checker:
                                           "below the declared size (counted in another unit?)")
                 if b.type == "tool_result":
                     self._limit_seen.add(b.id)   # judged as it first enters; a later clearing is no cut
+        if self.declared.result_cuts and "result_limit" in self.promised:
+            names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
+            for _m, b in new_blocks:
+                if b.type == "tool_result" and b.id in self.originals and b.id not in self._cut_seen:
+                    self._cut_seen.add(b.id)
+                    detail = self._cut_wrong(b, names.get(b.id, ""))
+                    if detail:
+                        v("result_limit", detail)
         # the main conversation's results, each noted as it first entered (recent_kept, idle_clear): once a request
         results = (self._results(req) if stream == "main" and (self.declared.recent_kept or self.declared.idle_clear
                                                                 or self.declared.recent_chars or self.declared.recent_turns
@@ -1670,6 +1684,39 @@ class Checker:
                            "read a later one supersedes (supersedes_reads), but every later read of that file is replaced "
                            "too, or there is none: the newest read replaced, an older one kept?")
         return out
+
+    def _cut_wrong(self, b: Block, tool: str) -> str:
+        """How the result ``b`` of ``tool`` entered against the declared cut of its tool (``result_cuts``): whole
+        though longer than the cut's characters, or keeping more of what the tool returned from its start or its end
+        than the declared shares; ``""`` when as declared (or a read of the strategy's own file). A guard of the
+        strategy's own may shorten a result further: only keeping more is judged."""
+        cuts = self.declared.result_cuts
+        cut = next((c for c in cuts if tool in c[0]), None) or next((c for c in cuts if not c[0]), None)
+        original = self.originals[b.id]
+        if cut is None or b.text == original and len(original) <= cut[1]:
+            return ""
+        inp = self.inputs.get(b.id)
+        if self._reads_spill(inp) or any(r and r in s for s in _json_strings(dict(inp or {})) for r in self._roots()):
+            return ""   # a read of the strategy's own file stays whole (N-SPILL-3)
+        tools, n, share = cut
+        where = f"tool_result {b.id} ({tool or 'a tool'}, {len(original):,} characters as returned)"
+        if len(original) <= n:
+            return ""   # a guard of the strategy's own (a cap on a message's results) may still shorten it
+        if b.text == original:
+            return (f"{where} entered whole, past the {n:,} characters at which the strategy declares it cuts results of "
+                    "that tool (result_cuts): a result it did not reach (one of several in a message?)")
+        head = int(n * share)
+        tail, slack = n - head, RESULT_NOTICE_SLACK["chars"]
+        # how much of the returned text's start and end the result keeps (a start may follow a note of the cut's
+        # own; a guard of the strategy's may shorten either, never lengthen it)
+        at = b.text.find(original[:min(32, head)]) if head else -1
+        kept_head = len(os.path.commonprefix([b.text[at:], original])) if at >= 0 else 0
+        kept_tail = len(os.path.commonprefix([b.text[::-1], original[::-1]]))
+        if kept_head > head + slack or kept_tail > tail + slack:
+            return (f"{where} entered cut keeping the first {kept_head:,} and the last {kept_tail:,} characters as "
+                    f"returned, where the strategy declares a cut keeps {head:,} from the start and {tail:,} from the "
+                    f"end ({share:.0%} of {n:,}; result_cuts): the shares the wrong way round?")
+        return ""
 
     def _recent_turns_changed(self, req: Request, results: dict[str, Block]) -> list[str]:
         """The results of the newest declared user turns (after the Nth newest message the user typed: no tool

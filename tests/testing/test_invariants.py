@@ -779,6 +779,31 @@ def test_recent_kept_holds_the_results_of_the_newest_declared_user_turns():
     assert [v.invariant for v in out] == ["recent_kept"] and "tool use b, in one of the newest 3 user turns" in out[0].detail
 
 
+def test_result_limit_a_declared_cut_keeps_its_shares_and_reaches_every_result():
+    """tiered_budget declares each tier's cut (result_cuts). Here Bash past 500 characters keeps 20% (100) from the
+    start and 400 from the end; a result of 1,000 ("0123456789" x 100): cut as declared passes; with the shares
+    swapped (400 from the start) it is reported (more than 100 + 64 of slack); whole, it is reported; a Grep result
+    (no cut declared for it) is not judged; a result shortened further (a cap of the strategy's own) passes."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.tiered_budget import TieredBudget
+
+    tiers = declared(TieredBudget, {"shell_budget_chars": 500, "read_mode": "keep"}).result_cuts
+    assert ((), 100_000, 1.0) in tiers and ("Read",) not in [t[0][:1] for t in tiers]
+    assert next(c for c in tiers if "Bash" in c[0])[1:] == (500, 0.2)
+    body = "0123456789" * 100
+
+    def run(text: str, tool: str = "Bash") -> list:
+        c = Checker(frozenset({"result_limit"}), {"t": body}, declared=Declared(result_cuts=((("Bash",), 500, 0.2),)))
+        return c.feed([sent(req([user("go"), *read_step("t", text, tool)]), 0)])
+
+    assert run(body[:100] + "\n[cut]\n" + body[-400:]) == []
+    out = run(body[:400] + "\n[cut]\n" + body[-100:])
+    assert [v.invariant for v in out] == ["result_limit"] and "keeping the first 400 and the last 100" in out[0].detail
+    out = run(body)
+    assert [v.invariant for v in out] == ["result_limit"] and "entered whole, past the 500 characters" in out[0].detail
+    assert run(body, "Grep") == [] and run(body[:50] + "\n[capped]") == []
+
+
 def test_recent_kept_newest_where_calls_and_results_agree():
     """Parallel results may come back in another order than their calls; context_editing counts the
     calls, SWE-agent's masking and Claude Code's microcompact count the results as they stand. Declared

@@ -218,6 +218,8 @@ KIT45B: list[Case] = [
     _c(g.GeminiBudgetOldestFirst, GeminiCli, "recent_kept", "the tool-output budget spent oldest first"),
     _c(g.OpenCodePrunesTheTurnBefore, OpenCode, "recent_kept", "the prune guard one turn short"),
     _c(g.RooTriggerOnLastInput, RooCode, "compaction_trigger", "the condense trigger on the last input alone"),
+    _c(g.TieredSharesSwapped, TieredBudget, "result_limit", "a cut's head and tail shares swapped"),
+    _c(g.TieredFirstResultOnly, TieredBudget, "result_limit", "the budgets applied to a message's first result only"),
 ]
 CORPUS += KIT45B
 

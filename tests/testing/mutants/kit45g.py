@@ -13,8 +13,9 @@ now declared by gemini_cli, its outputs cut past the kit's share of 40,000 chara
 guard counted one turn short (blind set 21; blind set 19 one long): the turn before the last pruned
 (``keeps_recent_turns``, reached on a session whose turns outgrow the budget kept in tokens). And Roo Code's
 condense trigger read on the last request's input alone (blind set 21): the message that crosses the line goes
-out uncondensed (``compaction_trigger``, now declared by roo_code). Each beside its correct twin, the registered
-base."""
+out uncondensed (``compaction_trigger``, now declared by roo_code). And tiered_budget's cut with its head and tail
+shares swapped (blind set 21), and its budgets applied to the first result of a message only (blind set 22): a
+promise of each tier's cut (``result_cuts``). Each beside its correct twin, the registered base."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from ctxsim.strategies.observation_masking import ObservationMasking
 from ctxsim.strategies.opencode import OpenCode
 from ctxsim.strategies.roo_code import RooCode
 from ctxsim.strategies.sliding_window import SlidingWindow
+from ctxsim.strategies.tiered_budget import TieredBudget
 
 from tests.testing.mutants.kit45e import _seen_as
 
@@ -144,3 +146,30 @@ class RooTriggerOnLastInput(RooCode):
             return super().should_compact(call)
         finally:
             self._in_trigger = False
+
+
+class TieredSharesSwapped(TieredBudget):
+    """The cut keeps ``1 - head_share`` of the budget from the start and ``head_share`` from the end: a test log's
+    failures and stack trace, at its end, mostly cut away."""
+
+    name = "tiered_shares_swapped"
+
+    def apply(self, b, message):
+        c = _seen_as(self, head_share=1 - self.config.head_share)
+        try:
+            return super().apply(b, message)
+        finally:
+            self.__dict__["config"] = c
+
+
+class TieredFirstResultOnly(TieredBudget):
+    """Only a message's first result goes through its tier's budget: the others of parallel calls enter whole."""
+
+    name = "tiered_first_result_only"
+
+    def on_tool_results(self, message):
+        from ctxsim.harness.model.conversation import Message
+
+        first = next((k for k, b in enumerate(message.blocks) if b.type == "tool_result"), None)
+        blocks = [self.apply(b, message) if k == first else b for k, b in enumerate(message.blocks)]
+        super(TieredBudget, self).on_tool_results(Message(message.role, tuple(blocks), message.meta))
