@@ -96,16 +96,19 @@ class OnDemandReading(WindowedStrategy):
         self.reads_dir.mkdir(parents=True, exist_ok=True)
         # inline reads, oldest first: (message index, tool_use id, chars)
         self.inline: list[tuple[int, str, int]] = []
+        self._returned: dict[str, str] = {}  # tool_use id -> an inline read's text as the tool returned it
         self._last_call: float | None = None
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
         if not resume:
-            self.inline = []
+            self.inline, self._returned = [], {}
 
     def after_compaction(self, start: int, head: int) -> None:
         if not self.in_isolated_subtask:
             self.inline = [(i - start + head, tid, c) for i, tid, c in self.inline if i >= start]
+            kept = {tid for _, tid, _ in self.inline}
+            self._returned = {tid: t for tid, t in self._returned.items() if tid in kept}
 
     def is_read(self, tool_use_id: str) -> bool:
         name, _ = self.tool_uses.get(tool_use_id, ("", {}))
@@ -126,6 +129,9 @@ class OnDemandReading(WindowedStrategy):
         for b in message.blocks:
             if b.type == "tool_result" and b.id and self.is_read(b.id) and len(b.text) >= self.config.min_pointer_chars:
                 self.inline.append((i, b.id, len(b.text)))
+                # the read as the tool returned it: the family's cap on a message's results may have shortened the
+                # copy in history, and the file a pointer names is the way back to all of it (the kit's path_back)
+                self._returned[b.id] = b.text
 
     def inline_tokens(self) -> int:
         return sum(self.gauge.tokens(c) - self.gauge.opaque for _, _, c in self.inline)
@@ -177,6 +183,7 @@ class OnDemandReading(WindowedStrategy):
         """Write the result to its file (unless it is a read of a file already saved) and return the
         pointer text that replaces it."""
         source = self.source_of(b.id or "")
+        text = self._returned.pop(b.id or "", b.text)   # all of it, where a cap shortened the copy in history
         root = Path(self.env.session_dir).resolve()
         src = Path(source)
         if src.is_absolute() and root in src.resolve().parents and src.exists():
@@ -184,9 +191,9 @@ class OnDemandReading(WindowedStrategy):
         else:
             saved = self.reads_dir / f"{_safe(b.id or 'result')}.txt"
             confined.guard(saved)
-            saved.write_text(b.text, encoding="utf-8")
+            saved.write_text(text, encoding="utf-8")
             self.counters.spills += 1
-        return POINTER.format(source=source, chars=len(b.text), saved=saved.resolve())
+        return POINTER.format(source=source, chars=len(text), saved=saved.resolve())
 
 
 def _safe(name: str) -> str:

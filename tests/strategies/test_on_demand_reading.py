@@ -155,3 +155,21 @@ def test_the_property_kit_reaches_the_pointer_rule():
     res = replay(day_long_launch(32_000), OnDemandReading, params, RunConfig(model=CHECK_MODEL, window=32_000, seed=0))
     counters = res.metrics["strategy_counters"]
     assert (counters.get("extra") or counters)["reads_replaced"] > 0
+
+
+def test_a_read_the_message_cap_shortened_is_saved_whole_where_its_pointer_names(tmp_path):
+    """The family caps what one message's results may bring (max_result_chars each, here 5,000): a read of
+    8,000 characters is in history at 5,000 and a cut marker. When it becomes a pointer, the file it names holds
+    all 8,000 as the tool returned them, and the pointer says so (found by the property kit's random sample: the
+    file held the capped copy, so the way back lost 3,000 characters)."""
+    s = make(tmp_path, max_result_chars=5_000)
+    s.on_user(Message.user("fix the parser"))
+    whole = "".join(f"line {k:05d}\n" for k in range(728))[:8_000]
+    read(s, 0, "/src/big.py", whole)
+    assert len(s.history[2].blocks[0].text) < len(whole)          # capped in history
+    for i in range(1, 4):
+        read(s, i, f"/src/f{i}.py", str(i) * 7000)
+    req = s.build_request(CallInfo(4, 4.0))
+    saved = (tmp_path / "reads" / "tu0.txt").resolve()
+    assert s.counters.extra["reads_replaced"] >= 1 and saved.read_text() == whole
+    assert req.messages[2].blocks[0].text == POINTER.format(source="/src/big.py", chars=8_000, saved=saved)
