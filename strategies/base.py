@@ -236,6 +236,14 @@ class Strategy:
         return None
 
     @classmethod
+    def replaces_only_when_idle(cls, config: StrategyConfig) -> float | None:
+        """Seconds: the strategy changes a result it sent before (a pointer for an old read, a cleared output) only
+        at a request of the main conversation that follows one of its own by more than this on the trace's clock
+        (the cache is cold then: on_demand_reading's ``cold_cache_s``); a request sooner after changes none. None:
+        no such rule."""
+        return None
+
+    @classmethod
     def compacts_above(cls, config: StrategyConfig, window: int, max_output_tokens: int) -> int | None:
         """The tokens past which the strategy summarises before sending: once its own estimate of a request of
         the main conversation (``Request.estimated_tokens``) passes them, it asks for a summary first (on a

@@ -89,6 +89,11 @@ class OnDemandReading(WindowedStrategy):
     SCALED = (*WindowedStrategy.SCALED, "inline_read_tokens", "keep_read_tokens")
     FLOORS = {**WindowedStrategy.FLOORS, "inline_read_tokens": 100, "keep_read_tokens": 100}
 
+    @classmethod
+    def replaces_only_when_idle(cls, config) -> float | None:
+        """Old reads become pointers only after an idle gap past ``cold_cache_s`` (0: whenever the budget passes)."""
+        return config.cold_cache_s or None
+
     def __init__(self, config: OnDemandReadingConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
         self.reads_dir = Path(env.session_dir) / "reads"

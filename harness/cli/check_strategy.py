@@ -176,6 +176,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         gap, tools = d.idle_clear
         out.append(f"idle over {gap:,.0f} s, the next request clears the old results of "
                    f"{', '.join(tools) if tools else 'every tool'}")
+    if d.cold_only is not None:
+        out.append(f"a result sent before changes only after {d.cold_only:,.0f} s idle")
     if d.compacts_above is not None:
         out.append(f"a request it estimates past {d.compacts_above:,} tokens is summarised first")
     if d.compacts_at_turns is not None:

@@ -25,6 +25,8 @@ is checked like its base (issue #45):
 * ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
 * ``clears_when_idle(config)``: the idle gap (trace clock) after which the next request clears old tool
   results, and the tools whose results it clears (Claude Code's time-based microcompact);
+* ``replaces_only_when_idle(config)``: the idle gap (trace clock) a request of the main conversation must follow
+  before it changes a result it sent before (on_demand_reading's ``cold_cache_s``: the cache cold anyway);
 * ``compacts_above(config, window, max_output_tokens)``: the estimate of a request past which the strategy
   summarises before sending it (its auto-compaction trigger on the run's window);
 * ``compacts_at_turns(config, window, max_output_tokens)``: the previous request's input past which the
@@ -64,6 +66,7 @@ class Declared:
     recent_chars: int = 0  # the newest characters of tool output whose results stay as they entered
     recent_turns: int = 0  # the newest user turns whose tool results stay as they entered
     result_cuts: tuple[tuple[tuple[str, ...], int, float], ...] = ()  # (tools, characters, head share) of a cut
+    cold_only: float | None = None  # seconds since the main conversation's last request before a result may change
     clears_all_but: tuple[str, ...] | None = None  # a clearing clears all but the newest recent_kept (these tools apart)
     clears_above: int | None = None  # the whole prompt's tokens past which every request clears all but recent_kept
     superseded: str | None = None  # the text a read's result is replaced by when a later read of its file stands
@@ -206,6 +209,9 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
               and all(isinstance(t, str) for t in cut[0]) and _amount(cut[1]) and _amount(cut[2]) and cut[2] <= 1)
         if not ok:
             raise ValueError(f"{cls.__qualname__}.result_cuts: (tool names, characters, head share 0-1) each, got {cut!r}")
+    cold = _hook(cls, "replaces_only_when_idle", config, None)
+    if cold is not None and not _amount(cold):
+        raise ValueError(f"{cls.__qualname__}.replaces_only_when_idle: a number of seconds or None, got {cold!r}")
     turns = _hook(cls, "keeps_recent_turns", config, 0)
     if not (_amount(turns) and int(turns) == turns):
         raise ValueError(f"{cls.__qualname__}.keeps_recent_turns: a number of user turns, got {turns!r}")
@@ -219,7 +225,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
                     recent_turns=int(turns),
-                    result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts))
+                    result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts),
+                    cold_only=None if cold is None else float(cold))
 
 
 def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) -> Any:

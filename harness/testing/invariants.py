@@ -94,7 +94,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    before held one beyond the newest ``keeps_recent_tool_uses`` (newest by call or by
                    where it stands). A rule that never fires (a gap read on the wall clock, or in the
                    wrong unit, or forgotten at a resume) breaks nothing else. Judged at a resume's first
-                   request too (the same conversation), not at a new launch's.
+                   request too (the same conversation), not at a new launch's. The other way, a strategy
+                   that changes results only once the cache is cold (``Strategy.replaces_only_when_idle``:
+                   on_demand_reading's ``cold_cache_s``) changes none its main conversation's request before
+                   sent whole at a request less than half that gap after it (an idle clock read from the
+                   wrong call rewrites a warm cache).
 ``cache_marks``    a strategy that declares where it puts cache breakpoints (``Strategy.cache_marks``:
                    NovaCode's tools, system and last user message, N-CACHE-1; the peers' system prompt
                    and last message) puts them there on every request of the conversation (main and
@@ -786,6 +790,9 @@ class Checker:
     _since_accepted: list[_Summary] = field(default_factory=list)  # summaries made since the last accepted main request
     _trigger_missed: bool = False  # reported once a run
     _clear_trigger_reported: bool = False  # clears_above: reported once a run
+    _warm_changed: frozenset[str] = frozenset()  # results the main conversation's last request sent changed (cold_only)
+    _warm_sent: frozenset[str] = frozenset()  # and the results it sent
+    _main_at: float | None = None  # when the main conversation's last request was sent (cold_only)
     _cut_seen: set[str] = field(default_factory=set)  # tool results judged against the declared cuts as they entered
     _superseded_lost: set[str] = field(default_factory=set)  # tool uses reported replaced with no later read (superseded)
     _early_reported: bool = False  # a summary asked for under the trigger, reported once a run
@@ -1235,6 +1242,10 @@ class Checker:
                                     "(compacts_at_turns), and no summary was asked for: the trigger did not fire "
                                     "(a window or a unit of its own?)")
         self._asked_since_main = False
+        if self.declared.cold_only is not None and "idle_clear" in self.promised and stream == "main":
+            detail = self._changed_warm(s, results if results else self._results(req), fresh)
+            if detail:
+                v("idle_clear", detail)
         line_at, self._line_at = self._line_at, s.now
         if (self.declared.idle_clear is not None and "idle_clear" in self.promised and stream == "main"
                 and (not fresh or resume_first) and prev is not None and not prev.rejected and line_at is not None
@@ -1684,6 +1695,25 @@ class Checker:
                            "read a later one supersedes (supersedes_reads), but every later read of that file is replaced "
                            "too, or there is none: the newest read replaced, an older one kept?")
         return out
+
+    def _changed_warm(self, s: Sent, results: dict[str, Block], fresh: bool) -> str:
+        """A request of the main conversation that changes a result the request before sent as it entered, sooner
+        after that request than the declared idle gap (``replaces_only_when_idle``; by half: the cache still
+        warm however the gap is read), or ``""``. The first request of a launch is not judged."""
+        changed = frozenset(i for i, b in results.items() if b.digest != self._as_entered[i])
+        before, self._warm_changed = self._warm_changed, changed
+        sent, self._warm_sent = self._warm_sent, frozenset(results)
+        at, self._main_at = self._main_at, s.now
+        if fresh or at is None or s.rejected:
+            return ""
+        new = [i for i in changed - before if i in sent]
+        gap, cold = s.now - at, self.declared.cold_only or 0.0
+        if not new or gap * 2 >= cold:
+            return ""
+        return (f"changes {len(new)} result(s) it sent before as they entered (tool use {sorted(new)[0]}) {gap:,.0f} s "
+                f"after the main conversation's last request, where the strategy declares it changes none before "
+                f"{cold:,.0f} s idle (replaces_only_when_idle: the cache is warm, and everything after the first change "
+                "is written again): an idle gap measured from the wrong call?")
 
     def _cut_wrong(self, b: Block, tool: str) -> str:
         """How the result ``b`` of ``tool`` entered against the declared cut of its tool (``result_cuts``): whole

@@ -882,6 +882,28 @@ def test_idle_clear_not_judged_at_a_launch_or_with_nothing_old():
     assert c.feed([Sent(req([user("new")]), 100, 1_000, False, "", 1, 90_000.0)]) == []   # a new launch's first
 
 
+def test_idle_clear_a_strategy_that_changes_results_only_when_idle_does_not_while_warm():
+    """on_demand_reading replaces old reads only after an idle gap past cold_cache_s (300 s). A request 4 s after
+    the one before that changes a result it sent whole is reported; the same change 400 s after passes (and one
+    150 s after, half the gap, is not judged: however the gap is read, the cache may be cold)."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.on_demand_reading import OnDemandReading
+
+    assert declared(OnDemandReading, {}).cold_only == 300.0 and declared(OnDemandReading, {"cold_cache_s": 0}).cold_only is None
+    texts = {"a": "A" * 40, "b": "B" * 40}
+    msgs = [user("go"), *read_step("a", texts["a"]), *read_step("b", texts["b"])]
+    later = [user("go"), *read_step("a", "[pointer]"), *read_step("b", texts["b"]), user("more")]
+
+    def run(gap: float) -> list:
+        c = Checker(frozenset({"idle_clear"}), texts, declared=Declared(cold_only=300.0))
+        assert c.feed([Sent(req(msgs), 100, 1_000, False, "", 0, 1_000.0)]) == []
+        return c.feed([Sent(req(later, rewrite=True), 100, 1_000, False, "", 1, 1_000.0 + gap)])
+
+    out = run(4.0)
+    assert [v.invariant for v in out] == ["idle_clear"] and "changes 1 result(s) it sent before as they entered (tool use a) 4 s" in out[0].detail
+    assert run(400.0) == [] and run(150.0) == []
+
+
 # --- cache_marks --------------------------------------------------------------------------------------
 
 def test_cache_marks_are_where_the_strategy_declares_them_n_cache_1():

@@ -19,6 +19,7 @@ from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.goose import Goose
 from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.observation_masking import ObservationMasking
+from ctxsim.strategies.on_demand_reading import OnDemandReading
 from ctxsim.strategies.opencode import OpenCode
 from ctxsim.strategies.rag_memory import RagMemory
 from ctxsim.strategies.roo_code import RooCode
@@ -220,6 +221,7 @@ KIT45B: list[Case] = [
     _c(g.RooTriggerOnLastInput, RooCode, "compaction_trigger", "the condense trigger on the last input alone"),
     _c(g.TieredSharesSwapped, TieredBudget, "result_limit", "a cut's head and tail shares swapped"),
     _c(g.TieredFirstResultOnly, TieredBudget, "result_limit", "the budgets applied to a message's first result only"),
+    _c(g.OnDemandIdleClockWhenOverBudget, OnDemandReading, "idle_clear", "the idle clock noted only on calls over budget"),
 ]
 CORPUS += KIT45B
 

@@ -15,7 +15,9 @@ guard counted one turn short (blind set 21; blind set 19 one long): the turn bef
 condense trigger read on the last request's input alone (blind set 21): the message that crosses the line goes
 out uncondensed (``compaction_trigger``, now declared by roo_code). And tiered_budget's cut with its head and tail
 shares swapped (blind set 21), and its budgets applied to the first result of a message only (blind set 22): a
-promise of each tier's cut (``result_cuts``). Each beside its correct twin, the registered base."""
+promise of each tier's cut (``result_cuts``). And on_demand_reading's idle clock set only when over budget
+(blind set 21): reads replaced while the cache is warm, which the random sample alone had found
+(``replaces_only_when_idle``). Each beside its correct twin, the registered base."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.context_editing import ContextEditing
 from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.observation_masking import ObservationMasking
+from ctxsim.strategies.on_demand_reading import OnDemandReading
 from ctxsim.strategies.opencode import OpenCode
 from ctxsim.strategies.roo_code import RooCode
 from ctxsim.strategies.sliding_window import SlidingWindow
@@ -173,3 +176,15 @@ class TieredFirstResultOnly(TieredBudget):
         first = next((k for k, b in enumerate(message.blocks) if b.type == "tool_result"), None)
         blocks = [self.apply(b, message) if k == first else b for k, b in enumerate(message.blocks)]
         super(TieredBudget, self).on_tool_results(Message(message.role, tuple(blocks), message.meta))
+
+
+class OnDemandIdleClockWhenOverBudget(OnDemandReading):
+    """When it last called is noted only on calls over the read budget: the first over-budget call after a quiet
+    stretch of small ones measures its gap from long ago and replaces reads while the cache is warm."""
+
+    name = "on_demand_idle_clock_when_over_budget"
+
+    def before_call(self, call) -> None:
+        if not self.in_isolated_subtask and self.inline_tokens() < self.config.inline_read_tokens:
+            return   # the clock below is left as it was
+        super().before_call(call)
