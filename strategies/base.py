@@ -146,6 +146,9 @@ class Strategy:
     # True: the user messages it keeps across a compaction are the user's own, as written (a cut keeps their
     # opening): no summary, note or other text of its own sent as a plain user message (the kit's user_messages)
     keeps_user_messages: ClassVar[bool] = False
+    # True: a tool result it replaced (cleared, masked, pruned) keeps that replacement for as long as it is sent
+    # replaced: nothing is replaced again from its own placeholder (the kit's replaced_once)
+    keeps_replacements: ClassVar[bool] = False
     # One line: what the modelled agent does when the API rejects a request, with its source (listed
     # by `ctxsim strategies`). The default is what most real agents do (peers.md, "Real agents never
     # keep sending a rejected request"): gemini-cli refuses to send and ends the turn, Codex errors

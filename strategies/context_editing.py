@@ -247,6 +247,7 @@ class ContextEditing(ThresholdCompactor):
     summary = "Anthropic clear_tool_uses_20250919: past 100k input, each request cleared to the last 3 tool results"
     on_rejection = "none: the API's 400 ends the bare client's turn (context editing is an API feature; no recovery documented)"
     Config = ContextEditingConfig
+    keeps_replacements = True  # a result cleared or masked keeps its placeholder (the kit's replaced_once)
     seed_readings = (
         Departure("clear_at_least_scope", "docs, clear_at_least: 'each time the strategy activates'",
                   "per_request (default): all a request clears, all or nothing, so past the first clearing every "

@@ -94,6 +94,7 @@ class ObservationMasking(PeerStrategy):
     summary = "SWE-agent LastNObservations: keep the last 5 observations, older ones → 'Old environment output'"
     on_rejection = "the run exits and submits what it has (SWE-agent agents.py exit_context)"
     Config = ObservationMaskingConfig
+    keeps_replacements = True  # a result cleared or masked keeps its placeholder (the kit's replaced_once)
 
     def __init__(self, config, env) -> None:
         super().__init__(config, env)

@@ -110,6 +110,7 @@ class OpenCode(ThresholdCompactor):
     summary = "OpenCode: prune tool output past the newest 40k tokens; at window − 32k summarise, keep the last 2 turns"
     on_rejection = "compacts (the compaction agent) and sends again (opencode ContextOverflowError → compaction)"
     Config = OpenCodeConfig
+    keeps_replacements = True  # a result cleared or masked keeps its placeholder (the kit's replaced_once)
 
     @classmethod
     def keeps_recent_tool_chars(cls, config) -> int:

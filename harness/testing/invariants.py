@@ -53,6 +53,12 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    one deleted or overwritten while it is named).
 ``no_respill``     a spill is never spilled again (N-SPILL-3): the result of a call that reads back
                    a spilled file (by its absolute path or a relative one) enters the window as it is.
+``replaced_once``  a strategy that sets ``keeps_replacements`` (its clearings and maskings are made once:
+                   observation_masking, context_editing, opencode): a tool result the main conversation sent
+                   replaced (cleared, masked, pruned) is sent with
+                   that replacement for as long as it is sent replaced: a replacement made again from its own
+                   placeholder (a count of what was masked reset, so the masked are masked again) rewrites the
+                   cache from there and tells the model the placeholder's size for the result's.
 ``boundary_pairs`` a compaction boundary never splits a pair: after a declared rewrite, every
                    tool_use in the request has its tool_result in it and vice versa (N-COMP-7).
 ``resume_pairing`` a resumed transcript sends a pairing-valid first request (N-TRANS-5): the
@@ -233,11 +239,11 @@ from ctxsim.harness.testing.declared import Declared, result_size
 from ctxsim.harness.testing.recording import Mark, Recording, Sent
 
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
-              "goal", "latest_request", "user_messages", "no_respill", "boundary_pairs", "resume_pairing", "clear_minimum",
+              "goal", "latest_request", "user_messages", "no_respill", "replaced_once", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "recent_kept", "idle_clear", "cache_marks", "compaction_trigger", "summary_keeps",
               "summarised", "superseded", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back, goal, latest_request and user_messages are promises (promises())
-ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages"}
+ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages", "replaced_once"}
 
 # An estimate is a strategy's own measure of its request; the engine measures its error. Real
 # agents' character rules (3.5-4 characters per token, plus a usage anchor) run within about 20% of
@@ -309,6 +315,8 @@ def promises(cls) -> frozenset[str]:
         out.add("latest_request")
     if getattr(cls, "keeps_user_messages", False):
         out.add("user_messages")
+    if getattr(cls, "keeps_replacements", False):
+        out.add("replaced_once")
     return frozenset(out)
 
 
@@ -790,6 +798,8 @@ class Checker:
     _since_accepted: list[_Summary] = field(default_factory=list)  # summaries made since the last accepted main request
     _trigger_missed: bool = False  # reported once a run
     _clear_trigger_reported: bool = False  # clears_above: reported once a run
+    _replaced: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # tool_use id -> its first replacement (digest, text)
+    _replaced_lost: set[str] = field(default_factory=set)  # replaced_once: reported
     _warm_changed: frozenset[str] = frozenset()  # results the main conversation's last request sent changed (cold_only)
     _warm_sent: frozenset[str] = frozenset()  # and the results it sent
     _main_at: float | None = None  # when the main conversation's last request was sent (cold_only)
@@ -1200,6 +1210,9 @@ class Checker:
         if self.declared.recent_chars and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_chars_changed(results):
                 v("recent_kept", detail)
+        if "replaced_once" in self.promised and stream == "main":
+            for detail in self._replaced_again(results if results else self._results(req)):
+                v("replaced_once", detail)
         if self.declared.recent_turns and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_turns_changed(req, results):
                 v("recent_kept", detail)
@@ -1694,6 +1707,19 @@ class Checker:
                 out.append(f"the result of tool use {i} ({name} {path}) is replaced by the text the strategy sends for a "
                            "read a later one supersedes (supersedes_reads), but every later read of that file is replaced "
                            "too, or there is none: the newest read replaced, an older one kept?")
+        return out
+
+    def _replaced_again(self, results: dict[str, Block]) -> list[str]:
+        """The results sent replaced before and now replaced by another text (each reported once)."""
+        out = []
+        for i, b in results.items():
+            if b.digest == self._as_entered[i]:
+                continue
+            first = self._replaced.setdefault(i, (b.digest, b.text))
+            if first[0] != b.digest and i not in self._replaced_lost:
+                self._replaced_lost.add(i)
+                out.append(f"the result of tool use {i}, sent replaced as {_short(first[1])!r}, is now sent replaced as "
+                           f"{_short(b.text)!r}: a replacement made again from its own placeholder?")
         return out
 
     def _changed_warm(self, s: Sent, results: dict[str, Block], fresh: bool) -> str:

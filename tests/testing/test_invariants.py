@@ -346,7 +346,8 @@ def test_promises_follow_the_class_claims():
         keeps_path_back = True
 
     assert {"window", "path_back", "goal"} <= promises(Claims)
-    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages"}
+    assert promises(AppendOnly) == set(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages",
+                                                      "replaced_once"}
 
     class GoalOnly(AppendOnly):
         keeps_goal = True
@@ -902,6 +903,28 @@ def test_idle_clear_a_strategy_that_changes_results_only_when_idle_does_not_whil
     out = run(4.0)
     assert [v.invariant for v in out] == ["idle_clear"] and "changes 1 result(s) it sent before as they entered (tool use a) 4 s" in out[0].detail
     assert run(400.0) == [] and run(150.0) == []
+
+
+def test_replaced_once_a_placeholder_is_not_replaced_again_from_itself():
+    """observation_masking, context_editing and opencode set keeps_replacements. A result masked as "(3 lines
+    omitted)" and then sent as "(1 lines omitted)" (masked again from its own one-line placeholder) is reported,
+    once; sent whole again, then masked as before, passes."""
+    from ctxsim.harness.testing.invariants import promises
+    from ctxsim.strategies.observation_masking import ObservationMasking
+
+    assert "replaced_once" in promises(ObservationMasking)
+    texts = {"a": "x\ny\nz", "b": "B" * 40}
+
+    def step(a: str) -> list[Message]:
+        return [user("go"), *read_step("a", a), *read_step("b", texts["b"])]
+
+    c = Checker(frozenset({"replaced_once"}), texts)
+    assert c.feed([sent(req(step(texts["a"])), 0)]) == []
+    assert c.feed([sent(req(step("Old environment output: (3 lines omitted)"), rewrite=True), 1)]) == []
+    assert c.feed([sent(req(step(texts["a"])), 2), sent(req(step("Old environment output: (3 lines omitted)")), 3)]) == []
+    out = c.feed([sent(req(step("Old environment output: (1 lines omitted)"), rewrite=True), 4)])
+    assert [v.invariant for v in out] == ["replaced_once"] and "(3 lines omitted)" in out[0].detail
+    assert c.feed([sent(req(step("Old environment output: (1 lines omitted)")), 5)]) == []
 
 
 # --- cache_marks --------------------------------------------------------------------------------------

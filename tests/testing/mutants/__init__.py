@@ -222,6 +222,7 @@ KIT45B: list[Case] = [
     _c(g.TieredSharesSwapped, TieredBudget, "result_limit", "a cut's head and tail shares swapped"),
     _c(g.TieredFirstResultOnly, TieredBudget, "result_limit", "the budgets applied to a message's first result only"),
     _c(g.OnDemandIdleClockWhenOverBudget, OnDemandReading, "idle_clear", "the idle clock noted only on calls over budget"),
+    _c(g.MaskingCountResetBySubagent, ObservationMasking, "replaced_once", "the masked count reset by a sub-agent"),
 ]
 CORPUS += KIT45B
 

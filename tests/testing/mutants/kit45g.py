@@ -17,7 +17,9 @@ out uncondensed (``compaction_trigger``, now declared by roo_code). And tiered_b
 shares swapped (blind set 21), and its budgets applied to the first result of a message only (blind set 22): a
 promise of each tier's cut (``result_cuts``). And on_demand_reading's idle clock set only when over budget
 (blind set 21): reads replaced while the cache is warm, which the random sample alone had found
-(``replaces_only_when_idle``). Each beside its correct twin, the registered base."""
+(``replaces_only_when_idle``). And observation_masking's count of what it masked reset when a sub-agent starts
+(blind set 21): back in the parent the masked are masked again from their own placeholders (``replaced_once``,
+held where ``keeps_replacements`` is set). Each beside its correct twin, the registered base."""
 
 from __future__ import annotations
 
@@ -188,3 +190,18 @@ class OnDemandIdleClockWhenOverBudget(OnDemandReading):
         if not self.in_isolated_subtask and self.inline_tokens() < self.config.inline_read_tokens:
             return   # the clock below is left as it was
         super().before_call(call)
+
+
+class MaskingCountResetBySubagent(ObservationMasking):
+    """The count of observations masked so far is zeroed when a sub-agent starts and not put back when it ends:
+    the parent's next query masks its oldest observations again, from their own placeholders."""
+
+    name = "masking_count_reset_by_subagent"
+
+    def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
+        super().on_subtask_start(id, description, isolated)
+        self.masked = 0
+
+    def on_subtask_end(self, id: str, conclusion: str) -> None:
+        super().on_subtask_end(id, conclusion)
+        self.masked = 0
