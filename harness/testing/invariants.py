@@ -1203,7 +1203,9 @@ class Checker:
         # the main conversation's results, each noted as it first entered (recent_kept, idle_clear): once a request
         results = (self._results(req) if stream == "main" and (self.declared.recent_kept or self.declared.idle_clear
                                                                 or self.declared.recent_chars or self.declared.recent_turns
-                                                                or self.declared.clears_all_but is not None) else {})
+                                                                or self.declared.clears_all_but is not None
+                                                                or self.declared.cold_only is not None
+                                                                or "replaced_once" in self.promised) else {})
         if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_changed(req, results):
                 v("recent_kept", detail)
@@ -1211,7 +1213,7 @@ class Checker:
             for detail in self._recent_chars_changed(results):
                 v("recent_kept", detail)
         if "replaced_once" in self.promised and stream == "main":
-            for detail in self._replaced_again(results if results else self._results(req)):
+            for detail in self._replaced_again(results):
                 v("replaced_once", detail)
         if self.declared.recent_turns and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_turns_changed(req, results):
@@ -1256,7 +1258,7 @@ class Checker:
                                     "(a window or a unit of its own?)")
         self._asked_since_main = False
         if self.declared.cold_only is not None and "idle_clear" in self.promised and stream == "main":
-            detail = self._changed_warm(s, results if results else self._results(req), fresh)
+            detail = self._changed_warm(s, results, fresh)
             if detail:
                 v("idle_clear", detail)
         line_at, self._line_at = self._line_at, s.now
