@@ -128,8 +128,8 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    asked for first. A strategy that declares a clearing trigger (``Strategy.clears_above``:
                    context_editing, as the API edits each request) is judged on the whole prompt, its
                    results as they entered (by :data:`CLEAR_TRIGGER_SLACK`): past it, no older result
-                   than the newest kept goes whole; under it, nothing is newly cleared. A trigger measured
-                   on the prompt an earlier clearing left clears in episodes where the API clears each time.
+                   than the newest kept goes whole. A trigger measured on the prompt an earlier clearing
+                   left clears in episodes where the API clears each time.
 ``summary_keeps``  a strategy that declares what its summaries keep (``Strategy.summary_keeps``: the
                    sections its prompt promises) keeps it in every summary: the summary request's
                    instructions name each item, the answer holds each, and the request that uses the
@@ -1658,9 +1658,9 @@ class Checker:
     def _clear_trigger(self, s: Sent, results: dict[str, Block]) -> str:
         """Against the declared clearing trigger (``clears_above``), judged on the whole prompt (``s``'s true
         tokens with every result and input as it entered, scaled by the strategy's own estimate of ``s`` over its
-        truth: what it would estimate the whole prompt at): past it, a request that still sends an older result
-        (beyond the newest declared tool uses, of a tool not excluded) whole; under it, a request that newly
-        clears. Each by :data:`CLEAR_TRIGGER_SLACK`; ``""`` when neither."""
+        truth: what it would estimate the whole prompt at): past it by :data:`CLEAR_TRIGGER_SLACK`, a request that
+        still sends an older result (beyond the newest declared tool uses, of a tool not excluded) whole, or
+        ``""``."""
         req, trigger = s.request, self.declared.clears_above or 0
         changed = {i: b for i, b in results.items() if i in self.originals and b.text != self.originals[i]}
         full = s.tokens + sum(max(0, self._count(self.originals[i]) - self._count(b.text)) for i, b in changed.items())
@@ -1683,11 +1683,9 @@ class Checker:
                     f"factor of {CLEAR_TRIGGER_SLACK} allowed for its estimate), and {len(old)} older result(s) go "
                     f"whole (of tool use {old[0]} on): a trigger measured on the prompt an earlier clearing left, or "
                     "in another unit?")
-        if seen * CLEAR_TRIGGER_SLACK < trigger and set(changed) - self._changed_before:
-            return (f"newly clears {len(set(changed) - self._changed_before)} result(s) while the whole prompt is "
-                    f"{how}, under the {trigger:,} at which the strategy declares it starts clearing "
-                    f"(clears_above; a factor of {CLEAR_TRIGGER_SLACK} allowed for its estimate): a trigger compared "
-                    "in another unit?")
+        # not judged the other way (a clearing under the trigger): the estimate of a request that clears prices its
+        # placeholders at the density of what they replaced, and the one before may have had no usage to go by
+        # (a correct twin was reported in 2 runs of 3)
         return ""
 
     def _superseded_alone(self, req: Request) -> list[str]:
