@@ -1634,13 +1634,15 @@ class Checker:
     def _older_whole(self, req: Request, results: dict[str, Block]) -> list[str]:
         """The results (by tool_use id) older than the newest declared tool uses, of tools a clearing does not
         exclude, that ``req`` sends whole (as the tool returned them: one may enter already cleared, after a
-        resume). Older both by call and by where the result stands: parallel results may come back in another
+        resume), of more than a placeholder's characters. Older both by call and by where the result stands: parallel results may come back in another
         order than their calls (context_editing counts calls, SWE-agent's masking the results as they stand)."""
         uses = [(b.id, b.name or "") for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"]
         n, excluded = self.declared.recent_kept, set(self.declared.clears_all_but or ())
         newest = set(list(results)[-n:]) if n else set()
+        # a result too short to free anything by clearing (empty: a placeholder is longer) is not judged
         return [i for i, name in (uses[:-n] if n else uses) if name not in excluded and i in results and i not in newest
-                and i in self.originals and results[i].text == self.originals[i]]
+                and i in self.originals and results[i].text == self.originals[i]
+                and len(self.originals[i]) > RESULT_NOTICE_SLACK["chars"]]
 
     def _cleared_short(self, req: Request, results: dict[str, Block]) -> str:
         """At a request that newly clears results: the older results (beyond the newest declared tool uses by

@@ -658,7 +658,7 @@ def test_recent_kept_a_clearing_takes_every_older_result_where_declared():
     from ctxsim.strategies.context_editing import ContextEditing
 
     assert declared(ContextEditing, {"exclude_tools": "Grep"}).clears_all_but == ("Grep",)
-    texts = {"a": "A" * 50, "b": "B" * 50, "c": "C" * 50}
+    texts = {"a": "A" * 80, "b": "B" * 80, "c": "C" * 80}   # more than a placeholder: clearing one frees something
     msgs = [user("go"), *read_step("a", texts["a"]), *read_step("b", texts["b"]), *read_step("c", texts["c"])]
 
     def run(*cleared: str) -> list:
