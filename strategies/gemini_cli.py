@@ -161,8 +161,9 @@ class GeminiCli(ThresholdCompactor):
         """The newest tool output both budgets leave whole, newest first: masking protects
         ``protection_threshold_tokens`` (counting each output's tool name beside it: a tenth off for names,
         assumed), a compression's truncation ``function_response_token_budget``; at 4 characters a token."""
-        tokens = min(config.function_response_token_budget,
-                     config.protection_threshold_tokens if config.release == "0.56" else config.function_response_token_budget)
+        tokens = config.function_response_token_budget
+        if config.release == "0.56":   # masking (release 2025-12 has none)
+            tokens = min(tokens, config.protection_threshold_tokens)
         return int(tokens * config.chars_per_token * RECENT_NAME_SHARE)
 
     summary = "gemini-cli 0.56: mask old tool output every turn; at 50% keep newest 30%, <state_snapshot> + verify"
