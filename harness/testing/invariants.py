@@ -1210,11 +1210,12 @@ class Checker:
         if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_changed(req, results):
                 v("recent_kept", detail)
+        changed = frozenset(i for i, b in results.items() if b.digest != self._as_entered[i])   # sent changed
         if self.declared.recent_chars and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_chars_changed(results):
                 v("recent_kept", detail)
         if "replaced_once" in self.promised and stream == "main":
-            for detail in self._replaced_again(results):
+            for detail in self._replaced_again(results, changed):
                 v("replaced_once", detail)
         if self.declared.recent_turns and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_turns_changed(req, results):
@@ -1226,7 +1227,7 @@ class Checker:
                 self._clear_trigger_reported = True
                 v("compaction_trigger", detail)
         if self.declared.clears_all_but is not None and "recent_kept" in self.promised and stream == "main":
-            detail = self._cleared_short(req, results)
+            detail = self._cleared_short(req, results, changed)
             if detail:
                 v("recent_kept", detail)
         if self.declared.superseded and "superseded" in self.promised:
@@ -1259,7 +1260,7 @@ class Checker:
                                     "(a window or a unit of its own?)")
         self._asked_since_main = False
         if self.declared.cold_only is not None and "idle_clear" in self.promised and stream == "main":
-            detail = self._changed_warm(s, results, fresh)
+            detail = self._changed_warm(s, results, changed, fresh)
             if detail:
                 v("idle_clear", detail)
         line_at, self._line_at = self._line_at, s.now
@@ -1473,9 +1474,9 @@ class Checker:
             n = self._tokens[text] = get_tokenizer().count(text)
         return n
 
-    def _clear_minimum(self, stream: str, req: Request) -> str:
-        """The clearing this request makes frees fewer tokens than declared (``""`` otherwise)."""
-        minimum, per = self.declared.clear_minimum  # type: ignore[misc]
+    def _freed(self, req: Request) -> dict[str, int]:
+        """The tokens ``req`` no longer sends of each tool call it sends shorter than the trace fed it (its result
+        cleared or cut, its input cleared), by tool_use id."""
         freed: dict[str, int] = {}
         for m in req.messages:
             for b in m.blocks:
@@ -1488,6 +1489,12 @@ class Checker:
                     after = _payload(b)
                     if len(after) < len(before):
                         freed[b.id] = freed.get(b.id, 0) + max(0, self._count(before) - self._count(after))
+        return freed
+
+    def _clear_minimum(self, stream: str, req: Request) -> str:
+        """The clearing this request makes frees fewer tokens than declared (``""`` otherwise)."""
+        minimum, per = self.declared.clear_minimum  # type: ignore[misc]
+        freed = self._freed(req)
         prev = self._cleared.get(stream, frozenset())
         self._cleared[stream] = frozenset(freed)
         if per == "clearing":
@@ -1644,10 +1651,9 @@ class Checker:
                 and i in self.originals and results[i].text == self.originals[i]
                 and len(self.originals[i]) > RESULT_NOTICE_SLACK["chars"]]
 
-    def _cleared_short(self, req: Request, results: dict[str, Block]) -> str:
+    def _cleared_short(self, req: Request, results: dict[str, Block], changed: frozenset[str]) -> str:
         """At a request that newly clears results: the older results (beyond the newest declared tool uses by
         call, of tools not excluded) it still sends as they entered, or ``""`` (``clears_all_but_recent``)."""
-        changed = frozenset(i for i, b in results.items() if b.digest != self._as_entered[i])
         fresh_clear, self._changed_before = bool(changed - self._changed_before), changed
         if not fresh_clear:
             return ""
@@ -1665,13 +1671,8 @@ class Checker:
         still sends an older result (beyond the newest declared tool uses, of a tool not excluded) whole, or
         ``""``."""
         req, trigger = s.request, self.declared.clears_above or 0
-        changed = {i: b for i, b in results.items() if i in self.originals and b.text != self.originals[i]}
-        full = s.tokens + sum(max(0, self._count(self.originals[i]) - self._count(b.text)) for i, b in changed.items())
-        for m in req.messages:
-            for b in m.blocks:
-                if b.type == "tool_use" and b.id in self.inputs and b.input != self.inputs[b.id]:
-                    before = json.dumps(self.inputs[b.id], sort_keys=True, ensure_ascii=False, default=str)
-                    full += max(0, self._count(before) - self._count(_payload(b)))
+        freed = self._freed(req)
+        full = s.tokens + sum(freed.values())
         n, old = self.declared.recent_kept, self._older_whole(req, results)
         # as the strategy measures: its estimate of this request over the truth, applied to the whole prompt
         ratio = req.estimated_tokens / s.tokens if req.estimated_tokens and s.tokens else 1.0
@@ -1679,7 +1680,7 @@ class Checker:
         how = f"{full:,} tokens ({seen:,} as the strategy estimates)" if seen != full else f"{full:,} tokens"
         if seen > trigger * CLEAR_TRIGGER_SLACK and old:
             minimum = self.declared.clear_minimum
-            if minimum and not changed and sum(self._count(self.originals[i]) for i in old) < minimum[0] * ESTIMATE_FACTOR:
+            if minimum and not freed and sum(self._count(self.originals[i]) for i in old) < minimum[0] * ESTIMATE_FACTOR:
                 return ""   # maybe too little to clear yet, as the strategy estimates it: a clearing is held to its minimum
             return (f"the whole prompt is {how} (every result as it entered), past the {trigger:,} at which "
                     f"the strategy declares every request clears all but the newest {n} tool uses (clears_above; a "
@@ -1712,11 +1713,12 @@ class Checker:
                            "too, or there is none: the newest read replaced, an older one kept?")
         return out
 
-    def _replaced_again(self, results: dict[str, Block]) -> list[str]:
-        """The results sent replaced before and now replaced by another text (each reported once)."""
+    def _replaced_again(self, results: dict[str, Block], changed: frozenset[str]) -> list[str]:
+        """The results (of ``changed``, those sent changed) sent replaced before and now replaced by another text
+        (each reported once)."""
         out = []
-        for i, b in results.items():
-            if b.digest == self._as_entered[i]:
+        for i, b in results.items():   # in the order they stand (a set's order is the process's hash seed's)
+            if i not in changed:
                 continue
             first = self._replaced.setdefault(i, (b.digest, b.text))
             if first[0] != b.digest and i not in self._replaced_lost:
@@ -1725,11 +1727,10 @@ class Checker:
                            f"{_short(b.text)!r}: a replacement made again from its own placeholder?")
         return out
 
-    def _changed_warm(self, s: Sent, results: dict[str, Block], fresh: bool) -> str:
+    def _changed_warm(self, s: Sent, results: dict[str, Block], changed: frozenset[str], fresh: bool) -> str:
         """A request of the main conversation that changes a result the request before sent as it entered, sooner
         after that request than the declared idle gap (``replaces_only_when_idle``; by half: the cache still
         warm however the gap is read), or ``""``. The first request of a launch is not judged."""
-        changed = frozenset(i for i, b in results.items() if b.digest != self._as_entered[i])
         before, self._warm_changed = self._warm_changed, changed
         sent, self._warm_sent = self._warm_sent, frozenset(results)
         at, self._main_at = self._main_at, s.now
