@@ -190,34 +190,24 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
         raise ValueError(f"{cls.__qualname__}.cache_marks: places among {', '.join(CACHE_PLACES)}, got {marks!r}")
     trigger, at_turns = (_tokens_hook(cls, hook, config, window, max_output_tokens)
                          for hook in ("compacts_above", "compacts_at_turns"))
-    summarises = _hook(cls, "summarises_dropped", config, False)
-    if not isinstance(summarises, bool):
-        raise ValueError(f"{cls.__qualname__}.summarises_dropped: True or False, got {summarises!r}")
-    clears_all = _hook(cls, "clears_all_but_recent", config, None)
-    if clears_all is not None and not (isinstance(clears_all, tuple | list) and all(isinstance(t, str) for t in clears_all)):
-        raise ValueError(f"{cls.__qualname__}.clears_all_but_recent: tool names or None, got {clears_all!r}")
-    clears_above = _hook(cls, "clears_above", config, None)
-    if clears_above is not None and not (_amount(clears_above) and clears_all is not None):
-        raise ValueError(f"{cls.__qualname__}.clears_above: a number of tokens with clears_all_but_recent, or None, "
-                         f"got {clears_above!r}")
-    superseded = _hook(cls, "supersedes_reads", config, None)
-    if superseded is not None and not (isinstance(superseded, str) and superseded.strip()):
-        raise ValueError(f"{cls.__qualname__}.supersedes_reads: the replacement text or None, got {superseded!r}")
+    summarises = _checked(cls, "summarises_dropped", config, False, lambda v: isinstance(v, bool), "True or False")
+    clears_all = _checked(cls, "clears_all_but_recent", config, None,
+                          lambda v: v is None or isinstance(v, tuple | list) and all(isinstance(t, str) for t in v),
+                          "tool names or None")
+    clears_above = _checked(cls, "clears_above", config, None, lambda v: v is None or _amount(v) and clears_all is not None,
+                            "a number of tokens with clears_all_but_recent, or None")
+    superseded = _checked(cls, "supersedes_reads", config, None, lambda v: v is None or isinstance(v, str) and bool(v.strip()),
+                          "the replacement text or None")
     cuts = tuple(_hook(cls, "result_cuts", config, ()))
     for cut in cuts:
         ok = (isinstance(cut, tuple | list) and len(cut) == 3 and isinstance(cut[0], tuple | list)
               and all(isinstance(t, str) for t in cut[0]) and _amount(cut[1]) and _amount(cut[2]) and cut[2] <= 1)
         if not ok:
             raise ValueError(f"{cls.__qualname__}.result_cuts: (tool names, characters, head share 0-1) each, got {cut!r}")
-    cold = _hook(cls, "replaces_only_when_idle", config, None)
-    if cold is not None and not _amount(cold):
-        raise ValueError(f"{cls.__qualname__}.replaces_only_when_idle: a number of seconds or None, got {cold!r}")
-    turns = _hook(cls, "keeps_recent_turns", config, 0)
-    if not (_amount(turns) and int(turns) == turns):
-        raise ValueError(f"{cls.__qualname__}.keeps_recent_turns: a number of user turns, got {turns!r}")
-    chars = _hook(cls, "keeps_recent_tool_chars", config, 0)
-    if not _amount(chars):
-        raise ValueError(f"{cls.__qualname__}.keeps_recent_tool_chars: a number of characters, got {chars!r}")
+    cold = _checked(cls, "replaces_only_when_idle", config, None, lambda v: v is None or _amount(v),
+                    "a number of seconds or None")
+    turns = _checked(cls, "keeps_recent_turns", config, 0, lambda v: _amount(v) and int(v) == v, "a number of user turns")
+    chars = _checked(cls, "keeps_recent_tool_chars", config, 0, _amount, "a number of characters")
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
@@ -233,6 +223,15 @@ def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) 
     """What the class's declaration hook ``name`` returns for ``config`` (``default`` where it has none)."""
     f = getattr(cls, name, None)
     return f(config) if callable(f) else default
+
+
+def _checked(cls: type[Strategy], name: str, config: StrategyConfig, default: Any, ok: Callable[[Any], bool],
+             expected: str) -> Any:
+    """:func:`_hook`'s value, refused (naming the hook and what it takes) where ``ok`` says it is not one."""
+    value = _hook(cls, name, config, default)
+    if not ok(value):
+        raise ValueError(f"{cls.__qualname__}.{name}: {expected}, got {value!r}")
+    return value
 
 
 def _amount(value: Any) -> bool:
