@@ -50,6 +50,12 @@ def read_step(tid: str, text: str, tool: str = "Read") -> list[Message]:
     return [Message("assistant", (Block.tool_use(tid, tool, {}),)), Message("user", (Block.tool_result(tid, text),))]
 
 
+def reads(texts: dict[str, str], cleared: str = "") -> list[Message]:
+    """The task, then one Read step per entry of ``texts`` (in order), its result "[cleared]" for the ids in
+    ``cleared``."""
+    return [user("go"), *(s for i, t in texts.items() for s in read_step(i, "[cleared]" if i in cleared else t))]
+
+
 def req(msgs, bps=(), rewrite=False, kind="main", tools=TOOLS, system=SYSTEM) -> Request:
     h = msgs if isinstance(msgs, History) else History(msgs)
     return Request(system, tools, h, tuple(bps), kind=kind, rewrite=rewrite)
@@ -602,6 +608,17 @@ def test_result_limit_a_result_that_fits_enters_whole():
 
 # --- recent_kept --------------------------------------------------------------------------------------
 
+def clear_a_then_b(declared, texts: dict[str, str]) -> list:
+    """Reads a, b, c sent whole; then a cleared (passes); then a and b cleared: what that request is reported
+    for (returned); the same again with one more message is not reported twice."""
+    c = Checker(frozenset({"recent_kept"}), {}, declared=declared)
+    assert c.feed([sent(req(reads(texts)), 0)]) == []
+    assert c.feed([sent(req(reads(texts, "a"), rewrite=True), 1)]) == []
+    out = c.feed([sent(req(reads(texts, "ab"), rewrite=True), 2)])
+    assert c.feed([sent(req([*reads(texts, "ab"), user("more")], rewrite=True), 3)]) == []
+    return out
+
+
 def test_recent_kept_holds_the_newest_declared_tool_uses_as_they_entered():
     """context_editing declares keep (3 by default): the newest 3 tool uses are never cleared. Here 2:
     clearing the oldest of three passes; clearing the second newest is reported, once."""
@@ -610,16 +627,8 @@ def test_recent_kept_holds_the_newest_declared_tool_uses_as_they_entered():
 
     assert declared(ContextEditing, {}).recent_kept == 3
     assert declared(ContextEditing, {"keep_tool_uses": 5}).recent_kept == 5
-    c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_kept=2))
-
-    msgs = [user("go"), *read_step("a", "A" * 50), *read_step("b", "B" * 50), *read_step("c", "C" * 50)]
-    assert c.feed([sent(req(msgs), 0)]) == []
-    cleared_a = [user("go"), *read_step("a", "[cleared]"), *read_step("b", "B" * 50), *read_step("c", "C" * 50)]
-    assert c.feed([sent(req(cleared_a, rewrite=True), 1)]) == []
-    cleared_b = [user("go"), *read_step("a", "[cleared]"), *read_step("b", "[cleared]"), *read_step("c", "C" * 50)]
-    out = c.feed([sent(req(cleared_b, rewrite=True), 2)])
+    out = clear_a_then_b(Declared(recent_kept=2), {"a": "A" * 50, "b": "B" * 50, "c": "C" * 50})
     assert [v.invariant for v in out] == ["recent_kept"] and "tool use b, one of the newest 2" in out[0].detail
-    assert c.feed([sent(req([*cleared_b, user("more")], rewrite=True), 3)]) == []
 
 
 def test_recent_kept_holds_the_declared_characters_of_the_newest_output():
@@ -637,17 +646,9 @@ def test_recent_kept_holds_the_declared_characters_of_the_newest_output():
     assert declared(GeminiCli, {"protection_threshold_tokens": 8_000, "function_response_token_budget": 10_000}).recent_chars == 28_800
     assert declared(GeminiCli, {"protection_threshold_tokens": 8_000, "function_response_token_budget": 10_000,
                                 "release": "2025-12"}).recent_chars == 36_000
-    c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_chars=100))
-
-    msgs = [user("go"), *read_step("a", "A" * 60), *read_step("b", "B" * 30), *read_step("c", "C" * 30)]
-    assert c.feed([sent(req(msgs), 0)]) == []
-    cleared_a = [user("go"), *read_step("a", "[cleared]"), *read_step("b", "B" * 30), *read_step("c", "C" * 30)]
-    assert c.feed([sent(req(cleared_a, rewrite=True), 1)]) == []
-    cleared_b = [user("go"), *read_step("a", "[cleared]"), *read_step("b", "[cleared]"), *read_step("c", "C" * 30)]
-    out = c.feed([sent(req(cleared_b, rewrite=True), 2)])
+    out = clear_a_then_b(Declared(recent_chars=100), {"a": "A" * 60, "b": "B" * 30, "c": "C" * 30})
     assert [v.invariant for v in out] == ["recent_kept"] and "tool use b, within the newest 100 characters" in out[0].detail
     assert "68 from the newest through it" in out[0].detail
-    assert c.feed([sent(req([*cleared_b, user("more")], rewrite=True), 3)]) == []
 
 
 def test_recent_kept_a_clearing_takes_every_older_result_where_declared():
@@ -659,13 +660,10 @@ def test_recent_kept_a_clearing_takes_every_older_result_where_declared():
 
     assert declared(ContextEditing, {"exclude_tools": "Grep"}).clears_all_but == ("Grep",)
     texts = {"a": "A" * 80, "b": "B" * 80, "c": "C" * 80}   # more than a placeholder: clearing one frees something
-    msgs = [user("go"), *read_step("a", texts["a"]), *read_step("b", texts["b"]), *read_step("c", texts["c"])]
-
     def run(*cleared: str) -> list:
         c = Checker(frozenset({"recent_kept"}), texts, declared=Declared(recent_kept=1, clears_all_but=()))
-        c.feed([sent(req(msgs), 0)])
-        now = [user("go"), *(s for i in "abc" for s in read_step(i, "[cleared]" if i in cleared else texts[i]))]
-        return c.feed([sent(req(now, rewrite=True), 1)])
+        c.feed([sent(req(reads(texts)), 0)])
+        return c.feed([sent(req(reads(texts, "".join(cleared)), rewrite=True), 1)])
 
     assert run("a", "b") == []
     out = run("a")
@@ -705,7 +703,7 @@ def test_compaction_trigger_a_clearing_trigger_is_judged_on_the_whole_prompt():
     texts = dict.fromkeys("abcd", body)
 
     def msgs(ids: str, cleared: str) -> list[Message]:
-        return [user("go"), *(s for i in ids for s in read_step(i, "[cleared]" if i in cleared else body))]
+        return reads({i: body for i in ids}, cleared)
 
     def run(cleared: str, tokens: int, estimate: int | None = None) -> list:
         c = Checker(frozenset({"compaction_trigger"}), texts, declared=Declared(recent_kept=1, clears_all_but=(),
