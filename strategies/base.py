@@ -262,6 +262,20 @@ class Strategy:
         return None
 
     @classmethod
+    def compaction_tail(cls, config: StrategyConfig, window: int,
+                        max_output_tokens: int) -> tuple[tuple[float, float | None, str], ...]:
+        """``((least, most, unit), ...)``: what a compaction keeps verbatim after its summary, the conversation's
+        newest messages as they stood (messages of its own, an attachment or a note, apart), on a model with this
+        ``window`` and output limit. Each entry: the tail holds at least ``least`` and at most ``most`` (None: no
+        cap) counted in ``unit``: ``"tokens"`` (true tokens; a strategy that sizes it at its own estimate is judged
+        with the kit's factor for estimates), ``"json_chars"`` (each message's JSON as the API takes it),
+        ``"messages"``, or ``"share"`` (a share of the conversation's JSON characters, 0-1: where a user message
+        the user typed stands within it, the tail starts at one). A least yields to any most: a tail that the
+        messages before it (with the calls their results answer) would carry past a cap may hold less. Empty:
+        no promise."""
+        return ()
+
+    @classmethod
     def cache_marks(cls, config: StrategyConfig) -> tuple[str, ...]:
         """Where every request of the conversation (main and sub-agent) carries a cache breakpoint:
         ``"tools"`` (the end of the tools array, when there are tools), ``"system"`` (the end of the system

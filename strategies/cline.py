@@ -104,6 +104,19 @@ class Cline(ThresholdCompactor):
     def check_params(window: int) -> dict:
         return {"preserve_recent_tokens": int(DEFAULT_PRESERVE_RECENT_TOKENS * window / 200_000)}
 
+    @classmethod
+    def compaction_tail(cls, config: ClineConfig, window: int, max_output_tokens: int) -> tuple:
+        """``findCutIndex``: the newest ``preserve_recent_tokens`` (at ``chars_per_token`` characters of each
+        message's JSON) stay verbatim, more where the cut moves back to the latest typed prompt or a safe boundary;
+        capped by the request's target, which is declared only where it leaves the preserve whole (the target is
+        at least half the smaller of its two readings of the usable input less the request's overhead: the
+        preserve within half of it)."""
+        usable = min(config.max_input_tokens, window) if config.max_input_tokens else window * CONTEXT_WINDOW_INPUT_RATIO
+        target = min(usable * LONG_CONVERSATION_TARGET_RATIO, usable * config.trigger_ratio * DEFAULT_TARGET_RATIO)
+        if config.preserve_recent_tokens * 2 > target:
+            return ()
+        return ((config.preserve_recent_tokens * config.chars_per_token, None, "json_chars"),)
+
     def usable(self) -> float:
         c = self.config
         return min(c.max_input_tokens, self.env.window) if c.max_input_tokens else self.env.window * CONTEXT_WINDOW_INPUT_RATIO

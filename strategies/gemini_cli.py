@@ -157,6 +157,13 @@ class GeminiCli(ThresholdCompactor):
         return True
 
     @classmethod
+    def compaction_tail(cls, config, window: int, max_output_tokens: int) -> tuple:
+        """``findCompressSplitPoint(history, 1 - preserve_fraction)``: the tail starts at the first user message (not
+        a function response) with at least the rest of the history's JSON characters before it: it holds at most
+        ``preserve_fraction`` of them where such a message stands."""
+        return ((0, config.preserve_fraction, "share"),)
+
+    @classmethod
     def keeps_recent_tool_chars(cls, config) -> int:
         """The newest tool output both budgets leave whole, newest first: masking protects
         ``protection_threshold_tokens`` (counting each output's tool name beside it: a tenth off for names,

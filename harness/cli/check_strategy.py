@@ -184,6 +184,11 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"a user turn that begins past {d.compacts_at_turns:,} tokens is summarised first")
     if d.summarises_dropped:
         out.append("what leaves the main window goes into a summary first")
+    for least, most, unit in d.tail:
+        amount = (lambda x: f"{x:.0%} of the conversation") if unit == "share" else (lambda x: f"{x:,.0f} {unit}")
+        bounds = [f"at least {amount(least)}"] if least else []
+        bounds += [f"at most {amount(most)}"] if most is not None else []
+        out.append(f"a compaction keeps verbatim after its summary {' and '.join(bounds)}")
     if d.cache_marks:
         out.append(f"every request carries a cache breakpoint on: {', '.join(d.cache_marks)}")
     for kind, model in d.call_models:

@@ -33,6 +33,9 @@ is checked like its base (issue #45):
   strategy summarises when a user turn begins (goose);
 * ``summarises_dropped(config)``: whether everything the strategy drops from the main window goes into a
   summary first (Claude Code, Codex, gemini-cli, goose, opencode, OpenHands: their compactions summarise what they drop);
+* ``compaction_tail(config, window, max_output_tokens)``: what a compaction keeps verbatim after its summary, the
+  conversation's newest messages: at least and at most how much, in tokens, JSON characters, messages or a share
+  of the conversation (NovaCode's N-COMP-6 tail, cline's preserved tokens, gemini-cli's preserved fraction);
 * ``cache_marks(config)``: where every request of the conversation carries a cache breakpoint (the tools,
   the system prompt, the last message, the last user message);
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
@@ -76,6 +79,7 @@ class Declared:
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
     summarises_dropped: bool = False  # what leaves the main window went into a summary the request holds
+    tail: tuple[tuple[float, float | None, str], ...] = ()  # (least, most, unit) of what a compaction keeps verbatim
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -145,6 +149,7 @@ def summary_items(cls: type[Strategy], config: StrategyConfig) -> tuple[str, ...
 
 
 RESULT_UNITS = ("bytes", "chars", "lines")   # what Strategy.result_limits may count in
+TAIL_UNITS = ("tokens", "json_chars", "messages", "share")   # what Strategy.compaction_tail may count in
 CACHE_PLACES = ("tools", "system", "last", "last_user")   # where Strategy.cache_marks may promise a breakpoint
 
 
@@ -208,6 +213,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     "a number of seconds or None")
     turns = _checked(cls, "keeps_recent_turns", config, 0, lambda v: _amount(v) and int(v) == v, "a number of user turns")
     chars = _checked(cls, "keeps_recent_tool_chars", config, 0, _amount, "a number of characters")
+    tail = _tail(cls, config, window, max_output_tokens)
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
@@ -216,7 +222,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
                     recent_turns=int(turns),
                     result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts),
-                    cold_only=None if cold is None else float(cold))
+                    cold_only=None if cold is None else float(cold), tail=tail)
 
 
 def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) -> Any:
@@ -246,6 +252,25 @@ def _tokens_hook(cls: type[Strategy], hook: str, config: StrategyConfig, window:
     if value is not None and not _amount(value):
         raise ValueError(f"{cls.__qualname__}.{hook}: a number of tokens or None, got {value!r}")
     return None if value is None else int(value)
+
+
+def _tail(cls: type[Strategy], config: StrategyConfig, window: int,
+          max_output_tokens: int) -> tuple[tuple[float, float | None, str], ...]:
+    """``compaction_tail``'s entries, each checked (on a model of ``window`` and ``max_output_tokens``; none where
+    either is unknown)."""
+    f = getattr(cls, "compaction_tail", None)
+    if not callable(f) or window <= 0 or max_output_tokens <= 0:
+        return ()
+    out = []
+    for entry in f(config, window, max_output_tokens):
+        ok = isinstance(entry, tuple | list) and len(entry) == 3 and entry[2] in TAIL_UNITS
+        least, most, unit = entry if ok else (None, None, None)
+        ok = ok and _amount(least) and (most is None or _amount(most) and most >= least)
+        if not ok or unit == "share" and not (least <= 1 and (most is None or most <= 1)):
+            raise ValueError(f"{cls.__qualname__}.compaction_tail: (least, most or None, unit among "
+                             f"{', '.join(TAIL_UNITS)}; a share 0-1) each, got {entry!r}")
+        out.append((float(least), None if most is None else float(most), unit))
+    return tuple(out)
 
 
 def result_size(text: str, unit: str) -> int:

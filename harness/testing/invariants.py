@@ -222,6 +222,7 @@ one or two requests (:func:`pairing_violation`, :func:`prefix_change`, :func:`sp
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -241,7 +242,7 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "latest_request", "user_messages", "no_respill", "replaced_once", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "recent_kept", "idle_clear", "cache_marks", "compaction_trigger", "summary_keeps",
-              "summarised", "superseded", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
+              "summarised", "superseded", "kept_tail", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
 # every strategy is held to these; window, path_back, goal, latest_request and user_messages are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages", "replaced_once"}
 
@@ -275,6 +276,13 @@ TRIGGER_SLACK = 1.02
 # correct context_editing twin be reported in 1 run of 3; a trigger read on the cleared prompt lets the whole grow
 # far past it (the cleared results' size) # assumed
 CLEAR_TRIGGER_SLACK = 1.5
+# how far a compaction's kept tail may stray from what the strategy declares (``kept_tail``), by unit: a strategy
+# that sizes its tail at its own estimate of tokens (NovaCode: characters at a calibrated rate per message) runs
+# either way of the truth by the kit's factor for estimates at most, judged that way for a least; a cap at
+# a quarter over, where a rate measured on the conversation meets a denser tail; JSON characters a strategy counts
+# to tokens rounding each message up lose a few per message: a tenth  # assumed
+TAIL_LEAST_SLACK = {"tokens": ESTIMATE_FACTOR, "json_chars": 1 / 0.9, "messages": 1.0, "share": 1.0}
+TAIL_MOST_SLACK = {"tokens": 1.25, "json_chars": 1.02, "messages": 1.0, "share": 1.0}
 LATEST_OPENING = 200  # characters of the latest request that must stay (a cut to a budget keeps the head) # assumed
 USER_OPENING = 40  # characters of a kept user message that must open one the user wrote (a middle cut keeps them) # assumed
 
@@ -687,6 +695,18 @@ def _own_work(sub: Sent, parent: Sent | None, parent_stream: str, conclusion: st
     return _OwnWork(sub.call, frozenset(b.digest for b in own), tuple(openings), parent_stream)
 
 
+def _message_key(m: Message) -> tuple:
+    """A message of the conversation, found again if a result in it was cut or cleared since: by its calls' ids
+    where it makes or answers calls, else by its digest."""
+    ids = tuple(b.id for b in m.blocks if b.type in ("tool_use", "tool_result"))
+    return (m.role, ids) if ids else (m.role, m.digest)
+
+
+def _json_chars(m: Message) -> int:
+    """A message's JSON as the API takes it, in characters (gemini-cli's and Cline's measure of a message)."""
+    return len(json.dumps(m.to_api(), ensure_ascii=False))
+
+
 def _payload(b: Block) -> str:
     """What a tool result or tool use sends: its text, or its input as JSON."""
     if b.type == "tool_use":
@@ -823,6 +843,8 @@ class Checker:
     _last_main: int = -1  # that request
     _main_tokens: int = 0  # and its true size
     _pre_resume: tuple[int, float, int, int] | None = None  # (call, ratio, rewrites so far, tokens) of the last main request before a resume
+    _appended: list[Message] = field(default_factory=list)  # messages the main conversation got since its last request (kept_tail)
+    _appended_mixed: bool = False  # ... with a sub-agent's messages among them
 
     def __post_init__(self) -> None:
         self._files = Files(self.session_dir)
@@ -902,6 +924,11 @@ class Checker:
         return "main"
 
     def _mark(self, m: Mark) -> list[Violation]:
+        if m.what in ("user", "message") and m.message is not None:
+            if self._spans:
+                self._appended_mixed = True   # a sub-agent's messages between: the main conversation's not told apart
+            else:
+                self._appended.append(m.message)
         if m.what == "session_start":
             self._report_due, self._reports = None, []   # a report is judged within its launch
             self._launches += 1
@@ -1132,6 +1159,7 @@ class Checker:
                                      "rate of characters per token, a usage anchor)?")
         if stream == "main" and not s.rejected and req.estimated_tokens is not None and s.tokens > 0:
             self._main_ratio, self._last_main, self._main_tokens = req.estimated_tokens / s.tokens, s.call, s.tokens
+        after_refusal = self._attempts > 0   # a reaction to a refused request may cut as it must
         self._attempts = self._attempts + 1 if s.rejected else 0
         if not s.rejected:
             self._summary_too_long = False
@@ -1291,6 +1319,13 @@ class Checker:
                 and prev is not None and not fresh and not self._side_failed_since_main):
             for detail in self._unsummarised(prev, req):
                 v("summarised", detail)
+        if (self.declared.tail and "kept_tail" in self.promised and stream == "main" and prev is not None and not fresh
+                and req.rewrite and self._summaries and not s.rejected and not after_refusal):
+            detail = self._tail_wrong(prev.request, req)
+            if detail:
+                v("kept_tail", detail)
+        if stream == "main":
+            self._appended, self._appended_mixed = [], False
         if stream == "main":
             self._side_failed_since_main = False
         if req.rewrite and stream == "main":
@@ -2003,6 +2038,65 @@ class Checker:
                 if len(out) >= 3:
                     return out
         return out
+
+    def _tail_wrong(self, before: Request, req: Request) -> str:
+        """What a compaction kept verbatim after the summary ``req`` holds strays from what the strategy declares
+        (``compaction_tail``): the tail is the conversation's messages after the summary (those ``before`` sent, a
+        result cut or cleared since found by its call, and those come since; a message the strategy added apart),
+        the conversation is ``before``'s messages and those come since (as the engine gave them: the appended)."""
+        probes = [p for sm in self._held_summaries(req) if (p := _summary_probe(sm.text))]
+        msgs = list(req.messages)
+        at = max((i for i, m in enumerate(msgs) for b in m.blocks
+                  if b.type in ("text", "tool_result") and any(p in b.text for p in probes)), default=-1)
+        if at < 0:
+            return ""
+        conv = list(before.messages)
+        index = {_message_key(m): i for i, m in enumerate(conv)}
+        tail: list[Message] = []
+        for m, came in [*((m, True) for m in self._appended), *((m, False) for m in msgs[at + 1:])]:
+            key = _message_key(m)
+            if key not in index:
+                if not came and m.meta.get("origin"):
+                    continue   # the strategy's own (an attachment, a note): not the conversation's
+                index[key] = len(conv)
+                conv.append(m)   # what came since, as the engine gave it (or as the tail holds it)
+            if not came:
+                tail.append(m)
+        start = index[_message_key(tail[0])] if tail else len(conv)
+        ext = start - 1   # the messages before the tail, back to one that answers no call (a pair stays whole)
+        while ext > 0 and any(b.type == "tool_result" for b in conv[ext].blocks):
+            ext -= 1
+        wider = conv[max(ext, 0):start] + tail
+        after = list(itertools.accumulate(self._tail_size([m], "json_chars") for m in reversed(conv)))[::-1]
+        total = (after[0] if after else 0) or 1   # after[i]: the JSON characters of conv[i:]
+
+        def size(ms: list[Message], unit: str) -> float:
+            return self._tail_size(ms, "json_chars") / total if unit == "share" else self._tail_size(ms, unit)
+
+        for least, most, unit in self.declared.tail:
+            kept = size(tail, unit)
+            shown = f"{kept:.0%} of the conversation's JSON characters" if unit == "share" else f"{kept:,.0f} {unit}"
+            if most is not None and kept > most * TAIL_MOST_SLACK[unit]:
+                if unit != "share" or any(m.role == "user" and not any(b.type == "tool_result" for b in m.blocks)
+                                          and after[i] <= most * total for i, m in enumerate(conv)):
+                    cap = f"{most:.0%}" if unit == "share" else f"{most:,.0f} {unit}"
+                    return (f"the compaction kept {len(tail)} messages verbatim after its summary, {shown}, over the "
+                            f"{cap} the strategy declares it keeps at most (compaction_tail)")
+            if least and kept * TAIL_LEAST_SLACK[unit] < least and start > 0 and not self._appended_mixed and not any(
+                    m is not None and size(wider, u) * (ESTIMATE_FACTOR if u == "tokens" else 1) > m
+                    for _, m, u in self.declared.tail):
+                return (f"the compaction kept {len(tail)} messages verbatim after its summary, {shown}, under the "
+                        f"{least:,.0f} {unit} the strategy declares it keeps at least, though the conversation held "
+                        f"{start} messages before them that no declared cap kept out (compaction_tail: a budget read "
+                        "in another unit, a cut moved past the newest?)")
+        return ""
+
+    def _tail_size(self, ms: list[Message], unit: str) -> int:
+        if unit == "messages":
+            return len(ms)
+        if unit == "tokens":
+            return sum(self._count(m.text) for m in ms)
+        return sum(m.memo("kit:json_chars", _json_chars) for m in ms)
 
     def _goal(self) -> str:
         return self.goals.get(self._session, "")

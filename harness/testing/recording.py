@@ -62,15 +62,18 @@ class Mark:
     request just sent for the reasons in ``id``; ``retried``: the strategy reacted and had it sent
     again); or ``side_result``: a side call of kind ``id`` answered ``text`` (after its :class:`Sent`);
     or ``outside_write``: the strategy wrote the file ``id`` outside the run's directory (``text``: the
-    audit event, :mod:`ctxsim.harness.testing.writes`); or ``user``: a user message came in (``text``)."""
+    audit event, :mod:`ctxsim.harness.testing.writes`); or ``user``: a user message came in (``text``, and the
+    ``message``); or ``message``: the engine gave the strategy the model's answer or a message of tool results
+    (``message``: the conversation as it grows between requests, a compaction's tail measured against it)."""
 
     what: Literal["session_start", "session_end", "subtask_start", "subtask_end", "side_result", "on_rejected",
-                  "outside_write", "user"]
+                  "outside_write", "user", "message"]
     id: str = ""
     resume: bool = False
     isolated: bool = False
     text: str = ""
     retried: bool = False
+    message: Any = None
 
 
 Entry = Sent | Mark
@@ -212,8 +215,16 @@ def observing(cls: type[Strategy], log: list[Entry], rec: Recording | None = Non
         return cls.on_session_end(self, session, now)
 
     def on_user(self, message):
-        log.append(Mark("user", text=message.text))
+        log.append(Mark("user", text=message.text, message=message))
         return cls.on_user(self, message)
+
+    def on_response(self, message, usage):
+        log.append(Mark("message", message=message))
+        return cls.on_response(self, message, usage)
+
+    def on_tool_results(self, message):
+        log.append(Mark("message", message=message))
+        return cls.on_tool_results(self, message)
 
     def on_subtask_start(self, id, description, isolated):
         log.append(Mark("subtask_start", id, isolated=isolated))
@@ -231,6 +242,7 @@ def observing(cls: type[Strategy], log: list[Entry], rec: Recording | None = Non
     return type(cls.__name__, (cls,), {
         "__module__": __name__, "__doc__": cls.__doc__, "__init__": __init__, "on_rejected": on_rejected,
         "on_session_start": on_session_start, "on_session_end": on_session_end, "on_user": on_user,
+        "on_response": on_response, "on_tool_results": on_tool_results,
         "on_subtask_start": on_subtask_start, "on_subtask_end": on_subtask_end,
     })
 

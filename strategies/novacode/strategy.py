@@ -281,6 +281,15 @@ class NovaCode(Strategy):
                     "spill_budget_chars", "spill_preview_chars")
 
     @classmethod
+    def compaction_tail(cls, config: NovaCodeConfig, window: int, max_output_tokens: int) -> tuple:
+        """N-COMP-6: the verbatim tail holds at least ``tail_min_tokens`` and ``tail_min_messages`` (both, the
+        spec's reading; with ``tail_rule="either"`` one of them, so no least is declared) and never more than
+        ``tail_max_tokens``, which wins over the minimums; sized at the strategy's own estimate of tokens."""
+        both = config.tail_rule == "both"
+        return ((config.tail_min_tokens if both else 0, config.tail_max_tokens, "tokens"),
+                (config.tail_min_messages if both else 0, None, "messages"))
+
+    @classmethod
     def check_params(cls, window: int) -> dict[str, int]:
         """For the property kit's small windows (docs/writing-a-strategy.md section 5): the spec's
         absolute numbers scaled by window / 200k, so the same rules act at the same relative points.

@@ -1385,3 +1385,106 @@ def test_a_message_marked_as_the_summary_that_is_not_it_keeps_no_promise():
     _summarised(c, text, FIRST)
     kept = Message("user", (Block.text_block(text),), {"origin": "summary"})
     assert c.feed([sent(req([kept, user("go on")], rewrite=True), 2)]) == []
+
+
+# --- kept_tail: what a compaction keeps verbatim besides its summary (issue #45) ---------------------------
+
+TAIL_SUMMARY = "The user wants the three modules read; a and b were read and hold nothing of note."
+
+
+def _tail_run(declared_tail, then: list[Message], came: list[Message] = ()) -> list[str]:
+    """Request 0 holds the task and the reads of a, b and c (7 messages); ``came`` is what the engine gave the
+    strategy since (the answer, a result); a summary is asked for (request 1), and request 2 holds it and ``then``.
+    The invariants each violation names."""
+    from ctxsim.harness.testing.declared import Declared
+
+    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+    c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=tuple(declared_tail)))
+    c.feed([sent(req(steps), 0), *(Mark("message", message=m) for m in came),
+            sent(req([*steps[:3], user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
+    summary = Message.user(TAIL_SUMMARY, origin="summary")
+    return [v.detail for v in c.feed([sent(req([summary, *then], rewrite=True), 2)])]
+
+
+def test_kept_tail_holds_the_least_in_messages_unless_a_cap_kept_the_rest_out():
+    """Declared: at least 4 messages. Request 0 is [go, call a, result a, call b, result b, call c, result c]; the
+    compaction keeps [call b, result b, call c, result c] (4: held), or only [call c, result c] (2, with 5 messages
+    before them: reported). With a cap besides, of 2 messages, the 2 before the tail ([call b, result b]) would carry
+    it to 4, past the cap: the least yields. A note of the strategy's own after the summary is not the tail."""
+    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+    assert _tail_run([(4, None, "messages")], steps[3:]) == []
+    out = _tail_run([(4, None, "messages")], steps[5:])
+    assert len(out) == 1 and out[0].startswith("the compaction kept 2 messages verbatim after its summary, 2 messages, "
+                                               "under the 4 messages")
+    assert "the conversation held 5 messages before them" in out[0]
+    assert _tail_run([(4, None, "messages"), (0, 2, "messages")], steps[5:]) == []
+    note = Message.user("<restored-context>files read before</restored-context>", origin="restore")
+    assert len(_tail_run([(4, None, "messages")], [note, *steps[5:]])) == 1
+
+
+def test_kept_tail_caps_the_tail_and_counts_what_came_since_the_last_request():
+    """Declared: at most 2 messages. The tail [call c, result c, answer] (3) is over; the answer came since request 0
+    (the engine gave it to the strategy): it is the conversation's, and the tail's last message. A result cut since
+    (a placeholder) is still found by its call's id."""
+    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+    answer = Message("assistant", (Block.text_block("all three read"),))
+    out = _tail_run([(0, 2, "messages")], [*steps[5:], answer], came=[answer])
+    assert len(out) == 1 and "kept 3 messages verbatim after its summary, 3 messages, over the 2 messages" in out[0]
+    assert _tail_run([(0, 2, "messages")], [steps[5], results(("c", "[cut]"))]) == []
+    # at least 3: the answer the engine gave counts among the 5 messages of the conversation before the 2 kept
+    out = _tail_run([(3, None, "messages")], [answer], came=[answer])
+    assert len(out) == 1 and "the conversation held 7 messages before them" in out[0]
+
+
+def test_kept_tail_in_json_characters_as_the_api_takes_each_message():
+    """Each Read step here is a call message of 96 JSON characters ('{"role": "assistant", "content": [{"type":
+    "tool_use", "id": "c", "name": "Read", "input": {}}]}') and a result message of 208 (the 100 characters of its
+    result and 108 of JSON around them): 304 a step. A least is judged with a tenth given for a strategy's rounding
+    (a least of 400 under 360): the last step alone holds a least of 300, and is reported under one of 400."""
+    import json
+
+    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+    assert [len(json.dumps(m.to_api(), ensure_ascii=False)) for m in steps[5:]] == [96, 208]
+    assert _tail_run([(300, None, "json_chars")], steps[5:]) == []
+    out = _tail_run([(400, None, "json_chars")], steps[5:])
+    assert len(out) == 1 and "304 json_chars, under the 400 json_chars" in out[0]
+
+
+def test_kept_tail_share_is_judged_where_a_typed_user_message_stands_within_it():
+    """Declared: at most 30% of the conversation's JSON characters (gemini-cli's preserved fraction). The
+    conversation [go, 3 Read steps] is 61 + 3 × 304 = 973 characters ('go' a message of 61); the last step alone is
+    304 (31%). With no message the user typed within the last 30% the tail may start at the last one there is
+    (gemini-cli's fallback): not judged. With the user's 'next' (63) after the reads, the tail [next] (6%) is held and
+    [step c, next] (367 of 1,036, 35%) reported: the tail would start at the message the user typed."""
+    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+    assert _tail_run([(0, 0.3, "share")], steps[5:]) == []
+    nxt = user("next")
+    assert _tail_run([(0, 0.3, "share")], [nxt], came=[nxt]) == []
+    out = _tail_run([(0, 0.3, "share")], [*steps[5:], nxt], came=[nxt])
+    assert len(out) == 1 and "35% of the conversation's JSON characters, over the 30%" in out[0]
+
+
+def test_kept_tail_declarations_of_the_compacting_peers():
+    """NovaCode's N-COMP-6 (at least 10,000 tokens and 5 messages, at most 40,000; with tail_rule "either" no
+    least), cline's preserved 20,000 tokens at 3 characters of JSON each, gemini-cli's preserved 30%. A hook of
+    the wrong shape is refused, naming itself."""
+    import pytest
+
+    from ctxsim.harness.testing.declared import declared
+    from ctxsim.strategies.cline import Cline
+    from ctxsim.strategies.gemini_cli import GeminiCli
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    assert declared(NovaCode, {}, 200_000, 32_000).tail == ((10_000, 40_000, "tokens"), (5, None, "messages"))
+    assert declared(NovaCode, {"tail_rule": "either"}, 200_000, 32_000).tail == ((0, 40_000, "tokens"), (0, None, "messages"))
+    assert declared(Cline, {}, 200_000, 32_000).tail == ((60_000, None, "json_chars"),)
+    assert declared(GeminiCli, {}, 200_000, 32_000).tail == ((0, 0.3, "share"),)
+    assert declared(NovaCode, {}).tail == ()   # no model: not judged
+
+    class Odd(Cline):
+        @classmethod
+        def compaction_tail(cls, config, window, max_output_tokens):
+            return ((1.5, None, "percent"),)
+
+    with pytest.raises(ValueError, match=r"Odd.compaction_tail: \(least, most or None, unit among tokens"):
+        declared(Odd, {}, 200_000, 32_000)

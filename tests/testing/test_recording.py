@@ -24,8 +24,12 @@ def test_record_sees_every_request_and_the_hooks(tmp_path):
     rec = record(t, AppendOnly, None, RunConfig(window=50_000), session_dir=tmp_path)
     sent = [e for e in rec.entries if isinstance(e, Sent)]
     marks = [e for e in rec.entries if isinstance(e, Mark)]
-    assert [m.what for m in marks] == ["session_start", "user"] and rec.entries[0] is marks[0]
+    assert [m.what for m in marks] == ["session_start", "user", "message", "message", "message"]
+    assert rec.entries[0] is marks[0]
     assert marks[1].text == "fix the test"   # a user message (latest_request follows them)
+    # what the engine gave the strategy between its requests: each answer, the results (kept_tail's conversation)
+    assert [(m.message.role, [b.type for b in m.message.blocks]) for m in marks[2:]] == [
+        ("assistant", ["text", "tool_use", "tool_use"]), ("user", ["tool_result", "tool_result"]), ("assistant", ["text"])]
     # two model calls, both main; the second carries user, assistant (2 tool uses), results
     assert [s.kind for s in sent] == ["main", "main"] and [s.call for s in sent] == [0, 1]
     assert [len(s.request.messages) for s in sent] == [1, 3]

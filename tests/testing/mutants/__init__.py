@@ -37,6 +37,7 @@ from tests.testing.mutants import kit45d as d
 from tests.testing.mutants import kit45e as e
 from tests.testing.mutants import kit45f as f
 from tests.testing.mutants import kit45g as g
+from tests.testing.mutants import kit45h as h
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants import variants as v
@@ -223,6 +224,10 @@ KIT45B: list[Case] = [
     _c(g.TieredFirstResultOnly, TieredBudget, "result_limit", "the budgets applied to a message's first result only"),
     _c(g.OnDemandIdleClockWhenOverBudget, OnDemandReading, "idle_clear", "the idle clock noted only on calls over budget"),
     _c(g.MaskingCountResetBySubagent, ObservationMasking, "replaced_once", "the masked count reset by a sub-agent"),
+    # the eighth round (what a compaction keeps besides its summary): kit45h.py
+    _c(h.ClineKeepsInCharacters, Cline, "kept_tail", "the preserved tokens compared with JSON characters"),
+    _c(h.ClineCutPastPrompt, Cline, "kept_tail", "the cut clamped forward past the latest typed prompt"),
+    _c(h.GeminiPreservedFractionAsSplit, GeminiCli, "kept_tail", "the split point given the preserved fraction"),
 ]
 CORPUS += KIT45B
 
