@@ -312,6 +312,7 @@ class ContextEditing(ThresholdCompactor):
         self._sent: frozenset[str] = frozenset()  # what the last request of this conversation sent cleared
         self._sent_view = False  # the last request sent the view (else the history, whole)
         self._cleared_chars = 0  # characters the cleared tool results and inputs no longer send
+        self._cleared_tokens = 0  # ... and their tokens, as estimated when each was cleared (while they were sent whole)
         self._hist_chars = 0  # characters of the history's messages (the full prompt's)
         self._view_chars = 0  # ... and of the view's
         self._thinking_chars = 0  # characters the cleared thinking no longer sends
@@ -330,7 +331,7 @@ class ContextEditing(ThresholdCompactor):
             self._outer_views = []
             self._reset_view()
 
-    _VIEW_STATE = ("_view", "_view_src", "_cleared", "_sent", "_sent_view", "_cleared_chars", "_hist_chars",
+    _VIEW_STATE = ("_view", "_view_src", "_cleared", "_sent", "_sent_view", "_cleared_chars", "_cleared_tokens", "_hist_chars",
                    "_view_chars", "_thinking_chars", "_uses", "_names", "_results", "_turn", "_turns",
                    "_thinking", "_thinking_done", "_boundary")
 
@@ -447,8 +448,10 @@ class ContextEditing(ThresholdCompactor):
         thinking = self._clear_thinking()
         if c.trigger_type == "tool_uses":
             over = len(self._uses) > (c.trigger_tool_uses or 0)
-        else:  # the full prompt as the thinking edit left it (the tool edit comes second)
-            over = round(density * self._chars_estimate(self._hist_chars - self._thinking_chars)) > c.trigger_input_tokens
+        else:  # the full prompt as the thinking edit left it (the tool edit comes second): what is sent, and what
+            # earlier clearings took out at the density of the requests that sent it whole (the view's own may be
+            # far from it: a dense output cleared, prose left)
+            over = round(density * self._chars_estimate(self._view_chars)) + self._cleared_tokens > c.trigger_input_tokens
         new: list[str] = []
         if over:
             new = [i for i in clearable_ids(self.history, c.keep_tool_uses, set(c.exclude_tools)) if i not in self._cleared]
@@ -467,6 +470,7 @@ class ContextEditing(ThresholdCompactor):
             else:
                 self._cleared.update(new)
                 self._cleared_chars += freed
+                self._cleared_tokens += round(density * freed / c.chars_per_token)  # the basis sent them whole
                 cleared = True
                 self.counters.extra["cleared_tool_results"] += len(new)
                 self.counters.extra["cleared_input_tokens_est"] += tokens

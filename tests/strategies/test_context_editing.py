@@ -182,6 +182,23 @@ def test_the_estimate_after_a_clearing_keeps_the_density_the_usage_measured():
     assert req.estimated_tokens == 3_827
 
 
+def test_the_full_prompt_counts_what_was_cleared_at_the_density_it_was_sent_at():
+    """The server judges its trigger on the full prompt; the client knows what it sends (the usage) and what was
+    cleared from it (at the density of the request that sent it whole). The first clearing takes tu_0..tu_2 out,
+    11,973 characters at 8,001 / 6,080 tokens a character-token: round(1.3160 · 2,993.25) = 3,939 tokens. The
+    cleared request is then reported at 3,101 tokens with its answer: sparser text is left. With tu_6's result,
+    4,101 tokens for 4,092 from characters; the full prompt is 4,101 + 3,939 = 8,040 > 8,000: tu_3 is cleared too.
+    (At the sent request's density the full prompt would be 4,101 · 7,085 / 4,092 = 7,101: under the trigger, a
+    prompt past it sent with its older results whole, as the kit's random sample found on a correct twin.)"""
+    s = make("context_editing", TRIGGER)
+    six_steps(s)
+    over_trigger(s, 8_001)
+    s.build_request(CallInfo(6, 6.0))
+    step(s, 6, "6" * 4_000, usage=Usage(input_uncached=3_100, output=1))
+    req = s.build_request(CallInfo(7, 7.0))
+    assert req.rewrite and results(s, req.messages).count("[cleared]") == 4
+
+
 def test_per_request_clears_one_more_result_on_every_request_past_the_trigger():
     s = make("context_editing")
     six_steps(s)
