@@ -272,8 +272,24 @@ class Strategy:
         ``"messages"``, or ``"share"`` (a share of the conversation's JSON characters, 0-1: where a user message
         the user typed stands within it, the tail starts at one). A least yields to any most: a tail that the
         messages before it (with the calls their results answer) would carry past a cap may hold less. Empty:
-        no promise."""
+        no promise. A cut with no summary is held to it too: the tail is what stands after the strategy's own
+        note of the cut (a message of its own the conversation did not hold)."""
         return ()
+
+    @classmethod
+    def compaction_tail_shortest(cls, config: StrategyConfig) -> bool:
+        """Whether the tail a compaction keeps is the shortest that holds every least of ``compaction_tail`` (walking
+        back from the newest message until they all hold, then back to a message that answers no call): without its
+        oldest message and the results that answer it, it would hold less than one of them. False: no promise (a
+        tail may keep more)."""
+        return False
+
+    @classmethod
+    def compacts_only_at_turns(cls, config: StrategyConfig) -> bool:
+        """Whether the strategy summarises the main conversation only as a user turn begins (its first request after
+        the user's message) or in reaction to a refused request: goose checks its threshold as a reply starts, not
+        between the tool calls of one. False: no promise."""
+        return False
 
     @classmethod
     def cache_marks(cls, config: StrategyConfig) -> tuple[str, ...]:
@@ -305,6 +321,20 @@ class Strategy:
         its last ``chars`` less those, as the tool returned them (a cut's marker, a spill's note around them); one
         no longer enters whole. A read of the strategy's own file aside. Empty: no promise."""
         return ()
+
+    @classmethod
+    def cut_keeps_head(cls, config: StrategyConfig) -> tuple[tuple[int, str], ...]:
+        """``((amount, unit), ...)``: a tool result the strategy cuts keeps at most ``amount`` ``"bytes"``,
+        ``"chars"`` or ``"lines"`` of the tool's output from its start (the rest of what it keeps from its end):
+        Codex's cut gives the head at most half its bytes and its head lines. Empty: no promise."""
+        return ()
+
+    @classmethod
+    def keeps_results_whole(cls, config: StrategyConfig) -> tuple[int, int] | None:
+        """``(per_result, per_message)`` characters: a tool result of at most ``per_result`` characters, in a message
+        whose results total at most ``per_message``, enters as the tool returned it (NovaCode spills only past its
+        threshold and its message budget). None: no promise."""
+        return None
 
     @classmethod
     def clock_epochs(cls, config: StrategyConfig) -> tuple[float, ...]:

@@ -264,6 +264,15 @@ class Codex(ThresholdCompactor):
         return ((config.max_bytes, "bytes"), (config.max_lines, "lines"))
 
     @classmethod
+    def cut_keeps_head(cls, config) -> tuple[tuple[int, str], ...]:
+        # middle_truncate keeps half its budget from the start; truncate_head_tail half the bytes and half the lines
+        if not config.truncate_tool_output:
+            return ()
+        if config.tool_output == "tokens":
+            return ((int(config.tool_output_tokens * config.chars_per_token) // 2, "chars"),)
+        return ((config.max_bytes // 2, "bytes"), (config.max_lines // 2, "lines"))
+
+    @classmethod
     def compacts_above(cls, config, window: int, max_output_tokens: int) -> int | None:
         # the total scope compacts at the limit; body_after_prefix at the usable window at the latest
         return auto_compact_limit(config, window) if config.auto_compact_scope == "total" else model_context_window(config, window)

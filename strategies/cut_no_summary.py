@@ -68,6 +68,17 @@ class CutNoSummary(Strategy):
         names = ("summary_reserve_tokens", "soft_margin_tokens", "tail_min_tokens", "tail_max_tokens", "min_prefix_tokens")
         return {n: max(1, int(cls.Config.model_fields[n].default * f)) for n in names}
 
+    @classmethod
+    def compaction_tail(cls, config: CutNoSummaryConfig, window: int, max_output_tokens: int) -> tuple:
+        """N-COMP-6, as NovaCode's: at least ``tail_min_tokens`` and ``tail_min_messages``, never more than
+        ``tail_max_tokens`` (the cap wins), after the notice of the cut; sized at the strategy's own estimate."""
+        return ((config.tail_min_tokens, config.tail_max_tokens, "tokens"), (config.tail_min_messages, None, "messages"))
+
+    @classmethod
+    def compaction_tail_shortest(cls, config: CutNoSummaryConfig) -> bool:
+        """The walk stops as soon as both minimums hold (N-COMP-6, N-COMP-7)."""
+        return True
+
     def __init__(self, config: CutNoSummaryConfig, env) -> None:
         super().__init__(config, env)
         self.ledger = TokenLedger(config.chars_per_token)

@@ -98,6 +98,12 @@ class Goose(ThresholdCompactor):
         # should_compact: a reply that starts with the last call's tokens (input and output) over the threshold
         return int(window * config.threshold)
 
+    @classmethod
+    def compacts_only_at_turns(cls, config) -> bool:
+        # the threshold is checked as a reply starts (should_compact below, reply_started) and on a
+        # context-length error (on_rejected): never between the tool calls of a reply
+        return True
+
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         self.reply_started = False

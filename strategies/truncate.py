@@ -82,6 +82,10 @@ class Truncate(PeerStrategy):
     def result_limits(cls, config: TruncateConfig) -> tuple[tuple[int, str], ...]:
         return ((config.max_bytes, "bytes"), (config.max_lines, "lines"))   # codex-rs MODEL_FORMAT_MAX_*
 
+    @classmethod
+    def cut_keeps_head(cls, config: TruncateConfig) -> tuple[tuple[int, str], ...]:
+        return ((config.max_bytes // 2, "bytes"), (config.head_lines, "lines"))   # truncate_head_tail's head
+
     def on_tool_results(self, message: Message) -> None:
         c = self.config
         blocks = []

@@ -158,6 +158,12 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     for tools, n, share in d.result_cuts:
         out.append(f"a result of {', '.join(tools) if tools else 'any other tool'} past {n:,} characters is cut to "
                    f"{share:.0%} from its start and the rest from its end")
+    if d.head_at_most:
+        out.append("a cut result keeps at most " + " and ".join(f"{n:,} {unit}" for n, unit in d.head_at_most)
+                   + " of the output's start")
+    if d.whole_under is not None:
+        out.append(f"a result within {d.whole_under[0]:,} characters, in a message whose results total at most "
+                   f"{d.whole_under[1]:,}, enters whole")
     if d.recent_kept:
         out.append(f"the newest {d.recent_kept} tool uses keep their results as they entered")
     if d.clears_all_but is not None and d.recent_kept:
@@ -189,6 +195,10 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         bounds = [f"at least {amount(least)}"] if least else []
         bounds += [f"at most {amount(most)}"] if most is not None else []
         out.append(f"a compaction keeps verbatim after its summary {' and '.join(bounds)}")
+    if d.tail_shortest:
+        out.append("... and no more than the shortest tail that holds every least")
+    if d.only_at_turns:
+        out.append("the main conversation is summarised only as a user turn begins (or after a refused request)")
     if d.cache_marks:
         out.append(f"every request carries a cache breakpoint on: {', '.join(d.cache_marks)}")
     for kind, model in d.call_models:

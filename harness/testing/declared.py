@@ -11,6 +11,10 @@ is checked like its base (issue #45):
 * ``result_limits(config)``: the bytes, characters or lines every tool result is cut to at most;
 * ``result_cuts(config)``: per tool, the characters past which a result is cut and the share of them kept from its
   start (the rest from its end): tiered_budget's tiers;
+* ``cut_keeps_head(config)``: the bytes, characters or lines of a tool's output a cut keeps from its start at most
+  (Codex's head: half the bytes, its head lines);
+* ``keeps_results_whole(config)``: the characters of a result, and of a message's results, within which a result
+  enters as the tool returned it (NovaCode's spill threshold and message budget);
 * ``keeps_recent_tool_uses(config)``: how many of the newest tool uses keep their results as they entered;
 * ``clears_all_but_recent(config)``: whether a clearing clears every result older than the newest
   ``keeps_recent_tool_uses`` tool uses, and the tools it never clears (context_editing);
@@ -31,11 +35,14 @@ is checked like its base (issue #45):
   summarises before sending it (its auto-compaction trigger on the run's window);
 * ``compacts_at_turns(config, window, max_output_tokens)``: the previous request's input past which the
   strategy summarises when a user turn begins (goose);
+* ``compacts_only_at_turns(config)``: whether it summarises only as a user turn begins or after a refused request
+  (goose);
 * ``summarises_dropped(config)``: whether everything the strategy drops from the main window goes into a
   summary first (Claude Code, Codex, gemini-cli, goose, opencode, OpenHands: their compactions summarise what they drop);
 * ``compaction_tail(config, window, max_output_tokens)``: what a compaction keeps verbatim after its summary, the
   conversation's newest messages: at least and at most how much, in tokens, JSON characters, messages or a share
   of the conversation (NovaCode's N-COMP-6 tail, cline's preserved tokens, gemini-cli's preserved fraction);
+  ``compaction_tail_shortest(config)``: and no longer than the shortest that holds every least (NovaCode's walk);
 * ``cache_marks(config)``: where every request of the conversation carries a cache breakpoint (the tools,
   the system prompt, the last message, the last user message);
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
@@ -69,6 +76,8 @@ class Declared:
     recent_chars: int = 0  # the newest characters of tool output whose results stay as they entered
     recent_turns: int = 0  # the newest user turns whose tool results stay as they entered
     result_cuts: tuple[tuple[tuple[str, ...], int, float], ...] = ()  # (tools, characters, head share) of a cut
+    head_at_most: tuple[tuple[int, str], ...] = ()  # (amount, unit) a cut result keeps from its start at most
+    whole_under: tuple[int, int] | None = None  # (a result's, a message's results' characters) that enter whole
     cold_only: float | None = None  # seconds since the main conversation's last request before a result may change
     clears_all_but: tuple[str, ...] | None = None  # a clearing clears all but the newest recent_kept (these tools apart)
     clears_above: int | None = None  # the whole prompt's tokens past which every request clears all but recent_kept
@@ -78,8 +87,10 @@ class Declared:
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
+    only_at_turns: bool = False  # ... and no summary of the main conversation but as a user turn begins (or after a refusal)
     summarises_dropped: bool = False  # what leaves the main window went into a summary the request holds
     tail: tuple[tuple[float, float | None, str], ...] = ()  # (least, most, unit) of what a compaction keeps verbatim
+    tail_shortest: bool = False  # ... and no more than the shortest tail that holds every least
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -196,6 +207,14 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     trigger, at_turns = (_tokens_hook(cls, hook, config, window, max_output_tokens)
                          for hook in ("compacts_above", "compacts_at_turns"))
     summarises = _checked(cls, "summarises_dropped", config, False, lambda v: isinstance(v, bool), "True or False")
+    head = tuple(_hook(cls, "cut_keeps_head", config, ()))
+    if not all(isinstance(h, tuple | list) and len(h) == 2 and _amount(h[0]) and h[1] in RESULT_UNITS for h in head):
+        raise ValueError(f"{cls.__qualname__}.cut_keeps_head: (amount, unit among {', '.join(RESULT_UNITS)}) each, "
+                         f"got {head!r}")
+    whole = _checked(cls, "keeps_results_whole", config, None,
+                     lambda v: v is None or isinstance(v, tuple | list) and len(v) == 2 and all(_amount(x) for x in v),
+                     "(characters of a result, characters of a message's results) or None")
+    only_at_turns = _checked(cls, "compacts_only_at_turns", config, False, lambda v: isinstance(v, bool), "True or False")
     clears_all = _checked(cls, "clears_all_but_recent", config, None,
                           lambda v: v is None or isinstance(v, tuple | list) and all(isinstance(t, str) for t in v),
                           "tool names or None")
@@ -214,6 +233,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     turns = _checked(cls, "keeps_recent_turns", config, 0, lambda v: _amount(v) and int(v) == v, "a number of user turns")
     chars = _checked(cls, "keeps_recent_tool_chars", config, 0, _amount, "a number of characters")
     tail = _tail(cls, config, window, max_output_tokens)
+    shortest = _checked(cls, "compaction_tail_shortest", config, False, lambda v: isinstance(v, bool), "True or False")
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
@@ -222,7 +242,9 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
                     recent_turns=int(turns),
                     result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts),
-                    cold_only=None if cold is None else float(cold), tail=tail)
+                    cold_only=None if cold is None else float(cold), tail=tail, only_at_turns=only_at_turns,
+                    whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
+                    head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail))
 
 
 def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) -> Any:

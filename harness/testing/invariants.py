@@ -276,13 +276,14 @@ TRIGGER_SLACK = 1.02
 # correct context_editing twin be reported in 1 run of 3; a trigger read on the cleared prompt lets the whole grow
 # far past it (the cleared results' size) # assumed
 CLEAR_TRIGGER_SLACK = 1.5
-# how far a compaction's kept tail may stray from what the strategy declares (``kept_tail``), by unit: a strategy
-# that sizes its tail at its own estimate of tokens (NovaCode: characters at a calibrated rate per message) runs
-# either way of the truth by the kit's factor for estimates at most, judged that way for a least; a cap at
-# a quarter over, where a rate measured on the conversation meets a denser tail; JSON characters a strategy counts
-# to tokens rounding each message up lose a few per message: a tenth  # assumed
+# how far a compaction's kept tail may stray from what the strategy declares (``kept_tail``), by unit: a tail in
+# tokens is sized at the strategy's own estimate: a least judged in true tokens by the kit's factor for estimates,
+# a cap (and a tail longer than it needed) by what any estimate counts at the least, its characters at TAIL_MAX_CPT
+# a token (the true tokens ran 1.9 times a correct NovaCode's cap, its calibrated rate under a denser tail); JSON
+# characters a strategy counts to tokens rounding each message up lose a few per message: a tenth  # assumed
 TAIL_LEAST_SLACK = {"tokens": ESTIMATE_FACTOR, "json_chars": 1 / 0.9, "messages": 1.0, "share": 1.0}
-TAIL_MOST_SLACK = {"tokens": 1.25, "json_chars": 1.02, "messages": 1.0, "share": 1.0}
+TAIL_MAX_CPT = 4.0  # the most characters a token any estimator here counts (Claude Code's, opencode's rule) # assumed
+TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "messages": 1.0, "share": 1.0}
 LATEST_OPENING = 200  # characters of the latest request that must stay (a cut to a budget keeps the head) # assumed
 USER_OPENING = 40  # characters of a kept user message that must open one the user wrote (a middle cut keeps them) # assumed
 
@@ -824,6 +825,8 @@ class Checker:
     _warm_changed: frozenset[str] = frozenset()  # results the main conversation's last request sent changed (cold_only)
     _warm_sent: frozenset[str] = frozenset()  # and the results it sent
     _main_at: float | None = None  # when the main conversation's last request was sent (cold_only)
+    _head_seen: set[str] = field(default_factory=set)  # tool results judged against cut_keeps_head as they entered
+    _whole_seen: set[str] = field(default_factory=set)  # tool results judged against keeps_results_whole as they entered
     _cut_seen: set[str] = field(default_factory=set)  # tool results judged against the declared cuts as they entered
     _superseded_lost: set[str] = field(default_factory=set)  # tool uses reported replaced with no later read (superseded)
     _early_reported: bool = False  # a summary asked for under the trigger, reported once a run
@@ -1104,6 +1107,15 @@ class Checker:
                                         f"summarises (compacts_above; a factor of {ESTIMATE_FACTOR} allowed for its "
                                         "estimate), and not after a refused request: the trigger fired early "
                                         "(compared in another unit?)")
+            if (s.kind == SUMMARY and self.declared.only_at_turns and "compaction_trigger" in self.promised and first_side
+                    and not self._in_sub and not self._attempts and not self._user_since_main and not self._early_reported
+                    and "main" in self._prev and "main" not in self._fresh):
+                self._early_reported = True
+                v("compaction_trigger", f"a summary asked for after request {self._prev['main'].call} of the main "
+                                        "conversation, "
+                                        "between the calls of a user turn (no user message since, no refused request): "
+                                        "the strategy declares it summarises only as a user turn begins "
+                                        "(compacts_only_at_turns: a flag that a turn began, never cleared?)")
             if s.kind == SUMMARY and not s.rejected and not s.error:
                 self._reaction_summarised = self._reaction_summarised or self._overflow is not None
                 carries = "goal" in self.promised and self._holds_goal(req)
@@ -1221,6 +1233,16 @@ class Checker:
                                           "below the declared size (counted in another unit?)")
                 if b.type == "tool_result":
                     self._limit_seen.add(b.id)   # judged as it first enters; a later clearing is no cut
+        if self.declared.head_at_most and "result_limit" in self.promised:
+            for _m, b in new_blocks:
+                detail = self._head_over(b)
+                if detail:
+                    v("result_limit", detail)
+        if self.declared.whole_under is not None and "result_limit" in self.promised:
+            for m, b in new_blocks:
+                detail = self._changed_under(m, b)
+                if detail:
+                    v("result_limit", detail)
         if self.declared.result_cuts and "result_limit" in self.promised:
             names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
             for _m, b in new_blocks:
@@ -1320,14 +1342,12 @@ class Checker:
             for detail in self._unsummarised(prev, req):
                 v("summarised", detail)
         if (self.declared.tail and "kept_tail" in self.promised and stream == "main" and prev is not None and not fresh
-                and req.rewrite and self._summaries and not s.rejected and not after_refusal):
-            detail = self._tail_wrong(prev.request, req)
+                and req.rewrite and not s.rejected and not after_refusal and not self._side_failed_since_main):
+            detail = self._tail_wrong(prev.request, s)
             if detail:
                 v("kept_tail", detail)
         if stream == "main":
-            self._appended, self._appended_mixed = [], False
-        if stream == "main":
-            self._side_failed_since_main = False
+            self._appended, self._appended_mixed, self._side_failed_since_main = [], False, False
         if req.rewrite and stream == "main":
             self._rewrites += 1
             texts = [b.text for m in req.messages for b in m.blocks if b.type in ("text", "tool_result")]
@@ -1813,6 +1833,41 @@ class Checker:
                     f"end ({share:.0%} of {n:,}; result_cuts): the shares the wrong way round?")
         return ""
 
+    def _head_over(self, b: Block) -> str:
+        """A result entering cut that keeps more of the tool's output from its start than the strategy declares
+        (``cut_keeps_head``), judged as it first enters, or ``""``: the head is the longest run of the output's
+        opening that the result holds from where its first 64 characters first stand."""
+        if b.type != "tool_result" or b.id not in self.originals or b.id in self._head_seen:
+            return ""
+        self._head_seen.add(b.id)
+        original = self.originals[b.id]
+        at = b.text.find(original[:64]) if original and b.text != original else -1
+        if at < 0:
+            return ""
+        head = original[:len(os.path.commonprefix([b.text[at:], original]))]
+        for n, unit in self.declared.head_at_most:
+            kept = result_size(head, unit)
+            if kept > n + RESULT_NOTICE_SLACK[unit]:
+                return (f"tool_result {b.id} entered cut, keeping {kept:,} {unit} of the output's start, over the {n:,} "
+                        f"{unit} the strategy declares a cut keeps from it (cut_keeps_head: the head given the "
+                        "whole budget, or the shares swapped?)")
+        return ""
+
+    def _changed_under(self, m: Message, b: Block) -> str:
+        """A result entering changed though it and its message's results are within what the strategy declares it
+        keeps whole (``keeps_results_whole``), judged as it first enters, or ``""``."""
+        if b.type != "tool_result" or b.id not in self.originals or b.id in self._whole_seen:
+            return ""
+        self._whole_seen.add(b.id)
+        per_result, per_message = self.declared.whole_under  # type: ignore[misc]
+        original = self.originals[b.id]
+        total = sum(len(self.originals.get(x.id, x.text)) for x in m.blocks if x.type == "tool_result")
+        if b.text == original or len(original) > per_result or total > per_message:
+            return ""
+        return (f"tool_result {b.id} entered changed ({_short(b.text)!r}), though its {len(original):,} characters and "
+                f"its message's {total:,} are within the {per_result:,} and {per_message:,} the strategy declares it "
+                "keeps whole (keeps_results_whole: a threshold or a budget read in another unit?)")
+
     def _recent_turns_changed(self, req: Request, results: dict[str, Block]) -> list[str]:
         """The results of the newest declared user turns (after the Nth newest message the user typed: no tool
         results, no origin of the strategy's own) that differ from what they were when they entered."""
@@ -2039,29 +2094,44 @@ class Checker:
                     return out
         return out
 
-    def _tail_wrong(self, before: Request, req: Request) -> str:
-        """What a compaction kept verbatim after the summary ``req`` holds strays from what the strategy declares
-        (``compaction_tail``): the tail is the conversation's messages after the summary (those ``before`` sent, a
+    def _tail_wrong(self, before: Request, s: Sent) -> str:
+        """What a compaction kept verbatim after the summary ``req`` holds (a cut with none: after the strategy's own
+        last message, its note) strays from what the strategy declares (``compaction_tail``,
+        ``compaction_tail_shortest``): the tail is the conversation's messages after it (those ``before`` sent, a
         result cut or cleared since found by its call, and those come since; a message the strategy added apart),
         the conversation is ``before``'s messages and those come since (as the engine gave them: the appended)."""
+        req = s.request
         probes = [p for sm in self._held_summaries(req) if (p := _summary_probe(sm.text))]
         msgs = list(req.messages)
         at = max((i for i, m in enumerate(msgs) for b in m.blocks
                   if b.type in ("text", "tool_result") and any(p in b.text for p in probes)), default=-1)
-        if at < 0:
-            return ""
+        if at < 0 and self._summaries:
+            return ""   # a summary made and not held (summary_used judges it)
         conv = list(before.messages)
         index = {_message_key(m): i for i, m in enumerate(conv)}
+        for m in self._appended:   # what came since, as the engine gave it
+            if _message_key(m) not in index:
+                index[_message_key(m)] = len(conv)
+                conv.append(m)
+        after_what = "its summary"
+        if at < 0:
+            after_what = "its note of the cut"
+            # a cut with no summary, where the request left some of the conversation out: what stands after the
+            # strategy's own last message of text (its note of the cut; a result it made up for a call is no note)
+            sent = {_message_key(m) for m in msgs}
+            at = max((i for i, m in enumerate(msgs) if m.meta.get("origin") and not any(
+                b.type in ("tool_use", "tool_result") for b in m.blocks)), default=-1)
+            if at < 0 or all(_message_key(m) in sent for m in conv):
+                return ""
         tail: list[Message] = []
-        for m, came in [*((m, True) for m in self._appended), *((m, False) for m in msgs[at + 1:])]:
+        for m in msgs[at + 1:]:
             key = _message_key(m)
             if key not in index:
-                if not came and m.meta.get("origin"):
+                if m.meta.get("origin"):
                     continue   # the strategy's own (an attachment, a note): not the conversation's
                 index[key] = len(conv)
-                conv.append(m)   # what came since, as the engine gave it (or as the tail holds it)
-            if not came:
-                tail.append(m)
+                conv.append(m)   # come since, as the tail holds it
+            tail.append(m)
         start = index[_message_key(tail[0])] if tail else len(conv)
         ext = start - 1   # the messages before the tail, back to one that answers no call (a pair stays whole)
         while ext > 0 and any(b.type == "tool_result" for b in conv[ext].blocks):
@@ -2070,25 +2140,56 @@ class Checker:
         after = list(itertools.accumulate(self._tail_size([m], "json_chars") for m in reversed(conv)))[::-1]
         total = (after[0] if after else 0) or 1   # after[i]: the JSON characters of conv[i:]
 
+        # tokens as the strategy sizes them are its own estimate: of a least, judged in true tokens by the kit's factor
+        # for estimates (where it estimates this request higher than the truth, it may have seen the tail larger yet);
+        # of a cap, and of a tail longer than it needed, by what any estimate counts at the least: its characters at
+        # TAIL_MAX_CPT a token (a rate measured on the conversation runs far under a denser tail)
+        ratio = req.estimated_tokens / s.tokens if req.estimated_tokens and s.tokens else 1.0
+
         def size(ms: list[Message], unit: str) -> float:
             return self._tail_size(ms, "json_chars") / total if unit == "share" else self._tail_size(ms, unit)
+
+        def least_seen(ms: list[Message], unit: str) -> float:
+            """What the strategy's own measure of ``ms`` is at least."""
+            return sum(m.chars for m in ms) / TAIL_MAX_CPT if unit == "tokens" else size(ms, unit)
+
+        def seen_over(ms: list[Message], unit: str, most: float) -> bool:
+            """The strategy may have seen ``ms`` past ``most``."""
+            return size(ms, unit) * (ESTIMATE_FACTOR * max(1.0, ratio) if unit == "tokens" else 1) > most
 
         for least, most, unit in self.declared.tail:
             kept = size(tail, unit)
             shown = f"{kept:.0%} of the conversation's JSON characters" if unit == "share" else f"{kept:,.0f} {unit}"
-            if most is not None and kept > most * TAIL_MOST_SLACK[unit]:
+            if most is not None and least_seen(tail, unit) > most * TAIL_MOST_SLACK[unit]:
                 if unit != "share" or any(m.role == "user" and not any(b.type == "tool_result" for b in m.blocks)
                                           and after[i] <= most * total for i, m in enumerate(conv)):
                     cap = f"{most:.0%}" if unit == "share" else f"{most:,.0f} {unit}"
-                    return (f"the compaction kept {len(tail)} messages verbatim after its summary, {shown}, over the "
+                    if unit == "tokens":
+                        shown = (f"{sum(m.chars for m in tail):,} characters (at least {least_seen(tail, unit):,.0f} "
+                                 f"tokens at {TAIL_MAX_CPT:g} a token)")
+                    return (f"the compaction kept {len(tail)} messages verbatim after {after_what}, {shown}, over the "
                             f"{cap} the strategy declares it keeps at most (compaction_tail)")
             if least and kept * TAIL_LEAST_SLACK[unit] < least and start > 0 and not self._appended_mixed and not any(
-                    m is not None and size(wider, u) * (ESTIMATE_FACTOR if u == "tokens" else 1) > m
-                    for _, m, u in self.declared.tail):
-                return (f"the compaction kept {len(tail)} messages verbatim after its summary, {shown}, under the "
+                    m is not None and seen_over(wider, u, m) for _, m, u in self.declared.tail):
+                return (f"the compaction kept {len(tail)} messages verbatim after {after_what}, {shown}, under the "
                         f"{least:,.0f} {unit} the strategy declares it keeps at least, though the conversation held "
                         f"{start} messages before them that no declared cap kept out (compaction_tail: a budget read "
                         "in another unit, a cut moved past the newest?)")
+        if self.declared.tail_shortest and len(tail) > 1:
+            # without its oldest message and the results that answer it, the tail still holds every least as any
+            # estimate counts it: it kept more than it needed
+            first = 1
+            while first < len(tail) and any(b.type == "tool_result" for b in tail[first].blocks):
+                first += 1
+            shorter = tail[first:]
+            if shorter and all(least_seen(shorter, unit) >= least for least, _, unit in self.declared.tail):
+                held = ", ".join(f"{least_seen(shorter, u):,.0f} {u}" for _, _, u in self.declared.tail if u != "share")
+                if any(u == "tokens" for _, _, u in self.declared.tail):
+                    held += f"; tokens at {TAIL_MAX_CPT:g} characters a token"
+                return (f"the compaction kept {len(tail)} messages verbatim after {after_what}, where the newest "
+                        f"{len(shorter)} already hold every least it declares ({held}): the tail is declared the "
+                        "shortest that holds them "
+                        "(compaction_tail_shortest: a least read as another, the walk not stopped?)")
         return ""
 
     def _tail_size(self, ms: list[Message], unit: str) -> int:

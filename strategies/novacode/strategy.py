@@ -290,6 +290,17 @@ class NovaCode(Strategy):
                 (config.tail_min_messages if both else 0, None, "messages"))
 
     @classmethod
+    def keeps_results_whole(cls, config: NovaCodeConfig) -> tuple[int, int] | None:
+        """N-SPILL-1 and N-SPILL-2: a result spills past ``spill_threshold_chars``, or while its message's results
+        pass ``spill_budget_chars``; within both it goes whole (with ``spill`` off, always)."""
+        return (config.spill_threshold_chars, config.spill_budget_chars) if config.spill else None
+
+    @classmethod
+    def compaction_tail_shortest(cls, config: NovaCodeConfig) -> bool:
+        """N-COMP-6's walk stops as soon as both minimums hold (N-COMP-7 then adds the call a result answers)."""
+        return config.tail_rule == "both"
+
+    @classmethod
     def check_params(cls, window: int) -> dict[str, int]:
         """For the property kit's small windows (docs/writing-a-strategy.md section 5): the spec's
         absolute numbers scaled by window / 200k, so the same rules act at the same relative points.

@@ -1488,3 +1488,128 @@ def test_kept_tail_declarations_of_the_compacting_peers():
 
     with pytest.raises(ValueError, match=r"Odd.compaction_tail: \(least, most or None, unit among tokens"):
         declared(Odd, {}, 200_000, 32_000)
+
+
+def test_kept_tail_of_a_cut_is_what_stands_after_its_note_and_no_longer_than_needed():
+    """A cut with no summary (cut_no_summary): the tail is what stands after the strategy's own note. Declared: at
+    least 2 messages, the shortest that holds it. Request 0 is [go, 3 Read steps]; the cut keeps [note, call c,
+    result c] (held: without the call and its result nothing is left), or [note, call b, result b, call c,
+    result c] (reported: the newest 2 already hold the least). A rewrite that leaves nothing out is no cut; a result
+    the strategy made up for a call (after a crash) stands in the tail, not as its note."""
+    from ctxsim.harness.testing.declared import Declared
+
+    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+    note = Message.user("[Earlier conversation was removed.]", origin="placeholder")
+
+    def run(then: list[Message]) -> list[str]:
+        c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=((2, None, "messages"),), tail_shortest=True))
+        c.feed([sent(req(steps), 0)])
+        return [v.detail for v in c.feed([sent(req(then, rewrite=True), 1)])]
+
+    assert run([note, *steps[5:]]) == []
+    out = run([note, *steps[3:]])
+    assert len(out) == 1 and out[0].startswith("the compaction kept 4 messages verbatim after its note of the cut, where the "
+                                               "newest 2 already hold every least it declares (2 messages)")
+    assert run([note, *steps]) == []   # nothing left out: no cut
+    made_up = Message("user", (Block.tool_result("c", "[no result: the session ended]"),), {"origin": "synthetic_result"})
+    assert run([note, steps[5], made_up]) == []   # a result it made up for a call is no note of the cut
+    assert len(run([note, *steps[6:]])) == 1   # one message: under the least, with 5 before it
+
+
+def test_kept_tail_declarations_of_the_cutting_and_the_shortest():
+    from ctxsim.harness.testing.declared import declared
+    from ctxsim.strategies.cline import Cline
+    from ctxsim.strategies.cut_no_summary import CutNoSummary
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    d = declared(CutNoSummary, {}, 200_000, 32_000)
+    assert d.tail == ((10_000, 40_000, "tokens"), (5, None, "messages")) and d.tail_shortest
+    assert declared(NovaCode, {}, 200_000, 32_000).tail_shortest
+    assert not declared(NovaCode, {"tail_rule": "either"}, 200_000, 32_000).tail_shortest
+    assert not declared(Cline, {}, 200_000, 32_000).tail_shortest   # the cut moves back to the latest prompt
+
+
+def test_compaction_only_as_a_turn_begins():
+    """goose declares it summarises only as a user turn begins (compacts_only_at_turns). Request 0 answers the
+    user; a summary asked for after it with no user message since is between the calls of the turn: reported. After
+    the user's next message, or in reaction to a refused request, it is not."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.goose import Goose
+
+    assert declared(Goose, {}).only_at_turns and not declared(AppendOnly, {}).only_at_turns
+    steps = [user("fix it"), calls("a"), results(("a", "x"))]
+
+    def run(*between) -> list[str]:
+        c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(only_at_turns=True))
+        c.feed([Mark("user", text="fix it"), sent(req(steps[:1]), 0), *between,
+                sent(req([*steps, user("summarise")], kind="summary"), 2)])
+        return [v.detail for v in c.violations]
+
+    out = run()
+    assert len(out) == 1 and out[0].startswith("a summary asked for after request 0 of the main conversation, between")
+    assert run(Mark("user", text="and the docs")) == []
+    refused = Sent(req(steps), 5_000, 1_000, True, "prompt is too long", 1, 1.0)
+    assert run(refused) == []
+
+
+def test_results_kept_whole_within_the_declared_sizes():
+    """NovaCode declares it spills past its threshold and its message budget only (keeps_results_whole): here 100
+    characters a result, 150 a message. A 60-character result alone entering as a placeholder is reported; two of
+    60 (120) with one replaced, too; a 120-character result (over 100) or three of 60 (180, over the budget) may
+    be replaced."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    assert declared(NovaCode, {}).whole_under == (50_000, 200_000)
+    assert declared(NovaCode, {"spill": False}).whole_under is None
+
+    def run(sizes: list[int], replaced: str) -> list[str]:
+        ids = [chr(ord("a") + i) for i in range(len(sizes))]
+        originals = {i: i * n for i, n in zip(ids, sizes, strict=True)}
+        c = Checker(frozenset({"result_limit"}), originals, declared=Declared(whole_under=(100, 150)))
+        entered = results(*((i, "[spilled]" if i in replaced else originals[i]) for i in ids))
+        return [v.detail for v in c.feed([sent(req([user("go"), calls(*ids), entered]), 0)])]
+
+    out = run([60], "a")
+    assert len(out) == 1 and out[0].startswith("tool_result a entered changed ('[spilled]'), though its 60 characters "
+                                               "and its message's 60 are within the 100 and 150")
+    assert len(run([60, 60], "b")) == 1
+    assert run([120], "a") == [] and run([60, 60, 60], "a") == [] and run([60], "") == []
+
+
+def test_a_cut_keeps_no_more_of_the_start_than_declared():
+    """Codex's cut keeps at most half its bytes and half its lines from the output's start (cut_keeps_head). The
+    output here: 200 lines of 5 characters ('0000\\n' ... '0199\\n'), 1,000 characters. A cut holding its first 100
+    characters (20 lines) and its last 100 under a header holds a declared 100 characters and 20 lines; one holding
+    its first 400 (80 lines) is reported (over 100 by more than the 64 a cut's notices may add; over 20 lines by
+    more than 8). The head is found where the output's opening first stands (after the cut's header)."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.codex import Codex
+    from ctxsim.strategies.truncate import Truncate
+
+    assert declared(Truncate, {}).head_at_most == ((5_120, "bytes"), (128, "lines"))
+    assert declared(Codex, {}).head_at_most[0][1] == "chars"
+    original = "".join(f"{i:04d}\n" for i in range(200))
+
+    def run(head: int, at_most) -> list[str]:
+        cut = f"Total output lines: 200\n\n{original[:head]}\n[... omitted ...]\n\n{original[-100:]}"
+        c = Checker(frozenset({"result_limit"}), {"a": original}, declared=Declared(head_at_most=at_most))
+        return [v.detail for v in c.feed([sent(req([user("go"), calls("a"), results(("a", cut))]), 0)])]
+
+    assert run(100, ((100, "chars"), (20, "lines"))) == []
+    out = run(400, ((100, "chars"),))
+    assert len(out) == 1 and "keeping 400 chars of the output's start, over the 100 chars" in out[0]
+    assert len(run(400, ((20, "lines"),))) == 1 and run(140, ((20, "lines"),)) == []
+
+
+def test_kept_tail_cap_in_tokens_is_judged_by_what_any_estimate_counts_at_the_least():
+    """A tail sized at the strategy's own estimate: a cap in tokens is judged at 4 characters a token (the fewest
+    tokens any estimator here counts; a calibrated rate may run far under a denser tail, so true tokens would report a
+    correct strategy). Each Read step here holds 107 characters ('Read {}' and its 100-character result): the last
+    step alone is 26.75 tokens so counted, within a cap of 50; the last two, 214 characters, 53.5: over it (by more
+    than the 2% a strategy's comparison may add)."""
+    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+    assert _tail_run([(0, 50, "tokens")], steps[5:]) == []
+    out = _tail_run([(0, 50, "tokens")], steps[3:])
+    assert len(out) == 1 and "4 messages verbatim after its summary, 214 characters (at least 54 tokens at 4 a token), " \
+                             "over the 50 tokens" in out[0]
