@@ -15,6 +15,7 @@ from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.cline import Cline
 from ctxsim.strategies.codex import Codex
 from ctxsim.strategies.context_editing import ContextEditing
+from ctxsim.strategies.cut_no_summary import CutNoSummary
 from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.goose import Goose
 from ctxsim.strategies.novacode.strategy import NovaCode
@@ -228,6 +229,10 @@ KIT45B: list[Case] = [
     _c(h.ClineKeepsInCharacters, Cline, "kept_tail", "the preserved tokens compared with JSON characters"),
     _c(h.ClineCutPastPrompt, Cline, "kept_tail", "the cut clamped forward past the latest typed prompt"),
     _c(h.GeminiPreservedFractionAsSplit, GeminiCli, "kept_tail", "the split point given the preserved fraction"),
+    _c(h.CutTailToTheCap, CutNoSummary, "kept_tail", "the tail's minimum passed its cap: the most kept, not the least"),
+    _c(h.GooseCompactsMidTurn, Goose, "compaction_trigger", "the flag that a reply began never cleared"),
+    _c(h.NovaCodeSpillsInTokens, NovaCode, "result_limit", "the spill threshold and budget read as tokens"),
+    _c(h.TruncateHeadTakesAll, Truncate, "result_limit", "a cut's head given the whole byte budget"),
 ]
 CORPUS += KIT45B
 

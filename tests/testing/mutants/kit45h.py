@@ -4,7 +4,11 @@ the characters of each message's JSON (about a third of the tail kept, blind set
 latest typed prompt (``max`` for ``min``: the prompt in hand summarised away, blind set 19), gemini-cli's split
 point given the preserved fraction where it takes the compressed one (seven tenths kept, blind set 19). Each
 strategy now declares its tail (``compaction_tail``), held by ``kept_tail``; each mutant beside its correct twin,
-the registered base. NovaCode's tail sized at the seed's rate where it takes the calibrated one (blind set 22)
+the registered base. The cut with no summary is held to it too: cut_no_summary's minimums passed the wrong way
+round grow its tail to the cap (blind set 23: ``compaction_tail_shortest``). And goose's flag that a reply began
+never cleared, so it compacts between the calls of a turn (blind set 23: ``compacts_only_at_turns``); NovaCode's
+spill threshold read as tokens, spilling what should go whole (blind set 23: ``keeps_results_whole``); truncate's
+head given the whole byte budget, the tail left nothing (blind sets 19 and 24: ``cut_keeps_head``). NovaCode's tail sized at the seed's rate where it takes the calibrated one (blind set 22)
 declares the same way and is still not seen: on the kit's text (2.9 characters a token) the cap it overruns by
 3.5 / 2.9 is within the quarter a tail sized at an estimate is given."""
 
@@ -14,8 +18,13 @@ from contextlib import contextmanager
 
 from ctxsim.strategies import cline as cl
 from ctxsim.strategies import gemini_cli as gc
+from ctxsim.strategies import truncate as tc
 from ctxsim.strategies.cline import Cline
+from ctxsim.strategies.cut_no_summary import CutNoSummary
 from ctxsim.strategies.gemini_cli import GeminiCli
+from ctxsim.strategies.goose import Goose
+from ctxsim.strategies.novacode.strategy import NovaCode
+from ctxsim.strategies.truncate import Truncate
 
 
 @contextmanager
@@ -75,3 +84,62 @@ class GeminiPreservedFractionAsSplit(GeminiCli):
     def compact(self, call):
         with _swapped(gc, "compress_split_point", lambda split: lambda messages, fraction: split(messages, 1 - fraction)):
             return super().compact(call)
+
+
+class CutTailToTheCap(CutNoSummary):
+    """The tail's minimum in tokens passed its cap: every cut keeps the most it may, not the least it needs."""
+
+    name = "cut_tail_to_the_cap"
+
+    def _cut(self) -> bool:
+        c = self.config
+        self.config = c.model_copy(update={"tail_min_tokens": c.tail_max_tokens})
+        try:
+            return super()._cut()
+        finally:
+            self.config = c
+
+
+class GooseCompactsMidTurn(Goose):
+    """The flag that a reply began is never cleared: the threshold is checked between the calls of a turn."""
+
+    name = "goose_compacts_mid_turn"
+
+    def should_compact(self, call) -> bool:
+        started = self.reply_started
+        out = super().should_compact(call)
+        self.reply_started = started or self.reply_started
+        return out
+
+
+class NovaCodeSpillsInTokens(NovaCode):
+    """The spill threshold and budget, in characters, divided by four as if tokens: results spill that should go
+    whole."""
+
+    name = "novacode_spills_in_tokens"
+
+    def _spill(self, message):
+        c = self.config
+        self.config = c.model_copy(update={"spill_threshold_chars": max(1, c.spill_threshold_chars // 4),
+                                           "spill_budget_chars": max(1, c.spill_budget_chars // 4)})
+        try:
+            return super()._spill(message)
+        finally:
+            self.config = c
+
+
+def _head_takes_all(cut, text, max_bytes, max_lines, head_lines, tail_lines):
+    """``cut`` (``truncate_head_tail``) with the head limited to the whole budget, not half of it."""
+    if len(text.encode("utf-8", "surrogatepass")) <= max_bytes and len(text.splitlines()) <= max_lines:
+        return text
+    return cut(text, 2 * max_bytes, max_lines, head_lines, tail_lines)[:max_bytes]
+
+
+class TruncateHeadTakesAll(Truncate):
+    """The head of a cut given the whole byte budget: the output's end, where errors are, cut away."""
+
+    name = "truncate_head_takes_all"
+
+    def on_tool_results(self, message):
+        with _swapped(tc, "truncate_head_tail", lambda cut: lambda *a: _head_takes_all(cut, *a)):
+            return super().on_tool_results(message)
