@@ -703,6 +703,15 @@ def _message_key(m: Message) -> tuple:
     return (m.role, ids) if ids else (m.role, m.digest)
 
 
+class _Tail(NamedTuple):
+    """What a compaction kept verbatim (``kept_tail``)."""
+
+    messages: list[Message]   # the tail, as the request holds it
+    conversation: list[Message]   # the conversation it was kept from
+    start: int   # where the tail starts in it
+    after: str   # what it stands after: "its summary", "its note of the cut"
+
+
 def _json_chars(m: Message) -> int:
     """A message's JSON as the API takes it, in characters (gemini-cli's and Cline's measure of a message)."""
     return len(json.dumps(m.to_api(), ensure_ascii=False))
@@ -2094,35 +2103,34 @@ class Checker:
                     return out
         return out
 
-    def _tail_wrong(self, before: Request, s: Sent) -> str:
+    def _kept_tail(self, before: Request, req: Request) -> _Tail | None:
         """What a compaction kept verbatim after the summary ``req`` holds (a cut with none: after the strategy's own
-        last message, its note) strays from what the strategy declares (``compaction_tail``,
-        ``compaction_tail_shortest``): the tail is the conversation's messages after it (those ``before`` sent, a
-        result cut or cleared since found by its call, and those come since; a message the strategy added apart),
-        the conversation is ``before``'s messages and those come since (as the engine gave them: the appended)."""
-        req = s.request
+        last message of text, its note), or None where ``req`` is neither: the conversation's messages after it
+        (those ``before`` sent, a result cut or cleared since found by its call, and those come since; a message the
+        strategy added apart), in the conversation of ``before``'s messages and those come since (as the engine gave
+        them, and as the tail holds them)."""
         probes = [p for sm in self._held_summaries(req) if (p := _summary_probe(sm.text))]
         msgs = list(req.messages)
         at = max((i for i, m in enumerate(msgs) for b in m.blocks
                   if b.type in ("text", "tool_result") and any(p in b.text for p in probes)), default=-1)
         if at < 0 and self._summaries:
-            return ""   # a summary made and not held (summary_used judges it)
+            return None   # a summary made and not held (summary_used judges it)
         conv = list(before.messages)
         index = {_message_key(m): i for i, m in enumerate(conv)}
-        for m in self._appended:   # what came since, as the engine gave it
+        for m in self._appended:
             if _message_key(m) not in index:
                 index[_message_key(m)] = len(conv)
                 conv.append(m)
-        after_what = "its summary"
+        after = "its summary"
         if at < 0:
-            after_what = "its note of the cut"
             # a cut with no summary, where the request left some of the conversation out: what stands after the
             # strategy's own last message of text (its note of the cut; a result it made up for a call is no note)
+            after = "its note of the cut"
             sent = {_message_key(m) for m in msgs}
             at = max((i for i, m in enumerate(msgs) if m.meta.get("origin") and not any(
                 b.type in ("tool_use", "tool_result") for b in m.blocks)), default=-1)
             if at < 0 or all(_message_key(m) in sent for m in conv):
-                return ""
+                return None
         tail: list[Message] = []
         for m in msgs[at + 1:]:
             key = _message_key(m)
@@ -2130,9 +2138,18 @@ class Checker:
                 if m.meta.get("origin"):
                     continue   # the strategy's own (an attachment, a note): not the conversation's
                 index[key] = len(conv)
-                conv.append(m)   # come since, as the tail holds it
+                conv.append(m)
             tail.append(m)
-        start = index[_message_key(tail[0])] if tail else len(conv)
+        return _Tail(tail, conv, index[_message_key(tail[0])] if tail else len(conv), after)
+
+    def _tail_wrong(self, before: Request, s: Sent) -> str:
+        """What a compaction kept verbatim (:meth:`_kept_tail`) strays from what the strategy declares
+        (``compaction_tail``, ``compaction_tail_shortest``), or ``""``."""
+        req = s.request
+        found = self._kept_tail(before, req)
+        if found is None:
+            return ""
+        tail, conv, start, after_what = found
         ext = start - 1   # the messages before the tail, back to one that answers no call (a pair stays whole)
         while ext > 0 and any(b.type == "tool_result" for b in conv[ext].blocks):
             ext -= 1
