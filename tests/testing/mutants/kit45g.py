@@ -39,24 +39,18 @@ from tests.testing.mutants.kit45e import _seen_as
 
 
 class ContextEditingTriggerOnView(ContextEditing):
-    """The trigger is read from the view's characters (what the last clearing left) where the server measures
-    the whole prompt: after a clearing the prompt falls under the trigger, and the results that come after go
-    whole until it grows back."""
+    """The trigger is read on the view (what the last clearing left) where the server measures the whole prompt:
+    what earlier clearings took out is not counted back. After a clearing the prompt falls under the trigger, and
+    the results that come after go whole until it grows back."""
 
     name = "context_editing_trigger_on_view"
 
-    def _clear_thinking(self) -> int:
-        n = super()._clear_thinking()
-        # the trigger subtracts _thinking_chars from the whole history's characters: made to leave the view's
-        self._whole_thinking = self._thinking_chars
-        self._thinking_chars = self._hist_chars - self._view_chars
-        return n
-
     def _per_request(self):
+        earlier, self._cleared_tokens = self._cleared_tokens, 0
         try:
             return super()._per_request()
         finally:
-            self._thinking_chars = getattr(self, "_whole_thinking", self._thinking_chars)
+            self._cleared_tokens += earlier
 
 
 def _all_but_the_first_read(messages) -> dict[str, str]:
