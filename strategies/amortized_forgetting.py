@@ -36,6 +36,13 @@ class AmortizedForgetting(Halving):
                     "(OpenHands: context-window error -> CondensationRequest, enable_history_truncation default on); "
                     "other rejections end the session")
 
+    @classmethod
+    def compaction_tail(cls, config: HalvingConfig, window: int, max_output_tokens: int) -> tuple:
+        """``halving_cut``: the newest ``max_size // 2 − keep_first`` events (one a message), one fewer where the cut
+        moves forward off a message of results; after the kept first events, with nothing in place of the rest."""
+        keep = max(0, config.max_size // 2 - config.keep_first)
+        return ((max(0, keep - 1), keep, "messages"),)
+
     def on_rejected(self, rejection: Rejection, call: CallInfo) -> bool:
         return "overflow" in rejection.reasons and self.compact_now(call)
 

@@ -255,6 +255,13 @@ class Strategy:
         return None
 
     @classmethod
+    def compaction_breaker(cls, config: StrategyConfig) -> int | None:
+        """The summaries that must fail in a row (refused, failed, or answered empty; a good one resets the count,
+        as a new launch does) before the strategy stops summarising at its trigger: Claude Code's circuit breaker.
+        None: no promise (the kit stops holding the trigger once a summary failed)."""
+        return None
+
+    @classmethod
     def compacts_at_turns(cls, config: StrategyConfig, window: int, max_output_tokens: int) -> int | None:
         """The tokens past which the strategy summarises when a user turn begins: at the first request after
         the user's message, once the conversation's previous request held more input than this, it asks for

@@ -338,8 +338,12 @@ class ClaudeCode(ThresholdCompactor):
 
     @classmethod
     def compacts_above(cls, config, window: int, max_output_tokens: int) -> int | None:
-        # the breaker aside (the kit stops judging once a summary fails), auto-compact summarises at the threshold
+        # the breaker aside (compaction_breaker), auto-compact summarises at the threshold
         return auto_compact_threshold(config, window, max_output_tokens)
+
+    @classmethod
+    def compaction_breaker(cls, config) -> int | None:
+        return config.max_consecutive_failures   # auto-compact stops after this many failures in a row
 
     def should_compact(self, call: CallInfo) -> bool:
         return self.failures < self.config.max_consecutive_failures and (self.estimate() or 0) >= self.threshold()

@@ -112,6 +112,12 @@ class ObservationMasking(PeerStrategy):
         # tool's alike); a larger polling keeps between n and n + polling - 1: no promise of all
         return () if config.polling == 1 else None
 
+    @classmethod
+    def clears_above(cls, config) -> int | None:
+        # polling 1: the boundary moves on every query, whatever the prompt's size: every request masks all but the
+        # newest n (in a sub-agent's own conversation too: its count starts from its own task)
+        return 0 if config.polling == 1 else None
+
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
         if not resume:

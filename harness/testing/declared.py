@@ -35,6 +35,8 @@ is checked like its base (issue #45):
   summarises before sending it (its auto-compaction trigger on the run's window);
 * ``compacts_at_turns(config, window, max_output_tokens)``: the previous request's input past which the
   strategy summarises when a user turn begins (goose);
+* ``compaction_breaker(config)``: the summaries that must fail in a row before the strategy stops summarising at
+  its trigger (Claude Code's circuit breaker: three);
 * ``compacts_only_at_turns(config)``: whether it summarises only as a user turn begins or after a refused request
   (goose);
 * ``summarises_dropped(config)``: whether everything the strategy drops from the main window goes into a
@@ -87,6 +89,7 @@ class Declared:
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
+    breaker: int | None = None  # the summaries failing in a row after which the strategy stops summarising
     only_at_turns: bool = False  # ... and no summary of the main conversation but as a user turn begins (or after a refusal)
     summarises_dropped: bool = False  # what leaves the main window went into a summary the request holds
     tail: tuple[tuple[float, float | None, str], ...] = ()  # (least, most, unit) of what a compaction keeps verbatim
@@ -214,6 +217,9 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     whole = _checked(cls, "keeps_results_whole", config, None,
                      lambda v: v is None or isinstance(v, tuple | list) and len(v) == 2 and all(_amount(x) for x in v),
                      "(characters of a result, characters of a message's results) or None")
+    breaker = _checked(cls, "compaction_breaker", config, None,
+                       lambda v: v is None or isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                       "a number of failures (1 or more) or None")
     only_at_turns = _checked(cls, "compacts_only_at_turns", config, False, lambda v: isinstance(v, bool), "True or False")
     clears_all = _checked(cls, "clears_all_but_recent", config, None,
                           lambda v: v is None or isinstance(v, tuple | list) and all(isinstance(t, str) for t in v),
@@ -242,7 +248,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
                     recent_turns=int(turns),
                     result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts),
-                    cold_only=None if cold is None else float(cold), tail=tail, only_at_turns=only_at_turns,
+                    cold_only=None if cold is None else float(cold), tail=tail, only_at_turns=only_at_turns, breaker=breaker,
                     whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
                     head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail))
 

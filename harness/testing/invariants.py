@@ -820,11 +820,14 @@ class Checker:
     _limit_seen: set[str] = field(default_factory=set)  # tool results seen entering (result_limit judges a cut there)
     _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
     _entered_chars: dict[str, int] = field(default_factory=dict)  # tool_use id -> its result's characters as it entered (main)
-    _changed_before: frozenset[str] = frozenset()  # the results the last main request sent changed (recent_kept)
+    _changed_before: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> the results its last request sent changed
     _recent_lost: set[str] = field(default_factory=set)  # newest tool uses reported changed
     _marks_lost: set[str] = field(default_factory=set)  # declared breakpoint places reported missing
     _asked_since_main: bool = False  # a side call was sent since the last main-line request (compaction_trigger)
     _side_ever_failed: bool = False  # a side call failed or was refused in this run (compaction_trigger)
+    _other_side_failed: bool = False  # ... a side call other than a summary (compaction_trigger, with a declared breaker)
+    _summary_fails: int = 0  # summaries failed in a row (refused, failed, answered empty) since a good one or a new launch
+    _summary_pending: bool = False  # a summary sent whose answer is still to come
     _side_failed_since_main: bool = False  # ... since the last main-line request (summarised)
     _since_accepted: list[_Summary] = field(default_factory=list)  # summaries made since the last accepted main request
     _trigger_missed: bool = False  # reported once a run
@@ -951,6 +954,7 @@ class Checker:
                 self._pre_resume = ((self._last_main, self._main_ratio, self._rewrites, self._main_tokens)
                                     if self._main_ratio is not None else None)
             else:
+                self._summary_fails = 0   # a new launch: its breaker closed
                 self._prev.clear()  # a new launch: a new conversation, nothing to compare with
                 self._main_ratio = None
                 self._cleared.clear()
@@ -1003,6 +1007,9 @@ class Checker:
         elif m.what == "side_result" and m.id == SUMMARY and m.text.strip():
             conv = self.conversation.get(self._session, self._session)
             self._conv_summaries.setdefault(conv, []).append(m.text)
+        if m.what == "side_result" and m.id == SUMMARY and self._summary_pending:
+            self._summary_pending = False
+            self._summary_fails = 0 if m.text.strip() else self._summary_fails + 1
         if m.what == "side_result" and m.id == SUMMARY and self._summaries and not self._summaries[-1].text:
             self._summaries[-1].text = m.text
             missing = self._missing_items(m.text)
@@ -1011,6 +1018,13 @@ class Checker:
                                   f"the summary it received lacks {_items(missing)} (declared kept: "
                                   f"{_items(self.declared.summary_items)})", self.where())]
         return []
+
+    def _breaker_may_be_open(self) -> bool:
+        """A failed side call may have stopped the strategy from summarising: with a declared breaker, the summaries
+        failed in a row reached it (or another side call failed); without one, any side call failed."""
+        if self.declared.breaker is None:
+            return self._side_ever_failed
+        return self._other_side_failed or self._summary_fails >= self.declared.breaker
 
     def _misreported(self, req: Request, before: Sent | None) -> list[Violation]:
         """The summaries asked for as a sub-agent ended whose text the parent's next request holds in a
@@ -1076,6 +1090,11 @@ class Checker:
         if not s.main_line:
             first_side, self._asked_since_main = not self._asked_since_main, True
             self._side_ever_failed = self._side_ever_failed or s.rejected or bool(s.error)
+            if s.kind == SUMMARY:
+                self._summary_pending = not (s.rejected or s.error)
+                self._summary_fails += 0 if self._summary_pending else 1
+            else:
+                self._other_side_failed = self._other_side_failed or s.rejected or bool(s.error)
             self._side_failed_since_main = self._side_failed_since_main or s.rejected or bool(s.error)
             if s.rejected:
                 # a side call refused (too long: codex then trims the oldest items, a summary among them)
@@ -1261,12 +1280,13 @@ class Checker:
                     if detail:
                         v("result_limit", detail)
         # the main conversation's results, each noted as it first entered (recent_kept, idle_clear): once a request
-        results = (self._results(req) if stream == "main" and (self.declared.recent_kept or self.declared.idle_clear
-                                                                or self.declared.recent_chars or self.declared.recent_turns
-                                                                or self.declared.clears_all_but is not None
-                                                                or self.declared.cold_only is not None
-                                                                or "replaced_once" in self.promised) else {})
-        if self.declared.recent_kept and "recent_kept" in self.promised and stream == "main":
+        # (a sub-agent's own conversation is held to what the strategy declares of what a clearing keeps and takes)
+        kept_promised = (self.declared.recent_kept or self.declared.clears_all_but is not None
+                         or self.declared.clears_above is not None)
+        results = (self._results(req) if kept_promised or stream == "main" and (
+            self.declared.idle_clear or self.declared.recent_chars or self.declared.recent_turns
+            or self.declared.cold_only is not None or "replaced_once" in self.promised) else {})
+        if self.declared.recent_kept and "recent_kept" in self.promised:
             for detail in self._recent_changed(req, results):
                 v("recent_kept", detail)
         changed = frozenset(i for i, b in results.items() if b.digest != self._as_entered[i])   # sent changed
@@ -1279,14 +1299,14 @@ class Checker:
         if self.declared.recent_turns and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_turns_changed(req, results):
                 v("recent_kept", detail)
-        if (self.declared.clears_above is not None and "compaction_trigger" in self.promised and stream == "main"
+        if (self.declared.clears_above is not None and "compaction_trigger" in self.promised
                 and not fresh and not s.rejected and not self._clear_trigger_reported):
             detail = self._clear_trigger(s, results)
             if detail:
                 self._clear_trigger_reported = True
                 v("compaction_trigger", detail)
-        if self.declared.clears_all_but is not None and "recent_kept" in self.promised and stream == "main":
-            detail = self._cleared_short(req, results, changed)
+        if self.declared.clears_all_but is not None and "recent_kept" in self.promised:
+            detail = self._cleared_short(stream, req, results, changed)
             if detail:
                 v("recent_kept", detail)
         if self.declared.superseded and "superseded" in self.promised:
@@ -1297,7 +1317,7 @@ class Checker:
             if detail:
                 v("cache_marks", detail)
         if (self.declared.compacts_above is not None and "compaction_trigger" in self.promised and stream == "main"
-                and not fresh and not (self._asked_since_main or self._side_ever_failed or self._trigger_missed)
+                and not fresh and not (self._asked_since_main or self._breaker_may_be_open() or self._trigger_missed)
                 and req.estimated_tokens is not None
                 and req.estimated_tokens > self.declared.compacts_above * TRIGGER_SLACK):
             self._trigger_missed = True
@@ -1310,7 +1330,7 @@ class Checker:
             self._user_since_main = False
         at_turns = self.declared.compacts_at_turns
         if (at_turns is not None and "compaction_trigger" in self.promised and turn_began and not fresh
-                and prev is not None and not (self._asked_since_main or self._side_ever_failed or self._trigger_missed)
+                and prev is not None and not (self._asked_since_main or self._breaker_may_be_open() or self._trigger_missed)
                 and prev.tokens > at_turns * TRIGGER_SLACK):
             self._trigger_missed = True
             v("compaction_trigger", f"a user turn began after request {prev.call} held {prev.tokens:,} tokens, past the "
@@ -1639,7 +1659,8 @@ class Checker:
         return self._run_roots
 
     def _results(self, req: Request) -> dict[str, Block]:
-        """``req``'s tool results by tool_use id, each noted as it first entered the main conversation."""
+        """``req``'s tool results by tool_use id, each noted as it first entered (a conversation: the main one, a
+        sub-agent's)."""
         results = {b.id: b for m in req.messages if m.role == "user" for b in m.blocks if b.type == "tool_result"}
         for i, b in results.items():
             if i not in self._as_entered:
@@ -1715,10 +1736,11 @@ class Checker:
                 and i in self.originals and results[i].text == self.originals[i]
                 and len(self.originals[i]) > RESULT_NOTICE_SLACK["chars"]]
 
-    def _cleared_short(self, req: Request, results: dict[str, Block], changed: frozenset[str]) -> str:
+    def _cleared_short(self, stream: str, req: Request, results: dict[str, Block], changed: frozenset[str]) -> str:
         """At a request that newly clears results: the older results (beyond the newest declared tool uses by
         call, of tools not excluded) it still sends as they entered, or ``""`` (``clears_all_but_recent``)."""
-        fresh_clear, self._changed_before = bool(changed - self._changed_before), changed
+        fresh_clear = bool(changed - self._changed_before.get(stream, frozenset()))
+        self._changed_before[stream] = changed
         if not fresh_clear:
             return ""
         n, old = self.declared.recent_kept, self._older_whole(req, results)
@@ -1746,6 +1768,10 @@ class Checker:
             minimum = self.declared.clear_minimum
             if minimum and not freed and sum(self._count(self.originals[i]) for i in old) < minimum[0] * ESTIMATE_FACTOR:
                 return ""   # maybe too little to clear yet, as the strategy estimates it: a clearing is held to its minimum
+            if not trigger:
+                return (f"{len(old)} result(s) older than the newest {n} tool uses go whole (of tool use {old[0]} on), "
+                        f"where the strategy declares every request clears all but the newest {n} (clears_above 0): a "
+                        "count of what was cleared carried over from another conversation, or one short?")
             return (f"the whole prompt is {how} (every result as it entered), past the {trigger:,} at which "
                     f"the strategy declares every request clears all but the newest {n} tool uses (clears_above; a "
                     f"factor of {CLEAR_TRIGGER_SLACK} allowed for its estimate), and {len(old)} older result(s) go "
@@ -2124,13 +2150,21 @@ class Checker:
         after = "its summary"
         if at < 0:
             # a cut with no summary, where the request left some of the conversation out: what stands after the
-            # strategy's own last message of text (its note of the cut; a result it made up for a call is no note)
-            after = "its note of the cut"
+            # strategy's own last message of text (its note of the cut; a result it made up for a call is no note);
+            # with no note, after the gap: the newest messages it holds in a row as the conversation had them
             sent = {_message_key(m) for m in msgs}
+            if all(_message_key(m) in sent for m in conv):
+                return None
+            after = "its note of the cut"
             at = max((i for i, m in enumerate(msgs) if m.meta.get("origin") and not any(
                 b.type in ("tool_use", "tool_result") for b in m.blocks)), default=-1)
-            if at < 0 or all(_message_key(m) in sent for m in conv):
-                return None
+            if at < 0:
+                after, at = "the gap of the cut", len(msgs) - 1
+                while at >= 0 and _message_key(msgs[at]) in index and (
+                        at == len(msgs) - 1 or index[_message_key(msgs[at])] == index[_message_key(msgs[at + 1])] - 1):
+                    at -= 1
+                if at < 0:
+                    return None
         tail: list[Message] = []
         for m in msgs[at + 1:]:
             key = _message_key(m)

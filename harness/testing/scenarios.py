@@ -42,6 +42,8 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
   (five MCP servers' tools, :data:`conversations.HEAVY_PROMPT_SHARE`), past a compaction trigger: an
   estimate that leaves the prompt out, or sizes a tail as if the window were the agent's alone, is
   off by more than the kit allows;
+* ``failures_apart``: enough work for six compactions or more, the first, third and fifth summary calls
+  failing (never three in a row): a breaker declared to open on three consecutive failures stays closed;
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
   isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
   kit's window only).
@@ -467,6 +469,25 @@ def long_turns(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     return b.trace()
 
 
+def failures_apart(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """Three user turns of 24 reads and commands each (about 100,000 tokens of output at 32k: a summarising
+    strategy compacts six times or more), its first, third and fifth summary calls failing (SCENARIO_FAILS): never
+    three in a row, so a breaker that opens on three consecutive failures stays closed, and one that counts them over
+    the session opens (issue #45)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 61)
+    for t in range(3):
+        for k in range(24):
+            b.call(conv.Turn(calls=(conv.ToolCall("Read" if k % 3 else "Bash", _scale(4_000, window),
+                                                  seed=900 + 30 * t + k),)))
+        b.call(conv.Turn(text=200))
+        b.user(200, 62 + t)
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
+
+
 def _found(name: str) -> Callable[..., tr.Trace | None]:
     def load(window: int, edges=()) -> tr.Trace | None:
         path = FOUND / f"{name}.jsonl"
@@ -494,7 +515,10 @@ SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "day_long_launch": (day_long_launch, False),
     "subagent_larger_than_parent": (subagent_larger_than_parent, False),
     "thinking_then_small_results": (thinking_then_small_results, False),
+    "failures_apart": (failures_apart, False),
 }
+# the side calls a scenario fails (the n-th summary and verify calls, counted from 0; RunConfig.fail_calls)
+SCENARIO_FAILS: dict[str, tuple[int, ...]] = {"failures_apart": (0, 2, 4)}
 
 
 def build(name: str, window: int, cls=None, params: Mapping[str, Any] | None = None) -> tr.Trace | None:
@@ -522,7 +546,10 @@ def check_scenario(name: str, cls, params: Mapping[str, Any], window: int, promi
     if trace is None:
         return None, []
     held = promised - {"estimate"} if dense else promised
-    cfg = RunConfig(model=model, window=window, seed=0)
+    from ctxsim.harness.testing.machine import FAILING_KINDS
+
+    fails = SCENARIO_FAILS.get(name, ())
+    cfg = RunConfig(model=model, window=window, seed=0, fail_calls={k: fails for k in FAILING_KINDS} if fails else {})
     try:
         rec = record(trace, cls, dict(params), cfg)
     except Exception as e:  # noqa: BLE001 - the strategy raised: a finding, reported as the kit does

@@ -1613,3 +1613,76 @@ def test_kept_tail_cap_in_tokens_is_judged_by_what_any_estimate_counts_at_the_le
     out = _tail_run([(0, 50, "tokens")], steps[3:])
     assert len(out) == 1 and "4 messages verbatim after its summary, 214 characters (at least 54 tokens at 4 a token), " \
                              "over the 50 tokens" in out[0]
+
+
+def test_every_request_masks_all_but_the_newest_in_a_sub_agents_own_conversation_too():
+    """observation_masking at polling 1 masks all but the newest n observations on every request (clears_above 0),
+    in an isolated sub-agent's conversation as in the main one. Here n = 1: the sub-agent's second request sends its
+    older result (a) whole beside the newest (b): reported; masked, nothing is."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.observation_masking import ObservationMasking
+
+    assert declared(ObservationMasking, {}).clears_above == 0 and declared(ObservationMasking, {"polling": 2}).clears_above is None
+    long_a, long_b = "a" * 100, "b" * 100
+
+    def run(a_sent: str) -> list[str]:
+        c = Checker(frozenset({"compaction_trigger", "recent_kept"}), {"a": long_a, "b": long_b},
+                    declared=Declared(recent_kept=1, clears_all_but=(), clears_above=0))
+        first = [user("the sub-agent's task"), calls("a"), results(("a", long_a))]
+        return [v.detail for v in c.feed([
+            Mark("subtask_start", "t1", isolated=True), sent(req(first, kind="subagent"), 0),
+            sent(req([first[0], calls("a"), results(("a", a_sent)), calls("b"), results(("b", long_b))],
+                     kind="subagent", rewrite=a_sent != long_a), 1)])]
+
+    out = run(long_a)
+    assert len(out) == 1 and out[0].startswith("1 result(s) older than the newest 1 tool uses go whole (of tool use a")
+    assert run("Old environment output: (1 lines omitted)") == []
+
+
+def test_compaction_trigger_held_past_failures_fewer_than_the_declared_breaker():
+    """Claude Code stops auto-compacting after three failed summaries in a row (compaction_breaker 3); a good
+    summary resets the count. Declared trigger 1,000: after summaries that failed, failed, then answered, then failed
+    once, a request estimated at 1,100 with no summary asked for is reported (one failure in a row); after three in
+    a row it is not (the breaker open). An empty answer is a failure too."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.claude_code import ClaudeCode
+
+    assert declared(ClaudeCode, {}).breaker == 3
+    msgs = [user("go")]
+
+    def summary(call: int, answer: str | None) -> list:
+        if answer is None:
+            return [Sent(req([*msgs, user("summarise")], kind="summary"), 100, 1_000, True, "injected failure", call, 0.0)]
+        return [sent(req([*msgs, user("summarise")], kind="summary"), call), Mark("side_result", "summary", text=answer)]
+
+    def run(*answers) -> list[str]:
+        c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000, breaker=3))
+        entries = [Mark("session_start", "s1"), sent(_estimated(msgs, 1_000), 0)]   # at the trigger, as estimated
+        for k, a in enumerate(answers):
+            entries += [*summary(10 + k, a), sent(_estimated(msgs, 1_000), 20 + k)]
+        return [v.detail for v in c.feed([*entries, sent(_estimated(msgs, 1_100), 99)])]
+
+    assert len(run(None, None, "The user wants it fixed.", None)) == 1
+    assert run(None, None, None) == [] and run(None, "", None) == []
+
+
+def test_kept_tail_of_a_cut_with_no_note_is_what_follows_its_gap():
+    """amortized_forgetting forgets the middle with nothing in its place: the tail is the newest messages the request
+    holds in a row as the conversation had them, after the gap. Declared: 2 to 3 messages (max_size 10, keep_first
+    2: 5 − 2 = 3). Request 0 is [go, 3 Read steps]; [go, call a, | call c, result c] keeps 2 (held); [go, | call b,
+    result b, call c, result c] keeps 4 (reported)."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.amortized_forgetting import AmortizedForgetting
+
+    assert declared(AmortizedForgetting, {"max_size": 10, "keep_first": 2}, 32_000, 8_000).tail == ((2, 3, "messages"),)
+    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+
+    def run(then: list[Message]) -> list[str]:
+        c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=((2, 3, "messages"),)))
+        c.feed([sent(req(steps), 0)])
+        return [v.detail for v in c.feed([sent(req(then, rewrite=True), 1)])]
+
+    assert run([*steps[:2], *steps[5:]]) == []
+    out = run([steps[0], *steps[3:]])
+    assert len(out) == 1 and out[0].startswith("the compaction kept 4 messages verbatim after the gap of the cut, 4 "
+                                               "messages, over the 3 messages")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ctxsim.strategies.amortized_forgetting import AmortizedForgetting
 from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.cline import Cline
 from ctxsim.strategies.codex import Codex
@@ -233,6 +234,9 @@ KIT45B: list[Case] = [
     _c(h.GooseCompactsMidTurn, Goose, "compaction_trigger", "the flag that a reply began never cleared"),
     _c(h.NovaCodeSpillsInTokens, NovaCode, "result_limit", "the spill threshold and budget read as tokens"),
     _c(h.TruncateHeadTakesAll, Truncate, "result_limit", "a cut's head given the whole byte budget"),
+    _c(h.ClaudeCodeBreakerNeverReset, ClaudeCode, "compaction_trigger", "failed summaries counted over the session"),
+    _c(h.MaskingCountIntoSubagent, ObservationMasking, "compaction_trigger", "the masked count carried into a sub-agent"),
+    _c(h.AmortizedTailForgetsTheHead, AmortizedForgetting, "kept_tail", "the halving's tail not less the first events"),
 ]
 CORPUS += KIT45B
 

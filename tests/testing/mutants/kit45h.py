@@ -8,7 +8,11 @@ the registered base. The cut with no summary is held to it too: cut_no_summary's
 round grow its tail to the cap (blind set 23: ``compaction_tail_shortest``). And goose's flag that a reply began
 never cleared, so it compacts between the calls of a turn (blind set 23: ``compacts_only_at_turns``); NovaCode's
 spill threshold read as tokens, spilling what should go whole (blind set 23: ``keeps_results_whole``); truncate's
-head given the whole byte budget, the tail left nothing (blind sets 19 and 24: ``cut_keeps_head``). NovaCode's tail sized at the seed's rate where it takes the calibrated one (blind set 22)
+head given the whole byte budget, the tail left nothing (blind sets 19 and 24: ``cut_keeps_head``). And, from blind
+sets 25 and 26: Claude Code's count of failed summaries never reset by a good one, so its breaker stops compacting
+early (``compaction_breaker``); SWE-agent's masked count carried into an isolated sub-agent, whose results then go
+unmasked (``clears_above`` 0, held in a sub-agent's own conversation); the amortized halving's tail forgetting to
+leave room for the first events (the cut with no note, after its gap). NovaCode's tail sized at the seed's rate where it takes the calibrated one (blind set 22)
 declares the same way and is still not seen: on the kit's text (2.9 characters a token) the cap it overruns by
 3.5 / 2.9 is within the quarter a tail sized at an estimate is given."""
 
@@ -18,12 +22,16 @@ from contextlib import contextmanager
 
 from ctxsim.strategies import cline as cl
 from ctxsim.strategies import gemini_cli as gc
+from ctxsim.strategies import amortized_forgetting as af
 from ctxsim.strategies import truncate as tc
+from ctxsim.strategies.amortized_forgetting import AmortizedForgetting
+from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.cline import Cline
 from ctxsim.strategies.cut_no_summary import CutNoSummary
 from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.goose import Goose
 from ctxsim.strategies.novacode.strategy import NovaCode
+from ctxsim.strategies.observation_masking import ObservationMasking
 from ctxsim.strategies.truncate import Truncate
 
 
@@ -143,3 +151,42 @@ class TruncateHeadTakesAll(Truncate):
     def on_tool_results(self, message):
         with _swapped(tc, "truncate_head_tail", lambda cut: lambda *a: _head_takes_all(cut, *a)):
             return super().on_tool_results(message)
+
+
+class ClaudeCodeBreakerNeverReset(ClaudeCode):
+    """The count of failed summaries not reset by a good one: the breaker opens on three failures in a session."""
+
+    name = "claude_code_breaker_never_reset"
+
+    def compact(self, call):
+        failures = self.failures
+        done = super().compact(call)
+        if done:
+            self.failures = failures
+        return done
+
+
+class MaskingCountIntoSubagent(ObservationMasking):
+    """The masked count carried into an isolated sub-agent (set aside, not zeroed): its results go unmasked."""
+
+    name = "masking_count_into_subagent"
+
+    def on_subtask_start(self, id, description, isolated):
+        masked = self.masked
+        super().on_subtask_start(id, description, isolated)
+        if isolated:
+            self.masked = masked
+
+
+class AmortizedTailForgetsTheHead(AmortizedForgetting):
+    """The tail kept at ``max_size // 2`` events, the first events not taken off it."""
+
+    name = "amortized_tail_forgets_the_head"
+
+    def compact(self, call):
+        def cut(original):
+            return lambda messages, keep_first, max_size, slot, head_len=None: (
+                original(messages, keep_first, max_size, slot, head_len)[0],
+                original(messages, 0, max_size, slot, 0)[1])
+        with _swapped(af, "halving_cut", cut):
+            return super().compact(call)
