@@ -317,8 +317,12 @@ class PeerStrategy(Strategy):
     def set_history(self, history: History, *, estimate: int | None = None) -> None:
         """Replace the history (a rewrite of already-sent messages: a declared cache break).
         ``estimate``: the strategy's estimate of the new request, or None to re-estimate from
-        characters until the next reported usage."""
-        self.history = history
+        characters until the next reported usage. A history the same as the one it replaces (a compaction that
+        found nothing to change: gemini-cli's split at its own snapshot in a long tool loop) is no rewrite: what
+        is sent does not change, and the anchor stands."""
+        old, self.history = self.history, history
+        if len(old) == len(history) and (not len(history) or old.prefix_digest(len(old) - 1) == history.prefix_digest(len(history) - 1)):
+            return
         self.rewrote = True
         if estimate is None:
             self.anchor.clear()
