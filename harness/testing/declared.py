@@ -89,8 +89,8 @@ class Declared:
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
-    breaker: int | None = None  # the summaries failing in a row after which the strategy stops summarising
     only_at_turns: bool = False  # ... and no summary of the main conversation but as a user turn begins (or after a refusal)
+    breaker: int | None = None  # the summaries failing in a row after which the strategy stops summarising
     summarises_dropped: bool = False  # what leaves the main window went into a summary the request holds
     tail: tuple[tuple[float, float | None, str], ...] = ()  # (least, most, unit) of what a compaction keeps verbatim
     tail_shortest: bool = False  # ... and no more than the shortest tail that holds every least

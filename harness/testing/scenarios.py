@@ -456,18 +456,8 @@ def long_turns(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     32k, about 15,000 tokens: past a budget of the newest output kept at a fifth of the window by more than a
     tenth of it): a rule kept in turns (opencode never prunes the last two) binds only where one turn outgrows the
     budget kept in tokens."""
-    b = conv.ConversationBuilder()
-    b.start_session()
-    b.user(300, 51)
-    for t in range(2):
-        for k in range(12):
-            b.call(conv.Turn(calls=(conv.ToolCall("Read" if k % 2 == 0 else "Bash", _scale(3_500, window),
-                                                  seed=800 + 10 * t + k),)))
-        b.call(conv.Turn(text=200))
-        b.user(200, 52 + t)
-    b.call(conv.Turn(text=200))
-    b.end_session()
-    return b.trace()
+    return _tool_turns(window, turns=2, calls=12, size=3_500, seed=800, stride=10, user_seed=51,
+                       tool=lambda k: "Read" if k % 2 == 0 else "Bash")
 
 
 def failures_apart(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
@@ -475,15 +465,22 @@ def failures_apart(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     strategy compacts six times or more), its first, third and fifth summary calls failing (SCENARIO_FAILS): never
     three in a row, so a breaker that opens on three consecutive failures stays closed, and one that counts them over
     the session opens (issue #45)."""
+    return _tool_turns(window, turns=3, calls=24, size=4_000, seed=900, stride=30, user_seed=61,
+                       tool=lambda k: "Read" if k % 3 else "Bash")
+
+
+def _tool_turns(window: int, *, turns: int, calls: int, size: int, seed: int, stride: int, user_seed: int,
+                tool: Callable[[int], str]) -> tr.Trace:
+    """A request, then ``turns`` user turns of ``calls`` single tool calls each (``tool(k)`` the k-th's tool, its
+    result ``size`` characters at 32k, seeded ``seed + stride × turn + k``), each turn ending in a short answer."""
     b = conv.ConversationBuilder()
     b.start_session()
-    b.user(300, 61)
-    for t in range(3):
-        for k in range(24):
-            b.call(conv.Turn(calls=(conv.ToolCall("Read" if k % 3 else "Bash", _scale(4_000, window),
-                                                  seed=900 + 30 * t + k),)))
+    b.user(300, user_seed)
+    for t in range(turns):
+        for k in range(calls):
+            b.call(conv.Turn(calls=(conv.ToolCall(tool(k), _scale(size, window), seed=seed + stride * t + k),)))
         b.call(conv.Turn(text=200))
-        b.user(200, 62 + t)
+        b.user(200, user_seed + 1 + t)
     b.call(conv.Turn(text=200))
     b.end_session()
     return b.trace()

@@ -163,17 +163,23 @@ def test_per_request_clears_the_request_and_keeps_the_client_history_whole():
     assert req.estimated_tokens == 4_061
 
 
+def cleared_then_one_more(reported: int):
+    """Six steps past TRIGGER (8,001 reported): the request that clears tu_0..tu_2 is sent and reported at
+    ``reported`` input tokens (and 1 output), then tu_6's 4,000-character step: the strategy and its next request."""
+    s = make("context_editing", TRIGGER)
+    six_steps(s)
+    over_trigger(s, 8_001)
+    s.build_request(CallInfo(6, 6.0))
+    step(s, 6, "6" * 4_000, usage=Usage(input_uncached=reported, output=1))
+    return s, s.build_request(CallInfo(7, 7.0))
+
+
 def test_the_estimate_after_a_clearing_keeps_the_density_the_usage_measured():
     """Issue #45. The API reports 4,061 input + 1 output for the cleared request and its answer (which
     holds tu_6's use): 4,062 tokens through it, at 12,163 + 22 characters; tu_6's 4,000-character
     result comes after it: 4,062 + 1,000 = 5,062, for a request of ceil((181 + 16,185) / 4) = 4,092
     tokens from characters. Every other size is 5,062 scaled by its share of that."""
-    s = make("context_editing", TRIGGER)
-    six_steps(s)
-    over_trigger(s, 8_001)
-    s.build_request(CallInfo(6, 6.0))
-    step(s, 6, "6" * 4_000, usage=Usage(input_uncached=4_061, output=1))
-    req = s.build_request(CallInfo(7, 7.0))
+    s, req = cleared_then_one_more(4_061)
     # the full prompt: 28,158 characters, ceil(28,339 / 4) = 7,085: 5,062 · 7,085 / 4,092 = 8,764.6 > 8,000,
     # so tu_3 is cleared too (keep 3 of 7 tool uses): 3,991 characters more
     assert req.rewrite and results(s, req.messages).count("[cleared]") == 4
@@ -190,12 +196,7 @@ def test_the_full_prompt_counts_what_was_cleared_at_the_density_it_was_sent_at()
     4,101 tokens for 4,092 from characters; the full prompt is 4,101 + 3,939 = 8,040 > 8,000: tu_3 is cleared too.
     (At the sent request's density the full prompt would be 4,101 · 7,085 / 4,092 = 7,101: under the trigger, a
     prompt past it sent with its older results whole, as the kit's random sample found on a correct twin.)"""
-    s = make("context_editing", TRIGGER)
-    six_steps(s)
-    over_trigger(s, 8_001)
-    s.build_request(CallInfo(6, 6.0))
-    step(s, 6, "6" * 4_000, usage=Usage(input_uncached=3_100, output=1))
-    req = s.build_request(CallInfo(7, 7.0))
+    s, req = cleared_then_one_more(3_100)
     assert req.rewrite and results(s, req.messages).count("[cleared]") == 4
 
 
