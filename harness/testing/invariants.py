@@ -696,6 +696,11 @@ def _own_work(sub: Sent, parent: Sent | None, parent_stream: str, conclusion: st
     return _OwnWork(sub.call, frozenset(b.digest for b in own), tuple(openings), parent_stream)
 
 
+def _answers_or_calls(m: Message) -> bool:
+    """``m`` makes or answers tool calls (a result the strategy made up for a call is the conversation's)."""
+    return any(b.type in ("tool_use", "tool_result") for b in m.blocks)
+
+
 def _message_key(m: Message) -> tuple:
     """A message of the conversation, found again if a result in it was cut or cleared since: by its calls' ids
     where it makes or answers calls, else by its digest."""
@@ -2156,8 +2161,7 @@ class Checker:
             if all(_message_key(m) in sent for m in conv):
                 return None
             after = "its note of the cut"
-            at = max((i for i, m in enumerate(msgs) if m.meta.get("origin") and not any(
-                b.type in ("tool_use", "tool_result") for b in m.blocks)), default=-1)
+            at = max((i for i, m in enumerate(msgs) if m.meta.get("origin") and not _answers_or_calls(m)), default=-1)
             if at < 0:
                 after, at = "the gap of the cut", len(msgs) - 1
                 while at >= 0 and _message_key(msgs[at]) in index and (
@@ -2168,9 +2172,9 @@ class Checker:
         tail: list[Message] = []
         for m in msgs[at + 1:]:
             key = _message_key(m)
+            if m.meta.get("origin") and (key not in index or not _answers_or_calls(m)):
+                continue   # the strategy's own (an attachment, a note, one it sent before): not the conversation's
             if key not in index:
-                if m.meta.get("origin"):
-                    continue   # the strategy's own (an attachment, a note): not the conversation's
                 index[key] = len(conv)
                 conv.append(m)
             tail.append(m)

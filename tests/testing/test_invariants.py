@@ -1392,13 +1392,13 @@ def test_a_message_marked_as_the_summary_that_is_not_it_keeps_no_promise():
 TAIL_SUMMARY = "The user wants the three modules read; a and b were read and hold nothing of note."
 
 
-def _tail_run(declared_tail, then: list[Message], came: list[Message] = ()) -> list[str]:
-    """Request 0 holds the task and the reads of a, b and c (7 messages); ``came`` is what the engine gave the
-    strategy since (the answer, a result); a summary is asked for (request 1), and request 2 holds it and ``then``.
-    The invariants each violation names."""
+def _tail_run(declared_tail, then: list[Message], came: list[Message] = (), opening: list[Message] = ()) -> list[str]:
+    """Request 0 holds ``opening`` (messages of the strategy's own), the task and the reads of a, b and c (7
+    messages); ``came`` is what the engine gave the strategy since (the answer, a result); a summary is asked for
+    (request 1), and request 2 holds it and ``then``. The invariants each violation names."""
     from ctxsim.harness.testing.declared import Declared
 
-    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+    steps = [*opening, *reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})]
     c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=tuple(declared_tail)))
     c.feed([sent(req(steps), 0), *(Mark("message", message=m) for m in came),
             sent(req([*steps[:3], user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
@@ -1420,6 +1420,9 @@ def test_kept_tail_holds_the_least_in_messages_unless_a_cap_kept_the_rest_out():
     assert _tail_run([(4, None, "messages"), (0, 2, "messages")], steps[5:]) == []
     note = Message.user("<restored-context>files read before</restored-context>", origin="restore")
     assert len(_tail_run([(4, None, "messages")], [note, *steps[5:]])) == 1
+    # ... nor one it sent before as well (the same files restored at two compactions)
+    out = _tail_run([(3, None, "messages")], [note, *steps[5:]], opening=[note])
+    assert len(out) == 1 and "kept 2 messages verbatim after its summary, 2 messages, under the 3" in out[0]
 
 
 def test_kept_tail_caps_the_tail_and_counts_what_came_since_the_last_request():
