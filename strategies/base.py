@@ -146,6 +146,9 @@ class Strategy:
     # True: the user messages it keeps across a compaction are the user's own, as written (a cut keeps their
     # opening): no summary, note or other text of its own sent as a plain user message (the kit's user_messages)
     keeps_user_messages: ClassVar[bool] = False
+    # True (with keeps_user_messages): the user messages a compaction keeps are the newest the user wrote, in the order
+    # written (the oldest kept may be cut): Codex walks back from the newest within its budget
+    keeps_newest_user_messages: ClassVar[bool] = False
     # True: a tool result it replaced (cleared, masked, pruned) keeps that replacement for as long as it is sent
     # replaced: nothing is replaced again from its own placeholder (the kit's replaced_once)
     keeps_replacements: ClassVar[bool] = False

@@ -230,6 +230,7 @@ class Codex(ThresholdCompactor):
         return True
     keeps_latest_request = True   # build_compacted_history: the newest user messages (20,000 tokens), then the handoff
     keeps_user_messages = True    # collect_user_messages: the user's own messages, the handoff summary apart
+    keeps_newest_user_messages = True   # select_user_messages: newest first within the budget, then in order
     summary = "Codex CLI: tool output cut to 12k tokens; compact at 90% (no tools); user messages ≤ 20k + handoff"
     on_rejection = "the turn errors (codex-rs CodexErr::ContextWindowExceeded)"
     Config = CodexConfig
@@ -253,6 +254,14 @@ class Codex(ThresholdCompactor):
 
     def usable_window(self) -> int:
         return model_context_window(self.config, self.env.window)
+
+    @classmethod
+    def check_params(cls, window: int) -> dict[str, int]:
+        """For the property kit's small window: the user messages a compaction keeps (20,000 tokens, for windows of
+        200k and more) scaled by window / 200k, so that the budget binds there as it does on a long session.
+        Read from ``cls.Config``: a subclass is scaled alike."""
+        default = cls.Config.model_fields["user_message_max_tokens"].default
+        return {"user_message_max_tokens": max(1, int(default * window / 200_000))}
 
     @classmethod
     def result_limits(cls, config) -> tuple[tuple[int, str], ...]:

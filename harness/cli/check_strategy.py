@@ -209,6 +209,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append("every compaction keeps the user's latest message as written")
     if getattr(cls, "keeps_user_messages", False):
         out.append("the user messages a compaction keeps are the user's own")
+    if d.newest_users:
+        out.append("... the newest the user wrote, in order")
     for e in own_edges(d.epochs):
         out.append(f"its own clock: the sessions also cross {e.label} (t = {e.t:,.0f} s)")
     return out

@@ -94,6 +94,7 @@ class Declared:
     summarises_dropped: bool = False  # what leaves the main window went into a summary the request holds
     tail: tuple[tuple[float, float | None, str], ...] = ()  # (least, most, unit) of what a compaction keeps verbatim
     tail_shortest: bool = False  # ... and no more than the shortest tail that holds every least
+    newest_users: bool = False  # the user messages a compaction keeps are the newest, in order (keeps_newest_user_messages)
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -250,7 +251,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts),
                     cold_only=None if cold is None else float(cold), tail=tail, only_at_turns=only_at_turns, breaker=breaker,
                     whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
-                    head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail))
+                    head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail),
+                    newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)))
 
 
 def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) -> Any:

@@ -1716,7 +1716,9 @@ class Checker:
 
     def _not_the_users(self, req: Request) -> str:
         """A plain user message of ``req`` (no tool results, no origin of the strategy's own) whose text opens
-        no message the user wrote in this conversation (``user_messages``), or ``""``."""
+        no message the user wrote in this conversation (``user_messages``); with ``keeps_newest_user_messages``,
+        kept ones that are not the newest the user wrote, in order; or ``""``."""
+        openings = []
         for m in req.messages:
             if m.role != "user" or m.has_tool_result or m.meta.get("origin"):
                 continue
@@ -1726,6 +1728,18 @@ class Checker:
                     return (f"a user message sent after this rewrite ({_short(b.text)!r}) is none the user wrote in "
                             "this conversation (the strategy declares the user messages it keeps are the user's own: "
                             "keeps_user_messages): a summary or a note kept as if the user had typed it?")
+                if len(opening) >= _TAKEN_MIN:
+                    openings.append(opening)
+        if self.declared.newest_users and openings:
+            # walking back together: the newest kept is the user's newest, the one before it the one before, ...
+            written = [u for u in self._user_texts if len(u) >= _TAKEN_MIN]
+            for k, opening in enumerate(reversed(openings)):
+                if k >= len(written) or not written[len(written) - 1 - k].startswith(opening):
+                    theirs = _short(written[len(written) - 1 - k]) if k < len(written) else "none"
+                    return (f"the user messages kept after this rewrite are not the newest the user wrote, in order: "
+                            f"counting from the newest, kept message {k + 1} opens {opening!r} where the user's message "
+                            f"{k + 1} is {theirs!r} (keeps_newest_user_messages: the walk from the oldest, or the kept "
+                            "ones reversed?)")
         return ""
 
     def _older_whole(self, req: Request, results: dict[str, Block]) -> list[str]:

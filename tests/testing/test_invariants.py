@@ -1689,3 +1689,29 @@ def test_kept_tail_of_a_cut_with_no_note_is_what_follows_its_gap():
     out = run([steps[0], *steps[3:]])
     assert len(out) == 1 and out[0].startswith("the compaction kept 4 messages verbatim after the gap of the cut, 4 "
                                                "messages, over the 3 messages")
+
+
+def test_the_user_messages_a_compaction_keeps_are_the_newest_in_order():
+    """Codex keeps the newest user messages within its budget, in the order written, the oldest kept perhaps cut
+    in its middle (keeps_newest_user_messages). The user wrote three; a rewrite keeping the second and third holds,
+    as does one keeping a cut second; the first and second (the walk from the oldest), or the third before the
+    second (reversed), are reported."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.codex import Codex
+
+    assert declared(Codex, {}).newest_users and not declared(AppendOnly, {}).newest_users
+    said = ["first: make the login test pass again, it fails since the token refactor",
+            "second: and keep the fixture as it is, other tests share it with this one",
+            "third: then run the whole suite please, and tell me what else broke"]
+    handoff = Message.user("Handoff: the login test is being fixed.", origin="summary")
+
+    def run(kept: list[str]) -> list[str]:
+        c = Checker(frozenset({"user_messages"}), {}, declared=Declared(newest_users=True))
+        c.feed([Mark("session_start", "s1"), *(Mark("user", text=t) for t in said), sent(req([user(t) for t in said]), 0)])
+        return [v.detail for v in c.feed([sent(req([*(user(t) for t in kept), handoff], rewrite=True), 1)])]
+
+    assert run(said[1:]) == [] and run([said[1][:45] + "…9 tokens truncated…" + said[1][-10:], said[2]]) == []
+    out = run(said[:2])
+    assert len(out) == 1 and out[0].startswith("the user messages kept after this rewrite are not the newest the user "
+                                               "wrote, in order: counting from the newest, kept message 1 opens 'second: and keep")
+    assert len(run([said[2], said[1]])) == 1

@@ -237,6 +237,7 @@ KIT45B: list[Case] = [
     _c(h.ClaudeCodeBreakerNeverReset, ClaudeCode, "compaction_trigger", "failed summaries counted over the session"),
     _c(h.MaskingCountIntoSubagent, ObservationMasking, "compaction_trigger", "the masked count carried into a sub-agent"),
     _c(h.AmortizedTailForgetsTheHead, AmortizedForgetting, "kept_tail", "the halving's tail not less the first events"),
+    _c(h.CodexKeepsOldestUsers, Codex, "user_messages latest_request", "the kept user messages walked from the oldest"),
 ]
 CORPUS += KIT45B
 

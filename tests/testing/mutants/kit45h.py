@@ -12,7 +12,8 @@ head given the whole byte budget, the tail left nothing (blind sets 19 and 24: `
 sets 25 and 26: Claude Code's count of failed summaries never reset by a good one, so its breaker stops compacting
 early (``compaction_breaker``); SWE-agent's masked count carried into an isolated sub-agent, whose results then go
 unmasked (``clears_above`` 0, held in a sub-agent's own conversation); the amortized halving's tail forgetting to
-leave room for the first events (the cut with no note, after its gap). NovaCode's tail sized at the seed's rate where it takes the calibrated one (blind set 22)
+leave room for the first events (the cut with no note, after its gap). And, from blind sets 27 and 28: Codex's
+kept user messages walked from the oldest (``keeps_newest_user_messages``). NovaCode's tail sized at the seed's rate where it takes the calibrated one (blind set 22)
 declares the same way and is still not seen: on the kit's text (2.9 characters a token) the cap it overruns by
 3.5 / 2.9 is within the quarter a tail sized at an estimate is given."""
 
@@ -23,10 +24,12 @@ from contextlib import contextmanager
 from ctxsim.strategies import cline as cl
 from ctxsim.strategies import gemini_cli as gc
 from ctxsim.strategies import amortized_forgetting as af
+from ctxsim.strategies import codex as cx
 from ctxsim.strategies import truncate as tc
 from ctxsim.strategies.amortized_forgetting import AmortizedForgetting
 from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.cline import Cline
+from ctxsim.strategies.codex import Codex
 from ctxsim.strategies.cut_no_summary import CutNoSummary
 from ctxsim.strategies.gemini_cli import GeminiCli
 from ctxsim.strategies.goose import Goose
@@ -189,4 +192,16 @@ class AmortizedTailForgetsTheHead(AmortizedForgetting):
                 original(messages, keep_first, max_size, slot, head_len)[0],
                 original(messages, 0, max_size, slot, 0)[1])
         with _swapped(af, "halving_cut", cut):
+            return super().compact(call)
+
+
+class CodexKeepsOldestUsers(Codex):
+    """The user messages kept across a compaction walked from the oldest within the budget: the newest dropped."""
+
+    name = "codex_keeps_oldest_users"
+
+    def compact(self, call):
+        def oldest_first(select):
+            return lambda texts, max_tokens, cpt: list(reversed(select(list(reversed(texts)), max_tokens, cpt)))
+        with _swapped(cx, "select_user_messages", oldest_first):
             return super().compact(call)
