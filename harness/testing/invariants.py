@@ -864,7 +864,7 @@ class Checker:
     _main_tokens: int = 0  # and its true size
     _pre_resume: tuple[int, float, int, int] | None = None  # (call, ratio, rewrites so far, tokens) of the last main request before a resume
     _appended: list[Message] = field(default_factory=list)  # messages the main conversation got since its last request (kept_tail)
-    _appended_mixed: bool = False  # ... with a sub-agent's messages among them
+    _appended_mixed: bool = False  # ... with a span's messages among them (or left out: an isolated sub-agent's)
 
     def __post_init__(self) -> None:
         self._files = Files(self.session_dir)
@@ -945,9 +945,11 @@ class Checker:
 
     def _mark(self, m: Mark) -> list[Violation]:
         if m.what in ("user", "message") and m.message is not None:
-            if self._spans:
-                self._appended_mixed = True   # a sub-agent's messages between: the main conversation's not told apart
-            else:
+            # inside a span the main conversation's messages are not told apart from a sub-agent's (a strategy may run
+            # one of its own for a span the log ran in its main context): those of a span run in the main context count
+            # to its size, and no tail is judged against them
+            self._appended_mixed = self._appended_mixed or bool(self._spans)
+            if not any(self._spans):
                 self._appended.append(m.message)
         if m.what == "session_start":
             self._report_due, self._reports = None, []   # a report is judged within its launch
@@ -1023,6 +1025,11 @@ class Checker:
                                   f"the summary it received lacks {_items(missing)} (declared kept: "
                                   f"{_items(self.declared.summary_items)})", self.where())]
         return []
+
+    def _conversation_at_least(self, s: Sent) -> int:
+        """The main conversation's size a summary request ``s`` is asked on, at the least: the summary request, or
+        the conversation's last request and the messages the engine gave the strategy since."""
+        return max(s.tokens, self._main_tokens + sum(self._count(m.text) for m in self._appended))
 
     def _breaker_may_be_open(self) -> bool:
         """A failed side call may have stopped the strategy from summarising: with a declared breaker, the summaries
@@ -1123,18 +1130,19 @@ class Checker:
                                            f"(declared kept: {_items(self.declared.summary_items)})")
             if (s.kind == SUMMARY and self.declared.compacts_above is not None and "compaction_trigger" in self.promised
                     and first_side and not self._in_sub and not self._attempts and not self._early_reported
-                    and max(s.tokens, self._main_tokens) * max(1.0, self._main_ratio or 1.0) * ESTIMATE_FACTOR
+                    and self._conversation_at_least(s) * max(1.0, self._main_ratio or 1.0) * ESTIMATE_FACTOR
                     < self.declared.compacts_above):
                 # the first call of a compaction (a retry after a refused summary is trimmed: Codex drops the oldest
                 # items) asked for on the main conversation, not in reaction to a refused request, while the
                 # conversation it summarises is well under the trigger, as the strategy itself measures it (its
                 # last main request's estimate over the truth: a fixed rate runs high on dense text); the
                 # conversation is at least what its last main request sent (a summary request may leave out the
-                # agent's system prompt and tools: Roo Code's has a prompt of its own)
+                # agent's system prompt and tools: Roo Code's has a prompt of its own) and what came since (a summary
+                # request may send its results cut: Cline renders them to 2,000 characters)
                 self._early_reported = True
                 seen = ("" if not self._main_ratio or self._main_ratio <= 1 else
                         f", {self._main_ratio:.2f} times that by the strategy's own last estimate")
-                v("compaction_trigger", f"a summary asked for on {max(s.tokens, self._main_tokens):,} tokens of the "
+                v("compaction_trigger", f"a summary asked for on {self._conversation_at_least(s):,} tokens of the "
                                         f"conversation{seen}, under "
                                         f"the {self.declared.compacts_above:,} at which the strategy declares it "
                                         f"summarises (compacts_above; a factor of {ESTIMATE_FACTOR} allowed for its "

@@ -980,7 +980,8 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
     """Declared 1,000: the first request of a launch is not judged (5,000); 1,020 is within the 2% slack;
     1,100 sent with no summary asked for is reported, once a run. Claude Code's threshold at the kit's
     window: 32,000 - min(64,000, 3,200) - 2,080 = 26,720 (release 2.1); anthropic_compaction's is its
-    trigger; nothing is declared without the window and the output limit."""
+    trigger; nothing is declared without the window and the output limit (nor by cline, whose trigger may find
+    nothing to summarise)."""
     from ctxsim.harness.testing.declared import Declared, declared
     from ctxsim.harness.testing.invariants import TRIGGER_SLACK
     from ctxsim.strategies.anthropic_compaction import AnthropicCompaction
@@ -991,6 +992,10 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
                     32_000, 64_000).compacts_above == 26_720
     assert declared(AnthropicCompaction, {"trigger_input_tokens": 24_000}, 32_000, 64_000).compacts_above == 24_000
     assert declared(AnthropicCompaction, {}).compacts_above is None
+    from ctxsim.strategies.cline import Cline
+
+    # cline's trigger may find nothing to summarise (its cut stops at the latest typed prompt): no promise
+    assert declared(Cline, {}, 32_000, 64_000).compacts_above is None
     c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000))
     msgs = [user("go")]
     assert c.feed([Mark("session_start", "s1"), sent(_estimated(msgs, 5_000), 0)]) == []
@@ -1715,3 +1720,23 @@ def test_the_user_messages_a_compaction_keeps_are_the_newest_in_order():
     assert len(out) == 1 and out[0].startswith("the user messages kept after this rewrite are not the newest the user "
                                                "wrote, in order: counting from the newest, kept message 1 opens 'second: and keep")
     assert len(run([said[2], said[1]])) == 1
+
+
+def test_an_early_summary_is_judged_on_the_conversation_with_what_came_since():
+    """A summary request may send the conversation's results cut (Cline renders each to 2,000 characters), so the
+    conversation it is asked on is at least the last main request and what the engine gave the strategy since. Declared
+    trigger 1,000: request 0 was 100 tokens (estimated 100); a summary request of 100 tokens follows. With nothing since
+    it fired early (100 × 1.6 < 1,000); after a result of about a thousand tokens came, it did not."""
+    from ctxsim.harness.provider.tokenizer import get_tokenizer
+    from ctxsim.harness.testing.declared import Declared
+
+    big = results(("a", " ".join(f"line{i}" for i in range(600))))
+    assert get_tokenizer().count(big.text) * 1.6 > 1_000
+
+    def run(*came) -> list[str]:
+        c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000))
+        c.feed([Mark("session_start", "s1"), sent(_estimated([user("go")], 100), 0), *(Mark("message", message=m) for m in came),
+                sent(req([user("go"), user("summarise")], kind="summary"), 1)])
+        return [v.detail for v in c.violations]
+
+    assert len(run()) == 1 and run(calls("a"), big) == []
