@@ -277,13 +277,13 @@ class Strategy:
         """``((least, most, unit), ...)``: what a compaction keeps verbatim after its summary, the conversation's
         newest messages as they stood (messages of its own, an attachment or a note, apart), on a model with this
         ``window`` and output limit. Each entry: the tail holds at least ``least`` and at most ``most`` (None: no
-        cap) counted in ``unit``: ``"tokens"`` (true tokens; a strategy that sizes it at its own estimate is judged
-        with the kit's factor for estimates), ``"json_chars"`` (each message's JSON as the API takes it),
+        cap) counted in ``unit``: ``"tokens"`` (sized at the strategy's own estimate: a least judged in true tokens by
+        the kit's factor for estimates, a cap by the characters at 4 a token), ``"json_chars"`` (each message's JSON as the API takes it),
         ``"messages"``, or ``"share"`` (a share of the conversation's JSON characters, 0-1: where a user message
         the user typed stands within it, the tail starts at one). A least yields to any most: a tail that the
         messages before it (with the calls their results answer) would carry past a cap may hold less. Empty:
-        no promise. A cut with no summary is held to it too: the tail is what stands after the strategy's own
-        note of the cut (a message of its own the conversation did not hold)."""
+        no promise. A cut with no summary is held to it too: the tail is what stands after the strategy's own last
+        message of text (its note of the cut), or with none, after the gap the cut left."""
         return ()
 
     @classmethod
