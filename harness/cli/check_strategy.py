@@ -196,7 +196,7 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         amount = (lambda x: f"{x:.0%} of the conversation") if unit == "share" else (lambda x: f"{x:,.0f} {unit}")
         bounds = [f"at least {amount(least)}"] if least else []
         bounds += [f"at most {amount(most)}"] if most is not None else []
-        out.append(f"a compaction keeps verbatim after its summary {' and '.join(bounds)}")
+        out.append(f"a compaction (or a cut) keeps its newest messages verbatim, {' and '.join(bounds)}")
     if d.tail_shortest:
         out.append("... and no more than the shortest tail that holds every least")
     if d.only_at_turns:

@@ -41,7 +41,7 @@ is checked like its base (issue #45):
   (goose);
 * ``summarises_dropped(config)``: whether everything the strategy drops from the main window goes into a
   summary first (Claude Code, Codex, gemini-cli, goose, opencode, OpenHands: their compactions summarise what they drop);
-* ``compaction_tail(config, window, max_output_tokens)``: what a compaction keeps verbatim after its summary, the
+* ``compaction_tail(config, window, max_output_tokens)``: what a compaction (or a cut) keeps verbatim after its summary (or note, or gap), the
   conversation's newest messages: at least and at most how much, in tokens, JSON characters, messages or a share
   of the conversation (NovaCode's N-COMP-6 tail, cline's preserved tokens, gemini-cli's preserved fraction);
   ``compaction_tail_shortest(config)``: and no longer than the shortest that holds every least (NovaCode's walk);
