@@ -193,9 +193,7 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     if d.summarises_dropped:
         out.append("what leaves the main window goes into a summary first")
     for least, most, unit in d.tail:
-        amount = (lambda x: f"{x:.0%} of the conversation") if unit == "share" else (lambda x: f"{x:,.0f} {unit}")
-        bounds = [f"at least {amount(least)}"] if least else []
-        bounds += [f"at most {amount(most)}"] if most is not None else []
+        bounds = [f"at {side} {_tail_amount(x, unit)}" for side, x in (("least", least), ("most", most)) if x]
         out.append(f"a compaction (or a cut) keeps its newest messages verbatim, {' and '.join(bounds)}")
     if d.tail_shortest:
         out.append("... and no more than the shortest tail that holds every least")
@@ -214,6 +212,11 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     for e in own_edges(d.epochs):
         out.append(f"its own clock: the sessions also cross {e.label} (t = {e.t:,.0f} s)")
     return out
+
+
+def _tail_amount(x: float, unit: str) -> str:
+    """An amount of a declared tail (``compaction_tail``), in its unit."""
+    return f"{x:.0%} of the conversation" if unit == "share" else f"{x:,.0f} {unit}"
 
 
 def _print_known(base: str, seen) -> None:

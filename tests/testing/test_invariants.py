@@ -1477,7 +1477,6 @@ def test_kept_tail_declarations_of_the_compacting_peers():
     least), cline's preserved 20,000 tokens at 3 characters of JSON each, gemini-cli's preserved 30%. A hook of
     the wrong shape is refused, naming itself."""
     import pytest
-
     from ctxsim.harness.testing.declared import declared
     from ctxsim.strategies.cline import Cline
     from ctxsim.strategies.gemini_cli import GeminiCli

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ctxsim.strategies import cline as cl
-from ctxsim.strategies import gemini_cli as gc
 from ctxsim.strategies import amortized_forgetting as af
+from ctxsim.strategies import cline as cl
 from ctxsim.strategies import codex as cx
+from ctxsim.strategies import gemini_cli as gc
 from ctxsim.strategies import truncate as tc
 from ctxsim.strategies.amortized_forgetting import AmortizedForgetting
 from ctxsim.strategies.claude_code import ClaudeCode
