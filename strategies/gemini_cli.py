@@ -47,7 +47,6 @@ spellings other agents' logs use (``Bash``, ``shell``, ``exec_command``); MCP to
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
@@ -102,11 +101,7 @@ def format_truncated(content: str, output_file: str, max_chars: int, head_share:
 
 def message_json_chars(m: Message) -> int:
     """The length gemini-cli measures a message by (``JSON.stringify(content).length``), once per message."""
-    return m.memo("json_chars", _json_chars)
-
-
-def _json_chars(m: Message) -> int:
-    return len(json.dumps(m.to_api(), ensure_ascii=False))
+    return m.memo("json_chars", Message.api_json_chars)
 
 
 def compress_split_point(messages: list[Message], fraction: float) -> int:

@@ -183,6 +183,11 @@ class Message:
     def to_api(self) -> dict[str, Any]:
         return {"role": self.role, "content": [b.to_api() for b in self.blocks]}
 
+    def api_json_chars(self) -> int:
+        """This message's JSON as the Messages API takes it, in characters (not memoised: a caller memoises it under
+        a key of its own, so no other code's memo can stand in for it)."""
+        return len(json.dumps(self.to_api(), ensure_ascii=False))
+
 
 class _Store:
     """Backing arrays shared by every version of a history that extends the same prefix."""

@@ -717,11 +717,6 @@ class _Tail(NamedTuple):
     after: str   # what it stands after: "its summary", "its note of the cut"
 
 
-def _json_chars(m: Message) -> int:
-    """A message's JSON as the API takes it, in characters (gemini-cli's and Cline's measure of a message)."""
-    return len(json.dumps(m.to_api(), ensure_ascii=False))
-
-
 def _payload(b: Block) -> str:
     """What a tool result or tool use sends: its text, or its input as JSON."""
     if b.type == "tool_use":
@@ -2274,7 +2269,7 @@ class Checker:
             return len(ms)
         if unit == "tokens":
             return sum(self._count(m.text) for m in ms)
-        return sum(m.memo("kit:json_chars", _json_chars) for m in ms)
+        return sum(m.memo("kit:json_chars", Message.api_json_chars) for m in ms)
 
     def _goal(self) -> str:
         return self.goals.get(self._session, "")
