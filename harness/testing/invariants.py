@@ -837,8 +837,6 @@ class Checker:
     _warm_changed: frozenset[str] = frozenset()  # results the main conversation's last request sent changed (cold_only)
     _warm_sent: frozenset[str] = frozenset()  # and the results it sent
     _main_at: float | None = None  # when the main conversation's last request was sent (cold_only)
-    _head_seen: set[str] = field(default_factory=set)  # tool results judged against cut_keeps_head as they entered
-    _whole_seen: set[str] = field(default_factory=set)  # tool results judged against keeps_results_whole as they entered
     _cut_seen: set[str] = field(default_factory=set)  # tool results judged against the declared cuts as they entered
     _superseded_lost: set[str] = field(default_factory=set)  # tool uses reported replaced with no later read (superseded)
     _early_reported: bool = False  # a summary asked for under the trigger, reported once a run
@@ -1269,24 +1267,23 @@ class Checker:
                                           "below the declared size (counted in another unit?)")
                 if b.type == "tool_result":
                     self._limit_seen.add(b.id)   # judged as it first enters; a later clearing is no cut
-        if self.declared.head_at_most and "result_limit" in self.promised:
-            for _m, b in new_blocks:
-                detail = self._head_over(b)
+        # the trace's results entering for the first time, each judged once against the cuts the strategy declares
+        entering = [(m, b) for m, b in new_blocks
+                    if b.type == "tool_result" and b.id in self.originals and b.id not in self._cut_seen]
+        self._cut_seen.update(b.id for _m, b in entering)
+        if entering and "result_limit" in self.promised:
+            details = []
+            if self.declared.head_at_most:
+                details += [self._head_over(b) for _m, b in entering]
+            if self.declared.whole_under is not None:
+                details += [self._changed_under(m, b) for m, b in entering]
+            if self.declared.result_cuts:
+                names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks
+                         if b.type == "tool_use"}
+                details += [self._cut_wrong(b, names.get(b.id, "")) for _m, b in entering]
+            for detail in details:
                 if detail:
                     v("result_limit", detail)
-        if self.declared.whole_under is not None and "result_limit" in self.promised:
-            for m, b in new_blocks:
-                detail = self._changed_under(m, b)
-                if detail:
-                    v("result_limit", detail)
-        if self.declared.result_cuts and "result_limit" in self.promised:
-            names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
-            for _m, b in new_blocks:
-                if b.type == "tool_result" and b.id in self.originals and b.id not in self._cut_seen:
-                    self._cut_seen.add(b.id)
-                    detail = self._cut_wrong(b, names.get(b.id, ""))
-                    if detail:
-                        v("result_limit", detail)
         # the main conversation's results, each noted as it first entered (recent_kept, idle_clear): once a request
         # (a sub-agent's own conversation is held to what the strategy declares of what a clearing keeps and takes)
         kept_promised = (self.declared.recent_kept or self.declared.clears_all_but is not None
@@ -1892,11 +1889,8 @@ class Checker:
 
     def _head_over(self, b: Block) -> str:
         """A result entering cut that keeps more of the tool's output from its start than the strategy declares
-        (``cut_keeps_head``), judged as it first enters, or ``""``: the head is the longest run of the output's
-        opening that the result holds from where its first 64 characters first stand."""
-        if b.type != "tool_result" or b.id not in self.originals or b.id in self._head_seen:
-            return ""
-        self._head_seen.add(b.id)
+        (``cut_keeps_head``), or ``""``: the head is the longest run of the output's opening that the result holds
+        from where its first 64 characters first stand."""
         original = self.originals[b.id]
         at = b.text.find(original[:64]) if original and b.text != original else -1
         if at < 0:
@@ -1912,10 +1906,7 @@ class Checker:
 
     def _changed_under(self, m: Message, b: Block) -> str:
         """A result entering changed though it and its message's results are within what the strategy declares it
-        keeps whole (``keeps_results_whole``), judged as it first enters, or ``""``."""
-        if b.type != "tool_result" or b.id not in self.originals or b.id in self._whole_seen:
-            return ""
-        self._whole_seen.add(b.id)
+        keeps whole (``keeps_results_whole``), or ``""``."""
         per_result, per_message = self.declared.whole_under  # type: ignore[misc]
         original = self.originals[b.id]
         total = sum(len(self.originals.get(x.id, x.text)) for x in m.blocks if x.type == "tool_result")
