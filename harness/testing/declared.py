@@ -210,7 +210,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
         raise ValueError(f"{cls.__qualname__}.cache_marks: places among {', '.join(CACHE_PLACES)}, got {marks!r}")
     trigger, at_turns = (_tokens_hook(cls, hook, config, window, max_output_tokens)
                          for hook in ("compacts_above", "compacts_at_turns"))
-    summarises = _checked(cls, "summarises_dropped", config, False, lambda v: isinstance(v, bool), "True or False")
+    summarises = _flag(cls, "summarises_dropped", config)
     head = tuple(_hook(cls, "cut_keeps_head", config, ()))
     if not all(isinstance(h, tuple | list) and len(h) == 2 and _amount(h[0]) and h[1] in RESULT_UNITS for h in head):
         raise ValueError(f"{cls.__qualname__}.cut_keeps_head: (amount, unit among {', '.join(RESULT_UNITS)}) each, "
@@ -221,7 +221,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     breaker = _checked(cls, "compaction_breaker", config, None,
                        lambda v: v is None or isinstance(v, int) and not isinstance(v, bool) and v >= 1,
                        "a number of failures (1 or more) or None")
-    only_at_turns = _checked(cls, "compacts_only_at_turns", config, False, lambda v: isinstance(v, bool), "True or False")
+    only_at_turns = _flag(cls, "compacts_only_at_turns", config)
     clears_all = _checked(cls, "clears_all_but_recent", config, None,
                           lambda v: v is None or isinstance(v, tuple | list) and all(isinstance(t, str) for t in v),
                           "tool names or None")
@@ -240,7 +240,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     turns = _checked(cls, "keeps_recent_turns", config, 0, lambda v: _amount(v) and int(v) == v, "a number of user turns")
     chars = _checked(cls, "keeps_recent_tool_chars", config, 0, _amount, "a number of characters")
     tail = _tail(cls, config, window, max_output_tokens)
-    shortest = _checked(cls, "compaction_tail_shortest", config, False, lambda v: isinstance(v, bool), "True or False")
+    shortest = _flag(cls, "compaction_tail_shortest", config)
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
@@ -268,6 +268,11 @@ def _checked(cls: type[Strategy], name: str, config: StrategyConfig, default: An
     if not ok(value):
         raise ValueError(f"{cls.__qualname__}.{name}: {expected}, got {value!r}")
     return value
+
+
+def _flag(cls: type[Strategy], name: str, config: StrategyConfig) -> bool:
+    """A yes-or-no declaration hook's value (False where the class has none), refused where it is not a bool."""
+    return _checked(cls, name, config, False, lambda v: isinstance(v, bool), "True or False")
 
 
 def _amount(value: Any) -> bool:
