@@ -899,3 +899,18 @@ def test_resume_with_nothing_on_disk_keeps_going(tmp_path: Path):
     s2.on_session_start("a", False, 0.0)
     s2.on_session_start("b", True, 1.0)
     assert len(s2.history) == 0
+
+
+def test_n_comp_6_n_spill_1_n_spill_2_what_novacode_declares_to_the_property_kit():
+    """The kit holds NovaCode to its rules through its declarations: N-COMP-6's tail (at least 10,000 tokens and 5
+    messages, never more than 40,000, the shortest that holds both; with the "either" reading no least and no
+    shortest), N-SPILL-1's threshold (50,000 characters) and N-SPILL-2's message budget (200,000): a result within
+    both goes whole; with spilling off, nothing is promised."""
+    from ctxsim.harness.testing.declared import declared
+
+    d = declared(NovaCode, {}, 200_000, 32_000)
+    assert d.tail == ((10_000, 40_000, "tokens"), (5, None, "messages")) and d.tail_shortest
+    assert d.whole_under == (50_000, 200_000)
+    either = declared(NovaCode, {"tail_rule": "either"}, 200_000, 32_000)
+    assert either.tail == ((0, 40_000, "tokens"), (0, None, "messages")) and not either.tail_shortest
+    assert declared(NovaCode, {"spill": False}, 200_000, 32_000).whole_under is None
