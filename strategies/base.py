@@ -287,6 +287,18 @@ class Strategy:
         return ()
 
     @classmethod
+    def cut_keeps_share(cls, config: StrategyConfig, window: int,
+                        max_output_tokens: int) -> tuple[float, int, float | None, float] | None:
+        """``(share, head, over, under)``: a cut that drops messages with no summary keeps at least ``share`` (0-1,
+        rounded up) of the conversation's messages after its first ``head``, unless the conversation before it was
+        estimated past ``over`` tokens (None: at any size), or a request keeping only that share (and the pair
+        before it) would still be estimated at ``under`` tokens or more, so that it cuts again (on a model with this
+        ``window`` and output limit; estimates at the rate of the strategy's own estimate of the request the cut
+        sent). Cline's classic truncation keeps half of what follows the first exchange, a quarter when half the
+        total is still over. None: no promise."""
+        return None
+
+    @classmethod
     def compaction_tail_shortest(cls, config: StrategyConfig) -> bool:
         """Whether the tail a compaction keeps is the shortest that holds every least of ``compaction_tail`` (walking
         back from the newest message until they all hold, then back to a message that answers no call): without its

@@ -197,6 +197,15 @@ class SlidingWindow(ThresholdCompactor):
         """Cline's duplicate file reads: every read of a file but the latest is replaced by its notice."""
         return DUPLICATE_READ_NOTICE if config.duplicate_file_reads else None
 
+    @classmethod
+    def cut_keeps_share(cls, config: SlidingWindowConfig, window: int, max_output_tokens: int) -> tuple:
+        """``getNextTruncationRange``: a cut drops at most half of the messages after the first pair (``floor(rest /
+        4) × 2``), three quarters when ``keep`` is "quarter" or, with "auto", when half the total is over the allowed
+        size; it cuts again while the request is still at or over it."""
+        allowed = window - config.reserve_tokens if config.reserve_tokens is not None else allowed_tokens(window)
+        share = 0.25 if config.keep == "quarter" else 0.5
+        return share, 2, 2 * allowed if config.keep == "auto" else None, allowed
+
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         if config.reserve_tokens is not None:

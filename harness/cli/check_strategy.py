@@ -197,6 +197,11 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"a compaction (or a cut) keeps its newest messages verbatim, {' and '.join(bounds)}")
     if d.tail_shortest:
         out.append("... and no more than the shortest tail that holds every least")
+    if d.cut_share is not None:
+        share, head, over, under = d.cut_share
+        out.append(f"a cut keeps at least {share:.0%} of the messages after the first {head}"
+                   + (f" while the conversation is within {over:,.0f} tokens" if over is not None else "")
+                   + f", unless that share still leaves {under:,.0f} or more")
     if d.only_at_turns:
         out.append("the main conversation is summarised only as a user turn begins (or after a refused request)")
     if d.cache_marks:

@@ -45,6 +45,9 @@ is checked like its base (issue #45):
   conversation's newest messages: at least and at most how much, in tokens, JSON characters, messages or a share
   of the conversation (NovaCode's N-COMP-6 tail, cline's preserved tokens, gemini-cli's preserved fraction);
   ``compaction_tail_shortest(config)``: and no longer than the shortest that holds every least (NovaCode's walk);
+* ``cut_keeps_share(config, window, max_output_tokens)``: the share of the messages after its head a cut with no summary
+  keeps at least, unless the conversation was estimated past a size or a request keeping that share would be
+  estimated at another or more (sliding_window: Cline's half, a quarter when half the total is still over);
 * ``cache_marks(config)``: where every request of the conversation carries a cache breakpoint (the tools,
   the system prompt, the last message, the last user message);
 * ``clock_epochs(config)``: the Unix times the strategy reads the trace's clock from (a date it
@@ -95,6 +98,7 @@ class Declared:
     tail: tuple[tuple[float, float | None, str], ...] = ()  # (least, most, unit) of what a compaction keeps verbatim
     tail_shortest: bool = False  # ... and no more than the shortest tail that holds every least
     newest_users: bool = False  # the user messages a compaction keeps are the newest, in order (keeps_newest_user_messages)
+    cut_share: tuple[float, int, float | None, float] | None = None  # (share, head, over, under) a cut keeps at least
 
 
 def _codex(config: Any) -> tuple[str, ...]:
@@ -241,6 +245,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     chars = _checked(cls, "keeps_recent_tool_chars", config, 0, _amount, "a number of characters")
     tail = _tail(cls, config, window, max_output_tokens)
     shortest = _flag(cls, "compaction_tail_shortest", config)
+    share = _cut_share(cls, config, window, max_output_tokens)
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
@@ -252,7 +257,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     cold_only=None if cold is None else float(cold), tail=tail, only_at_turns=only_at_turns, breaker=breaker,
                     whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
                     head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail),
-                    newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)))
+                    newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)), cut_share=share)
 
 
 def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) -> Any:
@@ -306,6 +311,25 @@ def _tail(cls: type[Strategy], config: StrategyConfig, window: int,
                              f"{', '.join(TAIL_UNITS)}; a share 0-1) each, got {entry!r}")
         out.append((float(least), None if most is None else float(most), unit))
     return tuple(out)
+
+
+def _cut_share(cls: type[Strategy], config: StrategyConfig, window: int,
+               max_output_tokens: int) -> tuple[float, int, float | None, float] | None:
+    """``cut_keeps_share``'s value, checked (None where the model's window or output limit is unknown)."""
+    f = getattr(cls, "cut_keeps_share", None)
+    if not callable(f) or window <= 0 or max_output_tokens <= 0:
+        return None
+    value = f(config, window, max_output_tokens)
+    if value is None:
+        return None
+    ok = isinstance(value, tuple | list) and len(value) == 4
+    share, head, over, under = value if ok else (None, None, None, None)
+    ok = (ok and _amount(share) and 0 < share <= 1 and isinstance(head, int) and not isinstance(head, bool) and head >= 0
+          and (over is None or _amount(over)) and _amount(under))
+    if not ok:
+        raise ValueError(f"{cls.__qualname__}.cut_keeps_share: (share 0-1, head messages, tokens over or None, tokens "
+                         f"under) or None, got {value!r}")
+    return float(share), int(head), None if over is None else float(over), float(under)
 
 
 def result_size(text: str, unit: str) -> int:

@@ -224,6 +224,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -284,6 +285,11 @@ CLEAR_TRIGGER_SLACK = 1.5
 TAIL_LEAST_SLACK = {"tokens": ESTIMATE_FACTOR, "json_chars": 1 / 0.9, "messages": 1.0, "share": 1.0}
 TAIL_MAX_CPT = 4.0  # the most characters a token any estimator here counts (Claude Code's, opencode's rule) # assumed
 TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "messages": 1.0, "share": 1.0}
+# how far the kit's reckoning of a strategy's estimate may stray when it judges a share a cut keeps (``cut_keeps_share``):
+# taken at the rate (tokens a character) of the strategy's own estimate of the request the cut sent, as an anchored
+# estimate rebased by characters carries it (sliding_window's); a system prompt's opaque tokens and a result the
+# cut repaired move it a little # assumed
+CUT_RATE_SLACK = 1.1
 LATEST_OPENING = 200  # characters of the latest request that must stay (a cut to a budget keeps the head) # assumed
 USER_OPENING = 40  # characters of a kept user message that must open one the user wrote (a middle cut keeps them) # assumed
 
@@ -1380,6 +1386,12 @@ class Checker:
             detail = self._tail_wrong(prev.request, s)
             if detail:
                 v("kept_tail", detail)
+        if (self.declared.cut_share and "kept_tail" in self.promised and stream == "main" and prev is not None
+                and not fresh and req.rewrite and not s.rejected and not after_refusal and not self._appended_mixed
+                and not self._summaries):
+            detail = self._cut_short(prev.request, req)
+            if detail:
+                v("kept_tail", detail)
         if stream == "main":
             self._appended, self._appended_mixed, self._side_failed_since_main = [], False, False
         if req.rewrite and stream == "main":
@@ -2254,6 +2266,34 @@ class Checker:
                         "shortest that holds them "
                         "(compaction_tail_shortest: a least read as another, the walk not stopped?)")
         return ""
+
+    def _cut_short(self, before: Request, req: Request) -> str:
+        """A cut with no summary that kept fewer of the conversation's messages than the share it declares
+        (``cut_keeps_share``) where neither of its excuses held, or ``""``. The conversation is ``before``'s messages
+        and those come since; the estimates are at the rate of the strategy's own estimate of ``req``, within
+        CUT_RATE_SLACK."""
+        share, head, over, under = self.declared.cut_share
+        conv = list(before.messages)
+        keys = {_message_key(m) for m in conv}
+        conv += [m for m in self._appended if _message_key(m) not in keys]
+        rest, kept = len(conv) - head, len(req.messages) - head
+        least = math.ceil(share * rest - 1e-9)
+        if not req.estimated_tokens or len(req.messages) >= len(conv) or kept >= least or self._held_summaries(req):
+            return ""
+        fixed = sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
+        rate = req.estimated_tokens / max(1, fixed + sum(m.chars for m in req.messages))
+        whole = rate * (fixed + sum(m.chars for m in conv))
+        if over is not None and whole * CUT_RATE_SLACK > over:
+            return ""
+        k = min(rest, least + 2)   # the share and the pair before it: a cut lands on a pair's boundary
+        kept_est = rate * (fixed + sum(m.chars for m in req.messages[:head]) + sum(m.chars for m in conv[-k:]))
+        if kept_est * CUT_RATE_SLACK >= under:
+            return ""
+        return (f"the cut kept {kept} of the {rest} messages after the first {head}, under the {share:.0%} ({least}) the "
+                f"strategy declares it keeps (cut_keeps_share), though the conversation was estimated at about "
+                f"{whole:,.0f} tokens{f' (at most {over:,.0f})' if over is not None else ''} and a request keeping "
+                f"the newest {k} at about {kept_est:,.0f}, under the {under:,.0f} that would have it cut again "
+                "(a choice between shares made the wrong way, a share read as another?)")
 
     def _tail_size(self, ms: list[Message], unit: str) -> int:
         if unit == "messages":

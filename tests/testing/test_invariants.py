@@ -1695,6 +1695,63 @@ def test_kept_tail_of_a_cut_with_no_note_is_what_follows_its_gap():
                                                "messages, over the 3 messages")
 
 
+def test_kept_tail_a_cut_keeps_its_declared_share_unless_the_total_or_the_kept_share_excuse_it():
+    """cut_keeps_share: sliding_window (Cline's classic truncation) keeps at least half of what follows its first pair.
+    Request 0 is [go, 5 Read steps of 1,000 characters] (11 messages: 2 + 5 × 1,007 = 5,037 characters; the system
+    prompt's 23 and the tool's 89 make 5,149). The cut sends [go, call a, a "result missing", call e, result e] (1,030
+    characters, 1,142 with the system and the tool) estimated at 1,142 tokens: one token a character. It kept 3 of the
+    9 after the first 2, under 5 (half, rounded up). The conversation: 5,149 tokens; a request keeping the newest 7
+    (the share and the pair before it: 4,021 characters) with the first 2 (9): 4,142. Declared (0.5, 2, 10,000,
+    5,000): reported (5,149 × 1.1 within 10,000; 4,142 × 1.1 = 4,556 under 5,000). Under 4,500 instead: excused (that
+    request could have had it cut again); within 5,600 instead of 10,000: excused (5,664 past it: a quarter chosen).
+    Keeping 5 holds; a rewrite that leaves nothing out is no cut; a cut with no estimate is not judged."""
+    from dataclasses import replace
+
+    from ctxsim.harness.testing.declared import Declared
+
+    steps = reads({k: k.upper() * 1_000 for k in "abcde"})
+    cut = [*steps[:2], results(("a", "result missing")), *steps[-2:]]
+
+    def run(then: list[Message], share=(0.5, 2, 10_000.0, 5_000.0), estimate: int | None = 1_142) -> list[str]:
+        c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(cut_share=share))
+        c.feed([sent(req(steps), 0)])
+        return [v.detail for v in c.feed([sent(replace(req(then, rewrite=True), estimated_tokens=estimate), 1)])]
+
+    out = run(cut)
+    assert out == ["the cut kept 3 of the 9 messages after the first 2, under the 50% (5) the strategy declares it keeps "
+                   "(cut_keeps_share), though the conversation was estimated at about 5,149 tokens (at most 10,000) and "
+                   "a request keeping the newest 7 at about 4,142, under the 5,000 that would have it cut again (a choice "
+                   "between shares made the wrong way, a share read as another?)"]
+    assert run(cut, (0.5, 2, 10_000.0, 4_500.0)) == []
+    assert run(cut, (0.5, 2, 5_600.0, 5_000.0)) == []
+    assert len(run(cut, (0.5, 2, None, 5_000.0))) == 1   # a share at any size: judged
+    assert run([*steps[:2], results(("a", "result missing")), *steps[-4:]]) == []   # 5 kept
+    assert run(steps) == [] and run(cut, estimate=None) == []
+
+
+def test_kept_tail_declarations_of_the_sliding_window():
+    """sliding_window's allowed size on a 200k window is 160,000 (Cline's table): half kept after the first pair,
+    a quarter when the total is past twice that; "half" and "quarter" at any size; a reserve of its own moves both. A
+    declaration of the wrong shape is refused, naming itself."""
+    import pytest
+    from ctxsim.harness.testing.declared import declared
+    from ctxsim.strategies.sliding_window import SlidingWindow
+
+    assert declared(SlidingWindow, {}, 200_000, 32_000).cut_share == (0.5, 2, 320_000.0, 160_000.0)
+    assert declared(SlidingWindow, {"keep": "half"}, 200_000, 32_000).cut_share == (0.5, 2, None, 160_000.0)
+    assert declared(SlidingWindow, {"keep": "quarter"}, 200_000, 32_000).cut_share == (0.25, 2, None, 160_000.0)
+    assert declared(SlidingWindow, {"reserve_tokens": 50_000}, 200_000, 32_000).cut_share == (0.5, 2, 300_000.0, 150_000.0)
+    assert declared(SlidingWindow, {}).cut_share is None   # no model: not judged
+
+    class Odd(SlidingWindow):
+        @classmethod
+        def cut_keeps_share(cls, config, window, max_output_tokens):
+            return (50, 2, None, 1_000)
+
+    with pytest.raises(ValueError, match=r"Odd.cut_keeps_share: \(share 0-1, head messages"):
+        declared(Odd, {}, 200_000, 32_000)
+
+
 def test_the_user_messages_a_compaction_keeps_are_the_newest_in_order():
     """Codex keeps the newest user messages within its budget, in the order written, the oldest kept perhaps cut
     in its middle (keeps_newest_user_messages). The user wrote three; a rewrite keeping the second and third holds,

@@ -40,6 +40,7 @@ from tests.testing.mutants import kit45e as e
 from tests.testing.mutants import kit45f as f
 from tests.testing.mutants import kit45g as g
 from tests.testing.mutants import kit45h as h
+from tests.testing.mutants import kit45i as i
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants import variants as v
@@ -238,6 +239,8 @@ KIT45B: list[Case] = [
     _c(h.MaskingCountIntoSubagent, ObservationMasking, "compaction_trigger", "the masked count carried into a sub-agent"),
     _c(h.AmortizedTailForgetsTheHead, AmortizedForgetting, "kept_tail", "the halving's tail not less the first events"),
     _c(h.CodexKeepsOldestUsers, Codex, "user_messages latest_request", "the kept user messages walked from the oldest"),
+    # the ninth round (the share a cut keeps): kit45i.py
+    _c(i.SlidingWindowAlwaysQuarter, SlidingWindow, "kept_tail", "every cut keeps a quarter, half never weighed"),
 ]
 CORPUS += KIT45B
 
