@@ -254,8 +254,15 @@ class Strategy:
         """The tokens past which the strategy summarises before sending: once its own estimate of a request of
         the main conversation (``Request.estimated_tokens``) passes them, it asks for a summary first (on a
         model with this ``window`` and output limit). None: no such trigger (or one that may find nothing
-        worth summarising)."""
+        worth summarising, unless ``summarises_before_latest_prompt`` says where)."""
         return None
+
+    @classmethod
+    def summarises_before_latest_prompt(cls, config: StrategyConfig) -> bool:
+        """Whether a summary takes only what stands before the user's latest typed message (Cline's cut never passes
+        it): with nothing but an earlier summary before that message there is nothing to summarise, and the trigger
+        ``compacts_above`` declares is not held there. False: no such exception."""
+        return False
 
     @classmethod
     def compaction_breaker(cls, config: StrategyConfig) -> int | None:

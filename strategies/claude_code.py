@@ -363,6 +363,11 @@ class ClaudeCode(ThresholdCompactor):
         # the time-based microcompact: past the idle gap, the results of compactable tools but the newest
         return (config.microcompact_idle_s, COMPACTABLE_TOOLS) if config.microcompact == "time" else None
 
+    @classmethod
+    def replaces_only_when_idle(cls, config) -> float | None:
+        # ... and only then: nothing else changes a result it sent (its compactions summarise, they do not edit)
+        return config.microcompact_idle_s if config.microcompact == "time" else None
+
     def prepare(self, call: CallInfo) -> None:
         c = self.config
         if (c.microcompact == "time" and self.last_answer_at is not None

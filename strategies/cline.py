@@ -94,6 +94,11 @@ class ClineConfig(PeerConfig):
                                    description="characters of a tool result in the summariser's input")
 
 
+def usable_input(config: ClineConfig, window: int) -> float:
+    """The model's input limit, or 0.9 × the window when only the window is known (compaction-shared.ts)."""
+    return min(config.max_input_tokens, window) if config.max_input_tokens else window * CONTEXT_WINDOW_INPUT_RATIO
+
+
 class Cline(ThresholdCompactor):
     name = "cline"
     summary = "Cline SDK: at 0.9 × usable input summarise all but the newest 20k tokens (4k summary); basic on overflow"
@@ -111,15 +116,26 @@ class Cline(ThresholdCompactor):
         capped by the request's target, which is declared only where it leaves the preserve whole (the target is
         at least half the smaller of its two readings of the usable input less the request's overhead: the
         preserve within half of it)."""
-        usable = min(config.max_input_tokens, window) if config.max_input_tokens else window * CONTEXT_WINDOW_INPUT_RATIO
+        usable = usable_input(config, window)
         target = min(usable * LONG_CONVERSATION_TARGET_RATIO, usable * config.trigger_ratio * DEFAULT_TARGET_RATIO)
         if config.preserve_recent_tokens * 2 > target:
             return ()
         return ((config.preserve_recent_tokens * config.chars_per_token, None, "json_chars"),)
 
+    @classmethod
+    def compacts_above(cls, config: ClineConfig, window: int, max_output_tokens: int) -> int | None:
+        """``createContextCompactionPrepareTurn``: compact when the request's estimate (its JSON characters / 3)
+        reaches ``trigger_ratio`` of the usable input."""
+        return int(usable_input(config, window) * config.trigger_ratio)
+
+    @classmethod
+    def summarises_before_latest_prompt(cls, config: ClineConfig) -> bool:
+        """``findCutIndex`` never cuts past the latest typed user prompt: with only the previous summary before it
+        the fold is empty and no summary is asked for (the request goes over the trigger)."""
+        return True
+
     def usable(self) -> float:
-        c = self.config
-        return min(c.max_input_tokens, self.env.window) if c.max_input_tokens else self.env.window * CONTEXT_WINDOW_INPUT_RATIO
+        return usable_input(self.config, self.env.window)
 
     def estimate(self) -> int | None:
         h = self.history

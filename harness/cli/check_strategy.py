@@ -186,6 +186,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"a result sent before changes only after {d.cold_only:,.0f} s idle")
     if d.compacts_above is not None:
         out.append(f"a request it estimates past {d.compacts_above:,} tokens is summarised first")
+    if d.before_prompt:
+        out.append("... unless nothing but a summary stands before the user's latest message (nothing to summarise)")
     if d.breaker is not None:
         out.append(f"... until {d.breaker} summaries in a row failed")
     if d.compacts_at_turns is not None:

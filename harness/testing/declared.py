@@ -35,6 +35,8 @@ is checked like its base (issue #45):
   summarises before sending it (its auto-compaction trigger on the run's window);
 * ``compacts_at_turns(config, window, max_output_tokens)``: the previous request's input past which the
   strategy summarises when a user turn begins (goose);
+* ``summarises_before_latest_prompt(config)``: whether a summary takes only what stands before the user's latest
+  typed message, so that the trigger is not held where nothing but a summary stands before it (cline);
 * ``compaction_breaker(config)``: the summaries that must fail in a row before the strategy stops summarising at
   its trigger (Claude Code's circuit breaker: three);
 * ``compacts_only_at_turns(config)``: whether it summarises only as a user turn begins or after a refused request
@@ -94,6 +96,7 @@ class Declared:
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
     only_at_turns: bool = False  # ... and no summary of the main conversation but as a user turn begins (or after a refusal)
     breaker: int | None = None  # the summaries failing in a row after which the strategy stops summarising
+    before_prompt: bool = False  # a summary takes only what stands before the user's latest typed message
     summarises_dropped: bool = False  # what leaves the main window went into a summary the request holds
     tail: tuple[tuple[float, float | None, str], ...] = ()  # (least, most, unit) of what a compaction keeps verbatim
     tail_shortest: bool = False  # ... and no more than the shortest tail that holds every least
@@ -226,6 +229,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                        lambda v: v is None or isinstance(v, int) and not isinstance(v, bool) and v >= 1,
                        "a number of failures (1 or more) or None")
     only_at_turns = _flag(cls, "compacts_only_at_turns", config)
+    before_prompt = _flag(cls, "summarises_before_latest_prompt", config)
     clears_all = _checked(cls, "clears_all_but_recent", config, None,
                           lambda v: v is None or isinstance(v, tuple | list) and all(isinstance(t, str) for t in v),
                           "tool names or None")
@@ -255,6 +259,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     recent_turns=int(turns),
                     result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts),
                     cold_only=None if cold is None else float(cold), tail=tail, only_at_turns=only_at_turns, breaker=breaker,
+                    before_prompt=before_prompt and trigger is not None,
                     whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
                     head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail),
                     newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)), cut_share=share)

@@ -122,6 +122,9 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    conversation under the trigger by more than :data:`ESTIMATE_FACTOR`, its size taken
                    as the strategy saw it when its last estimate ran high (dense text): a trigger
                    compared in another unit fires early, a summary and a cache break at every turn.
+                   A strategy whose summary takes only what stands before the user's latest typed
+                   message (``Strategy.summarises_before_latest_prompt``: cline) is not held where
+                   nothing but a summary stands before it: it has nothing to summarise.
                    A strategy that compacts only as a user turn begins (``Strategy.compacts_at_turns``:
                    goose) is judged at the first request after the user's message: when the request
                    before held more input than the trigger (by :data:`TRIGGER_SLACK`), a summary is
@@ -1330,7 +1333,8 @@ class Checker:
         if (self.declared.compacts_above is not None and "compaction_trigger" in self.promised and stream == "main"
                 and not fresh and not (self._asked_since_main or self._breaker_may_be_open() or self._trigger_missed)
                 and req.estimated_tokens is not None
-                and req.estimated_tokens > self.declared.compacts_above * TRIGGER_SLACK):
+                and req.estimated_tokens > self.declared.compacts_above * TRIGGER_SLACK
+                and not (self.declared.before_prompt and self._nothing_before_prompt(req))):
             self._trigger_missed = True
             v("compaction_trigger", f"estimated at {req.estimated_tokens:,} tokens by the strategy itself, past the "
                                     f"{self.declared.compacts_above:,} at which it declares it summarises before "
@@ -2266,6 +2270,16 @@ class Checker:
                         "shortest that holds them "
                         "(compaction_tail_shortest: a least read as another, the walk not stopped?)")
         return ""
+
+    def _nothing_before_prompt(self, req: Request) -> bool:
+        """Nothing but a summary stands before the newest message of ``req`` the user typed (text the trace fed,
+        no tool result), or the user typed none: a strategy whose summary takes only what comes before it
+        (``summarises_before_latest_prompt``) has nothing to summarise."""
+        msgs = list(req.messages)
+        at = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].role == "user"
+                   and not any(b.type == "tool_result" for b in msgs[i].blocks)
+                   and any(b.type == "text" and b.digest in self.trace_digests for b in msgs[i].blocks)), -1)
+        return all(m.meta.get("origin") == "summary" for m in msgs[:at if at >= 0 else len(msgs)])
 
     def _cut_short(self, before: Request, req: Request) -> str:
         """A cut with no summary that kept fewer of the conversation's messages than the share it declares

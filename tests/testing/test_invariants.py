@@ -883,13 +883,16 @@ def test_idle_clear_not_judged_at_a_launch_or_with_nothing_old():
 
 
 def test_idle_clear_a_strategy_that_changes_results_only_when_idle_does_not_while_warm():
-    """on_demand_reading replaces old reads only after an idle gap past cold_cache_s (300 s). A request 4 s after
+    """on_demand_reading replaces old reads only after an idle gap past cold_cache_s (300 s); Claude Code clears old
+    results only in its time-based microcompact, after an hour idle (none with it off). A request 4 s after
     the one before that changes a result it sent whole is reported; the same change 400 s after passes (and one
     150 s after, half the gap, is not judged: however the gap is read, the cache may be cold)."""
     from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.claude_code import ClaudeCode
     from ctxsim.strategies.on_demand_reading import OnDemandReading
 
     assert declared(OnDemandReading, {}).cold_only == 300.0 and declared(OnDemandReading, {"cold_cache_s": 0}).cold_only is None
+    assert declared(ClaudeCode, {}).cold_only == 3_600.0 and declared(ClaudeCode, {"microcompact": "off"}).cold_only is None
     texts = {"a": "A" * 40, "b": "B" * 40}
     msgs = [user("go"), *read_step("a", texts["a"]), *read_step("b", texts["b"])]
     later = [user("go"), *read_step("a", "[pointer]"), *read_step("b", texts["b"]), user("more")]
@@ -980,8 +983,8 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
     """Declared 1,000: the first request of a launch is not judged (5,000); 1,020 is within the 2% slack;
     1,100 sent with no summary asked for is reported, once a run. Claude Code's threshold at the kit's
     window: 32,000 - min(64,000, 3,200) - 2,080 = 26,720 (release 2.1); anthropic_compaction's is its
-    trigger; nothing is declared without the window and the output limit (nor by cline, whose trigger may find
-    nothing to summarise)."""
+    trigger; cline's 0.9 of its usable input, 0.9 of the window (25,920), with nothing to summarise excused; nothing
+    is declared without the window and the output limit."""
     from ctxsim.harness.testing.declared import Declared, declared
     from ctxsim.harness.testing.invariants import TRIGGER_SLACK
     from ctxsim.strategies.anthropic_compaction import AnthropicCompaction
@@ -994,8 +997,9 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
     assert declared(AnthropicCompaction, {}).compacts_above is None
     from ctxsim.strategies.cline import Cline
 
-    # cline's trigger may find nothing to summarise (its cut stops at the latest typed prompt): no promise
-    assert declared(Cline, {}, 32_000, 64_000).compacts_above is None
+    assert declared(Cline, {}, 32_000, 64_000).compacts_above == 25_920 and declared(Cline, {}, 32_000, 64_000).before_prompt
+    assert declared(Cline, {"max_input_tokens": 20_000}, 32_000, 64_000).compacts_above == 18_000
+    assert not declared(Cline, {}).before_prompt   # no trigger to excuse
     c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000))
     msgs = [user("go")]
     assert c.feed([Mark("session_start", "s1"), sent(_estimated(msgs, 5_000), 0)]) == []
@@ -1005,6 +1009,30 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
     assert out[0].detail.startswith("estimated at 1,100 tokens by the strategy itself, past the 1,000 at which it "
                                     "declares it summarises before sending (compacts_above)")
     assert c.feed([sent(_estimated(msgs, 1_200), 3)]) == []
+
+
+def test_compaction_trigger_nothing_but_a_summary_before_the_latest_prompt_excuses_a_cut_that_never_passes_it():
+    """Cline's cut never passes the user's latest typed prompt (summarises_before_latest_prompt): with only its
+    previous summary before that prompt, or the prompt first, there is nothing to summarise and a request over the
+    trigger (1,100 of 1,000) goes out. With a Read step before the prompt it is reported; so is the same request of a
+    strategy that makes no such exception."""
+    from ctxsim.harness.testing.declared import Declared
+
+    go, nxt = user("go"), user("next, the tests")
+    summary = Message.user("Context summary: a and b were read.", origin="summary")
+    step = read_step("a", "A" * 100)
+
+    def run(msgs, before_prompt=True) -> list[str]:
+        c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000, before_prompt=before_prompt),
+                    trace_digests={go.blocks[0].digest, nxt.blocks[0].digest})
+        c.feed([Mark("session_start", "s1"), sent(_estimated([go], 500), 0)])
+        return [v.invariant for v in c.feed([sent(_estimated(msgs, 1_100), 1)])]
+
+    assert run([summary, nxt, *read_step("b", "B" * 100)]) == []
+    assert run([go, *step]) == []   # the prompt first
+    assert run([go, *step, nxt]) == ["compaction_trigger"]
+    assert run([summary, nxt, *step], before_prompt=False) == ["compaction_trigger"]
+    assert run([summary, *step]) == ["compaction_trigger"]   # no prompt typed: all may be summarised
 
 
 def test_compaction_trigger_a_summary_asked_for_or_a_failed_one_excuses():

@@ -241,6 +241,8 @@ KIT45B: list[Case] = [
     _c(h.CodexKeepsOldestUsers, Codex, "user_messages latest_request", "the kept user messages walked from the oldest"),
     # the ninth round (the share a cut keeps): kit45i.py
     _c(i.SlidingWindowAlwaysQuarter, SlidingWindow, "kept_tail", "every cut keeps a quarter, half never weighed"),
+    _c(i.ClineTriggerOnTheWindow, Cline, "compaction_trigger", "the trigger a share of the window, not the usable input"),
+    _c(i.ClaudeCodeIdleInMilliseconds, ClaudeCode, "idle_clear", "the idle gap in milliseconds: clears at every pause"),
 ]
 CORPUS += KIT45B
 

@@ -2,10 +2,17 @@
 changed sliding_window's choice between keeping half of what follows its first pair and a quarter (the whole total
 compared where half of it is meant, or the two branches swapped) and nothing else the kit held: more history dropped
 at every cut, the request still under the window. The strategy now declares the share a cut keeps and when it may
-keep less (``cut_keeps_share``), held by ``kept_tail``; the mutant beside its correct twin, the registered base."""
+keep less (``cut_keeps_share``), held by ``kept_tail``; the mutant beside its correct twin, the registered base. Two
+sets (27, 29) put cline's trigger on the whole window where it takes the usable input (nine tenths of it): it compacts
+late. Cline's trigger was not declared, as its cut, which never passes the latest typed prompt, may find nothing to
+summarise; it now declares it with that exception (``summarises_before_latest_prompt``). Claude Code's idle gap
+taken in milliseconds clears at every pause (blind set 30): it now declares that it changes a result it sent only in
+its time-based microcompact (``replaces_only_when_idle``)."""
 
 from __future__ import annotations
 
+from ctxsim.strategies.claude_code import ClaudeCode
+from ctxsim.strategies.cline import Cline
 from ctxsim.strategies.sliding_window import SlidingWindow
 
 
@@ -16,3 +23,28 @@ class SlidingWindowAlwaysQuarter(SlidingWindow):
 
     def _cut_assistant(self, keep):
         return super()._cut_assistant("quarter")
+
+
+class ClineTriggerOnTheWindow(Cline):
+    """The trigger taken as a share of the whole window, not of the usable input: it fires a tenth late."""
+
+    name = "cline_trigger_on_the_window"
+
+    def trigger(self) -> float:
+        return self.env.window * self.config.trigger_ratio
+
+
+class ClaudeCodeIdleInMilliseconds(ClaudeCode):
+    """The idle gap taken in milliseconds against a limit in seconds: a pause of a few seconds clears old results,
+    the cache still warm (blind set 30; the other way round, never clearing, was caught before)."""
+
+    name = "claude_code_idle_in_milliseconds"
+
+    def prepare(self, call):
+        saved = self.last_answer_at
+        if saved is not None:
+            self.last_answer_at = call.now - (call.now - saved) * 1_000
+        try:
+            super().prepare(call)
+        finally:
+            self.last_answer_at = saved
