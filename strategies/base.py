@@ -194,6 +194,15 @@ class Strategy:
         return None
 
     @classmethod
+    def clears_all_beyond(cls, config: StrategyConfig) -> tuple[int, int, tuple[str, ...]] | None:
+        """``(turns, chars, tools)``: a request that newly replaces results (a clearing, a prune) replaces every
+        result older than the newest ``turns`` user turns and than the ``chars`` characters of tool output before
+        them (walking back from those turns to the first result already replaced), the results of ``tools`` apart:
+        opencode's prune, which leaves the last two turns and the newest 40,000 tokens before them. None: no
+        promise."""
+        return None
+
+    @classmethod
     def supersedes_reads(cls, config: StrategyConfig) -> str | None:
         """The text a read's result is replaced by because a later read of the same file stands in the request
         (Cline's duplicate file reads: all but the latest read of each file): every result sent with it has a
@@ -255,6 +264,13 @@ class Strategy:
         the main conversation (``Request.estimated_tokens``) passes them, it asks for a summary first (on a
         model with this ``window`` and output limit). None: no such trigger (or one that may find nothing
         worth summarising, unless ``summarises_before_latest_prompt`` says where)."""
+        return None
+
+    @classmethod
+    def compacts_above_events(cls, config: StrategyConfig) -> int | None:
+        """The events past which the strategy summarises before sending: a request of the main conversation whose view
+        holds more (the system prompt one event, each tool call one, each tool result one, any other message one)
+        follows a summary asked for (OpenHands V1's ``max_size``). None: no such trigger."""
         return None
 
     @classmethod

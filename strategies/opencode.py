@@ -126,6 +126,15 @@ class OpenCode(ThresholdCompactor):
         return PRUNE_TURNS + 1
 
     @classmethod
+    def clears_all_beyond(cls, config) -> tuple[int, int, tuple[str, ...]] | None:
+        """A prune takes every result before the last two turns (three as the kit counts: :meth:`keeps_recent_turns`)
+        and the newest ``prune_protect_tokens`` of output before them, back to the first one pruned before or the
+        summary, ``skill`` apart (compaction.ts prune)."""
+        if not config.prune:
+            return None
+        return PRUNE_TURNS + 1, ESTIMATE_CHARS_PER_TOKEN * config.prune_protect_tokens, PRUNE_PROTECTED_TOOLS
+
+    @classmethod
     def clear_minimum(cls, config) -> tuple[int, str] | None:
         """A prune goes only when more than ``prune_minimum_tokens`` can (compaction.ts ``PRUNE_MINIMUM``): the
         property kit holds each prune to it, counted on what it clears beyond the request before."""

@@ -239,6 +239,13 @@ class OpenHands(_HeadPerHistory, ThresholdCompactor):
     def summarises_dropped(cls, config) -> bool:
         # its compactions summarise what they drop (the kit's ``summarised``)
         return True
+    @classmethod
+    def compacts_above_events(cls, config) -> int | None:
+        """V1: a view of more than ``max_size`` events condenses (``should_condense``); the soft requirement is skipped
+        only when no range of at least a tenth of the view can be forgotten, which the tail of ``max_size // 2 −
+        keep_first − 1`` events always leaves. V0 counts messages: not declared."""
+        return config.size() if config.release == "v1" else None
+
     summary = "OpenHands V1 condenser: over 80 events (one per action/observation) keep first 4 + newest half, summarise the rest"
     on_rejection = ("a condensation request (half the view summarised; a hard reset if nothing can go), then "
                     "the call is retried (OpenHands SDK agent.py LLMContextWindowExceedError)")

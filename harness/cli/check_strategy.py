@@ -169,6 +169,10 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     if d.clears_all_but is not None and d.recent_kept:
         out.append(f"a clearing clears every result older than the newest {d.recent_kept} tool uses"
                    + (f" ({', '.join(d.clears_all_but)} apart)" if d.clears_all_but else ""))
+    if d.clears_beyond is not None:
+        turns, chars, tools = d.clears_beyond
+        out.append(f"a clearing takes every result before the newest {turns} user turns and the newest {chars:,} characters "
+                   "of tool output before them" + (f" ({', '.join(tools)} apart)" if tools else ""))
     if d.clears_above is not None:
         out.append(f"past {d.clears_above:,} tokens of the whole prompt (nothing cleared), every request clears all but "
                    f"the newest {d.recent_kept} tool uses")
@@ -186,6 +190,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"a result sent before changes only after {d.cold_only:,.0f} s idle")
     if d.compacts_above is not None:
         out.append(f"a request it estimates past {d.compacts_above:,} tokens is summarised first")
+    if d.above_events is not None:
+        out.append(f"a request of more than {d.above_events} events (each tool call and result one) is summarised first")
     if d.before_prompt:
         out.append("... unless nothing but a summary stands before the user's latest message (nothing to summarise)")
     if d.breaker is not None:

@@ -18,6 +18,8 @@ is checked like its base (issue #45):
 * ``keeps_recent_tool_uses(config)``: how many of the newest tool uses keep their results as they entered;
 * ``clears_all_but_recent(config)``: whether a clearing clears every result older than the newest
   ``keeps_recent_tool_uses`` tool uses, and the tools it never clears (context_editing);
+* ``clears_all_beyond(config)``: the user turns and the characters of tool output before them a clearing leaves
+  whole at most, and the tools it never clears (opencode's prune: two turns and its protection);
 * ``clears_above(config)``: the whole prompt's input tokens (nothing cleared) past which every request clears
   all but the newest ``keeps_recent_tool_uses`` (context_editing: the API judges its trigger on the prompt sent);
 * ``supersedes_reads(config)``: the text a read's result is replaced by because a later read of the same file
@@ -35,6 +37,8 @@ is checked like its base (issue #45):
   summarises before sending it (its auto-compaction trigger on the run's window);
 * ``compacts_at_turns(config, window, max_output_tokens)``: the previous request's input past which the
   strategy summarises when a user turn begins (goose);
+* ``compacts_above_events(config)``: the events (a tool call or a result one each) past which a request follows a
+  summary (OpenHands V1's ``max_size``);
 * ``summarises_before_latest_prompt(config)``: whether a summary takes only what stands before the user's latest
   typed message, so that the trigger is not held where nothing but a summary stands before it (cline);
 * ``compaction_breaker(config)``: the summaries that must fail in a row before the strategy stops summarising at
@@ -88,6 +92,7 @@ class Declared:
     cold_only: float | None = None  # seconds since the main conversation's last request before a result may change
     clears_all_but: tuple[str, ...] | None = None  # a clearing clears all but the newest recent_kept (these tools apart)
     clears_above: int | None = None  # the whole prompt's tokens past which every request clears all but recent_kept
+    clears_beyond: tuple[int, int, tuple[str, ...]] | None = None  # (turns, chars, tools apart) a clearing leaves at most
     superseded: str | None = None  # the text a read's result is replaced by when a later read of its file stands
     call_models: tuple[tuple[str, str], ...] = ()  # (kind of call, the model it goes to)
     idle_clear: tuple[float, tuple[str, ...]] | None = None  # (idle seconds, tools whose old results it clears)
@@ -97,6 +102,7 @@ class Declared:
     only_at_turns: bool = False  # ... and no summary of the main conversation but as a user turn begins (or after a refusal)
     breaker: int | None = None  # the summaries failing in a row after which the strategy stops summarising
     before_prompt: bool = False  # a summary takes only what stands before the user's latest typed message
+    above_events: int | None = None  # the events (each tool call and result one) past which a request follows a summary
     summarises_dropped: bool = False  # what leaves the main window went into a summary the request holds
     tail: tuple[tuple[float, float | None, str], ...] = ()  # (least, most, unit) of what a compaction keeps verbatim
     tail_shortest: bool = False  # ... and no more than the shortest tail that holds every least
@@ -230,11 +236,19 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                        "a number of failures (1 or more) or None")
     only_at_turns = _flag(cls, "compacts_only_at_turns", config)
     before_prompt = _flag(cls, "summarises_before_latest_prompt", config)
+    events = _checked(cls, "compacts_above_events", config, None,
+                      lambda v: v is None or isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                      "a number of events (1 or more) or None")
     clears_all = _checked(cls, "clears_all_but_recent", config, None,
                           lambda v: v is None or isinstance(v, tuple | list) and all(isinstance(t, str) for t in v),
                           "tool names or None")
     clears_above = _checked(cls, "clears_above", config, None, lambda v: v is None or _amount(v) and clears_all is not None,
                             "a number of tokens with clears_all_but_recent, or None")
+    beyond = _checked(cls, "clears_all_beyond", config, None,
+                      lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and all(
+                          isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v[:2])
+                      and isinstance(v[2], tuple | list) and all(isinstance(t, str) for t in v[2]),
+                      "(user turns, characters, tool names) or None")
     superseded = _checked(cls, "supersedes_reads", config, None, lambda v: v is None or isinstance(v, str) and bool(v.strip()),
                           "the replacement text or None")
     cuts = tuple(_hook(cls, "result_cuts", config, ()))
@@ -256,10 +270,10 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     cache_marks=tuple(marks), compacts_above=trigger, compacts_at_turns=at_turns,
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
-                    recent_turns=int(turns),
+                    recent_turns=int(turns), clears_beyond=None if beyond is None else (beyond[0], beyond[1], tuple(beyond[2])),
                     result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts),
                     cold_only=None if cold is None else float(cold), tail=tail, only_at_turns=only_at_turns, breaker=breaker,
-                    before_prompt=before_prompt and trigger is not None,
+                    before_prompt=before_prompt and trigger is not None, above_events=events,
                     whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
                     head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail),
                     newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)), cut_share=share)

@@ -125,6 +125,9 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    A strategy whose summary takes only what stands before the user's latest typed
                    message (``Strategy.summarises_before_latest_prompt``: cline) is not held where
                    nothing but a summary stands before it: it has nothing to summarise.
+                   A strategy that declares a trigger on the count of events (``Strategy.compacts_above_events``:
+                   OpenHands V1, each tool call and each result an event) sends no request of more
+                   events with no summary asked for since its last request.
                    A strategy that compacts only as a user turn begins (``Strategy.compacts_at_turns``:
                    goose) is judged at the first request after the user's message: when the request
                    before held more input than the trigger (by :data:`TRIGGER_SLACK`), a summary is
@@ -762,6 +765,17 @@ def _summary_pieces(text: str) -> list[str]:
     return [p for p in (_summary_probe(text), t[mid - 30: mid + 30].strip(), t[-40:].strip()) if len(p) >= 12]
 
 
+def _events(req: Request) -> int:
+    """The events of ``req``'s view as OpenHands V1 counts them (``compacts_above_events``): the system prompt one, an
+    assistant message one per tool call (one with none), a message of results one per result, any other one."""
+    n = 1
+    for m in req.messages:
+        calls = sum(1 for b in m.blocks if b.type == "tool_use")
+        results = sum(1 for b in m.blocks if b.type == "tool_result")
+        n += max(1, calls) if m.role == "assistant" else (results or 1)
+    return n
+
+
 @dataclass
 class Checker:
     """Checks entries in order and keeps what the checks compare across requests.
@@ -1296,7 +1310,7 @@ class Checker:
         # the main conversation's results, each noted as it first entered (recent_kept, idle_clear): once a request
         # (a sub-agent's own conversation is held to what the strategy declares of what a clearing keeps and takes)
         kept_promised = (self.declared.recent_kept or self.declared.clears_all_but is not None
-                         or self.declared.clears_above is not None)
+                         or self.declared.clears_above is not None or self.declared.clears_beyond is not None)
         results = (self._results(req) if kept_promised or stream == "main" and (
             self.declared.idle_clear or self.declared.recent_chars or self.declared.recent_turns
             or self.declared.cold_only is not None or "replaced_once" in self.promised) else {})
@@ -1319,7 +1333,7 @@ class Checker:
             if detail:
                 self._clear_trigger_reported = True
                 v("compaction_trigger", detail)
-        if self.declared.clears_all_but is not None and "recent_kept" in self.promised:
+        if (self.declared.clears_all_but is not None or self.declared.clears_beyond is not None) and "recent_kept" in self.promised:
             detail = self._cleared_short(stream, req, results, changed)
             if detail:
                 v("recent_kept", detail)
@@ -1340,6 +1354,15 @@ class Checker:
                                     f"{self.declared.compacts_above:,} at which it declares it summarises before "
                                     "sending (compacts_above), and no summary was asked for: the trigger did not "
                                     "fire (compared in another unit, against a constant?)")
+        if (self.declared.above_events is not None and "compaction_trigger" in self.promised and stream == "main"
+                and not fresh and not (self._asked_since_main or self._breaker_may_be_open() or self._trigger_missed)
+                and _events(req) > self.declared.above_events):
+            self._trigger_missed = True
+            v("compaction_trigger", f"the request holds {_events(req)} events (the system prompt, each tool call and each "
+                                    "result one; any other message one), past the "
+                                    f"{self.declared.above_events} at which the strategy declares it summarises before "
+                                    "sending (compacts_above_events), and no summary was asked for: events counted "
+                                    "another way (a message as one)?")
         turn_began = stream == "main" and self._user_since_main
         if stream == "main":
             self._user_since_main = False
@@ -1778,12 +1801,51 @@ class Checker:
         self._changed_before[stream] = changed
         if not fresh_clear:
             return ""
-        n, old = self.declared.recent_kept, self._older_whole(req, results)
-        if not old:
-            return ""
-        return (f"{len(old)} result(s) older than the newest {n} tool uses (of tool use {old[0]} on) sent whole at "
-                f"a request that clears others: the strategy declares a clearing takes every older one "
-                f"(clears_all_but_recent; keeps_recent_tool_uses {n}): a keep counted in another unit?")
+        if self.declared.clears_all_but is not None:
+            n, old = self.declared.recent_kept, self._older_whole(req, results)
+            if old:
+                return (f"{len(old)} result(s) older than the newest {n} tool uses (of tool use {old[0]} on) sent whole "
+                        f"at a request that clears others: the strategy declares a clearing takes every older one "
+                        f"(clears_all_but_recent; keeps_recent_tool_uses {n}): a keep counted in another unit?")
+        if self.declared.clears_beyond is not None:
+            turns, chars, _ = self.declared.clears_beyond
+            old = self._beyond_whole(req, results)
+            if old:
+                i, before = old[0]
+                return (f"{len(old)} result(s) older than the newest {turns} user turns and than the newest {chars:,} "
+                        f"characters of tool output before them sent whole at a request that clears others (tool use "
+                        f"{i}, with {before:,} characters of whole output between it and those turns): the strategy "
+                        "declares a clearing takes every one (clears_all_beyond): a protection counted one turn long, "
+                        "or in another unit?")
+        return ""
+
+    def _beyond_whole(self, req: Request, results: dict[str, Block]) -> list[tuple[str, int]]:
+        """The results ``req`` sends as they entered beyond what the declared clearing leaves (``clears_all_beyond``):
+        older than the newest declared user turns (after the Nth newest message the user typed) and than the
+        declared characters of whole tool output before them, walking back to the first result already replaced
+        (those before it were replaced by an earlier clearing) or a summary, with the characters of whole output between each and
+        those turns. A result whose own characters carry the walk past the budget is not judged."""
+        turns, chars, excluded = self.declared.clears_beyond
+        typed = [k for k, m in enumerate(req.messages) if m.role == "user" and not m.has_tool_result and not m.meta.get("origin")]
+        if turns and len(typed) < turns:
+            return []
+        start = typed[-turns] if turns else len(req.messages)
+        names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
+        older: list[str] = []   # newest first, back to a summary (what stands before it is not walked)
+        for m in reversed(req.messages[:start]):
+            if m.meta.get("origin") == "summary":
+                break
+            older += [b.id for b in reversed(m.blocks) if b.type == "tool_result" and b.id in results]
+        total, out = 0, []
+        for i in older:
+            if names.get(i, "") in excluded or i not in self._as_entered:
+                continue
+            if results[i].digest != self._as_entered[i]:
+                break
+            if total > chars and self._entered_chars[i] > RESULT_NOTICE_SLACK["chars"]:
+                out.append((i, total))
+            total += self._entered_chars[i]
+        return out
 
     def _clear_trigger(self, s: Sent, results: dict[str, Block]) -> str:
         """Against the declared clearing trigger (``clears_above``), judged on the whole prompt (``s``'s true

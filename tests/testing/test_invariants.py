@@ -682,6 +682,40 @@ def test_recent_kept_a_clearing_takes_every_older_result_where_declared():
     assert c.feed([sent(req([user("go"), ask, masked], rewrite=True), 1)]) == []
 
 
+def test_recent_kept_a_prune_takes_every_result_beyond_its_turns_and_its_budget_where_declared():
+    """opencode's prune (clears_all_beyond) leaves the last two turns (three as the kit counts, the prune made as the
+    next one opens) and the newest prune_protect_tokens of output before them (4 characters a token), skill apart.
+    Declared here (2 turns, 150 characters): [go, z, a, b, next, c, more], each result 100 characters; the
+    request that newly clears z walks back from 'next' (the second newest typed): b (0 before it), a (100), then z
+    (replaced: the walk stops). Within 150 nothing is reported; within 50, a goes whole with 100 characters of
+    whole output between it and those turns: reported. A request that clears nothing new is not judged; a summary
+    stops the walk as a replaced result does."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.opencode import OpenCode
+
+    assert declared(OpenCode, {"prune_protect_tokens": 6_400}).clears_beyond == (3, 25_600, ("skill",))
+    assert declared(OpenCode, {"prune": False}).clears_beyond is None
+    texts = {t: t.upper() * 100 for t in "zabc"}
+
+    def convo(cleared: str, head: list[Message] = ()) -> list[Message]:
+        steps = {t: read_step(t, "[cleared]" if t in cleared else texts[t]) for t in texts}
+        return [*head, user("go"), *steps["z"], *steps["a"], *steps["b"], user("next"), *steps["c"], user("more")]
+
+    def run(chars: int, cleared: str = "z", head: list[Message] = ()) -> list[str]:
+        c = Checker(frozenset({"recent_kept"}), texts, declared=Declared(clears_beyond=(2, chars, ())))
+        c.feed([sent(req(convo("", head)), 0)])
+        return [v.detail for v in c.feed([sent(req(convo(cleared, head), rewrite=True), 1)])]
+
+    assert run(150) == []
+    out = run(50)
+    assert len(out) == 1 and out[0].startswith("1 result(s) older than the newest 2 user turns and than the newest 50 "
+                                               "characters of tool output before them sent whole at a request that "
+                                               "clears others (tool use a, with 100 characters of whole output")
+    assert run(50, cleared="") == []
+    summary = Message.user("Summary: the task so far.", origin="summary")
+    assert len(run(50, cleared="zc", head=[summary])) == 1   # the walk ends before reaching the summary anyway
+
+
 def test_compaction_trigger_a_clearing_trigger_is_judged_on_the_whole_prompt():
     """context_editing declares the API's trigger (per_request: every request past it clears all but the newest
     keep), judged on the whole prompt, each result as it entered. Results of 281 tokens each ("the cat sat on the
@@ -1033,6 +1067,31 @@ def test_compaction_trigger_nothing_but_a_summary_before_the_latest_prompt_excus
     assert run([go, *step, nxt]) == ["compaction_trigger"]
     assert run([summary, nxt, *step], before_prompt=False) == ["compaction_trigger"]
     assert run([summary, *step]) == ["compaction_trigger"]   # no prompt typed: all may be summarised
+
+
+def test_compaction_trigger_a_view_of_more_events_than_declared_follows_a_summary():
+    """OpenHands V1 condenses a view of more than max_size events (compacts_above_events), an event being the system
+    prompt, each tool call, each result, any other message. Declared 6: [go, calls a b, results a b] is 1 + 1 + 2 +
+    2 = 6 events (held); with c too, 1 + 1 + 3 + 3 = 8, sent with no summary asked for: reported (the parallel calls
+    counted as one message each would make 4); after a summary asked for, not. The release counting messages (v0)
+    declares nothing."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.openhands import OpenHands
+
+    assert declared(OpenHands, {}).above_events == 80 and declared(OpenHands, {"release": "v0"}).above_events is None
+    two = [user("go"), calls("a", "b"), results(("a", "x"), ("b", "y"))]
+    three = [user("go"), calls("a", "b", "c"), results(("a", "x"), ("b", "y"), ("c", "z"))]
+
+    def run(msgs, *between) -> list[str]:
+        c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(above_events=6))
+        c.feed([Mark("session_start", "s1"), sent(req([user("go")]), 0), *between])
+        return [v.detail for v in c.feed([sent(req(msgs), 9)])]
+
+    assert run(two) == []
+    out = run(three)
+    assert len(out) == 1 and out[0].startswith("the request holds 8 events (the system prompt, each tool call and each "
+                                               "result one; any other message one), past the 6")
+    assert run(three, sent(req([user("sum up")], kind="summary"), 1, tokens=900)) == []
 
 
 def test_compaction_trigger_a_summary_asked_for_or_a_failed_one_excuses():

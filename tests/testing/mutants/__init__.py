@@ -23,6 +23,7 @@ from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.observation_masking import ObservationMasking
 from ctxsim.strategies.on_demand_reading import OnDemandReading
 from ctxsim.strategies.opencode import OpenCode
+from ctxsim.strategies.openhands import OpenHands
 from ctxsim.strategies.rag_memory import RagMemory
 from ctxsim.strategies.roo_code import RooCode
 from ctxsim.strategies.sliding_window import SlidingWindow
@@ -243,6 +244,8 @@ KIT45B: list[Case] = [
     _c(i.SlidingWindowAlwaysQuarter, SlidingWindow, "kept_tail", "every cut keeps a quarter, half never weighed"),
     _c(i.ClineTriggerOnTheWindow, Cline, "compaction_trigger", "the trigger a share of the window, not the usable input"),
     _c(i.ClaudeCodeIdleInMilliseconds, ClaudeCode, "idle_clear", "the idle gap in milliseconds: clears at every pause"),
+    _c(i.OpenCodePruneGuardsOneTurnMore, OpenCode, "recent_kept", "the prune's turn guard one turn long: prunes less"),
+    _c(i.OpenHandsEventPerMessage, OpenHands, "compaction_trigger", "one event per message: parallel calls undercounted"),
 ]
 CORPUS += KIT45B
 

@@ -7,13 +7,22 @@ sets (27, 29) put cline's trigger on the whole window where it takes the usable 
 late. Cline's trigger was not declared, as its cut, which never passes the latest typed prompt, may find nothing to
 summarise; it now declares it with that exception (``summarises_before_latest_prompt``). Claude Code's idle gap
 taken in milliseconds clears at every pause (blind set 30): it now declares that it changes a result it sent only in
-its time-based microcompact (``replaces_only_when_idle``)."""
+its time-based microcompact (``replaces_only_when_idle``). opencode's prune guard counted one turn long (blind set
+32) prunes later and less, what the kit held as a least only: it now declares what a prune takes
+(``clears_all_beyond``). OpenHands counting one event per message (blind set 32, and earlier sets) condenses late:
+it now declares its events trigger (``compacts_above_events``)."""
 
 from __future__ import annotations
 
+from ctxsim.strategies import opencode as oc
+from ctxsim.strategies import openhands as oh
 from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.cline import Cline
+from ctxsim.strategies.opencode import OpenCode
+from ctxsim.strategies.openhands import OpenHands
 from ctxsim.strategies.sliding_window import SlidingWindow
+
+from tests.testing.mutants.kit45h import _swapped
 
 
 class SlidingWindowAlwaysQuarter(SlidingWindow):
@@ -48,3 +57,23 @@ class ClaudeCodeIdleInMilliseconds(ClaudeCode):
             super().prepare(call)
         finally:
             self.last_answer_at = saved
+
+
+class OpenCodePruneGuardsOneTurnMore(OpenCode):
+    """The prune's guard on the last turns compared with ``<=``: three turns are never pruned, not two."""
+
+    name = "opencode_prune_guards_one_turn_more"
+
+    def prune(self) -> int:
+        with _swapped(oc, "PRUNE_TURNS", lambda turns: turns + 1):
+            return super().prune()
+
+
+class OpenHandsEventPerMessage(OpenHands):
+    """Every message counted as one event: parallel tool calls and their results as one each, so it condenses late."""
+
+    name = "openhands_event_per_message"
+
+    def should_compact(self, call):
+        with _swapped(oh, "events_of", lambda events_of: lambda m: 1):
+            return super().should_compact(call)
