@@ -302,7 +302,8 @@ class Strategy:
         ``window`` and output limit. Each entry: the tail holds at least ``least`` and at most ``most`` (None: no
         cap) counted in ``unit``: ``"tokens"`` (sized at the strategy's own estimate: a least judged in true tokens by
         the kit's factor for estimates, a cap by the characters at 4 a token), ``"json_chars"`` (each message's JSON as the API takes it),
-        ``"messages"``, or ``"share"`` (a share of the conversation's JSON characters, 0-1: where a user message
+        ``"chars"`` (``Message.chars``), ``"messages"``, ``"turns"`` (the newest user turns whole; a least judged where the turns
+        wanted leave something before them and fit every cap), or ``"share"`` (a share of the conversation's JSON characters, 0-1: where a user message
         the user typed stands within it, the tail starts at one). A least yields to any most: a tail that the
         messages before it (with the calls their results answer) would carry past a cap may hold less. Empty:
         no promise. A cut with no summary is held to it too: the tail is what stands after the strategy's own last

@@ -100,6 +100,12 @@ class OpenCodeConfig(PeerConfig):
     truncate_tool_output: bool = Field(True, description="cut tool output over 2,000 lines / 50 KB (saved to a file)")
 
 
+def usable_input(config: OpenCodeConfig, window: int, max_output_tokens: int) -> int:
+    """``usable``: the window less the reserve (the model's output limit, capped at 32,000)."""
+    reserved = config.reserved_tokens if config.reserved_tokens is not None else min(max_output_tokens, OUTPUT_TOKEN_MAX)
+    return max(0, window - reserved)
+
+
 class OpenCode(ThresholdCompactor):
     name = "opencode"
 
@@ -124,6 +130,15 @@ class OpenCode(ThresholdCompactor):
         """A prune never touches the last two user turns (compaction.ts prune: ``if (turns < 2) continue``), counted
         as a new user message comes in (before it): with the turn it opens, the newest three keep their results."""
         return PRUNE_TURNS + 1
+
+    @classmethod
+    def compaction_tail(cls, config, window: int, max_output_tokens: int) -> tuple:
+        """The newest ``tail_turns`` user turns verbatim where they fit the tail budget (their characters at
+        ``chars_per_token``), fewer where they do not (none where one does not)."""
+        if not config.tail_turns:
+            return ((0, 0, "messages"),)
+        budget = tail_budget(usable_input(config, window, max_output_tokens))
+        return ((config.tail_turns, config.tail_turns, "turns"), (0, budget * config.chars_per_token, "chars"))
 
     @classmethod
     def clears_all_beyond(cls, config) -> tuple[int, int, tuple[str, ...]] | None:
@@ -167,9 +182,7 @@ class OpenCode(ThresholdCompactor):
         return False
 
     def usable(self) -> int:
-        c = self.config
-        reserved = c.reserved_tokens if c.reserved_tokens is not None else min(self.env.max_output_tokens, OUTPUT_TOKEN_MAX)
-        return max(0, self.env.window - reserved)
+        return usable_input(self.config, self.env.window, self.env.max_output_tokens)
 
     def on_response(self, message: Message, usage) -> None:
         for b in message.blocks:

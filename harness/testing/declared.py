@@ -48,8 +48,8 @@ is checked like its base (issue #45):
 * ``summarises_dropped(config)``: whether everything the strategy drops from the main window goes into a
   summary first (Claude Code, Codex, gemini-cli, goose, opencode, OpenHands: their compactions summarise what they drop);
 * ``compaction_tail(config, window, max_output_tokens)``: what a compaction (or a cut) keeps verbatim after its summary (or note, or gap), the
-  conversation's newest messages: at least and at most how much, in tokens, JSON characters, messages or a share
-  of the conversation (NovaCode's N-COMP-6 tail, cline's preserved tokens, gemini-cli's preserved fraction);
+  conversation's newest messages: at least and at most how much, in tokens, JSON characters, characters, messages,
+  turns or a share of the conversation (NovaCode's N-COMP-6 tail, cline's preserved tokens, gemini-cli's preserved fraction);
   ``compaction_tail_shortest(config)``: and no longer than the shortest that holds every least (NovaCode's walk);
 * ``cut_keeps_share(config, window, max_output_tokens)``: the share of the messages after its head a cut with no summary
   keeps at least, unless the conversation was estimated past a size or a request keeping that share would be
@@ -177,7 +177,7 @@ def summary_items(cls: type[Strategy], config: StrategyConfig) -> tuple[str, ...
 
 
 RESULT_UNITS = ("bytes", "chars", "lines")   # what Strategy.result_limits may count in
-TAIL_UNITS = ("tokens", "json_chars", "messages", "share")   # what Strategy.compaction_tail may count in
+TAIL_UNITS = ("tokens", "json_chars", "chars", "messages", "turns", "share")   # what Strategy.compaction_tail may count in
 CACHE_PLACES = ("tools", "system", "last", "last_user")   # where Strategy.cache_marks may promise a breakpoint
 
 

@@ -288,9 +288,10 @@ CLEAR_TRIGGER_SLACK = 1.5
 # a cap (and a tail longer than it needed) by what any estimate counts at the least, its characters at TAIL_MAX_CPT
 # a token (the true tokens ran 1.9 times a correct NovaCode's cap, its calibrated rate under a denser tail); JSON
 # characters a strategy counts to tokens rounding each message up lose a few per message: a tenth  # assumed
-TAIL_LEAST_SLACK = {"tokens": ESTIMATE_FACTOR, "json_chars": 1 / 0.9, "messages": 1.0, "share": 1.0}
+TAIL_LEAST_SLACK = {"tokens": ESTIMATE_FACTOR, "json_chars": 1 / 0.9, "chars": 1 / 0.9, "messages": 1.0, "turns": 1.0,
+                    "share": 1.0}
 TAIL_MAX_CPT = 4.0  # the most characters a token any estimator here counts (Claude Code's, opencode's rule) # assumed
-TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "messages": 1.0, "share": 1.0}
+TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "chars": 1.02, "messages": 1.0, "turns": 1.0, "share": 1.0}
 # how far the kit's reckoning of a strategy's estimate may stray when it judges a share a cut keeps (``cut_keeps_share``):
 # taken at the rate (tokens a character) of the strategy's own estimate of the request the cut sent, as an anchored
 # estimate rebased by characters carries it (sliding_window's); a system prompt's opaque tokens and a result the
@@ -763,6 +764,11 @@ def _summary_pieces(text: str) -> list[str]:
         return [t] if t else []
     mid = len(t) // 2
     return [p for p in (_summary_probe(text), t[mid - 30: mid + 30].strip(), t[-40:].strip()) if len(p) >= 12]
+
+
+def _typed(m: Message) -> bool:
+    """A message the user typed: the user's, with no tool result and no origin of the strategy's own."""
+    return m.role == "user" and not m.has_tool_result and not m.meta.get("origin")
 
 
 def _events(req: Request) -> int:
@@ -1826,7 +1832,7 @@ class Checker:
         (those before it were replaced by an earlier clearing) or a summary, with the characters of whole output between each and
         those turns. A result whose own characters carry the walk past the budget is not judged."""
         turns, chars, excluded = self.declared.clears_beyond
-        typed = [k for k, m in enumerate(req.messages) if m.role == "user" and not m.has_tool_result and not m.meta.get("origin")]
+        typed = [k for k, m in enumerate(req.messages) if _typed(m)]
         if turns and len(typed) < turns:
             return []
         start = typed[-turns] if turns else len(req.messages)
@@ -1998,7 +2004,7 @@ class Checker:
         """The results of the newest declared user turns (after the Nth newest message the user typed: no tool
         results, no origin of the strategy's own) that differ from what they were when they entered."""
         n = self.declared.recent_turns
-        typed = [k for k, m in enumerate(req.messages) if m.role == "user" and not m.has_tool_result and not m.meta.get("origin")]
+        typed = [k for k, m in enumerate(req.messages) if _typed(m)]
         start = typed[-n] if len(typed) >= n else 0
         out = []
         for m in req.messages[start:]:
@@ -2301,6 +2307,20 @@ class Checker:
         for least, most, unit in self.declared.tail:
             kept = size(tail, unit)
             shown = f"{kept:.0%} of the conversation's JSON characters" if unit == "share" else f"{kept:,.0f} {unit}"
+            if least and unit == "turns":
+                # the newest turns whole: where fewer are kept than the conversation holds (up to the least), the turns
+                # wanted (from the least-th newest message the user typed) must leave something before them to
+                # summarise, and fit every cap
+                typed = [i for i, m in enumerate(conv) if _typed(m)]
+                want = min(int(least), len(typed))
+                need = typed[-want] if want else 0
+                if kept < want and need > 0 and not self._appended_mixed and not any(
+                        m is not None and seen_over(conv[need:], u, m) for _, m, u in self.declared.tail):
+                    return (f"the compaction kept {len(tail)} messages verbatim after {after_what}, {kept} of the "
+                            f"conversation's turns, under the {want} newest the strategy declares it keeps, which "
+                            f"would have fit every cap it declares (compaction_tail: the turns tried the wrong way "
+                            "round, one turn short?)")
+                least = 0   # judged here
             if most is not None and least_seen(tail, unit) > most * TAIL_MOST_SLACK[unit]:
                 if unit != "share" or any(m.role == "user" and not any(b.type == "tool_result" for b in m.blocks)
                                           and after[i] <= most * total for i, m in enumerate(conv)):
@@ -2376,6 +2396,10 @@ class Checker:
             return len(ms)
         if unit == "tokens":
             return sum(self._count(m.text) for m in ms)
+        if unit == "chars":
+            return sum(m.chars for m in ms)
+        if unit == "turns":
+            return sum(1 for m in ms if _typed(m))
         return sum(m.memo("kit:json_chars", Message.api_json_chars) for m in ms)
 
     def _goal(self) -> str:

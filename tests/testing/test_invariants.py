@@ -1760,6 +1760,41 @@ def test_compaction_trigger_held_past_failures_fewer_than_the_declared_breaker()
     assert run(None, None, None) == [] and run(None, "", None) == []
 
 
+def test_kept_tail_in_turns_keeps_the_newest_whole_where_they_fit_the_cap():
+    """opencode keeps the newest 2 user turns verbatim where their characters fit its tail budget (compaction_tail in
+    turns, with a cap in characters). The conversation [go, step a, next, step b, more, step c] (each result 100
+    characters, a call 7: a step is 107); the summary keeps [more, step c] (1 turn, 111 characters): reported under a
+    cap of 300 ([next, step b, more, step c] is 222), held under a cap of 150 (the two turns would not fit). [next,
+    step b, more, step c] (2 turns) holds; with only [go, step a, next, step b] before the summary's request (the
+    two turns are all there is) nothing is left to summarise before them: a tail of one turn is not judged. Three
+    turns kept are over the most."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.opencode import OpenCode
+
+    assert declared(OpenCode, {}, 200_000, 64_000).tail == ((2, 2, "turns"), (0, 32_000, "chars"))
+    assert declared(OpenCode, {"tail_turns": 0}, 200_000, 64_000).tail == ((0, 0, "messages"),)
+    go, nxt, more = user("go"), user("next"), user("more")
+    a, b, c = (read_step(t, t.upper() * 100) for t in "abc")
+    assert [m.chars for m in (go, *a, nxt, more)] == [2, 7, 100, 4, 4]
+    summary = Message.user(TAIL_SUMMARY, origin="summary")
+
+    def run(conv: list[Message], then: list[Message], cap: int) -> list[str]:
+        k = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=((2, 2, "turns"), (0, cap, "chars"))))
+        k.feed([sent(req(conv), 0), sent(req([user("summarise")], kind="summary"), 1),
+                Mark("side_result", "summary", text=TAIL_SUMMARY)])
+        return [v.detail for v in k.feed([sent(req([summary, *then], rewrite=True), 2)])]
+
+    conv = [go, *a, nxt, *b, more, *c]
+    out = run(conv, [more, *c], 300)
+    assert len(out) == 1 and out[0].startswith("the compaction kept 3 messages verbatim after its summary, 1 of the "
+                                               "conversation's turns, under the 2 newest")
+    assert run(conv, [more, *c], 150) == []
+    assert run(conv, [nxt, *b, more, *c], 300) == []
+    assert run([go, *a, nxt, *b], [nxt, *b], 300) == []
+    out = run(conv, [go, *a, nxt, *b, more, *c], 1_000)
+    assert len(out) == 1 and "3 turns, over the 2 turns the strategy declares it keeps at most" in out[0]
+
+
 def test_kept_tail_of_a_cut_with_no_note_is_what_follows_its_gap():
     """amortized_forgetting forgets the middle with nothing in its place: the tail is the newest messages the request
     holds in a row as the conversation had them, after the gap. Declared: 2 to 3 messages (max_size 10, keep_first

@@ -246,6 +246,7 @@ KIT45B: list[Case] = [
     _c(i.ClaudeCodeIdleInMilliseconds, ClaudeCode, "idle_clear", "the idle gap in milliseconds: clears at every pause"),
     _c(i.OpenCodePruneGuardsOneTurnMore, OpenCode, "recent_kept", "the prune's turn guard one turn long: prunes less"),
     _c(i.OpenHandsEventPerMessage, OpenHands, "compaction_trigger", "one event per message: parallel calls undercounted"),
+    _c(i.OpenCodeTailFromOneTurn, OpenCode, "kept_tail", "the kept turns tried from one up: only the newest kept"),
 ]
 CORPUS += KIT45B
 

@@ -10,7 +10,9 @@ taken in milliseconds clears at every pause (blind set 30): it now declares that
 its time-based microcompact (``replaces_only_when_idle``). opencode's prune guard counted one turn long (blind set
 32) prunes later and less, what the kit held as a least only: it now declares what a prune takes
 (``clears_all_beyond``). OpenHands counting one event per message (blind set 32, and earlier sets) condenses late:
-it now declares its events trigger (``compacts_above_events``)."""
+it now declares its events trigger (``compacts_above_events``). opencode's tail tried from one turn up (blind set
+27) keeps only the newest turn: it now declares the turns it keeps (``compaction_tail`` in turns, with its budget in
+characters)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from ctxsim.strategies.cline import Cline
 from ctxsim.strategies.opencode import OpenCode
 from ctxsim.strategies.openhands import OpenHands
 from ctxsim.strategies.sliding_window import SlidingWindow
+from ctxsim.strategies.templates import is_plain_user
 
 from tests.testing.mutants.kit45h import _swapped
 
@@ -77,3 +80,17 @@ class OpenHandsEventPerMessage(OpenHands):
     def should_compact(self, call):
         with _swapped(oh, "events_of", lambda events_of: lambda m: 1):
             return super().should_compact(call)
+
+
+class OpenCodeTailFromOneTurn(OpenCode):
+    """The kept turns tried from one upwards, the first that fits taken: only the newest turn is ever kept."""
+
+    name = "opencode_tail_from_one_turn"
+
+    def _tail(self, msgs):
+        budget = oc.tail_budget(self.usable())
+        starts = [i for i, m in enumerate(msgs) if is_plain_user(m)]
+        for k in range(1, min(self.config.tail_turns, len(starts)) + 1):
+            if self.tokens_of(msgs[starts[-k]:]) <= budget:
+                return msgs[starts[-k]:]
+        return []
