@@ -297,6 +297,10 @@ TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "chars": 1.02, "messages"
 # estimate rebased by characters carries it (sliding_window's); a system prompt's opaque tokens and a result the
 # cut repaired move it a little # assumed
 CUT_RATE_SLACK = 1.1
+# the least characters a main request must have grown by since the one before for its growth to show the densest rate
+# a strategy that calibrates on the usage it is given may count text at (a few characters carry the messages' own
+# tokens) # assumed
+DENSE_MIN_CHARS = 2_000
 LATEST_OPENING = 200  # characters of the latest request that must stay (a cut to a budget keeps the head) # assumed
 USER_OPENING = 40  # characters of a kept user message that must open one the user wrote (a middle cut keeps them) # assumed
 
@@ -877,6 +881,7 @@ class Checker:
     _cleared: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> ids its last request sent cleared
     _summary_call: int = -1  # the last summary request (its answer is judged with it)
     _tokens: dict[str, int] = field(default_factory=dict)  # text -> true tokens (clear_minimum)
+    _densest: float = 0.0  # the most true tokens a character the main conversation grew by between two requests (kept_tail)
     _new_launch: str = ""  # a new (not resumed) launch whose first main request is still to come
     _last_call: int = -1  # the engine's index of the last request seen
     _outside: set[str] = field(default_factory=set)  # files reported written outside the run's directory
@@ -1248,6 +1253,11 @@ class Checker:
         if e:
             v("estimate", e + _estimate_cause(req, s.tokens))
         prev = self._prev.get(stream)
+        if (stream == "main" and prev is not None and not s.rejected and not prev.rejected and s.tokens > prev.tokens
+                and _continues(prev.request, req)):
+            grown = sum(m.chars for m in req.messages) - sum(m.chars for m in prev.request.messages)
+            if grown >= DENSE_MIN_CHARS:
+                self._densest = max(self._densest, (s.tokens - prev.tokens) / grown)
         if prev is not None and not req.rewrite:
             change = prefix_change(prev.request, req, prev.tools_json or None, s.tools_json or None)
             if change:
@@ -2301,8 +2311,14 @@ class Checker:
             return sum(m.chars for m in ms) / TAIL_MAX_CPT if unit == "tokens" else size(ms, unit)
 
         def seen_over(ms: list[Message], unit: str, most: float) -> bool:
-            """The strategy may have seen ``ms`` past ``most``."""
-            return size(ms, unit) * (ESTIMATE_FACTOR * max(1.0, ratio) if unit == "tokens" else 1) > most
+            """The strategy may have seen ``ms`` past ``most``: in tokens, by the kit's factor for estimates over its
+            own estimate's ratio, or at the densest rate the conversation grew by (a rate calibrated on the growth
+            between two usages counts a message at it: NovaCode's came to a token a character after a result of CJK
+            text, and a tail of mixed text was then over its cap)."""
+            if unit != "tokens":
+                return size(ms, unit) > most
+            return max(size(ms, unit) * ESTIMATE_FACTOR * max(1.0, ratio),
+                       sum(m.chars for m in ms) * self._densest) > most
 
         for least, most, unit in self.declared.tail:
             kept = size(tail, unit)

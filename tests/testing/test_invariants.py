@@ -1760,6 +1760,33 @@ def test_compaction_trigger_held_past_failures_fewer_than_the_declared_breaker()
     assert run(None, None, None) == [] and run(None, "", None) == []
 
 
+def test_kept_tail_a_least_yields_to_a_cap_at_the_densest_rate_the_conversation_grew_by():
+    """A strategy that calibrates its rate on the growth between two usages (NovaCode) may count a message at the
+    densest rate that growth showed: a result of CJK text took it to a token a character, and a mixed tail was then
+    over its cap. Declared: at least 1,000 tokens, at most 1,500. Request 1 grew by step b (2,007 characters) and
+    2,500 tokens: 1.25 a character. The compaction keeps nothing after its summary; the step before (call c, result
+    c: 1,307 characters, a few hundred true tokens) is 1,628 tokens at that rate, past the cap: the least yields.
+    Grown by 10 tokens instead, it is reported."""
+    from ctxsim.harness.testing.declared import Declared
+    from ctxsim.harness.testing.invariants import DENSE_MIN_CHARS
+
+    assert DENSE_MIN_CHARS == 2_000
+    go, a, b, c = user("go"), read_step("a", "A" * 100), read_step("b", "B" * 2_000), read_step("c", "C" * 1_300)
+    assert sum(m.chars for m in b) == 2_007 and sum(m.chars for m in c) == 1_307
+
+    def run(grown: int) -> list[str]:
+        k = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=((1_000, 1_500, "tokens"),)))
+        k.feed([sent(req([go, *a]), 0, tokens=100), sent(req([go, *a, *b]), 1, tokens=100 + grown),
+                sent(req([go, *a, *b, *c]), 2, tokens=200 + grown), sent(req([user("summarise")], kind="summary"), 3),
+                Mark("side_result", "summary", text=TAIL_SUMMARY)])
+        summary = Message.user(TAIL_SUMMARY, origin="summary")
+        return [v.detail for v in k.feed([sent(req([summary, user("go on")], rewrite=True), 4)])]
+
+    assert run(2_500) == []
+    out = run(10)
+    assert len(out) == 1 and "under the 1,000 tokens the strategy declares it keeps at least" in out[0]
+
+
 def test_kept_tail_in_turns_keeps_the_newest_whole_where_they_fit_the_cap():
     """opencode keeps the newest 2 user turns verbatim where their characters fit its tail budget (compaction_tail in
     turns, with a cap in characters). The conversation [go, step a, next, step b, more, step c] (each result 100
