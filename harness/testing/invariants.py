@@ -1255,7 +1255,7 @@ class Checker:
         prev = self._prev.get(stream)
         if (stream == "main" and prev is not None and not s.rejected and not prev.rejected and s.tokens > prev.tokens
                 and _continues(prev.request, req)):
-            grown = sum(m.chars for m in req.messages) - sum(m.chars for m in prev.request.messages)
+            grown = sum(m.chars for m in req.messages[len(prev.request.messages):])
             if grown >= DENSE_MIN_CHARS:
                 self._densest = max(self._densest, (s.tokens - prev.tokens) / grown)
         if prev is not None and not req.rewrite:
@@ -1370,11 +1370,12 @@ class Checker:
                                     f"{self.declared.compacts_above:,} at which it declares it summarises before "
                                     "sending (compacts_above), and no summary was asked for: the trigger did not "
                                     "fire (compared in another unit, against a constant?)")
+        events = _events(req) if self.declared.above_events is not None else 0
         if (self.declared.above_events is not None and "compaction_trigger" in self.promised and stream == "main"
                 and not fresh and not (self._asked_since_main or self._breaker_may_be_open() or self._trigger_missed)
-                and _events(req) > self.declared.above_events):
+                and events > self.declared.above_events):
             self._trigger_missed = True
-            v("compaction_trigger", f"the request holds {_events(req)} events (the system prompt, each tool call and each "
+            v("compaction_trigger", f"the request holds {events} events (the system prompt, each tool call and each "
                                     "result one; any other message one), past the "
                                     f"{self.declared.above_events} at which the strategy declares it summarises before "
                                     "sending (compacts_above_events), and no summary was asked for: events counted "
