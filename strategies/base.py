@@ -275,9 +275,10 @@ class Strategy:
 
     @classmethod
     def summarises_before_latest_prompt(cls, config: StrategyConfig) -> bool:
-        """Whether a summary takes only what stands before the user's latest typed message (Cline's cut never passes
-        it): with nothing but an earlier summary before that message there is nothing to summarise, and the trigger
-        ``compacts_above`` declares is not held there. False: no such exception."""
+        """Whether a summary takes only what stands before the user's latest typed message and before the tail it keeps
+        (``compaction_tail``'s leasts; Cline's cut passes neither): with nothing but an earlier summary before them there
+        is nothing to summarise, and the trigger ``compacts_above`` declares is not held there. False: no such
+        exception."""
         return False
 
     @classmethod
@@ -303,7 +304,8 @@ class Strategy:
         cap) counted in ``unit``: ``"tokens"`` (sized at the strategy's own estimate: a least judged in true tokens by
         the kit's factor for estimates, a cap by the characters at 4 a token), ``"json_chars"`` (each message's JSON as the API takes it),
         ``"chars"`` (``Message.chars``), ``"messages"``, ``"turns"`` (the newest user turns whole; a least judged where the turns
-        wanted leave something before them and fit every cap), or ``"share"`` (a share of the conversation's JSON characters, 0-1: where a user message
+        wanted leave something before them and fit every cap), ``"events"`` (OpenHands': a tool call or a result one each,
+        any other message one), or ``"share"`` (a share of the conversation's JSON characters, 0-1: where a user message
         the user typed stands within it, the tail starts at one). A least yields to any most: a tail that the
         messages before it (with the calls their results answer) would carry past a cap may hold less. Empty:
         no promise. A cut with no summary is held to it too: the tail is what stands after the strategy's own last
@@ -321,6 +323,13 @@ class Strategy:
         sent). Cline's classic truncation keeps half of what follows the first exchange, a quarter when half the
         total is still over. None: no promise."""
         return None
+
+    @classmethod
+    def compaction_tail_under_window(cls, config: StrategyConfig) -> bool:
+        """Whether ``compaction_tail`` holds only for a compaction of a conversation that fits the window: one past it
+        is cut to fit instead, whatever the tail (OpenHands' token requirement beside its count of events). False: the
+        tail holds at every compaction."""
+        return False
 
     @classmethod
     def compaction_tail_shortest(cls, config: StrategyConfig) -> bool:

@@ -240,6 +240,23 @@ class OpenHands(_HeadPerHistory, ThresholdCompactor):
         # its compactions summarise what they drop (the kit's ``summarised``)
         return True
     @classmethod
+    def compaction_tail(cls, config, window: int, max_output_tokens: int) -> tuple:
+        """V1, on the events requirement: the tail starts at the first cut point (a message that is not a result) at or
+        after ``len − (max_size // 2 − keep_first − 1)`` events: at most that many events, and the turn before it would
+        carry it past them; past the window the tokens decide (:meth:`compaction_tail_under_window`), and a token limit
+        under it (``max_tokens``) may cut further: no least then. V0 counts messages: not declared."""
+        if config.release != "v1":
+            return ()
+        tail = config.size() // 2 - config.keep_first - 1
+        least = tail if config.max_tokens is None or config.max_tokens >= window else 0
+        return ((least, tail, "events"),)
+
+    @classmethod
+    def compaction_tail_under_window(cls, config) -> bool:
+        """Past the token limit (the window) the tail is the suffix that brings the view under half of it."""
+        return True
+
+    @classmethod
     def compacts_above_events(cls, config) -> int | None:
         """V1: a view of more than ``max_size`` events condenses (``should_condense``); the soft requirement is skipped
         only when no range of at least a tenth of the view can be forgotten, which the tail of ``max_size // 2 −

@@ -193,7 +193,7 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     if d.above_events is not None:
         out.append(f"a request of more than {d.above_events} events (each tool call and result one) is summarised first")
     if d.before_prompt:
-        out.append("... unless nothing but a summary stands before the user's latest message (nothing to summarise)")
+        out.append("... unless nothing but a summary stands before the user's latest message and the tail it keeps")
     if d.breaker is not None:
         out.append(f"... until {d.breaker} summaries in a row failed")
     if d.compacts_at_turns is not None:

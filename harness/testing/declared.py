@@ -51,6 +51,7 @@ is checked like its base (issue #45):
   conversation's newest messages: at least and at most how much, in tokens, JSON characters, characters, messages,
   turns or a share of the conversation (NovaCode's N-COMP-6 tail, cline's preserved tokens, gemini-cli's preserved fraction);
   ``compaction_tail_shortest(config)``: and no longer than the shortest that holds every least (NovaCode's walk);
+  ``compaction_tail_under_window(config)``: only where the conversation fits the window (OpenHands: past it, cut to fit);
 * ``cut_keeps_share(config, window, max_output_tokens)``: the share of the messages after its head a cut with no summary
   keeps at least, unless the conversation was estimated past a size or a request keeping that share would be
   estimated at another or more (sliding_window: Cline's half, a quarter when half the total is still over);
@@ -106,6 +107,7 @@ class Declared:
     summarises_dropped: bool = False  # what leaves the main window went into a summary the request holds
     tail: tuple[tuple[float, float | None, str], ...] = ()  # (least, most, unit) of what a compaction keeps verbatim
     tail_shortest: bool = False  # ... and no more than the shortest tail that holds every least
+    tail_under_window: bool = False  # ... only where the conversation fits the window (past it, cut to fit)
     newest_users: bool = False  # the user messages a compaction keeps are the newest, in order (keeps_newest_user_messages)
     cut_share: tuple[float, int, float | None, float] | None = None  # (share, head, over, under) a cut keeps at least
 
@@ -177,7 +179,7 @@ def summary_items(cls: type[Strategy], config: StrategyConfig) -> tuple[str, ...
 
 
 RESULT_UNITS = ("bytes", "chars", "lines")   # what Strategy.result_limits may count in
-TAIL_UNITS = ("tokens", "json_chars", "chars", "messages", "turns", "share")   # what Strategy.compaction_tail may count in
+TAIL_UNITS = ("tokens", "json_chars", "chars", "messages", "turns", "events", "share")   # what Strategy.compaction_tail may count in
 CACHE_PLACES = ("tools", "system", "last", "last_user")   # where Strategy.cache_marks may promise a breakpoint
 
 
@@ -263,6 +265,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     chars = _checked(cls, "keeps_recent_tool_chars", config, 0, _amount, "a number of characters")
     tail = _tail(cls, config, window, max_output_tokens)
     shortest = _flag(cls, "compaction_tail_shortest", config)
+    under_window = _flag(cls, "compaction_tail_under_window", config)
     share = _cut_share(cls, config, window, max_output_tokens)
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
@@ -276,6 +279,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     before_prompt=before_prompt and trigger is not None, above_events=events,
                     whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
                     head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail),
+                    tail_under_window=under_window and bool(tail),
                     newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)), cut_share=share)
 
 

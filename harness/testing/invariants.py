@@ -123,8 +123,8 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    as the strategy saw it when its last estimate ran high (dense text): a trigger
                    compared in another unit fires early, a summary and a cache break at every turn.
                    A strategy whose summary takes only what stands before the user's latest typed
-                   message (``Strategy.summarises_before_latest_prompt``: cline) is not held where
-                   nothing but a summary stands before it: it has nothing to summarise.
+                   message and its kept tail (``Strategy.summarises_before_latest_prompt``: cline) is
+                   not held where nothing but a summary stands before them: it has nothing to summarise.
                    A strategy that declares a trigger on the count of events (``Strategy.compacts_above_events``:
                    OpenHands V1, each tool call and each result an event) sends no request of more
                    events with no summary asked for since its last request.
@@ -289,9 +289,10 @@ CLEAR_TRIGGER_SLACK = 1.5
 # a token (the true tokens ran 1.9 times a correct NovaCode's cap, its calibrated rate under a denser tail); JSON
 # characters a strategy counts to tokens rounding each message up lose a few per message: a tenth  # assumed
 TAIL_LEAST_SLACK = {"tokens": ESTIMATE_FACTOR, "json_chars": 1 / 0.9, "chars": 1 / 0.9, "messages": 1.0, "turns": 1.0,
-                    "share": 1.0}
+                    "events": 1.0, "share": 1.0}
 TAIL_MAX_CPT = 4.0  # the most characters a token any estimator here counts (Claude Code's, opencode's rule) # assumed
-TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "chars": 1.02, "messages": 1.0, "turns": 1.0, "share": 1.0}
+TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "chars": 1.02, "messages": 1.0, "turns": 1.0, "events": 1.0,
+                   "share": 1.0}
 # how far the kit's reckoning of a strategy's estimate may stray when it judges a share a cut keeps (``cut_keeps_share``):
 # taken at the rate (tokens a character) of the strategy's own estimate of the request the cut sent, as an anchored
 # estimate rebased by characters carries it (sliding_window's); a system prompt's opaque tokens and a result the
@@ -775,15 +776,17 @@ def _typed(m: Message) -> bool:
     return m.role == "user" and not m.has_tool_result and not m.meta.get("origin")
 
 
+def _message_events(m: Message) -> int:
+    """The events a message stands for as OpenHands V1 counts them: an assistant message one per tool call (one with
+    none), a message of results one per result, any other one."""
+    if m.role == "assistant":
+        return max(1, sum(1 for b in m.blocks if b.type == "tool_use"))
+    return sum(1 for b in m.blocks if b.type == "tool_result") or 1
+
+
 def _events(req: Request) -> int:
-    """The events of ``req``'s view as OpenHands V1 counts them (``compacts_above_events``): the system prompt one, an
-    assistant message one per tool call (one with none), a message of results one per result, any other one."""
-    n = 1
-    for m in req.messages:
-        calls = sum(1 for b in m.blocks if b.type == "tool_use")
-        results = sum(1 for b in m.blocks if b.type == "tool_result")
-        n += max(1, calls) if m.role == "assistant" else (results or 1)
-    return n
+    """The events of ``req``'s view (``compacts_above_events``): the system prompt one, and each message's."""
+    return 1 + sum(_message_events(m) for m in req.messages)
 
 
 @dataclass
@@ -2281,7 +2284,14 @@ class Checker:
                 index[key] = len(conv)
                 conv.append(m)
             tail.append(m)
-        return _Tail(tail, conv, index[_message_key(tail[0])] if tail else len(conv), after)
+        if not tail:
+            return _Tail(tail, conv, len(conv), after)
+        # where the tail starts: the newest place the conversation holds it in a row (two messages alike, a repeated
+        # answer, share a key: the index alone names the later one)
+        keys = [_message_key(m) for m in tail]
+        start = next((p for p in range(len(conv) - len(tail), -1, -1)
+                      if all(_message_key(conv[p + k]) == keys[k] for k in range(len(tail)))), index[keys[0]])
+        return _Tail(tail, conv, start, after)
 
     def _tail_wrong(self, before: Request, s: Sent) -> str:
         """What a compaction kept verbatim (:meth:`_kept_tail`) strays from what the strategy declares
@@ -2295,6 +2305,8 @@ class Checker:
         while ext > 0 and any(b.type == "tool_result" for b in conv[ext].blocks):
             ext -= 1
         wider = conv[max(ext, 0):start] + tail
+        if self.declared.tail_under_window and self._tail_size(conv, "tokens") * ESTIMATE_FACTOR >= s.window:
+            return ""   # a conversation near the window (its true tokens by the kit's factor for estimates) is cut to fit
         after = list(itertools.accumulate(self._tail_size([m], "json_chars") for m in reversed(conv)))[::-1]
         total = (after[0] if after else 0) or 1   # after[i]: the JSON characters of conv[i:]
 
@@ -2371,14 +2383,26 @@ class Checker:
         return ""
 
     def _nothing_before_prompt(self, req: Request) -> bool:
-        """Nothing but a summary stands before the newest message of ``req`` the user typed (text the trace fed,
-        no tool result), or the user typed none: a strategy whose summary takes only what comes before it
-        (``summarises_before_latest_prompt``) has nothing to summarise."""
+        """Nothing but a summary stands before the newest message of ``req`` the user typed (text the trace fed, no
+        tool result), nor before the tail the strategy declares it keeps (``compaction_tail``'s leasts, walked back
+        from the newest message counting no more than the strategy may, then back to a message that answers or makes
+        no call): a strategy whose summary takes only what comes before both (``summarises_before_latest_prompt``:
+        Cline's cut) has nothing to summarise."""
         msgs = list(req.messages)
         at = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].role == "user"
                    and not any(b.type == "tool_result" for b in msgs[i].blocks)
-                   and any(b.type == "text" and b.digest in self.trace_digests for b in msgs[i].blocks)), -1)
-        return all(m.meta.get("origin") == "summary" for m in msgs[:at if at >= 0 else len(msgs)])
+                   and any(b.type == "text" and b.digest in self.trace_digests for b in msgs[i].blocks)), len(msgs))
+        for least, _, unit in self.declared.tail:
+            if not least or unit not in ("tokens", "json_chars", "chars", "messages"):
+                continue
+            i, held = len(msgs), 0.0
+            while i > 0 and held < least:
+                i -= 1
+                held += self._tail_size([msgs[i]], unit) / TAIL_LEAST_SLACK[unit]
+            while i > 0 and not (msgs[i].role == "assistant" or _typed(msgs[i])):
+                i -= 1
+            at = min(at, i)
+        return all(m.meta.get("origin") == "summary" for m in msgs[:at])
 
     def _cut_short(self, before: Request, req: Request) -> str:
         """A cut with no summary that kept fewer of the conversation's messages than the share it declares
@@ -2417,6 +2441,8 @@ class Checker:
             return sum(m.chars for m in ms)
         if unit == "turns":
             return sum(1 for m in ms if _typed(m))
+        if unit == "events":
+            return sum(_message_events(m) for m in ms)
         return sum(m.memo("kit:json_chars", Message.api_json_chars) for m in ms)
 
     def _goal(self) -> str:

@@ -1046,10 +1046,10 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
 
 
 def test_compaction_trigger_nothing_but_a_summary_before_the_latest_prompt_excuses_a_cut_that_never_passes_it():
-    """Cline's cut never passes the user's latest typed prompt (summarises_before_latest_prompt): with only its
-    previous summary before that prompt, or the prompt first, there is nothing to summarise and a request over the
-    trigger (1,100 of 1,000) goes out. With a Read step before the prompt it is reported; so is the same request of a
-    strategy that makes no such exception."""
+    """Cline's cut never passes the user's latest typed prompt nor its preserved tail (summarises_before_latest_prompt):
+    with only its previous summary before them, or the prompt first, there is nothing to summarise and a request over
+    the trigger (1,100 of 1,000) goes out. With a Read step before the prompt it is reported; so is the same request
+    of a strategy that makes no such exception."""
     from ctxsim.harness.testing.declared import Declared
 
     go, nxt = user("go"), user("next, the tests")
@@ -1067,6 +1067,20 @@ def test_compaction_trigger_nothing_but_a_summary_before_the_latest_prompt_excus
     assert run([go, *step, nxt]) == ["compaction_trigger"]
     assert run([summary, nxt, *step], before_prompt=False) == ["compaction_trigger"]
     assert run([summary, *step]) == ["compaction_trigger"]   # no prompt typed: all may be summarised
+
+    # nor before the tail it keeps (its preserved JSON characters, back to an answer or a typed message): with a least
+    # of 400, [summary, calls a, results a (500 characters: 608 of JSON), answer, next] keeps all after the summary
+    answer = Message("assistant", (Block.text_block("ok"),))
+    a = [calls("a"), results(("a", "A" * 500))]
+
+    def run_tail(msgs) -> list[str]:
+        c = Checker(frozenset({"compaction_trigger"}), {}, trace_digests={go.blocks[0].digest, nxt.blocks[0].digest},
+                    declared=Declared(compacts_above=1_000, before_prompt=True, tail=((400, None, "json_chars"),)))
+        c.feed([Mark("session_start", "s1"), sent(_estimated([go], 500), 0)])
+        return [v.invariant for v in c.feed([sent(_estimated(msgs, 1_100), 1)])]
+
+    assert run_tail([summary, *a, answer, nxt]) == []
+    assert run_tail([summary, go, *a, answer, nxt]) == ["compaction_trigger"]   # the prompt before: summarised
 
 
 def test_compaction_trigger_a_view_of_more_events_than_declared_follows_a_summary():
@@ -1758,6 +1772,42 @@ def test_compaction_trigger_held_past_failures_fewer_than_the_declared_breaker()
 
     assert len(run(None, None, "The user wants it fixed.", None)) == 1
     assert run(None, None, None) == [] and run(None, "", None) == []
+
+
+def test_kept_tail_in_events_as_openhands_counts_them():
+    """OpenHands V1 keeps the events from the first cut point (a message that is no result) at or after len − (max_size
+    // 2 − keep_first − 1): at most that many, and the turn before would carry the tail past them (80 events, keep 4:
+    35). Declared here 3 events: [go, calls a b (2 events), results a b (2), answer, next]; keeping [answer, next] (2)
+    holds, the turn before making 6; keeping [next] (1) is reported, [answer] alone before it making 2; keeping
+    [calls, results, answer, next] (6) is over. A tail repeating a message (the same answer twice) starts where the
+    conversation holds it in a row, not where the repeat stands. Past the window, where the strategy says the tokens
+    decide (compaction_tail_under_window), nothing is judged."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.openhands import OpenHands
+
+    assert declared(OpenHands, {}, 200_000, 32_000).tail == ((35, 35, "events"),)
+    assert declared(OpenHands, {}, 200_000, 32_000).tail_under_window
+    assert declared(OpenHands, {"max_tokens": 100_000}, 200_000, 32_000).tail == ((0, 35, "events"),)
+    assert declared(OpenHands, {"release": "v0"}, 200_000, 32_000).tail == ()
+    go, nxt, answer = user("go"), user("next"), Message("assistant", (Block.text_block("both read"),))
+    batch = [calls("a", "b"), results(("a", "A" * 100), ("b", "B" * 100))]
+    conv = [go, *batch, answer, nxt]
+
+    def run(conv, then, tail=((3, 3, "events"),), window=1_000, under=False) -> list[str]:
+        k = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=tail, tail_under_window=under))
+        k.feed([sent(req(conv), 0), sent(req([user("summarise")], kind="summary"), 1),
+                Mark("side_result", "summary", text=TAIL_SUMMARY)])
+        summary = Message.user(TAIL_SUMMARY, origin="summary")
+        return [v.detail for v in k.feed([sent(req([summary, *then], rewrite=True), 2, window=window)])]
+
+    assert run(conv, [answer, nxt]) == []
+    out = run(conv, [nxt])
+    assert len(out) == 1 and "kept 1 messages verbatim after its summary, 1 events, under the 3 events" in out[0]
+    out = run(conv, [*batch, answer, nxt])
+    assert len(out) == 1 and "6 events, over the 3 events" in out[0]
+    assert run(conv, [nxt], window=10, under=True) == []
+    twice = [go, *batch, answer, nxt, answer, user("more")]
+    assert run(twice, twice[3:], tail=((5, 5, "events"),)) == []   # 4 kept; the batch before would make 8
 
 
 def test_kept_tail_a_least_yields_to_a_cap_at_the_densest_rate_the_conversation_grew_by():

@@ -247,6 +247,7 @@ KIT45B: list[Case] = [
     _c(i.OpenCodePruneGuardsOneTurnMore, OpenCode, "recent_kept", "the prune's turn guard one turn long: prunes less"),
     _c(i.OpenHandsEventPerMessage, OpenHands, "compaction_trigger", "one event per message: parallel calls undercounted"),
     _c(i.OpenCodeTailFromOneTurn, OpenCode, "kept_tail", "the kept turns tried from one up: only the newest kept"),
+    _c(i.OpenHandsCutPointPastMatch, OpenHands, "kept_tail", "cut points found past an exact match: a tail turn short"),
 ]
 CORPUS += KIT45B
 

@@ -12,9 +12,12 @@ its time-based microcompact (``replaces_only_when_idle``). opencode's prune guar
 (``clears_all_beyond``). OpenHands counting one event per message (blind set 32, and earlier sets) condenses late:
 it now declares its events trigger (``compacts_above_events``). opencode's tail tried from one turn up (blind set
 27) keeps only the newest turn: it now declares the turns it keeps (``compaction_tail`` in turns, with its budget in
-characters)."""
+characters). OpenHands' cut points looked up past an exact match (blind set 33) keep a turn more at the head and
+one fewer in the tail: it now declares its tail in events (``compaction_tail``, the token requirement apart)."""
 
 from __future__ import annotations
+
+from bisect import bisect_right
 
 from ctxsim.strategies import opencode as oc
 from ctxsim.strategies import openhands as oh
@@ -94,3 +97,14 @@ class OpenCodeTailFromOneTurn(OpenCode):
             if self.tokens_of(msgs[starts[-k]:]) <= budget:
                 return msgs[starts[-k]:]
         return []
+
+
+class OpenHandsCutPointPastMatch(OpenHands):
+    """The forgotten range's cut points found with ``bisect_right``: one that starts exactly at the wanted event is
+    passed for the next, so the tail loses a turn."""
+
+    name = "openhands_cut_point_past_match"
+
+    def _forgotten(self, starts, reasons):
+        with _swapped(oh, "bisect_left", lambda _: bisect_right):
+            return super()._forgotten(starts, reasons)
