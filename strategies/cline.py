@@ -130,8 +130,9 @@ class Cline(ThresholdCompactor):
 
     @classmethod
     def summarises_before_latest_prompt(cls, config: ClineConfig) -> bool:
-        """``findCutIndex`` never cuts past the latest typed user prompt: with only the previous summary before it
-        the fold is empty and no summary is asked for (the request goes over the trigger)."""
+        """``findCutIndex`` never cuts past the latest typed user prompt (one that opens the history apart) nor into the
+        preserved tokens: with only the previous summary before both the fold is empty and no summary is asked for
+        (the request goes over the trigger)."""
         return True
 
     def usable(self) -> float:

@@ -40,7 +40,8 @@ is checked like its base (issue #45):
 * ``compacts_above_events(config)``: the events (a tool call or a result one each) past which a request follows a
   summary (OpenHands V1's ``max_size``);
 * ``summarises_before_latest_prompt(config)``: whether a summary takes only what stands before the user's latest
-  typed message, so that the trigger is not held where nothing but a summary stands before it (cline);
+  typed message and the tail it keeps, so that the trigger is not held where nothing but a summary stands before
+  them (cline);
 * ``compaction_breaker(config)``: the summaries that must fail in a row before the strategy stops summarising at
   its trigger (Claude Code's circuit breaker: three);
 * ``compacts_only_at_turns(config)``: whether it summarises only as a user turn begins or after a refused request
