@@ -1,4 +1,4 @@
-"""Issue #45, ninth round: the share a cut keeps. Five blind sets of eight (23, 24, 27, 28, 29), written apart,
+"""Issue #45, ninth round: what blind sets 23 to 33 changed that the kit did not hold, each now declared. Five blind sets of eight (23, 24, 27, 28, 29), written apart,
 changed sliding_window's choice between keeping half of what follows its first pair and a quarter (the whole total
 compared where half of it is meant, or the two branches swapped) and nothing else the kit held: more history dropped
 at every cut, the request still under the window. The strategy now declares the share a cut keeps and when it may
