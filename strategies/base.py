@@ -313,6 +313,13 @@ class Strategy:
         return ()
 
     @classmethod
+    def spills_largest_first(cls, config: StrategyConfig) -> bool:
+        """Whether a message whose results pass a budget gives up its largest results first: no result of a message
+        enters whole while a shorter one of the same message enters replaced (NovaCode's N-SPILL-2; a read of the
+        strategy's own file apart). False: no promise."""
+        return False
+
+    @classmethod
     def cut_keeps_share(cls, config: StrategyConfig, window: int,
                         max_output_tokens: int) -> tuple[float, int, float | None, float] | None:
         """``(share, head, over, under)``: a cut that drops messages with no summary keeps at least ``share`` (0-1,

@@ -164,6 +164,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     if d.whole_under is not None:
         out.append(f"a result within {d.whole_under[0]:,} characters, in a message whose results total at most "
                    f"{d.whole_under[1]:,}, enters whole")
+    if d.largest_first:
+        out.append("a message over its budget gives up its largest results first")
     if d.recent_kept:
         out.append(f"the newest {d.recent_kept} tool uses keep their results as they entered")
     if d.clears_all_but is not None and d.recent_kept:

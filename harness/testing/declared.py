@@ -11,6 +11,8 @@ is checked like its base (issue #45):
 * ``result_limits(config)``: the bytes, characters or lines every tool result is cut to at most;
 * ``result_cuts(config)``: per tool, the characters past which a result is cut and the share of them kept from its
   start (the rest from its end): tiered_budget's tiers;
+* ``spills_largest_first(config)``: whether a message over its budget gives up its largest results first (NovaCode's
+  N-SPILL-2);
 * ``cut_keeps_head(config)``: the bytes, characters or lines of a tool's output a cut keeps from its start at most
   (Codex's head: half the bytes, its head lines);
 * ``keeps_results_whole(config)``: the characters of a result, and of a message's results, within which a result
@@ -91,6 +93,7 @@ class Declared:
     result_cuts: tuple[tuple[tuple[str, ...], int, float], ...] = ()  # (tools, characters, head share) of a cut
     head_at_most: tuple[tuple[int, str], ...] = ()  # (amount, unit) a cut result keeps from its start at most
     whole_under: tuple[int, int] | None = None  # (a result's, a message's results' characters) that enter whole
+    largest_first: bool = False  # a message over its budget gives up its largest results first
     cold_only: float | None = None  # seconds since the main conversation's last request before a result may change
     clears_all_but: tuple[str, ...] | None = None  # a clearing clears all but the newest recent_kept (these tools apart)
     clears_above: int | None = None  # the whole prompt's tokens past which every request clears all but recent_kept
@@ -267,6 +270,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     tail = _tail(cls, config, window, max_output_tokens)
     shortest = _flag(cls, "compaction_tail_shortest", config)
     under_window = _flag(cls, "compaction_tail_under_window", config)
+    largest_first = _flag(cls, "spills_largest_first", config)
     share = _cut_share(cls, config, window, max_output_tokens)
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
@@ -280,7 +284,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     before_prompt=before_prompt and trigger is not None, above_events=events,
                     whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
                     head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail),
-                    tail_under_window=under_window and bool(tail),
+                    tail_under_window=under_window and bool(tail), largest_first=largest_first,
                     newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)), cut_share=share)
 
 

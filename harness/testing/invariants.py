@@ -1319,6 +1319,8 @@ class Checker:
                 details += [self._head_over(b) for _m, b in entering]
             if self.declared.whole_under is not None:
                 details += [self._changed_under(m, b) for m, b in entering]
+            if self.declared.largest_first:
+                details += self._spilled_not_largest(entering)
             if self.declared.result_cuts:
                 names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks
                          if b.type == "tool_use"}
@@ -2013,6 +2015,27 @@ class Checker:
         return (f"tool_result {b.id} entered changed ({_short(b.text)!r}), though its {len(original):,} characters and "
                 f"its message's {total:,} are within the {per_result:,} and {per_message:,} the strategy declares it "
                 "keeps whole (keeps_results_whole: a threshold or a budget read in another unit?)")
+
+    def _spilled_not_largest(self, entering: list[tuple[Message, Block]]) -> list[str]:
+        """Per message, a result entering whole (a read of the strategy's own file apart) longer than one of the same
+        message entering replaced (``spills_largest_first``), or nothing."""
+        by_message: dict[int, list[Block]] = {}
+        for m, b in entering:
+            by_message.setdefault(id(m), []).append(b)
+        out = []
+        for blocks in by_message.values():
+            replaced = [b for b in blocks if b.text != self.originals[b.id]]
+            whole = [b for b in blocks if b.text == self.originals[b.id] and not self._reads_spill(self.inputs.get(b.id))]
+            if not replaced or not whole:
+                continue
+            big = max(whole, key=lambda b: len(b.text))
+            small = min(replaced, key=lambda b: len(self.originals[b.id]))
+            if len(big.text) > len(self.originals[small.id]):
+                out.append(f"tool_result {big.id} entered whole at {len(big.text):,} characters while {small.id} of the same "
+                           f"message, {len(self.originals[small.id]):,}, entered replaced: the strategy declares a message "
+                           "over its budget gives up its largest results first (spills_largest_first: sorted the wrong "
+                           "way?)")
+        return out
 
     def _recent_turns_changed(self, req: Request, results: dict[str, Block]) -> list[str]:
         """The results of the newest declared user turns (after the Nth newest message the user typed: no tool

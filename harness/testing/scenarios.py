@@ -187,7 +187,7 @@ def crash_mid_results(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
 
 def parallel_results(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     """Steps of six parallel results (a set of ids, paths or tools would shuffle them), results over a
-    spill threshold, an isolated sub-agent of parallel reads, a crash with four calls open and a
+    spill threshold, six under it and over a message budget together, an isolated sub-agent of parallel reads, a crash with four calls open and a
     resume, enough reads to compact; starting 40 s before America/New_York's DST change (the kit's
     local zone), so a local time or zone stamped per request changes within the launch. The
     cross-process check replays it in two processes (another hash seed, another time zone)."""
@@ -203,6 +203,10 @@ def parallel_results(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
                                      for j, n in enumerate(names))))
     b.call(conv.Turn(calls=(conv.ToolCall("Bash", _scale(12_000, window), seed=150),
                             conv.ToolCall("Read", _scale(12_000, window), seed=151))))
+    # six results each under NovaCode's spill threshold at the kit's window (8,000 characters) and over its message
+    # budget together (33,000 of 32,000): a budget spilled from the wrong end shows (N-SPILL-2)
+    b.call(conv.Turn(calls=tuple(conv.ToolCall("Read", _scale(n, window), seed=152 + j)
+                                 for j, n in enumerate((3_500, 7_500, 4_000, 7_000, 5_000, 6_000)))))
     b.subtask([conv.Turn(calls=tuple(conv.ToolCall("Read", 800, seed=160 + j) for j in range(5)))], isolated=True)
     b.call(conv.Turn(calls=tuple(conv.ToolCall("Read", 300, seed=170 + j) for j in range(4))), crash=True)
     b.start_session(resume=True)

@@ -296,6 +296,11 @@ class NovaCode(Strategy):
         return (config.spill_threshold_chars, config.spill_budget_chars) if config.spill else None
 
     @classmethod
+    def spills_largest_first(cls, config: NovaCodeConfig) -> bool:
+        """N-SPILL-2: a message over its budget spills its results largest first, one at a time."""
+        return config.spill
+
+    @classmethod
     def compaction_tail_shortest(cls, config: NovaCodeConfig) -> bool:
         """N-COMP-6's walk stops as soon as both minimums hold (N-COMP-7 then adds the call a result answers)."""
         return config.tail_rule == "both"

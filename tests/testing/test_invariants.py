@@ -1685,6 +1685,33 @@ def test_results_kept_whole_within_the_declared_sizes():
     assert run([120], "a") == [] and run([60, 60, 60], "a") == [] and run([60], "") == []
 
 
+def test_N_SPILL_2_a_message_over_its_budget_gives_up_its_largest_results_first():
+    """N-SPILL-2: the results of a message over its budget spill largest first (spills_largest_first). Results of 70,
+    40 and 30 characters: replacing the 70 holds; replacing the 30 while the 70 goes whole is reported; a read of the
+    strategy's own spilled file may go whole whatever its size (N-SPILL-3)."""
+    from pathlib import Path
+
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    assert declared(NovaCode, {}).largest_first and not declared(NovaCode, {"spill": False}).largest_first
+    originals = {"a": "A" * 70, "b": "B" * 40, "c": "C" * 30}
+
+    def run(replaced: str, spills: dict | None = None, inputs: dict | None = None) -> list[str]:
+        c = Checker(frozenset({"result_limit"}), originals, declared=Declared(largest_first=True), inputs=inputs or {})
+        c.spills.update(spills or {})
+        entered = results(*((i, "[spilled]" if i in replaced else t) for i, t in originals.items()))
+        return [v.detail for v in c.feed([sent(req([user("go"), calls(*originals), entered]), 0)])]
+
+    assert run("a") == [] and run("") == []
+    out = run("c")
+    assert out == ["tool_result a entered whole at 70 characters while c of the same message, 30, entered replaced: "
+                   "the strategy declares a message over its budget gives up its largest results first "
+                   "(spills_largest_first: sorted the wrong way?)"]
+    spill = str(Path("/run/s1/tool-results/x.txt"))
+    assert len(run("bc")) == 1 and run("bc", spills={spill: "x"}, inputs={"a": {"file_path": spill}}) == []
+
+
 def test_a_cut_keeps_no_more_of_the_start_than_declared():
     """Codex's cut keeps at most half its bytes and half its lines from the output's start (cut_keeps_head). The
     output here: 200 lines of 5 characters ('0000\\n' ... '0199\\n'), 1,000 characters. A cut holding its first 100

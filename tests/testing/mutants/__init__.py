@@ -248,6 +248,7 @@ KIT45B: list[Case] = [
     _c(i.OpenHandsEventPerMessage, OpenHands, "compaction_trigger", "one event per message: parallel calls undercounted"),
     _c(i.OpenCodeTailFromOneTurn, OpenCode, "kept_tail", "the kept turns tried from one up: only the newest kept"),
     _c(i.OpenHandsCutPointPastMatch, OpenHands, "kept_tail", "cut points found past an exact match: a tail turn short"),
+    _c(i.NovaCodeSpillsSmallestFirst, NovaCode, "result_limit", "N-SPILL-2 turned round: the smallest results spilled first"),
 ]
 CORPUS += KIT45B
 

@@ -13,7 +13,10 @@ its time-based microcompact (``replaces_only_when_idle``). opencode's prune guar
 it now declares its events trigger (``compacts_above_events``). opencode's tail tried from one turn up (blind set
 27) keeps only the newest turn: it now declares the turns it keeps (``compaction_tail`` in turns, with its budget in
 characters). OpenHands' cut points looked up past an exact match (blind set 33) keep a turn more at the head and
-one fewer in the tail: it now declares its tail in events (``compaction_tail``, the token requirement apart)."""
+one fewer in the tail: it now declares its tail in events (``compaction_tail``, the token requirement apart).
+NovaCode's budget spilled smallest first (blind set 35) showed on no session the kit made: a message of results each
+under the spill threshold and over the budget together was never sent; the parallel_results scenario now sends one,
+and NovaCode declares the order (``spills_largest_first``, N-SPILL-2)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ from ctxsim.strategies import opencode as oc
 from ctxsim.strategies import openhands as oh
 from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.cline import Cline
+from ctxsim.strategies.novacode import spill as sp
+from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.opencode import OpenCode
 from ctxsim.strategies.openhands import OpenHands
 from ctxsim.strategies.sliding_window import SlidingWindow
@@ -108,3 +113,17 @@ class OpenHandsCutPointPastMatch(OpenHands):
     def _forgotten(self, starts, reasons):
         with _swapped(oh, "bisect_left", lambda _: bisect_right):
             return super()._forgotten(starts, reasons)
+
+
+class NovaCodeSpillsSmallestFirst(NovaCode):
+    """N-SPILL-2's order turned round: a message over its budget spills its smallest results first, the largest,
+    which broke the budget, left whole (blind set 35)."""
+
+    name = "novacode_spills_smallest_first"
+
+    def _spill(self, message):
+        sp.sorted = lambda items, key: sorted(items, key=lambda i: (-key(i)[0], key(i)[1]))
+        try:
+            return super()._spill(message)
+        finally:
+            del sp.sorted
