@@ -1399,7 +1399,7 @@ class Checker:
                                     "(a window or a unit of its own?)")
         self._asked_since_main = False
         if self.declared.cold_only is not None and "idle_clear" in self.promised and stream == "main":
-            detail = self._changed_warm(s, results, changed, fresh)
+            detail = self._changed_warm(s, results, changed, fresh or after_refusal)
             if detail:
                 v("idle_clear", detail)
         line_at, self._line_at = self._line_at, s.now
@@ -1939,7 +1939,8 @@ class Checker:
     def _changed_warm(self, s: Sent, results: dict[str, Block], changed: frozenset[str], fresh: bool) -> str:
         """A request of the main conversation that changes a result the request before sent as it entered, sooner
         after that request than the declared idle gap (``replaces_only_when_idle``; by half: the cache still
-        warm however the gap is read), or ``""``. The first request of a launch is not judged."""
+        warm however the gap is read), or ``""``. The first request of a launch is not judged (``fresh``), nor a
+        reaction to a refused request (the caller's ``fresh`` too: a request over the window must shrink)."""
         before, self._warm_changed = self._warm_changed, changed
         sent, self._warm_sent = self._warm_sent, frozenset(results)
         at, self._main_at = self._main_at, s.now

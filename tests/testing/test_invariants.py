@@ -920,7 +920,8 @@ def test_idle_clear_a_strategy_that_changes_results_only_when_idle_does_not_whil
     """on_demand_reading replaces old reads only after an idle gap past cold_cache_s (300 s); Claude Code clears old
     results only in its time-based microcompact, after an hour idle (none with it off). A request 4 s after
     the one before that changes a result it sent whole is reported; the same change 400 s after passes (and one
-    150 s after, half the gap, is not judged: however the gap is read, the cache may be cold)."""
+    150 s after, half the gap, is not judged: however the gap is read, the cache may be cold); so is one a second
+    after a request the API refused as too long."""
     from ctxsim.harness.testing.declared import Declared, declared
     from ctxsim.strategies.claude_code import ClaudeCode
     from ctxsim.strategies.on_demand_reading import OnDemandReading
@@ -939,6 +940,11 @@ def test_idle_clear_a_strategy_that_changes_results_only_when_idle_does_not_whil
     out = run(4.0)
     assert [v.invariant for v in out] == ["idle_clear"] and "changes 1 result(s) it sent before as they entered (tool use a) 4 s" in out[0].detail
     assert run(400.0) == [] and run(150.0) == []
+    # a reaction to a request the API refused as too long must shrink what it sends, the cache warm or not
+    c = Checker(frozenset({"idle_clear"}), texts, declared=Declared(cold_only=300.0))
+    c.feed([Sent(req(msgs), 100, 1_000, False, "", 0, 1_000.0), Sent(req(msgs), 1_200, 1_000, True, "prompt is too long", 1, 1_002.0),
+            Mark("on_rejected", "overflow")])
+    assert c.feed([Sent(req(later, rewrite=True), 100, 1_000, False, "", 2, 1_003.0)]) == []
 
 
 def test_replaced_once_a_placeholder_is_not_replaced_again_from_itself():
