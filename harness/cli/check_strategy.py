@@ -203,8 +203,12 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     if d.summarises_dropped:
         out.append("what leaves the main window goes into a summary first")
     for least, most, unit in d.tail:
-        bounds = [f"at {side} {_tail_amount(x, unit)}" for side, x in (("least", least), ("most", most)) if x]
+        bounds = ([f"exactly {_tail_amount(least, unit)} (fewer where more would pass a cap)"]
+                  if least and least == most else
+                  [f"at {side} {_tail_amount(x, unit)}" for side, x in (("least", least), ("most", most)) if x])
         out.append(f"a compaction (or a cut) keeps its newest messages verbatim, {' and '.join(bounds)}")
+    if d.tail_under_window:
+        out.append("... while the conversation fits the window (past it, cut to fit)")
     if d.tail_shortest:
         out.append("... and no more than the shortest tail that holds every least")
     if d.cut_share is not None:
