@@ -186,6 +186,11 @@ class SlidingWindowConfig(PeerConfig):
                                        "(Cline's file-read optimisation; off: the older reading)")
 
 
+def allowed_size(config: SlidingWindowConfig, window: int) -> int:
+    """The window less the configured reserve, or Cline's table (:func:`allowed_tokens`)."""
+    return window - config.reserve_tokens if config.reserve_tokens is not None else allowed_tokens(window)
+
+
 class SlidingWindow(ThresholdCompactor):
     name = "sliding_window"
     summary = "Cline classic: over window − 40k drop duplicate file reads, then half of the messages after the first pair"
@@ -202,7 +207,7 @@ class SlidingWindow(ThresholdCompactor):
         """``getNextTruncationRange``: a cut drops at most half of the messages after the first pair (``floor(rest /
         4) × 2``), three quarters when ``keep`` is "quarter" or, with "auto", when half the total is over the allowed
         size; it cuts again while the request is still at or over it."""
-        allowed = window - config.reserve_tokens if config.reserve_tokens is not None else allowed_tokens(window)
+        allowed = allowed_size(config, window)
         share = 0.25 if config.keep == "quarter" else 0.5
         return share, 2, 2 * allowed if config.keep == "auto" else None, allowed
 
@@ -212,8 +217,7 @@ class SlidingWindow(ThresholdCompactor):
             check_room(self.name, env.window, self.allowed(), {"reserve_tokens": config.reserve_tokens})
 
     def allowed(self) -> int:
-        c = self.config
-        return self.env.window - c.reserve_tokens if c.reserve_tokens is not None else allowed_tokens(self.env.window)
+        return allowed_size(self.config, self.env.window)
 
     def _total(self) -> int:
         if self.config.count_pending:
