@@ -87,6 +87,31 @@ class Aider(ThresholdCompactor):
     def call_models(cls, config) -> dict[str, str]:
         return {"summary": config.summary_model or ""}   # the weak model, when one is named
 
+    @classmethod
+    def compaction_tail(cls, config, window: int, max_output_tokens: int) -> tuple:
+        """``summarize_real`` keeps the newest finished messages while they stay under half the budget (then moves the
+        split back to end the head on an assistant message): a bound its walk stays under, not a floor
+        (:meth:`compaction_tail_walked`)."""
+        return ((float((config.max_chat_history_tokens or history_budget(window)) // 2), None, "tokens"),)
+
+    @classmethod
+    def compaction_tail_walked(cls, config) -> bool:
+        return True
+
+    @classmethod
+    def compacts_above(cls, config, window: int, max_output_tokens: int) -> int | None:
+        """The finished exchanges are summarised once they pass the budget (:meth:`compacts_above_finished`)."""
+        return config.max_chat_history_tokens or history_budget(window)
+
+    @classmethod
+    def compacts_above_finished(cls, config) -> bool:
+        return True
+
+    @classmethod
+    def compacts_only_at_turns(cls, config) -> bool:
+        """``summarize_start`` runs when an exchange ends: the summary is asked for as the next user turn begins."""
+        return True
+
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         self.exchange_ended = False

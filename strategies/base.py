@@ -225,6 +225,13 @@ class Strategy:
         return 0
 
     @classmethod
+    def keeps_recent_reads(cls, config: StrategyConfig) -> tuple[int, tuple[str, ...] | None, int] | None:
+        """``(n, tools, chars)``: the results of the newest ``n`` uses of these tools (None: any tool) that entered
+        at ``chars`` characters or more keep as they entered, newest by where each stands (on_demand_reading's
+        ``keep_recent_reads``: its newest reads are never replaced by pointers). None: no promise."""
+        return None
+
+    @classmethod
     def keeps_recent_tool_chars(cls, config: StrategyConfig) -> int:
         """How many characters of the newest tool output (walking back from the newest result, by where
         each stands) keep their results as they entered, whatever the strategy clears: a protection
@@ -265,6 +272,13 @@ class Strategy:
         model with this ``window`` and output limit). None: no such trigger (or one that may find nothing
         worth summarising, unless ``summarises_before_latest_prompt`` says where)."""
         return None
+
+    @classmethod
+    def compacts_above_finished(cls, config: StrategyConfig) -> bool:
+        """Whether ``compacts_above`` counts only the finished messages (those before the user's latest typed message:
+        aider's ``done_messages``): no summary is asked for while the whole conversation is under it, but a request
+        past it may go unsummarised. False: the whole request counts."""
+        return False
 
     @classmethod
     def compacts_above_events(cls, config: StrategyConfig) -> int | None:
@@ -330,6 +344,14 @@ class Strategy:
         sent). Cline's classic truncation keeps half of what follows the first exchange, a quarter when half the
         total is still over. None: no promise."""
         return None
+
+    @classmethod
+    def compaction_tail_walked(cls, config: StrategyConfig) -> bool:
+        """Whether ``compaction_tail``'s leasts are the bound a walk from the newest finished message stays under, not a
+        floor: the finished messages kept (those before the latest message the user typed), with the message before
+        them, reach it, where any is kept (aider's ``summarize_real``: the newest messages under half its budget;
+        none kept where the whole history is summarised). False: each least is a floor."""
+        return False
 
     @classmethod
     def compaction_tail_under_window(cls, config: StrategyConfig) -> bool:

@@ -94,6 +94,12 @@ class OnDemandReading(WindowedStrategy):
         """Old reads become pointers only after an idle gap past ``cold_cache_s`` (0: whenever the budget passes)."""
         return config.cold_cache_s or None
 
+    @classmethod
+    def keeps_recent_reads(cls, config) -> tuple[int, tuple[str, ...] | None, int] | None:
+        """The newest ``keep_recent_reads`` reads (every result with ``elide_all_results``) that entered at
+        ``min_pointer_chars`` or more never become pointers."""
+        return config.keep_recent_reads, None if config.elide_all_results else tuple(config.read_tools), config.min_pointer_chars
+
     def __init__(self, config: OnDemandReadingConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
         self.reads_dir = Path(env.session_dir) / "reads"

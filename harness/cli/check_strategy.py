@@ -182,6 +182,10 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"the newest {d.recent_turns} user turns keep their tool results as they entered")
     if d.superseded:
         out.append("a read is replaced only while a later read of its file goes whole")
+    if d.recent_reads:
+        n, tools, least = d.recent_reads
+        out.append(f"the newest {n} results of {', '.join(tools) if tools else 'any tool'} of {least:,} characters or "
+                   "more keep as they entered")
     if d.recent_chars:
         out.append(f"the newest {d.recent_chars:,} characters of tool output keep their results as they entered")
     if d.idle_clear is not None:
@@ -190,7 +194,9 @@ def _declared_lines(cls, params, window: int) -> list[str]:
                    f"{', '.join(tools) if tools else 'every tool'}")
     if d.cold_only is not None:
         out.append(f"a result sent before changes only after {d.cold_only:,.0f} s idle")
-    if d.compacts_above is not None:
+    if d.compacts_above is not None and d.above_finished:
+        out.append(f"no summary is asked for before the finished messages pass {d.compacts_above:,} tokens")
+    elif d.compacts_above is not None:
         out.append(f"a request it estimates past {d.compacts_above:,} tokens is summarised first")
     if d.above_events is not None:
         out.append(f"a request of more than {d.above_events} events (each tool call and result one) is summarised first")
@@ -203,6 +209,10 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     if d.summarises_dropped:
         out.append("what leaves the main window goes into a summary first")
     for least, most, unit in d.tail:
+        if d.tail_walked:
+            out.append(f"a compaction keeps the newest finished messages a walk takes while under {_tail_amount(least, unit)} "
+                       "(they and the one before them reach it)")
+            continue
         bounds = ([f"exactly {_tail_amount(least, unit)} (fewer where more would pass a cap)"]
                   if least and least == most else
                   [f"at {side} {_tail_amount(x, unit)}" for side, x in (("least", least), ("most", most)) if x])

@@ -30,6 +30,8 @@ is checked like its base (issue #45):
   (opencode's prune never touches the last two);
 * ``keeps_recent_tool_chars(config)``: how many characters of the newest tool output keep their results as
   they entered (opencode's prune protection);
+* ``keeps_recent_reads(config)``: how many of the newest results of some tools, of a least size, keep as they
+  entered (on_demand_reading's newest reads never become pointers);
 * ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
 * ``clears_when_idle(config)``: the idle gap (trace clock) after which the next request clears old tool
   results, and the tools whose results it clears (Claude Code's time-based microcompact);
@@ -37,6 +39,8 @@ is checked like its base (issue #45):
   before it changes a result it sent before (on_demand_reading's ``cold_cache_s``: the cache cold anyway);
 * ``compacts_above(config, window, max_output_tokens)``: the estimate of a request past which the strategy
   summarises before sending it (its auto-compaction trigger on the run's window);
+* ``compacts_above_finished(config)``: whether that trigger counts only the finished messages, so that it holds as
+  a floor only (aider: what came before the user's latest message);
 * ``compacts_at_turns(config, window, max_output_tokens)``: the previous request's input past which the
   strategy summarises when a user turn begins (goose);
 * ``compacts_above_events(config)``: the events (a tool call or a result one each) past which a request follows a
@@ -55,6 +59,7 @@ is checked like its base (issue #45):
   turns or a share of the conversation (NovaCode's N-COMP-6 tail, cline's preserved tokens, gemini-cli's preserved fraction);
   ``compaction_tail_shortest(config)``: and no longer than the shortest that holds every least (NovaCode's walk);
   ``compaction_tail_under_window(config)``: only where the conversation fits the window (OpenHands: past it, cut to fit);
+  ``compaction_tail_walked(config)``: its leasts the bound a walk from the newest finished message stays under (aider);
 * ``cut_keeps_share(config, window, max_output_tokens)``: the share of the messages after its head a cut with no summary
   keeps at least, unless the conversation was estimated past a size or a request keeping that share would be
   estimated at another or more (sliding_window: Cline's half, a quarter when half the total is still over);
@@ -90,6 +95,7 @@ class Declared:
     recent_kept: int = 0  # the newest tool uses whose results stay as they entered
     recent_chars: int = 0  # the newest characters of tool output whose results stay as they entered
     recent_turns: int = 0  # the newest user turns whose tool results stay as they entered
+    recent_reads: tuple[int, tuple[str, ...] | None, int] | None = None  # (n, tools or any, least chars) kept as entered
     result_cuts: tuple[tuple[tuple[str, ...], int, float], ...] = ()  # (tools, characters, head share) of a cut
     head_at_most: tuple[tuple[int, str], ...] = ()  # (amount, unit) a cut result keeps from its start at most
     whole_under: tuple[int, int] | None = None  # (a result's, a message's results' characters) that enter whole
@@ -104,6 +110,7 @@ class Declared:
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
+    above_finished: bool = False  # compacts_above counts only the finished messages: never a summary under it
     only_at_turns: bool = False  # ... and no summary of the main conversation but as a user turn begins (or after a refusal)
     breaker: int | None = None  # the summaries failing in a row after which the strategy stops summarising
     before_prompt: bool = False  # a summary takes only what stands before the user's latest typed message
@@ -112,6 +119,7 @@ class Declared:
     tail: tuple[tuple[float, float | None, str], ...] = ()  # (least, most, unit) of what a compaction keeps verbatim
     tail_shortest: bool = False  # ... and no more than the shortest tail that holds every least
     tail_under_window: bool = False  # ... only where the conversation fits the window (past it, cut to fit)
+    tail_walked: bool = False  # ... its leasts the bound a walk from the newest finished message stays under
     newest_users: bool = False  # the user messages a compaction keeps are the newest, in order (keeps_newest_user_messages)
     cut_share: tuple[float, int, float | None, float] | None = None  # (share, head, over, under) a cut keeps at least
 
@@ -241,6 +249,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                        lambda v: v is None or isinstance(v, int) and not isinstance(v, bool) and v >= 1,
                        "a number of failures (1 or more) or None")
     only_at_turns = _flag(cls, "compacts_only_at_turns", config)
+    above_finished = _flag(cls, "compacts_above_finished", config)
     before_prompt = _flag(cls, "summarises_before_latest_prompt", config)
     events = _checked(cls, "compacts_above_events", config, None,
                       lambda v: v is None or isinstance(v, int) and not isinstance(v, bool) and v >= 1,
@@ -267,24 +276,32 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     "a number of seconds or None")
     turns = _checked(cls, "keeps_recent_turns", config, 0, lambda v: _amount(v) and int(v) == v, "a number of user turns")
     chars = _checked(cls, "keeps_recent_tool_chars", config, 0, _amount, "a number of characters")
+    reads = _checked(cls, "keeps_recent_reads", config, None,
+                     lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and isinstance(v[0], int)
+                     and not isinstance(v[0], bool) and v[0] >= 0 and (v[1] is None or isinstance(v[1], tuple | list)
+                     and all(isinstance(t, str) for t in v[1])) and _amount(v[2]),
+                     "(newest results, tool names or None, least characters) or None")
     tail = _tail(cls, config, window, max_output_tokens)
     shortest = _flag(cls, "compaction_tail_shortest", config)
     under_window = _flag(cls, "compaction_tail_under_window", config)
+    walked = _flag(cls, "compaction_tail_walked", config)
     largest_first = _flag(cls, "spills_largest_first", config)
     share = _cut_share(cls, config, window, max_output_tokens)
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
-                    cache_marks=tuple(marks), compacts_above=trigger, compacts_at_turns=at_turns,
+                    cache_marks=tuple(marks), compacts_above=trigger, above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
-                    recent_turns=int(turns), clears_beyond=None if beyond is None else (beyond[0], beyond[1], tuple(beyond[2])),
+                    recent_turns=int(turns), recent_reads=None if not reads or not reads[0] else (
+                        int(reads[0]), None if reads[1] is None else tuple(reads[1]), int(reads[2])),
+                    clears_beyond=None if beyond is None else (beyond[0], beyond[1], tuple(beyond[2])),
                     result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts),
                     cold_only=None if cold is None else float(cold), tail=tail, only_at_turns=only_at_turns, breaker=breaker,
                     before_prompt=before_prompt and trigger is not None, above_events=events,
                     whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
                     head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail),
-                    tail_under_window=under_window and bool(tail), largest_first=largest_first,
+                    tail_under_window=under_window and bool(tail), tail_walked=walked and bool(tail), largest_first=largest_first,
                     newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)), cut_share=share)
 
 

@@ -89,6 +89,9 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    opencode's prune protection, 4 characters per token) sends the results that budget
                    reaches, walking back from the newest by where each stands (each counted as it entered),
                    as they entered: a protection counted in another unit clears what it promised to keep.
+                   One that declares its newest results of some tools (``Strategy.keeps_recent_reads``:
+                   on_demand_reading's newest reads) sends that many newest of them that entered at the
+                   declared characters or more, by where each stands, as they entered.
                    And one that declares a clearing takes every older result (``Strategy.clears_all_but_recent``:
                    context_editing) sends none of them whole when a request newly clears: a keep
                    counted in turns, not tool uses, keeps more than declared.
@@ -165,6 +168,8 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    judged when a side call after it failed (its pipeline broke off), when it is no
                    shorter than its input (discarding it loses nothing: gemini-cli's inflation
                    check), or when the request holds a recorded agent's own summary instead.
+                   And a summary request takes in an earlier summary's whole text once at most: a fold
+                   that starts at the previous summary, passed apart too, summarises it twice.
 ``subagent_report`` a summary asked for when a sub-agent ends, before the next main-line request or
                    span, whose text the parent's next request holds in a new tool result (its report),
                    takes in the sub-agent's own work: a message or tool result of the sub-agent's last
@@ -233,7 +238,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -653,6 +658,7 @@ class _Summary:
     input_chars: int = 0  # the characters of what it summarised (a summary no shorter is rightly thrown away)
     input_text: str = ""  # the text of its request (a strategy may send the history rendered as one transcript)
     result_ids: frozenset[str] = frozenset()  # the tool results its request held, by id (in whatever form)
+    sent_twice: bool = False  # a later summary request took its whole text in twice (reported once)
 
     def took_in(self, b: Block, results: bool = False) -> bool:
         """Whether its request took ``b`` in: the block itself, or (a text block) its opening inside the
@@ -677,6 +683,8 @@ def _texts(req: Request, results: bool = True) -> list[str]:
     return [b.text for m in req.messages for b in m.blocks if b.type in kinds] + [b.text for b in req.system.blocks]
 
 
+# a summary this long sent whole twice in one summary request is no coincidence of short texts (assumed)
+SUMMARY_TWICE_CHARS = 40
 REPORT_OPENING = 60   # characters of a block's text that stand for it in a rendered transcript (assumed)
 
 
@@ -1189,6 +1197,10 @@ class Checker:
                                         "(compacts_only_at_turns: a flag that a turn began, never cleared?)")
             if s.kind == SUMMARY and not s.rejected and not s.error:
                 self._reaction_summarised = self._reaction_summarised or self._overflow is not None
+                if "summary_used" in self.promised and (self._summaries or self._in_window):
+                    detail = self._summary_twice(req)
+                    if detail:
+                        v("summary_used", detail)
                 carries = "goal" in self.promised and self._holds_goal(req)
                 if self._summaries or self._in_window:
                     texts = _texts(req)
@@ -1333,7 +1345,7 @@ class Checker:
         kept_promised = (self.declared.recent_kept or self.declared.clears_all_but is not None
                          or self.declared.clears_above is not None or self.declared.clears_beyond is not None)
         results = (self._results(req) if kept_promised or stream == "main" and (
-            self.declared.idle_clear or self.declared.recent_chars or self.declared.recent_turns
+            self.declared.idle_clear or self.declared.recent_chars or self.declared.recent_turns or self.declared.recent_reads
             or self.declared.cold_only is not None or "replaced_once" in self.promised) else {})
         if self.declared.recent_kept and "recent_kept" in self.promised:
             for detail in self._recent_changed(req, results):
@@ -1347,6 +1359,11 @@ class Checker:
                 v("replaced_once", detail)
         if self.declared.recent_turns and "recent_kept" in self.promised and stream == "main":
             for detail in self._recent_turns_changed(req, results):
+                v("recent_kept", detail)
+        if self.declared.recent_reads and "recent_kept" in self.promised and stream == "main":
+            # a compaction (a side call since the last main request) or a reaction to a refusal may cut what its tail
+            # keeps: the promise is of what the strategy's own clearing takes
+            for detail in self._recent_reads_changed(req, results, after_refusal or self._asked_since_main):
                 v("recent_kept", detail)
         if (self.declared.clears_above is not None and "compaction_trigger" in self.promised
                 and not fresh and not s.rejected and not self._clear_trigger_reported):
@@ -1366,6 +1383,7 @@ class Checker:
             if detail:
                 v("cache_marks", detail)
         if (self.declared.compacts_above is not None and "compaction_trigger" in self.promised and stream == "main"
+                and not self.declared.above_finished
                 and not fresh and not (self._asked_since_main or self._breaker_may_be_open() or self._trigger_missed)
                 and req.estimated_tokens is not None
                 and req.estimated_tokens > self.declared.compacts_above * TRIGGER_SLACK
@@ -2055,6 +2073,39 @@ class Checker:
                                "the turns counted one short?")
         return out
 
+    def _summary_twice(self, req: Request) -> str:
+        """A summary request that takes in an earlier summary's whole text twice or more (a fold that starts at the
+        previous summary where it passes it apart: it is summarised again, and the requests grow at each
+        compaction). Each summary reported once."""
+        joined = "\n".join(_texts(req))
+        for sm in [*self._summaries, *(w for w, _ in self._in_window)]:
+            t = sm.text.strip().removesuffix("</summary>").strip()
+            if len(t) >= SUMMARY_TWICE_CHARS and not sm.sent_twice and joined.count(t) >= 2:
+                sm.sent_twice = True
+                return (f"the summary made at call {sm.call} ({_short(t)!r}) is sent {joined.count(t)} times in this "
+                        "summary request: the messages folded in start at the previous summary, where it is passed "
+                        "apart too (an off-by-one in the fold?)")
+        return ""
+
+    def _recent_reads_changed(self, req: Request, results: dict[str, Block], excused: bool) -> list[str]:
+        """The newest declared number of results (by where each stands) of the declared tools that entered at the
+        declared characters or more, that differ from what they were when they entered (once per tool use; one
+        changed in an ``excused`` request is not judged again)."""
+        n, tools, least = self.declared.recent_reads
+        names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
+        reads = [i for i in results if (tools is None or names.get(i, "") in tools) and self._entered_chars[i] >= least]
+        out = []
+        for i in reads[-n:]:
+            b = results[i]
+            if i not in self._recent_lost and b.digest != self._as_entered[i]:
+                self._recent_lost.add(i)
+                if excused:
+                    continue
+                out.append(f"the result of tool use {i}, one of the newest {n} results of {', '.join(tools) if tools else 'any tool'} "
+                           f"of {least:,} characters or more the strategy declares it keeps (keeps_recent_reads), is sent "
+                           f"changed ({_short(b.text)!r}): the oldest protected instead of the newest?")
+        return out
+
     def _recent_chars_changed(self, results: dict[str, Block]) -> list[str]:
         """The results (by tool_use id, in the order they stand) within the declared characters of the newest
         tool output, walking back, that differ from what they were when they entered (once per tool use)."""
@@ -2383,6 +2434,11 @@ class Checker:
                                  f"tokens at {TAIL_MAX_CPT:g} a token)")
                     return (f"the compaction kept {len(tail)} messages verbatim after {after_what}, {shown}, over the "
                             f"{cap} the strategy declares it keeps at most (compaction_tail)")
+            if least and self.declared.tail_walked:
+                detail = self._walk_short(req, tail, conv, ext, start, least, unit, after_what, seen_over)
+                if detail:
+                    return detail
+                continue
             if least and kept * TAIL_LEAST_SLACK[unit] < least and start > 0 and not self._appended_mixed and not any(
                     m is not None and seen_over(wider, u, m) for _, m, u in self.declared.tail):
                 return (f"the compaction kept {len(tail)} messages verbatim after {after_what}, {shown}, under the "
@@ -2405,6 +2461,33 @@ class Checker:
                         "shortest that holds them "
                         "(compaction_tail_shortest: a least read as another, the walk not stopped?)")
         return ""
+
+    def _walk_short(self, req: Request, tail: list[Message], conv: list[Message], ext: int, start: int, least: float,
+                    unit: str, after_what: str, seen_over: Callable[[list[Message], str, float], bool]) -> str:
+        """A tail walked from the newest finished message while under ``least`` (``compaction_tail_walked``) that
+        stopped short: the finished messages it kept (before the latest message the user typed), with the messages
+        before them back to one that answers no call, stay under ``least`` (the walk would have taken the next). In
+        tokens, at the rate of the strategy's own estimate of ``req`` (within CUT_RATE_SLACK). Not judged where it
+        kept no finished message (the whole history summarised)."""
+        typed = max((k for k, m in enumerate(tail) if _typed(m)), default=len(tail))
+        done, before = tail[:typed], conv[max(ext, 0):start]
+        if not done or start <= 0 or self._appended_mixed:
+            return ""
+        if unit == "tokens":
+            if not req.estimated_tokens:
+                return ""
+            fixed = sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
+            rate = req.estimated_tokens / max(1, fixed + sum(m.chars for m in req.messages))
+            reach, slack = rate * sum(m.chars for m in before + done), CUT_RATE_SLACK
+        else:
+            reach, slack = float(self._tail_size(before + done, unit)), TAIL_LEAST_SLACK[unit]
+        if reach * slack >= least or any(m is not None and seen_over(before + done, u, m) for _, m, u in self.declared.tail):
+            return ""
+        return (f"the compaction kept {len(done)} finished messages verbatim after {after_what}, which with the "
+                f"{len(before)} before them come to {'about ' if unit == 'tokens' else ''}{reach:,.0f} {unit}"
+                f"{' (as the strategy estimates)' if unit == 'tokens' else ''}, under the "
+                f"{least:,.0f} {unit} the strategy declares its walk from the newest stays under "
+                "(compaction_tail_walked): the walk stopped early (the messages sized in another unit?)")
 
     def _nothing_before_prompt(self, req: Request) -> bool:
         """Nothing but a summary stands before the newest message of ``req`` the user typed (text the trace fed, no

@@ -44,6 +44,8 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
   off by more than the kit allows;
 * ``failures_apart``: enough work for six compactions or more, the first, third and fifth summary calls
   failing (never three in a row): a breaker declared to open on three consecutive failures stays closed;
+* ``short_exchanges``: thirty short user turns (a question, a small read every third turn, an answer): a walk
+  over the newest finished messages under a budget crosses turns, so one sized in another unit shows (aider);
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
   isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
   kit's window only).
@@ -473,6 +475,22 @@ def failures_apart(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
                        tool=lambda k: "Read" if k % 3 else "Bash")
 
 
+def short_exchanges(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """Thirty short user turns, each a question, every third a read of 1,200 characters, and an answer of 900 (about
+    1,300 characters a turn at 32k): a chat of the kind aider holds, where a walk from the newest finished message
+    under a budget of a few thousand tokens (aider's half of ``min(max(window / 16, 1024), 8192)``) crosses several
+    turns, and one that sizes the messages in another unit stops a turn or two short (issue #45)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    for t in range(30):
+        b.user(_scale(200, window), 70 + t)
+        if t % 3 == 1:
+            b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(1_200, window), seed=950 + t),)))
+        b.call(conv.Turn(text=_scale(900 + 7 * t, window)))   # lengths apart: no two answers alike
+    b.end_session()
+    return b.trace()
+
+
 def _tool_turns(window: int, *, turns: int, calls: int, size: int, seed: int, stride: int, user_seed: int,
                 tool: Callable[[int], str]) -> tr.Trace:
     """A request, then ``turns`` user turns of ``calls`` single tool calls each (``tool(k)`` the k-th's tool, its
@@ -518,6 +536,7 @@ SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "subagent_larger_than_parent": (subagent_larger_than_parent, False),
     "thinking_then_small_results": (thinking_then_small_results, False),
     "failures_apart": (failures_apart, False),
+    "short_exchanges": (short_exchanges, False),
 }
 # the side calls a scenario fails (the n-th summary and verify calls, counted from 0; RunConfig.fail_calls), as the
 # generated sessions fail them (machine.FAILING_KINDS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 from ctxsim.harness.model.conversation import (
@@ -651,6 +653,30 @@ def test_recent_kept_holds_the_declared_characters_of_the_newest_output():
     assert "68 from the newest through it" in out[0].detail
 
 
+def test_recent_kept_holds_the_newest_declared_reads_as_they_entered():
+    """on_demand_reading declares its newest keep_recent_reads reads (of its read tools, of min_pointer_chars or
+    more) never become pointers. Here 1 read of 40 characters or more: b (50) is the newest such, c (20) is under
+    the least. Replacing a passes; replacing a and b is reported, once. The same requests with the promise on
+    another tool pass; with any tool (elide_all_results) b is still the newest of 40 or more."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.on_demand_reading import OnDemandReading
+
+    assert declared(OnDemandReading, {}).recent_reads == (2, ("Read", "NotebookRead", "read_file", "view", "open_file"), 1_000)
+    assert declared(OnDemandReading, {"elide_all_results": True, "keep_recent_reads": 3}).recent_reads == (3, None, 1_000)
+    assert declared(OnDemandReading, {"keep_recent_reads": 0}).recent_reads is None
+    texts = {"a": "A" * 50, "b": "B" * 50, "c": "C" * 20}
+    out = clear_a_then_b(Declared(recent_reads=(1, ("Read",), 40)), texts)
+    assert [v.invariant for v in out] == ["recent_kept"]
+    assert "tool use b, one of the newest 1 results of Read of 40 characters or more" in out[0].detail
+    assert clear_a_then_b(Declared(recent_reads=(1, ("Grep",), 40)), texts) == []
+    assert len(clear_a_then_b(Declared(recent_reads=(1, None, 40)), texts)) == 1
+    # the reaction to a refused request may cut what it keeps (its window fallback's tail): not judged, nor later
+    c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_reads=(1, ("Read",), 40)))
+    assert c.feed([sent(req(reads(texts)), 0)]) == []
+    assert c.feed([Sent(req(reads(texts)), 2_000, 1_000, True, "too long", 1, 1.0)]) == []
+    assert c.feed([sent(req(reads(texts, "b"), rewrite=True), 2), sent(req(reads(texts, "b"), rewrite=True), 3)]) == []
+
+
 def test_recent_kept_a_clearing_takes_every_older_result_where_declared():
     """context_editing declares its clearings take every result older than the newest keep tool uses (its
     excluded tools apart). keep 1: the request that clears a and b passes; one that clears only a (b, older
@@ -1051,6 +1077,31 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
     assert c.feed([sent(_estimated(msgs, 1_200), 3)]) == []
 
 
+def test_compaction_trigger_counted_on_the_finished_messages_is_a_floor_only():
+    """aider summarises its finished exchanges once they pass its budget, min(max(window / 16, 1,024), 8,192): 2,000
+    at the kit's 32,000 (1,024 at 8,000; 8,192 at 200,000), only as a user turn begins. The whole request counts more
+    than the finished messages: declared so (compacts_above_finished), a request estimated past it with no summary
+    is not reported (1,100 past 1,000); a summary asked for on a conversation of 500 tokens (800 with the factor of
+    1.6, under 1,000) is, as with any trigger."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.aider import Aider
+
+    d = declared(Aider, {}, 32_000, 64_000)
+    assert (d.compacts_above, d.above_finished, d.only_at_turns, d.tail, d.tail_walked) == (
+        2_000, True, True, ((1_000.0, None, "tokens"),), True)
+    assert declared(Aider, {}, 8_000, 4_096).compacts_above == 1_024 and declared(Aider, {}, 200_000, 64_000).compacts_above == 8_192
+    assert declared(Aider, {"max_chat_history_tokens": 3_000}, 32_000, 64_000).tail == ((1_500.0, None, "tokens"),)
+    c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000, above_finished=True))
+    msgs = [user("go")]
+    assert c.feed([Mark("session_start", "s1"), sent(_estimated(msgs, 900), 0, tokens=900),
+                   sent(_estimated(msgs, 1_100), 1, tokens=1_100)]) == []
+    c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000, above_finished=True))
+    out = c.feed([sent(_estimated(msgs, 500), 0, tokens=500),
+                  Sent(req([user("sum up")], kind="summary"), 500, 32_000, False, "", 1, 1.0)])
+    assert [v.invariant for v in out] == ["compaction_trigger"]
+    assert out[0].detail.startswith("a summary asked for on 500 tokens of the conversation, under the 1,000")
+
+
 def test_compaction_trigger_nothing_but_a_summary_before_the_latest_prompt_excuses_a_cut_that_never_passes_it():
     """Cline's cut never passes the user's latest typed prompt nor its preserved tail (summarises_before_latest_prompt):
     with only its previous summary before them, or the prompt first, there is nothing to summarise and a request over
@@ -1220,6 +1271,27 @@ def test_summary_used_by_the_rewrite_it_was_made_for():
     # wrapped in the strategy's own words: any piece of it (its opening, middle or end) is proof
     used = [user("This session continues. " + SUMMARY_TEXT[9:-10] + " (end of summary)"), user("go on")]
     assert c.feed([sent(req(used, rewrite=True), 2)]) == []
+
+
+def test_summary_used_a_later_summary_request_takes_an_earlier_summary_in_once():
+    """cline passes its previous summary apart and folds what came after it: a fold that starts at the summary
+    sends it twice (the text of the summary, 69 characters inside its tags, stands in two blocks) and is reported
+    once; the same request with it once passes."""
+    c = Checker(frozenset({"summary_used"}), {})
+    _summarised(c, SUMMARY_TEXT, FIRST)
+    kept = [user("Context summary:\n\n" + SUMMARY_TEXT), user("go on")]
+    assert c.feed([sent(req(kept, rewrite=True), 2)]) == []
+    once = [user("Previous summary:\n" + SUMMARY_TEXT + "\nConversation to fold:\nuser: go on")]
+    assert c.feed([sent(req(once, kind="summary"), 3)]) == []
+    c = Checker(frozenset({"summary_used"}), {})
+    _summarised(c, SUMMARY_TEXT, FIRST)
+    assert c.feed([sent(req(kept, rewrite=True), 2)]) == []
+    twice = [user("Previous summary:\n" + SUMMARY_TEXT + "\nConversation to fold:\nuser: Context summary:\n\n"
+                  + SUMMARY_TEXT + "\nuser: go on")]
+    out = c.feed([sent(req(twice, kind="summary"), 3)])
+    assert [v.invariant for v in out] == ["summary_used"]
+    assert "the summary made at call 1 (" in out[0].detail and "is sent 2 times in this summary request" in out[0].detail
+    assert c.feed([sent(req(twice, kind="summary"), 4)]) == []
 
 
 def test_summary_made_and_thrown_away_by_the_rewrite_is_named():
@@ -1504,18 +1576,22 @@ def test_a_message_marked_as_the_summary_that_is_not_it_keeps_no_promise():
 TAIL_SUMMARY = "The user wants the three modules read; a and b were read and hold nothing of note."
 
 
-def _tail_run(declared_tail, then: list[Message], came: list[Message] = (), opening: list[Message] = ()) -> list[str]:
+def _tail_run(declared_tail, then: list[Message], came: list[Message] = (), opening: list[Message] = (),
+              walked: bool = False, estimated: int | None = None) -> list[str]:
     """Request 0 holds ``opening`` (messages of the strategy's own), the task and the reads of a, b and c (7
     messages); ``came`` is what the engine gave the strategy since (the answer, a result); a summary is asked for
     (request 1), and request 2 holds it and ``then``. The invariants each violation names."""
     from ctxsim.harness.testing.declared import Declared
 
     steps = [*opening, *reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})]
-    c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=tuple(declared_tail)))
+    c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=tuple(declared_tail), tail_walked=walked))
     c.feed([sent(req(steps), 0), *(Mark("message", message=m) for m in came),
             sent(req([*steps[:3], user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
     summary = Message.user(TAIL_SUMMARY, origin="summary")
-    return [v.detail for v in c.feed([sent(req([summary, *then], rewrite=True), 2)])]
+    r = req([summary, *then], rewrite=True)
+    if estimated is not None:
+        r = dataclasses.replace(r, estimated_tokens=estimated)
+    return [v.detail for v in c.feed([sent(r, 2)])]
 
 
 def test_kept_tail_holds_the_least_in_messages_unless_a_cap_kept_the_rest_out():
@@ -1535,6 +1611,32 @@ def test_kept_tail_holds_the_least_in_messages_unless_a_cap_kept_the_rest_out():
     # ... nor one it sent before as well (the same files restored at two compactions)
     out = _tail_run([(3, None, "messages")], [note, *steps[5:]], opening=[note])
     assert len(out) == 1 and "kept 2 messages verbatim after its summary, 2 messages, under the 3" in out[0]
+
+
+def test_kept_tail_walked_the_finished_messages_kept_with_the_one_before_reach_the_bound():
+    """aider keeps the newest finished messages while they stay under half its budget: a bound, not a floor. Declared
+    walked, 5 messages: the finished messages kept are those before the user's latest message ("next", which came
+    since request 0). Keeping [call b, result b, call c, result c] (4), with the result before them (back to its call:
+    [call a, result a]) reaches 6: held. Keeping [call c, result c] with [call b, result b] before comes to 4, under 5:
+    reported. Keeping none (the whole history summarised: aider's four messages or fewer) is not judged."""
+    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+    nxt = user("next")
+    assert _tail_run([(5, None, "messages")], [*steps[3:], nxt], came=[nxt], walked=True) == []
+    out = _tail_run([(5, None, "messages")], [*steps[5:], nxt], came=[nxt], walked=True)
+    assert out == ["the compaction kept 2 finished messages verbatim after its summary, which with the 2 before them "
+                   "come to 4 messages, under the 5 messages the strategy declares its walk from the newest stays under "
+                   "(compaction_tail_walked): the walk stopped early (the messages sized in another unit?)"]
+    assert _tail_run([(5, None, "messages")], [nxt], came=[nxt], walked=True) == []
+    # not walked, the same 5 is a floor: the tail of 2 finished messages and "next" (3) is under it
+    assert len(_tail_run([(5, None, "messages")], [*steps[5:], nxt], came=[nxt])) == 1
+    # in tokens, at the rate of the strategy's own estimate of the request: with none, not judged. The request is 305
+    # characters (system 23, tools 89, summary 82, call c 7, result c 100, "next" 4); the 4 messages [call b, result b,
+    # call c, result c] are 214. Estimated at 305 tokens (one a character) they come to 214, and with a tenth for the
+    # rate (235) under a bound of 250: reported; estimated at 610 (two a character), 428: held
+    assert _tail_run([(250, None, "tokens")], [*steps[5:], nxt], came=[nxt], walked=True) == []
+    assert _tail_run([(250, None, "tokens")], [*steps[5:], nxt], came=[nxt], walked=True, estimated=610) == []
+    out = _tail_run([(250, None, "tokens")], [*steps[5:], nxt], came=[nxt], walked=True, estimated=305)
+    assert len(out) == 1 and "come to about 214 tokens (as the strategy estimates), under the 250 tokens" in out[0]
 
 
 def test_kept_tail_caps_the_tail_and_counts_what_came_since_the_last_request():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ctxsim.strategies.aider import Aider
 from ctxsim.strategies.amortized_forgetting import AmortizedForgetting
 from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.cline import Cline
@@ -42,6 +43,7 @@ from tests.testing.mutants import kit45f as f
 from tests.testing.mutants import kit45g as g
 from tests.testing.mutants import kit45h as h
 from tests.testing.mutants import kit45i as i
+from tests.testing.mutants import kit45j as j
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants import variants as v
@@ -249,6 +251,10 @@ KIT45B: list[Case] = [
     _c(i.OpenCodeTailFromOneTurn, OpenCode, "kept_tail", "the kept turns tried from one up: only the newest kept"),
     _c(i.OpenHandsCutPointPastMatch, OpenHands, "kept_tail", "cut points found past an exact match: a tail turn short"),
     _c(i.NovaCodeSpillsSmallestFirst, NovaCode, "result_limit", "N-SPILL-2 turned round: the smallest results spilled first"),
+    # the tenth round (which reads a strategy keeps): kit45j.py
+    _c(j.ClineFoldsFromThePreviousSummary, Cline, "summary_used", "the fold starts at the previous summary: sent twice"),
+    _c(j.AiderWalksInCharacters, Aider, "kept_tail", "the finished messages kept sized in characters: a quarter kept"),
+    _c(j.OnDemandProtectsOldest, OnDemandReading, "recent_kept", "the oldest reads protected: the newest become pointers"),
 ]
 CORPUS += KIT45B
 

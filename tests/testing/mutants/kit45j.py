@@ -1,0 +1,112 @@
+"""Issue #45, tenth round: what blind sets 37 and 38 changed that the kit did not hold, each now declared. Two sets,
+written apart, had on_demand_reading protect the oldest of its inline reads (``inline[:k]``) where it protects the
+newest: the newest reads become pointers first, each a read-back the model pays for, and nothing the kit held
+changed (the budgets, the idle gap, the path back all hold). The strategy now declares its newest reads are kept
+(``keeps_recent_reads``), held by ``recent_kept``. One set (38) had cline fold from its previous summary where it
+folds what came after it: the summary is passed apart and again in the transcript, summarised twice, and the
+summary requests grow at each compaction; every summary still held. A summary request now takes in each earlier
+summary once (``summary_used``), whatever the strategy declares. Four sets (29, 34, 36, 37) changed how aider sizes the
+finished messages it keeps verbatim (characters against its budget in tokens, the whole budget for half): the kit
+judged no tail of aider, whose walk stays under half its budget, a bound and not a floor. It now declares that bound
+(``compaction_tail`` with ``compaction_tail_walked``): the messages kept, with the one before them, reach it."""
+
+from __future__ import annotations
+
+from ctxsim.harness.llm.services import SUMMARY, CallSpec
+from ctxsim.harness.model.conversation import History, Message, Request, SystemPrompt, ToolSet
+from ctxsim.strategies import aider as ai
+from ctxsim.strategies import cline as cl
+from ctxsim.strategies.base import CallInfo
+from ctxsim.strategies.cline import Cline
+from ctxsim.strategies.on_demand_reading import OnDemandReading
+
+
+class OnDemandProtectsOldest(OnDemandReading):
+    """The protected reads sliced from the front of the list, oldest first: the newest reads become pointers."""
+
+    name = "on_demand_protects_oldest"
+
+    def before_call(self, call: CallInfo) -> None:
+        if self.in_isolated_subtask:
+            return
+        last, self._last_call = self._last_call, call.now
+        if self.inline_tokens() < self.config.inline_read_tokens:
+            return
+        if self.config.cold_cache_s and last is not None and call.now - last < self.config.cold_cache_s:
+            return
+        k = self.config.keep_recent_reads
+        protected = self.inline[:k]   # the bug: the oldest k, where the base takes inline[-k:]
+        left, chosen = self.inline_tokens(), []
+        for r in (r for r in self.inline if r not in protected):
+            if left <= self.config.keep_read_tokens:
+                break
+            chosen.append(r)
+            left -= self.gauge.tokens(r[2]) - self.gauge.opaque
+        if chosen:
+            self.replace(chosen)
+
+
+class ClineFoldsFromThePreviousSummary(Cline):
+    """The fold starts at the previous summary (``head[prev:]``), which is also passed apart: it is sent twice."""
+
+    name = "cline_folds_from_the_previous_summary"
+
+    def compact(self, call: CallInfo) -> bool | None:
+        c = self.config
+        msgs = list(self.history)
+        if len(msgs) < 2:
+            return None
+        cut = cl.safe_cut(msgs, min(c.preserve_recent_tokens, self.target_messages()), c.chars_per_token)
+        if cut <= 0 or cut >= len(msgs):
+            return None
+        head = msgs[:cut]
+        prev = next((i for i in range(len(head) - 1, -1, -1) if head[i].meta.get("origin") == "summary"), -1)
+        previous = head[prev].text if prev >= 0 else None
+        fold = head[max(prev, 0):]   # the bug: head[prev + 1:]
+        request = ((f"Previous summary:\n{previous}\n\n" if previous else "")
+                   + f"Conversation to fold into the summary:\n{cl.transcript_text(fold, c.tool_result_chars)}")
+        req = Request(SystemPrompt.of(cl.SUMMARIZER_SYSTEM), ToolSet(), History([Message.user(request)]))
+        res = self.side_call(req, CallSpec(kind=SUMMARY, max_output_tokens=c.summary_max_tokens))
+        if res is None or not res.text.strip():
+            return False
+        self.set_history(History([Message.user(f"Context summary:\n\n{res.text.strip()}", origin="summary"), *msgs[cut:]]))
+        return True
+
+
+class AiderWalksInCharacters(ai.Aider):
+    """The walk that keeps the newest finished messages sizes them in characters against half the budget in tokens:
+    it keeps about a quarter of what it should, and the rest is summarised."""
+
+    name = "aider_walks_in_characters"
+
+    def summarize(self, messages, depth: int = 0):
+        budget = self.budget()
+        if self.tokens_of(messages) <= budget and depth == 0:
+            return messages
+        if len(messages) <= ai.MIN_SPLIT or depth > ai.MAX_DEPTH:
+            return self.summarize_all(messages)
+        tail_chars, split = 0, len(messages)
+        for i in range(len(messages) - 1, -1, -1):
+            if tail_chars + messages[i].chars < budget // 2:   # the bug: characters against tokens
+                tail_chars += messages[i].chars
+                split = i
+            else:
+                break
+        while split > 1 and (messages[split - 1].role != "assistant"
+                             or (split < len(messages) and messages[split].has_tool_result)):
+            split -= 1
+        if split <= ai.MIN_SPLIT:
+            return self.summarize_all(messages)
+        head, total = [], 0
+        for m in messages[:split]:
+            total += self.tokens_of([m])
+            if total > self.env.window - ai.INPUT_RESERVE:
+                break
+            head.append(m)
+        summary = self.summarize_all(head)
+        if summary is None:
+            return None
+        tail = messages[split:]
+        if self.tokens_of(summary) + self.tokens_of(tail) < budget:
+            return summary + tail
+        return self.summarize(summary + tail, depth + 1)
