@@ -91,8 +91,9 @@ class Aider(ThresholdCompactor):
     def compaction_tail(cls, config, window: int, max_output_tokens: int) -> tuple:
         """``summarize_real`` keeps the newest finished messages while they stay under half the budget (then moves the
         split back to end the head on an assistant message): a bound its walk stays under, not a floor
-        (:meth:`compaction_tail_walked`)."""
-        return ((float((config.max_chat_history_tokens or history_budget(window)) // 2), None, "tokens"),)
+        (:meth:`compaction_tail_walked`), in the characters its estimate counts them by."""
+        # sized as it sizes them (tokens_of: the characters over chars_per_token, rounded up per message), in characters
+        return ((float((config.max_chat_history_tokens or history_budget(window)) // 2) * config.chars_per_token, None, "chars"),)
 
     @classmethod
     def compaction_tail_walked(cls, config) -> bool:

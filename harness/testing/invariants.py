@@ -2465,10 +2465,12 @@ class Checker:
     def _walk_short(self, req: Request, tail: list[Message], conv: list[Message], ext: int, start: int, least: float,
                     unit: str, after_what: str, seen_over: Callable[[list[Message], str, float], bool]) -> str:
         """A tail walked from the newest finished message while under ``least`` (``compaction_tail_walked``) that
-        stopped short: the finished messages it kept (before the latest message the user typed), with the messages
-        before them back to one that answers no call, stay under ``least`` (the walk would have taken the next). In
-        tokens, at the rate of the strategy's own estimate of ``req`` (within CUT_RATE_SLACK). Not judged where it
-        kept no finished message (the whole history summarised)."""
+        strayed from its walk: the finished messages it kept (before the latest message the user typed), with the
+        messages before them back to one that answers no call, stay under ``least`` (the walk would have taken the
+        next: it stopped early); or those after the first place in them a cut may fall (after an assistant message, not
+        before results: where a split moved back to stops) reach it (the walk went past its bound). In tokens, at
+        the rate of the strategy's own estimate of ``req`` (within CUT_RATE_SLACK). Not judged where it kept no
+        finished message (the whole history summarised)."""
         typed = max((k for k, m in enumerate(tail) if _typed(m)), default=len(tail))
         done, before = tail[:typed], conv[max(ext, 0):start]
         if not done or start <= 0 or self._appended_mixed:
@@ -2478,14 +2480,26 @@ class Checker:
                 return ""
             fixed = sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
             rate = req.estimated_tokens / max(1, fixed + sum(m.chars for m in req.messages))
-            reach, slack = rate * sum(m.chars for m in before + done), CUT_RATE_SLACK
+
+            def size(ms: list[Message]) -> float:
+                return rate * sum(m.chars for m in ms)
+            low, high = CUT_RATE_SLACK, CUT_RATE_SLACK
         else:
-            reach, slack = float(self._tail_size(before + done, unit)), TAIL_LEAST_SLACK[unit]
-        if reach * slack >= least or any(m is not None and seen_over(before + done, u, m) for _, m, u in self.declared.tail):
+            def size(ms: list[Message]) -> float:
+                return float(self._tail_size(ms, unit))
+            low, high = TAIL_LEAST_SLACK[unit], TAIL_MOST_SLACK[unit]
+        shown = ("about {:,.0f} " + unit + " (as the strategy estimates)") if unit == "tokens" else ("{:,.0f} " + unit)
+        cut = next((k for k in range(1, len(done)) if done[k - 1].role == "assistant" and not done[k].has_tool_result), None)
+        if cut is not None and size(done[cut:]) > least * high:
+            return (f"the compaction kept {len(done)} finished messages verbatim after {after_what}, the newest "
+                    f"{len(done) - cut} of them after the first place a cut may fall come to {shown.format(size(done[cut:]))}, "
+                    f"past the {least:,.0f} {unit} the strategy declares its walk from the newest stays under "
+                    "(compaction_tail_walked): the walk went past its bound (a bound read as another?)")
+        reach = size(before + done)
+        if reach * low >= least or any(m is not None and seen_over(before + done, u, m) for _, m, u in self.declared.tail):
             return ""
         return (f"the compaction kept {len(done)} finished messages verbatim after {after_what}, which with the "
-                f"{len(before)} before them come to {'about ' if unit == 'tokens' else ''}{reach:,.0f} {unit}"
-                f"{' (as the strategy estimates)' if unit == 'tokens' else ''}, under the "
+                f"{len(before)} before them come to {shown.format(reach)}, under the "
                 f"{least:,.0f} {unit} the strategy declares its walk from the newest stays under "
                 "(compaction_tail_walked): the walk stopped early (the messages sized in another unit?)")
 

@@ -1078,7 +1078,8 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
 
 def test_compaction_trigger_counted_on_the_finished_messages_is_a_floor_only():
     """aider summarises its finished exchanges once they pass its budget, min(max(window / 16, 1,024), 8,192): 2,000
-    at the kit's 32,000 (1,024 at 8,000; 8,192 at 200,000), only as a user turn begins. The whole request counts more
+    at the kit's 32,000 (1,024 at 8,000; 8,192 at 200,000), only as a user turn begins; it keeps the newest finished
+    messages under half of it, counted as its estimate counts them (characters over chars_per_token). The whole request counts more
     than the finished messages: declared so (compacts_above_finished), a request estimated past it with no summary
     is not reported (1,100 past 1,000); a summary asked for on a conversation of 500 tokens (800 with the factor of
     1.6, under 1,000) is, as with any trigger."""
@@ -1087,9 +1088,11 @@ def test_compaction_trigger_counted_on_the_finished_messages_is_a_floor_only():
 
     d = declared(Aider, {}, 32_000, 64_000)
     assert (d.compacts_above, d.above_finished, d.only_at_turns, d.tail, d.tail_walked) == (
-        2_000, True, True, ((1_000.0, None, "tokens"),), True)
+        2_000, True, True, ((4_000.0, None, "chars"),), True)
     assert declared(Aider, {}, 8_000, 4_096).compacts_above == 1_024 and declared(Aider, {}, 200_000, 64_000).compacts_above == 8_192
-    assert declared(Aider, {"max_chat_history_tokens": 3_000}, 32_000, 64_000).tail == ((1_500.0, None, "tokens"),)
+    # the tail in the characters its estimate counts (4 a token by default): half the budget
+    assert declared(Aider, {"max_chat_history_tokens": 3_000}, 32_000, 64_000).tail == ((6_000.0, None, "chars"),)
+    assert declared(Aider, {"chars_per_token": 3.0}, 32_000, 64_000).tail == ((3_000.0, None, "chars"),)
     c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(compacts_above=1_000, above_finished=True))
     msgs = [user("go")]
     assert c.feed([Mark("session_start", "s1"), sent(_estimated(msgs, 900), 0, tokens=900),
@@ -1636,6 +1639,33 @@ def test_kept_tail_walked_the_finished_messages_kept_with_the_one_before_reach_t
     assert _tail_run([(250, None, "tokens")], [*steps[5:], nxt], came=[nxt], walked=True, estimated=610) == []
     out = _tail_run([(250, None, "tokens")], [*steps[5:], nxt], came=[nxt], walked=True, estimated=305)
     assert len(out) == 1 and "come to about 214 tokens (as the strategy estimates), under the 250 tokens" in out[0]
+
+
+def test_kept_tail_walked_past_its_bound_from_the_first_place_a_cut_may_fall():
+    """The walk stays under its bound, then its split moves back to a place a cut may fall (after an assistant
+    message, not before results): so what the tail holds after the first such place in it is under the bound. The
+    conversation [go, call a, result a, answer 1, "more", call b, result b], then answer 2 and "next" came. A tail
+    [answer 1, "more", call b, result b, answer 2, "next"] holds 5 finished messages; the first place a cut may fall
+    is after answer 1: 4 after it. Walked under 5 messages: held (with the 2 before it, 7 reach 5). Under 3: the 4
+    after the cut reach past it: reported."""
+    from ctxsim.harness.testing.declared import Declared
+
+    ans1, ans2 = Message("assistant", (Block.text_block("a read"),)), Message("assistant", (Block.text_block("b read"),))
+    more, nxt = user("more"), user("next")
+    conv = [user("go"), *read_step("a", "A" * 100), ans1, more, *read_step("b", "B" * 100)]
+
+    def run(least: int) -> list[str]:
+        c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=((least, None, "messages"),), tail_walked=True))
+        c.feed([sent(req(conv), 0), Mark("message", message=ans2), Mark("message", message=nxt),
+                sent(req([*conv[:3], user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
+        summary = Message.user(TAIL_SUMMARY, origin="summary")
+        return [v.detail for v in c.feed([sent(req([summary, *conv[3:], ans2, nxt], rewrite=True), 2)])]
+
+    assert run(5) == []
+    assert run(3) == ["the compaction kept 5 finished messages verbatim after its summary, the newest 4 of them after the "
+                      "first place a cut may fall come to 4 messages, past the 3 messages the strategy declares its walk from "
+                      "the newest stays under (compaction_tail_walked): the walk went past its bound (a bound read as "
+                      "another?)"]
 
 
 def test_kept_tail_caps_the_tail_and_counts_what_came_since_the_last_request():
