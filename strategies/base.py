@@ -274,6 +274,14 @@ class Strategy:
         return None
 
     @classmethod
+    def estimates_whole(cls, config: StrategyConfig) -> tuple[float, str] | None:
+        """``(characters per token, unit)`` where the strategy's estimate of every request of its main conversation is
+        the request's whole size with no usage anchor: the system prompt's and tools' characters and each message's
+        (``"json_chars"``: its JSON as the API takes it; ``"chars"``: ``Message.chars``) over that many characters a
+        token, rounded up, and the opaque prefix's tokens (cline: ``JSON.stringify`` over 3). None: no promise."""
+        return None
+
+    @classmethod
     def compacts_above_finished(cls, config: StrategyConfig) -> bool:
         """Whether ``compacts_above`` counts only the finished messages (those before the user's latest typed message:
         aider's ``done_messages``): no summary is asked for while the whole conversation is under it, but a request

@@ -135,6 +135,12 @@ class Cline(ThresholdCompactor):
         (the request goes over the trigger)."""
         return True
 
+    @classmethod
+    def estimates_whole(cls, config: ClineConfig) -> tuple[float, str]:
+        """Cline sizes the whole request, every time: ``JSON.stringify`` of the system prompt, tools and messages over
+        ``chars_per_token`` (3), no usage anchor (:meth:`estimate`)."""
+        return config.chars_per_token, "json_chars"
+
     def usable(self) -> float:
         return usable_input(self.config, self.env.window)
 

@@ -39,6 +39,8 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    keeps it near the truth: within a factor of :data:`ESTIMATE_FACTOR` of the true
                    count, on requests of at least :data:`ESTIMATE_MIN_SHARE` of the window, and on
                    smaller ones when the error is at least :data:`ESTIMATE_MIN_GAP` of the window.
+                   One that declares its estimate is the whole request's size (``Strategy.estimates_whole``:
+                   cline's JSON over 3) is held to it within :data:`ESTIMATE_WHOLE_SLACK`.
 ``path_back``      nothing leaves the window without a summary or a path back (NovaCode's principle,
                    spec/novacode.md): a tool result replaced on its way in names a file that holds
                    it whole (N-SPILL-1, N-SPILL-5), and that file keeps holding it for as long as the
@@ -303,6 +305,9 @@ TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "chars": 1.02, "messages"
 # estimate rebased by characters carries it (sliding_window's); a system prompt's opaque tokens and a result the
 # cut repaired move it a little # assumed
 CUT_RATE_SLACK = 1.1
+# how far an estimate declared to be the whole request's size may stray from it: the same characters rounded per
+# message or once (assumed)
+ESTIMATE_WHOLE_SLACK = 0.01
 # the least characters a main request must have grown by since the one before for its growth to show the densest rate
 # a strategy that calibrates on the usage it is given may count text at (a few characters carry the messages' own
 # tokens) # assumed
@@ -1238,6 +1243,8 @@ class Checker:
         if stream == "main":
             self._after_subagent = False
         e = estimate_error(req.estimated_tokens, s.tokens, s.window)
+        if not e and stream == "main" and self.declared.estimates_whole is not None:
+            e = self._not_whole(req)
         resume_first = self._resumed and stream == "main"   # the same conversation, picked up by a new launch
         if resume_first:
             self._resumed = False
@@ -2461,6 +2468,22 @@ class Checker:
                         "shortest that holds them "
                         "(compaction_tail_shortest: a least read as another, the walk not stopped?)")
         return ""
+
+    def _not_whole(self, req: Request) -> str:
+        """An estimate the strategy declares is the whole request's size (``estimates_whole``) that is not, beyond
+        ESTIMATE_WHOLE_SLACK (the same characters, rounded another way), or ``""``."""
+        cpt, unit = self.declared.estimates_whole
+        if req.estimated_tokens is None:
+            return ""
+        prompt = sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
+        chars = prompt + self._tail_size(list(req.messages), unit)
+        want = req.system.opaque_tokens + math.ceil(chars / cpt)
+        if abs(req.estimated_tokens - want) <= max(ESTIMATE_WHOLE_SLACK * want, 2):
+            return ""
+        return (f"the strategy estimated {req.estimated_tokens:,} tokens where it declares its estimate is the whole "
+                f"request's {chars:,} {'JSON characters' if unit == 'json_chars' else 'characters'} (system prompt and "
+                f"tools {prompt:,}) over {cpt:g} a token{f' and {req.system.opaque_tokens:,} opaque' if req.system.opaque_tokens else ''}: "
+                f"{want:,} (estimates_whole: a part left out, the text counted where the JSON is, a stale figure?)")
 
     def _walk_short(self, req: Request, tail: list[Message], conv: list[Message], ext: int, start: int, least: float,
                     unit: str, after_what: str, seen_over: Callable[[list[Message], str, float], bool]) -> str:

@@ -1076,6 +1076,29 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
     assert c.feed([sent(_estimated(msgs, 1_200), 3)]) == []
 
 
+def test_estimate_declared_the_whole_request_is_its_json_over_the_rate():
+    """cline estimates every request whole: JSON.stringify of the system prompt, tools and messages over 3. Here the
+    system prompt and tools are 112 characters (23 + 89) and the one message's JSON 61 ('{"role": "user", "content":
+    [{"type": "text", "text": "go"}]}'): 173 / 3 = 57.7, 58. Estimated 58 or 57 (within 2 tokens): held; 38, the
+    message's text counted (112 + 2 = 114 / 3), is reported, though well within the factor allowed any estimate."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.cline import Cline
+
+    assert declared(Cline, {}).estimates_whole == (3.0, "json_chars")
+    msgs = [user("go")]
+
+    def run(est: int) -> list:
+        c = Checker(frozenset({"estimate"}), {}, declared=Declared(estimates_whole=(3.0, "json_chars")))
+        return c.feed([sent(_estimated(msgs, est), 0, tokens=60, window=1_000)])
+
+    assert run(58) == [] and run(57) == []
+    out = run(38)
+    assert [v.invariant for v in out] == ["estimate"]
+    assert out[0].detail == ("the strategy estimated 38 tokens where it declares its estimate is the whole request's 173 "
+                             "JSON characters (system prompt and tools 112) over 3 a token: 58 (estimates_whole: a part "
+                             "left out, the text counted where the JSON is, a stale figure?)")
+
+
 def test_compaction_trigger_counted_on_the_finished_messages_is_a_floor_only():
     """aider summarises its finished exchanges once they pass its budget, min(max(window / 16, 1,024), 8,192): 2,000
     at the kit's 32,000 (1,024 at 8,000; 8,192 at 200,000), only as a user turn begins; it keeps the newest finished

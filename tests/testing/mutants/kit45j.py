@@ -8,7 +8,10 @@ summary requests grow at each compaction; every summary still held. A summary re
 summary once (``summary_used``), whatever the strategy declares. Four sets (29, 34, 36, 37) changed how aider sizes the
 finished messages it keeps verbatim (characters against its budget in tokens, the whole budget for half): the kit
 judged no tail of aider, whose walk stays under half its budget, a bound and not a floor. It now declares that bound
-(``compaction_tail`` with ``compaction_tail_walked``): the messages kept, with the one before them, reach it."""
+(``compaction_tail`` with ``compaction_tail_walked``): the messages kept, with the one before them, reach it. One set (35) had cline estimate each message's text where it
+takes its JSON: about a tenth low, within the factor any estimate is allowed, and its trigger is judged on its own
+estimate. Cline's estimate is the whole request, every time, with no anchor: it declares so
+(``estimates_whole``), held exactly by ``estimate``."""
 
 from __future__ import annotations
 
@@ -110,3 +113,14 @@ class AiderWalksInCharacters(ai.Aider):
         if self.tokens_of(summary) + self.tokens_of(tail) < budget:
             return summary + tail
         return self.summarize(summary + tail, depth + 1)
+
+
+class ClineEstimatesText(Cline):
+    """The estimate counts each message's text where cline takes its JSON (``JSON.stringify``): ids, keys and quoting
+    left out, the trigger fires late."""
+
+    name = "cline_estimates_text"
+
+    def estimate(self) -> int | None:
+        chars = cl.prompt_chars(self.env.system, self.env.tools) + sum(m.chars for m in self.history)
+        return self.env.system.opaque_tokens + cl.chars_to_tokens(chars, self.config.chars_per_token)
