@@ -232,6 +232,13 @@ class Strategy:
         return None
 
     @classmethod
+    def replaces_reads_to(cls, config: StrategyConfig) -> int | None:
+        """With ``keeps_recent_reads``: the tokens (the strategy's estimate) the reads it tracks come to at most after a
+        request that replaces some, unless it replaced every read but the newest it keeps (on_demand_reading's
+        ``keep_read_tokens``: a round replaces the oldest until the rest fit). None: no promise."""
+        return None
+
+    @classmethod
     def keeps_recent_tool_chars(cls, config: StrategyConfig) -> int:
         """How many characters of the newest tool output (walking back from the newest result, by where
         each stands) keep their results as they entered, whatever the strategy clears: a protection

@@ -100,6 +100,12 @@ class OnDemandReading(WindowedStrategy):
         ``min_pointer_chars`` or more never become pointers."""
         return config.keep_recent_reads, None if config.elide_all_results else tuple(config.read_tools), config.min_pointer_chars
 
+    @classmethod
+    def replaces_reads_to(cls, config) -> int:
+        """A round replaces the oldest reads until the inline ones fit ``keep_read_tokens`` (or none but the newest is
+        left to replace)."""
+        return config.keep_read_tokens
+
     def __init__(self, config: OnDemandReadingConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
         self.reads_dir = Path(env.session_dir) / "reads"

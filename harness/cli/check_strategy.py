@@ -188,8 +188,11 @@ def _declared_lines(cls, params, window: int) -> list[str]:
                    f"over {cpt:g} a token")
     if d.recent_reads:
         n, tools, least = d.recent_reads
-        out.append(f"the newest {n} results of {', '.join(tools) if tools else 'any tool'} of {least:,} characters or "
-                   "more keep as they entered")
+        if d.reads_to is not None:
+            out.append(f"a request that replaces reads leaves them within {d.reads_to:,} tokens (or replaces all but the newest)")
+        if n:
+            out.append(f"the newest {n} results of {', '.join(tools) if tools else 'any tool'} of {least:,} characters or "
+                       "more keep as they entered")
     if d.recent_chars:
         out.append(f"the newest {d.recent_chars:,} characters of tool output keep their results as they entered")
     if d.idle_clear is not None:

@@ -32,6 +32,8 @@ is checked like its base (issue #45):
   they entered (opencode's prune protection);
 * ``keeps_recent_reads(config)``: how many of the newest results of some tools, of a least size, keep as they
   entered (on_demand_reading's newest reads never become pointers);
+* ``replaces_reads_to(config)``: the tokens those reads come to at most after a request that replaces some, unless it
+  replaced all but the newest (on_demand_reading's ``keep_read_tokens``);
 * ``call_models(config)``: the model a kind of call goes to (a summary on a fast model, a sub-agent's calls);
 * ``clears_when_idle(config)``: the idle gap (trace clock) after which the next request clears old tool
   results, and the tools whose results it clears (Claude Code's time-based microcompact);
@@ -98,6 +100,7 @@ class Declared:
     recent_chars: int = 0  # the newest characters of tool output whose results stay as they entered
     recent_turns: int = 0  # the newest user turns whose tool results stay as they entered
     recent_reads: tuple[int, tuple[str, ...] | None, int] | None = None  # (n, tools or any, least chars) kept as entered
+    reads_to: int | None = None  # the tokens those reads come to at most after a request that replaces some
     result_cuts: tuple[tuple[tuple[str, ...], int, float], ...] = ()  # (tools, characters, head share) of a cut
     head_at_most: tuple[tuple[int, str], ...] = ()  # (amount, unit) a cut result keeps from its start at most
     whole_under: tuple[int, int] | None = None  # (a result's, a message's results' characters) that enter whole
@@ -282,6 +285,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     "a number of seconds or None")
     turns = _checked(cls, "keeps_recent_turns", config, 0, lambda v: _amount(v) and int(v) == v, "a number of user turns")
     chars = _checked(cls, "keeps_recent_tool_chars", config, 0, _amount, "a number of characters")
+    reads_to = _checked(cls, "replaces_reads_to", config, None, lambda v: v is None or _amount(v), "a number of tokens or None")
     reads = _checked(cls, "keeps_recent_reads", config, None,
                      lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and isinstance(v[0], int)
                      and not isinstance(v[0], bool) and v[0] >= 0 and (v[1] is None or isinstance(v[1], tuple | list)
@@ -299,7 +303,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     cache_marks=tuple(marks), compacts_above=trigger, estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])), above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
-                    recent_turns=int(turns), recent_reads=None if not reads or not reads[0] else (
+                    reads_to=None if reads_to is None or not reads else int(reads_to),
+                    recent_turns=int(turns), recent_reads=None if not reads else (
                         int(reads[0]), None if reads[1] is None else tuple(reads[1]), int(reads[2])),
                     clears_beyond=None if beyond is None else (beyond[0], beyond[1], tuple(beyond[2])),
                     result_cuts=tuple((tuple(tools), int(n), float(share)) for tools, n, share in cuts),

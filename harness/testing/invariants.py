@@ -870,6 +870,7 @@ class Checker:
     _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
     _entered_chars: dict[str, int] = field(default_factory=dict)  # tool_use id -> its result's characters as it entered (main)
     _changed_before: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> the results its last request sent changed
+    _reads_replaced: set[str] = field(default_factory=set)  # tracked reads seen replaced (replaces_reads_to)
     _recent_lost: set[str] = field(default_factory=set)  # newest tool uses reported changed
     _marks_lost: set[str] = field(default_factory=set)  # declared breakpoint places reported missing
     _asked_since_main: bool = False  # a side call was sent since the last main-line request (compaction_trigger)
@@ -1372,6 +1373,10 @@ class Checker:
             # keeps: the promise is of what the strategy's own clearing takes
             for detail in self._recent_reads_changed(req, results, after_refusal or self._asked_since_main):
                 v("recent_kept", detail)
+            if self.declared.reads_to is not None and not (after_refusal or self._asked_since_main):
+                detail = self._reads_left_over(req, results, changed)
+                if detail:
+                    v("recent_kept", detail)
         if (self.declared.clears_above is not None and "compaction_trigger" in self.promised
                 and not fresh and not s.rejected and not self._clear_trigger_reported):
             detail = self._clear_trigger(s, results)
@@ -2094,15 +2099,45 @@ class Checker:
                         "apart too (an off-by-one in the fold?)")
         return ""
 
+    def _tracked_reads(self, req: Request, results: dict[str, Block]) -> list[str]:
+        """The results of ``req`` (by tool_use id, where each stands) of the tools the strategy declares it tracks
+        (``keeps_recent_reads``) that entered at its least characters or more."""
+        _, tools, least = self.declared.recent_reads
+        names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
+        return [i for i in results if (tools is None or names.get(i, "") in tools) and self._entered_chars[i] >= least]
+
+    def _reads_left_over(self, req: Request, results: dict[str, Block], changed: frozenset[str]) -> str:
+        """A request that newly replaced tracked reads (``replaces_reads_to``) and still sends some older than the
+        newest it keeps whole, while the whole ones come to more than the declared tokens (at the rate of the
+        strategy's own estimate of ``req``, by the kit's factor for estimates): the round stopped short."""
+        n = self.declared.recent_reads[0]
+        reads = self._tracked_reads(req, results)
+        newly = [i for i in reads if i in changed and i not in self._reads_replaced]
+        self._reads_replaced.update(i for i in reads if i in changed)
+        if not newly or not req.estimated_tokens:
+            return ""
+        whole = [i for i in reads if i not in changed]
+        older = whole[:-n] if n else whole
+        if not older:
+            return ""
+        fixed = sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
+        rate = req.estimated_tokens / max(1, fixed + sum(m.chars for m in req.messages))
+        left = rate * sum(len(results[i].text) for i in whole)
+        if left <= self.declared.reads_to * ESTIMATE_FACTOR:
+            return ""
+        return (f"the request replaced {len(newly)} read(s) and sends {len(whole)} whole, about {left:,.0f} tokens as the "
+                f"strategy estimates (of {older[0]} on, {len(older)} older than the newest it keeps), past the "
+                f"{self.declared.reads_to:,} the strategy declares a replacement leaves (replaces_reads_to; a factor of "
+                f"{ESTIMATE_FACTOR} allowed): reads it took as replaced still whole (one per message?)")
+
     def _recent_reads_changed(self, req: Request, results: dict[str, Block], excused: bool) -> list[str]:
         """The newest declared number of results (by where each stands) of the declared tools that entered at the
         declared characters or more, that differ from what they were when they entered (once per tool use; one
         changed in an ``excused`` request is not judged again)."""
         n, tools, least = self.declared.recent_reads
-        names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
-        reads = [i for i in results if (tools is None or names.get(i, "") in tools) and self._entered_chars[i] >= least]
+        reads = self._tracked_reads(req, results)
         out = []
-        for i in reads[-n:]:
+        for i in reads[-n:] if n else ():
             b = results[i]
             if i not in self._recent_lost and b.digest != self._as_entered[i]:
                 self._recent_lost.add(i)

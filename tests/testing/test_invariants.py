@@ -662,7 +662,7 @@ def test_recent_kept_holds_the_newest_declared_reads_as_they_entered():
 
     assert declared(OnDemandReading, {}).recent_reads == (2, ("Read", "NotebookRead", "read_file", "view", "open_file"), 1_000)
     assert declared(OnDemandReading, {"elide_all_results": True, "keep_recent_reads": 3}).recent_reads == (3, None, 1_000)
-    assert declared(OnDemandReading, {"keep_recent_reads": 0}).recent_reads is None
+    assert declared(OnDemandReading, {"keep_recent_reads": 0}).recent_reads[0] == 0   # the reads it tracks, none kept
     texts = {"a": "A" * 50, "b": "B" * 50, "c": "C" * 20}
     out = clear_a_then_b(Declared(recent_reads=(1, ("Read",), 40)), texts)
     assert [v.invariant for v in out] == ["recent_kept"]
@@ -674,6 +674,31 @@ def test_recent_kept_holds_the_newest_declared_reads_as_they_entered():
     assert c.feed([sent(req(reads(texts)), 0)]) == []
     assert c.feed([Sent(req(reads(texts)), 2_000, 1_000, True, "too long", 1, 1.0)]) == []
     assert c.feed([sent(req(reads(texts, "b"), rewrite=True), 2), sent(req(reads(texts, "b"), rewrite=True), 3)]) == []
+
+
+def test_recent_kept_a_round_of_replaced_reads_leaves_the_rest_within_the_declared_tokens():
+    """on_demand_reading replaces its oldest reads until the inline ones fit keep_read_tokens (replaces_reads_to), all
+    but the newest keep_recent_reads if need be. Reads a, b, c of 100 characters; keep 1. The request that replaces a
+    is 344 characters (system and tools 112, "go" 2, three calls of 7, "[cleared]" 9, b and c 200) estimated at 344
+    tokens: one a character, so b and c whole come to 200. Declared 100: past 160 (a factor of 1.6): reported, b older
+    than the newest kept. Declared 150 (240): held. Replacing a and b leaves only the newest whole: not judged."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.on_demand_reading import OnDemandReading
+
+    assert declared(OnDemandReading, {}).reads_to == 10_000 and declared(OnDemandReading, {"keep_recent_reads": 0}).reads_to == 10_000
+    texts = {"a": "A" * 100, "b": "B" * 100, "c": "C" * 100}
+
+    def run(reads_to: int, cleared: str) -> list:
+        c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_reads=(1, ("Read",), 40), reads_to=reads_to))
+        assert c.feed([sent(req(reads(texts)), 0)]) == []
+        r = dataclasses.replace(req(reads(texts, cleared), rewrite=True), estimated_tokens=344)
+        return [v.detail for v in c.feed([sent(r, 1)])]
+
+    out = run(100, "a")
+    assert out == ["the request replaced 1 read(s) and sends 2 whole, about 200 tokens as the strategy estimates (of b on, "
+                   "1 older than the newest it keeps), past the 100 the strategy declares a replacement leaves "
+                   "(replaces_reads_to; a factor of 1.6 allowed): reads it took as replaced still whole (one per message?)"]
+    assert run(150, "a") == [] and run(100, "ab") == []
 
 
 def test_recent_kept_a_clearing_takes_every_older_result_where_declared():

@@ -255,6 +255,7 @@ KIT45B: list[Case] = [
     _c(j.ClineFoldsFromThePreviousSummary, Cline, "summary_used", "the fold starts at the previous summary: sent twice"),
     _c(j.AiderWalksInCharacters, Aider, "kept_tail", "the finished messages kept sized in characters: a quarter kept"),
     _c(j.ClineEstimatesText, Cline, "estimate", "each message's text counted where its JSON is: about a tenth low"),
+    _c(j.OnDemandReplacesOnePerMessage, OnDemandReading, "recent_kept", "one read a message replaced, all struck"),
     _c(j.OnDemandProtectsOldest, OnDemandReading, "recent_kept", "the oldest reads protected: the newest become pointers"),
 ]
 CORPUS += KIT45B

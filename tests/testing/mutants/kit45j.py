@@ -11,7 +11,9 @@ judged no tail of aider, whose walk stays under half its budget, a bound and not
 (``compaction_tail`` with ``compaction_tail_walked``): the messages kept, with the one before them, reach it. One set (35) had cline estimate each message's text where it
 takes its JSON: about a tenth low, within the factor any estimate is allowed, and its trigger is judged on its own
 estimate. Cline's estimate is the whole request, every time, with no anchor: it declares so
-(``estimates_whole``), held exactly by ``estimate``."""
+(``estimates_whole``), held exactly by ``estimate``. One set (39) had on_demand_reading replace one read per message of those a round
+chose, striking them all from its list: the others stay whole for good, past its keep budget. It declares what a
+round leaves (``replaces_reads_to``)."""
 
 from __future__ import annotations
 
@@ -124,3 +126,16 @@ class ClineEstimatesText(Cline):
     def estimate(self) -> int | None:
         chars = cl.prompt_chars(self.env.system, self.env.tools) + sum(m.chars for m in self.history)
         return self.env.system.opaque_tokens + cl.chars_to_tokens(chars, self.config.chars_per_token)
+
+
+class OnDemandReplacesOnePerMessage(OnDemandReading):
+    """The reads a round chose are grouped by message keeping one id each: the last of a message's reads becomes a
+    pointer, the others stay whole, struck from the list of inline reads all the same."""
+
+    name = "on_demand_replaces_one_per_message"
+
+    def replace(self, chosen: list[tuple[int, str, int]]) -> None:
+        last = {i: (i, tid, c) for i, tid, c in chosen}   # the bug: one read a message
+        struck = set(chosen)
+        super().replace(list(last.values()))
+        self.inline = [r for r in self.inline if r not in struck]
