@@ -289,6 +289,14 @@ class Strategy:
         return None
 
     @classmethod
+    def writes_every(cls, config: StrategyConfig) -> tuple[str, int, str] | None:
+        """``(kind, n, tool)``: once it has begun, a side call of this kind comes after exactly ``n`` answered requests
+        of the main conversation since the last one (sooner where the user typed a message since), until an answer
+        calls ``tool`` itself (the recorded agent keeps its own: structured_state's todo list re-written every
+        ``todo_every`` calls, unless the log writes TodoWrite). None: no promise."""
+        return None
+
+    @classmethod
     def compacts_above_finished(cls, config: StrategyConfig) -> bool:
         """Whether ``compacts_above`` counts only the finished messages (those before the user's latest typed message:
         aider's ``done_messages``): no summary is asked for while the whole conversation is under it, but a request

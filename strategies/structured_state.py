@@ -1016,6 +1016,12 @@ class StructuredState(WindowedStrategy):
         if self.tool_step("todo_write", tu, TODO_RESULT):
             self.write_state()
 
+    @classmethod
+    def writes_every(cls, config) -> tuple[str, int, str] | None:
+        """The todo list is re-written every ``todo_every`` answered calls within a task (sooner when a task-bearing
+        request arrives), until the recorded agent writes its own (a ``todo_tool`` call in the log)."""
+        return ("todo_write", config.todo_every, config.todo_tool) if config.todo_every else None
+
     def on_cut(self, dropped: History, start: int) -> list[Message] | None:
         block = self.state_block()
         return [block] if block is not None else []

@@ -182,6 +182,10 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"the newest {d.recent_turns} user turns keep their tool results as they entered")
     if d.superseded:
         out.append("a read is replaced only while a later read of its file goes whole")
+    if d.writes_every is not None:
+        kind, n, tool = d.writes_every
+        out.append(f"a {kind} call comes every {n} answered main requests (sooner after a typed message), until the log "
+                   f"calls {tool}")
     if d.estimates_whole is not None:
         cpt, unit = d.estimates_whole
         out.append(f"every main request is estimated whole: its {'JSON characters' if unit == 'json_chars' else 'characters'} "

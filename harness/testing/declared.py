@@ -43,6 +43,8 @@ is checked like its base (issue #45):
   summarises before sending it (its auto-compaction trigger on the run's window);
 * ``estimates_whole(config)``: the characters a token and the unit (JSON characters or characters) of an estimate that
   is the whole request's size with no usage anchor (cline);
+* ``writes_every(config)``: the kind of a side call made every n answered main requests, and the tool whose call by
+  the recorded agent ends the promise (structured_state's todo list);
 * ``compacts_above_finished(config)``: whether that trigger counts only the finished messages, so that it holds as
   a floor only (aider: what came before the user's latest message);
 * ``compacts_at_turns(config, window, max_output_tokens)``: the previous request's input past which the
@@ -116,6 +118,7 @@ class Declared:
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
     estimates_whole: tuple[float, str] | None = None  # (chars per token, unit) of an estimate of the whole request
+    writes_every: tuple[str, int, str] | None = None  # (side call kind, every n answered main requests, tool that ends it)
     above_finished: bool = False  # compacts_above counts only the finished messages: never a summary under it
     only_at_turns: bool = False  # ... and no summary of the main conversation but as a user turn begins (or after a refusal)
     breaker: int | None = None  # the summaries failing in a row after which the strategy stops summarising
@@ -256,6 +259,10 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                        "a number of failures (1 or more) or None")
     only_at_turns = _flag(cls, "compacts_only_at_turns", config)
     above_finished = _flag(cls, "compacts_above_finished", config)
+    every = _checked(cls, "writes_every", config, None,
+                     lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and isinstance(v[0], str)
+                     and isinstance(v[1], int) and not isinstance(v[1], bool) and v[1] >= 1 and isinstance(v[2], str),
+                     "(side call kind, n of 1 or more, tool name) or None")
     whole_est = _checked(cls, "estimates_whole", config, None,
                          lambda v: v is None or isinstance(v, tuple | list) and len(v) == 2 and _amount(v[0]) and v[0] > 0
                          and v[1] in ("json_chars", "chars"), "(characters per token, 'json_chars' or 'chars') or None")
@@ -300,7 +307,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
-                    cache_marks=tuple(marks), compacts_above=trigger, estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])), above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
+                    cache_marks=tuple(marks), compacts_above=trigger, writes_every=None if every is None else (every[0], every[1], every[2]), estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])), above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
                     reads_to=None if reads_to is None or not reads else int(reads_to),

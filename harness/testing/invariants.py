@@ -115,6 +115,9 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    and last message) puts them there on every request of the conversation (main and
                    sub-agent): a marker one message early (an index taken on the history where the
                    request holds more) re-writes the newest turn at every call, and nothing else shows it.
+``cadence``        a strategy that declares a side call every n answered requests (``Strategy.writes_every``:
+                   structured_state's todo list) makes it after exactly n answered main requests since the last
+                   one, sooner only where the user typed a message since, until an answer calls the declared tool.
 ``compaction_trigger`` a strategy that declares its auto-compaction trigger (``Strategy.compacts_above``:
                    Claude Code's threshold, Codex's auto-compact limit, the API's compaction trigger)
                    asks for a summary before sending a request of the main conversation it estimates
@@ -256,7 +259,8 @@ from ctxsim.harness.testing.recording import Mark, Recording, Sent
 INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_error", "estimate", "path_back",
               "goal", "latest_request", "user_messages", "no_respill", "replaced_once", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "recent_kept", "idle_clear", "cache_marks", "compaction_trigger", "summary_keeps",
-              "summarised", "superseded", "kept_tail", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic")
+              "summarised", "superseded", "kept_tail", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic",
+              "cadence")
 # every strategy is held to these; window, path_back, goal, latest_request and user_messages are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages", "replaced_once"}
 
@@ -870,6 +874,9 @@ class Checker:
     _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
     _entered_chars: dict[str, int] = field(default_factory=dict)  # tool_use id -> its result's characters as it entered (main)
     _changed_before: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> the results its last request sent changed
+    _every_since: int | None = None  # answered main requests since the last declared periodic side call (writes_every)
+    _every_user: bool = False  # the user typed a message since it
+    _every_stopped: bool = False  # an answer called the declared tool: the recorded agent keeps its own
     _reads_replaced: set[str] = field(default_factory=set)  # tracked reads seen replaced (replaces_reads_to)
     _recent_lost: set[str] = field(default_factory=set)  # newest tool uses reported changed
     _marks_lost: set[str] = field(default_factory=set)  # declared breakpoint places reported missing
@@ -995,6 +1002,8 @@ class Checker:
             self._appended_mixed = self._appended_mixed or bool(self._spans)
             if not any(self._spans):
                 self._appended.append(m.message)
+        if self.declared.writes_every is not None:
+            self._every_mark(m)
         if m.what == "session_start":
             self._report_due, self._reports = None, []   # a report is judged within its launch
             self._launches += 1
@@ -1144,6 +1153,10 @@ class Checker:
             if detail:
                 v("call_model", detail)
         if not s.main_line:
+            if self.declared.writes_every is not None and s.kind == self.declared.writes_every[0]:
+                detail = self._every_side()
+                if detail and "cadence" in self.promised:
+                    v("cadence", detail)
             first_side, self._asked_since_main = not self._asked_since_main, True
             self._side_ever_failed = self._side_ever_failed or s.rejected or bool(s.error)
             if s.kind == SUMMARY:
@@ -1228,6 +1241,10 @@ class Checker:
             return out
         stream = self._stream(s)
         self._report_due = None   # a report comes before the next main-line request, of any conversation
+        if self.declared.writes_every is not None and stream == "main" and not self._spans:
+            detail = self._every_main(s)
+            if detail and "cadence" in self.promised:
+                v("cadence", detail)
         self._span_ended, self._in_sub = False, stream != "main"
         if self._reports and stream == self._reports[0].work.parent:
             out.extend(self._misreported(req, self._prev.get(stream)))
@@ -2503,6 +2520,48 @@ class Checker:
                         "shortest that holds them "
                         "(compaction_tail_shortest: a least read as another, the walk not stopped?)")
         return ""
+
+    def _every_mark(self, m: Mark) -> None:
+        """What ends or suspends the count of a declared periodic side call (``writes_every``): a launch or a resume
+        (the strategy's count is its own to restore), a span (a sub-agent counts apart), an answer that calls the
+        declared tool (the recorded agent keeps its own); a message the user typed excuses one that comes early."""
+        tool = self.declared.writes_every[2]
+        if m.what in ("session_start", "subtask_start", "subtask_end"):
+            self._every_since = None
+        elif m.what == "user" and not self._spans:
+            self._every_user = True
+        elif (m.what == "message" and m.message is not None and m.message.role == "assistant"
+              and any(b.type == "tool_use" and b.name == tool for b in m.message.blocks)):
+            self._every_stopped = True
+
+    def _every_side(self) -> str:
+        """A declared periodic side call (``writes_every``) made before ``n`` answered main requests since the last
+        one, no message typed since (early), or after more (late: judged at the main request, :meth:`_every_main`)."""
+        kind, n, _ = self.declared.writes_every
+        since, typed = self._every_since, self._every_user
+        self._every_since, self._every_user = (None if self._spans else 0), False
+        if since is None or self._every_stopped or self._spans or since >= n or typed:
+            return ""
+        return (f"a {kind} call after {since} answered request(s) of the main conversation since the last, none typed by "
+                f"the user since: the strategy declares one every {n} (writes_every: a count reset at the wrong moment, "
+                "or compared one off?)")
+
+    def _every_main(self, s: Sent) -> str:
+        """A main request sent after ``n`` answered ones since the declared periodic side call with none made (late),
+        reported once a cycle; then this one counted, if answered."""
+        kind, n, _ = self.declared.writes_every
+        if self._every_since is None or self._every_stopped:
+            return ""
+        out = ""
+        if self._every_since >= n:
+            out = (f"request {s.call} of the main conversation is sent after {self._every_since} answered since the last "
+                   f"{kind} call, with none made: the strategy declares one every {n} (writes_every: compared one off, "
+                   "or a count not reset?)")
+            self._every_since = None   # once a cycle: the next one is judged after the next call
+            return out
+        if not s.rejected and not s.error:
+            self._every_since += 1
+        return out
 
     def _not_whole(self, req: Request) -> str:
         """An estimate the strategy declares is the whole request's size (``estimates_whole``) that is not, beyond

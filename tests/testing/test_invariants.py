@@ -1101,6 +1101,42 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
     assert c.feed([sent(_estimated(msgs, 1_200), 3)]) == []
 
 
+def test_cadence_a_periodic_side_call_comes_every_n_answered_main_requests():
+    """structured_state re-writes its todo list every todo_every answered calls (15), sooner when a task arrives, until
+    the log's agent writes its own TodoWrite. Here every 2: main 0 is not counted (no write yet); the write at 1 starts
+    the count; mains 2 and 3 make 2, the write at 4 is on time; main 5 makes 1 and the write at 6 is early: reported.
+    After a typed message a write after 1 is due to it: held. Mains 9 and 10 make 2, and main 11 is sent with no write:
+    late, reported once. An answer that calls TodoWrite ends the promise."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.structured_state import StructuredState
+
+    assert declared(StructuredState, {}).writes_every == ("todo_write", 15, "TodoWrite")
+    assert declared(StructuredState, {"todo_every": 0}).writes_every is None
+
+    def write(call: int) -> Sent:
+        return Sent(req([user("go")], kind="todo_write"), 50, 1_000, False, "", call, float(call))
+
+    def check() -> Checker:
+        return Checker(frozenset({"cadence"}), {}, declared=Declared(writes_every=("todo_write", 2, "TodoWrite")))
+
+    c = check()
+    go = [user("go")]
+    assert c.feed([Mark("session_start", "s1"), sent(req(go), 0), write(1), sent(req(go), 2), sent(req(go), 3), write(4)]) == []
+    out = c.feed([sent(req(go), 5), write(6)])
+    assert [v.detail for v in out] == ["a todo_write call after 1 answered request(s) of the main conversation since the "
+                                       "last, none typed by the user since: the strategy declares one every 2 "
+                                       "(writes_every: a count reset at the wrong moment, or compared one off?)"]
+    assert c.feed([sent(req(go), 7), Mark("user", text="next task"), write(8)]) == []
+    out = c.feed([sent(req(go), 9), sent(req(go), 10), sent(req(go), 11), sent(req(go), 12)])
+    assert [v.detail for v in out] == ["request 11 of the main conversation is sent after 2 answered since the last "
+                                       "todo_write call, with none made: the strategy declares one every 2 (writes_every: "
+                                       "compared one off, or a count not reset?)"]
+    c = check()
+    todo = Message("assistant", (Block.tool_use("t1", "TodoWrite", {}),))
+    assert c.feed([sent(req(go), 0), write(1), Mark("message", message=todo), sent(req(go), 2), sent(req(go), 3),
+                   sent(req(go), 4), write(5)]) == []
+
+
 def test_estimate_declared_the_whole_request_is_its_json_over_the_rate():
     """cline estimates every request whole: JSON.stringify of the system prompt, tools and messages over 3. Here the
     system prompt and tools are 112 characters (23 + 89) and the one message's JSON 61 ('{"role": "user", "content":

@@ -28,6 +28,7 @@ from ctxsim.strategies.openhands import OpenHands
 from ctxsim.strategies.rag_memory import RagMemory
 from ctxsim.strategies.roo_code import RooCode
 from ctxsim.strategies.sliding_window import SlidingWindow
+from ctxsim.strategies.structured_state import StructuredState
 from ctxsim.strategies.subagent_isolation import SubagentIsolation
 from ctxsim.strategies.tiered_budget import TieredBudget
 from ctxsim.strategies.truncate import Truncate
@@ -256,6 +257,7 @@ KIT45B: list[Case] = [
     _c(j.AiderWalksInCharacters, Aider, "kept_tail", "the finished messages kept sized in characters: a quarter kept"),
     _c(j.ClineEstimatesText, Cline, "estimate", "each message's text counted where its JSON is: about a tenth low"),
     _c(j.OnDemandReplacesOnePerMessage, OnDemandReading, "recent_kept", "one read a message replaced, all struck"),
+    _c(j.StateTodoCountNotResetByATask, StructuredState, "cadence", "a task's todo write leaves the count: re-written early"),
     _c(j.OnDemandProtectsOldest, OnDemandReading, "recent_kept", "the oldest reads protected: the newest become pointers"),
 ]
 CORPUS += KIT45B

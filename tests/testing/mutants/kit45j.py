@@ -13,7 +13,9 @@ takes its JSON: about a tenth low, within the factor any estimate is allowed, an
 estimate. Cline's estimate is the whole request, every time, with no anchor: it declares so
 (``estimates_whole``), held exactly by ``estimate``. One set (39) had on_demand_reading replace one read per message of those a round
 chose, striking them all from its list: the others stay whole for good, past its keep budget. It declares what a
-round leaves (``replaces_reads_to``)."""
+round leaves (``replaces_reads_to``). Two sets (39, 40) changed when structured_state re-writes its todo list (the
+count compared one off; not reset by the write a new task makes): nothing else changes. It declares the cadence
+(``writes_every``), held by ``cadence``."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from ctxsim.strategies import cline as cl
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.cline import Cline
 from ctxsim.strategies.on_demand_reading import OnDemandReading
+from ctxsim.strategies.structured_state import StructuredState
 
 
 class OnDemandProtectsOldest(OnDemandReading):
@@ -139,3 +142,16 @@ class OnDemandReplacesOnePerMessage(OnDemandReading):
         struck = set(chosen)
         super().replace(list(last.values()))
         self.inline = [r for r in self.inline if r not in struck]
+
+
+class StateTodoCountNotResetByATask(StructuredState):
+    """The count of calls since the todo list was written is reset only by the periodic re-write, not by the write a new
+    task makes: a periodic re-write can follow a task's own write a call or two later."""
+
+    name = "state_todo_count_not_reset_by_a_task"
+
+    def before_call(self, call: CallInfo) -> None:
+        since, due = self.calls_since_todo, self.todo_due
+        super().before_call(call)
+        if due and not (self.config.todo_every and since >= self.config.todo_every):
+            self.calls_since_todo = since   # the bug: the task's write leaves the count as it was
