@@ -289,6 +289,13 @@ class Strategy:
         return None
 
     @classmethod
+    def reinjects_after_compaction(cls, config: StrategyConfig) -> tuple[str, ...]:
+        """Origins (``Message.meta["origin"]``) of messages of the strategy's own that a compaction injects again on the
+        very next request, once the conversation has been sent one (NovaCode's recalled memories, N-COMP-12). ():
+        no promise."""
+        return ()
+
+    @classmethod
     def writes_every(cls, config: StrategyConfig) -> tuple[str, int, str] | None:
         """``(kind, n, tool)``: once it has begun, a side call of this kind comes after exactly ``n`` answered requests
         of the main conversation since the last one (sooner where the user typed a message since), until an answer
@@ -441,6 +448,14 @@ class Strategy:
         """``(per_result, per_message)`` characters: a tool result of at most ``per_result`` characters, in a message
         whose results total at most ``per_message``, enters as the tool returned it (NovaCode spills only past its
         threshold and its message budget). None: no promise."""
+        return None
+
+    @classmethod
+    def keeps_results_whole_left(cls, config: StrategyConfig) -> tuple[int, float | None, tuple[str, ...] | None] | None:
+        """``(cap, chars_per_token, tools)``: a result of these tools (None: any) of at most ``cap`` characters, and (with
+        ``chars_per_token``) at most that many characters a token of the room the window had left after the main
+        conversation's last request, enters as the tool returned it (gemini-cli's truncation threshold
+        ``min(40,000, 4 × (limit − last prompt tokens))``). None: no promise."""
         return None
 
     @classmethod

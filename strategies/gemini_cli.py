@@ -204,6 +204,15 @@ class GeminiCli(ThresholdCompactor):
                 self.tool_inputs[b.id] = "\n".join(input_strings(b.input or {})).replace("\\", "/")
         super().on_response(message, usage)
 
+    @classmethod
+    def keeps_results_whole_left(cls, config) -> tuple[int, float | None, tuple[str, ...] | None]:
+        """:meth:`threshold_chars`: release 0.56 cuts only shell and MCP output (those of ``mcp_tools`` declared; an
+        ``mcp__`` name is not), at the least of its threshold and 4 characters a token of the room left; 2025-12 cuts
+        every tool's output past its threshold."""
+        if config.release == "2025-12":
+            return config.truncate_threshold_chars, None, None
+        return config.truncate_threshold_chars, 4.0, (*SHELL_TOOLS, *config.mcp_tools)
+
     def threshold_chars(self) -> int:
         """``getTruncateToolOutputThreshold``: 40,000, or less when the window is nearly full."""
         c = self.config

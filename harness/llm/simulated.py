@@ -226,6 +226,17 @@ class SimulatedLLM:
         # intent" and "All user messages": peers.md, Claude Code's summary sections)
         self._from_user: set[str] = set()
 
+    def learn(self, facts: dict) -> None:
+        """Facts a trace fed a chunk at a time brings in (the property kit's Stepper): added to those known, and what
+        was read of the blocks before them read again (a whole replay knows every fact from the start)."""
+        new = {fid: f for fid, f in facts.items() if fid not in self.facts}
+        if new:
+            self.facts.update(new)
+            self._matcher = None
+            self._block.clear()
+            self._key.clear()
+            self._msg.clear()
+
     def _block_info(self, b: Block) -> tuple[frozenset[str], str]:
         """Facts present in a block and its payload with the run dir masked, once per block object."""
         hit = self._block.get(id(b))

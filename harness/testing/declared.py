@@ -11,6 +11,8 @@ is checked like its base (issue #45):
 * ``result_limits(config)``: the bytes, characters or lines every tool result is cut to at most;
 * ``result_cuts(config)``: per tool, the characters past which a result is cut and the share of them kept from its
   start (the rest from its end): tiered_budget's tiers;
+* ``keeps_results_whole_left(config)``: the characters (and the characters a token of the room left in the window)
+  within which a result of some tools enters whole (gemini-cli's truncation threshold);
 * ``spills_largest_first(config)``: whether a message over its budget gives up its largest results first (NovaCode's
   N-SPILL-2);
 * ``cut_keeps_head(config)``: the bytes, characters or lines of a tool's output a cut keeps from its start at most
@@ -43,6 +45,8 @@ is checked like its base (issue #45):
   summarises before sending it (its auto-compaction trigger on the run's window);
 * ``estimates_whole(config)``: the characters a token and the unit (JSON characters or characters) of an estimate that
   is the whole request's size with no usage anchor (cline);
+* ``reinjects_after_compaction(config)``: origins of messages of its own a compaction injects again on the next
+  request, once the conversation has been sent one (NovaCode's memories, N-COMP-12);
 * ``writes_every(config)``: the kind of a side call made every n answered main requests, and the tool whose call by
   the recorded agent ends the promise (structured_state's todo list);
 * ``compacts_above_finished(config)``: whether that trigger counts only the finished messages, so that it holds as
@@ -106,6 +110,7 @@ class Declared:
     result_cuts: tuple[tuple[tuple[str, ...], int, float], ...] = ()  # (tools, characters, head share) of a cut
     head_at_most: tuple[tuple[int, str], ...] = ()  # (amount, unit) a cut result keeps from its start at most
     whole_under: tuple[int, int] | None = None  # (a result's, a message's results' characters) that enter whole
+    whole_left: tuple[int, float | None, tuple[str, ...] | None] | None = None  # (cap, chars a token left, tools) kept whole
     largest_first: bool = False  # a message over its budget gives up its largest results first
     cold_only: float | None = None  # seconds since the main conversation's last request before a result may change
     clears_all_but: tuple[str, ...] | None = None  # a clearing clears all but the newest recent_kept (these tools apart)
@@ -118,6 +123,7 @@ class Declared:
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
     estimates_whole: tuple[float, str] | None = None  # (chars per token, unit) of an estimate of the whole request
+    reinjects: tuple[str, ...] = ()  # origins of its own messages a compaction injects again on the next request
     writes_every: tuple[str, int, str] | None = None  # (side call kind, every n answered main requests, tool that ends it)
     above_finished: bool = False  # compacts_above counts only the finished messages: never a summary under it
     only_at_turns: bool = False  # ... and no summary of the main conversation but as a user turn begins (or after a refusal)
@@ -259,6 +265,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                        "a number of failures (1 or more) or None")
     only_at_turns = _flag(cls, "compacts_only_at_turns", config)
     above_finished = _flag(cls, "compacts_above_finished", config)
+    reinjects = _checked(cls, "reinjects_after_compaction", config, (),
+                         lambda v: isinstance(v, tuple | list) and all(isinstance(o, str) and o for o in v), "origins")
     every = _checked(cls, "writes_every", config, None,
                      lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and isinstance(v[0], str)
                      and isinstance(v[1], int) and not isinstance(v[1], bool) and v[1] >= 1 and isinstance(v[2], str),
@@ -303,11 +311,16 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     under_window = _flag(cls, "compaction_tail_under_window", config)
     walked = _flag(cls, "compaction_tail_walked", config)
     largest_first = _flag(cls, "spills_largest_first", config)
+    left = _checked(cls, "keeps_results_whole_left", config, None,
+                    lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and _amount(v[0])
+                    and (v[1] is None or _amount(v[1]) and v[1] > 0)
+                    and (v[2] is None or isinstance(v[2], tuple | list) and all(isinstance(t, str) for t in v[2])),
+                    "(characters, characters a token of the room left or None, tool names or None) or None")
     share = _cut_share(cls, config, window, max_output_tokens)
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
-                    cache_marks=tuple(marks), compacts_above=trigger, writes_every=None if every is None else (every[0], every[1], every[2]), estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])), above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
+                    cache_marks=tuple(marks), compacts_above=trigger, reinjects=tuple(reinjects), writes_every=None if every is None else (every[0], every[1], every[2]), estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])), above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
                     reads_to=None if reads_to is None or not reads else int(reads_to),
@@ -320,6 +333,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
                     head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail),
                     tail_under_window=under_window and bool(tail), tail_walked=walked and bool(tail), largest_first=largest_first,
+                    whole_left=None if left is None else (int(left[0]), None if left[1] is None else float(left[1]),
+                                                          None if left[2] is None else tuple(left[2])),
                     newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)), cut_share=share)
 
 

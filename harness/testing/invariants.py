@@ -115,6 +115,9 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    and last message) puts them there on every request of the conversation (main and
                    sub-agent): a marker one message early (an index taken on the history where the
                    request holds more) re-writes the newest turn at every call, and nothing else shows it.
+``reinjected``     a strategy that declares messages of its own a compaction sends again
+                   (``Strategy.reinjects_after_compaction``: NovaCode's memories, N-COMP-12) holds one of each
+                   declared origin the conversation was sent before on the first request after a compaction.
 ``cadence``        a strategy that declares a side call every n answered requests (``Strategy.writes_every``:
                    structured_state's todo list) makes it after exactly n answered main requests since the last
                    one, sooner only where the user typed a message since, until an answer calls the declared tool.
@@ -260,7 +263,7 @@ INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_
               "goal", "latest_request", "user_messages", "no_respill", "replaced_once", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "recent_kept", "idle_clear", "cache_marks", "compaction_trigger", "summary_keeps",
               "summarised", "superseded", "kept_tail", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic",
-              "cadence")
+              "cadence", "reinjected")
 # every strategy is held to these; window, path_back, goal, latest_request and user_messages are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages", "replaced_once"}
 
@@ -874,6 +877,8 @@ class Checker:
     _as_entered: dict[str, bytes] = field(default_factory=dict)  # tool_use id -> its result's digest as it entered (main)
     _entered_chars: dict[str, int] = field(default_factory=dict)  # tool_use id -> its result's characters as it entered (main)
     _changed_before: dict[str, frozenset[str]] = field(default_factory=dict)  # stream -> the results its last request sent changed
+    _reinject_seen: set[str] = field(default_factory=set)  # declared origins the conversation was sent (reinjected)
+    _left_after: int | None = None  # the true input of the main conversation's last answered request (whole_left)
     _every_since: int | None = None  # answered main requests since the last declared periodic side call (writes_every)
     _every_user: bool = False  # the user typed a message since it
     _every_stopped: bool = False  # an answer called the declared tool: the recorded agent keeps its own
@@ -1004,6 +1009,8 @@ class Checker:
                 self._appended.append(m.message)
         if self.declared.writes_every is not None:
             self._every_mark(m)
+        if m.what in ("session_start", "subtask_start", "subtask_end"):
+            self._left_after = None   # the strategy's last usage is its own to restore
         if m.what == "session_start":
             self._report_due, self._reports = None, []   # a report is judged within its launch
             self._launches += 1
@@ -1028,6 +1035,7 @@ class Checker:
                 self._latest_text = ""
                 self._user_texts, self._users_reported = [], False
                 self._in_window = []
+                self._reinject_seen = set()
                 self._new_launch = m.id
             self._fresh.add("main")
             self._resumed = m.resume
@@ -1354,6 +1362,10 @@ class Checker:
             details = []
             if self.declared.head_at_most:
                 details += [self._head_over(b) for _m, b in entering]
+            if self.declared.whole_left is not None and stream == "main":
+                names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks
+                         if b.type == "tool_use"}
+                details += [self._changed_within_left(s, b, names.get(b.id, "")) for _m, b in entering]
             if self.declared.whole_under is not None:
                 details += [self._changed_under(m, b) for m, b in entering]
             if self.declared.largest_first:
@@ -1445,6 +1457,8 @@ class Checker:
                                     "(compacts_at_turns), and no summary was asked for: the trigger did not fire "
                                     "(a window or a unit of its own?)")
         self._asked_since_main = False
+        if stream == "main" and not self._spans and not s.rejected and not s.error:
+            self._left_after = s.tokens
         if self.declared.cold_only is not None and "idle_clear" in self.promised and stream == "main":
             detail = self._changed_warm(s, results, changed, fresh or after_refusal)
             if detail:
@@ -1519,6 +1533,10 @@ class Checker:
         if self.declared.summary_items and self._summaries and "summary_keeps" in self.promised:
             for detail in self._summary_used(req, prev.request if prev is not None else None):
                 v("summary_keeps", detail)
+        if self.declared.reinjects and stream == "main" and not self._spans:
+            detail = self._not_reinjected(req, bool(self._summaries) and req.rewrite and not s.rejected)
+            if detail and "reinjected" in self.promised:
+                v("reinjected", detail)
         if self._summaries and req.rewrite and prev is not None and "summary_used" in self.promised:
             detail = self._summary_dropped(prev.request, req)
             if detail:
@@ -2052,6 +2070,28 @@ class Checker:
                         "whole budget, or the shares swapped?)")
         return ""
 
+    def _changed_within_left(self, s: Sent, b: Block, tool: str) -> str:
+        """A result of the declared tools entering changed though within the characters the strategy declares it keeps
+        whole (``keeps_results_whole_left``): its cap, and the characters a token of the room the window had left after
+        the main conversation's last answered request (not judged where that is unknown: a launch's first request, after
+        a span)."""
+        cap, cpt, tools = self.declared.whole_left  # type: ignore[misc]
+        original = self.originals[b.id]
+        if b.text == original or tools is not None and tool not in tools:
+            return ""
+        limit = cap
+        if cpt is not None:
+            if self._left_after is None:
+                return ""
+            limit = min(cap, int(cpt * max(0, s.window - self._left_after)))
+        if len(original) > limit:
+            return ""
+        room = "" if cpt is None else (f" (the least of {cap:,} and {cpt:g} a token of the {s.window - self._left_after:,} "
+                                       f"tokens the window had left after the last request's {self._left_after:,})")
+        return (f"tool_result {b.id} ({tool or 'a tool'}, {len(original):,} characters) entered changed "
+                f"({_short(b.text)!r}), though within the {limit:,} the strategy declares it keeps whole{room} "
+                "(keeps_results_whole_left: a threshold converted the wrong way?)")
+
     def _changed_under(self, m: Message, b: Block) -> str:
         """A result entering changed though it and its message's results are within what the strategy declares it
         keeps whole (``keeps_results_whole``), or ``""``."""
@@ -2520,6 +2560,19 @@ class Checker:
                         "shortest that holds them "
                         "(compaction_tail_shortest: a least read as another, the walk not stopped?)")
         return ""
+
+    def _not_reinjected(self, req: Request, compacted: bool) -> str:
+        """The first main request after a compaction (a summary made since the last one, used by a rewrite) holds no
+        message of an origin the strategy declares it injects again (``reinjects_after_compaction``), though the
+        conversation was sent one before; then the origins ``req`` holds noted."""
+        held = {m.meta.get("origin") for m in req.messages} & set(self.declared.reinjects)
+        missing = sorted(self._reinject_seen - held) if compacted else []
+        self._reinject_seen |= held
+        if not missing:
+            return ""
+        return (f"the first request after a compaction holds no message of origin {', '.join(map(repr, missing))}, which "
+                "the conversation was sent before and the strategy declares a compaction injects again "
+                "(reinjects_after_compaction: its markers not reset, N-COMP-12?)")
 
     def _every_mark(self, m: Mark) -> None:
         """What ends or suspends the count of a declared periodic side call (``writes_every``): a launch or a resume

@@ -348,6 +348,10 @@ class Stepper:
         group) and probes waiting for their model call."""
         self.events.extend(events)
         self.recording.note_events(events)
+        facts = {e.id: e for e in events if isinstance(e, tr.FactEvent)}
+        learn = getattr(self._run.backend, "learn", None)
+        if facts and learn is not None:
+            learn(facts)   # the facts a whole replay would have known from the trace's start
         now, self._held = _ready(self._held + list(events))
         self._replay(now)
 

@@ -46,6 +46,8 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
   failing (never three in a row): a breaker declared to open on three consecutive failures stays closed;
 * ``short_exchanges``: thirty short user turns (a question, a small read every third turn, an answer): a walk
   over the newest finished messages under a budget crosses turns, so one sized in another unit shows (aider);
+* ``memory_then_compaction``: three short turns answered without a tool call, then one long enough to compact:
+  what a strategy recalled into the conversation before a compaction is met after it (NovaCode's memories);
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
   isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
   kit's window only).
@@ -491,6 +493,37 @@ def short_exchanges(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     return b.trace()
 
 
+# what the user says in the memory scenario's first turns: what a memory keeps (a preference, feedback), each a fact
+# the simulated model's extraction knows (harness/llm/simulated.py)
+MEMORY_FACTS = (("preference", "I prefer small commits with a test for each fix."),
+                ("feedback", "Do not reformat files you did not otherwise change."),
+                ("preference", "Always run the unit tests with pytest -q before saying a fix is done."))
+
+
+def memory_then_compaction(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """Three short user turns, each saying a preference or feedback (:data:`MEMORY_FACTS`), answered without a tool call
+    (where a strategy with memory extracts what was said), then
+    a turn of twenty reads and commands of 3,500 characters each (about 25,000 tokens at 32k: past a compaction
+    trigger), and a last answer: what a strategy recalled into the conversation before its compaction is met after it
+    (NovaCode injects its memories again on the next request, N-COMP-12; issue #45)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    for t, (category, said) in enumerate(MEMORY_FACTS):
+        b.user(_scale(300, window), 90 + t)
+        asked = b.events[-1]
+        b.events[-1] = asked.model_copy(update={"text": f"{said}\n{asked.text}"})
+        b._add([tr.FactEvent(t=asked.t, id=f"kit_memory_{t}", category=category, text=said)])
+        b.call(conv.Turn(text=_scale(600 + 11 * t, window)))
+        b._tick(60)   # the user reads the answer: what was extracted from it is on disk by the next message
+    b.user(_scale(200, window), 95)
+    b._tick(30)   # a recall started with the message is ready by the work it asked for
+    for k in range(20):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read" if k % 2 == 0 else "Bash", _scale(3_500, window), seed=980 + k),)))
+    b.call(conv.Turn(text=_scale(300, window)))
+    b.end_session()
+    return b.trace()
+
+
 def _tool_turns(window: int, *, turns: int, calls: int, size: int, seed: int, stride: int, user_seed: int,
                 tool: Callable[[int], str]) -> tr.Trace:
     """A request, then ``turns`` user turns of ``calls`` single tool calls each (``tool(k)`` the k-th's tool, its
@@ -537,6 +570,7 @@ SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "thinking_then_small_results": (thinking_then_small_results, False),
     "failures_apart": (failures_apart, False),
     "short_exchanges": (short_exchanges, False),
+    "memory_then_compaction": (memory_then_compaction, False),
 }
 # the side calls a scenario fails (the n-th summary and verify calls, counted from 0; RunConfig.fail_calls), as the
 # generated sessions fail them (machine.FAILING_KINDS)

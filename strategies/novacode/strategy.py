@@ -290,6 +290,12 @@ class NovaCode(Strategy):
                 (config.tail_min_messages if both else 0, None, "messages"))
 
     @classmethod
+    def reinjects_after_compaction(cls, config: NovaCodeConfig) -> tuple[str, ...]:
+        """N-COMP-12: the memory markers are reset by a compaction and the memories injected so far go in again on the
+        very next request (memory_layer.on_compacted)."""
+        return ("memory",) if config.memory else ()
+
+    @classmethod
     def keeps_results_whole(cls, config: NovaCodeConfig) -> tuple[int, int] | None:
         """N-SPILL-1 and N-SPILL-2: a result spills past ``spill_threshold_chars``, or while its message's results
         pass ``spill_budget_chars``; within both it goes whole (with ``spill`` off, always)."""

@@ -607,6 +607,33 @@ def test_result_limit_a_result_that_fits_enters_whole():
     assert c.feed([sent(req([user("go"), *read_step("a", "[cleared]")], rewrite=True), 1)]) == []
 
 
+def test_result_limit_kept_whole_within_the_room_the_window_had_left():
+    """gemini-cli 0.56 cuts shell output past min(40,000, 4 x (window - the last prompt's tokens)) characters.
+    Declared (1,000, 4, Bash): after a request of 800 tokens in a window of 1,000, 200 tokens are left, 800
+    characters. A Bash result of 700 characters entering cut is reported; one of 900 may be cut; a Read result of 700
+    is not judged (not a declared tool); at a launch's first request the room is not known: not judged. Release
+    2025-12 cuts every tool's output past the static threshold: (40,000, None, None)."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.gemini_cli import GeminiCli
+
+    d = declared(GeminiCli, {"truncate_threshold_chars": 40_000})
+    assert d.whole_left[:2] == (40_000, 4.0) and "Bash" in d.whole_left[2] and "run_shell_command" in d.whole_left[2]
+    assert declared(GeminiCli, {"release": "2025-12", "truncate_threshold_chars": 40_000}).whole_left == (40_000, None, None)
+    texts = {"a": "a" * 700, "b": "b" * 900, "c": "c" * 700}
+
+    def run(tid: str, tool: str, first: int | None = 800) -> list[str]:
+        c = Checker(frozenset({"result_limit"}), texts, declared=Declared(whole_left=(1_000, 4.0, ("Bash",))))
+        if first is not None:
+            assert c.feed([sent(req([user("go")]), 0, tokens=first)]) == []
+        return [v.detail for v in c.feed([sent(req([user("go"), *read_step(tid, "[cut]", tool)]), 1, tokens=900)])]
+
+    assert run("a", "Bash") == ["tool_result a (Bash, 700 characters) entered changed ('[cut]'), though within the 800 the "
+                                "strategy declares it keeps whole (the least of 1,000 and 4 a token of the 200 tokens the "
+                                "window had left after the last request's 800) (keeps_results_whole_left: a threshold "
+                                "converted the wrong way?)"]
+    assert run("b", "Bash") == [] and run("c", "Read") == [] and run("a", "Bash", first=None) == []
+
+
 # --- recent_kept --------------------------------------------------------------------------------------
 
 def clear_a_then_b(declared, texts: dict[str, str]) -> list:
@@ -1099,6 +1126,29 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
     assert out[0].detail.startswith("estimated at 1,100 tokens by the strategy itself, past the 1,000 at which it "
                                     "declares it summarises before sending (compacts_above)")
     assert c.feed([sent(_estimated(msgs, 1_200), 3)]) == []
+
+
+def test_reinjected_after_a_compaction_what_the_conversation_was_sent():
+    """NovaCode's memories (origin "memory") go in again on the very next request after a compaction (N-COMP-12). The
+    conversation was sent a memory at request 0; a summary is made; request 2, the rewrite that uses it, holds no
+    memory: reported. Holding one: held. A conversation never sent one is not judged."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    assert declared(NovaCode, {}).reinjects == ("memory",) and declared(NovaCode, {"memory": False}).reinjects == ()
+    memory = Message.user("<memory>I prefer small commits.</memory>", origin="memory")
+    summary = Message.user(TAIL_SUMMARY, origin="summary")
+
+    def run(first: list[Message], after: list[Message]) -> list[str]:
+        c = Checker(frozenset({"reinjected"}), {}, declared=Declared(reinjects=("memory",)))
+        c.feed([Mark("session_start", "s1"), sent(req([*first, user("go")]), 0),
+                sent(req([user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
+        return [v.detail for v in c.feed([sent(req([summary, *after, user("next")], rewrite=True), 2)])]
+
+    assert run([memory], []) == ["the first request after a compaction holds no message of origin 'memory', which the "
+                                 "conversation was sent before and the strategy declares a compaction injects again "
+                                 "(reinjects_after_compaction: its markers not reset, N-COMP-12?)"]
+    assert run([memory], [memory]) == [] and run([], []) == []
 
 
 def test_cadence_a_periodic_side_call_comes_every_n_answered_main_requests():

@@ -258,6 +258,8 @@ KIT45B: list[Case] = [
     _c(j.ClineEstimatesText, Cline, "estimate", "each message's text counted where its JSON is: about a tenth low"),
     _c(j.OnDemandReplacesOnePerMessage, OnDemandReading, "recent_kept", "one read a message replaced, all struck"),
     _c(j.StateTodoCountNotResetByATask, StructuredState, "cadence", "a task's todo write leaves the count: re-written early"),
+    _c(j.NovaCodeKeepsMemoryMarkers, NovaCode, "reinjected", "the memory markers not reset: no memory after a compaction"),
+    _c(j.GeminiRoomLeftAQuarter, GeminiCli, "result_limit", "the room left read a quarter a token: output cut early"),
     _c(j.OnDemandProtectsOldest, OnDemandReading, "recent_kept", "the oldest reads protected: the newest become pointers"),
 ]
 CORPUS += KIT45B

@@ -15,7 +15,12 @@ estimate. Cline's estimate is the whole request, every time, with no anchor: it 
 chose, striking them all from its list: the others stay whole for good, past its keep budget. It declares what a
 round leaves (``replaces_reads_to``). Two sets (39, 40) changed when structured_state re-writes its todo list (the
 count compared one off; not reset by the write a new task makes): nothing else changes. It declares the cadence
-(``writes_every``), held by ``cadence``."""
+(``writes_every``), held by ``cadence``. Blind set 41 had NovaCode leave its memory markers as they were after a
+compaction (N-COMP-12): no memory goes in again. The kit's sessions never recalled a memory (the simulated model's
+extraction keeps facts the trace states, and the kit's traces stated none); a scenario now states three, and NovaCode
+declares what a compaction injects again (``reinjects_after_compaction``). Blind set 42 had gemini-cli turn the room
+left in the window into characters the wrong way (a quarter a token): shell output cut far below its threshold. It
+declares the threshold (``keeps_results_whole_left``)."""
 
 from __future__ import annotations
 
@@ -25,6 +30,8 @@ from ctxsim.strategies import aider as ai
 from ctxsim.strategies import cline as cl
 from ctxsim.strategies.base import CallInfo
 from ctxsim.strategies.cline import Cline
+from ctxsim.strategies.gemini_cli import GeminiCli
+from ctxsim.strategies.novacode.strategy import NovaCode
 from ctxsim.strategies.on_demand_reading import OnDemandReading
 from ctxsim.strategies.structured_state import StructuredState
 
@@ -155,3 +162,28 @@ class StateTodoCountNotResetByATask(StructuredState):
         super().before_call(call)
         if due and not (self.config.todo_every and since >= self.config.todo_every):
             self.calls_since_todo = since   # the bug: the task's write leaves the count as it was
+
+
+class NovaCodeKeepsMemoryMarkers(NovaCode):
+    """After a compaction the memory layer is not told (N-COMP-12): its markers still say the memories are in the
+    context, and none goes in again."""
+
+    name = "novacode_keeps_memory_markers"
+
+    def __init__(self, config, env) -> None:
+        super().__init__(config, env)
+        if self.memory is not None:
+            self.memory.on_compacted = lambda: None   # the bug: the reset never happens
+
+
+class GeminiRoomLeftAQuarter(GeminiCli):
+    """The tokens left in the window are turned into characters dividing by 4 where gemini-cli multiplies."""
+
+    name = "gemini_room_left_a_quarter"
+
+    def threshold_chars(self) -> int:
+        c = self.config
+        if not self.current:
+            return c.truncate_threshold_chars
+        left = self.env.window - (self.anchor.last_input or 0)
+        return min(int(left / 4), c.truncate_threshold_chars)
