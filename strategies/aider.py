@@ -163,17 +163,7 @@ class Aider(ThresholdCompactor):
             return messages
         if len(messages) <= MIN_SPLIT or depth > MAX_DEPTH:
             return self.summarize_all(messages)
-        tail_tokens, split = 0, len(messages)
-        for i in range(len(messages) - 1, -1, -1):
-            if tail_tokens + sized[i] < budget // 2:
-                tail_tokens += sized[i]
-                split = i
-            else:
-                break
-        # the head ends on an assistant message (and, with tool calls, the tail starts on no result)
-        while split > 1 and (messages[split - 1].role != "assistant"
-                             or (split < len(messages) and messages[split].has_tool_result)):
-            split -= 1
+        split = self.split_at(messages, sized, budget)
         if split <= MIN_SPLIT:
             return self.summarize_all(messages)
         head, total = [], 0
@@ -189,6 +179,21 @@ class Aider(ThresholdCompactor):
         if self.tokens_of(summary) + self.tokens_of(tail) < budget:
             return summary + tail
         return self.summarize(summary + tail, depth + 1)
+
+    def split_at(self, messages: list[Message], sized: list[int], budget: int) -> int:
+        """Where the kept tail starts: the newest messages while under half the budget, then back until the head ends on
+        an assistant message (and, with tool calls, the tail starts on no result)."""
+        tail_tokens, split = 0, len(messages)
+        for i in range(len(messages) - 1, -1, -1):
+            if tail_tokens + sized[i] < budget // 2:
+                tail_tokens += sized[i]
+                split = i
+            else:
+                break
+        while split > 1 and (messages[split - 1].role != "assistant"
+                             or (split < len(messages) and messages[split].has_tool_result)):
+            split -= 1
+        return split
 
     def summarize_all(self, messages: list[Message]) -> list[Message] | None:
         content = "".join(f"# {m.role.upper()}\n{m.text}\n" for m in messages)

@@ -161,8 +161,7 @@ class OnDemandReading(WindowedStrategy):
             return
         if self.config.cold_cache_s and last is not None and call.now - last < self.config.cold_cache_s:
             return  # the cache is warm: replacing now would re-write everything behind the first pointer
-        k = self.config.keep_recent_reads
-        protected = self.inline[-k:] if k else []
+        protected = self.protected()
         candidates = [r for r in self.inline if r not in protected]
         left = self.inline_tokens()
         chosen: list[tuple[int, str, int]] = []
@@ -173,6 +172,11 @@ class OnDemandReading(WindowedStrategy):
             left -= self.gauge.tokens(r[2]) - self.gauge.opaque
         if chosen:
             self.replace(chosen)
+
+    def protected(self) -> list[tuple[int, str, int]]:
+        """The inline reads never replaced: the newest ``keep_recent_reads``."""
+        k = self.config.keep_recent_reads
+        return self.inline[-k:] if k else []
 
     def replace(self, chosen: list[tuple[int, str, int]]) -> None:
         by_msg: dict[int, set[str]] = {}

@@ -41,24 +41,9 @@ class OnDemandProtectsOldest(OnDemandReading):
 
     name = "on_demand_protects_oldest"
 
-    def before_call(self, call: CallInfo) -> None:
-        if self.in_isolated_subtask:
-            return
-        last, self._last_call = self._last_call, call.now
-        if self.inline_tokens() < self.config.inline_read_tokens:
-            return
-        if self.config.cold_cache_s and last is not None and call.now - last < self.config.cold_cache_s:
-            return
+    def protected(self) -> list[tuple[int, str, int]]:
         k = self.config.keep_recent_reads
-        protected = self.inline[:k]   # the bug: the oldest k, where the base takes inline[-k:]
-        left, chosen = self.inline_tokens(), []
-        for r in (r for r in self.inline if r not in protected):
-            if left <= self.config.keep_read_tokens:
-                break
-            chosen.append(r)
-            left -= self.gauge.tokens(r[2]) - self.gauge.opaque
-        if chosen:
-            self.replace(chosen)
+        return self.inline[:k]   # the bug: the oldest k, where the base takes inline[-k:]
 
 
 class ClineFoldsFromThePreviousSummary(Cline):
@@ -94,37 +79,8 @@ class AiderWalksInCharacters(ai.Aider):
 
     name = "aider_walks_in_characters"
 
-    def summarize(self, messages, depth: int = 0):
-        budget = self.budget()
-        if self.tokens_of(messages) <= budget and depth == 0:
-            return messages
-        if len(messages) <= ai.MIN_SPLIT or depth > ai.MAX_DEPTH:
-            return self.summarize_all(messages)
-        tail_chars, split = 0, len(messages)
-        for i in range(len(messages) - 1, -1, -1):
-            if tail_chars + messages[i].chars < budget // 2:   # the bug: characters against tokens
-                tail_chars += messages[i].chars
-                split = i
-            else:
-                break
-        while split > 1 and (messages[split - 1].role != "assistant"
-                             or (split < len(messages) and messages[split].has_tool_result)):
-            split -= 1
-        if split <= ai.MIN_SPLIT:
-            return self.summarize_all(messages)
-        head, total = [], 0
-        for m in messages[:split]:
-            total += self.tokens_of([m])
-            if total > self.env.window - ai.INPUT_RESERVE:
-                break
-            head.append(m)
-        summary = self.summarize_all(head)
-        if summary is None:
-            return None
-        tail = messages[split:]
-        if self.tokens_of(summary) + self.tokens_of(tail) < budget:
-            return summary + tail
-        return self.summarize(summary + tail, depth + 1)
+    def split_at(self, messages, sized, budget: int) -> int:
+        return super().split_at(messages, [m.chars for m in messages], budget)   # the bug: characters against tokens
 
 
 class ClineEstimatesText(Cline):
