@@ -1402,8 +1402,9 @@ class Checker:
             # keeps: the promise is of what the strategy's own clearing takes
             for detail in self._recent_reads_changed(req, results, after_refusal or self._asked_since_main):
                 v("recent_kept", detail)
-            if self.declared.reads_to is not None and not (after_refusal or self._asked_since_main):
-                detail = self._reads_left_over(req, results, changed)
+            if self.declared.reads_to is not None:
+                # reads a compaction or a reaction to a refusal cut are noted, not judged: the next round is
+                detail = self._reads_left_over(req, results, changed, after_refusal or self._asked_since_main)
                 if detail:
                     v("recent_kept", detail)
         if (self.declared.clears_above is not None and "compaction_trigger" in self.promised
@@ -2163,7 +2164,7 @@ class Checker:
         names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
         return [i for i in results if (tools is None or names.get(i, "") in tools) and self._entered_chars[i] >= least]
 
-    def _reads_left_over(self, req: Request, results: dict[str, Block], changed: frozenset[str]) -> str:
+    def _reads_left_over(self, req: Request, results: dict[str, Block], changed: frozenset[str], excused: bool) -> str:
         """A request that newly replaced tracked reads (``replaces_reads_to``) and still sends some older than the
         newest it keeps whole, while the whole ones come to more than the declared tokens (at the rate of the
         strategy's own estimate of ``req``, by the kit's factor for estimates): the round stopped short."""
@@ -2171,7 +2172,7 @@ class Checker:
         reads = self._tracked_reads(req, results)
         newly = [i for i in reads if i in changed and i not in self._reads_replaced]
         self._reads_replaced.update(i for i in reads if i in changed)
-        if not newly or not req.estimated_tokens:
+        if excused or not newly or not req.estimated_tokens:
             return ""
         whole = [i for i in reads if i not in changed]
         older = whole[:-n] if n else whole

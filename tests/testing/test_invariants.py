@@ -726,6 +726,11 @@ def test_recent_kept_a_round_of_replaced_reads_leaves_the_rest_within_the_declar
                    "1 older than the newest it keeps), past the 100 the strategy declares a replacement leaves "
                    "(replaces_reads_to; a factor of 1.6 allowed): reads it took as replaced still whole (one per message?)"]
     assert run(150, "a") == [] and run(100, "ab") == []
+    # the reaction to a refused request may cut reads (its window fallback): noted, not judged, nor at the next request
+    c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_reads=(1, ("Read",), 40), reads_to=100))
+    assert c.feed([sent(req(reads(texts)), 0), Sent(req(reads(texts)), 2_000, 1_000, True, "too long", 1, 1.0)]) == []
+    cut = dataclasses.replace(req(reads(texts, "a"), rewrite=True), estimated_tokens=344)
+    assert c.feed([sent(cut, 2), sent(cut, 3)]) == []
 
 
 def test_recent_kept_a_clearing_takes_every_older_result_where_declared():
