@@ -164,6 +164,12 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     if d.whole_under is not None:
         out.append(f"a result within {d.whole_under[0]:,} characters, in a message whose results total at most "
                    f"{d.whole_under[1]:,}, enters whole")
+    if d.whole_left is not None:
+        cap, cpt, tools = d.whole_left
+        room = "" if cpt is None else f" and {cpt:g} characters a token of the room the window had left"
+        out.append(f"a result of {', '.join(tools) if tools else 'any tool'} within {cap:,} characters{room} enters whole")
+    if d.reinjects:
+        out.append(f"a compaction sends again, on the next request, what the conversation had of: {', '.join(d.reinjects)}")
     if d.largest_first:
         out.append("a message over its budget gives up its largest results first")
     if d.recent_kept:
