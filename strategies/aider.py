@@ -67,6 +67,11 @@ def history_budget(max_input: int) -> int:
     return int(min(max(max_input / 16, 1024), 8192))
 
 
+def budget_of(config: AiderConfig, window: int) -> int:
+    """The finished exchanges' budget: ``max_chat_history_tokens``, else :func:`history_budget` of the window."""
+    return config.max_chat_history_tokens or history_budget(window)
+
+
 class AiderConfig(PeerConfig):
     max_chat_history_tokens: int | None = Field(None, ge=1, le=10_000_000, description="budget of the finished "
                                                 "exchanges; None: min(max(window / 16, 1024), 8192)")
@@ -93,7 +98,7 @@ class Aider(ThresholdCompactor):
         split back to end the head on an assistant message): a bound its walk stays under, not a floor
         (:meth:`compaction_tail_walked`), in the characters its estimate counts them by."""
         # sized as it sizes them (tokens_of: the characters over chars_per_token, rounded up per message), in characters
-        return ((float((config.max_chat_history_tokens or history_budget(window)) // 2) * config.chars_per_token, None, "chars"),)
+        return ((float(budget_of(config, window) // 2) * config.chars_per_token, None, "chars"),)
 
     @classmethod
     def compaction_tail_walked(cls, config) -> bool:
@@ -102,7 +107,7 @@ class Aider(ThresholdCompactor):
     @classmethod
     def compacts_above(cls, config, window: int, max_output_tokens: int) -> int | None:
         """The finished exchanges are summarised once they pass the budget (:meth:`compacts_above_finished`)."""
-        return config.max_chat_history_tokens or history_budget(window)
+        return budget_of(config, window)
 
     @classmethod
     def compacts_above_finished(cls, config) -> bool:
@@ -118,8 +123,7 @@ class Aider(ThresholdCompactor):
         self.exchange_ended = False
 
     def budget(self) -> int:
-        c = self.config
-        return c.max_chat_history_tokens or history_budget(self.env.window)
+        return budget_of(self.config, self.env.window)
 
     def on_user(self, message: Message) -> None:
         super().on_user(message)

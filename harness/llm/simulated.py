@@ -233,8 +233,7 @@ class SimulatedLLM:
         if new:
             self.facts.update(new)
             self._matcher = None
-            self._block.clear()
-            self._key.clear()
+            self._block.clear()   # the facts each block and message holds (a digest of the text holds none)
             self._msg.clear()
 
     def _block_info(self, b: Block) -> tuple[frozenset[str], str]:

@@ -253,12 +253,18 @@ class ConversationBuilder:
         return self._add([tr.SessionEnd(t=self._tick(), session=self.session or "")])
 
     # --- content events -------------------------------------------------------------------------
-    def user(self, size: int = 60, seed: int = 0) -> list[Any]:
+    def user(self, size: int = 60, seed: int = 0, said: str = "") -> list[Any]:
+        """A user message of ``size`` generated characters, after ``said`` (the user's own words, a line of their
+        own) where given."""
         if self.phase not in ("user", "call"):
             raise ValueError(f"a user message cannot come in phase {self.phase!r}")
         self.phase = "call"
         text = text_of(max(size, 1), seed, f"user request {self._n}")
-        return self._add([tr.UserEvent(t=self._tick(5.0), text=text)])
+        return self._add([tr.UserEvent(t=self._tick(5.0), text=f"{said}\n{text}" if said else text)])
+
+    def fact(self, fid: str, category: str, text: str) -> list[Any]:
+        """A fact the last message states verbatim (what the simulated model's summaries and memories keep)."""
+        return self._add([tr.FactEvent(t=self.t, id=fid, category=category, text=text)])
 
     def _tool_input(self, name: str, seed: int, uid: str) -> dict[str, Any]:
         k = seed % 97

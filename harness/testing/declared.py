@@ -244,7 +244,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     if idle is not None:
         shaped = isinstance(idle, tuple | list) and len(idle) == 2
         gap, tools = idle if shaped else (None, None)
-        if not _amount(gap) or not isinstance(tools, tuple | list) or not all(isinstance(t, str) for t in tools):
+        if not _amount(gap) or not _names(tools):
             raise ValueError(f"{cls.__qualname__}.clears_when_idle: (seconds, tool names) or None, got {idle!r}")
         idle = (float(gap), tuple(tools))
     marks = _hook(cls, "cache_marks", config, ())
@@ -266,7 +266,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     only_at_turns = _flag(cls, "compacts_only_at_turns", config)
     above_finished = _flag(cls, "compacts_above_finished", config)
     reinjects = _checked(cls, "reinjects_after_compaction", config, (),
-                         lambda v: isinstance(v, tuple | list) and all(isinstance(o, str) and o for o in v), "origins")
+                         lambda v: _names(v) and all(v), "origins")
     every = _checked(cls, "writes_every", config, None,
                      lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and isinstance(v[0], str)
                      and isinstance(v[1], int) and not isinstance(v[1], bool) and v[1] >= 1 and isinstance(v[2], str),
@@ -279,21 +279,21 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                       lambda v: v is None or isinstance(v, int) and not isinstance(v, bool) and v >= 1,
                       "a number of events (1 or more) or None")
     clears_all = _checked(cls, "clears_all_but_recent", config, None,
-                          lambda v: v is None or isinstance(v, tuple | list) and all(isinstance(t, str) for t in v),
+                          lambda v: v is None or _names(v),
                           "tool names or None")
     clears_above = _checked(cls, "clears_above", config, None, lambda v: v is None or _amount(v) and clears_all is not None,
                             "a number of tokens with clears_all_but_recent, or None")
     beyond = _checked(cls, "clears_all_beyond", config, None,
                       lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and all(
                           isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v[:2])
-                      and isinstance(v[2], tuple | list) and all(isinstance(t, str) for t in v[2]),
+                      and _names(v[2]),
                       "(user turns, characters, tool names) or None")
     superseded = _checked(cls, "supersedes_reads", config, None, lambda v: v is None or isinstance(v, str) and bool(v.strip()),
                           "the replacement text or None")
     cuts = tuple(_hook(cls, "result_cuts", config, ()))
     for cut in cuts:
-        ok = (isinstance(cut, tuple | list) and len(cut) == 3 and isinstance(cut[0], tuple | list)
-              and all(isinstance(t, str) for t in cut[0]) and _amount(cut[1]) and _amount(cut[2]) and cut[2] <= 1)
+        ok = (isinstance(cut, tuple | list) and len(cut) == 3
+              and _names(cut[0]) and _amount(cut[1]) and _amount(cut[2]) and cut[2] <= 1)
         if not ok:
             raise ValueError(f"{cls.__qualname__}.result_cuts: (tool names, characters, head share 0-1) each, got {cut!r}")
     cold = _checked(cls, "replaces_only_when_idle", config, None, lambda v: v is None or _amount(v),
@@ -303,8 +303,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     reads_to = _checked(cls, "replaces_reads_to", config, None, lambda v: v is None or _amount(v), "a number of tokens or None")
     reads = _checked(cls, "keeps_recent_reads", config, None,
                      lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and isinstance(v[0], int)
-                     and not isinstance(v[0], bool) and v[0] >= 0 and (v[1] is None or isinstance(v[1], tuple | list)
-                     and all(isinstance(t, str) for t in v[1])) and _amount(v[2]),
+                     and not isinstance(v[0], bool) and v[0] >= 0 and (v[1] is None or _names(v[1])) and _amount(v[2]),
                      "(newest results, tool names or None, least characters) or None")
     tail = _tail(cls, config, window, max_output_tokens)
     shortest = _flag(cls, "compaction_tail_shortest", config)
@@ -314,13 +313,16 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     left = _checked(cls, "keeps_results_whole_left", config, None,
                     lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and _amount(v[0])
                     and (v[1] is None or _amount(v[1]) and v[1] > 0)
-                    and (v[2] is None or isinstance(v[2], tuple | list) and all(isinstance(t, str) for t in v[2])),
+                    and (v[2] is None or _names(v[2])),
                     "(characters, characters a token of the room left or None, tool names or None) or None")
     share = _cut_share(cls, config, window, max_output_tokens)
     return Declared(summary_items=summary_items(cls, config), clear_minimum=minimum, rewrites_also=also, epochs=epochs,
                     result_limits=limits, recent_kept=int(_hook(cls, "keeps_recent_tool_uses", config, 0)), recent_chars=int(chars),
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
-                    cache_marks=tuple(marks), compacts_above=trigger, reinjects=tuple(reinjects), writes_every=None if every is None else (every[0], every[1], every[2]), estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])), above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
+                    cache_marks=tuple(marks), compacts_above=trigger,
+                    above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
+                    reinjects=tuple(reinjects), writes_every=None if every is None else (every[0], every[1], every[2]),
+                    estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])),
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
                     reads_to=None if reads_to is None or not reads else int(reads_to),
@@ -356,6 +358,11 @@ def _checked(cls: type[Strategy], name: str, config: StrategyConfig, default: An
 def _flag(cls: type[Strategy], name: str, config: StrategyConfig) -> bool:
     """A yes-or-no declaration hook's value (False where the class has none), refused where it is not a bool."""
     return _checked(cls, name, config, False, lambda v: isinstance(v, bool), "True or False")
+
+
+def _names(value: Any) -> bool:
+    """``value`` is a tuple or list of names (tools, origins) a hook may declare."""
+    return isinstance(value, tuple | list) and all(isinstance(t, str) for t in value)
 
 
 def _amount(value: Any) -> bool:

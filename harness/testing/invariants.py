@@ -697,6 +697,24 @@ def _texts(req: Request, results: bool = True) -> list[str]:
 
 # a summary this long sent whole twice in one summary request is no coincidence of short texts (assumed)
 SUMMARY_TWICE_CHARS = 40
+def _prompt_chars(req: Request) -> int:
+    """The characters of ``req``'s system prompt and tool definitions, as sent."""
+    return sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
+
+
+def _estimate_rate(req: Request) -> float:
+    """The tokens a character of ``req`` at the strategy's own estimate of it (its prompt and messages; 0 without one):
+    what the kit sizes a part of the request by, as the strategy would."""
+    if not req.estimated_tokens:
+        return 0.0
+    return req.estimated_tokens / max(1, _prompt_chars(req) + sum(m.chars for m in req.messages))
+
+
+def _tool_names(req: Request) -> dict[str, str]:
+    """The tool each tool_use of ``req`` calls, by id."""
+    return {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
+
+
 REPORT_OPENING = 60   # characters of a block's text that stand for it in a rendered transcript (assumed)
 
 
@@ -1363,16 +1381,14 @@ class Checker:
             if self.declared.head_at_most:
                 details += [self._head_over(b) for _m, b in entering]
             if self.declared.whole_left is not None and stream == "main":
-                names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks
-                         if b.type == "tool_use"}
+                names = _tool_names(req)
                 details += [self._changed_within_left(s, b, names.get(b.id, "")) for _m, b in entering]
             if self.declared.whole_under is not None:
                 details += [self._changed_under(m, b) for m, b in entering]
             if self.declared.largest_first:
                 details += self._spilled_not_largest(entering)
             if self.declared.result_cuts:
-                names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks
-                         if b.type == "tool_use"}
+                names = _tool_names(req)
                 details += [self._cut_wrong(b, names.get(b.id, "")) for _m, b in entering]
             for detail in details:
                 if detail:
@@ -1822,8 +1838,7 @@ class Checker:
         """After an idle gap past the declared one: the request whose results are ``now`` sends every result the
         rule clears as it entered, though ``prev`` held some (the declared tools' results beyond the newest kept)."""
         seconds, tools = self.declared.idle_clear or (0.0, ())
-        names = {b.id: b.name or "" for m in prev.request.messages if m.role == "assistant" for b in m.blocks
-                 if b.type == "tool_use"}
+        names = _tool_names(prev.request)
         before = self._results(prev.request)
         n = self.declared.recent_kept
         mine = [i for i in before if not tools or names.get(i, "") in tools]
@@ -1918,7 +1933,7 @@ class Checker:
         if turns and len(typed) < turns:
             return []
         start = typed[-turns] if turns else len(req.messages)
-        names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
+        names = _tool_names(req)
         older: list[str] = []   # newest first, back to a summary (what stands before it is not walked)
         for m in reversed(req.messages[:start]):
             if m.meta.get("origin") == "summary":
@@ -2161,7 +2176,7 @@ class Checker:
         """The results of ``req`` (by tool_use id, where each stands) of the tools the strategy declares it tracks
         (``keeps_recent_reads``) that entered at its least characters or more."""
         _, tools, least = self.declared.recent_reads
-        names = {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
+        names = _tool_names(req)
         return [i for i in results if (tools is None or names.get(i, "") in tools) and self._entered_chars[i] >= least]
 
     def _reads_left_over(self, req: Request, results: dict[str, Block], changed: frozenset[str], excused: bool) -> str:
@@ -2178,9 +2193,7 @@ class Checker:
         older = whole[:-n] if n else whole
         if not older:
             return ""
-        fixed = sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
-        rate = req.estimated_tokens / max(1, fixed + sum(m.chars for m in req.messages))
-        left = rate * sum(len(results[i].text) for i in whole)
+        left = _estimate_rate(req) * sum(len(results[i].text) for i in whole)
         if left <= self.declared.reads_to * ESTIMATE_FACTOR:
             return ""
         return (f"the request replaced {len(newly)} read(s) and sends {len(whole)} whole, about {left:,.0f} tokens as the "
@@ -2535,7 +2548,7 @@ class Checker:
                     return (f"the compaction kept {len(tail)} messages verbatim after {after_what}, {shown}, over the "
                             f"{cap} the strategy declares it keeps at most (compaction_tail)")
             if least and self.declared.tail_walked:
-                detail = self._walk_short(req, tail, conv, ext, start, least, unit, after_what, seen_over)
+                detail = self._walk_strayed(req, tail, conv, ext, start, least, unit, after_what, seen_over)
                 if detail:
                     return detail
                 continue
@@ -2604,18 +2617,17 @@ class Checker:
         """A main request sent after ``n`` answered ones since the declared periodic side call with none made (late),
         reported once a cycle; then this one counted, if answered."""
         kind, n, _ = self.declared.writes_every
-        if self._every_since is None or self._every_stopped:
+        since = self._every_since
+        if since is None or self._every_stopped:
             return ""
-        out = ""
-        if self._every_since >= n:
-            out = (f"request {s.call} of the main conversation is sent after {self._every_since} answered since the last "
-                   f"{kind} call, with none made: the strategy declares one every {n} (writes_every: compared one off, "
-                   "or a count not reset?)")
+        if since >= n:
             self._every_since = None   # once a cycle: the next one is judged after the next call
-            return out
+            return (f"request {s.call} of the main conversation is sent after {since} answered since the last {kind} "
+                    f"call, with none made: the strategy declares one every {n} (writes_every: compared one off, or a "
+                    "count not reset?)")
         if not s.rejected and not s.error:
-            self._every_since += 1
-        return out
+            self._every_since = since + 1
+        return ""
 
     def _not_whole(self, req: Request) -> str:
         """An estimate the strategy declares is the whole request's size (``estimates_whole``) that is not, beyond
@@ -2623,7 +2635,7 @@ class Checker:
         cpt, unit = self.declared.estimates_whole
         if req.estimated_tokens is None:
             return ""
-        prompt = sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
+        prompt = _prompt_chars(req)
         chars = prompt + self._tail_size(list(req.messages), unit)
         want = req.system.opaque_tokens + math.ceil(chars / cpt)
         if abs(req.estimated_tokens - want) <= max(ESTIMATE_WHOLE_SLACK * want, 2):
@@ -2633,7 +2645,7 @@ class Checker:
                 f"tools {prompt:,}) over {cpt:g} a token{f' and {req.system.opaque_tokens:,} opaque' if req.system.opaque_tokens else ''}: "
                 f"{want:,} (estimates_whole: a part left out, the text counted where the JSON is, a stale figure?)")
 
-    def _walk_short(self, req: Request, tail: list[Message], conv: list[Message], ext: int, start: int, least: float,
+    def _walk_strayed(self, req: Request, tail: list[Message], conv: list[Message], ext: int, start: int, least: float,
                     unit: str, after_what: str, seen_over: Callable[[list[Message], str, float], bool]) -> str:
         """A tail walked from the newest finished message while under ``least`` (``compaction_tail_walked``) that
         strayed from its walk: the finished messages it kept (before the latest message the user typed), with the
@@ -2647,10 +2659,9 @@ class Checker:
         if not done or start <= 0 or self._appended_mixed:
             return ""
         if unit == "tokens":
-            if not req.estimated_tokens:
+            rate = _estimate_rate(req)
+            if not rate:
                 return ""
-            fixed = sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
-            rate = req.estimated_tokens / max(1, fixed + sum(m.chars for m in req.messages))
 
             def size(ms: list[Message]) -> float:
                 return rate * sum(m.chars for m in ms)
@@ -2709,8 +2720,7 @@ class Checker:
         least = math.ceil(share * rest - 1e-9)
         if not req.estimated_tokens or len(req.messages) >= len(conv) or kept >= least or self._held_summaries(req):
             return ""
-        fixed = sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
-        rate = req.estimated_tokens / max(1, fixed + sum(m.chars for m in req.messages))
+        fixed, rate = _prompt_chars(req), _estimate_rate(req)
         whole = rate * (fixed + sum(m.chars for m in conv))
         if over is not None and whole * CUT_RATE_SLACK > over:
             return ""

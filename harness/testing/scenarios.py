@@ -509,10 +509,8 @@ def memory_then_compaction(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     b = conv.ConversationBuilder()
     b.start_session()
     for t, (category, said) in enumerate(MEMORY_FACTS):
-        b.user(_scale(300, window), 90 + t)
-        asked = b.events[-1]
-        b.events[-1] = asked.model_copy(update={"text": f"{said}\n{asked.text}"})
-        b._add([tr.FactEvent(t=asked.t, id=f"kit_memory_{t}", category=category, text=said)])
+        b.user(_scale(300, window), 90 + t, said=said)
+        b.fact(f"kit_memory_{t}", category, said)
         b.call(conv.Turn(text=_scale(600 + 11 * t, window)))
         b._tick(60)   # the user reads the answer: what was extracted from it is on disk by the next message
     b.user(_scale(200, window), 95)
