@@ -809,6 +809,26 @@ def _summary_pieces(text: str) -> list[str]:
     return [p for p in (_summary_probe(text), t[mid - 30: mid + 30].strip(), t[-40:].strip()) if len(p) >= 12]
 
 
+def _with_appended(before: Request, appended: list[Message]) -> list[Message]:
+    """The conversation: ``before``'s messages and those the engine gave the strategy since, each once (a message
+    alike an earlier one, a repeated answer, is the conversation's all the same)."""
+    sent = {id(m) for m in before.messages}
+    return [*before.messages, *(m for m in appended if id(m) not in sent)]
+
+
+def _in_a_row(msgs: list[Message], conv: list[Message]) -> int:
+    """How many of the newest messages of ``msgs`` the conversation ``conv`` holds in a row, wherever the run ends (two
+    messages alike, a repeated answer, share a key: each place the newest stands is tried)."""
+    keys, want = [_message_key(m) for m in conv], [_message_key(m) for m in msgs]
+    best = 0
+    for p in (p for p, k in enumerate(keys) if want and k == want[-1]):
+        n = 0
+        while n < len(want) and n <= p and keys[p - n] == want[-1 - n]:
+            n += 1
+        best = max(best, n)
+    return best
+
+
 def _typed(m: Message) -> bool:
     """A message the user typed: the user's, with no tool result and no origin of the strategy's own."""
     return m.role == "user" and not m.has_tool_result and not m.meta.get("origin")
@@ -2440,12 +2460,8 @@ class Checker:
                   if b.type in ("text", "tool_result") and any(p in b.text for p in probes)), default=-1)
         if at < 0 and self._summaries:
             return None   # a summary made and not held (summary_used judges it)
-        conv = list(before.messages)
+        conv = _with_appended(before, self._appended)
         index = {_message_key(m): i for i, m in enumerate(conv)}
-        for m in self._appended:
-            if _message_key(m) not in index:
-                index[_message_key(m)] = len(conv)
-                conv.append(m)
         after = "its summary"
         if at < 0:
             # a cut with no summary, where the request left some of the conversation out: what stands after the
@@ -2457,10 +2473,7 @@ class Checker:
             after = "its note of the cut"
             at = max((i for i, m in enumerate(msgs) if m.meta.get("origin") and not _answers_or_calls(m)), default=-1)
             if at < 0:
-                after, at = "the gap of the cut", len(msgs) - 1
-                while at >= 0 and _message_key(msgs[at]) in index and (
-                        at == len(msgs) - 1 or index[_message_key(msgs[at])] == index[_message_key(msgs[at + 1])] - 1):
-                    at -= 1
+                after, at = "the gap of the cut", len(msgs) - 1 - _in_a_row(msgs, conv)
                 if at < 0:
                     return None
         tail: list[Message] = []
@@ -2713,9 +2726,7 @@ class Checker:
         and those come since; the estimates are at the rate of the strategy's own estimate of ``req``, within
         CUT_RATE_SLACK."""
         share, head, over, under = self.declared.cut_share
-        conv = list(before.messages)
-        keys = {_message_key(m) for m in conv}
-        conv += [m for m in self._appended if _message_key(m) not in keys]
+        conv = _with_appended(before, self._appended)
         rest, kept = len(conv) - head, len(req.messages) - head
         least = math.ceil(share * rest - 1e-9)
         if not req.estimated_tokens or len(req.messages) >= len(conv) or kept >= least or self._held_summaries(req):

@@ -488,7 +488,7 @@ def short_exchanges(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
         b.user(_scale(200, window), 70 + t)
         if t % 3 == 1:
             b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(1_200, window), seed=950 + t),)))
-        b.call(conv.Turn(text=_scale(900 + 7 * t, window)))   # lengths apart: no two answers alike
+        b.call(conv.Turn(text=_scale(900, window)))
     b.end_session()
     return b.trace()
 

@@ -1807,6 +1807,22 @@ def test_kept_tail_walked_past_its_bound_from_the_first_place_a_cut_may_fall():
                       "another?)"]
 
 
+def test_kept_tail_of_a_cut_counts_a_repeated_answer_where_it_stands():
+    """A conversation [go, one, done, two] then the same answer "done" again and "three" came; a cut keeps [go, two,
+    done, three]: after the gap, the newest 3 stand in a row in the conversation (the second "done" is the
+    conversation's own, though it reads like the first). Declared at least 3 messages: held (counting the repeated
+    answer once would find a tail of 1)."""
+    from ctxsim.harness.testing.declared import Declared
+
+    def done() -> Message:
+        return Message("assistant", (Block.text_block("done"),))
+
+    go, one, two, three = user("go"), user("one"), user("two"), user("three")
+    c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=((3, None, "messages"),)))
+    assert c.feed([sent(req([go, one, done(), two]), 0), Mark("message", message=done()), Mark("message", message=three)]) == []
+    assert c.feed([sent(req([go, two, done(), three], rewrite=True), 1)]) == []
+
+
 def test_kept_tail_caps_the_tail_and_counts_what_came_since_the_last_request():
     """Declared: at most 2 messages. The tail [call c, result c, answer] (3) is over; the answer came since request 0
     (the engine gave it to the strategy): it is the conversation's, and the tail's last message. A result cut since
