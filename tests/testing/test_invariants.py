@@ -1133,7 +1133,7 @@ def test_compaction_trigger_a_request_estimated_past_it_follows_a_summary():
     assert c.feed([sent(_estimated(msgs, 1_200), 3)]) == []
 
 
-def test_reinjected_after_a_compaction_what_the_conversation_was_sent():
+def test_reinjected_N_COMP_12_after_a_compaction_what_the_conversation_was_sent():
     """NovaCode's memories (origin "memory") go in again on the very next request after a compaction (N-COMP-12). The
     conversation was sent a memory at request 0; a summary is made; request 2, the rewrite that uses it, holds no
     memory: reported. Holding one: held. A conversation never sent one is not judged."""
