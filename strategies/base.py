@@ -380,7 +380,8 @@ class Strategy:
         """Whether ``compaction_tail``'s leasts are the bound a walk from the newest finished message stays under, not a
         floor: the finished messages kept (those before the latest message the user typed), with the message before
         them, reach it, where any is kept (aider's ``summarize_real``: the newest messages under half its budget;
-        none kept where the whole history is summarised). False: each least is a floor."""
+        none kept where the whole history is summarised, but where a second round summarised the first's summary and
+        tail, that first tail is the walk's). False: each least is a floor."""
         return False
 
     @classmethod

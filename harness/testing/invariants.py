@@ -2666,10 +2666,12 @@ class Checker:
         next: it stopped early); or those after the first place in them a cut may fall (after an assistant message, not
         before results: where a split moved back to stops) reach it (the walk went past its bound). In tokens, at
         the rate of the strategy's own estimate of ``req`` (within CUT_RATE_SLACK). Not judged where it kept no
-        finished message (the whole history summarised)."""
+        finished message (the whole history summarised), but where that followed a round whose summary a later one
+        took in (a recursion: the summary and its tail still over a budget), the first round's tail, the finished
+        messages the later summary took in, is judged so."""
         typed = max((k for k, m in enumerate(tail) if _typed(m)), default=len(tail))
         done, before = tail[:typed], conv[max(ext, 0):start]
-        if not done or start <= 0 or self._appended_mixed:
+        if start <= 0 or self._appended_mixed:
             return ""
         if unit == "tokens":
             rate = _estimate_rate(req)
@@ -2684,6 +2686,17 @@ class Checker:
                 return float(self._tail_size(ms, unit))
             low, high = TAIL_LEAST_SLACK[unit], TAIL_MOST_SLACK[unit]
         shown = ("about {:,.0f} " + unit + " (as the strategy estimates)") if unit == "tokens" else ("{:,.0f} " + unit)
+        if not done:
+            first = self._first_round_tail(conv[:start])
+            cut = next((k for k in range(1, len(first)) if first[k - 1].role == "assistant"
+                        and not first[k].has_tool_result), None)
+            if cut is None or size(first[cut:]) <= least * high:
+                return ""
+            return (f"the compaction summarised every finished message in {len(self._summaries)} rounds; the first kept "
+                    f"{len(first)} of them out of its summary for the next, the newest {len(first) - cut} of which, after "
+                    f"the first place a cut may fall, come to {shown.format(size(first[cut:]))}, past the "
+                    f"{least:,.0f} {unit} the strategy declares its walk from the newest stays under "
+                    "(compaction_tail_walked): the walk went past its bound (a bound read as another?)")
         cut = next((k for k in range(1, len(done)) if done[k - 1].role == "assistant" and not done[k].has_tool_result), None)
         if cut is not None and size(done[cut:]) > least * high:
             return (f"the compaction kept {len(done)} finished messages verbatim after {after_what}, the newest "
@@ -2697,6 +2710,32 @@ class Checker:
                 f"{len(before)} before them come to {shown.format(reach)}, under the "
                 f"{least:,.0f} {unit} the strategy declares its walk from the newest stays under "
                 "(compaction_tail_walked): the walk stopped early (the messages sized in another unit?)")
+
+    def _first_round_tail(self, finished: list[Message]) -> list[Message]:
+        """Where the summaries made for this request are a chain (the second took in the first's text), the newest
+        messages of ``finished`` the first left out for the second round: those, back from the newest, whose text the
+        second's request holds (its opening and its end, outside the first summary's text, which may quote them; a
+        message too short to tell stands with its neighbours, not at the start); ``[]`` where they are no chain, or
+        the first took in nothing of ``finished``."""
+        if len(self._summaries) < 2:
+            return []
+        one, two = self._summaries[0], self._summaries[1]
+        if not one.text.strip() or one.text.strip() not in two.input_text:
+            return []
+        rest = two.input_text.replace(one.text.strip(), "")
+
+        first, pos = len(finished), len(rest)
+        for k in range(len(finished) - 1, -1, -1):   # in order: each found before the newer one
+            t = finished[k].text.strip()
+            if len(t) < _TAKEN_MIN:
+                continue
+            at = rest.rfind(t[:_TAKEN_PROBE], 0, pos)
+            if at < 0 or t[-_TAKEN_PROBE:] not in rest[at:pos]:
+                break
+            first, pos = k, at
+        if first == 0 or not any(one.took_in(b) for m in finished[:first] for b in m.blocks if b.type == "text"):
+            return []
+        return finished[first:]
 
     def _nothing_before_prompt(self, req: Request) -> bool:
         """Nothing but a summary stands before the newest message of ``req`` the user typed (text the trace fed, no

@@ -1807,6 +1807,43 @@ def test_kept_tail_walked_past_its_bound_from_the_first_place_a_cut_may_fall():
                       "another?)"]
 
 
+def test_kept_tail_walked_judges_the_first_round_of_a_chain_that_summarised_everything():
+    """aider summarises everything where its summary and tail are still over its budget: a second round takes in the
+    first summary and the tail the first kept out of it. The final tail is empty (not judged), but the first round's
+    tail is the walk's. The conversation [u0, a1, u1, a2, u2, a3, u3, a4] (8 finished messages) and "next" came; the
+    first summary takes in [u0, a1]; the second its text and [u1 .. a4] (6, rendered as one transcript). The first
+    place a cut may fall in them is after a2: 4 messages after it. Walked under 3: past it, reported; under 4: held
+    (4 is not past 4). A first summary of [u0 .. a3] leaves [u3, a4], with no place a cut may fall: held."""
+    from ctxsim.harness.testing.declared import Declared
+
+    said = ["please read the three modules of the package", "I will start with module a, then module b",
+            "go on with module b and then with module c", "module b holds the parser and nothing else",
+            "now the third module, c, if you would", "module c holds the printer and its tests",
+            "and what about the fixtures in tests?", "the fixtures build a parser for each case"]
+    conv = [user(t) if i % 2 == 0 else Message("assistant", (Block.text_block(t),)) for i, t in enumerate(said)]
+    nxt = user("next")
+    one, two = "SUMMARY ONE: the modules a and b were read.", "SUMMARY TWO: a, b and c were read; the fixtures too."
+
+    def transcript(ms: list[Message], head: str = "") -> Request:
+        text = head + "".join(f"# {m.role.upper()}\n{m.text}\n" for m in ms)
+        return req([user(text)], kind="summary")
+
+    def run(least: int, first: int = 2) -> list[str]:
+        c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=((least, None, "messages"),), tail_walked=True))
+        c.feed([sent(req(conv), 0), Mark("message", message=nxt),
+                sent(transcript(conv[:first]), 1), Mark("side_result", "summary", text=one),
+                sent(transcript(conv[first:], f"# USER\n{one}\n"), 2), Mark("side_result", "summary", text=two)])
+        summary = Message.user(two, origin="summary")
+        return [v.detail for v in c.feed([sent(req([summary, nxt], rewrite=True), 3)])]
+
+    assert run(3) == ["the compaction summarised every finished message in 2 rounds; the first kept 6 of them out of its "
+                      "summary for the next, the newest 4 of which, after the first place a cut may fall, come to 4 "
+                      "messages, past the 3 messages the strategy declares its walk from the newest stays under "
+                      "(compaction_tail_walked): the walk went past its bound (a bound read as another?)"]
+    assert run(4) == []
+    assert run(3, first=6) == []
+
+
 def test_kept_tail_of_a_cut_counts_a_repeated_answer_where_it_stands():
     """A conversation [go, one, done, two] then the same answer "done" again and "three" came; a cut keeps [go, two,
     done, three]: after the gap, the newest 3 stand in a row in the conversation (the second "done" is the
