@@ -16,7 +16,7 @@ fields are rejected, so ``--set`` and sweeps can vary any of them by name and a 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -289,6 +289,14 @@ class Strategy:
         return None
 
     @classmethod
+    def estimates_from_usage(cls, config: StrategyConfig) -> float | None:
+        """The characters per token where the strategy's estimate of a request of its main conversation that continues
+        the last answered one (nothing rewritten, no launch or sub-agent between) is that request's usage, its input
+        and the answer's output tokens, and the characters (``Message.chars``) of the messages come after the answer
+        over that many a token, rounded up (NovaCode's N-COMP-5 anchor). None: no promise."""
+        return None
+
+    @classmethod
     def reinjects_after_compaction(cls, config: StrategyConfig) -> tuple[str, ...]:
         """Origins (``Message.meta["origin"]``) of messages of the strategy's own that a compaction injects again on the
         very next request, once the conversation has been sent one (NovaCode's recalled memories, N-COMP-12). ():
@@ -337,6 +345,23 @@ class Strategy:
         """The tokens past which the strategy summarises when a user turn begins: at the first request after
         the user's message, once the conversation's previous request held more input than this, it asks for
         a summary first (goose: a reply that starts over 80% of the window). None: no such trigger."""
+        return None
+
+    @classmethod
+    def compacts_by_cut(cls, config: StrategyConfig, messages: Sequence[Message]) -> bool | None:
+        """Where the strategy's compaction at its trigger (``compacts_above``, ``compacts_on_usage``) is a cut with no
+        summary: whether a cut of a request holding ``messages`` drops any. A request past the trigger is then a
+        rewrite instead of following a summary, where a cut would drop some (sliding_window: Cline's range, which
+        finds nothing to drop in a short conversation or where the first kept message would be left empty). None:
+        its compaction is a summary."""
+        return None
+
+    @classmethod
+    def compacts_on_usage(cls, config: StrategyConfig, window: int, max_output_tokens: int) -> int | None:
+        """The tokens at or past which the usage of the last answered request of the main conversation (its input and
+        the answer's output, as the API reported them) makes the strategy summarise before its next request (on a
+        model with this ``window`` and output limit; with ``compacts_only_at_turns``, only as a user turn begins).
+        opencode's overflow check; goose's at a reply's start. None: no such trigger."""
         return None
 
     @classmethod

@@ -141,6 +141,10 @@ class Cline(ThresholdCompactor):
         ``chars_per_token`` (3), no usage anchor (:meth:`estimate`)."""
         return config.chars_per_token, "json_chars"
 
+    @classmethod
+    def estimates_from_usage(cls, config) -> None:
+        return None   # whole, never anchored (estimates_whole)
+
     def usable(self) -> float:
         return usable_input(self.config, self.env.window)
 

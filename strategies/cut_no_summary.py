@@ -111,6 +111,11 @@ class CutNoSummary(Strategy):
         return self.ledger.estimate(self.history, system=self.env.system, tools=self.env.tools)
 
     @classmethod
+    def estimates_from_usage(cls, config: CutNoSummaryConfig) -> float:
+        """The last usage plus what came after the answer at ``chars_per_token`` (NovaCode's N-COMP-5 anchor)."""
+        return config.chars_per_token
+
+    @classmethod
     def cache_marks(cls, config) -> tuple[str, ...]:
         return ("tools", "system", "last_user")   # NovaCode's three (N-CACHE-1)
 

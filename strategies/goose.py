@@ -23,6 +23,8 @@ reply starts; ``reply_internal``: the ``ContextLengthExceeded`` recovery) and
 
 from __future__ import annotations
 
+import math
+
 from ctxsim.harness.llm.services import SUMMARY, CallSpec, SideCallFailed
 from ctxsim.harness.model.conversation import Block, History, Message, Request, SystemPrompt, ToolSet
 from ctxsim.strategies.base import CallInfo, Rejection
@@ -97,6 +99,12 @@ class Goose(ThresholdCompactor):
     def compacts_at_turns(cls, config, window: int, max_output_tokens: int) -> int | None:
         # should_compact: a reply that starts with the last call's tokens (input and output) over the threshold
         return int(window * config.threshold)
+
+    @classmethod
+    def compacts_on_usage(cls, config, window: int, max_output_tokens: int) -> int:
+        """should_compact: the last call's tokens (input and output) over ``threshold`` of the window, as a reply starts
+        (``compacts_only_at_turns``): the least whole number past it."""
+        return math.floor(window * config.threshold) + 1
 
     @classmethod
     def compacts_only_at_turns(cls, config) -> bool:

@@ -110,6 +110,11 @@ class OpenCode(ThresholdCompactor):
     name = "opencode"
 
     @classmethod
+    def compacts_on_usage(cls, config, window: int, max_output_tokens: int) -> int:
+        """``isOverflow``: the last step's tokens (input, cache and output) reach ``usable``."""
+        return usable_input(config, window, max_output_tokens)
+
+    @classmethod
     def summarises_dropped(cls, config) -> bool:
         # its compactions summarise what they drop (the kit's ``summarised``)
         return True

@@ -115,6 +115,30 @@ def cline_range(messages, keep: Literal["half", "quarter"]) -> tuple[int, int]:
     return start, end
 
 
+def assistant_cut(messages, keep: Literal["half", "quarter"]) -> tuple[int, int, Message | None] | None:
+    """The range ``[start, end)`` :func:`cline_range` drops and the first kept message repaired (None: nothing can be
+    dropped). Where the repaired first kept message would be left empty (two answers in a row, one turn for the API,
+    starting with the notice), the range is a pair shorter (assumed: a Cline user turn also carries its environment
+    details, so its repair never empties one)."""
+    start, end = cline_range(messages, keep)
+    first = messages[1] if len(messages) > 1 else None
+    while end > start:
+        kept = repair_first_kept(first, messages[end] if end < len(messages) else None)
+        if kept is not None:
+            return start, end, kept
+        end -= 2
+    return None
+
+
+def user_cut(messages, keep: Literal["half", "quarter"]) -> tuple[int, int, bool] | None:
+    """The older reading's range ``[start, end)`` (after the first exchange and a notice of an earlier cut) and whether
+    that notice stands (None: nothing can be dropped)."""
+    start = first_exchange_end(messages)
+    has_notice = start < len(messages) and messages[start].meta.get("origin") == "truncation_notice"
+    start, end = truncation_range(messages, keep, start + has_notice)
+    return (start, end, has_notice) if end > start else None
+
+
 def repair_first_kept(first_answer: Message, kept: Message | None) -> Message | None:
     """``ensureToolResultsFollowToolUse`` for the first kept user message: results for the first
     answer's tool uses first ("result missing" where the cut removed them), then its other blocks;
@@ -211,6 +235,23 @@ class SlidingWindow(ThresholdCompactor):
         share = 0.25 if config.keep == "quarter" else 0.5
         return share, 2, 2 * allowed if config.keep == "auto" else None, allowed
 
+    @classmethod
+    def compacts_above(cls, config: SlidingWindowConfig, window: int, max_output_tokens: int) -> int | None:
+        """With ``count_pending``, its own estimate (the last usage and what came since) at the allowed size cuts."""
+        return allowed_size(config, window) if config.count_pending else None
+
+    @classmethod
+    def compacts_on_usage(cls, config: SlidingWindowConfig, window: int, max_output_tokens: int) -> int | None:
+        """Cline's own check, without ``count_pending``: the last usage (input and output) at the allowed size."""
+        return None if config.count_pending else allowed_size(config, window)
+
+    @classmethod
+    def compacts_by_cut(cls, config: SlidingWindowConfig, messages) -> bool:
+        """A cut, no summary: whether a cut of ``messages`` drops any, keeping half or a quarter (the one ``auto``
+        takes depends on the estimate)."""
+        cut = assistant_cut if config.range_end == "assistant" else user_cut
+        return all(cut(messages, keep) is not None for keep in ("half", "quarter"))
+
     def __init__(self, config, env) -> None:
         super().__init__(config, env)
         if config.reserve_tokens is not None:
@@ -275,18 +316,11 @@ class SlidingWindow(ThresholdCompactor):
 
     def _cut_assistant(self, keep: Literal["half", "quarter"]) -> bool:
         msgs = list(self.history)
-        start, end = cline_range(msgs, keep)
-        first = msgs[1] if len(msgs) > 1 else None
-        kept = None
-        while end > start:  # the repaired first kept message left empty: two answers in a row (one
-            # turn for the API, starting with the notice): the range is a pair shorter (assumed: a
-            # Cline user turn also carries its environment details, so its repair never empties one)
-            kept = repair_first_kept(first, msgs[end] if end < len(msgs) else None)
-            if kept is not None:
-                break
-            end -= 2
-        if end <= start:
+        found = assistant_cut(msgs, keep)
+        if found is None:
             return False
+        start, end, kept = found
+        first = msgs[1]
         removed = msgs[start:end]
         kept = with_dropped_errors(kept, removed)
         head = [msgs[0], with_notice(first) if self.config.notice and not first.meta.get("truncation_notice") else first]
@@ -300,12 +334,10 @@ class SlidingWindow(ThresholdCompactor):
         """The older reading: the first exchange keeps its results, the range ends on a user message,
         the notice is a message of its own."""
         msgs = list(self.history)
-        start = first_exchange_end(msgs)
-        has_notice = start < len(msgs) and msgs[start].meta.get("origin") == "truncation_notice"
-        start += has_notice
-        start, end = truncation_range(msgs, keep, start)
-        if end <= start:
+        found = user_cut(msgs, keep)
+        if found is None:
             return False
+        start, end, has_notice = found
         removed = msgs[start:end]
         added = [] if has_notice or not self.config.notice else [
             Message("user", (Block.text_block(NOTICE),), {"origin": "truncation_notice"})]

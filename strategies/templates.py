@@ -297,6 +297,12 @@ class PeerStrategy(Strategy):
     def estimate(self) -> int | None:
         return self.anchor.estimate(self.history, self.env.system, self.env.tools)
 
+    @classmethod
+    def estimates_from_usage(cls, config) -> float | None:
+        """:class:`UsageAnchor`: the last usage (input and output) and the history after the answer at
+        ``chars_per_token``. A subclass whose estimate is another overrides this too."""
+        return config.chars_per_token
+
     # helpers
     def rebased_estimate(self, history: Sequence[Message]) -> int | None:
         """The estimate of a request holding ``history`` instead of the current history: the anchored

@@ -196,6 +196,9 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         cpt, unit = d.estimates_whole
         out.append(f"every main request is estimated whole: its {'JSON characters' if unit == 'json_chars' else 'characters'} "
                    f"over {cpt:g} a token")
+    if d.from_usage is not None:
+        out.append("a main request that continues the last answered one is estimated at its usage (input and output) "
+                   f"and what came after the answer at {d.from_usage:g} characters a token")
     if d.recent_reads:
         n, tools, least = d.recent_reads
         if d.reads_to is not None:
@@ -221,6 +224,9 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append("... unless nothing but a summary stands before the user's latest message and the tail it keeps")
     if d.breaker is not None:
         out.append(f"... until {d.breaker} summaries in a row failed")
+    if d.on_usage is not None:
+        out.append(f"once the last answered request's usage (input and output) reaches {d.on_usage:,} tokens, the next "
+                   f"request{' that begins a user turn' if d.only_at_turns else ''} is summarised first")
     if d.compacts_at_turns is not None:
         out.append(f"a user turn that begins past {d.compacts_at_turns:,} tokens is summarised first")
     if d.summarises_dropped:

@@ -45,6 +45,13 @@ is checked like its base (issue #45):
   summarises before sending it (its auto-compaction trigger on the run's window);
 * ``estimates_whole(config)``: the characters a token and the unit (JSON characters or characters) of an estimate that
   is the whole request's size with no usage anchor (cline);
+* ``compacts_on_usage(config, window, max_output_tokens)``: the usage (input and output tokens) of the last answered
+  main request at or past which the strategy summarises before its next (opencode's overflow; goose's, as a turn
+  begins, with ``compacts_only_at_turns``);
+* ``compacts_by_cut(config, messages)``: where its compaction at a trigger is a cut with no summary, whether a cut of
+  a request holding ``messages`` drops any (sliding_window);
+* ``estimates_from_usage(config)``: the characters a token of an estimate anchored on the last answered request's
+  usage (its input and output tokens) and the messages come after the answer (NovaCode's N-COMP-5, cut_no_summary);
 * ``reinjects_after_compaction(config)``: origins of messages of its own a compaction injects again on the next
   request, once the conversation has been sent one (NovaCode's memories, N-COMP-12);
 * ``writes_every(config)``: the kind of a side call made every n answered main requests, and the tool whose call by
@@ -122,6 +129,9 @@ class Declared:
     cache_marks: tuple[str, ...] = ()  # where every main-line request carries a breakpoint (CACHE_PLACES)
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
+    by_cut: Callable[[Any], bool] | None = None  # a compaction at the trigger is a cut: whether one drops any of these messages
+    on_usage: int | None = None  # the last answered main request's usage at or past which the next is preceded by a summary
+    from_usage: float | None = None  # chars per token of an estimate anchored on the last answered request's usage
     estimates_whole: tuple[float, str] | None = None  # (chars per token, unit) of an estimate of the whole request
     reinjects: tuple[str, ...] = ()  # origins of its own messages a compaction injects again on the next request
     writes_every: tuple[str, int, str] | None = None  # (side call kind, every n answered main requests, tool that ends it)
@@ -250,8 +260,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     marks = _hook(cls, "cache_marks", config, ())
     if not isinstance(marks, tuple | list) or not all(isinstance(p, str) for p in marks) or set(marks) - set(CACHE_PLACES):
         raise ValueError(f"{cls.__qualname__}.cache_marks: places among {', '.join(CACHE_PLACES)}, got {marks!r}")
-    trigger, at_turns = (_tokens_hook(cls, hook, config, window, max_output_tokens)
-                         for hook in ("compacts_above", "compacts_at_turns"))
+    trigger, at_turns, on_usage = (_tokens_hook(cls, hook, config, window, max_output_tokens)
+                                   for hook in ("compacts_above", "compacts_at_turns", "compacts_on_usage"))
     summarises = _flag(cls, "summarises_dropped", config)
     head = tuple(_hook(cls, "cut_keeps_head", config, ()))
     if not all(isinstance(h, tuple | list) and len(h) == 2 and _amount(h[0]) and h[1] in RESULT_UNITS for h in head):
@@ -274,6 +284,9 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     whole_est = _checked(cls, "estimates_whole", config, None,
                          lambda v: v is None or isinstance(v, tuple | list) and len(v) == 2 and _amount(v[0]) and v[0] > 0
                          and v[1] in ("json_chars", "chars"), "(characters per token, 'json_chars' or 'chars') or None")
+    from_usage = _checked(cls, "estimates_from_usage", config, None, lambda v: v is None or _amount(v) and v > 0,
+                          "characters per token or None")
+    by_cut = _by_cut(cls, config)
     before_prompt = _flag(cls, "summarises_before_latest_prompt", config)
     events = _checked(cls, "compacts_above_events", config, None,
                       lambda v: v is None or isinstance(v, int) and not isinstance(v, bool) and v >= 1,
@@ -322,6 +335,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     cache_marks=tuple(marks), compacts_above=trigger,
                     above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
                     reinjects=tuple(reinjects), writes_every=None if every is None else (every[0], every[1], every[2]),
+                    from_usage=None if from_usage is None else float(from_usage), on_usage=on_usage, by_cut=by_cut,
                     estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])),
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
@@ -358,6 +372,18 @@ def _checked(cls: type[Strategy], name: str, config: StrategyConfig, default: An
 def _flag(cls: type[Strategy], name: str, config: StrategyConfig) -> bool:
     """A yes-or-no declaration hook's value (False where the class has none), refused where it is not a bool."""
     return _checked(cls, name, config, False, lambda v: isinstance(v, bool), "True or False")
+
+
+def _by_cut(cls: type[Strategy], config: StrategyConfig) -> Callable[[Any], bool] | None:
+    """``compacts_by_cut`` as a test of a request's messages, or None where the strategy's compaction is a summary (it
+    answers None for no messages)."""
+    hook = getattr(cls, "compacts_by_cut", None)
+    probe = hook(config, ()) if callable(hook) else None
+    if probe is None:
+        return None
+    if not isinstance(probe, bool):
+        raise ValueError(f"{cls.__qualname__}.compacts_by_cut: True, False or None, got {probe!r}")
+    return lambda messages: bool(hook(config, messages))
 
 
 def _names(value: Any) -> bool:

@@ -40,7 +40,10 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    count, on requests of at least :data:`ESTIMATE_MIN_SHARE` of the window, and on
                    smaller ones when the error is at least :data:`ESTIMATE_MIN_GAP` of the window.
                    One that declares its estimate is the whole request's size (``Strategy.estimates_whole``:
-                   cline's JSON over 3) is held to it within :data:`ESTIMATE_WHOLE_SLACK`.
+                   cline's JSON over 3) is held to it within :data:`ESTIMATE_WHOLE_SLACK`; one that declares
+                   it anchors on the last answered request's usage (``Strategy.estimates_from_usage``:
+                   NovaCode's N-COMP-5) is held, on a request that continues that one, to the usage and
+                   what came after the answer at its rate, within a token.
 ``path_back``      nothing leaves the window without a summary or a path back (NovaCode's principle,
                    spec/novacode.md): a tool result replaced on its way in names a file that holds
                    it whole (N-SPILL-1, N-SPILL-5), and that file keeps holding it for as long as the
@@ -918,6 +921,9 @@ class Checker:
     _reinject_seen: set[str] = field(default_factory=set)  # declared origins the conversation was sent (reinjected)
     _left_after: int | None = None  # the true input of the main conversation's last answered request (whole_left)
     _every_since: int | None = None  # answered main requests since the last declared periodic side call (writes_every)
+    _usage_of: Request | None = None  # the main request whose answer's usage is awaited (estimates_from_usage)
+    _usage_anchor: tuple[Request, int] | None = None  # ... and, answered, with its usage: input and output tokens
+    _usage_side: bool = False  # a side call since that answer (the next request is not judged on its anchor)
     _every_user: bool = False  # the user typed a message since it
     _every_stopped: bool = False  # an answer called the declared tool: the recorded agent keeps its own
     _reads_replaced: set[str] = field(default_factory=set)  # tracked reads seen replaced (replaces_reads_to)
@@ -1047,6 +1053,11 @@ class Checker:
                 self._appended.append(m.message)
         if self.declared.writes_every is not None:
             self._every_mark(m)
+        if m.what == "message" and m.usage is not None and self._usage_of is not None and not self._spans:
+            self._usage_anchor = (self._usage_of, m.usage.input_total + m.usage.output)
+            self._usage_of = None
+        elif m.what not in ("user", "message"):
+            self._usage_of = self._usage_anchor = None   # a launch, a span, a side result: the anchor is the strategy's
         if m.what in ("session_start", "subtask_start", "subtask_end"):
             self._left_after = None   # the strategy's last usage is its own to restore
         if m.what == "session_start":
@@ -1204,6 +1215,17 @@ class Checker:
                 if detail and "cadence" in self.promised:
                     v("cadence", detail)
             first_side, self._asked_since_main = not self._asked_since_main, True
+            self._usage_side = True   # the request after a side call is not judged on the anchor
+            if (s.kind == SUMMARY and first_side and self.declared.on_usage is not None and self._usage_anchor
+                    and self.declared.compacts_above is None and "compaction_trigger" in self.promised
+                    and not self._in_sub and not self._spans and not self._attempts and not self._early_reported
+                    and self._usage_anchor[1] < self.declared.on_usage):
+                self._early_reported = True
+                v("compaction_trigger", f"a summary asked for after request {self._prev['main'].call} of the main "
+                                        f"conversation used {self._usage_anchor[1]:,} tokens (input and output), under "
+                                        f"the {self.declared.on_usage:,} at which the strategy declares it summarises "
+                                        "(compacts_on_usage), and not after a refused request: the trigger fired early "
+                                        "(compared in another unit?)")
             self._side_ever_failed = self._side_ever_failed or s.rejected or bool(s.error)
             if s.kind == SUMMARY:
                 self._summary_pending = not (s.rejected or s.error)
@@ -1309,6 +1331,13 @@ class Checker:
         e = estimate_error(req.estimated_tokens, s.tokens, s.window)
         if not e and stream == "main" and self.declared.estimates_whole is not None:
             e = self._not_whole(req)
+        usage_anchor = None
+        if stream == "main":
+            usage_anchor = None if self._usage_side or self._spans else self._usage_anchor
+            self._usage_anchor, self._usage_side = None, False
+            self._usage_of = req if not s.rejected and not self._spans else None
+            if self.declared.from_usage is not None and not e:
+                e = self._not_from_usage(req, usage_anchor)
         resume_first = self._resumed and stream == "main"   # the same conversation, picked up by a new launch
         if resume_first:
             self._resumed = False
@@ -1460,17 +1489,26 @@ class Checker:
             detail = self._marks_missing(req)
             if detail:
                 v("cache_marks", detail)
+        by_cut = self.declared.by_cut
+
+        def cut_instead() -> bool:
+            """A cut stands for the summary (``compacts_by_cut``): made, or none would drop anything."""
+            return by_cut is not None and (req.rewrite or not by_cut(list(req.messages)))
+
         if (self.declared.compacts_above is not None and "compaction_trigger" in self.promised and stream == "main"
                 and not self.declared.above_finished
                 and not fresh and not (self._asked_since_main or self._breaker_may_be_open() or self._trigger_missed)
                 and req.estimated_tokens is not None
                 and req.estimated_tokens > self.declared.compacts_above * TRIGGER_SLACK
-                and not (self.declared.before_prompt and self._nothing_before_prompt(req))):
+                and not (self.declared.before_prompt and self._nothing_before_prompt(req)) and not cut_instead()):
             self._trigger_missed = True
+            done = ("nothing was cut (compacts_by_cut)" if self.declared.by_cut is not None else
+                    "no summary was asked for")
             v("compaction_trigger", f"estimated at {req.estimated_tokens:,} tokens by the strategy itself, past the "
-                                    f"{self.declared.compacts_above:,} at which it declares it summarises before "
-                                    "sending (compacts_above), and no summary was asked for: the trigger did not "
-                                    "fire (compared in another unit, against a constant?)")
+                                    f"{self.declared.compacts_above:,} at which it declares it "
+                                    f"{'cuts' if self.declared.by_cut is not None else 'summarises'} before "
+                                    f"sending (compacts_above), and {done}: the trigger did not "
+                                    "fire (compared in another unit, against a constant, a part of it left out?)")
         events = _events(req) if self.declared.above_events is not None else 0
         if (self.declared.above_events is not None and "compaction_trigger" in self.promised and stream == "main"
                 and not fresh and not (self._asked_since_main or self._breaker_may_be_open() or self._trigger_missed)
@@ -1493,6 +1531,18 @@ class Checker:
                                     f"{at_turns:,} at which the strategy declares it summarises as a turn begins "
                                     "(compacts_at_turns), and no summary was asked for: the trigger did not fire "
                                     "(a window or a unit of its own?)")
+        on_usage = self.declared.on_usage
+        if (on_usage is not None and "compaction_trigger" in self.promised and usage_anchor is not None and not fresh
+                and (turn_began or not self.declared.only_at_turns) and usage_anchor[1] >= on_usage
+                and not (self._asked_since_main or self._breaker_may_be_open() or self._trigger_missed)
+                and not cut_instead()):
+            self._trigger_missed = True
+            v("compaction_trigger", f"request {prev.call if prev is not None else '?'} of the main conversation used "
+                                    f"{usage_anchor[1]:,} tokens (input and output), at or past the {on_usage:,} at "
+                                    "which the strategy declares it summarises before its next request "
+                                    f"(compacts_on_usage{', as a user turn begins' if self.declared.only_at_turns else ''}), "
+                                    f"and {'nothing was cut' if by_cut is not None else 'no summary was asked for'}: the "
+                                    "trigger did not fire (a part of the usage left out?)")
         self._asked_since_main = False
         if stream == "main" and not self._spans and not s.rejected and not s.error:
             self._left_after = s.tokens
@@ -2657,6 +2707,27 @@ class Checker:
                 f"request's {chars:,} {'JSON characters' if unit == 'json_chars' else 'characters'} (system prompt and "
                 f"tools {prompt:,}) over {cpt:g} a token{f' and {req.system.opaque_tokens:,} opaque' if req.system.opaque_tokens else ''}: "
                 f"{want:,} (estimates_whole: a part left out, the text counted where the JSON is, a stale figure?)")
+
+    def _not_from_usage(self, req: Request, anchor: tuple[Request, int] | None) -> str:
+        """An estimate the strategy declares is its last answered main request's usage (its input and the answer's
+        output tokens) and the characters of the messages come after the answer over a rate (``estimates_from_usage``)
+        that is not, by more than a token of rounding; judged on a request that continues that one (no rewrite, no
+        launch, span or side call since), or ``""``."""
+        if anchor is None or req.rewrite or req.estimated_tokens is None:
+            return ""
+        before, tokens = anchor
+        n = len(before.messages)
+        if len(req.messages) <= n or req.messages[n].role != "assistant" or not _continues(before, req):
+            return ""
+        cpt = self.declared.from_usage
+        chars = sum(m.chars for m in req.messages[n + 1:])
+        want = tokens + math.ceil(chars / cpt)
+        if abs(req.estimated_tokens - want) <= 1:
+            return ""
+        return (f"the strategy estimated {req.estimated_tokens:,} tokens where it declares its estimate is the usage of "
+                f"its last answered request ({tokens:,}: input and output) and the {chars:,} characters of the "
+                f"{len(req.messages) - n - 1} message(s) after the answer over {cpt:g} a token: {want:,} "
+                "(estimates_from_usage: the anchor taken before the answer entered, or a message counted twice?)")
 
     def _walk_strayed(self, req: Request, tail: list[Message], conv: list[Message], ext: int, start: int, least: float,
                     unit: str, after_what: str, seen_over: Callable[[list[Message], str, float], bool]) -> str:

@@ -74,6 +74,7 @@ class Mark:
     text: str = ""
     retried: bool = False
     message: Any = None
+    usage: Any = None  # with ``message``: the usage the engine reported for the answer (its ``Usage``)
 
 
 Entry = Sent | Mark
@@ -219,7 +220,7 @@ def observing(cls: type[Strategy], log: list[Entry], rec: Recording | None = Non
         return cls.on_user(self, message)
 
     def on_response(self, message, usage):
-        log.append(Mark("message", message=message))
+        log.append(Mark("message", message=message, usage=usage))
         return cls.on_response(self, message, usage)
 
     def on_tool_results(self, message):

@@ -586,6 +586,11 @@ class NovaCode(Strategy):
         return self.ledger.estimate(self.history, system=self.env.system, tools=self.env.tools, prefix=resident)
 
     @classmethod
+    def estimates_from_usage(cls, config) -> float:
+        """N-COMP-5: the last usage (input and output) plus the history after the answer at ``chars_per_token``."""
+        return config.chars_per_token
+
+    @classmethod
     def cache_marks(cls, config) -> tuple[str, ...]:
         return ("tools", "system", "last_user") if config.cache_breakpoints else ()   # N-CACHE-1
 

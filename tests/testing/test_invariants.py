@@ -1215,6 +1215,40 @@ def test_estimate_declared_the_whole_request_is_its_json_over_the_rate():
                              "left out, the text counted where the JSON is, a stale figure?)")
 
 
+def test_estimate_declared_from_usage_is_the_last_usage_and_what_came_after_the_answer_N_COMP_5():
+    """NovaCode's anchor (N-COMP-5), and cut_no_summary's: the last answered request's usage (input and output) and
+    the characters after the answer over 3.5. Request 0 [go, call a] is answered (usage: 900 input read, 100 written, 60
+    output: 1,060); request 1 [go, call a, answer, result a] adds the answer "read it" and result a's 350 characters:
+    1,060 + 350 / 3.5 = 1,160. Estimated 1,160 or 1,161: held; 1,162, the answer's 7 characters counted again (the anchor
+    taken before it entered: 357 / 3.5 = 102), is reported. Not judged after a rewrite, nor after a side call."""
+    from ctxsim.harness.model.conversation import Usage
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.cut_no_summary import CutNoSummary
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    assert declared(NovaCode, {}).from_usage == declared(CutNoSummary, {}).from_usage == 3.5
+    go, call = user("go"), Message("assistant", (Block.tool_use("a", "Read", {}),))
+    answer = Message("assistant", (Block.text_block("read it"),))
+    result = Message("user", (Block.tool_result("a", "A" * 350),))
+    usage = Usage(cache_read=900, cache_write_5m=100, output=60)
+
+    def run(est: int, rewrite: bool = False, side: bool = False) -> list:
+        c = Checker(frozenset({"estimate"}), {}, declared=Declared(from_usage=3.5))
+        c.feed([sent(_estimated([go, call], 1_000), 0, tokens=1_000, window=10_000),
+                Mark("message", message=answer, usage=usage), Mark("message", message=result)])
+        if side:
+            c.feed([sent(req([user("extract the facts")], kind="memory"), 1)])
+        r = dataclasses.replace(_estimated([go, call, answer, result], est), rewrite=rewrite)
+        return [v.detail for v in c.feed([sent(r, 2, tokens=1_150, window=10_000)])]
+
+    assert run(1_160) == [] and run(1_161) == []
+    assert run(1_162) == ["the strategy estimated 1,162 tokens where it declares its estimate is the usage of its last "
+                          "answered request (1,060: input and output) and the 350 characters of the 1 message(s) after "
+                          "the answer over 3.5 a token: 1,160 (estimates_from_usage: the anchor taken before the answer "
+                          "entered, or a message counted twice?)"]
+    assert run(1_162, rewrite=True) == [] and run(1_162, side=True) == []
+
+
 def test_compaction_trigger_counted_on_the_finished_messages_is_a_floor_only():
     """aider summarises its finished exchanges once they pass its budget, min(max(window / 16, 1,024), 8,192): 2,000
     at the kit's 32,000 (1,024 at 8,000; 8,192 at 200,000), only as a user turn begins; it keeps the newest finished
@@ -1338,6 +1372,72 @@ def test_compaction_trigger_at_turns_judges_the_first_request_of_a_user_turn():
     asked = sent(req([user("sum up")], kind="summary"), 2, tokens=1_500)
     assert c.feed([Mark("session_start", "s1"), sent(req(msgs), 0, tokens=100), sent(req(msgs), 1, tokens=1_500),
                    Mark("user", text="next"), asked, sent(req(msgs, rewrite=True), 3, tokens=300)]) == []
+
+
+def test_compaction_trigger_on_usage_counts_the_input_and_the_output():
+    """opencode compacts before the next step once the last step's usage (input, cache and output) reaches ``usable``:
+    the window less the output limit capped at 32,000 (26,880 at 32,000 with a 5,120 output limit: 32,000 - 5,120).
+    Declared 1,000 here. Request 0 used 900 input and 120 output (1,020): request 1 sent with no summary first is
+    reported; 900 and 100 (exactly 1,000, reached) too; 900 and 99 is not. With a summary asked first, it passes;
+    a summary after a usage of 800 and 100 (900) fired early. goose's (as a reply starts) is the least whole number
+    past 0.8 of the window: 25,601 at 32,000."""
+    from ctxsim.harness.model.conversation import Usage
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.goose import Goose
+    from ctxsim.strategies.opencode import OpenCode
+
+    assert declared(OpenCode, {}, 32_000, 5_120).on_usage == 26_880
+    assert declared(Goose, {}, 32_000, 64_000).on_usage == 25_601
+    go, answer = user("go"), Message("assistant", (Block.text_block("working on it"),))
+
+    def run(inp: int, out: int, summarise: bool = False) -> list[str]:
+        c = Checker(frozenset({"compaction_trigger"}), {}, declared=Declared(on_usage=1_000))
+        c.feed([Mark("session_start", "s1"), sent(req([go]), 0, tokens=inp, window=10_000),
+                Mark("message", message=answer, usage=Usage(input_uncached=inp, output=out))])
+        side = [sent(req([user("sum up")], kind="summary"), 1, window=10_000)] if summarise else []
+        out_ = c.feed([*side, sent(req([go, answer], rewrite=summarise), 2, tokens=inp, window=10_000)])
+        return [v.detail for v in out_]
+
+    assert run(900, 120) == ["request 0 of the main conversation used 1,020 tokens (input and output), at or past the "
+                             "1,000 at which the strategy declares it summarises before its next request "
+                             "(compacts_on_usage), and no summary was asked for: the trigger did not fire (a part of the "
+                             "usage left out?)"]
+    assert len(run(900, 100)) == 1 and run(900, 99) == []
+    assert run(900, 120, summarise=True) == []
+    early = run(800, 100, summarise=True)
+    assert len(early) == 1 and early[0].startswith("a summary asked for after request 0 of the main conversation used "
+                                                   "900 tokens (input and output), under the 1,000")
+
+
+def test_compaction_trigger_by_cut_is_a_rewrite_where_a_cut_would_drop_any():
+    """sliding_window cuts at its allowed size, no summary: 25,600 at 32,000 (Cline's table), its own estimate with
+    what came since the last usage (count_pending). Declared 1,000 and a cut here: a request estimated at 1,100 (past
+    1,020) that is a rewrite passes; one that is not is reported where a cut would drop some of its messages, and not
+    where none would (a short conversation: sliding_window's range drops nothing of fewer than 4 messages after the
+    first pair; nor where its first kept message would be left empty)."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.sliding_window import SlidingWindow
+
+    d = declared(SlidingWindow, {}, 32_000, 64_000)
+    assert d.compacts_above == 25_600 and d.on_usage is None and d.by_cut is not None
+    assert declared(SlidingWindow, {"count_pending": False}, 32_000, 64_000).on_usage == 25_600
+    # typed turns: [go, on it, now read a, a, ..., now read d, d]; a tool loop after a first answer that calls nothing:
+    # every message a cut could start the kept part at holds only results, which repair to nothing
+    answered = [user("go"), Message("assistant", (Block.text_block("on it"),)),
+                *(x for i in "abcd" for x in (user(f"now read {i}"), Message("assistant", (Block.text_block(i),))))]
+    loop = [user("go"), Message("assistant", (Block.text_block("on it"),)), *reads({"b": "B", "c": "C", "d": "D"})[1:]]
+    assert d.by_cut(answered) and not d.by_cut(answered[:4]) and not d.by_cut(loop)
+
+    def run(msgs: list[Message], rewrite: bool = False) -> list[str]:
+        c = Checker(frozenset({"compaction_trigger"}), {},
+                    declared=Declared(compacts_above=1_000, by_cut=lambda ms: len(ms) >= 6))
+        r = dataclasses.replace(_estimated(msgs, 1_100), rewrite=rewrite)
+        return [v.detail for v in c.feed([Mark("session_start", "s1"), sent(req(msgs), 0, tokens=500), sent(r, 1)])]
+
+    assert run(answered) == ["estimated at 1,100 tokens by the strategy itself, past the 1,000 at which it declares it "
+                             "cuts before sending (compacts_above), and nothing was cut (compacts_by_cut): the trigger "
+                             "did not fire (compared in another unit, against a constant, a part of it left out?)"]
+    assert run(answered, rewrite=True) == [] and run(answered[:4]) == []
 
 
 def test_compaction_trigger_a_summary_under_it_fired_early():
