@@ -45,6 +45,7 @@ sub-agent) runs in a context of its own, with its own transcript.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Literal
@@ -68,7 +69,9 @@ from ctxsim.strategies.novacode.accounting import (
     CHARS_PER_TOKEN,
     TokenLedger,
     chars_to_tokens,
+    message_chars,
     message_tokens,
+    prompt_chars,
 )
 from ctxsim.strategies.novacode.breaker import BREAKER_FAILURES, CircuitBreaker
 from ctxsim.strategies.novacode.departures import SEED_READINGS
@@ -707,9 +710,18 @@ class NovaCode(Strategy):
             # the estimate fell short of (text dense in tokens): fitted to that size, it is asked once more
             # (a reactive compaction whose summary was refused ended the session: issue #45, NovaCode and a
             # subclass on a dense session of the kit's random sample, 32,069 > 32,000)
+            # The refused request may have been fitted already (its newest messages elided): the text is denser
+            # than the rate it was fitted at, by the stated size over its size at that rate; the whole input at
+            # that density is fitted again (fitted to the stated size alone, the same messages were elided and the
+            # same request refused again: the kit's random sample, an unchanged NovaCode subclass, 32,428 > 32,000)
             self.counters.extra["summary_refit_after_refusal"] += 1
-            true_est = e.tokens - chars_to_tokens(len(spec.instructions), cpt)
-            req = self._summary_request(messages, choice, true_est, spec, len(resident), end, True)
+            fixed = prompt_chars(self.env.system, self.env.tools) + len(spec.instructions)
+            sent = self.env.system.opaque_tokens + chars_to_tokens(fixed + message_chars(req.messages), cpt)
+            scale = max(1.0, e.tokens / max(1, sent))
+            whole = self.env.system.opaque_tokens + chars_to_tokens(prompt_chars(self.env.system, self.env.tools)
+                                                                    + message_chars(messages), cpt)
+            req = self._summary_request(messages, choice, math.ceil(whole * scale), spec, len(resident), end, True,
+                                        scale)
             result = self.env.services.call(req, spec)
         if result.late:
             raise SideCallFailed("timeout", "summary arrived after its timeout")
@@ -718,13 +730,13 @@ class NovaCode(Strategy):
         return result.text
 
     def _summary_request(self, messages: History, choice: rules.TailChoice, est: int, spec: CallSpec, offset: int,
-                         end: int, fit: bool) -> Request:
+                         end: int, fit: bool, scale: float = 1.0) -> Request:
         """The summary request on ``messages``, fitted to the effective window when ``fit`` (see
-        :meth:`_fit_summary_input`)."""
+        :meth:`_fit_summary_input`; ``scale``: the text's tokens over its estimate)."""
         c = self.config
         breakpoints = self._breakpoints(messages)
         if fit:
-            messages, first = self._fit_summary_input(messages, choice, est, spec.instructions, offset, end)
+            messages, first = self._fit_summary_input(messages, choice, est, spec.instructions, offset, end, scale)
             if first and breakpoints and len(breakpoints) < caching.MAX_BREAKPOINTS:
                 # a fourth marker just before the first elided message: the unchanged prefix up to
                 # there is still read from the cache written by earlier turns
@@ -733,7 +745,7 @@ class NovaCode(Strategy):
                        estimated_tokens=est, max_output_tokens=c.summary_max_output_tokens)
 
     def _fit_summary_input(self, messages: History, choice: rules.TailChoice, est: int, instructions: str,
-                           offset: int, end: int) -> tuple[History, int | None]:
+                           offset: int, end: int, scale: float = 1.0) -> tuple[History, int | None]:
         """Elide the newest messages of the compressible prefix from the summary request when it
         would not fit the effective window (see :func:`rules.fit_summary_input`). The messages
         before the first elided one are untouched, so the cached prefix is still read. ``end``: the
@@ -742,10 +754,10 @@ class NovaCode(Strategy):
         c = self.config
         budget = self.lines.effective
         cpt = self._budget_cpt()
-        excess = est + chars_to_tokens(len(instructions), cpt) - budget
+        excess = est + math.ceil(chars_to_tokens(len(instructions), cpt) * scale) - budget
         if excess <= 0:
             return messages, None
-        tokens = [message_tokens(m, cpt) for m in self.history]
+        tokens = [math.ceil(message_tokens(m, cpt) * scale) for m in self.history]
         idx = set(rules.fit_summary_input(tokens, choice.boundary, excess))
         if not idx:
             return messages, None

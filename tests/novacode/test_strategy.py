@@ -3,6 +3,8 @@ fake side-call service where the exact numbers matter."""
 
 from __future__ import annotations
 
+import math
+
 import sys
 import types
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 from ctxsim.harness.model.conversation import Block, Message, Request, ToolDef, Usage
 from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.base import CallInfo
-from ctxsim.strategies.novacode.accounting import chars_to_tokens
+from ctxsim.strategies.novacode.accounting import chars_to_tokens, prompt_chars
 from ctxsim.strategies.novacode.restore import RESTORE_NOTICE
 from ctxsim.strategies.novacode.strategy import NovaCode, NovaCodeConfig
 from ctxsim.strategies.registry import StrategyError, get, make_config
@@ -778,6 +780,36 @@ class RefusesFirst(FakeServices):
         return super().call(request, spec)
 
 
+def test_n_comp_3_a_fitted_summary_request_refused_as_too_long_is_fitted_again_at_the_stated_density(tmp_path: Path):
+    """The summary request for the 175,000-char read-back is fitted (its newest messages elided, last resort) to
+    about 180,000 tokens at 3.5 chars/token; the API counts it at 215,000 (text about 1.2 times as dense) and
+    refuses it. Fitted again to the stated size alone, the same messages were elided and the same request refused
+    (the kit's random sample, an unchanged NovaCode subclass on CJK-dense text). At the stated density the whole
+    input is fitted again: more is elided, and the request at that density fits the effective window."""
+    svc = RefusesFirst(215_000)
+    s = make(tmp_path, svc)
+    fill(s, 20, lambda i: 100_000)
+    spill_file = str(spills_of(tmp_path) / "toolu_x.txt")
+    s.on_response(Message("assistant", (Block.tool_use("rb", "Read", {"file_path": spill_file}),)),
+                  Usage(input_uncached=150_000))
+    s.on_tool_results(Message("user", (Block.tool_result("rb", "r" * 175_000),)))
+    req = s.build_request(CallInfo(21, 21.0))
+    assert req.rewrite and s.counters.compactions_succeeded == 1
+    assert s.counters.extra["summary_refit_after_refusal"] == 1 and len(svc.calls) == 2
+    (first, spec), (second, _) = svc.calls
+
+    def elided(r: Request) -> int:
+        return sum(1 for m in r.messages if m.meta.get("elided"))
+
+    def tokens(r: Request) -> int:
+        chars = prompt_chars(s.env.system, s.env.tools) + sum(m.chars for m in r.messages) + len(spec.instructions)
+        return chars_to_tokens(chars)
+
+    assert 0 < elided(first) < elided(second)
+    scale = 215_000 / tokens(first)
+    assert tokens(second) * scale <= 180_000 + 60 * elided(second)
+
+
 def test_n_comp_3_a_summary_request_refused_as_too_long_is_fitted_to_the_stated_size(tmp_path: Path):
     """N-COMP-3 promises the request does not fail. The 145,000-char read-back puts the estimate at 191,429:
     within the window, so the summary request is sent whole; the API counts it at 205,000 (text denser than
@@ -798,7 +830,11 @@ def test_n_comp_3_a_summary_request_refused_as_too_long_is_fitted_to_the_stated_
     (first, spec), (second, _) = svc.calls
     assert not any(m.meta.get("elided") for m in first.messages)
     assert any(m.meta.get("elided") for m in second.messages)
-    assert second.estimated_tokens == 205_000 - chars_to_tokens(len(spec.instructions))
+    # its input at the stated density: the first request's characters at 3.5 without the instructions, over its
+    # characters at 3.5 with them, of the 205,000: 121,558 / 121,766 of it (its usage anchor counts the fill higher)
+    prompt = prompt_chars(s.env.system, s.env.tools) + sum(m.chars for m in first.messages)
+    sent = chars_to_tokens(prompt + len(spec.instructions))
+    assert second.estimated_tokens == math.ceil(chars_to_tokens(prompt) * 205_000 / sent) == 204_650
 
 
 def test_n_comp_3_spill_heavy_completes_at_200k_with_no_rejected_request():
