@@ -289,6 +289,13 @@ class Strategy:
         return None
 
     @classmethod
+    def restores_recent_reads(cls, config: StrategyConfig) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
+        """``(files, read tools, path keys)`` where a compaction attaches the files read most recently (a message of
+        origin "restore"): at most that many, newest first, a read being a call of one of those tools naming its file
+        by the first of those input keys, answered without an error (NovaCode's N-COMP-11). None: no promise."""
+        return None
+
+    @classmethod
     def estimates_from_usage(cls, config: StrategyConfig) -> float | None:
         """The characters per token where the strategy's estimate of a request of its main conversation that continues
         the last answered one (nothing rewritten, no launch or sub-agent between) is that request's usage, its input

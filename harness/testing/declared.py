@@ -50,6 +50,8 @@ is checked like its base (issue #45):
   begins, with ``compacts_only_at_turns``);
 * ``compacts_by_cut(config, messages)``: where its compaction at a trigger is a cut with no summary, whether a cut of
   a request holding ``messages`` drops any (sliding_window);
+* ``restores_recent_reads(config)``: how many files its compaction restores, the tools that read a file and the input
+  keys that name it (NovaCode's attachment, N-COMP-11: the files read most recently);
 * ``estimates_from_usage(config)``: the characters a token of an estimate anchored on the last answered request's
   usage (its input and output tokens) and the messages come after the answer (NovaCode's N-COMP-5, cut_no_summary);
 * ``reinjects_after_compaction(config)``: origins of messages of its own a compaction injects again on the next
@@ -130,6 +132,7 @@ class Declared:
     compacts_above: int | None = None  # the estimate past which the strategy summarises before sending
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
     by_cut: Callable[[Any], bool] | None = None  # a compaction at the trigger is a cut: whether one drops any of these messages
+    restores: tuple[int, tuple[str, ...], tuple[str, ...]] | None = None  # (files, read tools, path keys) restored
     on_usage: int | None = None  # the last answered main request's usage at or past which the next is preceded by a summary
     from_usage: float | None = None  # chars per token of an estimate anchored on the last answered request's usage
     estimates_whole: tuple[float, str] | None = None  # (chars per token, unit) of an estimate of the whole request
@@ -287,6 +290,10 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     from_usage = _checked(cls, "estimates_from_usage", config, None, lambda v: v is None or _amount(v) and v > 0,
                           "characters per token or None")
     by_cut = _by_cut(cls, config)
+    restores = _checked(cls, "restores_recent_reads", config, None,
+                        lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and isinstance(v[0], int)
+                        and not isinstance(v[0], bool) and v[0] >= 1 and _names(v[1]) and _names(v[2]),
+                        "(files, read tool names, path input keys) or None")
     before_prompt = _flag(cls, "summarises_before_latest_prompt", config)
     events = _checked(cls, "compacts_above_events", config, None,
                       lambda v: v is None or isinstance(v, int) and not isinstance(v, bool) and v >= 1,
@@ -336,6 +343,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
                     reinjects=tuple(reinjects), writes_every=None if every is None else (every[0], every[1], every[2]),
                     from_usage=None if from_usage is None else float(from_usage), on_usage=on_usage, by_cut=by_cut,
+                    restores=None if restores is None else (int(restores[0]), tuple(restores[1]), tuple(restores[2])),
                     estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])),
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,

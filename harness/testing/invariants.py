@@ -121,6 +121,11 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
 ``reinjected``     a strategy that declares messages of its own a compaction sends again
                    (``Strategy.reinjects_after_compaction``: NovaCode's memories, N-COMP-12) holds one of each
                    declared origin the conversation was sent before on the first request after a compaction.
+``restored``       a strategy that declares its compaction restores the files read most recently
+                   (``Strategy.restores_recent_reads``: NovaCode's attachment, N-COMP-11) names, in the
+                   attachment the first request after a compaction holds, the file the main conversation
+                   read last (a read answered without an error), wherever it names another file read:
+                   a tracker that keeps a re-read file at its first read restores stale files.
 ``cadence``        a strategy that declares a side call every n answered requests (``Strategy.writes_every``:
                    structured_state's todo list) makes it after exactly n answered main requests since the last
                    one, sooner only where the user typed a message since, until an answer calls the declared tool.
@@ -266,7 +271,7 @@ INVARIANTS = ("api", "pairing", "window", "stable_prefix", "false_rewrite", "is_
               "goal", "latest_request", "user_messages", "no_respill", "replaced_once", "boundary_pairs", "resume_pairing", "clear_minimum",
               "result_limit", "recent_kept", "idle_clear", "cache_marks", "compaction_trigger", "summary_keeps",
               "summarised", "superseded", "kept_tail", "summary_used", "subagent_report", "call_model", "fresh_launch", "run_dir", "resume_estimate", "inputs", "deterministic",
-              "cadence", "reinjected")
+              "cadence", "reinjected", "restored")
 # every strategy is held to these; window, path_back, goal, latest_request and user_messages are promises (promises())
 ALWAYS = frozenset(INVARIANTS) - {"window", "path_back", "goal", "latest_request", "user_messages", "replaced_once"}
 
@@ -924,6 +929,10 @@ class Checker:
     _usage_of: Request | None = None  # the main request whose answer's usage is awaited (estimates_from_usage)
     _usage_anchor: tuple[Request, int] | None = None  # ... and, answered, with its usage: input and output tokens
     _usage_side: bool = False  # a side call since that answer (the next request is not judged on its anchor)
+    _read_calls: dict[str, str] = field(default_factory=dict)  # read tool_use id -> its path (restores_recent_reads)
+    _read_paths: set[str] = field(default_factory=set)  # the paths read in this launch's main conversation
+    _last_read: str | None = None  # the path the main conversation read last (None: not known)
+    _main_sent: bool = False  # a request of the main conversation was sent (the run's first is estimated unanchored)
     _every_user: bool = False  # the user typed a message since it
     _every_stopped: bool = False  # an answer called the declared tool: the recorded agent keeps its own
     _reads_replaced: set[str] = field(default_factory=set)  # tracked reads seen replaced (replaces_reads_to)
@@ -1053,6 +1062,8 @@ class Checker:
                 self._appended.append(m.message)
         if self.declared.writes_every is not None:
             self._every_mark(m)
+        if self.declared.restores is not None:
+            self._track_read(m)
         if m.what == "message" and m.usage is not None and self._usage_of is not None and not self._spans:
             self._usage_anchor = (self._usage_of, m.usage.input_total + m.usage.output)
             self._usage_of = None
@@ -1336,8 +1347,9 @@ class Checker:
             usage_anchor = None if self._usage_side or self._spans else self._usage_anchor
             self._usage_anchor, self._usage_side = None, False
             self._usage_of = req if not s.rejected and not self._spans else None
+            first_main, self._main_sent = not self._main_sent, True
             if self.declared.from_usage is not None and not e:
-                e = self._not_from_usage(req, usage_anchor)
+                e = self._not_from_usage(req, usage_anchor, first_main)
         resume_first = self._resumed and stream == "main"   # the same conversation, picked up by a new launch
         if resume_first:
             self._resumed = False
@@ -1620,6 +1632,11 @@ class Checker:
         if self.declared.summary_items and self._summaries and "summary_keeps" in self.promised:
             for detail in self._summary_used(req, prev.request if prev is not None else None):
                 v("summary_keeps", detail)
+        if (self.declared.restores is not None and stream == "main" and not self._spans and self._summaries
+                and req.rewrite and not s.rejected and "restored" in self.promised):
+            detail = self._not_restored(req)
+            if detail:
+                v("restored", detail)
         if self.declared.reinjects and stream == "main" and not self._spans:
             detail = self._not_reinjected(req, bool(self._summaries) and req.rewrite and not s.rejected)
             if detail and "reinjected" in self.promised:
@@ -2651,6 +2668,48 @@ class Checker:
                 "the conversation was sent before and the strategy declares a compaction injects again "
                 "(reinjects_after_compaction: its markers not reset, N-COMP-12?)")
 
+    def _track_read(self, m: Mark) -> None:
+        """The main conversation's reads, for ``restores_recent_reads``: a read call's path (the first of the declared
+        input keys), the last read answered without an error; a launch starts anew, a resume or a read in a span
+        leaves the last unknown until the main conversation reads again."""
+        if m.what == "session_start":
+            self._read_calls.clear()
+            if not m.resume:
+                self._read_paths.clear()
+            self._last_read = None
+            return
+        if m.what != "message" or m.message is None:
+            return
+        _, tools, keys = self.declared.restores
+        for b in m.message.blocks:
+            if b.type == "tool_use" and b.name in tools and b.id:
+                path = next((v for k in keys if isinstance(v := (b.input or {}).get(k), str) and v), None)
+                if path and self._spans:
+                    self._last_read = None
+                elif path:
+                    self._read_calls[b.id] = path
+            elif b.type == "tool_result" and b.id in self._read_calls:
+                path = self._read_calls.pop(b.id)
+                if not b.is_error:
+                    self._last_read = path
+                    self._read_paths.add(path)
+
+    def _not_restored(self, req: Request) -> str:
+        """The first request after a compaction holds an attachment (a message of origin "restore") that names a file
+        the main conversation read but not the one it read last (``restores_recent_reads``), or ``""``."""
+        last = self._last_read
+        attached = "\n".join(m.text for m in req.messages if m.meta.get("origin") == "restore")
+        if last is None or not attached or last in attached:
+            return ""
+        others = sorted(p for p in self._read_paths if p != last and p in attached)
+        if not others:
+            return ""
+        n = self.declared.restores[0]
+        return (f"the attachment after this compaction restores {others[0]!r}{f' and {len(others) - 1} more' if len(others) > 1 else ''} "
+                f"but not {last!r}, the file the conversation read last, where the strategy declares it restores the "
+                f"{n} read most recently (restores_recent_reads: a re-read file kept at its first read, a list walked "
+                "the wrong way?)")
+
     def _every_mark(self, m: Mark) -> None:
         """What ends or suspends the count of a declared periodic side call (``writes_every``): a launch or a resume
         (the strategy's count is its own to restore), a span (a sub-agent counts apart), an answer that calls the
@@ -2708,18 +2767,31 @@ class Checker:
                 f"tools {prompt:,}) over {cpt:g} a token{f' and {req.system.opaque_tokens:,} opaque' if req.system.opaque_tokens else ''}: "
                 f"{want:,} (estimates_whole: a part left out, the text counted where the JSON is, a stale figure?)")
 
-    def _not_from_usage(self, req: Request, anchor: tuple[Request, int] | None) -> str:
+    def _not_from_usage(self, req: Request, anchor: tuple[Request, int] | None, first: bool) -> str:
         """An estimate the strategy declares is its last answered main request's usage (its input and the answer's
         output tokens) and the characters of the messages come after the answer over a rate (``estimates_from_usage``)
         that is not, by more than a token of rounding; judged on a request that continues that one (no rewrite, no
-        launch, span or side call since), or ``""``."""
-        if anchor is None or req.rewrite or req.estimated_tokens is None:
+        launch, span or side call since), and on the run's first (the whole request at that rate), or ``""``."""
+        if req.estimated_tokens is None:
+            return ""
+        cpt = self.declared.from_usage
+        if first and anchor is None:
+            # the run's first request, nothing measured yet: the whole request at that rate
+            chars = _prompt_chars(req) + sum(m.chars for m in req.messages)
+            want = req.system.opaque_tokens + math.ceil(chars / cpt)
+            if abs(req.estimated_tokens - want) <= 1:
+                return ""
+            return (f"the strategy estimated {req.estimated_tokens:,} tokens where, with no usage yet, it declares its "
+                    f"estimate is the whole request's {chars:,} characters (system prompt and tools "
+                    f"{_prompt_chars(req):,}) over {cpt:g} a token"
+                    f"{f' and {req.system.opaque_tokens:,} opaque' if req.system.opaque_tokens else ''}: {want:,} "
+                    "(estimates_from_usage: a part left out, another rate?)")
+        if anchor is None or req.rewrite:
             return ""
         before, tokens = anchor
         n = len(before.messages)
         if len(req.messages) <= n or req.messages[n].role != "assistant" or not _continues(before, req):
             return ""
-        cpt = self.declared.from_usage
         chars = sum(m.chars for m in req.messages[n + 1:])
         want = tokens + math.ceil(chars / cpt)
         if abs(req.estimated_tokens - want) <= 1:

@@ -589,6 +589,14 @@ class NovaCode(Strategy):
         return self.ledger.estimate(self.history, system=self.env.system, tools=self.env.tools, prefix=resident)
 
     @classmethod
+    def restores_recent_reads(cls, config: NovaCodeConfig) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
+        """N-COMP-11: the 5 files read most recently, whether or not still in the tail (not with the labelled
+        ``restore_skip_in_tail``, which passes over those)."""
+        if config.restore_skip_in_tail or not config.restore_max_files:
+            return None
+        return config.restore_max_files, restore.READ_TOOLS, restore.PATH_KEYS
+
+    @classmethod
     def estimates_from_usage(cls, config) -> float:
         """N-COMP-5: the last usage (input and output) plus the history after the answer at ``chars_per_token``."""
         return config.chars_per_token

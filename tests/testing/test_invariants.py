@@ -1156,6 +1156,38 @@ def test_reinjected_N_COMP_12_after_a_compaction_what_the_conversation_was_sent(
     assert run([memory], [memory]) == [] and run([], []) == []
 
 
+def test_restored_N_COMP_11_the_attachment_names_the_file_read_last():
+    """NovaCode restores the 5 files read most recently (N-COMP-11). The conversation reads a.py, b.py, then a.py again
+    (the last read), and c.py's read fails; a summary is made. An attachment naming a.py and b.py holds; one naming b.py
+    but not a.py (a tracker keeping a re-read file at its first read, with fewer places) is reported; one naming no file
+    read (none restored: the caps) is not judged, nor one after a resume (the last read not known)."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    assert declared(NovaCode, {}).restores[0] == 5 and declared(NovaCode, {"restore_skip_in_tail": True}).restores is None
+    summary = Message.user(TAIL_SUMMARY, origin="summary")
+
+    def read(tid: str, path: str, error: bool = False) -> list[Mark]:
+        return [Mark("message", message=Message("assistant", (Block.tool_use(tid, "Read", {"file_path": path}),))),
+                Mark("message", message=Message("user", (Block.tool_result(tid, f"text of {path}", error),)))]
+
+    def run(attached: str, resume: bool = False) -> list[str]:
+        c = Checker(frozenset({"restored"}), {}, declared=Declared(restores=(5, ("Read",), ("file_path",))))
+        c.feed([Mark("session_start", "s1"), sent(req([user("go")]), 0), *read("r1", "/repo/a.py"),
+                *read("r2", "/repo/b.py"), *read("r3", "/repo/a.py"), *read("r4", "/repo/c.py", error=True),
+                *([Mark("session_start", "s1", resume=True)] if resume else []),
+                sent(req([user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
+        restore = Message.user(attached, origin="restore")
+        return [v.detail for v in c.feed([sent(req([summary, restore, user("next")], rewrite=True), 2)])]
+
+    assert run("## files\n### /repo/a.py\n...\n### /repo/b.py\n...") == []
+    assert run("## files\n### /repo/b.py\n...") == [
+        "the attachment after this compaction restores '/repo/b.py' but not '/repo/a.py', the file the conversation read "
+        "last, where the strategy declares it restores the 5 read most recently (restores_recent_reads: a re-read file "
+        "kept at its first read, a list walked the wrong way?)"]
+    assert run("## files\n(none)") == [] and run("## files\n### /repo/b.py\n...", resume=True) == []
+
+
 def test_cadence_a_periodic_side_call_comes_every_n_answered_main_requests():
     """structured_state re-writes its todo list every todo_every answered calls (15), sooner when a task arrives, until
     the log's agent writes its own TodoWrite. Here every 2: main 0 is not counted (no write yet); the write at 1 starts
@@ -1247,6 +1279,16 @@ def test_estimate_declared_from_usage_is_the_last_usage_and_what_came_after_the_
                           "the answer over 3.5 a token: 1,160 (estimates_from_usage: the anchor taken before the answer "
                           "entered, or a message counted twice?)"]
     assert run(1_162, rewrite=True) == [] and run(1_162, side=True) == []
+    # the run's first request, nothing measured: the whole request at that rate, the system prompt and tools (112
+    # characters), "go" (2) and the call (7): 121 / 3.5 = 34.6, 35 (34 within a token); 31 is reported
+    def first(est: int) -> list[str]:
+        c = Checker(frozenset({"estimate"}), {}, declared=Declared(from_usage=3.5))
+        return [v.detail for v in c.feed([sent(_estimated([go, call], est), 0, tokens=40, window=10_000)])]
+
+    assert first(35) == [] and first(34) == []
+    assert first(31) == ["the strategy estimated 31 tokens where, with no usage yet, it declares its estimate is the "
+                         "whole request's 121 characters (system prompt and tools 112) over 3.5 a token: 35 "
+                         "(estimates_from_usage: a part left out, another rate?)"]
 
 
 def test_compaction_trigger_counted_on_the_finished_messages_is_a_floor_only():
