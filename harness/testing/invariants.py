@@ -2269,7 +2269,9 @@ class Checker:
     def _reads_left_over(self, req: Request, results: dict[str, Block], changed: frozenset[str], excused: bool) -> str:
         """A request that newly replaced tracked reads (``replaces_reads_to``) and still sends some older than the
         newest it keeps whole, while the whole ones come to more than the declared tokens (at the rate of the
-        strategy's own estimate of ``req``, by the kit's factor for estimates): the round stopped short."""
+        strategy's own estimate of ``req``, by the kit's factor for estimates): the round stopped short. Or where the
+        reads still whole and the newest it replaced come to no more than them (by the same factor): the round went on
+        past its budget."""
         n = self.declared.recent_reads[0]
         reads = self._tracked_reads(req, results)
         newly = [i for i in reads if i in changed and i not in self._reads_replaced]
@@ -2277,10 +2279,22 @@ class Checker:
         if excused or not newly or not req.estimated_tokens:
             return ""
         whole = [i for i in reads if i not in changed]
+        rate = _estimate_rate(req)
+        # the round replaces the oldest while what is left passes the budget: before it took the newest it replaced,
+        # what was left (the reads still whole and that one) passed it
+        last = newly[-1]
+        needed = rate * (sum(len(results[i].text) for i in whole) + self._entered_chars[last])
+        if needed * CUT_RATE_SLACK <= self.declared.reads_to:
+            # sized at the strategy's own rate (one rate for all its text), within the slack a rebased rate moves by
+            return (f"the request replaced {len(newly)} read(s), the newest {last}, and sends {len(whole)} whole: those "
+                    f"and it come to about {needed:,.0f} tokens as the strategy estimates, within the "
+                    f"{self.declared.reads_to:,} the strategy declares a replacement leaves (replaces_reads_to; "
+                    f"{CUT_RATE_SLACK:g} times allowed for its rate): the round went on past its budget (what it took "
+                    "never counted down?)")
         older = whole[:-n] if n else whole
         if not older:
             return ""
-        left = _estimate_rate(req) * sum(len(results[i].text) for i in whole)
+        left = rate * sum(len(results[i].text) for i in whole)
         if left <= self.declared.reads_to * ESTIMATE_FACTOR:
             return ""
         return (f"the request replaced {len(newly)} read(s) and sends {len(whole)} whole, about {left:,.0f} tokens as the "

@@ -48,6 +48,9 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
   over the newest finished messages under a budget crosses turns, so one sized in another unit shows (aider);
 * ``memory_then_compaction``: three short turns answered without a tool call, then one long enough to compact:
   what a strategy recalled into the conversation before a compaction is met after it (NovaCode's memories);
+* ``small_reads_then_idle``: thirty reads just over a thousand characters, then the user comes back after ten
+  minutes: a round that replaces old reads down to a budget of a few reads shows when it replaces more (one that
+  never counts down what it took replaces all but the newest; on_demand_reading);
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
   isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
   kit's window only).
@@ -522,6 +525,27 @@ def memory_then_compaction(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     return b.trace()
 
 
+def small_reads_then_idle(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """A request, thirty reads of 1,100 characters each (over on_demand_reading's 1,000-character floor for a pointer,
+    which does not scale with the window; about 9,400 tokens, past its trigger of 4,800 at 32k) and an answer; the user
+    writes again after ten minutes (past its 5-minute cold cache) and two more reads follow: a round replaces the
+    oldest reads until the rest fit its 1,600 tokens, about five of them, where reads of several thousand characters
+    leave any round only the protected newest (issue #45)."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(_scale(300, window), 120)
+    for k in range(30):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", 1_100, seed=1_200 + k),)))
+    b.call(conv.Turn(text=_scale(300, window)))
+    b._tick(600)
+    b.user(_scale(200, window), 121)
+    for k in range(2):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", 1_100, seed=1_240 + k),)))
+    b.call(conv.Turn(text=_scale(300, window)))
+    b.end_session()
+    return b.trace()
+
+
 def _tool_turns(window: int, *, turns: int, calls: int, size: int, seed: int, stride: int, user_seed: int,
                 tool: Callable[[int], str]) -> tr.Trace:
     """A request, then ``turns`` user turns of ``calls`` single tool calls each (``tool(k)`` the k-th's tool, its
@@ -569,6 +593,7 @@ SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "failures_apart": (failures_apart, False),
     "short_exchanges": (short_exchanges, False),
     "memory_then_compaction": (memory_then_compaction, False),
+    "small_reads_then_idle": (small_reads_then_idle, False),
 }
 # the side calls a scenario fails (the n-th summary and verify calls, counted from 0; RunConfig.fail_calls), as the
 # generated sessions fail them (machine.FAILING_KINDS)

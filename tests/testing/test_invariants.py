@@ -708,7 +708,8 @@ def test_recent_kept_a_round_of_replaced_reads_leaves_the_rest_within_the_declar
     but the newest keep_recent_reads if need be. Reads a, b, c of 100 characters; keep 1. The request that replaces a
     is 344 characters (system and tools 112, "go" 2, three calls of 7, "[cleared]" 9, b and c 200) estimated at 344
     tokens: one a character, so b and c whole come to 200. Declared 100: past 160 (a factor of 1.6): reported, b older
-    than the newest kept. Declared 150 (240): held. Replacing a and b leaves only the newest whole: not judged."""
+    than the newest kept. Declared 150 (240): held. Replacing a and b leaves only the newest whole: not judged so, but
+    held to having needed b."""
     from ctxsim.harness.testing.declared import Declared, declared
     from ctxsim.strategies.on_demand_reading import OnDemandReading
 
@@ -726,6 +727,15 @@ def test_recent_kept_a_round_of_replaced_reads_leaves_the_rest_within_the_declar
                    "1 older than the newest it keeps), past the 100 the strategy declares a replacement leaves "
                    "(replaces_reads_to; a factor of 1.6 allowed): reads it took as replaced still whole (one per message?)"]
     assert run(150, "a") == [] and run(100, "ab") == []
+    # the other way: before the round took b (the newest it replaced), what was left, b and c, was 200 characters; the
+    # request replacing both is 253 characters (112 + 2 + 21 + two "[cleared]" 18 + c 100) estimated at 344: 1.36 a
+    # character, 272 tokens. Declared 300, within it by the 1.1 allowed for the strategy's rate (299): it replaced more
+    # than it needed; declared 290: held
+    assert run(300, "ab") == ["the request replaced 2 read(s), the newest b, and sends 1 whole: those and it come to "
+                              "about 272 tokens as the strategy estimates, within the 300 the strategy declares a "
+                              "replacement leaves (replaces_reads_to; 1.1 times allowed for its rate): the round went on "
+                              "past its budget (what it took never counted down?)"]
+    assert run(290, "ab") == []
     # the reaction to a refused request may cut reads (its window fallback): noted, not judged, nor at the next request
     c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_reads=(1, ("Read",), 40), reads_to=100))
     assert c.feed([sent(req(reads(texts)), 0), Sent(req(reads(texts)), 2_000, 1_000, True, "too long", 1, 1.0)]) == []
