@@ -320,6 +320,8 @@ TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "chars": 1.02, "messages"
 # estimate rebased by characters carries it (sliding_window's); a system prompt's opaque tokens and a result the
 # cut repaired move it a little # assumed
 CUT_RATE_SLACK = 1.1
+# the characters a cut result may end with as its output does by chance (a newline, a closing bracket) # assumed
+CUT_TAIL_SLACK = 16
 # how far an estimate declared to be the whole request's size may stray from it: the same characters rounded per
 # message or once (assumed)
 ESTIMATE_WHOLE_SLACK = 0.01
@@ -2159,7 +2161,8 @@ class Checker:
     def _head_over(self, b: Block) -> str:
         """A result entering cut that keeps more of the tool's output from its start than the strategy declares
         (``cut_keeps_head``), or ``""``: the head is the longest run of the output's opening that the result holds
-        from where its first 64 characters first stand."""
+        from where its first 64 characters first stand. Or one whose output has no more lines than the declared head
+        takes, that keeps its end as well (a tail's lines counted from the whole output, not after the head's)."""
         original = self.originals[b.id]
         at = b.text.find(original[:64]) if original and b.text != original else -1
         if at < 0:
@@ -2171,6 +2174,14 @@ class Checker:
                 return (f"tool_result {b.id} entered cut, keeping {kept:,} {unit} of the output's start, over the {n:,} "
                         f"{unit} the strategy declares a cut keeps from it (cut_keeps_head: the head given the "
                         "whole budget, or the shares swapped?)")
+            if unit == "lines" and result_size(original, "lines") <= n:
+                # the head's lines are every line of the output: a tail can only repeat them
+                tail = len(os.path.commonprefix([b.text[::-1], original[::-1]]))
+                if tail > CUT_TAIL_SLACK:
+                    return (f"tool_result {b.id} entered cut, though its {result_size(original, 'lines'):,} lines are "
+                            f"no more than the {n:,} the strategy declares its head takes (cut_keeps_head), and it also "
+                            f"keeps the output's last {tail:,} characters: a tail taken from lines the head took (its "
+                            "lines not counted after the head's?)")
         return ""
 
     def _changed_within_left(self, s: Sent, b: Block, tool: str) -> str:

@@ -4,7 +4,6 @@ fake side-call service where the exact numbers matter."""
 from __future__ import annotations
 
 import math
-
 import sys
 import types
 from pathlib import Path

@@ -2218,6 +2218,29 @@ def test_a_cut_keeps_no_more_of_the_start_than_declared():
     assert len(run(400, ((20, "lines"),))) == 1 and run(140, ((20, "lines"),)) == []
 
 
+def test_a_cut_whose_head_takes_every_line_keeps_no_tail():
+    """Codex's cut keeps its head's lines (128) and the tail from the lines after them: an output over the byte limit in
+    fewer lines than the head takes (here 10 lines of 500 characters, 5,000 characters; a head of 20 lines) has no
+    tail. A cut that keeps the first 1,000 characters and a notice passes; one that also keeps the last 1,000 (the
+    tail's lines counted from the whole output, not after the head's) is reported; with 8 lines declared (the output's
+    10 are more), not judged."""
+    from ctxsim.harness.testing.declared import Declared
+
+    original = "".join(f"{i:03d}" + "x" * 496 + "\n" for i in range(10))
+
+    def run(cut: str, lines: int = 20) -> list[str]:
+        c = Checker(frozenset({"result_limit"}), {"a": original}, declared=Declared(head_at_most=((lines, "lines"),)))
+        return [v.detail for v in c.feed([sent(req([user("go"), calls("a"), results(("a", cut))]), 0)])]
+
+    head = f"Total output lines: 10\n\n{original[:1_000]}\n[... omitted 0 of 10 lines ...]\n\n"
+    assert run(head) == []
+    assert run(head + original[-1_000:]) == [
+        "tool_result a entered cut, though its 10 lines are no more than the 20 the strategy declares its head takes "
+        "(cut_keeps_head), and it also keeps the output's last 1,001 characters: a tail taken from lines the head took "
+        "(its lines not counted after the head's?)"]   # the notice's newline before it is the output's too
+    assert run(head + original[-1_000:], lines=8) == []
+
+
 def test_kept_tail_cap_in_tokens_is_judged_by_what_any_estimate_counts_at_the_least():
     """A tail sized at the strategy's own estimate: a cap in tokens is judged at 4 characters a token (the fewest
     tokens any estimator here counts; a calibrated rate may run far under a denser tail, so true tokens would report a
