@@ -2281,8 +2281,8 @@ class Checker:
         """A request that newly replaced tracked reads (``replaces_reads_to``) and still sends some older than the
         newest it keeps whole, while the whole ones come to more than the declared tokens (at the rate of the
         strategy's own estimate of ``req``, by the kit's factor for estimates): the round stopped short. Or where the
-        reads still whole and the newest it replaced come to no more than them (by the same factor): the round went on
-        past its budget."""
+        reads still whole and the newest it replaced come to no more than the declared tokens (at that rate, within
+        CUT_RATE_SLACK): the round went on past its budget."""
         n = self.declared.recent_reads[0]
         reads = self._tracked_reads(req, results)
         newly = [i for i in reads if i in changed and i not in self._reads_replaced]
