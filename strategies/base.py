@@ -479,8 +479,9 @@ class Strategy:
     @classmethod
     def keeps_results_whole(cls, config: StrategyConfig) -> tuple[int, int] | None:
         """``(per_result, per_message)`` characters: a tool result of at most ``per_result`` characters, in a message
-        whose results total at most ``per_message``, enters as the tool returned it (NovaCode spills only past its
-        threshold and its message budget). None: no promise."""
+        whose results total at most ``per_message`` (those over ``per_result`` counted as they are sent: replaced
+        first), enters as the tool returned it (NovaCode spills only past its threshold and then past its message
+        budget, N-SPILL-1 and N-SPILL-2). None: no promise."""
         return None
 
     @classmethod

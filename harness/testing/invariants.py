@@ -331,6 +331,9 @@ ESTIMATE_WHOLE_SLACK = 0.01
 DENSE_MIN_CHARS = 2_000
 LATEST_OPENING = 200  # characters of the latest request that must stay (a cut to a budget keeps the head) # assumed
 USER_OPENING = 40  # characters of a kept user message that must open one the user wrote (a middle cut keeps them) # assumed
+# the characters of the notice a middle cut of a kept user message puts in place of its middle (Codex's
+# "…N tokens truncated…") # assumed
+USER_CUT_NOTICE = 64
 
 
 @dataclass(frozen=True)
@@ -1955,12 +1958,16 @@ class Checker:
                 continue
             for b in m.blocks:
                 opening = b.text.strip()[:USER_OPENING] if b.type == "text" else ""
-                if len(opening) >= _TAKEN_MIN and not any(u.startswith(opening) for u in self._user_texts):
-                    return (f"a user message sent after this rewrite ({_short(b.text)!r}) is none the user wrote in "
-                            "this conversation (the strategy declares the user messages it keeps are the user's own: "
-                            "keeps_user_messages): a summary or a note kept as if the user had typed it?")
-                if len(opening) >= _TAKEN_MIN:
-                    openings.append(opening)
+                if len(opening) < _TAKEN_MIN:
+                    continue
+                if not any(u.startswith(opening) for u in self._user_texts):
+                    cut = self._user_cut_from(b.text.strip())
+                    if cut is None:
+                        return (f"a user message sent after this rewrite ({_short(b.text)!r}) is none the user wrote "
+                                "in this conversation (the strategy declares the user messages it keeps are the user's "
+                                "own: keeps_user_messages): a summary or a note kept as if the user had typed it?")
+                    opening = cut[:USER_OPENING]
+                openings.append(opening)
         if self.declared.newest_users and openings:
             # walking back together: the newest kept is the user's newest, the one before it the one before, ...
             written = [u for u in self._user_texts if len(u) >= _TAKEN_MIN]
@@ -1972,6 +1979,17 @@ class Checker:
                             f"{k + 1} is {theirs!r} (keeps_newest_user_messages: the walk from the oldest, or the kept "
                             "ones reversed?)")
         return ""
+
+    def _user_cut_from(self, text: str) -> str | None:
+        """The message the user wrote that ``text`` is, cut in its middle (its start and its end around a notice of
+        USER_CUT_NOTICE characters at most: Codex cuts the oldest message it keeps to what its budget has left), or
+        None."""
+        for u in self._user_texts:
+            head = len(os.path.commonprefix([text, u]))
+            tail = len(os.path.commonprefix([text[head:][::-1], u[head:][::-1]]))
+            if head and tail and len(text) - head - tail <= USER_CUT_NOTICE and head + tail < len(u):
+                return u
+        return None
 
     def _older_whole(self, req: Request, results: dict[str, Block]) -> list[str]:
         """The results (by tool_use id) older than the newest declared tool uses, of tools a clearing does not
@@ -2208,15 +2226,23 @@ class Checker:
 
     def _changed_under(self, m: Message, b: Block) -> str:
         """A result entering changed though it and its message's results are within what the strategy declares it
-        keeps whole (``keeps_results_whole``), or ``""``."""
+        keeps whole (``keeps_results_whole``), or ``""``. The message's results count as they stand once those over
+        the per-result size are replaced (NovaCode's N-SPILL-2 budget is met after N-SPILL-1 spilled them): a result
+        over it at what it was sent as, the others as the tool returned them."""
         per_result, per_message = self.declared.whole_under  # type: ignore[misc]
         original = self.originals[b.id]
-        total = sum(len(self.originals.get(x.id, x.text)) for x in m.blocks if x.type == "tool_result")
+
+        def counted(x: Block) -> int:
+            was = self.originals.get(x.id, x.text)
+            return len(x.text) if len(was) > per_result else len(was)
+
+        total = sum(counted(x) for x in m.blocks if x.type == "tool_result")
         if b.text == original or len(original) > per_result or total > per_message:
             return ""
         return (f"tool_result {b.id} entered changed ({_short(b.text)!r}), though its {len(original):,} characters and "
-                f"its message's {total:,} are within the {per_result:,} and {per_message:,} the strategy declares it "
-                "keeps whole (keeps_results_whole: a threshold or a budget read in another unit?)")
+                f"its message's {total:,} (those over {per_result:,} as sent) are within the {per_result:,} and "
+                f"{per_message:,} the strategy declares it keeps whole (keeps_results_whole: a threshold or a budget "
+                "read in another unit, the budget counted before the results over the threshold were replaced?)")
 
     def _spilled_not_largest(self, entering: list[tuple[Message, Block]]) -> list[str]:
         """Per message, a result entering whole (a read of the strategy's own file apart) longer than one of the same

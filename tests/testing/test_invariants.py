@@ -1666,8 +1666,8 @@ def test_summarised_what_leaves_the_main_window_went_into_a_summary_it_holds():
 
 def test_user_messages_kept_across_a_compaction_are_the_users_own():
     """Codex declares it: after a rewrite the plain user messages are openings of ones the user wrote (a middle
-    cut keeps 40 characters); the handoff marked as a summary is its own. A previous summary kept as a plain
-    user message is reported, once a launch."""
+    cut keeps 40 characters), or their start and end around a notice where the cut left less; the handoff marked as
+    a summary is its own. A previous summary kept as a plain user message is reported, once a launch."""
     from ctxsim.harness.testing.declared import Declared
     from ctxsim.strategies.codex import Codex
 
@@ -1680,6 +1680,10 @@ def test_user_messages_kept_across_a_compaction_are_the_users_own():
                            origin="summary")
     cut = user(second[:40] + " …[5 tokens truncated]…")
     assert c.feed([sent(req([user(first), cut, handoff], rewrite=True), 2)]) == []
+    # cut to what the budget left, as Codex's middle_truncate cuts: its first 4 characters, a notice and its last 4
+    # (the opening holds the notice; the start and the end are the user's around it)
+    tiny = user(f"{second[:4]}…12 tokens truncated…{second[-4:]}")
+    assert c.feed([sent(req([user(first), tiny, handoff], rewrite=True), 2)]) == []
     old = user("Another language model started to solve this problem: the login token was stale.")
     out = c.feed([sent(req([user(first), old, handoff], rewrite=True), 3)])
     assert [v.invariant for v in out] == ["user_messages"] and "none the user wrote" in out[0].detail
@@ -2161,9 +2165,15 @@ def test_results_kept_whole_within_the_declared_sizes():
 
     out = run([60], "a")
     assert len(out) == 1 and out[0].startswith("tool_result a entered changed ('[spilled]'), though its 60 characters "
-                                               "and its message's 60 are within the 100 and 150")
+                                               "and its message's 60 (those over 100 as sent) are within the 100 and 150")
     assert len(run([60, 60], "b")) == 1
     assert run([120], "a") == [] and run([60, 60, 60], "a") == [] and run([60], "") == []
+    # the budget is met after the results over 100 are replaced (N-SPILL-1, then N-SPILL-2): 120 sent as its 9-character
+    # placeholder and two of 60 come to 129, within 150, so replacing a 60 as well is reported; with a 90 beside the
+    # two 60s (219, over 150) a 60 may go
+    out = run([120, 60, 60], "ab")
+    assert len(out) == 1 and "its message's 129 (those over 100 as sent)" in out[0]
+    assert run([120, 60, 60], "a") == [] and run([90, 60, 60], "b") == []
 
 
 def test_N_SPILL_2_a_message_over_its_budget_gives_up_its_largest_results_first():
