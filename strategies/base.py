@@ -289,6 +289,13 @@ class Strategy:
         return None
 
     @classmethod
+    def replaces_reads_above(cls, config: StrategyConfig) -> int | None:
+        """With ``keeps_recent_reads``: the tokens (at the strategy's own rate) of the tracked reads it sends whole past
+        which a request of the main conversation replaces the oldest, once past the idle gap of
+        ``replaces_only_when_idle`` (on_demand_reading's ``inline_read_tokens``). None: no promise."""
+        return None
+
+    @classmethod
     def restores_recent_reads(cls, config: StrategyConfig) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
         """``(files, read tools, path keys)`` where a compaction attaches the files read most recently (a message of
         origin "restore"): at most that many, newest first, a read being a call of one of those tools naming its file

@@ -101,6 +101,11 @@ class OnDemandReading(WindowedStrategy):
         return config.keep_recent_reads, None if config.elide_all_results else tuple(config.read_tools), config.min_pointer_chars
 
     @classmethod
+    def replaces_reads_above(cls, config) -> int:
+        """A round runs once the inline reads reach ``inline_read_tokens`` (the cache cold, :meth:`before_call`)."""
+        return config.inline_read_tokens
+
+    @classmethod
     def replaces_reads_to(cls, config) -> int:
         """A round replaces the oldest reads until the inline ones fit ``keep_read_tokens`` (or none but the newest is
         left to replace)."""

@@ -224,6 +224,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append("... unless nothing but a summary stands before the user's latest message and the tail it keeps")
     if d.breaker is not None:
         out.append(f"... until {d.breaker} summaries in a row failed")
+    if d.reads_above is not None:
+        out.append(f"once idle, reads sent whole past {d.reads_above:,} tokens lose their oldest to a round of replacing")
     if d.restores is not None:
         out.append(f"a compaction restores the {d.restores[0]} files read most recently, the last one read among them")
     if d.on_usage is not None:

@@ -52,6 +52,8 @@ is checked like its base (issue #45):
   a request holding ``messages`` drops any (sliding_window);
 * ``restores_recent_reads(config)``: how many files its compaction restores, the tools that read a file and the input
   keys that name it (NovaCode's attachment, N-COMP-11: the files read most recently);
+* ``replaces_reads_above(config)``: with ``keeps_recent_reads``, the tokens of tracked reads sent whole past which a
+  request (past the idle gap of ``replaces_only_when_idle``) replaces the oldest (on_demand_reading's trigger);
 * ``estimates_from_usage(config)``: the characters a token of an estimate anchored on the last answered request's
   usage (its input and output tokens) and the messages come after the answer (NovaCode's N-COMP-5, cut_no_summary);
 * ``reinjects_after_compaction(config)``: origins of messages of its own a compaction injects again on the next
@@ -116,6 +118,7 @@ class Declared:
     recent_turns: int = 0  # the newest user turns whose tool results stay as they entered
     recent_reads: tuple[int, tuple[str, ...] | None, int] | None = None  # (n, tools or any, least chars) kept as entered
     reads_to: int | None = None  # the tokens those reads come to at most after a request that replaces some
+    reads_above: int | None = None  # ... and the tokens of reads sent whole past which a round, once idle, replaces some
     result_cuts: tuple[tuple[tuple[str, ...], int, float], ...] = ()  # (tools, characters, head share) of a cut
     head_at_most: tuple[tuple[int, str], ...] = ()  # (amount, unit) a cut result keeps from its start at most
     whole_under: tuple[int, int] | None = None  # (a result's, a message's results' characters) that enter whole
@@ -321,6 +324,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     turns = _checked(cls, "keeps_recent_turns", config, 0, lambda v: _amount(v) and int(v) == v, "a number of user turns")
     chars = _checked(cls, "keeps_recent_tool_chars", config, 0, _amount, "a number of characters")
     reads_to = _checked(cls, "replaces_reads_to", config, None, lambda v: v is None or _amount(v), "a number of tokens or None")
+    reads_above = _checked(cls, "replaces_reads_above", config, None, lambda v: v is None or _amount(v),
+                           "a number of tokens or None")
     reads = _checked(cls, "keeps_recent_reads", config, None,
                      lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and isinstance(v[0], int)
                      and not isinstance(v[0], bool) and v[0] >= 0 and (v[1] is None or _names(v[1])) and _amount(v[2]),
@@ -348,6 +353,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,
                     reads_to=None if reads_to is None or not reads else int(reads_to),
+                    reads_above=None if reads_above is None or not reads else int(reads_above),
                     recent_turns=int(turns), recent_reads=None if not reads else (
                         int(reads[0]), None if reads[1] is None else tuple(reads[1]), int(reads[2])),
                     clears_beyond=None if beyond is None else (beyond[0], beyond[1], tuple(beyond[2])),

@@ -1563,6 +1563,11 @@ class Checker:
         self._asked_since_main = False
         if stream == "main" and not self._spans and not s.rejected and not s.error:
             self._left_after = s.tokens
+        if (self.declared.reads_above is not None and self.declared.recent_reads and "idle_clear" in self.promised
+                and stream == "main" and not self._spans and not (fresh or after_refusal or s.rejected)):
+            detail = self._reads_not_replaced(s, results, changed)
+            if detail:
+                v("idle_clear", detail)
         if self.declared.cold_only is not None and "idle_clear" in self.promised and stream == "main":
             detail = self._changed_warm(s, results, changed, fresh or after_refusal)
             if detail:
@@ -2142,6 +2147,33 @@ class Checker:
                 f"after the main conversation's last request, where the strategy declares it changes none before "
                 f"{cold:,.0f} s idle (replaces_only_when_idle: the cache is warm, and everything after the first change "
                 "is written again): an idle gap measured from the wrong call?")
+
+    def _reads_not_replaced(self, s: Sent, results: dict[str, Block], changed: frozenset[str]) -> str:
+        """A request of the main conversation, past the declared idle gap since the one before (``replaces_only_when_idle``:
+        twice it, however the gap is read; any gap where none is declared), whose tracked reads sent as they entered
+        (``keeps_recent_reads``) come to the declared tokens (``replaces_reads_above``; at the strategy's own rate of
+        its text, within CUT_RATE_SLACK) with more of them than the newest it keeps, and that replaces none of them:
+        a round that never ran (a gap read in another unit?), or ``""``."""
+        at = self._main_at
+        cold = self.declared.cold_only or 0.0
+        if at is None or s.now - at <= 2 * cold:
+            return ""
+        req = s.request
+        reads = self._tracked_reads(req, results)
+        if any(i in changed and i not in self._reads_replaced for i in reads):
+            return ""   # a round replaced some
+        whole = [i for i in reads if i not in changed]
+        n = self.declared.recent_reads[0]
+        chars = _prompt_chars(req) + sum(m.chars for m in req.messages)
+        rate = (req.estimated_tokens - req.system.opaque_tokens) / max(1, chars) if req.estimated_tokens else 0.0
+        held = rate * sum(len(results[i].text) for i in whole)
+        if len(whole) <= n or held <= self.declared.reads_above * CUT_RATE_SLACK:
+            return ""
+        return (f"request {s.call} of the main conversation comes {s.now - at:,.0f} s after the one before, past the "
+                f"{cold:,.0f} s idle the strategy declares a round waits for, with {len(whole)} reads sent whole, about "
+                f"{held:,.0f} tokens as it estimates them, past the {self.declared.reads_above:,} at which it declares a "
+                "round replaces the oldest (replaces_reads_above), and none replaced: the round never ran (an idle gap "
+                "read in another unit?)")
 
     def _cut_wrong(self, b: Block, tool: str) -> str:
         """How the result ``b`` of ``tool`` entered against the declared cut of its tool (``result_cuts``): whole

@@ -48,7 +48,7 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
   over the newest finished messages under a budget crosses turns, so one sized in another unit shows (aider);
 * ``memory_then_compaction``: three short turns answered without a tool call, then one long enough to compact:
   what a strategy recalled into the conversation before a compaction is met after it (NovaCode's memories);
-* ``small_reads_then_idle``: thirty reads just over a thousand characters, then the user comes back after ten
+* ``small_reads_then_idle``: thirty reads just over a thousand characters, then the user comes back after fifteen
   minutes: a round that replaces old reads down to a budget of a few reads shows when it replaces more (one that
   never counts down what it took replaces all but the newest; on_demand_reading);
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
@@ -528,7 +528,7 @@ def memory_then_compaction(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
 def small_reads_then_idle(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     """A request, thirty reads of 1,100 characters each (over on_demand_reading's 1,000-character floor for a pointer,
     which does not scale with the window; about 9,400 tokens, past its trigger of 4,800 at 32k) and an answer; the user
-    writes again after ten minutes (past its 5-minute cold cache) and two more reads follow: a round replaces the
+    writes again after fifteen minutes (past twice its 5-minute cold cache) and two more reads follow: a round replaces the
     oldest reads until the rest fit its 1,600 tokens, about five of them, where reads of several thousand characters
     leave any round only the protected newest (issue #45)."""
     b = conv.ConversationBuilder()
@@ -537,7 +537,7 @@ def small_reads_then_idle(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     for k in range(30):
         b.call(conv.Turn(calls=(conv.ToolCall("Read", 1_100, seed=1_200 + k),)))
     b.call(conv.Turn(text=_scale(300, window)))
-    b._tick(600)
+    b._tick(900)
     b.user(_scale(200, window), 121)
     for k in range(2):
         b.call(conv.Turn(calls=(conv.ToolCall("Read", 1_100, seed=1_240 + k),)))

@@ -1039,6 +1039,35 @@ def test_idle_clear_a_strategy_that_changes_results_only_when_idle_does_not_whil
     assert c.feed([Sent(req(later, rewrite=True), 100, 1_000, False, "", 2, 1_003.0)]) == []
 
 
+def test_idle_clear_a_round_of_replacing_runs_once_idle_past_its_trigger():
+    """on_demand_reading replaces its oldest reads once they pass inline_read_tokens (replaces_reads_above) and the
+    cache is cold (300 s idle). Reads a, b and c of 40 characters, the newest 1 kept; the request is 259 characters
+    (system and tools 112, "go" 2, three calls of 7, the reads 120, "more" 4) estimated at 259 tokens: one a
+    character, the reads 120 tokens. Declared 100: 700 s after the request before (past twice 300), nothing replaced,
+    reported; replacing a, held; 400 s after (not twice the gap), not judged; declared 110 (121 with its rate's
+    slack, over 120), not judged."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.on_demand_reading import OnDemandReading
+
+    assert declared(OnDemandReading, {}).reads_above == 30_000
+    texts = {"a": "A" * 40, "b": "B" * 40, "c": "C" * 40}
+    msgs = reads(texts)
+
+    def run(gap: float, cleared: str = "", above: int = 100) -> list[str]:
+        c = Checker(frozenset({"idle_clear"}), texts, declared=Declared(
+            cold_only=300.0, recent_reads=(1, ("Read",), 10), reads_above=above))
+        assert c.feed([Sent(req(msgs), 100, 1_000, False, "", 0, 1_000.0)]) == []
+        r = dataclasses.replace(req(reads(texts, cleared) + [user("more")], rewrite=bool(cleared)), estimated_tokens=259)
+        return [v.detail for v in c.feed([Sent(r, 100, 1_000, False, "", 1, 1_000.0 + gap)])]
+
+    assert run(700.0) == ["request 1 of the main conversation comes 700 s after the one before, past the 300 s idle the "
+                          "strategy declares a round waits for, with 3 reads sent whole, about 120 tokens as it "
+                          "estimates them, past the 100 at which it declares a round replaces the oldest "
+                          "(replaces_reads_above), and none replaced: the round never ran (an idle gap read in another "
+                          "unit?)"]
+    assert run(700.0, cleared="a") == [] and run(400.0) == [] and run(700.0, above=110) == []
+
+
 def test_replaced_once_a_placeholder_is_not_replaced_again_from_itself():
     """observation_masking, context_editing and opencode set keeps_replacements. A result masked as "(3 lines
     omitted)" and then sent as "(1 lines omitted)" (masked again from its own one-line placeholder) is reported,
