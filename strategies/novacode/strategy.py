@@ -715,13 +715,11 @@ class NovaCode(Strategy):
             if e.reason != "prompt_too_long" or not e.tokens or not c.summary_input_last_resort:
                 raise
             # not in the seed: the API refused the summary request as too long and stated its size, which
-            # the estimate fell short of (text dense in tokens): fitted to that size, it is asked once more
-            # (a reactive compaction whose summary was refused ended the session: issue #45, NovaCode and a
-            # subclass on a dense session of the kit's random sample, 32,069 > 32,000)
-            # The refused request may have been fitted already (its newest messages elided): the text is denser
-            # than the rate it was fitted at, by the stated size over its size at that rate; the whole input at
-            # that density is fitted again (fitted to the stated size alone, the same messages were elided and the
-            # same request refused again: the kit's random sample, an unchanged NovaCode subclass, 32,428 > 32,000)
+            # the estimate fell short of (text dense in tokens): the whole input is fitted again at that density
+            # (the stated size over the refused request's size at the rate it was fitted at) and asked once more.
+            # A reactive compaction whose summary was refused ended the session (issue #45: NovaCode and a
+            # subclass on a dense session of the kit's random sample, 32,069 > 32,000); fitted to the stated size
+            # alone, a request already fitted had the same messages elided and was refused again (32,428 > 32,000)
             self.counters.extra["summary_refit_after_refusal"] += 1
             fixed = prompt_chars(self.env.system, self.env.tools) + len(spec.instructions)
             sent = self.env.system.opaque_tokens + chars_to_tokens(fixed + message_chars(req.messages), cpt)
