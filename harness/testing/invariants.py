@@ -320,6 +320,10 @@ TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "chars": 1.02, "messages"
 # estimate rebased by characters carries it (sliding_window's); a system prompt's opaque tokens and a result the
 # cut repaired move it a little # assumed
 CUT_RATE_SLACK = 1.1
+# how far the run's first estimate may stray from the whole request at the declared rate (estimates_from_usage): a
+# line a subclass adds to the request after estimating it (a date stamped in the system prompt) is counted by the
+# next usage, not by the first estimate; a wrong rate or a part left out strays further # assumed
+FIRST_ESTIMATE_SLACK = 0.05
 # the characters a cut result may end with as its output does by chance (a newline, a closing bracket) # assumed
 CUT_TAIL_SLACK = 16
 # how far an estimate declared to be the whole request's size may stray from it: the same characters rounded per
@@ -2340,7 +2344,8 @@ class Checker:
         newest it keeps whole, while the whole ones come to more than the declared tokens (at the rate of the
         strategy's own estimate of ``req``, by the kit's factor for estimates): the round stopped short. Or where the
         reads still whole and the newest it replaced come to no more than the declared tokens (at that rate, within
-        CUT_RATE_SLACK): the round went on past its budget."""
+        CUT_RATE_SLACK): the round went on past its budget. Or where a read older than the newest it replaced, not among
+        the newest it keeps, is still whole: the round did not take the oldest first."""
         n = self.declared.recent_reads[0]
         reads = self._tracked_reads(req, results)
         newly = [i for i in reads if i in changed and i not in self._reads_replaced]
@@ -2348,6 +2353,14 @@ class Checker:
         if excused or not newly or not req.estimated_tokens:
             return ""
         whole = [i for i in reads if i not in changed]
+        older = whole[:-n] if n else whole
+        # the oldest first: a read older than the newest it replaced, not among the newest it keeps, still whole
+        at = {i: k for k, i in enumerate(reads)}
+        skipped = [i for i in older if at[i] < max(at[j] for j in newly)]
+        if skipped:
+            return (f"the request replaced {len(newly)} read(s), the newest {newly[-1]}, and sends {skipped[0]}, older and "
+                    f"not among the newest {n} it keeps, whole: the strategy declares a round replaces the oldest "
+                    "(replaces_reads_to: the reads walked newest first, or some it took left whole?)")
         rate = _estimate_rate(req)
         # the round replaces the oldest while what is left passes the budget: before it took the newest it replaced,
         # what was left (the reads still whole and that one) passed it
@@ -2360,7 +2373,6 @@ class Checker:
                     f"{self.declared.reads_to:,} the strategy declares a replacement leaves (replaces_reads_to; "
                     f"{CUT_RATE_SLACK:g} times allowed for its rate): the round went on past its budget (what it took "
                     "never counted down?)")
-        older = whole[:-n] if n else whole
         if not older:
             return ""
         left = rate * sum(len(results[i].text) for i in whole)
@@ -2854,7 +2866,8 @@ class Checker:
         """An estimate the strategy declares is its last answered main request's usage (its input and the answer's
         output tokens) and the characters of the messages come after the answer over a rate (``estimates_from_usage``)
         that is not, by more than a token of rounding; judged on a request that continues that one (no rewrite, no
-        launch, span or side call since), and on the run's first (the whole request at that rate), or ``""``."""
+        launch, span or side call since), and on the run's first (the whole request at that rate, within
+        FIRST_ESTIMATE_SLACK), or ``""``."""
         if req.estimated_tokens is None:
             return ""
         cpt = self.declared.from_usage
@@ -2862,7 +2875,7 @@ class Checker:
             # the run's first request, nothing measured yet: the whole request at that rate
             chars = _prompt_chars(req) + sum(m.chars for m in req.messages)
             want = req.system.opaque_tokens + math.ceil(chars / cpt)
-            if abs(req.estimated_tokens - want) <= 1:
+            if abs(req.estimated_tokens - want) <= max(1, FIRST_ESTIMATE_SLACK * want):
                 return ""
             return (f"the strategy estimated {req.estimated_tokens:,} tokens where, with no usage yet, it declares its "
                     f"estimate is the whole request's {chars:,} characters (system prompt and tools "

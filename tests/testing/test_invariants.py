@@ -736,6 +736,10 @@ def test_recent_kept_a_round_of_replaced_reads_leaves_the_rest_within_the_declar
                               "replacement leaves (replaces_reads_to; 1.1 times allowed for its rate): the round went on "
                               "past its budget (what it took never counted down?)"]
     assert run(290, "ab") == []
+    # and the oldest first: replacing b while a, older and not the newest kept, goes whole is reported
+    assert run(1_000, "b") == ["the request replaced 1 read(s), the newest b, and sends a, older and not among the newest "
+                               "1 it keeps, whole: the strategy declares a round replaces the oldest (replaces_reads_to: "
+                               "the reads walked newest first, or some it took left whole?)"]
     # the reaction to a refused request may cut reads (its window fallback): noted, not judged, nor at the next request
     c = Checker(frozenset({"recent_kept"}), {}, declared=Declared(recent_reads=(1, ("Read",), 40), reads_to=100))
     assert c.feed([sent(req(reads(texts)), 0), Sent(req(reads(texts)), 2_000, 1_000, True, "too long", 1, 1.0)]) == []
@@ -1319,7 +1323,8 @@ def test_estimate_declared_from_usage_is_the_last_usage_and_what_came_after_the_
                           "entered, or a message counted twice?)"]
     assert run(1_162, rewrite=True) == [] and run(1_162, side=True) == []
     # the run's first request, nothing measured: the whole request at that rate, the system prompt and tools (112
-    # characters), "go" (2) and the call (7): 121 / 3.5 = 34.6, 35 (34 within a token); 31 is reported
+    # characters), "go" (2) and the call (7): 121 / 3.5 = 34.6, 35 (34 within a token, 5% of 35 being less); 31 is
+    # reported
     def first(est: int) -> list[str]:
         c = Checker(frozenset({"estimate"}), {}, declared=Declared(from_usage=3.5))
         return [v.detail for v in c.feed([sent(_estimated([go, call], est), 0, tokens=40, window=10_000)])]

@@ -141,7 +141,7 @@ KIT29: list[Case] = [
     _c(x.ResultsInSetOrder, x.ResultsInCallOrder, "deterministic", "parallel results in a set's order"),
     _c(x.ToolsFromSet, x.ToolsSortedByName, "deterministic", "the tools array in a set's order"),
     _c(x.SpillNamedByHash, NovaCode, "deterministic", "spill files named by hash()"),
-    _c(x.RestoreInSetOrder, NovaCode, "deterministic", "restored files in a set's order"),
+    _c(x.RestoreInSetOrder, NovaCode, "deterministic restored", "restored files in a set's order"),
     _c(x.EstimateWithoutPrompt, KeepRecent, "estimate window", "an estimate without the system prompt and tools"),
     _c(x.OneHourAfterFiveMinutes, x.OneHourPrefix, "api", "a 1h cache marker after a 5m one"),
     _c(x.SeedRatioBudgets, NovaCode, "window", "tail and restore budgeted at 3.5 chars/token (#17)"),
