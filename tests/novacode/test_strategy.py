@@ -650,10 +650,11 @@ def test_new_session_without_resume_starts_empty(tmp_path: Path):
     assert [m.text for m in split_resident(cap.agent()[-1].messages)[1]] == ["second task"]
 
 
-def jump(tmp_path: Path, chars: int, **params) -> tuple[NovaCode, FakeServices, list[Message], Request]:
+def jump(tmp_path: Path, chars: int, svc: FakeServices | None = None,
+         **params) -> tuple[NovaCode, FakeServices, list[Message], Request]:
     """20 turns of 4,000 tokens, anchor 150,000, then a read-back of a spill file (exempt, N-SPILL-3)
-    of ``chars`` characters: one message jumps past the hard line (177,000)."""
-    svc = FakeServices()
+    of ``chars`` characters: one message jumps past the hard line (177,000). ``svc``: the side calls' service."""
+    svc = svc if svc is not None else FakeServices()
     s = make(tmp_path, svc, **params)
     fill(s, 20, lambda i: 100_000)
     spill_file = str(spills_of(tmp_path) / "toolu_x.txt")
@@ -785,14 +786,7 @@ def test_n_comp_3_a_fitted_summary_request_refused_as_too_long_is_fitted_again_a
     refuses it. Fitted again to the stated size alone, the same messages were elided and the same request refused
     (the kit's random sample, an unchanged NovaCode subclass on CJK-dense text). At the stated density the whole
     input is fitted again: more is elided, and the request at that density fits the effective window."""
-    svc = RefusesFirst(215_000)
-    s = make(tmp_path, svc)
-    fill(s, 20, lambda i: 100_000)
-    spill_file = str(spills_of(tmp_path) / "toolu_x.txt")
-    s.on_response(Message("assistant", (Block.tool_use("rb", "Read", {"file_path": spill_file}),)),
-                  Usage(input_uncached=150_000))
-    s.on_tool_results(Message("user", (Block.tool_result("rb", "r" * 175_000),)))
-    req = s.build_request(CallInfo(21, 21.0))
+    s, svc, _, req = jump(tmp_path, 175_000, RefusesFirst(215_000))
     assert req.rewrite and s.counters.compactions_succeeded == 1
     assert s.counters.extra["summary_refit_after_refusal"] == 1 and len(svc.calls) == 2
     (first, spec), (second, _) = svc.calls
@@ -816,14 +810,7 @@ def test_n_comp_3_a_summary_request_refused_as_too_long_is_fitted_to_the_stated_
     instructions, past the effective 180,000), the newest summarised messages are elided and it is asked
     once more; the compaction succeeds (a reactive compaction whose summary was refused ended the session:
     issue #45, on a dense session of the property kit)."""
-    svc = RefusesFirst(205_000)
-    s = make(tmp_path, svc)
-    fill(s, 20, lambda i: 100_000)
-    spill_file = str(spills_of(tmp_path) / "toolu_x.txt")
-    s.on_response(Message("assistant", (Block.tool_use("rb", "Read", {"file_path": spill_file}),)),
-                  Usage(input_uncached=150_000))
-    s.on_tool_results(Message("user", (Block.tool_result("rb", "r" * 145_000),)))
-    req = s.build_request(CallInfo(21, 21.0))
+    s, svc, _, req = jump(tmp_path, 145_000, RefusesFirst(205_000))
     assert req.rewrite and s.counters.compactions_succeeded == 1 and s.counters.compactions_failed == 0
     assert s.counters.extra["summary_refit_after_refusal"] == 1 and len(svc.calls) == 2
     (first, spec), (second, _) = svc.calls
