@@ -719,12 +719,14 @@ def _prompt_chars(req: Request) -> int:
     return sum(len(b.payload) for b in req.system.blocks) + sum(len(t.payload) for t in req.tools.tools)
 
 
-def _estimate_rate(req: Request) -> float:
+def _estimate_rate(req: Request, text_only: bool = False) -> float:
     """The tokens a character of ``req`` at the strategy's own estimate of it (its prompt and messages; 0 without one):
-    what the kit sizes a part of the request by, as the strategy would."""
+    what the kit sizes a part of the request by, as the strategy would; ``text_only``: the opaque prefix's tokens
+    (no characters in hand) left out of the estimate, the rate its text alone is counted at."""
     if not req.estimated_tokens:
         return 0.0
-    return req.estimated_tokens / max(1, _prompt_chars(req) + sum(m.chars for m in req.messages))
+    tokens = req.estimated_tokens - (req.system.opaque_tokens if text_only else 0)
+    return tokens / max(1, _prompt_chars(req) + sum(m.chars for m in req.messages))
 
 
 def _tool_names(req: Request) -> dict[str, str]:
@@ -937,7 +939,6 @@ class Checker:
     _every_since: int | None = None  # answered main requests since the last declared periodic side call (writes_every)
     _usage_of: Request | None = None  # the main request whose answer's usage is awaited (estimates_from_usage)
     _usage_anchor: tuple[Request, int] | None = None  # ... and, answered, with its usage: input and output tokens
-    _usage_side: bool = False  # a side call since that answer (the next request is not judged on its anchor)
     _read_calls: dict[str, str] = field(default_factory=dict)  # read tool_use id -> its path (restores_recent_reads)
     _read_paths: set[str] = field(default_factory=set)  # the paths read in this launch's main conversation
     _last_read: str | None = None  # the path the main conversation read last (None: not known)
@@ -1235,7 +1236,6 @@ class Checker:
                 if detail and "cadence" in self.promised:
                     v("cadence", detail)
             first_side, self._asked_since_main = not self._asked_since_main, True
-            self._usage_side = True   # the request after a side call is not judged on the anchor
             if (s.kind == SUMMARY and first_side and self.declared.on_usage is not None and self._usage_anchor
                     and self.declared.compacts_above is None and "compaction_trigger" in self.promised
                     and not self._in_sub and not self._spans and not self._attempts and not self._early_reported
@@ -1353,8 +1353,9 @@ class Checker:
             e = self._not_whole(req)
         usage_anchor = None
         if stream == "main":
-            usage_anchor = None if self._usage_side or self._spans else self._usage_anchor
-            self._usage_anchor, self._usage_side = None, False
+            # the request after a side call, or in a span, is not judged on the anchor
+            usage_anchor = None if self._asked_since_main or self._spans else self._usage_anchor
+            self._usage_anchor = None
             self._usage_of = req if not s.rejected and not self._spans else None
             first_main, self._main_sent = not self._main_sent, True
             if self.declared.from_usage is not None and not e:
@@ -2168,9 +2169,7 @@ class Checker:
             return ""   # a round replaced some
         whole = [i for i in reads if i not in changed]
         n = self.declared.recent_reads[0]
-        chars = _prompt_chars(req) + sum(m.chars for m in req.messages)
-        rate = (req.estimated_tokens - req.system.opaque_tokens) / max(1, chars) if req.estimated_tokens else 0.0
-        held = rate * sum(len(results[i].text) for i in whole)
+        held = _estimate_rate(req, text_only=True) * sum(len(results[i].text) for i in whole)
         if len(whole) <= n or held <= self.declared.reads_above * CUT_RATE_SLACK:
             return ""
         return (f"request {s.call} of the main conversation comes {s.now - at:,.0f} s after the one before, past the "
@@ -2853,14 +2852,19 @@ class Checker:
         if req.estimated_tokens is None:
             return ""
         prompt = _prompt_chars(req)
-        chars = prompt + self._tail_size(list(req.messages), unit)
-        want = req.system.opaque_tokens + math.ceil(chars / cpt)
+        chars, want = self._whole_estimate(req, cpt, unit)
         if abs(req.estimated_tokens - want) <= max(ESTIMATE_WHOLE_SLACK * want, 2):
             return ""
         return (f"the strategy estimated {req.estimated_tokens:,} tokens where it declares its estimate is the whole "
                 f"request's {chars:,} {'JSON characters' if unit == 'json_chars' else 'characters'} (system prompt and "
                 f"tools {prompt:,}) over {cpt:g} a token{f' and {req.system.opaque_tokens:,} opaque' if req.system.opaque_tokens else ''}: "
                 f"{want:,} (estimates_whole: a part left out, the text counted where the JSON is, a stale figure?)")
+
+    def _whole_estimate(self, req: Request, cpt: float, unit: str) -> tuple[int, int]:
+        """The whole request's characters (its system prompt and tools, its messages in ``unit``: characters or JSON
+        characters) and an estimate of them at ``cpt`` a token, rounded up, with the opaque prefix's tokens."""
+        chars = _prompt_chars(req) + self._tail_size(list(req.messages), unit)
+        return chars, req.system.opaque_tokens + math.ceil(chars / cpt)
 
     def _not_from_usage(self, req: Request, anchor: tuple[Request, int] | None, first: bool) -> str:
         """An estimate the strategy declares is its last answered main request's usage (its input and the answer's
@@ -2873,8 +2877,7 @@ class Checker:
         cpt = self.declared.from_usage
         if first and anchor is None:
             # the run's first request, nothing measured yet: the whole request at that rate
-            chars = _prompt_chars(req) + sum(m.chars for m in req.messages)
-            want = req.system.opaque_tokens + math.ceil(chars / cpt)
+            chars, want = self._whole_estimate(req, cpt, "chars")
             if abs(req.estimated_tokens - want) <= max(1, FIRST_ESTIMATE_SLACK * want):
                 return ""
             return (f"the strategy estimated {req.estimated_tokens:,} tokens where, with no usage yet, it declares its "

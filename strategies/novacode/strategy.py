@@ -721,11 +721,10 @@ class NovaCode(Strategy):
             # subclass on a dense session of the kit's random sample, 32,069 > 32,000); fitted to the stated size
             # alone, a request already fitted had the same messages elided and was refused again (32,428 > 32,000)
             self.counters.extra["summary_refit_after_refusal"] += 1
-            fixed = prompt_chars(self.env.system, self.env.tools) + len(spec.instructions)
-            sent = self.env.system.opaque_tokens + chars_to_tokens(fixed + message_chars(req.messages), cpt)
+            prompt, opaque = prompt_chars(self.env.system, self.env.tools), self.env.system.opaque_tokens
+            sent = opaque + chars_to_tokens(prompt + len(spec.instructions) + message_chars(req.messages), cpt)
             scale = max(1.0, e.tokens / max(1, sent))
-            whole = self.env.system.opaque_tokens + chars_to_tokens(prompt_chars(self.env.system, self.env.tools)
-                                                                    + message_chars(messages), cpt)
+            whole = opaque + chars_to_tokens(prompt + message_chars(messages), cpt)
             req = self._summary_request(messages, choice, math.ceil(whole * scale), spec, len(resident), end, True,
                                         scale)
             result = self.env.services.call(req, spec)
