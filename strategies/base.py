@@ -318,6 +318,13 @@ class Strategy:
         return ()
 
     @classmethod
+    def keeps_across_launches(cls, config: StrategyConfig) -> str | None:
+        """What the strategy keeps in memory from one launch to the next by design, in words. A new launch of an agent
+        is a new process: it starts with its files and nothing else, so by default (None) the property kit builds
+        the strategy anew at each new launch (not at a resume) and expects the requests one instance sends."""
+        return None
+
+    @classmethod
     def writes_every(cls, config: StrategyConfig) -> tuple[str, int, str] | None:
         """``(kind, n, tool)``: once it has begun, a side call of this kind comes after exactly ``n`` answered requests
         of the main conversation since the last one (sooner where the user typed a message since), until an answer

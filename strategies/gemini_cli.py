@@ -47,6 +47,7 @@ spellings other agents' logs use (``Bash``, ``shell``, ``exec_command``); MCP to
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -69,6 +70,7 @@ RECENT_NAME_SHARE = 0.9  # of the protected characters, what outputs alone fill 
 MASK_TAG = "tool_output_masked"  # toolOutputMaskingService.ts:28 MASKING_INDICATOR_TAG
 MASK_EXEMPT_TOOLS = ("activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode")  # :36 EXEMPT_TOOLS
 SHELL_TOOLS = ("run_shell_command", "Bash", "shell", "exec_command")  # SHELL_TOOL_NAME and other agents' spellings
+_SAVED_NAME = re.compile(r"tool-outputs/([^/\s\"'`<>]+)")  # a file of its saved outputs named in a tool input
 MCP_PREFIX = "mcp__"  # Claude Code's MCP tool naming (gemini-cli: DiscoveredMCPTool instances)
 ACK = "Got it. Thanks for the additional context!"
 SNAPSHOT_SECTIONS = ("overall_goal", "active_constraints", "key_knowledge", "artifact_trail",
@@ -190,7 +192,6 @@ class GeminiCli(ThresholdCompactor):
         self.truncation_id = 0
         self.tool_names: dict[str, str] = {}  # tool_use id -> tool name
         self.tool_inputs: dict[str, str] = {}  # tool_use id -> the strings of its input, joined
-        self.saved_tails: set[str] = set()  # "tool-outputs/<file>" of every output it saved
         self._mask_memo: dict[int, tuple[Message, tuple]] = {}  # id(message) -> (message, its maskable outputs)
 
     @property
@@ -227,7 +228,11 @@ class GeminiCli(ThresholdCompactor):
         strategy; gemini-cli's shell tool would cut a ``cat`` of it again: assumed, as opencode's read
         tool pages a saved file instead of cutting it)."""
         text = self.tool_inputs.get(tool_use_id or "", "")
-        return bool(text) and any(tail in text for tail in self.saved_tails)
+        if "tool-outputs/" not in text:
+            return False
+        # read on disk, as a new process of the agent would: an output saved in an earlier launch is its own too
+        saved = Path(self.output_path("tool-outputs", "_")).parent
+        return any((saved / name).is_file() for name in _SAVED_NAME.findall(text))
 
     def truncated_on_arrival(self, tool_use_id: str | None) -> bool:
         if self.reads_saved(tool_use_id):
@@ -239,19 +244,14 @@ class GeminiCli(ThresholdCompactor):
 
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
-        if not resume:
+        if not resume:  # a new process: its counters start again (the saved outputs' names carry the call id too)
             self.has_failed = False
+            self.truncation_id = 0
 
     # --- tool outputs ----------------------------------------------------------------------------
     def _save(self, content: str, tool_use_id: str) -> str | None:
         self.truncation_id += 1
         return self.save_output("tool-outputs", f"{tool_use_id}_{self.truncation_id}", content)
-
-    def save_output(self, subdir: str, name: str, text: str) -> str | None:
-        path = super().save_output(subdir, name, text)
-        if path is not None:
-            self.saved_tails.add("/".join(Path(path).parts[-2:]))
-        return path
 
     def on_tool_results(self, message: Message) -> None:
         limit = self.threshold_chars()

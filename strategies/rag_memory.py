@@ -330,6 +330,8 @@ class RagMemory(WindowedStrategy):
     """Core memory pinned, recall memory searched by billed steps, Letta's sliding-window summary."""
 
     name = "rag_memory"
+    # Letta keeps an agent's core and recall memory in its database from one session to the next
+    KEPT_ACROSS_LAUNCHES = "its core and recall memory (Letta's are in its database) and its token gauge"
     summary = "Letta-style memory: core block pinned, evicted history searched by billed steps, sliding summary"
     Config = RagMemoryConfig
 

@@ -300,6 +300,14 @@ class GaugedStrategy(Strategy):
     of the tool uses seen (id -> name, input: a tool result names only its id) and Claude Code-style
     breakpoints (system + last message). The config must have ``chars_per_token``."""
 
+    # ctxsim's own designs run as one long-lived process: what they learn or note in one launch serves the next (assumed;
+    # a subclass says what it keeps). The property kit then keeps one instance across launches (keeps_across_launches).
+    KEPT_ACROSS_LAUNCHES: ClassVar[str] = "its token gauge, calibrated on the usage of every launch so far"
+
+    @classmethod
+    def keeps_across_launches(cls, config: StrategyConfig) -> str | None:
+        return cls.KEPT_ACROSS_LAUNCHES
+
     def __init__(self, config: StrategyConfig, env: StrategyEnv) -> None:
         super().__init__(config, env)
         self.gauge = TokenGauge(config.chars_per_token, env.system.opaque_tokens)
@@ -882,6 +890,8 @@ class StructuredState(WindowedStrategy):
     cut at the auto-compact line behind the state block."""
 
     name = "structured_state"
+    KEPT_ACROSS_LAUNCHES = ("its task state (the user's requests and the todo list, also written to its state files) and "
+                            "its token gauge")
     summary = "task state in files (user requests verbatim, a TodoWrite list), written as work happens; short window"
     Config = StructuredStateConfig
     SCALED = (*WindowedStrategy.SCALED, "requests_max_tokens")

@@ -85,6 +85,11 @@ class UsageAnchor:
         self.anchor = None
         self.anchor_len = 0
 
+    def reset(self) -> None:
+        """A new launch: a new process of the agent knows no usage at all, not even the last input."""
+        self.clear()
+        self.last_input = None
+
     def saved(self) -> tuple[int | None, int, int | None]:
         """The anchor as it stands, for :meth:`restore` (a parent's while an isolated sub-agent runs)."""
         return self.anchor, self.anchor_len, self.last_input
@@ -242,7 +247,7 @@ class PeerStrategy(Strategy):
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
         if not resume:
-            self.anchor.clear()
+            self.anchor.reset()
 
     def on_response(self, message: Message, usage: Usage | None) -> None:
         super().on_response(message, usage)

@@ -143,6 +143,8 @@ def strip_line_numbers(text: str) -> str:
 class WholeRepo(WindowedStrategy):
     """The repository pinned at the top of every session, the conversation compacted behind it."""
 
+    KEPT_ACROSS_LAUNCHES = "its snapshot of the repository, with the files read in earlier launches, and its token gauge"
+
     name = "whole_repo"
     summary = "whole (real) repository in context up front; conversation compacted behind it"
     Config = WholeRepoConfig

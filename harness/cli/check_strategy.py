@@ -170,6 +170,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"a result of {', '.join(tools) if tools else 'any tool'} within {cap:,} characters{room} enters whole")
     if d.reinjects:
         out.append(f"a compaction sends again, on the next request, what the conversation had of: {', '.join(d.reinjects)}")
+    if d.across_launches is not None:
+        out.append(f"keeps from one launch to the next: {d.across_launches} (checked as one instance across launches)")
     if d.largest_first:
         out.append("a message over its budget gives up its largest results first")
     if d.recent_kept:
@@ -314,11 +316,12 @@ def _report(cls, args, failure, what: str = "corpus") -> int:
 def _replay(cls, args) -> int:
     from ctxsim.harness.model import trace as tr
     from ctxsim.harness.replay.engine import RunConfig
+    from ctxsim.harness.testing.declared import fresh_at_launches
     from ctxsim.harness.testing.determinism import Canon, request_difference
     from ctxsim.harness.testing.inputs import InputGuard
     from ctxsim.harness.testing.invariants import Checker, Violation, promises
     from ctxsim.harness.testing.params import CHECK_MODEL, CHECK_WINDOW
-    from ctxsim.harness.testing.recording import Stepper
+    from ctxsim.harness.testing.recording import Stepper, relaunched_note
     from ctxsim.strategies import registry
 
     trace = tr.load(args.replay)
@@ -335,7 +338,8 @@ def _replay(cls, args) -> int:
     guard = InputGuard(trace.header)
     guard.add(trace.events)
     stepper = Stepper(trace.header, cls, params, cfg)
-    other = Stepper(trace.header, cls, params, cfg, twin_of=stepper) if not args.no_twin else None
+    fresh = fresh_at_launches(cls, params, window)
+    other = Stepper(trace.header, cls, params, cfg, twin_of=stepper, fresh_launches=fresh) if not args.no_twin else None
     checker = Checker.for_recording(held, stepper.recording)
     try:
         try:
@@ -362,8 +366,9 @@ def _replay(cls, args) -> int:
             ca, cb = Canon(), Canon(str(other.session_dir), str(stepper.session_dir))
             diff = next(((x, d) for x, y in zip(a, b) if (d := request_difference(x.request, y.request, ca, cb))), None)
             if diff is not None:
+                note = relaunched_note(stepper.recording.entries, diff[0]) if fresh else ""
                 found.append(Violation("deterministic", diff[0].call, diff[0].kind,
-                                       f"the same session replayed again sent another request: {diff[1]}"))
+                                       f"the same session replayed again sent another request: {diff[1]}{note}"))
             elif len(a) != len(b):
                 found.append(Violation("deterministic", -1, "", f"a second replay sent {len(b)} requests, the first {len(a)}"))
     finally:

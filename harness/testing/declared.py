@@ -58,6 +58,8 @@ is checked like its base (issue #45):
   usage (its input and output tokens) and the messages come after the answer (NovaCode's N-COMP-5, cut_no_summary);
 * ``reinjects_after_compaction(config)``: origins of messages of its own a compaction injects again on the next
   request, once the conversation has been sent one (NovaCode's memories, N-COMP-12);
+* ``keeps_across_launches(config)``: what the strategy keeps in memory from one launch to the next by design, in
+  words (None: nothing; a new launch is a new process, so the kit builds it anew there and expects the same requests);
 * ``writes_every(config)``: the kind of a side call made every n answered main requests, and the tool whose call by
   the recorded agent ends the promise (structured_state's todo list);
 * ``compacts_above_finished(config)``: whether that trigger counts only the finished messages, so that it holds as
@@ -141,6 +143,7 @@ class Declared:
     estimates_whole: tuple[float, str] | None = None  # (chars per token, unit) of an estimate of the whole request
     reinjects: tuple[str, ...] = ()  # origins of its own messages a compaction injects again on the next request
     writes_every: tuple[str, int, str] | None = None  # (side call kind, every n answered main requests, tool that ends it)
+    across_launches: str | None = None  # what the strategy keeps in memory across launches by design (None: nothing)
     above_finished: bool = False  # compacts_above counts only the finished messages: never a summary under it
     only_at_turns: bool = False  # ... and no summary of the main conversation but as a user turn begins (or after a refusal)
     breaker: int | None = None  # the summaries failing in a row after which the strategy stops summarising
@@ -287,6 +290,8 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                      lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and isinstance(v[0], str)
                      and isinstance(v[1], int) and not isinstance(v[1], bool) and v[1] >= 1 and isinstance(v[2], str),
                      "(side call kind, n of 1 or more, tool name) or None")
+    across = _checked(cls, "keeps_across_launches", config, None, lambda v: v is None or isinstance(v, str) and v.strip(),
+                      "what it keeps, in words, or None")
     whole_est = _checked(cls, "estimates_whole", config, None,
                          lambda v: v is None or isinstance(v, tuple | list) and len(v) == 2 and _amount(v[0]) and v[0] > 0
                          and v[1] in ("json_chars", "chars"), "(characters per token, 'json_chars' or 'chars') or None")
@@ -346,7 +351,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     call_models=tuple(sorted((k, m) for k, m in models.items() if m)), idle_clear=idle,
                     cache_marks=tuple(marks), compacts_above=trigger,
                     above_finished=above_finished and trigger is not None, compacts_at_turns=at_turns,
-                    reinjects=tuple(reinjects), writes_every=None if every is None else (every[0], every[1], every[2]),
+                    reinjects=tuple(reinjects), across_launches=across, writes_every=None if every is None else (every[0], every[1], every[2]),
                     from_usage=None if from_usage is None else float(from_usage), on_usage=on_usage, by_cut=by_cut,
                     restores=None if restores is None else (int(restores[0]), tuple(restores[1]), tuple(restores[2])),
                     estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])),
@@ -366,6 +371,16 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     whole_left=None if left is None else (int(left[0]), None if left[1] is None else float(left[1]),
                                                           None if left[2] is None else tuple(left[2])),
                     newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)), cut_share=share)
+
+
+def fresh_at_launches(cls: type[Strategy], params: Mapping[str, Any], window: int = 0) -> bool:
+    """Whether the kit builds ``cls`` anew at each new launch of a second replay (a new process of the agent) and
+    expects the same requests: unless ``keeps_across_launches`` says what it keeps by design. A declaration the kit
+    refuses is reported by the checker itself (here: built anew)."""
+    try:
+        return declared(cls, params, window).across_launches is None
+    except ValueError:
+        return True
 
 
 def _hook(cls: type[Strategy], name: str, config: StrategyConfig, default: Any) -> Any:

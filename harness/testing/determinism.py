@@ -59,6 +59,8 @@ def _first_diff(a: str, b: str) -> str:
 
 def request_difference(a: Request, b: Request, ca: Canon, cb: Canon) -> str:
     """How ``b`` (the second run's request) differs from ``a``, or ``""``."""
+    if a.kind != b.kind:
+        return f"the first run sent a {a.kind} request here, the second a {b.kind} request"
     ha, hb = ca.head(a), cb.head(b)
     if ha != hb:
         return f"the request's system, tools or settings differ: {_first_diff(ha, hb)}"

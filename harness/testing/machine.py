@@ -32,11 +32,12 @@ from ctxsim.harness.replay.engine import RunConfig
 from ctxsim.harness.testing import clock
 from ctxsim.harness.testing import conversations as conv
 from ctxsim.harness.testing.crash import crash_site
+from ctxsim.harness.testing.declared import fresh_at_launches
 from ctxsim.harness.testing.determinism import Canon, request_difference
 from ctxsim.harness.testing.inputs import InputGuard
 from ctxsim.harness.testing.invariants import Checker, InvariantViolation, Violation, promises
 from ctxsim.harness.testing.params import CHECK_MODEL, CHECK_WINDOW, params_for
-from ctxsim.harness.testing.recording import Stepper
+from ctxsim.harness.testing.recording import Stepper, relaunched_note
 from ctxsim.strategies.base import Strategy
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -107,6 +108,7 @@ class StrategyMachine(RuleBasedStateMachine):
     promised: frozenset[str] = frozenset()
     max_result_size: int = 2_000_000
     twin: bool = True
+    fresh_launches: bool = True  # the twin is built anew at each new launch (not where keeps_across_launches says why)
     known: tuple[tuple[str, str], ...] = ()  # (invariant, regex of the detail): findings reported, not failed on
     # per machine class, i.e. per search: the first failure's size and the smallest failure seen, and
     # the known findings met
@@ -232,7 +234,9 @@ class StrategyMachine(RuleBasedStateMachine):
             diff = request_difference(a[k].request, b[k].request, ca, cb)
             if diff:
                 out.append(Violation("deterministic", a[k].call, a[k].kind,
-                                     f"the same session replayed again sent another request: {diff}", self._where()))
+                                     f"the same session replayed again sent another request: {diff}"
+                                     + (relaunched_note(self.stepper.recording.entries, a[k]) if self.fresh_launches
+                                        else ""), self._where()))
                 break
         else:
             if len(a) != len(b):
@@ -281,7 +285,10 @@ class StrategyMachine(RuleBasedStateMachine):
                         fail_calls={k: self.fail_calls for k in FAILING_KINDS})
         self.stepper = Stepper(self.builder.header, self.strategy, self.params, cfg)
         if self.twin and "deterministic" in self.promised:
-            self.other = Stepper(self.builder.header, self.strategy, self.params, cfg, twin_of=self.stepper)
+            # the copy is built again at each new launch, as a new process of the agent is: what the strategy
+            # kept in memory across a launch shows as a difference from the first run (one instance throughout)
+            self.other = Stepper(self.builder.header, self.strategy, self.params, cfg, twin_of=self.stepper,
+                                 fresh_launches=self.fresh_launches)
             self._canon = (Canon(), Canon(str(self.other.session_dir), str(self.stepper.session_dir)))
         # an estimate from characters cannot be held to the truth on text dense in tokens: judged on
         # the other sessions (dense text is there to exercise on_rejected)
@@ -471,9 +478,11 @@ def machine_for(cls: type[Strategy], params: Mapping[str, Any] | None = None, wi
     every strategy, whatever its name)."""
     from ctxsim.harness.testing import CORPUS_SEED
 
+    params = dict(params) if params is not None else params_for(cls, window)
     return type(f"{cls.__name__}Machine", (StrategyMachine,), {
         "strategy": cls,
-        "params": dict(params) if params is not None else params_for(cls, window),
+        "params": params,
+        "fresh_launches": fresh_at_launches(cls, params, window),
         "window": window,
         "crashes": crashes,
         "promised": promised if promised is not None else promises(cls),

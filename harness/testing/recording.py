@@ -248,6 +248,45 @@ def observing(cls: type[Strategy], log: list[Entry], rec: Recording | None = Non
     })
 
 
+def fresh_at_launch(cls: type[Strategy]) -> type[Strategy]:
+    """``cls`` whose instance is built again at each new launch after the first (a session start
+    that does not resume), with the config and environment it was first given: what a new process
+    of the agent starts with, the run's files and nothing else it held in memory. A resume keeps
+    the instance (the simulator's conversation stands for the transcript a resumed agent reads)."""
+
+    def __init__(self, config, env):
+        cls.__init__(self, config, env)
+        self.__dict__["_fresh_args"] = (config, env)
+
+    def on_session_start(self, session, resume, now):
+        args = self.__dict__["_fresh_args"]
+        if not resume and self.__dict__.get("_fresh_launched"):
+            self.__dict__.clear()
+            cls.__init__(self, *args)
+            self.__dict__["_fresh_args"] = args
+        self.__dict__["_fresh_launched"] = True
+        return cls.on_session_start(self, session, resume, now)
+
+    return type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                       "__doc__": cls.__doc__, "__init__": __init__,
+                                       "on_session_start": on_session_start})
+
+
+def relaunched_note(entries: list[Entry], sent: Sent) -> str:
+    """Said of a difference at ``sent`` from a second replay built anew at each new launch
+    (:func:`fresh_at_launch`): what it may be, where a new launch (not the first, not a resume) came before; else ""."""
+    starts = 0
+    for e in entries:
+        if e is sent:
+            break
+        starts += isinstance(e, Mark) and e.what == "session_start" and not e.resume
+    if starts < 2:
+        return ""
+    return (" (the second replay built the strategy anew at the new launch before it, as a new process of the agent starts "
+            "with only the run's files: state kept in memory across launches, or a run not deterministic; a strategy "
+            "that keeps something by design declares it: keeps_across_launches)")
+
+
 def tools_json(request: Request) -> str:
     import json
 
@@ -313,11 +352,12 @@ class Stepper:
     Uses the engine's run object directly (``ctxsim.harness.replay.engine._Run``): one run, one strategy
     instance, one provider and cache state across all chunks, exactly as ``replay`` would have
     over the concatenated events.
+    With ``fresh_launches`` the strategy is built again at each new launch (:func:`fresh_at_launch`).
     """
 
     def __init__(self, header: tr.Header, strategy: type[Strategy], params: Mapping[str, Any] | None = None,
                  config: RunConfig | None = None, session_dir: Path | None = None,
-                 twin_of: Stepper | None = None) -> None:
+                 twin_of: Stepper | None = None, fresh_launches: bool = False) -> None:
         from ctxsim.harness.replay.engine import _Run
 
         cfg = config or RunConfig()
@@ -336,7 +376,8 @@ class Stepper:
         self.config = cfg
         self._note = _noting(self.recording.entries)
         with watching(self.session_dir, self._note):
-            self._run = _Run(tr.Trace(header, []), observing(strategy, self.recording.entries, self.recording), params, cfg,
+            built = fresh_at_launch(strategy) if fresh_launches else strategy
+            self._run = _Run(tr.Trace(header, []), observing(built, self.recording.entries, self.recording), params, cfg,
                              self.session_dir)
         self.recording.window = self._run.provider.window
         self.recording.model = self._run.provider.model

@@ -47,7 +47,9 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
 * ``short_exchanges``: thirty short user turns (a question, a small read every third turn, an answer): a walk
   over the newest finished messages under a budget crosses turns, so one sized in another unit shows (aider);
 * ``memory_then_compaction``: three short turns answered without a tool call, then one long enough to compact:
-  what a strategy recalled into the conversation before a compaction is met after it (NovaCode's memories);
+  what a strategy recalled into the conversation before a compaction is met after it (NovaCode's memories); then a
+  new launch, replayed again with the strategy built anew there: a new process holds only the run's files, so what
+  one instance kept in memory across the launch (memories marked as injected in the last conversation) shows;
 * ``small_reads_then_idle``: thirty reads just over a thousand characters, then the user comes back after fifteen
   minutes: a round that replaces old reads down to a budget of a few reads shows when it replaces more (one that
   never counts down what it took replaces all but the newest; on_demand_reading);
@@ -508,7 +510,8 @@ def memory_then_compaction(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     (where a strategy with memory extracts what was said), then
     a turn of twenty reads and commands of 3,500 characters each (about 25,000 tokens at 32k: past a compaction
     trigger), and a last answer: what a strategy recalled into the conversation before its compaction is met after it
-    (NovaCode injects its memories again on the next request, N-COMP-12; issue #45)."""
+    (NovaCode injects its memories again on the next request, N-COMP-12; issue #45). Then a new launch and one short
+    turn: a new conversation recalls the memories on disk as a new process would (nothing injected in it yet)."""
     b = conv.ConversationBuilder()
     b.start_session()
     for t, (category, said) in enumerate(MEMORY_FACTS):
@@ -520,6 +523,13 @@ def memory_then_compaction(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
     b._tick(30)   # a recall started with the message is ready by the work it asked for
     for k in range(20):
         b.call(conv.Turn(calls=(conv.ToolCall("Read" if k % 2 == 0 else "Bash", _scale(3_500, window), seed=980 + k),)))
+    b.call(conv.Turn(text=_scale(300, window)))
+    b.end_session()
+    # a new launch ten minutes later: a new process recalls from disk what the last one kept (built anew there, the
+    # strategy must send what one instance throughout sends: ``deterministic``)
+    b.start_session(pause=600.0)
+    b.user(_scale(200, window), 97)
+    b._tick(30)
     b.call(conv.Turn(text=_scale(300, window)))
     b.end_session()
     return b.trace()
@@ -617,6 +627,7 @@ def check_scenario(name: str, cls, params: Mapping[str, Any], window: int, promi
     """The violations ``cls`` commits on scenario ``name`` (a strategy raising is ``crash``); no
     trace when the scenario does not apply (a found session at another window)."""
     from ctxsim.harness.replay.engine import RunConfig
+    from ctxsim.harness.testing.declared import fresh_at_launches
     from ctxsim.harness.testing.invariants import Violation, check
     from ctxsim.harness.testing.recording import record
 
@@ -635,6 +646,42 @@ def check_scenario(name: str, cls, params: Mapping[str, Any], window: int, promi
         at = crash_site(e)
         return trace, [Violation("crash", -1, "", f"{type(e).__name__}: {e}" + (f" at {at}" if at else ""))]
     try:
-        return trace, check(rec, held)
+        found = check(rec, held)
+        if not found and "deterministic" in held and fresh_at_launches(cls, params, window):
+            found = _kept_across_launches(trace, cls, params, cfg, rec)
+        return trace, found
     finally:
         shutil.rmtree(rec.session_dir, ignore_errors=True)
+
+
+def _kept_across_launches(trace: tr.Trace, cls, params: Mapping[str, Any], cfg, rec) -> list:
+    """``deterministic`` on a scenario with a new launch after the first: the run again with the strategy built anew at
+    each new launch (:func:`ctxsim.harness.testing.recording.fresh_at_launch`, a new process of the agent) sends the
+    same requests as ``rec`` (one instance throughout); the first that differs, reported."""
+    from ctxsim.harness.testing.determinism import Canon, request_difference
+    from ctxsim.harness.testing.invariants import Violation
+    from ctxsim.harness.testing.recording import fresh_at_launch, record
+
+    if sum(isinstance(e, tr.SessionStart) and not e.resume for e in trace.events) < 2:
+        return []
+    try:
+        again = record(trace, fresh_at_launch(cls), dict(params), cfg)
+    except Exception as e:  # noqa: BLE001 - raised only when built anew: a finding of the same kind
+        return [Violation("deterministic", -1, "", f"built anew at a new launch, the strategy raised {type(e).__name__}: "
+                          f"{e} (one instance throughout did not)")]
+    try:
+        ca, cb = Canon(), Canon(str(again.session_dir), str(rec.session_dir))
+        a, b = rec.requests, again.requests
+        for x, y in zip(a, b):
+            diff = request_difference(x.request, y.request, ca, cb)
+            if diff:
+                return [Violation("deterministic", x.call, x.kind, f"built anew at the new launch before this request, "
+                                  f"as a new process of the agent starts with only the run's files, the strategy sent "
+                                  f"another request: {diff} (state kept in memory across launches? a strategy that keeps something by "
+                                  f"design declares it: keeps_across_launches)")]
+        if len(a) != len(b):
+            return [Violation("deterministic", a[-1].call if a else -1, "", f"built anew at each new launch, the "
+                              f"strategy sent {len(b)} requests where one instance throughout sent {len(a)}")]
+        return []
+    finally:
+        shutil.rmtree(again.session_dir, ignore_errors=True)

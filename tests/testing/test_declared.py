@@ -306,3 +306,27 @@ def test_context_editing_is_estimated_right_after_clearing_a_large_result():
     cleared = main[main["compaction"]].iloc[0]
     assert cleared["context_tokens"] >= 0.25 * CHECK_WINDOW  # judged (a quarter of the window)
     assert abs(cleared["estimated_tokens"] / cleared["context_tokens"] - 1) < 0.15
+
+
+def test_N_MEM_5_a_new_launch_recalls_what_the_last_conversation_was_injected():
+    """The memory scenario ends with a new launch: NovaCode recalls a memory there (a selection offering the memories
+    on disk, then a request holding one), as it does built anew. A NovaCode whose injection markers survive the launch
+    offers none of the memories the last conversation had and recalls nothing: its first request of the new launch is
+    a main request where the one built anew sends its selection (deterministic, at the launch)."""
+    from ctxsim.harness.model import trace as tr
+    from ctxsim.harness.testing.invariants import promises
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    from tests.testing.mutants.kit45k import NovaCodeMemoryMarkersSurviveALaunch as Kept
+
+    trace = scenarios.build("memory_then_compaction", CHECK_WINDOW)
+    starts = [e for e in trace.events if isinstance(e, tr.SessionStart)]
+    assert [s.resume for s in starts] == [False, False]
+    _, found = scenarios.check_scenario("memory_then_compaction", NovaCode, params_for(NovaCode), CHECK_WINDOW,
+                                        promises(NovaCode), CHECK_MODEL)
+    assert found == []
+    _, found = scenarios.check_scenario("memory_then_compaction", Kept, params_for(Kept), CHECK_WINDOW, promises(Kept),
+                                        CHECK_MODEL)
+    assert [v.invariant for v in found] == ["deterministic"]
+    assert "built anew at the new launch before this request" in found[0].detail
+    assert "the first run sent a main request here, the second a memory_select request" in found[0].detail

@@ -77,3 +77,74 @@ def test_blocks_have_no_state_the_canon_would_miss():
     a = Request(SYSTEM, ToolSet(), History([Message("user", (Block.text_block("x", spilled="/a"),))]))
     b = Request(SYSTEM, ToolSet(), History([Message("user", (Block.text_block("x", spilled="/b"),))]))
     assert request_difference(a, b, Canon(), Canon()) == ""
+
+
+def test_a_new_launch_is_a_new_process_the_second_replay_builds_the_strategy_anew():
+    """A strategy that numbers the user's messages in memory (#1, #2, ...) across launches. One instance throughout sends
+    #1, #2 (after a resume: the same conversation, the same instance), #3 after a new launch; built anew at that launch
+    (fresh_at_launch, as a new process starts) it sends #1 there. Requests 0 and 1 compare equal, request 2 differs, and
+    only there is the new launch named (relaunched_note)."""
+    from ctxsim.harness.replay.engine import RunConfig
+    from ctxsim.harness.testing import record
+    from ctxsim.harness.testing.recording import fresh_at_launch, relaunched_note
+    from ctxsim.strategies.append_only import AppendOnly
+
+    from tests.helpers_traces import Builder
+
+    class NumbersUsers(AppendOnly):
+        name = "numbers_users"
+
+        def __init__(self, config, env) -> None:
+            super().__init__(config, env)
+            self.seen = 0
+
+        def on_user(self, message: Message) -> None:
+            self.seen += 1
+            super().on_user(Message.user(f"{message.text} #{self.seen}"))
+
+    b = Builder().event(tr.SessionStart(t=0.5, session="s1")).user("a").call("done")
+    b.event(tr.SessionEnd(t=b._tick(1), session="s1")).event(tr.SessionStart(t=b._tick(1), session="s1", resume=True))
+    b.user("b").call("done").event(tr.SessionEnd(t=b._tick(1), session="s1"))
+    b.event(tr.SessionStart(t=b._tick(60), session="s2")).user("c").call("done")
+    cfg = RunConfig(window=50_000)
+    one, fresh = record(b.build(), NumbersUsers, None, cfg), record(b.build(), fresh_at_launch(NumbersUsers), None, cfg)
+    try:
+        ca, cb = Canon(), Canon(str(fresh.session_dir), str(one.session_dir))
+        last = [r.request.messages[-1].text for r in (one.requests[2], fresh.requests[2])]
+        assert last == ["c #3", "c #1"] and [r.request.messages[-1].text for r in one.requests[:2]] == ["a #1", "b #2"]
+        assert [request_difference(x.request, y.request, ca, cb) == "" for x, y in zip(one.requests, fresh.requests)] == [
+            True, True, False]
+        assert relaunched_note(one.entries, one.requests[1]) == ""
+        assert relaunched_note(one.entries, one.requests[2]).startswith(
+            " (the second replay built the strategy anew at the new launch before it, as a new process of the agent starts "
+            "with only the run's files: state kept in memory across launches")
+    finally:
+        import shutil
+
+        shutil.rmtree(one.session_dir, ignore_errors=True)
+        shutil.rmtree(fresh.session_dir, ignore_errors=True)
+
+
+def test_a_strategy_that_keeps_state_across_launches_by_design_says_what():
+    """ctxsim's gauged designs keep their token gauge from one launch to the next (one long-lived process, assumed),
+    rag_memory Letta's memory: the kit replays them as one instance. NovaCode and the peers keep nothing: built anew. A
+    declaration that is not words is refused, naming the hook."""
+    import pytest
+    from ctxsim.harness.testing.declared import declared, fresh_at_launches
+    from ctxsim.strategies.novacode.strategy import NovaCode
+    from ctxsim.strategies.rag_memory import RagMemory
+    from ctxsim.strategies.tiered_budget import TieredBudget
+
+    assert fresh_at_launches(NovaCode, {}) and declared(NovaCode, {}).across_launches is None
+    assert not fresh_at_launches(TieredBudget, {})
+    assert declared(TieredBudget, {}).across_launches == "its token gauge, calibrated on the usage of every launch so far"
+    assert declared(RagMemory, {}).across_launches.startswith("its core and recall memory (Letta's are in its database)")
+
+    class Blank(NovaCode):
+        @classmethod
+        def keeps_across_launches(cls, config):
+            return " "
+
+    with pytest.raises(ValueError, match=r"Blank.keeps_across_launches: what it keeps, in words, or None, got ' '"):
+        declared(Blank, {})
+    assert fresh_at_launches(Blank, {})   # the checker reports the refusal; the replay is built anew

@@ -45,6 +45,7 @@ from tests.testing.mutants import kit45g as g
 from tests.testing.mutants import kit45h as h
 from tests.testing.mutants import kit45i as i
 from tests.testing.mutants import kit45j as j
+from tests.testing.mutants import kit45k as kk
 from tests.testing.mutants import novacode as n
 from tests.testing.mutants import peers as p
 from tests.testing.mutants import variants as v
@@ -261,6 +262,8 @@ KIT45B: list[Case] = [
     _c(j.NovaCodeKeepsMemoryMarkers, NovaCode, "reinjected", "the memory markers not reset: no memory after a compaction"),
     _c(j.GeminiRoomLeftAQuarter, GeminiCli, "result_limit", "the room left read a quarter a token: output cut early"),
     _c(j.OnDemandProtectsOldest, OnDemandReading, "recent_kept", "the oldest reads protected: the newest become pointers"),
+    # the eleventh round (what a launch keeps in memory): kit45k.py
+    _c(kk.NovaCodeMemoryMarkersSurviveALaunch, NovaCode, "deterministic", "memory markers kept at a new launch: never recalled"),
 ]
 CORPUS += KIT45B
 

@@ -1,0 +1,24 @@
+"""Issue #45, eleventh round: what a strategy keeps in memory from one launch to the next. Blind set 52 had NovaCode's
+memory layer leave its injection markers as they were at a new launch (not a resume): a memory recalled in one
+conversation is never offered to a recall again, in any later conversation, though the new one has never seen it.
+Nothing the kit judged within a launch changes, and memories were judged again only after a compaction. A new launch
+of an agent is a new process that starts with its files and nothing else: the kit's second replay of each session now
+builds the strategy anew at each new launch and expects the same requests (``deterministic``), and the memory scenario
+ends with a new launch (``memory_then_compaction``)."""
+
+from __future__ import annotations
+
+from ctxsim.strategies.novacode.strategy import NovaCode
+
+
+class NovaCodeMemoryMarkersSurviveALaunch(NovaCode):
+    """A new launch resets the memory layer's conversation but not its injection markers."""
+
+    name = "novacode_memory_markers_survive_a_launch"
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        layer = self.memory
+        kept = (set(layer.injected), list(layer._order)) if layer is not None else None
+        super().on_session_start(session, resume, now)
+        if layer is not None and not resume:
+            layer.injected, layer._order = kept   # the bug: the markers of the last conversation stand
