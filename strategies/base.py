@@ -446,6 +446,14 @@ class Strategy:
         return False
 
     @classmethod
+    def compaction_tail_calibrated(cls, config: StrategyConfig) -> bool:
+        """Whether the tokens of ``compaction_tail`` are counted at a rate no higher than the characters a token the
+        conversation measured on its last answered request (its input and output over its characters, the answer's
+        too): a cap then holds at that rate. False: no promise (a fixed rate may count a dense tail far under its
+        true tokens)."""
+        return False
+
+    @classmethod
     def compacts_only_at_turns(cls, config: StrategyConfig) -> bool:
         """Whether the strategy summarises the main conversation only as a user turn begins (its first request after
         the user's message) or in reaction to a refused request: goose checks its threshold as a reply starts, not

@@ -250,6 +250,9 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append("... while the conversation fits the window (past it, cut to fit)")
     if d.tail_shortest:
         out.append("... and no more than the shortest tail that holds every least")
+    if d.tail_calibrated:
+        out.append("... its tokens counted at no more characters a token than the conversation measured on its last "
+                   "answered request")
     if d.cut_share is not None:
         share, head, over, under = d.cut_share
         out.append(f"a cut keeps at least {share:.0%} of the messages after the first {head}"

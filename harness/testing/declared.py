@@ -58,6 +58,8 @@ is checked like its base (issue #45):
   usage (its input and output tokens) and the messages come after the answer (NovaCode's N-COMP-5, cut_no_summary);
 * ``reinjects_after_compaction(config)``: origins of messages of its own a compaction injects again on the next
   request, once the conversation has been sent one (NovaCode's memories, N-COMP-12);
+* ``compaction_tail_calibrated(config)``: whether the tokens of ``compaction_tail`` are counted at no more characters a
+  token than the conversation measured on its last answered request (NovaCode's calibrated budgets);
 * ``keeps_across_launches(config)``: what the strategy keeps in memory from one launch to the next by design, in
   words (None: nothing; a new launch is a new process, so the kit builds it anew there and expects the same requests);
 * ``writes_every(config)``: the kind of a side call made every n answered main requests, and the tool whose call by
@@ -154,6 +156,7 @@ class Declared:
     tail_shortest: bool = False  # ... and no more than the shortest tail that holds every least
     tail_under_window: bool = False  # ... only where the conversation fits the window (past it, cut to fit)
     tail_walked: bool = False  # ... its leasts the bound a walk from the newest finished message stays under
+    tail_calibrated: bool = False  # ... its tokens counted at no more characters a token than the conversation measured
     newest_users: bool = False  # the user messages a compaction keeps are the newest, in order (keeps_newest_user_messages)
     cut_share: tuple[float, int, float | None, float] | None = None  # (share, head, over, under) a cut keeps at least
 
@@ -339,6 +342,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
     shortest = _flag(cls, "compaction_tail_shortest", config)
     under_window = _flag(cls, "compaction_tail_under_window", config)
     walked = _flag(cls, "compaction_tail_walked", config)
+    calibrated = _flag(cls, "compaction_tail_calibrated", config)
     largest_first = _flag(cls, "spills_largest_first", config)
     left = _checked(cls, "keeps_results_whole_left", config, None,
                     lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and _amount(v[0])
@@ -368,6 +372,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     whole_under=None if whole is None else (int(whole[0]), int(whole[1])),
                     head_at_most=tuple((int(n), unit) for n, unit in head), tail_shortest=shortest and bool(tail),
                     tail_under_window=under_window and bool(tail), tail_walked=walked and bool(tail), largest_first=largest_first,
+                    tail_calibrated=calibrated and any(unit == "tokens" and most is not None for _, most, unit in tail),
                     whole_left=None if left is None else (int(left[0]), None if left[1] is None else float(left[1]),
                                                           None if left[2] is None else tuple(left[2])),
                     newest_users=bool(getattr(cls, "keeps_newest_user_messages", False)), cut_share=share)

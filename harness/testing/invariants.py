@@ -313,6 +313,10 @@ CLEAR_TRIGGER_SLACK = 1.5
 TAIL_LEAST_SLACK = {"tokens": ESTIMATE_FACTOR, "json_chars": 1 / 0.9, "chars": 1 / 0.9, "messages": 1.0, "turns": 1.0,
                     "events": 1.0, "share": 1.0}
 TAIL_MAX_CPT = 4.0  # the most characters a token any estimator here counts (Claude Code's, opencode's rule) # assumed
+# how far a tail whose tokens are counted at the conversation's measured rate (``compaction_tail_calibrated``) may pass
+# its cap at that rate as the kit measures it: the strategy's count of a request's characters (an anchored count, its
+# resident messages as they were) strays a little from the kit's  # assumed
+TAIL_CALIBRATED_SLACK = 1.1
 TAIL_MOST_SLACK = {"tokens": 1.02, "json_chars": 1.02, "chars": 1.02, "messages": 1.0, "turns": 1.0, "events": 1.0,
                    "share": 1.0}
 # how far the kit's reckoning of a strategy's estimate may stray when it judges a share a cut keeps (``cut_keeps_share``):
@@ -939,6 +943,7 @@ class Checker:
     _every_since: int | None = None  # answered main requests since the last declared periodic side call (writes_every)
     _usage_of: Request | None = None  # the main request whose answer's usage is awaited (estimates_from_usage)
     _usage_anchor: tuple[Request, int] | None = None  # ... and, answered, with its usage: input and output tokens
+    _measured_cpt: float | None = None  # characters a token of the main conversation's last answered request, answer too
     _read_calls: dict[str, str] = field(default_factory=dict)  # read tool_use id -> its path (restores_recent_reads)
     _read_paths: set[str] = field(default_factory=set)  # the paths read in this launch's main conversation
     _last_read: str | None = None  # the path the main conversation read last (None: not known)
@@ -1075,10 +1080,16 @@ class Checker:
         if self.declared.restores is not None:
             self._track_read(m)
         if m.what == "message" and m.usage is not None and self._usage_of is not None and not self._spans:
-            self._usage_anchor = (self._usage_of, m.usage.input_total + m.usage.output)
+            req = self._usage_of
+            self._usage_anchor = (req, m.usage.input_total + m.usage.output)
+            text = m.usage.input_total + m.usage.output - req.system.opaque_tokens
+            chars = _prompt_chars(req) + sum(x.chars for x in req.messages) + m.message.chars
+            self._measured_cpt = chars / text if text > 0 and chars > 0 else self._measured_cpt
             self._usage_of = None
         elif m.what not in ("user", "message"):
             self._usage_of = self._usage_anchor = None   # a launch, a span, a side result: the anchor is the strategy's
+        if m.what == "session_start":
+            self._measured_cpt = None   # a new process: measured again (a resume's measure of its transcript not known)
         if m.what in ("session_start", "subtask_start", "subtask_end"):
             self._left_after = None   # the strategy's last usage is its own to restore
         if m.what == "session_start":
@@ -2721,6 +2732,14 @@ class Checker:
                                  f"tokens at {TAIL_MAX_CPT:g} a token)")
                     return (f"the compaction kept {len(tail)} messages verbatim after {after_what}, {shown}, over the "
                             f"{cap} the strategy declares it keeps at most (compaction_tail)")
+            if (most is not None and unit == "tokens" and self.declared.tail_calibrated and self._measured_cpt
+                    and not self._spans and sum(m.chars for m in tail) / self._measured_cpt > most * TAIL_CALIBRATED_SLACK):
+                chars = sum(m.chars for m in tail)
+                return (f"the compaction kept {len(tail)} messages verbatim after {after_what}, {chars:,} characters: "
+                        f"{chars / self._measured_cpt:,.0f} tokens at the {self._measured_cpt:.2f} characters a token the "
+                        f"conversation measured on its last answered request, over the {most:,.0f} tokens the strategy "
+                        "declares it keeps at most, counted at no more characters a token than that "
+                        "(compaction_tail_calibrated: the tail sized at a fixed rate?)")
             if least and self.declared.tail_walked:
                 detail = self._walk_strayed(req, tail, conv, ext, start, least, unit, after_what, seen_over)
                 if detail:

@@ -269,11 +269,12 @@ class StrategyMachine(RuleBasedStateMachine):
         a launch crosses it: a date or time stamped at its start is stale by its end); in one run of four
         the tools print text dense in tokens (see :meth:`tools_print_dense_text`); in one of two
         the agent's prompt is a real one's size (10-25k tokens on 200k, scaled to the window, part
-        of it opaque: :func:`conversations.realistic_header`)."""
+        of it opaque: :func:`conversations.realistic_header`), and the user has instruction files and
+        memories on disk, loaded at each launch."""
         self.dense = dense
         self.fail_calls = tuple(sorted(fail))
         if prompt is not None:
-            self.builder.header = conv.realistic_header(self.window, prompt, seed=first)
+            self.builder.header = conv.realistic_header(self.window, prompt, seed=first, files=True)
             self._header = self.builder.header.model_copy(deep=True)
             self.guard = InputGuard(self.builder.header)
         self.builder.t = edge.t - 60 - before_midnight  # the launch starts 30-150 s before the edge

@@ -310,6 +310,12 @@ class NovaCode(Strategy):
         return config.spill
 
     @classmethod
+    def compaction_tail_calibrated(cls, config: NovaCodeConfig) -> bool:
+        """``calibrate_budgets`` (beyond the seed): the tail is sized at the lowest of 3.5 characters a token, the
+        conversation's measured figure and its newest text's (accounting.Ledger.budget_cpt)."""
+        return config.calibrate_budgets
+
+    @classmethod
     def compaction_tail_shortest(cls, config: NovaCodeConfig) -> bool:
         """N-COMP-6's walk stops as soon as both minimums hold (N-COMP-7 then adds the call a result answers)."""
         return config.tail_rule == "both"

@@ -2298,6 +2298,43 @@ def test_kept_tail_cap_in_tokens_is_judged_by_what_any_estimate_counts_at_the_le
                              "over the 50 tokens" in out[0]
 
 
+def test_kept_tail_calibrated_N_COMP_6_a_cap_counted_at_the_rate_the_conversation_measured():
+    """NovaCode counts its tail at no more characters a token than the conversation measured (calibrate_budgets). Request
+    0 holds 112 characters of prompt and 323 of messages (the task, reads of a, b and c: 107 characters each step); its
+    answer, 15 characters, was 200 input and 25 output tokens: 450 characters over 225 tokens, 2.0 a token. A cap of 60
+    tokens (and the kit's tenth for the strategy's own count, 66): the last step and the answer, 122 characters, are 61
+    tokens at that rate, held; the last two steps and the answer, 229 characters, are 114.5, over it: reported, where 4
+    characters a token (57) holds the cap. Not declared, or measured at 4 characters a token, nothing is."""
+    from ctxsim.harness.model.conversation import Block, Usage
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.harness.testing.invariants import TAIL_CALIBRATED_SLACK, _prompt_chars
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    assert declared(NovaCode, {}, 200_000, 32_000).tail_calibrated
+    assert not declared(NovaCode, {"calibrate_budgets": False}, 200_000, 32_000).tail_calibrated
+    assert TAIL_CALIBRATED_SLACK == 1.1
+    steps = reads({"a": "A" * 100, "b": "B" * 100, "c": "C" * 100})
+    answer = Message("assistant", (Block.text_block("all three read."),))
+    assert _prompt_chars(req(steps)) == 112 and sum(m.chars for m in steps) == 323 and answer.chars == 15
+
+    def run(kept: list[Message], calibrated: bool = True, tokens: tuple[int, int] = (200, 25)) -> list[str]:
+        c = Checker(frozenset({"kept_tail"}), {}, declared=Declared(tail=((0, 60, "tokens"),), tail_calibrated=calibrated))
+        c.feed([Mark("session_start", "s1"), sent(req(steps), 0),
+                Mark("message", message=answer, usage=Usage(input_uncached=tokens[0], output=tokens[1])),
+                sent(req([*steps[:3], user("summarise")], kind="summary"), 1),
+                Mark("side_result", "summary", text=TAIL_SUMMARY)])
+        summary = Message.user(TAIL_SUMMARY, origin="summary")
+        return [v.detail for v in c.feed([sent(req([summary, *kept, answer], rewrite=True), 2)])]
+
+    assert run(steps[5:]) == []
+    out = run(steps[3:])
+    assert out == ["the compaction kept 5 messages verbatim after its summary, 229 characters: 114 tokens at the 2.00 "
+                   "characters a token the conversation measured on its last answered request, over the 60 tokens the "
+                   "strategy declares it keeps at most, counted at no more characters a token than that "
+                   "(compaction_tail_calibrated: the tail sized at a fixed rate?)"]
+    assert run(steps[3:], calibrated=False) == [] and run(steps[3:], tokens=(100, 12)) == []
+
+
 def test_every_request_masks_all_but_the_newest_in_a_sub_agents_own_conversation_too():
     """observation_masking at polling 1 masks all but the newest n observations on every request (clears_above 0),
     in an isolated sub-agent's conversation as in the main one. Here n = 1: the sub-agent's second request sends its

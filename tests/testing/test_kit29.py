@@ -4,6 +4,8 @@ prompts; determinism is checked across two processes with different hash seeds (
 
 from __future__ import annotations
 
+import shutil
+
 from ctxsim.harness.cli import main
 from ctxsim.harness.model import trace as tr
 from ctxsim.harness.provider.tokenizer import get_tokenizer
@@ -11,7 +13,7 @@ from ctxsim.harness.testing import CORPUS_SEED, selected_settings
 from ctxsim.harness.testing import conversations as conv
 from ctxsim.harness.testing.crossprocess import difference
 from ctxsim.harness.testing.machine import find_failure, machine_for
-from ctxsim.harness.testing.params import CHECK_WINDOW
+from ctxsim.harness.testing.params import CHECK_MODEL, CHECK_WINDOW, params_for
 from hypothesis import Phase, settings
 
 from tests.testing import mutants as m
@@ -83,6 +85,35 @@ def test_realistic_prompts_are_10_to_25k_tokens_on_200k_scaled_to_the_window():
     assert 8_000 <= size(small) <= 12_000 and 20_000 <= size(large) <= 27_000
     assert small.prefix_tokens == 4_000 and large.prefix_tokens == 10_000  # 40% opaque
     assert 1_200 <= size(conv.realistic_header(CHECK_WINDOW, 0.05)) <= 2_000
+
+
+def test_a_realistic_prompt_comes_with_the_users_files_and_claude_code_loads_them_at_each_launch():
+    """With ``files`` the user has instruction files and three memories on disk (the synthetic sessions' layout). Claude
+    Code sends them before the first prompt of each launch, new or resumed-in-place: two launches, two startup blocks
+    (the first request of each holds one), whatever one instance or one built anew at the second launch runs."""
+    from ctxsim.harness.replay.engine import RunConfig
+    from ctxsim.harness.testing import record
+    from ctxsim.harness.testing.recording import fresh_at_launch
+    from ctxsim.strategies.claude_code import ClaudeCode
+
+    h = conv.realistic_header(CHECK_WINDOW, 0.05, files=True)
+    assert sorted(h.meta["files"]) == ["home/.novacode/NOVACODE.md", "home/.novacode/memory/MEMORY.md",
+                                       "home/.novacode/memory/editor-and-shell.md", "project/.novacode/memory/MEMORY.md",
+                                       "project/.novacode/memory/click-docs.md",
+                                       "project/.novacode/memory/release-process.md", "project/NOVACODE.md"]
+    assert "meta" not in conv.realistic_header(CHECK_WINDOW, 0.05).model_dump(exclude_defaults=True)
+    b = conv.ConversationBuilder(header=h)
+    for _ in range(2):
+        b.start_session()
+        b.user(200, 1)
+        b.call(conv.Turn(text=100))
+        b.end_session()
+    for cls in (ClaudeCode, fresh_at_launch(ClaudeCode)):
+        rec = record(b.trace(), cls, params_for(ClaudeCode), RunConfig(model=CHECK_MODEL, window=CHECK_WINDOW))
+        firsts = [r.request for r in rec.requests if r.kind == "main"]
+        assert len(firsts) == 2
+        assert [[m.meta.get("origin") for m in r.messages][0] for r in firsts] == ["startup", "startup"]
+        shutil.rmtree(rec.session_dir, ignore_errors=True)
 
 
 def _session():

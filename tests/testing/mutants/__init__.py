@@ -264,6 +264,7 @@ KIT45B: list[Case] = [
     _c(j.OnDemandProtectsOldest, OnDemandReading, "recent_kept", "the oldest reads protected: the newest become pointers"),
     # the eleventh round (what a launch keeps in memory): kit45k.py
     _c(kk.NovaCodeMemoryMarkersSurviveALaunch, NovaCode, "deterministic", "memory markers kept at a new launch: never recalled"),
+    _c(kk.ClaudeCodeStartupAtTheFirstLaunchOnly, ClaudeCode, "deterministic", "startup files at the first launch only"),
 ]
 CORPUS += KIT45B
 

@@ -4,10 +4,13 @@ conversation is never offered to a recall again, in any later conversation, thou
 Nothing the kit judged within a launch changes, and memories were judged again only after a compaction. A new launch
 of an agent is a new process that starts with its files and nothing else: the kit's second replay of each session now
 builds the strategy anew at each new launch and expects the same requests (``deterministic``), and the memory scenario
-ends with a new launch (``memory_then_compaction``)."""
+ends with a new launch (``memory_then_compaction``). Blind set 53 had claude_code load its startup files (CLAUDE.md, the
+memory index) at the first launch of a run only: the kit's sessions had no such files, so nothing differed. In one
+session of two the kit's user now has instruction files and memories on disk (those of the synthetic sessions)."""
 
 from __future__ import annotations
 
+from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.novacode.strategy import NovaCode
 
 
@@ -22,3 +25,14 @@ class NovaCodeMemoryMarkersSurviveALaunch(NovaCode):
         super().on_session_start(session, resume, now)
         if layer is not None and not resume:
             layer.injected, layer._order = kept   # the bug: the markers of the last conversation stand
+
+
+class ClaudeCodeStartupAtTheFirstLaunchOnly(ClaudeCode):
+    """The flag that the startup files were loaded is kept at a new launch: later launches start without them."""
+
+    name = "claude_code_startup_at_the_first_launch_only"
+
+    def on_session_start(self, session: str, resume: bool, now: float) -> None:
+        started = self.started
+        super().on_session_start(session, resume, now)
+        self.started = started   # the bug: a new launch does not load CLAUDE.md and the memory index again
