@@ -303,6 +303,12 @@ class Strategy:
         return None
 
     @classmethod
+    def restores_file_chars(cls, config: StrategyConfig) -> int | None:
+        """With ``restores_recent_reads``: the least characters of a restored file's opening (what its last read
+        returned) the attachment holds, or the whole where it is shorter. None: no promise."""
+        return None
+
+    @classmethod
     def estimates_from_usage(cls, config: StrategyConfig) -> float | None:
         """The characters per token where the strategy's estimate of a request of its main conversation that continues
         the last answered one (nothing rewritten, no launch or sub-agent between) is that request's usage, its input

@@ -230,6 +230,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
         out.append(f"once idle, reads sent whole past {d.reads_above:,} tokens lose their oldest to a round of replacing")
     if d.restores is not None:
         out.append(f"a compaction restores the {d.restores[0]} files read most recently, the last one read among them")
+        if d.restore_chars:
+            out.append(f"... each as its last read returned it, at least its first {d.restore_chars:,} characters")
     if d.on_usage is not None:
         out.append(f"once the last answered request's usage (input and output) reaches {d.on_usage:,} tokens, the next "
                    f"request{' that begins a user turn' if d.only_at_turns else ''} is summarised first")

@@ -947,6 +947,7 @@ class Checker:
     _read_calls: dict[str, str] = field(default_factory=dict)  # read tool_use id -> its path (restores_recent_reads)
     _read_paths: set[str] = field(default_factory=set)  # the paths read in this launch's main conversation
     _last_read: str | None = None  # the path the main conversation read last (None: not known)
+    _last_read_id: str | None = None  # ... the tool_use id of that read
     _main_sent: bool = False  # a request of the main conversation was sent (the run's first is estimated unanchored)
     _every_user: bool = False  # the user typed a message since it
     _every_stopped: bool = False  # an answer called the declared tool: the recorded agent keeps its own
@@ -2804,7 +2805,7 @@ class Checker:
             elif b.type == "tool_result" and b.id in self._read_calls:
                 path = self._read_calls.pop(b.id)
                 if not b.is_error:
-                    self._last_read = path
+                    self._last_read, self._last_read_id = path, b.id
                     self._read_paths.add(path)
 
     def _not_restored(self, req: Request) -> str:
@@ -2812,8 +2813,10 @@ class Checker:
         the main conversation read but not the one it read last (``restores_recent_reads``), or ``""``."""
         last = self._last_read
         attached = "\n".join(m.text for m in req.messages if m.meta.get("origin") == "restore")
-        if last is None or not attached or last in attached:
+        if last is None or not attached:
             return ""
+        if last in attached:
+            return self._restored_short(last, attached)
         others = sorted(p for p in self._read_paths if p != last and p in attached)
         if not others:
             return ""
@@ -2822,6 +2825,21 @@ class Checker:
                 f"but not {last!r}, the file the conversation read last, where the strategy declares it restores the "
                 f"{n} read most recently (restores_recent_reads: a re-read file kept at its first read, a list walked "
                 "the wrong way?)")
+
+    def _restored_short(self, last: str, attached: str) -> str:
+        """The attachment names the file read last on a line of its own (a section's heading) but does not hold the
+        opening of what that read returned, to the least the strategy declares (``restores_file_chars``), or ``""``."""
+        least = self.declared.restore_chars
+        content = self.originals.get(self._last_read_id or "")
+        if not least or not content or not re.search(rf"(?m){re.escape(last)}[ \t`*:]*$", attached):
+            return ""
+        opening = content[:least]
+        if opening in attached:
+            return ""
+        return (f"the attachment after this compaction names {last!r}, the file the conversation read last, without the "
+                f"opening of what that read returned ({_short(opening, 60)!r}, the {len(opening):,} characters the "
+                "strategy declares a restored file holds at least: restores_file_chars): a placeholder or a preview "
+                "restored in place of the file?")
 
     def _every_mark(self, m: Mark) -> None:
         """What ends or suspends the count of a declared periodic side call (``writes_every``): a launch or a resume

@@ -67,6 +67,7 @@ from ctxsim.strategies.novacode import memory as mem
 from ctxsim.strategies.novacode import spill as spilling
 from ctxsim.strategies.novacode.accounting import (
     CHARS_PER_TOKEN,
+    MIN_BUDGET_CPT,
     TokenLedger,
     chars_to_tokens,
     message_chars,
@@ -601,6 +602,14 @@ class NovaCode(Strategy):
         if config.restore_skip_in_tail or not config.restore_max_files:
             return None
         return config.restore_max_files, restore.READ_TOOLS, restore.PATH_KEYS
+
+    @classmethod
+    def restores_file_chars(cls, config: NovaCodeConfig) -> int | None:
+        """N-COMP-11: each restored file is its last read's content, clipped to ``restore_file_tokens`` at the budgets'
+        rate, never under MIN_BUDGET_CPT characters a token (accounting.TokenLedger.budget_cpt)."""
+        if cls.restores_recent_reads(config) is None or not config.restore_file_tokens:
+            return None
+        return max(1, int(config.restore_file_tokens * min(MIN_BUDGET_CPT, config.chars_per_token)))
 
     @classmethod
     def estimates_from_usage(cls, config) -> float:

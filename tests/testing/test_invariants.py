@@ -1199,6 +1199,37 @@ def test_reinjected_N_COMP_12_after_a_compaction_what_the_conversation_was_sent(
     assert run([memory], [memory]) == [] and run([], []) == []
 
 
+def test_restored_N_COMP_11_the_file_read_last_is_restored_with_its_content():
+    """NovaCode restores a file as its last read returned it, clipped to 800 tokens at its lowest rate, half a character
+    a token: 400 characters at the least (restores_file_chars). Here the least is 12: the conversation read a.py
+    ('print("a.py"): the whole file', 29 characters) last; an attachment whose a.py section holds its first 12
+    characters holds, one holding a spill's preview in their place is reported, and one that names a.py only inside
+    another file's text (not on a line of its own) is not judged."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    assert declared(NovaCode, {}).restore_chars == 2_500 and declared(NovaCode, {"restore_file_tokens": 800}).restore_chars == 400
+    content = 'print("a.py"): the whole file'
+    summary = Message.user(TAIL_SUMMARY, origin="summary")
+
+    def run(attached: str) -> list[str]:
+        c = Checker(frozenset({"restored"}), {"r1": content},
+                    declared=Declared(restores=(5, ("Read",), ("file_path",)), restore_chars=12))
+        c.feed([Mark("session_start", "s1"), sent(req([user("go")]), 0),
+                Mark("message", message=Message("assistant", (Block.tool_use("r1", "Read", {"file_path": "/repo/a.py"}),))),
+                Mark("message", message=Message("user", (Block.tool_result("r1", content),))),
+                sent(req([user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
+        restore = Message.user(attached, origin="restore")
+        return [v.detail for v in c.feed([sent(req([summary, restore, user("next")], rewrite=True), 2)])]
+
+    assert run(f"## files\n### /repo/a.py\n{content[:20]}\n[... truncated]") == []
+    assert run("## files\n### /repo/a.py\n<persisted-output>saved to tool-results/r1.txt</persisted-output>") == [
+        "the attachment after this compaction names '/repo/a.py', the file the conversation read last, without the "
+        "opening of what that read returned ('print(\"a.py\"', the 12 characters the strategy declares a restored "
+        "file holds at least: restores_file_chars): a placeholder or a preview restored in place of the file?"]
+    assert run("## files\n### /repo/b.py\nimport /repo/a.py as a") == []
+
+
 def test_restored_N_COMP_11_the_attachment_names_the_file_read_last():
     """NovaCode restores the 5 files read most recently (N-COMP-11). The conversation reads a.py, b.py, then a.py again
     (the last read), and c.py's read fails; a summary is made. An attachment naming a.py and b.py holds; one naming b.py

@@ -265,6 +265,9 @@ KIT45B: list[Case] = [
     # the eleventh round (what a launch keeps in memory): kit45k.py
     _c(kk.NovaCodeMemoryMarkersSurviveALaunch, NovaCode, "deterministic", "memory markers kept at a new launch: never recalled"),
     _c(kk.ClaudeCodeStartupAtTheFirstLaunchOnly, ClaudeCode, "deterministic", "startup files at the first launch only"),
+    # every budget at the seed's rate: the tail over its cap, or a summary request sized so on dense text over the window
+    _c(kk.NovaCodeTailAtTheSeedRate, NovaCode, "kept_tail window", "budgets at 3.5 a token where they are calibrated"),
+    _c(kk.NovaCodeRestoresThePreview, NovaCode, "restored", "a spilled read restored as its preview"),
 ]
 CORPUS += KIT45B
 

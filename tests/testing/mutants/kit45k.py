@@ -6,10 +6,16 @@ of an agent is a new process that starts with its files and nothing else: the ki
 builds the strategy anew at each new launch and expects the same requests (``deterministic``), and the memory scenario
 ends with a new launch (``memory_then_compaction``). Blind set 53 had claude_code load its startup files (CLAUDE.md, the
 memory index) at the first launch of a run only: the kit's sessions had no such files, so nothing differed. In one
-session of two the kit's user now has instruction files and memories on disk (those of the synthetic sessions)."""
+session of two the kit's user now has instruction files and memories on disk (those of the synthetic sessions). Blind set
+54 had NovaCode size its tail at a fixed 3.5 characters a token where it calibrates: a dense tail passed its cap in true
+tokens, and the kit held caps at 4 characters a token; a strategy that counts at the measured rate now declares it
+(``compaction_tail_calibrated``). Blind set 55 had NovaCode's restore attachment take a spilled read's preview for the
+file: the kit judged only which file was named; the attachment now holds the opening of what the read returned
+(``restores_file_chars``)."""
 
 from __future__ import annotations
 
+from ctxsim.harness.model.conversation import Message
 from ctxsim.strategies.claude_code import ClaudeCode
 from ctxsim.strategies.novacode.strategy import NovaCode
 
@@ -36,3 +42,25 @@ class ClaudeCodeStartupAtTheFirstLaunchOnly(ClaudeCode):
         started = self.started
         super().on_session_start(session, resume, now)
         self.started = started   # the bug: a new launch does not load CLAUDE.md and the memory index again
+
+
+class NovaCodeTailAtTheSeedRate(NovaCode):
+    """The tail sized at the seed's 3.5 characters a token where the budgets are calibrated (denser text: a longer tail)."""
+
+    name = "novacode_tail_at_the_seed_rate"
+
+    def _budget_cpt(self) -> float:
+        return self.config.chars_per_token   # the bug: the calibrated rate is never used
+
+
+class NovaCodeRestoresThePreview(NovaCode):
+    """The read tracker is given the results after spilling: a spilled file is restored as its preview."""
+
+    name = "novacode_restores_the_preview"
+
+    def on_tool_results(self, message: Message) -> None:
+        if self.config.spill:
+            message = self._spill(message)
+        originals = {b.id: b.text for b in message.blocks if b.type == "tool_result" and b.id}  # the bug: after spilling
+        self.reads.on_results(message, len(self.history), originals)
+        self._append(message)
