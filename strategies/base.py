@@ -303,6 +303,12 @@ class Strategy:
         return None
 
     @classmethod
+    def cache_marks_ttl(cls, config: StrategyConfig) -> str | None:
+        """With ``cache_marks``: the TTL (``"5m"`` or ``"1h"``) every declared breakpoint is written with (a mark
+        with none is written at the run's default). None: no promise."""
+        return None
+
+    @classmethod
     def restores_file_chars(cls, config: StrategyConfig) -> int | None:
         """With ``restores_recent_reads``: the least characters of a restored file's opening (what its last read
         returned) the attachment holds, or the whole where it is shorter. None: no promise."""

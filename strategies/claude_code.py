@@ -289,6 +289,11 @@ class ClaudeCode(ThresholdCompactor):
                 given[k] = getattr(c, k)
         check_room(self.name, env.window, self.threshold(), given or {"the release's buffer": BUFFER_2_0_TOKENS})
 
+    @classmethod
+    def cache_marks_ttl(cls, config: ClaudeCodeConfig) -> str | None:
+        """Every breakpoint at ``cache_ttl`` (1h: what Claude Code 2.1.x logs write, header.recorded.cache_ttl)."""
+        return config.cache_ttl
+
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
         self.session_id = _file_safe(session) or "session"

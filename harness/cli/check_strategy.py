@@ -263,7 +263,8 @@ def _declared_lines(cls, params, window: int) -> list[str]:
     if d.only_at_turns:
         out.append("the main conversation is summarised only as a user turn begins (or after a refused request)")
     if d.cache_marks:
-        out.append(f"every request carries a cache breakpoint on: {', '.join(d.cache_marks)}")
+        out.append(f"every request carries a cache breakpoint on: {', '.join(d.cache_marks)}"
+                   + (f", each at a TTL of {d.marks_ttl}" if d.marks_ttl else ""))
     for kind, model in d.call_models:
         out.append(f"{kind} calls go to {model}")
     if getattr(cls, "keeps_latest_request", False):

@@ -54,6 +54,7 @@ is checked like its base (issue #45):
   keys that name it (NovaCode's attachment, N-COMP-11: the files read most recently);
 * ``replaces_reads_above(config)``: with ``keeps_recent_reads``, the tokens of tracked reads sent whole past which a
   request (past the idle gap of ``replaces_only_when_idle``) replaces the oldest (on_demand_reading's trigger);
+* ``cache_marks_ttl(config)``: with ``cache_marks``, the TTL ("5m" or "1h") every declared mark is written with;
 * ``restores_file_chars(config)``: with ``restores_recent_reads``, the least characters of a restored file's opening
   (what its last read returned) the attachment holds, or the whole (NovaCode's per-file cap at its lowest rate);
 * ``estimates_from_usage(config)``: the characters a token of an estimate anchored on the last answered request's
@@ -142,6 +143,7 @@ class Declared:
     compacts_at_turns: int | None = None  # the previous request's input past which a user turn begins with a summary
     by_cut: Callable[[Any], bool] | None = None  # a compaction at the trigger is a cut: whether one drops any of these messages
     restores: tuple[int, tuple[str, ...], tuple[str, ...]] | None = None  # (files, read tools, path keys) restored
+    marks_ttl: str | None = None  # the TTL every declared cache mark carries (cache_marks_ttl)
     restore_chars: int | None = None  # ... each holding at least this much of its last read's opening (or the whole)
     on_usage: int | None = None  # the last answered main request's usage at or past which the next is preceded by a summary
     from_usage: float | None = None  # chars per token of an estimate anchored on the last answered request's usage
@@ -308,6 +310,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                         lambda v: v is None or isinstance(v, tuple | list) and len(v) == 3 and isinstance(v[0], int)
                         and not isinstance(v[0], bool) and v[0] >= 1 and _names(v[1]) and _names(v[2]),
                         "(files, read tool names, path input keys) or None")
+    marks_ttl = _checked(cls, "cache_marks_ttl", config, None, lambda v: v is None or v in ("5m", "1h"), "'5m', '1h' or None")
     restore_chars = _checked(cls, "restores_file_chars", config, None, lambda v: v is None or _amount(v) and v >= 1,
                              "characters (1 or more) or None")
     before_prompt = _flag(cls, "summarises_before_latest_prompt", config)
@@ -364,6 +367,7 @@ def declared(cls: type[Strategy], params: Mapping[str, Any] | None = None, windo
                     from_usage=None if from_usage is None else float(from_usage), on_usage=on_usage, by_cut=by_cut,
                     restores=None if restores is None else (int(restores[0]), tuple(restores[1]), tuple(restores[2])),
                     restore_chars=None if restores is None or restore_chars is None else int(restore_chars),
+                    marks_ttl=marks_ttl if marks else None,
                     estimates_whole=None if whole_est is None else (float(whole_est[0]), str(whole_est[1])),
                     summarises_dropped=summarises, clears_all_but=None if clears_all is None else tuple(clears_all),
                     clears_above=None if clears_above is None else int(clears_above), superseded=superseded,

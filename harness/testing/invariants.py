@@ -1940,6 +1940,15 @@ class Checker:
                  "last_user": (last_user, last_user is not None, f"the last user message ({last_user})")}
         missing = [(p, what) for p in self.declared.cache_marks if p not in self._marks_lost
                    for key, present, what in (where[p],) if present and key not in at]
+        ttl = self.declared.marks_ttl
+        if not missing and ttl is not None and "ttl" not in self._marks_lost:
+            keys = {where[p][0] for p in self.declared.cache_marks if where[p][1]}
+            wrong = [b for b in req.breakpoints if (b.at % n if isinstance(b.at, int) and n else b.at) in keys
+                     and b.ttl != ttl]
+            if wrong:
+                self._marks_lost.add("ttl")
+                return (f"a cache breakpoint on {wrong[0].at!r} written with TTL {wrong[0].ttl or 'none (the default)'}, "
+                        f"where the strategy declares every mark at {ttl} (cache_marks_ttl: a TTL not passed on?)")
         if not missing:
             return ""
         self._marks_lost.update(p for p, _ in missing)

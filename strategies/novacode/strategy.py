@@ -620,6 +620,10 @@ class NovaCode(Strategy):
     def cache_marks(cls, config) -> tuple[str, ...]:
         return ("tools", "system", "last_user") if config.cache_breakpoints else ()   # N-CACHE-1
 
+    @classmethod
+    def cache_marks_ttl(cls, config: NovaCodeConfig) -> str | None:
+        return config.cache_ttl if config.cache_breakpoints else None   # N-CACHE-1, at the configured TTL
+
     def _breakpoints(self, messages: History):
         if not self.config.cache_breakpoints:
             return ()

@@ -1126,6 +1126,28 @@ def test_cache_marks_are_where_the_strategy_declares_them_n_cache_1():
     assert c.feed([sent(req(msgs, bps=(Breakpoint("tools"), Breakpoint("system"), Breakpoint(2))), 0)]) == []
 
 
+def test_cache_marks_ttl_every_declared_mark_at_the_configured_ttl():
+    """Claude Code writes its cache marks at one hour (cache_ttl, what its 2.1.x logs write), NovaCode at its
+    cache_ttl (N-CACHE-1). Declared system and last at 1h: marks written with no TTL (the run's default, five
+    minutes) on the system prompt are reported once; both at 1h pass. A mark elsewhere (an extra one) is not judged."""
+    from ctxsim.harness.testing.declared import Declared, declared
+    from ctxsim.strategies.claude_code import ClaudeCode
+    from ctxsim.strategies.novacode.strategy import NovaCode
+
+    assert declared(ClaudeCode, {}).marks_ttl == "1h" and declared(ClaudeCode, {"breakpoints": "none"}).marks_ttl is None
+    assert declared(NovaCode, {}).marks_ttl == "5m" and declared(NovaCode, {"cache_ttl": "1h"}).marks_ttl == "1h"
+    msgs = [user("go"), Message("assistant", (Block.text_block("on it"),)), user("and this")]
+
+    def run(*bps: Breakpoint) -> list[str]:
+        c = Checker(frozenset({"cache_marks"}), {}, declared=Declared(cache_marks=("system", "last"), marks_ttl="1h"))
+        return [v.detail for v in c.feed([sent(req(msgs, bps=bps), 0), sent(req(msgs, bps=bps), 1)])]
+
+    assert run(Breakpoint("system"), Breakpoint(2)) == [
+        "a cache breakpoint on 'system' written with TTL none (the default), where the strategy declares every mark "
+        "at 1h (cache_marks_ttl: a TTL not passed on?)"]
+    assert run(Breakpoint("system", "1h"), Breakpoint(2, "1h"), Breakpoint(0)) == []
+
+
 def test_cache_marks_judge_only_what_the_request_has():
     """No tools, no system prompt: nothing to mark there. The last message marked by a negative index counts.
     A side call (a summary) is not a request of the conversation."""

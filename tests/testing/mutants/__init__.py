@@ -268,6 +268,7 @@ KIT45B: list[Case] = [
     # every budget at the seed's rate: the tail over its cap, or a summary request sized so on dense text over the window
     _c(kk.NovaCodeTailAtTheSeedRate, NovaCode, "kept_tail window", "budgets at 3.5 a token where they are calibrated"),
     _c(kk.NovaCodeRestoresThePreview, NovaCode, "restored", "a spilled read restored as its preview"),
+    _c(kk.ClaudeCodeMarksAtTheDefaultTtl, ClaudeCode, "cache_marks", "cache marks at the default TTL, not the hour"),
 ]
 CORPUS += KIT45B
 

@@ -11,9 +11,12 @@ session of two the kit's user now has instruction files and memories on disk (th
 tokens, and the kit held caps at 4 characters a token; a strategy that counts at the measured rate now declares it
 (``compaction_tail_calibrated``). Blind set 55 had NovaCode's restore attachment take a spilled read's preview for the
 file: the kit judged only which file was named; the attachment now holds the opening of what the read returned
-(``restores_file_chars``)."""
+(``restores_file_chars``). Blind set 56 had claude_code write its cache marks without its one-hour TTL: where the marks
+stood was judged, not how long they were bought for (``cache_marks_ttl``)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ctxsim.harness.model.conversation import Message
 from ctxsim.strategies.claude_code import ClaudeCode
@@ -64,3 +67,12 @@ class NovaCodeRestoresThePreview(NovaCode):
         originals = {b.id: b.text for b in message.blocks if b.type == "tool_result" and b.id}  # the bug: after spilling
         self.reads.on_results(message, len(self.history), originals)
         self._append(message)
+
+
+class ClaudeCodeMarksAtTheDefaultTtl(ClaudeCode):
+    """Cache marks written without the configured TTL: the run's default, five minutes, where Claude Code buys an hour."""
+
+    name = "claude_code_marks_at_the_default_ttl"
+
+    def breakpoints(self, history):
+        return tuple(replace(b, ttl=None) for b in super().breakpoints(history))   # the bug: the TTL dropped
