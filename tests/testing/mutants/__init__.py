@@ -94,7 +94,7 @@ CORPUS: list[Case] = [
     # what a strategy must not do beyond the API
     _c(n.SharedSchemaMarker, n.CopiedSchemaMarker, "inputs stable_prefix", "cache_control written into the shared tool schema (N-CACHE-2)"),
     _c(k.PathNormaliser, k.PathNormaliserCopy, "inputs", "the trace's tool_use input dict edited in place"),
-    _c(n.RandomSpillNames, n.SpillCounterPerRun, "deterministic", "random spill file names"),
+    _c(n.RandomSpillNames, n.SpillCounterFromDisk, "deterministic", "random spill file names"),
     _c(n.UnseededSpillFailures, n.SeededSpillFailures, "deterministic", "unseeded random draws"),
     _c(k.DateInSystemPrompt, k.DateReminder, "stable_prefix", "the date in the system prompt"),
     _c(SilentEditor, DeclaredEditor, "stable_prefix", "an old message edited without declaring it"),
@@ -119,7 +119,7 @@ CORPUS: list[Case] = [
     _c(Respiller, Spiller, "no_respill", "read-backs spilled again"),
     _c(n.BudgetRespill, NovaCode, "no_respill", "a read-back spilled by the aggregate budget (N-SPILL-3)"),
     _c(n.AbsolutePathReadback, NovaCode, "no_respill", "a read-back recognised only by its absolute path (N-SPILL-3)"),
-    _c(n.SpillCounterPerLaunch, n.SpillCounterPerRun, "path_back", "a spill counter reset per launch overwrites a referenced file"),
+    _c(n.SpillCounterPerLaunch, n.SpillCounterFromDisk, "path_back", "a spill counter reset per launch overwrites a referenced file"),
     _c(n.CleanupOnExit, NovaCode, "path_back", "spill files deleted at exit, placeholders still in the window"),
     _c(n.CappedSpillFile, NovaCode, "path_back", "a spill file that does not hold the whole result (N-SPILL-5)"),
     _c(k.CutLogInTemp, KeepRecent, "run_dir", "a log of cuts written at a fixed temporary path"),

@@ -248,13 +248,14 @@ class SpillCounterPerLaunch(_Renamed):
         return f"result-{self.n:04d}.txt"
 
 
-class SpillCounterPerRun(SpillCounterPerLaunch):
-    """Twin: the counter runs for the whole run."""
+class SpillCounterFromDisk(SpillCounterPerLaunch):
+    """Twin: at each launch the counter goes on from the files the run's one directory holds: what a new process of
+    the agent does, knowing only its files."""
 
     def on_session_start(self, session, resume, now):
-        n = self.n
         super().on_session_start(session, resume, now)
-        self.n = n
+        d = self.env.session_dir / spilling.SPILL_DIR
+        self.n = max((int(p.stem.split("-")[1]) for p in d.glob("result-*.txt")), default=0) if d.is_dir() else 0
 
 
 class _UnseededRandom:
