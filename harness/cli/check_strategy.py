@@ -323,7 +323,7 @@ def _replay(cls, args) -> int:
     from ctxsim.harness.model import trace as tr
     from ctxsim.harness.replay.engine import RunConfig
     from ctxsim.harness.testing.declared import fresh_at_launches
-    from ctxsim.harness.testing.determinism import Canon, request_difference
+    from ctxsim.harness.testing.determinism import Canon, first_difference
     from ctxsim.harness.testing.inputs import InputGuard
     from ctxsim.harness.testing.invariants import Checker, Violation, promises
     from ctxsim.harness.testing.params import CHECK_MODEL, CHECK_WINDOW
@@ -368,15 +368,13 @@ def _replay(cls, args) -> int:
         if other is not None:
             other.feed(list(trace.events))
             other.flush()
-            a, b = stepper.recording.requests, other.recording.requests
-            ca, cb = Canon(), Canon(str(other.session_dir), str(stepper.session_dir))
-            diff = next(((x, d) for x, y in zip(a, b) if (d := request_difference(x.request, y.request, ca, cb))), None)
-            if diff is not None:
-                note = relaunched_note(stepper.recording.entries, diff[0]) if fresh else ""
-                found.append(Violation("deterministic", diff[0].call, diff[0].kind,
-                                       f"the same session replayed again sent another request: {diff[1]}{note}"))
-            elif len(a) != len(b):
-                found.append(Violation("deterministic", -1, "", f"a second replay sent {len(b)} requests, the first {len(a)}"))
+            found_diff = first_difference(stepper.recording.requests, other.recording.requests, Canon(),
+                                          Canon(str(other.session_dir), str(stepper.session_dir)))
+            if found_diff is not None:
+                at, diff = found_diff
+                note = relaunched_note(stepper.recording.entries, at) if fresh and at is not None else ""
+                found.append(Violation("deterministic", at.call if at is not None else -1, at.kind if at is not None else "",
+                                       diff + note))
     finally:
         stepper.close()
         if other is not None:

@@ -12,6 +12,7 @@ first's, so paths to the strategy's own files compare equal.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ctxsim.harness.model.conversation import Message, Request
@@ -73,3 +74,17 @@ def request_difference(a: Request, b: Request, ca: Canon, cb: Canon) -> str:
         if sa != sb:
             return f"message {i} ({ma.role}) differs: {_first_diff(sa, sb)}"
     return ""
+
+
+def first_difference(a: Sequence[Any], b: Sequence[Any], ca: Canon, cb: Canon) -> tuple[Any, str] | None:
+    """Two runs of one session compared, their requests in order (entries with a ``request``): the first entry of
+    ``a`` whose request ``b``'s differs from, and what is said of it; where one run sent more, ``a``'s last entry (None:
+    it sent none) and the counts; None where the two are alike."""
+    for x, y in zip(a, b):
+        diff = request_difference(x.request, y.request, ca, cb)
+        if diff:
+            return x, f"the same session replayed again sent another request: {diff}"
+    if len(a) != len(b):
+        return (a[-1] if a else None), f"the same session replayed again sent {len(b)} requests where the first run " \
+                                       f"sent {len(a)}"
+    return None

@@ -658,9 +658,9 @@ def _kept_across_launches(trace: tr.Trace, cls, params: Mapping[str, Any], cfg, 
     """``deterministic`` on a scenario with a new launch after the first: the run again with the strategy built anew at
     each new launch (:func:`ctxsim.harness.testing.recording.fresh_at_launch`, a new process of the agent) sends the
     same requests as ``rec`` (one instance throughout); the first that differs, reported."""
-    from ctxsim.harness.testing.determinism import Canon, request_difference
+    from ctxsim.harness.testing.determinism import Canon, first_difference
     from ctxsim.harness.testing.invariants import Violation
-    from ctxsim.harness.testing.recording import fresh_at_launch, record
+    from ctxsim.harness.testing.recording import fresh_at_launch, record, relaunched_note
 
     if sum(isinstance(e, tr.SessionStart) and not e.resume for e in trace.events) < 2:
         return []
@@ -670,18 +670,12 @@ def _kept_across_launches(trace: tr.Trace, cls, params: Mapping[str, Any], cfg, 
         return [Violation("deterministic", -1, "", f"built anew at a new launch, the strategy raised {type(e).__name__}: "
                           f"{e} (one instance throughout did not)")]
     try:
-        ca, cb = Canon(), Canon(str(again.session_dir), str(rec.session_dir))
-        a, b = rec.requests, again.requests
-        for x, y in zip(a, b):
-            diff = request_difference(x.request, y.request, ca, cb)
-            if diff:
-                return [Violation("deterministic", x.call, x.kind, f"built anew at the new launch before this request, "
-                                  f"as a new process of the agent starts with only the run's files, the strategy sent "
-                                  f"another request: {diff} (state kept in memory across launches? a strategy that keeps something by "
-                                  f"design declares it: keeps_across_launches)")]
-        if len(a) != len(b):
-            return [Violation("deterministic", a[-1].call if a else -1, "", f"built anew at each new launch, the "
-                              f"strategy sent {len(b)} requests where one instance throughout sent {len(a)}")]
-        return []
+        found = first_difference(rec.requests, again.requests, Canon(), Canon(str(again.session_dir), str(rec.session_dir)))
+        if found is None:
+            return []
+        at, diff = found
+        note = relaunched_note(rec.entries, at) if at is not None else ""
+        return [Violation("deterministic", at.call if at is not None else -1, at.kind if at is not None else "",
+                          diff + (note or " (the second replay built the strategy anew at each new launch)"))]
     finally:
         shutil.rmtree(again.session_dir, ignore_errors=True)

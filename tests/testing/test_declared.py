@@ -328,5 +328,5 @@ def test_N_MEM_5_a_new_launch_recalls_what_the_last_conversation_was_injected():
     _, found = scenarios.check_scenario("memory_then_compaction", Kept, params_for(Kept), CHECK_WINDOW, promises(Kept),
                                         CHECK_MODEL)
     assert [v.invariant for v in found] == ["deterministic"]
-    assert "built anew at the new launch before this request" in found[0].detail
+    assert "(the second replay built the strategy anew at the new launch before it" in found[0].detail
     assert "the first run sent a main request here, the second a memory_select request" in found[0].detail

@@ -148,3 +148,23 @@ def test_a_strategy_that_keeps_state_across_launches_by_design_says_what():
     with pytest.raises(ValueError, match=r"Blank.keeps_across_launches: what it keeps, in words, or None, got ' '"):
         declared(Blank, {})
     assert fresh_at_launches(Blank, {})   # the checker reports the refusal; the replay is built anew
+
+
+def test_first_difference_names_the_first_request_that_differs_or_the_counts():
+    """Two runs of one session: the first request that differs is named, with how; a run that sent one request more
+    is named by the first run's last entry and the counts; alike, nothing."""
+    from types import SimpleNamespace
+
+    from ctxsim.harness.testing.determinism import first_difference
+
+    def run(*texts: str) -> list:
+        return [SimpleNamespace(request=req("go", t), call=k) for k, t in enumerate(texts)]
+
+    a = run("x", "y")
+    assert first_difference(a, run("x", "y"), Canon(), Canon()) is None
+    at, said = first_difference(a, run("x", "z"), Canon(), Canon())
+    assert at is a[1] and said.startswith("the same session replayed again sent another request: message 1 (user) differs")
+    assert first_difference(a, run("x", "y", "w"), Canon(), Canon()) == (
+        a[1], "the same session replayed again sent 3 requests where the first run sent 2")
+    assert first_difference([], run("x"), Canon(), Canon()) == (
+        None, "the same session replayed again sent 1 requests where the first run sent 0")
