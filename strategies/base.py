@@ -304,8 +304,8 @@ class Strategy:
 
     @classmethod
     def cache_marks_ttl(cls, config: StrategyConfig) -> str | None:
-        """With ``cache_marks``: the TTL (``"5m"`` or ``"1h"``) every declared breakpoint is written with (a mark
-        with none is written at the run's default). None: no promise."""
+        """With ``cache_marks``: the TTL (``"5m"`` or ``"1h"``) the declared breakpoints are written with; the kit
+        reports one written with none (at the API's default, five minutes) where this is an hour. None: no promise."""
         return None
 
     @classmethod

@@ -312,6 +312,7 @@ CLEAR_TRIGGER_SLACK = 1.5
 # characters a strategy counts to tokens rounding each message up lose a few per message: a tenth  # assumed
 TAIL_LEAST_SLACK = {"tokens": ESTIMATE_FACTOR, "json_chars": 1 / 0.9, "chars": 1 / 0.9, "messages": 1.0, "turns": 1.0,
                     "events": 1.0, "share": 1.0}
+API_DEFAULT_TTL = "5m"  # a cache_control with no ttl: docs.anthropic.com prompt caching (read 2026-12): "5 minutes by default"
 TAIL_MAX_CPT = 4.0  # the most characters a token any estimator here counts (Claude Code's, opencode's rule) # assumed
 # how far a tail whose tokens are counted at the conversation's measured rate (``compaction_tail_calibrated``) may pass
 # its cap at that rate as the kit measures it: the strategy's count of a request's characters (an anchored count, its
@@ -1941,14 +1942,16 @@ class Checker:
         missing = [(p, what) for p in self.declared.cache_marks if p not in self._marks_lost
                    for key, present, what in (where[p],) if present and key not in at]
         ttl = self.declared.marks_ttl
-        if not missing and ttl is not None and "ttl" not in self._marks_lost:
+        if not missing and ttl not in (None, API_DEFAULT_TTL) and "ttl" not in self._marks_lost:
+            # a mark written with no TTL at all, at the API's default: one given another TTL on purpose (a subclass that
+            # buys the stable prefix for an hour and the conversation for five minutes) is the strategy's choice
             keys = {where[p][0] for p in self.declared.cache_marks if where[p][1]}
-            wrong = [b for b in req.breakpoints if (b.at % n if isinstance(b.at, int) and n else b.at) in keys
-                     and b.ttl != ttl]
-            if wrong:
+            bare = [b for b in req.breakpoints if (b.at % n if isinstance(b.at, int) and n else b.at) in keys
+                    and b.ttl is None]
+            if bare:
                 self._marks_lost.add("ttl")
-                return (f"a cache breakpoint on {wrong[0].at!r} written with TTL {wrong[0].ttl or 'none (the default)'}, "
-                        f"where the strategy declares every mark at {ttl} (cache_marks_ttl: a TTL not passed on?)")
+                return (f"a cache breakpoint on {bare[0].at!r} written with no TTL (the API's default, {API_DEFAULT_TTL}), "
+                        f"where the strategy declares its marks at {ttl} (cache_marks_ttl: a TTL not passed on?)")
         if not missing:
             return ""
         self._marks_lost.update(p for p, _ in missing)

@@ -1129,7 +1129,9 @@ def test_cache_marks_are_where_the_strategy_declares_them_n_cache_1():
 def test_cache_marks_ttl_every_declared_mark_at_the_configured_ttl():
     """Claude Code writes its cache marks at one hour (cache_ttl, what its 2.1.x logs write), NovaCode at its
     cache_ttl (N-CACHE-1). Declared system and last at 1h: marks written with no TTL (the run's default, five
-    minutes) on the system prompt are reported once; both at 1h pass. A mark elsewhere (an extra one) is not judged."""
+    minutes) on the system prompt are reported once; both at 1h pass, and so do marks given another TTL on purpose (the
+    stable prefix for an hour, the conversation for five minutes). A mark elsewhere (an extra one) is not judged, nor
+    marks without a TTL where the declared one is the API's default."""
     from ctxsim.harness.testing.declared import Declared, declared
     from ctxsim.strategies.claude_code import ClaudeCode
     from ctxsim.strategies.novacode.strategy import NovaCode
@@ -1138,14 +1140,16 @@ def test_cache_marks_ttl_every_declared_mark_at_the_configured_ttl():
     assert declared(NovaCode, {}).marks_ttl == "5m" and declared(NovaCode, {"cache_ttl": "1h"}).marks_ttl == "1h"
     msgs = [user("go"), Message("assistant", (Block.text_block("on it"),)), user("and this")]
 
-    def run(*bps: Breakpoint) -> list[str]:
-        c = Checker(frozenset({"cache_marks"}), {}, declared=Declared(cache_marks=("system", "last"), marks_ttl="1h"))
+    def run(*bps: Breakpoint, ttl: str = "1h") -> list[str]:
+        c = Checker(frozenset({"cache_marks"}), {}, declared=Declared(cache_marks=("system", "last"), marks_ttl=ttl))
         return [v.detail for v in c.feed([sent(req(msgs, bps=bps), 0), sent(req(msgs, bps=bps), 1)])]
 
     assert run(Breakpoint("system"), Breakpoint(2)) == [
-        "a cache breakpoint on 'system' written with TTL none (the default), where the strategy declares every mark "
-        "at 1h (cache_marks_ttl: a TTL not passed on?)"]
+        "a cache breakpoint on 'system' written with no TTL (the API's default, 5m), where the strategy declares its "
+        "marks at 1h (cache_marks_ttl: a TTL not passed on?)"]
     assert run(Breakpoint("system", "1h"), Breakpoint(2, "1h"), Breakpoint(0)) == []
+    assert run(Breakpoint("system", "1h"), Breakpoint(2, "5m")) == []
+    assert run(Breakpoint("system"), Breakpoint(2), ttl="5m") == []
 
 
 def test_cache_marks_judge_only_what_the_request_has():
