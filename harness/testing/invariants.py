@@ -125,7 +125,8 @@ Each invariant has a name (the ``invariant`` of a :class:`Violation`) and a reas
                    (``Strategy.restores_recent_reads``: NovaCode's attachment, N-COMP-11) names, in the
                    attachment the first request after a compaction holds, the file the main conversation
                    read last (a read answered without an error), wherever it names another file read:
-                   a tracker that keeps a re-read file at its first read restores stale files.
+                   a tracker that keeps a re-read file at its first read restores stale files; and no file only an
+                   isolated sub-agent read (a sub-agent writing to the parent's tracker).
 ``cadence``        a strategy that declares a side call every n answered requests (``Strategy.writes_every``:
                    structured_state's todo list) makes it after exactly n answered main requests since the last
                    one, sooner only where the user typed a message since, until an answer calls the declared tool.
@@ -947,6 +948,9 @@ class Checker:
     _measured_cpt: float | None = None  # characters a token of the main conversation's last answered request, answer too
     _read_calls: dict[str, str] = field(default_factory=dict)  # read tool_use id -> its path (restores_recent_reads)
     _read_paths: set[str] = field(default_factory=set)  # the paths read in this launch's main conversation
+    _sub_read_paths: set[str] = field(default_factory=set)  # ... and those read only in an isolated sub-agent of it
+    _sub_reads: dict[str, str] = field(default_factory=dict)  # read tool_use id -> its path, in a span
+    _main_span_reads: set[str] = field(default_factory=set)  # ... of those, the ids read in the main context (not isolated)
     _last_read: str | None = None  # the path the main conversation read last (None: not known)
     _last_read_id: str | None = None  # ... the tool_use id of that read
     _main_sent: bool = False  # a request of the main conversation was sent (the run's first is estimated unanchored)
@@ -2802,6 +2806,7 @@ class Checker:
             self._read_calls.clear()
             if not m.resume:
                 self._read_paths.clear()
+                self._sub_read_paths.clear()
             self._last_read = None
             return
         if m.what != "message" or m.message is None:
@@ -2810,8 +2815,12 @@ class Checker:
         for b in m.message.blocks:
             if b.type == "tool_use" and b.name in tools and b.id:
                 path = next((v for k in keys if isinstance(v := (b.input or {}).get(k), str) and v), None)
-                if path and self._spans:
+                if path and any(self._spans):   # an isolated sub-agent's read: not the parent's
+                    self._sub_reads[b.id] = path
+                elif path and self._spans:      # the main context's, in a span: read, the last one not known
                     self._last_read = None
+                    self._sub_reads[b.id] = path
+                    self._main_span_reads.add(b.id)
                 elif path:
                     self._read_calls[b.id] = path
             elif b.type == "tool_result" and b.id in self._read_calls:
@@ -2819,12 +2828,29 @@ class Checker:
                 if not b.is_error:
                     self._last_read, self._last_read_id = path, b.id
                     self._read_paths.add(path)
+                    self._sub_read_paths.discard(path)
+            elif b.type == "tool_result" and b.id in self._sub_reads:
+                path = self._sub_reads.pop(b.id)
+                if b.is_error:
+                    continue
+                if b.id in self._main_span_reads:
+                    self._main_span_reads.discard(b.id)
+                    self._read_paths.add(path)
+                    self._sub_read_paths.discard(path)
+                elif path not in self._read_paths:
+                    self._sub_read_paths.add(path)
 
     def _not_restored(self, req: Request) -> str:
         """The first request after a compaction holds an attachment (a message of origin "restore") that names a file
         the main conversation read but not the one it read last (``restores_recent_reads``), or ``""``."""
         last = self._last_read
         attached = "\n".join(m.text for m in req.messages if m.meta.get("origin") == "restore")
+        alien = sorted(p for p in self._sub_read_paths if re.search(rf"(?m){re.escape(p)}[ \t`*:]*$", attached))
+        if alien:
+            return (f"the attachment after this compaction restores {alien[0]!r}, which only an isolated sub-agent read "
+                    "(its own context, gone when it ended), where the strategy declares it restores the files the "
+                    "conversation read most recently (restores_recent_reads: a sub-agent's reads kept by the parent's "
+                    "tracker?)")
         if last is None or not attached:
             return ""
         if last in attached:

@@ -1225,6 +1225,37 @@ def test_reinjected_N_COMP_12_after_a_compaction_what_the_conversation_was_sent(
     assert run([memory], [memory]) == [] and run([], []) == []
 
 
+def test_restored_N_COMP_11_no_file_only_an_isolated_sub_agent_read():
+    """An isolated sub-agent's context is gone when it ends: NovaCode's parent restores what the parent read (its own
+    tracker, N-COMP-11). The main conversation read a.py; a sub-agent read b.py, and a span run in the main context
+    read c.py. An attachment naming a.py and c.py holds; one naming b.py on a line of its own is reported; had the
+    main conversation read b.py too, it holds."""
+    from ctxsim.harness.testing.declared import Declared
+
+    summary = Message.user(TAIL_SUMMARY, origin="summary")
+
+    def read(tid: str, path: str) -> list[Mark]:
+        return [Mark("message", message=Message("assistant", (Block.tool_use(tid, "Read", {"file_path": path}),))),
+                Mark("message", message=Message("user", (Block.tool_result(tid, f"text of {path}"),)))]
+
+    def run(attached: str, main_b: bool = False) -> list[str]:
+        c = Checker(frozenset({"restored"}), {}, declared=Declared(restores=(5, ("Read",), ("file_path",))))
+        c.feed([Mark("session_start", "s1"), sent(req([user("go")]), 0), *read("r1", "/repo/a.py"),
+                Mark("subtask_start", "t1", isolated=True), *read("r2", "/repo/b.py"), Mark("subtask_end", "t1"),
+                Mark("subtask_start", "t2", isolated=False), *read("r3", "/repo/c.py"), Mark("subtask_end", "t2"),
+                *(read("r4", "/repo/b.py") if main_b else []),
+                sent(req([user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
+        restore = Message.user(attached, origin="restore")
+        return [v.detail for v in c.feed([sent(req([summary, restore, user("next")], rewrite=True), 2)])]
+
+    assert run("## files\n### /repo/c.py\n...\n### /repo/a.py\n...") == []
+    assert run("## files\n### /repo/b.py\n...\n### /repo/a.py\n...") == [
+        "the attachment after this compaction restores '/repo/b.py', which only an isolated sub-agent read (its own "
+        "context, gone when it ended), where the strategy declares it restores the files the conversation read most "
+        "recently (restores_recent_reads: a sub-agent's reads kept by the parent's tracker?)"]
+    assert run("## files\n### /repo/b.py\n...\n### /repo/a.py\n...", main_b=True) == []
+
+
 def test_restored_N_COMP_11_the_file_read_last_is_restored_with_its_content():
     """NovaCode restores a file as its last read returned it, clipped to 800 tokens at its lowest rate, half a character
     a token: 400 characters at the least (restores_file_chars). Here the least is 12: the conversation read a.py

@@ -31,7 +31,8 @@ DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 # the ci profile's four sessions do not reach these bugs; the default profile's do
 DEFAULT_ONLY = {"HardLineBehindBreaker", "RetriesUnchanged", "DropsToolOutput", "SpillCounterPerLaunch",
                 "EstimateWithoutPrompt", "EstimateInCharacters", "BudgetRespill", "ClaudeCodeIdleForgottenAtResume",
-                "GeminiBudgetOldestFirst", "OpenCodePrunesTheTurnBefore", "ClaudeCodeStartupAtTheFirstLaunchOnly"}
+                "GeminiBudgetOldestFirst", "OpenCodePrunesTheTurnBefore", "ClaudeCodeStartupAtTheFirstLaunchOnly",
+                "NovaCodeSubAgentReadsTheParents"}
 REGISTERED = set(all_strategies().values()) | {m.KeepRecent}  # covered in full by test_registry / test_example_strategy
 
 

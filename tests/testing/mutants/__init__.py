@@ -269,6 +269,7 @@ KIT45B: list[Case] = [
     _c(kk.NovaCodeTailAtTheSeedRate, NovaCode, "kept_tail window", "budgets at 3.5 a token where they are calibrated"),
     _c(kk.NovaCodeRestoresThePreview, NovaCode, "restored", "a spilled read restored as its preview"),
     _c(kk.ClaudeCodeMarksAtTheDefaultTtl, ClaudeCode, "cache_marks", "cache marks at the default TTL, not the hour"),
+    _c(kk.NovaCodeSubAgentReadsTheParents, NovaCode, "restored", "a sub-agent's reads restored to the parent"),
 ]
 CORPUS += KIT45B
 

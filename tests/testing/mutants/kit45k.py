@@ -12,7 +12,9 @@ tokens, and the kit held caps at 4 characters a token; a strategy that counts at
 (``compaction_tail_calibrated``). Blind set 55 had NovaCode's restore attachment take a spilled read's preview for the
 file: the kit judged only which file was named; the attachment now holds the opening of what the read returned
 (``restores_file_chars``). Blind set 56 had claude_code write its cache marks without its one-hour TTL: where the marks
-stood was judged, not how long they were bought for (``cache_marks_ttl``)."""
+stood was judged, not how long they were bought for (``cache_marks_ttl``). Blind set 60 had NovaCode's sub-agents write
+to the parent's read tracker: files only a sub-agent read were restored to the parent; the kit did not judge the
+attachment after a sub-agent's reads (``restored`` now does: no file only an isolated sub-agent read)."""
 
 from __future__ import annotations
 
@@ -76,3 +78,14 @@ class ClaudeCodeMarksAtTheDefaultTtl(ClaudeCode):
 
     def breakpoints(self, history):
         return tuple(replace(b, ttl=None) for b in super().breakpoints(history))   # the bug: the TTL dropped
+
+
+class NovaCodeSubAgentReadsTheParents(NovaCode):
+    """An isolated sub-agent's reads go to the parent's tracker: the parent restores files it never read."""
+
+    name = "novacode_sub_agent_reads_the_parents"
+
+    def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
+        parent = self.reads
+        super().on_subtask_start(id, description, isolated)
+        self.reads = parent   # the bug: one tracker for both contexts
