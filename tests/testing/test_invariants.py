@@ -1225,6 +1225,22 @@ def test_reinjected_N_COMP_12_after_a_compaction_what_the_conversation_was_sent(
     assert run([memory], [memory]) == [] and run([], []) == []
 
 
+def _read_marks(tid: str, path: str, content: str | None = None, error: bool = False) -> list[Mark]:
+    """A Read call of ``path`` and its result (``content``, by default "text of PATH")."""
+    return [Mark("message", message=Message("assistant", (Block.tool_use(tid, "Read", {"file_path": path}),))),
+            Mark("message", message=Message("user", (Block.tool_result(tid, content or f"text of {path}", error),)))]
+
+
+def _restored_after(declared, before: list, attached: str, originals: dict[str, str] | None = None) -> list[str]:
+    """``restored`` on a launch that sends a request, goes through ``before``, makes a summary and sends it with an
+    attachment of ``attached``: what is reported."""
+    c = Checker(frozenset({"restored"}), originals or {}, declared=declared)
+    c.feed([Mark("session_start", "s1"), sent(req([user("go")]), 0), *before,
+            sent(req([user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
+    summary, restore = Message.user(TAIL_SUMMARY, origin="summary"), Message.user(attached, origin="restore")
+    return [v.detail for v in c.feed([sent(req([summary, restore, user("next")], rewrite=True), 2)])]
+
+
 def test_restored_N_COMP_11_no_file_only_an_isolated_sub_agent_read():
     """An isolated sub-agent's context is gone when it ends: NovaCode's parent restores what the parent read (its own
     tracker, N-COMP-11). The main conversation read a.py; a sub-agent read b.py, and a span run in the main context
@@ -1232,21 +1248,12 @@ def test_restored_N_COMP_11_no_file_only_an_isolated_sub_agent_read():
     main conversation read b.py too, it holds."""
     from ctxsim.harness.testing.declared import Declared
 
-    summary = Message.user(TAIL_SUMMARY, origin="summary")
-
-    def read(tid: str, path: str) -> list[Mark]:
-        return [Mark("message", message=Message("assistant", (Block.tool_use(tid, "Read", {"file_path": path}),))),
-                Mark("message", message=Message("user", (Block.tool_result(tid, f"text of {path}"),)))]
-
     def run(attached: str, main_b: bool = False) -> list[str]:
-        c = Checker(frozenset({"restored"}), {}, declared=Declared(restores=(5, ("Read",), ("file_path",))))
-        c.feed([Mark("session_start", "s1"), sent(req([user("go")]), 0), *read("r1", "/repo/a.py"),
-                Mark("subtask_start", "t1", isolated=True), *read("r2", "/repo/b.py"), Mark("subtask_end", "t1"),
-                Mark("subtask_start", "t2", isolated=False), *read("r3", "/repo/c.py"), Mark("subtask_end", "t2"),
-                *(read("r4", "/repo/b.py") if main_b else []),
-                sent(req([user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
-        restore = Message.user(attached, origin="restore")
-        return [v.detail for v in c.feed([sent(req([summary, restore, user("next")], rewrite=True), 2)])]
+        return _restored_after(Declared(restores=(5, ("Read",), ("file_path",))), [
+            *_read_marks("r1", "/repo/a.py"),
+            Mark("subtask_start", "t1", isolated=True), *_read_marks("r2", "/repo/b.py"), Mark("subtask_end", "t1"),
+            Mark("subtask_start", "t2", isolated=False), *_read_marks("r3", "/repo/c.py"), Mark("subtask_end", "t2"),
+            *(_read_marks("r4", "/repo/b.py") if main_b else [])], attached)
 
     assert run("## files\n### /repo/c.py\n...\n### /repo/a.py\n...") == []
     assert run("## files\n### /repo/b.py\n...\n### /repo/a.py\n...") == [
@@ -1267,17 +1274,10 @@ def test_restored_N_COMP_11_the_file_read_last_is_restored_with_its_content():
 
     assert declared(NovaCode, {}).restore_chars == 2_500 and declared(NovaCode, {"restore_file_tokens": 800}).restore_chars == 400
     content = 'print("a.py"): the whole file'
-    summary = Message.user(TAIL_SUMMARY, origin="summary")
 
     def run(attached: str) -> list[str]:
-        c = Checker(frozenset({"restored"}), {"r1": content},
-                    declared=Declared(restores=(5, ("Read",), ("file_path",)), restore_chars=12))
-        c.feed([Mark("session_start", "s1"), sent(req([user("go")]), 0),
-                Mark("message", message=Message("assistant", (Block.tool_use("r1", "Read", {"file_path": "/repo/a.py"}),))),
-                Mark("message", message=Message("user", (Block.tool_result("r1", content),))),
-                sent(req([user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
-        restore = Message.user(attached, origin="restore")
-        return [v.detail for v in c.feed([sent(req([summary, restore, user("next")], rewrite=True), 2)])]
+        return _restored_after(Declared(restores=(5, ("Read",), ("file_path",)), restore_chars=12),
+                               _read_marks("r1", "/repo/a.py", content), attached, {"r1": content})
 
     assert run(f"## files\n### /repo/a.py\n{content[:20]}\n[... truncated]") == []
     assert run("## files\n### /repo/a.py\n<persisted-output>saved to tool-results/r1.txt</persisted-output>") == [
@@ -1296,20 +1296,12 @@ def test_restored_N_COMP_11_the_attachment_names_the_file_read_last():
     from ctxsim.strategies.novacode.strategy import NovaCode
 
     assert declared(NovaCode, {}).restores[0] == 5 and declared(NovaCode, {"restore_skip_in_tail": True}).restores is None
-    summary = Message.user(TAIL_SUMMARY, origin="summary")
-
-    def read(tid: str, path: str, error: bool = False) -> list[Mark]:
-        return [Mark("message", message=Message("assistant", (Block.tool_use(tid, "Read", {"file_path": path}),))),
-                Mark("message", message=Message("user", (Block.tool_result(tid, f"text of {path}", error),)))]
 
     def run(attached: str, resume: bool = False) -> list[str]:
-        c = Checker(frozenset({"restored"}), {}, declared=Declared(restores=(5, ("Read",), ("file_path",))))
-        c.feed([Mark("session_start", "s1"), sent(req([user("go")]), 0), *read("r1", "/repo/a.py"),
-                *read("r2", "/repo/b.py"), *read("r3", "/repo/a.py"), *read("r4", "/repo/c.py", error=True),
-                *([Mark("session_start", "s1", resume=True)] if resume else []),
-                sent(req([user("summarise")], kind="summary"), 1), Mark("side_result", "summary", text=TAIL_SUMMARY)])
-        restore = Message.user(attached, origin="restore")
-        return [v.detail for v in c.feed([sent(req([summary, restore, user("next")], rewrite=True), 2)])]
+        return _restored_after(Declared(restores=(5, ("Read",), ("file_path",))), [
+            *_read_marks("r1", "/repo/a.py"), *_read_marks("r2", "/repo/b.py"), *_read_marks("r3", "/repo/a.py"),
+            *_read_marks("r4", "/repo/c.py", error=True), *([Mark("session_start", "s1", resume=True)] if resume else [])],
+            attached)
 
     assert run("## files\n### /repo/a.py\n...\n### /repo/b.py\n...") == []
     assert run("## files\n### /repo/b.py\n...") == [
