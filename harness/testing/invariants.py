@@ -735,6 +735,11 @@ def _estimate_rate(req: Request, text_only: bool = False) -> float:
     return tokens / max(1, _prompt_chars(req) + sum(m.chars for m in req.messages))
 
 
+def _on_a_line(path: str, text: str) -> bool:
+    """Whether ``text`` ends a line with ``path`` (a section's heading naming the file, not a mention in its text)."""
+    return re.search(rf"(?m){re.escape(path)}[ \t`*:]*$", text) is not None
+
+
 def _tool_names(req: Request) -> dict[str, str]:
     """The tool each tool_use of ``req`` calls, by id."""
     return {b.id: b.name or "" for m in req.messages if m.role == "assistant" for b in m.blocks if b.type == "tool_use"}
@@ -949,8 +954,7 @@ class Checker:
     _read_calls: dict[str, str] = field(default_factory=dict)  # read tool_use id -> its path (restores_recent_reads)
     _read_paths: set[str] = field(default_factory=set)  # the paths read in this launch's main conversation
     _sub_read_paths: set[str] = field(default_factory=set)  # ... and those read only in an isolated sub-agent of it
-    _sub_reads: dict[str, str] = field(default_factory=dict)  # read tool_use id -> its path, in a span
-    _main_span_reads: set[str] = field(default_factory=set)  # ... of those, the ids read in the main context (not isolated)
+    _span_reads: dict[str, tuple[str, bool]] = field(default_factory=dict)  # read id in a span -> (path, isolated)
     _last_read: str | None = None  # the path the main conversation read last (None: not known)
     _last_read_id: str | None = None  # ... the tool_use id of that read
     _main_sent: bool = False  # a request of the main conversation was sent (the run's first is estimated unanchored)
@@ -1088,17 +1092,17 @@ class Checker:
         if m.what == "message" and m.usage is not None and self._usage_of is not None and not self._spans:
             req = self._usage_of
             self._usage_anchor = (req, m.usage.input_total + m.usage.output)
-            text = m.usage.input_total + m.usage.output - req.system.opaque_tokens
-            chars = _prompt_chars(req) + sum(x.chars for x in req.messages) + m.message.chars
-            self._measured_cpt = chars / text if text > 0 and chars > 0 else self._measured_cpt
+            if self.declared.tail_calibrated:   # the whole request's characters: counted only where a cap is held to them
+                text = m.usage.input_total + m.usage.output - req.system.opaque_tokens
+                chars = _prompt_chars(req) + sum(x.chars for x in req.messages) + m.message.chars
+                self._measured_cpt = chars / text if text > 0 and chars > 0 else self._measured_cpt
             self._usage_of = None
         elif m.what not in ("user", "message"):
             self._usage_of = self._usage_anchor = None   # a launch, a span, a side result: the anchor is the strategy's
-        if m.what == "session_start":
-            self._measured_cpt = None   # a new process: measured again (a resume's measure of its transcript not known)
         if m.what in ("session_start", "subtask_start", "subtask_end"):
             self._left_after = None   # the strategy's last usage is its own to restore
         if m.what == "session_start":
+            self._measured_cpt = None   # a new process: measured again (a resume's measure of its transcript not known)
             self._report_due, self._reports = None, []   # a report is judged within its launch
             self._launches += 1
             self._session = m.id
@@ -2691,8 +2695,11 @@ class Checker:
         if found is None:
             return ""
         tail, conv, start, after_what = found
-        ext = start - 1   # the messages before the tail, back to one that answers no call (a pair stays whole)
-        while ext > 0 and any(b.type == "tool_result" for b in conv[ext].blocks):
+        # the messages before the tail, back to one that answers no call (a pair stays whole), over the strategy's own
+        # that make or answer none (memories it recalled between a call's results and the tail are never the tail)
+        ext = start - 1
+        while ext > 0 and (any(b.type == "tool_result" for b in conv[ext].blocks)
+                           or conv[ext].meta.get("origin") and not _answers_or_calls(conv[ext])):
             ext -= 1
         wider = conv[max(ext, 0):start] + tail
         if self.declared.tail_under_window and self._tail_size(conv, "tokens") * ESTIMATE_FACTOR >= s.window:
@@ -2717,11 +2724,13 @@ class Checker:
             """The strategy may have seen ``ms`` past ``most``: in tokens, by the kit's factor for estimates over its
             own estimate's ratio, or at the densest rate the conversation grew by (a rate calibrated on the growth
             between two usages counts a message at it: NovaCode's came to a token a character after a result of CJK
-            text, and a tail of mixed text was then over its cap)."""
+            text, and a tail of mixed text was then over its cap); or, counted at no more characters a token than the
+            conversation measured (``compaction_tail_calibrated``), at that rate."""
             if unit != "tokens":
                 return size(ms, unit) > most
-            return max(size(ms, unit) * ESTIMATE_FACTOR * max(1.0, ratio),
-                       sum(m.chars for m in ms) * self._densest) > most
+            chars = sum(m.chars for m in ms)
+            measured = chars / self._measured_cpt if self.declared.tail_calibrated and self._measured_cpt else 0.0
+            return max(size(ms, unit) * ESTIMATE_FACTOR * max(1.0, ratio), chars * self._densest, measured) > most
 
         for least, most, unit in self.declared.tail:
             kept = size(tail, unit)
@@ -2815,12 +2824,9 @@ class Checker:
         for b in m.message.blocks:
             if b.type == "tool_use" and b.name in tools and b.id:
                 path = next((v for k in keys if isinstance(v := (b.input or {}).get(k), str) and v), None)
-                if path and any(self._spans):   # an isolated sub-agent's read: not the parent's
-                    self._sub_reads[b.id] = path
-                elif path and self._spans:      # the main context's, in a span: read, the last one not known
+                if path and self._spans:   # in a span: an isolated sub-agent's read is not the parent's; one in the
+                    self._span_reads[b.id] = (path, any(self._spans))   # main context is, the last one not known
                     self._last_read = None
-                    self._sub_reads[b.id] = path
-                    self._main_span_reads.add(b.id)
                 elif path:
                     self._read_calls[b.id] = path
             elif b.type == "tool_result" and b.id in self._read_calls:
@@ -2829,12 +2835,11 @@ class Checker:
                     self._last_read, self._last_read_id = path, b.id
                     self._read_paths.add(path)
                     self._sub_read_paths.discard(path)
-            elif b.type == "tool_result" and b.id in self._sub_reads:
-                path = self._sub_reads.pop(b.id)
+            elif b.type == "tool_result" and b.id in self._span_reads:
+                path, isolated = self._span_reads.pop(b.id)
                 if b.is_error:
                     continue
-                if b.id in self._main_span_reads:
-                    self._main_span_reads.discard(b.id)
+                if not isolated:
                     self._read_paths.add(path)
                     self._sub_read_paths.discard(path)
                 elif path not in self._read_paths:
@@ -2845,7 +2850,7 @@ class Checker:
         the main conversation read but not the one it read last (``restores_recent_reads``), or ``""``."""
         last = self._last_read
         attached = "\n".join(m.text for m in req.messages if m.meta.get("origin") == "restore")
-        alien = sorted(p for p in self._sub_read_paths if re.search(rf"(?m){re.escape(p)}[ \t`*:]*$", attached))
+        alien = sorted(p for p in self._sub_read_paths if _on_a_line(p, attached))
         if alien:
             return (f"the attachment after this compaction restores {alien[0]!r}, which only an isolated sub-agent read "
                     "(its own context, gone when it ended), where the strategy declares it restores the files the "
@@ -2869,7 +2874,7 @@ class Checker:
         opening of what that read returned, to the least the strategy declares (``restores_file_chars``), or ``""``."""
         least = self.declared.restore_chars
         content = self.originals.get(self._last_read_id or "")
-        if not least or not content or not re.search(rf"(?m){re.escape(last)}[ \t`*:]*$", attached):
+        if not least or not content or not _on_a_line(last, attached):
             return ""
         opening = content[:least]
         if opening in attached:
