@@ -1126,7 +1126,7 @@ def test_cache_marks_are_where_the_strategy_declares_them_n_cache_1():
     assert c.feed([sent(req(msgs, bps=(Breakpoint("tools"), Breakpoint("system"), Breakpoint(2))), 0)]) == []
 
 
-def test_cache_marks_ttl_every_declared_mark_at_the_configured_ttl():
+def test_cache_marks_ttl_N_CACHE_1_every_declared_mark_at_the_configured_ttl():
     """Claude Code writes its cache marks at one hour (cache_ttl, what its 2.1.x logs write), NovaCode at its
     cache_ttl (N-CACHE-1). Declared system and last at 1h: marks written with no TTL (the run's default, five
     minutes) on the system prompt are reported once; both at 1h pass, and so do marks given another TTL on purpose (the
