@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ctxsim.harness.importers.common import flatten_content
+
 # the kinds Claude Code adds after a compaction in place of the files, plan and skills it had: where
 # the log records them, the replay takes the log's instead of modelling its own (strategies/reattach.py)
 REATTACH_KINDS = ("file", "compact_file_reference", "plan_file_reference", "invoked_skills")
@@ -38,6 +40,18 @@ def _numbered(text: str, start: int) -> str:
 
 def _s(v: Any) -> str:
     return v if isinstance(v, str) else "" if v is None else json.dumps(v, ensure_ascii=False)
+
+
+def content_blocks(v: Any) -> bool:
+    """Whether ``v`` is message content as blocks (a list of ``{"type": ...}`` objects), as a queued
+    prompt with a pasted image is: its text is taken block by block, never its JSON."""
+    return isinstance(v, list) and any(isinstance(b, dict) and "type" in b for b in v)
+
+
+def _content(v: Any) -> str:
+    """A field that may hold message content: blocks flattened as a user message's are (an image
+    becomes a placeholder, importers.common.flatten_content), anything else as :func:`_s` gives it."""
+    return flatten_content(v)[0] if content_blocks(v) else _s(v)
 
 
 def _file_parts(a: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -94,7 +108,7 @@ def render(a: dict[str, Any]) -> tuple[str | None, str]:
                 (["The following deferred tools are no longer available:\n" + "\n".join(removed)] if removed else [])
         return (_reminder("\n\n".join(parts)), "") if parts else (None, "deferred_tools_delta with no change")
     if kind == "queued_command":
-        return _reminder("The user sent the following message:\n" + _s(a.get("prompt"))), ""
+        return _reminder("The user sent the following message:\n" + _content(a.get("prompt"))), ""
     if kind == "date_change":
         return _reminder(f"The date has changed. Today's date is now {_s(a.get('newDate'))}."), ""
     if kind in UNRECORDED_TEXT:

@@ -318,10 +318,13 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
         if text is None:
             p.ignored[f"attachment/{why}"] += 1
         else:
+            prompt = a.get("prompt") if a["type"] == "queued_command" else None
+            if attachments.content_blocks(prompt):   # a pasted image: a placeholder, counted as a user message's is
+                prompt, dropped = flatten_content(prompt)
+                p.dropped_blocks.update({f"attachment {k} block": v for k, v in dropped.items()})
             p.items.append(("attachment", {"line": line, "t": parse_time(o.get("timestamp"), path, line),
                                            "kind": str(a["type"]), "text": text, "side": bool(o.get("isSidechain")),
-                                           "prompt": a.get("prompt") if a["type"] == "queued_command" else None,
-                                           "path": attachments.file_path(a)}))
+                                           "prompt": prompt, "path": attachments.file_path(a)}))
         return
     if kind not in ("assistant", "user"):
         p.ignored[kind] += 1

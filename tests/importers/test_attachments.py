@@ -96,3 +96,23 @@ def test_files_the_log_re_attached_after_a_compaction_replace_the_modelled_ones(
     off = replay(t, "recorded", {"compact_reattached_in_log": []}, RunConfig())
     assert off.metrics["strategy_counters"]["messages re-attached after compactions"] == 1
     assert off.calls["context_tokens"].iloc[-1] > res.calls["context_tokens"].iloc[-1]
+
+
+def test_a_queued_prompt_with_a_pasted_image_imports_the_image_as_a_placeholder_not_its_base64(tmp_path):
+    """A prompt the user queued while the agent worked can hold content blocks: its text and a
+    pasted image (base64 in the log). The text is sent; the image becomes the placeholder a user
+    message's image becomes (its size then comes from the log's next step), and is counted. Sent
+    as text, 200,000 characters of base64 made a replay overflow where the log did not."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "A" * 200_000}}
+    got, why = render({"type": "queued_command", "prompt": [{"type": "text", "text": "see this screenshot"}, image],
+                       "commandMode": "prompt"})
+    assert why == "" and "see this screenshot" in got and "[image content not in the log]" in got
+    assert "AAAA" not in got and len(got) < 200
+    recs = [user(0, "fix the page", version="2.1.114"),
+            attachment(0.2, {"type": "queued_command", "prompt": [{"type": "text", "text": "see this"}, image],
+                             "commandMode": "prompt"}),
+            asst(1, "r1", text("on it"), w5m=0, w1h=20_000)]
+    res = import_file("claude-code", write(tmp_path / "s.jsonl", recs))
+    (q,) = [e for e in res.trace.events if isinstance(e, tr.UserEvent) and e.meta.get("attachment") == "queued_command"]
+    assert "see this" in q.text and "AAAA" not in q.text
+    assert any("attachment image block ×1" in n for n in res.trace.header.notes)
