@@ -33,7 +33,9 @@ re-enacts, and where each habit was read:
   the thinking blocks of previous assistant turns from context). The codemie logs (Sonnet 4.5)
   show it call by call: the context *shrinks* at each new user message by the previous turn's
   thinking (e.g. 2,060 cl100k thinking tokens ×1.18 ≈ 2,438 vs a recorded −2,771; 816 → 966 vs
-  −863), and never between tool calls; Opus 4.6 keeps them (no shrink in the spotter logs). OpenAI's
+  −863), and never between tool calls; Opus 4.6 keeps them (no shrink in the spotter logs). A
+  client can ask the API to keep them (Claude Code does: ``recorded.previous_thinking_kept``, judged
+  on the log's own new turns by harness/fidelity/kept_thinking.py): then nothing is dropped. OpenAI's
   reasoning models do the same with the reasoning items Codex sends back (``STRIPS_PREVIOUS_OPENAI``);
 * a new user turn that switches thinking on or off (the log's first call of the turn thinks where
   the previous turn's did not, or the reverse: user ``meta.thinking``, set by the importer) changes
@@ -75,6 +77,7 @@ recorded`` and ``ctxsim fidelity`` replay the same thing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from ctxsim.harness.llm.services import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
@@ -141,6 +144,15 @@ def strips_previous_thinking(model: str | None) -> bool:
     """Whether the API drops the previous turns' thinking blocks for ``model`` (any route or region
     prefix): the one test of :data:`STRIPS_PREVIOUS_THINKING` the strategy and fidelity share."""
     return bool(model) and model_family(model).startswith(STRIPS_PREVIOUS_THINKING)
+
+
+def strips_for(recorded) -> Callable[[str | None], bool]:
+    """:func:`strips_previous_thinking` as a log's recorded setting has it: never where the log
+    shows its client kept the previous turns' thinking (``previous_thinking_kept``,
+    harness/fidelity/kept_thinking.py), the API's default otherwise."""
+    if recorded is not None and recorded.previous_thinking_kept:
+        return lambda model: False
+    return strips_previous_thinking
 
 
 def budget_thinking(model: str | None) -> bool:
@@ -329,6 +341,8 @@ class Recorded(Strategy):
                 out["resent_startup_tokens"] = rec.resent_startup_tokens
         if "model" not in overrides and any(models):
             out["compact_models"] = models
+        if rec.previous_thinking_kept:   # the log's client kept them (harness/fidelity/kept_thinking.py)
+            out["strip_previous_thinking"] = "never"
         from ctxsim.harness.model.trace import CompactEvent, ToolResultEvent
 
         compacts = [e for e in trace.events if isinstance(e, CompactEvent)]

@@ -32,7 +32,7 @@ def bill_warning(trace: Trace, calls: pd.DataFrame, cost: float, models_file: st
     """A warning when a ``recorded`` replay's ``cost`` differs from the bill by more than 5%."""
     from ctxsim.harness.fidelity.cache_misses import label_calls
     from ctxsim.harness.fidelity.recorded import recorded_calls, recorded_cost, recorded_usages
-    from ctxsim.strategies.recorded import strips_previous_thinking
+    from ctxsim.strategies.recorded import strips_for
 
     if trace.header.usage != "per_call":
         return None
@@ -47,7 +47,7 @@ def bill_warning(trace: Trace, calls: pd.DataFrame, cost: float, models_file: st
     rec = trace.header.recorded
     fitted = rec is not None and rec.cache_miss_model is not None
     if sim_share > rec_share + SHARE_SLACK:
-        labels = label_calls(recorded_calls(trace), strips_previous_thinking)[0]
+        labels = label_calls(recorded_calls(trace), strips_for(rec))[0]
         n = sum(1 for v in labels.values() if v == "stray")
         cause = (f"the replay reads the cache more than the log did (share {sim_share:.2f} vs {rec_share:.2f}): "
                  + (f"{n} recorded fall-backs the cache model does not reproduce (unexplained)" if not fitted else

@@ -60,7 +60,7 @@ def first_crossing(read: Callable[[float], float], target: float, iterations: in
     return (lo + hi) / 2
 
 
-def _tolerance(expected: int) -> float:
+def read_tolerance(expected: int) -> float:
     # the same tolerance fidelity.classify_misses uses (MISS_TOLERANCE_*): the last message's
     # framing is not cached, so real full reads are context − 3 … − 14 tokens
     return max(256, 0.01 * expected)
@@ -85,7 +85,7 @@ def label_calls(calls: list[Any], strips: Strips = None) -> tuple[dict[int, str]
             continue
         expected = prev.context
         read = c.usage.cache_read
-        short = read + _tolerance(expected) < expected
+        short = read + read_tolerance(expected) < expected
         explained = _explained(c, prev, strips)
         if explained:
             primary[c.thread] = c.context
@@ -97,7 +97,7 @@ def label_calls(calls: list[Any], strips: Strips = None) -> tuple[dict[int, str]
             recovered += stray_before.get(c.thread, False)
             primary[c.thread] = c.context
             stray_before[c.thread] = False
-        elif stray_before.get(c.thread) and read + _tolerance(home) >= home:
+        elif stray_before.get(c.thread) and read + read_tolerance(home) >= home:
             labels[c.index] = "return"
             recovered += 1
             primary[c.thread] = c.context

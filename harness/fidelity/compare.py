@@ -50,6 +50,7 @@ from ctxsim.harness.fidelity.cache_misses import (
     sent_uncached,
     shrunk,
 )
+from ctxsim.harness.fidelity.kept_thinking import previous_thinking_kept
 from ctxsim.harness.fidelity.measured import raw_contexts
 from ctxsim.harness.fidelity.population import attribute
 from ctxsim.harness.fidelity.recorded import (
@@ -87,6 +88,7 @@ from ctxsim.strategies.recorded import (
     COMPACT_INSTRUCTIONS,
     Recorded,
     compaction_calls,
+    strips_for,
     strips_previous_thinking,
 )
 
@@ -196,6 +198,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     with_usage = [c for c in calls if c.usage is not None]
     if not with_usage:
         return trace
+    trace = decide_thinking(trace, calls, fit_fraction)
     base = base if base is not None else raw_contexts(trace, calls, seed, model, models_file)
     fit = set() if token_scale is not None else fit_calls(calls, fit_fraction)
     rec = trace.header.recorded or RecordedSetting()
@@ -249,7 +252,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     # from the call where the log began leaving its messages uncached, its short reads are that, not
     # misses: the miss model is fitted on the calls before it
     floor_from, floor_ev = messages_uncached_from(calls, miss_upto) if rec.prompt_caching else (None, "")
-    miss_model, _ = fit_miss_model(calls[:miss_upto if floor_from is None else floor_from], strips_previous_thinking,
+    miss_model, _ = fit_miss_model(calls[:miss_upto if floor_from is None else floor_from], strips_for(rec),
                                    _provider_of(model or trace.header.model, models_file), max(0, main_prefix - startup))
     rec = rec.model_copy(update={
         "cache_miss_model": miss_model,
@@ -275,6 +278,19 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         out = with_header(out, out.header.model_copy(update={
             "recorded": rec.model_copy(update={"cache_miss_model": miss_model})}))
     return out
+
+
+def decide_thinking(trace: Trace, calls: list[RecordedCall], fit_fraction: float = FIT_FRACTION) -> Trace:
+    """``trace`` with ``recorded.previous_thinking_kept`` decided on the first ``fit_fraction`` of its
+    calls (harness/fidelity/kept_thinking.py), unless it was already: the replays of the visible
+    content the scale is fitted on drop or keep that thinking as the recorded agent does."""
+    rec = trace.header.recorded or RecordedSetting()
+    if rec.previous_thinking_evidence:
+        return trace
+    upto = max(fit_calls(calls, fit_fraction), default=-1) + 1
+    kept, evidence = previous_thinking_kept(calls, upto, rec.agent_version)
+    rec = rec.model_copy(update={"previous_thinking_kept": kept, "previous_thinking_evidence": evidence})
+    return with_header(trace, trace.header.model_copy(update={"recorded": rec}))
 
 
 def shared_span_heads(threads: dict[str, RecordedCall], prefix: dict[str, int],
@@ -435,12 +451,13 @@ def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, mod
 
 
 def _calibrated(trace: Trace, fit_fraction: float, token_scale: float | None, base: dict[int, int],
-                model: str | None, models_file: str | None = None) -> Trace:
+                model: str | None, models_file: str | None = None, again: bool = False) -> Trace:
     """The trace as ``ctxsim import`` calibrated it, or calibrated here when it was not (an older
-    trace) or when the fit is asked for differently."""
+    trace; ``again``: one calibrated before the previous turns' thinking was judged) or when the fit
+    is asked for differently."""
     rec = trace.header.recorded
     n_fit = 0 if token_scale is not None else len(fit_calls(recorded_calls(trace), fit_fraction))
-    if (model is None and rec is not None and rec.token_scale is not None and rec.fit_calls == n_fit
+    if (not again and model is None and rec is not None and rec.token_scale is not None and rec.fit_calls == n_fit
             and rec.measured_sizes_evidence   # a trace calibrated before sizes were measured: again
             and rec.tokenizer == get_tokenizer().name   # fitted on another tokenizer's counts: again
             and (token_scale is None or abs(rec.token_scale - token_scale) < 1e-9)):
@@ -467,8 +484,10 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     model = model or trace.header.model or next((c.model for c in calls if c.model), None)
 
     # 1. raw cl100k sizes (what the scale is fitted on), the calibrated trace, the fit set
+    judged = trace.header.recorded is not None and bool(trace.header.recorded.previous_thinking_evidence)
+    trace = decide_thinking(trace, calls, fit_fraction)   # before the raw sizes: they drop or keep it as the agent did
     base = raw_contexts(trace, calls, seed, explicit, models_file)
-    trace = _calibrated(trace, fit_fraction, token_scale, base, explicit, models_file)
+    trace = _calibrated(trace, fit_fraction, token_scale, base, explicit, models_file, again=not judged)
     rec = trace.header.recorded
     scale = rec.token_scale
     fit = set() if token_scale is not None else fit_calls(calls, fit_fraction)
@@ -584,9 +603,9 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
 
     # the system prefix as the log measures it: what the first call after a compaction read back
     after = [c for c in with_usage if c.after_compact and c.usage.cache_read]
-    fitted = fit_miss_model(calls, strips_previous_thinking, provider.spec.provider)[1] if rec.cache_miss_model else {}
+    fitted = fit_miss_model(calls, strips_for(rec), provider.spec.provider)[1] if rec.cache_miss_model else {}
     misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens, fitted,
-                             rec.messages_uncached_from)
+                             rec.messages_uncached_from, strips_for(rec))
     hidden = hidden_deltas(calls, table)
     by_cause: dict[str, dict[str, Any]] = {k: {"calls": 0, "usd": 0.0} for k in MISS_CAUSES}
     for m in misses:
@@ -657,6 +676,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         "cache_misses_usd": {k: v["usd"] for k, v in by_cause.items()},
         "cache_model": ({"fitted": True, **rec.cache_miss_model.model_dump()} if rec.cache_miss_model
                         else {"fitted": False}),
+        "previous_thinking": {"kept": rec.previous_thinking_kept, "evidence": rec.previous_thinking_evidence},
         "hidden_tokens": {"calls": len(hidden), "total": int(sum(h["tokens"] for h in hidden)),
                           "shrinking_calls": sum(1 for h in hidden if h["tokens"] < 0),
                           "by_preceding_tool": _by_tool(hidden),
@@ -768,7 +788,8 @@ def _pin_segments(calls: list[RecordedCall], table: pd.DataFrame) -> list[dict[s
 
 
 def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefix: int,
-                    fitted: dict[int, str] | None = None, uncached_from: int | None = None) -> list[dict[str, Any]]:
+                    fitted: dict[int, str] | None = None, uncached_from: int | None = None,
+                    strips=strips_previous_thinking) -> list[dict[str, Any]]:
     """Every recorded cache miss with its cause: ``ttl`` (the gap since the previous call exceeds
     the TTL written), ``prefix_change`` (a change the log shows: the model switched, so another
     cache; an ``/mcp`` command reconnected a server just before, so the tools or the instructions
@@ -825,7 +846,7 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
                 else "back on the session's node after a stray: reads the entry before it (the fitted cache model)")
         elif sim["simulated_cache_read"] + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) < sim_prev["simulated_context"]:
             cause, block = "prefix_change", "the replay of the visible content misses here too"
-            if c.new_turn and strips_previous_thinking(c.model):
+            if c.new_turn and strips(c.model):
                 block = ("the previous turn's thinking blocks, dropped at this new user turn (models before "
                          "Opus 4.5): the prefix changed at the first of them; the replay misses here too")
         else:
@@ -932,6 +953,10 @@ def summary_table(report: dict[str, Any]) -> str:
     cm = report.get("cache_model") or {}
     rows.append(("cache model", f"fitted: {cm['share']:.1%} routed astray" if cm.get("fitted") else "not fitted",
                  f"{cm['strays']} strays / {cm['eligible']} calls in the log" if cm.get("fitted") else ""))
+    pt = report.get("previous_thinking") or {}
+    if pt.get("kept") is not None:   # judged on a model whose API drops it by default (kept_thinking.py)
+        rows.append(("earlier turns' thinking", "kept by the client" if pt["kept"] else "dropped by the API",
+                     pt["evidence"]))
     if cost.get("output_tokens_partial"):
         rows.append(("output tokens", "partial in the log (a lower bound)", ""))
     if report.get("overflow"):

@@ -34,7 +34,7 @@ from ctxsim.harness.model.trace import (
     UserEvent,
 )
 from ctxsim.harness.replay.events import TOKEN_FACTOR
-from ctxsim.strategies.recorded import strips_previous_thinking
+from ctxsim.strategies.recorded import strips_for
 
 DROP_MIN_TOKENS = 3_000   # assumed (a parameter of :func:`find_drops`): below it a fall is tokenizer noise
 DROP_MIN_SHARE = 0.10     # assumed: and at least this share of the previous context
@@ -91,6 +91,7 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
     text count. ``trace`` carries this calibration's measured sizes (measured.apply first): a
     result's size is what the log measured it at, not an earlier calibration's."""
     results, at_call = _main_walk(trace)
+    strips = strips_for(trace.header.recorded)
     cleared: set[str] = {r.tool_use_id for _, r, _ in results if "cleared_at_call" in r.meta}
     out = []
     carry, carry_comp = 0.0, 0   # tokens cleared beyond what the log lost, since the last main compaction
@@ -101,7 +102,7 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
         at, comp, thought = at_call[c.index]
         expected = p.context + scale * (base[c.index] - base[p.index])   # ``base`` strips what the replay strips
         lost = int(expected - c.context)
-        if c.new_turn and strips_previous_thinking(c.model):
+        if c.new_turn and strips(c.model):
             # the API dropped the previous turn's thinking, which ``base`` already left out at its
             # visible size; Claude 4 models return a summary of their full thinking (Anthropic's
             # extended-thinking docs, "summarized thinking"), so as much again is allowed for before

@@ -50,6 +50,9 @@ class RecordedCall:
     added: tuple[int, ...] = ()   # trace indices of the tool results and user messages this thread took in since its previous call
     thinking_switch: bool = False  # a new turn that switched thinking on a model sent a budget (recorded.thinking_switch)
     after_thinking: bool = False  # a new turn after answers that showed thinking (what a model that strips it drops)
+    # a new turn after a turn whose answers before its last call showed thinking: the requests the
+    # cache holds carry it, so an API that drops the previous turns' thinking changes a cached prefix
+    thought_in_prefix: bool = False
     withheld_thinking: bool = False  # this call's answer holds thinking whose text the log withheld (2.1.x: empty)
     event: int = -1               # its position in trace.events
 
@@ -72,6 +75,7 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
     thinking: dict[str, bool] = {}        # thread -> the thinking of its last turn (user meta.thinking)
     switched: set[str] = set()
     thought: dict[str, bool] = {}         # thread -> its answers since its last new turn showed thinking
+    thought_before: dict[str, bool] = {}  # thread -> ... the answers before its latest one did
     for i, ev in enumerate(trace.events):
         thread = spans[-1] if spans else "main"
         if isinstance(ev, SubtaskStart):
@@ -100,6 +104,7 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
         elif isinstance(ev, CompactEvent):
             compacted.add(thread)
             thought.pop(thread, None)
+            thought_before.pop(thread, None)
             added.pop(thread, None)
             chars[thread] = len(ev.summary or "")
         elif isinstance(ev, AssistantEvent):
@@ -111,11 +116,13 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
                                     thread in turns, tuple(added.pop(thread, ())),
                                     thinking_switch=thread in switched and budget_thinking(m),
                                     after_thinking=thread in turns and thought.get(thread, False),
+                                    thought_in_prefix=thread in turns and thought_before.get(thread, False),
                                     withheld_thinking=any(isinstance(c, ThinkingContent) and not c.thinking
                                                           for c in ev.content),
                                     event=i))
             if thread in turns:
                 thought[thread] = False
+            thought_before[thread] = thought.get(thread, False)
             if any(isinstance(c, ThinkingContent) for c in ev.content):
                 thought[thread] = True
             turns.discard(thread)

@@ -175,6 +175,13 @@ class RecordedSetting(_M):
     agent_version: str | None = Field(
         None, max_length=64, description="the recording agent's version as its log names it (Claude Code's "
         "`version`, e.g. 2.1.39): a peer of that agent replays the release it names unless the run sets one")
+    previous_thinking_kept: bool | None = Field(
+        None, description="whether the previous turns' thinking stayed in the requests at a new user turn on a "
+        "model whose API drops it by default (before Opus 4.5): true where the log's new turns read the whole "
+        "cached prefix that held it (the client asked the API to keep it), false where they read only up to it; "
+        "decided on the first part of the log (previous_thinking_evidence), else by the agent's version; "
+        "null: the API's default")
+    previous_thinking_evidence: str = Field("", description="the new turns previous_thinking_kept was read from")
 
 
 class Header(_M):
