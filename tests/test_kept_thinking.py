@@ -22,7 +22,8 @@ THINK = {"type": "thinking", "thinking": "let me look at the file first", "signa
 FIRST, STEP = 10_000, 400   # the first call's context, and what each call adds (recorded tokens)
 
 
-def _session(tmp_path, kept: bool, turns: int = 6, version: str = "2.1.39", model: str = SONNET45, thinking=True):
+def _session(tmp_path, kept: bool, turns: int = 6, version: str = "2.1.39", model: str = SONNET45, thinking=True,
+             think_from: int = 0):
     """``turns`` user turns of two calls each: a thinking call that reads a file, then an answer.
     Call k's context is FIRST + k·STEP; each call reads its predecessor's whole context but a new
     turn's first call where the thinking was dropped, which reads only up to where the previous turn
@@ -42,7 +43,7 @@ def _session(tmp_path, kept: bool, turns: int = 6, version: str = "2.1.39", mode
         start = len(ctx)
         read = 0 if not ctx else ctx[-1] - 3 if kept or turn == 0 else ctx[start - 2] - 3
         t += 1
-        first = [THINK] if thinking else []
+        first = [THINK] if thinking and turn >= think_from else []
         recs += call(f"r{turn}a", first + [{"type": "tool_use", "id": f"t{turn}", "name": "Read",
                                             "input": {"file_path": "/w/p.py"}}], read)
         t += 1
@@ -91,10 +92,16 @@ def test_a_log_whose_new_turns_read_whole_keeps_the_thinking_and_its_replay_read
 
 
 def test_a_log_whose_new_turns_read_short_drops_it_and_one_with_no_evidence_follows_its_version(tmp_path):
-    """Read short at the new turn of the first part: dropped (False). No turn that thought before
-    its last answer: Claude Code 2.1.72 and later keep it; an earlier version leaves the API's
-    default (None). A log on a model whose API keeps thinking anyway is not judged."""
+    """Read short at the new turn of the first part: dropped (False). A first part with no such new
+    turn (thinking from the third turn on; the first part is calls 0-3): the whole log decides, in
+    sample and said so (3 new turns read whole). No turn that thought before its last answer at
+    all: Claude Code 2.1.72 and later keep it; an earlier version leaves the API's default (None).
+    A log on a model whose API keeps thinking anyway is not judged."""
     assert _session(tmp_path / "d", kept=False).header.recorded.previous_thinking_kept is False
+    late = _session(tmp_path / "l", kept=True, think_from=2).header.recorded
+    assert late.previous_thinking_kept is True
+    assert "0 read the whole cached context and 0 read short; in sample, over all 12 calls: 3 whole, 0 short" \
+        in late.previous_thinking_evidence
     quiet = _session(tmp_path / "q1", kept=True, version="2.1.72", thinking=False).header.recorded
     assert quiet.previous_thinking_kept is True and "Claude Code 2.1.72 keeps it" in quiet.previous_thinking_evidence
     old = _session(tmp_path / "q2", kept=True, version="2.1.15", thinking=False).header.recorded

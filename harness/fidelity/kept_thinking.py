@@ -20,8 +20,10 @@ model, no thinking switch) shows both:
 * Claude Code 1.0.x (budget thinking, August 2025): every one read short.
 
 So each log is judged on its own first part (the calls the token scale is fitted on, the rest held
-out), by the majority of those new turns; where it has none (or a tie) the agent's version decides
-(:data:`KEPT_FROM_VERSION`), and before it the API's default stands.
+out), by the majority of those new turns; where it has none (or a tie), on all its calls, in sample
+and labelled so (a client's setting, one bit, not a rate fitted to the calls it is scored on); where
+the log has none at all, the agent's version decides (:data:`KEPT_FROM_VERSION`), and before it the
+API's default stands.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ def new_turn_reads(calls: Sequence[Any], upto: int) -> tuple[int, int]:
 
 def previous_thinking_kept(calls: Sequence[Any], upto: int, version: str | None) -> tuple[bool | None, str]:
     """Whether the log's requests kept the previous turns' thinking, and the evidence: the majority
-    of :func:`new_turn_reads` over ``calls[:upto]``; else the agent's ``version`` (kept from
+    of :func:`new_turn_reads` over ``calls[:upto]``; else over all ``calls`` (in sample, said so in
+    the evidence); else the agent's ``version`` (kept from
     :data:`KEPT_FROM_VERSION`); else ``None`` (the API's default). ``None`` too for a log with no
     call on a model whose API drops it: there is nothing to keep."""
     if not any(c.usage is not None and strips_previous_thinking(c.model) for c in calls):
@@ -82,6 +85,11 @@ def previous_thinking_kept(calls: Sequence[Any], upto: int, version: str | None)
     if whole != short:
         kept = whole > short
         return kept, f"{seen}: the previous turns' thinking was {'kept' if kept else 'dropped'}"
+    all_whole, all_short = new_turn_reads(calls, len(calls))
+    if all_whole != all_short:   # the first part is silent: the whole log, in sample (labelled so)
+        kept = all_whole > all_short
+        return kept, (f"{seen}; in sample, over all {len(calls)} calls: {all_whole} whole, {all_short} short: the "
+                      f"previous turns' thinking was {'kept' if kept else 'dropped'}")
     v = _version(version)
     if v and v >= KEPT_FROM_VERSION:
         return True, (f"{seen}; Claude Code {version} keeps it (from "
