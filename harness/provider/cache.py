@@ -9,9 +9,12 @@ costs O(blocks looked back), never O(history).
 Anthropic (docs "Prompt caching"; peers.md):
 * at most 4 breakpoints (a 5th is a 400: ctxsim.harness.provider.protocol);
 * a write happens only at a breakpoint and covers everything up to and including that block;
-* a read looks for the longest prefix with a live entry among the 20 block positions that end at
-  each breakpoint (the breakpoint's own block included), so a write 20 or more blocks back of the
-  only breakpoint is not found;
+* a read looks for the longest prefix with a live entry at each breakpoint's own block and the 20
+  block positions before it ("up to 20 blocks before your explicit breakpoint"), so a write 21 or
+  more blocks back of the only breakpoint is not found. The development population (issue 41) shows
+  the edge: of the main-context calls whose request added exactly 20 blocks since the previous one
+  (no TTL expiry, same model), 2 of 2 read the previous call's whole context; of those that added 22
+  to 30, 9 of 9 fell back;
 * entries live 5 minutes or 1 hour and the TTL is refreshed, at no cost, on every hit; a breakpoint
   with no TTL of its own takes the client's (``default_ttl``: the recorded agent's, else 5 minutes);
 * a system prompt's shared head (``SystemPrompt.shared_tokens``: the static part agents cache for
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 
 from ctxsim.harness.model.conversation import Request
 
-LOOKBACK_BLOCKS = 20  # Anthropic docs: the lookback checks at most 20 block positions per breakpoint
+LOOKBACK_BLOCKS = 20  # Anthropic docs: a read checks at most the 20 block positions before each breakpoint
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}  # Anthropic docs: ephemeral cache TTLs
 # How long past its TTL an entry is still read, as a recorded log's clock (the client's record of each
 # answer) sees it. Measured on the development population (issue 41, 2026-12, Anthropic-billed calls whose
@@ -176,7 +179,7 @@ class AnthropicCache:
         hit, hit_tokens = None, 0
         expired_near = False
         for pos, _ttl in bps:
-            floor_blocks = lay.blocks(pos) - self.lookback
+            floor_blocks = lay.blocks(pos) - self.lookback - 1   # the breakpoint's block and 20 before it
             p = pos
             while p >= -2 and lay.blocks(p) > floor_blocks:
                 t = lay.tokens(p)

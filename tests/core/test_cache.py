@@ -23,26 +23,29 @@ def lay(r: Request) -> Layout:
     return Layout(r, 0, 0, lambda i: TOK * (i + 1))
 
 
-def test_lookback_write_20_blocks_back_is_not_found_second_breakpoint_finds_it():
-    """Anthropic docs, 20-block lookback: a write at block 15, a breakpoint at block 35 checks
-    blocks 35..16 and misses it; a second breakpoint at block 20 checks 20..1 and finds it."""
+def test_lookback_write_21_blocks_back_is_not_found_second_breakpoint_finds_it():
+    """Anthropic docs, 20-block lookback: a write at block 14, a breakpoint at block 35 checks its
+    own block and the 20 before it, 35..15, and misses it; a second breakpoint at block 20 checks
+    20..1 and finds it."""
     c = AnthropicCache(min_cacheable=1024)
-    first = c.process(lay(req(15, 14)), now=0)
-    assert (first.read, first.write_5m) == (0, 1500)  # 15 blocks x 100 tokens written
+    first = c.process(lay(req(14, 13)), now=0)
+    assert (first.read, first.write_5m) == (0, 1400)  # 14 blocks x 100 tokens written
     miss = c.process(lay(req(35, 34)), now=10)
     assert miss.read == 0 and miss.write_5m == 3500
     c = AnthropicCache(min_cacheable=1024)
-    c.process(lay(req(15, 14)), now=0)
+    c.process(lay(req(14, 13)), now=0)
     hit = c.process(lay(req(35, 34, 19)), now=10)
-    assert hit.read == 1500  # the prefix of 15 blocks
-    assert hit.write_5m == 3500 - 1500  # written from block 16 to 35 (both breakpoints)
+    assert hit.read == 1400  # the prefix of 14 blocks
+    assert hit.write_5m == 3500 - 1400  # written from block 15 to 35 (both breakpoints)
 
 
-def test_lookback_19_blocks_back_is_found():
+def test_lookback_20_blocks_back_is_found():
+    """The edge the development population shows: a request that added exactly 20 blocks read the
+    previous call's whole context (2 of 2; 22 to 30 blocks fell back, 9 of 9)."""
     c = AnthropicCache(min_cacheable=1024)
-    c.process(lay(req(16, 15)), now=0)  # write at block 16
-    hit = c.process(lay(req(35, 34)), now=1)  # checks 35..16
-    assert hit.read == 1600 and hit.write_5m == 1900
+    c.process(lay(req(15, 14)), now=0)  # write at block 15
+    hit = c.process(lay(req(35, 34)), now=1)  # checks 35..15
+    assert hit.read == 1500 and hit.write_5m == 2000
 
 
 def test_ttl_expiry_and_refresh_on_hit():
