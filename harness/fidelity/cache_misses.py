@@ -19,6 +19,7 @@ seen; the raw count strays / eligible is kept beside it).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -265,7 +266,8 @@ def shrunk(model: CacheMissModel, prior_calls: float = SHARE_PRIOR_CALLS) -> Cac
 
 
 def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float, bool]], target_share: float,
-                          provider_factory, warm_first_main: bool = False, iterations: int = 16) -> CacheMissModel:
+                          provider_factory, warm_first_main: bool = False, iterations: int = 16,
+                          warm_kept: bool = False) -> CacheMissModel:
     """``model`` with its share refitted on the requests a replay of the trace sent (``(request,
     time, counted)``, in order): the share at which billing them through the provider model (``provider_factory
     (miss_model)``: a fresh provider, as the run builds it, whose bill is the mean over its router
@@ -279,7 +281,7 @@ def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float
         warm = warm_first_main
         for req, now, counted in requests:
             if warm and req.kind == "main":   # what the engine does at the first main call
-                prov.warm_shared_prefix(req, now)
+                prov.warm_shared_prefix(req, math.inf if warm_kept else now)
                 warm = False
             u = prov.bill(req, now, 0).usage
             if counted:

@@ -67,6 +67,7 @@ from ctxsim.harness.fidelity.recorded import (
     thread_starts,
     usage_of,
 )
+from ctxsim.harness.fidelity.warm_head import head_kept_warm
 from ctxsim.harness.llm.services import SUBAGENT, SUMMARY
 from ctxsim.harness.model.conversation import Message
 from ctxsim.harness.model.trace import (
@@ -242,6 +243,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         warm = min(main_first.usage.cache_read, main_prefix)
         warm_ev = (f"the first call read {main_first.usage.cache_read:,} tokens from the cache (a prefix an earlier "
                    f"session cached within its TTL); {warm:,} of them are the system prompt's head")
+    warm_kept, warm_kept_ev = head_kept_warm(calls, max(fit_calls(calls, fit_fraction)) + 1, warm)
     startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
     resent, resent_ev = measured.resent_startup(
         calls, base, scale, startup, lambda c: model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD)
@@ -260,6 +262,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit), "tokenizer": counted,
         "measured_sizes_evidence": measured.evidence(steps),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
+        "warm_prefix_kept": warm_kept, "warm_prefix_kept_evidence": warm_kept_ev,
         "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
         "subagent_prefix_tokens": span_prefix,
         "subagent_shared_tokens": shared_span_heads(threads, span_prefix, lambda m: _min_cacheable(m, models_file)),
@@ -351,7 +354,8 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
         return Provider(model or run_model(trace), window=rec.window, token_scale=rec.token_scale,
                         models_file=models_file, cache_ttl=rec.cache_ttl, miss_model=m,
                         uncached_models=tuple(rec.uncached_models), ttl_grace_s=LOG_CLOCK_GRACE_S)
-    fitted = fit_share_on_requests(miss_model, requests, target, provider, warm_first_main=bool(rec.warm_prefix_tokens))
+    fitted = fit_share_on_requests(miss_model, requests, target, provider, warm_first_main=bool(rec.warm_prefix_tokens),
+                                   warm_kept=bool(rec.warm_prefix_kept))
     return fitted.model_copy(update={"source": fitted.source + (
         f"; share {fitted.share:.3f} refitted on the replay's own requests for the first {upto} of the log's "
         f"{len(calls)} calls (the rest held out): at it they read, averaged over router phases, the share of their "
@@ -648,7 +652,8 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         "token_scale": round(scale, 4),
         "token_scale_source": rec.token_scale_evidence,
         "token_scale_stability": scale_stability(calls, base),
-        "warm_start": {"tokens": rec.warm_prefix_tokens, "evidence": rec.warm_prefix_evidence},
+        "warm_start": {"tokens": rec.warm_prefix_tokens, "evidence": rec.warm_prefix_evidence,
+                       "kept": rec.warm_prefix_kept, "kept_evidence": rec.warm_prefix_kept_evidence},
         "measured_sizes": measured.summary(trace),
         "token_scale_by_model": per_model,   # the replay uses one scale (the provider takes one per run)
         "prefix_tokens": header.prefix_tokens,

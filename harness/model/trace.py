@@ -137,6 +137,12 @@ class RecordedSetting(_M):
         0, description="head of the opaque prefix the first call already read from the cache (cached "
         "by an earlier session within its TTL): a replay starts with it warm")
     warm_prefix_evidence: str = Field("", description="what the first call read")
+    warm_prefix_kept: bool | None = Field(
+        None, description="whether that head stays cached across the log's idle gaps (other sessions keep it): "
+        "true where the log's calls after a TTL expiry read it again, false where they read nothing; judged on "
+        "the first part of the log (warm_prefix_kept_evidence, harness/fidelity/warm_head.py); null: the "
+        "provider model's own TTL")
+    warm_prefix_kept_evidence: str = Field("", description="the calls warm_prefix_kept was read from")
     model_prefix_tokens: dict[str, Tokens] = Field(
         default_factory=dict, description="system+tools tokens of the main context per model, when the "
         "log switched models (each model has its own system prompt)")

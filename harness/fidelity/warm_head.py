@@ -1,0 +1,69 @@
+"""Whether the shared head a log's first call found cached stays cached across its idle gaps (issue 41).
+
+A Claude Code session's first call often reads the head of its system prompt from the cache
+(``recorded.warm_prefix_tokens``): an earlier session wrote it. Whether that head is still there
+after the session itself has been idle past its TTL depends on traffic the log does not show (other
+sessions sending the same head keep it alive). The log shows it at every call after a TTL expiry:
+the read is the head again (kept warm), or nothing.
+
+The development population (issue 41; main-context calls after a TTL expiry, in the 73 sessions
+whose first call read a head) shows a property of the session, not a coin: 98 reads were the head
+again and 41 were nothing, but only 4 sessions hold both. So each log is judged on its own first
+part (the calls the token scale is fitted on, the rest held out), by the majority of those reads;
+where the first part has none, on all its calls, in sample and labelled so (one property of the
+environment, not a rate fitted to the calls it is scored on); else the replay keeps what the
+provider model does by itself (the head lives its TTL from the first call, refreshed when read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxsim.harness.provider.cache import TTL_SECONDS, expired_on_log_clock
+
+HEAD_TOLERANCE = 64   # assumed: a read this close to the head's size is the head (its framing varies by a few tokens)
+
+
+def expiry_reads(calls: Sequence[Any], upto: int, head: int) -> tuple[int, int]:
+    """``(head_again, nothing)``: of the main context's calls among ``calls[:upto]`` that came after
+    their predecessor's TTL had run out, how many read the shared ``head`` again and how many read
+    nothing (a read of anything else says neither and is left out)."""
+    again = nothing = 0
+    for c in calls[:upto]:
+        if c.thread != "main" or c.usage is None or c.prev_in_thread is None:
+            continue
+        prev = calls[c.prev_in_thread]
+        if prev.usage is None:
+            continue
+        ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
+        if not expired_on_log_clock(c.t - prev.t, TTL_SECONDS[ttl]):
+            continue
+        if abs(c.usage.cache_read - head) <= HEAD_TOLERANCE:
+            again += 1
+        elif c.usage.cache_read == 0:
+            nothing += 1
+    return again, nothing
+
+
+def head_kept_warm(calls: Sequence[Any], upto: int, head: int) -> tuple[bool | None, str]:
+    """Whether the shared ``head`` (the first call's cached read) stays cached across the log's idle
+    gaps, and the evidence: the majority of :func:`expiry_reads` over ``calls[:upto]``, else over
+    all ``calls`` (in sample, said so); ``None`` with no head or no such read."""
+    if not head:
+        return None, ""
+    again, nothing = expiry_reads(calls, upto, head)
+    seen = (f"of the calls in the first {upto} after a TTL expiry, {again} read the {head:,}-token head the first "
+            f"call read and {nothing} read nothing")
+    if again != nothing:
+        kept = again > nothing
+        return kept, f"{seen}: the head {'stays cached (other sessions keep it)' if kept else 'expires'}"
+    all_again, all_nothing = expiry_reads(calls, len(calls), head)
+    if all_again != all_nothing:
+        kept = all_again > all_nothing
+        return kept, (f"{seen}; in sample, over all {len(calls)} calls: {all_again} read it, {all_nothing} nothing: "
+                      f"the head {'stays cached (other sessions keep it)' if kept else 'expires'}")
+    return None, f"{seen}; the provider model's own TTL"
+
+
+__all__ = ["HEAD_TOLERANCE", "expiry_reads", "head_kept_warm"]
