@@ -125,7 +125,8 @@ def test_fidelity_says_the_session_started_warm(tmp_path):
     rec = t.header.recorded
     assert rec.warm_prefix_tokens == 4000 and "read 4,000 tokens from the cache" in rec.warm_prefix_evidence
     fid = run_fidelity(t)
-    assert fid.report["warm_start"] == {"tokens": 4000, "evidence": rec.warm_prefix_evidence}
+    assert fid.report["warm_start"] == {"tokens": 4000, "evidence": rec.warm_prefix_evidence,
+                                        "kept": None, "kept_evidence": rec.warm_prefix_kept_evidence}
     assert fid.calls.loc[0, "simulated_cache_read"] == fid.calls.loc[0, "recorded_cache_read"] == 4000
 
 

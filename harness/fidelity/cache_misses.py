@@ -19,7 +19,6 @@ seen; the raw count strays / eligible is kept beside it).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -111,9 +110,18 @@ def label_calls(calls: list[Any], strips: Strips = None) -> tuple[dict[int, str]
     return labels, eligible, fell, recovered
 
 
+def written_ttl(usage: Any) -> str:
+    """The TTL a recorded call wrote its cache entries at: "1h" where most of its write was 1-hour."""
+    return "1h" if usage.cache_write_1h > usage.cache_write_5m else "5m"
+
+
+def expired_since(prev: Any, c: Any) -> bool:
+    """Whether the entry ``prev`` (a recorded call) wrote had run out, on the log's clock, when ``c`` came."""
+    return expired_on_log_clock(c.t - prev.t, TTL_SECONDS[written_ttl(prev.usage)])
+
+
 def _explained(c: Any, prev: Any, strips: Strips) -> bool:
-    ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
-    return (expired_on_log_clock(c.t - prev.t, TTL_SECONDS[ttl]) or c.model != prev.model or c.trigger in ("/mcp", "/effort")
+    return (expired_since(prev, c) or c.model != prev.model or c.trigger in ("/mcp", "/effort")
             or getattr(c, "thinking_switch", False)
             or (c.new_turn and strips is not None and strips(c.model) and c.after_thinking))
 
@@ -153,7 +161,7 @@ def shadow_read(calls: list[Any], strips: Strips, share: float, fallback_none: f
                 o = other.get(c.thread)
                 live = o is not None and not expired_on_log_clock(c.t - o[1], o[2]) and o[0] <= c.context
                 total += min(o[0] if live else system_prefix, c.context)
-                ttl = TTL_SECONDS["1h"] if c.usage.cache_write_1h > c.usage.cache_write_5m else TTL_SECONDS["5m"]
+                ttl = TTL_SECONDS[written_ttl(c.usage)]
                 other[c.thread] = (c.context, c.t, ttl)
     return total / phases
 
@@ -266,8 +274,7 @@ def shrunk(model: CacheMissModel, prior_calls: float = SHARE_PRIOR_CALLS) -> Cac
 
 
 def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float, bool]], target_share: float,
-                          provider_factory, warm_first_main: bool = False, iterations: int = 16,
-                          warm_kept: bool = False) -> CacheMissModel:
+                          provider_factory, warm_first_main: bool = False, iterations: int = 16) -> CacheMissModel:
     """``model`` with its share refitted on the requests a replay of the trace sent (``(request,
     time, counted)``, in order): the share at which billing them through the provider model (``provider_factory
     (miss_model)``: a fresh provider, as the run builds it, whose bill is the mean over its router
@@ -281,7 +288,7 @@ def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float
         warm = warm_first_main
         for req, now, counted in requests:
             if warm and req.kind == "main":   # what the engine does at the first main call
-                prov.warm_shared_prefix(req, math.inf if warm_kept else now)
+                prov.warm_shared_prefix(req, now)
                 warm = False
             u = prov.bill(req, now, 0).usage
             if counted:
@@ -293,5 +300,5 @@ def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float
     return model.model_copy(update={"share": round(first_crossing(read, target_share, iterations), 6)})
 
 
-__all__ = ["FLOOR_AT_LEAST", "FLOOR_MIN_UNCACHED", "FLOOR_WINDOW", "MIN_STRAYS", "SHARE_PRIOR_CALLS", "SHRUNK_ROUTES",
+__all__ = ["expired_since", "read_tolerance", "written_ttl", "FLOOR_AT_LEAST", "FLOOR_MIN_UNCACHED", "FLOOR_WINDOW", "MIN_STRAYS", "SHARE_PRIOR_CALLS", "SHRUNK_ROUTES",
            "fit_miss_model", "fit_share_on_requests", "label_calls", "messages_uncached_from", "sent_uncached", "shrunk"]

@@ -49,6 +49,7 @@ from ctxsim.harness.fidelity.cache_misses import (
     messages_uncached_from,
     sent_uncached,
     shrunk,
+    written_ttl,
 )
 from ctxsim.harness.fidelity.kept_thinking import previous_thinking_kept
 from ctxsim.harness.fidelity.measured import raw_contexts
@@ -353,9 +354,9 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
     def provider(m):
         return Provider(model or run_model(trace), window=rec.window, token_scale=rec.token_scale,
                         models_file=models_file, cache_ttl=rec.cache_ttl, miss_model=m,
-                        uncached_models=tuple(rec.uncached_models), ttl_grace_s=LOG_CLOCK_GRACE_S)
-    fitted = fit_share_on_requests(miss_model, requests, target, provider, warm_first_main=bool(rec.warm_prefix_tokens),
-                                   warm_kept=bool(rec.warm_prefix_kept))
+                        uncached_models=tuple(rec.uncached_models), ttl_grace_s=LOG_CLOCK_GRACE_S,
+                        head_kept_warm=bool(rec.warm_prefix_kept))
+    fitted = fit_share_on_requests(miss_model, requests, target, provider, warm_first_main=bool(rec.warm_prefix_tokens))
     return fitted.model_copy(update={"source": fitted.source + (
         f"; share {fitted.share:.3f} refitted on the replay's own requests for the first {upto} of the log's "
         f"{len(calls)} calls (the rest held out): at it they read, averaged over router phases, the share of their "
@@ -817,7 +818,7 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
         read = c.usage.cache_read
         if read + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) >= expected:
             continue
-        ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
+        ttl = written_ttl(prev.usage)
         gap = c.t - prev.t
         sim = table.loc[c.index]
         sim_prev = table.loc[prev.index]

@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxsim.harness.fidelity.cache_misses import read_tolerance
-from ctxsim.harness.provider.cache import TTL_SECONDS, expired_on_log_clock
+from ctxsim.harness.fidelity.cache_misses import expired_since, read_tolerance
+from ctxsim.harness.fidelity.first_part import verdict
 from ctxsim.strategies.recorded import strips_previous_thinking
 
 # the first Claude Code version whose logs in the development population show the previous turns'
@@ -59,10 +59,7 @@ def new_turn_reads(calls: Sequence[Any], upto: int) -> tuple[int, int]:
                 or c.thinking_switch or not strips_previous_thinking(c.model) or c.prev_in_thread is None):
             continue
         prev = calls[c.prev_in_thread]
-        if prev.usage is None or prev.model != c.model:
-            continue
-        ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
-        if expired_on_log_clock(c.t - prev.t, TTL_SECONDS[ttl]):
+        if prev.usage is None or prev.model != c.model or expired_since(prev, c):
             continue
         if c.usage.cache_read + read_tolerance(prev.context) >= prev.context:
             whole += 1
@@ -79,17 +76,15 @@ def previous_thinking_kept(calls: Sequence[Any], upto: int, version: str | None)
     call on a model whose API drops it: there is nothing to keep."""
     if not any(c.usage is not None and strips_previous_thinking(c.model) for c in calls):
         return None, "no call on a model whose API drops the previous turns' thinking by default"
-    whole, short = new_turn_reads(calls, upto)
-    seen = (f"of the new turns in the first {upto} calls after a turn whose earlier answers thought, {whole} read "
-            f"the whole cached context and {short} read short")
-    if whole != short:
-        kept = whole > short
-        return kept, f"{seen}: the previous turns' thinking was {'kept' if kept else 'dropped'}"
-    all_whole, all_short = new_turn_reads(calls, len(calls))
-    if all_whole != all_short:   # the first part is silent: the whole log, in sample (labelled so)
-        kept = all_whole > all_short
-        return kept, (f"{seen}; in sample, over all {len(calls)} calls: {all_whole} whole, {all_short} short: the "
-                      f"previous turns' thinking was {'kept' if kept else 'dropped'}")
+    first = new_turn_reads(calls, upto)
+    everywhere = new_turn_reads(calls, len(calls))
+    seen = (f"of the new turns in the first {upto} calls after a turn whose earlier answers thought, {first[0]} read "
+            f"the whole cached context and {first[1]} read short")
+    kept, in_sample = verdict(first, everywhere)
+    if kept is not None:
+        said = f"the previous turns' thinking was {'kept' if kept else 'dropped'}"
+        return kept, (f"{seen}; in sample, over all {len(calls)} calls: {everywhere[0]} whole, {everywhere[1]} short: "
+                      f"{said}" if in_sample else f"{seen}: {said}")
     v = _version(version)
     if v and v >= KEPT_FROM_VERSION:
         return True, (f"{seen}; Claude Code {version} keeps it (from "

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxsim.harness.provider.cache import TTL_SECONDS, expired_on_log_clock
+from ctxsim.harness.fidelity.cache_misses import expired_since
+from ctxsim.harness.fidelity.first_part import verdict
 
 HEAD_TOLERANCE = 64   # assumed: a read this close to the head's size is the head (its framing varies by a few tokens)
 
@@ -34,10 +35,7 @@ def expiry_reads(calls: Sequence[Any], upto: int, head: int) -> tuple[int, int]:
         if c.thread != "main" or c.usage is None or c.prev_in_thread is None:
             continue
         prev = calls[c.prev_in_thread]
-        if prev.usage is None:
-            continue
-        ttl = "1h" if prev.usage.cache_write_1h > prev.usage.cache_write_5m else "5m"
-        if not expired_on_log_clock(c.t - prev.t, TTL_SECONDS[ttl]):
+        if prev.usage is None or not expired_since(prev, c):
             continue
         if abs(c.usage.cache_read - head) <= HEAD_TOLERANCE:
             again += 1
@@ -52,17 +50,15 @@ def head_kept_warm(calls: Sequence[Any], upto: int, head: int) -> tuple[bool | N
     all ``calls`` (in sample, said so); ``None`` with no head or no such read."""
     if not head:
         return None, ""
-    again, nothing = expiry_reads(calls, upto, head)
-    seen = (f"of the calls in the first {upto} after a TTL expiry, {again} read the {head:,}-token head the first "
-            f"call read and {nothing} read nothing")
-    if again != nothing:
-        kept = again > nothing
-        return kept, f"{seen}: the head {'stays cached (other sessions keep it)' if kept else 'expires'}"
-    all_again, all_nothing = expiry_reads(calls, len(calls), head)
-    if all_again != all_nothing:
-        kept = all_again > all_nothing
-        return kept, (f"{seen}; in sample, over all {len(calls)} calls: {all_again} read it, {all_nothing} nothing: "
-                      f"the head {'stays cached (other sessions keep it)' if kept else 'expires'}")
+    first = expiry_reads(calls, upto, head)
+    everywhere = expiry_reads(calls, len(calls), head)
+    seen = (f"of the calls in the first {upto} after a TTL expiry, {first[0]} read the {head:,}-token head the first "
+            f"call read and {first[1]} read nothing")
+    kept, in_sample = verdict(first, everywhere)
+    if kept is not None:
+        said = f"the head {'stays cached (other sessions keep it)' if kept else 'expires'}"
+        return kept, (f"{seen}; in sample, over all {len(calls)} calls: {everywhere[0]} read it, {everywhere[1]} "
+                      f"nothing: {said}" if in_sample else f"{seen}: {said}")
     return None, f"{seen}; the provider model's own TTL"
 
 

@@ -10,6 +10,7 @@ May import: files, model.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,7 @@ class Provider:
                  token_scale: float | dict[str, float] | None = None, models_file: str | Path | None = None,
                  tokenizer: Tokenizer | None = None, cache_ttl: str | None = None,
                  miss_model: CacheMissModel | None = None, seed: int = 0,
-                 uncached_models: tuple[str, ...] = (), ttl_grace_s: float = 0.0) -> None:
+                 uncached_models: tuple[str, ...] = (), ttl_grace_s: float = 0.0, head_kept_warm: bool = False) -> None:
         self.table = load_table(str(models_file) if models_file else None)
         self.spec = self.table.get(model)
         self.model = model or self.spec.name
@@ -71,6 +72,8 @@ class Provider:
         self.uncached_models = frozenset(uncached_models)   # model ids sent on a route without caching
         self.cache_ttl = cache_ttl or "5m"
         self.ttl_grace_s = ttl_grace_s   # cache.LOG_CLOCK_GRACE_S when the clock is a recorded log's
+        # a warmed shared head never expires: other sessions keep it (recorded.warm_prefix_kept, fidelity/warm_head.py)
+        self.head_kept_warm = head_kept_warm
         # one scale for the run's model, or {model: scale} when a log mixes models (sub-agents, side calls)
         self._scales = dict(token_scale) if isinstance(token_scale, Mapping) else {}
         self.token_scale = (token_scale if isinstance(token_scale, (int, float)) else
@@ -167,14 +170,15 @@ class Provider:
 
     def warm_shared_prefix(self, req: Request, expires: float) -> bool:
         """An earlier session cached the shared head of ``req``'s system prompt: it is live until
-        ``expires`` in the cache of ``req``'s model (explicit-breakpoint caches only)."""
+        ``expires`` (for good where other sessions keep it: ``head_kept_warm``) in the cache of
+        ``req``'s model (explicit-breakpoint caches only)."""
         head = self.layout(req).head()
         spec = self.spec_for(req.model)
         caches = [self._cache_for(spec, r.caches) for r in self._replicas] or [self._cache_for(spec)]
         if head is None or not self.cache_enabled or not isinstance(caches[0], AnthropicCache):
             return False
         for cache in caches:
-            cache.warm(head[0], expires)
+            cache.warm(head[0], math.inf if self.head_kept_warm else expires)
         return True
 
     def bill(self, req: Request, now: float, output_tokens: int, layout: Layout | None = None) -> Bill:

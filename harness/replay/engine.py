@@ -14,7 +14,6 @@ excerpts (harness/replay/readback.py), frames, metrics and provenance (harness/r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -53,7 +52,6 @@ class _Run:
         p = run_setup.assemble(trace, cfg, session_dir, self.services, strategy_cls.closed_loop)
         self.provider, self.fail_rng, self.facts, self.backend = p.provider, p.fail_rng, p.facts, p.backend
         self.needs, self.recovery, self.env, self.read_tool, self.warm_prefix = p.needs, p.recovery, p.env, p.read_tool, p.warm_prefix
-        self.warm_kept = p.warm_kept
         self.scorer = ProbeScorer(p.facts, p.retention)
         self.strategy = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
         self.readbacks, self._rb = 0, 0
@@ -197,9 +195,8 @@ class _Run:
     def _bill(self, req: Request, lay: Any, output_tokens: int) -> Usage:
         """Bill one accepted main-loop request."""
         if self.warm_prefix:
-            # the log's first call read this head from the cache: an earlier session wrote it (and
-            # where the log shows other sessions keeping it, it never expires: math.inf)
-            self.provider.warm_shared_prefix(req, math.inf if self.warm_kept else self.now())
+            # the log's first call read this head from the cache: an earlier session wrote it
+            self.provider.warm_shared_prefix(req, self.now())
             self.warm_prefix = 0
         bill = self.provider.bill(req, self.now(), output_tokens, lay)
         self.record_call(req, self.now(), bill.usage, lay.total(), cost=bill.cost_usd, ttft=bill.ttft_s,

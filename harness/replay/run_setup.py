@@ -33,7 +33,6 @@ class Parts:
     env: StrategyEnv
     read_tool: str
     warm_prefix: int
-    warm_kept: bool = False   # the head stays cached all run long (recorded.warm_prefix_kept: other sessions keep it)
 
 
 def assemble(trace: Trace, cfg: RunConfig, session_dir: Path, services: Any, closed_loop: bool = True) -> Parts:
@@ -70,8 +69,7 @@ def assemble(trace: Trace, cfg: RunConfig, session_dir: Path, services: Any, clo
                       system=system, tools=tools, rng=np.random.default_rng(seeds[1]),
                       home_dir=home, project_dir=project)
     return Parts(provider, np.random.default_rng(seeds[0]), facts, backend, retention, needs, recovery, env,
-                 str(h.meta.get("read_tool", READ_TOOL)), rec.warm_prefix_tokens if rec is not None and cfg.caching(trace) else 0,
-                 bool(rec is not None and rec.warm_prefix_kept))
+                 str(h.meta.get("read_tool", READ_TOOL)), rec.warm_prefix_tokens if rec is not None and cfg.caching(trace) else 0)
 
 
 def strategy(cls: type[Strategy], params: Mapping[str, Any] | None, trace: Trace, cfg: RunConfig,

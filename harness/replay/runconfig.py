@@ -74,7 +74,8 @@ class RunConfig:
                         models_file=self.models_file, cache_ttl=self.cache_ttl or (rec.cache_ttl if rec else None),
                         miss_model=rec.cache_miss_model if rec is not None and self.fitted_misses else None,
                         seed=self.seed, uncached_models=tuple(rec.uncached_models) if rec is not None else (),
-                        ttl_grace_s=LOG_CLOCK_GRACE_S if rec is not None else 0.0)
+                        ttl_grace_s=LOG_CLOCK_GRACE_S if rec is not None else 0.0,
+                        head_kept_warm=bool(rec is not None and rec.warm_prefix_kept))
 
 
 def recorded_models(trace: Trace) -> list[str]:
