@@ -312,7 +312,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
                 f"sessions where they cost at most {RANDOM_MISS_BAND:g}% of the bill"]
     out += ["", "by route:"] + text_table(DIST_COLUMNS, dist_rows(d["by_route"]), set(range(1, 10)))
     out += ["", "by model:"] + text_table(DIST_COLUMNS, dist_rows(d["by_model"]), set(range(1, 10)))
-    out += ["", "by Claude Code version (another agent's named):"] + text_table(DIST_COLUMNS, dist_rows(d["by_claude_code"]), set(range(1, 10)))
+    out += ["", "by Claude Code version (another agent's sessions under its name and version, e.g. 'codex 0.118'):"] + text_table(DIST_COLUMNS, dist_rows(d["by_claude_code"]), set(range(1, 10)))
     st = d["by_status"]
     if set(st) - {"measured"}:
         out += ["", "not measured: " + ", ".join(f"{k} {v}" for k, v in sorted(st.items()) if k != "measured")]
