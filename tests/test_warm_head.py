@@ -5,6 +5,7 @@ gaps of ten minutes, past the 5-minute TTL), never a copy of one."""
 
 from __future__ import annotations
 
+from ctxsim.harness.fidelity.compare import run_fidelity, summary_table
 from ctxsim.harness.fidelity.recorded import recorded_calls
 from ctxsim.harness.fidelity.warm_head import expiry_reads, head_kept_warm
 from ctxsim.harness.importers import import_file
@@ -45,6 +46,8 @@ def test_a_head_the_log_reads_again_after_its_gaps_stays_cached_in_its_replay(tm
     t = _session(tmp_path / "k", kept=True)
     rec = t.header.recorded
     assert rec.warm_prefix_tokens == HEAD and rec.warm_prefix_kept is True
+    table = summary_table(run_fidelity(t).report)
+    assert "cached head              12,000 tokens, kept by other sessions" in table
     assert "1 read the 12,000-token head the first call read and 0 read nothing" in rec.warm_prefix_kept_evidence
     run = replay(t, "recorded", {}, RunConfig())
     main = run.calls[run.calls["kind"] == "main"].reset_index(drop=True)

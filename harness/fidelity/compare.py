@@ -959,6 +959,10 @@ def summary_table(report: dict[str, Any]) -> str:
     cm = report.get("cache_model") or {}
     rows.append(("cache model", f"fitted: {cm['share']:.1%} routed astray" if cm.get("fitted") else "not fitted",
                  f"{cm['strays']} strays / {cm['eligible']} calls in the log" if cm.get("fitted") else ""))
+    ws = report.get("warm_start") or {}
+    if ws.get("kept") is not None:   # the head the first call read, across idle gaps (warm_head.py)
+        rows.append(("cached head", f"{ws['tokens']:,} tokens, " + ("kept by other sessions" if ws["kept"] else
+                                                                     "expiring after its TTL"), ws["kept_evidence"]))
     pt = report.get("previous_thinking") or {}
     if pt.get("kept") is not None:   # judged on a model whose API drops it by default (kept_thinking.py)
         rows.append(("earlier turns' thinking", "kept by the client" if pt["kept"] else "dropped by the API",
