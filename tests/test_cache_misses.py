@@ -305,3 +305,34 @@ def test_messages_uncached_from_needs_five_of_the_last_six_and_dates_the_run():
     assert messages_uncached_from(_floor_calls("cuucuu"), 7) == (None, "")
     assert messages_uncached_from(_floor_calls("uuuuu"), 6) == (None, "")
     assert messages_uncached_from(_floor_calls("ccccccuuuuuu"), 7) == (None, "")
+
+
+def test_misses_that_recur_only_after_the_first_part_are_fitted_in_sample_and_said_so(tmp_path):
+    """Twenty calls a minute apart on a 5-minute cache; calls 10, 13 and 16 read nothing and the
+    call after each reads the whole context again (a stray and its recovery, three times), all after
+    the first 30% (calls 0-5), which reads whole throughout: no model fits there, so the whole log's
+    is fitted, labelled in sample; fidelity over the folder scores the session apart from the held
+    out ones."""
+    from ctxsim.harness.cli import main
+    from ctxsim.harness.importers import import_file
+
+    from tests.helpers_claude_code import asst, text, user, write
+
+    recs = []
+    for k in range(20):
+        ctx = 20_000 + 500 * k
+        read = 0 if k in (10, 13, 16) else (0 if k == 0 else ctx - 503)
+        recs += [user(60.0 * k, f"q{k}"), asst(60.0 * k + 2, f"req_01{k:022d}", text(f"a{k}"), w5m=ctx - 3 - read, read=read)]
+    res = import_file("claude-code", write(tmp_path / "logs" / "s.jsonl", recs))
+    m = res.trace.header.recorded.cache_miss_model
+    assert m is not None and m.in_sample and m.strays == 3
+    assert "IN SAMPLE: the first 6 calls' fall-backs did not recur, so it is fitted on all 20 calls" in m.source
+    (tmp_path / "traces").mkdir()
+    tr.write(res.trace, tmp_path / "traces" / "s.jsonl")
+    report = tmp_path / "fid.json"
+    assert main(["fidelity", str(tmp_path / "traces"), "--json", str(report)]) == 0
+    import json
+
+    d = json.loads(report.read_text())["distribution"]
+    assert (d["anthropic_billed_in_sample"]["measured"], d["anthropic_billed_held_out"]["measured"]) == (1, 0)
+    assert json.loads(report.read_text())["sessions"][0]["misses_in_sample"] is True

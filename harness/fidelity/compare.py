@@ -95,6 +95,7 @@ from ctxsim.strategies.recorded import (
 )
 
 FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
+IN_SAMPLE_MISSES = True         # issue 41: a miss model the first part cannot fit is fitted on the whole log, labelled
 TOKEN_SCALE_BOUNDS = (0.1, 10.0)  # RecordedSetting.token_scale's bounds (harness/model/trace.py)
 DROPS_NOTE = "context drops re-enacted: "
 NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
@@ -255,8 +256,15 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     # from the call where the log began leaving its messages uncached, its short reads are that, not
     # misses: the miss model is fitted on the calls before it
     floor_from, floor_ev = messages_uncached_from(calls, miss_upto) if rec.prompt_caching else (None, "")
+    provider_id, system_prefix = _provider_of(model or trace.header.model, models_file), max(0, main_prefix - startup)
     miss_model, _ = fit_miss_model(calls[:miss_upto if floor_from is None else floor_from], strips_for(rec),
-                                   _provider_of(model or trace.header.model, models_file), max(0, main_prefix - startup))
+                                   provider_id, system_prefix)
+    in_sample = False
+    if miss_model is None and floor_from is None and IN_SAMPLE_MISSES:
+        # the first part's fall-backs do not recur, the whole log's may: fitted on all of it, in
+        # sample, labelled so (the issue's fallback); fidelity scores such sessions apart
+        miss_model, _ = fit_miss_model(calls, strips_for(rec), provider_id, system_prefix)
+        in_sample = miss_model is not None
     rec = rec.model_copy(update={
         "cache_miss_model": miss_model,
         "messages_uncached_from": floor_from, "messages_uncached_evidence": floor_ev,
@@ -276,8 +284,12 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     out = with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
                                                                 "meta": meta, "notes": notes}))
     if miss_model is not None:
-        miss_model = _fit_share(out, calls, miss_model, seed, model, models_file, miss_upto)
-        if (trace.header.source or {}).get("route") in SHRUNK_ROUTES:
+        miss_model = _fit_share(out, calls, miss_model, seed, model, models_file, len(calls) if in_sample else miss_upto)
+        if in_sample:
+            miss_model = miss_model.model_copy(update={"in_sample": True, "source": miss_model.source + (
+                f"; IN SAMPLE: the first {miss_upto} calls' fall-backs did not recur, so it is fitted on all "
+                f"{len(calls)} calls, the ones fidelity scores it on")})
+        elif (trace.header.source or {}).get("route") in SHRUNK_ROUTES:
             miss_model = shrunk(miss_model)
         out = with_header(out, out.header.model_copy(update={
             "recorded": rec.model_copy(update={"cache_miss_model": miss_model})}))

@@ -97,6 +97,9 @@ class CacheMissModel(BaseModel):
                           "expiry, model switch, compaction or change the log shows in between)")
     fell_back_to: dict[str, int] = Field(default_factory=dict, description="strays by where the read fell back to")
     source: str = Field("", description="how it was fitted, and the documented mechanism it stands for")
+    in_sample: bool = Field(False, description="fitted on all the log's calls, not its first part only: the first "
+                            "part's fall-backs did not recur, the whole log's did (a labelled fallback; fidelity "
+                            "scores such a session apart, its miss model having seen the calls it is scored on)")
 
 
 class RecordedSetting(_M):
