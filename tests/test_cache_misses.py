@@ -220,7 +220,7 @@ def test_run_and_compare_say_the_model_was_fitted_and_warn_off_the_bill(tmp_path
     tr.write(t, path)
     assert cli(["run", str(path), "--strategy", "recorded", "-q"]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert any(x.startswith("ctxsim run: cache model: fitted on the log") for x in err)
+    assert any(x.startswith("ctxsim run: cache model: fitted on the log's first calls") for x in err)
     (warn,) = [x for x in err if "warning: the recorded replay costs" in x]
     assert "below the bill" in warn and "reads the cache more than the log did" in warn
     assert cli(["compare", str(path), "--strategies", "novacode,claude_code", "--report", str(tmp_path / "rep")]) == 0
@@ -336,3 +336,4 @@ def test_misses_that_recur_only_after_the_first_part_are_fitted_in_sample_and_sa
     d = json.loads(report.read_text())["distribution"]
     assert (d["anthropic_billed_in_sample"]["measured"], d["anthropic_billed_held_out"]["measured"]) == (1, 0)
     assert json.loads(report.read_text())["sessions"][0]["misses_in_sample"] is True
+    assert cache_model_line(res.trace).startswith("cache model: fitted on all the log's calls, in sample (3 of ")

@@ -21,7 +21,8 @@ def cache_model_line(trace: Trace, routed: float | None = None) -> str | None:
     if m is None:
         return None
     tail = f"; {routed:.1f} requests routed astray in this run" if routed is not None else ""
-    return (f"cache model: fitted on the log ({m.strays} of {m.eligible} calls fell back and recovered): "
+    where = "on all the log's calls, in sample" if m.in_sample else "on the log's first calls"
+    return (f"cache model: fitted {where} ({m.strays} of {m.eligible} calls fell back and recovered): "
             f"{m.share:.1%} of requests routed off the session's cache node (of those that continue the previous "
             f"one), {m.fallback_none:.0%} of them "
             f"reading nothing{tail} (the expected bill: the mean over {ROUTER_PHASES} router phases; "
