@@ -6,6 +6,8 @@ the evidence); else undecided."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 def verdict(first: tuple[int, int], whole: tuple[int, int]) -> tuple[bool | None, bool]:
     """``(answer, in_sample)`` from ``(yes, no)`` counts over the first part and over the whole log:
@@ -17,4 +19,21 @@ def verdict(first: tuple[int, int], whole: tuple[int, int]) -> tuple[bool | None
     return None, False
 
 
-__all__ = ["verdict"]
+def judged(count: Callable[[int], tuple[int, int]], upto: int, calls: int, seen: Callable[[tuple[int, int]], str],
+           words: tuple[str, str], said: tuple[str, str]) -> tuple[bool | None, str]:
+    """:func:`verdict` on ``count(upto)`` (the first part's yes and no) and ``count(calls)`` (the whole
+    log's), with its evidence: ``seen(first)`` (what the first part shows), then, where the whole log
+    decided, its counts (``words``: what a yes and a no are called) marked in sample, then ``said``
+    (the answer, yes or no, in words). Undecided: ``(None, seen(first))``, for the caller to go on."""
+    first, whole = count(upto), count(calls)
+    shown = seen(first)
+    answer, in_sample = verdict(first, whole)
+    if answer is None:
+        return None, shown
+    text = said[0] if answer else said[1]
+    if in_sample:
+        return answer, f"{shown}; in sample, over all {calls} calls: {whole[0]} {words[0]}, {whole[1]} {words[1]}: {text}"
+    return answer, f"{shown}: {text}"
+
+
+__all__ = ["judged", "verdict"]

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxsim.harness.fidelity.cache_misses import expired_since, read_tolerance
-from ctxsim.harness.fidelity.first_part import verdict
+from ctxsim.harness.fidelity.first_part import judged
 from ctxsim.strategies.recorded import strips_previous_thinking
 
 # the first Claude Code version whose logs in the development population show the previous turns'
@@ -76,15 +76,13 @@ def previous_thinking_kept(calls: Sequence[Any], upto: int, version: str | None)
     call on a model whose API drops it: there is nothing to keep."""
     if not any(c.usage is not None and strips_previous_thinking(c.model) for c in calls):
         return None, "no call on a model whose API drops the previous turns' thinking by default"
-    first = new_turn_reads(calls, upto)
-    everywhere = new_turn_reads(calls, len(calls))
-    seen = (f"of the new turns in the first {upto} calls after a turn whose earlier answers thought, {first[0]} read "
-            f"the whole cached context and {first[1]} read short")
-    kept, in_sample = verdict(first, everywhere)
+    kept, seen = judged(lambda k: new_turn_reads(calls, k), upto, len(calls),
+                        lambda f: (f"of the new turns in the first {upto} calls after a turn whose earlier answers "
+                                   f"thought, {f[0]} read the whole cached context and {f[1]} read short"),
+                        ("whole", "short"),
+                        ("the previous turns' thinking was kept", "the previous turns' thinking was dropped"))
     if kept is not None:
-        said = f"the previous turns' thinking was {'kept' if kept else 'dropped'}"
-        return kept, (f"{seen}; in sample, over all {len(calls)} calls: {everywhere[0]} whole, {everywhere[1]} short: "
-                      f"{said}" if in_sample else f"{seen}: {said}")
+        return kept, seen
     v = _version(version)
     if v and v >= KEPT_FROM_VERSION:
         return True, (f"{seen}; Claude Code {version} keeps it (from "

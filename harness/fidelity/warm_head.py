@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxsim.harness.fidelity.cache_misses import expired_since
-from ctxsim.harness.fidelity.first_part import verdict
+from ctxsim.harness.fidelity.first_part import judged
 
 HEAD_TOLERANCE = 64   # assumed: a read this close to the head's size is the head (its framing varies by a few tokens)
 
@@ -50,15 +50,12 @@ def head_kept_warm(calls: Sequence[Any], upto: int, head: int) -> tuple[bool | N
     all ``calls`` (in sample, said so); ``None`` with no head or no such read."""
     if not head:
         return None, ""
-    first = expiry_reads(calls, upto, head)
-    everywhere = expiry_reads(calls, len(calls), head)
-    seen = (f"of the calls in the first {upto} after a TTL expiry, {first[0]} read the {head:,}-token head the first "
-            f"call read and {first[1]} read nothing")
-    kept, in_sample = verdict(first, everywhere)
+    kept, seen = judged(lambda k: expiry_reads(calls, k, head), upto, len(calls),
+                        lambda f: (f"of the calls in the first {upto} after a TTL expiry, {f[0]} read the {head:,}-token "
+                                   f"head the first call read and {f[1]} read nothing"),
+                        ("read it", "nothing"), ("the head stays cached (other sessions keep it)", "the head expires"))
     if kept is not None:
-        said = f"the head {'stays cached (other sessions keep it)' if kept else 'expires'}"
-        return kept, (f"{seen}; in sample, over all {len(calls)} calls: {everywhere[0]} read it, {everywhere[1]} "
-                      f"nothing: {said}" if in_sample else f"{seen}: {said}")
+        return kept, seen
     return None, f"{seen}; the provider model's own TTL"
 
 
