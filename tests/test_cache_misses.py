@@ -337,3 +337,6 @@ def test_misses_that_recur_only_after_the_first_part_are_fitted_in_sample_and_sa
     assert (d["anthropic_billed_in_sample"]["measured"], d["anthropic_billed_held_out"]["measured"]) == (1, 0)
     assert json.loads(report.read_text())["sessions"][0]["misses_in_sample"] is True
     assert cache_model_line(res.trace).startswith("cache model: fitted on all the log's calls, in sample (3 of ")
+    from ctxsim.harness.fidelity.compare import run_fidelity, summary_table
+
+    assert "cache model              fitted IN SAMPLE (all its calls): " in summary_table(run_fidelity(res.trace).report)

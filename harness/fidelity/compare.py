@@ -969,7 +969,8 @@ def summary_table(report: dict[str, Any]) -> str:
         rows.append(("sizes from the log", f"{ms['events']} results/messages sized by their step",
                      f"{ms['hidden_tokens']:,} cl100k tokens of hidden content put back"))
     cm = report.get("cache_model") or {}
-    rows.append(("cache model", f"fitted: {cm['share']:.1%} routed astray" if cm.get("fitted") else "not fitted",
+    rows.append(("cache model", (f"fitted{' IN SAMPLE (all its calls)' if cm.get('in_sample') else ''}: {cm['share']:.1%} "
+                                 "routed astray") if cm.get("fitted") else "not fitted",
                  f"{cm['strays']} strays / {cm['eligible']} calls in the log" if cm.get("fitted") else ""))
     ws = report.get("warm_start") or {}
     if ws.get("kept") is not None:   # the head the first call read, across idle gaps (warm_head.py)
