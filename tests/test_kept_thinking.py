@@ -109,3 +109,17 @@ def test_a_log_whose_new_turns_read_short_drops_it_and_one_with_no_evidence_foll
     calls = recorded_calls(_session(tmp_path / "o", kept=True, model="claude-opus-4-6"))
     assert previous_thinking_kept(calls, len(calls), "2.1.72") == (
         None, "no call on a model whose API drops the previous turns' thinking by default")
+
+
+def test_the_version_default_is_claude_codes_only(tmp_path):
+    """A log with no evidence either way and version 2.1.72: kept when Claude Code wrote it; the
+    same log under another agent's format takes no default from a number that is not Claude Code's."""
+    from ctxsim.harness.fidelity.compare import decide_thinking
+    from ctxsim.harness.model.trace import with_header
+
+    t = _session(tmp_path, kept=True, version="2.1.72", thinking=False)
+    blank = t.header.recorded.model_copy(update={"previous_thinking_kept": None, "previous_thinking_evidence": ""})
+    t = with_header(t, t.header.model_copy(update={"recorded": blank}))
+    assert decide_thinking(t, recorded_calls(t)).header.recorded.previous_thinking_kept is True
+    other = with_header(t, t.header.model_copy(update={"source": {**t.header.source, "format": "codex"}}))
+    assert decide_thinking(other, recorded_calls(other)).header.recorded.previous_thinking_kept is None

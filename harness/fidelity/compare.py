@@ -304,7 +304,8 @@ def decide_thinking(trace: Trace, calls: list[RecordedCall], fit_fraction: float
     if rec.previous_thinking_evidence:
         return trace
     upto = max(fit_calls(calls, fit_fraction), default=-1) + 1
-    kept, evidence = previous_thinking_kept(calls, upto, rec.agent_version)
+    claude_code = (trace.header.source or {}).get("format") == "claude-code"   # the version default is Claude Code's
+    kept, evidence = previous_thinking_kept(calls, upto, rec.agent_version if claude_code else None)
     rec = rec.model_copy(update={"previous_thinking_kept": kept, "previous_thinking_evidence": evidence})
     return with_header(trace, trace.header.model_copy(update={"recorded": rec}))
 
