@@ -335,7 +335,8 @@ def test_misses_that_recur_only_after_the_first_part_are_fitted_in_sample_and_sa
 
     d = json.loads(report.read_text())["distribution"]
     assert (d["anthropic_billed_in_sample"]["measured"], d["anthropic_billed_held_out"]["measured"]) == (1, 0)
-    assert json.loads(report.read_text())["sessions"][0]["misses_in_sample"] is True
+    assert json.loads(report.read_text())["sessions"][0]["in_sample"] == ["cache_miss_model"]
+    assert res.trace.header.recorded.in_sample == ["cache_miss_model"]
     assert cache_model_line(res.trace).startswith("cache model: fitted on all the log's calls, in sample (3 of ")
     from ctxsim.harness.fidelity.compare import run_fidelity, summary_table
 

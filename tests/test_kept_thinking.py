@@ -99,7 +99,7 @@ def test_a_log_whose_new_turns_read_short_drops_it_and_one_with_no_evidence_foll
     A log on a model whose API keeps thinking anyway is not judged."""
     assert _session(tmp_path / "d", kept=False).header.recorded.previous_thinking_kept is False
     late = _session(tmp_path / "l", kept=True, think_from=2).header.recorded
-    assert late.previous_thinking_kept is True
+    assert late.previous_thinking_kept is True and "previous_thinking_kept" in late.in_sample
     assert "0 read the whole cached context and 0 read short; in sample, over all 12 calls: 3 whole, 0 short" \
         in late.previous_thinking_evidence
     quiet = _session(tmp_path / "q1", kept=True, version="2.1.72", thinking=False).header.recorded
@@ -108,7 +108,7 @@ def test_a_log_whose_new_turns_read_short_drops_it_and_one_with_no_evidence_foll
     assert old.previous_thinking_kept is None and old.previous_thinking_evidence.endswith("the API's default")
     calls = recorded_calls(_session(tmp_path / "o", kept=True, model="claude-opus-4-6"))
     assert previous_thinking_kept(calls, len(calls), "2.1.72") == (
-        None, "no call on a model whose API drops the previous turns' thinking by default")
+        None, "no call on a model whose API drops the previous turns' thinking by default", False)
 
 
 def test_the_version_default_is_claude_codes_only(tmp_path):

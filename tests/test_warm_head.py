@@ -63,10 +63,10 @@ def test_with_no_gap_in_the_first_part_the_whole_log_decides_in_sample_and_with_
     """Gaps only after the fit part (turns 6, 8, 10): judged on all 12 calls, said so. No gap at all:
     not decided (None), the provider model's own TTL."""
     late = _session(tmp_path / "l", kept=True, gaps=(6, 8, 10)).header.recorded
-    assert late.warm_prefix_kept is True
+    assert late.warm_prefix_kept is True and late.in_sample == ["warm_prefix_kept"]
     assert "0 read nothing; in sample, over all 12 calls: 3 read it, 0 nothing" in late.warm_prefix_kept_evidence
     calls = recorded_calls(_session(tmp_path / "n", kept=True, gaps=()))
     assert head_kept_warm(calls, 4, HEAD) == (None, "of the calls in the first 4 after a TTL expiry, 0 read the "
                                                     "12,000-token head the first call read and 0 read nothing; "
-                                                    "the provider model's own TTL")
-    assert head_kept_warm(calls, 4, 0) == (None, "")
+                                                    "the provider model's own TTL", False)
+    assert head_kept_warm(calls, 4, 0) == (None, "", False)

@@ -245,7 +245,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         warm = min(main_first.usage.cache_read, main_prefix)
         warm_ev = (f"the first call read {main_first.usage.cache_read:,} tokens from the cache (a prefix an earlier "
                    f"session cached within its TTL); {warm:,} of them are the system prompt's head")
-    warm_kept, warm_kept_ev = head_kept_warm(calls, max(fit_calls(calls, fit_fraction)) + 1, warm)
+    warm_kept, warm_kept_ev, warm_in_sample = head_kept_warm(calls, max(fit_calls(calls, fit_fraction)) + 1, warm)
     startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
     resent, resent_ev = measured.resent_startup(
         calls, base, scale, startup, lambda c: model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD)
@@ -272,6 +272,8 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         "measured_sizes_evidence": measured.evidence(steps),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
         "warm_prefix_kept": warm_kept, "warm_prefix_kept_evidence": warm_kept_ev,
+        "in_sample": [k for k in rec.in_sample if k == "previous_thinking_kept"]
+                     + (["warm_prefix_kept"] if warm_in_sample else []) + (["cache_miss_model"] if in_sample else []),
         "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
         "subagent_prefix_tokens": span_prefix,
         "subagent_shared_tokens": shared_span_heads(threads, span_prefix, lambda m: _min_cacheable(m, models_file)),
@@ -305,8 +307,11 @@ def decide_thinking(trace: Trace, calls: list[RecordedCall], fit_fraction: float
         return trace
     upto = max(fit_calls(calls, fit_fraction), default=-1) + 1
     claude_code = (trace.header.source or {}).get("format") == "claude-code"   # the version default is Claude Code's
-    kept, evidence = previous_thinking_kept(calls, upto, rec.agent_version if claude_code else None)
-    rec = rec.model_copy(update={"previous_thinking_kept": kept, "previous_thinking_evidence": evidence})
+    kept, evidence, in_sample = previous_thinking_kept(calls, upto, rec.agent_version if claude_code else None)
+    judged_in_sample = [k for k in rec.in_sample if k != "previous_thinking_kept"] + (
+        ["previous_thinking_kept"] if in_sample else [])
+    rec = rec.model_copy(update={"previous_thinking_kept": kept, "previous_thinking_evidence": evidence,
+                                 "in_sample": judged_in_sample})
     return with_header(trace, trace.header.model_copy(update={"recorded": rec}))
 
 
@@ -696,6 +701,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         "cache_model": ({"fitted": True, **rec.cache_miss_model.model_dump()} if rec.cache_miss_model
                         else {"fitted": False}),
         "previous_thinking": {"kept": rec.previous_thinking_kept, "evidence": rec.previous_thinking_evidence},
+        "in_sample": list(rec.in_sample),   # settings decided on all the calls scored here (a labelled fallback)
         "hidden_tokens": {"calls": len(hidden), "total": int(sum(h["tokens"] for h in hidden)),
                           "shrinking_calls": sum(1 for h in hidden if h["tokens"] < 0),
                           "by_preceding_tool": _by_tool(hidden),

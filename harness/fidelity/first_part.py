@@ -20,20 +20,21 @@ def verdict(first: tuple[int, int], whole: tuple[int, int]) -> tuple[bool | None
 
 
 def judged(count: Callable[[int], tuple[int, int]], upto: int, calls: int, seen: Callable[[tuple[int, int]], str],
-           words: tuple[str, str], said: tuple[str, str]) -> tuple[bool | None, str]:
+           words: tuple[str, str], said: tuple[str, str]) -> tuple[bool | None, str, bool]:
     """:func:`verdict` on ``count(upto)`` (the first part's yes and no) and ``count(calls)`` (the whole
     log's), with its evidence: ``seen(first)`` (what the first part shows), then, where the whole log
     decided, its counts (``words``: what a yes and a no are called) marked in sample, then ``said``
-    (the answer, yes or no, in words). Undecided: ``(None, seen(first))``, for the caller to go on."""
+    (the answer, yes or no, in words), and whether the whole log decided (in sample). Undecided:
+    ``(None, seen(first), False)``, for the caller to go on."""
     first, whole = count(upto), count(calls)
     shown = seen(first)
     answer, in_sample = verdict(first, whole)
     if answer is None:
-        return None, shown
+        return None, shown, False
     text = said[0] if answer else said[1]
     if in_sample:
-        return answer, f"{shown}; in sample, over all {calls} calls: {whole[0]} {words[0]}, {whole[1]} {words[1]}: {text}"
-    return answer, f"{shown}: {text}"
+        return answer, f"{shown}; in sample, over all {calls} calls: {whole[0]} {words[0]}, {whole[1]} {words[1]}: {text}", True
+    return answer, f"{shown}: {text}", False
 
 
 __all__ = ["judged", "verdict"]

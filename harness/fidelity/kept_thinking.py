@@ -68,26 +68,26 @@ def new_turn_reads(calls: Sequence[Any], upto: int) -> tuple[int, int]:
     return whole, short
 
 
-def previous_thinking_kept(calls: Sequence[Any], upto: int, version: str | None) -> tuple[bool | None, str]:
+def previous_thinking_kept(calls: Sequence[Any], upto: int, version: str | None) -> tuple[bool | None, str, bool]:
     """Whether the log's requests kept the previous turns' thinking, and the evidence: the majority
     of :func:`new_turn_reads` over ``calls[:upto]``; else over all ``calls`` (in sample, said so in
     the evidence); else the agent's ``version`` (kept from
     :data:`KEPT_FROM_VERSION`); else ``None`` (the API's default). ``None`` too for a log with no
-    call on a model whose API drops it: there is nothing to keep."""
+    call on a model whose API drops it: there is nothing to keep. The third value: decided in sample."""
     if not any(c.usage is not None and strips_previous_thinking(c.model) for c in calls):
-        return None, "no call on a model whose API drops the previous turns' thinking by default"
-    kept, seen = judged(lambda k: new_turn_reads(calls, k), upto, len(calls),
+        return None, "no call on a model whose API drops the previous turns' thinking by default", False
+    kept, seen, in_sample = judged(lambda k: new_turn_reads(calls, k), upto, len(calls),
                         lambda f: (f"of the new turns in the first {upto} calls after a turn whose earlier answers "
                                    f"thought, {f[0]} read the whole cached context and {f[1]} read short"),
                         ("whole", "short"),
                         ("the previous turns' thinking was kept", "the previous turns' thinking was dropped"))
     if kept is not None:
-        return kept, seen
+        return kept, seen, in_sample
     v = _version(version)
     if v and v >= KEPT_FROM_VERSION:
         return True, (f"{seen}; Claude Code {version} keeps it (from "
-                      f"{'.'.join(map(str, KEPT_FROM_VERSION))}: harness/fidelity/kept_thinking.py)")
-    return None, f"{seen}; the API's default"
+                      f"{'.'.join(map(str, KEPT_FROM_VERSION))}: harness/fidelity/kept_thinking.py)"), False
+    return None, f"{seen}; the API's default", False
 
 
 __all__ = ["KEPT_FROM_VERSION", "new_turn_reads", "previous_thinking_kept"]

@@ -68,7 +68,7 @@ class SessionResult:
     cause: str = ""                  # the dominant cause, or the reason it was not measured
     buckets: dict[str, float] = field(default_factory=dict)   # USD by bucket (attribute)
     random_miss_pct: float | None = None   # what the log's random misses cost over a read, % of its bill
-    misses_in_sample: bool = False   # its miss model was fitted on all its calls (a labelled fallback): not held out
+    in_sample: tuple[str, ...] = ()   # the settings decided on all its calls (a labelled fallback): not held out
     report: dict[str, Any] | None = None
 
     @property
@@ -79,7 +79,7 @@ class SessionResult:
         return {"trace": self.trace, "status": self.status, "model": self.model, "claude_code": self.version, "agent": self.agent,
                 "provider": self.provider, "route": self.route, "calls": self.calls, "recorded_usd": self.recorded_usd,
                 "simulated_usd": self.simulated_usd, "signed_pct_error": self.signed_pct, "cause": self.cause,
-                "random_miss_pct": self.random_miss_pct, "misses_in_sample": self.misses_in_sample,
+                "random_miss_pct": self.random_miss_pct, "in_sample": list(self.in_sample),
                 "buckets_usd": {k: round(v, 4) for k, v in self.buckets.items()}}
 
 
@@ -160,7 +160,7 @@ def measure(path: str | Path, run: Callable[[Any], Any], load: Callable[[str | P
         base.signed_pct = round((base.simulated_usd - base.recorded_usd) / base.recorded_usd * 100, 3)
         usd = r.get("cache_misses_usd", {})
         base.random_miss_pct = round(sum(usd.get(k, 0.0) for k in RANDOM_CAUSES) / base.recorded_usd * 100, 3)
-    base.misses_in_sample = bool((r.get("cache_model") or {}).get("in_sample"))
+    base.in_sample = tuple(r.get("in_sample") or ())
     base.buckets = fid.attribution
     if base.buckets:
         top = max(base.buckets, key=lambda k: abs(base.buckets[k]))
@@ -240,10 +240,10 @@ def folder_report(results: list[SessionResult]) -> dict[str, Any]:
             "distribution": {"all": distribution(results),
                              "anthropic_models": distribution(r for r in results if r.provider == "anthropic"),
                              "anthropic_billed": distribution(billed),
-                             # held out: no miss model fitted on the calls it is scored on (the issue's measure);
-                             # the rest fell back to a miss model fitted in sample, labelled
-                             "anthropic_billed_held_out": distribution(r for r in billed if not r.misses_in_sample),
-                             "anthropic_billed_in_sample": distribution(r for r in billed if r.misses_in_sample),
+                             # held out: nothing fitted on the calls it is scored on (the issue's measure); the
+                             # rest fell back to a setting decided on all the log's calls, labelled
+                             "anthropic_billed_held_out": distribution(r for r in billed if not r.in_sample),
+                             "anthropic_billed_in_sample": distribution(r for r in billed if r.in_sample),
                              # the model's own error: the sessions whose random misses the dice kept small
                              "anthropic_billed_spared": distribution(spared(billed)),
                              "random_misses": random_misses(billed),
@@ -308,14 +308,14 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     rows = {"all": d["all"], "anthropic models": d["anthropic_models"], "billed by Anthropic": d["anthropic_billed"],
             "… of them, held out": d["anthropic_billed_held_out"]}
     if d["anthropic_billed_in_sample"]["sessions"]:
-        rows["… of them, misses in sample"] = d["anthropic_billed_in_sample"]
+        rows["… of them, fitted in sample"] = d["anthropic_billed_in_sample"]
     rows[spared_label] = d["anthropic_billed_spared"]
     out += text_table(DIST_COLUMNS, dist_rows(rows), set(range(1, 10)))
     out += ["(billed by Anthropic: an Anthropic model served by Anthropic's API, Vertex or Bedrock, as the calls' "
             "ids show; a proxy answering under a Claude model's name reports its own usage. Held out: every "
-            "setting fitted on the log's first 30% of calls only; misses in sample: its cache fell back and "
-            "recovered again and again only after that part, so its miss model was fitted on all its calls, the "
-            "ones it is scored on)"]
+            "setting fitted on the log's first 30% of calls only; fitted in sample: that part showed a setting "
+            "neither way (the cache's recurring fall-backs, whether the earlier turns' thinking was kept, whether "
+            "the cached head stayed), so it was decided on all the calls, the ones the session is scored on)"]
     rm = d["random_misses"]
     if rm["sessions"]:
         out += [f"random misses (reads that fell back with no cause in the log, at what they cost over a read): "

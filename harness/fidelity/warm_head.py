@@ -44,19 +44,19 @@ def expiry_reads(calls: Sequence[Any], upto: int, head: int) -> tuple[int, int]:
     return again, nothing
 
 
-def head_kept_warm(calls: Sequence[Any], upto: int, head: int) -> tuple[bool | None, str]:
+def head_kept_warm(calls: Sequence[Any], upto: int, head: int) -> tuple[bool | None, str, bool]:
     """Whether the shared ``head`` (the first call's cached read) stays cached across the log's idle
     gaps, and the evidence: the majority of :func:`expiry_reads` over ``calls[:upto]``, else over
-    all ``calls`` (in sample, said so); ``None`` with no head or no such read."""
+    all ``calls`` (in sample, said so, and the third value True); ``None`` with no head or no such read."""
     if not head:
-        return None, ""
-    kept, seen = judged(lambda k: expiry_reads(calls, k, head), upto, len(calls),
+        return None, "", False
+    kept, seen, in_sample = judged(lambda k: expiry_reads(calls, k, head), upto, len(calls),
                         lambda f: (f"of the calls in the first {upto} after a TTL expiry, {f[0]} read the {head:,}-token "
                                    f"head the first call read and {f[1]} read nothing"),
                         ("read it", "nothing"), ("the head stays cached (other sessions keep it)", "the head expires"))
     if kept is not None:
-        return kept, seen
-    return None, f"{seen}; the provider model's own TTL"
+        return kept, seen, in_sample
+    return None, f"{seen}; the provider model's own TTL", False
 
 
 __all__ = ["HEAD_TOLERANCE", "expiry_reads", "head_kept_warm"]
