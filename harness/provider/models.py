@@ -126,7 +126,9 @@ class ModelSpec(BaseModel):
     name: str = ""
     source: str = Field("", description="where the prices and limits were read (page, document)")
     as_of: str = Field("", description="when they were read from that source (YYYY-MM-DD)")
-    provider: Literal["anthropic", "openai", "gemini", "zai"]   # zai: Z.ai GLM, automatic caching as OpenAI
+    # zai (Z.ai GLM), deepseek, minimax: models Claude Code runs on through an Anthropic-compatible
+    # proxy; automatic caching as OpenAI (no write premium billed)
+    provider: Literal["anthropic", "openai", "gemini", "zai", "deepseek", "minimax"]
     window: int = Field(gt=0, le=MAX_WINDOW)
     max_output: int = Field(gt=0, le=MAX_WINDOW)
     input: float = Field(ge=0, le=MAX_PRICE)

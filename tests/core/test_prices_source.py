@@ -24,7 +24,8 @@ WRITE_NOT_BILLED = {
     name: "genai-prices 0.2.5 lists a cache-write rate (1.25x input) that OpenAI's usage cannot show (no written-"
           "token count): writes are billed as uncached input"
     for name in ("gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna")
-}
+} | {"minimax-m2.7": "genai-prices 0.2.5 lists a cache-write rate (0.375) that the automatic-cache model here bills "
+                     "as uncached input (models.toml says so)"}
 # rows priced from another genai-prices entry than (their provider, their id): where the provider's own
 # price is not in the list (the row's source says so)
 PRICED_AS = {"glm-4.7-flash": ("openrouter", "z-ai/glm-4.7-flash")}
@@ -50,7 +51,8 @@ def _theirs(model: str, provider: str, n: int, as_of: str) -> tuple[float, float
 
 def _rows():
     t = load_table()
-    return [(name, spec) for name, spec in t.models.items() if spec.provider in ("anthropic", "openai", "zai")]
+    return [(name, spec) for name, spec in t.models.items()
+            if spec.provider in ("anthropic", "openai", "zai", "deepseek", "minimax")]
 
 
 @pytest.mark.parametrize("name,spec", _rows(), ids=[n for n, _ in _rows()])
