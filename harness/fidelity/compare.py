@@ -245,14 +245,15 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         warm = min(main_first.usage.cache_read, main_prefix)
         warm_ev = (f"the first call read {main_first.usage.cache_read:,} tokens from the cache (a prefix an earlier "
                    f"session cached within its TTL); {warm:,} of them are the system prompt's head")
-    warm_kept, warm_kept_ev, warm_in_sample = head_kept_warm(calls, max(fit_calls(calls, fit_fraction)) + 1, warm)
+    # the first part every judgement is made on (the calls the scale is fitted on, or would be): the rest held out
+    miss_upto = max(fit or fit_calls(calls, fit_fraction)) + 1
+    warm_kept, warm_kept_ev, warm_in_sample = head_kept_warm(calls, miss_upto, warm)
     startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
     resent, resent_ev = measured.resent_startup(
         calls, base, scale, startup, lambda c: model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD)
     span_prefix = {k: prefix(c) for k, c in threads.items() if k != "main"}
-    # the miss model is fitted on the calls the scale is fitted on (the first ``fit_fraction``; a
-    # prefix of the calls) and scored with the rest held out, as the scale is
-    miss_upto = max(fit or fit_calls(calls, fit_fraction)) + 1
+    # the miss model is fitted on the calls the scale is fitted on (``miss_upto``: the first
+    # ``fit_fraction``, a prefix of the calls) and scored with the rest held out, as the scale is
     # from the call where the log began leaving its messages uncached, its short reads are that, not
     # misses: the miss model is fitted on the calls before it
     floor_from, floor_ev = messages_uncached_from(calls, miss_upto) if rec.prompt_caching else (None, "")
@@ -272,8 +273,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         "measured_sizes_evidence": measured.evidence(steps),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
         "warm_prefix_kept": warm_kept, "warm_prefix_kept_evidence": warm_kept_ev,
-        "in_sample": [k for k in rec.in_sample if k == "previous_thinking_kept"]
-                     + (["warm_prefix_kept"] if warm_in_sample else []) + (["cache_miss_model"] if in_sample else []),
+        "in_sample": marked(marked(rec.in_sample, "warm_prefix_kept", warm_in_sample), "cache_miss_model", in_sample),
         "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
         "subagent_prefix_tokens": span_prefix,
         "subagent_shared_tokens": shared_span_heads(threads, span_prefix, lambda m: _min_cacheable(m, models_file)),
@@ -298,6 +298,11 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     return out
 
 
+def marked(in_sample: list[str], setting: str, fitted_in_sample: bool) -> list[str]:
+    """``recorded.in_sample`` with ``setting`` named in it or not, as it was decided this time."""
+    return [k for k in in_sample if k != setting] + ([setting] if fitted_in_sample else [])
+
+
 def decide_thinking(trace: Trace, calls: list[RecordedCall], fit_fraction: float = FIT_FRACTION) -> Trace:
     """``trace`` with ``recorded.previous_thinking_kept`` decided on the first ``fit_fraction`` of its
     calls (harness/fidelity/kept_thinking.py), unless it was already: the replays of the visible
@@ -308,10 +313,8 @@ def decide_thinking(trace: Trace, calls: list[RecordedCall], fit_fraction: float
     upto = max(fit_calls(calls, fit_fraction), default=-1) + 1
     claude_code = (trace.header.source or {}).get("format") == "claude-code"   # the version default is Claude Code's
     kept, evidence, in_sample = previous_thinking_kept(calls, upto, rec.agent_version if claude_code else None)
-    judged_in_sample = [k for k in rec.in_sample if k != "previous_thinking_kept"] + (
-        ["previous_thinking_kept"] if in_sample else [])
     rec = rec.model_copy(update={"previous_thinking_kept": kept, "previous_thinking_evidence": evidence,
-                                 "in_sample": judged_in_sample})
+                                 "in_sample": marked(rec.in_sample, "previous_thinking_kept", in_sample)})
     return with_header(trace, trace.header.model_copy(update={"recorded": rec}))
 
 
