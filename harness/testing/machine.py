@@ -163,7 +163,7 @@ class StrategyMachine(RuleBasedStateMachine):
             cls.first_session = cls.sessions
         meta = {"check_strategy": {**self._settings(), "violations": [str(v) for v in violations]}}
         # the session as generated: the pristine header and tool inputs, whatever the strategy edited in place
-        header = self._header.model_copy(update={"meta": {**self._header.meta, **meta}})  # the user's files too
+        header = _with_check_meta(self._header, meta)
         events = [self.guard.pristine(e) for e in self.builder.events]
         trace = tr.validate_events(header, events, header.name)
         f = CheckFailure(list(violations), trace, self._settings())
@@ -654,6 +654,12 @@ def _find_failure(cls, params, settings, window, crashes, promised, max_result_s
     return None
 
 
+def _with_check_meta(header: tr.Header, meta: dict) -> tr.Header:
+    """A failing session's header: the check's settings and violations added to its meta, the session's own (the
+    user's instruction files and memories) kept, so ``--replay`` runs it as it was checked."""
+    return header.model_copy(update={"meta": {**header.meta, **meta}})
+
+
 def _scenarios(machine: type[StrategyMachine], known, seen_known) -> CheckFailure | None:
     from ctxsim.harness.testing.scenarios import SCENARIOS, check_scenario
 
@@ -672,8 +678,8 @@ def _scenarios(machine: type[StrategyMachine], known, seen_known) -> CheckFailur
                         "name": machine.strategy.name, "params": machine.params, "window": machine.window,
                         "model": CHECK_MODEL, "fail_calls": {}, "dense": dense, "scenario": name}
             meta = {"check_strategy": {**settings, "violations": [str(v) for v in kept]}}
-            f = CheckFailure(kept, tr.validate_events(trace.header.model_copy(update={"meta": {**trace.header.meta, **meta}}), trace.events,
-                                                      trace.header.name), settings)
+            f = CheckFailure(kept, tr.validate_events(_with_check_meta(trace.header, meta), trace.events, trace.header.name),
+                             settings)
             f.first_events = len(trace.events)
             f.seed = None
             return f
@@ -717,7 +723,7 @@ def _cross_process(cls: type[Strategy], machine: type[StrategyMachine]) -> Check
     what, trace, settings = sessions[i]
     v = Violation("deterministic", -1, "", f"on {what}: {diff}")
     meta = {"check_strategy": {**settings, "violations": [str(v)]}}
-    f = CheckFailure([v], tr.validate_events(trace.header.model_copy(update={"meta": {**trace.header.meta, **meta}}), trace.events,
-                                             trace.header.name), settings)
+    f = CheckFailure([v], tr.validate_events(_with_check_meta(trace.header, meta), trace.events, trace.header.name),
+                     settings)
     f.first_events = len(trace.events)
     return _stamped(f, machine)
