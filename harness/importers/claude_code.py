@@ -367,10 +367,10 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
             call.usage = u if call.usage is None else merge_usage(call.usage, u)
         return
     # user
-    if o.get("isCompactSummary"):
+    if o.get("isCompactSummary") or unflagged_summary(o, msg.get("content")):
         text, dropped = flatten_content(msg.get("content"))
         p.compact_summaries += 1
-        p.items.append(("summary", {"line": line, "t": t, "text": text}))
+        p.items.append(("summary", {"line": line, "t": t, "text": text, "flagged": bool(o.get("isCompactSummary"))}))
         return
     content = msg.get("content")
     if plan_restart(o, p):
@@ -423,6 +423,24 @@ def _drop_queued_twins(p: _Parsed) -> None:
             continue
         keep.append((k, i))
     p.items[:] = keep
+
+
+# Claude Code's opening of a compaction summary (the user message that replaces the history;
+# every flagged summary in the development population and the logs outside it begins so)
+SUMMARY_OPENING = "This session is being continued from a previous conversation"
+
+
+def unflagged_summary(o: dict[str, Any], content: Any) -> bool:
+    """A compaction summary written without ``isCompactSummary``: a user message that opens a new
+    conversation root (no ``parentUuid``) with :data:`SUMMARY_OPENING`. Claude Code 1.0.11 and
+    1.0.17 logs outside the development population write their summaries so (after calls, the next
+    call's context falls to the summary's size); 1.0.31 and later flag them."""
+    if o.get("parentUuid") is not None or "parentUuid" not in o:
+        return False
+    first = content if isinstance(content, str) else next(
+        (b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"), "") \
+        if isinstance(content, list) else ""
+    return isinstance(first, str) and first.startswith(SUMMARY_OPENING)
 
 
 PLAN_MIN_CHARS = 500   # assumed: a plan is a document (the population's are 10,000-20,000 characters); a short new root is not one
@@ -673,7 +691,9 @@ class _Importer:
                     # the history (the next call's context falls to the summary's size)
                     self.emit_compact({"line": item["line"], "t": item["t"], "pre_tokens": None,
                                        "trigger": "manual" if self._compact_command else "auto",
-                                       "inferred": "isCompactSummary with no compact_boundary (Claude Code 1.0.x)"},
+                                       "inferred": "isCompactSummary with no compact_boundary (Claude Code 1.0.x)"
+                                       if item.get("flagged", True) else "a summary opening a new conversation root, "
+                                       "with no isCompactSummary and no compact_boundary (Claude Code before 1.0.31)"},
                                       item["text"])
                 elif pending is None:   # a session that opens on an earlier one's summary: its first message
                     self.counts["isCompactSummary opening the session (an earlier session's summary, kept as a "

@@ -186,6 +186,29 @@ def test_a_1_0_compact_command_makes_it_manual_and_an_opening_summary_stays_a_me
     assert compact.trigger == "manual"
 
 
+def test_an_early_1_0_summary_with_no_flag_opening_a_new_root_is_a_compaction(tmp_path):
+    """Claude Code 1.0.11 and 1.0.17 write the summary as a user message that opens a new
+    conversation root (parentUuid null), with no isCompactSummary: after calls it is a compaction
+    (the next call reads 15,000 where the last one held 155,000), not one more user message."""
+    v = {"version": "1.0.17"}
+    f = write(tmp_path / "s.jsonl", [
+        user(1, "fix it", parentUuid=None, uuid="u1", **v),
+        asst(2, "r1", tool("t1"), w5m=155_000, parentUuid="u1", uuid="a1", **v),
+        result(3, "t1", "fixed", parentUuid="a1", uuid="u2", **v),
+        user(5, "This session is being continued from a previous conversation that ran out of context. ...",
+             parentUuid=None, uuid="u3", **v),
+        asst(6, "r2", text("go on"), w5m=2_000, read=15_000, parentUuid="u3", uuid="a2", **v),
+        # the same opening further down a chain (a user quoting it) is not a summary
+        user(7, "This session is being continued from a previous conversation, you said", parentUuid="a2", **v),
+        asst(8, "r3", text("yes"), read=17_000, **v)])
+    res = import_file("claude-code", f)
+    (compact,) = [e for e in res.trace.events if isinstance(e, tr.CompactEvent)]
+    assert compact.summary.startswith("This session is being continued") and compact.trigger == "auto"
+    assert compact.meta["inferred"].startswith("a summary opening a new conversation root, with no isCompactSummary")
+    assert res.summary["compactions"] == 1
+    assert isinstance(res.trace.events[-2], tr.UserEvent) and res.trace.events[-2].text.endswith("you said")
+
+
 # --- prices: every unknown model in one message ------------------------------------------------
 
 def test_every_unknown_model_is_named_in_one_message(tmp_path):
