@@ -181,3 +181,20 @@ def test_another_agents_version_is_named_not_taken_for_a_claude_code_release():
 
     assert minor("2.1.39") == "2.1" and minor("2.1.39", "claude-code") == "2.1"
     assert minor("0.118.0", "codex") == "codex 0.118" and minor(None, "codex") == "codex ?" and minor(None) == "?"
+
+
+def test_a_session_that_begins_mid_conversation_has_that_in_its_cause(tmp_path, capsys):
+    """The importer's finding that a log begins mid-conversation (its history in another file) is
+    what fidelity's cause ends with: the replay cannot mend it, the user is told why."""
+    src = tmp_path / "projects" / "p"
+    f = _session(src / "a.jsonl")
+    lines = f.read_text().splitlines()
+    lines[0] = json.dumps({**json.loads(lines[0]), "parentUuid": "in-another-file", "uuid": "u1"})
+    f.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "traces"
+    assert cli(["import", "claude-code", str(src), "-o", str(out), "--no-probes"]) == 0
+    capsys.readouterr()
+    assert cli(["fidelity", str(out), "--json", str(tmp_path / "f.json")]) == 0
+    (s,) = json.loads((tmp_path / "f.json").read_text())["sessions"]
+    assert s["status"] == "measured" and s["cause"].endswith("(a compaction in the replay keeps them)")
+    assert "; the log begins mid-conversation: its first message (line 1) answers one (in-anoth…)" in s["cause"]

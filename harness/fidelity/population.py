@@ -167,6 +167,8 @@ def measure(path: str | Path, run: Callable[[Any], Any], load: Callable[[str | P
         base.cause = describe(top, r, base.buckets)
     if r.get("overflow"):   # measured on an open window, and said: where the replay outgrew the log's
         base.cause = f"{r['overflow']['said']}; {base.cause}"
+    if trace.header.meta.get("begins_mid_conversation"):   # the importer's finding, which the replay cannot mend
+        base.cause = f"{base.cause}; {trace.header.meta['begins_mid_conversation']}"
     return base
 
 

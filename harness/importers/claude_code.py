@@ -188,6 +188,8 @@ class _Parsed:
     hooks: dict[str, dict[str, str]] = field(default_factory=dict)  # tool_use_id -> hookEvent -> hookName
     session_hooks: dict[str, list[str]] = field(default_factory=dict)  # SessionStart source -> hook commands
     skipped: list[SkippedLine] = field(default_factory=list)   # lines that are not a JSON object
+    uuids: set[str] = field(default_factory=set)   # the message records' own ids
+    first_parent: tuple[int, str] | None = None    # (line, parentUuid) of the first message record, when it has one
 
 
 def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
@@ -336,6 +338,10 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
         raise TraceError(path, line, f"{kind} record without a message object{other}")
     t = parse_time(o.get("timestamp"), path, line)
     side = bool(o.get("isSidechain"))
+    if not p.uuids and p.first_parent is None and isinstance(o.get("parentUuid"), str):
+        p.first_parent = (line, o["parentUuid"])   # the file's first message record answers another
+    if isinstance(o.get("uuid"), str):
+        p.uuids.add(o["uuid"])
     if kind == "assistant":
         key = o.get("requestId") or msg.get("id")
         if not key:
@@ -958,6 +964,12 @@ def import_claude_code(src: str | Path) -> ImportResult:
         extra.append(f"{imp.counts['warmup spans']} Warmup sub-agent(s) (start-up calls no Task result refers to) "
                      "attached as isolated spans at their time")
     extra += imp.notes
+    mid = main.first_parent if main.first_parent and main.first_parent[1] not in main.uuids else None
+    mid_ev = (f"the log begins mid-conversation: its first message (line {mid[0]}) answers one ({mid[1][:8]}…) that is "
+              f"not in the file, so the {prefix:,} tokens of the first call's context the file does not show count as the "
+              "system prefix, the earlier conversation among them (a compaction in the replay keeps them)") if mid else ""
+    if mid_ev:
+        extra.append(mid_ev)
     extra += [f"line skipped: {sk} (its record is not in the trace)" for sk in imp.skipped]
     tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
     compactions = sum(1 for e in b.events if isinstance(e, tr.CompactEvent))
@@ -993,7 +1005,8 @@ def import_claude_code(src: str | Path) -> ImportResult:
         notes=notes_from(imp.ignored, repairs, extra),
         meta={"first_call_context": fu.context_tokens if fu else 0, "prefix_tokens_scale": 1.0,
               "subtasks": {k: v for k, v in imp.subtasks.items()},
-              **({"session_start_hooks": imp.hooks_run} if imp.hooks_run else {})},
+              **({"session_start_hooks": imp.hooks_run} if imp.hooks_run else {}),
+              **({"begins_mid_conversation": mid_ev} if mid_ev else {})},
     )
     summary = {
         "source": str(src), "format": FORMAT, "version": version, "model": model, "route": _route(main.routes),

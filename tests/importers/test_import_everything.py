@@ -209,6 +209,21 @@ def test_an_early_1_0_summary_with_no_flag_opening_a_new_root_is_a_compaction(tm
     assert isinstance(res.trace.events[-2], tr.UserEvent) and res.trace.events[-2].text.endswith("you said")
 
 
+def test_a_log_that_begins_mid_conversation_says_so(tmp_path):
+    """A session file whose first message answers one in no line of it (its history lives in
+    another file): the first call's unseen context counts as the system prefix, and the header says
+    that earlier conversation is among it; a log that begins at a root says nothing."""
+    def session(first_parent):
+        return write(tmp_path / f"{first_parent}.jsonl", [
+            user(0, "go on", parentUuid=None if first_parent == "root" else first_parent, uuid="u1"),
+            asst(1, "r1", text("on it"), w5m=1_000, read=90_000, parentUuid="u1", uuid="a1")])
+    res = import_file("claude-code", session("elsewhere"))
+    said = res.trace.header.meta["begins_mid_conversation"]
+    assert said.startswith("the log begins mid-conversation: its first message (line 1) answers one (elsewher…)")
+    assert said in res.trace.header.notes and res.trace.header.prefix_tokens > 90_000
+    assert "begins_mid_conversation" not in import_file("claude-code", session("root")).trace.header.meta
+
+
 # --- prices: every unknown model in one message ------------------------------------------------
 
 def test_every_unknown_model_is_named_in_one_message(tmp_path):
