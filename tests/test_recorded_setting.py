@@ -240,6 +240,40 @@ def test_sub_agents_of_one_kind_read_the_prompt_the_first_one_cached(tmp_path):
     assert sub.loc[0, "cache_read"] == 0 and sub.loc[1, "cache_read"] == 8_000
 
 
+def test_a_sub_agent_whose_first_call_read_a_head_an_earlier_session_cached_finds_it_cached(tmp_path):
+    """A sub-agent's first call read 8,000 tokens of its prompt from the cache though no earlier span
+    of the log wrote it: an earlier session did, as the main context's first call reads its system
+    prompt's head (warm_prefix_tokens). The span is named in subagent_warm_spans; the replay finds that
+    head cached when the span starts and reads it, where it wrote the whole prompt cold (a real Claude
+    Code 1.0.58 session outside the population was 11% over its bill for that). Its second call reads
+    what the first wrote."""
+    from ctxsim.harness.importers import import_file
+
+    from tests.helpers_claude_code import rec
+
+    f = write(tmp_path / "s1.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "look"}}, w5m=20_000),
+        rec("user", 9, message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                              "content": [{"type": "text", "text": "done"}]}]},
+            toolUseResult={"agentId": "a1", "status": "completed"}),
+        asst(10, "r2", text("ok"), w5m=100, read=20_003)])
+    write(tmp_path / "s1" / "subagents" / "agent-a1.jsonl", [
+        user(2, "look at a1", isSidechain=True),
+        asst(3, "a1c", text("reading"), w5m=2_000, read=8_000, inp=3, isSidechain=True),
+        user(4, "more", isSidechain=True),
+        asst(5, "a1d", text("done"), w5m=20, read=10_000, inp=3, isSidechain=True)])
+    t = import_file("claude-code", f).trace
+    rec_ = t.header.recorded
+    assert rec_.subagent_shared_tokens == {"a1": 8_000} and rec_.subagent_warm_spans == ["a1"]
+    c = replay(t, "recorded", {}, RunConfig()).calls
+    sub = c[c["kind"] == "subagent"].reset_index(drop=True)
+    assert sub.loc[0, "cache_read"] == 8_000 and sub.loc[1, "cache_read"] > 8_000
+    cold = t.model_copy(update={"header": t.header.model_copy(update={
+        "recorded": rec_.model_copy(update={"subagent_warm_spans": []})})})
+    assert replay(cold, "recorded", {}, RunConfig()).calls.query("kind == 'subagent'")["cache_read"].iloc[0] == 0
+
+
 def test_a_log_that_left_its_messages_uncached_replays_them_uncached(tmp_path):
     """Issue 41: a log whose calls send the conversation as uncached input while reading only a fixed
     floor (reported: anthropics/claude-code#90018; 6 main contexts of the development population, each

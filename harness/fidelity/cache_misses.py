@@ -273,23 +273,23 @@ def shrunk(model: CacheMissModel, prior_calls: float = SHARE_PRIOR_CALLS) -> Cac
         f"fitted on a log's first calls overstates the rest: SHARE_PRIOR_CALLS): {model.share * k:.4f}")})
 
 
-def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float, bool]], target_share: float,
-                          provider_factory, warm_first_main: bool = False, iterations: int = 16) -> CacheMissModel:
+def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float, bool, bool]], target_share: float,
+                          provider_factory, iterations: int = 16) -> CacheMissModel:
     """``model`` with its share refitted on the requests a replay of the trace sent (``(request,
-    time, counted)``, in order): the share at which billing them through the provider model (``provider_factory
+    time, counted, warmed)``, in order): the share at which billing them through the provider model (``provider_factory
     (miss_model)``: a fresh provider, as the run builds it, whose bill is the mean over its router
     phases) reads ``target_share`` of the input of the counted ones (those the log billed: the log's
-    cache-read share). The requests of an open-loop replay do not depend on what the cache did, so this
-    is the replay's own cache, not a stand-in for it."""
+    cache-read share). ``warmed``: the engine found the request's shared head cached by an earlier
+    session (the first main call, a span's first call), and so does this billing. The requests of an
+    open-loop replay do not depend on what the cache did, so this is the replay's own cache, not a
+    stand-in for it."""
 
     def read(share: float) -> float:
         prov = provider_factory(model.model_copy(update={"share": share}))
         total = inp = 0.0
-        warm = warm_first_main
-        for req, now, counted in requests:
-            if warm and req.kind == "main":   # what the engine does at the first main call
+        for req, now, counted, warmed in requests:
+            if warmed:   # what the engine did before billing it
                 prov.warm_shared_prefix(req, now)
-                warm = False
             u = prov.bill(req, now, 0).usage
             if counted:
                 total += u.cache_read

@@ -252,6 +252,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     resent, resent_ev = measured.resent_startup(
         calls, base, scale, startup, lambda c: model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD)
     span_prefix = {k: prefix(c) for k, c in threads.items() if k != "main"}
+    span_heads, warm_spans = shared_span_heads(threads, span_prefix, lambda m: _min_cacheable(m, models_file))
     # the miss model is fitted on the calls the scale is fitted on (``miss_upto``: the first
     # ``fit_fraction``, a prefix of the calls) and scored with the rest held out, as the scale is
     # from the call where the log began leaving its messages uncached, its short reads are that, not
@@ -276,7 +277,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         "in_sample": marked(marked(rec.in_sample, "warm_prefix_kept", warm_in_sample), "cache_miss_model", in_sample),
         "model_prefix_tokens": model_prefix if len(model_prefix) > 1 else {},
         "subagent_prefix_tokens": span_prefix,
-        "subagent_shared_tokens": shared_span_heads(threads, span_prefix, lambda m: _min_cacheable(m, models_file)),
+        "subagent_shared_tokens": span_heads, "subagent_warm_spans": warm_spans,
         "startup_tokens": startup, "startup_evidence": startup_ev + (f"; {resent_ev}" if resent_ev else ""),
         "resent_startup_tokens": resent})
     meta = {**trace.header.meta, "prefix_tokens_scale": round(scale, 6)}
@@ -319,15 +320,19 @@ def decide_thinking(trace: Trace, calls: list[RecordedCall], fit_fraction: float
 
 
 def shared_span_heads(threads: dict[str, RecordedCall], prefix: dict[str, int],
-                      min_cacheable: Callable[[str | None], int]) -> dict[str, int]:
+                      min_cacheable: Callable[[str | None], int]) -> tuple[dict[str, int], list[str]]:
     """The head of each sub-agent span's prefix that sub-agents of its kind share: what its first
     call read from the cache (``R``, at most its prefix), and the same head on the earliest earlier
     span on that model whose prefix holds it (the one whose write the later span read). Task
     sub-agents of one kind share their system prompt: the population's logs show a span's first
     call reading the 7,965-15,242 tokens an earlier span of its kind wrote, where the replay wrote
-    every span's prompt cold. A head no earlier span of the trace can have written was cached before
-    the log began: left out (the span writes it, as the replay cannot know it was live)."""
+    every span's prompt cold. A head no earlier span of the trace can have written an earlier session
+    wrote, as the main context's first call reads the head of its system prompt (warm_prefix_tokens):
+    such a span is named in the second value, and the replay finds its head cached when it starts (the
+    development population: the first span of 16 of 169 sessions read 1,700-19,500 tokens so, Claude
+    Code 1.0.80-2.1.143; outside it, a 1.0.58 session was 11% over its bill for writing one cold)."""
     out: dict[str, int] = {}
+    warm: list[str] = []
     spans = [(k, c) for k, c in sorted(threads.items(), key=lambda kv: kv[1].index) if k != "main"]
     for j, (k, c) in enumerate(spans):
         read = c.usage.cache_read if c.usage is not None else 0
@@ -335,11 +340,12 @@ def shared_span_heads(threads: dict[str, RecordedCall], prefix: dict[str, int],
             continue
         head = min(read, prefix[k])
         writer = next((i for i, c2 in spans[:j] if c2.model == c.model and prefix[i] >= head), None)
-        if writer is None:
-            continue
         out[k] = head
-        out.setdefault(writer, head)
-    return out
+        if writer is None:
+            warm.append(k)
+        else:
+            out.setdefault(writer, head)
+    return out, warm
 
 
 def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, model: str | None,
@@ -350,23 +356,23 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
     from ctxsim.harness.fidelity.cache_misses import fit_share_on_requests
     from ctxsim.harness.replay.engine import run_model
 
-    sent: list[tuple[Any, float, str]] = []
+    sent: list[tuple[Any, float, str, bool]] = []
 
     def observe(req, info) -> None:
         if not info.get("rejected"):
-            sent.append((req, float(info["now"]), req.kind))
+            sent.append((req, float(info["now"]), req.kind, bool(info.get("warmed"))))
 
     replay(trace, Recorded, {}, RunConfig(model=model, seed=seed, fitted_misses=False, observer=observe,
                                           models_file=Path(models_file) if models_file else None))
     billed = [c.usage is not None for c in calls]
     requests, i = [], 0
-    for req, now, kind in sent:
+    for req, now, kind, warmed in sent:
         if kind in ("main", SUBAGENT):
             counted = i < min(upto, len(billed)) and billed[i]
             i += 1
         else:   # compaction and side calls: not in the fit (the log's compaction calls are not tied to a call index)
             counted = False
-        requests.append((req, now, counted))
+        requests.append((req, now, counted, warmed))
     usages = [c.usage for c, b in zip(calls[:upto], billed) if b]
     total_in = sum(u.context_tokens for u in usages)
     target = sum(u.cache_read for u in usages) / total_in if total_in else 0.0
@@ -377,7 +383,7 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
                         models_file=models_file, cache_ttl=rec.cache_ttl, miss_model=m,
                         uncached_models=tuple(rec.uncached_models), ttl_grace_s=LOG_CLOCK_GRACE_S,
                         head_kept_warm=bool(rec.warm_prefix_kept))
-    fitted = fit_share_on_requests(miss_model, requests, target, provider, warm_first_main=bool(rec.warm_prefix_tokens))
+    fitted = fit_share_on_requests(miss_model, requests, target, provider)
     return fitted.model_copy(update={"source": fitted.source + (
         f"; share {fitted.share:.3f} refitted on the replay's own requests for the first {upto} of the log's "
         f"{len(calls)} calls (the rest held out): at it they read, averaged over router phases, the share of their "

@@ -188,8 +188,9 @@ class _Parsed:
     hooks: dict[str, dict[str, str]] = field(default_factory=dict)  # tool_use_id -> hookEvent -> hookName
     session_hooks: dict[str, list[str]] = field(default_factory=dict)  # SessionStart source -> hook commands
     skipped: list[SkippedLine] = field(default_factory=list)   # lines that are not a JSON object
-    uuids: set[str] = field(default_factory=set)   # the message records' own ids
+    uuids: set[str] = field(default_factory=set)   # the records' own ids
     first_parent: tuple[int, str] | None = None    # (line, parentUuid) of the first message record, when it has one
+    messages_seen: bool = False
 
 
 def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
@@ -283,6 +284,8 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
         raise TraceError(path, line, "not a Claude Code transcript record (no \"type\")")
     if o.get("version"):
         p.versions[o["version"]] += 1
+    if isinstance(o.get("uuid"), str):   # any record's: a message's parent can be a progress or system record
+        p.uuids.add(o["uuid"])
     if o.get("sessionId"):
         p.sessions[o["sessionId"]] += 1
     if kind in IGNORED_TYPES:
@@ -338,10 +341,9 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
         raise TraceError(path, line, f"{kind} record without a message object{other}")
     t = parse_time(o.get("timestamp"), path, line)
     side = bool(o.get("isSidechain"))
-    if not p.uuids and p.first_parent is None and isinstance(o.get("parentUuid"), str):
+    if p.first_parent is None and not p.messages_seen and isinstance(o.get("parentUuid"), str):
         p.first_parent = (line, o["parentUuid"])   # the file's first message record answers another
-    if isinstance(o.get("uuid"), str):
-        p.uuids.add(o["uuid"])
+    p.messages_seen = True
     if kind == "assistant":
         key = o.get("requestId") or msg.get("id")
         if not key:

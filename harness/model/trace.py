@@ -157,6 +157,10 @@ class RecordedSetting(_M):
     subagent_shared_tokens: dict[str, Tokens] = Field(
         default_factory=dict, description="head of a sub-agent span's prefix that its first call read from the cache "
         "(the part sub-agents of one kind share: an earlier one wrote it), by span id")
+    subagent_warm_spans: list[str] = Field(
+        default_factory=list, description="the spans whose first call read their shared head (subagent_shared_tokens) "
+        "though no earlier span of the log wrote it: an earlier session did, as the main context's warm_prefix_tokens; "
+        "the replay finds it cached when the span starts")
     startup_tokens: int = Field(
         0, ge=0, description="part of the main context's opaque prefix (header.prefix_tokens) that is not the "
         "system prompt but the hidden startup content of the first turn (CLAUDE.md, rules, auto memory, "

@@ -51,7 +51,8 @@ class _Run:
         self.services = Services(self)
         p = run_setup.assemble(trace, cfg, session_dir, self.services, strategy_cls.closed_loop)
         self.provider, self.fail_rng, self.facts, self.backend = p.provider, p.fail_rng, p.facts, p.backend
-        self.needs, self.recovery, self.env, self.read_tool, self.warm_prefix = p.needs, p.recovery, p.env, p.read_tool, p.warm_prefix
+        self.needs, self.recovery, self.env, self.read_tool = p.needs, p.recovery, p.env, p.read_tool
+        self.warm_prefix, self.warm_spans = p.warm_prefix, p.warm_spans   # heads an earlier session cached
         self.scorer = ProbeScorer(p.facts, p.retention)
         self.strategy = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
         self.readbacks, self._rb = 0, 0
@@ -68,9 +69,9 @@ class _Run:
     def record_call(self, req: Request, now: float, usage: Usage | None, tokens: int, *, cost: float = 0.0,
                     ttft: float = 0.0, duration: float = 0.0, overflow: bool = False, pairing: bool = False,
                     rejected: bool = False, failed: bool = False, error: str = "", blocking: bool = False,
-                    attempt: int = 1) -> None:
+                    attempt: int = 1, warmed: bool = False) -> None:
         if self.cfg.observer is not None:
-            self.cfg.observer(req, {"tokens": tokens, "window": self.provider.window, "error": error,
+            self.cfg.observer(req, {"tokens": tokens, "window": self.provider.window, "error": error, "warmed": warmed,
                                     "rejected": rejected or failed, "now": now, "call": len(self.rows)})
         self.rows.append(call_row(len(self.rows), req, self.session, now, self.provider.model, usage, tokens, cost,
                                   ttft, duration, overflow, pairing, rejected, failed, blocking, error,
@@ -85,8 +86,7 @@ class _Run:
         s = self.strategy
         pending: list[Block] = []
         probes: list[tr.ProbeEvent] = []
-        max_calls = self.cfg.max_calls
-        memo = self.trace.memo
+        max_calls, memo = self.cfg.max_calls, self.trace.memo
         for i, ev in enumerate(self.trace.events):
             # a fact may sit between two results of one call (after the result it is in): the
             # results still reach the strategy as one message
@@ -136,6 +136,7 @@ class _Run:
                 self.span_systems.append(self.env.system)
                 if ev.isolated:
                     self.env.system = span_system(self.trace, self.env.system, ev.id)
+                    self.warm_prefix = self.warm_prefix or int(ev.id in self.warm_spans)
                 s.on_subtask_start(ev.id, ev.description, ev.isolated)
             elif isinstance(ev, tr.SubtaskEnd):
                 self.subtasks.pop()
@@ -193,14 +194,13 @@ class _Run:
                 req = replace(req, kind=kind)
 
     def _bill(self, req: Request, lay: Any, output_tokens: int) -> Usage:
-        """Bill one accepted main-loop request."""
-        if self.warm_prefix:
-            # the log's first call read this head from the cache: an earlier session wrote it
+        """Bill one accepted main-loop request, its shared head warmed first where an earlier session cached it."""
+        if warmed := bool(self.warm_prefix):
             self.provider.warm_shared_prefix(req, self.now())
             self.warm_prefix = 0
         bill = self.provider.bill(req, self.now(), output_tokens, lay)
         self.record_call(req, self.now(), bill.usage, lay.total(), cost=bill.cost_usd, ttft=bill.ttft_s,
-                         duration=bill.duration_s, attempt=self.attempt)
+                         duration=bill.duration_s, attempt=self.attempt, warmed=warmed)
         return bill.usage
 
     def main_call(self, answer: Message, probes: list[tr.ProbeEvent], recorded_output: int | None = None) -> bool:

@@ -33,6 +33,7 @@ class Parts:
     env: StrategyEnv
     read_tool: str
     warm_prefix: int
+    warm_spans: frozenset[str] = frozenset()   # sub-agent spans whose shared head an earlier session cached
 
 
 def assemble(trace: Trace, cfg: RunConfig, session_dir: Path, services: Any, closed_loop: bool = True) -> Parts:
@@ -69,7 +70,8 @@ def assemble(trace: Trace, cfg: RunConfig, session_dir: Path, services: Any, clo
                       system=system, tools=tools, rng=np.random.default_rng(seeds[1]),
                       home_dir=home, project_dir=project)
     return Parts(provider, np.random.default_rng(seeds[0]), facts, backend, retention, needs, recovery, env,
-                 str(h.meta.get("read_tool", READ_TOOL)), rec.warm_prefix_tokens if rec is not None and cfg.caching(trace) else 0)
+                 str(h.meta.get("read_tool", READ_TOOL)), rec.warm_prefix_tokens if rec is not None and cfg.caching(trace) else 0,
+                 frozenset(rec.subagent_warm_spans) if rec is not None and cfg.caching(trace) else frozenset())
 
 
 def strategy(cls: type[Strategy], params: Mapping[str, Any] | None, trace: Trace, cfg: RunConfig,
