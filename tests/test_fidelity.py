@@ -46,6 +46,26 @@ def test_fit_token_scale_is_a_ratio_of_summed_growth():
     assert fit_token_scale(calls2, base, {0, 1, 2}) is None
 
 
+def test_a_step_that_grew_by_content_with_no_text_is_left_out_of_the_scale():
+    """Four steps of 1,000 cl100k tokens each grow 1,200 recorded tokens; a fifth grows 16,000 on 200
+    tokens of text (content the log has no text for). The ratio of sums, (4·1,200 + 16,000) / 4,200 =
+    4.952, puts the spike on every token; 16,000 > 3 × 4.952 × 200 + 2,000 = 4,971, so that step is
+    left out and the scale fitted again: 4,800 / 4,000 = 1.2. A step within the bound stays: with the
+    fifth step at 2,000 the first fit (6,800 / 4,200 = 1.619) keeps all five."""
+    from ctxsim.harness.fidelity.compare import scale_fit
+
+    ctx, raw = [10_000], [5_000]
+    for grew, text in ((1_200, 1_000),) * 4 + ((16_000, 200),):
+        ctx.append(ctx[-1] + grew)
+        raw.append(raw[-1] + text)
+    calls = [call(i, c) for i, c in enumerate(ctx)]
+    base = dict(enumerate(raw))
+    assert fit_token_scale(calls, base, set(range(6))) == pytest.approx(1.2)
+    assert scale_fit(calls, base, set(range(6)))[1:] == (4, 0, 1)
+    calls[5] = call(5, ctx[4] + 2_000)
+    assert fit_token_scale(calls, base, set(range(6))) == pytest.approx(6_800 / 4_200)
+
+
 def test_classify_misses_ttl_model_switch_replayed_and_unexplained():
     calls = [call(0, 10_000, t=0), call(1, 11_000, read=10_000, t=10),        # hit
              call(2, 12_000, read=0, t=400),                                   # 390 s > 5 m: ttl

@@ -269,8 +269,9 @@ def test_a_sub_agent_whose_first_call_read_a_head_an_earlier_session_cached_find
     c = replay(t, "recorded", {}, RunConfig()).calls
     sub = c[c["kind"] == "subagent"].reset_index(drop=True)
     assert sub.loc[0, "cache_read"] == 8_000 and sub.loc[1, "cache_read"] > 8_000
-    cold = t.model_copy(update={"header": t.header.model_copy(update={
-        "recorded": rec_.model_copy(update={"subagent_warm_spans": []})})})
+    from ctxsim.harness.model.trace import with_header
+
+    cold = with_header(t, t.header.model_copy(update={"recorded": rec_.model_copy(update={"subagent_warm_spans": []})}))
     assert replay(cold, "recorded", {}, RunConfig()).calls.query("kind == 'subagent'")["cache_read"].iloc[0] == 0
 
 
