@@ -123,20 +123,3 @@ def test_the_version_default_is_claude_codes_only(tmp_path):
     assert decide_thinking(t, recorded_calls(t)).header.recorded.previous_thinking_kept is True
     other = with_header(t, t.header.model_copy(update={"source": {**t.header.source, "format": "codex"}}))
     assert decide_thinking(other, recorded_calls(other)).header.recorded.previous_thinking_kept is None
-
-
-def test_one_whole_read_outweighs_two_short_ones_but_not_three():
-    """A whole read at such a new turn cannot happen with the thinking dropped (nothing past it is
-    left to match) but for a margin (2%, assumed); a short one happens with it kept whenever the read
-    falls back for no cause (25%, assumed). ln(0.75/0.02) = 3.624 for each whole read, ln(0.25/0.98)
-    = -1.366 for each short one: 1 whole and 2 short lean kept (+0.892), 1 and 3 dropped (-0.474); with
-    no whole read the majority of short ones decides as before."""
-    import pytest
-    from ctxsim.harness.fidelity.first_part import verdict
-    from ctxsim.harness.fidelity.kept_thinking import weigh
-
-    assert weigh((1, 0)) == pytest.approx(3.624, abs=1e-3) and weigh((0, 1)) == pytest.approx(-1.366, abs=1e-3)
-    assert weigh((1, 2)) == pytest.approx(0.892, abs=1e-3) and weigh((1, 3)) == pytest.approx(-0.474, abs=1e-3)
-    assert verdict((1, 2), (6, 5), weigh) == (True, False)      # the first part decides: kept
-    assert verdict((1, 2), (6, 5)) == (False, False)            # a plain majority said dropped
-    assert verdict((0, 0), (1, 3), weigh) == (False, True)      # nothing in the first part: the whole log, in sample

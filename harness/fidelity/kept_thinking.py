@@ -19,13 +19,8 @@ model, no thinking switch) shows both:
 * Claude Code 2.1.72 (March 2026): 3 of 3 read whole;
 * Claude Code 1.0.x (budget thinking, August 2025): every one read short.
 
-A whole read and a short one do not weigh the same. Dropped thinking leaves nothing for a whole
-read to match, while kept thinking reads short whenever the read falls back for no cause in the log,
-which new turns of Claude Code 2.1.72 and before do at 14-25% (harness/fidelity/cache_misses.py): a
-log whose first part read whole once and short twice kept it (aistrad 9eff6d9b, Sonnet 4.5 on 2.1.2:
-its later new turns read whole 5 times and short 3). So each log is judged on its own first part (the
-calls the token scale is fitted on, the rest held out), by the log-likelihood ratio of those new turns'
-reads (:func:`weigh`); where it has none (or no lean), on all its calls, in sample
+So each log is judged on its own first part (the calls the token scale is fitted on, the rest held
+out), by the majority of those new turns; where it has none (or a tie), on all its calls, in sample
 and labelled so (a client's setting, one bit, not a rate fitted to the calls it is scored on); where
 the log has none at all, the agent's version decides (:data:`KEPT_FROM_VERSION`), and before it the
 API's default stands.
@@ -33,7 +28,6 @@ API's default stands.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,12 +39,6 @@ from ctxsim.strategies.recorded import strips_previous_thinking
 # thinking kept (2.1.72: 3 of 3 new turns read the whole cached context); 2.1.220 sends keep "all"
 # (CLIProxyAPI's capture, above). Where in 2.1.16-2.1.71 it began is not measured: assumed 2.1.72
 KEPT_FROM_VERSION = (2, 1, 72)
-# assumed (parameters of :func:`weigh`): how often a new turn reads short with the thinking kept (the
-# rate at which such reads fall back with no cause: 14-25% on Claude Code 2.1.72 and before, the upper
-# end), and how often it reads whole with the thinking dropped (none should; a margin for a log whose
-# thinking lies within a read's tolerance)
-SHORT_IF_KEPT = 0.25
-WHOLE_IF_DROPPED = 0.02
 
 
 def _version(v: str | None) -> tuple[int, ...]:
@@ -80,19 +68,9 @@ def new_turn_reads(calls: Sequence[Any], upto: int) -> tuple[int, int]:
     return whole, short
 
 
-def weigh(reads: tuple[int, int], short_if_kept: float = SHORT_IF_KEPT,
-          whole_if_dropped: float = WHOLE_IF_DROPPED) -> float:
-    """The log-likelihood ratio, kept over dropped, of ``(whole, short)`` new-turn reads: a whole
-    read counts ln((1 − p_short_kept) / p_whole_dropped) (+3.6 at the defaults), a short one
-    ln(p_short_kept / (1 − p_whole_dropped)) (−1.4): one whole read outweighs two short ones."""
-    whole, short = reads
-    return (whole * math.log((1 - short_if_kept) / whole_if_dropped)
-            + short * math.log(short_if_kept / (1 - whole_if_dropped)))
-
-
 def previous_thinking_kept(calls: Sequence[Any], upto: int, version: str | None) -> tuple[bool | None, str, bool]:
-    """Whether the log's requests kept the previous turns' thinking, and the evidence: the lean of
-    :func:`new_turn_reads` over ``calls[:upto]`` (:func:`weigh`); else over all ``calls`` (in sample, said so in
+    """Whether the log's requests kept the previous turns' thinking, and the evidence: the majority
+    of :func:`new_turn_reads` over ``calls[:upto]``; else over all ``calls`` (in sample, said so in
     the evidence); else the agent's ``version`` (kept from
     :data:`KEPT_FROM_VERSION`); else ``None`` (the API's default). ``None`` too for a log with no
     call on a model whose API drops it: there is nothing to keep. The third value: decided in sample."""
@@ -102,7 +80,7 @@ def previous_thinking_kept(calls: Sequence[Any], upto: int, version: str | None)
                         lambda f: (f"of the new turns in the first {upto} calls after a turn whose earlier answers "
                                    f"thought, {f[0]} read the whole cached context and {f[1]} read short"),
                         ("whole", "short"),
-                        ("the previous turns' thinking was kept", "the previous turns' thinking was dropped"), weigh)
+                        ("the previous turns' thinking was kept", "the previous turns' thinking was dropped"))
     if kept is not None:
         return kept, seen, in_sample
     v = _version(version)
@@ -112,4 +90,4 @@ def previous_thinking_kept(calls: Sequence[Any], upto: int, version: str | None)
     return None, f"{seen}; the API's default", False
 
 
-__all__ = ["KEPT_FROM_VERSION", "SHORT_IF_KEPT", "WHOLE_IF_DROPPED", "new_turn_reads", "previous_thinking_kept", "weigh"]
+__all__ = ["KEPT_FROM_VERSION", "new_turn_reads", "previous_thinking_kept"]
