@@ -817,10 +817,14 @@ def test_n_comp_3_a_summary_request_refused_as_too_long_is_fitted_to_the_stated_
     assert not any(m.meta.get("elided") for m in first.messages)
     assert any(m.meta.get("elided") for m in second.messages)
     # its input at the stated density: the first request's characters at 3.5 without the instructions, over its
-    # characters at 3.5 with them, of the 205,000: 121,558 / 121,766 of it (its usage anchor counts the fill higher)
+    # characters at 3.5 with them, of the 205,000: 121,558 / 121,766 of it (its usage anchor counts the fill higher).
+    # The read-back's tool use names the spill file under pytest's temporary folder, whose length varies from run
+    # to run (pytest-9 then pytest-10, popen-gw0 under xdist): each character moves the count by about 0.5, so
+    # the hand-worked 204,650 holds within 6 and the formula exactly
     prompt = prompt_chars(s.env.system, s.env.tools) + sum(m.chars for m in first.messages)
     sent = chars_to_tokens(prompt + len(spec.instructions))
-    assert second.estimated_tokens == math.ceil(chars_to_tokens(prompt) * 205_000 / sent) == 204_650
+    assert second.estimated_tokens == math.ceil(chars_to_tokens(prompt) * 205_000 / sent)
+    assert abs(second.estimated_tokens - 204_650) <= 6
 
 
 def test_n_comp_3_spill_heavy_completes_at_200k_with_no_rejected_request():
