@@ -443,12 +443,11 @@ def unflagged_summary(o: dict[str, Any], content: Any) -> bool:
     conversation root (no ``parentUuid``) with :data:`SUMMARY_OPENING`. Claude Code 1.0.11 and
     1.0.17 logs outside the development population write their summaries so (after calls, the next
     call's context falls to the summary's size); 1.0.31 and later flag them."""
-    if o.get("parentUuid") is not None or "parentUuid" not in o:
+    if "parentUuid" not in o or o["parentUuid"] is not None:
         return False
-    first = content if isinstance(content, str) else next(
-        (b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"), "") \
-        if isinstance(content, list) else ""
-    return isinstance(first, str) and first.startswith(SUMMARY_OPENING)
+    if isinstance(content, list):   # its first text block
+        content = next((b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"), None)
+    return isinstance(content, str) and content.startswith(SUMMARY_OPENING)
 
 
 PLAN_MIN_CHARS = 500   # assumed: a plan is a document (the population's are 10,000-20,000 characters); a short new root is not one
