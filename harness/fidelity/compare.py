@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +82,8 @@ from ctxsim.harness.model.trace import (
     with_header,
 )
 from ctxsim.harness.provider import Provider
-from ctxsim.harness.provider.cache import LOG_CLOCK_GRACE_S, expired_on_log_clock
 from ctxsim.harness.provider.cache import TTL_SECONDS as TTL_S  # peers.md: Anthropic cache TTLs
+from ctxsim.harness.provider.cache import expired_on_log_clock
 from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, get_tokenizer
 from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.recorded import (
@@ -381,7 +381,6 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
     one replay of ``recorded`` with no strays, its requests billed again at trial shares until the
     first ``upto`` calls the log billed (the fit part; the rest is held out) read what they read."""
     from ctxsim.harness.fidelity.cache_misses import fit_share_on_requests
-    from ctxsim.harness.replay.engine import run_model
 
     sent: list[tuple[Any, float, str, bool]] = []
 
@@ -389,8 +388,8 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
         if not info.get("rejected"):
             sent.append((req, float(info["now"]), req.kind, bool(info.get("warmed"))))
 
-    replay(trace, Recorded, {}, RunConfig(model=model, seed=seed, fitted_misses=False, observer=observe,
-                                          models_file=Path(models_file) if models_file else None))
+    cfg = RunConfig(model=model, seed=seed, fitted_misses=False, models_file=Path(models_file) if models_file else None)
+    replay(trace, Recorded, {}, replace(cfg, observer=observe))
     billed = [c.usage is not None for c in calls]
     requests, i = [], 0
     for req, now, kind, warmed in sent:
@@ -403,14 +402,8 @@ def _fit_share(trace: Trace, calls: list[RecordedCall], miss_model, seed: int, m
     usages = [c.usage for c, b in zip(calls[:upto], billed) if b]
     total_in = sum(u.context_tokens for u in usages)
     target = sum(u.cache_read for u in usages) / total_in if total_in else 0.0
-    rec = trace.header.recorded
-
-    def provider(m):
-        return Provider(model or run_model(trace), window=rec.window, token_scale=rec.token_scale,
-                        models_file=models_file, cache_ttl=rec.cache_ttl, miss_model=m,
-                        uncached_models=tuple(rec.uncached_models), ttl_grace_s=LOG_CLOCK_GRACE_S,
-                        head_kept_warm=bool(rec.warm_prefix_kept))
-    fitted = fit_share_on_requests(miss_model, requests, target, provider)
+    # the provider every run of this trace meets (RunConfig.provider), at each trial miss model
+    fitted = fit_share_on_requests(miss_model, requests, target, lambda m: cfg.provider(trace, m))
     return fitted.model_copy(update={"source": fitted.source + (
         f"; share {fitted.share:.3f} refitted on the replay's own requests for the first {upto} of the log's "
         f"{len(calls)} calls (the rest held out): at it they read, averaged over router phases, the share of their "

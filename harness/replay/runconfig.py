@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ctxsim.harness.llm.services import LLMBackend
-from ctxsim.harness.model.trace import AssistantEvent, CompactEvent, Trace
+from ctxsim.harness.model.trace import AssistantEvent, CacheMissModel, CompactEvent, Trace
 from ctxsim.harness.provider import DEFAULT_MODEL, Provider
 from ctxsim.harness.provider.cache import LOG_CLOCK_GRACE_S
 
@@ -65,14 +65,17 @@ class RunConfig:
         rec = trace.header.recorded if trace is not None else None
         return self.cache and (rec is None or rec.prompt_caching)
 
-    def provider(self, trace: Trace | None = None) -> Provider:
-        """The run's provider, with the trace's recorded setting where this config leaves it open."""
+    def provider(self, trace: Trace | None = None, miss_model: CacheMissModel | None = None) -> Provider:
+        """The run's provider, with the trace's recorded setting where this config leaves it open;
+        ``miss_model``: this one instead of the trace's (a fit trying shares on the same provider)."""
         rec = trace.header.recorded if trace is not None else None
         model = self.model or run_model(trace)
+        if miss_model is None and rec is not None and self.fitted_misses:
+            miss_model = rec.cache_miss_model
         return Provider(model, window=self.window or (rec.window if rec else None), cache=self.caching(trace),
                         token_scale=self.token_scale or (rec.token_scale if rec else None),
                         models_file=self.models_file, cache_ttl=self.cache_ttl or (rec.cache_ttl if rec else None),
-                        miss_model=rec.cache_miss_model if rec is not None and self.fitted_misses else None,
+                        miss_model=miss_model,
                         seed=self.seed, uncached_models=tuple(rec.uncached_models) if rec is not None else (),
                         ttl_grace_s=LOG_CLOCK_GRACE_S if rec is not None else 0.0,
                         head_kept_warm=bool(rec is not None and rec.warm_prefix_kept))
