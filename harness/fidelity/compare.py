@@ -46,6 +46,7 @@ from ctxsim.harness.fidelity import drops, measured
 from ctxsim.harness.fidelity.cache_misses import (
     SHRUNK_ROUTES,
     fit_miss_model,
+    label_calls,
     messages_uncached_from,
     sent_uncached,
     shrunk,
@@ -95,7 +96,6 @@ from ctxsim.strategies.recorded import (
 )
 
 FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
-IN_SAMPLE_MISSES = True         # issue 41: a miss model the first part cannot fit is fitted on the whole log, labelled
 TOKEN_SCALE_BOUNDS = (0.1, 10.0)  # RecordedSetting.token_scale's bounds (harness/model/trace.py)
 DROPS_NOTE = "context drops re-enacted: "
 NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
@@ -289,7 +289,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     miss_model, _ = fit_miss_model(calls[:miss_upto if floor_from is None else floor_from], strips_for(rec),
                                    provider_id, system_prefix)
     in_sample = False
-    if miss_model is None and floor_from is None and IN_SAMPLE_MISSES:
+    if miss_model is None and floor_from is None:
         # the first part's fall-backs do not recur, the whole log's may: fitted on all of it, in
         # sample, labelled so (the issue's fallback); fidelity scores such sessions apart
         miss_model, _ = fit_miss_model(calls, strips_for(rec), provider_id, system_prefix)
@@ -655,7 +655,8 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
 
     # the system prefix as the log measures it: what the first call after a compaction read back
     after = [c for c in with_usage if c.after_compact and c.usage.cache_read]
-    fitted = fit_miss_model(calls, strips_for(rec), provider.spec.provider)[1] if rec.cache_miss_model else {}
+    # the calls the miss model accounts for: the log's fall-backs and returns (labels only; the model is the trace's)
+    fitted = label_calls(calls, strips_for(rec))[0] if rec.cache_miss_model else {}
     misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens, fitted,
                              rec.messages_uncached_from, strips_for(rec))
     hidden = hidden_deltas(calls, table)
