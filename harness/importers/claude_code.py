@@ -24,7 +24,13 @@ Code 2.0.76 and 2.1.38/2.1.39):
   contiguous run becomes a span;
 * ``progress``, ``file-history-snapshot``, ``queue-operation`` and the other ``system`` subtypes are
   not sent to the model: ignored, and counted. ``progress``/``hook_progress`` records still say
-  which hooks ran for which tool use (read, then ignored).
+  which hooks ran for which tool use (read, then ignored);
+* a resume (``claude --continue``/``--resume``: a new launch appending to the same transcript) leaves
+  its marks: the ``<synthetic>`` "No response requested." answer, the meta "Continue from where you
+  left off." message, or the file-history snapshots written again. After a model call, the first of
+  them becomes ``session_end`` + ``session_start(resume=True)`` (the trace then opens with a
+  ``session_start``); a tool use still open there is closed with a synthetic error result, as the
+  resume drops it.
 
 Hidden content. Claude Code sends the model messages its transcript does not hold (hook outputs,
 reminders, files re-attached after a compaction). Where another log file holds their text, the
@@ -103,6 +109,12 @@ SUMMARY_OUTPUT_RESERVE = 20_000
 AUTOCOMPACT_BUFFER = 13_000
 COMPACT_COMMAND = "<command-name>/compact</command-name>"   # Claude Code's record of the /compact command
 WARMUP_PROMPT = "Warmup"   # the prompt of the start-up calls that warm sub-agents' caches (the population's 2.0-2.1 logs)
+# What Claude Code writes when a conversation is resumed (a new launch on the same transcript; its source's
+# conversationRecovery.ts, as read in a public port's gap table: deserializeMessages appends this
+# assistant sentinel when the conversation ends on a user message, injects the meta message below to
+# continue an interrupted turn, and copies the file-history snapshots again, copyFileHistoryForResume)
+NO_RESPONSE_REQUESTED = "No response requested."
+RESUME_CONTINUE = "Continue from where you left off."
 TRIGGER_TOLERANCE = 0.05      # assumed: a preTokens this close to a window's trigger (share of it) names it
 
 
@@ -191,6 +203,8 @@ class _Parsed:
     uuids: set[str] = field(default_factory=set)   # the records' own ids
     first_parent: tuple[int, str] | None = None    # (line, parentUuid) of the first message record, when it has one
     messages_seen: bool = False
+    snapshots: set[str] = field(default_factory=set)   # messageIds of the file-history snapshots written so far
+    last_t: float | None = None   # the time of the last record that carried one
 
 
 def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
@@ -291,6 +305,11 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
     if kind in IGNORED_TYPES:
         p.ignored[kind] += 1
         data = o.get("data")
+        mid = o.get("messageId")
+        if kind == "file-history-snapshot" and isinstance(mid, str):
+            if mid in p.snapshots and not o.get("isSnapshotUpdate"):   # copied again on a resume
+                p.items.append(("resume", {"line": line, "t": p.last_t, "marker": "a file-history snapshot written again"}))
+            p.snapshots.add(mid)
         if kind == "progress" and isinstance(data, dict) and data.get("type") == "hook_progress" and o.get("toolUseID"):
             p.hooks.setdefault(str(o["toolUseID"]), {}).setdefault(str(data.get("hookEvent")), str(data.get("hookName") or ""))
         if kind == "progress" and isinstance(data, dict) and data.get("hookEvent") == "SessionStart":
@@ -340,6 +359,7 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
             ": not a Claude Code transcript (no record so far carries a sessionId or version: another agent's log?)")
         raise TraceError(path, line, f"{kind} record without a message object{other}")
     t = parse_time(o.get("timestamp"), path, line)
+    p.last_t = t
     side = bool(o.get("isSidechain"))
     if p.first_parent is None and not p.messages_seen and isinstance(o.get("parentUuid"), str):
         p.first_parent = (line, o["parentUuid"])   # the file's first message record answers another
@@ -350,6 +370,8 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
             raise TraceError(path, line, "assistant record with neither requestId nor message.id")
         if msg.get("model") == "<synthetic>":   # Claude Code's own error notices: no API call
             p.ignored["assistant/<synthetic> (no API call)"] += 1
+            if not side and _text_of(msg.get("content")).startswith(NO_RESPONSE_REQUESTED):
+                p.items.append(("resume", {"line": line, "t": t, "marker": f"the {NO_RESPONSE_REQUESTED!r} notice"}))
             return
         content = msg.get("content") or []
         if isinstance(content, str):
@@ -390,6 +412,8 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
                                                 "(plan mode's clear context)", "no_call": True}))
         p.items.append(("summary", {"line": line, "t": t, "text": text}))
         return
+    if o.get("isMeta") and not side and _text_of(content).strip() == RESUME_CONTINUE:
+        p.items.append(("resume", {"line": line, "t": t, "marker": f"the {RESUME_CONTINUE!r} message"}))
     if isinstance(content, str):
         p.items.append(("user", {"line": line, "t": t, "text": content, "meta": bool(o.get("isMeta")),
                                  "side": side}))
@@ -418,6 +442,15 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
     if texts:
         p.items.append(("user", {"line": line, "t": t, "text": "\n".join(texts), "meta": bool(o.get("isMeta")),
                                  "side": side}))
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message's content (a string, or its text blocks joined): for matching Claude Code's notices."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(b.get("text") or "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
 
 
 def _drop_queued_twins(p: _Parsed) -> None:
@@ -571,6 +604,8 @@ class _Importer:
     warmups: list[tuple[float, Path, _Parsed]] = field(default_factory=list)   # Warmup sub-agents not yet placed
     skipped: list[SkippedLine] = field(default_factory=list)        # unreadable lines of every file read
     _compact_command: bool = False   # a /compact command came in since the last main call (1.0.x: manual)
+    session: str | None = None       # the transcript's session id
+    _resumed_at: int = -1            # the call count at the last resume emitted (one per gap between calls)
 
     def absorb(self, p: _Parsed) -> None:
         self.skipped += p.skipped
@@ -631,7 +666,7 @@ class _Importer:
                     side_run = None
             if span is None and self.deferred and kind != "result":
                 self.flush_deferred()
-            if span is None and side_run is None and self.warmups:
+            if span is None and side_run is None and self.warmups and kind != "resume":
                 self.flush_warmups(p.calls[item].t if kind == "call" else item["t"])
             if span is None and side_run is None and kind in ("call", "user", "compact", "summary"):
                 t_item = p.calls[item].t if kind == "call" else item["t"]
@@ -682,6 +717,11 @@ class _Importer:
                                                  f"{hook} blocking-error reminder (rebuilt from the tool result)"))
                 if agent and span is None and not nested_spans_allowed():
                     self.deferred.append((agent, item))
+            elif kind == "resume":
+                if span is None and side_run is None and self._first_seen and self._resumed_at != self.b.calls:
+                    self._resumed_at = self.b.calls
+                    self.b.resume(item["t"], self.session or self.src.stem)
+                    self.counts[f"resumes (a new launch on the conversation: {item['marker']})"] += 1
             elif kind == "microcompact":
                 if span is None and side_run is None:
                     n = self.b.mark_cleared(item["ids"], self.b.calls)
@@ -923,7 +963,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
     else:
         imp.mentioned = mentions.recover(main.items, main.calls)
     imp.hooks_run = session_start_hooks(main)
-    session = main.sessions.most_common(1)[0][0] if main.sessions else None
+    session = imp.session = main.sessions.most_common(1)[0][0] if main.sessions else None
     imp.project_agents = project_agent_files(src, session)
     imp.load_compaction_calls()
     imp.warmups = warmup_files(imp, main)

@@ -309,6 +309,7 @@ class TraceBuilder:
     _open: dict[str, str] = field(default_factory=dict)       # open tool_use id -> tool name
     _answered: set[str] = field(default_factory=set)
     _stack: list[dict[str, str]] = field(default_factory=list)  # parents' open sets in spans
+    _session: str | None = None   # the open session, once a resume opened the trace with one
 
     def rel(self, abs_t: float | None) -> float:
         """Seconds since the first record; never before the previous event (counted)."""
@@ -380,6 +381,24 @@ class TraceBuilder:
         self._close_dangling(t)
         self.events.append(tr.SubtaskEnd(t=t, id=id, conclusion=conclusion))
         self._open = self._stack.pop()
+
+    def resume(self, abs_t: float | None, session: str) -> None:
+        """The agent was launched again on the same conversation: ``session_end`` then
+        ``session_start(resume=True)``. The first resume opens the trace with the session it
+        resumes (a ``session_start`` before the first event). A tool use still open is closed with a
+        synthetic error result (the resumed agent drops it), counted."""
+        t = self.rel(abs_t)
+        n = len(self._open)
+        if n:
+            self._close_dangling(t, count=False)
+            self.counts["tool use left open by a resumed launch, closed with a synthetic error result"] += n
+        if self._session is None:
+            self.events.insert(0, tr.SessionStart(t=self.events[0].t if self.events else t, session=session))
+        else:
+            session = self._session
+        self._session = session
+        self.events.append(tr.SessionEnd(t=t, session=session))
+        self.events.append(tr.SessionStart(t=t, session=session, resume=True))
 
     def mark_cleared(self, ids: list[str], call: int, **meta: Any) -> int:
         """Mark the tool results of ``ids`` cleared from call ``call`` on (0-based over the trace's

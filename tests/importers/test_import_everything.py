@@ -224,6 +224,52 @@ def test_a_log_that_begins_mid_conversation_says_so(tmp_path):
     assert "begins_mid_conversation" not in import_file("claude-code", session("root")).trace.header.meta
 
 
+def _resumed(tmp_path, marks):
+    """A session interrupted after its second call (a tool use left open), relaunched on the same
+    transcript with ``marks`` (Claude Code's resume records) before the user goes on."""
+    return write(tmp_path / "s.jsonl", [
+        {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"messageId": "u1"}, "isSnapshotUpdate": False},
+        user(0, "fix it", uuid="u1"), asst(1, "r1", tool("t1")), result(2, "t1", "a.py"),
+        asst(3, "r2", tool("t2"), read=103), user(4, [text("[Request interrupted by user for tool use]")]),
+        *marks,
+        user(40, "go on"), asst(41, "r3", text("done"), read=2_000, w5m=1_500)])
+
+
+NO_RESPONSE = rec("assistant", 30, message={"id": "x1", "model": "<synthetic>", "role": "assistant",
+                                            "content": [text("No response requested.")]})
+SNAPSHOT_AGAIN = {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"messageId": "u1"},
+                  "isSnapshotUpdate": False}
+CONTINUE = user(31, [text("Continue from where you left off.")], isMeta=True)
+
+
+@pytest.mark.parametrize("marks", [[NO_RESPONSE], [SNAPSHOT_AGAIN], [CONTINUE], [SNAPSHOT_AGAIN, NO_RESPONSE, CONTINUE]],
+                         ids=["no-response-notice", "snapshot-again", "continue-message", "all-three"])
+def test_a_resumed_launch_on_the_same_transcript_is_a_session_boundary(tmp_path, marks):
+    """Claude Code resumed on the same transcript (its resume marks: the "No response requested."
+    notice, the meta "Continue from where you left off." message, the file-history snapshots written
+    again): one session_end + session_start(resume) at the first mark, however many there are, and
+    the trace opens with the session it resumes. The tool use the interruption left open is closed
+    with a synthetic error result, counted; the first snapshot of a message is no mark."""
+    res = import_file("claude-code", _resumed(tmp_path, marks))
+    evs = res.trace.events
+    kinds = _kinds(res.trace)
+    assert kinds[0] == "SessionStart" and not evs[0].resume and evs[0].session == "s" and evs[0].t == 0
+    assert kinds.count("SessionStart") == 2 and kinds.count("SessionEnd") == 1
+    i = kinds.index("SessionEnd")
+    assert kinds[i - 1] == "ToolResultEvent" and evs[i - 1].meta == {"synthetic": True}   # t2, left open
+    assert evs[i + 1].resume and evs[i + 1].session == "s"
+    assert kinds[i + 2:] == ["UserEvent"] * (2 if CONTINUE in marks else 1) + ["AssistantEvent"]
+    assert res.summary["repairs"]["tool use left open by a resumed launch, closed with a synthetic error result"] == 1
+    assert sum(v for k, v in res.summary["repairs"].items() if k.startswith("resumes (a new launch")) == 1
+
+
+def test_resume_marks_before_the_first_call_open_no_session(tmp_path):
+    """A notice before any call (a launch resumed before it asked anything) changes no cache the
+    log shows: nothing is emitted, the trace has no session events."""
+    f = write(tmp_path / "s.jsonl", [user(0, "hi"), NO_RESPONSE, user(31, "go"), asst(32, "r1", text("ok"))])
+    assert "SessionStart" not in _kinds(import_file("claude-code", f).trace)
+
+
 # --- prices: every unknown model in one message ------------------------------------------------
 
 def test_every_unknown_model_is_named_in_one_message(tmp_path):
