@@ -72,6 +72,10 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
   the bundled transcripts).
 * **A rejected request** ("prompt is too long") is compacted reactively and retried once; if that
   fails the turn errors (reported, peers.md).
+* **A resumed launch** (``claude --continue``/``--resume``: a ``session_start`` with ``resume``) sends
+  the conversation re-serialised from its transcript, and its first messages differ in bytes from
+  what the earlier launch sent: the messages' cache is lost, the tools and system prompt stay cached
+  (reported and measured: :data:`ctxsim.strategies.recorded.RESUME_EVIDENCE`; ``resume_resends_messages``).
 
 ``release`` is a Claude Code version: ``"2.1"`` (the default: the newest 2.1 reading), ``"2.0"``,
 ``"1.0"``, or a full ``"X.Y.Z"`` such as a log's own ``version`` field (``"2.1.39"``), which picks
@@ -218,6 +222,9 @@ class ClaudeCodeConfig(PeerConfig):
     startup_files: bool = Field(True, description="send the run's CLAUDE.md files and auto-memory index (a "
                                 "synthetic trace's instruction and memory files) before the first prompt "
                                 "(code.claude.com/docs/en/context-window); off: neither (this module before 2026-12)")
+    resume_resends_messages: bool = Field(True, description="a resumed launch sends the conversation anew: the "
+                                          "messages' cache is lost, tools and system prompt stay cached "
+                                          "(recorded.RESUME_EVIDENCE); off: a resume changes nothing the cache sees")
     startup_after_compaction: bool = Field(True, description="re-inject them from disk after each compaction "
                                            "(the docs' 'What survives compaction': project-root CLAUDE.md and auto "
                                            "memory); off: lost with the summarised messages")
@@ -302,6 +309,10 @@ class ClaudeCode(ThresholdCompactor):
             self.reattach = ReattachTracker()
             self.failures, self.last_answer_at = 0, None
             self.started = False  # a new launch loads its startup files again
+        elif self.config.resume_resends_messages and len(self.history) and not self.in_isolated_subtask:
+            self.history = self.history.replace_at(0, self.history[0].resent())
+            self.rewrote = True   # a declared break: the conversation re-serialised from its first message
+            self.counters.extra["resumes_resent"] += 1
 
     def on_user(self, message: Message) -> None:
         if not self.started and not self.in_isolated_subtask:  # before the launch's first prompt

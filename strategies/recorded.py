@@ -51,6 +51,9 @@ re-enacts, and where each habit was read:
   (``mcp_reconnect``: MCP servers' instructions are in that part, reported, anthropics/claude-code
   source readings: ultraworkers/claw-code#1639; spotter ``tool_heavy`` reads back only the shared
   head after one): the messages' cache is lost, the shared head is not;
+* a resumed launch (``session_start`` with ``resume``: the importer reads Claude Code's resume marks)
+  sends the conversation anew (``resume_resends_messages``, :data:`RESUME_EVIDENCE`): the messages'
+  cache is lost from the first message on, the tools and system prompt stay cached;
 * the first turn's hidden startup content (``startup_tokens``: CLAUDE.md, unscoped rules, auto
   memory, SessionStart hook output; no text in the log) as one opaque message at the head of the
   main context, apart from the system prompt, where the log measures the split
@@ -99,6 +102,16 @@ SUMMARY_MAX_OUTPUT_TOKENS = 20_000  # N-COMP-1's reserve: what a summary may tak
 MCP_COMMAND = "<command-name>/mcp</command-name>"   # Claude Code's record of the /mcp local command
 # Claude Code's record of an /effort local command that set a level (its stdout); the level is the word after
 EFFORT_SET = "Set effort level to "
+# A resumed launch (claude --continue / --resume on the same transcript) re-serialises the conversation
+# from the transcript, and the first messages differ in bytes from what the earlier launch sent: reported
+# for Claude Code 2.1.x (anthropics/claude-code#43657: a system-reminder block not persisted moves out of
+# messages[0]; #51764: still on 2.1.116; #93490: the session-start message replayed as a string, 2026-09),
+# the next request reading only the tools and system prompt. Measured on the development population
+# (issue 41; resumes read off the log by importers/claude_code.py): of the 51 first calls after a resume
+# within the TTL on the same model (24 sessions, Claude Code 1.0.89-2.1.143), 50 read short, at most the
+# tools and system prompt; one (2.1.114) read the whole context
+RESUME_EVIDENCE = ("anthropics/claude-code#43657, #51764, #93490; in the development population 50 of 51 first "
+                   "calls after a resume within the TTL read at most the tools and system prompt")
 MISSING_SUMMARY = "[the recorded log has no summary text for this compaction]"
 # assumed: the logs hold the content before the clearing, never the placeholder Claude Code sends
 CLEARED_PLACEHOLDER = "[Old tool result content cleared]"
@@ -210,6 +223,10 @@ class RecordedConfig(StrategyConfig):
         True, description="an /effort command that set a level (its 'Set effort level to …' output) keys every "
         "cache entry anew from the next call on, tools and system prompt included (measured: 19 of 20 such calls "
         "in the development population read nothing or only the shared head); off: the level is not tracked")
+    resume_resends_messages: bool = Field(
+        True, description="a resumed launch (session_start with resume) sends the conversation anew: the messages' "
+        "cache is lost, the tools and system prompt stay cached (RESUME_EVIDENCE); off: a resume changes nothing "
+        "the cache sees")
     reattach: Literal["claude-code", "none"] = Field(
         "none", description="what the agent re-attaches after a compaction: Claude Code's recently read or edited "
         "files, plan, skills and todo list (the default on Claude Code logs), or nothing")
@@ -412,6 +429,10 @@ class Recorded(Strategy):
         super().on_session_start(session, resume, now)
         if not resume and self._startup is not None:   # a new launch loads its startup content again
             self.history = History([self._startup])
+        elif resume and self.config.resume_resends_messages and len(self.history) and not self._spans:
+            self.history = self.history.replace_at(0, self.history[0].resent())
+            self.rewrote = True   # a declared break: the conversation is re-serialised from its first message
+            self.counters.extra["resumed launch (the conversation sent anew, messages' cache lost)"] += 1
 
     def on_user(self, message: Message) -> None:
         super().on_user(message)

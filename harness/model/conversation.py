@@ -92,6 +92,12 @@ class Block:
         merged = {**self.meta, **meta}
         return Block(self.type, text, self.id, self.name, self.input, self.is_error, merged)
 
+    def resent(self) -> Block:
+        """A copy the cache does not match (``revision`` + 1): the same bytes, tokens and meta, sent
+        anew in a form the trace has no bytes for (e.g. a conversation re-serialised on a resume)."""
+        return Block(self.type, self.text, self.id, self.name, self.input, self.is_error, self.meta,
+                     revision=self.revision + 1, opaque_tokens=self.opaque_tokens, token_factor=self.token_factor)
+
     # --- what is sent -----------------------------------------------------------------------
     @property
     def payload(self) -> str:
@@ -139,6 +145,11 @@ class Message:
     @staticmethod
     def user(text: str, **meta: Any) -> Message:
         return Message("user", (Block.text_block(text),), meta or _EMPTY)
+
+    def resent(self) -> Message:
+        """This message with its first block :meth:`Block.resent`: a new cache identity for it and
+        everything after it, the same tokens."""
+        return Message(self.role, (self.blocks[0].resent(), *self.blocks[1:]) if self.blocks else (), self.meta)
 
     @property
     def digest(self) -> bytes:

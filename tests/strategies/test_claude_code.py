@@ -314,3 +314,30 @@ def test_a_replay_names_the_transcript_in_every_summary():
     assert r.metrics["compactions"]["succeeded"] >= 2
     assert seen and all("read the full transcript at: /" in x and x.endswith(RESUME_DIRECTLY) for x in seen)
     assert r.metrics["strategy_counters"]["transcript_writes"] >= 2
+
+
+# --- a resumed launch ------------------------------------------------------------------------------
+
+def test_a_resumed_launch_sends_the_conversation_anew():
+    """claude --continue on the same transcript: the first call of the resumed launch reads only what
+    the tools and system prompt hold (the previous call's system-prefix read, its conversation lost:
+    anthropics/claude-code#43657), then the whole context again; the history is kept (a resume, not a
+    new launch). resume_resends_messages=False: a full read."""
+    from ctxsim.harness.model import trace as tr
+
+    big = "x " * 3000
+    evs = [tr.SessionStart(t=0, session="s"), tr.UserEvent(t=0, text=big),
+           tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]), tr.SessionEnd(t=2, session="s"),
+           tr.SessionStart(t=30, session="s", resume=True), tr.UserEvent(t=31, text="go on"),
+           tr.AssistantEvent(t=32, content=[tr.TextContent(text="b")]),
+           tr.UserEvent(t=33, text="thanks"), tr.AssistantEvent(t=34, content=[tr.TextContent(text="c")])]
+    t = tr.validate_events(tr.Header(name="t", model="claude-opus-4-6", prefix_tokens=5000), evs)
+
+    def run(params):
+        return replay(t, "claude_code", {"startup_files": False, **params}, RunConfig()).calls
+
+    c = run({})
+    assert c.loc[1, "cache_read"] == 5008   # the tools and system prompt (5,000 + 8 framing tokens)
+    assert c.loc[1, "context_tokens"] > c.loc[0, "context_tokens"] and c.loc[2, "cache_read"] == c.loc[1, "context_tokens"]
+    off = run({"resume_resends_messages": False})
+    assert off.loc[1, "cache_read"] == off.loc[0, "context_tokens"]

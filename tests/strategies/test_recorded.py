@@ -196,6 +196,31 @@ def test_an_effort_level_set_keys_every_cache_entry_anew():
     assert list(off.calls["context_tokens"]) == list(c["context_tokens"])
 
 
+def test_a_resumed_launch_sends_the_conversation_anew():
+    """A resumed launch (session_start with resume) re-serialises the conversation: the next call
+    reads only the tools and system prompt (5,000 + the request's 8 framing tokens,
+    tokenizer.REQUEST_OVERHEAD) and writes the messages again, the context the same size; the call
+    after reads it all. resume_resends_messages=False keeps the reads."""
+    evs = [tr.SessionStart(t=0, session="s"), tr.UserEvent(t=0, text=BIG),
+           tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+           tr.SessionEnd(t=2, session="s"), tr.SessionStart(t=30, session="s", resume=True),
+           tr.UserEvent(t=31, text="go on"), tr.AssistantEvent(t=32, content=[tr.TextContent(text="b")]),
+           tr.UserEvent(t=33, text="thanks"), tr.AssistantEvent(t=34, content=[tr.TextContent(text="c")])]
+    rec = tr.RecordedSetting(warm_prefix_tokens=3000, cache_ttl="1h")
+    t = tr.validate_events(tr.Header(name="t", model=MODEL, prefix_tokens=5000, recorded=rec), evs)
+    res, seen = run(t)
+    c = res.calls
+    assert c.loc[0, "cache_read"] == 3000                                  # the warm shared head
+    assert c.loc[1, "cache_read"] == 5008                                  # resumed: tools and system only
+    assert c.loc[1, "cache_write_1h"] + c.loc[1, "input_uncached"] == c.loc[1, "context_tokens"] - 5008
+    assert c.loc[2, "cache_read"] == c.loc[1, "context_tokens"]
+    assert [r.rewrite for r in seen] == [False, True, False]
+    assert res.metrics["strategy_counters"]["resumed launch (the conversation sent anew, messages' cache lost)"] == 1
+    off, _ = run(t, {"resume_resends_messages": False})
+    assert off.calls.loc[1, "cache_read"] == off.calls.loc[0, "context_tokens"]
+    assert list(off.calls["context_tokens"]) == list(c["context_tokens"])
+
+
 def test_an_effort_output_cut_short_names_no_level():
     """The words after "Set effort level to " are the level; a message ending there (a cut log line, a
     user quoting the phrase) sets none instead of failing the replay."""
