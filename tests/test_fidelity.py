@@ -336,8 +336,9 @@ def test_classify_a_fall_back_after_a_task_notification_or_an_mcp_reconnect():
 
 
 def test_a_miss_after_an_interruption_is_reported_beside_it_and_stays_in_the_miss_fit():
-    """An interrupted turn is named beside the miss that follows (no cause by itself: a third of such turns
-    miss in the development population), and the call stays one the miss model is fitted on."""
+    """An interrupted turn is named beside the miss that follows (no cause by itself: a fifth of such
+    turns with no resume miss in the development population), and the call stays one the miss model
+    is fitted on."""
     from ctxsim.harness.fidelity.cache_misses import label_calls
 
     evs = [tr.UserEvent(t=0, text="go"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")],
@@ -366,6 +367,29 @@ def test_classify_a_miss_after_an_effort_level_set_and_keep_it_out_of_the_miss_f
                           "simulated_cache_read": [0, 0, 11_000]})
     got = {m["call"]: m for m in classify_misses(calls, table, system_prefix=2_000)}
     assert got[1]["cause"] == "prefix_change" and "/effort" in got[1]["changed"]
+    labels, eligible, fell, _ = label_calls(calls)
+    assert eligible == 1 and not fell and not labels
+
+
+def test_a_miss_after_a_resumed_launch_is_a_prefix_change_kept_out_of_the_miss_fit():
+    """The first main call after a resumed launch (session_start with resume) reads only the system
+    prefix (2,000 of 10,000): a prefix change the replay re-enacts, named so, and no stray of the
+    fitted miss model, whatever came with it (an interruption). The call after is eligible again."""
+    from ctxsim.harness.fidelity.cache_misses import label_calls
+
+    evs = [tr.SessionStart(t=0, session="s"), tr.UserEvent(t=0, text="go"),
+           tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")], usage=tr.RecordedUsage(input=10_000)),
+           tr.UserEvent(t=2, text="[Request interrupted by user]"), tr.SessionEnd(t=3, session="s"),
+           tr.SessionStart(t=30, session="s", resume=True), tr.UserEvent(t=31, text="go on"),
+           tr.AssistantEvent(t=32, content=[tr.TextContent(text="b")], usage=tr.RecordedUsage(input=9_000, cache_read=2_000)),
+           tr.UserEvent(t=33, text="thanks"),
+           tr.AssistantEvent(t=34, content=[tr.TextContent(text="c")], usage=tr.RecordedUsage(input=100, cache_read=11_000))]
+    calls = recorded_calls(tr.validate_events(tr.Header(name="r", model=MODEL), evs))
+    assert [c.trigger for c in calls] == [None, "/resume", None]
+    table = pd.DataFrame({"simulated_context": [10_000, 11_000, 11_100], "simulated_cache_read": [0, 2_000, 11_000]})
+    (m,) = classify_misses(calls, table, system_prefix=2_000)
+    assert (m["call"], m["cause"], m["trigger"]) == (1, "prefix_change", "/resume")
+    assert m["changed"].startswith("a resumed launch just before")
     labels, eligible, fell, _ = label_calls(calls)
     assert eligible == 1 and not fell and not labels
 

@@ -1,7 +1,8 @@
 """Fit the provider-side miss model (harness/provider/routing.py) on a log's own calls.
 
 Each call of a context thread that could have read its predecessor's whole context — no TTL expiry
-in between, same model, no compaction, no ``/mcp`` reconnection, not a new user turn on a model
+in between, same model, no compaction, no ``/mcp`` reconnection, ``/effort`` level or resumed
+launch, not a new user turn on a model
 whose API drops the previous turn's thinking — is *eligible*. An eligible call whose read falls
 short of that context is, walking the thread in order, either
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ctxsim.harness.fidelity.recorded import CHANGES_PREFIX
 from ctxsim.harness.provider.cache import TTL_SECONDS, expired_on_log_clock
 from ctxsim.harness.provider.routing import OPENAI_ROUTING_DOC, ROUTER_PHASES, CacheMissModel, Router
 
@@ -121,7 +123,7 @@ def expired_since(prev: Any, c: Any) -> bool:
 
 
 def _explained(c: Any, prev: Any, strips: Strips) -> bool:
-    return (expired_since(prev, c) or c.model != prev.model or c.trigger in ("/mcp", "/effort")
+    return (expired_since(prev, c) or c.model != prev.model or c.trigger in CHANGES_PREFIX
             or getattr(c, "thinking_switch", False)
             or (c.new_turn and strips is not None and strips(c.model) and c.after_thinking))
 

@@ -56,6 +56,7 @@ from ctxsim.harness.fidelity.kept_thinking import previous_thinking_kept
 from ctxsim.harness.fidelity.measured import raw_contexts
 from ctxsim.harness.fidelity.population import attribute
 from ctxsim.harness.fidelity.recorded import (
+    RESUMED,
     FidelityGap,
     NoUsage,
     RecordedCall,
@@ -890,6 +891,11 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
                 "an /effort command set a level just before: measured on Claude Code's logs, the next call reads "
                 "nothing it wrote before (or only the system prompt's shared head); the replay keys every entry by "
                 "the level")
+        elif c.trigger == RESUMED:
+            cause, block = "prefix_change", (
+                "a resumed launch just before (Claude Code's resume marks in the log): it sends the conversation anew, "
+                "so the messages' cache is lost while the tools and system prompt stay cached (strategies/recorded.py "
+                "RESUME_EVIDENCE); the replay does the same")
         elif (uncached_from is not None and c.thread == "main" and c.index >= uncached_from
               and sent_uncached(c.usage)):
             cause, block = "prefix_change", (

@@ -33,6 +33,7 @@ from typing import Any
 
 from ctxsim.harness.fidelity.cache_misses import expired_since, read_tolerance
 from ctxsim.harness.fidelity.first_part import judged
+from ctxsim.harness.fidelity.recorded import CHANGES_PREFIX
 from ctxsim.strategies.recorded import strips_previous_thinking
 
 # the first Claude Code version whose logs in the development population show the previous turns'
@@ -52,11 +53,13 @@ def new_turn_reads(calls: Sequence[Any], upto: int) -> tuple[int, int]:
     """``(whole, short)``: of the main context's new turns among ``calls[:upto]`` that follow a turn
     whose earlier answers thought, on a model whose API drops that thinking by default, how many read
     the previous call's whole context and how many fell short. A new turn after a TTL expiry, a model
-    change, a compaction or a thinking switch says nothing of it and is left out."""
+    change, a compaction, a thinking switch or a changed prefix (``/mcp``, ``/effort``, a resumed launch)
+    says nothing of it and is left out."""
     whole = short = 0
     for c in calls[:upto]:
         if (c.thread != "main" or not c.new_turn or not c.thought_in_prefix or c.usage is None or c.after_compact
-                or c.thinking_switch or not strips_previous_thinking(c.model) or c.prev_in_thread is None):
+                or c.thinking_switch or c.trigger in CHANGES_PREFIX or not strips_previous_thinking(c.model)
+                or c.prev_in_thread is None):
             continue
         prev = calls[c.prev_in_thread]
         if prev.usage is None or prev.model != c.model or expired_since(prev, c):

@@ -13,6 +13,7 @@ from ctxsim.harness.model.trace import (
     AssistantEvent,
     CompactEvent,
     RecordedUsage,
+    SessionStart,
     SubtaskEnd,
     SubtaskStart,
     TextContent,
@@ -25,12 +26,16 @@ from ctxsim.harness.provider import Provider
 from ctxsim.strategies.recorded import EFFORT_SET, MCP_COMMAND, budget_thinking
 
 # user messages a miss right after is reported beside: what the log shows came in just before the
-# cache was lost (a <task-notification> is no cause by itself; /mcp and /effort are, strategies/recorded.py).
-# An interrupted turn raises the odds without deciding them: in the development population 28-34% of the
-# new turns after "[Request interrupted by user]" fell back, against about 10% of the others (2.1.x)
+# cache was lost (a <task-notification> is no cause by itself; /mcp, /effort and a resume are,
+# strategies/recorded.py). An interrupted turn raises the odds without deciding them: in the development
+# population 50 of the 252 new turns after "[Request interrupted by user]" with no resume fell back (20%),
+# against 10% of the others
 INTERRUPTED = "[Request interrupted by user"   # Claude Code's record of an interruption (streaming or a tool use)
 NOTED_BEFORE = (("<task-notification>", "<task-notification>"), (MCP_COMMAND, "/mcp"), (EFFORT_SET, "/effort"),
                 (INTERRUPTED, "an interrupted turn"))
+RESUMED = "/resume"   # the trigger of the main context's first call after a resumed launch (a session_start with resume)
+# triggers after which the log's client sent a changed prefix (the replay re-enacts each: strategies/recorded.py)
+CHANGES_PREFIX = ("/mcp", "/effort", RESUMED)
 
 @dataclass
 class RecordedCall:
@@ -96,8 +101,11 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
                         switched.add(thread)
                     thinking[thread] = now
             hit = next((name for mark, name in NOTED_BEFORE if mark in ev.text), None)
-            if hit:
+            if hit and triggers.get(thread) != RESUMED:   # a resume decides the call's cache, whatever came with it
                 triggers[thread] = hit
+        elif isinstance(ev, SessionStart):
+            if ev.resume and not spans:
+                triggers["main"] = RESUMED
         elif isinstance(ev, ToolResultEvent):
             chars[thread] = chars.get(thread, 0) + len(ev.content)
             added.setdefault(thread, []).append(i)
