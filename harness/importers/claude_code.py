@@ -27,7 +27,8 @@ Code 2.0.76 and 2.1.38/2.1.39):
   which hooks ran for which tool use (read, then ignored);
 * a resume (``claude --continue``/``--resume``: a new launch appending to the same transcript) leaves
   its marks: the ``<synthetic>`` "No response requested." answer, the meta "Continue from where you
-  left off." message, or the file-history snapshots written again. After a model call, the first of
+  left off." message, the file-history snapshots written again, or a SessionStart hook run for the
+  ``resume`` source. After a model call, the first of
   them becomes ``session_end`` + ``session_start(resume=True)`` (the trace then opens with a
   ``session_start``); a tool use still open there is closed with a synthetic error result, as the
   resume drops it.
@@ -317,6 +318,8 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
             cmds, cmd = p.session_hooks.setdefault(source, []), str(data.get("command") or "?")
             if cmd not in cmds:
                 cmds.append(cmd)
+            if source == "resume" and not o.get("isSidechain"):   # the hooks' "resume" source (code.claude.com/docs/en/hooks)
+                p.items.append(("resume", {"line": line, "t": p.last_t, "marker": "a SessionStart hook run for a resume"}))
         return
     if kind == "system":
         if o.get("subtype") == "compact_boundary":

@@ -240,14 +240,17 @@ NO_RESPONSE = rec("assistant", 30, message={"id": "x1", "model": "<synthetic>", 
 SNAPSHOT_AGAIN = {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"messageId": "u1"},
                   "isSnapshotUpdate": False}
 CONTINUE = user(31, [text("Continue from where you left off.")], isMeta=True)
+RESUME_HOOK = rec("progress", 29, data={"type": "hook_progress", "hookEvent": "SessionStart",
+                                        "hookName": "SessionStart:resume", "command": "cat notes.md"})
 
 
-@pytest.mark.parametrize("marks", [[NO_RESPONSE], [SNAPSHOT_AGAIN], [CONTINUE], [SNAPSHOT_AGAIN, NO_RESPONSE, CONTINUE]],
-                         ids=["no-response-notice", "snapshot-again", "continue-message", "all-three"])
+@pytest.mark.parametrize("marks", [[NO_RESPONSE], [SNAPSHOT_AGAIN], [CONTINUE], [RESUME_HOOK],
+                                   [RESUME_HOOK, SNAPSHOT_AGAIN, NO_RESPONSE, CONTINUE]],
+                         ids=["no-response-notice", "snapshot-again", "continue-message", "resume-hook", "all-four"])
 def test_a_resumed_launch_on_the_same_transcript_is_a_session_boundary(tmp_path, marks):
     """Claude Code resumed on the same transcript (its resume marks: the "No response requested."
     notice, the meta "Continue from where you left off." message, the file-history snapshots written
-    again): one session_end + session_start(resume) at the first mark, however many there are, and
+    again, a SessionStart hook run for the "resume" source): one session_end + session_start(resume) at the first mark, however many there are, and
     the trace opens with the session it resumes. The tool use the interruption left open is closed
     with a synthetic error result, counted; the first snapshot of a message is no mark."""
     res = import_file("claude-code", _resumed(tmp_path, marks))
