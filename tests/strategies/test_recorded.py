@@ -142,6 +142,12 @@ def test_compaction_call_runs_on_the_recorded_compaction_model_and_ttl():
     assert seen[2].system.opaque_tokens == 3500
 
 
+def warm_trace(evs):
+    """A 5,000-token system prompt whose 3,000-token shared head an earlier session left cached (1h)."""
+    rec = tr.RecordedSetting(warm_prefix_tokens=3000, cache_ttl="1h")
+    return tr.validate_events(tr.Header(name="t", model=MODEL, prefix_tokens=5000, recorded=rec), evs)
+
+
 def test_a_task_notification_is_an_ordinary_message_and_an_mcp_reconnect_resends_the_system():
     """A <task-notification> is appended like any message (a full hit: it is not re-enacted as a
     cache loss). After an /mcp command the session part of the system prompt goes anew: the next
@@ -154,8 +160,7 @@ def test_a_task_notification_is_an_ordinary_message_and_an_mcp_reconnect_resends
            tr.UserEvent(t=4, text="<local-command-stdout>Reconnected to tidewave.</local-command-stdout>"),
            tr.AssistantEvent(t=5, content=[tr.TextContent(text="c")]),
            tr.UserEvent(t=6, text="thanks"), tr.AssistantEvent(t=7, content=[tr.TextContent(text="d")])]
-    rec = tr.RecordedSetting(warm_prefix_tokens=3000, cache_ttl="1h")
-    t = tr.validate_events(tr.Header(name="t", model=MODEL, prefix_tokens=5000, recorded=rec), evs)
+    t = warm_trace(evs)
     res, seen = run(t)
     c = res.calls
     assert c.loc[1, "cache_read"] == c.loc[0, "context_tokens"]            # the notification: a hit
@@ -181,8 +186,7 @@ def test_an_effort_level_set_keys_every_cache_entry_anew():
            tr.UserEvent(t=5, text="thanks"), tr.AssistantEvent(t=6, content=[tr.TextContent(text="c")]),
            tr.UserEvent(t=7, text=cmd), tr.UserEvent(t=7, text=out),
            tr.UserEvent(t=8, text="more"), tr.AssistantEvent(t=9, content=[tr.TextContent(text="d")])]
-    rec = tr.RecordedSetting(warm_prefix_tokens=3000, cache_ttl="1h")
-    t = tr.validate_events(tr.Header(name="t", model=MODEL, prefix_tokens=5000, recorded=rec), evs)
+    t = warm_trace(evs)
     res, seen = run(t)
     c = res.calls
     assert c.loc[0, "cache_read"] == 3000                                  # the warm shared head
@@ -206,8 +210,7 @@ def test_a_resumed_launch_sends_the_conversation_anew():
            tr.SessionEnd(t=2, session="s"), tr.SessionStart(t=30, session="s", resume=True),
            tr.UserEvent(t=31, text="go on"), tr.AssistantEvent(t=32, content=[tr.TextContent(text="b")]),
            tr.UserEvent(t=33, text="thanks"), tr.AssistantEvent(t=34, content=[tr.TextContent(text="c")])]
-    rec = tr.RecordedSetting(warm_prefix_tokens=3000, cache_ttl="1h")
-    t = tr.validate_events(tr.Header(name="t", model=MODEL, prefix_tokens=5000, recorded=rec), evs)
+    t = warm_trace(evs)
     res, seen = run(t)
     c = res.calls
     assert c.loc[0, "cache_read"] == 3000                                  # the warm shared head
