@@ -659,6 +659,8 @@ class _Importer:
         for kind, item in p.items:
             if span is None:   # isSidechain runs inside a main file: a span each
                 side = p.calls[item].sidechain if kind == "call" else bool(item.get("side")) if isinstance(item, dict) else False
+                if kind == "resume":   # a process-level mark: it neither opens nor closes a sidechain run
+                    side = side_run is not None
                 if side and side_run is None:
                     self.counts["sidechain spans"] += 1
                     side_run = f"sidechain-{self.counts['sidechain spans']}"
