@@ -28,10 +28,9 @@ Code 2.0.76 and 2.1.38/2.1.39):
 * a resume (``claude --continue``/``--resume``: a new launch appending to the same transcript) leaves
   its marks: the ``<synthetic>`` "No response requested." answer, the meta "Continue from where you
   left off." message, the file-history snapshots written again, or a SessionStart hook run for the
-  ``resume`` source. After a model call, the first of
-  them becomes ``session_end`` + ``session_start(resume=True)`` (the trace then opens with a
-  ``session_start``); a tool use still open there is closed with a synthetic error result, as the
-  resume drops it.
+  ``resume`` source. After a model call, the first of them becomes ``session_end`` +
+  ``session_start(resume=True)`` (the trace then opens with a ``session_start``); a tool use still
+  open there is closed with a synthetic error result, as the resume drops it.
 
 Hidden content. Claude Code sends the model messages its transcript does not hold (hook outputs,
 reminders, files re-attached after a compaction). Where another log file holds their text, the
