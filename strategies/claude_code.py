@@ -310,7 +310,7 @@ class ClaudeCode(ThresholdCompactor):
             self.failures, self.last_answer_at = 0, None
             self.started = False  # a new launch loads its startup files again
         elif self.config.resume_resends_messages and len(self.history) and not self.in_isolated_subtask:
-            self.history = self.history.replace_at(0, self.history[0].resent())
+            self.history = self.history.resent()
             self.rewrote = True   # a declared break: the conversation re-serialised from its first message
             self.counters.extra["resumes_resent"] += 1
 

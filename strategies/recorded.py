@@ -430,7 +430,7 @@ class Recorded(Strategy):
         if not resume and self._startup is not None:   # a new launch loads its startup content again
             self.history = History([self._startup])
         elif resume and self.config.resume_resends_messages and len(self.history) and not self._spans:
-            self.history = self.history.replace_at(0, self.history[0].resent())
+            self.history = self.history.resent()
             self.rewrote = True   # a declared break: the conversation is re-serialised from its first message
             self.counters.extra["resumed launch (the conversation sent anew, messages' cache lost)"] += 1
 

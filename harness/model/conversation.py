@@ -276,6 +276,11 @@ class History(Sequence[Message]):
         """Message ``i`` replaced by ``m``; everything after it re-linked (its prefix changed)."""
         return self.truncate(i).extend([m, *self[i + 1:]])
 
+    def resent(self) -> History:
+        """The same messages sent anew (the first one :meth:`Message.resent`): every prefix a new cache
+        identity, the same tokens (a conversation re-serialised, as on a resume)."""
+        return self.replace_at(0, self[0].resent()) if self._n else self
+
     # --- sequence protocol ---------------------------------------------------------------------
     def __len__(self) -> int:
         return self._n
