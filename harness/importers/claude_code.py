@@ -372,7 +372,7 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
             raise TraceError(path, line, "assistant record with neither requestId nor message.id")
         if msg.get("model") == "<synthetic>":   # Claude Code's own error notices: no API call
             p.ignored["assistant/<synthetic> (no API call)"] += 1
-            if not side and _text_of(msg.get("content")).startswith(NO_RESPONSE_REQUESTED):
+            if not side and flatten_content(msg.get("content"))[0].startswith(NO_RESPONSE_REQUESTED):
                 p.items.append(("resume", {"line": line, "t": t, "marker": f"the {NO_RESPONSE_REQUESTED!r} notice"}))
             return
         content = msg.get("content") or []
@@ -414,7 +414,8 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
                                                 "(plan mode's clear context)", "no_call": True}))
         p.items.append(("summary", {"line": line, "t": t, "text": text}))
         return
-    if o.get("isMeta") and not side and _text_of(content).strip() == RESUME_CONTINUE:
+    if (o.get("isMeta") and not side and isinstance(content, str | list)
+            and flatten_content(content)[0].strip() == RESUME_CONTINUE):
         p.items.append(("resume", {"line": line, "t": t, "marker": f"the {RESUME_CONTINUE!r} message"}))
     if isinstance(content, str):
         p.items.append(("user", {"line": line, "t": t, "text": content, "meta": bool(o.get("isMeta")),
@@ -444,15 +445,6 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
     if texts:
         p.items.append(("user", {"line": line, "t": t, "text": "\n".join(texts), "meta": bool(o.get("isMeta")),
                                  "side": side}))
-
-
-def _text_of(content: Any) -> str:
-    """The text of a message's content (a string, or its text blocks joined): for matching Claude Code's notices."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(b.get("text") or "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
 
 
 def _drop_queued_twins(p: _Parsed) -> None:
@@ -607,7 +599,7 @@ class _Importer:
     skipped: list[SkippedLine] = field(default_factory=list)        # unreadable lines of every file read
     _compact_command: bool = False   # a /compact command came in since the last main call (1.0.x: manual)
     session: str | None = None       # the transcript's session id
-    _resumed_at: int = -1            # the call count at the last resume emitted (one per gap between calls)
+    _resumed: bool = False           # a resume was emitted since the last main call (one per gap between calls)
 
     def absorb(self, p: _Parsed) -> None:
         self.skipped += p.skipped
@@ -679,7 +671,7 @@ class _Importer:
                 c = p.calls[item]
                 model = c.model
                 if span is None and side_run is None:
-                    self._compact_command = False
+                    self._compact_command = self._resumed = False
                     self.models[model or "?"] += 1
                     if not self._first_seen:
                         self._first_seen = True
@@ -722,8 +714,8 @@ class _Importer:
                 if agent and span is None and not nested_spans_allowed():
                     self.deferred.append((agent, item))
             elif kind == "resume":
-                if span is None and side_run is None and self._first_seen and self._resumed_at != self.b.calls:
-                    self._resumed_at = self.b.calls
+                if span is None and side_run is None and self._first_seen and not self._resumed:
+                    self._resumed = True
                     self.b.resume(item["t"], self.session or self.src.stem)
                     self.counts[f"resumes (a new launch on the conversation: {item['marker']})"] += 1
             elif kind == "microcompact":
