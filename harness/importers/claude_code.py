@@ -648,10 +648,16 @@ class _Importer:
         pending: dict[str, Any] | None = None
         side_run: str | None = None
         for kind, item in p.items:
+            if kind == "resume":   # a process-level mark: no message of either context, no span opened or closed
+                if span is None and side_run is None and self._first_seen and not self._resumed:
+                    self._resumed = True
+                    if self.deferred:
+                        self.flush_deferred()
+                    self.b.resume(item["t"], self.session or self.src.stem)
+                    self.counts[f"resumes (a new launch on the conversation: {item['marker']})"] += 1
+                continue
             if span is None:   # isSidechain runs inside a main file: a span each
                 side = p.calls[item].sidechain if kind == "call" else bool(item.get("side")) if isinstance(item, dict) else False
-                if kind == "resume":   # a process-level mark: it neither opens nor closes a sidechain run
-                    side = side_run is not None
                 if side and side_run is None:
                     self.counts["sidechain spans"] += 1
                     side_run = f"sidechain-{self.counts['sidechain spans']}"
@@ -662,7 +668,7 @@ class _Importer:
                     side_run = None
             if span is None and self.deferred and kind != "result":
                 self.flush_deferred()
-            if span is None and side_run is None and self.warmups and kind != "resume":
+            if span is None and side_run is None and self.warmups:
                 self.flush_warmups(p.calls[item].t if kind == "call" else item["t"])
             if span is None and side_run is None and kind in ("call", "user", "compact", "summary"):
                 t_item = p.calls[item].t if kind == "call" else item["t"]
@@ -713,11 +719,6 @@ class _Importer:
                                                  f"{hook} blocking-error reminder (rebuilt from the tool result)"))
                 if agent and span is None and not nested_spans_allowed():
                     self.deferred.append((agent, item))
-            elif kind == "resume":
-                if span is None and side_run is None and self._first_seen and not self._resumed:
-                    self._resumed = True
-                    self.b.resume(item["t"], self.session or self.src.stem)
-                    self.counts[f"resumes (a new launch on the conversation: {item['marker']})"] += 1
             elif kind == "microcompact":
                 if span is None and side_run is None:
                     n = self.b.mark_cleared(item["ids"], self.b.calls)
