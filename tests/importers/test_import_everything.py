@@ -266,6 +266,21 @@ def test_a_resumed_launch_on_the_same_transcript_is_a_session_boundary(tmp_path,
     assert sum(v for k, v in res.summary["repairs"].items() if k.startswith("resumes (a new launch")) == 1
 
 
+def test_a_resume_mark_between_a_compaction_and_its_summary_keeps_the_summary(tmp_path):
+    """A session resumed right after its compaction (the snapshots copied between the boundary and
+    the summary): the compaction keeps its summary, after the session boundary."""
+    f = write(tmp_path / "s.jsonl", [
+        {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"messageId": "u1"}, "isSnapshotUpdate": False},
+        user(0, "fix it", uuid="u1"), asst(1, "r1", text("on it"), w5m=1_000),
+        rec("system", 10, subtype="compact_boundary", compactMetadata={"trigger": "manual", "preTokens": 1_100}),
+        SNAPSHOT_AGAIN, user(11, "This session is being continued ...", isCompactSummary=True),
+        asst(12, "r2", text("done"), read=300)])
+    res = import_file("claude-code", f)
+    kinds = _kinds(res.trace)
+    assert kinds[-4:] == ["SessionEnd", "SessionStart", "CompactEvent", "AssistantEvent"]
+    assert res.trace.events[-2].summary == "This session is being continued ..."
+
+
 def test_resume_marks_before_the_first_call_open_no_session(tmp_path):
     """A notice before any call (a launch resumed before it asked anything) changes no cache the
     log shows: nothing is emitted, the trace has no session events."""
