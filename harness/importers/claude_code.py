@@ -28,7 +28,8 @@ Code 2.0.76 and 2.1.38/2.1.39):
 * a resume (``claude --continue``/``--resume``: a new launch appending to the same transcript) leaves
   its marks: the ``<synthetic>`` "No response requested." answer, the meta "Continue from where you
   left off." message, the file-history snapshots written again, or a SessionStart hook run for the
-  ``resume`` source. After a model call, the first of them becomes ``session_end`` +
+  ``resume`` source, or a main-context record of a Claude Code version no earlier one carries. After a
+  model call, the first of them becomes ``session_end`` +
   ``session_start(resume=True)`` (the trace then opens with a ``session_start``); a tool use still
   open there is closed with a synthetic error result, as the resume drops it.
 
@@ -204,6 +205,7 @@ class _Parsed:
     first_parent: tuple[int, str] | None = None    # (line, parentUuid) of the first message record, when it has one
     messages_seen: bool = False
     snapshots: set[str] = field(default_factory=set)   # messageIds of the file-history snapshots written so far
+    main_versions: set[str] = field(default_factory=set)   # the Claude Code versions of the main context's records so far
     last_t: float | None = None   # the time of the last record that carried one
 
 
@@ -265,7 +267,9 @@ def parse_file(path: Path) -> _Parsed:
     bad: list[SkippedLine] = []
     for line, o in read_jsonl(path, p.skipped):
         try:
+            before = len(p.items)
             _read_record(p, path, line, o)
+            _version_mark(p, path, line, o, before)
         except TraceError as e:
             bad.append(SkippedLine(path, line, e.what))
         except SHAPE_ERRORS as e:
@@ -288,6 +292,24 @@ def parse_file(path: Path) -> _Parsed:
             raise NoModelCalls(path, None, f"no user or assistant records (record types: {kinds}): nothing to replay")
         raise TraceError(path, 1, f"no user or assistant records (record types: {kinds}): not a Claude Code transcript")
     return p
+
+
+def _version_mark(p: _Parsed, path: Path, line: int, o: dict[str, Any], at: int) -> None:
+    """A main-context record (read whole; its items from ``at`` on) written by a Claude Code version
+    no earlier main-context record of the file carries: a new launch wrote it, a resume (a running
+    Claude Code writes its own version on every record and updates only on a restart). Marked before
+    the record's own items. A version seen before stays unmarked (a 1.0.x log of the development
+    population interleaves two versions' records call after call)."""
+    v = o.get("version")
+    if not isinstance(v, str) or not v or o.get("isSidechain"):
+        return
+    if p.main_versions and v not in p.main_versions:
+        try:
+            t = parse_time(o.get("timestamp"), path, line)
+        except TraceError:
+            t = p.last_t
+        p.items.insert(at, ("resume", {"line": line, "t": t, "marker": "a record of a Claude Code version new to the file"}))
+    p.main_versions.add(v)
 
 
 def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:

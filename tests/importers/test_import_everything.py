@@ -281,6 +281,30 @@ def test_a_resume_mark_between_a_compaction_and_its_summary_keeps_the_summary(tm
     assert res.trace.events[-2].summary == "This session is being continued ..."
 
 
+def test_a_record_of_a_claude_code_version_new_to_the_file_is_a_relaunch(tmp_path):
+    """A running Claude Code writes its own version on every record and updates only on a restart, so
+    a main-context record of a version no earlier record of the file carries was written by a new
+    launch: a resume, at that record, even with none of the other marks (a relaunch whose turn had
+    ended leaves none). The version of a sidechain's record, or one seen before (a 1.0.x log that
+    interleaves two versions' records), marks nothing."""
+    new = {"version": "2.1.40"}
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "fix it"), asst(1, "r1", text("done")),
+        user(40, "and this", **new), asst(41, "r2", text("ok"), read=2_000, **new),
+        user(50, "more", version="2.1.39"), asst(51, "r3", text("fine"), read=2_100, **new)])
+    res = import_file("claude-code", f)
+    kinds = _kinds(res.trace)
+    assert kinds == ["SessionStart", "UserEvent", "AssistantEvent", "SessionEnd", "SessionStart", "UserEvent",
+                     "AssistantEvent", "UserEvent", "AssistantEvent"]
+    assert res.trace.events[4].resume and res.trace.events[4].t == 40
+    assert res.summary["repairs"]["resumes (a new launch on the conversation: a record of a Claude Code version "
+                                  "new to the file)"] == 1
+    side = write(tmp_path / "side.jsonl", [
+        user(0, "fix it"), asst(1, "r1", text("done")), user(2, "look", isSidechain=True, **new),
+        asst(3, "r2", text("seen"), isSidechain=True, **new), user(4, "and"), asst(5, "r3", text("ok"))])
+    assert "SessionStart" not in _kinds(import_file("claude-code", side).trace)
+
+
 def test_resume_marks_before_the_first_call_open_no_session(tmp_path):
     """A notice before any call (a launch resumed before it asked anything) changes no cache the
     log shows: nothing is emitted, the trace has no session events."""
