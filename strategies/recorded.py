@@ -515,9 +515,14 @@ class Recorded(Strategy):
                 # not blocking: the log's timestamps already hold the wait for the recorded compaction
                 # (its boundary is written when the call returns); moving the clock again by the
                 # simulated duration would expire 5-minute caches the real agent still read
+                # the summary the log holds is what the call wrote: its output is billed at that size
+                # (the development population's 25 compaction calls whose usage the log shows: the
+                # summary at the trace's token scale is a median 0.86 of their output, the analysis
+                # Claude Code drops from it the rest; the simulated summariser's length, 0.76)
+                said = {"expected_output": summary} if summary is not None else {}
                 self.env.services.call(req, CallSpec(kind=SUMMARY, instructions=self.config.compact_instructions,
                                                      sections=COMPACT_SECTIONS, blocking=False,
-                                                     max_output_tokens=SUMMARY_MAX_OUTPUT_TOKENS))
+                                                     max_output_tokens=SUMMARY_MAX_OUTPUT_TOKENS, params=said))
             except SideCallFailed as e:
                 # the recorded agent did compact: the replay follows the record whatever the simulation says
                 self.counters.compactions_failed += 1

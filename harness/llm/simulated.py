@@ -301,6 +301,11 @@ class SimulatedLLM:
         return hit[2]
 
     def respond(self, request: Request, spec: CallSpec) -> BackendReply:
+        expected = spec.params.get("expected_output")
+        if spec.kind == SUMMARY and isinstance(expected, str):
+            # a summary the caller already has (the recorded strategy re-enacts the log's compaction,
+            # whose summary the log holds): answered with it, so its output is billed at its real size
+            return BackendReply(expected)
         if spec.kind == SUMMARY:
             return BackendReply(self.summarize(request, spec))
         if spec.kind == VERIFY:

@@ -77,6 +77,25 @@ def test_recorded_compaction_bills_a_summary_call_then_sends_the_recorded_summar
     assert res.metrics["compactions"]["succeeded"] == 1
 
 
+def test_the_summary_call_is_billed_at_the_size_of_the_summary_the_log_holds():
+    """The replayed compaction call wrote the summary the log holds: its output is that text's tokens
+    (500 words of one cl100k token each, at Opus 4.6's token scale of 1.5 in models.toml: 750), whatever
+    length the simulated summariser would have given; a compaction with no recorded summary keeps the
+    summariser's answer."""
+    said = " ".join(["word"] * 500)
+
+    def summary_output(summary):
+        t = trace([tr.UserEvent(t=0, text=BIG), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
+                   tr.CompactEvent(t=2, trigger="auto", summary=summary),
+                   tr.UserEvent(t=3, text="go on"), tr.AssistantEvent(t=4, content=[tr.TextContent(text="b")])],
+                  prefix=3000)
+        c = run(t)[0].calls
+        return int(c.loc[c["kind"] == "summary", "output"].iloc[0])
+
+    assert summary_output(said) == 750
+    assert summary_output(None) not in (0, 750)
+
+
 def test_compaction_without_recorded_summary_says_so():
     t = trace([tr.UserEvent(t=0, text="hi"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")]),
                tr.CompactEvent(t=2), tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")])])
