@@ -13,7 +13,10 @@ partial match, so a model the table lacks is an error rather than another model'
    region or cross-region prefix (``us.``, ``eu.``, ``apac.``, ``global.``, ``jp.``, ``au.``, ``ca.``,
    ``us-gov.`` ...), by rules 1–2 on ``<id>``;
 4. any of these behind a route prefix (``converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0``,
-   ``bedrock/…``, ``anthropic/…``: what gateways and LiteLLM-style configs write).
+   ``bedrock/…``, ``anthropic/…``: what gateways and LiteLLM-style configs write);
+5. a Claude id whose version is written with a dot, by rules 1–4 on it with hyphens
+   (``anthropic/claude-opus-4.6`` → ``claude-opus-4-6``: OpenRouter's model ids, openrouter.ai/anthropic,
+   read 2026-12-06). Its variants stay unknown (``claude-opus-4.6-fast`` is priced 6× there).
 
 A Bedrock id outside global cross-region inference (a geographic prefix ``us.``/``eu.``/``jp.``/
 ``apac.``…, or none: in-region) is priced at its row's ``bedrock_regional_premium`` (1.1 for Claude
@@ -103,8 +106,18 @@ def bedrock_regional(name: str) -> bool:
     return m is not None and m.group("region") != "global"
 
 
+_DOTTED = re.compile(r"(?<=\d)\.(?=\d)")   # rule 5: the dot of a Claude version (4.6)
+
+
 def base_id(name: str, known) -> str | None:
     """The table row ``name`` resolves to (module docstring), or None."""
+    row = _base_id(name, known)
+    if row is None and "claude-" in name and _DOTTED.search(name):
+        row = _base_id(_DOTTED.sub("-", name), known)
+    return row
+
+
+def _base_id(name: str, known) -> str | None:
     r = _ROUTE.match(name)
     bare = r.group("id") if r else name
     m = _BEDROCK.match(bare)

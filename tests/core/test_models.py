@@ -39,6 +39,9 @@ def test_every_bundled_row_says_its_source_and_date():
     ("bedrock/eu.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
     ("anthropic/claude-opus-4-6", "claude-opus-4-6"),
     ("anthropic.claude-opus-4-6", "claude-opus-4-6"),
+    # OpenRouter spells the version with a dot
+    ("anthropic/claude-opus-4.6", "claude-opus-4-6"),
+    ("claude-sonnet-4.5", "claude-sonnet-4-5"),
 ])
 def test_alias_rule_resolves(given, row):
     assert load_table().get(given).name == row
@@ -46,7 +49,8 @@ def test_alias_rule_resolves(given, row):
 
 @pytest.mark.parametrize("given", ["claude-sonnet-4-5-foo", "gpt-5-mini", "gpt-5.5-pro", "claude-opus-4-6-1",
                                    "claude-sonnet", "eu.anthropic.claude-nope-v1:0", "gpt-4o-2024",
-                                   "converse/jp.anthropic.claude-nope-v1:0", "openai/gpt-5-mini"])
+                                   "converse/jp.anthropic.claude-nope-v1:0", "openai/gpt-5-mini",
+                                   "claude-opus-4.6-fast", "claude-opus-4.6-1m", "gpt-5.5.1"])
 def test_no_partial_match(given):
     assert base_id(given, load_table().models) is None
     with pytest.raises(UnknownModelError) as e:
