@@ -95,27 +95,70 @@ def _check_header(trace, src: Path) -> None:
                             f"{err['msg'].removeprefix('Value error, ')}{hint}; nothing written") from None
 
 
-def session_row(project: str, src: Path, out: Path, trace, models_file: str | None) -> dict[str, Any]:
-    """One row of the per-session table."""
-    from ctxsim.harness.fidelity.recorded import recorded_cost, recorded_usages
+TOKEN_KINDS = ("input", "cache_write", "cache_read", "output")
+
+
+def _tokens(usages) -> dict[str, int]:
+    return {"input": sum(u.input for u in usages), "cache_write": sum(u.cache_write_5m + u.cache_write_1h for u in usages),
+            "cache_read": sum(u.cache_read for u in usages), "output": sum(u.output for u in usages)}
+
+
+def session_row(project: str, src: Path, out: Path, trace, models_file: str | None) -> tuple[dict[str, Any], list]:
+    """One row of the per-session table, and the calls it counts (``BilledCall``: request id,
+    usage, cost) for :func:`count_once`."""
+    from ctxsim.harness.fidelity.recorded import priced_calls
     from ctxsim.harness.model import trace as tr
 
     rec = trace.header.recorded
     models = {m: sum(r.values()) for m, r in (rec.models if rec else {}).items()}
     per_call = trace.header.usage == "per_call"
     # calls: every API call the log billed (its compaction calls too), as the cost and models count them
-    usages = [u for u, _ in recorded_usages(trace)] if per_call else []
-    tokens = ({"input": sum(u.input for u in usages), "cache_write": sum(u.cache_write_5m + u.cache_write_1h for u in usages),
-               "cache_read": sum(u.cache_read for u in usages), "output": sum(u.output for u in usages)}
-              if per_call else None)   # ccusage's columns; None: the log records no per-call usage
+    calls = priced_calls(trace, models_file) if per_call else []
     cwd = (trace.header.source or {}).get("cwd")   # a Codex session names its project by its working folder
     project = Path(cwd).name or project if isinstance(cwd, str) and cwd else project
     return {"project": project, "session": src.stem, "start": (trace.header.source or {}).get("start"),
-            "calls": len(usages) if per_call else trace.calls, "models": models, "tokens": tokens,
-            "recorded_cost_usd": round(recorded_cost(trace, models_file), 4) if per_call else None,
+            "calls": len(calls) if per_call else trace.calls, "models": models,
+            # ccusage's columns; None: the log records no per-call usage
+            "tokens": _tokens([c.usage for c in calls]) if per_call else None,
+            "recorded_cost_usd": round(sum(c.cost_usd for c in calls), 4) if per_call else None,
             "compactions": sum(1 for e in trace.events if isinstance(e, tr.CompactEvent)),
             "route": (trace.header.source or {}).get("route"),   # who served the calls (Claude Code logs)
-            "source": str(src), "trace": str(out)}
+            "source": str(src), "trace": str(out)}, calls
+
+
+def count_once(rows: list[dict[str, Any]], calls: list[list]) -> list[str]:
+    """Each API call counted in one row only, as ccusage counts it (ryoppippi/ccusage
+    ``data-loader.ts``: one entry per ``message.id:requestId`` over all files, files in the order of
+    their earliest timestamp): a conversation resumed into a new session file (Claude Code 1.0.x)
+    carries copies of the calls it continues, with their usage, and they were billed once, in the
+    session that made them. A row whose calls were made in an earlier session loses them from its
+    calls, tokens and cost and says how many (``copied_calls``); returns one note per such row.
+    Mutates ``rows``; ``calls[i]`` are row i's (:func:`session_row`)."""
+    seen: dict[tuple, str] = {}
+    notes = []
+
+    def key(c) -> tuple | None:   # a copy carries the call's usage too: a proxy's reused id is no copy
+        return (c.request_id, c.usage) if c.request_id else None
+
+    for i in sorted(range(len(rows)), key=lambda i: (rows[i]["start"] or "", i)):
+        row, mine, here = rows[i], calls[i], f"{rows[i]['project']}/{rows[i]['session']}"
+        copies = [c for c in mine if key(c) in seen]
+        made_in = sorted({seen[key(c)] for c in copies})
+        for c in mine:
+            if key(c) is not None:
+                seen.setdefault(key(c), here)
+        if not copies:
+            continue
+        kept = [c for c in mine if key(c) is None or seen[key(c)] == here]
+        row["calls"] = len(kept)
+        row["tokens"] = _tokens([c.usage for c in kept])
+        row["recorded_cost_usd"] = round(sum(c.cost_usd for c in kept), 4)
+        row["copied_calls"] = {"calls": len(copies), "cost_usd": round(sum(c.cost_usd for c in copies), 4),
+                               "made_in": made_in}
+        notes.append(f"{row['source']}: {len(copies)} of its calls are copies of calls made in "
+                     f"{', '.join(made_in)} (a resumed conversation copies them): counted there, once "
+                     f"(${row['copied_calls']['cost_usd']:.2f})")
+    return notes
 
 
 def _progress(total: int, enabled: bool):
@@ -129,7 +172,7 @@ def _progress(total: int, enabled: bool):
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    kinds = ("input", "cache_write", "cache_read", "output")
+    kinds = TOKEN_KINDS
     cols = ["project", "session", "start", "calls", "models", "input", "cache write", "cache read", "output",
             "recorded $", "compactions"]
     cells = [[r["project"], r["session"], (r["start"] or "?")[:19].replace("T", " "), f"{r['calls']:,}",
@@ -175,6 +218,7 @@ def run(args) -> int:
         return _single(args, sessions[0].path, out)
     chosen = [s for s in sessions if in_range(session_start(s.path), args.since, args.until)]
     rows: list[dict[str, Any]] = []
+    calls: list[list] = []   # each row's billed calls, for count_once
     failed: list[dict[str, Any]] = []
     empty: list[str] = []   # sessions with no model call: nothing billed, nothing lost (noted, left out)
     lossy: list[str] = []   # sessions imported with something lost (each said in a warning)
@@ -190,7 +234,9 @@ def run(args) -> int:
             dest = out / s.out
             try:
                 trace, _, _, warned = import_one(args.format, s.path, dest, args)
-                rows.append(session_row(s.project, s.path, dest, trace, args.models_file))
+                row, billed = session_row(s.project, s.path, dest, trace, args.models_file)
+                rows.append(row)
+                calls.append(billed)
                 if warned:
                     rows[-1]["warnings"] = warned
                     lossy.append(str(s.path))
@@ -210,6 +256,7 @@ def run(args) -> int:
         if bar:
             bar.stop()
     status = 0 if not failed and not lossy else 1 if internal else 2
+    copied = count_once(rows, calls)
     if args.json_out:
         sys.stdout.write(json.dumps({"output": str(out), "sessions": rows, "failed": failed, "no_model_calls": empty,
                                      "outside_dates": len(sessions) - len(chosen), "duplicates": found.duplicates,
@@ -227,6 +274,8 @@ def run(args) -> int:
             print(f"ctxsim import: warning: {w}", file=sys.stderr)
     for e in empty:
         print(f"ctxsim import: note: {e} (no model call was made: nothing billed, session left out)", file=sys.stderr)
+    for n in copied:
+        print(f"ctxsim import: note: {n}", file=sys.stderr)
     for f in failed:
         print(f"ctxsim import: error: {f['error']} (session skipped)", file=sys.stderr)
     if failed or lossy:

@@ -172,6 +172,25 @@ def recorded_cost(trace: Trace, models_file: str | None = None) -> float:
     return sum(provider.price(usage_of(u), provider.spec_for(m)) for u, m in recorded_usages(trace))
 
 
+@dataclass(frozen=True)
+class BilledCall:
+    """One call the log billed: its API request id (None: a compaction call, or a log without
+    one), its usage and its cost on its own model."""
+
+    request_id: str | None
+    usage: RecordedUsage
+    cost_usd: float
+
+
+def priced_calls(trace: Trace, models_file: str | None = None) -> list[BilledCall]:
+    """:func:`recorded_usages` with each call's request id and cost (their sum: :func:`recorded_cost`)."""
+    provider = Provider(trace.header.model, models_file=models_file)
+    ids = [e.request_id if isinstance(e, AssistantEvent) else None for e in trace.events
+           if isinstance(e, AssistantEvent | CompactEvent) and e.usage is not None]
+    return [BilledCall(rid, u, provider.price(usage_of(u), provider.spec_for(m)))
+            for rid, (u, m) in zip(ids, recorded_usages(trace), strict=True)]
+
+
 def sim_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The engine rows of the recorded calls (main and sub-agent), in trace order."""
     return df[df["kind"].isin(["main", SUBAGENT])].reset_index(drop=True)

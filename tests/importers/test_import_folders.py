@@ -19,13 +19,14 @@ REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "real"
 
 
 def session(path: Path, day: int, model: str = "claude-opus-4-6", sid: str = "s") -> Path:
-    """Two calls: 3 + 1,000 (1h) then 3 + 20 (1h) + 1,003 read, 5 output tokens each."""
+    """Two calls: 3 + 1,000 (1h) then 3 + 20 (1h) + 1,003 read, 5 output tokens each (request ids of
+    the session's own, as every API call has)."""
     return write(path, [
         user(0, "fix it", day=day, session=sid),
-        asst(1, "r1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}},
+        asst(1, f"{sid}-r1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}},
              w1h=1000, w5m=0, model=model, day=day, session=sid),
         result(2, "t1", "print(1)\n", day=day, session=sid),
-        asst(3, "r2", text("done"), w1h=20, w5m=0, read=1003, model=model, day=day, session=sid)])
+        asst(3, f"{sid}-r2", text("done"), w1h=20, w5m=0, read=1003, model=model, day=day, session=sid)])
 
 
 def projects(tmp_path: Path) -> Path:
@@ -224,3 +225,46 @@ def test_sessions_with_no_model_call_are_left_out_with_a_note_not_failed(tmp_pat
     assert bad["error"].endswith("other-agent.jsonl:1: user record without a message object: not a Claude Code "
                                  "transcript (no record so far carries a sessionId or version: another agent's log?)")
     assert "1 of 5 sessions failed; 3 without a model call left out (exit 2)" in cap.err
+
+
+def test_calls_a_resumed_session_copied_are_counted_once_in_the_session_that_made_them(tmp_path, capsys):
+    """Claude Code 1.0.x resumed a conversation into a new session file, copying the calls it
+    continues with their usage. The folder table counts each API call once (by its request id, as
+    ccusage does by message id and request id), in the session that made it: the copy's row keeps
+    only its own call and says how many it copied, and from where."""
+    root = tmp_path / "projects" / "-home-u-alpha"
+    session(root / "aaaa.jsonl", day=0, sid="aaaa")
+    write(root / "bbbb.jsonl", [   # the copy (its records re-stamped at the resume), then a call of its own
+        user(0, "fix it", day=1, session="bbbb"),
+        asst(0, "aaaa-r1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}},
+             w1h=1000, w5m=0, day=1, session="bbbb"),
+        result(0, "t1", "print(1)\n", day=1, session="bbbb"),
+        asst(0, "aaaa-r2", text("done"), w1h=20, w5m=0, read=1003, day=1, session="bbbb"),
+        user(60, "and the tests", day=1, session="bbbb"),
+        asst(61, "bbbb-r3", text("they pass"), w1h=30, w5m=0, read=1023, day=1, session="bbbb")])
+    assert cli(["import", "claude-code", str(root), "-o", str(tmp_path / "out"), "--json", "--no-probes"]) == 0
+    cap = capsys.readouterr()
+    a, b = json.loads(cap.out)["sessions"]
+    assert (a["session"], a["calls"], "copied_calls" in a) == ("aaaa", 2, False)
+    assert a["recorded_cost_usd"] == pytest.approx(0.0109815, abs=1e-4)   # by hand: test above
+    # bbbb's own call: 3·5 + 30·10 + 1,023·0.5 + 5·25 = 951.5e-6 (Opus 4.6, 1h writes)
+    assert (b["session"], b["calls"], b["tokens"]["cache_read"]) == ("bbbb", 1, 1023)
+    assert b["recorded_cost_usd"] == pytest.approx(0.0009515, abs=1e-4)
+    assert b["copied_calls"] == {"calls": 2, "cost_usd": pytest.approx(0.011, abs=1e-4), "made_in": ["-home-u-alpha/aaaa"]}
+    assert f"note: {root / 'bbbb.jsonl'}: 2 of its calls are copies of calls made in -home-u-alpha/aaaa" in cap.err
+
+
+def test_a_request_id_reused_with_other_usage_is_no_copy():
+    """A copy carries the call's usage: an id a proxy reuses for different calls is counted in each."""
+    from ctxsim.harness.cli.importer import count_once
+    from ctxsim.harness.fidelity.recorded import BilledCall
+
+    def row(name, start):
+        return {"project": "p", "session": name, "start": start, "source": name, "calls": 1}
+
+    one, other = tr.RecordedUsage(input=10, output=5), tr.RecordedUsage(input=11, output=5)
+    rows = [row("a", "2026-01-01"), row("b", "2026-01-02"), row("c", "2026-01-03")]
+    notes = count_once(rows, [[BilledCall("req", one, 1.0)], [BilledCall("req", other, 2.0)],
+                              [BilledCall("req", one, 1.0), BilledCall(None, one, 1.0)]])
+    assert [r.get("copied_calls", {}).get("calls", 0) for r in rows] == [0, 0, 1]
+    assert rows[2]["calls"] == 1 and rows[2]["copied_calls"]["made_in"] == ["p/a"] and len(notes) == 1
