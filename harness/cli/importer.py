@@ -21,9 +21,12 @@ import json
 import sys
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxsim.harness.importers import FORMATS
+
+if TYPE_CHECKING:
+    from ctxsim.harness.fidelity.recorded import BilledCall
 
 
 def _date(text: str) -> date:
@@ -103,7 +106,8 @@ def _tokens(usages) -> dict[str, int]:
             "cache_read": sum(u.cache_read for u in usages), "output": sum(u.output for u in usages)}
 
 
-def session_row(project: str, src: Path, out: Path, trace, models_file: str | None) -> tuple[dict[str, Any], list]:
+def session_row(project: str, src: Path, out: Path, trace,
+                models_file: str | None) -> tuple[dict[str, Any], list[BilledCall]]:
     """One row of the per-session table, and the calls it counts (``BilledCall``: request id,
     usage, cost) for :func:`count_once`."""
     from ctxsim.harness.fidelity.recorded import priced_calls
@@ -126,7 +130,7 @@ def session_row(project: str, src: Path, out: Path, trace, models_file: str | No
             "source": str(src), "trace": str(out)}, calls
 
 
-def count_once(rows: list[dict[str, Any]], calls: list[list]) -> list[str]:
+def count_once(rows: list[dict[str, Any]], calls: list[list[BilledCall]]) -> list[str]:
     """Each API call counted in one row only, as ccusage counts it (ryoppippi/ccusage
     ``data-loader.ts``: one entry per ``message.id:requestId`` over all files, files in the order of
     their earliest timestamp): a conversation resumed into a new session file (Claude Code 1.0.x)
@@ -137,7 +141,7 @@ def count_once(rows: list[dict[str, Any]], calls: list[list]) -> list[str]:
     seen: dict[tuple, str] = {}
     notes = []
 
-    def key(c) -> tuple | None:   # a copy carries the call's usage too: a proxy's reused id is no copy
+    def key(c: BilledCall) -> tuple | None:   # a copy carries the call's usage too: a proxy's reused id is no copy
         return (c.request_id, c.usage) if c.request_id else None
 
     for i in sorted(range(len(rows)), key=lambda i: (rows[i]["start"] or "", i)):
@@ -218,7 +222,7 @@ def run(args) -> int:
         return _single(args, sessions[0].path, out)
     chosen = [s for s in sessions if in_range(session_start(s.path), args.since, args.until)]
     rows: list[dict[str, Any]] = []
-    calls: list[list] = []   # each row's billed calls, for count_once
+    calls: list[list[BilledCall]] = []   # each row's billed calls, for count_once
     failed: list[dict[str, Any]] = []
     empty: list[str] = []   # sessions with no model call: nothing billed, nothing lost (noted, left out)
     lossy: list[str] = []   # sessions imported with something lost (each said in a warning)

@@ -168,8 +168,7 @@ def recorded_usages(trace: Trace, model: str | None = None) -> list[tuple[Record
 
 def recorded_cost(trace: Trace, models_file: str | None = None) -> float:
     """What the API billed for the log, each call priced on its own model (the ccusage figure)."""
-    provider = Provider(trace.header.model, models_file=models_file)
-    return sum(provider.price(usage_of(u), provider.spec_for(m)) for u, m in recorded_usages(trace))
+    return sum(c.cost_usd for c in priced_calls(trace, models_file))
 
 
 @dataclass(frozen=True)
@@ -186,7 +185,7 @@ def priced_calls(trace: Trace, models_file: str | None = None) -> list[BilledCal
     """:func:`recorded_usages` with each call's request id and cost (their sum: :func:`recorded_cost`)."""
     provider = Provider(trace.header.model, models_file=models_file)
     ids = [e.request_id if isinstance(e, AssistantEvent) else None for e in trace.events
-           if isinstance(e, AssistantEvent | CompactEvent) and e.usage is not None]
+           if isinstance(e, AssistantEvent | CompactEvent) and e.usage is not None]   # recorded_usages' calls
     return [BilledCall(rid, u, provider.price(usage_of(u), provider.spec_for(m)))
             for rid, (u, m) in zip(ids, recorded_usages(trace), strict=True)]
 
