@@ -87,14 +87,15 @@ def test_an_output_inside_the_input_folder_is_refused_whether_or_not_it_exists(t
 # --- issue 44 fresh, case 4: a session file directly in the projects root ------------------------
 
 def _cc_session(path: Path, sid: str, turns: int = 1) -> Path:
-    """A Claude Code session of ``turns`` calls, each 3 input + 100 written (5 min) + 5 output tokens."""
+    """A Claude Code session of ``turns`` calls, each 3 input + 100 written (5 min) + 5 output tokens
+    (request ids of its own, as every API call has: a folder counts a request once)."""
     from tests.helpers_claude_code import asst, text, user, write
 
     recs = [user(0, "fix the parser", session=sid)]
     for k in range(turns):
         if k:
             recs.append(user(2 * k, f"go on {k}", session=sid))
-        recs.append(asst(2 * k + 1, f"r{k}", text(f"step {k}"), session=sid))
+        recs.append(asst(2 * k + 1, f"{sid}-r{k}", text(f"step {k}"), session=sid))
     return write(path, recs)
 
 
