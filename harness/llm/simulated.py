@@ -302,9 +302,10 @@ class SimulatedLLM:
 
     def respond(self, request: Request, spec: CallSpec) -> BackendReply:
         expected = spec.params.get("expected_output")
-        if spec.kind == SUMMARY and isinstance(expected, str):
-            # a summary the caller already has (the recorded strategy re-enacts the log's compaction,
-            # whose summary the log holds): answered with it, so its output is billed at its real size
+        if isinstance(expected, str):
+            # an answer the caller models itself (the todo list of a TodoWrite call, a delegation's
+            # prompt, the summary the log holds for a recorded compaction): answered with it, whatever
+            # the kind, so its output is billed at its real size
             return BackendReply(expected)
         if spec.kind == SUMMARY:
             return BackendReply(self.summarize(request, spec))
@@ -543,12 +544,7 @@ class SimulatedLLM:
         return "yes" if fact and fact in whole else "no"
 
     def generic(self, request: Request, spec: CallSpec) -> str:
-        """Any other kind. A tool call whose content the caller models itself (the todo list of a
-        TodoWrite call, a delegation's prompt: ``spec.params["expected_output"]``) is answered with
-        that text, so its output is billed at its real size."""
-        expected = spec.params.get("expected_output")
-        if isinstance(expected, str):
-            return expected
+        """Any other kind (one with ``spec.params["expected_output"]`` is answered with it: :meth:`respond`)."""
         last = request.messages[-1].text if len(request.messages) else ""
         return f"({spec.kind}) acknowledged: {last[:200]}"
 
