@@ -153,17 +153,17 @@ def usage_of(u: RecordedUsage) -> Usage:
     return Usage(u.input, u.cache_write_5m, u.cache_write_1h, u.cache_read, u.output)
 
 
+def billed_events(trace: Trace) -> list[AssistantEvent | CompactEvent]:
+    """The events of the calls the log billed: model calls and recorded compaction calls with usage."""
+    return [e for e in trace.events if isinstance(e, AssistantEvent | CompactEvent) and e.usage is not None]
+
+
 def recorded_usages(trace: Trace, model: str | None = None) -> list[tuple[RecordedUsage, str | None]]:
-    """Every call the log billed (model calls and the recorded compaction calls) with its usage
-    and its model (``model`` for all, if given; else the call's, else the trace's)."""
+    """Every call the log billed (:func:`billed_events`) with its usage and its model (``model`` for
+    all, if given; else the call's, else the trace's)."""
     default = model or trace.header.model
-    out = []
-    for e in trace.events:
-        if isinstance(e, AssistantEvent) and e.usage is not None:
-            out.append((e.usage, model or e.model or default))
-        elif isinstance(e, CompactEvent) and e.usage is not None:
-            out.append((e.usage, model or e.meta.get("call_model") or default))
-    return out
+    return [(e.usage, model or (e.model if isinstance(e, AssistantEvent) else e.meta.get("call_model")) or default)
+            for e in billed_events(trace)]
 
 
 def recorded_cost(trace: Trace, models_file: str | None = None) -> float:
@@ -184,8 +184,7 @@ class BilledCall:
 def priced_calls(trace: Trace, models_file: str | None = None) -> list[BilledCall]:
     """:func:`recorded_usages` with each call's request id and cost (their sum: :func:`recorded_cost`)."""
     provider = Provider(trace.header.model, models_file=models_file)
-    ids = [e.request_id if isinstance(e, AssistantEvent) else None for e in trace.events
-           if isinstance(e, AssistantEvent | CompactEvent) and e.usage is not None]   # recorded_usages' calls
+    ids = [e.request_id if isinstance(e, AssistantEvent) else None for e in billed_events(trace)]
     return [BilledCall(rid, u, provider.price(usage_of(u), provider.spec_for(m)))
             for rid, (u, m) in zip(ids, recorded_usages(trace), strict=True)]
 
