@@ -565,7 +565,9 @@ class Strategy:
 
     def on_response(self, message: Message, usage: Usage | None) -> None:
         """The model's answer (as recorded) and the usage the API reported for the request, or
-        ``None`` when the API rejected it (the answer is still what the agent did next)."""
+        ``None`` when no request of this run made it: the API rejected it (the answer is still what
+        the agent did next), or it is a copy of an earlier session's call that a resumed conversation
+        starts from (``AssistantEvent.copied``: history, no request sent)."""
         self.history = self.history.append(message)
 
     def on_recorded_compact(self, trigger: str, summary: str | None, now: float) -> None:

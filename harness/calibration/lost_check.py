@@ -72,7 +72,7 @@ def recorded_side(trace, window: int = WINDOW_CALLS, only: set[int] | None = Non
     comps: list[tuple[int, int]] = []   # (event index, calls before)
     call = 0
     for i, e in enumerate(ev):
-        if main[i] and isinstance(e, tr.AssistantEvent):
+        if main[i] and tr.is_call(e):
             call += 1
         elif main[i] and isinstance(e, tr.CompactEvent):
             comps.append((i, call))
@@ -100,7 +100,7 @@ def recorded_side(trace, window: int = WINDOW_CALLS, only: set[int] | None = Non
                 break
             if isinstance(e, tr.ProbeEvent):
                 pending.append(e)
-            elif isinstance(e, tr.AssistantEvent):
+            elif tr.is_call(e):
                 for p in pending:
                     for fid in p.needs:
                         if fid in seen_before and fid not in got and facts[fid].category != "goal":

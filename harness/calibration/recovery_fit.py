@@ -67,7 +67,7 @@ def observe(trace: tr.Trace, needs: Needs, name: str, window: int = WINDOW_CALLS
     for i, ev in enumerate(trace.events):
         if not main[i]:
             continue
-        if isinstance(ev, tr.AssistantEvent):
+        if tr.is_call(ev):
             call += 1
         elif isinstance(ev, tr.CompactEvent):
             comps.append((i, call, ev))
@@ -78,7 +78,7 @@ def observe(trace: tr.Trace, needs: Needs, name: str, window: int = WINDOW_CALLS
     repeat_ids = {r.tool_use_id for r in reacquisitions(trace, ())}
     call = -1
     for i, ev in enumerate(trace.events):
-        if not (main[i] and isinstance(ev, tr.AssistantEvent)):
+        if not (main[i] and tr.is_call(ev)):
             continue
         call += 1
         for c in ev.tool_uses():
@@ -148,7 +148,7 @@ def _around(trace: tr.Trace, main: list[bool], facts: dict, at: list[int], windo
             if j < i and calls_after[j] < window:
                 if isinstance(ev, tr.UserEvent):
                     users[j].append(ev.text)
-                elif isinstance(ev, tr.AssistantEvent):
+                elif tr.is_call(ev):
                     calls_after[j] += 1
         if isinstance(ev, tr.ToolResultEvent):
             for fid in match.present(ev.content):

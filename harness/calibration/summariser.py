@@ -290,7 +290,7 @@ def real_compactions(trace, source: str, count: Callable[[str], int], session: s
     calls = 0
     nth = -1
     for i, ev in enumerate(trace.events):
-        if isinstance(ev, tr.AssistantEvent) and main[i]:
+        if tr.is_call(ev) and main[i]:
             calls += 1
         if isinstance(ev, tr.CompactEvent) and main[i]:
             nth += 1

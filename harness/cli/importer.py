@@ -107,9 +107,9 @@ def _tokens(usages) -> dict[str, int]:
 
 
 def session_row(project: str, src: Path, out: Path, trace,
-                models_file: str | None) -> tuple[dict[str, Any], list[BilledCall]]:
-    """One row of the per-session table, and the calls it counts (``BilledCall``: request id,
-    usage, cost) for :func:`count_once`."""
+                models_file: str | None) -> tuple[dict[str, Any], list[BilledCall], list[BilledCall]]:
+    """One row of the per-session table, the calls it counts and the copies of an earlier session's
+    calls it holds (``BilledCall``: request id, usage, cost), for :func:`count_once`."""
     from ctxsim.harness.fidelity.recorded import priced_calls
     from ctxsim.harness.model import trace as tr
 
@@ -118,6 +118,7 @@ def session_row(project: str, src: Path, out: Path, trace,
     per_call = trace.header.usage == "per_call"
     # calls: every API call the log billed (its compaction calls too), as the cost and models count them
     calls = priced_calls(trace, models_file) if per_call else []
+    copies = priced_calls(trace, models_file, copied=True) if per_call else []
     cwd = (trace.header.source or {}).get("cwd")   # a Codex session names its project by its working folder
     project = Path(cwd).name or project if isinstance(cwd, str) and cwd else project
     return {"project": project, "session": src.stem, "start": (trace.header.source or {}).get("start"),
@@ -127,40 +128,49 @@ def session_row(project: str, src: Path, out: Path, trace,
             "recorded_cost_usd": round(sum(c.cost_usd for c in calls), 4) if per_call else None,
             "compactions": sum(1 for e in trace.events if isinstance(e, tr.CompactEvent)),
             "route": (trace.header.source or {}).get("route"),   # who served the calls (Claude Code logs)
-            "source": str(src), "trace": str(out)}, calls
+            "source": str(src), "trace": str(out)}, calls, copies
 
 
-def count_once(rows: list[dict[str, Any]], calls: list[list[BilledCall]]) -> list[str]:
+def count_once(rows: list[dict[str, Any]], calls: list[list[BilledCall]],
+               copied: list[list[BilledCall]] | None = None) -> list[str]:
     """Each API call counted in one row only, as ccusage counts it (ryoppippi/ccusage
     ``data-loader.ts``: one entry per ``message.id:requestId`` over all files, files in the order of
     their earliest timestamp): a conversation resumed into a new session file (Claude Code 1.0.x)
     carries copies of the calls it continues, with their usage, and they were billed once, in the
-    session that made them. A row whose calls were made in an earlier session loses them from its
-    calls, tokens and cost and says how many (``copied_calls``); returns one note per such row.
-    Mutates ``rows``; ``calls[i]`` are row i's (:func:`session_row`)."""
+    session that made them. The importer marks the copies it recognises (``AssistantEvent.copied``:
+    ``copied[i]``, never counted here); a row whose other calls were made in an earlier session loses
+    them from its calls, tokens and cost. A row with copies says how many, what they cost and where
+    they were made (``copied_calls``); returns one note per such row. Mutates ``rows``; ``calls[i]``
+    are row i's (:func:`session_row`)."""
     seen: dict[tuple, str] = {}
     notes = []
+    copied = copied or [[] for _ in rows]
 
     def key(c: BilledCall) -> tuple | None:   # a copy carries the call's usage too: a proxy's reused id is no copy
         return (c.request_id, c.usage) if c.request_id else None
 
+    found: dict[int, list[BilledCall]] = {}
     for i in sorted(range(len(rows)), key=lambda i: (rows[i]["start"] or "", i)):
         row, mine, here = rows[i], calls[i], f"{rows[i]['project']}/{rows[i]['session']}"
-        copies = [c for c in mine if key(c) in seen]
-        made_in = sorted({seen[key(c)] for c in copies})
+        again = [c for c in mine if key(c) in seen]
         for c in mine:
             if key(c) is not None:
                 seen.setdefault(key(c), here)
-        if not copies:
-            continue
-        kept = [c for c in mine if key(c) is None or seen[key(c)] == here]
-        row["calls"] = len(kept)
-        row["tokens"] = _tokens([c.usage for c in kept])
-        row["recorded_cost_usd"] = round(sum(c.cost_usd for c in kept), 4)
+        if again:
+            kept = [c for c in mine if key(c) is None or seen[key(c)] == here]
+            row["calls"] = len(kept)
+            row["tokens"] = _tokens([c.usage for c in kept])
+            row["recorded_cost_usd"] = round(sum(c.cost_usd for c in kept), 4)
+        if copied[i] or again:
+            found[i] = copied[i] + again
+    for i, copies in sorted(found.items()):   # where each was made: any session of the folder (a copy can be stamped before it)
+        row = rows[i]
+        made_in = sorted({seen[key(c)] for c in copies if key(c) in seen})
         row["copied_calls"] = {"calls": len(copies), "cost_usd": round(sum(c.cost_usd for c in copies), 4),
                                "made_in": made_in}
+        where = ", ".join(made_in) if made_in else "an earlier session this folder does not hold"
         notes.append(f"{row['source']}: {len(copies)} of its calls are copies of calls made in "
-                     f"{', '.join(made_in)} (a resumed conversation copies them): counted there, once "
+                     f"{where} (a resumed conversation copies them): counted there, once "
                      f"(${row['copied_calls']['cost_usd']:.2f})")
     return notes
 
@@ -223,6 +233,7 @@ def run(args) -> int:
     chosen = [s for s in sessions if in_range(session_start(s.path), args.since, args.until)]
     rows: list[dict[str, Any]] = []
     calls: list[list[BilledCall]] = []   # each row's billed calls, for count_once
+    copied: list[list[BilledCall]] = []  # each row's copies of an earlier session's calls (AssistantEvent.copied)
     failed: list[dict[str, Any]] = []
     empty: list[str] = []   # sessions with no model call: nothing billed, nothing lost (noted, left out)
     lossy: list[str] = []   # sessions imported with something lost (each said in a warning)
@@ -238,9 +249,10 @@ def run(args) -> int:
             dest = out / s.out
             try:
                 trace, _, _, warned = import_one(args.format, s.path, dest, args)
-                row, billed = session_row(s.project, s.path, dest, trace, args.models_file)
+                row, billed, copies = session_row(s.project, s.path, dest, trace, args.models_file)
                 rows.append(row)
                 calls.append(billed)
+                copied.append(copies)
                 if warned:
                     rows[-1]["warnings"] = warned
                     lossy.append(str(s.path))
@@ -260,7 +272,7 @@ def run(args) -> int:
         if bar:
             bar.stop()
     status = 0 if not failed and not lossy else 1 if internal else 2
-    copied = count_once(rows, calls)
+    notes = count_once(rows, calls, copied)
     if args.json_out:
         sys.stdout.write(json.dumps({"output": str(out), "sessions": rows, "failed": failed, "no_model_calls": empty,
                                      "outside_dates": len(sessions) - len(chosen), "duplicates": found.duplicates,
@@ -278,7 +290,7 @@ def run(args) -> int:
             print(f"ctxsim import: warning: {w}", file=sys.stderr)
     for e in empty:
         print(f"ctxsim import: note: {e} (no model call was made: nothing billed, session left out)", file=sys.stderr)
-    for n in copied:
+    for n in notes:
         print(f"ctxsim import: note: {n}", file=sys.stderr)
     for f in failed:
         print(f"ctxsim import: error: {f['error']} (session skipped)", file=sys.stderr)

@@ -22,7 +22,7 @@ def check_models(t, models_file: str | None = None) -> None:
 
     table = load_table(models_file)
     named = [(1, t.header.model)] + [(no, e.model) for no, e in zip(t.lines, t.events)
-                                     if isinstance(e, tr.AssistantEvent)]
+                                     if tr.is_call(e)]
     seen: set[str] = set()
     for no, name in named:
         if name is None or name in seen:

@@ -81,6 +81,7 @@ from ctxsim.harness.model.trace import (
     SubtaskStart,
     Trace,
     UserEvent,
+    is_call,
     with_header,
 )
 from ctxsim.harness.provider import Provider
@@ -212,6 +213,28 @@ def scale_stability(calls: list[RecordedCall], base: dict[int, int]) -> dict[str
     return out
 
 
+def copied_fit(trace: Trace, calls: list[RecordedCall], fit: set[int], model: str | None, seed: int,
+               models_file: str | None) -> tuple[list[RecordedCall], dict[int, int], set[int], int] | None:
+    """What the token scale is fitted on when a resume copied an earlier session's calls in at the
+    head of the trace: the copies made calls again (their usage is the earlier session's, of the same
+    conversation), their sizes and ``fit`` shifted past them: ``(calls, sizes, fit set, copies)``.
+    None when the trace has no copies, or they are not its first calls."""
+    copied = [i for i, e in enumerate(trace.events) if isinstance(e, AssistantEvent) and e.copied]
+    if not copied:
+        return None
+    events = [e.model_copy(update={"copied": False}) if i in set(copied) else e for i, e in enumerate(trace.events)]
+    whole = with_header(Trace(trace.header, events, trace.path, trace.lines), trace.header)
+    every = recorded_calls(whole, model)
+    k = len(copied)
+    if [c.event for c in every[:k]] != copied or len(every) != k + len(calls):
+        return None
+    try:
+        sizes = raw_contexts(whole, every, seed, model, models_file)
+    except FidelityGap:
+        return None
+    return every, sizes, set(range(k)) | {i + k for i in fit}, k
+
+
 def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: float | None = None,
               base: dict[int, int] | None = None, seed: int = 0, model: str | None = None,
               models_file: str | None = None) -> Trace:
@@ -231,16 +254,21 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     base = base if base is not None else raw_contexts(trace, calls, seed, model, models_file)
     fit = set() if token_scale is not None else fit_calls(calls, fit_fraction)
     rec = trace.header.recorded or RecordedSetting()
-    fitted = fit_token_scale(calls, base, fit) if token_scale is None else None
+    # the calls a resume copied in (AssistantEvent.copied) grew the same conversation: their growth is
+    # evidence of its scale too (never scored: they are no calls of this session)
+    on = copied_fit(trace, calls, fit, model, seed, models_file) if token_scale is None else None
+    fit_on = on or (calls, base, fit, 0)
+    fitted = fit_token_scale(*fit_on[:3]) if token_scale is None else None
     counted = get_tokenizer().name   # what ``base`` was counted with: the scale maps its counts, no other's
     if token_scale is not None:
         scale, evidence = token_scale, "given"
     elif fitted:
-        _, n_pairs, n_left, n_spikes = scale_fit(calls, base, fit)   # its evidence (sums over the pairs; no tokens counted)
+        _, n_pairs, n_left, n_spikes = scale_fit(*fit_on[:3])   # its evidence (sums over the pairs; no tokens counted)
         left = f", {n_left} after an answer whose thinking the log withheld left out" if n_left else ""
         left += (f", {n_spikes} that grew by over {SPIKE_FACTOR:g}x what their text explains + {SPIKE_MIN_TOKENS:,} "
                  "left out (content with no text in the log)") if n_spikes else ""
-        scale, evidence = fitted, (f"fitted on the first {len(fit)} of {len(with_usage)} calls "
+        copies = f" and the {fit_on[3]} calls a resume copied in" if fit_on[3] else ""
+        scale, evidence = fitted, (f"fitted on the first {len(fit)} of {len(with_usage)} calls{copies} "
                                    f"({n_pairs} growth pairs{left}): Σ recorded context growth / Σ {counted} growth")
     else:
         scale = Provider(trace.header.model, models_file=models_file).spec.token_scale
@@ -631,7 +659,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
             spans.append(e.id)
         elif isinstance(e, SubtaskEnd) and spans and spans[-1] == e.id:
             spans.pop()
-        elif isinstance(e, AssistantEvent):
+        elif is_call(e):
             n_all += 1
             n_main += 0 if spans else 1
             if not spans:

@@ -32,6 +32,7 @@ from ctxsim.harness.model.trace import (
     ToolResultEvent,
     Trace,
     UserEvent,
+    is_call,
 )
 from ctxsim.harness.replay.events import TOKEN_FACTOR
 from ctxsim.strategies.recorded import strips_for
@@ -61,7 +62,7 @@ def _main_walk(trace: Trace) -> tuple[list[tuple[int, ToolResultEvent, int]], di
     ended: tuple[str, ...] = ()       # of the turn the last user message ended
     answered = False                  # an answer came since the last user message
     for i, e in enumerate(trace.events):
-        if isinstance(e, AssistantEvent):
+        if is_call(e):
             at_call[k] = (i, compactions, ended)
             k += 1
         if isinstance(e, SubtaskStart) and e.isolated:

@@ -29,8 +29,8 @@ held-out model can give their expected number, not which calls they hit: where t
 the band, the session's error says as much about the dice as about the model. The summary states
 their distribution and the error over the sessions they spared (at most :data:`RANDOM_MISS_BAND`
 of the bill). On the development population (issue 41, 169 sessions billed by Anthropic, measured
-2026-12-05) they cost a median 3.5% of the bill and over 5% in 72 sessions; on the 69 they spared the
-replay was within 5% of the bill on 84%, median |error| 1.6%, median signed +0.1%.
+2026-12-07) they cost a median 2.5% of the bill and over 5% in 67 sessions; on the 79 they spared the
+replay was within 5% of the bill on 90%, median |error| 1.2%, median signed +0.1%.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from ctxsim.harness.model.trace import (
     ToolResultEvent,
     Trace,
     UserEvent,
+    is_call,
 )
 from ctxsim.harness.provider import Provider
 from ctxsim.strategies.recorded import EFFORT_SET, MCP_COMMAND, budget_thinking
@@ -115,6 +116,8 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
             thought_before.pop(thread, None)
             added.pop(thread, None)
             chars[thread] = len(ev.summary or "")
+        elif isinstance(ev, AssistantEvent) and ev.copied:   # history a resumed conversation starts from
+            chars[thread] = chars.get(thread, 0) + _answer_chars(ev)
         elif isinstance(ev, AssistantEvent):
             names = tuple(c.name for c in ev.tool_uses()) + tuple(
                 "web_search_call" for c in ev.content if isinstance(c, TextContent) and c.text.startswith("[web_search_call]"))
@@ -137,10 +140,13 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
             switched.discard(thread)
             compacted.discard(thread)
             last[thread] = len(out) - 1
-            chars[thread] = sum(len(c.text) if isinstance(c, TextContent) else len(c.thinking)
-                                if isinstance(c, ThinkingContent) else len(c.name) + len(str(c.input))
-                                for c in ev.content)
+            chars[thread] = _answer_chars(ev)
     return out
+
+
+def _answer_chars(ev: AssistantEvent) -> int:
+    return sum(len(c.text) if isinstance(c, TextContent) else len(c.thinking) if isinstance(c, ThinkingContent)
+               else len(c.name) + len(str(c.input)) for c in ev.content)
 
 
 def continues(c: RecordedCall, prev: RecordedCall | None) -> bool:
@@ -154,16 +160,20 @@ def usage_of(u: RecordedUsage) -> Usage:
 
 
 def billed_events(trace: Trace) -> list[AssistantEvent | CompactEvent]:
-    """The events of the calls the log billed: model calls and recorded compaction calls with usage."""
-    return [e for e in trace.events if isinstance(e, AssistantEvent | CompactEvent) and e.usage is not None]
+    """The events of the calls the log billed: model calls and recorded compaction calls with usage (a
+    copy of an earlier session's call, ``AssistantEvent.copied``, was billed there)."""
+    return [e for e in trace.events if (is_call(e) or isinstance(e, CompactEvent)) and e.usage is not None]
 
 
 def recorded_usages(trace: Trace, model: str | None = None) -> list[tuple[RecordedUsage, str | None]]:
     """Every call the log billed (:func:`billed_events`) with its usage and its model (``model`` for
     all, if given; else the call's, else the trace's)."""
     default = model or trace.header.model
-    return [(e.usage, model or (e.model if isinstance(e, AssistantEvent) else e.meta.get("call_model")) or default)
-            for e in billed_events(trace)]
+    return [(e.usage, model or _call_model(e) or default) for e in billed_events(trace)]
+
+
+def _call_model(e: AssistantEvent | CompactEvent) -> str | None:
+    return e.model if isinstance(e, AssistantEvent) else e.meta.get("call_model")
 
 
 def recorded_cost(trace: Trace, models_file: str | None = None) -> float:
@@ -181,12 +191,16 @@ class BilledCall:
     cost_usd: float
 
 
-def priced_calls(trace: Trace, models_file: str | None = None) -> list[BilledCall]:
-    """:func:`recorded_usages` with each call's request id and cost (their sum: :func:`recorded_cost`)."""
+def priced_calls(trace: Trace, models_file: str | None = None, *, copied: bool = False) -> list[BilledCall]:
+    """:func:`recorded_usages` with each call's request id and cost (their sum: :func:`recorded_cost`);
+    ``copied``: the copies of an earlier session's calls instead (``AssistantEvent.copied``, billed there),
+    priced the same way."""
     provider = Provider(trace.header.model, models_file=models_file)
-    ids = [e.request_id if isinstance(e, AssistantEvent) else None for e in billed_events(trace)]
-    return [BilledCall(rid, u, provider.price(usage_of(u), provider.spec_for(m)))
-            for rid, (u, m) in zip(ids, recorded_usages(trace), strict=True)]
+    events = [e for e in trace.events if isinstance(e, AssistantEvent) and e.copied and e.usage is not None] \
+        if copied else billed_events(trace)
+    return [BilledCall(e.request_id if isinstance(e, AssistantEvent) else None, e.usage,
+                       provider.price(usage_of(e.usage), provider.spec_for(_call_model(e) or trace.header.model)))
+            for e in events]
 
 
 def sim_rows(df: pd.DataFrame) -> pd.DataFrame:

@@ -64,11 +64,11 @@ def guarded(fn: Callable[[str | Path], ImportResult], fmt: str, src: str | Path)
 def trace_models(trace) -> list[str]:
     """Every model id a trace names, in order of first appearance: its header's, each call's and
     each recorded compaction call's."""
-    from ctxsim.harness.model.trace import AssistantEvent, CompactEvent
+    from ctxsim.harness.model.trace import CompactEvent, is_call
 
     out: list[str] = [trace.header.model] if trace.header.model else []
     for e in trace.events:
-        m = e.model if isinstance(e, AssistantEvent) else (e.meta.get("call_model") if isinstance(e, CompactEvent) else None)
+        m = e.model if is_call(e) else (e.meta.get("call_model") if isinstance(e, CompactEvent) else None)
         if m and m not in out:
             out.append(str(m))
     return out

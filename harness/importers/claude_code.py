@@ -117,6 +117,10 @@ WARMUP_PROMPT = "Warmup"   # the prompt of the start-up calls that warm sub-agen
 NO_RESPONSE_REQUESTED = "No response requested."
 RESUME_CONTINUE = "Continue from where you left off."
 TRIGGER_TOLERANCE = 0.05      # assumed: a preTokens this close to a window's trigger (share of it) names it
+# A resumed conversation that Claude Code 1.0.x copied into a new session file: its calls' records are written
+# at once, stamped within a millisecond (issue 41 populations: 36 such files, spread ≤ 0.001 s), where no two
+# calls of a conversation, made one after the other, finish within this (assumed) spread
+COPY_SPREAD_S = 0.05
 
 
 def recorded_window(auto_pre_tokens: list[int], peak: int) -> tuple[int, str]:
@@ -183,6 +187,7 @@ class _Call:
     usage: tr.RecordedUsage | None = None
     request_id: str | None = None
     sidechain: bool = False
+    copied: bool = False   # an earlier session's call that a resume copied in (mark_copied_calls)
 
 
 @dataclass
@@ -310,6 +315,46 @@ def _version_mark(p: _Parsed, path: Path, line: int, o: dict[str, Any], at: int)
             t = p.last_t
         p.items.insert(at, ("resume", {"line": line, "t": t, "marker": "a record of a Claude Code version new to the file"}))
     p.main_versions.add(v)
+
+
+def mark_copied_calls(p: _Parsed) -> int:
+    """The calls at the head of a main transcript whose records were written at once (within
+    :data:`COPY_SPREAD_S` of the first main call's, at least two of them) are copies: Claude Code
+    1.0.x resumed the conversation into this new file by copying its records, each stamped with the
+    time of the copy, request ids and usage kept (ccusage counts such calls once, by ``message.id:
+    requestId``, ``data-loader.ts``). They are history this session starts from: marked ``copied``, and a
+    resume mark follows the copy (the first call after it sends the conversation anew). Measured on
+    the development population and two samples outside it (issue 41, 399 sessions): 1,721 calls in 36
+    files, every one a 1.0.x log. Of the 1,128 calls whose request id and usage another file of the
+    folder holds, the rule finds 1,111; the other 17 are originals that another file's copy is stamped
+    before (15) and a copy in the middle of a 2.0.8 log (2), left as calls. Returns the number marked."""
+    main = [c for k, c in ((k, p.calls[i]) for k, i in p.items if k == "call") if not c.sidechain]
+    if not main:
+        return 0
+    t0 = main[0].t
+    run = []
+    for c in main:
+        if abs(c.t - t0) > COPY_SPREAD_S:
+            break
+        run.append(c)
+    if len(run) < 2:
+        return 0
+
+    def at(item: tuple[str, Any]) -> float | None:
+        kind, x = item
+        return p.calls[x].t if kind == "call" else x.get("t") if isinstance(x, dict) else None
+
+    last = next(i for i, (k, x) in enumerate(p.items) if k == "call" and p.calls[x] is run[-1])
+    end = last + 1   # the copy goes on to the last record written with it (results, messages, a sidechain's calls)
+    while end < len(p.items) and (t := at(p.items[end])) is not None and t <= t0 + COPY_SPREAD_S and not (
+            p.items[end][0] == "call" and not p.calls[p.items[end][1]].sidechain):
+        end += 1
+    copied = [p.calls[x] for k, x in p.items[:end] if k == "call" and abs(p.calls[x].t - t0) <= COPY_SPREAD_S]
+    for c in copied:
+        c.copied = True
+    p.items.insert(end, ("resume", {"line": run[-1].line, "t": run[-1].t,
+                                    "marker": "a conversation copied in from an earlier session (Claude Code 1.0.x)"}))
+    return len(copied)
 
 
 def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
@@ -700,7 +745,8 @@ class _Importer:
                 model = c.model
                 if span is None and side_run is None:
                     self._compact_command = self._resumed = False
-                    self.models[model or "?"] += 1
+                    if not c.copied:
+                        self.models[model or "?"] += 1
                     if not self._first_seen:
                         self._first_seen = True
                         self.first_call = {"line": c.line, "usage": c.usage}
@@ -711,7 +757,7 @@ class _Importer:
                         st["first_call_context"] = c.usage.context_tokens
                         st["prefix_tokens"] = max(0, c.usage.context_tokens - st.pop("_visible", 0))
                 blocks = c.blocks
-                self.b.assistant(c.t, blocks, c.usage, model=model, request_id=c.request_id,
+                self.b.assistant(c.t, blocks, c.usage, model=model, request_id=c.request_id, copied=c.copied,
                                  **({"subagent": span or side_run} if (span or side_run) else {}))
             elif kind == "user":
                 if span is None and side_run is None and COMPACT_COMMAND in item["text"]:
@@ -977,6 +1023,9 @@ def import_claude_code(src: str | Path) -> ImportResult:
     sub_dir = src.with_suffix("") / "subagents"
     imp = _Importer(src, TraceBuilder(str(src)), sub_dir if sub_dir.is_dir() else None)
     imp.absorb(main)
+    copied = mark_copied_calls(main)
+    if copied:
+        imp.counts["calls copied in from an earlier session by a resume (history: no request sent, not billed here)"] = copied
     if any(k == "attachment" and i["kind"] == "file" for k, i in main.items):
         imp.notes.append("@-mentioned files: the log records them (file attachments); none rebuilt from its reads")
     else:
@@ -994,6 +1043,9 @@ def import_claude_code(src: str | Path) -> ImportResult:
             imp.notes.append(f"sub-agent file {f.name} is referenced by no Task result and is no Warmup: not imported")
 
     b = imp.b
+    if not b.calls:
+        raise NoModelCalls(src, None, f"all {copied} model calls are copies of an earlier session's, which a resume "
+                                      "copied in (Claude Code 1.0.x): no call made here, nothing billed")
     b.finish()  # repair a call left open at the end before the summary counts repairs
     mark_turn_thinking(b.events)
     mark_logged_reattachments(b.events)

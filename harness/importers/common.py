@@ -337,7 +337,8 @@ class TraceBuilder:
         self.events.append(tr.UserEvent(t=self.rel(abs_t), text=text, meta=meta))
 
     def assistant(self, abs_t: float | None, content: list[Any], usage: tr.RecordedUsage | None,
-                  model: str | None = None, request_id: str | None = None, **meta: Any) -> None:
+                  model: str | None = None, request_id: str | None = None, copied: bool = False,
+                  **meta: Any) -> None:
         t = self.rel(abs_t)
         self._close_dangling(t)
         blocks = []
@@ -352,7 +353,7 @@ class TraceBuilder:
         if not blocks:
             blocks = [tr.TextContent(text="")]
         self.events.append(tr.AssistantEvent(t=t, content=blocks, usage=usage, model=model,
-                                             request_id=request_id, meta=meta))
+                                             request_id=request_id, copied=copied, meta=meta))
 
     def tool_result(self, abs_t: float | None, tool_use_id: str, content: str, is_error: bool = False,
                     **meta: Any) -> bool:
@@ -428,7 +429,7 @@ class TraceBuilder:
 
     @property
     def calls(self) -> int:
-        return sum(1 for e in self.events if isinstance(e, tr.AssistantEvent))
+        return sum(1 for e in self.events if tr.is_call(e))
 
 
 def models_by_role(events: list[Any]) -> dict[str, dict[str, int]]:
@@ -441,7 +442,7 @@ def models_by_role(events: list[Any]) -> dict[str, dict[str, int]]:
             depth += 1
         elif isinstance(e, tr.SubtaskEnd) and depth:
             depth -= 1
-        elif isinstance(e, tr.AssistantEvent):
+        elif tr.is_call(e):
             role = "subagent" if depth or e.meta.get("subagent") else "main"
             out.setdefault(e.model or "?", Counter())[role] += 1
         elif isinstance(e, tr.CompactEvent) and e.usage is not None:

@@ -322,6 +322,11 @@ class AssistantEvent(_Ev):
     usage: RecordedUsage | None = None
     model: str | None = Field(None, min_length=1)
     request_id: str | None = None
+    copied: bool = Field(False, description=(
+        "a copy of a call an earlier session made, written into this log when that conversation was resumed "
+        "(Claude Code 1.0.x): history this session starts from, not a call of its own. No request is sent for "
+        "it and its usage (the original's) is not billed here; the strategy receives it as an answer with no "
+        "usage (Strategy.on_response)"))
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -408,6 +413,12 @@ _EVENT = TypeAdapter(Event)
 CONTENT_EVENTS = (UserEvent, AssistantEvent, ToolResultEvent)
 
 
+def is_call(e: Any) -> bool:
+    """A model call of this session: an assistant event that is not a copy of an earlier session's
+    (``AssistantEvent.copied``). Calls are what the replay sends, bills and indexes (0-based)."""
+    return isinstance(e, AssistantEvent) and not e.copied
+
+
 @dataclass
 class Trace:
     header: Header
@@ -422,7 +433,8 @@ class Trace:
 
     @property
     def calls(self) -> int:
-        return sum(1 for e in self.events if isinstance(e, AssistantEvent))
+        """The model calls the replay makes: every assistant event but the copies (``copied``)."""
+        return sum(1 for e in self.events if is_call(e))
 
     def facts(self) -> dict[str, FactEvent]:
         return {e.id: e for e in self.events if isinstance(e, FactEvent)}
@@ -472,7 +484,8 @@ class _Checker:
                     raise self.err(line, f"duplicate tool_use id {tu.id!r}")
                 self.seen_tool_uses.add(tu.id)
                 self.open_tool_uses[tu.id] = line
-            self.pending_probe = None
+            if not ev.copied:   # a probe is asked of the next call the session makes
+                self.pending_probe = None
         elif isinstance(ev, ToolResultEvent):
             if ev.tool_use_id not in self.open_tool_uses:
                 what = "an already answered" if ev.tool_use_id in self.seen_tool_uses else "an unknown"
@@ -640,9 +653,11 @@ def decode_line(raw: bytes, path: str | Path, no: int) -> str:
 
 def _check_whole(header: Header, events: list[Any], path: str | Path, lines: list[int]) -> None:
     """What only the whole trace shows: a replay needs a model call; the fit covers calls it has."""
-    calls = sum(1 for e in events if isinstance(e, AssistantEvent))
+    calls = sum(1 for e in events if is_call(e))
     if not calls:
-        raise TraceError(path, lines[-1] if lines else 1, "no assistant event: a trace needs at least one "
+        copies = any(isinstance(e, AssistantEvent) for e in events)
+        raise TraceError(path, lines[-1] if lines else 1, "no model call: every assistant event is a copy of an earlier "
+                         "session's call (copied)" if copies else "no assistant event: a trace needs at least one "
                          "model call to replay")
     rec = header.recorded
     if rec is not None and rec.fit_calls > calls:

@@ -1,15 +1,15 @@
 """The replay engine: one loop over a trace, in trace order, deterministic.
 
-For each event the strategy sees what a real agent would; at each model call it builds a request,
-the protocol checks what the API would reject, and the provider bills the rest. A rejected request
-(a 400) is not billed but costs the round trip; the strategy is told (``Strategy.on_rejected``) and
-may have the call sent again, at most ``max_attempts`` times; one that gives up ends the session
-there (the rest is not replayed, its probes score 0). Side calls go through
-:class:`~ctxsim.harness.replay.side_calls.Services`. The clock is the trace's time plus the blocking time
-side calls add, so cache TTLs expire as they would. At each probe the retention model scores the
-request the strategy sends next. The edges: run directories (harness/replay/rundirs.py), what is built
-before the loop (harness/replay/run_setup.py), probe scoring (harness/retention/probe_scoring.py), read-back
-excerpts (harness/replay/readback.py), frames, metrics and provenance (harness/replay/results.py).
+For each event the strategy sees what a real agent would; at each model call it builds a request, the
+protocol checks what the API would reject, and the provider bills the rest (a call an earlier session
+made, copied in by a resume, is history: no request). A rejected request (a 400) is not billed but costs
+the round trip; the strategy is told (``Strategy.on_rejected``) and may have the call sent again, at most
+``max_attempts`` times; one that gives up ends the session there (the rest is not replayed, its probes
+score 0). Side calls go through :class:`~ctxsim.harness.replay.side_calls.Services`. The clock is the
+trace's time plus the blocking time side calls add, so cache TTLs expire as they would. At each probe the
+retention model scores the request the strategy sends next. The edges: run directories (replay/rundirs.py),
+what is built before the loop (replay/run_setup.py), probe scoring (retention/probe_scoring.py), read-back
+excerpts (replay/readback.py), frames, metrics and provenance (replay/results.py).
 """
 
 from __future__ import annotations
@@ -112,6 +112,9 @@ class _Run:
                 m = memo.get(i)
                 if m is None:
                     m = memo[i] = Message("assistant", tuple(assistant_blocks(ev)))
+                if ev.copied:   # an earlier session's call, copied in by a resume: history, no request
+                    s.on_response(m, None)
+                    continue
                 if self.call_models:
                     self.current_model = ev.model
                 if not self.main_call(m, probes, ev.usage.output if ev.usage is not None else None):
@@ -152,16 +155,14 @@ class _Run:
                         self.current_model)
 
     def rejection_wait(self, req: Request) -> float:
-        """The time a 400 costs: the fixed round trip of the latency model (its ``ttft_base_s``,
-        models.toml) with no prefill and no output."""
+        """The time a 400 costs: the latency model's fixed round trip (``ttft_base_s``), no prefill, no output."""
         return self.provider.spec_for(req.model).ttft_base_s
 
     def accept(self, req: Request, kind: str | None = None) -> tuple[Request, Any] | None:
-        """Validate ``req``; while the API would reject it, record the rejected request (unbilled,
-        with the time it cost), tell the strategy and, if it reacted, rebuild the request and try
-        again, at most ``max_attempts`` requests in all. Returns the request the API accepts and
-        its layout, or None when the strategy gave up (or ran out of attempts). ``kind`` overrides
-        the kind of a rebuilt request (a read-back stays a read-back)."""
+        """Validate ``req``; while the API would reject it, record the rejected request (unbilled, with the
+        time it cost), tell the strategy and, if it reacted, rebuild the request and try again, at most
+        ``max_attempts`` requests in all. Returns the request the API accepts and its layout, or None when
+        the strategy gave up (or ran out of attempts). ``kind`` overrides a rebuilt request's kind."""
         s = self.strategy
         self.attempt = 1
         while True:
@@ -241,9 +242,8 @@ class _Run:
         return True
 
     def not_reached(self, events, probes: list[tr.ProbeEvent]) -> None:
-        """The session failed: ``events`` will not be replayed. The probes among them (and
-        ``probes``, those of the failing call) score 0: the task was not finished; their user turns
-        count as turns that failed."""
+        """The session failed: ``events`` will not be replayed. Their probes (and ``probes``, the failing
+        call's) score 0, the task not finished; their user turns count as turns that failed."""
         self.scorer.not_reached([*probes, *(ev for ev in events if isinstance(ev, tr.ProbeEvent))], self.main_index)
         n = len(user_turns(events, self.isolated))
         self.turns += n
@@ -251,10 +251,10 @@ class _Run:
 
     def restate(self, req: Request, lay: Any, texts: list[str], answer: Message,
                 recorded_output: int | None) -> tuple[Request, Any] | None:
-        """A violated goal/constraint (harness/retention/recovery.py): ``req`` lacks it, so the call made on
-        it is wasted — billed with the recorded answer's output tokens, its text entering history
-        (its tool uses are not run) — then the user restates ``texts`` (one user message) and the
-        call is sent again (kind ``restate``, billed by the caller). None when the session failed."""
+        """A violated goal/constraint (harness/retention/recovery.py): ``req`` lacks it, so the call made on it
+        is wasted — billed with the recorded answer's output tokens, its text entering history (its tool uses
+        are not run) — then the user restates ``texts`` (one user message) and the call is sent again (kind
+        ``restate``, billed by the caller). None when the session failed."""
         s = self.strategy
         out = recorded_output if recorded_output is not None else self.provider.output_tokens(answer)
         usage = self._bill(req, lay, out)

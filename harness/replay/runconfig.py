@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ctxsim.harness.llm.services import LLMBackend
-from ctxsim.harness.model.trace import AssistantEvent, CacheMissModel, CompactEvent, Trace
+from ctxsim.harness.model.trace import CacheMissModel, CompactEvent, Trace, is_call
 from ctxsim.harness.provider import DEFAULT_MODEL, Provider
 from ctxsim.harness.provider.cache import LOG_CLOCK_GRACE_S
 
@@ -82,10 +82,11 @@ class RunConfig:
 
 
 def recorded_models(trace: Trace) -> list[str]:
-    """Every model the trace's calls name (its recorded compaction calls' too), in first-seen order."""
+    """Every model the trace's calls name (its recorded compaction calls' too), in first-seen order
+    (a copy of an earlier session's call is no call: ``is_call``)."""
     seen: dict[str, None] = {}
     for e in trace.events:
-        m = e.model if isinstance(e, AssistantEvent) else e.meta.get("call_model") if isinstance(e, CompactEvent) else None
+        m = e.model if is_call(e) else e.meta.get("call_model") if isinstance(e, CompactEvent) else None
         if m:
             seen.setdefault(str(m), None)
     return list(seen)

@@ -156,7 +156,7 @@ def classify(trace: tr.Trace, count: Callable[[str], int], window: int, prefix_t
             continue
         if not isinstance(ev, tr.CONTENT_EVENTS):
             continue
-        if isinstance(ev, tr.AssistantEvent) and pending:
+        if tr.is_call(ev) and pending:
             for pr in pending:
                 for fid in pr.needs:
                     f = facts.get(fid)
@@ -169,7 +169,7 @@ def classify(trace: tr.Trace, count: Callable[[str], int], window: int, prefix_t
                     out[(pr.id, fid)] = Need(pr.id, fid, f.category, pos - after if seen is not None else 0,
                                              risk, at, src, entered_by_user.get(fid, False), calls)
             pending = []
-        if isinstance(ev, tr.AssistantEvent):
+        if tr.is_call(ev):
             calls += 1
         text = seen_text(ev)
         n = count(text) if text else 0

@@ -490,7 +490,7 @@ def derive(trace: tr.Trace, params: DeriveParams | None = None) -> Derived:
         for at, fid in sorted(needs):
             uniq.setdefault(fid, at)
         chosen = list(uniq)[: p.max_uses]
-        if chosen:
+        if chosen and not ev.copied:   # a copy of an earlier session's call is asked nothing: no request is sent
             probe_before[i] = chosen
         # what the agent itself wrote is its own from now on
         seen = seen_text(ev)
@@ -503,7 +503,8 @@ def derive(trace: tr.Trace, params: DeriveParams | None = None) -> Derived:
         for msg in error_messages(seen, p):
             if msg not in error_seen:
                 agent_wrote.add(msg)
-        last_call = i
+        if not ev.copied:
+            last_call = i
         session_first_call = False
     if goal is not None and last_call is not None:
         _add_goal_need(probe_before, last_call, goal[0])
@@ -584,7 +585,7 @@ def distances(trace: tr.Trace, count: Any) -> list[dict[str, Any]]:
         text = seen_text(ev) if content else None
         texts.append(text)
         cum_tok.append(cum_tok[-1] + (count(text) if text else 0))
-        cum_calls.append(cum_calls[-1] + (1 if content and isinstance(ev, tr.AssistantEvent) else 0))
+        cum_calls.append(cum_calls[-1] + (1 if content and tr.is_call(ev) else 0))
     entered: dict[str, int] = {}
     last_content = None
     rows = []
@@ -594,7 +595,7 @@ def distances(trace: tr.Trace, count: Any) -> list[dict[str, Any]]:
         elif isinstance(ev, tr.CONTENT_EVENTS):
             last_content = i
         elif isinstance(ev, tr.ProbeEvent):
-            call = next((j for j in range(i + 1, len(events)) if isinstance(events[j], tr.AssistantEvent)), None)
+            call = next((j for j in range(i + 1, len(events)) if tr.is_call(events[j])), None)
             if call is None:
                 continue
             for fid in ev.needs:

@@ -217,7 +217,7 @@ def _reacquisitions(trace: tr.Trace, turnovers: Sequence[int]) -> tuple[Reacquis
     out: list[Reacquisition] = []
     call = -1
     for i, ev in enumerate(trace.events):
-        if not (main[i] and isinstance(ev, tr.AssistantEvent)):
+        if not (main[i] and tr.is_call(ev)):
             continue
         call += 1
         for c in ev.tool_uses():

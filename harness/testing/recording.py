@@ -339,7 +339,7 @@ def _ready(events: list[Any]) -> tuple[list[Any], list[Any]]:
     cut = len(events)
     while cut and isinstance(events[cut - 1], (tr.ToolResultEvent, tr.FactEvent)):
         cut -= 1
-    last_call = max((i for i, e in enumerate(events) if isinstance(e, tr.AssistantEvent)), default=-1)
+    last_call = max((i for i, e in enumerate(events) if tr.is_call(e)), default=-1)
     probe = next((i for i, e in enumerate(events) if i > last_call and isinstance(e, tr.ProbeEvent)), None)
     if probe is not None:
         cut = min(cut, probe)

@@ -403,3 +403,115 @@ def test_plan_modes_clear_context_re_attaches_no_file(tmp_path):
     t = import_file("claude-code", write(tmp_path / "s.jsonl", recs)).trace
     res = replay(t, "recorded", {}, RunConfig())
     assert res.metrics["strategy_counters"].get("messages re-attached after compactions", 0) == 0
+
+
+# --- a conversation copied in by a resume (Claude Code 1.0.x) -------------------------------------
+
+def _copied(tmp_path, name="s.jsonl"):
+    """A 1.0.x resume into a new file: the earlier conversation's records copied in at one moment (the
+    first user record keeps its own time; the calls keep their request ids and usage), then this
+    session's own turn."""
+    return write(tmp_path / name, [
+        user(0, "fix the parser"),
+        asst(100.0, "r1", tool("t1"), w5m=9_000), result(100.0, "t1", "parser.py"),
+        asst(100.001, "r2", text("fixed"), w5m=400, read=9_000), user(100.001, "thanks"),
+        user(130, "now the tests"), asst(131, "r3", text("done"), read=2_000)])
+
+
+def test_calls_a_resume_copied_in_are_history_not_calls(tmp_path):
+    """Claude Code 1.0.x resumed a conversation by copying its records into a new file, each stamped
+    with the moment of the copy: calls of one conversation, made one after another, never finish in
+    the same millisecond. Those calls are history this session starts from (``copied``): not calls,
+    not billed here (the session that made them paid), and the first call after them is a resume."""
+    res = import_file("claude-code", _copied(tmp_path))
+    t = res.trace
+    assert _kinds(t) == ["SessionStart", "UserEvent", "AssistantEvent", "ToolResultEvent", "AssistantEvent",
+                         "UserEvent", "SessionEnd", "SessionStart", "UserEvent", "AssistantEvent"]
+    assert [e.copied for e in t.events if isinstance(e, tr.AssistantEvent)] == [True, True, False]
+    assert t.events[7].resume
+    assert t.calls == 1 and res.summary["calls"] == 1
+    assert t.header.recorded.models == {"claude-opus-4-6": {"main": 1}}
+    assert res.summary["repairs"]["calls copied in from an earlier session by a resume (history: no request sent, "
+                                  "not billed here)"] == 2
+    # r3 alone, on Opus 4.6 ($5 / $6.25 / $0.50 / $25 a million): 3 input, 100 written, 2,000 read, 5 out
+    from ctxsim.harness.fidelity.recorded import recorded_cost
+    assert recorded_cost(t) == pytest.approx((3 * 5 + 100 * 6.25 + 2_000 * 0.5 + 5 * 25) / 1e6)
+
+
+def test_a_copy_needs_two_calls_written_at_once(tmp_path):
+    """One call at the head, or calls a second apart, are this session's own: nothing is copied."""
+    for recs in ([user(0, "go"), asst(100, "r1", text("a")), user(130, "more"), asst(131, "r2", text("b"))],
+                 [user(0, "go"), asst(100, "r1", tool("t1")), result(100.2, "t1", "x"), asst(101, "r2", text("b"))]):
+        t = import_file("claude-code", write(tmp_path / "s.jsonl", recs)).trace
+        assert not any(e.copied for e in t.events if isinstance(e, tr.AssistantEvent)) and t.calls == 2
+        assert "SessionStart" not in _kinds(t)
+
+
+def test_a_session_that_only_holds_a_copy_made_no_call(tmp_path, capsys):
+    """A resumed conversation left before its first request: nothing billed, noted and left out of a
+    folder's table, as any session with no model call."""
+    write(tmp_path / "logs" / "p" / "a.jsonl", [user(0, "go"), asst(1, "r1", text("a"))])
+    write(tmp_path / "logs" / "p" / "b.jsonl", [
+        user(0, "go"), asst(100.0, "r1", tool("t1")), result(100.0, "t1", "x"), asst(100.0, "r2", text("b"))])
+    assert cli(["import", "claude-code", str(tmp_path / "logs"), "-o", str(tmp_path / "out"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["session"] for r in out["sessions"]] == ["a"]
+    assert "all 2 model calls are copies of an earlier session's" in out["no_model_calls"][0]
+
+
+def test_a_replay_sends_no_request_for_a_copied_call(tmp_path):
+    """The engine gives the strategy a copied call's answer as history (usage None) and sends nothing
+    for it: the only call is the session's own, its request holding the copied conversation."""
+    from ctxsim.harness.replay.engine import RunConfig, replay
+    from ctxsim.strategies.registry import names
+
+    t = import_file("claude-code", _copied(tmp_path)).trace
+    seen = []
+    for name in names():
+        r = replay(t, name, config=RunConfig(observer=lambda req, info: seen.append(req)))
+        main = r.calls[r.calls["kind"] == "main"]
+        assert len(main) == 1, name
+    first = seen[0]
+    texts = [b.text for m in first.messages for b in m.blocks if b.type == "text"]
+    assert "fixed" in texts and "now the tests" in texts
+
+
+def test_a_folder_row_says_what_its_copies_cost_even_without_the_session_that_made_them(tmp_path, capsys):
+    """The copies are left out of the row's calls and cost, and said: how many, what they cost where
+    they were billed, and that the folder does not hold that session."""
+    _copied(tmp_path / "logs" / "p")
+    assert cli(["import", "claude-code", str(tmp_path / "logs"), "-o", str(tmp_path / "out"), "--json",
+                "--no-probes"]) == 0
+    cap = capsys.readouterr()
+    (row,) = json.loads(cap.out)["sessions"]
+    assert row["calls"] == 1 and row["tokens"]["cache_read"] == 2_000
+    # r1: 3·5 + 9,000·6.25 + 5·25 = 56,390e-6; r2: 3·5 + 400·6.25 + 9,000·0.5 + 5·25 = 7,140e-6
+    assert row["copied_calls"] == {"calls": 2, "cost_usd": pytest.approx(0.0635, abs=1e-4), "made_in": []}
+    assert "2 of its calls are copies of calls made in an earlier session this folder does not hold" in cap.err
+
+
+def test_a_sidechain_call_written_with_the_copy_is_copied_too(tmp_path):
+    """Whatever the copy holds was written at once: a sub-agent's call among the copied records is
+    the earlier session's too."""
+    t = import_file("claude-code", write(tmp_path / "s.jsonl", [
+        user(0, "go"), asst(100.0, "r1", tool("t1")), result(100.0, "t1", "x"),
+        user(100.0, "look", isSidechain=True), asst(100.0, "r9", text("seen"), isSidechain=True),
+        asst(100.001, "r2", text("b")), user(130, "more"), asst(131, "r3", text("c"))])).trace
+    assert [(e.request_id, e.copied) for e in t.events if isinstance(e, tr.AssistantEvent)] == [
+        ("r1", True), ("r9", True), ("r2", True), ("r3", False)]
+    assert t.calls == 1
+
+
+def test_the_token_scale_is_fitted_on_the_copied_calls_too(tmp_path):
+    """The copies grew the same conversation, with the earlier session's usage: their growth pairs
+    are evidence of the token scale (a session that made a few calls after a long copy would fit on
+    those few alone). Fitted on them and on the first 30% of the session's own calls; scored on none."""
+    from ctxsim.harness.fidelity.compare import copied_fit, fit_calls
+    from ctxsim.harness.fidelity.recorded import recorded_calls
+
+    res = import_file("claude-code", _copied(tmp_path))
+    calls = recorded_calls(res.trace)
+    every, sizes, fit, k = copied_fit(res.trace, calls, fit_calls(calls, 0.3), None, 0, None)
+    assert k == 2 and [c.usage.cache_read for c in every] == [0, 9_000, 2_000] and fit == {0, 1, 2}
+    assert set(sizes) == {0, 1, 2}
+    assert "and the 2 calls a resume copied in" in res.trace.header.recorded.token_scale_evidence
