@@ -213,16 +213,28 @@ def scale_stability(calls: list[RecordedCall], base: dict[int, int]) -> dict[str
     return out
 
 
+@dataclass(frozen=True)
+class ScaleBasis:
+    """What a token scale is fitted on: calls, their cl100k sizes, the fit set, and how many of the
+    calls are copies a resume brought in (0: the trace's own calls alone)."""
+
+    calls: list[RecordedCall]
+    sizes: dict[int, int]
+    fit: set[int]
+    copies: int = 0
+
+
 def copied_fit(trace: Trace, calls: list[RecordedCall], fit: set[int], model: str | None, seed: int,
-               models_file: str | None) -> tuple[list[RecordedCall], dict[int, int], set[int], int] | None:
+               models_file: str | None) -> ScaleBasis | None:
     """What the token scale is fitted on when a resume copied an earlier session's calls in at the
     head of the trace: the copies made calls again (their usage is the earlier session's, of the same
-    conversation), their sizes and ``fit`` shifted past them: ``(calls, sizes, fit set, copies)``.
-    None when the trace has no copies, or they are not its first calls."""
+    conversation), their sizes, and ``fit`` shifted past them. None when the trace has no copies, or
+    they are not its first calls."""
     copied = [i for i, e in enumerate(trace.events) if isinstance(e, AssistantEvent) and e.copied]
     if not copied:
         return None
-    events = [e.model_copy(update={"copied": False}) if i in set(copied) else e for i, e in enumerate(trace.events)]
+    marked = set(copied)
+    events = [e.model_copy(update={"copied": False}) if i in marked else e for i, e in enumerate(trace.events)]
     whole = with_header(Trace(trace.header, events, trace.path, trace.lines), trace.header)
     every = recorded_calls(whole, model)
     k = len(copied)
@@ -232,7 +244,7 @@ def copied_fit(trace: Trace, calls: list[RecordedCall], fit: set[int], model: st
         sizes = raw_contexts(whole, every, seed, model, models_file)
     except FidelityGap:
         return None
-    return every, sizes, set(range(k)) | {i + k for i in fit}, k
+    return ScaleBasis(every, sizes, set(range(k)) | {i + k for i in fit}, k)
 
 
 def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: float | None = None,
@@ -256,18 +268,18 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     rec = trace.header.recorded or RecordedSetting()
     # the calls a resume copied in (AssistantEvent.copied) grew the same conversation: their growth is
     # evidence of its scale too (never scored: they are no calls of this session)
-    on = copied_fit(trace, calls, fit, model, seed, models_file) if token_scale is None else None
-    fit_on = on or (calls, base, fit, 0)
-    fitted = fit_token_scale(*fit_on[:3]) if token_scale is None else None
+    on = (copied_fit(trace, calls, fit, model, seed, models_file) if token_scale is None else None) or \
+        ScaleBasis(calls, base, fit)
+    fitted = fit_token_scale(on.calls, on.sizes, on.fit) if token_scale is None else None
     counted = get_tokenizer().name   # what ``base`` was counted with: the scale maps its counts, no other's
     if token_scale is not None:
         scale, evidence = token_scale, "given"
     elif fitted:
-        _, n_pairs, n_left, n_spikes = scale_fit(*fit_on[:3])   # its evidence (sums over the pairs; no tokens counted)
+        _, n_pairs, n_left, n_spikes = scale_fit(on.calls, on.sizes, on.fit)   # its evidence (sums over the pairs; no tokens counted)
         left = f", {n_left} after an answer whose thinking the log withheld left out" if n_left else ""
         left += (f", {n_spikes} that grew by over {SPIKE_FACTOR:g}x what their text explains + {SPIKE_MIN_TOKENS:,} "
                  "left out (content with no text in the log)") if n_spikes else ""
-        copies = f" and the {fit_on[3]} calls a resume copied in" if fit_on[3] else ""
+        copies = f" and the {on.copies} calls a resume copied in" if on.copies else ""
         scale, evidence = fitted, (f"fitted on the first {len(fit)} of {len(with_usage)} calls{copies} "
                                    f"({n_pairs} growth pairs{left}): Σ recorded context growth / Σ {counted} growth")
     else:

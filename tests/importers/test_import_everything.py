@@ -511,7 +511,7 @@ def test_the_token_scale_is_fitted_on_the_copied_calls_too(tmp_path):
 
     res = import_file("claude-code", _copied(tmp_path))
     calls = recorded_calls(res.trace)
-    every, sizes, fit, k = copied_fit(res.trace, calls, fit_calls(calls, 0.3), None, 0, None)
-    assert k == 2 and [c.usage.cache_read for c in every] == [0, 9_000, 2_000] and fit == {0, 1, 2}
-    assert set(sizes) == {0, 1, 2}
+    on = copied_fit(res.trace, calls, fit_calls(calls, 0.3), None, 0, None)
+    assert on.copies == 2 and [c.usage.cache_read for c in on.calls] == [0, 9_000, 2_000] and on.fit == {0, 1, 2}
+    assert set(on.sizes) == {0, 1, 2}
     assert "and the 2 calls a resume copied in" in res.trace.header.recorded.token_scale_evidence
