@@ -1043,9 +1043,14 @@ def import_claude_code(src: str | Path) -> ImportResult:
             imp.notes.append(f"sub-agent file {f.name} is referenced by no Task result and is no Warmup: not imported")
 
     b = imp.b
-    if not b.calls:
-        raise NoModelCalls(src, None, f"all {copied} model calls are copies of an earlier session's, which a resume "
-                                      "copied in (Claude Code 1.0.x): no call made here, nothing billed")
+    if copied and not b.calls:
+        said = (f"all {copied} model calls are copies of an earlier session's, which a resume copied in (Claude Code "
+                "1.0.x, the records written in one millisecond")
+        if imp.skipped:   # the skipped line may have been this session's own call: said, at its place
+            sk = imp.skipped[0]
+            raise TraceError(sk.path, sk.line, f"{sk.reason}; with the line skipped, {said}): nothing to replay")
+        raise NoModelCalls(src, min(c.line for c in main.calls.values() if c.copied),
+                           f"{said} from this line on): no call made here, nothing billed")
     b.finish()  # repair a call left open at the end before the summary counts repairs
     mark_turn_thinking(b.events)
     mark_logged_reattachments(b.events)

@@ -456,7 +456,8 @@ def test_a_session_that_only_holds_a_copy_made_no_call(tmp_path, capsys):
     assert cli(["import", "claude-code", str(tmp_path / "logs"), "-o", str(tmp_path / "out"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [r["session"] for r in out["sessions"]] == ["a"]
-    assert "all 2 model calls are copies of an earlier session's" in out["no_model_calls"][0]
+    assert f"{tmp_path / 'logs' / 'p' / 'b.jsonl'}:2: all 2 model calls are copies of an earlier session's" in \
+        out["no_model_calls"][0]
 
 
 def test_a_replay_sends_no_request_for_a_copied_call(tmp_path):
@@ -515,3 +516,14 @@ def test_the_token_scale_is_fitted_on_the_copied_calls_too(tmp_path):
     assert on.copies == 2 and [c.usage.cache_read for c in on.calls] == [0, 9_000, 2_000] and on.fit == {0, 1, 2}
     assert set(on.sizes) == {0, 1, 2}
     assert "and the 2 calls a resume copied in" in res.trace.header.recorded.token_scale_evidence
+
+
+def test_a_copy_only_session_with_a_damaged_line_names_that_line(tmp_path):
+    """The damaged line may have held the session's own call: the error is at that line, not at the copy."""
+    recs = [user(0, "go"), asst(100.0, "r1", tool("t1")), result(100.0, "t1", "x"), asst(100.0, "r2", text("b"))]
+    lines = [json.dumps(r) for r in recs] + ['{"type": "assistant", "message": {"id": "m3", "content": [']
+    f = tmp_path / "s.jsonl"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(tr.TraceError) as e:
+        import_file("claude-code", f)
+    assert e.value.line == 5 and "with the line skipped, all 2 model calls are copies" in str(e.value)
