@@ -42,5 +42,7 @@ def run(args) -> int:
         check_models(t, args.models_file)
         kinds = Counter(type(e).__name__ for e in t.events)
         parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-        print(f"{path}: ok: {t.calls} model calls, {len(t.events)} events ({parts}); hash {t.content_hash}")
+        copies = kinds["AssistantEvent"] - t.calls
+        also = f" (and {copies} an earlier session made, copied in by a resume)" if copies else ""
+        print(f"{path}: ok: {t.calls} model calls{also}, {len(t.events)} events ({parts}); hash {t.content_hash}")
     return 0

@@ -527,3 +527,11 @@ def test_a_copy_only_session_with_a_damaged_line_names_that_line(tmp_path):
     with pytest.raises(tr.TraceError) as e:
         import_file("claude-code", f)
     assert e.value.line == 5 and "with the line skipped, all 2 model calls are copies" in str(e.value)
+
+
+def test_validate_counts_the_copies_apart_from_the_calls(tmp_path, capsys):
+    out = tmp_path / "t.jsonl"
+    assert cli(["import", "claude-code", str(_copied(tmp_path)), "-o", str(out), "--no-probes"]) == 0
+    capsys.readouterr()
+    assert cli(["validate", str(out)]) == 0
+    assert "ok: 1 model calls (and 2 an earlier session made, copied in by a resume)" in capsys.readouterr().out
