@@ -211,6 +211,7 @@ def run(args) -> int:
     from ctxsim.harness.cli import BadInput, checks
     from ctxsim.harness.importers.folders import find, in_range, session_start
     from ctxsim.harness.model.trace import NoModelCalls
+    from ctxsim.harness.provider.models import UnknownModelError
 
     src, out = Path(args.src), Path(args.output)
     if out.exists() and src.exists() and out.resolve() == src.resolve():
@@ -235,6 +236,7 @@ def run(args) -> int:
     calls: list[list[BilledCall]] = []   # each row's billed calls, for count_once
     copied: list[list[BilledCall]] = []  # each row's copies of an earlier session's calls (AssistantEvent.copied)
     failed: list[dict[str, Any]] = []
+    unknown: dict[str, int] = {}   # model id no price covers -> sessions that name it (one --models file for all)
     empty: list[str] = []   # sessions with no model call: nothing billed, nothing lost (noted, left out)
     lossy: list[str] = []   # sessions imported with something lost (each said in a warning)
     internal = False
@@ -259,6 +261,8 @@ def run(args) -> int:
             except NoModelCalls as e:
                 empty.append(str(e))
             except (ValueError, KeyError, OSError) as e:   # TraceError, an unknown model, a bad file: its input
+                for name in e.names if isinstance(e, UnknownModelError) else ():
+                    unknown[name] = unknown.get(name, 0) + 1
                 msg = str(e).strip('"')
                 failed.append({"source": str(s.path), "kind": "bad input",
                                "error": msg if msg.startswith(str(s.path)) else f"{s.path}: {msg}"})
@@ -276,7 +280,7 @@ def run(args) -> int:
     if args.json_out:
         sys.stdout.write(json.dumps({"output": str(out), "sessions": rows, "failed": failed, "no_model_calls": empty,
                                      "outside_dates": len(sessions) - len(chosen), "duplicates": found.duplicates,
-                                     "exit_status": status},
+                                     "unknown_models": unknown, "exit_status": status},
                                     indent=2) + "\n")
     else:
         print_table(rows)
@@ -294,6 +298,10 @@ def run(args) -> int:
         print(f"ctxsim import: note: {n}", file=sys.stderr)
     for f in failed:
         print(f"ctxsim import: error: {f['error']} (session skipped)", file=sys.stderr)
+    if unknown:   # every unpriced id of the folder in one line: one --models file prices them all
+        ids = ", ".join(f"{m!r} ({n} session{'s' * (n > 1)})" for m, n in sorted(unknown.items(), key=lambda x: (-x[1], x[0])))
+        print(f"ctxsim import: unknown models across the folder: {ids}; price them all in one TOML file of models.toml's "
+              "shape and import again with --models FILE", file=sys.stderr)
     if failed or lossy:
         said = [f"{len(failed)} of {len(chosen)} sessions failed"] if failed else []
         said += [f"{len(lossy)} imported with lines skipped"] if lossy else []

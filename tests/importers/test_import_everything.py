@@ -535,3 +535,19 @@ def test_validate_counts_the_copies_apart_from_the_calls(tmp_path, capsys):
     capsys.readouterr()
     assert cli(["validate", str(out)]) == 0
     assert "ok: 1 model calls (and 2 an earlier session made, copied in by a resume)" in capsys.readouterr().out
+
+
+def test_a_folder_names_every_unpriced_model_once_with_its_sessions(tmp_path, capsys):
+    """Each session's error names its own unknown ids; the folder's last lines name them all, with how many
+    sessions each holds, so one --models file prices the whole folder."""
+    logs = tmp_path / "logs" / "p"
+    write(logs / "a.jsonl", [user(0, "go"), asst(1, "r1", text("a"), model="glm-9")])
+    write(logs / "b.jsonl", [user(0, "go"), asst(1, "r2", text("a"), model="glm-9"), user(2, "more"),
+                             asst(3, "r3", text("b"), model="glm-9-air")])
+    write(logs / "c.jsonl", [user(0, "go"), asst(1, "r4", text("a"))])
+    assert cli(["import", "claude-code", str(tmp_path / "logs"), "-o", str(tmp_path / "out"), "--json",
+                "--no-probes"]) == 2
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["unknown_models"] == {"glm-9": 2, "glm-9-air": 1}
+    assert ("unknown models across the folder: 'glm-9' (2 sessions), 'glm-9-air' (1 session); price them all in one "
+            "TOML file") in cap.err
