@@ -228,6 +228,7 @@ class ConversationBuilder:
     originals: dict[str, str] = field(default_factory=dict)      # tool_use_id -> result content
     inputs: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # tool_use_id -> tool input
     results_by_path: dict[str, str] = field(default_factory=dict)  # Read file_path -> content read
+    copying: bool = False   # the calls added are copies of an earlier session's (AssistantEvent.copied)
 
     # --- time and ids ---------------------------------------------------------------------------
     def _tick(self, dt: float = 1.0) -> float:
@@ -308,7 +309,7 @@ class ConversationBuilder:
             if turn.interleave and i:
                 content.append(tr.TextContent(text=f"Next, {c.name.lower()} {i}."))
             content.append(tr.ToolUseContent(id=uid, name=c.name, input=inp))
-        evs: list[Any] = [tr.AssistantEvent(t=self._tick(3.0), content=content)]
+        evs: list[Any] = [tr.AssistantEvent(t=self._tick(3.0), content=content, copied=self.copying)]
         if crash:
             if not 0 <= answered < len(uses):
                 raise ValueError("a crash needs unanswered tool calls")

@@ -53,6 +53,9 @@ reaches only by luck, so a verdict never depends on whether the draws happened t
 * ``small_reads_then_idle``: thirty reads just over a thousand characters, then the user comes back after fifteen
   minutes: a round that replaces old reads down to a budget of a few reads shows when it replaces more (one that
   never counts down what it took replaces all but the newest; on_demand_reading);
+* ``copied_history``: a conversation resumed into a new session file (Claude Code 1.0.x): the earlier
+  session's calls copied in, answers with no usage and no request of their own, then the launch's own
+  steps past a compaction trigger: a strategy that takes an answer's usage for granted raises there;
 * ``subagent_after_clearing``: the session the corpus found context_editing un-clearing on after an
   isolated sub-agent (traces/kit/subagent_after_clearing.jsonl, as written by check-strategy; at the
   kit's window only).
@@ -119,6 +122,31 @@ def _history(b: conv.ConversationBuilder, window: int, steps: int = 9) -> None:
     for k in range(steps):  # ~3,000 tokens a step: past a trigger at half the window by the sixth
         b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(5_000, window), seed=10 + k),
                                 conv.ToolCall("Bash", _scale(3_500, window), seed=30 + k))))
+
+
+def copied_history(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
+    """A conversation resumed into a new session file, as Claude Code 1.0.x did: six steps of an earlier
+    session's calls copied in (history the session starts from: no request is sent for them, the strategy
+    receives their answers with no usage), then the resumed launch's own steps, past a trigger at
+    three quarters of the window. What a strategy anchors on usage has none until its first call."""
+    b = conv.ConversationBuilder()
+    b.start_session()
+    b.user(300, 51)
+    b.copying = True
+    for k in range(6):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(5_000, window), seed=60 + k),
+                                conv.ToolCall("Bash", _scale(3_500, window), seed=70 + k))))
+    b.call(conv.Turn(text=200))
+    b.copying = False
+    b.end_session()
+    b.start_session(resume=True)
+    b.user(120, 52)
+    for k in range(4):
+        b.call(conv.Turn(calls=(conv.ToolCall("Read", _scale(5_000, window), seed=80 + k),
+                                conv.ToolCall("Grep", _scale(2_000, window), seed=90 + k))))
+    b.call(conv.Turn(text=200))
+    b.end_session()
+    return b.trace()
 
 
 def clear_then_subagent(window: int = BASE_WINDOW, edges=()) -> tr.Trace:
@@ -604,6 +632,7 @@ SCENARIOS: dict[str, tuple[Callable[..., tr.Trace | None], bool]] = {
     "short_exchanges": (short_exchanges, False),
     "memory_then_compaction": (memory_then_compaction, False),
     "small_reads_then_idle": (small_reads_then_idle, False),
+    "copied_history": (copied_history, False),
 }
 # the side calls a scenario fails (the n-th summary and verify calls, counted from 0; RunConfig.fail_calls), as the
 # generated sessions fail them (machine.FAILING_KINDS)
