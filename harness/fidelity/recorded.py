@@ -165,6 +165,12 @@ def billed_events(trace: Trace) -> list[AssistantEvent | CompactEvent]:
     return [e for e in trace.events if (is_call(e) or isinstance(e, CompactEvent)) and e.usage is not None]
 
 
+def copied_events(trace: Trace) -> list[AssistantEvent]:
+    """The copies of an earlier session's calls that carry usage (``AssistantEvent.copied``): billed in the
+    session that made them, never here."""
+    return [e for e in trace.events if isinstance(e, AssistantEvent) and e.copied and e.usage is not None]
+
+
 def recorded_usages(trace: Trace, model: str | None = None) -> list[tuple[RecordedUsage, str | None]]:
     """Every call the log billed (:func:`billed_events`) with its usage and its model (``model`` for
     all, if given; else the call's, else the trace's)."""
@@ -196,8 +202,7 @@ def priced_calls(trace: Trace, models_file: str | None = None, *, copied: bool =
     ``copied``: the copies of an earlier session's calls instead (``AssistantEvent.copied``, billed there),
     priced the same way."""
     provider = Provider(trace.header.model, models_file=models_file)
-    events = [e for e in trace.events if isinstance(e, AssistantEvent) and e.copied and e.usage is not None] \
-        if copied else billed_events(trace)
+    events = copied_events(trace) if copied else billed_events(trace)
     return [BilledCall(e.request_id if isinstance(e, AssistantEvent) else None, e.usage,
                        provider.price(usage_of(e.usage), provider.spec_for(_call_model(e) or trace.header.model)))
             for e in events]
