@@ -169,8 +169,9 @@ def count_once(rows: list[dict[str, Any]], calls: list[list[BilledCall]],
         row["copied_calls"] = {"calls": len(copies), "cost_usd": round(sum(c.cost_usd for c in copies), 4),
                                "made_in": made_in}
         where = ", ".join(made_in) if made_in else "an earlier session this folder does not hold"
+        counted = "counted there, once" if made_in else "billed there, not counted here"
         notes.append(f"{row['source']}: {len(copies)} of its calls are copies of calls made in "
-                     f"{where} (a resumed conversation copies them): counted there, once "
+                     f"{where} (a resumed conversation copies them): {counted} "
                      f"(${row['copied_calls']['cost_usd']:.2f})")
     return notes
 

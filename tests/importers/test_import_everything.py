@@ -488,7 +488,8 @@ def test_a_folder_row_says_what_its_copies_cost_even_without_the_session_that_ma
     assert row["calls"] == 1 and row["tokens"]["cache_read"] == 2_000
     # r1: 3·5 + 9,000·6.25 + 5·25 = 56,390e-6; r2: 3·5 + 400·6.25 + 9,000·0.5 + 5·25 = 7,140e-6
     assert row["copied_calls"] == {"calls": 2, "cost_usd": pytest.approx(0.0635, abs=1e-4), "made_in": []}
-    assert "2 of its calls are copies of calls made in an earlier session this folder does not hold" in cap.err
+    assert ("2 of its calls are copies of calls made in an earlier session this folder does not hold (a resumed "
+            "conversation copies them): billed there, not counted here ($0.06)") in cap.err
 
 
 def test_a_sidechain_call_written_with_the_copy_is_copied_too(tmp_path):
