@@ -101,9 +101,14 @@ def _check_header(trace, src: Path) -> None:
 TOKEN_KINDS = ("input", "cache_write", "cache_read", "output")
 
 
-def _tokens(usages) -> dict[str, int]:
-    return {"input": sum(u.input for u in usages), "cache_write": sum(u.cache_write_5m + u.cache_write_1h for u in usages),
-            "cache_read": sum(u.cache_read for u in usages), "output": sum(u.output for u in usages)}
+def _counted(calls: list[BilledCall]) -> dict[str, Any]:
+    """A row's calls, tokens (ccusage's columns) and cost over the calls it counts."""
+    usages = [c.usage for c in calls]
+    return {"calls": len(calls),
+            "tokens": {"input": sum(u.input for u in usages),
+                       "cache_write": sum(u.cache_write_5m + u.cache_write_1h for u in usages),
+                       "cache_read": sum(u.cache_read for u in usages), "output": sum(u.output for u in usages)},
+            "recorded_cost_usd": round(sum(c.cost_usd for c in calls), 4)}
 
 
 def session_row(project: str, src: Path, out: Path, trace,
@@ -121,11 +126,10 @@ def session_row(project: str, src: Path, out: Path, trace,
     copies = priced_calls(trace, models_file, copied=True) if per_call else []
     cwd = (trace.header.source or {}).get("cwd")   # a Codex session names its project by its working folder
     project = Path(cwd).name or project if isinstance(cwd, str) and cwd else project
+    # None: the log records no per-call usage
+    counted = _counted(calls) if per_call else {"calls": trace.calls, "tokens": None, "recorded_cost_usd": None}
     return {"project": project, "session": src.stem, "start": (trace.header.source or {}).get("start"),
-            "calls": len(calls) if per_call else trace.calls, "models": models,
-            # ccusage's columns; None: the log records no per-call usage
-            "tokens": _tokens([c.usage for c in calls]) if per_call else None,
-            "recorded_cost_usd": round(sum(c.cost_usd for c in calls), 4) if per_call else None,
+            **counted, "models": models,
             "compactions": sum(1 for e in trace.events if isinstance(e, tr.CompactEvent)),
             "route": (trace.header.source or {}).get("route"),   # who served the calls (Claude Code logs)
             "source": str(src), "trace": str(out)}, calls, copies
@@ -157,10 +161,7 @@ def count_once(rows: list[dict[str, Any]], calls: list[list[BilledCall]],
             if key(c) is not None:
                 seen.setdefault(key(c), here)
         if again:
-            kept = [c for c in mine if key(c) is None or seen[key(c)] == here]
-            row["calls"] = len(kept)
-            row["tokens"] = _tokens([c.usage for c in kept])
-            row["recorded_cost_usd"] = round(sum(c.cost_usd for c in kept), 4)
+            row.update(_counted([c for c in mine if key(c) is None or seen[key(c)] == here]))
         if copied[i] or again:
             found[i] = copied[i] + again
     for i, copies in sorted(found.items()):   # where each was made: any session of the folder (a copy can be stamped before it)

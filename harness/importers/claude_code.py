@@ -328,7 +328,7 @@ def mark_copied_calls(p: _Parsed) -> int:
     files, every one a 1.0.x log. Of the 1,128 calls whose request id and usage another file of the
     folder holds, the rule finds 1,111; the other 17 are originals that another file's copy is stamped
     before (15) and a copy in the middle of a 2.0.8 log (2), left as calls. Returns the number marked."""
-    main = [c for k, c in ((k, p.calls[i]) for k, i in p.items if k == "call") if not c.sidechain]
+    main = [c for c in p.calls.values() if not c.sidechain]   # in the order of their items
     if not main:
         return 0
     t0 = main[0].t
@@ -344,8 +344,7 @@ def mark_copied_calls(p: _Parsed) -> int:
         kind, x = item
         return p.calls[x].t if kind == "call" else x.get("t") if isinstance(x, dict) else None
 
-    last = next(i for i, (k, x) in enumerate(p.items) if k == "call" and p.calls[x] is run[-1])
-    end = last + 1   # the copy goes on to the last record written with it (results, messages, a sidechain's calls)
+    end = p.items.index(("call", run[-1].key)) + 1   # the copy goes on to the last record written with it (results, messages, a sidechain's calls)
     while end < len(p.items) and (t := at(p.items[end])) is not None and t <= t0 + COPY_SPREAD_S and not (
             p.items[end][0] == "call" and not p.calls[p.items[end][1]].sidechain):
         end += 1
