@@ -340,4 +340,32 @@ def test_misses_that_recur_only_after_the_first_part_are_fitted_in_sample_and_sa
     assert cache_model_line(res.trace).startswith("cache model: fitted on all the log's calls, in sample (3 of ")
     from ctxsim.harness.fidelity.compare import run_fidelity, summary_table
 
-    assert "cache model              fitted IN SAMPLE (all its calls): " in summary_table(run_fidelity(res.trace).report)
+    fid = run_fidelity(res.trace).report
+    assert "cache model              fitted IN SAMPLE (all its calls): " in summary_table(fid)
+    # the stakes (harness/fidelity/dice.py), at Opus 4.6's 5-minute write over its read, $6.25 - $0.50 per
+    # million: first part, calls 1-5 on contexts 20,000-22,000 (105,000 tokens, $0.60375), nothing lost; held
+    # out, calls 6-19 on 22,500-29,000 (360,500, $2.072875), calls 10, 13 and 16 lost 24,500 + 26,000 +
+    # 27,500 = 78,000 ($0.4485)
+    assert fid["fall_back_stakes"]["first_part"] == {"eligible": 5, "fell_back": 0, "stake_usd": 0.60375, "lost_usd": 0.0}
+    assert fid["fall_back_stakes"]["held_out"] == {"eligible": 14, "fell_back": 3, "stake_usd": 2.072875,
+                                                   "lost_usd": 0.4485}
+    assert "held out: 3 of 14, $0.4485" in summary_table(fid)
+
+
+def test_the_stakes_of_the_first_part_and_the_held_out_rest_by_hand():
+    """The calls of test_fit_labels_strays_and_returns_and_needs_recurrence, the first part ending at
+    call 4, one dollar per million tokens a fall-back costs over a read. Eligible: calls 1-3 (first
+    part), 4-8 (held out; call 9 came after the TTL). First part: stake 30,000 + 31,000 + 32,000 =
+    93,000 tokens ($0.093); call 3 read nothing of 32,000 ($0.032). Held out: stake 33,000 + … +
+    37,000 = 175,000 ($0.175); call 4 (a return) read 32,000 of 33,000 and call 6 (a stray) 20,000
+    of 35,000: 1,000 + 15,000 ($0.016)."""
+    from ctxsim.harness.fidelity.cache_misses import Stake, stakes
+
+    ctx = [30_000 + 1_000 * i for i in range(10)]
+    reads = [0, ctx[0], ctx[1], 0, ctx[2], ctx[4], 20_000, ctx[6], ctx[7], 0]
+    times = [i * 10 for i in range(9)] + [480]
+    calls = [call(i, ctx[i], reads[i], times[i]) for i in range(10)]
+    first, held = stakes(calls, None, 4, lambda c: 1e-6)
+    assert first == Stake(eligible=3, fell_back=1, stake_usd=0.093, lost_usd=0.032)
+    assert held == Stake(eligible=5, fell_back=2, stake_usd=0.175, lost_usd=0.016)
+    assert first.rate == pytest.approx(0.032 / 0.093)

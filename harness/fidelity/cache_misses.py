@@ -21,6 +21,7 @@ seen; the raw count strays / eligible is kept beside it).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ctxsim.harness.fidelity.recorded import CHANGES_PREFIX
@@ -122,6 +123,50 @@ def expired_since(prev: Any, c: Any) -> bool:
     return expired_on_log_clock(c.t - prev.t, TTL_SECONDS[written_ttl(prev.usage)])
 
 
+def routed(c: Any, prev: Any, strips: Strips) -> bool:
+    """Whether recorded call ``c`` is eligible: it could have read ``prev``'s whole context (its
+    predecessor in the thread) and the log shows no cause for a miss in between."""
+    return (c.usage is not None and prev is not None and prev.usage is not None and not c.after_compact
+            and not _explained(c, prev, strips))
+
+
+@dataclass(frozen=True)
+class Stake:
+    """A part of a log's eligible calls, on the cost scale: ``stake_usd`` is what they would cost over a
+    read if each fell back to nothing (Σ the previous context × the fall-back's premium per token),
+    ``lost_usd`` what the log's fall-backs among them cost (Σ the tokens each read short × the same);
+    ``lost_usd / stake_usd`` is the part's miss rate at the stakes the calls carried."""
+
+    eligible: int = 0
+    fell_back: int = 0     # strays and returns (label_calls)
+    stake_usd: float = 0.0
+    lost_usd: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.lost_usd / self.stake_usd if self.stake_usd else 0.0
+
+
+def stakes(calls: list[Any], strips: Strips, upto: int, premium: Callable[[Any], float]) -> tuple[Stake, Stake]:
+    """The eligible calls' :class:`Stake` before ``upto`` (the fit part) and from it on (held out).
+    ``premium(c)``: what one token costs call ``c`` over a read when it falls back (a write, or
+    uncached input on an automatic cache). A read that fell short counts at what it fell short by."""
+    labels = label_calls(calls, strips)[0]
+    parts = ([0, 0, 0.0, 0.0], [0, 0, 0.0, 0.0])
+    for c in calls:
+        prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
+        if not routed(c, prev, strips):
+            continue
+        part, rate = parts[c.index >= upto], premium(c)
+        part[0] += 1
+        part[2] += prev.context * rate
+        if c.index in labels:
+            part[1] += 1
+            part[3] += max(0, prev.context - c.usage.cache_read) * rate
+    fit, held = (Stake(n, k, round(s, 6), round(lost, 6)) for n, k, s, lost in parts)
+    return fit, held
+
+
 def _explained(c: Any, prev: Any, strips: Strips) -> bool:
     return (expired_since(prev, c) or c.model != prev.model or c.trigger in CHANGES_PREFIX
             or getattr(c, "thinking_switch", False)
@@ -180,9 +225,7 @@ def fit_miss_model(calls: list[Any], strips: Strips = None, provider: str = "ant
     q_none = fell.get("none", 0) / strays
     target = 0.0
     for c in calls:
-        prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
-        if (c.usage is not None and prev is not None and prev.usage is not None and not c.after_compact
-                and not _explained(c, prev, strips)):
+        if routed(c, calls[c.prev_in_thread] if c.prev_in_thread is not None else None, strips):
             target += c.usage.cache_read
     share = first_crossing(lambda x: shadow_read(calls, strips, x, q_none, system_prefix), target, iterations=20)
     returns = sum(1 for v in labels.values() if v == "return")
@@ -303,4 +346,4 @@ def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float
 
 
 __all__ = ["expired_since", "read_tolerance", "written_ttl", "FLOOR_AT_LEAST", "FLOOR_MIN_UNCACHED", "FLOOR_WINDOW", "MIN_STRAYS", "SHARE_PRIOR_CALLS", "SHRUNK_ROUTES",
-           "fit_miss_model", "fit_share_on_requests", "label_calls", "messages_uncached_from", "sent_uncached", "shrunk"]
+           "Stake", "fit_miss_model", "fit_share_on_requests", "label_calls", "routed", "stakes", "messages_uncached_from", "sent_uncached", "shrunk"]

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +45,13 @@ import pandas as pd
 from ctxsim.harness.fidelity import drops, measured
 from ctxsim.harness.fidelity.cache_misses import (
     SHRUNK_ROUTES,
+    Stake,
     fit_miss_model,
     label_calls,
     messages_uncached_from,
     sent_uncached,
     shrunk,
+    stakes,
     written_ttl,
 )
 from ctxsim.harness.fidelity.kept_thinking import previous_thinking_kept
@@ -77,6 +79,7 @@ from ctxsim.harness.model.trace import (
     AssistantEvent,
     CompactEvent,
     RecordedSetting,
+    RecordedUsage,
     SubtaskEnd,
     SubtaskStart,
     Trace,
@@ -191,6 +194,20 @@ def fit_calls(calls: list[RecordedCall], fraction: float) -> set[int]:
     """The first ``fraction`` of the calls that carry usage (at least 2): the scale's fit set."""
     with_usage = [c for c in calls if c.usage is not None]
     return {c.index for c in with_usage[:max(2, math.ceil(fraction * len(with_usage)))]}
+
+
+def first_part_end(calls: list[RecordedCall], fit: set[int], fraction: float) -> int:
+    """Where the first part every setting is judged on ends (a call index; the rest held out): after
+    the calls the scale is fitted on, or would be when it is given."""
+    return max(fit or fit_calls(calls, fraction)) + 1
+
+
+def fallback_premium(spec: Any, usage: RecordedUsage, context: int) -> float:
+    """What one token a read fell short by cost a call over a read, at what the log billed it as: a
+    write (explicit caches; 1-hour where most of the call's write was) or uncached input (automatic
+    caches, no write premium)."""
+    inp, w5, w1, rd, _ = spec.rates(context)
+    return (inp if spec.provider != "anthropic" else w1 if usage.cache_write_1h > usage.cache_write_5m else w5) - rd
 
 
 def scale_stability(calls: list[RecordedCall], base: dict[int, int]) -> dict[str, Any]:
@@ -314,7 +331,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         warm_ev = (f"the first call read {main_first.usage.cache_read:,} tokens from the cache (a prefix an earlier "
                    f"session cached within its TTL); {warm:,} of them are the system prompt's head")
     # the first part every judgement is made on (the calls the scale is fitted on, or would be): the rest held out
-    miss_upto = max(fit or fit_calls(calls, fit_fraction)) + 1
+    miss_upto = first_part_end(calls, fit, fit_fraction)
     warm_kept, warm_kept_ev, warm_in_sample = head_kept_warm(calls, miss_upto, warm)
     startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
     resent, resent_ev = measured.resent_startup(
@@ -702,29 +719,24 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
                              rec.messages_uncached_from, strips_for(rec))
     hidden = hidden_deltas(calls, table)
     by_cause: dict[str, dict[str, Any]] = {k: {"calls": 0, "usd": 0.0} for k in MISS_CAUSES}
-    for m in misses:
-        u = calls[m["call"]].usage
-        spec = provider.spec_for(table.loc[m["call"], "model"])
-        inp, w5, w1, rd, _ = spec.rates(int(table.loc[m["call"], "recorded_context"]))
-        # what the miss cost over a read of the tokens it fell short by, at what the log billed them
-        # as: a write (explicit caches) or uncached input (automatic caches, no write premium)
-        billed = inp if spec.provider != "anthropic" else w1 if u.cache_write_1h > u.cache_write_5m else w5
+    def premium(c: RecordedCall) -> float:
+        return fallback_premium(provider.spec_for(table.loc[c.index, "model"]), c.usage, c.context)
+
+    for m in misses:   # what each miss cost over a read of the tokens it fell short by
         d = by_cause.setdefault(m["cause"], {"calls": 0, "usd": 0.0})
         d["calls"] += 1
-        d["usd"] += max(0, m["expected_read"] - m["recorded_read"]) * (billed - rd)
+        d["usd"] += max(0, m["expected_read"] - m["recorded_read"]) * premium(calls[m["call"]])
     for d in by_cause.values():
         d["usd"] = round(d["usd"], 4)
-    premium = 0.0   # what the unexplained misses cost over what the replay read instead
+    unexplained = 0.0   # what the unexplained misses cost over what the replay read instead
     for m in misses:
         if m["cause"] == "unexplained":
-            r = table.loc[m["call"]]
-            spec = provider.spec_for(r["model"])
-            inp, w5, w1, rd, _ = spec.rates(int(r["recorded_context"]))
-            u = calls[m["call"]].usage
-            missed = max(0, int(r["simulated_cache_read"]) - u.cache_read)
-            billed = inp if spec.provider != "anthropic" else w1 if u.cache_write_1h > u.cache_write_5m else w5
-            premium += missed * (billed - rd)
+            c = calls[m["call"]]
+            unexplained += max(0, int(table.loc[c.index, "simulated_cache_read"]) - c.usage.cache_read) * premium(c)
     n_miss = {k: by_cause[k]["calls"] for k in MISS_CAUSES}
+    # the stakes of the cache's dice (harness/fidelity/dice.py): the eligible calls of the first part
+    # and of the held-out rest, and what the log's fall-backs among them cost
+    first, rest = stakes(calls, strips_for(rec), first_part_end(calls, fit, fit_fraction), premium)
     report = {
         "trace": trace.path or trace.header.name,
         "model": model,
@@ -761,9 +773,9 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
                      "input_only": {"recorded": round(rec_cost_in, 4), "simulated": round(sim_cost_in, 4),
                                     "abs_pct_error": round(_pct(sim_cost_in, rec_cost_in), 3) if rec_cost_in else None},
                      "output_tokens_partial": trace.header.output_tokens_partial,
-                     "unexplained_miss_premium": round(premium, 4),
+                     "unexplained_miss_premium": round(unexplained, 4),
                      "abs_pct_error_without_unexplained_misses":
-                         round(_pct(sim_cost, rec_cost - premium), 3) if rec_cost > premium else None},
+                         round(_pct(sim_cost, rec_cost - unexplained), 3) if rec_cost > unexplained else None},
         "estimator": {"chars_per_token": NOVACODE_CHARS_PER_TOKEN, "median_abs_pct_error": _q(est_errs, 50),
                       "calls": len(est_errs)},
         "compactions": compactions,
@@ -771,6 +783,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
         "cache_misses_usd": {k: v["usd"] for k, v in by_cause.items()},
         "cache_model": ({"fitted": True, **rec.cache_miss_model.model_dump()} if rec.cache_miss_model
                         else {"fitted": False}),
+        "fall_back_stakes": {"first_part": asdict(first), "held_out": asdict(rest)},
         "previous_thinking": {"kept": rec.previous_thinking_kept, "evidence": rec.previous_thinking_evidence},
         "in_sample": list(rec.in_sample),   # settings decided on all the calls scored here (a labelled fallback)
         "hidden_tokens": {"calls": len(hidden), "total": int(sum(h["tokens"] for h in hidden)),
@@ -1055,6 +1068,13 @@ def summary_table(report: dict[str, Any]) -> str:
     rows.append(("cache model", (f"fitted{' IN SAMPLE (all its calls)' if cm.get('in_sample') else ''}: {cm['share']:.1%} "
                                  "routed astray") if cm.get("fitted") else "not fitted",
                  f"{cm['strays']} strays / {cm['eligible']} calls in the log" if cm.get("fitted") else ""))
+    fb = report.get("fall_back_stakes")
+    if fb and (fb["first_part"]["fell_back"] or fb["held_out"]["fell_back"]):   # harness/fidelity/dice.py
+        rec = cost["recorded"] or 1.0
+        rows.append(("fall-backs, no cause", f"first part: {fb['first_part']['fell_back']} of "
+                     f"{fb['first_part']['eligible']} calls, {Stake(**fb['first_part']).rate:.2%} of the stake",
+                     f"held out: {fb['held_out']['fell_back']} of {fb['held_out']['eligible']}, "
+                     f"${fb['held_out']['lost_usd']:.4f} ({fb['held_out']['lost_usd'] / rec:.1%} of the bill)"))
     ws = report.get("warm_start") or {}
     if ws.get("kept") is not None:   # the head the first call read, across idle gaps (warm_head.py)
         rows.append(("cached head", f"{ws['tokens']:,} tokens, " + ("kept by other sessions" if ws["kept"] else
