@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ctxsim.harness.fidelity import dice
 
 BANDS = (2.0, 5.0, 10.0)   # issue 41: within 2 / 5 / 10 % of the bill
 # issue 41's tightest band: a session whose random misses cost at most this share of its bill (%)
@@ -69,6 +70,7 @@ class SessionResult:
     buckets: dict[str, float] = field(default_factory=dict)   # USD by bucket (attribute)
     random_miss_pct: float | None = None   # what the log's random misses cost over a read, % of its bill
     in_sample: tuple[str, ...] = ()   # the settings decided on all its calls (a labelled fallback): not held out
+    stakes: dice.Dice | None = None   # its fall-backs' stakes (harness/fidelity/dice.py)
     report: dict[str, Any] | None = None
 
     @property
@@ -80,6 +82,8 @@ class SessionResult:
                 "provider": self.provider, "route": self.route, "calls": self.calls, "recorded_usd": self.recorded_usd,
                 "simulated_usd": self.simulated_usd, "signed_pct_error": self.signed_pct, "cause": self.cause,
                 "random_miss_pct": self.random_miss_pct, "in_sample": list(self.in_sample),
+                "first_part_miss_rate": None if self.stakes is None else round(self.stakes.first_rate, 6),
+                "held_out_random_miss_pct": None if self.stakes is None else round(self.stakes.lost_pct, 3),
                 "buckets_usd": {k: round(v, 4) for k, v in self.buckets.items()}}
 
 
@@ -160,6 +164,8 @@ def measure(path: str | Path, run: Callable[[Any], Any], load: Callable[[str | P
         base.signed_pct = round((base.simulated_usd - base.recorded_usd) / base.recorded_usd * 100, 3)
         usd = r.get("cache_misses_usd", {})
         base.random_miss_pct = round(sum(usd.get(k, 0.0) for k in RANDOM_CAUSES) / base.recorded_usd * 100, 3)
+        if "fall_back_stakes" in r:
+            base.stakes = dice.Dice.of(base.recorded_usd, r["fall_back_stakes"])
     base.in_sample = tuple(r.get("in_sample") or ())
     base.buckets = fid.attribution
     if base.buckets:
@@ -249,6 +255,8 @@ def folder_report(results: list[SessionResult]) -> dict[str, Any]:
                              # the model's own error: the sessions whose random misses the dice kept small
                              "anthropic_billed_spared": distribution(spared(billed)),
                              "random_misses": random_misses(billed),
+                             # what the dice leave reachable, every other part of the replay exact
+                             "dice": dice.summary([r.stakes for r in billed if r.stakes is not None], BANDS),
                              "by_route": grouped(results, lambda r: r.route or "?"),
                              "by_model": grouped(results, lambda r: r.model or "?"),
                              "by_claude_code": grouped(results, lambda r: minor(r.version, r.agent)),
@@ -325,6 +333,14 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
                 f"{rm['over_5pct']} of {rm['sessions']} sessions billed by Anthropic. A replay can give their "
                 f"expected number, not which calls they hit; the row '{spared_label}' is the error over the "
                 f"sessions where they cost at most {RANDOM_MISS_BAND:g}% of the bill"]
+    dc = d["dice"]
+    if dc["sessions"]:
+        w = dc["within_5pct"]
+        out += [f"the cache's dice: the held-out calls' random misses alone cost over 5% of the bill in "
+                f"{w['held_out_losses_over']} of {dc['sessions']} sessions billed by Anthropic. A replay exact in "
+                f"everything else, billing them at a rate chosen on the other sessions (leave-one-out: one rate, one "
+                f"by what the first part showed, or one scaled on it), is within 5% on {_pct(w['best'])} at best "
+                f"({_pct(w['in_hindsight'])} with the rates chosen in hindsight)"]
     out += ["", "by route:"] + text_table(DIST_COLUMNS, dist_rows(d["by_route"]), set(range(1, 10)))
     out += ["", "by model:"] + text_table(DIST_COLUMNS, dist_rows(d["by_model"]), set(range(1, 10)))
     out += ["", "by Claude Code version (another agent's sessions under its name and version, e.g. 'codex 0.118'):"] + text_table(DIST_COLUMNS, dist_rows(d["by_claude_code"]), set(range(1, 10)))
