@@ -86,6 +86,9 @@ class SessionResult:
                 "random_miss_pct": self.random_miss_pct, "in_sample": list(self.in_sample),
                 "first_part_miss_rate": None if self.stakes is None else round(self.stakes.first_rate, 6),
                 "held_out_random_miss_pct": None if self.stakes is None else round(self.stakes.lost_pct, 3),
+                # what the dice summary is computed from (harness/fidelity/dice.py), to redo it on any subset
+                "held_out_stake_usd": None if self.stakes is None else round(self.stakes.stake_usd, 6),
+                "held_out_lost_usd": None if self.stakes is None else round(self.stakes.lost_usd, 6),
                 "buckets_usd": {k: round(v, 4) for k, v in self.buckets.items()}}
 
 
