@@ -262,6 +262,8 @@ def folder_report(results: list[SessionResult]) -> dict[str, Any]:
                              "random_misses": random_misses(billed),
                              # what the dice leave reachable, every other part of the replay exact
                              "dice": dice.summary([r.stakes for r in billed if r.stakes is not None], BANDS),
+                             "dice_held_out": dice.summary([r.stakes for r in billed if r.stakes is not None
+                                                            and not r.in_sample], BANDS),
                              "by_route": grouped(results, lambda r: r.route or "?"),
                              "by_model": grouped(results, lambda r: r.model or "?"),
                              "by_claude_code": grouped(results, lambda r: minor(r.version, r.agent)),
@@ -345,7 +347,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
                 f"{w['held_out_losses_over']} of {dc['sessions']} sessions billed by Anthropic. A replay exact in "
                 f"everything else, billing them at a rate chosen on the other sessions (leave-one-out: one rate, one "
                 f"by what the first part showed, or one scaled on it), is within 5% on {_pct(w['best'])} at best "
-                f"({_pct(w['in_hindsight'])} with the rates chosen in hindsight)"]
+                f"({_pct(w['in_hindsight'])} with the rates chosen in hindsight; "
+                f"{_pct(d['dice_held_out']['within_5pct']['best'])} of the held out)"]
     out += ["", "by route:"] + text_table(DIST_COLUMNS, dist_rows(d["by_route"]), set(range(1, 10)))
     out += ["", "by model:"] + text_table(DIST_COLUMNS, dist_rows(d["by_model"]), set(range(1, 10)))
     out += ["", "by Claude Code version (another agent's sessions under its name and version, e.g. 'codex 0.118'):"] + text_table(DIST_COLUMNS, dist_rows(d["by_claude_code"]), set(range(1, 10)))
