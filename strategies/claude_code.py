@@ -48,7 +48,7 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
   older one's wording (the change is known to lie after it, not where), then what Claude Code
   re-attaches (documented, code.claude.com/docs/en/context-window; the rest reported, peers.md): up
   to 5 files read or edited, most recently modified first, one over 5,000 tokens as a path reference
-  only, 50,000 in all, the plan, the invoked skills (5,000 tokens each, 25,000 in all) and the latest todo list,
+  only, 50,000 in all (an earlier release: what its bundle re-attached, ``reattach.RELEASE_CAPS``), the plan, the invoked skills (5,000 tokens each, 25,000 in all) and the latest todo list,
   budgeted in its 4-characters-per-token estimate and rendered as its ``<system-reminder>`` meta
   messages. The tracking and the rendering are :mod:`ctxsim.strategies.reattach`, the module the
   recorded replay re-attaches with (one reading of Claude Code for both); reads inside a sub-agent
@@ -102,7 +102,7 @@ from typing import Literal
 from ctxsim.harness.llm.services import SUMMARY, CallSpec
 from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, Usage
 from ctxsim.strategies.base import CallInfo, Rejection, check_room
-from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, reattachments
+from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, caps_for, reattachments
 from ctxsim.strategies.startup_files import startup_text
 from ctxsim.strategies.templates import PeerConfig, ThresholdCompactor, breakpoints_for, chars_to_tokens
 from pydantic import Field
@@ -208,8 +208,10 @@ class ClaudeCodeConfig(PeerConfig):
                                                   "window (2.1: 13,000) or the window (2.0: 45,000); None: the release's")
     summary_max_tokens: int = Field(SUMMARY_RESERVE_TOKENS, ge=256, le=200_000, description="output bound of the summary call")
     restore_max_files: int = Field(ReattachCaps.max_files, ge=0, le=1_000, description="files re-attached after compacting")
-    restore_file_tokens: int = Field(ReattachCaps.file_tokens, ge=0, le=10_000_000, description="cap per restored file")
-    restore_total_tokens: int = Field(ReattachCaps.total_tokens, ge=0, le=10_000_000, description="cap for all restored files")
+    restore_file_tokens: int | None = Field(None, ge=0, le=10_000_000, description="cap per restored file; None: the "
+                                            "release's (5,000 from 1.0.85, 10,000 before: reattach.RELEASE_CAPS)")
+    restore_total_tokens: int | None = Field(None, ge=0, le=10_000_000, description="cap for all restored files; None: "
+                                             "the release's (50,000 from 1.0.23)")
     restore_skill_tokens: int = Field(ReattachCaps.skills_total_tokens, ge=0, le=10_000_000, description="cap for the invoked skills")
     microcompact: Literal["time", "off"] = Field("time", description="time: clear old compactable tool results "
                                                  "once the cache has gone cold; off: never")
@@ -309,7 +311,9 @@ class ClaudeCode(ThresholdCompactor):
             self.reattach = ReattachTracker()
             self.failures, self.last_answer_at = 0, None
             self.started = False  # a new launch loads its startup files again
-        elif self.config.resume_resends_messages and len(self.history) and not self.in_isolated_subtask:
+        else:   # a resume is a new process: which files it knows (ReattachTracker.new_launch)
+            self.reattach.new_launch(caps_for(self.version).resume_rebuilds)
+        if resume and self.config.resume_resends_messages and len(self.history) and not self.in_isolated_subtask:
             self.history = self.history.resent()
             self.rewrote = True   # a declared break: the conversation re-serialised from its first message
             self.counters.extra["resumes_resent"] += 1
@@ -477,8 +481,9 @@ class ClaudeCode(ThresholdCompactor):
         """What Claude Code re-attaches after the summary (:func:`ctxsim.strategies.reattach.reattachments`):
         recent files, the plan, invoked skills, the todo list."""
         c = self.config
-        caps = ReattachCaps(max_files=c.restore_max_files, file_tokens=c.restore_file_tokens,
-                            total_tokens=c.restore_total_tokens, skills_total_tokens=c.restore_skill_tokens)
+        caps = caps_for(self.version, max_files=c.restore_max_files, file_tokens=c.restore_file_tokens,
+                        total_tokens=c.restore_total_tokens, skills_total_tokens=c.restore_skill_tokens,
+                        count=self.env.count_tokens)
         out = reattachments(self.reattach, caps)
         self.counters.extra["restored_files"] += sum(m.meta.get("reattached") == "file" for m in out)
         return out

@@ -28,6 +28,7 @@ latest read, an assumption). The rendering is Claude Code's (a Read call and its
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -52,6 +53,9 @@ REFERENCE = ("Note: {path} was read before the last conversation was summarized,
              "to include. Use Read tool if you need to access it.")
 
 
+HEAD_LINES = 100   # what a file over the cap came back as before 1.0.85: its first 100 lines (bundles below)
+
+
 @dataclass(frozen=True)
 class ReattachCaps:
     max_files: int = RESTORE_MAX_FILES          # docs: "up to five"
@@ -61,6 +65,53 @@ class ReattachCaps:
     skills_total_tokens: int = RESTORE_SKILL_TOKENS
     chars_per_token: float = CHARS_PER_TOKEN
     order: Literal["modified", "read"] = "modified"
+    # what a file over ``file_tokens`` comes back as: a path reference (docs), its first HEAD_LINES
+    # lines, or nothing
+    over_cap: Literal["reference", "head", "none"] = "reference"
+    # whether a resumed launch rebuilds readFileState from the conversation's full Reads and Writes (the
+    # REPL from 2.0.59: bundles 2.0.59, 2.0.62, 2.0.69, 2.0.76, 2.1.0, 2.1.12; not 2.0.58 and before: it
+    # begins empty but for the todo file, 1.0.33, 1.0.81, 2.0.14, 2.0.54)
+    resume_rebuilds: bool = True
+    # the model's token count of a text (StrategyEnv.count_tokens): the Read tool's limit is checked on it
+    # once its length / 4 passes a quarter of the limit (bundle 1.0.33); None: the estimate alone
+    count: Callable[[str], int] | None = None
+
+    def over(self, text: str, token_factor: float = 1.0) -> bool:
+        """Whether a file's text passes ``file_tokens`` as the Read tool counts it."""
+        rough = len(text) / self.chars_per_token
+        if self.count is None or rough <= self.file_tokens / 4:
+            return rough > self.file_tokens
+        return self.count(text) * token_factor > self.file_tokens
+
+
+# What Claude Code's compact routine re-attached, release by release, read in its published bundle
+# (npm @anthropic-ai/claude-code, cli.js; the post-compact restore: the readFileState entries but the
+# todo and memory files, newest timestamp first, the first 5, each re-read with a token limit, then
+# kept in order while their JSON's length / 4 fits the budget, a file that does not fit skipped):
+# * 1.0.17-1.0.22: no limit but the Read tool's own 25,000 tokens (a file over it is not restored; one
+#   over 256 KB comes back as its first 100 lines), no budget;
+# * 1.0.23-1.0.84: 10,000 tokens a file (over it, its first 100 lines), 50,000 in all;
+# * 1.0.85 on: 5,000 a file (over it, the compact_file_reference path), 50,000 in all (2.0.0, 2.0.14 the same).
+# The timestamp of a read was the moment of the read (Date.now()) to 1.0.113 and the file's mtime from
+# 1.0.114 (an edit's, its mtime, throughout): most recently read or edited first, then most recently
+# modified (the docs' "modified most recently"). Versions checked: 1.0.17, 1.0.21-1.0.24, 1.0.27, 1.0.31,
+# 1.0.33, 1.0.81, 1.0.83-1.0.86, 1.0.88-1.0.90, 1.0.100, 1.0.110, 1.0.113-1.0.115, 1.0.117, 1.0.120,
+# 1.0.128, 2.0.0, 2.0.14.
+RELEASE_CAPS: tuple[tuple[tuple[int, int, int], dict[str, Any]], ...] = (
+    ((0, 0, 0), {"file_tokens": 25_000, "total_tokens": 10_000_000, "over_cap": "none", "order": "read",
+                 "resume_rebuilds": False}),
+    ((1, 0, 23), {"file_tokens": 10_000, "over_cap": "head", "order": "read", "resume_rebuilds": False}),
+    ((1, 0, 85), {"order": "read", "resume_rebuilds": False}),
+    ((1, 0, 114), {"resume_rebuilds": False}),
+    ((2, 0, 59), {}),
+)
+
+
+def caps_for(version: tuple[int, int, int], **given: Any) -> ReattachCaps:
+    """The caps of Claude Code ``version`` (:data:`RELEASE_CAPS`: the newest change at or before it), with
+    ``given`` (a run's own settings, None left out) over them."""
+    base = [caps for first, caps in RELEASE_CAPS if first <= version][-1]
+    return ReattachCaps(**{**base, **{k: v for k, v in given.items() if v is not None}})
 
 
 def numbered_lines(text: str) -> dict[int, str]:
@@ -165,6 +216,20 @@ class FileView:
         self._lines, self._runs_ = None, runs
         return runs
 
+    def content(self) -> str:
+        """The file's text as the log knows it, without the Read tool's line numbers (what its limits are
+        checked on: the bundles count the file's content, then number its lines)."""
+        if not self.lines:
+            return self.raw or ""
+        return "\n".join(self.lines[n] for n in sorted(self.lines))
+
+    def head(self, n: int) -> str:
+        """:meth:`text` cut to ``n`` lines, what a Read with ``limit`` n returns: the first ``n`` lines the
+        log showed (a file seen only further down comes back at that size, not invented)."""
+        if not self.lines:
+            return "\n".join((self.raw or "").split("\n")[:n])
+        return "\n".join(f"{k:6d}\u2192{self.lines[k]}" for k in sorted(self.lines)[:n])
+
     def text(self) -> str:
         if not self.lines:
             return self.raw or ""
@@ -183,6 +248,21 @@ class ReattachTracker:
     _skill_pending: str | None = None   # a Skill result came: its body is the next meta message
     _pending: dict[str, tuple[str, str, dict]] = field(default_factory=dict)   # tool_use id -> (tool, path, input)
     _n: int = 0
+    in_state: set[str] = field(default_factory=set)   # the files in Claude Code's readFileState: those a compaction chooses from
+    whole: set[str] = field(default_factory=set)      # read whole or written since the last compaction (what a resume rebuilds from)
+
+    def new_launch(self, rebuilds: bool) -> None:
+        """A resumed launch, a new process: Claude Code's readFileState is process memory. Before 2.0.59
+        the REPL began it empty but for the todo file; from 2.0.59 it rebuilds it from the conversation's
+        full Reads and Writes (``rebuilds``; :data:`ReattachCaps.resume_rebuilds`). What the log showed of
+        every file is kept either way: the file on disk is still that, and a later read brings it back."""
+        self.in_state = set(self.whole) if rebuilds else set()
+
+    def compacted(self, reattached: set[str]) -> None:
+        """After a compaction: the compact routine cleared readFileState and re-read the files it
+        re-attached (a path reference is not read), so those are the files the next one can choose from."""
+        self.in_state = {p for p in self.in_state if p in reattached}
+        self.whole = set()   # the conversation a resume rebuilds from begins at the summary
 
     def _view(self, path: str) -> FileView:
         v = self.files.get(path)
@@ -222,6 +302,9 @@ class ReattachTracker:
         v = self._view(path)
         self._n += 1
         v.accessed = self._n
+        self.in_state.add(path)
+        if tool in WRITE_TOOLS or (tool not in EDIT_TOOLS and "offset" not in inp and "limit" not in inp):
+            self.whole.add(path)
         if tool in WRITE_TOOLS:
             v.write(str(inp.get("content", "")))
             v.modified = self._n
@@ -250,7 +333,7 @@ class ReattachTracker:
             key = lambda kv: kv[1].accessed  # noqa: E731
         else:
             key = lambda kv: (kv[1].modified is not None, kv[1].modified or kv[1].accessed)  # noqa: E731
-        return sorted(((p, v) for p, v in self.files.items() if v.known()), key=key, reverse=True)
+        return sorted(((p, v) for p, v in self.files.items() if v.known() and p in self.in_state), key=key, reverse=True)
 
 
 def _clip(text: str, max_chars: int) -> str:
@@ -259,23 +342,28 @@ def _clip(text: str, max_chars: int) -> str:
 
 def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps()) -> list[Message]:
     """The meta user messages Claude Code adds after the summary, in its order: files, plan,
-    skills, todo list (each message's ``reattached`` meta says which). Sizes are budgeted in
-    estimated tokens (``caps.chars_per_token``)."""
+    skills, todo list (each message's ``reattached`` meta says which, a file's ``path`` which file).
+    Sizes are budgeted in estimated tokens (``caps.chars_per_token``). The tracker then holds only the
+    files re-attached whole or in part (:meth:`ReattachTracker.compacted`)."""
     out: list[Message] = []
-    per_file = caps.file_tokens * caps.chars_per_token
     budget = caps.total_tokens * caps.chars_per_token
     used = 0.0
     for path, view in tracker.recent_files(caps.order)[:caps.max_files]:
         text = view.text()
-        if len(text) > per_file:   # docs: a path reference without its content
+        over = caps.over(view.content(), view.token_factor)
+        if over and caps.over_cap == "reference":   # docs: a path reference without its content
             out.append(Message.user(f"<system-reminder>\n{REFERENCE.format(path=path)}\n</system-reminder>",
                                     origin="reattach", reattached="file_reference", meta_record=True))
             continue
-        if used + len(text) > budget:
-            break
+        if over:
+            if caps.over_cap == "none":
+                continue
+            text = view.head(HEAD_LINES)
+        if used + len(text) > budget:   # the bundles: a file that does not fit is skipped, the next one tried
+            continue
         used += len(text)
         out.append(Message("user", (Block("text", read_attachment(path, text), token_factor=view.token_factor),),
-                           {"origin": "reattach", "reattached": "file", "meta_record": True}))
+                           {"origin": "reattach", "reattached": "file", "path": path, "meta_record": True}))
     if tracker.plan:
         out.append(Message.user(f"<system-reminder>\nA plan exists for this session:\n{tracker.plan}\n</system-reminder>",
                                 origin="reattach", reattached="plan", meta_record=True))
@@ -292,6 +380,7 @@ def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps())
         out.append(Message.user("<system-reminder>\nThe following skills were invoked in this session:\n\n"
                                 + "\n\n".join(skills) + "\n</system-reminder>", origin="reattach", reattached="skills",
                                 meta_record=True))
+    tracker.compacted({m.meta["path"] for m in out if m.meta.get("reattached") == "file"})
     if tracker.todo:
         out.append(Message.user("<system-reminder>\nYour todo list:\n" + json.dumps(tracker.todo, ensure_ascii=False)
                                 + "\n</system-reminder>", origin="reattach", reattached="todo", meta_record=True))

@@ -66,7 +66,9 @@ re-enacts, and where each habit was read:
   upper bound, as the skill listing it holds is not re-injected (same page) and no log sizes it);
   then the summary and what :mod:`ctxsim.strategies.reattach` rebuilds from the log: up to 5 files read or
   edited (most recently modified first; one over 5,000 tokens as a path only), the plan, the invoked
-  skills (5,000 tokens each, 25,000 in all) and the todo list.
+  skills (5,000 tokens each, 25,000 in all) and the todo list; on a log of an earlier release, what that
+  release's bundle re-attached (``reattach.RELEASE_CAPS``: to 1.0.84, 10,000 tokens a file, one over it as
+  its first 100 lines; to 1.0.113, the most recently read or edited first).
 
 Cache misses the log shows no cause for (a fall-back to the system prefix after a
 ``<task-notification>`` in one bundled session, seen at a full hit in others) are classified and
@@ -86,7 +88,7 @@ from typing import Literal
 from ctxsim.harness.llm.services import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
 from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
 from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig
-from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, reattachments
+from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, caps_for, reattachments
 from pydantic import Field
 
 # What Claude Code's compaction prompt asks for (peers.md, "Summary prompt sections", reported).
@@ -240,6 +242,12 @@ class RecordedConfig(StrategyConfig):
     reattach_order: Literal["modified", "read"] = Field(
         ReattachCaps.order, description="which files come back: the most recently modified (docs; files only read "
         "rank after, by their latest read) or the most recently read or edited")
+    reattach_resume_rebuilds: bool = Field(
+        ReattachCaps.resume_rebuilds, description="a resumed launch knows the files the conversation read whole or "
+        "wrote (Claude Code from 2.0.59); off: only those it reads or edits after (before 2.0.59)")
+    reattach_over_cap: Literal["reference", "head", "none"] = Field(
+        ReattachCaps.over_cap, description="what a file over reattach_file_tokens comes back as: its path (docs), "
+        "its first 100 lines or nothing")
     strip_previous_thinking: Literal["auto", "always", "never"] = Field(
         "auto", description="drop earlier turns' thinking blocks at a new user turn (auto: on the models "
         "whose API does, those before Opus 4.5)")
@@ -350,6 +358,13 @@ class Recorded(Strategy):
             out["model_prefix_tokens"] = dict(rec.model_prefix_tokens)
         if (trace.header.source or {}).get("format") == "claude-code":
             out["reattach"] = "claude-code"
+            from ctxsim.strategies.claude_code import VERSION, version_tuple
+
+            if rec.agent_version and VERSION.match(rec.agent_version):   # what that release re-attached
+                caps = caps_for(version_tuple(rec.agent_version))
+                out.update(reattach_file_tokens=caps.file_tokens, reattach_total_tokens=caps.total_tokens,
+                           reattach_order=caps.order, reattach_over_cap=caps.over_cap,
+                           reattach_resume_rebuilds=caps.resume_rebuilds)
         if rec.messages_uncached_from is not None:
             out["messages_uncached_from"] = rec.messages_uncached_from
         if rec.startup_tokens and rec.token_scale:
@@ -427,6 +442,8 @@ class Recorded(Strategy):
     # --- the recorded agent's own context management ------------------------------------------------
     def on_session_start(self, session: str, resume: bool, now: float) -> None:
         super().on_session_start(session, resume, now)
+        if not self._spans:   # a new process: which files it knows (ReattachTracker.new_launch)
+            self._reattach.new_launch(resume and self.config.reattach_resume_rebuilds)
         if not resume and self._startup is not None:   # a new launch loads its startup content again
             self.history = History([self._startup])
         elif resume and self.config.resume_resends_messages and len(self.history) and not self._spans:
@@ -541,7 +558,8 @@ class Recorded(Strategy):
             c = self.config
             extra = reattachments(self._reattach, ReattachCaps(
                 max_files=c.reattach_max_files, file_tokens=c.reattach_file_tokens, total_tokens=c.reattach_total_tokens,
-                chars_per_token=c.reattach_chars_per_token, order=c.reattach_order))
+                chars_per_token=c.reattach_chars_per_token, order=c.reattach_order, over_cap=c.reattach_over_cap,
+                count=self.env.count_tokens))
             after += extra
             self.counters.extra["messages re-attached after compactions"] += len(extra)
         self.history = History(after)

@@ -38,3 +38,113 @@ def test_recent_files_modified_first_then_read_by_latest_read():
     assert [p for p, _ in tr.recent_files()] == ["f2", "f1", "f3"]           # f2 edited: modified most recently
     assert [p for p, _ in tr.recent_files("read")] == ["f1", "f3", "f2"]     # by last access
     assert tr.files["f2"].lines == {1: "z"}
+
+
+def test_each_release_reattaches_what_its_bundle_did():
+    """The post-compact restore as the published bundles hold it (reattach.RELEASE_CAPS): no cap but
+    the Read tool's 25,000 tokens to 1.0.22; 10,000 a file (over it, its first 100 lines) and 50,000 in
+    all from 1.0.23; 5,000 and a path reference from 1.0.85; read time orders the files to 1.0.113, the
+    file's mtime from 1.0.114 (the docs' "modified most recently")."""
+    from ctxsim.strategies.reattach import caps_for
+
+    def caps(v):
+        c = caps_for(v)
+        return c.max_files, c.file_tokens, c.total_tokens, c.over_cap, c.order
+
+    assert caps((1, 0, 17)) == (5, 25_000, 10_000_000, "none", "read")
+    assert caps((1, 0, 23)) == caps((1, 0, 84)) == (5, 10_000, 50_000, "head", "read")
+    assert caps((1, 0, 85)) == caps((1, 0, 113)) == (5, 5_000, 50_000, "reference", "read")
+    assert caps((1, 0, 114)) == caps((2, 1, 39)) == (5, 5_000, 50_000, "reference", "modified")
+    assert caps_for((1, 0, 33), file_tokens=800, total_tokens=None).file_tokens == 800   # a run's own setting wins
+
+
+def big(n_lines: int, width: int) -> str:
+    return numbered({i: "x" * width for i in range(1, n_lines + 1)})
+
+
+def test_a_file_over_the_cap_comes_back_as_its_release_sent_it():
+    """A file of 300 lines of 200 characters (about 62,000 characters with the numbering, over 10,000
+    tokens at 4 characters a token): to 1.0.84 its first 100 lines, from 1.0.85 its path, to 1.0.22
+    nothing (over the Read tool's 25,000 tokens it is not re-read)."""
+    from ctxsim.strategies.reattach import caps_for, reattachments
+
+    tr = ReattachTracker()
+    tr.file_event("Read", "big.py", {}, big(300, 200))
+    head = reattachments(tr, caps_for((1, 0, 33)))
+    assert [m.meta["reattached"] for m in head] == ["file"]
+    assert "   100\u2192" in head[0].text and "   101\u2192" not in head[0].text
+    assert [m.meta["reattached"] for m in reattachments(tr, caps_for((1, 0, 85)))] == ["file_reference"]
+    small = ReattachTracker()
+    small.file_event("Read", "huge.py", {}, big(600, 200))   # about 124,000 characters: over 25,000 tokens
+    assert reattachments(small, caps_for((1, 0, 17))) == []
+
+
+def test_a_file_that_does_not_fit_the_budget_is_skipped_and_the_next_one_tried():
+    """The bundles keep each file while the total fits (a filter, not a stop). Budget 50,000 tokens at 4
+    characters: 200,000 characters. Files read in this order: c (100 lines of 1,000 characters, about
+    101,000), b (the same), a (50 lines of 100, about 5,400); most recently read first: a, b, c. With
+    no per-file cap: a and b fit (about 106,000), c would pass 200,000 and is skipped."""
+    from ctxsim.strategies.reattach import ReattachCaps, reattachments
+
+    tr = ReattachTracker()
+    tr.file_event("Read", "c", {}, big(100, 1_000))
+    tr.file_event("Read", "small", {}, big(1, 10))
+    tr.file_event("Read", "b", {}, big(100, 1_000))
+    tr.file_event("Read", "a", {}, big(50, 100))
+    caps = ReattachCaps(file_tokens=1_000_000, total_tokens=50_000, order="read")
+    files = [m.text.split('"file_path": "')[1].split('"')[0] for m in reattachments(tr, caps)]
+    assert files == ["a", "b", "small"]   # c skipped; the small file, read before b, still fits
+
+
+def test_a_resumed_launch_knows_the_files_its_release_rebuilt():
+    """readFileState is process memory. From 2.0.59 a resumed REPL rebuilds it from the conversation's
+    full Reads and Writes; before, it began empty (bundles 2.0.58 / 2.0.59). What the log showed of a
+    file is kept either way: an Edit after the resume brings the file back with it."""
+    from ctxsim.strategies.reattach import caps_for
+
+    def resumed(rebuilds):
+        tr = ReattachTracker()
+        tr.file_event("Read", "whole.py", {}, numbered({1: "a = 1"}))
+        tr.file_event("Read", "part.py", {"offset": 10}, numbered({10: "def f():", 11: "    return 1"}))
+        tr.file_event("Edit", "edited.py", {"old_string": "x", "new_string": "y"})
+        tr.new_launch(rebuilds)
+        return tr
+
+    assert (caps_for((2, 0, 58)).resume_rebuilds, caps_for((2, 0, 59)).resume_rebuilds) == (False, True)
+    assert [p for p, _ in resumed(True).recent_files()] == ["whole.py"]   # a partial read, an Edit: not rebuilt
+    tr = resumed(False)
+    assert tr.recent_files() == []
+    tr.file_event("Edit", "part.py", {"old_string": "return 1", "new_string": "return 2"})
+    assert [(p, v.text()) for p, v in tr.recent_files()] == [("part.py", "    10\u2192def f():\n    11\u2192    return 2")]
+
+
+def test_after_a_compaction_only_the_files_it_reattached_can_come_back_again():
+    """The compact routine clears readFileState and re-reads what it re-attaches; a path reference is
+    not read. Caps of 1.0.85 on: small.py (one line) comes back whole, big.py (over 5,000 tokens) as
+    its path; the next compaction chooses from small.py and what was read since."""
+    from ctxsim.strategies.reattach import caps_for, reattachments
+
+    tr = ReattachTracker()
+    tr.file_event("Read", "big.py", {}, big(300, 200))
+    tr.file_event("Read", "small.py", {}, numbered({1: "x = 1"}))
+    assert [m.meta["reattached"] for m in reattachments(tr, caps_for((2, 1, 39)))] == ["file", "file_reference"]
+    assert [p for p, _ in tr.recent_files()] == ["small.py"]
+    tr.file_event("Read", "next.py", {}, numbered({1: "y = 2"}))
+    assert [m.meta.get("path") for m in reattachments(tr, caps_for((2, 1, 39)))] == ["next.py", "small.py"]
+
+
+def test_the_cap_is_checked_on_the_models_count_once_the_estimate_nears_it():
+    """The Read tool counts a file with the API once its length / 4 passes a quarter of the limit
+    (bundle 1.0.33). 150 lines of 200 characters, about 31,000 characters: 7,700 by the estimate, under
+    1.0.33's 10,000; dense text the model counts at 2 characters a token (15,500) is over: the first
+    100 lines come back. Without a count the estimate decides: the whole file."""
+    from ctxsim.strategies.reattach import caps_for, reattachments
+
+    def attached(count):
+        tr = ReattachTracker()
+        tr.file_event("Read", "dense.py", {}, big(150, 200))
+        (m,) = reattachments(tr, caps_for((1, 0, 33), count=count))
+        return max(int(line.split("\u2192")[0]) for line in m.text.split("\n") if "\u2192" in line)
+
+    assert attached(lambda text: len(text) // 2) == 100
+    assert attached(None) == 150
