@@ -19,7 +19,8 @@ def register(sub) -> None:
         "(ttl / prefix_change / unexplained) and the hidden-content deltas. Given a folder (what `ctxsim import` "
         "wrote), every trace in it: one line per session with its cost error and dominant cause, then the "
         "distribution (within 2 / 5 / 10%, median and p90 absolute error, median signed error) overall, by model "
-        "and by Claude Code version.")
+        "and by Claude Code version, and how close a replay exact in all but the cache's random fall-backs could "
+        "come (the dice: harness/fidelity/dice.py).")
     p.add_argument("trace", help="an imported trace (ctxsim import ...) with per-call usage, or a folder of them")
     p.add_argument("--json", dest="json_out", default=None, metavar="PATH|-", help="write the report as JSON")
     p.add_argument("--figure", default=None, metavar="PNG", help="recorded vs simulated context per call (one trace)")
