@@ -68,9 +68,6 @@ class StrategyEnv:
     rng: np.random.Generator
     home_dir: Path | None = None      # the simulated user's home (user-level memory, conventions)
     project_dir: Path | None = None   # the simulated project root (instruction files, project memory)
-    # the model's own count of a text's tokens: what Anthropic's count_tokens endpoint answers, free
-    # (Claude Code's Read tool asks it when its estimate nears the limit: bundle 1.0.33). None: not given
-    count_tokens: Any = None          # Callable[[str], int]
 
 
 @dataclass(frozen=True)

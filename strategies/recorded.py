@@ -558,8 +558,7 @@ class Recorded(Strategy):
             c = self.config
             extra = reattachments(self._reattach, ReattachCaps(
                 max_files=c.reattach_max_files, file_tokens=c.reattach_file_tokens, total_tokens=c.reattach_total_tokens,
-                chars_per_token=c.reattach_chars_per_token, order=c.reattach_order, over_cap=c.reattach_over_cap,
-                count=self.env.count_tokens))
+                chars_per_token=c.reattach_chars_per_token, order=c.reattach_order, over_cap=c.reattach_over_cap))
             after += extra
             self.counters.extra["messages re-attached after compactions"] += len(extra)
         self.history = History(after)

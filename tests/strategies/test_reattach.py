@@ -131,20 +131,3 @@ def test_after_a_compaction_only_the_files_it_reattached_can_come_back_again():
     assert [p for p, _ in tr.recent_files()] == ["small.py"]
     tr.file_event("Read", "next.py", {}, numbered({1: "y = 2"}))
     assert [m.meta.get("path") for m in reattachments(tr, caps_for((2, 1, 39)))] == ["next.py", "small.py"]
-
-
-def test_the_cap_is_checked_on_the_models_count_once_the_estimate_nears_it():
-    """The Read tool counts a file with the API once its length / 4 passes a quarter of the limit
-    (bundle 1.0.33). 150 lines of 200 characters, about 31,000 characters: 7,700 by the estimate, under
-    1.0.33's 10,000; dense text the model counts at 2 characters a token (15,500) is over: the first
-    100 lines come back. Without a count the estimate decides: the whole file."""
-    from ctxsim.strategies.reattach import caps_for, reattachments
-
-    def attached(count):
-        tr = ReattachTracker()
-        tr.file_event("Read", "dense.py", {}, big(150, 200))
-        (m,) = reattachments(tr, caps_for((1, 0, 33), count=count))
-        return max(int(line.split("\u2192")[0]) for line in m.text.split("\n") if "\u2192" in line)
-
-    assert attached(lambda text: len(text) // 2) == 100
-    assert attached(None) == 150
