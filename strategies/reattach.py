@@ -73,12 +73,12 @@ class ReattachCaps:
     resume_rebuilds: bool = True
     def over(self, text: str) -> bool:
         """Whether a file's text, as the Read tool returns it (numbered), passes ``file_tokens`` at the
-        estimate. The bundles count a file's content with the API once its length / 4 nears the limit;
-        on the logs the estimate of the numbered text comes closer (the first call after 123 compactions
-        of the development population and the second outside sample: within 10% of the log's context on
-        70% of 2.0.x ones and 63% of 2.1.x, against 70% and 63% with a cl100k count at the fitted scale and
-        57% and 52% with the estimate of the bare content), and it needs no count the replay's own sizes
-        would have to agree with."""
+        estimate. The bundles count a file's content with the API once its length / 4 nears the limit; a
+        count here would be the replay's, at a scale the calibration's raw replay does not have (it then
+        chose other files than the run and lost the bundled spotter log's startup re-read), and it did no
+        better on the logs: on the first call after 86 compactions of Claude Code 2.x (the development
+        population and the second outside sample), within 10% of the log's context on 68% with the
+        estimate, 66% with a cl100k count at the fitted scale."""
         return len(text) / self.chars_per_token > self.file_tokens
 
 

@@ -30,7 +30,7 @@ the band, the session's error says as much about the dice as about the model. Th
 their distribution and the error over the sessions they spared (at most :data:`RANDOM_MISS_BAND`
 of the bill). On the development population (issue 41, 169 sessions billed by Anthropic, measured
 2026-12-07) they cost a median 2.5% of the bill and over 5% in 67 sessions; on the 79 they spared the
-replay was within 5% of the bill on 92%, median |error| 1.1%, median signed -0.0%. How close any
+replay was within 5% of the bill on 90%, median |error| 1.2%, median signed +0.1%. How close any
 replay could come with the dice as they fell (every other part exact, the rate chosen on the other
 sessions): harness/fidelity/dice.py, the summary's ``dice`` (70% within 5% there, measured 2026-12-07).
 """
