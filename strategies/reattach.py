@@ -95,21 +95,24 @@ class ReattachCaps:
 # modified (the docs' "modified most recently"). Versions checked: 1.0.17, 1.0.21-1.0.24, 1.0.27, 1.0.31,
 # 1.0.33, 1.0.81, 1.0.83-1.0.86, 1.0.88-1.0.90, 1.0.100, 1.0.110, 1.0.113-1.0.115, 1.0.117, 1.0.120,
 # 1.0.128, 2.0.0, 2.0.14.
-RELEASE_CAPS: tuple[tuple[tuple[int, int, int], dict[str, Any]], ...] = (
+RELEASE_CAPS: tuple[tuple[tuple[int, int, int], dict[str, Any]], ...] = (   # each row: what changed at that release
     ((0, 0, 0), {"file_tokens": 25_000, "total_tokens": 10_000_000, "over_cap": "none", "order": "read",
                  "resume_rebuilds": False}),
-    ((1, 0, 23), {"file_tokens": 10_000, "over_cap": "head", "order": "read", "resume_rebuilds": False}),
-    ((1, 0, 85), {"order": "read", "resume_rebuilds": False}),
-    ((1, 0, 114), {"resume_rebuilds": False}),
-    ((2, 0, 59), {}),
+    ((1, 0, 23), {"file_tokens": 10_000, "total_tokens": 50_000, "over_cap": "head"}),
+    ((1, 0, 85), {"file_tokens": 5_000, "over_cap": "reference"}),
+    ((1, 0, 114), {"order": "modified"}),
+    ((2, 0, 59), {"resume_rebuilds": True}),
 )
 
 
 def caps_for(version: tuple[int, int, int], **given: Any) -> ReattachCaps:
-    """The caps of Claude Code ``version`` (:data:`RELEASE_CAPS`: the newest change at or before it), with
-    ``given`` (a run's own settings, None left out) over them."""
-    base = [caps for first, caps in RELEASE_CAPS if first <= version][-1]
-    return ReattachCaps(**{**base, **{k: v for k, v in given.items() if v is not None}})
+    """The caps of Claude Code ``version`` (:data:`RELEASE_CAPS`: every change at or before it, in order),
+    with ``given`` (a run's own settings, None left out) over them."""
+    caps: dict[str, Any] = {}
+    for first, changed in RELEASE_CAPS:
+        if first <= version:
+            caps.update(changed)
+    return ReattachCaps(**{**caps, **{k: v for k, v in given.items() if v is not None}})
 
 
 def numbered_lines(text: str) -> dict[int, str]:
@@ -294,7 +297,8 @@ class ReattachTracker:
         self._n += 1
         v.accessed = self._n
         self.in_state.add(path)
-        if tool in WRITE_TOOLS or (tool not in EDIT_TOOLS and "offset" not in inp and "limit" not in inp):
+        partial = tool not in WRITE_TOOLS and ("offset" in inp or "limit" in inp)
+        if tool not in EDIT_TOOLS and not partial:   # a Write or a whole Read: what a resume rebuilds
             self.whole.add(path)
         if tool in WRITE_TOOLS:
             v.write(str(inp.get("content", "")))
@@ -304,7 +308,7 @@ class ReattachTracker:
                 v.edit(e["old_string"], e["new_string"], bool(e.get("replace_all")))
             v.modified = self._n
         else:
-            v.read(result, partial=("offset" in inp or "limit" in inp))
+            v.read(result, partial=partial)
             v.token_factor = token_factor
 
     def on_user(self, message: Message) -> None:

@@ -88,6 +88,7 @@ from typing import Literal
 from ctxsim.harness.llm.services import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
 from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
 from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig
+from ctxsim.strategies.claude_code import VERSION, version_tuple
 from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, caps_for, reattachments
 from pydantic import Field
 
@@ -358,8 +359,6 @@ class Recorded(Strategy):
             out["model_prefix_tokens"] = dict(rec.model_prefix_tokens)
         if (trace.header.source or {}).get("format") == "claude-code":
             out["reattach"] = "claude-code"
-            from ctxsim.strategies.claude_code import VERSION, version_tuple
-
             if rec.agent_version and VERSION.match(rec.agent_version):   # what that release re-attached
                 caps = caps_for(version_tuple(rec.agent_version))
                 out.update(reattach_file_tokens=caps.file_tokens, reattach_total_tokens=caps.total_tokens,

@@ -365,7 +365,7 @@ def test_the_stakes_of_the_first_part_and_the_held_out_rest_by_hand():
     reads = [0, ctx[0], ctx[1], 0, ctx[2], ctx[4], 20_000, ctx[6], ctx[7], 0]
     times = [i * 10 for i in range(9)] + [480]
     calls = [call(i, ctx[i], reads[i], times[i]) for i in range(10)]
-    first, held = stakes(calls, None, 4, lambda c: 1e-6)
+    first, held = stakes(calls, None, 4, lambda c: 1e-6, label_calls(calls)[0])
     assert first == Stake(eligible=3, fell_back=1, stake_usd=0.093, lost_usd=0.032)
     assert held == Stake(eligible=5, fell_back=2, stake_usd=0.175, lost_usd=0.016)
     assert first.rate == pytest.approx(0.032 / 0.093)

@@ -147,11 +147,12 @@ class Stake:
         return self.lost_usd / self.stake_usd if self.stake_usd else 0.0
 
 
-def stakes(calls: list[Any], strips: Strips, upto: int, premium: Callable[[Any], float]) -> tuple[Stake, Stake]:
+def stakes(calls: list[Any], strips: Strips, upto: int, premium: Callable[[Any], float],
+           labels: dict[int, str]) -> tuple[Stake, Stake]:
     """The eligible calls' :class:`Stake` before ``upto`` (the fit part) and from it on (held out).
     ``premium(c)``: what one token costs call ``c`` over a read when it falls back (a write, or
-    uncached input on an automatic cache). A read that fell short counts at what it fell short by."""
-    labels = label_calls(calls, strips)[0]
+    uncached input on an automatic cache); ``labels``: :func:`label_calls`' strays and returns. A read
+    that fell short counts at what it fell short by."""
     parts = ([0, 0, 0.0, 0.0], [0, 0, 0.0, 0.0])
     for c in calls:
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None

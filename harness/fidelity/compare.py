@@ -714,7 +714,8 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     # the system prefix as the log measures it: what the first call after a compaction read back
     after = [c for c in with_usage if c.after_compact and c.usage.cache_read]
     # the calls the miss model accounts for: the log's fall-backs and returns (labels only; the model is the trace's)
-    fitted = label_calls(calls, strips_for(rec))[0] if rec.cache_miss_model else {}
+    labels = label_calls(calls, strips_for(rec))[0]   # the log's strays and returns, walked once
+    fitted = labels if rec.cache_miss_model else {}
     misses = classify_misses(calls, table, after[0].usage.cache_read if after else header.prefix_tokens, fitted,
                              rec.messages_uncached_from, strips_for(rec))
     hidden = hidden_deltas(calls, table)
@@ -736,7 +737,7 @@ def run_fidelity(trace: Trace, *, model: str | None = None, fit_fraction: float 
     n_miss = {k: by_cause[k]["calls"] for k in MISS_CAUSES}
     # the stakes of the cache's dice (harness/fidelity/dice.py): the eligible calls of the first part
     # and of the held-out rest, and what the log's fall-backs among them cost
-    first, rest = stakes(calls, strips_for(rec), first_part_end(calls, fit, fit_fraction), premium)
+    first, rest = stakes(calls, strips_for(rec), first_part_end(calls, fit, fit_fraction), premium, labels)
     report = {
         "trace": trace.path or trace.header.name,
         "model": model,

@@ -103,6 +103,8 @@ def reachable(sessions: Sequence[Dice], band_pct: float, family: str = "one_rate
     """``(leave-one-out, in hindsight)``: the share of ``sessions`` within ``band_pct`` % of the bill
     at the rate a ``family`` of predictors (:data:`FAMILIES`) chooses on the other sessions (on all of
     them, the session included)."""
+    if family not in FAMILIES:
+        raise ValueError(f"family {family!r}: one of {', '.join(FAMILIES)}")
     if not sessions:
         return 0.0, 0.0
     n = len(sessions)
@@ -111,7 +113,7 @@ def reachable(sessions: Sequence[Dice], band_pct: float, family: str = "one_rate
         a, lam = np.meshgrid(SCALED_BASE, SCALED_FACTOR, indexing="ij")
         rates = a.reshape(-1, 1) + lam.reshape(-1, 1) * first[None, :]
         return _chosen(_within(rates, sessions, band_pct), [0] * n)
-    ok = _within(np.repeat(RATE_GRID[:, None], n, axis=1), sessions, band_pct)
+    ok = _within(RATE_GRID[:, None], sessions, band_pct)   # one rate for every session: broadcast
     return _chosen(ok, [first_part_group(d) for d in sessions] if family == "by_first_part" else [0] * n)
 
 

@@ -249,6 +249,7 @@ def grouped(results: list[SessionResult], key: Callable[[SessionResult], str]) -
 def folder_report(results: list[SessionResult]) -> dict[str, Any]:
     """Everything ``ctxsim fidelity FOLDER --json`` writes."""
     billed = [r for r in results if billed_by_anthropic(r)]
+    staked = [r for r in billed if r.stakes is not None]
     return {"sessions": [r.row() for r in results],
             "distribution": {"all": distribution(results),
                              "anthropic_models": distribution(r for r in results if r.provider == "anthropic"),
@@ -261,9 +262,8 @@ def folder_report(results: list[SessionResult]) -> dict[str, Any]:
                              "anthropic_billed_spared": distribution(spared(billed)),
                              "random_misses": random_misses(billed),
                              # what the dice leave reachable, every other part of the replay exact
-                             "dice": dice.summary([r.stakes for r in billed if r.stakes is not None], BANDS),
-                             "dice_held_out": dice.summary([r.stakes for r in billed if r.stakes is not None
-                                                            and not r.in_sample], BANDS),
+                             "dice": dice.summary([r.stakes for r in staked], BANDS),
+                             "dice_held_out": dice.summary([r.stakes for r in staked if not r.in_sample], BANDS),
                              "by_route": grouped(results, lambda r: r.route or "?"),
                              "by_model": grouped(results, lambda r: r.model or "?"),
                              "by_claude_code": grouped(results, lambda r: minor(r.version, r.agent)),
