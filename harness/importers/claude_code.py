@@ -485,7 +485,7 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
         p.items.append(("resume", {"line": line, "t": t, "marker": f"the {RESUME_CONTINUE!r} message"}))
     if isinstance(content, str):
         p.items.append(("user", {"line": line, "t": t, "text": content, "meta": bool(o.get("isMeta")),
-                                 "side": side}))
+                                 "side": side, "cwd": o.get("cwd")}))
         return
     if not isinstance(content, list):
         raise TraceError(path, line, "user message content is neither a string nor a list")
@@ -510,7 +510,7 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
     p.items += results
     if texts:
         p.items.append(("user", {"line": line, "t": t, "text": "\n".join(texts), "meta": bool(o.get("isMeta")),
-                                 "side": side}))
+                                 "side": side, "cwd": o.get("cwd")}))
 
 
 def _drop_queued_twins(p: _Parsed) -> None:

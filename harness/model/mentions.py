@@ -6,8 +6,8 @@ conversation". The transcript keeps the prompt's text only, so the file is hidde
 turn: it lands in the first call's opaque prefix and would be taken for startup content (the
 codemie session 624a4a58 opens with an @-mention of a 1,388-line design document).
 
-Where the log holds the file's whole text — a full Read or a Write of the same path, before the
-mention (the Edits between applied) or after it (the Edits between undone, no Write between) — the
+Where the log holds the file's whole text — a full Read or a Write of the path the mention names
+(against the prompt's working directory: :func:`resolve`), before the mention (the Edits between applied) or after it (the Edits between undone, no Write between) — the
 importer puts it back where it was sent, rendered as Claude Code renders a file it attaches (the
 Read call and its numbered result, as in the post-compaction attachments), so it is visible
 content, summarised away at a compaction like the rest of the turn. A mention the log cannot rebuild
@@ -20,6 +20,8 @@ differs from what was sent, which no log can tell.
 from __future__ import annotations
 
 import json
+import ntpath
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +33,26 @@ MENTION = re.compile(r'(?:^|(?<=\s))@("[^"]+"|[^\s"]+)')
 TRAILING = ",.;:!?)]}'"
 NUMBERED_LINE = re.compile(r"^ *(\d+)\u2192(.*)$")   # Claude Code's Read result, one line each
 FILE_TOOLS = ("Read", "Write", "Edit", "MultiEdit")
+WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")   # a cwd such as C:\\repo: Windows path rules
+
+
+def _paths(cwd: str) -> Any:
+    return ntpath if WINDOWS_PATH.match(cwd) else posixpath
+
+
+def _norm(path: str, cwd: str) -> str:
+    return _paths(cwd).normpath(path)
+
+
+def resolve(mention: str, cwd: str | None) -> str | None:
+    """The file Claude Code reads for an @-mention: an absolute path as it is, any other one against
+    the working directory the prompt's record names (``isAbsolute(p) ? resolve(p) : resolve(cwd(), p)``
+    in @anthropic-ai/claude-code 1.0.30 cli.js, the prompt's mentions read through it). A bare file name
+    is the file of that name in the working directory, not one deeper in the tree. None without a cwd."""
+    if not isinstance(cwd, str) or not cwd:
+        return None
+    paths = _paths(cwd)
+    return paths.normpath(mention if paths.isabs(mention) else paths.join(cwd, mention))
 
 
 def mentioned_paths(text: str) -> list[str]:
@@ -140,8 +162,9 @@ def rebuild(ops: list[_Op], path: str, at: int) -> str | None:
 
 def recover(items: list[tuple[str, Any]], calls: dict[str, Any]) -> dict[int, list[tuple[str, str]]]:
     """For each main-context prompt (by ``id`` of its item) that @-mentions a file the log can
-    rebuild: ``[(absolute path, rendered attachment)]``; a mention matches the one path of the
-    log's file operations that ends with it."""
+    rebuild: ``[(absolute path, rendered attachment)]``. A mention is the file :func:`resolve` names
+    against the prompt's ``cwd``; a record with no ``cwd`` matches the one path of the log's file
+    operations that ends with the mention."""
     ops = _file_ops(items, calls)
     paths = sorted({o.path for o in ops})
     out: dict[int, list[tuple[str, str]]] = {}
@@ -149,10 +172,14 @@ def recover(items: list[tuple[str, Any]], calls: dict[str, Any]) -> dict[int, li
         if kind != "user" or item.get("meta") or item.get("side"):
             continue
         for m in mentioned_paths(item["text"]):
-            rel = m
-            while rel.startswith("./"):   # "./a" is "a"; "../a", ".env" and ".github/x" keep their dots
-                rel = rel[2:]
-            hits = [p for p in paths if p == m or p.endswith("/" + rel)]
+            at = resolve(m, item.get("cwd"))
+            if at is not None:
+                hits = [p for p in paths if _norm(p, item["cwd"]) == at]
+            else:
+                rel = m
+                while rel.startswith("./"):   # "./a" is "a"; "../a", ".env" and ".github/x" keep their dots
+                    rel = rel[2:]
+                hits = [p for p in paths if p == m or p.endswith("/" + rel)]
             if len(hits) != 1:
                 continue
             content = rebuild(ops, hits[0], pos)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ctxsim.harness.importers import import_file
 from ctxsim.harness.model import trace as tr
-from ctxsim.harness.model.mentions import _Op, mentioned_paths, read_content, rebuild, render
+from ctxsim.harness.model.mentions import _Op, mentioned_paths, read_content, rebuild, render, resolve
 
 from tests.helpers_claude_code import asst, result, text, user, write
 
@@ -62,3 +62,30 @@ def test_import_puts_a_mentioned_file_after_its_prompt(tmp_path):
     # a mention no file operation matches stays hidden (nothing added)
     t = import_file("claude-code", write(tmp_path / "u.jsonl", [user(0, "Explain @other.py"), asst(1, "1", text("ok"))])).trace
     assert [e.text for e in t.events if isinstance(e, tr.UserEvent)] == ["Explain @other.py"]
+
+
+def test_a_mention_is_the_file_it_names_from_the_working_directory(tmp_path):
+    """Claude Code reads ``@x`` at ``cwd/x``. A bare name whose file the log reads deeper in the tree
+    (``/r/docs/guide/page.md`` for ``@page.md``) was not attached: nothing is put back; ``@docs/guide/page.md``
+    from ``/r`` is, and so is an absolute path."""
+    body = numbered("# Page", "text")
+
+    def session(prompt: str):
+        recs = [user(0, prompt, cwd="/r"),
+                asst(1, "1", {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/r/docs/guide/page.md"}}),
+                result(2, "t1", body, cwd="/r"),
+                asst(3, "2", text("done"))]
+        t = import_file("claude-code", write(tmp_path / f"{len(prompt)}.jsonl", recs)).trace
+        return [e.meta.get("read_file") for e in t.events if isinstance(e, tr.UserEvent)]
+    assert session("fix the names in @page.md") == [None]
+    assert session("fix the names in @docs/guide/page.md") == [None, "/r/docs/guide/page.md"]
+    assert session("fix @./docs/../docs/guide/page.md") == [None, "/r/docs/guide/page.md"]
+    assert session("fix @/r/docs/guide/page.md") == [None, "/r/docs/guide/page.md"]
+
+
+def test_resolve_follows_the_working_directory_s_path_rules():
+    assert resolve("a.md", "/r/x") == "/r/x/a.md"
+    assert resolve("../a.md", "/r/x") == "/r/a.md"
+    assert resolve("/etc/a.md", "/r/x") == "/etc/a.md"
+    assert resolve("src\\a.py", "C:\\repo") == "C:\\repo\\src\\a.py"
+    assert resolve("a.md", None) is None
