@@ -192,10 +192,32 @@ def compaction_calls(trace) -> tuple[tuple[str, ...], tuple[str, ...]]:
     for e in trace.events:
         if isinstance(e, CompactEvent):
             models.append(str(e.meta.get("call_model") or ""))
-            u = e.usage
-            ttls.append("" if u is None or not (u.cache_write_1h or u.cache_write_5m)
-                        else "1h" if u.cache_write_1h >= u.cache_write_5m else "5m")
+            ttls.append(e.usage.written_ttl if e.usage is not None else "")
     return tuple(models), tuple(ttls)
+
+
+def ttl_switches(trace, first: str | None) -> dict[int, str]:
+    """The main-context calls (0-based over the trace's model calls, as ``CallInfo.index``) from which the
+    log's cache writes ask for another TTL than the calls before, starting from ``first``: a Claude Code
+    client moves between 1h and 5m within a session (2.1.x logs: 1h for dozens of calls, then 5m, at times
+    back), and the writes before a switch keep their own TTL. A call that writes nothing keeps the TTL
+    before it. Empty where the log never switches."""
+    from ctxsim.harness.model.trace import SubtaskEnd, SubtaskStart, is_call
+
+    out: dict[int, str] = {}
+    index = depth = 0
+    now = first or ""
+    for e in trace.events:
+        if isinstance(e, SubtaskStart):
+            depth += 1
+        elif isinstance(e, SubtaskEnd):
+            depth -= 1
+        elif is_call(e):
+            ttl = e.usage.written_ttl if depth == 0 and e.usage is not None else ""
+            if ttl and ttl != now:
+                out[index] = now = ttl
+            index += 1
+    return out
 
 
 class RecordedConfig(StrategyConfig):
@@ -271,6 +293,9 @@ class RecordedConfig(StrategyConfig):
         "log records itself (Claude Code 2.1.105+ attachment records, in the trace): none modelled for them")
     compact_ttls: tuple[Literal["", "5m", "1h"], ...] = Field(
         (), description="cache TTL each recorded compaction call wrote with, in order ('' or none: ttl)")
+    call_ttls: dict[int, Literal["5m", "1h"]] = Field(
+        {}, description="main calls (0-based over the trace's model calls) from which the log's cache writes ask for "
+        "another TTL: the main context's TTL from that call on (none: ttl throughout)")
     startup_tokens: int = Field(
         0, ge=0, le=10_000_000, description="recorded tokens of the first turn's hidden startup content (CLAUDE.md, "
         "rules, auto memory, SessionStart hook output), taken out of the system prompt's opaque size and sent as "
@@ -392,6 +417,8 @@ class Recorded(Strategy):
             out["subtask_ttl"] = rec.subagent_cache_ttl
         if "cache_ttl" not in overrides and any(t and t != rec.cache_ttl for t in ttls):
             out["compact_ttls"] = tuple(t if t != rec.cache_ttl else "" for t in ttls)
+        if "cache_ttl" not in overrides and (switches := ttl_switches(trace, rec.cache_ttl)):
+            out["call_ttls"] = switches
         return out
 
     def build_request(self, call: CallInfo) -> Request:
@@ -414,11 +441,16 @@ class Recorded(Strategy):
         system = self.system
         if not self._spans and self._last_model in self.config.model_prefix_tokens:
             system = self._system_for(self._last_model)
-        ttl = self.config.subtask_ttl if self._spans else None
+        ttl = self.config.subtask_ttl if self._spans else self._main_ttl(call.index)
         return Request(system, self.env.tools, self.history, self.breakpoints(self.history, ttl),
                        kind=SUBAGENT if self._spans else "main", estimated_tokens=self.estimate(),
                        rewrite=self._take_rewrite(), model=self._last_model, thinking=self._thinking_param(model),
                        effort=None if self._spans else self._effort)
+
+    def _main_ttl(self, index: int) -> str | None:
+        """The TTL the log's main context asked for at call ``index`` (:func:`ttl_switches`; None: ``ttl``)."""
+        at = [i for i in self.config.call_ttls if i <= index]
+        return self.config.call_ttls[max(at)] if at else None
 
     def _thinking_param(self, model: str | None) -> bool | None:
         """The thinking setting the request carries where the cache keys on it (main context, a

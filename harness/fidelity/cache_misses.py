@@ -113,14 +113,9 @@ def label_calls(calls: list[Any], strips: Strips = None) -> tuple[dict[int, str]
     return labels, eligible, fell, recovered
 
 
-def written_ttl(usage: Any) -> str:
-    """The TTL a recorded call wrote its cache entries at: "1h" where most of its write was 1-hour."""
-    return "1h" if usage.cache_write_1h > usage.cache_write_5m else "5m"
-
-
 def expired_since(prev: Any, c: Any) -> bool:
     """Whether the entry ``prev`` (a recorded call) wrote had run out, on the log's clock, when ``c`` came."""
-    return expired_on_log_clock(c.t - prev.t, TTL_SECONDS[written_ttl(prev.usage)])
+    return expired_on_log_clock(c.t - prev.t, TTL_SECONDS[prev.usage.written_ttl or "5m"])
 
 
 def routed(c: Any, prev: Any, strips: Strips) -> bool:
@@ -209,7 +204,7 @@ def shadow_read(calls: list[Any], strips: Strips, share: float, fallback_none: f
                 o = other.get(c.thread)
                 live = o is not None and not expired_on_log_clock(c.t - o[1], o[2]) and o[0] <= c.context
                 total += min(o[0] if live else system_prefix, c.context)
-                ttl = TTL_SECONDS[written_ttl(c.usage)]
+                ttl = TTL_SECONDS[c.usage.written_ttl or "5m"]
                 other[c.thread] = (c.context, c.t, ttl)
     return total / phases
 
@@ -346,5 +341,5 @@ def fit_share_on_requests(model: CacheMissModel, requests: list[tuple[Any, float
     return model.model_copy(update={"share": round(first_crossing(read, target_share, iterations), 6)})
 
 
-__all__ = ["expired_since", "read_tolerance", "written_ttl", "FLOOR_AT_LEAST", "FLOOR_MIN_UNCACHED", "FLOOR_WINDOW", "MIN_STRAYS", "SHARE_PRIOR_CALLS", "SHRUNK_ROUTES",
+__all__ = ["expired_since", "read_tolerance", "FLOOR_AT_LEAST", "FLOOR_MIN_UNCACHED", "FLOOR_WINDOW", "MIN_STRAYS", "SHARE_PRIOR_CALLS", "SHRUNK_ROUTES",
            "Stake", "fit_miss_model", "fit_share_on_requests", "label_calls", "routed", "stakes", "messages_uncached_from", "sent_uncached", "shrunk"]

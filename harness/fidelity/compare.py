@@ -52,7 +52,6 @@ from ctxsim.harness.fidelity.cache_misses import (
     sent_uncached,
     shrunk,
     stakes,
-    written_ttl,
 )
 from ctxsim.harness.fidelity.kept_thinking import previous_thinking_kept
 from ctxsim.harness.fidelity.measured import raw_contexts
@@ -922,7 +921,7 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
         read = c.usage.cache_read
         if read + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) >= expected:
             continue
-        ttl = written_ttl(prev.usage)
+        ttl = prev.usage.written_ttl or "5m"
         gap = c.t - prev.t
         sim = table.loc[c.index]
         sim_prev = table.loc[prev.index]

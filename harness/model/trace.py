@@ -74,6 +74,14 @@ class RecordedUsage(_M):
     def context_tokens(self) -> int:
         return self.input + self.cache_write_5m + self.cache_write_1h + self.cache_read
 
+    @property
+    def written_ttl(self) -> str:
+        """The TTL the call's cache writes asked for (the request's ``cache_control.ttl``, which the usage
+        splits): "1h" where most of the write was 1-hour, "5m" where the rest was, "" with no write."""
+        if not (self.cache_write_1h or self.cache_write_5m):
+            return ""
+        return "1h" if self.cache_write_1h > self.cache_write_5m else "5m"
+
 
 class ToolSpec(_M):
     name: str

@@ -434,3 +434,38 @@ def test_the_startup_content_resent_after_a_compaction_is_the_logs_measure():
     t3 = tr.with_header(t, t.header.model_copy(update={"recorded": rec.model_copy(update={"resent_startup_tokens": 0})}))
     _, seen = run(t3)
     assert [m.meta.get("origin") for m in seen[-1].messages][:1] == ["summary"]
+
+
+def test_a_log_that_switches_its_cache_ttl_mid_session_is_replayed_with_each_calls_ttl():
+    """A Claude Code client moves between 1h and 5m writes within a session (2.1.x logs: dozens of
+    1h calls, then 5m). Calls 0-1 write at 1h, call 2 writes nothing, call 3 at 5m, a sub-agent's
+    call 4 at 5m (not the main context's), call 5 at 1h again: the main context switches at calls 3
+    and 5. Replayed, call 3's breakpoints ask for 5m; after ten idle minutes call 4 still reads what
+    the 1h writes before it left (call 2's context), not what call 3 wrote at 5m."""
+    from ctxsim.strategies.recorded import ttl_switches
+
+    def u(w1=0, w5=0):
+        return tr.RecordedUsage(input=3, cache_write_1h=w1, cache_write_5m=w5, output=5)
+
+    def turn(t, text, usage, **kw):
+        return [tr.UserEvent(t=t, text=text), tr.AssistantEvent(t=t + 1, content=[tr.TextContent(text="ok")],
+                                                                 usage=usage, **kw)]
+    evs = [*turn(0, BIG, u(w1=100)), *turn(10, "b", u(w1=100)), *turn(20, "c", u()), *turn(30, BIG, u(w5=100)),
+           tr.SubtaskStart(t=40, id="s1", description="look"),
+           tr.AssistantEvent(t=41, content=[tr.TextContent(text="x")], usage=u(w5=100)),
+           tr.SubtaskEnd(t=42, id="s1", conclusion="done"),
+           *turn(50, "e", u(w1=100))]
+    assert ttl_switches(trace(evs), "1h") == {3: "5m", 5: "1h"}
+    assert ttl_switches(trace(evs), "5m") == {0: "1h", 3: "5m", 5: "1h"}
+    assert ttl_switches(trace(evs[:6]), "1h") == {}
+
+    # replayed: 1h through call 2, 5m from call 3; ten minutes idle before call 4
+    evs = [*turn(0, BIG, None), *turn(10, "b", None), *turn(20, "c", None), *turn(30, BIG, None),
+           *turn(631, "d", None)]
+    res, seen = run(trace(evs, prefix=3000), {"ttl": "1h", "call_ttls": {3: "5m"}})
+    assert [r.breakpoints[-1].ttl for r in seen] == ["1h", "1h", "1h", "5m", "5m"]
+    c = res.calls
+    assert c.loc[3, "cache_read"] == c.loc[2, "context_tokens"] and c.loc[3, "cache_write_5m"] > 0
+    assert c.loc[4, "cache_read"] == c.loc[2, "context_tokens"]   # call 3's 5m entries are gone; call 2's 1h are not
+    res, _ = run(trace(evs, prefix=3000), {"ttl": "1h"})
+    assert res.calls.loc[4, "cache_read"] == res.calls.loc[3, "context_tokens"]   # all at 1h: call 3's read
