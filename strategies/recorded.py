@@ -557,7 +557,7 @@ class Recorded(Strategy):
             if not self._spans and model in self.config.model_prefix_tokens:
                 system = self._system_for(model)
             req = Request(system, self.env.tools, self.history, self.breakpoints(self.history, ttl),
-                          kind=SUMMARY, model=model, thinking=self._thinking_param(model),
+                          kind=SUMMARY, model=model, thinking=self._thinking_param(model or self.env.model),
                           effort=None if self._spans else self._effort)
             try:
                 # not blocking: the log's timestamps already hold the wait for the recorded compaction

@@ -4,6 +4,7 @@ injection, billed, timed and recorded as a row of the run."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ctxsim.harness.llm.services import BackendReply, CallSpec, SideCallFailed, SideCallResult
@@ -23,8 +24,10 @@ class Services:
         req = request
         if spec.instructions:
             req = request.with_messages(request.messages.append(Message.user(spec.instructions, origin="instruction")))
-        req = Request(req.system, req.tools, req.messages, req.breakpoints, spec.kind, None, False,
-                      req.model or run.current_model or run.provider.model, spec.max_output_tokens)
+        # the strategy's request as sent, as a side call: its thinking and effort settings stay (they key
+        # the cache: a summary call that dropped them would miss what the main calls wrote)
+        req = replace(req, kind=spec.kind, estimated_tokens=None, rewrite=False,
+                      model=req.model or run.current_model or run.provider.model, max_output_tokens=spec.max_output_tokens)
         lay = run.provider.layout(req)
         tokens = lay.total()
         rejections = protocol.validate(req, run.provider.window, tokens)

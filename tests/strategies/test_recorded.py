@@ -469,3 +469,25 @@ def test_a_log_that_switches_its_cache_ttl_mid_session_is_replayed_with_each_cal
     assert c.loc[4, "cache_read"] == c.loc[2, "context_tokens"]   # call 3's 5m entries are gone; call 2's 1h are not
     res, _ = run(trace(evs, prefix=3000), {"ttl": "1h"})
     assert res.calls.loc[4, "cache_read"] == res.calls.loc[3, "context_tokens"]   # all at 1h: call 3's read
+
+
+def test_the_compaction_call_sends_the_thinking_setting_of_the_calls_before_it():
+    """On a model sent a thinking budget the setting keys the messages' cache. Three logs of the
+    population whose main calls thought (Haiku 4.5 twice, Sonnet 4.5) show their compaction call
+    reading the whole context the last call wrote (83,856 of 87,037; 50,414 of 51,764; 164,075 of
+    169,009): the summary request carries the same setting. The engine used to rebuild a side call
+    without it, so the summary call read the system prompt alone and wrote the rest."""
+    haiku = "claude-haiku-4-5"
+    t = tr.validate_events(tr.Header(name="t", model=haiku, prefix_tokens=3000), [
+        tr.UserEvent(t=0, text=BIG, meta={"thinking": True}),
+        tr.AssistantEvent(t=1, content=[tr.ThinkingContent(thinking="hmm"), tr.TextContent(text="a")]),
+        tr.UserEvent(t=2, text="more", meta={"thinking": True}),
+        tr.AssistantEvent(t=3, content=[tr.TextContent(text="b")]),
+        tr.CompactEvent(t=4, trigger="auto", summary="S"),
+        tr.UserEvent(t=5, text="go on", meta={"thinking": True}),
+        tr.AssistantEvent(t=6, content=[tr.TextContent(text="c")])])
+    res, seen = run(t)
+    summary = next(r for r in seen if r.kind == "summary")
+    assert seen[1].thinking is True and summary.thinking is True
+    c = res.calls
+    assert c.loc[2, "kind"] == "summary" and c.loc[2, "cache_read"] == c.loc[1, "context_tokens"]
