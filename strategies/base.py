@@ -68,6 +68,9 @@ class StrategyEnv:
     rng: np.random.Generator
     home_dir: Path | None = None      # the simulated user's home (user-level memory, conventions)
     project_dir: Path | None = None   # the simulated project root (instruction files, project memory)
+    # the API's token count of a text on the run's model, as an agent that asks the API for it gets it
+    # (Claude Code's Read tool does; ctxsim.harness.provider.Provider.table_count); None: none to ask
+    count_tokens: Any = None   # Callable[[str], int] | None
 
 
 @dataclass(frozen=True)

@@ -483,7 +483,7 @@ class ClaudeCode(ThresholdCompactor):
         c = self.config
         caps = caps_for(self.version, max_files=c.restore_max_files, file_tokens=c.restore_file_tokens,
                         total_tokens=c.restore_total_tokens, skills_total_tokens=c.restore_skill_tokens)
-        out = reattachments(self.reattach, caps)
+        out = reattachments(self.reattach, caps, self.env.count_tokens)
         self.counters.extra["restored_files"] += sum(m.meta.get("reattached") == "file" for m in out)
         return out
 

@@ -28,6 +28,7 @@ latest read, an assumption). The rendering is Claude Code's (a Read call and its
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -71,15 +72,22 @@ class ReattachCaps:
     # REPL from 2.0.59: bundles 2.0.59, 2.0.62, 2.0.69, 2.0.76, 2.1.0, 2.1.12; not 2.0.58 and before: it
     # begins empty but for the todo file, 1.0.33, 1.0.81, 2.0.14, 2.0.54)
     resume_rebuilds: bool = True
-    def over(self, text: str) -> bool:
-        """Whether a file's text, as the Read tool returns it (numbered), passes ``file_tokens`` at the
-        estimate. The bundles count a file's content with the API once its length / 4 nears the limit; a
-        count here would be the replay's, at a scale the calibration's raw replay does not have (it then
-        chose other files than the run and lost the bundled spotter log's startup re-read), and it did no
-        better on the logs: on the first call after 86 compactions of Claude Code 2.x (the development
-        population and the second outside sample), within 10% of the log's context on 68% with the
-        estimate, 66% with a cl100k count at the fitted scale."""
-        return len(text) / self.chars_per_token > self.file_tokens
+    def over(self, content: str, count: Callable[[str], int] | None = None) -> bool:
+        """Whether a file's content passes ``file_tokens`` as the Read tool measured it (the bundles'
+        check, 1.0.30 cli.js on: the estimate, length / 4, clears a file at a quarter of the limit or less;
+        past it, the API's count of the raw content decides: ``count``, the run's StrategyEnv.count_tokens;
+        without one, the estimate decides throughout).
+        Evidence, issue 41: of the 318 post-compaction file attachments whose size the 2.1.105+ logs show
+        (development population and both outside samples), what came back whole or as a path reference
+        agrees with this count on 299 (310 with each family's median fitted scale as the factor) and with
+        the estimate alone on 296 (a 22,246-character Sonnet 4.5 file, an estimate of 5,561, came back
+        whole). On the first call after the population's 101 other compactions the two are even (within
+        10% of the log's context: 65% counted, 66% estimated), with fewer gross over-estimates (over 1.2×:
+        7 against 12): the file the replay knows is the log's last view of it, which moves either way."""
+        estimate = len(content) / self.chars_per_token
+        if count is None:
+            return estimate > self.file_tokens
+        return estimate > self.file_tokens / 4 and count(content) > self.file_tokens
 
 
 # What Claude Code's compact routine re-attached, release by release, read in its published bundle
@@ -229,6 +237,12 @@ class FileView:
             return self.raw or ""
         return "\n".join(f"{n:6d}\u2192{self.lines[n]}" for n in sorted(self.lines))
 
+    def content(self) -> str:
+        """The file's text as the log showed it, without the Read tool's line numbers (what its size check counts)."""
+        if not self.lines:
+            return self.raw or ""
+        return "\n".join(self.lines[n] for n in sorted(self.lines))
+
 
 @dataclass
 class ReattachTracker:
@@ -335,7 +349,8 @@ def _clip(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[:max_chars] + "\n[... truncated]"
 
 
-def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps()) -> list[Message]:
+def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps(),
+                  count: Callable[[str], int] | None = None) -> list[Message]:
     """The meta user messages Claude Code adds after the summary, in its order: files, plan,
     skills, todo list (each message's ``reattached`` meta says which, a file's ``path`` which file).
     Sizes are budgeted in estimated tokens (``caps.chars_per_token``). The tracker then holds only the
@@ -345,7 +360,7 @@ def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps())
     used = 0.0
     for path, view in tracker.recent_files(caps.order)[:caps.max_files]:
         text = view.text()
-        over = caps.over(text)
+        over = caps.over(view.content(), count)
         if over and caps.over_cap == "reference":   # docs: a path reference without its content
             out.append(Message.user(f"<system-reminder>\n{REFERENCE.format(path=path)}\n</system-reminder>",
                                     origin="reattach", reattached="file_reference", meta_record=True))

@@ -257,7 +257,7 @@ class RecordedConfig(StrategyConfig):
         "files, plan, skills and todo list (the default on Claude Code logs), or nothing")
     reattach_max_files: int = Field(ReattachCaps.max_files, ge=0, le=100, description="files re-attached at most")
     reattach_file_tokens: int = Field(ReattachCaps.file_tokens, ge=0, le=1_000_000,
-                                      description="estimated tokens of a file above which only its path is re-attached")
+                                      description="tokens of a file (its content counted: ReattachCaps.over) above which only its path is re-attached")
     reattach_total_tokens: int = Field(ReattachCaps.total_tokens, ge=0, le=10_000_000,
                                        description="estimated tokens of all re-attached files")
     reattach_chars_per_token: float = Field(ReattachCaps.chars_per_token, gt=0, le=20,
@@ -589,7 +589,8 @@ class Recorded(Strategy):
             c = self.config
             extra = reattachments(self._reattach, ReattachCaps(
                 max_files=c.reattach_max_files, file_tokens=c.reattach_file_tokens, total_tokens=c.reattach_total_tokens,
-                chars_per_token=c.reattach_chars_per_token, order=c.reattach_order, over_cap=c.reattach_over_cap))
+                chars_per_token=c.reattach_chars_per_token, order=c.reattach_order, over_cap=c.reattach_over_cap),
+                self.env.count_tokens)
             after += extra
             self.counters.extra["messages re-attached after compactions"] += len(extra)
         self.history = History(after)

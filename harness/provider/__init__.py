@@ -126,6 +126,12 @@ class Provider:
     def count_text(self, text: str) -> int:
         return self._scaled(self.tok.count(text))
 
+    def table_count(self, text: str) -> int:
+        """The API's count of ``text`` on the run's model as the models table has it (the tokenizer's count ×
+        the model's ``token_scale``), never a trace's fitted scale: the same in an import's raw replay and in
+        the run it calibrates (what an agent's own count of a file is modelled as: StrategyEnv.count_tokens)."""
+        return int(round(self.tok.count(text) * self.spec.token_scale))
+
     # --- billing ------------------------------------------------------------------------------------
     def _new_cache(self, spec: ModelSpec) -> AnthropicCache | OpenAICache:
         return (AnthropicCache(spec.min_cacheable, self.cache_ttl, grace_s=self.ttl_grace_s) if spec.provider == "anthropic"

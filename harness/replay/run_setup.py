@@ -68,7 +68,7 @@ def assemble(trace: Trace, cfg: RunConfig, session_dir: Path, services: Any, clo
                       window=provider.window, max_output_tokens=provider.spec.max_output,
                       model=provider.model, provider=provider.spec.provider,
                       system=system, tools=tools, rng=np.random.default_rng(seeds[1]),
-                      home_dir=home, project_dir=project)
+                      home_dir=home, project_dir=project, count_tokens=provider.table_count)
     return Parts(provider, np.random.default_rng(seeds[0]), facts, backend, retention, needs, recovery, env,
                  str(h.meta.get("read_tool", READ_TOOL)), rec.warm_prefix_tokens if rec is not None and cfg.caching(trace) else 0,
                  frozenset(rec.subagent_warm_spans) if rec is not None and cfg.caching(trace) else frozenset())

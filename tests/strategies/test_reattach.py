@@ -59,13 +59,14 @@ def test_each_release_reattaches_what_its_bundle_did():
 
 
 def big(n_lines: int, width: int) -> str:
-    return numbered({i: "x" * width for i in range(1, n_lines + 1)})
+    """``n_lines`` numbered lines of ``width`` characters, ``width / 2`` cl100k tokens each (" x" words)."""
+    return numbered({i: " x" * (width // 2) for i in range(1, n_lines + 1)})
 
 
 def test_a_file_over_the_cap_comes_back_as_its_release_sent_it():
-    """A file of 300 lines of 200 characters (about 62,000 characters with the numbering, over 10,000
-    tokens at 4 characters a token): to 1.0.84 its first 100 lines, from 1.0.85 its path, to 1.0.22
-    nothing (over the Read tool's 25,000 tokens it is not re-read)."""
+    """A file of 300 lines of 200 characters (62,399 with the numbering, 30,000 cl100k tokens: over 10,000): to
+    1.0.84 its first 100 lines, from 1.0.85 its path, to 1.0.22 nothing (600 such lines, 60,000 tokens,
+    are over the Read tool's 25,000 and it is not re-read)."""
     from ctxsim.strategies.reattach import caps_for, reattachments
 
     tr = ReattachTracker()
@@ -75,7 +76,7 @@ def test_a_file_over_the_cap_comes_back_as_its_release_sent_it():
     assert "   100\u2192" in head[0].text and "   101\u2192" not in head[0].text
     assert [m.meta["reattached"] for m in reattachments(tr, caps_for((1, 0, 85)))] == ["file_reference"]
     small = ReattachTracker()
-    small.file_event("Read", "huge.py", {}, big(600, 200))   # about 124,000 characters: over 25,000 tokens
+    small.file_event("Read", "huge.py", {}, big(600, 200))   # 60,000 tokens: over 25,000
     assert reattachments(small, caps_for((1, 0, 17))) == []
 
 
@@ -131,3 +132,21 @@ def test_after_a_compaction_only_the_files_it_reattached_can_come_back_again():
     assert [p for p, _ in tr.recent_files()] == ["small.py"]
     tr.file_event("Read", "next.py", {}, numbered({1: "y = 2"}))
     assert [m.meta.get("path") for m in reattachments(tr, caps_for((2, 1, 39)))] == ["next.py", "small.py"]
+
+
+def test_the_size_check_counts_a_file_once_its_estimate_passes_a_quarter_of_the_cap():
+    """The Read tool's check (1.0.30 cli.js): the estimate, length / 4, clears a file at a quarter of the
+    limit or less; past it the API's count of the content decides (StrategyEnv.count_tokens; here one
+    token a word). Cap 5,000 tokens."""
+    from ctxsim.strategies.reattach import ReattachCaps
+
+    caps = ReattachCaps(file_tokens=5_000)
+    words = lambda s: len(s.split())  # noqa: E731
+    assert caps.over(" x" * 5_001, words)          # 10,002 characters, an estimate of 2,500: 5,001 tokens, over
+    assert not caps.over(" x" * 4_999, words)      # 4,999 tokens
+    assert not caps.over("x" * 20_001, words)      # an estimate of 5,000.25, but one token: it comes back whole
+    assert caps.over("x" * 20_001)                 # with no count to ask for, the estimate decides
+    # an estimate of 1,200 (at most 1,250, a quarter of the cap): never counted
+    assert not caps.over(" x" * 2_400, lambda s: 10 * words(s))
+    assert caps.over(" x" * 4_000, lambda s: 3 * words(s) // 2)              # 6,000 tokens
+    assert not caps.over(" x" * 4_000, lambda s: 6 * words(s) // 5)          # 4,800

@@ -264,14 +264,14 @@ def read_call(i, path, t):
 
 def test_compaction_reattaches_the_recently_read_files_skills_and_todo():
     """Claude Code's docs (context-window, "What survives compaction"): up to 5 files read or
-    edited come back, one over 5,000 tokens (20,000 characters at the reported 4 per token) as a
-    path reference only; then the plan, the invoked skills' bodies and the todo list (reported).
+    edited come back, one over 5,000 tokens (f5: 15,000 words, 30,000 characters and 15,000 cl100k
+    tokens) as a path reference only; then the plan, the invoked skills' bodies and the todo list (reported).
     Seven files are read (f6 twice: its second read counts, as the most recent); a sub-agent's read
     does not count."""
     evs, t = [tr.UserEvent(t=0, text="go")], 1.0
     for i, name in enumerate(["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f6"]):
         evs += [read_call(i, name, t), tr.ToolResultEvent(t=t + 0.5, tool_use_id=f"r{i}",
-                                                          content=("x" * 30_000 if name == "f5" else f"text of {name} #{i}"))]
+                                                          content=(" x" * 15_000 if name == "f5" else f"text of {name} #{i}"))]
         t += 1
     evs += [tr.AssistantEvent(t=t, content=[tr.ToolUseContent(id="sk", name="Skill", input={"skill": "deploy"})]),
             tr.ToolResultEvent(t=t + 0.1, tool_use_id="sk", content="Launching skill: deploy"),
