@@ -16,7 +16,7 @@ fields are rejected, so ``--set`` and sweeps can vary any of them by name and a 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,7 +70,7 @@ class StrategyEnv:
     project_dir: Path | None = None   # the simulated project root (instruction files, project memory)
     # the API's token count of a text on the run's model, as an agent that asks the API for it gets it
     # (Claude Code's Read tool does; ctxsim.harness.provider.Provider.table_count); None: none to ask
-    count_tokens: Any = None   # Callable[[str], int] | None
+    count_tokens: Callable[[str], int] | None = None
 
 
 @dataclass(frozen=True)

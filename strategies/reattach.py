@@ -72,11 +72,13 @@ class ReattachCaps:
     # REPL from 2.0.59: bundles 2.0.59, 2.0.62, 2.0.69, 2.0.76, 2.1.0, 2.1.12; not 2.0.58 and before: it
     # begins empty but for the todo file, 1.0.33, 1.0.81, 2.0.14, 2.0.54)
     resume_rebuilds: bool = True
+
     def over(self, content: str, count: Callable[[str], int] | None = None) -> bool:
         """Whether a file's content passes ``file_tokens`` as the Read tool measured it (the bundles'
         check, 1.0.30 cli.js on: the estimate, length / 4, clears a file at a quarter of the limit or less;
         past it, the API's count of the raw content decides: ``count``, the run's StrategyEnv.count_tokens;
         without one, the estimate decides throughout).
+
         Evidence, issue 41: of the 318 post-compaction file attachments whose size the 2.1.105+ logs show
         (development population and both outside samples), what came back whole or as a path reference
         agrees with this count on 299 (310 with each family's median fitted scale as the factor) and with

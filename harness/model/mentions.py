@@ -7,8 +7,9 @@ turn: it lands in the first call's opaque prefix and would be taken for startup 
 codemie session 624a4a58 opens with an @-mention of a 1,388-line design document).
 
 Where the log holds the file's whole text — a full Read or a Write of the path the mention names
-(against the prompt's working directory: :func:`resolve`), before the mention (the Edits between applied) or after it (the Edits between undone, no Write between) — the
-importer puts it back where it was sent, rendered as Claude Code renders a file it attaches (the
+(against the prompt's working directory: :func:`resolve`), before the mention (the Edits between
+applied) or after it (the Edits between undone, no Write between) — the importer puts it back
+where it was sent, rendered as Claude Code renders a file it attaches (the
 Read call and its numbered result, as in the post-compaction attachments), so it is visible
 content, summarised away at a compaction like the rest of the turn. A mention the log cannot rebuild
 exactly (no whole text, an Edit whose text is not found once, a path matching no file operation or
