@@ -48,7 +48,8 @@ behaviour and of the 2.1.x client, cited below) and checked against the real tra
   older one's wording (the change is known to lie after it, not where), then what Claude Code
   re-attaches (documented, code.claude.com/docs/en/context-window; the rest reported, peers.md): up
   to 5 files read or edited, most recently modified first, one over 5,000 tokens as a path reference
-  only, 50,000 in all (an earlier release: what its bundle re-attached, ``reattach.RELEASE_CAPS``), the plan, the invoked skills (5,000 tokens each, 25,000 in all) and the latest todo list,
+  only, 50,000 in all (an earlier release: what its bundle re-attached, ``reattach.RELEASE_CAPS``), the
+  plan, the invoked skills (5,000 tokens each, 25,000 in all) and the latest todo list,
   budgeted in its 4-characters-per-token estimate and rendered as its ``<system-reminder>`` meta
   messages. The tracking and the rendering are :mod:`ctxsim.strategies.reattach`, the module the
   recorded replay re-attaches with (one reading of Claude Code for both); reads inside a sub-agent

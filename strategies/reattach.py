@@ -361,16 +361,14 @@ def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps(),
     budget = caps.total_tokens * caps.chars_per_token
     used = 0.0
     for path, view in tracker.recent_files(caps.order)[:caps.max_files]:
-        text = view.text()
         over = caps.over(view.content(), count)
         if over and caps.over_cap == "reference":   # docs: a path reference without its content
             out.append(Message.user(f"<system-reminder>\n{REFERENCE.format(path=path)}\n</system-reminder>",
                                     origin="reattach", reattached="file_reference", meta_record=True))
             continue
-        if over:
-            if caps.over_cap == "none":
-                continue
-            text = view.head(HEAD_LINES)
+        if over and caps.over_cap == "none":
+            continue
+        text = view.head(HEAD_LINES) if over else view.text()
         if used + len(text) > budget:   # the bundles: a file that does not fit is skipped, the next one tried
             continue
         used += len(text)

@@ -449,8 +449,8 @@ class Recorded(Strategy):
 
     def _main_ttl(self, index: int) -> str | None:
         """The TTL the log's main context asked for at call ``index`` (:func:`ttl_switches`; None: ``ttl``)."""
-        at = [i for i in self.config.call_ttls if i <= index]
-        return self.config.call_ttls[max(at)] if at else None
+        at = max((i for i in self.config.call_ttls if i <= index), default=None)
+        return None if at is None else self.config.call_ttls[at]
 
     def _thinking_param(self, model: str | None) -> bool | None:
         """The thinking setting the request carries where the cache keys on it (main context, a

@@ -206,7 +206,7 @@ def fallback_premium(spec: Any, usage: RecordedUsage, context: int) -> float:
     write (explicit caches; 1-hour where most of the call's write was) or uncached input (automatic
     caches, no write premium)."""
     inp, w5, w1, rd, _ = spec.rates(context)
-    return (inp if spec.provider != "anthropic" else w1 if usage.cache_write_1h > usage.cache_write_5m else w5) - rd
+    return (inp if spec.provider != "anthropic" else w1 if usage.written_ttl == "1h" else w5) - rd
 
 
 def scale_stability(calls: list[RecordedCall], base: dict[int, int]) -> dict[str, Any]:
