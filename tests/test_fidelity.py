@@ -110,6 +110,25 @@ def test_startup_split_is_the_prefix_less_what_the_first_call_after_a_compaction
     assert startup_split(t, calls[:3], 25_000, {MODEL: 26_000, "claude-haiku-4-5": 24_000})[0] == 5_000
 
 
+def test_a_log_that_begins_mid_conversation_splits_its_prefix_at_the_read_after_a_compaction():
+    """A log whose first message answers one in another file: its first call read 110,000 of its
+    112,000 from the cache (the earlier conversation, cached by that file's calls), so the warm head
+    is 110,000. After the compaction call 2 reads 23,000: the system prompt, below that head. With
+    no floor for such a log the prefix splits there: 112,000 − 23,000 = 89,000 tokens of the earlier
+    conversation and startup content, which a compaction summarises. The same calls in a log that
+    began at its first message keep the floor: a read short of the head an earlier session cached
+    tells nothing."""
+    events = [tr.UserEvent(t=0, text="go"), tr.AssistantEvent(t=1, content=[tr.TextContent(text="a")])]
+    mid = tr.validate_events(tr.Header(name="s", meta={"begins_mid_conversation": "the log begins mid-conversation"}),
+                             events)
+    calls = [call(0, 112_000, read=110_000), call(1, 155_000, read=111_990),
+             call(2, 29_000, read=23_000, after_compact=True)]
+    n, ev = startup_split(mid, calls, 112_000, {}, warm=110_000)
+    assert n == 89_000 and "= 89,000" in ev and "earlier conversation the file does not show" in ev
+    whole = tr.validate_events(tr.Header(name="s"), events)
+    assert startup_split(whole, calls, 112_000, {}, warm=110_000) == (0, "")
+
+
 def test_startup_split_is_measured_too_where_a_thinking_switch_read_back_the_system_prompt():
     """No compaction: call 2 is a new user turn that switched thinking (the messages' entries are
     keyed on it, the system prompt's are not) and reads 15,600 of call 1's 32,000: the system

@@ -528,8 +528,17 @@ def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, mod
 
     The same page says one part of the startup content is *not* re-injected: the listing of the
     available skills' descriptions (only invoked skills are kept). The log does not size it, so
-    what the replay re-sends is an upper bound, and the evidence says so."""
-    reads = system_prompt_reads(calls, warm)
+    what the replay re-sends is an upper bound, and the evidence says so.
+
+    A log that begins mid-conversation (the importer's ``begins_mid_conversation``) hides the earlier
+    conversation in the same prefix, and its first call's warm head is that conversation, cached by
+    the calls of the file before: no floor for a read after a compaction, which stops at the system
+    prompt below it (outside sample 1786f353: a 111,725-token warm head, 23,402 read back after its
+    compaction). What the prefix holds beyond the system prompt is then that conversation and the
+    startup content together; a compaction summarises the one, re-sends the other
+    (:func:`ctxsim.harness.fidelity.measured.resent_startup` measures how much)."""
+    mid = bool((trace.header.meta or {}).get("begins_mid_conversation"))
+    reads = system_prompt_reads(calls, 0 if mid else warm)
     if not reads:
         return 0, ""
     # a compaction replaced every message: its read is the system prompt. A thinking switch leaves
@@ -549,6 +558,10 @@ def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, mod
           "startup content in the first turn; re-sent whole after each compaction as Claude Code's docs say of "
           "CLAUDE.md, rules, auto memory and SessionStart hooks (code.claude.com/docs/en/context-window): an upper "
           "bound, since the skill listing it holds is not re-injected (same page) and the log does not size it")
+    if mid:
+        ev += ("; the log begins mid-conversation, so the earlier conversation the file does not show is among "
+               "these tokens: a compaction summarises it, and the replay re-sends of them what the log's first call "
+               "after a compaction shows")
     others = sorted({r.usage.cache_read for r in reads[1:]} - {system})
     if others:
         ev += f"; the other such calls read {', '.join(f'{x:,}' for x in others)}"

@@ -1083,7 +1083,8 @@ def import_claude_code(src: str | Path) -> ImportResult:
     mid = main.first_parent if main.first_parent and main.first_parent[1] not in main.uuids else None
     mid_ev = (f"the log begins mid-conversation: its first message (line {mid[0]}) answers one ({mid[1][:8]}…) that is "
               f"not in the file, so the {prefix:,} tokens of the first call's context the file does not show count as the "
-              "system prefix, the earlier conversation among them (a compaction in the replay keeps them)") if mid else ""
+              "system prefix, the earlier conversation among them (a compaction in the replay keeps them, unless the log's "
+              "first read after one tells the system prompt apart)") if mid else ""
     if mid_ev:
         extra.append(mid_ev)
     extra += [f"line skipped: {sk} (its record is not in the trace)" for sk in imp.skipped]
