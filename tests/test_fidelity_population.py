@@ -199,3 +199,40 @@ def test_a_session_that_begins_mid_conversation_has_that_in_its_cause(tmp_path, 
     assert s["status"] == "measured" and s["cause"].endswith("(a compaction in the replay keeps them, unless the log's first read after "
                                                          "one tells the system prompt apart)")
     assert "; the log begins mid-conversation: its first message (line 1) answers one (in-anoth…)" in s["cause"]
+
+
+def test_a_session_split_between_vertex_and_anthropic_reads_each_routes_own_cache(tmp_path, capsys):
+    """A router sent a session's calls to Vertex and to Anthropic's API in turn (request ids
+    "req_vrtx_…" and "req_01…"). Each route has its own cache: the log's first Vertex call reads
+    nothing, and from then on each call reads what the last call of its own route wrote (20,000,
+    21,000, 22,000 ...). The importer names each call's route; the replay keys its caches by it, so
+    its call k (k ≥ 2) reads its own context two calls back, and the log's misses at a switch are a
+    changed prefix, not strays of a fitted model."""
+    from ctxsim.harness.fidelity.compare import run_fidelity
+    from ctxsim.harness.model.trace import ROUTE, AssistantEvent, load
+
+    recs, t, ctx = [user(0, "fix the parser")], 1, 20_000
+    for i in range(6):
+        rid = f"req_vrtx_011{i}" if i % 2 else f"req_011CX{i}"
+        read = ctx - 2_000 if i >= 2 else 0
+        recs.append(asst(t, rid, {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": "a"}},
+                         w5m=ctx - read, read=read, inp=0))
+        recs.append(result(t + 1, f"t{i}", "x = 1\n" * 200))
+        ctx += 1_000
+        t += 2
+    src = tmp_path / "projects" / "p"
+    write(src / "a.jsonl", recs)
+    out = tmp_path / "traces"
+    assert cli(["import", "claude-code", str(src), "-o", str(out), "--no-probes"]) == 0
+    capsys.readouterr()
+    trace = load(out / "a.jsonl")
+    calls = [e for e in trace.events if isinstance(e, AssistantEvent)]
+    assert [e.meta.get(ROUTE) for e in calls] == ["anthropic", "vertex"] * 3
+    assert any("more than one route (anthropic 3, vertex 3)" in n for n in trace.header.notes)
+    f = run_fidelity(trace)
+    sim = f.calls
+    assert sim.loc[1, "simulated_cache_read"] == 0
+    for k in range(2, 6):
+        assert sim.loc[k, "simulated_cache_read"] == sim.loc[k - 2, "simulated_context"]
+    switches = {m["call"]: m for m in f.misses}
+    assert switches[1]["cause"] == "prefix_change" and "served by vertex" in switches[1]["changed"]

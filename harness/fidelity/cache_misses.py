@@ -164,7 +164,8 @@ def stakes(calls: list[Any], strips: Strips, upto: int, premium: Callable[[Any],
 
 
 def _explained(c: Any, prev: Any, strips: Strips) -> bool:
-    return (expired_since(prev, c) or c.model != prev.model or c.trigger in CHANGES_PREFIX
+    return (expired_since(prev, c) or c.model != prev.model or getattr(c, "route", None) != getattr(prev, "route", None)
+            or c.trigger in CHANGES_PREFIX
             or getattr(c, "thinking_switch", False)
             or (c.new_turn and strips is not None and strips(c.model) and c.after_thinking))
 

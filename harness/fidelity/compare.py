@@ -533,8 +533,8 @@ def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, mod
     A log that begins mid-conversation (the importer's ``begins_mid_conversation``) hides the earlier
     conversation in the same prefix, and its first call's warm head is that conversation, cached by
     the calls of the file before: no floor for a read after a compaction, which stops at the system
-    prompt below it (outside sample 1786f353: a 111,725-token warm head, 23,402 read back after its
-    compaction). What the prefix holds beyond the system prompt is then that conversation and the
+    prompt below it (one such log outside the development population: a 111,725-token warm head,
+    23,402 tokens read back after its compaction). What the prefix holds beyond the system prompt is then that conversation and the
     startup content together; a compaction summarises the one, re-sends the other
     (:func:`ctxsim.harness.fidelity.measured.resent_startup` measures how much)."""
     mid = bool((trace.header.meta or {}).get("begins_mid_conversation"))
@@ -943,6 +943,8 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
             cause, block = "ttl", f"{gap:.0f} s since the previous call > {ttl}"
         elif c.model != prev.model:
             cause, block = "prefix_change", f"model {prev.model} → {c.model} (another cache)"
+        elif c.route != prev.route:
+            cause, block = "prefix_change", f"served by {c.route}, the previous call by {prev.route} (another cache)"
         elif c.thinking_switch:
             cause, block = "prefix_change", (
                 "thinking switched at this new user turn (a thinking parameter the messages' cache keys on, on "

@@ -10,6 +10,7 @@ import pandas as pd
 from ctxsim.harness.llm.services import SUBAGENT
 from ctxsim.harness.model.conversation import Usage
 from ctxsim.harness.model.trace import (
+    ROUTE,
     AssistantEvent,
     CompactEvent,
     RecordedUsage,
@@ -61,6 +62,7 @@ class RecordedCall:
     thought_in_prefix: bool = False
     withheld_thinking: bool = False  # this call's answer holds thinking whose text the log withheld (2.1.x: empty)
     event: int = -1               # its position in trace.events
+    route: str | None = None      # who served it where the log's calls went by several routes (trace.ROUTE)
 
     @property
     def context(self) -> int:
@@ -130,7 +132,7 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
                                     thought_in_prefix=thread in turns and thought_before.get(thread, False),
                                     withheld_thinking=any(isinstance(c, ThinkingContent) and not c.thinking
                                                           for c in ev.content),
-                                    event=i))
+                                    event=i, route=ev.meta.get(ROUTE)))
             if thread in turns:
                 thought[thread] = False
             thought_before[thread] = thought.get(thread, False)

@@ -188,6 +188,7 @@ class _Call:
     request_id: str | None = None
     sidechain: bool = False
     copied: bool = False   # an earlier session's call that a resume copied in (mark_copied_calls)
+    route: str | None = None   # who served it (route_of its ids)
 
 
 @dataclass
@@ -450,9 +451,10 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
         u = usage_of(msg.get("usage"), path, line)
         call = p.calls.get(str(key))
         if call is None:
+            route = route_of(msg.get("id"), o.get("requestId"))
             call = p.calls[str(key)] = _Call(str(key), line, t, msg.get("model"), request_id=o.get("requestId"),
-                                             sidechain=side)
-            p.routes[route_of(msg.get("id"), o.get("requestId"))] += 1
+                                             sidechain=side, route=route)
+            p.routes[route] += 1
             p.items.append(("call", str(key)))
         call.blocks += blocks
         if u is not None and u.context_tokens + u.output == 0:
@@ -666,6 +668,7 @@ class _Importer:
     _compact_command: bool = False   # a /compact command came in since the last main call (1.0.x: manual)
     session: str | None = None       # the transcript's session id
     _resumed: bool = False           # a resume was emitted since the last main call (one per gap between calls)
+    mixed_routes: bool = False       # the main transcript's calls went by more than one route: each call names its own
 
     def absorb(self, p: _Parsed) -> None:
         self.skipped += p.skipped
@@ -757,7 +760,8 @@ class _Importer:
                         st["prefix_tokens"] = max(0, c.usage.context_tokens - st.pop("_visible", 0))
                 blocks = c.blocks
                 self.b.assistant(c.t, blocks, c.usage, model=model, request_id=c.request_id, copied=c.copied,
-                                 **({"subagent": span or side_run} if (span or side_run) else {}))
+                                 **({"subagent": span or side_run} if (span or side_run) else {}),
+                                 **({tr.ROUTE: c.route} if self.mixed_routes and c.route else {}))
             elif kind == "user":
                 if span is None and side_run is None and COMPACT_COMMAND in item["text"]:
                     self._compact_command = True
@@ -1034,6 +1038,11 @@ def import_claude_code(src: str | Path) -> ImportResult:
     imp.project_agents = project_agent_files(src, session)
     imp.load_compaction_calls()
     imp.warmups = warmup_files(imp, main)
+    routes = {r: n for r, n in main.routes.items() if r is not None}
+    if len(routes) > 1:
+        imp.mixed_routes = True
+        imp.notes.append("calls served by more than one route (" + ", ".join(f"{r} {n}" for r, n in sorted(routes.items()))
+                         + "): each call names its own (meta.route), and each route reads only what its own calls cached")
     imp.emit_file(main, None)
     for c in imp.compact_calls:
         imp.notes.append(f"compaction call {c.file} matched no compact_boundary")

@@ -493,6 +493,9 @@ class Request:
     # every cache entry anew, tools and system prompt included (measured on Claude Code's /effort,
     # strategies/recorded.py EFFORT_SET)
     effort: str | None = None
+    # the route that serves it where a log's calls went by several (trace.ROUTE: "vertex", "anthropic"
+    # ...; None: the run's one route): each route has its own cache (Provider keys caches by it)
+    route: str | None = None
 
     def with_messages(self, messages: History, **changes: Any) -> Request:
         from dataclasses import replace

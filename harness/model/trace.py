@@ -324,6 +324,12 @@ class UserEvent(_Ev):
         return self
 
 
+# assistant event meta: the route that served the call ("anthropic", "vertex", "bedrock", "proxy", from its
+# ids: harness/importers/claude_code.route_of), written where a session's calls went by more than one. Each
+# route is its own cache: a log split between Vertex and Anthropic reads, on each, what that route cached
+ROUTE = "route"
+
+
 class AssistantEvent(_Ev):
     type: Literal["assistant"] = "assistant"
     content: list[AssistantContent]

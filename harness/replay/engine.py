@@ -47,7 +47,7 @@ class _Run:
         self.session: str | None = None
         self.subtasks: list[str] = []
         self.call_models = cfg.model is None  # each call on the model the log recorded for it
-        self.current_model: str | None = None  # the recorded model side calls run on (see Services)
+        self.current_model = self.current_route = None  # the recorded model and route side calls run on (Services)
         self.services = Services(self)
         p = run_setup.assemble(trace, cfg, session_dir, self.services, strategy_cls.closed_loop)
         self.provider, self.fail_rng, self.facts, self.backend = p.provider, p.fail_rng, p.facts, p.backend
@@ -116,7 +116,7 @@ class _Run:
                     s.on_response(m, None)
                     continue
                 if self.call_models:
-                    self.current_model = ev.model
+                    self.current_model, self.current_route = ev.model, ev.meta.get(tr.ROUTE, self.current_route)
                 if not self.main_call(m, probes, ev.usage.output if ev.usage is not None else None):
                     self.failed_at = self.main_index
                     self.turns_failed = 1 if self.turns else 0  # the turn in progress
@@ -169,8 +169,8 @@ class _Run:
             if not isinstance(req, Request):   # a strategy's bug named as its own, not as the engine's
                 raise TypeError(f"strategy {type(s).__module__}:{type(s).__qualname__}: build_request returned "
                                 f"{type(req).__name__}, not a Request")
-            if req.model is None and self.current_model:  # a request that names none: the call's recorded model
-                req = replace(req, model=self.current_model)
+            if (req.model is None and self.current_model) or (req.route is None and self.current_route):
+                req = replace(req, model=req.model or self.current_model, route=req.route or self.current_route)
             lay = self.provider.layout(req)
             tokens = lay.total()
             rejections = protocol.validate(req, self.provider.window, tokens)

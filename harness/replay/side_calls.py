@@ -27,7 +27,8 @@ class Services:
         # the strategy's request as sent, as a side call: its thinking and effort settings stay (they key
         # the cache: a summary call that dropped them would miss what the main calls wrote)
         req = replace(req, kind=spec.kind, estimated_tokens=None, rewrite=False,
-                      model=req.model or run.current_model or run.provider.model, max_output_tokens=spec.max_output_tokens)
+                      model=req.model or run.current_model or run.provider.model, max_output_tokens=spec.max_output_tokens,
+                      route=req.route or run.current_route)
         lay = run.provider.layout(req)
         tokens = lay.total()
         rejections = protocol.validate(req, run.provider.window, tokens)

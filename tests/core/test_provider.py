@@ -1,5 +1,7 @@
 """Prices, usage normalisation (N-CACHE-4, N-CACHE-5), latency, token counting."""
 
+from dataclasses import replace
+
 import pytest
 from ctxsim.harness.model.conversation import (
     Block,
@@ -147,3 +149,25 @@ def test_token_scale_per_model_for_mixed_logs():
     a, b = p.request_tokens(main) - REQUEST_OVERHEAD, p.request_tokens(side) - REQUEST_OVERHEAD
     assert b == pytest.approx(2 * a, abs=1)
     assert Provider("claude-opus-4-6").scale_for(None) == 1.5  # the table's calibrated default
+
+
+def test_each_route_of_a_mixed_log_reads_only_its_own_cache():
+    """A log whose calls went by Vertex and by Anthropic's API: one cache each. Calls of the same
+    conversation, each one message longer (sizes s0 < s1 < s2 < s3 as the provider counts them):
+    Anthropic at 0 s writes s0; Vertex at 10 s finds nothing of it (writes s1 whole); Anthropic at
+    20 s reads s0, its own, and writes s2 − s0; Vertex at 30 s reads s1 and writes s3 − s1. One
+    route for all (None) would have read each previous call whole."""
+    p = Provider("claude-opus-4-6", token_scale=1.0)
+    msgs = [Message.user("word " * 6_000)]
+    for i in range(3):
+        msgs += [Message("assistant", (Block.text_block("ok " * 10),)), Message.user(f"more {i} " * 300)]
+    reqs = [Request(SystemPrompt(), ToolSet(), History(msgs[:2 * k + 1]), (Breakpoint(2 * k),))
+            for k in range(4)]
+    s = [p.request_tokens(r) for r in reqs]
+    got = [p.bill(replace(r, route=route), 10.0 * k, 10).usage
+           for k, (r, route) in enumerate(zip(reqs, ("anthropic", "vertex", "anthropic", "vertex")))]
+    assert [(u.cache_read, u.cache_write_5m) for u in got] == [(0, s[0]), (0, s[1]), (s[0], s[2] - s[0]),
+                                                               (s[1], s[3] - s[1])]
+    one = Provider("claude-opus-4-6", token_scale=1.0)
+    got = [one.bill(r, 10.0 * k, 10).usage for k, r in enumerate(reqs)]
+    assert [u.cache_read for u in got] == [0, s[0], s[1], s[2]]
