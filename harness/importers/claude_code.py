@@ -109,6 +109,19 @@ WINDOWS = (200_000, 1_000_000)
 SUMMARY_OUTPUT_RESERVE = 20_000
 AUTOCOMPACT_BUFFER = 13_000
 COMPACT_COMMAND = "<command-name>/compact</command-name>"   # Claude Code's record of the /compact command
+# A Task result that only says the sub-agent was started in the background (Claude Code 2.1.x, Task with
+# run_in_background: toolUseResult {"isAsync": true, "status": "async_launched", "agentId": ...}; 20 logs of the
+# development population and its outside samples). The agent's calls run after it, alongside the main
+# context's: placed at the ack, they pushed every main call of that time past them (up to 409 s, 48 of one
+# log's 66 main calls moved more than 30 s), making TTL expiries the log does not have.
+ASYNC_STATUS = "async_launched"
+
+
+def is_async_launch(tur: Any) -> bool:
+    """Whether a Task result's ``toolUseResult`` is a background launch's acknowledgement (:data:`ASYNC_STATUS`)."""
+    return isinstance(tur, dict) and (tur.get("isAsync") is True or tur.get("status") == ASYNC_STATUS)
+
+
 WARMUP_PROMPT = "Warmup"   # the prompt of the start-up calls that warm sub-agents' caches (the population's 2.0-2.1 logs)
 # What Claude Code writes when a conversation is resumed (a new launch on the same transcript; its source's
 # conversationRecovery.ts, as read in a public port's gap table: deserializeMessages appends this
@@ -504,6 +517,7 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
                 raise TraceError(path, line, "tool_result block without tool_use_id")
             results.append(("result", {"line": line, "t": t, "id": str(b["tool_use_id"]), "text": text,
                                        "is_error": bool(b.get("is_error")), "agent": agent, "side": side,
+                                       "async": bool(agent) and is_async_launch(tur),
                                        "tool_use_result": tur if isinstance(tur, str) else None}))
         else:
             text, dropped = flatten_content([b])
@@ -664,6 +678,8 @@ class _Importer:
     hooks_run: dict[str, list[str]] = field(default_factory=dict)   # SessionStart source -> commands
     project_agents: list[Path] = field(default_factory=list)   # project-level agent-*.jsonl of this session
     warmups: list[tuple[float, Path, _Parsed]] = field(default_factory=list)   # Warmup sub-agents not yet placed
+    # background sub-agents not yet placed: (time of their last record, agent id, the launch's result item)
+    background: list[tuple[float, str, dict[str, Any], _Parsed]] = field(default_factory=list)
     skipped: list[SkippedLine] = field(default_factory=list)        # unreadable lines of every file read
     _compact_command: bool = False   # a /compact command came in since the last main call (1.0.x: manual)
     session: str | None = None       # the transcript's session id
@@ -737,7 +753,7 @@ class _Importer:
                     side_run = None
             if span is None and self.deferred and kind != "result":
                 self.flush_deferred()
-            if span is None and side_run is None and self.warmups:
+            if span is None and side_run is None and (self.warmups or self.background):
                 self.flush_warmups(p.calls[item].t if kind == "call" else item["t"])
             if span is None and side_run is None and kind in ("call", "user", "compact", "summary"):
                 t_item = p.calls[item].t if kind == "call" else item["t"]
@@ -779,7 +795,10 @@ class _Importer:
             elif kind == "result":
                 agent = item.get("agent")
                 if agent and span is None and nested_spans_allowed():
-                    self.emit_subagent(agent, item)
+                    if item.get("async"):
+                        self.launch_background(agent, item)
+                    else:
+                        self.emit_subagent(agent, item)
                 post = p.hooks.get(item["id"], {}).get("PostToolUse")   # its output reaches the model, unrecorded
                 if self.b.tool_result(item["t"], item["id"], item["text"], item["is_error"],
                                       **({"post_hook": post} if post else {})):
@@ -824,7 +843,7 @@ class _Importer:
             self.emit_compact(pending, None)
         if span is None and self.deferred:
             self.flush_deferred()
-        if span is None and side_run is None and self.warmups:
+        if span is None and side_run is None and (self.warmups or self.background):
             self.flush_warmups(None)
         if span is None:
             self.flush_hidden(None)
@@ -905,7 +924,11 @@ class _Importer:
 
     def flush_warmups(self, before: float | None) -> None:
         """The Warmup sub-agents that started by ``before`` (None: all that are left), each as an
-        isolated span at its time: billed calls of the session no Task result refers to."""
+        isolated span at its time: billed calls of the session no Task result refers to; and the
+        background sub-agents that finished by then (:meth:`launch_background`)."""
+        while self.background and (before is None or self.background[0][0] <= before):
+            _t, agent, item, parsed = self.background.pop(0)
+            self.emit_subagent(agent, item, parsed)
         while self.warmups and (before is None or self.warmups[0][0] <= before):
             _t, f, p = self.warmups.pop(0)
             span = f"warmup-{f.stem.removeprefix('agent-')}"
@@ -918,25 +941,48 @@ class _Importer:
             self.b.subtask_end(max(times, default=None), span)
             self.counts["warmup spans"] += 1
 
-    def emit_subagent(self, agent: str, result: dict[str, Any]) -> None:
+    def launch_background(self, agent: str, result: dict[str, Any]) -> None:
+        """A sub-agent started in the background (:func:`is_async_launch`): its span goes where its last
+        record is in time, among the main context's records, not at the launch: the main calls made
+        while it ran keep their times (its own calls are moved up to its end, a few seconds apart in
+        the logs, where each main call moved by its whole run). One with no readable transcript is
+        placed (and reported) at once."""
+        f = self.agent_file(agent)
+        p = self.parse_side_file(f) if f is not None and f.exists() else None
+        if p is None:
+            self.emit_subagent(agent, result)
+            return
+        times = [c.t for c in p.calls.values()] + [i["t"] for k, i in p.items if isinstance(i, dict)]
+        self.background.append((max(times, default=result["t"]), agent, result, p))
+        self.background.sort(key=lambda b: b[0])
+        self.counts["background sub-agents placed at their last record's time"] += 1
+
+    def emit_subagent(self, agent: str, result: dict[str, Any], background: _Parsed | None = None) -> None:
+        """The sub-agent ``agent`` as an isolated span ending at its Task ``result``, or, for one run in
+        the background (``background``: its transcript, read at the launch), at its last record."""
+        if any(b[1] == agent for b in self.background):   # referenced again before its background run was placed
+            self.background = [b for b in self.background if b[1] != agent]
         f = self.agent_file(agent)
         if f is None or not f.exists():
             self.counts["sub-agent transcript missing (its calls are not in the trace)"] += 1
             self.notes.append(f"sub-agent {agent}: no transcript file; its calls are missing from the trace")
             return
-        p = self.parse_side_file(f)
+        if f.name in self.used_subagents:   # a second Task result for one agent: its calls are billed once
+            self.counts["sub-agent referenced again by a later Task result (its calls imported once)"] += 1
+            return
+        p = background or self.parse_side_file(f)
         if p is None:
             self.used_subagents.add(f.name)   # reported as skipped, not as unreferenced
             return
         self.absorb(p)
         self.used_subagents.add(f.name)
-        first_t = min([p.calls[k].t for k in p.calls] + [i["t"] for k, i in p.items if isinstance(i, dict)],
-                      default=result["t"])
+        times = [p.calls[k].t for k in p.calls] + [i["t"] for k, i in p.items if isinstance(i, dict)]
         self.subtasks[agent] = {}
         desc = next((str(i["text"])[:200] for k, i in p.items if k == "user"), "")
-        self.b.subtask_start(first_t, agent, desc, True)
+        self.b.subtask_start(min(times, default=result["t"]), agent, desc, True)
         self.emit_file(p, agent)
-        self.b.subtask_end(result["t"], agent, conclusion=result["text"][:2000])
+        self.b.subtask_end(max(times, default=result["t"]) if background is not None else result["t"], agent,
+                           conclusion=result["text"][:2000])
         self.counts["sub-agent spans"] += 1
 
 

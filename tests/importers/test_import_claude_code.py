@@ -212,6 +212,71 @@ def test_subagent_file_becomes_an_isolated_span(tmp_path):
     assert res.trace.events[7].conclusion == "found"
 
 
+def _task(t, tid, agent, status="completed", text="found"):
+    tur = {"agentId": agent, "status": status, **({"isAsync": True} if status == "async_launched" else {})}
+    return rec("user", t, message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
+                                                                 "content": [{"type": "text", "text": text}]}]},
+               toolUseResult=tur)
+
+
+def test_a_background_sub_agent_is_placed_where_it_finished_and_the_main_calls_keep_their_times(tmp_path):
+    """Task with run_in_background: its result at 3 s only says it started (status async_launched). The
+    agent calls at 100 and 110 s; meanwhile the main context calls at 20 and 40 s, and at 125 s after
+    the task's notification (120 s). The span goes after the 40 s call, ending at 110 s: every main call
+    keeps its time (at the launch, the span pushed the 20 and 40 s calls to 110 s, past a 5-minute TTL
+    in the logs where agents ran longer)."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look"}}),
+        _task(3, "task1", "abc", status="async_launched", text="Async agent launched successfully."),
+        asst(20, "r2", {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "ls"}}),
+        result(21, "b1", "a.py"),
+        asst(40, "r3", {"type": "text", "text": "waiting"}),
+        user(120, "<task-notification>done</task-notification>"),
+        asst(125, "r4", {"type": "text", "text": "ok"}),
+    ])
+    sub = tmp_path / "s" / "subagents"
+    write(sub / "agent-abc.jsonl", [
+        user(99, "look", isSidechain=True),
+        asst(100, "s1", {"type": "tool_use", "id": "x1", "name": "Grep", "input": {}}),
+        result(105, "x1", "hit"),
+        asst(110, "s2", {"type": "text", "text": "found"}),
+    ])
+    res = import_file("claude-code", f)
+    ev = res.trace.events
+    main = [e.t for e in ev if isinstance(e, tr.AssistantEvent) and not e.meta.get("subagent")]
+    assert main == [1.0, 20.0, 40.0, 125.0]
+    kinds = [type(e).__name__ for e in ev]
+    assert kinds.index("SubtaskStart") == 6 and kinds[6:11] == ["SubtaskStart", "UserEvent", "AssistantEvent",
+                                                               "ToolResultEvent", "AssistantEvent"]
+    end = next(e for e in ev if isinstance(e, tr.SubtaskEnd))
+    assert end.t == 110.0 and res.summary["subagent_calls"] == 2
+    assert "background sub-agents placed at their last record's time: 1" in "\n".join(res.trace.header.notes)
+
+
+def test_a_sub_agent_two_task_results_name_is_imported_once(tmp_path):
+    """Two Task results name agent abc (a later call resumed or read it): its two calls are billed
+    once, at the first, and the second reference is said."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look"}}),
+        _task(9, "task1", "abc"),
+        asst(10, "r2", {"type": "tool_use", "id": "task2", "name": "Task", "input": {"prompt": "again"}}),
+        _task(12, "task2", "abc"),
+        asst(13, "r3", {"type": "text", "text": "ok"}),
+    ])
+    write(tmp_path / "s" / "subagents" / "agent-abc.jsonl", [
+        user(2, "look", isSidechain=True),
+        asst(3, "s1", {"type": "tool_use", "id": "x1", "name": "Grep", "input": {}}),
+        result(4, "x1", "hit"),
+        asst(5, "s2", {"type": "text", "text": "found"}),
+    ])
+    res = import_file("claude-code", f)
+    assert res.summary["subagent_calls"] == 2 and res.summary["main_calls"] == 3
+    assert "sub-agent referenced again by a later Task result (its calls imported once): 1" in \
+        "\n".join(res.trace.header.notes)
+
+
 def test_a_half_written_last_line_is_skipped_with_a_warning_naming_it(tmp_path):
     """A session still being written (issue 41): its cut-off last line is skipped, said with the
     file and line, and the rest imports."""
