@@ -843,12 +843,12 @@ class _Importer:
             self.emit_compact(pending, None)
         if span is None and self.deferred:
             self.flush_deferred()
-        if span is None and side_run is None and (self.warmups or self.background):
+        if side_run is not None:
+            self.b.subtask_end(None, side_run)
+        if span is None and (self.warmups or self.background):   # none left unplaced at the end
             self.flush_warmups(None)
         if span is None:
             self.flush_hidden(None)
-        if side_run is not None:
-            self.b.subtask_end(None, side_run)
 
     def flush_hidden(self, before: float | None) -> None:
         """Put recovered hidden content back: the reminders of the last call's tool results, then

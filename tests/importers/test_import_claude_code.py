@@ -254,6 +254,27 @@ def test_a_background_sub_agent_is_placed_where_it_finished_and_the_main_calls_k
     assert "background sub-agents placed at their last record's time: 1" in "\n".join(res.trace.header.notes)
 
 
+def test_a_background_sub_agent_is_imported_when_the_log_ends_inside_sidechain_records(tmp_path):
+    """The main file's last records are isSidechain lines (a span open at the end) and a background
+    agent has not been placed yet: it is placed once that span closes, not dropped."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look"}}),
+        _task(3, "task1", "abc", status="async_launched", text="Async agent launched successfully."),
+        asst(4, "r2", {"type": "text", "text": "waiting"}),
+        user(5, "side", isSidechain=True),
+        asst(6, "sc1", {"type": "text", "text": "side answer"}, isSidechain=True),
+    ])
+    write(tmp_path / "s" / "subagents" / "agent-abc.jsonl", [
+        user(99, "look", isSidechain=True),
+        asst(100, "s1", {"type": "text", "text": "found"}),
+    ])
+    res = import_file("claude-code", f)
+    assert res.summary["subagent_calls"] == 2 and res.summary["main_calls"] == 2
+    starts = [e.id for e in res.trace.events if isinstance(e, tr.SubtaskStart)]
+    assert starts == ["sidechain-1", "abc"]
+
+
 def test_a_sub_agent_two_task_results_name_is_imported_once(tmp_path):
     """Two Task results name agent abc (a later call resumed or read it): its two calls are billed
     once, at the first, and the second reference is said."""
