@@ -534,9 +534,9 @@ def startup_split(trace: Trace, calls: list[RecordedCall], main_prefix: int, mod
     conversation in the same prefix, and its first call's warm head is that conversation, cached by
     the calls of the file before: no floor for a read after a compaction, which stops at the system
     prompt below it (one such log outside the development population: a 111,725-token warm head,
-    23,402 tokens read back after its compaction). What the prefix holds beyond the system prompt is then that conversation and the
-    startup content together; a compaction summarises the one, re-sends the other
-    (:func:`ctxsim.harness.fidelity.measured.resent_startup` measures how much)."""
+    23,402 tokens read back after its compaction). What the prefix holds beyond the system prompt is
+    then that conversation and the startup content together; a compaction summarises the one,
+    re-sends the other (:func:`ctxsim.harness.fidelity.measured.resent_startup` measures how much)."""
     mid = bool((trace.header.meta or {}).get("begins_mid_conversation"))
     reads = system_prompt_reads(calls, 0 if mid else warm)
     if not reads:

@@ -928,7 +928,7 @@ class _Importer:
         background sub-agents that finished by then (:meth:`launch_background`)."""
         while self.background and (before is None or self.background[0][0] <= before):
             _t, agent, item, parsed = self.background.pop(0)
-            self.emit_subagent(agent, item, parsed)
+            self.emit_subagent(agent, item, parsed, background=True)
         while self.warmups and (before is None or self.warmups[0][0] <= before):
             _t, f, p = self.warmups.pop(0)
             span = f"warmup-{f.stem.removeprefix('agent-')}"
@@ -948,20 +948,26 @@ class _Importer:
         the logs, where each main call moved by its whole run). One with no readable transcript is
         placed (and reported) at once."""
         f = self.agent_file(agent)
-        p = self.parse_side_file(f) if f is not None and f.exists() else None
+        if f is None or not f.exists() or f.name in self.used_subagents:
+            self.emit_subagent(agent, result)   # said: a missing transcript, or one already imported
+            return
+        p = self.parse_side_file(f)
         if p is None:
-            self.emit_subagent(agent, result)
+            self.used_subagents.add(f.name)   # reported as skipped, not as unreferenced
             return
         times = [c.t for c in p.calls.values()] + [i["t"] for k, i in p.items if isinstance(i, dict)]
         self.background.append((max(times, default=result["t"]), agent, result, p))
         self.background.sort(key=lambda b: b[0])
         self.counts["background sub-agents placed at their last record's time"] += 1
 
-    def emit_subagent(self, agent: str, result: dict[str, Any], background: _Parsed | None = None) -> None:
-        """The sub-agent ``agent`` as an isolated span ending at its Task ``result``, or, for one run in
-        the background (``background``: its transcript, read at the launch), at its last record."""
-        if any(b[1] == agent for b in self.background):   # referenced again before its background run was placed
-            self.background = [b for b in self.background if b[1] != agent]
+    def emit_subagent(self, agent: str, result: dict[str, Any], parsed: _Parsed | None = None,
+                      background: bool = False) -> None:
+        """The sub-agent ``agent`` (its transcript ``parsed`` if already read) as an isolated span ending
+        at its Task ``result``, or, run in the ``background``, at its last record."""
+        waiting = next((b for b in self.background if b[1] == agent), None)
+        if waiting is not None:   # a Task result for it came before its background run was placed: here
+            self.background.remove(waiting)
+            parsed = waiting[3]
         f = self.agent_file(agent)
         if f is None or not f.exists():
             self.counts["sub-agent transcript missing (its calls are not in the trace)"] += 1
@@ -970,7 +976,7 @@ class _Importer:
         if f.name in self.used_subagents:   # a second Task result for one agent: its calls are billed once
             self.counts["sub-agent referenced again by a later Task result (its calls imported once)"] += 1
             return
-        p = background or self.parse_side_file(f)
+        p = parsed or self.parse_side_file(f)
         if p is None:
             self.used_subagents.add(f.name)   # reported as skipped, not as unreferenced
             return
@@ -981,7 +987,7 @@ class _Importer:
         desc = next((str(i["text"])[:200] for k, i in p.items if k == "user"), "")
         self.b.subtask_start(min(times, default=result["t"]), agent, desc, True)
         self.emit_file(p, agent)
-        self.b.subtask_end(max(times, default=result["t"]) if background is not None else result["t"], agent,
+        self.b.subtask_end(max(times, default=result["t"]) if background else result["t"], agent,
                            conclusion=result["text"][:2000])
         self.counts["sub-agent spans"] += 1
 

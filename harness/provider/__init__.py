@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ctxsim.harness.model.conversation import Message, Request, Usage
 from ctxsim.harness.provider.cache import AnthropicCache, CacheOutcome, Layout, OpenAICache
@@ -137,7 +138,8 @@ class Provider:
         return (AnthropicCache(spec.min_cacheable, self.cache_ttl, grace_s=self.ttl_grace_s) if spec.provider == "anthropic"
                 else OpenAICache(spec.min_cacheable, spec.cache_ttl_s))
 
-    def _cache_for(self, spec: ModelSpec, caches: dict | None = None, route: str | None = None):
+    def _cache_for(self, spec: ModelSpec, caches: dict[Any, AnthropicCache | OpenAICache] | None = None,
+                   route: str | None = None) -> AnthropicCache | OpenAICache:
         """The cache of ``spec``'s model on ``route`` (Request.route; None: the run's one route): a call
         Vertex served reads nothing Anthropic's API cached, and back. Development population: 17 sessions
         switch route between main calls 284 times within the TTL; 246 of those calls read what their own

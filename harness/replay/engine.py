@@ -47,7 +47,7 @@ class _Run:
         self.session: str | None = None
         self.subtasks: list[str] = []
         self.call_models = cfg.model is None  # each call on the model the log recorded for it
-        self.current_model = self.current_route = None  # the recorded model and route side calls run on (Services)
+        self.current_model = self.current_route = None  # str | None: the recorded model and route side calls run on
         self.services = Services(self)
         p = run_setup.assemble(trace, cfg, session_dir, self.services, strategy_cls.closed_loop)
         self.provider, self.fail_rng, self.facts, self.backend = p.provider, p.fail_rng, p.facts, p.backend

@@ -275,6 +275,29 @@ def test_a_background_sub_agent_is_imported_when_the_log_ends_inside_sidechain_r
     assert starts == ["sidechain-1", "abc"]
 
 
+def test_a_background_sub_agent_whose_result_comes_before_it_finished_is_placed_there_once(tmp_path):
+    """Launched in the background at 3 s; a later result naming it (its output read while it still
+    ran, at 50 s) comes before its last record (110 s): the span is placed at that result, ending
+    there, and its calls are imported once (the transcript read once, at the launch)."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look"}}),
+        _task(3, "task1", "abc", status="async_launched", text="Async agent launched successfully."),
+        asst(49, "r2", {"type": "tool_use", "id": "out1", "name": "TaskOutput", "input": {"task_id": "abc"}}),
+        _task(50, "out1", "abc", text="partial"),
+        asst(125, "r3", {"type": "text", "text": "ok"}),
+    ])
+    write(tmp_path / "s" / "subagents" / "agent-abc.jsonl", [
+        user(99, "look", isSidechain=True),
+        asst(100, "s1", {"type": "text", "text": "found"}),
+        asst(110, "s2", {"type": "text", "text": "more"}),
+    ])
+    res = import_file("claude-code", f)
+    assert res.summary["subagent_calls"] == 2
+    (end,) = [e for e in res.trace.events if isinstance(e, tr.SubtaskEnd)]
+    assert end.conclusion == "partial"
+
+
 def test_a_sub_agent_two_task_results_name_is_imported_once(tmp_path):
     """Two Task results name agent abc (a later call resumed or read it): its two calls are billed
     once, at the first, and the second reference is said."""
