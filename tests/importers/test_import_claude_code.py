@@ -196,20 +196,24 @@ def test_subagent_file_becomes_an_isolated_span(tmp_path):
             toolUseResult={"agentId": "abc", "status": "completed"}),
         asst(10, "r2", {"type": "text", "text": "ok"}),
     ])
-    sub = tmp_path / "s" / "subagents"
-    sub.mkdir(parents=True)
-    write(sub / "agent-abc.jsonl", [
-        user(2, "look", isSidechain=True),
-        asst(3, "s1", {"type": "tool_use", "id": "x1", "name": "Grep", "input": {}}),
-        result(4, "x1", "hit"),
-        asst(5, "s2", {"type": "text", "text": "found"}),
-    ])
+    _grep_agent(tmp_path, 2)
     res = import_file("claude-code", f)
     kinds = [type(e).__name__ for e in res.trace.events]
     assert kinds == ["UserEvent", "AssistantEvent", "SubtaskStart", "UserEvent", "AssistantEvent", "ToolResultEvent",
                      "AssistantEvent", "SubtaskEnd", "ToolResultEvent", "AssistantEvent"]
     assert res.summary["subagent_calls"] == 2 and res.summary["main_calls"] == 2
     assert res.trace.events[7].conclusion == "found"
+
+
+def _grep_agent(root, t):
+    """Sub-agent abc's transcript beside session s: its prompt at ``t``, a Grep call, its result and its answer, a
+    second apart."""
+    write(root / "s" / "subagents" / "agent-abc.jsonl", [
+        user(t, "look", isSidechain=True),
+        asst(t + 1, "s1", {"type": "tool_use", "id": "x1", "name": "Grep", "input": {}}),
+        result(t + 2, "x1", "hit"),
+        asst(t + 3, "s2", {"type": "text", "text": "found"}),
+    ])
 
 
 def _task(t, tid, agent, status="completed", text="found"):
@@ -221,9 +225,9 @@ def _task(t, tid, agent, status="completed", text="found"):
 
 def test_a_background_sub_agent_is_placed_where_it_finished_and_the_main_calls_keep_their_times(tmp_path):
     """Task with run_in_background: its result at 3 s only says it started (status async_launched). The
-    agent calls at 100 and 110 s; meanwhile the main context calls at 20 and 40 s, and at 125 s after
-    the task's notification (120 s). The span goes after the 40 s call, ending at 110 s: every main call
-    keeps its time (at the launch, the span pushed the 20 and 40 s calls to 110 s, past a 5-minute TTL
+    agent calls at 100 and 102 s; meanwhile the main context calls at 20 and 40 s, and at 125 s after
+    the task's notification (120 s). The span goes after the 40 s call, ending at 102 s: every main call
+    keeps its time (at the launch, the span pushed the 20 and 40 s calls to 102 s, past a 5-minute TTL
     in the logs where agents ran longer)."""
     f = write(tmp_path / "s.jsonl", [
         user(0, "go"),
@@ -235,13 +239,7 @@ def test_a_background_sub_agent_is_placed_where_it_finished_and_the_main_calls_k
         user(120, "<task-notification>done</task-notification>"),
         asst(125, "r4", {"type": "text", "text": "ok"}),
     ])
-    sub = tmp_path / "s" / "subagents"
-    write(sub / "agent-abc.jsonl", [
-        user(99, "look", isSidechain=True),
-        asst(100, "s1", {"type": "tool_use", "id": "x1", "name": "Grep", "input": {}}),
-        result(105, "x1", "hit"),
-        asst(110, "s2", {"type": "text", "text": "found"}),
-    ])
+    _grep_agent(tmp_path, 99)
     res = import_file("claude-code", f)
     ev = res.trace.events
     main = [e.t for e in ev if isinstance(e, tr.AssistantEvent) and not e.meta.get("subagent")]
@@ -250,7 +248,7 @@ def test_a_background_sub_agent_is_placed_where_it_finished_and_the_main_calls_k
     assert kinds.index("SubtaskStart") == 6 and kinds[6:11] == ["SubtaskStart", "UserEvent", "AssistantEvent",
                                                                "ToolResultEvent", "AssistantEvent"]
     end = next(e for e in ev if isinstance(e, tr.SubtaskEnd))
-    assert end.t == 110.0 and res.summary["subagent_calls"] == 2
+    assert end.t == 102.0 and res.summary["subagent_calls"] == 2
     assert "background sub-agents placed at their last record's time: 1" in "\n".join(res.trace.header.notes)
 
 
@@ -309,12 +307,7 @@ def test_a_sub_agent_two_task_results_name_is_imported_once(tmp_path):
         _task(12, "task2", "abc"),
         asst(13, "r3", {"type": "text", "text": "ok"}),
     ])
-    write(tmp_path / "s" / "subagents" / "agent-abc.jsonl", [
-        user(2, "look", isSidechain=True),
-        asst(3, "s1", {"type": "tool_use", "id": "x1", "name": "Grep", "input": {}}),
-        result(4, "x1", "hit"),
-        asst(5, "s2", {"type": "text", "text": "found"}),
-    ])
+    _grep_agent(tmp_path, 2)
     res = import_file("claude-code", f)
     assert res.summary["subagent_calls"] == 2 and res.summary["main_calls"] == 3
     assert "sub-agent referenced again by a later Task result (its calls imported once): 1" in \
