@@ -53,7 +53,7 @@ REFERENCE = ("Note: {path} was read before the last conversation was summarized,
              "to include. Use Read tool if you need to access it.")
 
 
-HEAD_LINES = 100   # what a file over the cap came back as before 1.0.85: its first 100 lines (bundles below)
+HEAD_LINES = 100   # what a file over the cap came back as to 1.0.51: its first 100 lines (bundles below)
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,7 @@ class ReattachCaps:
     # what a file over ``file_tokens`` comes back as: a path reference (docs), its first HEAD_LINES
     # lines, or nothing
     over_cap: Literal["reference", "head", "none"] = "reference"
+    head_lines: int = HEAD_LINES   # the lines of a file over the cap re-read where ``over_cap`` is "head" (same check)
     # whether a resumed launch rebuilds readFileState from the conversation's full Reads and Writes (the
     # REPL from 2.0.59: bundles 2.0.59, 2.0.62, 2.0.69, 2.0.76, 2.1.0, 2.1.12; not 2.0.58 and before: it
     # begins empty but for the todo file, 1.0.33, 1.0.81, 2.0.14, 2.0.54)
@@ -98,7 +99,11 @@ class ReattachCaps:
 # kept in order while their JSON's length / 4 fits the budget, a file that does not fit skipped):
 # * 1.0.17-1.0.22: no limit but the Read tool's own 25,000 tokens (a file over it is not restored; one
 #   over 256 KB comes back as its first 100 lines), no budget;
-# * 1.0.23-1.0.84: 10,000 tokens a file (over it, its first 100 lines), 50,000 in all;
+# * 1.0.23-1.0.84: 10,000 tokens a file, 50,000 in all; a file over it is re-read as its first 100 lines
+#   to 1.0.51 (a literal ``limit:100``) and as its first 2,000 from 1.0.53 (a named constant, ``=2000``, the
+#   Read tool's default line limit: 1.0.53-1.0.59, 1.0.70, 1.0.81 and 1.0.84 read; there is no 1.0.52),
+#   under the same 10,000-token check (the context passes ``maxTokens`` to that read too: 1.0.81's
+#   ``BjB``), and a head over it is not restored: from 1.0.53 a file over the cap mostly does not come back;
 # * 1.0.85 on: 5,000 a file (over it, the compact_file_reference path), 50,000 in all (2.0.0, 2.0.14 the same).
 # The timestamp of a read was the moment of the read (Date.now()) to 1.0.113 and the file's mtime from
 # 1.0.114 (an edit's, its mtime, throughout): most recently read or edited first, then most recently
@@ -109,6 +114,7 @@ RELEASE_CAPS: tuple[tuple[tuple[int, int, int], dict[str, Any]], ...] = (   # ea
     ((0, 0, 0), {"file_tokens": 25_000, "total_tokens": 10_000_000, "over_cap": "none", "order": "read",
                  "resume_rebuilds": False}),
     ((1, 0, 23), {"file_tokens": 10_000, "total_tokens": 50_000, "over_cap": "head"}),
+    ((1, 0, 53), {"head_lines": 2_000}),
     ((1, 0, 85), {"file_tokens": 5_000, "over_cap": "reference"}),
     ((1, 0, 114), {"order": "modified"}),
     ((2, 0, 59), {"resume_rebuilds": True}),
@@ -239,11 +245,12 @@ class FileView:
             return self.raw or ""
         return "\n".join(f"{n:6d}\u2192{self.lines[n]}" for n in sorted(self.lines))
 
-    def content(self) -> str:
-        """The file's text as the log showed it, without the Read tool's line numbers (what its size check counts)."""
+    def content(self, n: int | None = None) -> str:
+        """The file's text as the log showed it (its first ``n`` lines: None, all), without the Read tool's
+        line numbers (what its size check counts)."""
         if not self.lines:
-            return self.raw or ""
-        return "\n".join(self.lines[n] for n in sorted(self.lines))
+            return "\n".join((self.raw or "").split("\n")[:n]) if n is not None else self.raw or ""
+        return "\n".join(self.lines[k] for k in sorted(self.lines)[:n])
 
 
 @dataclass
@@ -366,9 +373,9 @@ def reattachments(tracker: ReattachTracker, caps: ReattachCaps = ReattachCaps(),
             out.append(Message.user(f"<system-reminder>\n{REFERENCE.format(path=path)}\n</system-reminder>",
                                     origin="reattach", reattached="file_reference", meta_record=True))
             continue
-        if over and caps.over_cap == "none":
-            continue
-        text = view.head(HEAD_LINES) if over else view.text()
+        if over and (caps.over_cap == "none" or caps.over(view.content(caps.head_lines), count)):
+            continue   # "head": the bundles re-read the first head_lines lines under the same check; over it too, nothing
+        text = view.head(caps.head_lines) if over else view.text()
         if used + len(text) > budget:   # the bundles: a file that does not fit is skipped, the next one tried
             continue
         used += len(text)

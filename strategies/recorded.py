@@ -67,8 +67,9 @@ re-enacts, and where each habit was read:
   then the summary and what :mod:`ctxsim.strategies.reattach` rebuilds from the log: up to 5 files read or
   edited (most recently modified first; one over 5,000 tokens as a path only), the plan, the invoked
   skills (5,000 tokens each, 25,000 in all) and the todo list; on a log of an earlier release, what that
-  release's bundle re-attached (``reattach.RELEASE_CAPS``: to 1.0.84, 10,000 tokens a file, one over it as
-  its first 100 lines; to 1.0.113, the most recently read or edited first).
+  release's bundle re-attached (``reattach.RELEASE_CAPS``: to 1.0.84, 10,000 tokens a file, one over it
+  re-read as its first 100 lines, 2,000 from 1.0.53, under the same check; to 1.0.113, the most recently
+  read or edited first).
 
 Cache misses the log shows no cause for (a fall-back to the system prefix after a
 ``<task-notification>`` in one bundled session, seen at a full hit in others) are classified and
@@ -270,7 +271,10 @@ class RecordedConfig(StrategyConfig):
         "wrote (Claude Code from 2.0.59); off: only those it reads or edits after (before 2.0.59)")
     reattach_over_cap: Literal["reference", "head", "none"] = Field(
         ReattachCaps.over_cap, description="what a file over reattach_file_tokens comes back as: its path (docs), "
-        "its first 100 lines or nothing")
+        "its first reattach_head_lines lines or nothing")
+    reattach_head_lines: int = Field(ReattachCaps.head_lines, ge=1, le=1_000_000,
+                                     description="the lines of a file over the cap re-read where reattach_over_cap is head, "
+                                     "under the same size check (100 to Claude Code 1.0.51, 2,000 from 1.0.53)")
     strip_previous_thinking: Literal["auto", "always", "never"] = Field(
         "auto", description="drop earlier turns' thinking blocks at a new user turn (auto: on the models "
         "whose API does, those before Opus 4.5)")
@@ -387,7 +391,7 @@ class Recorded(Strategy):
             if rec.agent_version and VERSION.match(rec.agent_version):   # what that release re-attached
                 caps = caps_for(version_tuple(rec.agent_version))
                 out.update(reattach_file_tokens=caps.file_tokens, reattach_total_tokens=caps.total_tokens,
-                           reattach_order=caps.order, reattach_over_cap=caps.over_cap,
+                           reattach_order=caps.order, reattach_over_cap=caps.over_cap, reattach_head_lines=caps.head_lines,
                            reattach_resume_rebuilds=caps.resume_rebuilds)
         if rec.messages_uncached_from is not None:
             out["messages_uncached_from"] = rec.messages_uncached_from
@@ -589,7 +593,8 @@ class Recorded(Strategy):
             c = self.config
             extra = reattachments(self._reattach, ReattachCaps(
                 max_files=c.reattach_max_files, file_tokens=c.reattach_file_tokens, total_tokens=c.reattach_total_tokens,
-                chars_per_token=c.reattach_chars_per_token, order=c.reattach_order, over_cap=c.reattach_over_cap),
+                chars_per_token=c.reattach_chars_per_token, order=c.reattach_order, over_cap=c.reattach_over_cap,
+                head_lines=c.reattach_head_lines),
                 self.env.count_tokens)
             after += extra
             self.counters.extra["messages re-attached after compactions"] += len(extra)

@@ -42,19 +42,20 @@ def test_recent_files_modified_first_then_read_by_latest_read():
 
 def test_each_release_reattaches_what_its_bundle_did():
     """The post-compact restore as the published bundles hold it (reattach.RELEASE_CAPS): no cap but
-    the Read tool's 25,000 tokens to 1.0.22; 10,000 a file (over it, its first 100 lines) and 50,000 in
-    all from 1.0.23; 5,000 and a path reference from 1.0.85; read time orders the files to 1.0.113, the
-    file's mtime from 1.0.114 (the docs' "modified most recently")."""
+    the Read tool's 25,000 tokens to 1.0.22; 10,000 a file (over it, its first 100 lines, 2,000 from
+    1.0.53) and 50,000 in all from 1.0.23; 5,000 and a path reference from 1.0.85; read time orders the
+    files to 1.0.113, the file's mtime from 1.0.114 (the docs' "modified most recently")."""
     from ctxsim.strategies.reattach import caps_for
 
     def caps(v):
         c = caps_for(v)
-        return c.max_files, c.file_tokens, c.total_tokens, c.over_cap, c.order
+        return c.max_files, c.file_tokens, c.total_tokens, c.over_cap, c.order, c.head_lines
 
-    assert caps((1, 0, 17)) == (5, 25_000, 10_000_000, "none", "read")
-    assert caps((1, 0, 23)) == caps((1, 0, 84)) == (5, 10_000, 50_000, "head", "read")
-    assert caps((1, 0, 85)) == caps((1, 0, 113)) == (5, 5_000, 50_000, "reference", "read")
-    assert caps((1, 0, 114)) == caps((2, 1, 39)) == (5, 5_000, 50_000, "reference", "modified")
+    assert caps((1, 0, 17)) == (5, 25_000, 10_000_000, "none", "read", 100)
+    assert caps((1, 0, 23)) == caps((1, 0, 51)) == (5, 10_000, 50_000, "head", "read", 100)
+    assert caps((1, 0, 53)) == caps((1, 0, 84)) == (5, 10_000, 50_000, "head", "read", 2_000)
+    assert caps((1, 0, 85)) == caps((1, 0, 113)) == (5, 5_000, 50_000, "reference", "read", 2_000)
+    assert caps((1, 0, 114)) == caps((2, 1, 39)) == (5, 5_000, 50_000, "reference", "modified", 2_000)
     assert caps_for((1, 0, 33), file_tokens=800, total_tokens=None).file_tokens == 800   # a run's own setting wins
 
 
@@ -65,8 +66,11 @@ def big(n_lines: int, width: int) -> str:
 
 def test_a_file_over_the_cap_comes_back_as_its_release_sent_it():
     """A file of 300 lines of 200 characters (62,399 with the numbering, 30,000 cl100k tokens: over 10,000): to
-    1.0.84 its first 100 lines, from 1.0.85 its path, to 1.0.22 nothing (600 such lines, 60,000 tokens,
-    are over the Read tool's 25,000 and it is not re-read)."""
+    1.0.51 its first 100 lines (10,000 tokens: not over the cap), from 1.0.53 to 1.0.84 nothing (its first
+    2,000 lines are all 300, 30,000 tokens: the re-read fails the same check), from 1.0.85 its path, to
+    1.0.22 nothing (600 such lines, 60,000 tokens, are over the Read tool's 25,000 and it is not re-read).
+    A file of 3,000 lines of " x x x x" (four words, counted one token a word: 12,000 in all, 8,000 in its
+    first 2,000 lines) comes back from 1.0.53 as its first 2,000 lines."""
     from ctxsim.strategies.reattach import caps_for, reattachments
 
     tr = ReattachTracker()
@@ -75,6 +79,13 @@ def test_a_file_over_the_cap_comes_back_as_its_release_sent_it():
     assert [m.meta["reattached"] for m in head] == ["file"]
     assert "   100\u2192" in head[0].text and "   101\u2192" not in head[0].text
     assert [m.meta["reattached"] for m in reattachments(tr, caps_for((1, 0, 85)))] == ["file_reference"]
+    again = ReattachTracker()
+    again.file_event("Read", "big.py", {}, big(300, 200))
+    assert reattachments(again, caps_for((1, 0, 81))) == []
+    long = ReattachTracker()
+    long.file_event("Read", "long.py", {}, big(3_000, 8))
+    (head2k,) = reattachments(long, caps_for((1, 0, 81)), lambda s: len(s.split()))
+    assert "  2000\u2192" in head2k.text and "  2001\u2192" not in head2k.text
     small = ReattachTracker()
     small.file_event("Read", "huge.py", {}, big(600, 200))   # 60,000 tokens: over 25,000
     assert reattachments(small, caps_for((1, 0, 17))) == []
