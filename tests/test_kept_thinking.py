@@ -65,6 +65,17 @@ def test_new_turn_reads_count_the_new_turns_after_a_turn_whose_earlier_answers_t
     assert new_turn_reads(calls, 4) == (1, 0)
 
 
+def test_a_new_turn_served_by_another_route_says_nothing_of_the_thinking(tmp_path):
+    """A router sent each new turn's first call to Vertex, the rest to Anthropic's API: those calls read
+    another cache, so their short reads are the route's, not the thinking dropped. Of the five new
+    turns none is counted (0, 0), where one route throughout counts five short."""
+    from dataclasses import replace
+
+    calls = recorded_calls(_session(tmp_path / "d", kept=False))
+    routed = [replace(c, route="vertex" if c.new_turn else "anthropic") for c in calls]
+    assert new_turn_reads(calls, 12) == (0, 5) and new_turn_reads(routed, 12) == (0, 0)
+
+
 def test_a_log_whose_new_turns_read_whole_keeps_the_thinking_and_its_replay_reads_whole_too(tmp_path):
     """Import judges it on the first 30% of the calls (4 of 12: one new turn, read whole): kept.
     The replay then keeps the earlier turns' thinking, and its new turns read the previous call's

@@ -53,8 +53,8 @@ def new_turn_reads(calls: Sequence[Any], upto: int) -> tuple[int, int]:
     """``(whole, short)``: of the main context's new turns among ``calls[:upto]`` that follow a turn
     whose earlier answers thought, on a model whose API drops that thinking by default, how many read
     the previous call's whole context and how many fell short. A new turn after a TTL expiry, a model
-    change, a compaction, a thinking switch or a changed prefix (``/mcp``, ``/effort``, a resumed launch)
-    says nothing of it and is left out."""
+    or route change (another cache: ``RecordedCall.route``), a compaction, a thinking switch or a changed
+    prefix (``/mcp``, ``/effort``, a resumed launch) says nothing of it and is left out."""
     whole = short = 0
     for c in calls[:upto]:
         if (c.thread != "main" or not c.new_turn or not c.thought_in_prefix or c.usage is None or c.after_compact
@@ -62,7 +62,7 @@ def new_turn_reads(calls: Sequence[Any], upto: int) -> tuple[int, int]:
                 or c.prev_in_thread is None):
             continue
         prev = calls[c.prev_in_thread]
-        if prev.usage is None or prev.model != c.model or expired_since(prev, c):
+        if prev.usage is None or prev.model != c.model or prev.route != c.route or expired_since(prev, c):
             continue
         if c.usage.cache_read + read_tolerance(prev.context) >= prev.context:
             whole += 1
