@@ -75,6 +75,13 @@ REQUEST_OVERHEAD = 8      # fixed framing of a request
 
 
 MEMO_CHARS = 16_000_000  # assumed: texts whose counts a process keeps (a bound on memory; then it starts afresh)
+# Anthropic's API counts NUL characters as nothing, where cl100k makes a token of each. Issue 41: the 8
+# steps of 5 Claude Code logs (development population and its second sample) whose tool results hold
+# 1,545-34,311 NULs (a log file padded with them) grew by what their other text counts at each log's
+# scale: 34,311 NULs and 2,459 cl100k tokens of other text grew one context by 5,008 tokens, and 26,909
+# and 334 another by 2,234, where counting the NULs put 36,770 and 27,243 cl100k tokens into the step (and
+# into the token scale fitted on it: 0.80 for a Sonnet 4.5 log). Assumed the same for other providers.
+NUL = "\x00"
 
 
 class Tokenizer:
@@ -100,7 +107,7 @@ class Tokenizer:
         n = self._memo.get(text)
         if n is None:
             self.encode_calls += 1
-            n = self._count(text)
+            n = self._count(text.replace(NUL, "") if NUL in text else text)
             if self._memo_chars + len(text) > MEMO_CHARS:
                 self._memo.clear()
                 self._memo_chars = 0

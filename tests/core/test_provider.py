@@ -171,3 +171,12 @@ def test_each_route_of_a_mixed_log_reads_only_its_own_cache():
     one = Provider("claude-opus-4-6", token_scale=1.0)
     got = [one.bill(r, 10.0 * k, 10).usage for k, r in enumerate(reqs)]
     assert [u.cache_read for u in got] == [0, s[0], s[1], s[2]]
+
+
+def test_nul_characters_count_as_nothing():
+    """A tool result padded with NULs (a log file): cl100k makes a token of each NUL, Anthropic's API
+    counts them as nothing (tokenizer.NUL: the logs' steps grew by the other text alone). 1,000 NULs
+    between two words count as the two words."""
+    t = Tokenizer()
+    assert t.count("GET / 200" + "\x00" * 1_000 + " compiled") == t.count("GET / 200 compiled")
+    assert t.count("\x00" * 50) == 0
