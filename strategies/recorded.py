@@ -90,7 +90,7 @@ from ctxsim.harness.llm.services import SUBAGENT, SUMMARY, CallSpec, SideCallFai
 from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
 from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig
 from ctxsim.strategies.claude_code import VERSION, version_tuple
-from ctxsim.strategies.reattach import ReattachCaps, ReattachTracker, caps_for, reattachments
+from ctxsim.strategies.reattach import RELEASE_CAPS, ReattachCaps, ReattachTracker, caps_for, reattachments
 from pydantic import Field
 
 # What Claude Code's compaction prompt asks for (peers.md, "Summary prompt sections", reported).
@@ -390,9 +390,7 @@ class Recorded(Strategy):
             out["reattach"] = "claude-code"
             if rec.agent_version and VERSION.match(rec.agent_version):   # what that release re-attached
                 caps = caps_for(version_tuple(rec.agent_version))
-                out.update(reattach_file_tokens=caps.file_tokens, reattach_total_tokens=caps.total_tokens,
-                           reattach_order=caps.order, reattach_over_cap=caps.over_cap, reattach_head_lines=caps.head_lines,
-                           reattach_resume_rebuilds=caps.resume_rebuilds)
+                out.update({f"reattach_{k}": getattr(caps, k) for _, row in RELEASE_CAPS for k in row})
         if rec.messages_uncached_from is not None:
             out["messages_uncached_from"] = rec.messages_uncached_from
         if rec.startup_tokens and rec.token_scale:
@@ -450,6 +448,12 @@ class Recorded(Strategy):
                        kind=SUBAGENT if self._spans else "main", estimated_tokens=self.estimate(),
                        rewrite=self._take_rewrite(), model=self._last_model, thinking=self._thinking_param(model),
                        effort=None if self._spans else self._effort)
+
+    def _reattach_caps(self) -> ReattachCaps:
+        """The caps the config's ``reattach_*`` fields set (one for each ReattachCaps field of that name)."""
+        c = self.config
+        return ReattachCaps(**{f: getattr(c, f"reattach_{f}") for f in ReattachCaps.__dataclass_fields__
+                               if hasattr(c, f"reattach_{f}")})
 
     def _main_ttl(self, index: int) -> str | None:
         """The TTL the log's main context asked for at call ``index`` (:func:`ttl_switches`; None: ``ttl``)."""
@@ -590,12 +594,7 @@ class Recorded(Strategy):
             # a compaction re-attaches (Claude Code's compact routine does); plan mode's "clear context",
             # a new conversation opened with the plan, does not: in the 3 the development population
             # holds, the next call's context is the prefix and the plan (within 1.2k tokens), not 25k more
-            c = self.config
-            extra = reattachments(self._reattach, ReattachCaps(
-                max_files=c.reattach_max_files, file_tokens=c.reattach_file_tokens, total_tokens=c.reattach_total_tokens,
-                chars_per_token=c.reattach_chars_per_token, order=c.reattach_order, over_cap=c.reattach_over_cap,
-                head_lines=c.reattach_head_lines),
-                self.env.count_tokens)
+            extra = reattachments(self._reattach, self._reattach_caps(), self.env.count_tokens)
             after += extra
             self.counters.extra["messages re-attached after compactions"] += len(extra)
         self.history = History(after)

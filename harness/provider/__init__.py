@@ -36,6 +36,11 @@ class Bill:
     miss_reason: str = ""
 
 
+def _cache_key(spec: ModelSpec, route: str | None) -> Any:
+    """A cache's key among a provider's: the model, and the route where the request names one (Request.route)."""
+    return spec.name if route is None else (route, spec.name)
+
+
 @dataclass(slots=True)
 class _Replica:
     """One replica of the provider's nodes: the session's caches and the other node, per model."""
@@ -145,7 +150,7 @@ class Provider:
         switch route between main calls 284 times within the TTL; 246 of those calls read what their own
         route's last call wrote (within 2%), 2 what the previous call (the other route) wrote."""
         caches = self._caches if caches is None else caches
-        key = spec.name if route is None else (route, spec.name)
+        key = _cache_key(spec, route)
         c = caches.get(key)
         if c is None:
             c = caches[key] = self._new_cache(spec)
@@ -158,16 +163,17 @@ class Provider:
         return sum(r.router.seen for r in self._replicas) / len(self._replicas) if self._replicas else 0.0
 
     def _astray(self, spec: ModelSpec, lay: Layout, now: float, fallback: str,
-                other: dict[str, AnthropicCache | OpenAICache]) -> CacheOutcome:
+                other: dict[Any, AnthropicCache | OpenAICache]) -> CacheOutcome:
         """The request on another node than the session's (routing.py). ``none``: a node with nothing
         of it (what it writes is not seen again); ``system``: the other node, which holds the system
         prefix (other sessions send it) and what earlier strays of this run wrote there."""
         if fallback == "none":
             node = self._new_cache(spec)
         else:
-            node = other.get((lay.req.route, spec.name))
+            slot = _cache_key(spec, lay.req.route)
+            node = other.get(slot)
             if node is None:
-                node = other[(lay.req.route, spec.name)] = self._new_cache(spec)
+                node = other[slot] = self._new_cache(spec)
                 if isinstance(node, AnthropicCache):
                     # assumed: the other node's read finds any earlier entry of the session it holds (the
                     # codemie logs show strays reading the context of a stray 4 calls and > 20 blocks back)
