@@ -51,6 +51,8 @@ re-enacts, and where each habit was read:
   (``mcp_reconnect``: MCP servers' instructions are in that part, reported, anthropics/claude-code
   source readings: ultraworkers/claw-code#1639; spotter ``tool_heavy`` reads back only the shared
   head after one): the messages' cache is lost, the shared head is not;
+* on the models of ``tool_load_rekeys`` (Opus 4.7, :data:`TOOL_LOAD_REKEYS`, measured), the first tool a
+  tool search loads (a tool result's ``tool_reference`` blocks) does the same to the next call;
 * a resumed launch (``session_start`` with ``resume``: the importer reads Claude Code's resume marks)
   sends the conversation anew (``resume_resends_messages``, :data:`RESUME_EVIDENCE`): the messages'
   cache is lost from the first message on, the tools and system prompt stay cached;
@@ -88,6 +90,7 @@ from typing import Literal
 
 from ctxsim.harness.llm.services import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
 from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
+from ctxsim.harness.model.trace import TOOLS_LOADED
 from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig
 from ctxsim.strategies.claude_code import VERSION, version_tuple
 from ctxsim.strategies.reattach import RELEASE_CAPS, ReattachCaps, ReattachTracker, caps_for, reattachments
@@ -116,6 +119,17 @@ EFFORT_SET = "Set effort level to "
 # tools and system prompt; one (2.1.114) read the whole context
 RESUME_EVIDENCE = ("anthropics/claude-code#43657, #51764, #93490; in the development population 50 of 51 first "
                    "calls after a resume within the TTL read at most the tools and system prompt")
+# Models on which the first tool a tool search loads into a session (a tool_result's tool_reference
+# blocks, trace.TOOLS_LOADED) changes the cached prefix: the next call reads at most the system prompt's
+# shared head. Measured, no document states it. Claude Code builds the request alike for every model (2.1.114's
+# bundle: a loaded tool joins the tools array with defer_loading, which Anthropic's tool-search docs keep out
+# of the cached prefix), so the difference is the API's. In the development population (issue 41) the call
+# after each Opus 4.7 session's first load read nothing (18) or about the shared head (16,714-17,574
+# tokens, 11): 29 of 29 sessions, Claude Code 2.1.114 and 2.1.143, all of one user (the only Opus 4.7 logs
+# that load a tool); later loads in those sessions read the whole context (54 of 59). On other models the
+# call after the first load read the whole context in 40 of 43 sessions (Opus 4.6, 4.8, 5; Sonnet 4.5, 4.6;
+# 2.1.69-2.1.232; the population and two outside samples)
+TOOL_LOAD_REKEYS = ("claude-opus-4-7",)
 MISSING_SUMMARY = "[the recorded log has no summary text for this compaction]"
 # assumed: the logs hold the content before the clearing, never the placeholder Claude Code sends
 CLEARED_PLACEHOLDER = "[Old tool result content cleared]"
@@ -249,6 +263,11 @@ class RecordedConfig(StrategyConfig):
         True, description="an /effort command that set a level (its 'Set effort level to …' output) keys every "
         "cache entry anew from the next call on, tools and system prompt included (measured: 19 of 20 such calls "
         "in the development population read nothing or only the shared head); off: the level is not tracked")
+    tool_load_rekeys: tuple[str, ...] = Field(
+        TOOL_LOAD_REKEYS, description="models (ids or their prefixes) on which the first tool a tool search loads "
+        "(a tool result's tool_reference blocks) sends the session part of the system prompt anew, as an /mcp "
+        "reconnect does: the next call reads only the shared head (TOOL_LOAD_REKEYS, measured); empty: a "
+        "loaded tool changes nothing the cache sees")
     resume_resends_messages: bool = Field(
         True, description="a resumed launch (session_start with resume) sends the conversation anew: the messages' "
         "cache is lost, the tools and system prompt stay cached (RESUME_EVIDENCE); off: a resume changes nothing "
@@ -345,6 +364,7 @@ class Recorded(Strategy):
         self._thinking: bool | None = None       # the thinking setting of the main context's requests so far
         self._turn_thinking: bool | None = None  # the log's for the turn that opened last (user meta.thinking)
         self._effort: str | None = None          # the effort level the main context's requests carry (/effort)
+        self._loaded: Literal["no", "pending", "yes"] = "no"   # has a tool search loaded a tool (main context)
         self._reattach = ReattachTracker()  # what Claude Code would re-attach after a compaction
         self._startup: Message | None = None   # the first turn's hidden startup content (opaque)
         self._uncached = False   # the main context's messages are left uncached from here on (messages_uncached_from)
@@ -440,6 +460,11 @@ class Recorded(Strategy):
                     self.rewrote = True   # a declared break: the messages' entries are keyed by the setting
                     self.counters.extra["thinking switched at a new user turn (messages' cache invalidated)"] += 1
                 self._thinking = self._turn_thinking
+        if self._loaded == "pending" and not self._spans:
+            self._loaded = "yes"
+            if (model or "").startswith(self.config.tool_load_rekeys):
+                self._resend_system()
+                self.counters.extra["system prompt sent anew after the first tool a tool search loaded"] += 1
         system = self.system
         if not self._spans and self._last_model in self.config.model_prefix_tokens:
             system = self._system_for(self._last_model)
@@ -448,6 +473,12 @@ class Recorded(Strategy):
                        kind=SUBAGENT if self._spans else "main", estimated_tokens=self.estimate(),
                        rewrite=self._take_rewrite(), model=self._last_model, thinking=self._thinking_param(model),
                        effort=None if self._spans else self._effort)
+
+    def _resend_system(self) -> None:
+        """The session part of the system prompt goes anew (same size, a new cache identity; its shared head stays)."""
+        s = self.system
+        self.system = SystemPrompt(s.blocks, s.opaque_tokens, s.shared_tokens, s.revision + 1)
+        self._systems.clear()
 
     def _reattach_caps(self) -> ReattachCaps:
         """The caps the config's ``reattach_*`` fields set (one for each ReattachCaps field of that name)."""
@@ -499,9 +530,7 @@ class Recorded(Strategy):
         if not self._spans:
             self._reattach.on_user(message)
             if self.config.mcp_reconnect and MCP_COMMAND in message.text:
-                s = self.system
-                self.system = SystemPrompt(s.blocks, s.opaque_tokens, s.shared_tokens, s.revision + 1)
-                self._systems.clear()
+                self._resend_system()
                 self.counters.extra["system prompt sent anew after /mcp"] += 1
             level = effort_level(message.text) if self.config.effort_changes else None
             if level and level != self._effort:
@@ -513,6 +542,8 @@ class Recorded(Strategy):
         super().on_tool_results(message)
         if not self._spans:
             self._reattach.on_results(message, len(self.history) - 1)
+            if self._loaded == "no" and any(b.meta.get(TOOLS_LOADED) for b in message.blocks):
+                self._loaded = "pending"   # the next main call sends the loaded tool (build_request)
 
     def on_response(self, message: Message, usage) -> None:
         super().on_response(message, usage)

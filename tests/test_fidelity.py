@@ -413,6 +413,40 @@ def test_a_miss_after_a_resumed_launch_is_a_prefix_change_kept_out_of_the_miss_f
     assert eligible == 1 and not fell and not labels
 
 
+def test_a_miss_after_a_tool_searchs_first_load_on_opus_4_7_is_a_prefix_change_kept_out_of_the_miss_fit():
+    """The first main call after the first tool a tool search loaded (meta.tools_loaded) reads
+    nothing on Opus 4.7: a prefix change the replay re-enacts, named so, and no stray of the fitted
+    miss model. A later load is no trigger; on Opus 4.6 the first load is none either, and the same
+    short read is an eligible call, fitted on like any."""
+    from ctxsim.harness.fidelity.cache_misses import label_calls
+    from ctxsim.harness.fidelity.recorded import TOOL_LOAD
+
+    def evs(model):
+        def search(i, t, read, inp):
+            return [tr.AssistantEvent(t=t, model=model, usage=tr.RecordedUsage(input=inp, cache_read=read),
+                                      content=[tr.ToolUseContent(id=f"s{i}", name="ToolSearch", input={})]),
+                    tr.ToolResultEvent(t=t + 1, tool_use_id=f"s{i}", content="[tool_reference content not in the log]",
+                                       meta={tr.TOOLS_LOADED: [f"Tool{i}"]})]
+        return [tr.UserEvent(t=0, text="go"), *search(0, 1, 0, 10_000), *search(1, 3, 0, 11_000),
+                *search(2, 5, 11_000, 1_000),
+                tr.AssistantEvent(t=7, model=model, content=[tr.TextContent(text="c")],
+                                  usage=tr.RecordedUsage(input=100, cache_read=12_000))]
+
+    table = pd.DataFrame({"simulated_context": [10_000, 11_000, 12_000, 12_100],
+                          "simulated_cache_read": [0, 0, 11_000, 12_000]})
+    calls = recorded_calls(tr.validate_events(tr.Header(name="l", model="claude-opus-4-7"), evs("claude-opus-4-7")))
+    assert [c.trigger for c in calls] == [None, TOOL_LOAD, None, None]
+    (m,) = classify_misses(calls, table, system_prefix=2_000)
+    assert (m["call"], m["cause"], m["trigger"]) == (1, "prefix_change", TOOL_LOAD)
+    assert m["changed"].startswith("the first tool a tool search loaded, on claude-opus-4-7")
+    labels, eligible, fell, _ = label_calls(calls)
+    assert eligible == 2 and not fell and not labels
+    calls = recorded_calls(tr.validate_events(tr.Header(name="l", model="claude-opus-4-6"), evs("claude-opus-4-6")))
+    assert [c.trigger for c in calls] == [None] * 4
+    labels, eligible, fell, _ = label_calls(calls)
+    assert eligible == 3 and fell and labels
+
+
 def test_recovered_hidden_content_is_reported_by_source():
     """User messages the importer put back (meta.hidden) are counted apart, by source, in tokens at
     the given scale; the visible user messages are not."""

@@ -236,3 +236,43 @@ def test_a_session_split_between_vertex_and_anthropic_reads_each_routes_own_cach
         assert sim.loc[k, "simulated_cache_read"] == sim.loc[k - 2, "simulated_context"]
     switches = {m["call"]: m for m in f.misses}
     assert switches[1]["cause"] == "prefix_change" and "served by vertex" in switches[1]["changed"]
+
+
+def test_an_opus_4_7_sessions_first_tool_search_load_is_a_prefix_change_the_replay_makes_too(tmp_path, capsys):
+    """A ToolSearch result of an Opus 4.7 session loads two tools (tool_reference blocks): the
+    importer keeps their names with the result (the text stays the placeholder), and the log's next
+    call reads nothing. Fidelity names it a prefix change (no stray of a fitted model: no other call
+    falls short), and the replay reads there no more than the system prompt; the later load reads
+    in full in both."""
+    from ctxsim.harness.fidelity.compare import run_fidelity
+    from ctxsim.harness.model.trace import TOOLS_LOADED, ToolResultEvent, load
+
+    model, recs, t, ctx = "claude-opus-4-7", [user(0, "plan the driver")], 1, 20_000
+    loads = {2: ["ExitPlanMode", "TaskCreate"], 5: ["TaskList"]}
+    for i in range(8):
+        read = 0 if i in (0, 3) else ctx - 1_000
+        name = "ToolSearch" if i in loads else "Read"
+        recs.append(asst(t, f"r{i}", {"type": "tool_use", "id": f"t{i}", "name": name, "input": {"query": "x"}},
+                         model=model, w5m=ctx - read, read=read, inp=0))
+        content = [{"type": "tool_reference", "tool_name": n} for n in loads[i]] if i in loads else "x = 1\n" * 200
+        recs.append(result(t + 1, f"t{i}", content))
+        ctx += 1_000
+        t += 2
+    src = tmp_path / "projects" / "p"
+    write(src / "a.jsonl", recs)
+    out = tmp_path / "traces"
+    assert cli(["import", "claude-code", str(src), "-o", str(out), "--no-probes"]) == 0
+    capsys.readouterr()
+    trace = load(out / "a.jsonl")
+    results = [e for e in trace.events if isinstance(e, ToolResultEvent)]
+    assert [e.meta.get(TOOLS_LOADED) for e in results] == [None, None, ["ExitPlanMode", "TaskCreate"], None, None,
+                                                            ["TaskList"], None, None]
+    assert results[2].content == "[tool_reference content not in the log]\n[tool_reference content not in the log]"
+    f = run_fidelity(trace)
+    (miss,) = f.misses
+    assert (miss["call"], miss["cause"]) == (3, "prefix_change") and "tool search" in miss["changed"]
+    assert f.report["cache_model"] == {"fitted": False}
+    sim = f.calls
+    assert sim.loc[3, "simulated_cache_read"] < sim.loc[0, "simulated_context"] / 2   # the system prompt at most
+    assert sim.loc[6, "simulated_cache_read"] == sim.loc[5, "simulated_context"]        # the second load: a hit
+

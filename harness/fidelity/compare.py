@@ -58,6 +58,7 @@ from ctxsim.harness.fidelity.measured import raw_contexts
 from ctxsim.harness.fidelity.population import attribute
 from ctxsim.harness.fidelity.recorded import (
     RESUMED,
+    TOOL_LOAD,
     FidelityGap,
     NoUsage,
     RecordedCall,
@@ -959,6 +960,11 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
                 "an /effort command set a level just before: measured on Claude Code's logs, the next call reads "
                 "nothing it wrote before (or only the system prompt's shared head); the replay keys every entry by "
                 "the level")
+        elif c.trigger == TOOL_LOAD:
+            cause, block = "prefix_change", (
+                f"the first tool a tool search loaded, on {c.model}: measured on Claude Code's logs, the next call "
+                "reads nothing or only the system prompt's shared head (strategies/recorded.py TOOL_LOAD_REKEYS); "
+                "the replay sends the system prompt's session part anew")
         elif c.trigger == RESUMED:
             cause, block = "prefix_change", (
                 "a resumed launch just before (Claude Code's resume marks in the log): it sends the conversation anew, "

@@ -11,6 +11,7 @@ from ctxsim.harness.llm.services import SUBAGENT
 from ctxsim.harness.model.conversation import Usage
 from ctxsim.harness.model.trace import (
     ROUTE,
+    TOOLS_LOADED,
     AssistantEvent,
     CompactEvent,
     RecordedUsage,
@@ -25,7 +26,7 @@ from ctxsim.harness.model.trace import (
     is_call,
 )
 from ctxsim.harness.provider import Provider
-from ctxsim.strategies.recorded import EFFORT_SET, MCP_COMMAND, budget_thinking
+from ctxsim.strategies.recorded import EFFORT_SET, MCP_COMMAND, TOOL_LOAD_REKEYS, budget_thinking
 
 # user messages a miss right after is reported beside: what the log shows came in just before the
 # cache was lost (a <task-notification> is no cause by itself; /mcp, /effort and a resume are,
@@ -36,8 +37,11 @@ INTERRUPTED = "[Request interrupted by user"   # Claude Code's record of an inte
 NOTED_BEFORE = (("<task-notification>", "<task-notification>"), (MCP_COMMAND, "/mcp"), (EFFORT_SET, "/effort"),
                 (INTERRUPTED, "an interrupted turn"))
 RESUMED = "/resume"   # the trigger of the main context's first call after a resumed launch (a session_start with resume)
+# the trigger of the main context's first call after the first tool a tool search loaded, on a model where
+# that changes the prefix (strategies/recorded.py TOOL_LOAD_REKEYS)
+TOOL_LOAD = "a tool search's first load"
 # triggers after which the log's client sent a changed prefix (the replay re-enacts each: strategies/recorded.py)
-CHANGES_PREFIX = ("/mcp", "/effort", RESUMED)
+CHANGES_PREFIX = ("/mcp", "/effort", RESUMED, TOOL_LOAD)
 
 @dataclass
 class RecordedCall:
@@ -84,6 +88,7 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
     switched: set[str] = set()
     thought: dict[str, bool] = {}         # thread -> its answers since its last new turn showed thinking
     thought_before: dict[str, bool] = {}  # thread -> ... the answers before its latest one did
+    loaded = False                        # a tool search loaded a tool in the main context
     for i, ev in enumerate(trace.events):
         thread = spans[-1] if spans else "main"
         if isinstance(ev, SubtaskStart):
@@ -104,7 +109,7 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
                         switched.add(thread)
                     thinking[thread] = now
             hit = next((name for mark, name in NOTED_BEFORE if mark in ev.text), None)
-            if hit and triggers.get(thread) != RESUMED:   # a resume decides the call's cache, whatever came with it
+            if hit and triggers.get(thread) not in (RESUMED, TOOL_LOAD):   # a cause decides, whatever came with it
                 triggers[thread] = hit
         elif isinstance(ev, SessionStart):
             if ev.resume and not spans:
@@ -112,6 +117,10 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
         elif isinstance(ev, ToolResultEvent):
             chars[thread] = chars.get(thread, 0) + len(ev.content)
             added.setdefault(thread, []).append(i)
+            if not spans and not loaded and ev.meta.get(TOOLS_LOADED):
+                loaded = True
+                if triggers.get("main") != RESUMED:
+                    triggers["main"] = TOOL_LOAD
         elif isinstance(ev, CompactEvent):
             compacted.add(thread)
             thought.pop(thread, None)
@@ -124,8 +133,11 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
             names = tuple(c.name for c in ev.tool_uses()) + tuple(
                 "web_search_call" for c in ev.content if isinstance(c, TextContent) and c.text.startswith("[web_search_call]"))
             m = model or ev.model
+            trigger = triggers.pop(thread, None)
+            if trigger == TOOL_LOAD and not (m or "").startswith(TOOL_LOAD_REKEYS):
+                trigger = None   # a load changes no prefix on this model
             out.append(RecordedCall(len(out), ev.t, m, ev.usage, thread, thread in compacted,
-                                    chars.get(thread, 0), last.get(thread), names, triggers.pop(thread, None),
+                                    chars.get(thread, 0), last.get(thread), names, trigger,
                                     thread in turns, tuple(added.pop(thread, ())),
                                     thinking_switch=thread in switched and budget_thinking(m),
                                     after_thinking=thread in turns and thought.get(thread, False),

@@ -122,6 +122,14 @@ def is_async_launch(tur: Any) -> bool:
     return isinstance(tur, dict) and (tur.get("isAsync") is True or tur.get("status") == ASYNC_STATUS)
 
 
+def tools_loaded(content: Any) -> list[str]:
+    """The tools a tool_result's ``tool_reference`` blocks load (Claude Code's ToolSearch), in order."""
+    blocks = content if isinstance(content, list) else []
+    return [str(b["tool_name"]) for b in blocks
+            if isinstance(b, dict) and b.get("type") == "tool_reference" and isinstance(b.get("tool_name"), str)
+            and b["tool_name"]]
+
+
 WARMUP_PROMPT = "Warmup"   # the prompt of the start-up calls that warm sub-agents' caches (the population's 2.0-2.1 logs)
 # What Claude Code writes when a conversation is resumed (a new launch on the same transcript; its source's
 # conversationRecovery.ts, as read in a public port's gap table: deserializeMessages appends this
@@ -517,6 +525,7 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
                 raise TraceError(path, line, "tool_result block without tool_use_id")
             results.append(("result", {"line": line, "t": t, "id": str(b["tool_use_id"]), "text": text,
                                        "is_error": bool(b.get("is_error")), "agent": agent, "side": side,
+                                       "loads": tools_loaded(b.get("content")),
                                        "async": bool(agent) and is_async_launch(tur),
                                        "tool_use_result": tur if isinstance(tur, str) else None}))
         else:
@@ -801,7 +810,8 @@ class _Importer:
                         self.emit_subagent(agent, item)
                 post = p.hooks.get(item["id"], {}).get("PostToolUse")   # its output reaches the model, unrecorded
                 if self.b.tool_result(item["t"], item["id"], item["text"], item["is_error"],
-                                      **({"post_hook": post} if post else {})):
+                                      **({"post_hook": post} if post else {}),
+                                      **({tr.TOOLS_LOADED: item["loads"]} if item.get("loads") else {})):
                     self._count_visible(span, item["text"])
                     hook = pretooluse_block(item, p.hooks.get(item["id"], {}))
                     if hook and span is None and side_run is None:

@@ -352,6 +352,13 @@ class AssistantEvent(_Ev):
         return [c for c in self.content if isinstance(c, ToolUseContent)]
 
 
+# tool result meta: the tools a tool search loaded (the names of the result's tool_reference blocks; the API
+# puts each tool's definition in their place, and the client sends the tool from then on with
+# defer_loading): Claude Code's ToolSearch. The first such load changes a cached prefix on some models
+# (strategies/recorded.py TOOL_LOAD_REKEYS)
+TOOLS_LOADED = "tools_loaded"
+
+
 class ToolResultEvent(_Ev):
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str = Field(min_length=1)

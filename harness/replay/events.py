@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ctxsim.harness.model.conversation import Block, Message, SystemPrompt
 from ctxsim.harness.model.trace import (
+    TOOLS_LOADED,
     AssistantEvent,
     SubtaskEnd,
     SubtaskStart,
@@ -20,8 +21,11 @@ HIDDEN_TOKENS = "hidden_tokens"   # event meta: content sent with it that the lo
 
 
 def result_block(ev: ToolResultEvent) -> Block:
-    """A tool result as every strategy receives it, sized as the log measured it where it did."""
+    """A tool result as every strategy receives it, sized as the log measured it where it did, with
+    the tools it loaded (``meta.tools_loaded``: a tool search's) where it loaded any."""
+    loaded = ev.meta.get(TOOLS_LOADED)
     return Block("tool_result", ev.content, ev.tool_use_id, is_error=ev.is_error,
+                 **({"meta": {TOOLS_LOADED: tuple(loaded)}} if loaded else {}),
                  token_factor=ev.meta.get(TOKEN_FACTOR, 1.0), opaque_tokens=ev.meta.get(HIDDEN_TOKENS, 0))
 
 

@@ -192,6 +192,37 @@ def test_a_task_notification_is_an_ordinary_message_and_an_mcp_reconnect_resends
     assert list(off.calls["context_tokens"]) == list(c["context_tokens"])
 
 
+def _search(i: int, t: float, *names: str) -> list:
+    """A ToolSearch call and its result, which loads ``names`` (tool_reference blocks: meta.tools_loaded)."""
+    return [tr.AssistantEvent(t=t, content=[tr.ToolUseContent(id=f"ts{i}", name="ToolSearch", input={"query": "q"})]),
+            tr.ToolResultEvent(t=t + 1, tool_use_id=f"ts{i}", content="[tool_reference content not in the log]",
+                               meta={tr.TOOLS_LOADED: list(names)} if names else {})]
+
+
+def test_the_first_tool_a_tool_search_loads_resends_the_system_on_opus_4_7():
+    """On Opus 4.7 the first tool a tool search loads sends the session part of the system prompt
+    anew, as /mcp does: the next call reads only the shared head (an earlier session's 3,000 of the
+    5,000) and writes the rest. A second load changes nothing; a result that loads nothing changes
+    nothing; on Opus 4.6 (or with tool_load_rekeys empty) the first load is a full hit too."""
+    evs = [tr.UserEvent(t=0, text=BIG), *_search(0, 1), *_search(1, 3), *_search(2, 5, "ExitPlanMode"),
+           *_search(3, 7, "TaskCreate"), tr.AssistantEvent(t=9, content=[tr.TextContent(text="done")])]
+    res, seen = run(warm_trace(evs), model="claude-opus-4-7")
+    c = res.calls
+    assert c.loc[0, "cache_read"] == 3000                                   # the warm shared head
+    assert c.loc[1, "cache_read"] == c.loc[0, "context_tokens"]            # a result that loaded nothing
+    assert c.loc[2, "cache_read"] == c.loc[1, "context_tokens"]            # the load's own call: not yet
+    assert c.loc[3, "cache_read"] == 3000                                   # after the first load: the shared head
+    assert c.loc[3, "cache_write_1h"] + c.loc[3, "input_uncached"] == c.loc[3, "context_tokens"] - 3000
+    assert c.loc[4, "cache_read"] == c.loc[3, "context_tokens"]            # the second load: a full hit
+    assert [r.system.revision for r in seen] == [0, 0, 0, 1, 1]
+    assert res.metrics["strategy_counters"]["system prompt sent anew after the first tool a tool search loaded"] == 1
+    for other, params in (("claude-opus-4-6", {}), ("claude-opus-4-7", {"tool_load_rekeys": []})):
+        off, _ = run(warm_trace(evs), params, model=other)
+        assert off.calls.loc[3, "cache_read"] == off.calls.loc[2, "context_tokens"]
+        if other == "claude-opus-4-7":   # the same requests (Opus 4.6 counts the same text in fewer tokens)
+            assert list(off.calls["context_tokens"]) == list(c["context_tokens"])
+
+
 def test_an_effort_level_set_keys_every_cache_entry_anew():
     """After an /effort command that set a level (its stdout "Set effort level to max …"), the next
     call reads nothing, not even the system prompt's shared head (3,000 of 5,000): 19 of 20 such calls
