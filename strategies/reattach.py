@@ -295,8 +295,8 @@ class ReattachTracker:
             inp = b.input if isinstance(b.input, dict) else {}
             if b.name in TODO_TOOLS and "todos" in inp:
                 self.todo = inp["todos"]
-            elif b.name in PLAN_TOOLS and isinstance(inp.get("plan"), str):
-                self.plan = inp["plan"]
+            elif b.name in PLAN_TOOLS and isinstance(plan := inp.get("plan", b.meta.get("logged_only", {}).get("plan")), str):
+                self.plan = plan   # Claude Code 2.0.54+ logs the plan file's content there, unsent (trace.ToolUseContent.logged_only)
             elif b.name in self.reads.read_tools + EDIT_TOOLS + WRITE_TOOLS and isinstance(inp.get("file_path"), str):
                 self._pending[b.id or ""] = (b.name, inp["file_path"], dict(inp))
 

@@ -221,6 +221,7 @@ class _Parsed:
     calls: dict[str, _Call] = field(default_factory=dict)
     ignored: Counter = field(default_factory=Counter)
     dropped_blocks: Counter = field(default_factory=Counter)
+    unsent: Counter = field(default_factory=Counter)   # tool-use input keys the log holds, kept out of the requests
     versions: Counter = field(default_factory=Counter)
     sessions: Counter = field(default_factory=Counter)
     routes: Counter = field(default_factory=Counter)   # route_of each call's ids
@@ -236,7 +237,17 @@ class _Parsed:
     last_t: float | None = None   # the time of the last record that carried one
 
 
-def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
+# Input keys Claude Code writes into a tool use's logged input and strips before it sends the conversation to
+# the API: from 2.0.54 on, ExitPlanMode's input gets the plan file's content ("plan"; 2.1.x also "planFilePath")
+# when the message is stored, and the API normalisation takes them out again (read in the npm bundles: absent in
+# 2.0.53, present in 2.0.54-2.0.74, 2.1.0 and 2.1.12 cli.js, and in 2.1.114's binary: normalizeToolInput adds
+# them, normalizeToolInputForAPI removes them). The development population agrees: where the plan's tokens are
+# counted, the replay's next call is larger than the log's by about them (e.g. +7,444 tokens for a
+# 17,799-character plan, +2,420 for 6,539), across 2.0.74-2.1.143 logs
+LOGGED_ONLY_INPUT = {"ExitPlanMode": ((2, 0, 54), ("plan", "planFilePath"))}
+
+
+def _content_block(b: dict[str, Any], p: _Parsed, line: int, version: str | None = None) -> Any | None:
     kind = b.get("type")
     if kind == "text":
         return tr.TextContent(text=str(b.get("text", "")))
@@ -249,7 +260,13 @@ def _content_block(b: dict[str, Any], p: _Parsed, line: int) -> Any | None:
         if not b.get("id") or not b.get("name"):
             raise TraceError(p.path, line, "tool_use block without id or name")
         inp = b.get("input")
-        return tr.ToolUseContent(id=str(b["id"]), name=str(b["name"]), input=inp if isinstance(inp, dict) else {"input": inp})
+        inp = inp if isinstance(inp, dict) else {"input": inp}
+        since, keys = LOGGED_ONLY_INPUT.get(str(b["name"]), ((), ()))
+        logged = {k: inp[k] for k in keys if k in inp} if since and _version(version) >= since else {}
+        if logged:
+            inp = {k: v for k, v in inp.items() if k not in logged}
+            p.unsent[f"{b['name']} {'/'.join(logged)}"] += 1
+        return tr.ToolUseContent(id=str(b["id"]), name=str(b["name"]), input=inp, logged_only=logged)
     p.dropped_blocks[f"assistant {kind} block"] += 1
     return None
 
@@ -468,7 +485,7 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
             content = [{"type": "text", "text": content}]
         if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
             raise TraceError(path, line, "assistant message content is neither a string nor a list of blocks")
-        blocks = [cb for b in content if (cb := _content_block(b, p, line)) is not None]
+        blocks = [cb for b in content if (cb := _content_block(b, p, line, o.get("version") if isinstance(o.get("version"), str) else None)) is not None]
         u = usage_of(msg.get("usage"), path, line)
         call = p.calls.get(str(key))
         if call is None:
@@ -666,6 +683,7 @@ class _Importer:
     subagent_dir: Path | None
     ignored: Counter = field(default_factory=Counter)
     dropped: Counter = field(default_factory=Counter)
+    unsent: Counter = field(default_factory=Counter)
     versions: Counter = field(default_factory=Counter)
     models: Counter = field(default_factory=Counter)
     subtasks: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -699,6 +717,7 @@ class _Importer:
         self.skipped += p.skipped
         self.ignored.update(p.ignored)
         self.dropped.update(p.dropped_blocks)
+        self.unsent.update(p.unsent)
         self.versions.update(p.versions)
 
     def parse_side_file(self, f: Path) -> _Parsed | None:
@@ -1141,6 +1160,9 @@ def import_claude_code(src: str | Path) -> ImportResult:
         extra.append("output_tokens are partial streaming counts (2.1.x): the largest per call is kept; not the truth")
     if imp.dropped:
         extra.append("content blocks replaced by placeholders: " + ", ".join(f"{k} ×{v}" for k, v in sorted(imp.dropped.items())))
+    if imp.unsent:
+        extra.append("tool-use input the log holds and Claude Code does not send (LOGGED_ONLY_INPUT), kept out of the "
+                     "requests: " + ", ".join(f"{k} ×{v}" for k, v in sorted(imp.unsent.items())))
     hs = imp.hidden_stats
     for source in sorted(k for k in hs if not k.endswith(" chars")):
         extra.append(f"hidden content recovered: {hs[source]} meta user message(s) from {source}, "

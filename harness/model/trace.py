@@ -294,6 +294,10 @@ class ToolUseContent(_M):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
     input: dict[str, Any] = Field(default_factory=dict)
+    logged_only: dict[str, Any] = Field(
+        default_factory=dict, description="input keys the log holds that the agent's client kept out of the "
+        "requests it sent (Claude Code's ExitPlanMode plan: harness/importers/claude_code.LOGGED_ONLY_INPUT); "
+        "never sent nor counted, known to the strategy")
 
 
 AssistantContent = Annotated[TextContent | ThinkingContent | ToolUseContent, Field(discriminator="type")]

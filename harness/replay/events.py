@@ -18,6 +18,7 @@ from ctxsim.harness.model.trace import (
 
 TOKEN_FACTOR = "token_factor"     # event meta: the log's measured size of its text (harness/fidelity/measured.py)
 HIDDEN_TOKENS = "hidden_tokens"   # event meta: content sent with it that the log has no text for (same)
+LOGGED_ONLY = "logged_only"       # tool_use Block meta: the input keys the log holds and the agent did not send
 
 
 def result_block(ev: ToolResultEvent) -> Block:
@@ -49,6 +50,8 @@ def assistant_blocks(ev: AssistantEvent) -> list[Block]:
         elif isinstance(c, ThinkingContent):
             out.append(Block("thinking", c.thinking, opaque_tokens=withheld if not c.thinking else 0))
             withheld = 0 if not c.thinking else withheld
+        elif c.logged_only:   # known to the strategy (Block.meta), never sent
+            out.append(Block("tool_use", id=c.id, name=c.name, input=c.input, meta={LOGGED_ONLY: dict(c.logged_only)}))
         else:
             out.append(Block.tool_use(c.id, c.name, c.input))
     return out

@@ -405,6 +405,33 @@ def test_plan_modes_clear_context_re_attaches_no_file(tmp_path):
     assert res.metrics["strategy_counters"].get("messages re-attached after compactions", 0) == 0
 
 
+def test_the_plan_claude_code_logs_in_exit_plan_modes_input_is_kept_out_of_the_requests(tmp_path):
+    """From 2.0.54 Claude Code writes the plan file into ExitPlanMode's logged input ("plan", 2.1.x also
+    "planFilePath") and strips both before the API (LOGGED_ONLY_INPUT): the tool use imports with the
+    input the model sent, the two keys kept apart (logged_only: the strategy knows the plan, it is never
+    sent), and the header says so. A 2.0.53 log's plan is the model's own input and stays."""
+    plan = "## Plan\n" + "- step\n" * 300
+
+    def session(version):
+        return [user(0, "plan it", version=version),
+                asst(1, "r1", {"type": "tool_use", "id": "p1", "name": "ExitPlanMode",
+                               "input": {"allowedPrompts": [{"tool": "Bash", "prompt": "run tests"}], "plan": plan,
+                                         "planFilePath": "/h/.claude/plans/p.md"}}, w5m=20_000, version=version),
+                result(2, "p1", "User has approved your plan.", version=version),
+                asst(3, "r2", text("starting"), w5m=100, read=20_000, version=version)]
+
+    t = import_file("claude-code", write(tmp_path / "a.jsonl", session("2.1.114"))).trace
+    (use,) = [c for e in t.events if isinstance(e, tr.AssistantEvent) for c in e.content if isinstance(c, tr.ToolUseContent)]
+    assert use.input == {"allowedPrompts": [{"tool": "Bash", "prompt": "run tests"}]}
+    assert use.logged_only == {"plan": plan, "planFilePath": "/h/.claude/plans/p.md"}
+    assert any(n.endswith("kept out of the requests: ExitPlanMode plan/planFilePath ×1") for n in t.header.notes)
+    (tmp_path / "a.trace.jsonl").write_text(tr.dumps(t), encoding="utf-8")
+    assert tr.load(tmp_path / "a.trace.jsonl").events == t.events   # the split survives a round trip
+    t = import_file("claude-code", write(tmp_path / "b.jsonl", session("2.0.53"))).trace
+    (use,) = [c for e in t.events if isinstance(e, tr.AssistantEvent) for c in e.content if isinstance(c, tr.ToolUseContent)]
+    assert use.input["plan"] == plan and not use.logged_only
+
+
 # --- a conversation copied in by a resume (Claude Code 1.0.x) -------------------------------------
 
 def _copied(tmp_path, name="s.jsonl"):

@@ -338,6 +338,27 @@ def test_compaction_reattaches_the_recently_read_files_skills_and_todo():
     assert [m.text.split('"file_path": "')[1][:2] for m in seen[-1].messages if "Called the Read tool" in m.text] == ["f6", "f4"]
 
 
+def test_a_plan_logged_but_not_sent_is_never_counted_and_comes_back_after_a_compaction():
+    """ExitPlanMode's plan that Claude Code logged but did not send (ToolUseContent.logged_only): the
+    request carries the tool use with the model's own input, so the call after it is exactly as large
+    as where the log has no plan at all; the re-attachment after a compaction still brings the plan
+    back (what the bundles re-attach: the plan file)."""
+    def evs(**use):
+        return [tr.UserEvent(t=0, text="plan it"),
+                tr.AssistantEvent(t=1, content=[tr.ToolUseContent(id="p1", name="ExitPlanMode", **use)]),
+                tr.ToolResultEvent(t=2, tool_use_id="p1", content="User has approved your plan."),
+                tr.AssistantEvent(t=3, content=[tr.TextContent(text="a")]),
+                tr.CompactEvent(t=4, summary="SUMMARY"), tr.UserEvent(t=5, text="go on"),
+                tr.AssistantEvent(t=6, content=[tr.TextContent(text="b")])]
+    plan = "## Plan\n" + "- ship the parser\n" * 100
+    res, seen = run(trace(evs(logged_only={"plan": plan})), {"reattach": "claude-code"})
+    bare, _ = run(trace(evs()), {"reattach": "claude-code"})
+    use = seen[1].messages[1].blocks[0]
+    assert use.type == "tool_use" and use.input == {} and plan not in seen[1].messages[1].text
+    assert res.calls.loc[1, "context_tokens"] == bare.calls.loc[1, "context_tokens"]
+    assert any(plan in m.text and m.meta.get("reattached") == "plan" for m in seen[-1].messages)
+
+
 def test_startup_content_heads_the_main_context_and_comes_back_after_a_compaction():
     """Prefix 6,000, of which 2,000 measured as startup content (CLAUDE.md, rules, hooks): the system
     prompt is sent as 4,000 and an opaque message of 2,000 tokens heads the history (4 more for the
