@@ -373,6 +373,9 @@ class ToolResultEvent(_Ev):
     @model_validator(mode="after")
     def _sizes(self) -> ToolResultEvent:
         _check_sizes(self.meta)
+        loaded = self.meta.get(TOOLS_LOADED)
+        if loaded is not None and not (isinstance(loaded, list) and all(isinstance(x, str) and x for x in loaded)):
+            raise ValueError(f"meta.{TOOLS_LOADED}: a list of tool names, not {str(loaded)[:40]!r}")
         return self
 
 

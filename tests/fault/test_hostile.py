@@ -59,6 +59,24 @@ def test_meta_files_keys_the_run_folder_refuses_are_refused_by_validate_and_run(
         assert len(o.error_lines) == 1 and words in o.stderr and f"{bad}:1" in o.stderr, o.stderr
 
 
+@pytest.mark.parametrize("value", [5, "Read", [""], [3], {"a": 1}])
+def test_a_tool_result_whose_tools_loaded_are_not_tool_names_is_refused_with_its_line(tmp_path, value):
+    """meta.tools_loaded (the tools a tool search loaded, which the recorded strategy re-keys on) must
+    be a list of tool names: anything else is refused where it enters, naming the line (was: a
+    TypeError from tuple(5) in the replay)."""
+    lines = _write(tmp_path, _trace(["toolu_1"], size=10)).read_text().splitlines()
+    at = next(i for i, x in enumerate(lines) if '"tool_result"' in x)
+    ev = json.loads(lines[at])
+    ev["meta"] = {tr.TOOLS_LOADED: value}
+    lines[at] = json.dumps(ev)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    for argv in (["validate", str(bad)], ["run", str(bad), "-s", "recorded", "-q"]):
+        o = run_cli(argv)
+        assert o.exception == "" and o.status == 2, (argv, o.exception, o.stderr)
+        assert "tools_loaded" in o.stderr and f"{bad}:{at + 1}" in o.stderr, o.stderr
+
+
 def test_a_file_under_home_is_still_seeded(tmp_path):
     p = _write(tmp_path, _trace(["toolu_1"], size=10, files={"home/CLAUDE.md": "be brief"}))
     o = run_cli(["run", str(p), "-s", "novacode", "-q"])
