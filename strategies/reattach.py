@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from ctxsim.harness.model.conversation import Block, Message
 from ctxsim.harness.model.mentions import NUMBERED_LINE, edits_of, read_attachment
+from ctxsim.harness.model.trace import LOGGED_ONLY
 from ctxsim.strategies.novacode.restore import (
     RESTORE_FILE_TOKENS,
     RESTORE_MAX_FILES,
@@ -295,7 +296,7 @@ class ReattachTracker:
             inp = b.input if isinstance(b.input, dict) else {}
             if b.name in TODO_TOOLS and "todos" in inp:
                 self.todo = inp["todos"]
-            elif b.name in PLAN_TOOLS and isinstance(plan := inp.get("plan", b.meta.get("logged_only", {}).get("plan")), str):
+            elif b.name in PLAN_TOOLS and isinstance(plan := inp.get("plan", b.meta.get(LOGGED_ONLY, {}).get("plan")), str):
                 self.plan = plan   # Claude Code 2.0.54+ logs the plan file's content there, unsent (trace.ToolUseContent.logged_only)
             elif b.name in self.reads.read_tools + EDIT_TOOLS + WRITE_TOOLS and isinstance(inp.get("file_path"), str):
                 self._pending[b.id or ""] = (b.name, inp["file_path"], dict(inp))

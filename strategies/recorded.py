@@ -130,6 +130,12 @@ RESUME_EVIDENCE = ("anthropics/claude-code#43657, #51764, #93490; in the develop
 # call after the first load read the whole context in 40 of 43 sessions (Opus 4.6, 4.8, 5; Sonnet 4.5, 4.6;
 # 2.1.69-2.1.232; the population and two outside samples)
 TOOL_LOAD_REKEYS = ("claude-opus-4-7",)
+
+
+def load_rekeys(model: str | None, models: tuple[str, ...] = TOOL_LOAD_REKEYS) -> bool:
+    """Whether the first tool a tool search loads changes the cached prefix on ``model`` (an id or
+    its prefix in ``models``)."""
+    return bool(model) and model.startswith(models)
 MISSING_SUMMARY = "[the recorded log has no summary text for this compaction]"
 # assumed: the logs hold the content before the clearing, never the placeholder Claude Code sends
 CLEARED_PLACEHOLDER = "[Old tool result content cleared]"
@@ -462,7 +468,7 @@ class Recorded(Strategy):
                 self._thinking = self._turn_thinking
         if self._loaded == "pending" and not self._spans:
             self._loaded = "yes"
-            if (model or "").startswith(self.config.tool_load_rekeys):
+            if load_rekeys(model, self.config.tool_load_rekeys):
                 self._resend_system()
                 self.counters.extra["system prompt sent anew after the first tool a tool search loaded"] += 1
         system = self.system

@@ -26,7 +26,7 @@ from ctxsim.harness.model.trace import (
     is_call,
 )
 from ctxsim.harness.provider import Provider
-from ctxsim.strategies.recorded import EFFORT_SET, MCP_COMMAND, TOOL_LOAD_REKEYS, budget_thinking
+from ctxsim.strategies.recorded import EFFORT_SET, MCP_COMMAND, budget_thinking, load_rekeys
 
 # user messages a miss right after is reported beside: what the log shows came in just before the
 # cache was lost (a <task-notification> is no cause by itself; /mcp, /effort and a resume are,
@@ -134,7 +134,7 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
                 "web_search_call" for c in ev.content if isinstance(c, TextContent) and c.text.startswith("[web_search_call]"))
             m = model or ev.model
             trigger = triggers.pop(thread, None)
-            if trigger == TOOL_LOAD and not (m or "").startswith(TOOL_LOAD_REKEYS):
+            if trigger == TOOL_LOAD and not load_rekeys(m):
                 trigger = None   # a load changes no prefix on this model
             out.append(RecordedCall(len(out), ev.t, m, ev.usage, thread, thread in compacted,
                                     chars.get(thread, 0), last.get(thread), names, trigger,

@@ -485,7 +485,8 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
             content = [{"type": "text", "text": content}]
         if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
             raise TraceError(path, line, "assistant message content is neither a string nor a list of blocks")
-        blocks = [cb for b in content if (cb := _content_block(b, p, line, o.get("version") if isinstance(o.get("version"), str) else None)) is not None]
+        version = o.get("version") if isinstance(o.get("version"), str) else None
+        blocks = [cb for b in content if (cb := _content_block(b, p, line, version)) is not None]
         u = usage_of(msg.get("usage"), path, line)
         call = p.calls.get(str(key))
         if call is None:

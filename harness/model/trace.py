@@ -289,6 +289,10 @@ class ThinkingContent(_M):
     thinking: str
 
 
+# a tool_use Block's meta (harness/replay/events.py): the input keys the log holds that the agent did not send
+LOGGED_ONLY = "logged_only"
+
+
 class ToolUseContent(_M):
     type: Literal["tool_use"] = "tool_use"
     id: str = Field(min_length=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ctxsim.harness.model.conversation import Block, Message, SystemPrompt
 from ctxsim.harness.model.trace import (
+    LOGGED_ONLY,
     TOOLS_LOADED,
     AssistantEvent,
     SubtaskEnd,
@@ -18,7 +19,6 @@ from ctxsim.harness.model.trace import (
 
 TOKEN_FACTOR = "token_factor"     # event meta: the log's measured size of its text (harness/fidelity/measured.py)
 HIDDEN_TOKENS = "hidden_tokens"   # event meta: content sent with it that the log has no text for (same)
-LOGGED_ONLY = "logged_only"       # tool_use Block meta: the input keys the log holds and the agent did not send
 
 
 def result_block(ev: ToolResultEvent) -> Block:
