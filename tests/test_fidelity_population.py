@@ -35,6 +35,18 @@ def _session(path, version="2.1.39", model="claude-opus-4-6", calls=4, compact=F
     return write(path, recs)
 
 
+def _imported(tmp_path, capsys, recs):
+    """``recs`` written as a projects folder's one session, imported by the command line, its trace loaded."""
+    from ctxsim.harness.model.trace import load
+
+    src = tmp_path / "projects" / "p"
+    write(src / "a.jsonl", recs)
+    out = tmp_path / "traces"
+    assert cli(["import", "claude-code", str(src), "-o", str(out), "--no-probes"]) == 0
+    capsys.readouterr()
+    return load(out / "a.jsonl")
+
+
 def test_one_call_count_everywhere(tmp_path, capsys):
     """The folder table and fidelity both count the calls the log billed: 5 model calls and the
     recorded compaction call = 6 (fidelity counted 5)."""
@@ -209,7 +221,7 @@ def test_a_session_split_between_vertex_and_anthropic_reads_each_routes_own_cach
     its call k (k ≥ 2) reads its own context two calls back, and the log's misses at a switch are a
     changed prefix, not strays of a fitted model."""
     from ctxsim.harness.fidelity.compare import run_fidelity
-    from ctxsim.harness.model.trace import ROUTE, AssistantEvent, load
+    from ctxsim.harness.model.trace import ROUTE, AssistantEvent
 
     recs, t, ctx = [user(0, "fix the parser")], 1, 20_000
     for i in range(6):
@@ -220,12 +232,7 @@ def test_a_session_split_between_vertex_and_anthropic_reads_each_routes_own_cach
         recs.append(result(t + 1, f"t{i}", "x = 1\n" * 200))
         ctx += 1_000
         t += 2
-    src = tmp_path / "projects" / "p"
-    write(src / "a.jsonl", recs)
-    out = tmp_path / "traces"
-    assert cli(["import", "claude-code", str(src), "-o", str(out), "--no-probes"]) == 0
-    capsys.readouterr()
-    trace = load(out / "a.jsonl")
+    trace = _imported(tmp_path, capsys, recs)
     calls = [e for e in trace.events if isinstance(e, AssistantEvent)]
     assert [e.meta.get(ROUTE) for e in calls] == ["anthropic", "vertex"] * 3
     assert any("more than one route (anthropic 3, vertex 3)" in n for n in trace.header.notes)
@@ -245,7 +252,7 @@ def test_an_opus_4_7_sessions_first_tool_search_load_is_a_prefix_change_the_repl
     falls short), and the replay reads there no more than the system prompt; the later load reads
     in full in both."""
     from ctxsim.harness.fidelity.compare import run_fidelity
-    from ctxsim.harness.model.trace import TOOLS_LOADED, ToolResultEvent, load
+    from ctxsim.harness.model.trace import TOOLS_LOADED, ToolResultEvent
 
     model, recs, t, ctx = "claude-opus-4-7", [user(0, "plan the driver")], 1, 20_000
     loads = {2: ["ExitPlanMode", "TaskCreate"], 5: ["TaskList"]}
@@ -258,12 +265,7 @@ def test_an_opus_4_7_sessions_first_tool_search_load_is_a_prefix_change_the_repl
         recs.append(result(t + 1, f"t{i}", content))
         ctx += 1_000
         t += 2
-    src = tmp_path / "projects" / "p"
-    write(src / "a.jsonl", recs)
-    out = tmp_path / "traces"
-    assert cli(["import", "claude-code", str(src), "-o", str(out), "--no-probes"]) == 0
-    capsys.readouterr()
-    trace = load(out / "a.jsonl")
+    trace = _imported(tmp_path, capsys, recs)
     results = [e for e in trace.events if isinstance(e, ToolResultEvent)]
     assert [e.meta.get(TOOLS_LOADED) for e in results] == [None, None, ["ExitPlanMode", "TaskCreate"], None, None,
                                                             ["TaskList"], None, None]
