@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxsim.harness.fidelity.recorded import CHANGES_PREFIX
+from ctxsim.harness.fidelity.recorded import CHANGES_PREFIX, other_cache
 from ctxsim.harness.provider.cache import TTL_SECONDS, expired_on_log_clock
 from ctxsim.harness.provider.routing import OPENAI_ROUTING_DOC, ROUTER_PHASES, CacheMissModel, Router
 
@@ -164,8 +164,7 @@ def stakes(calls: list[Any], strips: Strips, upto: int, premium: Callable[[Any],
 
 
 def _explained(c: Any, prev: Any, strips: Strips) -> bool:
-    return (expired_since(prev, c) or c.model != prev.model or getattr(c, "route", None) != getattr(prev, "route", None)
-            or c.trigger in CHANGES_PREFIX
+    return (expired_since(prev, c) or other_cache(c, prev) or c.trigger in CHANGES_PREFIX
             or getattr(c, "thinking_switch", False)
             or (c.new_turn and strips is not None and strips(c.model) and c.after_thinking))
 

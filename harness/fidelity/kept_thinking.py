@@ -33,7 +33,7 @@ from typing import Any
 
 from ctxsim.harness.fidelity.cache_misses import expired_since, read_tolerance
 from ctxsim.harness.fidelity.first_part import judged
-from ctxsim.harness.fidelity.recorded import CHANGES_PREFIX
+from ctxsim.harness.fidelity.recorded import CHANGES_PREFIX, other_cache
 from ctxsim.strategies.recorded import strips_previous_thinking
 
 # the first Claude Code version whose logs in the development population show the previous turns'
@@ -62,7 +62,7 @@ def new_turn_reads(calls: Sequence[Any], upto: int) -> tuple[int, int]:
                 or c.prev_in_thread is None):
             continue
         prev = calls[c.prev_in_thread]
-        if prev.usage is None or prev.model != c.model or prev.route != c.route or expired_since(prev, c):
+        if prev.usage is None or other_cache(c, prev) or expired_since(prev, c):
             continue
         if c.usage.cache_read + read_tolerance(prev.context) >= prev.context:
             whole += 1

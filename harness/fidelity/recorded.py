@@ -5,6 +5,7 @@ the two; harness/fidelity/measured.py sizes the steps between them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from ctxsim.harness.llm.services import SUBAGENT
@@ -161,6 +162,12 @@ def recorded_calls(trace: Trace, model: str | None = None) -> list[RecordedCall]
 def _answer_chars(ev: AssistantEvent) -> int:
     return sum(len(c.text) if isinstance(c, TextContent) else len(c.thinking) if isinstance(c, ThinkingContent)
                else len(c.name) + len(str(c.input)) for c in ev.content)
+
+
+def other_cache(c: Any, prev: Any) -> bool:
+    """Whether call ``c`` reads another cache than the one ``prev`` wrote to: another model's, or
+    another route's (``RecordedCall.route``: Vertex and Anthropic's API cache apart)."""
+    return c.model != prev.model or getattr(c, "route", None) != getattr(prev, "route", None)
 
 
 def continues(c: RecordedCall, prev: RecordedCall | None) -> bool:

@@ -236,6 +236,10 @@ class _Parsed:
     main_versions: set[str] = field(default_factory=set)   # the Claude Code versions of the main context's records so far
     last_t: float | None = None   # the time of the last record that carried one
 
+    def times(self) -> list[float]:
+        """The times of its calls and of its other timed items (where a span of it begins and ends)."""
+        return [c.t for c in self.calls.values()] + [i["t"] for _, i in self.items if isinstance(i, dict)]
+
 
 # Input keys Claude Code writes into a tool use's logged input and strips before it sends the conversation to
 # the API: from 2.0.54 on, ExitPlanMode's input gets the plan file's content ("plan"; 2.1.x also "planFilePath")
@@ -962,7 +966,7 @@ class _Importer:
         while self.warmups and (before is None or self.warmups[0][0] <= before):
             _t, f, p = self.warmups.pop(0)
             span = f"warmup-{f.stem.removeprefix('agent-')}"
-            times = [c.t for c in p.calls.values()] + [i["t"] for k, i in p.items if isinstance(i, dict)]
+            times = p.times()
             self.absorb(p)
             self.used_subagents.add(f.name)
             self.subtasks[span] = {}
@@ -985,7 +989,7 @@ class _Importer:
         if p is None:
             self.used_subagents.add(f.name)   # reported as skipped, not as unreferenced
             return
-        times = [c.t for c in p.calls.values()] + [i["t"] for k, i in p.items if isinstance(i, dict)]
+        times = p.times()
         self.background.append((max(times, default=result["t"]), agent, result, p))
         self.background.sort(key=lambda b: b[0])
         self.counts["background sub-agents placed at their last record's time"] += 1
@@ -1012,7 +1016,7 @@ class _Importer:
             return
         self.absorb(p)
         self.used_subagents.add(f.name)
-        times = [p.calls[k].t for k in p.calls] + [i["t"] for k, i in p.items if isinstance(i, dict)]
+        times = p.times()
         self.subtasks[agent] = {}
         desc = next((str(i["text"])[:200] for k, i in p.items if k == "user"), "")
         self.b.subtask_start(min(times, default=result["t"]), agent, desc, True)
