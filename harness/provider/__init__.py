@@ -21,7 +21,7 @@ from ctxsim.harness.provider.cache import AnthropicCache, CacheOutcome, Layout, 
 from ctxsim.harness.provider.latency import duration_s, ttft_s
 from ctxsim.harness.provider.models import DEFAULT_MODEL, ModelSpec, load_table
 from ctxsim.harness.provider.routing import ROUTER_PHASES, CacheMissModel, Router, router_phases
-from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer, get_tokenizer
+from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, Tokenizer, for_provider
 
 __all__ = ["Bill", "CacheMissModel", "Provider", "DEFAULT_MODEL", "ModelSpec", "ROUTER_PHASES", "load_table", "router_phases"]
 
@@ -84,7 +84,7 @@ class Provider:
         self._scales = dict(token_scale) if isinstance(token_scale, Mapping) else {}
         self.token_scale = (token_scale if isinstance(token_scale, (int, float)) else
                             self._scales.get(self.model, self.spec.token_scale))
-        self.tok = tokenizer or get_tokenizer()
+        self.tok = tokenizer or for_provider(self.spec.provider)
         self._caches: dict[str, AnthropicCache | OpenAICache] = {}
         self.miss_model = miss_model if cache and miss_model is not None and miss_model.share > 0 else None
         # replicas of the provider's nodes, one per router phase (empty: no miss model, one node)

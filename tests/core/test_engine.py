@@ -27,19 +27,21 @@ def test_same_seed_identical_rows():
 
 
 def test_append_only_fails_at_its_first_overflow_at_200k():
-    # call k holds 103 + 6,039·k tokens (the 1M replay below): 33 → 199,390 fits, 34 → 205,429 does not
+    # call k holds 103 + 6,049·k tokens (the 1M replay below): a step is its result and the Bash call,
+    # 20 tokens in Claude's function-call format (<invoke name="Bash"><parameter name="command">cmd k…,
+    # tokenizer.claude_call; 10 as JSON): 33 → 199,720 fits, 34 → 205,769 does not
     t = long_trace()
     r = replay(t, "append_only", None, RunConfig(window=200_000))
     m = r.metrics
     assert m["completed"] is False and m["failed_at_call"] == 34 and m["overflows"] == 1
     assert m["calls"] == 35  # 34 answered, the 35th rejected; the other 86 never sent
     rejected = r.calls[r.calls["overflow"]]
-    assert rejected["context_tokens"].tolist() == [205_429] and (rejected["cost_usd"] == 0).all()
-    assert m["peak_context_tokens"] == 205_429 and m["pairing_violations"] == 0
+    assert rejected["context_tokens"].tolist() == [205_769] and (rejected["cost_usd"] == 0).all()
+    assert m["peak_context_tokens"] == 205_769 and m["pairing_violations"] == 0
     # the same trace fits a 1M window: every call answered
     full = replay(t, "append_only", None, RunConfig(window=1_000_000))
     assert full.metrics["completed"] is True and full.metrics["overflows"] == 0 and full.metrics["calls"] == 121
-    assert full.calls["context_tokens"].tolist()[:3] == [103, 6_142, 12_181]
+    assert full.calls["context_tokens"].tolist()[:3] == [103, 6_152, 12_201]
 
 
 def test_each_block_is_tokenised_once_per_run():

@@ -180,3 +180,22 @@ def test_nul_characters_count_as_nothing():
     t = Tokenizer()
     assert t.count("GET / 200" + "\x00" * 1_000 + " compiled") == t.count("GET / 200 compiled")
     assert t.count("\x00" * 50) == 0
+
+
+def test_a_claude_model_reads_a_tool_call_with_its_string_parameters_as_they_are():
+    """Claude's function-call format (tokenizer.TOOL_FORMAT): string and scalar parameters as they are,
+    lists and objects as JSON, each in a <parameter> tag of an <invoke>. A Write of a two-line file is
+    counted on that text by a Claude model's provider (its newline and quotes unescaped), and on the
+    canonical JSON by an OpenAI model's; each text is encoded once for both."""
+    from ctxsim.harness.provider.tokenizer import claude_call, for_provider, get_tokenizer
+
+    b = Block.tool_use("t1", "Write", {"file_path": "/a.py", "content": 'def f():\n    return "x"\n', "lines": [1, 2]})
+    text = ('<invoke name="Write"><parameter name="content">def f():\n    return "x"\n</parameter>'
+            '<parameter name="file_path">/a.py</parameter><parameter name="lines">[1, 2]</parameter></invoke>')
+    assert claude_call(b) == text
+    plain = get_tokenizer()
+    assert Provider("claude-opus-4-6").tok.block(b) == plain.count(text) + 8          # BLOCK_OVERHEAD["tool_use"]
+    assert Provider("gpt-5.2").tok.block(b) == plain.count(b.payload) + 8
+    before = plain.encode_calls
+    assert for_provider("anthropic").count(text) == plain.count(text) and plain.encode_calls == before
+

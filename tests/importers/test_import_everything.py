@@ -437,10 +437,11 @@ def test_the_plan_claude_code_logs_in_exit_plan_modes_input_is_kept_out_of_the_r
 def _copied(tmp_path, name="s.jsonl"):
     """A 1.0.x resume into a new file: the earlier conversation's records copied in at one moment (the
     first user record keeps its own time; the calls keep their request ids and usage), then this
-    session's own turn."""
+    session's own turn. The read file is about the 400 tokens the context grew by between the two
+    copied calls, so the token scale fitted on that one step is about 1."""
     return write(tmp_path / name, [
         user(0, "fix the parser"),
-        asst(100.0, "r1", tool("t1"), w5m=9_000), result(100.0, "t1", "parser.py"),
+        asst(100.0, "r1", tool("t1"), w5m=9_000), result(100.0, "t1", "def parse(s):\n    return s.split()\n" * 40),
         asst(100.001, "r2", text("fixed"), w5m=400, read=9_000), user(100.001, "thanks"),
         user(130, "now the tests"), asst(131, "r3", text("done"), read=2_000)])
 
