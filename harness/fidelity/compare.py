@@ -90,7 +90,7 @@ from ctxsim.harness.model.trace import (
 from ctxsim.harness.provider import Provider
 from ctxsim.harness.provider.cache import TTL_SECONDS as TTL_S  # peers.md: Anthropic cache TTLs
 from ctxsim.harness.provider.cache import expired_on_log_clock
-from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, get_tokenizer
+from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD, get_tokenizer, tool_format
 from ctxsim.harness.replay.engine import RunConfig, replay
 from ctxsim.strategies.recorded import (
     COMPACT_INSTRUCTIONS,
@@ -289,6 +289,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         ScaleBasis(calls, base, fit)
     fitted = fit_token_scale(on.calls, on.sizes, on.fit) if token_scale is None else None
     counted = get_tokenizer().name   # what ``base`` was counted with: the scale maps its counts, no other's
+    rendered = tool_format(_provider_of(model or trace.header.model, models_file))   # and its tool calls so
     if token_scale is not None:
         scale, evidence = token_scale, "given"
     elif fitted:
@@ -356,6 +357,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         "cache_miss_model": miss_model,
         "messages_uncached_from": floor_from, "messages_uncached_evidence": floor_ev,
         "token_scale": round(scale, 6), "token_scale_evidence": evidence, "fit_calls": len(fit), "tokenizer": counted,
+        "tool_calls": rendered,
         "measured_sizes_evidence": measured.evidence(steps),
         "warm_prefix_tokens": warm, "warm_prefix_evidence": warm_ev,
         "warm_prefix_kept": warm_kept, "warm_prefix_kept_evidence": warm_kept_ev,
@@ -583,6 +585,7 @@ def _calibrated(trace: Trace, fit_fraction: float, token_scale: float | None, ba
     if (not again and model is None and rec is not None and rec.token_scale is not None and rec.fit_calls == n_fit
             and rec.measured_sizes_evidence   # a trace calibrated before sizes were measured: again
             and rec.tokenizer == get_tokenizer().name   # fitted on another tokenizer's counts: again
+            and rec.tool_calls == tool_format(_provider_of(model or trace.header.model, models_file))   # or rendering
             and (token_scale is None or abs(rec.token_scale - token_scale) < 1e-9)):
         return trace
     return calibrate(trace, fit_fraction=fit_fraction, token_scale=token_scale, base=base, model=model,

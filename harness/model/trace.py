@@ -141,6 +141,12 @@ class RecordedSetting(_M):
     tokenizer: str = Field("cl100k", min_length=1, max_length=40, pattern=r"^[a-z0-9_-]+$",
                            description="the tokenizer the token scale and the prefixes were fitted with (ctxsim "
                            "--tokenizer at import): a run under another one warns (issue 44 fresh, case 32)")
+    # left out of the file when it is the default, as the tokenizer is: a trace imported before tool
+    # calls were rendered by provider (issue 41) reads as fitted on JSON
+    tool_calls: Literal["json", "xml"] = Field(
+        "json", description="how tool calls were rendered when the scale and prefixes were fitted "
+        "(ctxsim.harness.provider.tokenizer.TOOL_FORMAT): xml, Claude's function-call format, for an Anthropic "
+        "model; json otherwise. Fidelity fits a trace fitted with another rendering than its model's again")
     fit_calls: int = Field(0, ge=0, strict=True, description="the first calls the scale was fitted on (the rest are held out)")
     measured_sizes_evidence: str = Field("", description="how many tool results and user messages carry the size the "
                                          "log's context growth measured (meta.token_factor, harness/fidelity/measured.py)")

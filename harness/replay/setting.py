@@ -35,4 +35,20 @@ def override_warnings(cfg: Any, trace: Any) -> list[str]:
             out.append(f"{name}: its token scale {rec.token_scale} was fitted with the {rec.tokenizer} tokenizer and "
                        f"this run counts with {now}: run with --tokenizer {rec.tokenizer}, or import the log again "
                        f"under --tokenizer {now}")
+        rendered = _tool_format(cfg.model or trace.header.model, getattr(cfg, "models_file", None))
+        if rendered is not None and rec.tool_calls != rendered:   # the fit counted its tool calls another way
+            out.append(f"{name}: its token scale {rec.token_scale} was fitted with its tool calls counted as "
+                       f"{rec.tool_calls} and this run counts them as {rendered} (the model's provider reads them so): "
+                       f"import the log again to fit it anew (ctxsim fidelity fits it anew by itself)")
     return out
+
+
+def _tool_format(model: str | None, models_file: Any = None) -> str | None:
+    """How the run counts ``model``'s tool calls; None for a model or a table the run cannot price."""
+    from ctxsim.harness.provider.models import ModelsFileError, UnknownModelError, load_table
+    from ctxsim.harness.provider.tokenizer import tool_format
+
+    try:
+        return tool_format(load_table(models_file).get(model).provider)
+    except (UnknownModelError, ModelsFileError):   # the run fails on them with its own message
+        return None

@@ -72,3 +72,34 @@ def test_a_cl100k_trace_run_under_claude_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("CTXSIM_TOKENIZER", "cl100k")
     o = run_cli(["run", str(out), "-s", "recorded", "-q"])
     assert o.status == 0 and "tokenizer" not in o.stderr, o.stderr
+
+
+def test_a_trace_fitted_with_its_tool_calls_as_json_is_fitted_anew_and_a_run_says_so(tmp_path, monkeypatch):
+    """Issue 41: a Claude model reads a tool call in its function-call format, an OpenAI model as JSON
+    (tokenizer.TOOL_FORMAT). The import records how its fit counted them (``tool_calls``: xml for this
+    Sonnet 4.5 log); a trace fitted before that (the field absent: json) is fitted anew by fidelity, and
+    a run on it says why its scale is off, in one line; priced on an OpenAI model it counts them as
+    JSON, as fitted, and says nothing of it."""
+    from ctxsim.harness.fidelity.compare import run_fidelity
+
+    out, header = _import(tmp_path, "cl100k", monkeypatch)
+    t = tr.load(out)
+    assert t.header.recorded.tool_calls == "xml" and header["recorded"]["tool_calls"] == "xml"
+    fitted = run_fidelity(t).report["token_scale"]
+    body = out.read_text().splitlines()[1:]
+    header["recorded"]["token_scale"] = 2.0   # a scale fidelity would use as it is
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text("\n".join([json.dumps(header), *body]) + "\n")
+    assert run_fidelity(tr.load(kept)).report["token_scale"] == 2.0 != fitted
+    header["recorded"].pop("tool_calls")   # as imported before: fitted on the JSON counts
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([json.dumps(header), *body]) + "\n")
+    assert tr.load(old).header.recorded.tool_calls == "json"
+    assert run_fidelity(tr.load(old)).report["token_scale"] == fitted   # fitted anew, as the import does now
+    o = run_cli(["run", str(old), "-s", "recorded", "-q"])
+    warned = [x for x in o.stderr.splitlines() if ": warning: " in x and "tool calls" in x]   # (and its scale's cost)
+    assert o.status == 0 and len(warned) == 1 and "counted as json" in warned[0] and "as xml" in warned[0], o.stderr
+    o = run_cli(["run", str(out), "-s", "recorded", "-q"])
+    assert o.status == 0 and "tool calls" not in o.stderr, o.stderr
+    o = run_cli(["run", str(old), "-s", "recorded", "-q", "--model", "gpt-5.2"])
+    assert o.status == 0 and "--model gpt-5.2" in o.stderr and "tool calls" not in o.stderr, o.stderr
