@@ -256,7 +256,7 @@ def test_a_thinking_switch_at_a_new_turn_invalidates_the_messages_cache_on_a_bud
     """Opus 4.5 is sent a thinking budget: the switch keys the messages' entries anew, so the
     replay's turn-2 call reads only what precedes the messages (the system prompt and tools): the
     12,000 tokens the log read there, which also measure the system prompt, so the first call's
-    opaque prefix (13,467 at the fitted scale) splits into 12,000 of system prompt and 1,467 of
+    opaque prefix (13,476 at the fitted scale) splits into 12,000 of system prompt and 1,476 of
     startup content at the head of the messages — and the fidelity miss is explained; Opus 4.6
     (adaptive thinking) keeps reading its whole context."""
     from ctxsim.harness.fidelity.recorded import recorded_calls
@@ -269,7 +269,7 @@ def test_a_thinking_switch_at_a_new_turn_invalidates_the_messages_cache_on_a_bud
     c = replay(t, "recorded", {}, RunConfig()).calls
     from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD
 
-    assert t.header.prefix_tokens == 13_467 and t.header.recorded.startup_tokens == 1_467
+    assert t.header.prefix_tokens == 13_476 and t.header.recorded.startup_tokens == 1_476
     assert int(c.loc[2, "cache_read"]) == 12_000 + REQUEST_OVERHEAD   # the system position only
     off = replay(t, "recorded", {"thinking_switches": False}, RunConfig()).calls
     assert int(off.loc[2, "cache_read"]) >= int(off.loc[1, "context_tokens"]) - 16

@@ -27,21 +27,22 @@ def test_same_seed_identical_rows():
 
 
 def test_append_only_fails_at_its_first_overflow_at_200k():
-    # call k holds 103 + 6,049·k tokens (the 1M replay below): a step is its result and the Bash call,
-    # 20 tokens in Claude's function-call format (<invoke name="Bash"><parameter name="command">cmd k…,
-    # tokenizer.claude_call; 10 as JSON): 33 → 199,720 fits, 34 → 205,769 does not
+    # call k holds 103 + 6,074·k tokens (the 1M replay below): a step is its result, its framing (6 + 25 on
+    # a Claude model, tokenizer.XML_RESULT_FRAMING) and the Bash call, 20 tokens in Claude's
+    # function-call format (<invoke name="Bash"><parameter name="command">cmd k…, tokenizer.claude_call;
+    # 10 as JSON): 32 → 194,471 fits, 33 → 200,545 does not
     t = long_trace()
     r = replay(t, "append_only", None, RunConfig(window=200_000))
     m = r.metrics
-    assert m["completed"] is False and m["failed_at_call"] == 34 and m["overflows"] == 1
-    assert m["calls"] == 35  # 34 answered, the 35th rejected; the other 86 never sent
+    assert m["completed"] is False and m["failed_at_call"] == 33 and m["overflows"] == 1
+    assert m["calls"] == 34  # 33 answered, the 34th rejected; the other 87 never sent
     rejected = r.calls[r.calls["overflow"]]
-    assert rejected["context_tokens"].tolist() == [205_769] and (rejected["cost_usd"] == 0).all()
-    assert m["peak_context_tokens"] == 205_769 and m["pairing_violations"] == 0
+    assert rejected["context_tokens"].tolist() == [200_545] and (rejected["cost_usd"] == 0).all()
+    assert m["peak_context_tokens"] == 200_545 and m["pairing_violations"] == 0
     # the same trace fits a 1M window: every call answered
     full = replay(t, "append_only", None, RunConfig(window=1_000_000))
     assert full.metrics["completed"] is True and full.metrics["overflows"] == 0 and full.metrics["calls"] == 121
-    assert full.calls["context_tokens"].tolist()[:3] == [103, 6_152, 12_201]
+    assert full.calls["context_tokens"].tolist()[:3] == [103, 6_177, 12_251]
 
 
 def test_each_block_is_tokenised_once_per_run():

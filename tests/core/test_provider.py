@@ -199,3 +199,20 @@ def test_a_claude_model_reads_a_tool_call_with_its_string_parameters_as_they_are
     before = plain.encode_calls
     assert for_provider("anthropic").count(text) == plain.count(text) and plain.encode_calls == before
 
+
+
+def test_a_claude_model_reads_each_tool_result_with_its_measured_framing():
+    """tokenizer.XML_RESULT_FRAMING: a step that adds one tool result grew the development population's
+    Claude contexts by ~30 recorded tokens more than its content, whatever its size (25 cl100k tokens
+    at Claude's scales). A Claude model's provider counts a result's text + 6 (BLOCK_OVERHEAD) + 25; an
+    OpenAI model's + 6; the result's text is encoded once for both."""
+    from ctxsim.harness.provider.tokenizer import XML_RESULT_FRAMING, get_tokenizer
+
+    b = Block.tool_result("t1", "3 passed, 1 failed in 0.42s")
+    plain = get_tokenizer()
+    text = plain.count("3 passed, 1 failed in 0.42s")
+    before = plain.encode_calls
+    assert XML_RESULT_FRAMING == 25
+    assert Provider("claude-opus-4-6").tok.block(b) == text + 6 + 25
+    assert Provider("gpt-5.2").tok.block(b) == text + 6
+    assert plain.encode_calls == before

@@ -1,9 +1,9 @@
 """A request the API rejects is a failed turn unless the strategy recovers (issue #15).
 
 The trace: one user message, then calls whose tool result is ``"line i " + "x " * 6000``. With the
-default header a request at main call k holds 110 + 6,049·k tokens (measured on the 1M replay of
-the same trace: 110, 6,159, 12,208 ...). At a 20,000-token window calls 0..3 fit (18,257) and call 4
-(24,306) is the first the API rejects.
+default header a request at main call k holds 110 + 6,074·k tokens (measured on the 1M replay of
+the same trace: 110, 6,184, 12,258 ...). At a 20,000-token window calls 0..3 fit (18,332) and call 4
+(24,406) is the first the API rejects.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ctxsim.strategies.base import Rejection, Strategy
 from tests.helpers_traces import Builder
 
 WINDOW = 20_000
-STEP = 6_049  # tokens one call adds (its assistant turn, its Bash call in Claude's format, its 6,000-token result)
+STEP = 6_074  # tokens one call adds (its assistant turn, its Bash call in Claude's format, its 6,000-token result and its framing)
 FIRST = 110   # tokens of the first request (system, tools, the user message)
 
 
@@ -65,11 +65,11 @@ def test_a_strategy_that_recovers_is_billed_for_its_retry_and_completes():
     r = replay(t, KeepLastStep, None, RunConfig(window=WINDOW))
     m, c = r.metrics, r.calls
     assert m["completed"] is True and m["failed_at_call"] is None and m["turns_failed"] == 0
-    # call 4 (24,306 tokens) is rejected once, a summary is made and billed, call 4 is sent again
+    # call 4 (24,406 tokens) is rejected once, a summary is made and billed, call 4 is sent again
     at4 = c[c["call"] == 4]
     assert at4["kind"].tolist() == ["main", "summary", "main"]
     rej, summary, retry = at4.iloc[0], at4.iloc[1], at4.iloc[2]
-    assert rej["rejected"] and rej["overflow"] and rej["context_tokens"] == ctx(4) == 24_306
+    assert rej["rejected"] and rej["overflow"] and rej["context_tokens"] == ctx(4) == 24_406
     assert rej["cost_usd"] == 0 and rej["duration_s"] == pytest.approx(0.5)  # the 400's round trip (ttft_base_s)
     assert rej["attempt"] == 1 and not rej["session_failed"]
     assert summary["cost_usd"] > 0 and not summary["failed"]
@@ -113,9 +113,9 @@ def test_a_strategy_that_gives_up_fails_at_the_first_rejected_call_and_later_pro
     assert c["context_tokens"].tolist() == [ctx(k) for k in range(5)]
     assert m["calls"] == 5 and m["overflows"] == 1 and m["retries"] == 0
     # its cost is its spend until it failed: four uncached calls (append_only places no breakpoint),
-    # 4 × 110 + 6,049 × (0 + 1 + 2 + 3) = 36,734 input tokens
+    # 4 × 110 + 6,074 × (0 + 1 + 2 + 3) = 36,884 input tokens
     inputs = sum(ctx(k) for k in range(4))
-    assert int(c["input_uncached"].sum()) == inputs == 36_734
+    assert int(c["input_uncached"].sum()) == inputs == 36_884
     assert m["cost_usd"] == pytest.approx(inputs * 3e-6 + c["output"].sum() * 15e-6)  # claude-sonnet-4-6 $3 / $15
     # retention: the probe at call 2 scored in the window, the one at call 5 not reached
     p = r.probes.set_index("probe")

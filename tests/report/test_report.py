@@ -44,8 +44,8 @@ def test_a_failed_configuration_is_listed_last_and_marked_in_the_summary(dump_re
     rows = t200[1 + 1:]  # after the header and the alignment row
     assert [r[0] for r in rows][-1] == FAILED and all(r[1] == "yes" for r in rows[:-1])
     assert rows[-1][1] == f"**failed at call {DUMP_AT} (2 of 3 turns lost)**"
-    assert rows[-1][2] == "(0.14 until it failed)"
-    # completed ones by cost: truncate $0.27 < cut_no_summary $0.30 < novacode $0.41
+    assert rows[-1][2] == "(0.15 until it failed)"
+    # completed ones by cost: truncate $0.29 < cut_no_summary $0.31 < novacode $0.42
     assert [r[0] for r in rows[:-1]] == ["truncate", "cut_no_summary", "novacode"]
     assert all(r[1] == "yes" for r in t1m[2:])  # at 1M the dump fits: all complete
 

@@ -49,14 +49,15 @@ def _nine_k_steps(n: int):
 
 
 def test_prompt_too_long_forces_a_halving_and_the_call_is_sent_again():
-    """OpenHands turns a context-window error into a condensation request. Call k holds 96 + 9,047·k
-    tokens (a step: its result, its assistant text and its Bash call, 20 tokens in Claude's format); at a 20,000 window with max_size 8 the event trigger never fires before call 3 (7
-    messages, 27,237 tokens) is rejected. Forced halving: head_end(1) = 1, tail 8 // 2 − 1 = 3
-    messages → start 4 = r1 (a result) → 5; kept [u, a2, r2] = 96 + 9,047 = 9,143 tokens, billed."""
+    """OpenHands turns a context-window error into a condensation request. Call k holds 96 + 9,072·k
+    tokens (a step: its result and its framing, its assistant text and its Bash call, 20 tokens in
+    Claude's format); at a 20,000 window with max_size 8 the event trigger never fires before call 3 (7
+    messages, 27,312 tokens) is rejected. Forced halving: head_end(1) = 1, tail 8 // 2 − 1 = 3
+    messages → start 4 = r1 (a result) → 5; kept [u, a2, r2] = 96 + 9,072 = 9,168 tokens, billed."""
     r = replay(_nine_k_steps(5), "amortized_forgetting", {"max_size": 8, "keep_first": 1}, RunConfig(window=20_000))
     c, m = r.calls, r.metrics
     at3 = c[c["call"] == 3]
-    assert at3["context_tokens"].tolist() == [27_237, 9_143] and at3["rejected"].tolist() == [True, False]
+    assert at3["context_tokens"].tolist() == [27_312, 9_168] and at3["rejected"].tolist() == [True, False]
     assert at3["attempt"].tolist() == [1, 2] and at3["cost_usd"].iloc[1] > 0 and bool(at3["compaction"].iloc[1])
     assert m["completed"] is True and m["retries"] == 2 and m["rejected_requests"] == 2  # again at call 5
     assert m["compactions"]["succeeded"] == 2 and m["compactions"]["attempted"] == 2

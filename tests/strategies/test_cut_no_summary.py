@@ -67,9 +67,9 @@ def test_replay_keeps_window_and_pairs_and_makes_no_side_calls():
 
 def _underestimated():
     """Three 6,000-token steps, then a 45,000-token result. With chars_per_token 20 on text of 2
-    characters per token the estimate of new text is 10× low: the request at call 4 holds 63,283
-    tokens (four Bash calls of 20 tokens each in Claude's format among them) while the strategy
-    estimates 22,768, under the soft line (60,000 − 20,000 − 13,000)."""
+    characters per token the estimate of new text is 10× low: the request at call 4 holds 63,383
+    tokens (four Bash calls of 20 tokens each in Claude's format and their results' framing among them)
+    while the strategy estimates 22,843, under the soft line (60,000 − 20,000 − 13,000)."""
     b = Builder().user("task")
     for i in range(3):
         b.call(f"s{i}", [f"r{i} " + "x " * 6000])
@@ -81,10 +81,10 @@ def test_prompt_too_long_cuts_at_once_and_sends_again():
     r = replay(_underestimated(), "cut_no_summary", p, RunConfig(window=60_000))
     c, m = r.calls, r.metrics
     at4 = c[c["call"] == 4]
-    assert at4["estimated_tokens"].iloc[0] == 22_768 and at4["context_tokens"].iloc[0] == 63_283
+    assert at4["estimated_tokens"].iloc[0] == 22_843 and at4["context_tokens"].iloc[0] == 63_383
     assert at4["rejected"].tolist() == [True, False] and at4["attempt"].tolist() == [1, 2]
     # the tail: [a3, big result] (≥ 2 messages, 4,5xx estimated tokens ≥ 1,000) after the notice
-    assert at4["context_tokens"].iloc[1] == 45_155 and at4["cost_usd"].iloc[1] > 0
+    assert at4["context_tokens"].iloc[1] == 45_180 and at4["cost_usd"].iloc[1] > 0
     assert m["completed"] is True and m["compactions"]["succeeded"] == 1 and m["retries"] == 1
 
 
