@@ -27,6 +27,16 @@ REATTACH_KINDS = ("file", "compact_file_reference", "plan_file_reference", "invo
 # kinds whose reminder is a fixed text of Claude Code's that the log does not hold (counted, not sent)
 UNRECORDED_TEXT = ("plan_mode", "plan_mode_exit", "plan_mode_reentry", "auto_mode", "auto_mode_exit",
                    "command_permissions")
+# Claude Code 1.0.51-2.1.12 (cli.js, read): when the agent's todo file changed since the last request,
+# the next one carries a "todo" attachment (context "file-watch") with the whole list as JSON.stringify
+# writes it. TodoWrite writes that file, so its step sends the list twice: in the call's input and in this
+# reminder. Logs before 2.1.105 record no attachments: the importer rebuilds it from TodoWrite's input
+# (claude_code.TODO_ATTACHMENT_UNLOGGED_BEFORE). Measured on the development population (1.0.80-2.1.15):
+# a step that adds one TodoWrite result grew the context beyond its counted content by a median 0.86x
+# this reminder's size (938 steps; 65% within 0.6-1.3x, 17% under 0.3x: no reminder, cause not found);
+# second outside sample 0.79x (311 steps)
+TODO_CHANGED = ("Your todo list has changed. DO NOT mention this explicitly to the user. Here are the latest "
+                "contents of your todo list:\n\n{}. Continue on with the tasks at hand if applicable.")
 READ_LINE = "{n:>6}\u2192{line}"   # the Read tool's line numbering, as the logs' Read results show it
 
 
@@ -40,6 +50,11 @@ def _numbered(text: str, start: int) -> str:
 
 def _s(v: Any) -> str:
     return v if isinstance(v, str) else "" if v is None else json.dumps(v, ensure_ascii=False)
+
+
+def todo_changed(todos: list[Any]) -> str:
+    """The reminder a changed todo list is sent in (:data:`TODO_CHANGED`)."""
+    return _reminder(TODO_CHANGED.format(json.dumps(todos, ensure_ascii=False, separators=(",", ":"))))
 
 
 def content_blocks(v: Any) -> bool:
@@ -109,6 +124,11 @@ def render(a: dict[str, Any]) -> tuple[str | None, str]:
         return (_reminder("\n\n".join(parts)), "") if parts else (None, "deferred_tools_delta with no change")
     if kind == "queued_command":
         return _reminder("The user sent the following message:\n" + _content(a.get("prompt"))), ""
+    if kind == "todo":
+        items = a.get("content")
+        if not isinstance(items, list) or not items:
+            return None, "todo attachment with no items (Claude Code's fixed empty-list reminder, not in the log)"
+        return todo_changed(items), ""
     if kind == "date_change":
         return _reminder(f"The date has changed. Today's date is now {_s(a.get('newDate'))}."), ""
     if kind in UNRECORDED_TEXT:

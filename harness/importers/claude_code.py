@@ -222,6 +222,7 @@ class _Parsed:
     ignored: Counter = field(default_factory=Counter)
     dropped_blocks: Counter = field(default_factory=Counter)
     unsent: Counter = field(default_factory=Counter)   # tool-use input keys the log holds, kept out of the requests
+    todo_writes: dict[str, list[Any]] = field(default_factory=dict)   # TodoWrite id -> its todos, where the log records no attachment
     versions: Counter = field(default_factory=Counter)
     sessions: Counter = field(default_factory=Counter)
     routes: Counter = field(default_factory=Counter)   # route_of each call's ids
@@ -249,6 +250,10 @@ class _Parsed:
 # counted, the replay's next call is larger than the log's by about them (e.g. +7,444 tokens for a
 # 17,799-character plan, +2,420 for 6,539), across 2.0.74-2.1.143 logs
 LOGGED_ONLY_INPUT = {"ExitPlanMode": ((2, 0, 54), ("plan", "planFilePath"))}
+# From this version the log records Claude Code's attachments (``attachment`` records); before it, the todo
+# list a TodoWrite changed, which the next request carries (attachments.TODO_CHANGED), is rebuilt from the
+# call's input
+TODO_ATTACHMENT_UNLOGGED_BEFORE = (2, 1, 105)
 
 
 def _content_block(b: dict[str, Any], p: _Parsed, line: int, version: str | None = None) -> Any | None:
@@ -270,6 +275,9 @@ def _content_block(b: dict[str, Any], p: _Parsed, line: int, version: str | None
         if logged:
             inp = {k: v for k, v in inp.items() if k not in logged}
             p.unsent[f"{b['name']} {'/'.join(logged)}"] += 1
+        if b["name"] == "TodoWrite" and isinstance(inp.get("todos"), list) and inp["todos"] \
+                and () < _version(version) < TODO_ATTACHMENT_UNLOGGED_BEFORE:
+            p.todo_writes[str(b["id"])] = inp["todos"]
         return tr.ToolUseContent(id=str(b["id"]), name=str(b["name"]), input=inp, logged_only=logged)
     p.dropped_blocks[f"assistant {kind} block"] += 1
     return None
@@ -555,6 +563,11 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
             p.dropped_blocks.update({f"user {k} block": v for k, v in dropped.items()})
             texts.append(text)
     p.items += results
+    for _, r in results:   # the changed todo list the next request carries, rebuilt (TODO_ATTACHMENT_UNLOGGED_BEFORE)
+        todos = p.todo_writes.pop(r["id"], None)
+        if todos is not None and not r["is_error"]:
+            p.items.append(("attachment", {"line": line, "t": t, "kind": "todo", "text": attachments.todo_changed(todos),
+                                           "side": side, "prompt": None, "path": None, "rebuilt": True}))
     if texts:
         p.items.append(("user", {"line": line, "t": t, "text": "\n".join(texts), "meta": bool(o.get("isMeta")),
                                  "side": side, "cwd": o.get("cwd")}))
@@ -819,7 +832,8 @@ class _Importer:
                 if span is None and side_run is None:
                     self.mentions_next += [(item["t"], text, path) for path, text in self.mentioned.get(id(item), [])]
             elif kind == "attachment":
-                source = f"attachment {item['kind']} (the log's record of it, in an assumed frame)"
+                source = (f"attachment {item['kind']} (rebuilt from TodoWrite's input: the log records no attachments)"
+                          if item.get("rebuilt") else f"attachment {item['kind']} (the log's record of it, in an assumed frame)")
                 self.b.user(item["t"], item["text"], meta_record=True, hidden=source, attachment=item["kind"],
                             **({"read_file": item["path"]} if item["path"] else {}))
                 self._count_visible(span, item["text"])

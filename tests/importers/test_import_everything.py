@@ -432,6 +432,39 @@ def test_the_plan_claude_code_logs_in_exit_plan_modes_input_is_kept_out_of_the_r
     assert use.input["plan"] == plan and not use.logged_only
 
 
+def test_the_todo_list_a_todowrite_changed_goes_with_the_next_request_where_the_log_records_no_attachments(tmp_path):
+    """Claude Code sends a changed todo list again in the next request (attachments.TODO_CHANGED, a
+    "todo" attachment); logs before 2.1.105 record no attachments, so it is rebuilt from TodoWrite's
+    input, after its result, and named in the header. A TodoWrite that failed changed nothing. A 2.1.114
+    log records the attachment itself: the same text, from the record."""
+    todos = [{"content": "fix the parser", "status": "in_progress", "activeForm": "Fixing the parser"}]
+    sent = ('<system-reminder>\nYour todo list has changed. DO NOT mention this explicitly to the user. Here are '
+            'the latest contents of your todo list:\n\n[{"content":"fix the parser","status":"in_progress",'
+            '"activeForm":"Fixing the parser"}]. Continue on with the tasks at hand if applicable.\n</system-reminder>')
+
+    def session(version, error=False, record=False):
+        return [user(0, "fix the parser", version=version),
+                asst(1, "r1", {"type": "tool_use", "id": "d1", "name": "TodoWrite", "input": {"todos": todos}},
+                     w5m=9_000, version=version),
+                result(2, "d1", "Todos have been modified successfully.", is_error=error, version=version),
+                *([rec("attachment", 2, version=version, attachment={"type": "todo", "content": todos, "itemCount": 1,
+                                                                      "context": "file-watch"})] if record else []),
+                asst(3, "r2", text("on it"), w5m=100, read=9_000, version=version)]
+
+    def reminders(t):
+        return [(e.text, e.meta.get("attachment")) for e in t.events if isinstance(e, tr.UserEvent) and e.meta.get("attachment")]
+
+    t = import_file("claude-code", write(tmp_path / "a.jsonl", session("2.1.39"))).trace
+    assert reminders(t) == [(sent, "todo")]
+    kinds = [type(e).__name__ for e in t.events if not isinstance(e, (tr.SessionStart, tr.SessionEnd))]
+    assert kinds == ["UserEvent", "AssistantEvent", "ToolResultEvent", "UserEvent", "AssistantEvent"]
+    assert any("attachment todo (rebuilt from TodoWrite's input" in n for n in t.header.notes)
+    assert reminders(import_file("claude-code", write(tmp_path / "b.jsonl", session("2.1.39", error=True))).trace) == []
+    assert reminders(import_file("claude-code", write(tmp_path / "c.jsonl", session("2.1.114"))).trace) == []
+    assert reminders(import_file("claude-code", write(tmp_path / "d.jsonl", session("2.1.114", record=True))).trace) == [
+        (sent, "todo")]
+
+
 # --- a conversation copied in by a resume (Claude Code 1.0.x) -------------------------------------
 
 def _copied(tmp_path, name="s.jsonl"):
