@@ -289,7 +289,8 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         ScaleBasis(calls, base, fit)
     fitted = fit_token_scale(on.calls, on.sizes, on.fit) if token_scale is None else None
     counted = get_tokenizer().name   # what ``base`` was counted with: the scale maps its counts, no other's
-    rendered = tool_format(_provider_of(model or trace.header.model, models_file))   # and its tool calls so
+    provider_id = _provider_of(model or trace.header.model, models_file)
+    rendered = tool_format(provider_id)   # and its tool calls so
     if token_scale is not None:
         scale, evidence = token_scale, "given"
     elif fitted:
@@ -344,7 +345,7 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     # from the call where the log began leaving its messages uncached, its short reads are that, not
     # misses: the miss model is fitted on the calls before it
     floor_from, floor_ev = messages_uncached_from(calls, miss_upto) if rec.prompt_caching else (None, "")
-    provider_id, system_prefix = _provider_of(model or trace.header.model, models_file), max(0, main_prefix - startup)
+    system_prefix = max(0, main_prefix - startup)
     miss_model, _ = fit_miss_model(calls[:miss_upto if floor_from is None else floor_from], strips_for(rec),
                                    provider_id, system_prefix)
     in_sample = False

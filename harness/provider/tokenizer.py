@@ -12,6 +12,10 @@ Neither is the tokenizer of today's Claude models: a per-model ``token_scale`` (
 by ``ctxsim fidelity`` on real logs) maps the counts onto the recorded model's. peers.md: Claude Code
 transcripts here show ≈1.5× for claude-opus-4-6 and ≈1.2× for claude-sonnet-4-5 against cl100k.
 The process-wide choice: ``--tokenizer`` (run, compare, sweep) or the ``CTXSIM_TOKENIZER`` variable.
+
+What is counted depends on who reads it (:data:`TOOL_FORMAT`): a Claude model reads a tool call in its
+function-call format and each result with a measured framing; other providers' models, the call's JSON.
+Each text is still encoded once a process: the formats share one memo (``for_provider``).
 """
 
 from __future__ import annotations
