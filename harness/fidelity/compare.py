@@ -481,12 +481,9 @@ def _min_cacheable(model: str | None, models_file: str | None = None) -> int:
 
 
 def _provider_of(model: str | None, models_file: str | None = None) -> str:
-    from ctxsim.harness.provider.models import UnknownModelError, load_table
+    from ctxsim.harness.provider.models import provider_of
 
-    try:
-        return load_table(models_file).get(model).provider
-    except UnknownModelError:
-        return "anthropic"
+    return provider_of(model, models_file) or "anthropic"
 
 
 def system_prompt_reads(calls: list[RecordedCall], warm: int = 0) -> list[RecordedCall]:

@@ -184,12 +184,9 @@ def measure(path: str | Path, run: Callable[[Any], Any], load: Callable[[str | P
 
 
 def _provider(model: str | None) -> str | None:
-    from ctxsim.harness.provider.models import UnknownModelError, load_table
+    from ctxsim.harness.provider.models import provider_of
 
-    try:
-        return load_table().get(model).provider
-    except UnknownModelError:
-        return None
+    return provider_of(model)
 
 
 FIRST_PARTY = ("anthropic", "vertex", "bedrock")   # routes whose usage is Anthropic's own account

@@ -80,8 +80,8 @@ class Block:
         return Block("text", text, meta=meta or _EMPTY)
 
     @staticmethod
-    def tool_use(id: str, name: str, input: Mapping[str, Any]) -> Block:
-        return Block("tool_use", id=id, name=name, input=input)
+    def tool_use(id: str, name: str, input: Mapping[str, Any], **meta: Any) -> Block:
+        return Block("tool_use", id=id, name=name, input=input, meta=meta or _EMPTY)
 
     @staticmethod
     def tool_result(tool_use_id: str, content: str, is_error: bool = False, **meta: Any) -> Block:

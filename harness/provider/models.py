@@ -271,4 +271,13 @@ def load_table(extra: str | None = None) -> ModelTable:
     return ModelTable(models, default or "claude-sonnet-4-6")
 
 
+def provider_of(model: str | None, models_file: str | None = None) -> str | None:
+    """The provider of ``model``'s row in the price table (``--models`` ``models_file`` too); None
+    when no row prices it."""
+    try:
+        return load_table(models_file).get(model).provider
+    except UnknownModelError:
+        return None
+
+
 DEFAULT_MODEL = "claude-sonnet-4-6"

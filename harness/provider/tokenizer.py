@@ -149,6 +149,8 @@ class Tokenizer:
         # ``texts``: another tokenizer of this backend whose text counts this one shares (one memo a process)
         self._texts = texts if texts is not None and texts.name == name else None
         self._count = BACKENDS[name]() if self._texts is None else self._texts._count
+        self._root = self._texts or self   # whose memo and cache key a block counted alike in every format takes
+        self._own = ("tool_use", "tool_result") if tool_format == "xml" else ()   # blocks this format counts its own way
         self._encodes = 0
         self._memo: dict[str, int] = {}
         self._memo_chars = 0
@@ -156,14 +158,7 @@ class Tokenizer:
     @property
     def encode_calls(self) -> int:
         """BPE passes run, by this tokenizer and those that share its text counts."""
-        return self._texts.encode_calls if self._texts is not None else self._encodes
-
-    @encode_calls.setter
-    def encode_calls(self, n: int) -> None:
-        if self._texts is not None:
-            self._texts.encode_calls = n
-        else:
-            self._encodes = n
+        return self._root._encodes
 
     def count(self, text: str) -> int:
         if self._texts is not None:
@@ -185,8 +180,8 @@ class Tokenizer:
         """Raw count of one block, cached on the block object (the block is immutable) with the
         tokenizer that counted it (any tool-call format's, for a block that is not a tool call)."""
         cached = b._ntok
-        xml = self.tool_format == "xml" and b.type in ("tool_use", "tool_result")
-        key = self if xml or self._texts is None else self._texts
+        xml = b.type in self._own
+        key = self if xml else self._root
         if not cached or cached[1] is not key:
             n = self.count(claude_call(b) if xml and b.type == "tool_use" else b.payload)
             if b.token_factor != 1.0:   # measured by the log (harness/fidelity/measured.py)
@@ -205,9 +200,8 @@ class Tokenizer:
 
     def tools(self, t: ToolSet) -> int:
         cached = t._ntok
-        key = self._texts or self
-        if not cached or cached[1] is not key:
-            cached[:] = [sum(self.count(x.payload) + TOOL_OVERHEAD for x in t.tools), key]
+        if not cached or cached[1] is not self._root:
+            cached[:] = [sum(self.count(x.payload) + TOOL_OVERHEAD for x in t.tools), self._root]
         return cached[0]
 
     def system(self, s: SystemPrompt) -> int:

@@ -50,10 +50,8 @@ def assistant_blocks(ev: AssistantEvent) -> list[Block]:
         elif isinstance(c, ThinkingContent):
             out.append(Block("thinking", c.thinking, opaque_tokens=withheld if not c.thinking else 0))
             withheld = 0 if not c.thinking else withheld
-        elif c.logged_only:   # known to the strategy (Block.meta), never sent
-            out.append(Block("tool_use", id=c.id, name=c.name, input=c.input, meta={LOGGED_ONLY: dict(c.logged_only)}))
-        else:
-            out.append(Block.tool_use(c.id, c.name, c.input))
+        else:   # input the log holds but the agent never sent: known to the strategy (Block.meta), not counted
+            out.append(Block.tool_use(c.id, c.name, c.input, **({LOGGED_ONLY: dict(c.logged_only)} if c.logged_only else {})))
     return out
 
 

@@ -45,10 +45,11 @@ def override_warnings(cfg: Any, trace: Any) -> list[str]:
 
 def _tool_format(model: str | None, models_file: Any = None) -> str | None:
     """How the run counts ``model``'s tool calls; None for a model or a table the run cannot price."""
-    from ctxsim.harness.provider.models import ModelsFileError, UnknownModelError, load_table
+    from ctxsim.harness.provider.models import ModelsFileError, provider_of
     from ctxsim.harness.provider.tokenizer import tool_format
 
     try:
-        return tool_format(load_table(models_file).get(model).provider)
-    except (UnknownModelError, ModelsFileError):   # the run fails on them with its own message
+        provider = provider_of(model, models_file)
+    except ModelsFileError:   # the run fails on it with its own message
         return None
+    return tool_format(provider) if provider else None
