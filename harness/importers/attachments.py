@@ -127,7 +127,8 @@ def render(a: dict[str, Any]) -> tuple[str | None, str]:
     if kind == "todo":
         items = a.get("content")
         if not isinstance(items, list) or not items:
-            return None, "todo attachment with no items (Claude Code's fixed empty-list reminder, not in the log)"
+            return None, ("todo attachment without a list of items (an empty list is Claude Code's fixed reminder, "
+                          "not in the log)")
         return todo_changed(items), ""
     if kind == "date_change":
         return _reminder(f"The date has changed. Today's date is now {_s(a.get('newDate'))}."), ""
