@@ -100,6 +100,14 @@ from ctxsim.harness.model.trace import NoModelCalls, TraceError
 FORMAT = "claude-code"
 # record kinds that never reach the model (counted in the import summary, never silently dropped)
 IGNORED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag")
+# The type every Claude Code record gives these fields where it writes them (null aside): no record of the
+# development population and its two outside samples (issue 41, 300,362 records) nor of ../shared/traces/real
+# gives another. A record that does is not Claude Code's writing (a damaged or hand-edited line) and is
+# skipped whole, named, where a value read as its truthiness or its str() would have passed unseen.
+ENVELOPE_TYPES: dict[str, type] = {
+    "version": str, "sessionId": str, "timestamp": str, "uuid": str, "parentUuid": str, "requestId": str,
+    "isSidechain": bool, "isMeta": bool, "isApiErrorMessage": bool, "isCompactSummary": bool, "isSnapshotUpdate": bool,
+}
 PARTIAL_OUTPUT_FROM = (2, 1)  # README of the real logs: 2.1.x output_tokens are streaming counts
 MESSAGE_OVERHEAD_TOKENS = 4   # ctxsim.harness.provider.tokenizer.MESSAGE_OVERHEAD (kept in step)
 # The windows Claude Code runs with: 200k by default, 1M where the model and plan offer it (peers.md)
@@ -256,12 +264,19 @@ LOGGED_ONLY_INPUT = {"ExitPlanMode": ((2, 0, 54), ("plan", "planFilePath"))}
 TODO_ATTACHMENT_UNLOGGED_BEFORE = (2, 1, 105)
 
 
+def _shown(v: Any) -> str:
+    """A wrong value as an error names it: short, one line."""
+    r = repr(v)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
 def _content_block(b: dict[str, Any], p: _Parsed, line: int, version: str | None = None) -> Any | None:
     kind = b.get("type")
-    if kind == "text":
-        return tr.TextContent(text=str(b.get("text", "")))
-    if kind == "thinking":
-        return tr.ThinkingContent(thinking=str(b.get("thinking", "")))
+    if kind in ("text", "thinking"):
+        v = b.get(kind, "")
+        if not isinstance(v, str):   # str() would bill "True" or "5" as the block's text
+            raise TraceError(p.path, line, f"a {kind} block whose {kind} is {type(v).__name__} {_shown(v)}, not a string")
+        return tr.TextContent(text=v) if kind == "text" else tr.ThinkingContent(thinking=v)
     if kind == "redacted_thinking":
         p.dropped_blocks["redacted_thinking (kept as an empty thinking block)"] += 1
         return tr.ThinkingContent(thinking="")
@@ -413,6 +428,11 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
     kind = o.get("type")
     if not isinstance(kind, str):
         raise TraceError(path, line, "not a Claude Code transcript record (no \"type\")")
+    for name, want in ENVELOPE_TYPES.items():
+        v = o.get(name)
+        if v is not None and not isinstance(v, want):
+            raise TraceError(path, line, f"{name} is {type(v).__name__} {_shown(v)}, where Claude Code writes a "
+                                         f"{'boolean' if want is bool else 'string'}")
     if o.get("version"):
         p.versions[o["version"]] += 1
     if isinstance(o.get("uuid"), str):   # any record's: a message's parent can be a progress or system record

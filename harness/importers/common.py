@@ -276,7 +276,8 @@ def iso_time(epoch: float | None) -> str | None:
 
 def flatten_content(content: Any) -> tuple[str, Counter]:
     """A tool_result's or message's content (string or list of blocks) as text. Non-text blocks
-    (images, documents) become a bracketed placeholder; what was replaced is counted."""
+    (images, documents) become a bracketed placeholder; what was replaced is counted. A text block
+    whose text is not a string raises TypeError (a record no agent writes: its reader skips it, named)."""
     dropped: Counter = Counter()
     if content is None:
         return "", dropped
@@ -289,7 +290,10 @@ def flatten_content(content: Any) -> tuple[str, Counter]:
         if isinstance(b, str):
             parts.append(b)
         elif isinstance(b, dict) and b.get("type") == "text":
-            parts.append(str(b.get("text", "")))
+            text = b.get("text", "")
+            if not isinstance(text, str):   # str() would count "True" or "5" as the block's text
+                raise TypeError(f"a text block whose text is {type(text).__name__}, not a string")
+            parts.append(text)
         elif isinstance(b, dict):
             kind = str(b.get("type", "unknown"))
             dropped[kind] += 1

@@ -80,6 +80,28 @@ def test_a_record_of_a_shape_no_claude_code_writes_is_skipped_like_a_corrupt_lin
     assert res.summary["repairs"] == {"dangling tool_use repaired with a synthetic error result": 1}
 
 
+def test_a_record_whose_envelope_or_text_has_a_type_no_claude_code_writes_is_skipped_and_named(tmp_path):
+    """A version that is a number once made the whole folder fail after the last line (a float has no
+    ``split``, where the versions are compared), a string ``isSidechain`` read as true and a text of
+    ``true`` billed as the word "True". Each record is skipped, named with its file, line and field; the
+    session imports with the rest (exit 2: something was lost)."""
+    numbered = user(2, "again")
+    numbered["version"] = 2.1
+    side = asst(3, "r2", text("ok"), read=103)
+    side["isSidechain"] = "no"
+    odd_text = asst(5, "r3", {"type": "text", "text": True}, read=110)
+    f = write(tmp_path / "s.jsonl", [user(0, "go"), asst(1, "r1", text("hi")), numbered, side,
+                                     user(4, "more"), odd_text, user(6, "last"), asst(7, "r4", text("ok"), read=120)])
+    res = import_file("claude-code", f)
+    assert res.warnings == [
+        f"{f}:3: version is float 2.1, where Claude Code writes a string (line skipped)",
+        f"{f}:4: isSidechain is str 'no', where Claude Code writes a boolean (line skipped)",
+        f"{f}:6: a text block whose text is bool True, not a string (line skipped)"]
+    assert res.trace.calls == 2 and res.summary["skipped_lines"] == 3
+    assert res.trace.header.source["version"] == "2.1.39"
+    assert cli(["import", "claude-code", str(f), "-o", str(tmp_path / "t.jsonl")]) == 2
+
+
 def test_a_file_of_another_format_still_fails_at_its_first_record(tmp_path):
     """Records that never say they are Claude Code's (no sessionId, no version): not a damaged session
     but another log, refused at line 1 as before."""
