@@ -212,10 +212,16 @@ def import_codex(src: str | Path) -> ImportResult:
             pending.append(tr.ThinkingContent(thinking=summary))
         elif item in TOOL_CALLS:
             cid = p.get("call_id") or p.get("id")
-            if not cid:
-                raise TraceError(src, line, f"{item} without call_id")
+            if not cid or not isinstance(cid, str):
+                raise TraceError(src, line, f"{item} without call_id" if not cid else f"{item} whose call_id is "
+                                 f"{type(cid).__name__}, not a string")
             pending_t = t if pending_t is None else pending_t
             raw = p.get("arguments", p.get("input", p.get("action")))
+            name = p.get("name")
+            if name is not None and not isinstance(name, str):   # str() would name the tool "[1, 2]"
+                raise TraceError(src, line, f"{item} whose name is {type(name).__name__}, not a string")
+            if raw is not None and not isinstance(raw, (str, dict)):   # Codex writes a JSON string or an object
+                raise TraceError(src, line, f"{item} whose arguments are {type(raw).__name__}, not a string or an object")
             if isinstance(raw, str):
                 try:
                     args = json.loads(raw)
@@ -225,14 +231,16 @@ def import_codex(src: str | Path) -> ImportResult:
                 args = raw if isinstance(raw, dict) else {"input": raw}
             if not isinstance(args, dict):
                 args = {"input": args}
-            pending.append(tr.ToolUseContent(id=str(cid), name=str(p.get("name") or item), input=args))
+            pending.append(tr.ToolUseContent(id=cid, name=name or item, input=args))
         elif item == "web_search_call":
             action = p.get("action") or {}
             text = f"[web_search_call] {action.get('query', '')}"
             pending_t = t if pending_t is None else pending_t
             pending.append(tr.TextContent(text=text))
         elif item in TOOL_OUTPUTS:
-            cid = str(p.get("call_id") or "")
+            cid = p.get("call_id") or ""
+            if not isinstance(cid, str):   # str() would answer a call nobody made
+                raise TraceError(src, line, f"{item} whose call_id is {type(cid).__name__}, not a string")
             out = p.get("output")
             out = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
             if pending and not has_usage:   # no token_count: a tool output closes the call in progress

@@ -135,6 +135,32 @@ def test_a_rollout_cut_off_mid_write_or_with_a_damaged_record_imports_with_each_
     assert "imported with 2 line(s) skipped" in capsys.readouterr().err
 
 
+def test_a_tool_call_whose_name_id_or_arguments_have_a_type_codex_never_writes_is_skipped_and_named(tmp_path):
+    """A tool named by a list ("[1, 2]" once), arguments as a list, an output whose call_id is a number (it
+    answered a call "3" nobody made): each line is skipped, named; the calls go on as for any lost line.
+    Calls by hand, desktop_rollout's with c1's call (line 5), c3's call (line 9) and c4's output (line 12) lost:
+    [c2] (c1's output answers no call: dropped; c2's closes the call), c3's output answers no call (dropped),
+    [c4 fixed] (no output closes it before the answer: one call, c4 left open and repaired), then [on it] |
+    [done] = 4 calls."""
+    f = desktop_rollout(tmp_path)
+    lines = f.read_text().splitlines(keepends=True)
+    edits = {4: ("name", [1, 2]), 8: ("arguments", ["pytest"]), 11: ("call_id", 3)}
+    for i, (key, value) in edits.items():
+        rec = json.loads(lines[i])
+        rec["payload"][key] = value
+        lines[i] = json.dumps(rec) + "\n"
+    f.write_text("".join(lines))
+    res = import_file("codex", f)
+    assert res.warnings == [f"{f}:5: function_call whose name is list, not a string (line skipped)",
+                            f"{f}:9: function_call whose arguments are list, not a string or an object (line skipped)",
+                            f"{f}:12: function_call_output whose call_id is int, not a string (line skipped)"]
+    calls = [e for e in res.trace.events if isinstance(e, tr.AssistantEvent)]
+    assert [[c.id for c in e.tool_uses()] for e in calls] == [["c2"], ["c4"], [], []]
+    repairs = res.summary["repairs"]
+    assert repairs["tool_result for an unknown tool_use dropped"] == 2
+    assert repairs["dangling tool_use repaired with a synthetic error result"] == 1
+
+
 def test_a_file_of_another_format_is_still_refused_as_a_rollout_at_its_first_line(tmp_path):
     f = tmp_path / "rollout-x.jsonl"
     f.write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "yo"}\n')
