@@ -15,7 +15,11 @@ Facts of the format (read off ``shared/traces/real/codex``, Codex CLI 0.125.0, g
   and counted; a token_count with no ``info`` (rate limits only) is not a call;
 * ``compacted`` items (Codex's own compaction) carry the replacement history's summary message;
 * the other ``event_msg`` kinds (``user_message``/``agent_message`` mirror response items,
-  ``exec_command_end``, ``task_started``...) are not sent to the model: ignored and counted.
+  ``exec_command_end``, ``task_started``...) are not sent to the model: ignored and counted;
+* a forked thread's rollout (a fork, a sub-agent given its parent's history) holds a copy of the parent's
+  items after a session_meta of another thread (:data:`COPY_GAP_S`): history it starts from. Its calls are
+  marked ``copied`` (not billed here: the parent's file bills them) and a compaction in it replaces the
+  history with no call of this thread's.
 
 Current versions (issue 27: a Codex Desktop 0.128 alpha rollout) may log no ``token_count`` at
 all. Then each model call is the run of output items (reasoning, messages, tool calls) the rollout
@@ -54,6 +58,14 @@ from ctxsim.harness.model import trace as tr
 from ctxsim.harness.model.trace import NoModelCalls, TraceError
 
 FORMAT = "codex"
+# A forked thread's rollout (``codex fork``, a sub-agent spawned with its parent's history) opens with its own
+# session_meta and then holds its parent's rollout items, the parent's session_meta first: Codex persists the
+# forked history "as-is" (openai/codex codex-rs/core/src/codex.rs at 001cb8e, record_initial_history,
+# InitialHistory::Forked), each line stamped as it is written (codex-rs/core/src/rollout/recorder.rs at a9c11b5,
+# JsonlWriter::write_rollout_item). So the copy is one burst of lines; the thread's own next line follows a
+# model call or a command. Assumed: lines of one burst are at most this far apart (each is flushed on its own,
+# microseconds apart); a thread's own lines are further apart.
+COPY_GAP_S = 0.05
 TOOL_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
@@ -104,6 +116,21 @@ def _model_of(p: dict[str, Any]) -> str | None:
     return m if isinstance(m, str) and m else None
 
 
+def _copied_tokens(events: list[Any], tok: Any) -> int:
+    """cl100k tokens of the answers and tool outputs a fork copied in before this thread's first call (its
+    user messages are in ``before_first``): the first call's input holds them, so they are no hidden prefix."""
+    n = 0
+    for e in events:
+        if tr.is_call(e):
+            break
+        if isinstance(e, tr.AssistantEvent):
+            n += sum(tok.count(c.text if isinstance(c, tr.TextContent) else c.thinking if isinstance(c, tr.ThinkingContent)
+                               else json.dumps(c.input, ensure_ascii=False)) + 4 for c in e.content)
+        elif isinstance(e, tr.ToolResultEvent):
+            n += tok.count(e.content) + 4
+    return n
+
+
 def import_codex(src: str | Path) -> ImportResult:
     src = Path(src)
     has_usage, user_items = _prescan(src)
@@ -122,6 +149,9 @@ def import_codex(src: str | Path) -> ImportResult:
     before_first: list[str] = []     # visible messages the first call sent
     saw_meta = False
     windows: Counter = Counter()     # token_count.info.model_context_window values seen
+    own_id: str | None = None        # the thread this rollout records (its first session_meta's id)
+    copy_of: str | None = None       # in a copied burst: the thread it came from (COPY_GAP_S)
+    copy_t = 0.0                     # the burst's last line's time
 
     def flush(usage: tr.RecordedUsage | None, t: float) -> None:
         nonlocal pending, pending_t, first_usage
@@ -129,8 +159,12 @@ def import_codex(src: str | Path) -> ImportResult:
             return
         if not pending:
             counts["token_count with no output items (kept as an empty call)"] += 1
-        b.assistant(pending_t if pending_t is not None else t, pending or [tr.TextContent(text="")], usage, model=model)
-        if first_usage is None and usage is not None:
+        copied = copy_of is not None
+        b.assistant(pending_t if pending_t is not None else t, pending or [tr.TextContent(text="")], usage, model=model,
+                    copied=copied)
+        if copied:
+            counts[f"calls copied in from thread {copy_of} (a fork's history: not billed here)"] += 1
+        elif first_usage is None and usage is not None:
             first_usage = usage
         pending, pending_t = [], None
         for ht, cid, out in held:
@@ -139,18 +173,31 @@ def import_codex(src: str | Path) -> ImportResult:
 
     def read(line: int, o: dict[str, Any]) -> None:
         """One rollout line. A line that cannot be read raises before it changes the trace."""
-        nonlocal system, version, model, cwd, saw_meta, last_total, pending_t
+        nonlocal system, version, model, cwd, saw_meta, last_total, pending_t, own_id, copy_of, copy_t
         kind, p = o.get("type"), o.get("payload")
         if not isinstance(kind, str) or not isinstance(p, dict):
             raise TraceError(src, line, "not a Codex rollout line (expected {timestamp, type, payload})")
         t = parse_time(o.get("timestamp"), src, line)
+        if copy_of is not None:
+            if t - copy_t > COPY_GAP_S:   # the burst is over: what it left open is the copy's, the rest this thread's
+                flush(None, copy_t) if pending else None
+                copy_of = None
+            else:
+                copy_t = t
         if kind == "session_meta":
+            sid = p.get("id")
+            if own_id is not None and isinstance(sid, str) and sid != own_id:   # another thread's items follow
+                flush(None, t) if pending else None
+                copy_of, copy_t = sid, t
+                counts[f"history copied in from thread {sid} (a fork: its items are this thread's start)"] += 1
+                return
+            own_id = own_id or (sid if isinstance(sid, str) else None)
             saw_meta = True
             bi = p.get("base_instructions")
-            system = (bi.get("text") if isinstance(bi, dict) else bi) or system
-            version = p.get("cli_version") or version
+            system = system or (bi.get("text") if isinstance(bi, dict) else bi) or ""
+            version = version or p.get("cli_version")
             model = model or _model_of(p)
-            cwd = p.get("cwd") if isinstance(p.get("cwd"), str) else cwd
+            cwd = cwd or (p.get("cwd") if isinstance(p.get("cwd"), str) else None)
             return
         if kind == "turn_context":
             model = _model_of(p) or model
@@ -158,7 +205,9 @@ def import_codex(src: str | Path) -> ImportResult:
             return
         if kind == "compacted":
             flush(None, t)
-            b.compact(t, "auto", None, str(p.get("message") or "") or None, None)
+            # in a copy: the parent's compaction, which shaped the history this thread starts from (no call here)
+            b.compact(t, "auto", None, str(p.get("message") or "") or None, None,
+                      **({"no_call": True} if copy_of is not None else {}))
             return
         if kind == "event_msg":
             if p.get("type") == "token_count":
@@ -279,7 +328,7 @@ def import_codex(src: str | Path) -> ImportResult:
     from ctxsim.harness.provider.tokenizer import get_tokenizer
 
     tok = get_tokenizer()
-    visible = tok.count(system) + sum(tok.count(x) + 4 for x in before_first)
+    visible = tok.count(system) + sum(tok.count(x) + 4 for x in before_first) + _copied_tokens(b.events, tok)
     prefix = max(0, first_usage.context_tokens - visible) if first_usage else 0
     repairs = Counter(b.counts) + counts
     if windows:

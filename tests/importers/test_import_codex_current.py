@@ -168,3 +168,66 @@ def test_a_file_of_another_format_is_still_refused_as_a_rollout_at_its_first_lin
 
     with pytest.raises(tr.TraceError, match=r"rollout-x.jsonl:1: not a Codex rollout line"):
         import_file("codex", f)
+
+
+def _ms(ms: int) -> str:
+    return f"2026-01-01T00:{ms // 60_000:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}Z"
+
+
+def _at(ms: int, kind: str, payload: dict) -> str:
+    return json.dumps({"timestamp": _ms(ms), "type": kind, "payload": payload}) + "\n"
+
+
+def _usage(inp: int, cached: int, out: int, total: int) -> dict:
+    u = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out}
+    return {"type": "token_count", "info": {"last_token_usage": u, "total_token_usage": {"input_tokens": total}}}
+
+
+def _parent_items(ms: int) -> str:
+    """The parent thread's two calls (c1, then an answer), as its own rollout holds them and as a fork's copy
+    holds them again (``ms`` = when each line is written, one millisecond apart in a copy's burst)."""
+    return (_at(ms, "turn_context", {"model": "gpt-5.5"})
+            + _at(ms + 1, "response_item", {"type": "message", "role": "user",
+                                            "content": [{"type": "input_text", "text": "fix the parser"}]})
+            + _at(ms + 2, "response_item", {"type": "function_call", "name": "shell", "call_id": "c1",
+                                            "arguments": json.dumps({"cmd": "ls"})})
+            + _at(ms + 3, "event_msg", _usage(5000, 0, 40, 5000))
+            + _at(ms + 4, "response_item", {"type": "function_call_output", "call_id": "c1", "output": "parser.py"})
+            + _at(ms + 5, "response_item", {"type": "message", "role": "assistant",
+                                            "content": [{"type": "output_text", "text": "found it"}]})
+            + _at(ms + 6, "event_msg", _usage(5100, 4990, 20, 10100)))
+
+
+def test_a_forked_rollout_starts_from_its_parents_copied_history_and_bills_only_its_own_calls(tmp_path, capsys):
+    """Codex persists a fork's history as-is into the new rollout (codex.rs record_initial_history), after the
+    fork's own session_meta and the parent's, in one burst of lines (each stamped as written). The copy is
+    history: its two calls are marked copied, not billed; the fork's own call 30 s later is its only call. A
+    folder with both files bills the parent's two calls once (in the parent's trace) and the fork's one."""
+    parent = (_at(0, "session_meta", {"id": "p1", "cli_version": "0.150.0", "base_instructions": {"text": "You are Codex."}})
+              + _parent_items(10_000))
+    fork = (_at(60_000, "session_meta", {"id": "f1", "forked_from_id": "p1", "cli_version": "0.150.0",
+                                         "base_instructions": {"text": "You are Codex."}})
+            + _at(60_001, "session_meta", {"id": "p1", "cli_version": "0.149.0", "base_instructions": {"text": "other"}})
+            + _parent_items(60_002)
+            + _at(90_000, "response_item", {"type": "message", "role": "user",
+                                            "content": [{"type": "input_text", "text": "now the lexer"}]})
+            + _at(95_000, "response_item", {"type": "message", "role": "assistant",
+                                            "content": [{"type": "output_text", "text": "done"}]})
+            + _at(95_001, "event_msg", _usage(5300, 5120, 10, 15400)))
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "rollout-2026-01-01T00-00-00-p1.jsonl").write_text(parent)
+    (folder / "rollout-2026-01-01T00-01-00-f1.jsonl").write_text(fork)
+
+    res = import_file("codex", folder / "rollout-2026-01-01T00-01-00-f1.jsonl")
+    answers = [e for e in res.trace.events if isinstance(e, tr.AssistantEvent)]
+    assert [(e.copied, e.usage.input if e.usage else None) for e in answers] == [(True, 5000), (True, 110), (False, 180)]
+    assert res.trace.calls == 1 and res.summary["calls"] == 1
+    assert res.trace.header.system == "You are Codex." and res.trace.header.source["version"] == "0.150.0"
+    assert res.summary["repairs"]["calls copied in from thread p1 (a fork's history: not billed here)"] == 2
+    # the first own call's 5,300 tokens hold the copied history: only what the log does not show is hidden
+    assert res.trace.header.prefix_tokens < 5300 - 100
+
+    assert cli(["import", "codex", str(folder), "-o", str(tmp_path / "out"), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert sorted(r["calls"] for r in rep["sessions"]) == [1, 2]
