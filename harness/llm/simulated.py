@@ -564,9 +564,11 @@ def _elider(lost: list[str]):
     could appear only after a replacement, so then every text is tried, as before)."""
     if not lost or any("…" in t for t in lost):
         return lambda line: _elide(line, lost)
-    from ctxsim.harness.model.textmatch import matcher
+    from ctxsim.harness.model.textmatch import Matcher
 
-    m = matcher({t: t for t in lost})
+    # compiled here, not through textmatch.matcher's shared cache: each compaction's set is its own, and
+    # sixteen of them evicted the trace's facts matcher, so the next run searched every block again
+    m = Matcher({t: t for t in lost})
 
     def elide(line: str) -> str:
         held = m.present(line)
