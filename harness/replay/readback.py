@@ -3,17 +3,61 @@ would give it around the line a fact is on (the engine charges the call; this re
 
 from __future__ import annotations
 
+import os
+from collections import OrderedDict
 from pathlib import Path
 
 READ_TOOL = "Read"  # the file-reading tool a read-back uses unless the trace names one (header.meta.read_tool)
 READBACK_LINES = 2000  # Claude Code's Read tool: 2,000 lines from an offset by default
 READBACK_MAX_CHARS = 100_000  # and a cap on what one read returns
+FILES_KEPT = 4  # files whose lines are kept between read-backs (a bound on memory: each is held twice, as bytes and lines)
+
+
+class _Lines:
+    """A file's lines as ``open(encoding="utf-8", errors="replace").read().splitlines(keepends=True)``
+    gives them (universal newlines), kept between read-backs. A session's transcript grows by appends and is read back again
+    and again: decoding and splitting all of it each time made a session twice as long cost four times
+    as much. Each read still takes the file's bytes (so a file rewritten in place is never served
+    stale), but only the bytes past the last line break read before are decoded and split when the
+    older bytes are unchanged. That is exact: a line break is one byte, never inside a UTF-8 sequence,
+    and a line that ends in it (``\r\n`` included) ends whatever follows."""
+
+    def __init__(self) -> None:
+        # path -> (stamp, the bytes up to the last line break, their lines, the lines after it)
+        self._held: OrderedDict[str, tuple[tuple[int, int, int, int], bytes, list[str], list[str]]] = OrderedDict()
+
+    def of(self, path: Path) -> list[str]:
+        key = str(path)
+        st = os.stat(path)
+        stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        hit = self._held.get(key)
+        if hit is None or hit[0] != stamp:
+            data = path.read_bytes()
+            cut = data.rfind(b"\n") + 1   # the complete lines: decoded and split once, whatever follows
+            if hit is not None and len(hit[1]) <= cut and data.startswith(hit[1]):
+                lines = hit[2]   # extended in place: only the new lines are built
+                lines.extend(_split(data[len(hit[1]):cut]))
+            else:
+                lines = _split(data[:cut])
+            hit = (stamp, data[:cut], lines, _split(data[cut:]))
+            self._held[key] = hit
+            while len(self._held) > FILES_KEPT:
+                self._held.popitem(last=False)
+        self._held.move_to_end(key)
+        return hit[2] + hit[3] if hit[3] else hit[2]
+
+
+def _split(data: bytes) -> list[str]:
+    """``data``'s lines as a text-mode read gives them: decoded, ``\r\n`` and ``\r`` read as ``\n``."""
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n").splitlines(keepends=True)
+
+
+_LINES = _Lines()
 
 
 def excerpt(path: Path, line: int | None) -> tuple[str, dict[str, int]]:
     """What ``Read(file_path, offset, limit)`` returns around ``line`` (1-based)."""
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        lines = fh.read().splitlines(keepends=True)
+    lines = _LINES.of(path)
     if line is None or len(lines) <= READBACK_LINES:
         start = 1 if line is None else max(1, line - READBACK_LINES // 2)
     else:

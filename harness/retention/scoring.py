@@ -205,7 +205,8 @@ class RetentionModel:
         self._paths: dict[int, tuple[str, ...]] = {}             # message id -> absolute paths in it
         self._file: dict[tuple[str, str], tuple[tuple[int, int], int]] = {}  # (path, fact) -> (stat, line or 0)
         self._facts: dict[int, tuple[Message, frozenset[str]]] = {}  # id -> (message, facts in its text)
-        self._data: dict[str, tuple[tuple[int, int], bytes, bool]] = {}  # path -> (stat, bytes, has \r): newest read
+        # path -> [stat, bytes, has \r, line-break positions or None, the version before until they are built]
+        self._data: dict[str, list] = {}
         self._matcher = None  # the facts compiled into one search (ctxsim.harness.model.textmatch), on first use
         # keys of this model's folds over a history (ctxsim.harness.model.conversation.History.fold_through): the
         # messages that hold a fact, and those that name a file, linked newest first, so a probe
@@ -306,11 +307,34 @@ class RetentionModel:
         hit = self._data.get(path)
         if hit is None or hit[0] != stamp:
             data = Path(path).read_bytes()
-            hit = (stamp, data, b"\r" in data)
+            # the line index is built when first asked, from the version before's where that one was built
+            # (never a chain of versions: only one with its index is kept)
+            older = hit if hit is not None and hit[3] is not None else None
+            if older is not None:
+                older[4] = None
+            hit = [stamp, data, b"\r" in data, None, older]
             self._data[path] = hit
             while len(self._data) > _FILES_HELD:
                 del self._data[next(iter(self._data))]
         return hit[1], hit[2]
+
+    def _line_at(self, path: str, off: int) -> int:
+        """1-based line of byte ``off`` of the file's newest version read (no carriage return in it). The
+        positions of its line breaks are found once a version, and only past the old bytes when the new
+        version begins with them (a transcript grows by appends): a fact's line no longer counts the
+        breaks of the whole file for each fact asked of each version."""
+        hit = self._data[path]
+        if hit[3] is None:
+            data, older = hit[1], hit[4]
+            hit[4] = None   # the older version is needed only here
+            if older is not None and older[3] is not None and len(older[1]) <= len(data) \
+                    and data.startswith(older[1]):
+                n = len(older[1])
+                new = np.flatnonzero(np.frombuffer(data, dtype=np.uint8, offset=n) == 10) + n
+                hit[3] = np.concatenate((older[3], new))
+            else:
+                hit[3] = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+        return int(np.searchsorted(hit[3], off)) + 1
 
     def _line_of(self, path: str, stamp: tuple[int, int], text: str) -> int:
         """1-based line of ``text`` (or of its JSON-escaped form) in the file as read in text mode
@@ -335,7 +359,7 @@ class RetentionModel:
         if off < 0:
             return 0
         if not cr:
-            return data.count(b"\n", 0, off) + 1
+            return self._line_at(path, off)
         # universal newlines: \r\n, \r and \n each end one line
         return data.count(b"\n", 0, off) + data.count(b"\r", 0, off) - data.count(b"\r\n", 0, off) + 1
 

@@ -1,0 +1,76 @@
+"""Files read again as they grow (a session's transcript, read back for a fact, probe after probe): the
+read-back's lines and the scorer's line numbers are built from the new bytes only, and are exactly what a
+whole read gives, whatever happens to the file between reads (appends, a rewrite in place, a truncation,
+line breaks of every kind, bytes that are not UTF-8)."""
+
+from __future__ import annotations
+
+from ctxsim.harness.llm import simulated
+from ctxsim.harness.model import textmatch
+from ctxsim.harness.replay.readback import _Lines
+from ctxsim.harness.retention.scoring import RetentionModel
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+PIECES = [b"a", b"bc", b"\n", b"\r", b"\r\n", "中".encode(), b"\xe4", b"\xff", "\x85".encode(), b"\x0c",
+          "\u2028".encode(), b"fact-1", b"fact-2"]
+EDITS = st.lists(st.tuples(st.sampled_from(["append", "rewrite", "truncate"]),
+                           st.lists(st.sampled_from(PIECES), max_size=12), st.floats(0, 1)), min_size=1, max_size=25)
+
+
+def _whole(path) -> list[str]:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read().splitlines(keepends=True)
+
+
+def _edit(path, op, pieces, at) -> None:
+    data = b"".join(pieces)
+    if op == "append" or not path.exists():
+        with open(path, "ab") as fh:
+            fh.write(data)
+    elif op == "rewrite":
+        path.write_bytes(data)
+    else:
+        old = path.read_bytes()
+        path.write_bytes(old[:int(at * len(old))])
+
+
+@settings(max_examples=60, deadline=None)
+@given(edits=EDITS)
+def test_a_read_back_of_a_growing_file_gives_the_lines_a_whole_read_gives(tmp_path_factory, edits):
+    path = tmp_path_factory.mktemp("grow") / "transcript.jsonl"
+    lines = _Lines()
+    for op, pieces, at in edits:
+        _edit(path, op, pieces, at)
+        assert lines.of(path) == _whole(path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(edits=EDITS)
+def test_the_scorers_line_of_a_fact_in_a_growing_file_is_the_count_of_breaks_before_it(tmp_path_factory, edits):
+    d = tmp_path_factory.mktemp("score")
+    path = d / "transcript.jsonl"
+    model = RetentionModel({}, session_dir=d)
+    for op, pieces, at in edits:
+        _edit(path, op, pieces, at)
+        data = path.read_bytes()
+        st_ = path.stat()
+        for needle in ("fact-1", "fact-2"):
+            got = model._line_of(str(path), (st_.st_mtime_ns, st_.st_size), needle)
+            off = data.find(needle.encode())
+            if off < 0:
+                assert got == 0
+            else:   # universal newlines: \r\n, \r and \n each end a line
+                head = data[:off]
+                assert got == head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
+
+
+def test_a_compactions_elision_does_not_evict_the_facts_matcher_runs_share():
+    """The facts of a trace are compiled once for every run over it (textmatch.matcher); each compaction's
+    elision compiles its own set apart, so twenty compactions leave the trace's matcher shared."""
+    facts = {f"f{i}": f"fact number {i}" for i in range(5)}
+    first = textmatch.matcher(facts)
+    for k in range(20):
+        simulated._elider([f"lost {k}", f"gone {k}"])("lost 3 and gone 3")
+    assert textmatch.matcher(facts) is first
+    assert simulated._elider(["lost 1"])("a lost 1 line") != "a lost 1 line"
