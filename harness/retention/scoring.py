@@ -42,6 +42,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,6 +208,7 @@ class RetentionModel:
         self._facts: dict[int, tuple[Message, frozenset[str]]] = {}  # id -> (message, facts in its text)
         # path -> [stat, bytes, has \r, line-break positions or None, the version before until they are built]
         self._data: dict[str, list] = {}
+        self._real: dict[str, tuple[tuple[int, int], bool]] = {}  # path -> (stat, under the run directory)
         self._matcher = None  # the facts compiled into one search (ctxsim.harness.model.textmatch), on first use
         # keys of this model's folds over a history (ctxsim.harness.model.conversation.History.fold_through): the
         # messages that hold a fact, and those that name a file, linked newest first, so a probe
@@ -285,14 +287,14 @@ class RetentionModel:
             st = os.stat(path)
         except OSError:
             return 0, 0
-        if not os.path.isfile(path):
+        if not stat.S_ISREG(st.st_mode):
             return 0, 0
         stamp = (st.st_mtime_ns, st.st_size)
         key = (path, fact.id)
         hit = self._file.get(key)
         if hit is None or hit[0] != stamp:
-            if self._real_root is not None and not os.path.realpath(path).startswith(self._real_root):
-                return 0, 0   # checked before each read of a new version (realpath is the costly part)
+            if not self._inside(path, stamp):
+                return 0, 0
             try:
                 line = self._line_of(path, stamp, fact.text)
             except OSError:
@@ -300,6 +302,17 @@ class RetentionModel:
             hit = (stamp, line)
             self._file[key] = hit
         return hit[1], st.st_size
+
+    def _inside(self, path: str, stamp: tuple[int, int]) -> bool:
+        """Whether the file's real path is under the run directory, checked once for each version of it
+        before it is read (realpath is the costly part), whatever the number of facts asked of it."""
+        if self._real_root is None:
+            return True
+        hit = self._real.get(path)
+        if hit is None or hit[0] != stamp:
+            hit = (stamp, os.path.realpath(path).startswith(self._real_root))
+            self._real[path] = hit
+        return hit[1]
 
     def _bytes(self, path: str, stamp: tuple[int, int]) -> tuple[bytes, bool]:
         """The file's bytes and whether they hold a carriage return, read once per version (stamp)
