@@ -66,7 +66,10 @@ LITM_DOCS = 20
 GIST_FACTS = ("goal",)
 SUMMARY_MARKER = "<summary>"  # what the simulated summariser (and Claude Code) open a summary with
 Where = Literal["window", "summary", "recoverable", "unfollowed", "lost"]
-_FILES_HELD = 64  # files whose bytes a model keeps between probes (the newest read); a bound on memory
+# the bytes of the files a model keeps between probes, the newest read kept last: a bound on memory (assumed;
+# a count of 64 files dropped a long session's growing transcript for its many small memory files, then read
+# it again whole, and read each memory file again at each probe)
+_BYTES_HELD = 64 << 20
 _PATH = re.compile(r"/[A-Za-z0-9_.@+\-]+(?:/[A-Za-z0-9_.@+\-]+)+")
 MAX_WEIGHT = 100.0  # a category's weight in retention.score (the defaults are 1 to 2; assumed bound)
 
@@ -183,6 +186,20 @@ def _is_summary(m: Message, text: str) -> bool:
     return m.meta.get("origin") == "summary" or text.lstrip().startswith(SUMMARY_MARKER)
 
 
+@dataclass(eq=False)
+class _Version:
+    """One version of a file the scorer read: its bytes, whether they hold a carriage return, its lineage
+    (the same object for versions each of which begins with the one before) and its line breaks' positions,
+    built when first asked (from ``older``'s, the version before in its lineage, where those were built)."""
+
+    stamp: tuple[int, int]
+    data: bytes
+    cr: bool
+    lineage: object
+    older: _Version | None = None
+    breaks: np.ndarray | None = None
+
+
 class RetentionModel:
     """Scores probes on requests. One per run (it caches per-message text, found paths and files).
 
@@ -206,8 +223,9 @@ class RetentionModel:
         self._paths: dict[int, tuple[str, ...]] = {}             # message id -> absolute paths in it
         self._file: dict[tuple[str, str], tuple[tuple[int, int], int]] = {}  # (path, fact) -> (stat, line or 0)
         self._facts: dict[int, tuple[Message, frozenset[str]]] = {}  # id -> (message, facts in its text)
-        # path -> [stat, bytes, has \r, line-break positions or None, the version before until they are built]
-        self._data: dict[str, list] = {}
+        self._data: dict[str, _Version] = {}   # path -> its newest version read
+        self._held = 0   # their bytes (_BYTES_HELD)
+        self._found: dict[tuple[str, bytes], tuple[int, int, object]] = {}  # (path, needle) -> (bytes searched, offset, lineage)
         self._real: dict[str, tuple[tuple[int, int], bool]] = {}  # path -> (stat, under the run directory)
         self._matcher = None  # the facts compiled into one search (ctxsim.harness.model.textmatch), on first use
         # keys of this model's folds over a history (ctxsim.harness.model.conversation.History.fold_through): the
@@ -317,37 +335,50 @@ class RetentionModel:
     def _bytes(self, path: str, stamp: tuple[int, int]) -> tuple[bytes, bool]:
         """The file's bytes and whether they hold a carriage return, read once per version (stamp)
         for all the facts asked of it."""
-        hit = self._data.get(path)
-        if hit is None or hit[0] != stamp:
+        v = self._data.get(path)
+        if v is None or v.stamp != stamp:
             data = Path(path).read_bytes()
-            # the line index is built when first asked, from the version before's where that one was built
-            # (never a chain of versions: only one with its index is kept)
-            older = hit if hit is not None and hit[3] is not None else None
-            if older is not None:
-                older[4] = None
-            hit = [stamp, data, b"\r" in data, None, older]
-            self._data[path] = hit
-            while len(self._data) > _FILES_HELD:
-                del self._data[next(iter(self._data))]
-        return hit[1], hit[2]
+            # a version that begins with the one before (a transcript grows by appends) continues its lineage:
+            # what was found in the older bytes stands, and only the new bytes are searched (one compare a
+            # version, exact whatever a strategy does to the file)
+            grown = v is not None and len(v.data) <= len(data) and data.startswith(v.data)
+            v = _Version(stamp, data, b"\r" in data, v.lineage if grown else object(),
+                         v if grown and v.breaks is not None else None)
+            old = self._data.pop(path, None)   # the newest read last
+            self._held += len(data) - (len(old.data) if old is not None else 0)
+            self._data[path] = v
+            while self._held > _BYTES_HELD and len(self._data) > 1:
+                self._held -= len(self._data.pop(next(iter(self._data))).data)
+        return v.data, v.cr
+
+    def _find(self, path: str, needle: bytes) -> int:
+        """``data.find(needle)`` in the file's newest version read, searching only the bytes past those
+        already searched in an older version of its lineage."""
+        v = self._data[path]
+        key = (path, needle)
+        prev = self._found.get(key)
+        if prev is not None and prev[2] is v.lineage and prev[0] <= len(v.data):
+            off = prev[1] if prev[1] >= 0 else v.data.find(needle, max(0, prev[0] - len(needle) + 1))
+        else:
+            off = v.data.find(needle)
+        self._found[key] = (len(v.data), off, v.lineage)
+        return off
 
     def _line_at(self, path: str, off: int) -> int:
         """1-based line of byte ``off`` of the file's newest version read (no carriage return in it). The
-        positions of its line breaks are found once a version, and only past the old bytes when the new
-        version begins with them (a transcript grows by appends): a fact's line no longer counts the
-        breaks of the whole file for each fact asked of each version."""
-        hit = self._data[path]
-        if hit[3] is None:
-            data, older = hit[1], hit[4]
-            hit[4] = None   # the older version is needed only here
-            if older is not None and older[3] is not None and len(older[1]) <= len(data) \
-                    and data.startswith(older[1]):
-                n = len(older[1])
-                new = np.flatnonzero(np.frombuffer(data, dtype=np.uint8, offset=n) == 10) + n
-                hit[3] = np.concatenate((older[3], new))
+        positions of its line breaks are found once a version, and only past the older version's bytes
+        within a lineage: a fact's line no longer counts the breaks of the whole file for each fact asked
+        of each version."""
+        v = self._data[path]
+        if v.breaks is None:
+            older, v.older = v.older, None   # the older version is needed only here
+            if older is not None and older.breaks is not None:
+                n = len(older.data)
+                new = np.flatnonzero(np.frombuffer(v.data, dtype=np.uint8, offset=n) == 10) + n
+                v.breaks = np.concatenate((older.breaks, new))
             else:
-                hit[3] = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-        return int(np.searchsorted(hit[3], off)) + 1
+                v.breaks = np.flatnonzero(np.frombuffer(v.data, dtype=np.uint8) == 10)
+        return int(np.searchsorted(v.breaks, off)) + 1
 
     def _line_of(self, path: str, stamp: tuple[int, int], text: str) -> int:
         """1-based line of ``text`` (or of its JSON-escaped form) in the file as read in text mode
@@ -366,9 +397,9 @@ class RetentionModel:
                 off = data.find(needles[1])
             return data.count("\n", 0, off) + 1 if off >= 0 else 0
         data, cr = self._bytes(path, stamp)
-        off = data.find(raw[0])
+        off = self._find(path, raw[0])
         if off < 0:
-            off = data.find(raw[1])
+            off = self._find(path, raw[1])
         if off < 0:
             return 0
         if not cr:

@@ -55,7 +55,8 @@ def test_the_scorers_line_of_a_fact_in_a_growing_file_is_the_count_of_breaks_bef
         _edit(path, op, pieces, at)
         data = path.read_bytes()
         st_ = path.stat()
-        for needle in ("fact-1", "fact-2"):
+        # a fact is asked of some versions only: what was found in an older one is carried over the rest
+        for needle in ("fact-1", "fact-2")[: 1 + (at > 0.3)]:
             got = model._line_of(str(path), (st_.st_mtime_ns, st_.st_size), needle)
             off = data.find(needle.encode())
             if off < 0:
