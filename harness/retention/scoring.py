@@ -68,7 +68,8 @@ SUMMARY_MARKER = "<summary>"  # what the simulated summariser (and Claude Code) 
 Where = Literal["window", "summary", "recoverable", "unfollowed", "lost"]
 # the bytes of the files a model keeps between probes, the newest read kept last: a bound on memory (assumed;
 # a count of 64 files dropped a long session's growing transcript for its many small memory files, then read
-# it again whole, and read each memory file again at each probe)
+# it again whole, and read each memory file again at each probe). A grown file's version before is held too
+# until its line breaks are carried over (_Version.older): at most twice this
 _BYTES_HELD = 64 << 20
 _PATH = re.compile(r"/[A-Za-z0-9_.@+\-]+(?:/[A-Za-z0-9_.@+\-]+)+")
 MAX_WEIGHT = 100.0  # a category's weight in retention.score (the defaults are 1 to 2; assumed bound)
