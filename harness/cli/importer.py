@@ -132,6 +132,7 @@ def session_row(project: str, src: Path, out: Path, trace,
             **counted, "models": models,
             "compactions": sum(1 for e in trace.events if isinstance(e, tr.CompactEvent)),
             "route": (trace.header.source or {}).get("route"),   # who served the calls (Claude Code logs)
+            **({"thread": thread} if isinstance(thread := (trace.header.source or {}).get("thread"), str) else {}),
             "source": str(src), "trace": str(out)}, calls, copies
 
 
@@ -164,16 +165,22 @@ def count_once(rows: list[dict[str, Any]], calls: list[list[BilledCall]],
             row.update(_counted([c for c in mine if key(c) is None or seen[key(c)] == here]))
         if copied[i] or again:
             found[i] = copied[i] + again
+    # a forked Codex thread's copies name the thread they were copied from (no request id to match): its row
+    threads = {r["thread"]: f"{r['project']}/{r['session']}" for r in rows if isinstance(r.get("thread"), str)}
     for i, copies in sorted(found.items()):   # where each was made: any session of the folder (a copy can be stamped before it)
         row = rows[i]
-        made_in = sorted({seen[key(c)] for c in copies if key(c) in seen})
+        made_in = sorted({seen[key(c)] for c in copies if key(c) in seen}
+                         | {threads[c.copied_from] for c in copies if c.copied_from in threads})
         row["copied_calls"] = {"calls": len(copies), "cost_usd": round(sum(c.cost_usd for c in copies), 4),
                                "made_in": made_in}
-        where = ", ".join(made_in) if made_in else "an earlier session this folder does not hold"
+        forked = sorted({c.copied_from for c in copies if c.copied_from})
+        where = ", ".join(made_in) if made_in else (
+            f"thread {', '.join(forked)}, which this folder does not hold" if forked
+            else "an earlier session this folder does not hold")
+        why = "a forked thread copies its parent's history" if forked else "a resumed conversation copies them"
         counted = "counted there, once" if made_in else "billed there, not counted here"
         notes.append(f"{row['source']}: {len(copies)} of its calls are copies of calls made in "
-                     f"{where} (a resumed conversation copies them): {counted} "
-                     f"(${row['copied_calls']['cost_usd']:.2f})")
+                     f"{where} ({why}): {counted} (${row['copied_calls']['cost_usd']:.2f})")
     return notes
 
 

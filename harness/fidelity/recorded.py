@@ -216,6 +216,7 @@ class BilledCall:
     request_id: str | None
     usage: RecordedUsage
     cost_usd: float
+    copied_from: str | None = None   # a copy's: the thread a fork copied it from (a Codex thread id), where known
 
 
 def priced_calls(trace: Trace, models_file: str | None = None, *, copied: bool = False) -> list[BilledCall]:
@@ -225,7 +226,8 @@ def priced_calls(trace: Trace, models_file: str | None = None, *, copied: bool =
     provider = Provider(trace.header.model, models_file=models_file)
     events = copied_events(trace) if copied else billed_events(trace)
     return [BilledCall(e.request_id if isinstance(e, AssistantEvent) else None, e.usage,
-                       provider.price(usage_of(e.usage), provider.spec_for(_call_model(e) or trace.header.model)))
+                       provider.price(usage_of(e.usage), provider.spec_for(_call_model(e) or trace.header.model)),
+                       e.meta.get("copied_from") if copied and isinstance(e.meta.get("copied_from"), str) else None)
             for e in events]
 
 

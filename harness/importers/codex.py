@@ -161,7 +161,7 @@ def import_codex(src: str | Path) -> ImportResult:
             counts["token_count with no output items (kept as an empty call)"] += 1
         copied = copy_of is not None
         b.assistant(pending_t if pending_t is not None else t, pending or [tr.TextContent(text="")], usage, model=model,
-                    copied=copied)
+                    copied=copied, **({"copied_from": copy_of} if copied else {}))
         if copied:
             counts[f"calls copied in from thread {copy_of} (a fork's history: not billed here)"] += 1
         elif first_usage is None and usage is not None:
@@ -341,7 +341,7 @@ def import_codex(src: str | Path) -> ImportResult:
     header = tr.Header(
         name=src.stem, model=model, system=system, prefix_tokens=prefix, usage="per_call" if has_usage else "none",
         source={"format": FORMAT, "path": str(src), "version": version, "start": iso_time(b.t0),
-                **({"cwd": cwd} if cwd else {})}, recorded=recorded,
+                **({"cwd": cwd} if cwd else {}), **({"thread": own_id} if own_id else {})}, recorded=recorded,
         notes=notes_from(ignored, repairs, [
             f"Codex CLI {version}" if version else "Codex CLI",
             "usage: token_count.last_token_usage per call; input_tokens include cached_input_tokens (normalised)"

@@ -229,5 +229,14 @@ def test_a_forked_rollout_starts_from_its_parents_copied_history_and_bills_only_
     assert res.trace.header.prefix_tokens < 5300 - 100
 
     assert cli(["import", "codex", str(folder), "-o", str(tmp_path / "out"), "--json"]) == 0
-    rep = json.loads(capsys.readouterr().out)
+    cap = capsys.readouterr()
+    rep = json.loads(cap.out)
     assert sorted(r["calls"] for r in rep["sessions"]) == [1, 2]
+    fork_row = next(r for r in rep["sessions"] if r["thread"] == "f1")
+    assert fork_row["copied_calls"]["made_in"] == ["sessions/rollout-2026-01-01T00-00-00-p1"]
+    assert "2 of its calls are copies of calls made in sessions/rollout-2026-01-01T00-00-00-p1 (a forked thread " \
+           "copies its parent's history): counted there, once" in cap.err
+    # the parent's rollout elsewhere: the fork's copies are still not counted, and the note names the thread
+    (folder / "rollout-2026-01-01T00-00-00-p1.jsonl").unlink()
+    assert cli(["import", "codex", str(folder), "-o", str(tmp_path / "out2")]) == 0
+    assert "copies of calls made in thread p1, which this folder does not hold" in capsys.readouterr().err
