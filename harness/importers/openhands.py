@@ -106,8 +106,15 @@ def import_openhands(src: str | Path) -> ImportResult:
         t = parse_time(e["timestamp"], src, *jd.at(*pre, k, "timestamp"))
         meta = _obj(e.get("tool_call_metadata"))
         args = _obj(e.get("args")) or {}
+        if e.get("action") == "message" and e.get("source") in ("user", "agent") \
+                and not (isinstance(args, dict) and isinstance(args.get("content"), str)):
+            # OpenHands' MessageAction always carries its text: str() would send "None" or "5" as the message
+            raise jd.error(pre + (k, "args"), f"event #{k}: a message from the {e['source']} whose args.content is not a string")
+        if isinstance(meta, dict) and "action" in e and not isinstance(meta.get("function_name"), str):
+            raise jd.error(pre + (k, "tool_call_metadata"),
+                           f"event #{k}: tool_call_metadata.function_name is not a string (the tool the model called)")
         if e.get("source") == "user" and e.get("action") == "message":
-            text = str(args.get("content") if isinstance(args, dict) else args)
+            text = args["content"]
             first = not any(kind == "user" for kind, _ in order)
             for part, m in (task_parts(text) if first else [(text, {})]):
                 order.append(("user", (t, part, m)))
@@ -131,7 +138,7 @@ def import_openhands(src: str | Path) -> ImportResult:
             else:
                 counts["tool call not in its model_response (action args used)"] += 1
                 tool_args = {k: v for k, v in (args if isinstance(args, dict) else {"input": args}).items() if k != "thought"}
-            call["tools"].append(tr.ToolUseContent(id=tid, name=str(meta.get("function_name")),
+            call["tools"].append(tr.ToolUseContent(id=tid, name=meta["function_name"],
                                                    input=tool_args if isinstance(tool_args, dict) else {"input": tool_args}))
         elif e.get("source") == "agent" and e.get("action") in ENV_ACTIONS:
             a = args if isinstance(args, dict) else {"input": args}
@@ -144,7 +151,7 @@ def import_openhands(src: str | Path) -> ImportResult:
             content = content if isinstance(content, str) and content else str(e.get("message") or "")
             order.append(("result", (t, bare[e["cause"]], content)))
         elif e.get("source") == "agent" and e.get("action") == "message":
-            order.append(("final", (t, str(args.get("content") if isinstance(args, dict) else args))))
+            order.append(("final", (t, args["content"])))
         elif "observation" in e and isinstance(meta, dict) and e.get("cause") is not None:
             content = e.get("content")
             content = content if isinstance(content, str) and content else str(e.get("message") or "")

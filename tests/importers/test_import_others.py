@@ -129,3 +129,22 @@ def test_openhands_foreign_file(tmp_path):
     f.write_text(json.dumps([{"type": "user"}]))
     with pytest.raises(TraceError, match="event #0 has no id or timestamp"):
         import_file("openhands", f)
+
+
+@pytest.mark.parametrize("event,edit,words", [
+    (4, lambda e: e["args"].pop("content"), "event #4: a message from the user whose args.content is not a string"),
+    (4, lambda e: e.__setitem__("args", 5), "event #4: a message from the user whose args.content is not a string"),
+    (15, lambda e: e["args"].__setitem__("content", None), "event #15: a message from the agent whose args.content is not"),
+    (7, lambda e: e["tool_call_metadata"].__setitem__("function_name", ["execute_bash"]),
+     "event #7: tool_call_metadata.function_name is not a string"),
+])
+@needs_real
+def test_openhands_an_event_of_a_type_openhands_never_writes_is_named_not_sent_as_its_str(tmp_path, event, edit, words):
+    """A message whose text is missing or not a string was sent as "None" or "5", a tool named by a list
+    as "['execute_bash']". Each is refused at its event, as any other damaged field of the document is."""
+    events = json.loads((REAL / "openhands" / "basic_gui_mode.json").read_text(encoding="utf-8"))
+    edit(events[event])
+    f = tmp_path / "damaged.json"
+    f.write_text(json.dumps(events))
+    with pytest.raises(TraceError, match=words):
+        import_file("openhands", f)
