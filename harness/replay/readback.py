@@ -15,12 +15,12 @@ FILES_KEPT = 4  # files whose lines are kept between read-backs (a bound on memo
 
 class _Lines:
     """A file's lines as ``open(encoding="utf-8", errors="replace").read().splitlines(keepends=True)``
-    gives them (universal newlines), kept between read-backs. A session's transcript grows by appends and is read back again
-    and again: decoding and splitting all of it each time made a session twice as long cost four times
-    as much. Each read still takes the file's bytes (so a file rewritten in place is never served
-    stale), but only the bytes past the last line break read before are decoded and split when the
-    older bytes are unchanged. That is exact: a line break is one byte, never inside a UTF-8 sequence,
-    and a line that ends in it (``\r\n`` included) ends whatever follows."""
+    gives them (universal newlines), kept between read-backs. A session's transcript grows by appends
+    and is read back again and again: decoding and splitting all of it each time made a session twice
+    as long cost four times as much. Each read still takes the file's bytes (so a file rewritten in
+    place is never served stale), but only the bytes past the last line break read before are decoded
+    and split when the older bytes are unchanged. That is exact: a line break is one byte, never inside
+    a UTF-8 sequence, and a line that ends in it (``\r\n`` included) ends whatever follows."""
 
     def __init__(self) -> None:
         # path -> (stamp, the bytes up to the last line break, their lines, the lines after it)
