@@ -123,11 +123,8 @@ def _copied_tokens(events: list[Any], tok: Any) -> int:
     for e in events:
         if tr.is_call(e):
             break
-        if isinstance(e, tr.AssistantEvent):
-            n += sum(tok.count(c.text if isinstance(c, tr.TextContent) else c.thinking if isinstance(c, tr.ThinkingContent)
-                               else json.dumps(c.input, ensure_ascii=False)) + 4 for c in e.content)
-        elif isinstance(e, tr.ToolResultEvent):
-            n += tok.count(e.content) + 4
+        if isinstance(e, (tr.AssistantEvent, tr.ToolResultEvent)):
+            n += tok.count(tr._content_text(e)) + 4
     return n
 
 
