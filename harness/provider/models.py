@@ -16,7 +16,12 @@ partial match, so a model the table lacks is an error rather than another model'
    ``bedrock/…``, ``anthropic/…``: what gateways and LiteLLM-style configs write);
 5. a Claude id whose version is written with a dot, by rules 1–4 on it with hyphens
    (``anthropic/claude-opus-4.6`` → ``claude-opus-4-6``: OpenRouter's model ids, openrouter.ai/anthropic,
-   read 2026-12-06). Its variants stay unknown (``claude-opus-4.6-fast`` is priced 6× there).
+   read 2026-12-06). Its variants stay unknown (``claude-opus-4.6-fast`` is priced 6× there);
+6. any of these in another case, when no row is spelled as given (``MiniMax-M2.7`` → ``minimax-m2.7``):
+   MiniMax's API and the logs of Claude Code on it write ``MiniMax-M2.7`` and ``MiniMax-M3``, and
+   genai-prices 0.2.5 (pydantic/genai-prices ``genai_prices/types.py``, ``Provider.find_model``) lowercases
+   an id before it matches one. So no two rows of a table may differ only in case, and a ``--models``
+   row replaces the row it equals but for case.
 
 A Bedrock id outside global cross-region inference (a geographic prefix ``us.``/``eu.``/``jp.``/
 ``apac.``…, or none: in-region) is priced at its row's ``bedrock_regional_premium`` (1.1 for Claude
@@ -111,6 +116,16 @@ _DOTTED = re.compile(r"(?<=\d)\.(?=\d)")   # rule 5: the dot of a Claude version
 
 def base_id(name: str, known) -> str | None:
     """The table row ``name`` resolves to (module docstring), or None."""
+    row = _spelled(name, known)
+    if row is None:   # rule 6: the id in another case (rows differ in more than case: _parse)
+        folded = {k.casefold(): k for k in known}
+        row = _spelled(name.casefold(), folded)
+        row = folded[row] if row is not None else None
+    return row
+
+
+def _spelled(name: str, known) -> str | None:
+    """Rules 1-5 on ``name`` as it is spelled."""
     row = _base_id(name, known)
     if row is None and "claude-" in name and _DOTTED.search(name):
         row = _base_id(_DOTTED.sub("-", name), known)
@@ -232,10 +247,15 @@ def _parse(data: dict, source: str) -> tuple[dict[str, ModelSpec], str | None]:
     stray = sorted(set(data) - {"models", "defaults"})
     if stray:   # e.g. [my-model] instead of [models."my-model"]: its prices would be silently ignored
         raise ValueError(f"{source}: unknown table {stray[0]!r}: rows go under [models.\"NAME\"] (and [defaults])")
-    out = {}
+    out: dict[str, ModelSpec] = {}
+    folded: dict[str, str] = {}
     for name, fields in (data.get("models") or {}).items():
         if not isinstance(fields, dict):
             raise ValueError(f"{source}: model {name!r}: a table of prices and limits ([models.\"{name}\"])")
+        if name.casefold() in folded:   # rule 6 would price one id by either row
+            raise ValueError(f"{source}: models {folded[name.casefold()]!r} and {name!r} differ only in case: "
+                             "an id is matched in any case, so give it one row")
+        folded[name.casefold()] = name
         try:
             out[name] = ModelSpec(name=name, **fields)
         except ValidationError as e:
@@ -266,6 +286,9 @@ def load_table(extra: str | None = None) -> ModelTable:
             raise ModelsFileError(f"{label}{path}: cannot read: {e.strerror or e}") from None
         except (tomllib.TOMLDecodeError, ValueError) as e:
             raise ModelsFileError(f"{label}{path}: {e}".replace(f"{path}: {path}: ", f"{path}: ")) from None
+        for name in more:   # rule 6: a row replaces the one it equals but for case
+            for old in [k for k in models if k != name and k.casefold() == name.casefold()]:
+                del models[old]
         models.update(more)
         default = d or default
     return ModelTable(models, default or "claude-sonnet-4-6")

@@ -42,6 +42,11 @@ def test_every_bundled_row_says_its_source_and_date():
     # OpenRouter spells the version with a dot
     ("anthropic/claude-opus-4.6", "claude-opus-4-6"),
     ("claude-sonnet-4.5", "claude-sonnet-4-5"),
+    # rule 6: MiniMax's API writes its ids in capitals; any rule in another case
+    ("MiniMax-M2.7", "minimax-m2.7"),
+    ("MiniMax-M3", "minimax-m3"),
+    ("Claude-Sonnet-4-5-20250929", "claude-sonnet-4-5"),
+    ("converse/JP.Anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5"),
 ])
 def test_alias_rule_resolves(given, row):
     assert load_table().get(given).name == row
@@ -50,7 +55,8 @@ def test_alias_rule_resolves(given, row):
 @pytest.mark.parametrize("given", ["claude-sonnet-4-5-foo", "gpt-5-mini", "gpt-5.5-pro", "claude-opus-4-6-1",
                                    "claude-sonnet", "eu.anthropic.claude-nope-v1:0", "gpt-4o-2024",
                                    "converse/jp.anthropic.claude-nope-v1:0", "openai/gpt-5-mini",
-                                   "claude-opus-4.6-fast", "claude-opus-4.6-1m", "gpt-5.5.1"])
+                                   "claude-opus-4.6-fast", "claude-opus-4.6-1m", "gpt-5.5.1",
+                                   "MiniMax-M2.7-highspeed", "MiniMax-M3.1-Flash"])
 def test_no_partial_match(given):
     assert base_id(given, load_table().models) is None
     with pytest.raises(UnknownModelError) as e:
@@ -90,6 +96,36 @@ def test_unknown_model_exits_2_naming_it_and_models_file(tmp_path, capsys):
     extra.write_text('[models.acme-coder-9]\nprovider = "anthropic"\nwindow = 200_000\nmax_output = 8_000\n'
                      'input = 2.0\noutput = 10.0\ncache_read = 0.2\n', encoding="utf-8")
     assert cli(["run", str(path), "--strategy", "append_only", "--models", str(extra), "-q"]) == 0
+
+
+def test_a_models_row_replaces_the_row_it_equals_but_for_case_and_one_file_may_not_hold_both(tmp_path, capsys):
+    """Rule 6 matches an id in any case, so a ``--models`` row spelled ``MiniMax-M2.7`` prices what the
+    bundled ``minimax-m2.7`` did (the one row left), and a file giving two rows that differ only in case
+    is refused, naming both, rather than pricing one id by either."""
+    row = 'provider = "minimax"\nwindow = 204_800\nmax_output = 8_000\ninput = 9.0\noutput = 10.0\ncache_read = 0.2\n'
+    mine = tmp_path / "mine.toml"
+    mine.write_text(f'[models."MiniMax-M2.7"]\n{row}', encoding="utf-8")
+    t = load_table(str(mine))
+    assert t.get("minimax-m2.7").input == t.get("MINIMAX-M2.7").input == 9.0
+    assert [k for k in t.models if k.casefold() == "minimax-m2.7"] == ["MiniMax-M2.7"]
+    both = tmp_path / "both.toml"
+    both.write_text(f'[models."MiniMax-M2.7"]\n{row}\n[models."minimax-m2.7"]\n{row}', encoding="utf-8")
+    assert cli(["run", str(unknown_model_trace(tmp_path)), "--strategy", "append_only", "--models", str(both),
+                "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "'MiniMax-M2.7' and 'minimax-m2.7' differ only in case" in err and str(both) in err
+    assert "Traceback" not in err
+
+
+def test_minimax_m3_bills_the_whole_request_at_the_tier_past_512k():
+    """genai-prices 0.2.5 (MiniMax's pay-as-you-go page): 0.30 in / 0.06 cached / 1.20 out, and 2x on every
+    token of a request past 512,000 input. By hand: 500k uncached + 1k out = 0.15 + 0.0012;
+    600k of which 500k cached + 1k out = 100k x 0.60 + 500k x 0.12 + 1k x 2.40 = 0.06 + 0.06 + 0.0024."""
+    from ctxsim.harness.model.conversation import Usage
+
+    p = Provider("MiniMax-M3")
+    assert p.price(Usage(500_000, 0, 0, 0, 1_000)) == pytest.approx(0.15 + 0.0012)
+    assert p.price(Usage(100_000, 0, 0, 500_000, 1_000)) == pytest.approx(0.06 + 0.06 + 0.0024)
 
 
 def test_bedrock_geographic_ids_carry_the_regional_premium():

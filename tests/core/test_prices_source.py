@@ -29,7 +29,7 @@ WRITE_NOT_BILLED = {
 # rows priced from another genai-prices entry than (their provider, their id): where the provider's own
 # price is not in the list (the row's source says so)
 PRICED_AS = {"glm-4.7-flash": ("openrouter", "z-ai/glm-4.7-flash")}
-SIZES = (100_000, 300_000)
+SIZES = (100_000, 300_000, 600_000)   # 600k: past the 512k line of minimax-m3
 
 
 def _theirs(model: str, provider: str, n: int, as_of: str) -> tuple[float, float, float, float, float]:
