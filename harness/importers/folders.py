@@ -94,7 +94,7 @@ def find(fmt: str, src: str | Path) -> Found:
                   for p in _claude_sessions(proj)]
         if not direct and not nested:
             raise TraceError(src, None, "no Claude Code session here: expected <session>.jsonl files (a project "
-                             "folder) or folders of them (~/.claude/projects)")
+                             "folder) or folders of them (~/.claude/projects)" + _deeper(src))
         # project folders first: of two copies of one session, the one in its project is read
         found = _once(src, nested + [SessionFile(p, src.name, Path(p.name)) for p in direct], lambda p: p.stem)
         projects = [src, *(d for d in sorted(src.iterdir()) if d.is_dir() and d.name not in own)]
@@ -109,6 +109,32 @@ def find(fmt: str, src: str | Path) -> Found:
         return _once(src, [SessionFile(p, p.parent.name, Path(p.name) if names[p.name] == 1 else p.relative_to(src))
                            for p in found], rollout_id)
     raise TraceError(src, None, f"{fmt}: expected a log file, got a folder")
+
+
+DEEPER_SHOWN = 3          # folders named in the error (assumed: enough to see the layout)
+DEEPER_LOOKED = 10_000    # folders walked at most before giving up (assumed: a home folder given by mistake)
+
+
+def _deeper(src: Path) -> str:
+    """Where session-like files lie deeper under ``src`` than Claude Code puts them (a backup tool's own
+    layout, ``<project>/sessions/<session>.jsonl``): named, not read. Which folder is a project there, and
+    where a session's sub-agents went, is that tool's choice: the user points ctxsim at the folders."""
+    import os
+
+    holding: list[str] = []
+    looked = 0
+    for root, dirs, files in os.walk(src):
+        dirs.sort()
+        looked += 1
+        if looked > DEEPER_LOOKED or len(holding) >= DEEPER_SHOWN:
+            break
+        if Path(root) != src and any(f.endswith(".jsonl") and not f.startswith("agent-") for f in files) \
+                and "subagents" not in Path(root).relative_to(src).parts:
+            holding.append(os.path.relpath(root, src))
+    if not holding:
+        return ""
+    return (f"; .jsonl files lie deeper, in {', '.join(holding)}{' ...' if len(holding) == DEEPER_SHOWN else ''}: "
+            "give one such folder, or lay the sessions out as <project>/<session>.jsonl")
 
 
 def _archived_last(p: Path) -> tuple[bool, Path]:

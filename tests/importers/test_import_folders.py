@@ -51,8 +51,28 @@ def test_discover_a_root_a_project_and_a_file(tmp_path):
     assert folder and [str(s.out) for s in found] == ["aaaa.jsonl", "bbbb.jsonl"]
     found, folder = discover("claude-code", root / "-home-u-alpha" / "aaaa.jsonl")
     assert not folder and len(found) == 1
-    with pytest.raises(tr.TraceError, match="no Claude Code session here"):
+    with pytest.raises(tr.TraceError, match="no Claude Code session here") as e:
         discover("claude-code", tmp_path / ".claude")
+    # ~/.claude given for ~/.claude/projects: where the sessions are is said
+    assert "lie deeper, in projects/-home-u-alpha, projects/-home-u-beta: give one such folder" in str(e.value)
+
+
+def test_a_backup_tools_layout_is_named_with_the_folders_that_hold_its_sessions(tmp_path, capsys):
+    """A backup of ~/.claude/projects laid out by its own tool (<project>/sessions/<session>.jsonl, the sub-agents
+    moved to <project>/subagents/<session>/...) holds no session where Claude Code puts them: the error names the
+    folders that do (three at most), and one of them imports."""
+    root = tmp_path / "backup" / "projects"
+    for i, proj in enumerate(["-home-u-a", "-home-u-b", "-home-u-c", "-home-u-d"]):
+        session(root / proj / "sessions" / f"s{i}.jsonl", day=i, sid=f"s{i}")
+    session(root / "-home-u-a" / "subagents" / "s0" / "workflows" / "wf_1" / "agent-x.jsonl", day=0, sid="s0")
+    assert cli(["import", "claude-code", str(root), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert ("no Claude Code session here: expected <session>.jsonl files (a project folder) or folders of them "
+            "(~/.claude/projects); .jsonl files lie deeper, in -home-u-a/sessions, -home-u-b/sessions, "
+            "-home-u-c/sessions ...: give one such folder") in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+    assert cli(["import", "claude-code", str(root / "-home-u-a" / "sessions"), "-o", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "s0.jsonl").is_file()
 
 
 def test_the_projects_root_imports_in_one_command_with_one_broken_session(tmp_path, capsys):
