@@ -226,7 +226,9 @@ class RetentionModel:
         self._facts: dict[int, tuple[Message, frozenset[str]]] = {}  # id -> (message, facts in its text)
         self._data: dict[str, _Version] = {}   # path -> its newest version read
         self._held = 0   # their bytes (_BYTES_HELD)
-        self._found: dict[tuple[str, bytes], tuple[int, int, object]] = {}  # (path, needle) -> (bytes searched, offset, lineage)
+        # path -> needle -> (bytes searched, offset, lineage): dropped with the path's bytes (a lineage not held
+        # is never continued), so it is bounded as they are
+        self._found: dict[str, dict[bytes, tuple[int, int, object]]] = {}
         self._real: dict[str, tuple[tuple[int, int], bool]] = {}  # path -> (stat, under the run directory)
         self._matcher = None  # the facts compiled into one search (ctxsim.harness.model.textmatch), on first use
         # keys of this model's folds over a history (ctxsim.harness.model.conversation.History.fold_through): the
@@ -349,20 +351,22 @@ class RetentionModel:
             self._held += len(data) - (len(old.data) if old is not None else 0)
             self._data[path] = v
             while self._held > _BYTES_HELD and len(self._data) > 1:
-                self._held -= len(self._data.pop(next(iter(self._data))).data)
+                gone = next(iter(self._data))
+                self._held -= len(self._data.pop(gone).data)
+                self._found.pop(gone, None)
         return v.data, v.cr
 
     def _find(self, path: str, needle: bytes) -> int:
         """``data.find(needle)`` in the file's newest version read, searching only the bytes past those
         already searched in an older version of its lineage."""
         v = self._data[path]
-        key = (path, needle)
-        prev = self._found.get(key)
+        found = self._found.setdefault(path, {})
+        prev = found.get(needle)
         if prev is not None and prev[2] is v.lineage and prev[0] <= len(v.data):
             off = prev[1] if prev[1] >= 0 else v.data.find(needle, max(0, prev[0] - len(needle) + 1))
         else:
             off = v.data.find(needle)
-        self._found[key] = (len(v.data), off, v.lineage)
+        found[needle] = (len(v.data), off, v.lineage)
         return off
 
     def _line_at(self, path: str, off: int) -> int:

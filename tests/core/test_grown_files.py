@@ -75,3 +75,24 @@ def test_a_compactions_elision_does_not_evict_the_facts_matcher_runs_share():
         simulated._elider([f"lost {k}", f"gone {k}"])("lost 3 and gone 3")
     assert textmatch.matcher(facts) is first
     assert simulated._elider(["lost 1"])("a lost 1 line") != "a lost 1 line"
+
+
+def test_the_scorer_drops_a_files_found_offsets_with_its_bytes(tmp_path, monkeypatch):
+    """The offsets found in a file are kept while its bytes are (_BYTES_HELD, newest read last), and go with
+    them: a run over many files holds neither without bound. By hand, with room for 10 bytes: a (6 bytes) then
+    b (6 bytes) leaves b only; a read again is searched anew and still says its line."""
+    from ctxsim.harness.retention import scoring
+
+    monkeypatch.setattr(scoring, "_BYTES_HELD", 10)
+    model = RetentionModel({}, session_dir=tmp_path)
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_bytes(b"x\nfact")
+    b.write_bytes(b"fact\ny")
+
+    def line(p):
+        st_ = p.stat()
+        return model._line_of(str(p), (st_.st_mtime_ns, st_.st_size), "fact")
+
+    assert line(a) == 2 and set(model._found) == {str(a)}
+    assert line(b) == 1 and set(model._found) == set(model._data) == {str(b)}
+    assert line(a) == 2 and set(model._found) == set(model._data) == {str(a)}
