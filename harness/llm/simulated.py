@@ -216,7 +216,7 @@ class SimulatedLLM:
         self.run_dir = run_dir
         # the engine's per-message count (per-block counts cached on the blocks); else counted here once
         self._message_tokens = message_tokens
-        self._block: dict[int, tuple[Block, frozenset[str], str]] = {}  # id -> (block, facts present, masked text)
+        self._block: dict[int, list] = {}  # id -> [block, facts present (None: not asked yet), masked text]
         self._key: dict[int, tuple[Message, bytes]] = {}  # id -> (msg, digest with the run dir masked)
         self._msg: dict[int, tuple[Message, str, int, frozenset[str]]] = {}  # id -> (msg, text, tokens, facts)
         self._prefix: dict[tuple[int, int], tuple[Any, Any, int]] = {}  # (system, tools) -> tokens
@@ -236,14 +236,22 @@ class SimulatedLLM:
             self._block.clear()   # the facts each block and message holds (a digest of the text holds none)
             self._msg.clear()
 
-    def _block_info(self, b: Block) -> tuple[frozenset[str], str]:
-        """Facts present in a block and its payload with the run dir masked, once per block object."""
+    def _masked(self, b: Block) -> list:
+        """The block's cache entry, ``[block, facts present or None, payload with the run dir masked]``: the
+        masked text once per block object, the facts only when asked (:meth:`_block_info`). A side call's
+        prompt is hashed for its draw and never searched for facts."""
         hit = self._block.get(id(b))
         if hit is None or hit[0] is not b:
             text = b.payload
-            present = self._facts_matcher().in_block(b)
-            hit = (b, present, text.replace(self.run_dir, "<run>") if self.run_dir else text)
+            hit = [b, None, text.replace(self.run_dir, "<run>") if self.run_dir else text]
             self._block[id(b)] = hit
+        return hit
+
+    def _block_info(self, b: Block) -> tuple[frozenset[str], str]:
+        """Facts present in a block and its payload with the run dir masked, once per block object."""
+        hit = self._masked(b)
+        if hit[1] is None:
+            hit[1] = self._facts_matcher().in_block(b)
         return hit[1], hit[2]
 
     def _facts_matcher(self):
@@ -263,7 +271,7 @@ class SimulatedLLM:
         hit = self._key.get(id(m))
         if hit is not None and hit[0] is m:
             return hit[1]
-        text = m.role + "\x00" + "\n".join(self._block_info(b)[1] for b in m.blocks)
+        text = m.role + "\x00" + "\n".join(self._masked(b)[2] for b in m.blocks)
         d = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         self._key[id(m)] = (m, d)
         return d
@@ -482,7 +490,7 @@ class SimulatedLLM:
     # --- memory side calls ----------------------------------------------------------------------
     def extract(self, request: Request, spec: CallSpec) -> str:
         """N-MEM-4 extraction: facts said in the dialogue, kept with probability ``extract[category]``."""
-        whole = "\n".join(self._info(m)[0] for m in request.messages)
+        whole = "\n".join(m.text for m in request.messages)
         m = re.search(r"<dialogue>\n?(.*?)</dialogue>", whole, re.S)
         dialogue = m.group(1) if m else whole
         existing = set(spec.params.get("existing") or [])
@@ -500,7 +508,7 @@ class SimulatedLLM:
 
     def select(self, request: Request, spec: CallSpec) -> str:
         """N-MEM-5 selection: a JSON array of at most ``max`` candidate file names."""
-        whole = "\n".join(self._info(m)[0] for m in request.messages)
+        whole = "\n".join(m.text for m in request.messages)
         k = int(spec.params.get("max", 5))
         query = str(spec.params.get("query") or "")
         cands = list(spec.params.get("candidates") or [])
@@ -523,7 +531,7 @@ class SimulatedLLM:
 
     def consolidate(self, request: Request, spec: CallSpec) -> str:
         """N-MEM-7 consolidation: memories with identical bodies are merged into the first."""
-        whole = "\n".join(self._info(m)[0] for m in request.messages)
+        whole = "\n".join(m.text for m in request.messages)
         files = re.findall(r'<file name="([^"]+)" type="[^"]*">\n(.*?)</file>', whole, re.S)
         by_body: dict[str, list[tuple[str, str]]] = {}
         for name, text in files:
@@ -540,7 +548,7 @@ class SimulatedLLM:
     # --- other kinds ----------------------------------------------------------------------------
     def judge(self, request: Request, spec: CallSpec) -> str:
         fact = spec.params.get("fact", "")
-        whole = "\n".join(self._info(m)[0] for m in request.messages)
+        whole = "\n".join(m.text for m in request.messages)
         return "yes" if fact and fact in whole else "no"
 
     def generic(self, request: Request, spec: CallSpec) -> str:
