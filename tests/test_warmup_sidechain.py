@@ -89,3 +89,27 @@ def test_a_warmup_whose_session_is_not_in_the_folder_stays_a_session(tmp_path):
     found, _ = discover("claude-code", tmp_path)
     assert [s.path.name for s in found] == ["agent-a1b2.jsonl"]
     assert import_file("claude-code", found[0].path).trace.calls == 1
+
+
+def test_a_warmup_that_runs_first_leaves_the_main_contexts_warm_head_to_the_main_context(tmp_path):
+    """A 2.0.x session whose first main call read 18,000 of its system prompt from the cache (an earlier
+    session wrote it: warm_prefix_tokens), after its Warmup sidechain ran. The Warmup's call is the trace's
+    first: it took the pending warm-up, on its own head, and the main call wrote its whole prompt cold, ten
+    times its bill (400 sessions of an app driving Claude Code 2.0.76 outside the population were a median
+    +285% for it). Now the main context's first call finds its head cached and the Warmup writes its own,
+    as the log shows both."""
+    main = write(tmp_path / "s1.jsonl", [user(10, "status", session="s1", version="2.0.76"),
+                                         asst(11, "r1", text("clean"), inp=3, w5m=0, read=18_000, session="s1",
+                                              model=MODEL, version="2.0.76")])
+    write(tmp_path / "s1" / "subagents" / "agent-a1b2.jsonl", [
+        user(8, "Warmup", isSidechain=True, session="s1", agentId="a1b2", version="2.0.76"),
+        asst(9, "w1", text("ready"), w5m=16_000, out=12, model="claude-haiku-4-5-20251001", isSidechain=True,
+             session="s1", agentId="a1b2", version="2.0.76")])
+    t = import_file("claude-code", main).trace
+    head = t.header.recorded.warm_prefix_tokens
+    assert 17_900 <= head <= 18_000 and type(t.events[0]).__name__ == "SubtaskStart"
+    c = replay(t, "recorded", {}, RunConfig()).calls
+    first = c[c["kind"] == "main"].iloc[0]
+    assert first["cache_read"] == head and first["cache_write_5m"] < 100
+    warm = c[c["kind"] == "subagent"].iloc[0]
+    assert warm["cache_read"] == 0 and warm["cache_write_5m"] > 15_000

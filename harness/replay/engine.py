@@ -52,7 +52,10 @@ class _Run:
         p = run_setup.assemble(trace, cfg, session_dir, self.services, strategy_cls.closed_loop)
         self.provider, self.fail_rng, self.facts, self.backend = p.provider, p.fail_rng, p.facts, p.backend
         self.needs, self.recovery, self.env, self.read_tool = p.needs, p.recovery, p.env, p.read_tool
-        self.warm_next, self.warm_spans = bool(p.warm_prefix), p.warm_spans   # heads an earlier session cached
+        # heads an earlier session cached, found by the first call of the context they head: one flag per
+        # context open (the main one, then each isolated span's), so a span that runs first (a Warmup
+        # sidechain) does not take the main context's
+        self.warm, self.warm_spans = [bool(p.warm_prefix)], p.warm_spans
         self.scorer = ProbeScorer(p.facts, p.retention)
         self.strategy = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
         self.readbacks, self._rb = 0, 0
@@ -139,11 +142,12 @@ class _Run:
                 self.span_systems.append(self.env.system)
                 if ev.isolated:
                     self.env.system = span_system(self.trace, self.env.system, ev.id)
-                    self.warm_next = self.warm_next or ev.id in self.warm_spans
+                    self.warm.append(ev.id in self.warm_spans)
                 s.on_subtask_start(ev.id, ev.description, ev.isolated)
             elif isinstance(ev, tr.SubtaskEnd):
                 self.subtasks.pop()
-                self.isolated.pop()
+                if self.isolated.pop():
+                    self.warm.pop()
                 s.on_subtask_end(ev.id, ev.conclusion)
                 self.env.system = self.span_systems.pop()
             # tr.FactEvent: ground truth, the engine's, never the strategy's
@@ -196,9 +200,9 @@ class _Run:
 
     def _bill(self, req: Request, lay: Any, output_tokens: int) -> Usage:
         """Bill one accepted main-loop request, its shared head warmed first where an earlier session cached it."""
-        if warmed := self.warm_next:
+        if warmed := self.warm[-1]:
             self.provider.warm_shared_prefix(req, self.now())
-            self.warm_next = False
+            self.warm[-1] = False
         bill = self.provider.bill(req, self.now(), output_tokens, lay)
         self.record_call(req, self.now(), bill.usage, lay.total(), cost=bill.cost_usd, ttft=bill.ttft_s,
                          duration=bill.duration_s, attempt=self.attempt, warmed=warmed)
