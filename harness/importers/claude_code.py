@@ -354,7 +354,8 @@ def parse_file(path: Path) -> _Parsed:
         if p.skipped:
             first = p.skipped[0]
             raise TraceError(path, first.line, first.reason)
-        raise TraceError(path, None, "empty file: no records")
+        # a session file created and never written (Claude Code opens it at start-up): no request, nothing billed
+        raise NoModelCalls(path, None, "empty file: no records: nothing to replay")
     if not p.calls and not p.items:
         kinds = ", ".join(sorted(p.ignored)) or "none"
         if p.ignored and all(k.split("/")[0] in (*IGNORED_TYPES, "system", "attachment") for k in p.ignored):

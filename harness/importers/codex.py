@@ -303,7 +303,9 @@ def import_codex(src: str | Path) -> ImportResult:
     # lines reads as a Codex rollout fails at its first bad line
     skipped: list[SkippedLine] = []
     bad: list[SkippedLine] = []
+    records = 0
     for line, o in read_jsonl(src, skipped):
+        records += 1
         try:
             read(line, o)
         except TraceError as e:
@@ -318,6 +320,8 @@ def import_codex(src: str | Path) -> ImportResult:
         b.tool_result(ht, cid, out)
     b.finish()  # repair a call left open at the end before the summary counts repairs
     if not saw_meta and b.calls == 0:
+        if not records and not skipped:   # a rollout created and never written: nothing billed, nothing lost
+            raise NoModelCalls(src, None, "empty file: no records: nothing to replay")
         raise TraceError(src, None, "no session_meta and no model calls: not a Codex rollout")
     if b.calls == 0:
         raise NoModelCalls(src, None, "no model calls (no output items): nothing to replay")

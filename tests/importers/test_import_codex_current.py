@@ -110,6 +110,25 @@ def test_a_sessions_tree_names_the_project_after_the_cwd(tmp_path, capsys):
     assert [(r["project"], r["calls"], r["tokens"]) for r in rows] == [("parser", 6, None)]
 
 
+def test_a_rollout_never_written_is_left_out_with_a_note_not_failed(tmp_path, capsys):
+    """A rollout file created and never written (no record at all) billed nothing and loses nothing: in a
+    sessions tree it is left out with a note and the import exits 0, as an empty Claude Code session is; a
+    file whose lines are not Codex's is still a failure."""
+    desktop_rollout(tmp_path)
+    day = tmp_path / "2026" / "01" / "02"
+    day.mkdir(parents=True)
+    (day / "rollout-2026-01-02T00-00-00-e.jsonl").write_bytes(b"")
+    assert cli(["import", "codex", str(tmp_path / "2026"), "-o", str(tmp_path / "out"), "--json", "--no-probes"]) == 0
+    cap = capsys.readouterr()
+    rep = json.loads(cap.out)
+    assert [r["calls"] for r in rep["sessions"]] == [6] and rep["failed"] == []
+    assert [e.endswith("rollout-2026-01-02T00-00-00-e.jsonl: empty file: no records: nothing to replay")
+            for e in rep["no_model_calls"]] == [True]
+    (day / "rollout-2026-01-02T00-00-00-e.jsonl").write_text('{"type": "other"}\n')
+    assert cli(["import", "codex", str(tmp_path / "2026"), "-o", str(tmp_path / "out2"), "--json", "--no-probes"]) == 2
+    assert "not a Codex rollout" in json.loads(capsys.readouterr().out)["failed"][0]["error"]
+
+
 def test_a_rollout_cut_off_mid_write_or_with_a_damaged_record_imports_with_each_line_named(tmp_path, capsys):
     """issue 41 for Codex as for Claude Code: a rollout Codex is still writing ends in half a line, and one
     record inside is of a shape Codex never writes (a tool call with no call_id). Each is skipped with a

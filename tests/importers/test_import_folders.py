@@ -230,13 +230,22 @@ def test_sessions_with_no_model_call_are_left_out_with_a_note_not_failed(tmp_pat
         rec("assistant", 1, session="command", message={"id": "x", "model": "<synthetic>", "role": "assistant",
                                                        "content": [text("No response requested.")]})])
     write(root / "-p" / "snapshot.jsonl", [rec("file-history-snapshot", 0, session="snapshot")])
+    # session files created and never written (7 of 1,923 in a real folder outside the population): no record
+    (root / "-p" / "empty.jsonl").write_bytes(b"")
+    (root / "-p" / "blank.jsonl").write_bytes(b"\n  \n")
     assert cli(["import", "claude-code", str(root), "-o", str(out), "--json"]) == 0
     cap = capsys.readouterr()
     rep = json.loads(cap.out)
     assert [r["session"] for r in rep["sessions"]] == ["good"] and rep["failed"] == []
     assert sorted(Path(e.split(":")[0]).name for e in rep["no_model_calls"]) == [
-        "command.jsonl", "failed.jsonl", "snapshot.jsonl"]
-    assert cap.err.count("(no model call was made: nothing billed, session left out)") == 3
+        "blank.jsonl", "command.jsonl", "empty.jsonl", "failed.jsonl", "snapshot.jsonl"]
+    assert "empty.jsonl: empty file: no records: nothing to replay" in cap.err
+    assert cap.err.count("(no model call was made: nothing billed, session left out)") == 5
+    # given alone, an empty file is still an error: there is no trace to write
+    assert cli(["import", "claude-code", str(root / "-p" / "empty.jsonl"), "-o", str(tmp_path / "e.jsonl")]) == 2
+    assert "empty.jsonl: empty file: no records" in capsys.readouterr().err
+    for f in ("empty.jsonl", "blank.jsonl"):
+        (root / "-p" / f).unlink()
     assert "3 without a model call left out" not in cap.err   # said per session; the status is 0
     write(root / "-p" / "other-agent.jsonl", [{"type": "user", "timestamp": "2026-01-01T00:00:00Z", "content": "hi"}])
     assert cli(["import", "claude-code", str(root), "-o", str(tmp_path / "t2"), "--json"]) == 2
