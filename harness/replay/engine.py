@@ -24,7 +24,14 @@ from ctxsim.harness.model.conversation import Block, Message, Request, SystemPro
 from ctxsim.harness.provider import protocol
 from ctxsim.harness.replay import readback, run_setup
 from ctxsim.harness.replay.call_rows import call_row
-from ctxsim.harness.replay.events import assistant_blocks, result_block, span_system, user_message, user_turns
+from ctxsim.harness.replay.events import (
+    assistant_blocks,
+    between_results,
+    result_block,
+    span_system,
+    user_message,
+    user_turns,
+)
 from ctxsim.harness.replay.heap import replay_heap
 from ctxsim.harness.replay.runconfig import MAX_ATTEMPTS_PER_CALL, RunConfig, recorded_models, run_model  # noqa: F401
 from ctxsim.harness.replay.rundirs import RUN_ROOT, SESSION_MARK, session_dir  # noqa: F401 (re-exported)
@@ -88,14 +95,21 @@ class _Run:
             return
         s = self.strategy
         pending: list[Block] = []
+        waiting: list[Message] = []   # user messages sent after the results of the call they sit in
         probes: list[tr.ProbeEvent] = []
         max_calls, memo = self.cfg.max_calls, self.trace.memo
+        if "between_results" not in memo:
+            memo["between_results"] = between_results(self.trace.events)
+        held = memo["between_results"]
         for i, ev in enumerate(self.trace.events):
-            # a fact may sit between two results of one call (after the result it is in): the
-            # results still reach the strategy as one message
-            if pending and not isinstance(ev, (tr.ToolResultEvent, tr.FactEvent)):
+            # a fact may sit between two results of one call (after the result it is in), and so may a
+            # user message (events.between_results): the results still reach the strategy as one message
+            if pending and not isinstance(ev, (tr.ToolResultEvent, tr.FactEvent)) and i not in held:
                 s.on_tool_results(Message("user", tuple(pending)))
                 pending = []
+                for m in waiting:
+                    self.user(m)
+                waiting = []
             self.t = ev.t
             if isinstance(ev, tr.ToolResultEvent):
                 b = memo.get(i)
@@ -103,12 +117,13 @@ class _Run:
                     b = memo[i] = result_block(ev)
                 pending.append(b)
             elif isinstance(ev, tr.UserEvent):
-                if not any(self.isolated):
-                    self.turns += 1
                 m = memo.get(i)
                 if m is None:
                     m = memo[i] = user_message(ev)
-                s.on_user(m)
+                if i in held:
+                    waiting.append(m)
+                else:
+                    self.user(m)
             elif isinstance(ev, tr.AssistantEvent):
                 if max_calls is not None and self.main_index >= max_calls:
                     break
@@ -153,6 +168,8 @@ class _Run:
             # tr.FactEvent: ground truth, the engine's, never the strategy's
         if pending:
             s.on_tool_results(Message("user", tuple(pending)))
+            for m in waiting:
+                self.user(m)
 
     def _call_info(self) -> CallInfo:
         return CallInfo(self.main_index, self.now(), self.session, self.subtasks[-1] if self.subtasks else None,
@@ -244,6 +261,12 @@ class _Run:
         self.main_index += 1
         s.on_response(answer, usage)
         return True
+
+    def user(self, m: Message) -> None:
+        """A user message reaches the strategy (a turn of the user's outside an isolated span)."""
+        if not any(self.isolated):
+            self.turns += 1
+        self.strategy.on_user(m)
 
     def not_reached(self, events, probes: list[tr.ProbeEvent]) -> None:
         """The session failed: ``events`` will not be replayed. Their probes (and ``probes``, the failing

@@ -1,5 +1,6 @@
 """What the engine makes of trace events for the strategy: an assistant event's blocks, which
-events open a user turn, and the system prompt an isolated sub-agent span sends."""
+events open a user turn, which user messages wait for the rest of a call's results, and the system
+prompt an isolated sub-agent span sends."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from ctxsim.harness.model.trace import (
     LOGGED_ONLY,
     TOOLS_LOADED,
     AssistantEvent,
+    FactEvent,
+    ProbeEvent,
     SubtaskEnd,
     SubtaskStart,
     TextContent,
@@ -69,6 +72,29 @@ def user_turns(events, spans: list[bool] | tuple[bool, ...] = ()) -> list[int]:
         elif isinstance(ev, UserEvent) and not any(spans):
             out.append(i)
     return out
+
+
+def between_results(events) -> frozenset[int]:
+    """Indices of the user messages that sit between two results of one call: what Claude Code writes while
+    the call's tools run (a todo-list reminder, a skill's text, a message the user typed meanwhile), in 22 of
+    the 209 development sessions. The API takes a call's results first in the next user turn and any text
+    after them ("the tool_result blocks must come FIRST": harness/provider/protocol.py), so that is what the
+    agent sent. The replay delivers these after the call's last result: delivered where they sit, they made a
+    strategy answer the later results as missing (a synthetic error result, then the real one: a 400). Facts
+    and probes are not messages and do not end the results."""
+    out: set[int] = set()
+    held: list[int] = []
+    results = False
+    for i, ev in enumerate(events):
+        if isinstance(ev, ToolResultEvent):
+            out.update(held)
+            held, results = [], True
+        elif isinstance(ev, UserEvent):
+            if results:
+                held.append(i)
+        elif not isinstance(ev, (FactEvent, ProbeEvent)):
+            held, results = [], False
+    return frozenset(out)
 
 
 def span_system(trace: Trace, system: SystemPrompt, span: str) -> SystemPrompt:
