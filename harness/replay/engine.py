@@ -9,7 +9,8 @@ score 0). Side calls go through :class:`~ctxsim.harness.replay.side_calls.Servic
 trace's time plus the blocking time side calls add, so cache TTLs expire as they would. At each probe the
 retention model scores the request the strategy sends next. The edges: run directories (replay/rundirs.py),
 what is built before the loop (replay/run_setup.py), probe scoring (retention/probe_scoring.py), read-back
-excerpts (replay/readback.py), frames, metrics and provenance (replay/results.py).
+excerpts (replay/readback.py), the calls the simulated agent adds before a recorded answer (replay/injected.py),
+frames, metrics and provenance (replay/results.py).
 """
 
 from __future__ import annotations
@@ -18,20 +19,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ctxsim.harness.llm.services import READBACK, RECOVERY, RESTATE
+from ctxsim.harness.llm.services import READBACK, RECOVERY
 from ctxsim.harness.model import trace as tr
 from ctxsim.harness.model.conversation import Block, Message, Request, SystemPrompt, Usage
 from ctxsim.harness.provider import protocol
-from ctxsim.harness.replay import readback, run_setup
+from ctxsim.harness.replay import events, injected, readback, run_setup
 from ctxsim.harness.replay.call_rows import call_row
-from ctxsim.harness.replay.events import (
-    assistant_blocks,
-    between_results,
-    result_block,
-    span_system,
-    user_message,
-    user_turns,
-)
+from ctxsim.harness.replay.events import assistant_blocks, result_block, span_system, user_message, user_turns
 from ctxsim.harness.replay.heap import replay_heap
 from ctxsim.harness.replay.runconfig import MAX_ATTEMPTS_PER_CALL, RunConfig, recorded_models, run_model  # noqa: F401
 from ctxsim.harness.replay.rundirs import RUN_ROOT, SESSION_MARK, session_dir  # noqa: F401 (re-exported)
@@ -59,13 +53,11 @@ class _Run:
         p = run_setup.assemble(trace, cfg, session_dir, self.services, strategy_cls.closed_loop)
         self.provider, self.fail_rng, self.facts, self.backend = p.provider, p.fail_rng, p.facts, p.backend
         self.needs, self.recovery, self.env, self.read_tool = p.needs, p.recovery, p.env, p.read_tool
-        # heads an earlier session cached, found by the first call of the context they head: one flag per
-        # context open (the main one, then each isolated span's), so a span that runs first (a Warmup
-        # sidechain) does not take the main context's
+        # heads an earlier session cached, for the first call of the context each heads (main, then each span's)
         self.warm, self.warm_spans = [bool(p.warm_prefix)], p.warm_spans
         self.scorer = ProbeScorer(p.facts, p.retention)
         self.strategy = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
-        self.readbacks, self._rb = 0, 0
+        self.readbacks, self.tool_calls_added = 0, 0   # read-backs made; tool calls added (their ids)
         self.attempt = 1              # of the main call being sent (1, then 2 after a retry ...)
         self.failed_at: int | None = None  # index of the main call whose rejection ended the session
         self.failure: Rejection | None = None
@@ -98,9 +90,7 @@ class _Run:
         waiting: list[Message] = []   # user messages sent after the results of the call they sit in
         probes: list[tr.ProbeEvent] = []
         max_calls, memo = self.cfg.max_calls, self.trace.memo
-        if "between_results" not in memo:
-            memo["between_results"] = between_results(self.trace.events)
-        held = memo["between_results"]
+        held = events.held_users(self.trace)
         for i, ev in enumerate(self.trace.events):
             # a fact may sit between two results of one call (after the result it is in), and so may a
             # user message (events.between_results): the results still reach the strategy as one message
@@ -171,7 +161,7 @@ class _Run:
             for m in waiting:
                 self.user(m)
 
-    def _call_info(self) -> CallInfo:
+    def call_info(self) -> CallInfo:
         return CallInfo(self.main_index, self.now(), self.session, self.subtasks[-1] if self.subtasks else None,
                         self.current_model)
 
@@ -206,16 +196,16 @@ class _Run:
             self.offset += wait  # the agent waited for the 400 (time the trace does not hold)
             rejection = Rejection(reasons, "; ".join(r.detail for r in rejections), tokens, self.provider.window,
                                   self.attempt)
-            if self.attempt >= self.cfg.max_attempts or not s.on_rejected(rejection, self._call_info()):
+            if self.attempt >= self.cfg.max_attempts or not s.on_rejected(rejection, self.call_info()):
                 self.rows[-1]["session_failed"] = True
                 self.failure = rejection
                 return None
             self.attempt += 1
-            req = s.build_request(self._call_info())
+            req = s.build_request(self.call_info())
             if kind is not None and isinstance(req, Request):   # every field kept (thinking too)
                 req = replace(req, kind=kind)
 
-    def _bill(self, req: Request, lay: Any, output_tokens: int) -> Usage:
+    def bill(self, req: Request, lay: Any, output_tokens: int) -> Usage:
         """Bill one accepted main-loop request, its shared head warmed first where an earlier session cached it."""
         if warmed := self.warm[-1]:
             self.provider.warm_shared_prefix(req, self.now())
@@ -232,7 +222,7 @@ class _Run:
         the log's count when it has one (``header.output_tokens_partial``: a lower bound, Claude Code
         2.1.x), else the answer's own count."""
         s = self.strategy
-        got = self.accept(s.build_request(self._call_info()))
+        got = self.accept(s.build_request(self.call_info()))
         if got is None:
             return False
         if probes and self.scorer.retention is not None:
@@ -241,21 +231,21 @@ class _Run:
             if pointers:   # a pointer carries a need only when its read-back is made and billed
                 reads = readback.steps(pointers, self.read_tool)
                 self.scorer.unpaid(mark, {p for p, _ in pointers} - {x[1]["file_path"] for x in reads})
-                got = self.inject(*got, reads, READBACK)
+                got = injected.inject(self, *got, reads, READBACK)
                 if got is None:
                     self.scorer.unpaid(mark)
             if got is not None and self.recovery is not None:   # lost needs at risk re-acquired (harness/retention/recovery.py)
                 steps = self.recovery.at_call(self.scorer.fact_scores[mark:], answer, self.main_index)
                 if steps:
-                    got = self.inject(*got, [(*x.step(), x.content, x.is_error) for x in steps], RECOVERY)
+                    got = injected.inject(self, *got, [(*x.step(), x.content, x.is_error) for x in steps], RECOVERY)
                 said = self.recovery.take_restatements() if got is not None else None
                 if said:
-                    got = self.restate(*got, said, answer, recorded_output)
+                    got = injected.restate(self, *got, said, answer, recorded_output)
             if got is None:
                 return False
         req, lay = got
         unneeded = self.recovery is not None and self.recovery.unneeded_call(req.messages, answer)
-        usage = self._bill(req, lay, recorded_output if recorded_output is not None else self.provider.output_tokens(answer))
+        usage = self.bill(req, lay, recorded_output if recorded_output is not None else self.provider.output_tokens(answer))
         if unneeded:  # a recorded re-acquisition this strategy did not need: its cost is credited
             self.recovery.credit_usd += self.rows[-1]["cost_usd"]
         self.main_index += 1
@@ -275,43 +265,6 @@ class _Run:
         n = len(user_turns(events, self.isolated))
         self.turns += n
         self.turns_failed += n
-
-    def restate(self, req: Request, lay: Any, texts: list[str], answer: Message,
-                recorded_output: int | None) -> tuple[Request, Any] | None:
-        """A violated goal/constraint (harness/retention/recovery.py): ``req`` lacks it, so the call made on it
-        is wasted — billed with the recorded answer's output tokens, its text entering history (its tool uses
-        are not run) — then the user restates ``texts`` (one user message) and the call is sent again (kind
-        ``restate``, billed by the caller). None when the session failed."""
-        s = self.strategy
-        out = recorded_output if recorded_output is not None else self.provider.output_tokens(answer)
-        usage = self._bill(req, lay, out)
-        for _ in range(self.recovery.params.wasted_calls if self.recovery is not None else 0):
-            self._bill(replace(req, kind=RESTATE), lay, out)   # the work done against it until noticed
-        said = "".join(b.text for b in answer.blocks if b.type == "text").strip() or "(done)"
-        s.on_response(Message("assistant", (Block.text_block(said),), {"origin": RESTATE}), usage)
-        s.on_user(Message.user("\n".join(texts), origin=RESTATE))
-        return self.accept(replace(s.build_request(self._call_info()), kind=RESTATE), RESTATE)
-
-    def inject(self, req: Request, lay: Any, steps: list[tuple[str, Any, str, bool]], kind: str) -> tuple[Request, Any] | None:
-        """Tool calls the simulated agent makes before the call's recorded answer (read-backs of
-        pointers, recoveries of lost needs: harness/retention/recovery.py), one at a time: ``req`` is billed
-        as the call that emits the tool use, its result enters history, and the call is sent again
-        (``kind``). None when the session failed there."""
-        s = self.strategy
-        for name, inp, text, is_error in steps:
-            self._rb += 1
-            tu = Block.tool_use(f"ctxsim_{kind}_{self._rb}", name, inp)
-            ask = Message("assistant", (tu,), {"origin": kind})
-            usage = self._bill(req, lay, self.provider.output_tokens(ask))
-            s.on_response(ask, usage)
-            s.on_tool_results(Message("user", (Block.tool_result(tu.id, text, is_error),), {"origin": kind}))
-            if kind == READBACK:
-                self.readbacks += 1
-            got = self.accept(replace(s.build_request(self._call_info()), kind=kind), kind)
-            if got is None:
-                return None
-            req, lay = got
-        return req, lay
 
 
 def replay(trace: tr.Trace, strategy: str | type[Strategy], params: Mapping[str, Any] | None = None,

@@ -97,6 +97,14 @@ def between_results(events) -> frozenset[int]:
     return frozenset(out)
 
 
+def held_users(trace: Trace) -> frozenset[int]:
+    """:func:`between_results` of the trace's events, found once for every run over it (``trace.memo``)."""
+    held = trace.memo.get("between_results")
+    if held is None:
+        held = trace.memo["between_results"] = between_results(trace.events)
+    return held
+
+
 def span_system(trace: Trace, system: SystemPrompt, span: str) -> SystemPrompt:
     """An isolated sub-agent's system prompt: the size the log measured for its span (its own
     system prompt and tools, which the log only sizes), else the parent's ``system``. Every
