@@ -56,7 +56,7 @@ class _Run:
         # heads an earlier session cached, for the first call of the context each heads (main, then each span's)
         self.warm, self.warm_spans = [bool(p.warm_prefix)], p.warm_spans
         self.scorer = ProbeScorer(p.facts, p.retention)
-        self.strategy = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
+        self.strategy, self.from_log = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
         self.readbacks, self.tool_calls_added = 0, 0   # read-backs made; tool calls added (their ids)
         self.attempt = 1              # of the main call being sent (1, then 2 after a retry ...)
         self.failed_at: int | None = None  # index of the main call whose rejection ended the session

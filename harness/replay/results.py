@@ -25,6 +25,10 @@ class RunResult:
     calls: pd.DataFrame
     metrics: dict[str, Any]
     probes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # parameters the strategy read from the log's recorded setting, the caller setting none of them (claude_code's
+    # release, a cache TTL): each session's own, so runs over sessions that differ there are one configuration
+    from_log: tuple[str, ...] = ()
+    model_setting: str = ""   # the model the run was asked for ("": each call on the one its log recorded)
 
 
 def build(run: Any, name: str) -> RunResult:
@@ -35,7 +39,8 @@ def build(run: Any, name: str) -> RunResult:
     calls = pd.DataFrame(run.rows, columns=CALL_COLUMNS)
     probes = pd.DataFrame(scorer.rows, columns=PROBE_COLUMNS)
     res = RunResult(name, config_dict(run.strategy.config), trace.path or trace.header.name,
-                    trace.content_hash, run.provider.model, run.provider.window, cfg.seed, calls, {}, probes)
+                    trace.content_hash, run.provider.model, run.provider.window, cfg.seed, calls, {}, probes,
+                    run.from_log, cfg.model or "")
     outcome = {"completed": run.failed_at is None, "failed_at_call": run.failed_at,
                "failure": list(run.failure.reasons) if run.failure is not None else None,
                "turns": run.turns, "turns_failed": run.turns_failed, "probes_not_reached": scorer.not_reached_count}

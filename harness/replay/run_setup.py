@@ -75,10 +75,12 @@ def assemble(trace: Trace, cfg: RunConfig, session_dir: Path, services: Any, clo
 
 
 def strategy(cls: type[Strategy], params: Mapping[str, Any] | None, trace: Trace, cfg: RunConfig,
-             env: StrategyEnv) -> Strategy:
-    """``cls`` built with ``params`` over the parameters it reads from the log's recorded setting."""
+             env: StrategyEnv) -> tuple[Strategy, tuple[str, ...]]:
+    """``cls`` built with ``params`` over the parameters it reads from the log's recorded setting, and the
+    names of those it took from the log (the caller set none of them: each session's own, not a setting)."""
     defaults = cls.trace_defaults(trace, cfg.overrides()) if trace.header.recorded is not None else {}
-    return build_strategy(cls, {**defaults, **(params or {})}, env)
+    return (build_strategy(cls, {**defaults, **(params or {})}, env),
+            tuple(sorted(k for k in defaults if k not in (params or {}))))
 
 
 def _recovery(trace: Trace, needs: Any, cfg: RunConfig, seed, provider: Provider) -> Any:

@@ -418,8 +418,13 @@ def rows_from_results(results: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, p
         m = dict(r.metrics)
         params = m.pop("params", {})
         key = f"run{i}"
-        row = {"key": key, "label": r.strategy, "strategy": r.strategy, "error": ""}
-        row.update({f"param.{k}": (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in params.items()})
+        row = {"key": key, "label": r.strategy, "strategy": r.strategy, "error": "",
+               "model_setting": getattr(r, "model_setting", "")}
+        # a parameter read from the session's own log is no part of the configuration (``log.`` columns): a
+        # strategy over sessions of several Claude Code releases is one configuration, not one per release
+        from_log = set(getattr(r, "from_log", ()))
+        row.update({f"{'log' if k in from_log else 'param'}.{k}": (json.dumps(v) if isinstance(v, (list, dict)) else v)
+                    for k, v in params.items()})
         row.update({k: v for k, v in flatten(m).items() if k not in row})
         rows.append(row)
         calls[key] = r.calls

@@ -268,12 +268,13 @@ def _blocks(g: pd.DataFrame, probes: Mapping[str, pd.DataFrame]) -> list[uncerta
     w = RetentionParams().category_weights
     out = []
     th = "trace_hash" if "trace_hash" in g else "trace"
-    for _, tg in (g.groupby(th, sort=True) if th in g else [(None, g)]):
+    for trace, tg in (g.groupby(th, sort=True) if th in g else [("", g)]):
         tg = tg[tg["key"].isin(probes)]
         if tg.empty:
             continue
         tg = tg.sort_values("seed") if "seed" in tg else tg
-        b = uncertainty.probe_block([probes[k] for k in tg["key"]], [_seed(r) for _, r in tg.iterrows()], w)
+        b = uncertainty.probe_block([probes[k] for k in tg["key"]], [_seed(r) for _, r in tg.iterrows()], w,
+                                    str(trace))
         if b.scores.size:
             out.append(b)
     return out

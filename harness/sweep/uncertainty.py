@@ -49,14 +49,17 @@ def method(blocks: Mapping[str, Sequence[Block]] | Sequence[Block]) -> str:
 @dataclass(frozen=True)
 class Block:
     """One trace's probe scores: ``scores[s, j]`` the weighted score of probe ``j`` in seed ``s``,
-    ``weights[j]`` its weight; ``seeds`` the seed of each row."""
+    ``weights[j]`` its weight; ``seeds`` the seed of each row; ``trace`` the trace's content hash (what
+    pairs two configurations' blocks: they need not hold the same sessions)."""
 
     scores: np.ndarray
     weights: np.ndarray
     seeds: tuple[int, ...]
+    trace: str = ""
 
 
-def probe_block(tables: Sequence[pd.DataFrame], seeds: Sequence[int], weights: Mapping[str, float]) -> Block:
+def probe_block(tables: Sequence[pd.DataFrame], seeds: Sequence[int], weights: Mapping[str, float],
+                trace: str = "") -> Block:
     """A :class:`Block` from per-run probe tables (columns probe, fact, category, score: the engine's
     ``RunResult.probes``) of one trace, one table per seed. A probe missing from a run scores 0."""
     keys = sorted(set().union(*({(p, f) for p, f in zip(t["probe"], t["fact"], strict=True)} for t in tables))
@@ -77,7 +80,7 @@ def probe_block(tables: Sequence[pd.DataFrame], seeds: Sequence[int], weights: M
     np.add.at(w, need_probe, w_need)
     for r in range(len(tables)):
         np.add.at(scores[r], need_probe, s[r] * w_need)
-    return Block(scores, w, tuple(int(x) for x in seeds))
+    return Block(scores, w, tuple(int(x) for x in seeds), trace)
 
 
 def _stat(blocks: Sequence[Block], draws: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -140,17 +143,24 @@ def interval(blocks: Sequence[Block], n_boot: int = N_BOOT, level: float = LEVEL
 
 
 def paired(a: Sequence[Block], b: Sequence[Block]) -> tuple[list[Block], list[Block]]:
-    """The two configurations on what they share: per trace, the seeds both ran (same order) and
-    the same probes (they replay the same trace, so their probes are the same)."""
+    """The two configurations on what they share: the traces both ran (by ``Block.trace``: a configuration
+    that failed on a session, or was run on other sessions, has other blocks; blocks with no trace are
+    paired in order), and per trace the seeds both ran (same order) and the same probes (they replay the
+    same trace, so their probes are the same)."""
     out_a, out_b = [], []
-    for x, y in zip(a, b, strict=True):
+    if all(x.trace for x in a) and all(y.trace for y in b):
+        other = {y.trace: y for y in b}
+        pairs = [(x, other[x.trace]) for x in a if x.trace in other]
+    else:
+        pairs = list(zip(a, b, strict=True))
+    for x, y in pairs:
         common = [s for s in x.seeds if s in y.seeds]
         ix = [x.seeds.index(s) for s in common]
         iy = [y.seeds.index(s) for s in common]
         if not common or x.scores.shape[1] != y.scores.shape[1] or not x.scores.shape[1]:
             continue
-        out_a.append(Block(x.scores[ix], x.weights, tuple(common)))
-        out_b.append(Block(y.scores[iy], y.weights, tuple(common)))
+        out_a.append(Block(x.scores[ix], x.weights, tuple(common), x.trace))
+        out_b.append(Block(y.scores[iy], y.weights, tuple(common), y.trace))
     return out_a, out_b
 
 
@@ -193,8 +203,8 @@ def seed_flips(blocks: Mapping[str, Sequence[Block]],
         seeds = sorted(set(pa[0].seeds).intersection(*(set(x.seeds) for x in pa)))
         rev = []
         for s in seeds:
-            sa = [Block(x.scores[[x.seeds.index(s)]], x.weights, (s,)) for x in pa]
-            sb = [Block(y.scores[[y.seeds.index(s)]], y.weights, (s,)) for y in pb]
+            sa = [Block(x.scores[[x.seeds.index(s)]], x.weights, (s,), x.trace) for x in pa]
+            sb = [Block(y.scores[[y.seeds.index(s)]], y.weights, (s,), y.trace) for y in pb]
             if point(sa) < point(sb):
                 rev.append(s)
         if rev:
@@ -313,7 +323,7 @@ def blocks_by_config(results: Sequence[Any], key=lambda r: r.strategy,
             runs = sorted(runs, key=lambda r: r.seed)
             if all(len(r.probes) == 0 for r in runs):
                 continue
-            blocks.append(probe_block([r.probes for r in runs], [r.seed for r in runs], w))
+            blocks.append(probe_block([r.probes for r in runs], [r.seed for r in runs], w, str(runs[0].trace_hash)))
         if blocks:
             out[name] = blocks
     return out
@@ -351,10 +361,10 @@ def report_section(df: pd.DataFrame, probes: Mapping[str, pd.DataFrame],
                     w = {**default_w, **_json.loads(g[col].iloc[0])}
                 per_trace = []
                 th = "trace_hash" if "trace_hash" in g else "trace"
-                for _, tg in g.groupby(th, sort=True):
+                for trace, tg in g.groupby(th, sort=True):
                     tg = tg.sort_values("seed") if "seed" in tg else tg
                     seeds = [int(s) for s in tg["seed"]] if "seed" in tg else list(range(len(tg)))
-                    b = probe_block([probes[k] for k in tg["key"]], seeds, w)
+                    b = probe_block([probes[k] for k in tg["key"]], seeds, w, str(trace))
                     if b.scores.size:
                         per_trace.append(b)
                 if per_trace:

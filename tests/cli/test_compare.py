@@ -59,3 +59,51 @@ def test_compare_report(trace_file, tmp_path):
     rc = main(["compare", str(trace_file), "--strategies", "append_only,truncate", "-q", "--report", str(tmp_path / "rep")])
     assert rc == 0
     assert any((tmp_path / "rep").iterdir())
+
+
+def test_sessions_of_several_releases_and_models_are_one_configuration_each_strategy(tmp_path, capsys):
+    """A folder of real logs: Claude Code 2.0.76 on Sonnet 4.5, 2.1.12 on Opus 4.6. claude_code reads its
+    release (and every strategy its cache TTL) from each session's log, and each session runs on its own
+    model: those are the sessions' own, not settings compared. Keyed by them, claude_code was one row per
+    release and the report's retention section paired two configurations over different sessions and stopped
+    with "zip() argument 2 is shorter than argument 1". Now one row per strategy over both sessions, the
+    release kept in the runs as ``log.release``."""
+    import pandas as pd
+
+    from tests.helpers_claude_code import asst, result, text, user, write
+
+    for sid, version, model in (("s1", "2.0.76", "claude-sonnet-4-5-20250929"), ("s2", "2.1.12", "claude-opus-4-6")):
+        write(tmp_path / "logs" / "-p" / f"{sid}.jsonl", [
+            user(0, "fix the parser in src/parse.py", session=sid, version=version),
+            asst(1, f"{sid}-r1", {"type": "tool_use", "id": f"{sid}t1", "name": "Read", "input": {"file_path": "src/parse.py"}},
+                 w5m=9_000, model=model, session=sid, version=version),
+            result(2, f"{sid}t1", "def parse(x):\n    return x\n", session=sid, version=version),
+            asst(3, f"{sid}-r2", text("fixed src/parse.py"), w5m=60, read=9_000, model=model, session=sid,
+                 version=version)])
+    assert main(["import", "claude-code", str(tmp_path / "logs"), "-o", str(tmp_path / "traces")]) == 0
+    capsys.readouterr()
+    rc = main(["compare", str(tmp_path / "traces"), "--strategies", "claude_code,append_only", "--report",
+               str(tmp_path / "rep")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    rows = [ln.split()[0] for ln in out.splitlines() if ln.startswith(("claude_code", "append_only"))]
+    assert sorted(rows) == ["append_only", "claude_code"]
+    runs = pd.read_parquet(tmp_path / "rep" / "runs.parquet")
+    cc = runs[runs["label"] == "claude_code"]
+    assert sorted(cc["log.release"]) == ["2.0.76", "2.1.12"] and "param.release" not in runs
+    assert set(runs["model_setting"]) == {""} and (tmp_path / "rep" / "report.md").is_file()
+
+
+def test_two_configurations_are_paired_on_the_sessions_both_ran():
+    """The retention difference of two configurations pairs their blocks by trace: a configuration that ran
+    on sessions a and b against one that ran on b and c is compared on b alone."""
+    import numpy as np
+    from ctxsim.harness.sweep.uncertainty import Block, difference, paired
+
+    def block(trace, score):
+        return Block(np.array([[score]]), np.array([1.0]), (0,), trace)
+
+    a, b = [block("a", 1.0), block("b", 0.75)], [block("b", 0.25), block("c", 0.0)]
+    pa, pb = paired(a, b)
+    assert [x.trace for x in pa] == [y.trace for y in pb] == ["b"]
+    assert difference(a, b)[0] == pytest.approx(0.5)
