@@ -57,6 +57,7 @@ class _Run:
         self.warm, self.warm_spans = [bool(p.warm_prefix)], p.warm_spans
         self.scorer = ProbeScorer(p.facts, p.retention)
         self.strategy, self.from_log = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
+        self.params_set = tuple(sorted(params or {}))   # the parameters the caller set
         self.readbacks, self.tool_calls_added = 0, 0   # read-backs made; tool calls added (their ids)
         self.attempt = 1              # of the main call being sent (1, then 2 after a retry ...)
         self.failed_at: int | None = None  # index of the main call whose rejection ended the session

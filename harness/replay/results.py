@@ -28,6 +28,7 @@ class RunResult:
     # parameters the strategy read from the log's recorded setting, the caller setting none of them (claude_code's
     # release, a cache TTL): each session's own, so runs over sessions that differ there are one configuration
     from_log: tuple[str, ...] = ()
+    params_set: tuple[str, ...] = ()   # the parameters the caller set (the rest: defaults, or from_log)
     model_setting: str = ""   # the model the run was asked for ("": each call on the one its log recorded)
 
 
@@ -40,7 +41,7 @@ def build(run: Any, name: str) -> RunResult:
     probes = pd.DataFrame(scorer.rows, columns=PROBE_COLUMNS)
     res = RunResult(name, config_dict(run.strategy.config), trace.path or trace.header.name,
                     trace.content_hash, run.provider.model, run.provider.window, cfg.seed, calls, {}, probes,
-                    run.from_log, cfg.model or "")
+                    from_log=run.from_log, params_set=run.params_set, model_setting=cfg.model or "")
     outcome = {"completed": run.failed_at is None, "failed_at_call": run.failed_at,
                "failure": list(run.failure.reasons) if run.failure is not None else None,
                "turns": run.turns, "turns_failed": run.turns_failed, "probes_not_reached": scorer.not_reached_count}

@@ -420,11 +420,14 @@ def rows_from_results(results: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, p
         key = f"run{i}"
         row = {"key": key, "label": r.strategy, "strategy": r.strategy, "error": "",
                "model_setting": getattr(r, "model_setting", "")}
-        # a parameter read from the session's own log is no part of the configuration (``log.`` columns): a
-        # strategy over sessions of several Claude Code releases is one configuration, not one per release
-        from_log = set(getattr(r, "from_log", ()))
-        row.update({f"{'log' if k in from_log else 'param'}.{k}": (json.dumps(v) if isinstance(v, (list, dict)) else v)
-                    for k, v in params.items()})
+        # a configuration is the parameters the caller set, as a sweep's rows have them (``param.``): one read
+        # from a session's own log (``log.``: claude_code's release, a cache TTL) or left at its default is the
+        # session's, so a strategy over sessions of several Claude Code releases is one configuration
+        from_log, given = set(getattr(r, "from_log", ())), getattr(r, "params_set", None)
+        for k, v in params.items():
+            col = "log" if k in from_log else "param" if given is None or k in given else None
+            if col is not None:
+                row[f"{col}.{k}"] = json.dumps(v) if isinstance(v, (list, dict)) else v
         row.update({k: v for k, v in flatten(m).items() if k not in row})
         rows.append(row)
         calls[key] = r.calls

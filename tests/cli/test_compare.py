@@ -62,35 +62,39 @@ def test_compare_report(trace_file, tmp_path):
 
 
 def test_sessions_of_several_releases_and_models_are_one_configuration_each_strategy(tmp_path, capsys):
-    """A folder of real logs: Claude Code 2.0.76 on Sonnet 4.5, 2.1.12 on Opus 4.6. claude_code reads its
-    release (and every strategy its cache TTL) from each session's log, and each session runs on its own
-    model: those are the sessions' own, not settings compared. Keyed by them, claude_code was one row per
-    release and the report's retention section paired two configurations over different sessions and stopped
-    with "zip() argument 2 is shorter than argument 1". Now one row per strategy over both sessions, the
-    release kept in the runs as ``log.release``."""
+    """A folder of real logs: Claude Code 2.0.76 on Sonnet 4.5, 2.1.12 on Opus 4.6 (one of them with no cache
+    write, so no TTL in its log). claude_code reads its release (and every strategy its cache TTL) from each
+    session's log, and each session runs on its own model: those are the sessions' own, not settings
+    compared. Keyed by them, claude_code was one row per release, novacode one for the sessions with a TTL
+    and one for the rest, and the report's retention section paired two configurations over different
+    sessions and stopped with "zip() argument 2 is shorter than argument 1". Now one row per strategy over
+    the three sessions, the release kept in the runs as ``log.release``."""
     import pandas as pd
 
     from tests.helpers_claude_code import asst, result, text, user, write
 
-    for sid, version, model in (("s1", "2.0.76", "claude-sonnet-4-5-20250929"), ("s2", "2.1.12", "claude-opus-4-6")):
+    # s3 wrote no cache entry: no TTL in its log, so a strategy runs it at its default TTL
+    for sid, version, model, w in (("s1", "2.0.76", "claude-sonnet-4-5-20250929", 9_000), ("s2", "2.1.12", "claude-opus-4-6", 9_000),
+                                   ("s3", "2.1.12", "claude-opus-4-6", 0)):
         write(tmp_path / "logs" / "-p" / f"{sid}.jsonl", [
             user(0, "fix the parser in src/parse.py", session=sid, version=version),
             asst(1, f"{sid}-r1", {"type": "tool_use", "id": f"{sid}t1", "name": "Read", "input": {"file_path": "src/parse.py"}},
-                 w5m=9_000, model=model, session=sid, version=version),
+                 w5m=w, inp=3 if w else 9_003, model=model, session=sid, version=version),
             result(2, f"{sid}t1", "def parse(x):\n    return x\n", session=sid, version=version),
-            asst(3, f"{sid}-r2", text("fixed src/parse.py"), w5m=60, read=9_000, model=model, session=sid,
-                 version=version)])
+            asst(3, f"{sid}-r2", text("fixed src/parse.py"), w5m=60 if w else 0, read=w, inp=3 if w else 9_063,
+                 model=model, session=sid, version=version)])
     assert main(["import", "claude-code", str(tmp_path / "logs"), "-o", str(tmp_path / "traces")]) == 0
     capsys.readouterr()
-    rc = main(["compare", str(tmp_path / "traces"), "--strategies", "claude_code,append_only", "--report",
+    rc = main(["compare", str(tmp_path / "traces"), "--strategies", "claude_code,novacode,append_only", "--report",
                str(tmp_path / "rep")])
     out = capsys.readouterr().out
     assert rc == 0
-    rows = [ln.split()[0] for ln in out.splitlines() if ln.startswith(("claude_code", "append_only"))]
-    assert sorted(rows) == ["append_only", "claude_code"]
+    rows = [ln.split()[0] for ln in out.splitlines() if ln.startswith(("claude_code", "novacode", "append_only"))]
+    assert sorted(rows) == ["append_only", "claude_code", "novacode"]
     runs = pd.read_parquet(tmp_path / "rep" / "runs.parquet")
     cc = runs[runs["label"] == "claude_code"]
-    assert sorted(cc["log.release"]) == ["2.0.76", "2.1.12"] and "param.release" not in runs
+    assert sorted(cc["log.release"]) == ["2.0.76", "2.1.12", "2.1.12"] and "param.release" not in runs
+    assert not [c for c in runs.columns if c.startswith("param.")]   # nothing set: every strategy at its defaults
     assert set(runs["model_setting"]) == {""} and (tmp_path / "rep" / "report.md").is_file()
 
 

@@ -53,7 +53,9 @@ def test_a_report_of_strategies_that_type_compaction_differently_is_written(tmp_
     for i in range(6):
         b.call(f"step {i}", [f"output {i}\n" * 20])
     t = b.call("done").build()
-    runs = [replay(t, s, {}, RunConfig(window=200_000)) for s in ("novacode", "codex", "truncate")]
+    # set, as a user sets them: a configuration's columns are the parameters set (a default is no column)
+    given = {"novacode": {"compaction": True}, "codex": {"compaction": "auto"}, "truncate": {}}
+    runs = [replay(t, s, given[s], RunConfig(window=200_000)) for s in ("novacode", "codex", "truncate")]
     kinds = {type(r.metrics["params"].get("compaction")) for r in runs[:2]}
     assert kinds == {bool, str}, kinds  # the premise: the same name, two types
     out = write_report(runs, tmp_path, target=0.0)
