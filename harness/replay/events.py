@@ -16,6 +16,7 @@ from ctxsim.harness.model.trace import (
     TextContent,
     ThinkingContent,
     ToolResultEvent,
+    ToolUseContent,
     Trace,
     UserEvent,
 )
@@ -75,25 +76,28 @@ def user_turns(events, spans: list[bool] | tuple[bool, ...] = ()) -> list[int]:
 
 
 def between_results(events) -> frozenset[int]:
-    """Indices of the user messages that sit between two results of one call: what Claude Code writes while
-    the call's tools run (a todo-list reminder, a skill's text, a message the user typed meanwhile), in 22 of
-    the 209 development sessions. The API takes a call's results first in the next user turn and any text
-    after them ("the tool_result blocks must come FIRST": harness/provider/protocol.py), so that is what the
-    agent sent. The replay delivers these after the call's last result: delivered where they sit, they made a
-    strategy answer the later results as missing (a synthetic error result, then the real one: a 400). Facts
-    and probes are not messages and do not end the results."""
+    """Indices of the user messages that sit between a call and the last of its results: what Claude Code
+    writes while the call's tools run (a todo-list reminder, a skill's text, a message the user typed
+    meanwhile; 22 of the 209 development sessions hold one between two results, and more before the first
+    when the user typed while a tool ran). The API takes a call's results first in the next user turn and any
+    text after them ("the tool_result blocks must come FIRST": harness/provider/protocol.py), so that is what
+    the agent sent. The replay delivers these after the call's last result: delivered where they sit, they
+    made a strategy answer the later results as missing (a synthetic error result, then the real one: a 400).
+    Facts and probes are not messages and do not end a call's results."""
     out: set[int] = set()
     held: list[int] = []
-    results = False
+    open_ = False   # after a call with tool uses, until its results end
     for i, ev in enumerate(events):
         if isinstance(ev, ToolResultEvent):
             out.update(held)
-            held, results = [], True
+            held, open_ = [], True
         elif isinstance(ev, UserEvent):
-            if results:
+            if open_:
                 held.append(i)
+        elif isinstance(ev, AssistantEvent):
+            held, open_ = [], any(isinstance(c, ToolUseContent) for c in ev.content)
         elif not isinstance(ev, (FactEvent, ProbeEvent)):
-            held, results = [], False
+            held, open_ = [], False
     return frozenset(out)
 
 
