@@ -58,7 +58,7 @@ class _Run:
         self.scorer = ProbeScorer(p.facts, p.retention)
         self.strategy, self.from_log = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
         self.params_set = tuple(sorted(params or {}))   # the parameters the caller set
-        self.readbacks, self.tool_calls_added = 0, 0   # read-backs made; tool calls added (their ids)
+        self.readbacks, self.tool_calls_added = 0, 0   # read-backs made; tool calls added (they number the ids)
         self.attempt = 1              # of the main call being sent (1, then 2 after a retry ...)
         self.failed_at: int | None = None  # index of the main call whose rejection ended the session
         self.failure: Rejection | None = None
@@ -93,9 +93,9 @@ class _Run:
         max_calls, memo = self.cfg.max_calls, self.trace.memo
         held = events.held_users(self.trace)
         for i, ev in enumerate(self.trace.events):
-            # a fact may sit between two results of one call (after the result it is in), and so may a
-            # user message (events.between_results): the results still reach the strategy as one message
-            if pending and not isinstance(ev, (tr.ToolResultEvent, tr.FactEvent)) and i not in held:
+            # a fact or probe may sit between two results of one call (after the result it is in), and so may
+            # a user message (events.between_results): the results still reach the strategy as one message
+            if pending and not isinstance(ev, (tr.ToolResultEvent, tr.FactEvent, tr.ProbeEvent)) and i not in held:
                 s.on_tool_results(Message("user", tuple(pending)))
                 pending = []
                 for m in waiting:

@@ -18,16 +18,20 @@ from tests.helpers_traces import Builder
 REMINDER = "<system-reminder>Your todo list has changed.</system-reminder>"
 
 
-def _session(before_first: bool = False) -> tr.Trace:
+def _session(where: str = "between") -> tr.Trace:
     b = Builder()
     b.user("check both files")
     b.call("Reading both.", ["first: a.py holds parse()", "second: b.py holds lex()"],
            inputs=[{"command": "cat a.py"}, {"command": "cat b.py"}])
     first, second = b.events[-2], b.events[-1]
-    if before_first:   # typed while the tools ran, written before either result
-        b.events[-2:] = [tr.UserEvent(t=first.t, text=REMINDER), first, second]
-    else:              # the reminder between the two results
-        b.events[-1:] = [tr.UserEvent(t=first.t, text=REMINDER), second]
+    reminder = tr.UserEvent(t=first.t, text=REMINDER)
+    if where == "before_first":   # typed while the tools ran, written before either result
+        b.events[-2:] = [reminder, first, second]
+    elif where == "with_probe":   # a fact of the first result and a probe of it between the two results
+        b.events[-1:] = [tr.FactEvent(t=first.t, id="f1", text="parse()", category="identifier"), reminder,
+                         tr.ProbeEvent(t=first.t, id="p1", needs=["f1"]), second]
+    else:                         # the reminder between the two results
+        b.events[-1:] = [reminder, second]
     b.call("Both read.")
     b.user("thanks")
     b.call("done")
@@ -47,15 +51,15 @@ def test_the_user_messages_between_two_results_of_one_call_are_the_held_ones():
     # a user message after a call's last result, before the next call, waits for nothing
     assert between_results([ev[0], ev[1], ev[2], ev[5], ev[6]]) == frozenset()
     # one between the call and its first result waits too (index 2); after a call with no tool use, nothing
-    assert between_results(_session(before_first=True).events) == frozenset({2})
+    assert between_results(_session("before_first").events) == frozenset({2})
     assert between_results([ev[0], ev[6], ev[7], ev[8]]) == frozenset()
 
 
-@pytest.mark.parametrize("before_first", [False, True], ids=["between", "before_first"])
+@pytest.mark.parametrize("where", ["between", "before_first", "with_probe"])
 @pytest.mark.parametrize("strategy", [s for s in names() if s != "recorded"])
-def test_every_strategy_sends_the_results_first_and_the_reminder_after_them(strategy, before_first):
+def test_every_strategy_sends_the_results_first_and_the_reminder_after_them(strategy, where):
     seen = []
-    res = replay(_session(before_first), strategy, {}, RunConfig(observer=lambda req, info: seen.append(req)))
+    res = replay(_session(where), strategy, {}, RunConfig(observer=lambda req, info: seen.append(req)))
     m = res.metrics
     assert m["completed"] and m["pairing_violations"] == 0 and m["rejected_requests"] == 0
     main = [r for r in seen if r.kind == "main"]
