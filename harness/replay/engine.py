@@ -93,12 +93,14 @@ class _Run:
         max_calls, memo = self.cfg.max_calls, self.trace.memo
         held = events.held_users(self.trace)
         for i, ev in enumerate(self.trace.events):
-            # a fact or probe may sit between two results of one call (after the result it is in), and so may
-            # a user message (events.between_results): the results still reach the strategy as one message
-            if pending and not isinstance(ev, (tr.ToolResultEvent, tr.FactEvent, tr.ProbeEvent)) and i not in held:
+            # a fact may sit between two results of one call (after the result it is in), and so may a user
+            # message (events.between_results), sent after them: the results still reach the strategy as one message
+            if pending and not isinstance(ev, (tr.ToolResultEvent, tr.FactEvent)) and i not in held:
                 s.on_tool_results(Message("user", tuple(pending)))
                 pending = []
-                for m in waiting:
+            if waiting and not pending and not isinstance(ev, (tr.ToolResultEvent, tr.FactEvent, tr.ProbeEvent)) \
+                    and i not in held:
+                for m in waiting:   # a probe between the results does not end them
                     self.user(m)
                 waiting = []
             self.t = ev.t
@@ -159,8 +161,8 @@ class _Run:
             # tr.FactEvent: ground truth, the engine's, never the strategy's
         if pending:
             s.on_tool_results(Message("user", tuple(pending)))
-            for m in waiting:
-                self.user(m)
+        for m in waiting:
+            self.user(m)
 
     def call_info(self) -> CallInfo:
         return CallInfo(self.main_index, self.now(), self.session, self.subtasks[-1] if self.subtasks else None,

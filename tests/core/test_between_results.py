@@ -27,6 +27,8 @@ def _session(where: str = "between") -> tr.Trace:
     reminder = tr.UserEvent(t=first.t, text=REMINDER)
     if where == "before_first":   # typed while the tools ran, written before either result
         b.events[-2:] = [reminder, first, second]
+    elif where == "two_before":   # two of them before the first result
+        b.events[-2:] = [reminder, tr.UserEvent(t=first.t, text="and lex() too"), first, second]
     elif where == "with_probe":   # a fact of the first result and a probe of it between the two results
         b.events[-1:] = [tr.FactEvent(t=first.t, id="f1", text="parse()", category="identifier"), reminder,
                          tr.ProbeEvent(t=first.t, id="p1", needs=["f1"]), second]
@@ -55,7 +57,7 @@ def test_the_user_messages_between_two_results_of_one_call_are_the_held_ones():
     assert between_results([ev[0], ev[6], ev[7], ev[8]]) == frozenset()
 
 
-@pytest.mark.parametrize("where", ["between", "before_first", "with_probe"])
+@pytest.mark.parametrize("where", ["between", "before_first", "two_before", "with_probe"])
 @pytest.mark.parametrize("strategy", [s for s in names() if s != "recorded"])
 def test_every_strategy_sends_the_results_first_and_the_reminder_after_them(strategy, where):
     seen = []
@@ -69,4 +71,4 @@ def test_every_strategy_sends_the_results_first_and_the_reminder_after_them(stra
     assert [k for k, _ in kinds[:2]] == ["tool_result", "tool_result"]
     assert not any(b.meta.get("synthetic") for b in turn if b.type == "tool_result")
     assert any(REMINDER in str(x) for k, x in kinds[2:] if k == "text")
-    assert m["turns"] == 3   # the reminder still counts as the user's message, once
+    assert m["turns"] == 3 + (where == "two_before")   # each still counts as the user's message, once
