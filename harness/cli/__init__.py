@@ -12,6 +12,7 @@ May import: every package.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 
@@ -217,9 +218,61 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _reader_may_leave():
         warnings.showwarning = _show_warning(args.command)
         return _run(args)
+
+
+class _Stdout:
+    """Standard output whose reader may stop reading (``ctxsim compare ... --report DIR | head``): the lines
+    nobody reads are dropped and the command goes on, so the files it was asked for (a report, ``--json
+    PATH``, ``-o``) are still written; a broken pipe used to stop it there with exit 0 and no report."""
+
+    def __init__(self, stream) -> None:
+        self._stream, self.gone = stream, False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._leave()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._leave()
+
+    def isatty(self) -> bool:
+        return not self.gone and self._stream.isatty()
+
+    def _leave(self) -> None:
+        self.gone = True
+        import io
+        import os
+
+        try:   # what the stream still buffers is flushed at exit: to nothing, not to the closed pipe
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _reader_may_leave():
+    out = sys.stdout
+    sys.stdout = _Stdout(out)
+    try:
+        yield
+    finally:
+        sys.stdout = out
 
 
 def _run(args) -> int:

@@ -320,3 +320,20 @@ def test_a_multi_line_message_is_one_line(tmp_path, monkeypatch):
     assert o.exception == "" and o.status == 1, (o.exception, o.stderr)
     assert len(o.error_lines) == 1 and len(o.stderr) < 1000, o.stderr
     assert "ValueError: line one" in o.error_lines[0] and "multi_strategy.py:16" in o.error_lines[0]
+
+
+def test_a_reader_that_stops_reading_still_gets_the_files_asked_for(tmp_path):
+    """``ctxsim compare ... --report DIR | head``: the reader leaves after a few lines. Before, the broken pipe
+    stopped the command where it printed, with exit 0 and no report; now the lines nobody reads are dropped, the
+    report and the JSON are written, exit 0 and nothing on stderr but the command's own notes."""
+    p = _trace(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from ctxsim.harness.cli import main; sys.exit(main())",
+                             "compare", str(p), "--strategies", "append_only,truncate", "--report",
+                             str(tmp_path / "rep"), "--json", str(tmp_path / "rows.json")],
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()   # the reader is gone before the first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0, err
+    assert (tmp_path / "rep" / "report.md").is_file() and json.loads((tmp_path / "rows.json").read_text())
+    assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err
