@@ -113,3 +113,22 @@ def test_a_warmup_that_runs_first_leaves_the_main_contexts_warm_head_to_the_main
     assert first["cache_read"] == head and first["cache_write_5m"] < 100
     warm = c[c["kind"] == "subagent"].iloc[0]
     assert warm["cache_read"] == 0 and warm["cache_write_5m"] > 15_000
+
+
+def test_a_background_workflows_agent_files_are_named_with_their_calls_not_passed_over(tmp_path):
+    """Claude Code 2.1.x's Workflow tool runs agents in the background and writes their transcripts under
+    ``subagents/workflows/<run>/``. No Task result refers to them and the importer looked only at
+    ``subagents/agent-*.jsonl``: 42 such files with 215 billed calls went unsaid in a real session. They are not
+    spans of the trace yet; each is named in the header with its calls, and the summary counts them."""
+    main = write(tmp_path / "s1.jsonl", [user(10, "run the checks", session="s1"),
+                                         asst(11, "r1", text("started"), w5m=20_000, session="s1")])
+    write(tmp_path / "s1" / "subagents" / "workflows" / "wf_1" / "agent-b1.jsonl", [
+        user(12, "check one", isSidechain=True, session="s1", agentId="b1"),
+        asst(13, "b1a", text("checking"), w5m=9_000, model=MODEL, isSidechain=True, session="s1", agentId="b1"),
+        user(14, "go on", isSidechain=True, session="s1", agentId="b1"),
+        asst(15, "b1b", text("done"), w5m=100, read=9_000, model=MODEL, isSidechain=True, session="s1", agentId="b1")])
+    res = import_file("claude-code", main)
+    assert res.summary["subagent_files_not_imported"] == "1 (2 model calls in the background agents' files)"
+    assert any(n.startswith("sub-agent file workflows/wf_1/agent-b1.jsonl (2 model calls) is a background agent's")
+               for n in res.trace.header.notes)
+    assert res.trace.calls == 1
