@@ -132,3 +132,6 @@ def test_a_background_workflows_agent_files_are_named_with_their_calls_not_passe
     assert any(n.startswith("sub-agent file workflows/wf_1/agent-b1.jsonl (2 model calls) is a background agent's")
                for n in res.trace.header.notes)
     assert res.trace.calls == 1
+    # a billed call left out is a loss, warned (exit 2), not only noted
+    assert res.warnings == [f"{tmp_path / 's1' / 'subagents' / 'workflows' / 'wf_1' / 'agent-b1.jsonl'}: 2 model "
+                            "calls of a sub-agent no Task result refers to: not in the trace"]

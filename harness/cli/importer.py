@@ -248,6 +248,7 @@ def run(args) -> int:
     unknown: dict[str, int] = {}   # model id no price covers -> sessions that name it (one --models file for all)
     empty: list[str] = []   # sessions with no model call: nothing billed, nothing lost (noted, left out)
     lossy: list[str] = []   # sessions imported with something lost (each said in a warning)
+    left_out = 0            # ... of them, with more lost than skipped lines (a sub-agent's billed calls)
     internal = False
     bar = _progress(len(chosen), not args.no_progress)
     task = bar.add_task("sessions", total=len(chosen), name="") if bar else None
@@ -267,6 +268,8 @@ def run(args) -> int:
                 if warned:
                     rows[-1]["warnings"] = warned
                     lossy.append(str(s.path))
+                    if not all(_line_skipped(w) for w in warned):
+                        left_out += 1
             except NoModelCalls as e:
                 empty.append(str(e))
             except (ValueError, KeyError, OSError) as e:   # TraceError, an unknown model, a bad file: its input
@@ -313,7 +316,8 @@ def run(args) -> int:
               "shape and import again with --models FILE", file=sys.stderr)
     if failed or lossy:
         said = [f"{len(failed)} of {len(chosen)} sessions failed"] if failed else []
-        said += [f"{len(lossy)} imported with lines skipped"] if lossy else []
+        said += [f"{len(lossy) - left_out} imported with lines skipped"] if len(lossy) > left_out else []
+        said += [f"{left_out} imported with calls left out"] if left_out else []
         said += [f"{len(empty)} without a model call left out"] if empty else []
         print(f"ctxsim import: {'; '.join(said)} (exit {status})", file=sys.stderr)
     return status
@@ -340,6 +344,13 @@ def _single(args, src: Path, out: Path) -> int:
 
         where = [m.group(1) for w in warned if (m := re.match(r"(.+?:\d+): ", str(w)))]
         first = f" ({where[0]}{' and more' if len(where) > 1 else ''})" if where else ""
-        print(f"ctxsim import: {src}: imported with {len(warned)} line(s) skipped{first} (exit 2)", file=sys.stderr)
+        what = (f"{len(warned)} line(s) skipped" if all(_line_skipped(w) for w in warned)
+                else f"{len(warned)} warning(s) of what is not in the trace")
+        print(f"ctxsim import: {src}: imported with {what}{first} (exit 2)", file=sys.stderr)
         return 2
     return 0
+
+
+def _line_skipped(warning) -> bool:
+    """Whether an importer's warning is a skipped line (the rest say what else of the log is not in the trace)."""
+    return str(warning).endswith("(line skipped)")

@@ -743,6 +743,7 @@ class _Importer:
     mentions_next: list[tuple[float, str, str]] = field(default_factory=list)
     hooks_run: dict[str, list[str]] = field(default_factory=dict)   # SessionStart source -> commands
     project_agents: list[Path] = field(default_factory=list)   # project-level agent-*.jsonl of this session
+    side_calls: dict[Path, int] = field(default_factory=dict)   # a side file read and left out -> the calls it billed
     warmups: list[tuple[float, Path, _Parsed]] = field(default_factory=list)   # Warmup sub-agents not yet placed
     # background sub-agents not yet placed: (time of their last record, agent id, the launch's result item)
     background: list[tuple[float, str, dict[str, Any], _Parsed]] = field(default_factory=list)
@@ -1112,6 +1113,11 @@ def project_agent_files(src: Path, session: str | None) -> list[Path]:
     return [f for f in sorted(src.parent.glob("agent-*.jsonl")) if f.is_file() and session_of(f) == session]
 
 
+def billed(p: _Parsed | None) -> int:
+    """The model calls a parsed side file billed (a copy of another session's is not one of them)."""
+    return sum(1 for c in p.calls.values() if not c.copied) if p is not None else 0
+
+
 def warmup_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Parsed]]:
     """The sub-agent transcripts of this session that open with the Warmup prompt and that no Task
     result refers to: Claude Code's start-up calls that warm its sub-agents' caches (2.0.x-2.1.x;
@@ -1129,6 +1135,8 @@ def warmup_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Pars
         first = next((i for k, i in p.items if k == "user"), None)
         if first is not None and str(first["text"]).strip() == WARMUP_PROMPT and p.calls:
             out.append((min(c.t for c in p.calls.values()), f, p))
+        else:
+            imp.side_calls[f] = billed(p)
     return sorted(out, key=lambda w: w[0])
 
 
@@ -1177,12 +1185,14 @@ def import_claude_code(src: str | Path) -> ImportResult:
         if imp.subagent_dir else []
     background_calls = 0
     for f in background:
-        side = imp.parse_side_file(f)
-        n = sum(1 for c in side.calls.values() if not c.copied) if side is not None else 0
+        n = imp.side_calls[f] = billed(imp.parse_side_file(f))
         background_calls += n
         imp.notes.append(f"sub-agent file {f.relative_to(imp.subagent_dir)} ({n} model call{'s' if n != 1 else ''}) "
                          "is a background agent's, referenced by no Task result: not imported, its calls are not "
                          "in the trace")
+    # a file left out whose calls were billed is a loss, said as one (the import exits 2), not only noted
+    lost = [f"{f}: {imp.side_calls[f]} model call{'s' if imp.side_calls[f] != 1 else ''} of a sub-agent no Task "
+            "result refers to: not in the trace" for f in [*unreferenced, *background] if imp.side_calls.get(f)]
 
     b = imp.b
     if copied and not b.calls:
@@ -1285,4 +1295,4 @@ def import_claude_code(src: str | Path) -> ImportResult:
     if unreferenced or background:   # said in the summary too: the header's notes are not printed
         summary["subagent_files_not_imported"] = f"{len(unreferenced) + len(background)}" + (
             f" ({background_calls} model calls in the background agents' files)" if background_calls else "")
-    return finalize(header, b, summary, [f"{sk} (line skipped)" for sk in imp.skipped])
+    return finalize(header, b, summary, [f"{sk} (line skipped)" for sk in imp.skipped] + lost)
