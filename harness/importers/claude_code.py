@@ -67,7 +67,9 @@ call: ``prefix_tokens`` = its recorded context − the cl100k count of the visib
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -243,6 +245,7 @@ class _Parsed:
     messages_seen: bool = False
     snapshots: set[str] = field(default_factory=set)   # messageIds of the file-history snapshots written so far
     main_versions: set[str] = field(default_factory=set)   # the Claude Code versions of the main context's records so far
+    agent_progress: dict[str, str] = field(default_factory=dict)   # a Task call's tool_use id -> the agentId its progress names
     last_t: float | None = None   # the time of the last record that carried one
 
     def times(self) -> list[float]:
@@ -450,6 +453,9 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
             p.snapshots.add(mid)
         if kind == "progress" and isinstance(data, dict) and data.get("type") == "hook_progress" and o.get("toolUseID"):
             p.hooks.setdefault(str(o["toolUseID"]), {}).setdefault(str(data.get("hookEvent")), str(data.get("hookName") or ""))
+        if kind == "progress" and isinstance(data, dict) and data.get("type") == "agent_progress" \
+                and isinstance(data.get("agentId"), str) and isinstance(o.get("parentToolUseID"), str):
+            p.agent_progress.setdefault(o["parentToolUseID"], data["agentId"])
         if kind == "progress" and isinstance(data, dict) and data.get("hookEvent") == "SessionStart":
             source = str(data.get("hookName") or "SessionStart:?").partition(":")[2] or "?"
             cmds, cmd = p.session_hooks.setdefault(source, []), str(data.get("command") or "?")
@@ -744,6 +750,7 @@ class _Importer:
     hooks_run: dict[str, list[str]] = field(default_factory=dict)   # SessionStart source -> commands
     project_agents: list[Path] = field(default_factory=list)   # project-level agent-*.jsonl of this session
     side_calls: dict[Path, int] = field(default_factory=dict)   # a side file read and left out -> the calls it billed
+    side_copies: dict[Path, int] = field(default_factory=dict)  # ... -> its calls that copy the main transcript's
     warmups: list[tuple[float, Path, _Parsed]] = field(default_factory=list)   # Warmup sub-agents not yet placed
     # background sub-agents not yet placed: (time of their last record, agent id, the launch's result item)
     background: list[tuple[float, str, dict[str, Any], _Parsed]] = field(default_factory=list)
@@ -1113,9 +1120,81 @@ def project_agent_files(src: Path, session: str | None) -> list[Path]:
     return [f for f in sorted(src.parent.glob("agent-*.jsonl")) if f.is_file() and session_of(f) == session]
 
 
-def billed(p: _Parsed | None) -> int:
-    """The model calls a parsed side file billed (a copy of another session's is not one of them)."""
-    return sum(1 for c in p.calls.values() if not c.copied) if p is not None else 0
+def billed(p: _Parsed | None, held: Collection[str] = ()) -> int:
+    """The model calls a parsed side file billed: neither a copy of another session's call nor one of the
+    calls ``held`` (the keys of the main transcript's calls), which a fork of the main conversation copies
+    into its own file (``agent-aside_question-*``, ``agent-aprompt_suggestion-*``, Claude Code 2.1.x: the
+    main transcript's calls with their request ids, then the fork's own; on the development population
+    each such file held one call of its own, the rest, up to 107, copies)."""
+    return sum(1 for k, c in p.calls.items() if not c.copied and k not in held) if p is not None else 0
+
+
+def first_prompt(f: Path) -> tuple[str, float] | None:
+    """The text and time of a transcript's first user message (a sub-agent's prompt), read up to it."""
+    try:
+        with f.open(encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    o = json.loads(line)
+                except ValueError:
+                    continue
+                msg = o.get("message") if isinstance(o, dict) and o.get("type") == "user" else None
+                if isinstance(msg, dict):
+                    t = o.get("timestamp")
+                    return flatten_content(msg.get("content"))[0], parse_time(t, f, 1) if isinstance(t, str) else 0.0
+    except OSError:
+        return None
+    return None
+
+
+def link_unnamed_agents(imp: _Importer, main: _Parsed) -> None:
+    """A Task (2.1.x: Agent) call the user interrupted or rejected while its sub-agent ran gets a result
+    that names no agent ("[Request interrupted by user for tool use]", "User rejected tool use": no
+    ``toolUseResult.agentId``), or none at all (the user typed while it ran), yet the sub-agent ran and
+    billed its calls. Its transcript is the one the call's ``agent_progress`` records name (``data.agentId``
+    under ``parentToolUseID``, Claude Code 2.1.x up to about 2.1.100), else the one no other result names
+    whose first message is the call's prompt, the first to start after the call. A result naming no agent
+    gets it (the span ends there, at the interruption); a call with no result has it placed at its last
+    record's time, as a background agent is. On the development population: 10 such sub-agents in 7
+    sessions, 167 billed calls, 8 found by their progress records and 2 by their prompt (2.1.109, which
+    writes no agent_progress)."""
+    results = {i["id"]: i for k, i in main.items if k == "result" and not i.get("side")}
+    uses = {b.id: (c.t, b.input.get("prompt")) for c in main.calls.values() if not c.sidechain for b in c.blocks
+            if isinstance(b, tr.ToolUseContent) and isinstance(b.input.get("prompt"), str)}
+    open_uses = [u for u in uses if u not in results or not results[u].get("agent")]
+    if not open_uses:
+        return
+    named = {str(i["agent"]) for k, i in main.items if k == "result" and i.get("agent")}
+    files = (sorted(imp.subagent_dir.glob("agent-*.jsonl")) if imp.subagent_dir else []) + imp.project_agents
+    free = {f.stem.removeprefix("agent-"): f for f in files
+            if not f.name.startswith("agent-acompact") and f.stem.removeprefix("agent-") not in named}
+    prompts: dict[str, tuple[str, float] | None] = {}
+    for use in open_uses:
+        agent = main.agent_progress.get(use)
+        how = "its agent_progress records"
+        if agent not in free:
+            at, prompt = uses[use]
+            for a in free:
+                if a not in prompts:
+                    prompts[a] = first_prompt(free[a])
+            found = sorted((fp[1], a) for a, fp in prompts.items() if a in free and fp and fp[0] == prompt and fp[1] >= at)
+            agent, how = (found[0][1], "its prompt") if found else (None, "")
+        if agent is None:
+            continue
+        del free[agent]
+        if use in results:
+            results[use]["agent"] = agent
+            imp.counts["sub-agents of an interrupted or rejected Task call (a result naming no agent), found by "
+                       f"{how}"] += 1
+            continue
+        f = free_file = imp.agent_file(agent)
+        p = imp.parse_side_file(free_file) if f is not None else None
+        if p is None:
+            continue
+        imp.background.append((max(p.times(), default=uses[use][0]), agent, {"t": uses[use][0], "text": ""}, p))
+        imp.background.sort(key=lambda b: b[0])
+        imp.counts[f"sub-agents of a Task call with no result (the user typed while it ran), found by {how}, placed at "
+                   "their last record's time"] += 1
 
 
 def warmup_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Parsed]]:
@@ -1136,7 +1215,8 @@ def warmup_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Pars
         if first is not None and str(first["text"]).strip() == WARMUP_PROMPT and p.calls:
             out.append((min(c.t for c in p.calls.values()), f, p))
         else:
-            imp.side_calls[f] = billed(p)
+            imp.side_calls[f] = billed(p, main.calls)
+            imp.side_copies[f] = billed(p) - imp.side_calls[f]
     return sorted(out, key=lambda w: w[0])
 
 
@@ -1166,6 +1246,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
     session = imp.session = main.sessions.most_common(1)[0][0] if main.sessions else None
     imp.project_agents = project_agent_files(src, session)
     imp.load_compaction_calls()
+    link_unnamed_agents(imp, main)
     imp.warmups = warmup_files(imp, main)
     routes = {r: n for r, n in main.routes.items() if r is not None}
     if len(routes) > 1:
@@ -1192,7 +1273,10 @@ def import_claude_code(src: str | Path) -> ImportResult:
                          "in the trace")
     # a file left out whose calls were billed is a loss, said as one (the import exits 2), not only noted
     lost = [f"{f}: {imp.side_calls[f]} model call{'s' if imp.side_calls[f] != 1 else ''} of a sub-agent no Task "
-            "result refers to: not in the trace" for f in [*unreferenced, *background] if imp.side_calls.get(f)]
+            "result refers to: not in the trace" + (
+                f" (a fork of the main conversation: its other {imp.side_copies[f]} copy the main transcript's calls, "
+                "counted there)" if imp.side_copies.get(f) else "")
+            for f in [*unreferenced, *background] if imp.side_calls.get(f)]
 
     b = imp.b
     if copied and not b.calls:

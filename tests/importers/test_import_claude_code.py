@@ -550,3 +550,97 @@ def test_real_ae4a_pretooluse_blocks_are_repeated():
     hidden = [e.text for e in res.trace.events if isinstance(e, tr.UserEvent) and e.meta.get("hidden")]
     assert len(hidden) == 8 and res.summary["hidden_messages"] == 8
     assert sorted(h.split("from command: ", 1)[1].removesuffix("\n</system-reminder>") for h in hidden) == sorted(blocked)
+
+
+def _progress(t, tid, agent):
+    """Claude Code 2.1.x's record of a running sub-agent's step: ``data.agentId`` under the Task call's id."""
+    return rec("progress", t, parentToolUseID=tid, toolUseID=f"agent_msg_{agent}",
+               data={"type": "agent_progress", "agentId": agent, "prompt": "look"})
+
+
+def test_the_sub_agent_of_an_interrupted_task_call_is_found_by_its_progress_records(tmp_path):
+    """The user interrupted a Task call while its sub-agent ran: the result is the interruption and names no
+    agent (no toolUseResult.agentId), yet the agent's two calls were billed. Its progress records name it:
+    it is a span ending at the interruption, and nothing is left out (no warning)."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look for it"}}),
+        _progress(3, "task1", "abc"),
+        result(9, "task1", "[Request interrupted by user for tool use]", is_error=True,
+               toolUseResult="Error: [Request interrupted by user for tool use]"),
+        asst(10, "r2", {"type": "text", "text": "ok"}),
+    ])
+    _grep_agent(tmp_path, 2)   # its first message is "look": not the call's prompt, the progress record decides
+    res = import_file("claude-code", f)
+    assert res.summary["subagent_calls"] == 2 and res.summary["main_calls"] == 2
+    assert res.warnings == []
+    (end,) = [e for e in res.trace.events if isinstance(e, tr.SubtaskEnd)]
+    assert end.t == 9.0 and end.conclusion == "[Request interrupted by user for tool use]"
+    assert "found by its agent_progress records: 1" in "\n".join(res.trace.header.notes)
+
+
+def test_the_sub_agent_of_a_rejected_task_call_is_found_by_its_prompt_where_no_progress_is_written(tmp_path):
+    """2.1.109 writes no agent_progress records. Two Task calls with the same prompt, the first rejected while
+    its agent ran (the result names no agent), the second completed (its result names agent def). The rejected
+    call's agent is the transcript no result names whose first message is the call's prompt."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Agent", "input": {"prompt": "look"}}),
+        result(8, "task1", "User rejected tool use", is_error=True, toolUseResult="User rejected tool use"),
+        asst(20, "r2", {"type": "tool_use", "id": "task2", "name": "Agent", "input": {"prompt": "look"}}),
+        _task(30, "task2", "def"),
+        asst(31, "r3", {"type": "text", "text": "ok"}),
+    ])
+    _grep_agent(tmp_path, 2)
+    write(tmp_path / "s" / "subagents" / "agent-def.jsonl", [
+        user(21, "look", isSidechain=True), asst(22, "d1", {"type": "text", "text": "found"})])
+    res = import_file("claude-code", f)
+    assert res.summary["subagent_calls"] == 3 and res.warnings == []
+    assert [e.id for e in res.trace.events if isinstance(e, tr.SubtaskStart)] == ["abc", "def"]
+    assert "found by its prompt: 1" in "\n".join(res.trace.header.notes)
+
+
+def test_the_sub_agent_of_a_task_call_with_no_result_is_placed_where_it_stopped(tmp_path):
+    """The user typed while a Task call's agent ran: the call has no result at all (the importer closes it
+    with a synthetic one), and the agent's calls were billed. Its progress records name it: placed at its
+    last record's time, before the user's message."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "look for it"}}),
+        _progress(3, "task1", "abc"),
+        user(30, "stop, do this instead"),
+        asst(31, "r2", {"type": "text", "text": "ok"}),
+    ])
+    _grep_agent(tmp_path, 2)
+    res = import_file("claude-code", f)
+    assert res.summary["subagent_calls"] == 2 and res.warnings == []
+    kinds = [type(e).__name__ for e in res.trace.events]
+    assert kinds.index("SubtaskEnd") < [i for i, e in enumerate(res.trace.events)
+                                        if isinstance(e, tr.UserEvent) and e.text.startswith("stop")][0]
+    (end,) = [e for e in res.trace.events if isinstance(e, tr.SubtaskEnd)]
+    assert end.t == 5.0
+
+
+def test_a_fork_of_the_main_conversation_counts_only_its_own_calls_as_left_out(tmp_path):
+    """A side question (/btw, ``agent-aside_question-*``) forks the main conversation: its file copies the main
+    transcript's calls with their request ids, then makes its own. Only its own call is billed and left out; the
+    copies are the main transcript's, counted there (the warning said 3 calls where one was billed)."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "ls"}}),
+        result(2, "b1", "a.py"),
+        asst(3, "r2", {"type": "text", "text": "listed"}),
+    ])
+    side = tmp_path / "s" / "subagents" / "agent-aside_question-f1.jsonl"
+    write(side, [
+        user(0, "go", isSidechain=True),
+        asst(1, "r1", {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "ls"}}, isSidechain=True),
+        result(2, "b1", "a.py", isSidechain=True),
+        asst(3, "r2", {"type": "text", "text": "listed"}, isSidechain=True),
+        user(4, "<system-reminder>This is a side question from the user.</system-reminder> why?", isSidechain=True),
+        asst(5, "q1", {"type": "text", "text": "because"}, isSidechain=True),
+    ])
+    res = import_file("claude-code", f)
+    assert res.trace.calls == 2
+    assert res.warnings == [f"{side}: 1 model call of a sub-agent no Task result refers to: not in the trace (a fork "
+                            "of the main conversation: its other 2 copy the main transcript's calls, counted there)"]
