@@ -68,9 +68,10 @@ call: ``prefix_tokens`` = its recorded context − the cl100k count of the visib
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -750,8 +751,8 @@ class _Importer:
     hooks_run: dict[str, list[str]] = field(default_factory=dict)   # SessionStart source -> commands
     project_agents: list[Path] = field(default_factory=list)   # project-level agent-*.jsonl of this session
     side_calls: dict[Path, int] = field(default_factory=dict)   # a side file read and left out -> the calls it billed
-    side_copies: dict[Path, int] = field(default_factory=dict)  # ... -> its calls that copy the main transcript's
     warmups: list[tuple[float, Path, _Parsed]] = field(default_factory=list)   # Warmup sub-agents not yet placed
+    forks: list[tuple[float, Path, _Parsed]] = field(default_factory=list)     # forks not yet placed: their own part
     # background sub-agents not yet placed: (time of their last record, agent id, the launch's result item)
     background: list[tuple[float, str, dict[str, Any], _Parsed]] = field(default_factory=list)
     skipped: list[SkippedLine] = field(default_factory=list)        # unreadable lines of every file read
@@ -828,7 +829,7 @@ class _Importer:
                     side_run = None
             if span is None and self.deferred and kind != "result":
                 self.flush_deferred()
-            if span is None and side_run is None and (self.warmups or self.background):
+            if span is None and side_run is None and (self.warmups or self.background or self.forks):
                 self.flush_warmups(p.calls[item].t if kind == "call" else item["t"])
             if span is None and side_run is None and kind in ("call", "user", "compact", "summary"):
                 t_item = p.calls[item].t if kind == "call" else item["t"]
@@ -922,7 +923,7 @@ class _Importer:
             self.flush_deferred()
         if side_run is not None:
             self.b.subtask_end(None, side_run)
-        if span is None and (self.warmups or self.background):   # none left unplaced at the end
+        if span is None and (self.warmups or self.background or self.forks):   # none left unplaced at the end
             self.flush_warmups(None)
         if span is None:
             self.flush_hidden(None)
@@ -1006,6 +1007,8 @@ class _Importer:
         while self.background and (before is None or self.background[0][0] <= before):
             _t, agent, item, parsed = self.background.pop(0)
             self.emit_subagent(agent, item, parsed, background=True)
+        while self.forks and (before is None or self.forks[0][0] <= before):
+            self.emit_fork(*self.forks.pop(0)[1:])
         while self.warmups and (before is None or self.warmups[0][0] <= before):
             _t, f, p = self.warmups.pop(0)
             span = f"warmup-{f.stem.removeprefix('agent-')}"
@@ -1017,6 +1020,18 @@ class _Importer:
             self.emit_file(p, span)
             self.b.subtask_end(max(times, default=None), span)
             self.counts["warmup spans"] += 1
+
+    def emit_fork(self, f: Path, own: _Parsed) -> None:
+        """A fork of the main conversation (:func:`fork_part`) as a fork span at its time: its own messages and
+        calls; the replay sends them after the main conversation as it then stands (harness/replay/fork.py)."""
+        span = f.stem.removeprefix("agent-")
+        times = own.times()
+        self.used_subagents.add(f.name)
+        self.b.subtask_start(min(times, default=None), span, "a fork of the main conversation", True, fork=True)
+        self.emit_file(own, span)
+        self.b.subtask_end(max(times, default=None), span)
+        self.counts["forks of the main conversation (a side question's, a prompt suggestion's) imported as fork "
+                    "spans"] += 1
 
     def launch_background(self, agent: str, result: dict[str, Any]) -> None:
         """A sub-agent started in the background (:func:`is_async_launch`): its span goes where its last
@@ -1122,11 +1137,35 @@ def project_agent_files(src: Path, session: str | None) -> list[Path]:
 
 def billed(p: _Parsed | None, held: Collection[str] = ()) -> int:
     """The model calls a parsed side file billed: neither a copy of another session's call nor one of the
-    calls ``held`` (the keys of the main transcript's calls), which a fork of the main conversation copies
-    into its own file (``agent-aside_question-*``, ``agent-aprompt_suggestion-*``, Claude Code 2.1.x: the
-    main transcript's calls with their request ids, then the fork's own; on the development population
-    each such file held one call of its own, the rest, up to 107, copies)."""
+    calls ``held`` (the keys of the main transcript's calls), which a fork copies into its file (:func:`fork_part`)."""
     return sum(1 for k, c in p.calls.items() if not c.copied and k not in held) if p is not None else 0
+
+
+def fork_part(p: _Parsed, held: Collection[str]) -> _Parsed | None:
+    """A fork of the main conversation's own part, or None when ``p`` is no fork. Claude Code's forked agents (2.1.x:
+    a side question, ``agent-aside_question-*``; a prompt suggestion, ``agent-aprompt_suggestion-*``) write the
+    main conversation they send into their file, its calls with their request ids (``held``: the keys of the main
+    transcript's calls), then their own prompt and call (cli.js 2.1.72, ``KR``: the transcript records
+    ``[...forkContextMessages, ...promptMessages]``, then the answer). The own part is what follows the last
+    copied call, the copied call's results aside; a file that copies no call, or makes none of its own, is no
+    fork. On the development population: 28 forks in 5 sessions (11 side questions, 17 prompt suggestions), each
+    one call of its own after 1 to 107 copied."""
+    copied = [i for i, (k, x) in enumerate(p.items) if k == "call" and x in held]
+    if not copied:
+        return None
+    theirs = {b.id for k, x in p.items[:copied[-1] + 1] if k == "call"
+              for b in p.calls[x].blocks if isinstance(b, tr.ToolUseContent)}
+    own = [(k, x) for k, x in p.items[copied[-1] + 1:] if not (k == "result" and x["id"] in theirs)]
+    calls = {x: p.calls[x] for k, x in own if k == "call"}
+    if all(c.copied for c in calls.values()):
+        return None
+    # all at the fork's start: it runs beside the main loop (a side question is answered while the main call
+    # streams), and its records' own times would hold the main events after it back to its end
+    t0 = min(min(c.t for c in calls.values()), min((x["t"] for _, x in own if isinstance(x, dict) and "t" in x),
+                                                   default=math.inf))
+    own = [(k, {**x, "t": t0} if isinstance(x, dict) and "t" in x else x) for k, x in own]
+    return _Parsed(p.path, items=own, calls={k: replace(c, t=t0) for k, c in calls.items()}, hooks=p.hooks,
+                   versions=p.versions)
 
 
 def first_prompt(f: Path) -> tuple[str, float] | None:
@@ -1214,9 +1253,12 @@ def warmup_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Pars
         first = next((i for k, i in p.items if k == "user"), None)
         if first is not None and str(first["text"]).strip() == WARMUP_PROMPT and p.calls:
             out.append((min(c.t for c in p.calls.values()), f, p))
+        elif (own := fork_part(p, main.calls)) is not None:
+            imp.skipped += p.skipped
+            imp.forks.append((min(own.times()), f, own))
         else:
             imp.side_calls[f] = billed(p, main.calls)
-            imp.side_copies[f] = billed(p) - imp.side_calls[f]
+    imp.forks.sort(key=lambda w: w[0])
     return sorted(out, key=lambda w: w[0])
 
 
@@ -1273,10 +1315,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
                          "in the trace")
     # a file left out whose calls were billed is a loss, said as one (the import exits 2), not only noted
     lost = [f"{f}: {imp.side_calls[f]} model call{'s' if imp.side_calls[f] != 1 else ''} of a sub-agent no Task "
-            "result refers to: not in the trace" + (
-                f" (a fork of the main conversation: its other {imp.side_copies[f]} copy the main transcript's calls, "
-                "counted there)" if imp.side_copies.get(f) else "")
-            for f in [*unreferenced, *background] if imp.side_calls.get(f)]
+            "result refers to: not in the trace" for f in [*unreferenced, *background] if imp.side_calls.get(f)]
 
     b = imp.b
     if copied and not b.calls:

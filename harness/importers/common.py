@@ -376,8 +376,10 @@ class TraceBuilder:
         self.events.append(tr.CompactEvent(t=self.rel(abs_t), trigger=trigger, pre_tokens=pre_tokens,
                                            summary=summary, usage=usage, meta=meta))
 
-    def subtask_start(self, abs_t: float | None, id: str, description: str, isolated: bool = True) -> None:
-        self.events.append(tr.SubtaskStart(t=self.rel(abs_t), id=id, description=description, isolated=isolated))
+    def subtask_start(self, abs_t: float | None, id: str, description: str, isolated: bool = True,
+                      fork: bool = False) -> None:
+        self.events.append(tr.SubtaskStart(t=self.rel(abs_t), id=id, description=description, isolated=isolated,
+                                           fork=fork))
         self._stack.append(self._open)
         self._open = {}
 

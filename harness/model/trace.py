@@ -434,6 +434,17 @@ class SubtaskStart(_Ev):
     id: str
     description: str = ""
     isolated: bool = Field(False, description="the recorded agent ran it in its own context")
+    fork: bool = Field(False, description=(
+        "an isolated span whose context begins as a copy of its parent's: a forked agent (Claude Code's side "
+        "question, /btw, and prompt suggestion) sends the parent's conversation as it stands, then the span's own "
+        "messages, and nothing of it stays in the parent. The replay sends it from the parent's last request "
+        "(harness/replay/fork.py); the strategy is not told"))
+
+    @model_validator(mode="after")
+    def _fork_is_isolated(self) -> SubtaskStart:
+        if self.fork and not self.isolated:
+            raise ValueError("a fork span is isolated (nothing of it stays in its parent): fork without isolated")
+        return self
 
 
 class SubtaskEnd(_Ev):

@@ -23,7 +23,7 @@ from ctxsim.harness.llm.services import READBACK, RECOVERY
 from ctxsim.harness.model import trace as tr
 from ctxsim.harness.model.conversation import Block, Message, Request, SystemPrompt, Usage
 from ctxsim.harness.provider import protocol
-from ctxsim.harness.replay import events, injected, readback, run_setup
+from ctxsim.harness.replay import events, fork, injected, readback, run_setup
 from ctxsim.harness.replay.call_rows import call_row
 from ctxsim.harness.replay.events import assistant_blocks, result_block, span_system, user_message, user_turns
 from ctxsim.harness.replay.heap import replay_heap
@@ -55,6 +55,8 @@ class _Run:
         self.needs, self.recovery, self.env, self.read_tool = p.needs, p.recovery, p.env, p.read_tool
         # heads an earlier session cached, for the first call of the context each heads (main, then each span's)
         self.warm, self.warm_spans = [bool(p.warm_prefix)], p.warm_spans
+        self.last: list[tuple[Request, Message] | None] = [None]   # per open context: its last request, answered
+        self.forked: fork.Fork | None = None   # a fork of the conversation being replayed (harness/replay/fork.py)
         self.scorer = ProbeScorer(p.facts, p.retention)
         self.strategy, self.from_log = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
         self.params_set = tuple(sorted(params or {}))   # the parameters the caller set
@@ -75,7 +77,8 @@ class _Run:
                     attempt: int = 1, warmed: bool = False) -> None:
         if self.cfg.observer is not None:
             self.cfg.observer(req, {"tokens": tokens, "window": self.provider.window, "error": error, "warmed": warmed,
-                                    "rejected": rejected or failed, "now": now, "call": len(self.rows)})
+                                    "rejected": rejected or failed, "now": now, "call": len(self.rows),
+                                    "fork": self.forked is not None})   # the engine's request, not the strategy's
         self.rows.append(call_row(len(self.rows), req, self.session, now, self.provider.model, usage, tokens, cost,
                                   ttft, duration, overflow, pairing, rejected, failed, blocking, error,
                                   self.main_index, attempt))
@@ -93,6 +96,10 @@ class _Run:
         max_calls, memo = self.cfg.max_calls, self.trace.memo
         held = events.held_users(self.trace)
         for i, ev in enumerate(self.trace.events):
+            if self.forked is not None or (isinstance(ev, tr.SubtaskStart) and ev.fork):
+                self.t = ev.t   # its events never reach the strategy, nor end the results of a call
+                fork.step(self, ev)
+                continue
             # a fact may sit between two results of one call (after the result it is in), and so may a user
             # message (events.between_results), sent after them: the results still reach the strategy as one message
             if pending and not isinstance(ev, (tr.ToolResultEvent, tr.FactEvent)) and i not in held:
@@ -151,11 +158,13 @@ class _Run:
                 if ev.isolated:
                     self.env.system = span_system(self.trace, self.env.system, ev.id)
                     self.warm.append(ev.id in self.warm_spans)
+                    self.last.append(None)
                 s.on_subtask_start(ev.id, ev.description, ev.isolated)
             elif isinstance(ev, tr.SubtaskEnd):
                 self.subtasks.pop()
                 if self.isolated.pop():
                     self.warm.pop()
+                    self.last.pop()
                 s.on_subtask_end(ev.id, ev.conclusion)
                 self.env.system = self.span_systems.pop()
             # tr.FactEvent: ground truth, the engine's, never the strategy's
@@ -252,6 +261,7 @@ class _Run:
         if unneeded:  # a recorded re-acquisition this strategy did not need: its cost is credited
             self.recovery.credit_usd += self.rows[-1]["cost_usd"]
         self.main_index += 1
+        self.last[-1] = (req, answer)
         s.on_response(answer, usage)
         return True
 

@@ -295,6 +295,10 @@ def tools_json(request: Request) -> str:
 
 def _observer(log: list[Entry], chain: Any = None, sent: tuple[SentGuard, Recording] | None = None):
     def observe(request: Request, info: Mapping[str, Any]) -> None:
+        if info.get("fork"):   # a fork's request is the engine's (harness/replay/fork.py), no promise of the strategy's
+            if chain is not None:
+                chain(request, info)
+            return
         log.append(Sent(request, int(info["tokens"]), int(info["window"]), bool(info.get("rejected")),
                         str(info.get("error", "")), int(info.get("call", -1)), float(info.get("now", 0.0)),
                         tools_json(request)))

@@ -141,7 +141,10 @@ def test_a_sessions_own_folder_beside_it_is_not_a_project(tmp_path):
     the import exits 2 (it was exit 0 with a note in the header only)."""
     proj = tmp_path / "-home-u-p1"
     _cc_session(proj / "aaaa.jsonl", "aaaa", 2)
-    _cc_session(proj / "aaaa" / "subagents" / "agent-x1.jsonl", "aaaa", 1)
+    from tests.helpers_claude_code import asst, text, user, write
+
+    write(proj / "aaaa" / "subagents" / "agent-x1.jsonl",   # its own request id: a copy of a main call is no loss
+          [user(0, "look around", session="aaaa"), asst(1, "x1-r0", text("found"), session="aaaa")])
     out = tmp_path / "traces"
     o = run_cli(["import", "claude-code", str(proj), "-o", str(out), "--json", "--no-probes"])
     assert o.exception == "" and o.status == 2, (o.exception, o.stderr)

@@ -12,6 +12,7 @@ from ctxsim.harness.importers import import_file
 from ctxsim.harness.importers.common import SYNTHETIC_RESULT
 from ctxsim.harness.model import trace as tr
 from ctxsim.harness.model.trace import TraceError
+from ctxsim.harness.replay.engine import RunConfig, replay
 
 from tests.helpers_claude_code import asst, rec, result, user, write
 
@@ -621,15 +622,19 @@ def test_the_sub_agent_of_a_task_call_with_no_result_is_placed_where_it_stopped(
     assert end.t == 5.0
 
 
-def test_a_fork_of_the_main_conversation_counts_only_its_own_calls_as_left_out(tmp_path):
+def test_a_fork_of_the_main_conversation_is_a_fork_span_of_its_own_part_at_its_start(tmp_path):
     """A side question (/btw, ``agent-aside_question-*``) forks the main conversation: its file copies the main
-    transcript's calls with their request ids, then makes its own. Only its own call is billed and left out; the
-    copies are the main transcript's, counted there (the warning said 3 calls where one was billed)."""
+    transcript's calls with their request ids (and the results of their tool uses), then holds its own question
+    and call. Imported: a fork span at the question's time holding only the question and its call (no copy twice,
+    nothing left out, no warning); the copies stay the main transcript's. Replayed, the fork reads from the
+    cache what the main call before it cached."""
     f = write(tmp_path / "s.jsonl", [
         user(0, "go"),
-        asst(1, "r1", {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "ls"}}),
+        asst(1, "r1", {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "ls"}}, w5m=3_000),
         result(2, "b1", "a.py"),
-        asst(3, "r2", {"type": "text", "text": "listed"}),
+        asst(3, "r2", {"type": "text", "text": "listed"}, w5m=100, read=3_000),
+        user(100, "next"),
+        asst(101, "r3", {"type": "text", "text": "done"}, w5m=100, read=3_100),
     ])
     side = tmp_path / "s" / "subagents" / "agent-aside_question-f1.jsonl"
     write(side, [
@@ -638,9 +643,30 @@ def test_a_fork_of_the_main_conversation_counts_only_its_own_calls_as_left_out(t
         result(2, "b1", "a.py", isSidechain=True),
         asst(3, "r2", {"type": "text", "text": "listed"}, isSidechain=True),
         user(4, "<system-reminder>This is a side question from the user.</system-reminder> why?", isSidechain=True),
-        asst(5, "q1", {"type": "text", "text": "because"}, isSidechain=True),
+        asst(9, "q1", {"type": "text", "text": "because"}, w5m=0, read=3_100, inp=30, isSidechain=True),
     ])
     res = import_file("claude-code", f)
-    assert res.trace.calls == 2
-    assert res.warnings == [f"{side}: 1 model call of a sub-agent no Task result refers to: not in the trace (a fork "
-                            "of the main conversation: its other 2 copy the main transcript's calls, counted there)"]
+    assert res.warnings == [] and res.trace.calls == 4 and res.summary["subagent_calls"] == 1
+    ev = res.trace.events
+    i = next(i for i, e in enumerate(ev) if isinstance(e, tr.SubtaskStart))
+    span = ev[i:i + 4]
+    assert [type(e).__name__ for e in span] == ["SubtaskStart", "UserEvent", "AssistantEvent", "SubtaskEnd"]
+    assert span[0].fork and span[0].isolated and span[1].text.endswith("why?")
+    assert {e.t for e in span} == {4.0} and ev[i - 1].t == 3.0 and ev[i + 4].text == "next"
+    assert "fork spans: 1" in "\n".join(res.trace.header.notes)
+    c = replay(res.trace, "append_only", {}, RunConfig()).calls
+    assert list(c["kind"]) == ["main", "main", "subagent", "main"]
+    assert c.iloc[2]["cache_read"] == c.iloc[1]["cache_read"] + c.iloc[1]["cache_write_5m"]
+
+
+def test_a_side_file_that_copies_no_call_of_the_main_transcript_is_named_with_its_calls(tmp_path):
+    """A fork whose copied call the main transcript lacks (committed before that record was written) cannot be
+    told from a sub-agent: both its calls are named as left out."""
+    f = write(tmp_path / "s.jsonl", [user(0, "go"), asst(1, "r1", {"type": "text", "text": "listed"})])
+    side = tmp_path / "s" / "subagents" / "agent-aprompt_suggestion-f2.jsonl"
+    write(side, [asst(2, "r9", {"type": "text", "text": "more"}, isSidechain=True),
+                 user(3, "[SUGGESTION MODE: Suggest what the user might naturally type next.]", isSidechain=True),
+                 asst(4, "q1", {"type": "text", "text": "run the tests"}, isSidechain=True)])
+    res = import_file("claude-code", f)
+    assert res.trace.calls == 1
+    assert res.warnings == [f"{side}: 2 model calls of a sub-agent no Task result refers to: not in the trace"]
