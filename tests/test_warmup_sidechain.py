@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from ctxsim.harness.importers import import_file
+from ctxsim.harness.model import trace as tr
 from ctxsim.harness.replay.engine import RunConfig, replay
 
 from tests.helpers_claude_code import asst, text, user, write
@@ -115,23 +116,27 @@ def test_a_warmup_that_runs_first_leaves_the_main_contexts_warm_head_to_the_main
     assert warm["cache_read"] == 0 and warm["cache_write_5m"] > 15_000
 
 
-def test_a_background_workflows_agent_files_are_named_with_their_calls_not_passed_over(tmp_path):
+def test_a_background_workflows_agents_are_isolated_spans_placed_at_their_last_record(tmp_path):
     """Claude Code 2.1.x's Workflow tool runs agents in the background and writes their transcripts under
-    ``subagents/workflows/<run>/``. No Task result refers to them and the importer looked only at
-    ``subagents/agent-*.jsonl``: 42 such files with 215 billed calls went unsaid in a real session. They are not
-    spans of the trace yet; each is named in the header with its calls, and the summary counts them."""
+    ``subagents/workflows/<run>/``. No Task result refers to them, and the importer looked only at
+    ``subagents/agent-*.jsonl``: 42 such files with 215 billed calls went unsaid in a real session, then were
+    named as left out. Each is now an isolated span placed at its last record's time, as a background Task
+    agent is: in the trace, billed, replayed."""
     main = write(tmp_path / "s1.jsonl", [user(10, "run the checks", session="s1"),
-                                         asst(11, "r1", text("started"), w5m=20_000, session="s1")])
+                                         asst(11, "r1", text("started"), w5m=20_000, session="s1"),
+                                         user(30, "and now?", session="s1"),
+                                         asst(31, "r2", text("all done"), w5m=100, read=20_000, session="s1")])
     write(tmp_path / "s1" / "subagents" / "workflows" / "wf_1" / "agent-b1.jsonl", [
         user(12, "check one", isSidechain=True, session="s1", agentId="b1"),
         asst(13, "b1a", text("checking"), w5m=9_000, model=MODEL, isSidechain=True, session="s1", agentId="b1"),
         user(14, "go on", isSidechain=True, session="s1", agentId="b1"),
         asst(15, "b1b", text("done"), w5m=100, read=9_000, model=MODEL, isSidechain=True, session="s1", agentId="b1")])
     res = import_file("claude-code", main)
-    assert res.summary["subagent_files_not_imported"] == "1 (2 model calls in the background agents' files)"
-    assert any(n.startswith("sub-agent file workflows/wf_1/agent-b1.jsonl (2 model calls) is a background agent's")
-               for n in res.trace.header.notes)
-    assert res.trace.calls == 1
-    # a billed call left out is a loss, warned (exit 2), not only noted
-    assert res.warnings == [f"{tmp_path / 's1' / 'subagents' / 'workflows' / 'wf_1' / 'agent-b1.jsonl'}: 2 model "
-                            "calls of a sub-agent no Task result refers to: not in the trace"]
+    assert res.warnings == [] and res.trace.calls == 4 and res.summary["subagent_calls"] == 2
+    kinds = [(type(e).__name__, e.t) for e in res.trace.events if not isinstance(e, (tr.FactEvent, tr.ProbeEvent))]
+    assert kinds == [("UserEvent", 0.0), ("AssistantEvent", 1.0), ("SubtaskStart", 2.0), ("UserEvent", 2.0),
+                     ("AssistantEvent", 3.0), ("UserEvent", 4.0), ("AssistantEvent", 5.0), ("SubtaskEnd", 5.0),
+                     ("UserEvent", 20.0), ("AssistantEvent", 21.0)]
+    start = next(e for e in res.trace.events if isinstance(e, tr.SubtaskStart))
+    assert start.isolated and start.id == "wf_1-b1" and start.description == "check one"
+    assert "placed as isolated spans at their last record's time: 1" in "\n".join(res.trace.header.notes)

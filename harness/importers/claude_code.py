@@ -750,11 +750,11 @@ class _Importer:
     mentions_next: list[tuple[float, str, str]] = field(default_factory=list)
     hooks_run: dict[str, list[str]] = field(default_factory=dict)   # SessionStart source -> commands
     project_agents: list[Path] = field(default_factory=list)   # project-level agent-*.jsonl of this session
-    side_calls: dict[Path, int] = field(default_factory=dict)   # a side file read and left out -> the calls it billed
     warmups: list[tuple[float, Path, _Parsed]] = field(default_factory=list)   # Warmup sub-agents not yet placed
     forks: list[tuple[float, Path, _Parsed]] = field(default_factory=list)     # forks not yet placed: their own part
-    # background sub-agents not yet placed: (time of their last record, agent id, the launch's result item)
-    background: list[tuple[float, str, dict[str, Any], _Parsed]] = field(default_factory=list)
+    # background sub-agents not yet placed: (time of their last record, agent id, the launch's result item, its
+    # transcript, its file where the agent id does not name it: a Workflow's)
+    background: list[tuple[float, str, dict[str, Any], _Parsed, Path | None]] = field(default_factory=list)
     skipped: list[SkippedLine] = field(default_factory=list)        # unreadable lines of every file read
     _compact_command: bool = False   # a /compact command came in since the last main call (1.0.x: manual)
     session: str | None = None       # the transcript's session id
@@ -1005,8 +1005,8 @@ class _Importer:
         isolated span at its time: billed calls of the session no Task result refers to; and the
         background sub-agents that finished by then (:meth:`launch_background`)."""
         while self.background and (before is None or self.background[0][0] <= before):
-            _t, agent, item, parsed = self.background.pop(0)
-            self.emit_subagent(agent, item, parsed, background=True)
+            _t, agent, item, parsed, f = self.background.pop(0)
+            self.emit_subagent(agent, item, parsed, background=True, file=f)
         while self.forks and (before is None or self.forks[0][0] <= before):
             self.emit_fork(*self.forks.pop(0)[1:])
         while self.warmups and (before is None or self.warmups[0][0] <= before):
@@ -1048,19 +1048,31 @@ class _Importer:
             self.used_subagents.add(f.name)   # reported as skipped, not as unreferenced
             return
         times = p.times()
-        self.background.append((max(times, default=result["t"]), agent, result, p))
+        self.background.append((max(times, default=result["t"]), agent, result, p, None))
         self.background.sort(key=lambda b: b[0])
         self.counts["background sub-agents placed at their last record's time"] += 1
 
+    def place_unlaunched(self, f: Path, p: _Parsed, span: str) -> None:
+        """A sub-agent transcript of this session that no Task call launches, no Warmup and no fork (a Workflow
+        tool's background agents, ``subagents/workflows/<run>/agent-*.jsonl``, Claude Code 2.1.x; an agent whose
+        launch the main transcript lacks): its calls were billed in this session. Placed as an isolated span at
+        its last record's time, as a background agent is (:meth:`launch_background`); said in the notes."""
+        t = max(p.times(), default=0.0)
+        self.background.append((t, span, {"t": t, "text": ""}, p, f))
+        self.background.sort(key=lambda b: b[0])
+        self.counts["sub-agent files no Task call launches (a Workflow's agents, a launch the main transcript lacks), "
+                    "placed as isolated spans at their last record's time"] += 1
+
     def emit_subagent(self, agent: str, result: dict[str, Any], parsed: _Parsed | None = None,
-                      background: bool = False) -> None:
-        """The sub-agent ``agent`` (its transcript ``parsed`` if already read) as an isolated span ending
-        at its Task ``result``, or, run in the ``background``, at its last record."""
+                      background: bool = False, file: Path | None = None) -> None:
+        """The sub-agent ``agent`` (its transcript ``parsed`` if already read; its ``file`` where its id does
+        not name it) as an isolated span ending at its Task ``result``, or, run in the ``background``, at its
+        last record."""
         waiting = next((b for b in self.background if b[1] == agent), None)
         if waiting is not None:   # a Task result for it came before its background run was placed: here
             self.background.remove(waiting)
-            parsed = waiting[3]
-        f = self.agent_file(agent)
+            parsed, file = waiting[3], waiting[4]
+        f = file or self.agent_file(agent)
         if f is None or not f.exists():
             self.counts["sub-agent transcript missing (its calls are not in the trace)"] += 1
             self.notes.append(f"sub-agent {agent}: no transcript file; its calls are missing from the trace")
@@ -1230,17 +1242,19 @@ def link_unnamed_agents(imp: _Importer, main: _Parsed) -> None:
         p = imp.parse_side_file(free_file) if f is not None else None
         if p is None:
             continue
-        imp.background.append((max(p.times(), default=uses[use][0]), agent, {"t": uses[use][0], "text": ""}, p))
+        imp.background.append((max(p.times(), default=uses[use][0]), agent, {"t": uses[use][0], "text": ""}, p, None))
         imp.background.sort(key=lambda b: b[0])
         imp.counts[f"sub-agents of a Task call with no result (the user typed while it ran), found by {how}, placed at "
                    "their last record's time"] += 1
 
 
-def warmup_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Parsed]]:
-    """The sub-agent transcripts of this session that open with the Warmup prompt and that no Task
-    result refers to: Claude Code's start-up calls that warm its sub-agents' caches (2.0.x-2.1.x;
-    billed, in no main record), by their first time."""
+def side_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Parsed]]:
+    """The sub-agent transcripts of this session that no Task result refers to. Returns those that open with
+    the Warmup prompt, by their first time: Claude Code's start-up calls that warm its sub-agents' caches
+    (2.0.x-2.1.x; billed, in no main record). The others go to :func:`side_file`: forks, and agents placed at
+    their time."""
     referenced = {str(i.get("agent")) for k, i in main.items if k == "result" and i.get("agent")}
+    referenced |= {b[1] for b in imp.background}   # placed already: a Task call's with no result (link_unnamed_agents)
     files = sorted(imp.subagent_dir.glob("agent-*.jsonl")) if imp.subagent_dir else []
     out = []
     for f in files + imp.project_agents:
@@ -1253,13 +1267,29 @@ def warmup_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Pars
         first = next((i for k, i in p.items if k == "user"), None)
         if first is not None and str(first["text"]).strip() == WARMUP_PROMPT and p.calls:
             out.append((min(c.t for c in p.calls.values()), f, p))
-        elif (own := fork_part(p, main.calls)) is not None:
-            imp.skipped += p.skipped
-            imp.forks.append((min(own.times()), f, own))
         else:
-            imp.side_calls[f] = billed(p, main.calls)
+            side_file(imp, main, f, p, f.stem.removeprefix("agent-"))
+    # deeper: the agents a Workflow tool call ran in the background (subagents/workflows/<run>/agent-*.jsonl,
+    # Claude Code 2.1.167 in an outside sample: one session's 42 files, 215 billed calls)
+    for f in sorted(imp.subagent_dir.rglob("agent-*.jsonl")) if imp.subagent_dir else []:
+        if f.parent == imp.subagent_dir:
+            continue
+        if (p := imp.parse_side_file(f)) is None:
+            imp.used_subagents.add(f.name)   # reported as skipped, not as unreferenced
+        else:
+            side_file(imp, main, f, p, f"{f.parent.name}-{f.stem.removeprefix('agent-')}")
     imp.forks.sort(key=lambda w: w[0])
     return sorted(out, key=lambda w: w[0])
+
+
+def side_file(imp: _Importer, main: _Parsed, f: Path, p: _Parsed, span: str) -> None:
+    """A side transcript no Task result names and no Warmup: a fork (:func:`fork_part`), else, where it billed a
+    call, an agent placed at its time (:meth:`_Importer.place_unlaunched`); one that billed none stays out, noted."""
+    if (own := fork_part(p, main.calls)) is not None:
+        imp.skipped += p.skipped
+        imp.forks.append((min(own.times()), f, own))
+    elif billed(p, main.calls):
+        imp.place_unlaunched(f, p, span)
 
 
 def import_claude_code(src: str | Path) -> ImportResult:
@@ -1289,7 +1319,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
     imp.project_agents = project_agent_files(src, session)
     imp.load_compaction_calls()
     link_unnamed_agents(imp, main)
-    imp.warmups = warmup_files(imp, main)
+    imp.warmups = side_files(imp, main)
     routes = {r: n for r, n in main.routes.items() if r is not None}
     if len(routes) > 1:
         imp.mixed_routes = True
@@ -1298,24 +1328,12 @@ def import_claude_code(src: str | Path) -> ImportResult:
     imp.emit_file(main, None)
     for c in imp.compact_calls:
         imp.notes.append(f"compaction call {c.file} matched no compact_boundary")
-    unreferenced = [f for f in (sorted(imp.subagent_dir.glob("agent-*.jsonl")) if imp.subagent_dir else [])
+    unreferenced = [f for f in (sorted(imp.subagent_dir.rglob("agent-*.jsonl")) if imp.subagent_dir else [])
                     + imp.project_agents if not f.name.startswith("agent-acompact") and f.name not in imp.used_subagents]
     for f in unreferenced:
-        imp.notes.append(f"sub-agent file {f.name} is referenced by no Task result and is no Warmup: not imported")
-    # deeper: the agents a Workflow tool call ran in the background (subagents/workflows/<run>/agent-*.jsonl,
-    # Claude Code 2.1.x); none is a span of the trace yet, so each is named with the calls it billed
-    background = sorted(p for p in imp.subagent_dir.rglob("agent-*.jsonl") if p.parent != imp.subagent_dir) \
-        if imp.subagent_dir else []
-    background_calls = 0
-    for f in background:
-        n = imp.side_calls[f] = billed(imp.parse_side_file(f))
-        background_calls += n
-        imp.notes.append(f"sub-agent file {f.relative_to(imp.subagent_dir)} ({n} model call{'s' if n != 1 else ''}) "
-                         "is a background agent's, referenced by no Task result: not imported, its calls are not "
-                         "in the trace")
-    # a file left out whose calls were billed is a loss, said as one (the import exits 2), not only noted
-    lost = [f"{f}: {imp.side_calls[f]} model call{'s' if imp.side_calls[f] != 1 else ''} of a sub-agent no Task "
-            "result refers to: not in the trace" for f in [*unreferenced, *background] if imp.side_calls.get(f)]
+        where = f.relative_to(imp.subagent_dir) if imp.subagent_dir and f.is_relative_to(imp.subagent_dir) else f.name
+        imp.notes.append(f"sub-agent file {where} is referenced by no Task result and billed no call of its own: "
+                         "not imported")
 
     b = imp.b
     if copied and not b.calls:
@@ -1415,7 +1433,6 @@ def import_claude_code(src: str | Path) -> ImportResult:
         "ignored": dict(sorted(imp.ignored.items())), "repairs": dict(sorted(repairs.items())),
         "skipped_lines": len(imp.skipped),
     }
-    if unreferenced or background:   # said in the summary too: the header's notes are not printed
-        summary["subagent_files_not_imported"] = f"{len(unreferenced) + len(background)}" + (
-            f" ({background_calls} model calls in the background agents' files)" if background_calls else "")
-    return finalize(header, b, summary, [f"{sk} (line skipped)" for sk in imp.skipped] + lost)
+    if unreferenced:   # said in the summary too: the header's notes are not printed
+        summary["subagent_files_not_imported"] = len(unreferenced)
+    return finalize(header, b, summary, [f"{sk} (line skipped)" for sk in imp.skipped])

@@ -659,14 +659,14 @@ def test_a_fork_of_the_main_conversation_is_a_fork_span_of_its_own_part_at_its_s
     assert c.iloc[2]["cache_read"] == c.iloc[1]["cache_read"] + c.iloc[1]["cache_write_5m"]
 
 
-def test_a_side_file_that_copies_no_call_of_the_main_transcript_is_named_with_its_calls(tmp_path):
+def test_a_side_file_that_copies_no_call_of_the_main_transcript_is_a_span_at_its_time(tmp_path):
     """A fork whose copied call the main transcript lacks (committed before that record was written) cannot be
-    told from a sub-agent: both its calls are named as left out."""
+    told from a sub-agent no Task call launches: both its calls are imported as an isolated span placed at its
+    last record's time, nothing left out."""
     f = write(tmp_path / "s.jsonl", [user(0, "go"), asst(1, "r1", {"type": "text", "text": "listed"})])
     side = tmp_path / "s" / "subagents" / "agent-aprompt_suggestion-f2.jsonl"
     write(side, [asst(2, "r9", {"type": "text", "text": "more"}, isSidechain=True),
                  user(3, "[SUGGESTION MODE: Suggest what the user might naturally type next.]", isSidechain=True),
                  asst(4, "q1", {"type": "text", "text": "run the tests"}, isSidechain=True)])
     res = import_file("claude-code", f)
-    assert res.trace.calls == 1
-    assert res.warnings == [f"{side}: 2 model calls of a sub-agent no Task result refers to: not in the trace"]
+    assert res.trace.calls == 3 and res.warnings == [] and res.summary["subagent_calls"] == 2
