@@ -102,7 +102,11 @@ from ctxsim.harness.model.trace import NoModelCalls, TraceError
 
 FORMAT = "claude-code"
 # record kinds that never reach the model (counted in the import summary, never silently dropped)
-IGNORED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag")
+# (with the session's own metadata, none of it sent: "last-prompt", "permission-mode", "ai-title", "agent-name",
+# "mode"; in 78, 40, 8, 19 and 0 files of the development population, 361, 59, 127, 2 and 9 of an outside sample.
+# A file of them alone is a session opened and left, not a foreign file)
+IGNORED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag",
+                 "last-prompt", "permission-mode", "ai-title", "agent-name", "mode")
 # The type every Claude Code record gives these fields where it writes them (null aside): no record of the
 # development population and its two outside samples (issue 41, 300,362 records) nor of ../shared/traces/real
 # gives another. A record that does is not Claude Code's writing (a damaged or hand-edited line) and is
@@ -1153,21 +1157,31 @@ def billed(p: _Parsed | None, held: Collection[str] = ()) -> int:
     return sum(1 for k, c in p.calls.items() if not c.copied and k not in held) if p is not None else 0
 
 
-def fork_part(p: _Parsed, held: Collection[str]) -> _Parsed | None:
+def fork_part(p: _Parsed, main: _Parsed) -> _Parsed | None:
     """A fork of the main conversation's own part, or None when ``p`` is no fork. Claude Code's forked agents (2.1.x:
-    a side question, ``agent-aside_question-*``; a prompt suggestion, ``agent-aprompt_suggestion-*``) write the
-    main conversation they send into their file, its calls with their request ids (``held``: the keys of the main
-    transcript's calls), then their own prompt and call (cli.js 2.1.72, ``KR``: the transcript records
-    ``[...forkContextMessages, ...promptMessages]``, then the answer). The own part is what follows the last
-    copied call, the copied call's results aside; a file that copies no call, or makes none of its own, is no
-    fork. On the development population: 28 forks in 5 sessions (11 side questions, 17 prompt suggestions), each
-    one call of its own after 1 to 107 copied."""
-    copied = [i for i, (k, x) in enumerate(p.items) if k == "call" and x in held]
-    if not copied:
+    a side question, ``agent-aside_question-*``; a prompt suggestion, ``agent-aprompt_suggestion-*``) write the main
+    conversation they send into their file, then their own prompt and answer (cli.js 2.1.72, ``KR``: the
+    transcript records ``[...forkContextMessages, ...promptMessages]``, then the answer). Usage tools bill them so:
+    Claudoscope's session parser skips a context-fork file's replay of its parent's calls by ``message.id``.
+    A fork is told by the main transcript's calls it copies (with their request ids: its own part follows the last
+    of them), else by its first message answering a record of the main transcript (``parentUuid``: a prompt
+    suggestion of 2.1.23-2.1.29 copies only the last answer, or nothing; its own part begins at its first user
+    message). A sub-agent a Task call launches begins a conversation of its own (no
+    parent). The copied calls' results stay out. A file with no call of its own is no fork. On the development
+    population: 28 forks in 5 sessions (11 side questions, 17 prompt suggestions); in an outside sample, prompt
+    suggestions that copy nothing."""
+    copied = [i for i, (k, x) in enumerate(p.items) if k == "call" and x in main.calls]
+    if copied:
+        begin = copied[-1] + 1
+    elif p.first_parent is not None and p.first_parent[1] in main.uuids:
+        begin = next((i for i, (k, _) in enumerate(p.items) if k == "user"), None)
+        if begin is None:
+            return None
+    else:
         return None
-    theirs = {b.id for k, x in p.items[:copied[-1] + 1] if k == "call"
+    theirs = {b.id for k, x in p.items[:begin] if k == "call"
               for b in p.calls[x].blocks if isinstance(b, tr.ToolUseContent)}
-    own = [(k, x) for k, x in p.items[copied[-1] + 1:] if not (k == "result" and x["id"] in theirs)]
+    own = [(k, x) for k, x in p.items[begin:] if not (k == "result" and x["id"] in theirs)]
     calls = {x: p.calls[x] for k, x in own if k == "call"}
     if all(c.copied for c in calls.values()):
         return None
@@ -1285,7 +1299,7 @@ def side_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Parsed
 def side_file(imp: _Importer, main: _Parsed, f: Path, p: _Parsed, span: str) -> None:
     """A side transcript no Task result names and no Warmup: a fork (:func:`fork_part`), else, where it billed a
     call, an agent placed at its time (:meth:`_Importer.place_unlaunched`); one that billed none stays out, noted."""
-    if (own := fork_part(p, main.calls)) is not None:
+    if (own := fork_part(p, main)) is not None:
         imp.skipped += p.skipped
         imp.forks.append((min(own.times()), f, own))
     elif billed(p, main.calls):
@@ -1303,7 +1317,10 @@ def import_claude_code(src: str | Path) -> ImportResult:
             sk = main.skipped[0]
             raise TraceError(src, sk.line, f"{sk.reason}; with the line skipped no assistant record is left: "
                              "nothing to replay")
-        raise NoModelCalls(src, None, "no assistant records: nothing to replay")
+        notices = main.ignored.get("assistant/<synthetic> (no API call)", 0)
+        said = "record is Claude Code's own notice" if notices == 1 else "records are Claude Code's own notices"
+        raise NoModelCalls(src, None, f"no model call: its {notices} assistant {said} (model <synthetic>: no API "
+                           "call), nothing to replay" if notices else "no assistant records: nothing to replay")
     sub_dir = src.with_suffix("") / "subagents"
     imp = _Importer(src, TraceBuilder(str(src)), sub_dir if sub_dir.is_dir() else None)
     imp.absorb(main)

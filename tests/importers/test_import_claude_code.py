@@ -659,10 +659,10 @@ def test_a_fork_of_the_main_conversation_is_a_fork_span_of_its_own_part_at_its_s
     assert c.iloc[2]["cache_read"] == c.iloc[1]["cache_read"] + c.iloc[1]["cache_write_5m"]
 
 
-def test_a_side_file_that_copies_no_call_of_the_main_transcript_is_a_span_at_its_time(tmp_path):
-    """A fork whose copied call the main transcript lacks (committed before that record was written) cannot be
-    told from a sub-agent no Task call launches: both its calls are imported as an isolated span placed at its
-    last record's time, nothing left out."""
+def test_a_side_file_with_no_copied_call_and_no_parent_in_the_main_transcript_is_a_span_at_its_time(tmp_path):
+    """A side file that copies no call of the main transcript and whose first record answers none of its records
+    cannot be told from a sub-agent no Task call launches: its calls are imported as an isolated span placed at
+    its last record's time, nothing left out."""
     f = write(tmp_path / "s.jsonl", [user(0, "go"), asst(1, "r1", {"type": "text", "text": "listed"})])
     side = tmp_path / "s" / "subagents" / "agent-aprompt_suggestion-f2.jsonl"
     write(side, [asst(2, "r9", {"type": "text", "text": "more"}, isSidechain=True),
@@ -670,3 +670,30 @@ def test_a_side_file_that_copies_no_call_of_the_main_transcript_is_a_span_at_its
                  asst(4, "q1", {"type": "text", "text": "run the tests"}, isSidechain=True)])
     res = import_file("claude-code", f)
     assert res.trace.calls == 3 and res.warnings == [] and res.summary["subagent_calls"] == 2
+
+
+def test_a_prompt_suggestion_that_copies_nothing_is_a_fork_told_by_its_parent_in_the_main_transcript(tmp_path):
+    """Claude Code 2.1.23-2.1.29 writes a prompt suggestion's file as its prompt, answering the main transcript's
+    last record (``parentUuid``), then its call: no copied call tells it apart, its parent does (a sub-agent a Task
+    call launches begins with no parent). Imported as a fork span, not as an agent placed at its time; a leading
+    copy of the main's last answer the main transcript lacks (written before it) is context, not a call."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go", uuid="u1"),
+        asst(1, "r1", {"type": "text", "text": "listed"}, uuid="a1", parentUuid="u1"),
+        user(50, "next", uuid="u2", parentUuid="a1"),
+        asst(51, "r2", {"type": "text", "text": "done"}, uuid="a2", parentUuid="u2"),
+    ])
+    prompt = "[SUGGESTION MODE: Suggest what the user might naturally type next into Claude Code.]"
+    write(tmp_path / "s" / "subagents" / "agent-aprompt_suggestion-aa.jsonl", [
+        user(2, prompt, isSidechain=True, uuid="p1", parentUuid="a1"),
+        asst(3, "q1", {"type": "text", "text": "run the tests"}, isSidechain=True, uuid="p2", parentUuid="p1")])
+    write(tmp_path / "s" / "subagents" / "agent-aprompt_suggestion-bb.jsonl", [
+        asst(52, "r9", {"type": "text", "text": "a later answer"}, isSidechain=True, uuid="c1", parentUuid="u2"),
+        user(53, prompt, isSidechain=True, uuid="p3", parentUuid="c1"),
+        asst(54, "q2", {"type": "text", "text": "commit it"}, isSidechain=True, uuid="p4", parentUuid="p3")])
+    res = import_file("claude-code", f)
+    assert res.warnings == [] and res.trace.calls == 4
+    forks = [e for e in res.trace.events if isinstance(e, tr.SubtaskStart)]
+    assert [(e.id, e.fork, e.t) for e in forks] == [("aprompt_suggestion-aa", True, 2.0), ("aprompt_suggestion-bb", True, 53.0)]
+    spans = [type(e).__name__ for e in res.trace.events[res.trace.events.index(forks[1]):]]
+    assert spans == ["SubtaskStart", "UserEvent", "AssistantEvent", "SubtaskEnd"]
