@@ -1168,7 +1168,7 @@ def fork_part(p: _Parsed, main: _Parsed) -> _Parsed | None:
     suggestion of 2.1.23-2.1.29 copies only the last answer, or nothing; its own part begins at its first user
     message). A sub-agent a Task call launches begins a conversation of its own (no
     parent). The copied calls' results stay out. A file with no call of its own is no fork. On the development
-    population: 28 forks in 5 sessions (11 side questions, 17 prompt suggestions); in an outside sample, prompt
+    population: 29 forks in 5 sessions (11 side questions, 18 prompt suggestions); in an outside sample, 12 prompt
     suggestions that copy nothing."""
     copied = [i for i, (k, x) in enumerate(p.items) if k == "call" and x in main.calls]
     if copied:
@@ -1220,9 +1220,9 @@ def link_unnamed_agents(imp: _Importer, main: _Parsed) -> None:
     under ``parentToolUseID``, Claude Code 2.1.x up to about 2.1.100), else the one no other result names
     whose first message is the call's prompt, the first to start after the call. A result naming no agent
     gets it (the span ends there, at the interruption); a call with no result has it placed at its last
-    record's time, as a background agent is. On the development population: 10 such sub-agents in 7
-    sessions, 167 billed calls, 8 found by their progress records and 2 by their prompt (2.1.109, which
-    writes no agent_progress)."""
+    record's time, as a background agent is. On the development population: 12 such sub-agents in 7
+    sessions, 10 found by their progress records and 2 by their prompt (2.1.109, which writes no
+    agent_progress)."""
     results = {i["id"]: i for k, i in main.items if k == "result" and not i.get("side")}
     uses = {b.id: (c.t, b.input.get("prompt")) for c in main.calls.values() if not c.sidechain for b in c.blocks
             if isinstance(b, tr.ToolUseContent) and isinstance(b.input.get("prompt"), str)}
