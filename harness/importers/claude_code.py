@@ -756,6 +756,7 @@ class _Importer:
     project_agents: list[Path] = field(default_factory=list)   # project-level agent-*.jsonl of this session
     warmups: list[tuple[float, Path, _Parsed]] = field(default_factory=list)   # Warmup sub-agents not yet placed
     forks: list[tuple[float, Path, _Parsed]] = field(default_factory=list)     # forks not yet placed: their own part
+    left_out: list[str] = field(default_factory=list)   # billed calls not in the trace, each said (a warning)
     # background sub-agents not yet placed: (time of their last record, agent id, the launch's result item, its
     # transcript, its file where the agent id does not name it: a Workflow's)
     background: list[tuple[float, str, dict[str, Any], _Parsed, Path | None]] = field(default_factory=list)
@@ -1298,10 +1299,17 @@ def side_files(imp: _Importer, main: _Parsed) -> list[tuple[float, Path, _Parsed
 
 def side_file(imp: _Importer, main: _Parsed, f: Path, p: _Parsed, span: str) -> None:
     """A side transcript no Task result names and no Warmup: a fork (:func:`fork_part`), else, where it billed a
-    call, an agent placed at its time (:meth:`_Importer.place_unlaunched`); one that billed none stays out, noted."""
+    call, an agent placed at its time (:meth:`_Importer.place_unlaunched`); one that billed none stays out, noted.
+    A file that copies the main transcript's calls but has none of its own after them (a damaged fork: its lines
+    out of order) is no agent either, its copies would be calls twice: the calls of its own are named as left out."""
     if (own := fork_part(p, main)) is not None:
         imp.skipped += p.skipped
         imp.forks.append((min(own.times()), f, own))
+    elif any(k in main.calls for k in p.calls):
+        imp.used_subagents.add(f.name)
+        if n := billed(p, main.calls):
+            imp.left_out.append(f"{f}: {n} model call{'s' * (n != 1)} of a fork of the main conversation whose own "
+                                "part follows none of the calls it copies (lines out of order?): not in the trace")
     elif billed(p, main.calls):
         imp.place_unlaunched(f, p, span)
 
@@ -1452,4 +1460,4 @@ def import_claude_code(src: str | Path) -> ImportResult:
     }
     if unreferenced:   # said in the summary too: the header's notes are not printed
         summary["subagent_files_not_imported"] = len(unreferenced)
-    return finalize(header, b, summary, [f"{sk} (line skipped)" for sk in imp.skipped])
+    return finalize(header, b, summary, [f"{sk} (line skipped)" for sk in imp.skipped] + imp.left_out)

@@ -697,3 +697,27 @@ def test_a_prompt_suggestion_that_copies_nothing_is_a_fork_told_by_its_parent_in
     assert [(e.id, e.fork, e.t) for e in forks] == [("aprompt_suggestion-aa", True, 2.0), ("aprompt_suggestion-bb", True, 53.0)]
     spans = [type(e).__name__ for e in res.trace.events[res.trace.events.index(forks[1]):]]
     assert spans == ["SubtaskStart", "UserEvent", "AssistantEvent", "SubtaskEnd"]
+
+
+def test_a_fork_whose_lines_are_out_of_order_leaves_its_own_call_out_said_and_the_session_imports(tmp_path):
+    """A damaged fork: its own call comes before the main transcript's calls it copies. No own part follows them, and
+    imported as an agent its copies would be the main transcript's calls twice (a duplicate tool_use id failed the
+    whole session). Its own call is named as left out (exit 2); the main transcript imports whole."""
+    f = write(tmp_path / "s.jsonl", [
+        user(0, "go"),
+        asst(1, "r1", {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "ls"}}),
+        result(2, "b1", "a.py"),
+        asst(3, "r2", {"type": "text", "text": "listed"}),
+    ])
+    side = tmp_path / "s" / "subagents" / "agent-aside_question-f3.jsonl"
+    write(side, [
+        asst(5, "q1", {"type": "text", "text": "because"}, isSidechain=True),
+        user(0, "go", isSidechain=True),
+        asst(1, "r1", {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "ls"}}, isSidechain=True),
+        result(2, "b1", "a.py", isSidechain=True),
+        asst(3, "r2", {"type": "text", "text": "listed"}, isSidechain=True),
+    ])
+    res = import_file("claude-code", f)
+    assert res.trace.calls == 2
+    assert res.warnings == [f"{side}: 1 model call of a fork of the main conversation whose own part follows none of "
+                            "the calls it copies (lines out of order?): not in the trace"]
