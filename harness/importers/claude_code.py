@@ -1253,8 +1253,8 @@ def link_unnamed_agents(imp: _Importer, main: _Parsed) -> None:
             imp.counts["sub-agents of an interrupted or rejected Task call (a result naming no agent), found by "
                        f"{how}"] += 1
             continue
-        f = free_file = imp.agent_file(agent)
-        p = imp.parse_side_file(free_file) if f is not None else None
+        f = imp.agent_file(agent)
+        p = imp.parse_side_file(f) if f is not None else None
         if p is None:
             continue
         imp.background.append((max(p.times(), default=uses[use][0]), agent, {"t": uses[use][0], "text": ""}, p, None))
