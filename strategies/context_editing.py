@@ -48,7 +48,7 @@ large result of common tool output (~2.7 characters per token) was cleared (the 
 **What a clear costs in the cache, worked through** :mod:`ctxsim.harness.provider.cache` (tests:
 ``test_a_clear_rewrites_everything_after_the_first_message_…``). Entries are written only at
 breakpoints, here the system block and each request's last message, and a read finds the longest live
-entry within 20 blocks of a breakpoint. When a request clears one more result (the oldest of the
+entry within LOOKBACK_BLOCKS (24) blocks of a breakpoint. When a request clears one more result (the oldest of the
 ``keep`` kept before), the messages before that result are byte-identical to the previous request's,
 but no entry ends there: every earlier last-message entry holds either that result, whole, or the
 results its own request kept whole and that are cleared now. So the read falls back to the system

@@ -23,29 +23,35 @@ def lay(r: Request) -> Layout:
     return Layout(r, 0, 0, lambda i: TOK * (i + 1))
 
 
-def test_lookback_write_21_blocks_back_is_not_found_second_breakpoint_finds_it():
-    """Anthropic docs, 20-block lookback: a write at block 14, a breakpoint at block 35 checks its
-    own block and the 20 before it, 35..15, and misses it; a second breakpoint at block 20 checks
-    20..1 and finds it."""
+def test_lookback_write_25_blocks_back_is_not_found_second_breakpoint_finds_it():
+    """The lookback (LOOKBACK_BLOCKS = 24, measured on the development population; Anthropic's docs say 20 as the
+    API counts blocks): a write at block 14, a breakpoint at block 39 checks its own block and the 24 before it,
+    39..15, and misses it; a second breakpoint at block 20 checks 20..1 and finds it."""
+    from ctxsim.harness.provider.cache import LOOKBACK_BLOCKS
+
+    assert LOOKBACK_BLOCKS == 24
     c = AnthropicCache(min_cacheable=1024)
     first = c.process(lay(req(14, 13)), now=0)
     assert (first.read, first.write_5m) == (0, 1400)  # 14 blocks x 100 tokens written
-    miss = c.process(lay(req(35, 34)), now=10)
-    assert miss.read == 0 and miss.write_5m == 3500
+    miss = c.process(lay(req(39, 38)), now=10)
+    assert miss.read == 0 and miss.write_5m == 3900
     c = AnthropicCache(min_cacheable=1024)
     c.process(lay(req(14, 13)), now=0)
-    hit = c.process(lay(req(35, 34, 19)), now=10)
+    hit = c.process(lay(req(39, 38, 19)), now=10)
     assert hit.read == 1400  # the prefix of 14 blocks
-    assert hit.write_5m == 3500 - 1400  # written from block 15 to 35 (both breakpoints)
+    assert hit.write_5m == 3900 - 1400  # written from block 15 to 39 (both breakpoints)
 
 
-def test_lookback_20_blocks_back_is_found():
-    """The edge the development population shows: a request that added exactly 20 blocks read the
-    previous call's whole context (2 of 2; 22 to 30 blocks fell back, 9 of 9)."""
+def test_lookback_24_blocks_back_is_found():
+    """The edge the logs show: a request that added up to 23 or 24 blocks (as ctxsim counts them) read the previous
+    call's whole context; 25 and more fell back."""
     c = AnthropicCache(min_cacheable=1024)
     c.process(lay(req(15, 14)), now=0)  # write at block 15
-    hit = c.process(lay(req(35, 34)), now=1)  # checks 35..15
-    assert hit.read == 1500 and hit.write_5m == 2000
+    hit = c.process(lay(req(39, 38)), now=1)  # checks 39..15
+    assert hit.read == 1500 and hit.write_5m == 2400
+    c = AnthropicCache(min_cacheable=1024, lookback=20)   # the docs' count, a parameter
+    c.process(lay(req(15, 14)), now=0)
+    assert c.process(lay(req(39, 38)), now=1).read == 0
 
 
 def test_ttl_expiry_and_refresh_on_hit():
