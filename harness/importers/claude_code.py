@@ -1035,8 +1035,7 @@ class _Importer:
         self.b.subtask_start(min(times, default=None), span, "a fork of the main conversation", True, fork=True)
         self.emit_file(own, span)
         self.b.subtask_end(max(times, default=None), span)
-        self.counts["forks of the main conversation (a side question's, a prompt suggestion's) imported as fork "
-                    "spans"] += 1
+        self.counts["fork spans"] += 1
 
     def launch_background(self, agent: str, result: dict[str, Any]) -> None:
         """A sub-agent started in the background (:func:`is_async_launch`): its span goes where its last
@@ -1382,7 +1381,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
         side_models = Counter(e.model for e in b.events if isinstance(e, tr.AssistantEvent) and e.model)
         model = side_models.most_common(1)[0][0] if side_models else None
     spans = ("sub-agent spans", "sidechain spans", "warmup spans")
-    repairs = Counter(b.counts) + Counter({k: v for k, v in imp.counts.items() if k not in spans})
+    repairs = Counter(b.counts) + Counter({k: v for k, v in imp.counts.items() if k not in (*spans, "fork spans")})
     extra = [f"Claude Code {version}" if version else "Claude Code (version not recorded)",
              "prefix_tokens = first call's recorded context − cl100k tokens of its visible messages (token scale 1)"]
     if partial:
@@ -1401,6 +1400,10 @@ def import_claude_code(src: str | Path) -> ImportResult:
     if imp.counts.get("warmup spans"):
         extra.append(f"{imp.counts['warmup spans']} Warmup sub-agent(s) (start-up calls no Task result refers to) "
                      "attached as isolated spans at their time")
+    if imp.counts.get("fork spans"):
+        extra.append(f"{imp.counts['fork spans']} fork(s) of the main conversation (a side question's, a prompt "
+                     "suggestion's) as fork spans at their time: the replay sends each after the main conversation as "
+                     "it then stands (harness/replay/fork.py)")
     extra += imp.notes
     mid = main.first_parent if main.first_parent and main.first_parent[1] not in main.uuids else None
     mid_ev = (f"the log begins mid-conversation: its first message (line {mid[0]}) answers one ({mid[1][:8]}…) that is "
@@ -1453,6 +1456,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
         "tool_uses": tool_uses, "compactions": compactions,
         "subagent_spans": sum(imp.counts.get(k, 0) for k in spans),
         "warmup_spans": imp.counts.get("warmup spans", 0),
+        "fork_spans": imp.counts.get("fork spans", 0),
         "prefix_tokens": prefix, "output_tokens_partial": partial,
         "hidden_messages": sum(v for k, v in imp.hidden_stats.items() if not k.endswith(" chars")),
         "ignored": dict(sorted(imp.ignored.items())), "repairs": dict(sorted(repairs.items())),

@@ -653,7 +653,8 @@ def test_a_fork_of_the_main_conversation_is_a_fork_span_of_its_own_part_at_its_s
     assert [type(e).__name__ for e in span] == ["SubtaskStart", "UserEvent", "AssistantEvent", "SubtaskEnd"]
     assert span[0].fork and span[0].isolated and span[1].text.endswith("why?")
     assert {e.t for e in span} == {4.0} and ev[i - 1].t == 3.0 and ev[i + 4].text == "next"
-    assert "fork spans: 1" in "\n".join(res.trace.header.notes)
+    assert res.summary["fork_spans"] == 1 and res.summary["subagent_spans"] == 0
+    assert any(n.startswith("1 fork(s) of the main conversation") for n in res.trace.header.notes)
     c = replay(res.trace, "append_only", {}, RunConfig()).calls
     assert list(c["kind"]) == ["main", "main", "subagent", "main"]
     assert c.iloc[2]["cache_read"] == c.iloc[1]["cache_read"] + c.iloc[1]["cache_write_5m"]
