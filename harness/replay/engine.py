@@ -16,7 +16,7 @@ frames, metrics and provenance (replay/results.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ctxsim.harness.llm.services import READBACK, RECOVERY
@@ -38,6 +38,12 @@ if TYPE_CHECKING:
     from ctxsim.harness.replay.results import RunResult
 
 
+@dataclass
+class _Context:   # what the engine keeps of one open context (the main conversation, then each isolated span's)
+    warm: bool   # its first call reads the head an earlier session cached (warm_prefix_tokens; warm_spans)
+    last: tuple[Request, Message] | None = None   # its last request, with the answer to it (harness/replay/fork.py)
+
+
 class _Run:
     def __init__(self, trace: tr.Trace, strategy_cls: type[Strategy], params: Mapping[str, Any] | None,
                  cfg: RunConfig, session_dir) -> None:
@@ -53,9 +59,7 @@ class _Run:
         p = run_setup.assemble(trace, cfg, session_dir, self.services, strategy_cls.closed_loop)
         self.provider, self.fail_rng, self.facts, self.backend = p.provider, p.fail_rng, p.facts, p.backend
         self.needs, self.recovery, self.env, self.read_tool = p.needs, p.recovery, p.env, p.read_tool
-        # heads an earlier session cached, for the first call of the context each heads (main, then each span's)
-        self.warm, self.warm_spans = [bool(p.warm_prefix)], p.warm_spans
-        self.last: list[tuple[Request, Message] | None] = [None]   # per open context: its last request, answered
+        self.contexts, self.warm_spans = [_Context(bool(p.warm_prefix))], p.warm_spans   # main, then each span's
         self.forked: fork.Fork | None = None   # a fork of the conversation being replayed (harness/replay/fork.py)
         self.scorer = ProbeScorer(p.facts, p.retention)
         self.strategy, self.from_log = run_setup.strategy(strategy_cls, params, trace, cfg, self.env)
@@ -157,14 +161,12 @@ class _Run:
                 self.span_systems.append(self.env.system)
                 if ev.isolated:
                     self.env.system = span_system(self.trace, self.env.system, ev.id)
-                    self.warm.append(ev.id in self.warm_spans)
-                    self.last.append(None)
+                    self.contexts.append(_Context(ev.id in self.warm_spans))
                 s.on_subtask_start(ev.id, ev.description, ev.isolated)
             elif isinstance(ev, tr.SubtaskEnd):
                 self.subtasks.pop()
                 if self.isolated.pop():
-                    self.warm.pop()
-                    self.last.pop()
+                    self.contexts.pop()
                 s.on_subtask_end(ev.id, ev.conclusion)
                 self.env.system = self.span_systems.pop()
             # tr.FactEvent: ground truth, the engine's, never the strategy's
@@ -199,12 +201,8 @@ class _Run:
             rejections = protocol.validate(req, self.provider.window, tokens)
             if not rejections:
                 return req, lay
-            reasons = tuple(dict.fromkeys(r.reason for r in rejections))
-            detail = "; ".join(f"{r.reason}: {r.detail}" for r in rejections)
             wait = self.rejection_wait(req)
-            self.record_call(req, self.now(), None, tokens, overflow="overflow" in reasons,
-                             pairing="pairing" in reasons, rejected=True, error=detail, duration=wait,
-                             attempt=self.attempt)
+            reasons = self.refused(req, tokens, rejections, wait)
             self.offset += wait  # the agent waited for the 400 (time the trace does not hold)
             rejection = Rejection(reasons, "; ".join(r.detail for r in rejections), tokens, self.provider.window,
                                   self.attempt)
@@ -217,11 +215,19 @@ class _Run:
             if kind is not None and isinstance(req, Request):   # every field kept (thinking too)
                 req = replace(req, kind=kind)
 
+    def refused(self, req: Request, tokens: int, rejections: list[Any], wait: float = 0.0) -> tuple[str, ...]:
+        """Record a request the API refuses (unbilled, ``wait`` seconds the 400 cost); its reasons, in order."""
+        reasons = tuple(dict.fromkeys(r.reason for r in rejections))
+        self.record_call(req, self.now(), None, tokens, overflow="overflow" in reasons, pairing="pairing" in reasons,
+                         rejected=True, error="; ".join(f"{r.reason}: {r.detail}" for r in rejections), duration=wait,
+                         attempt=self.attempt)
+        return reasons
+
     def bill(self, req: Request, lay: Any, output_tokens: int) -> Usage:
         """Bill one accepted main-loop request, its shared head warmed first where an earlier session cached it."""
-        if warmed := self.warm[-1]:
+        if warmed := self.contexts[-1].warm:
             self.provider.warm_shared_prefix(req, self.now())
-            self.warm[-1] = False
+            self.contexts[-1].warm = False
         bill = self.provider.bill(req, self.now(), output_tokens, lay)
         self.record_call(req, self.now(), bill.usage, lay.total(), cost=bill.cost_usd, ttft=bill.ttft_s,
                          duration=bill.duration_s, attempt=self.attempt, warmed=warmed)
@@ -261,7 +267,7 @@ class _Run:
         if unneeded:  # a recorded re-acquisition this strategy did not need: its cost is credited
             self.recovery.credit_usd += self.rows[-1]["cost_usd"]
         self.main_index += 1
-        self.last[-1] = (req, answer)
+        self.contexts[-1].last = (req, answer)
         s.on_response(answer, usage)
         return True
 

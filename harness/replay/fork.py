@@ -27,14 +27,16 @@ from ctxsim.harness.replay.events import assistant_blocks, result_block, user_me
 @dataclass
 class Fork:
     id: str
-    base: Request                    # the parent's conversation as the fork finds it
-    messages: list[Message] = field(default_factory=list)   # the fork's own, so far
-    results: list[Block] = field(default_factory=list)       # tool results not yet in a message
+    request: Request                                     # the parent's conversation, then the fork's own messages
+    results: list[Block] = field(default_factory=list)   # tool results not yet in a message
+
+    def add(self, m: Message) -> None:
+        self.request = replace(self.request, messages=self.request.messages.append(m))
 
 
 def base_request(run: Any) -> Request:
     """The parent's last request with its answer where that holds no tool use; before any, the bare prompt."""
-    last = run.last[-1]
+    last = run.contexts[-1].last
     if last is None:
         return Request(run.env.system, run.env.tools, History(), kind=SUBAGENT, model=run.current_model,
                        route=run.current_route)
@@ -57,32 +59,27 @@ def step(run: Any, ev: Any) -> None:
         f.results.append(result_block(ev))
         return
     if f.results and isinstance(ev, (tr.UserEvent, tr.AssistantEvent)):
-        f.messages.append(Message("user", tuple(f.results)))
+        f.add(Message("user", tuple(f.results)))
         f.results = []
     if isinstance(ev, tr.UserEvent):
-        f.messages.append(user_message(ev))
+        f.add(user_message(ev))
     elif isinstance(ev, tr.AssistantEvent):
         answer = Message("assistant", tuple(assistant_blocks(ev)))
         if not ev.copied and (run.cfg.max_calls is None or run.main_index < run.cfg.max_calls):
             call(run, f, ev, answer)
-        f.messages.append(answer)
+        f.add(answer)
     # facts, probes and spans inside a fork: nothing the parent's conversation holds
 
 
 def call(run: Any, f: Fork, ev: tr.AssistantEvent, answer: Message) -> None:
-    """Send the fork's request for the recorded call ``ev``: billed, or recorded as refused."""
-    msgs = f.base.messages
-    for m in f.messages:
-        msgs = msgs.append(m)
-    req = replace(f.base, messages=msgs, model=(ev.model if run.call_models and ev.model else f.base.model),
-                  route=ev.meta.get(tr.ROUTE, f.base.route))
+    """Send the fork's request for the recorded call ``ev``: billed, or recorded as refused (no wait added: the
+    main loop does not wait for a fork)."""
+    req = replace(f.request, model=(ev.model if run.call_models and ev.model else f.request.model),
+                  route=ev.meta.get(tr.ROUTE, f.request.route))
     lay = run.provider.layout(req)
     refused = protocol.validate(req, run.provider.window, lay.total())
-    out = ev.usage.output if ev.usage is not None else run.provider.output_tokens(answer)   # as a main call's
     if refused:
-        reasons = {r.reason for r in refused}
-        run.record_call(req, run.now(), None, lay.total(), rejected=True, overflow="overflow" in reasons,
-                        pairing="pairing" in reasons, error="; ".join(f"{r.reason}: {r.detail}" for r in refused))
-    else:
-        run.bill(req, lay, out)
+        run.refused(req, lay.total(), refused)
+    else:   # the recorded answer's output, as a main call's
+        run.bill(req, lay, ev.usage.output if ev.usage is not None else run.provider.output_tokens(answer))
     run.main_index += 1
