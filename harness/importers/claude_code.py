@@ -67,7 +67,6 @@ call: ``prefix_tokens`` = its recorded context − the cl100k count of the visib
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Collection
@@ -756,6 +755,7 @@ class _Importer:
     project_agents: list[Path] = field(default_factory=list)   # project-level agent-*.jsonl of this session
     warmups: list[tuple[float, Path, _Parsed]] = field(default_factory=list)   # Warmup sub-agents not yet placed
     forks: list[tuple[float, Path, _Parsed]] = field(default_factory=list)     # forks not yet placed: their own part
+    side_parsed: dict[Path, _Parsed | None] = field(default_factory=dict)      # side files read (parse_side_file)
     left_out: list[str] = field(default_factory=list)   # billed calls not in the trace, each said (a warning)
     # background sub-agents not yet placed: (time of their last record, agent id, the launch's result item, its
     # transcript, its file where the agent id does not name it: a Workflow's)
@@ -776,15 +776,20 @@ class _Importer:
     def parse_side_file(self, f: Path) -> _Parsed | None:
         """A sub-agent's or compaction call's transcript, or None where it cannot be read (no readable
         record, or not a Claude Code record): the session imports without its calls, the loss a skipped
-        line of that file (warned, exit 2), where a damaged side file used to cost the whole session."""
+        line of that file (warned, exit 2), where a damaged side file used to cost the whole session. Each
+        file is read once (a Task call's prompt is matched against transcripts the import reads again)."""
+        if f in self.side_parsed:
+            return self.side_parsed[f]
         try:
-            return parse_file(f)
+            p = parse_file(f)
         except NoModelCalls:
-            return None
+            p = None
         except TraceError as e:
             self.skipped.append(SkippedLine(f, e.line or 1, f"{e.what}: the file is not imported (its calls are "
                                                             "not in the trace)"))
-            return None
+            p = None
+        self.side_parsed[f] = p
+        return p
 
     def load_compaction_calls(self) -> None:
         """``agent-acompact-*.jsonl``: the compaction calls (one model call each)."""
@@ -1194,24 +1199,6 @@ def fork_part(p: _Parsed, main: _Parsed) -> _Parsed | None:
                    versions=p.versions)
 
 
-def first_prompt(f: Path) -> tuple[str, float] | None:
-    """The text and time of a transcript's first user message (a sub-agent's prompt), read up to it."""
-    try:
-        with f.open(encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    o = json.loads(line)
-                except ValueError:
-                    continue
-                msg = o.get("message") if isinstance(o, dict) and o.get("type") == "user" else None
-                if isinstance(msg, dict):
-                    t = o.get("timestamp")
-                    return flatten_content(msg.get("content"))[0], parse_time(t, f, 1) if isinstance(t, str) else 0.0
-    except OSError:
-        return None
-    return None
-
-
 def link_unnamed_agents(imp: _Importer, main: _Parsed) -> None:
     """A Task (2.1.x: Agent) call the user interrupted or rejected while its sub-agent ran gets a result
     that names no agent ("[Request interrupted by user for tool use]", "User rejected tool use": no
@@ -1233,7 +1220,7 @@ def link_unnamed_agents(imp: _Importer, main: _Parsed) -> None:
     files = (sorted(imp.subagent_dir.glob("agent-*.jsonl")) if imp.subagent_dir else []) + imp.project_agents
     free = {f.stem.removeprefix("agent-"): f for f in files
             if not f.name.startswith("agent-acompact") and f.stem.removeprefix("agent-") not in named}
-    prompts: dict[str, tuple[str, float] | None] = {}
+    prompts: dict[str, tuple[str, float] | None] = {}   # agent -> its transcript's first message and its time
     for use in open_uses:
         agent = main.agent_progress.get(use)
         how = "its agent_progress records"
@@ -1241,7 +1228,9 @@ def link_unnamed_agents(imp: _Importer, main: _Parsed) -> None:
             at, prompt = uses[use]
             for a in free:
                 if a not in prompts:
-                    prompts[a] = first_prompt(free[a])
+                    p = imp.parse_side_file(free[a])
+                    first = next((i for k, i in p.items if k == "user"), None) if p is not None else None
+                    prompts[a] = (str(first["text"]), first["t"]) if first is not None else None
             found = sorted((fp[1], a) for a, fp in prompts.items() if a in free and fp and fp[0] == prompt and fp[1] >= at)
             agent, how = (found[0][1], "its prompt") if found else (None, "")
         if agent is None:
