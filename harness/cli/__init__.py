@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import io
+import os
 import sys
 
 # the order of `ctxsim --help`
@@ -251,9 +253,6 @@ class _Stdout:
 
     def _leave(self) -> None:
         self.gone = True
-        import io
-        import os
-
         try:   # what the stream still buffers is flushed at exit: to nothing, not to the closed pipe
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, self._stream.fileno())

@@ -419,7 +419,7 @@ def rows_from_results(results: Sequence[Any]) -> tuple[pd.DataFrame, dict[str, p
         params = m.pop("params", {})
         key = f"run{i}"
         row = {"key": key, "label": r.strategy, "strategy": r.strategy, "error": "",
-               "model_setting": getattr(r, "model_setting", "")}
+               "model_setting": r.model_setting}
         # a configuration is the parameters the caller set, as a sweep's rows have them (``param.``): one read
         # from a session's own log (``log.``: claude_code's release, a cache TTL) or left at its default is the
         # session's, so a strategy over sessions of several Claude Code releases is one configuration

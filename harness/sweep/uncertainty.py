@@ -23,7 +23,7 @@ resampling seed ``BOOT_SEED`` so a report is reproducible.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -159,8 +159,8 @@ def paired(a: Sequence[Block], b: Sequence[Block]) -> tuple[list[Block], list[Bl
         iy = [y.seeds.index(s) for s in common]
         if not common or x.scores.shape[1] != y.scores.shape[1] or not x.scores.shape[1]:
             continue
-        out_a.append(Block(x.scores[ix], x.weights, tuple(common), x.trace))
-        out_b.append(Block(y.scores[iy], y.weights, tuple(common), y.trace))
+        out_a.append(replace(x, scores=x.scores[ix], seeds=tuple(common)))
+        out_b.append(replace(y, scores=y.scores[iy], seeds=tuple(common)))
     return out_a, out_b
 
 
@@ -203,8 +203,8 @@ def seed_flips(blocks: Mapping[str, Sequence[Block]],
         seeds = sorted(set(pa[0].seeds).intersection(*(set(x.seeds) for x in pa)))
         rev = []
         for s in seeds:
-            sa = [Block(x.scores[[x.seeds.index(s)]], x.weights, (s,), x.trace) for x in pa]
-            sb = [Block(y.scores[[y.seeds.index(s)]], y.weights, (s,), y.trace) for y in pb]
+            sa = [replace(x, scores=x.scores[[x.seeds.index(s)]], seeds=(s,)) for x in pa]
+            sb = [replace(y, scores=y.scores[[y.seeds.index(s)]], seeds=(s,)) for y in pb]
             if point(sa) < point(sb):
                 rev.append(s)
         if rev:
