@@ -106,6 +106,9 @@ FORMAT = "claude-code"
 # A file of them alone is a session opened and left, not a foreign file)
 IGNORED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag",
                  "last-prompt", "permission-mode", "ai-title", "agent-name", "mode")
+# The records that say something to the model (or mark its conversation): one written again with a uuid the
+# file already holds is skipped, counted (_read_record)
+WRITTEN_AGAIN_TYPES = ("user", "assistant", "attachment", "system")
 # The type every Claude Code record gives these fields where it writes them (null aside): no record of the
 # development population and its two outside samples (issue 41, 300,362 records) nor of ../shared/traces/real
 # gives another. A record that does is not Claude Code's writing (a damaged or hand-edited line) and is
@@ -444,6 +447,12 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
     if o.get("version"):
         p.versions[o["version"]] += 1
     if isinstance(o.get("uuid"), str):   # any record's: a message's parent can be a progress or system record
+        if o["uuid"] in p.uuids and kind in WRITTEN_AGAIN_TYPES:
+            # the same record written again: a run of an earlier chain's records copied, uuids kept, into
+            # the middle of the file (issue 41: 106 records of one development-population session, 27 of one
+            # outside it; no other file of either repeats a uuid). It is no new message and no new call.
+            p.ignored[f"{kind} written again (a uuid the file already holds)"] += 1
+            return
         p.uuids.add(o["uuid"])
     if o.get("sessionId"):
         p.sessions[o["sessionId"]] += 1

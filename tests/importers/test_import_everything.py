@@ -635,3 +635,26 @@ def test_a_folder_names_every_unpriced_model_once_with_its_sessions(tmp_path, ca
     assert json.loads(cap.out)["unknown_models"] == {"glm-9": 2, "glm-9-air": 1}
     assert ("unknown models across the folder: 'glm-9' (2 sessions), 'glm-9-air' (1 session); price them all in one "
             "TOML file") in cap.err
+
+
+# --- records written again ----------------------------------------------------------------------
+
+def test_records_written_again_with_their_uuids_are_no_new_messages_and_no_new_calls(tmp_path):
+    """A run of an earlier chain's records written again in the middle of the file, uuids, request ids
+    and times kept (seen in one development-population session and one outside it): the same
+    messages, not new ones. Read as new, their user prompts joined the conversation with no answers
+    and the copied calls' blocks were added to the calls they repeat. Skipped and counted."""
+    first = [user(0, "go", uuid="u1"), asst(1, "r1", tool("t1"), uuid="a1", parentUuid="u1"),
+             result(2, "t1", "a.py", uuid="u2", parentUuid="a1"),
+             asst(3, "r2", text("listed"), read=103, uuid="a2", parentUuid="u2")]
+    then = [user(600, "next", uuid="u3", parentUuid="a2"),
+            asst(601, "r3", text("done"), read=206, uuid="a3", parentUuid="u3")]
+    res = import_file("claude-code", write(tmp_path / "s.jsonl", first + first[:3] + then))
+    t = res.trace
+    assert _kinds(t) == ["UserEvent", "AssistantEvent", "ToolResultEvent", "AssistantEvent", "UserEvent",
+                         "AssistantEvent"]
+    assert [len(e.content) for e in t.events if isinstance(e, tr.AssistantEvent)] == [1, 1, 1]
+    assert t.calls == 3
+    assert res.summary["ignored"] == {"assistant written again (a uuid the file already holds)": 1,
+                                      "user written again (a uuid the file already holds)": 2}
+    assert any("user written again (a uuid the file already holds) ×2" in n for n in t.header.notes)
