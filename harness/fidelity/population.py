@@ -63,7 +63,7 @@ class SessionResult:
     version: str | None = None
     agent: str | None = None         # the log's format (claude-code, codex, ...): whose version ``version`` is
     provider: str | None = None
-    route: str | None = None         # who served it: anthropic / vertex / bedrock / proxy (importers.claude_code.route_of)
+    route: str | None = None         # who served it: anthropic / vertex / bedrock / relay / proxy (importers.claude_code._route)
     calls: int = 0
     recorded_usd: float | None = None
     simulated_usd: float | None = None
@@ -326,7 +326,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     rows[spared_label] = d["anthropic_billed_spared"]
     out += text_table(DIST_COLUMNS, dist_rows(rows), set(range(1, 10)))
     out += ["(billed by Anthropic: an Anthropic model served by Anthropic's API, Vertex or Bedrock, as the calls' "
-            "ids show; a proxy answering under a Claude model's name reports its own usage. Held out: every "
+            "ids show; a proxy answering under a Claude model's name reports its own usage, and so does a relay "
+            "passing Anthropic's answers on without the API's request id. Held out: every "
             "setting fitted on the log's first 30% of calls only; fitted in sample: that part showed a setting "
             "neither way (the cache's recurring fall-backs, whether the earlier turns' thinking was kept, whether "
             "the cached head stayed), so it was decided on all the calls, the ones the session is scored on)"]
