@@ -274,3 +274,18 @@ def test_cut_no_summary_keeps_less_than_novacode_where_the_session_compacts(impo
     assert cut["probes"] >= 50 and nova["probes"] >= 50
     assert cut["score"] < nova["score"]
     assert cut["goal"] < nova["goal"]
+
+
+def test_a_request_typed_after_the_last_call_is_needed_by_no_call():
+    """A log that begins mid-task (no request before its calls) and ends on the user's message: that
+    message is the session's goal, but no call comes after it. The end-of-session probe went before
+    the last call and needed a fact that entered after it: the trace failed its own check (seen on a
+    real outside session). No call needs it; the derived trace loads."""
+    b = Builder()
+    b.call("Checking the build.", ["make: ok"], inputs=[{"command": "make"}])
+    b.call("The build passes.")
+    b.user("I will finish the release notes myself.")
+    out, d = probes.apply(b.build())
+    assert [e.category for e in out.events if isinstance(e, tr.FactEvent)] == ["goal"]
+    assert not [e for e in out.events if isinstance(e, tr.ProbeEvent)] and d.probes == 0
+    tr.validate_events(out.header, out.events)   # the loader's rule: a probe needs only facts that entered before it

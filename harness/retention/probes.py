@@ -427,8 +427,8 @@ def derive(trace: tr.Trace, params: DeriveParams | None = None) -> Derived:
         if isinstance(ev, tr.SessionStart) and not ev.resume:
             goal, goal_due, session_first_call = None, False, True
             continue
-        if isinstance(ev, tr.SessionEnd) and goal is not None and last_call is not None:
-            _add_goal_need(probe_before, last_call, goal[0])
+        if isinstance(ev, tr.SessionEnd):
+            _add_goal_need(probe_before, last_call, goal)
             continue
         if isinstance(ev, (tr.UserEvent, tr.ToolResultEvent)):
             text = seen_text(ev)
@@ -506,8 +506,7 @@ def derive(trace: tr.Trace, params: DeriveParams | None = None) -> Derived:
         if not ev.copied:
             last_call = i
         session_first_call = False
-    if goal is not None and last_call is not None:
-        _add_goal_need(probe_before, last_call, goal[0])
+    _add_goal_need(probe_before, last_call, goal)
 
     out: list[Any] = []
     n_probes = 0
@@ -521,10 +520,15 @@ def derive(trace: tr.Trace, params: DeriveParams | None = None) -> Derived:
     return Derived(out, facts=len(fact_of), probes=n_probes, calls=calls, by_kind=by_kind)
 
 
-def _add_goal_need(probe_before: dict[int, list[str]], call: int, gid: str) -> None:
+def _add_goal_need(probe_before: dict[int, list[str]], call: int | None, goal: tuple[str, int] | None) -> None:
+    """The session's last call (event index ``call``) needs its goal (``(fact id, event index)``), if
+    the goal entered before it: a request typed after the last call (a log that begins mid-task and
+    ends on the user's message) is needed by no call."""
+    if goal is None or call is None or call < goal[1]:
+        return
     needs = probe_before.setdefault(call, [])
-    if gid not in needs:
-        needs.insert(0, gid)  # the goal entered first
+    if goal[0] not in needs:
+        needs.insert(0, goal[0])  # the goal entered first
 
 
 class _Buffers:
