@@ -287,11 +287,12 @@ def run(args) -> int:
     finally:
         if bar:
             bar.stop()
-    status = 0 if not failed and not lossy else 1 if internal else 2
+    status = 0 if not failed and not lossy and not found.orphans else 1 if internal else 2
     notes = count_once(rows, calls, copied)
     if args.json_out:
         sys.stdout.write(json.dumps({"output": str(out), "sessions": rows, "failed": failed, "no_model_calls": empty,
                                      "outside_dates": len(sessions) - len(chosen), "duplicates": found.duplicates,
+                                     "orphaned_subagents": found.orphans,
                                      "unknown_models": unknown, "exit_status": status},
                                     indent=2) + "\n")
     else:
@@ -300,6 +301,8 @@ def run(args) -> int:
             print(f"{len(sessions) - len(chosen)} sessions outside --since/--until left out")
         print(f"traces in {out}/")
     for w in found.duplicates:   # a session reached twice: read once, the other copy named
+        print(f"ctxsim import: warning: {w}", file=sys.stderr)
+    for w in found.orphans:   # billed calls not imported: said, and the status says so
         print(f"ctxsim import: warning: {w}", file=sys.stderr)
     for r in rows:
         for w in r.get("warnings", ()):
@@ -314,11 +317,13 @@ def run(args) -> int:
         ids = ", ".join(f"{m!r} ({n} session{'s' * (n > 1)})" for m, n in sorted(unknown.items(), key=lambda x: (-x[1], x[0])))
         print(f"ctxsim import: unknown models across the folder: {ids}; price them all in one TOML file of models.toml's "
               "shape and import again with --models FILE", file=sys.stderr)
-    if failed or lossy:
+    if failed or lossy or found.orphans:
         said = [f"{len(failed)} of {len(chosen)} sessions failed"] if failed else []
         said += [f"{len(lossy) - left_out} imported with lines skipped"] if len(lossy) > left_out else []
         said += [f"{left_out} imported with calls left out"] if left_out else []
         said += [f"{len(empty)} without a model call left out"] if empty else []
+        n = len(found.orphans)
+        said += [f"{n} sub-agent folder{'s' * (n > 1)} without {'their' if n > 1 else 'its'} session left out"] if n else []
         print(f"ctxsim import: {'; '.join(said)} (exit {status})", file=sys.stderr)
     return status
 

@@ -31,7 +31,7 @@ import filecmp
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
@@ -67,6 +67,7 @@ class Found:
     sessions: list[SessionFile]
     folder: bool
     duplicates: list[str]
+    orphans: list[str] = field(default_factory=list)   # sub-agent folders whose session transcript is absent: named, not read
 
 
 def discover(fmt: str, src: str | Path) -> tuple[list[SessionFile], bool]:
@@ -93,15 +94,17 @@ def find(fmt: str, src: str | Path) -> Found:
         nested = [SessionFile(p, proj.name, Path(proj.name) / p.name)
                   for proj in sorted(d for d in src.iterdir() if d.is_dir() and d.name not in own)
                   for p in _claude_sessions(proj)]
+        projects = [src, *(d for d in sorted(src.iterdir()) if d.is_dir() and d.name not in own)]
+        orphans = [o for d in projects for o in orphaned_subagents(d)]
         if not direct and not nested:
             raise TraceError(src, None, "no Claude Code session here: expected <session>.jsonl files (a project "
-                             "folder) or folders of them (~/.claude/projects)" + _deeper(src))
+                             "folder) or folders of them (~/.claude/projects)" + _deeper(src)
+                             + "".join(f"; {o}" for o in orphans))
         # project folders first: of two copies of one session, the one in its project is read
         found = _once(src, nested + [SessionFile(p, src.name, Path(p.name)) for p in direct], lambda p: p.stem)
-        projects = [src, *(d for d in sorted(src.iterdir()) if d.is_dir() and d.name not in own)]
         unread = [f"{p}: not a readable file ({'a folder' if p.is_dir() else 'a link to nothing' if p.is_symlink() else 'not a regular file'}): not read"
                   for d in projects for p in sorted(d.glob("*.jsonl")) if not p.is_file()]
-        return Found(found.sessions, True, found.duplicates + unread)
+        return Found(found.sessions, True, found.duplicates + unread, orphans)
     if fmt == "codex":
         found = [p for p in sorted(src.rglob("rollout-*.jsonl"), key=_archived_last) if p.is_file()]
         if not found:
@@ -110,6 +113,47 @@ def find(fmt: str, src: str | Path) -> Found:
         return _once(src, [SessionFile(p, p.parent.name, Path(p.name) if names[p.name] == 1 else p.relative_to(src))
                            for p in found], rollout_id)
     raise TraceError(src, None, f"{fmt}: expected a log file, got a folder")
+
+
+def orphaned_subagents(folder: Path) -> list[str]:
+    """One warning per ``<session>/subagents/`` folder in ``folder`` whose session transcript
+    (``<session>.jsonl`` beside it) is absent: its sub-agents' calls were billed, but a sub-agent is read
+    with the session that launched it, so they are not imported, and said with how many calls they made
+    (seen in two outside repositories whose large transcripts were left out of a copy)."""
+    out = []
+    for d in sorted(x for x in folder.iterdir() if x.is_dir() and (x / "subagents").is_dir()):
+        if (folder / f"{d.name}.jsonl").exists():
+            continue
+        files = sorted(p for p in (d / "subagents").rglob("agent-*.jsonl") if p.is_file())
+        if files:
+            calls = sum(_billed_calls(p) for p in files)
+            out.append(f"{d}/subagents: {len(files)} sub-agent transcript{'s' * (len(files) > 1)} ({calls} model "
+                       f"call{'s' * (calls != 1)} with usage) of session {d.name}, whose transcript {d.name}.jsonl is "
+                       "not in this folder: not imported (a sub-agent is read with the session that launched it)")
+    return out
+
+
+def _billed_calls(path: Path) -> int:
+    """The distinct calls (request or message ids) a Claude Code transcript records usage for; a line
+    that is not a JSON record counts nothing."""
+    ids: set[str] = set()
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                if b'"usage"' not in raw:
+                    continue
+                try:
+                    o = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                msg = o.get("message") if isinstance(o, dict) and o.get("type") == "assistant" else None
+                if isinstance(msg, dict) and msg.get("usage") and msg.get("model") != "<synthetic>":
+                    key = o.get("requestId") or msg.get("id")
+                    if isinstance(key, str):
+                        ids.add(key)
+    except OSError:
+        return 0
+    return len(ids)
 
 
 DEEPER_SHOWN = 3          # folders named in the error (assumed: enough to see the layout)

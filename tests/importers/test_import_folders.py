@@ -303,3 +303,29 @@ def test_a_request_id_reused_with_other_usage_is_no_copy():
                               [BilledCall("req", one, 1.0), BilledCall(None, one, 1.0)]])
     assert [r.get("copied_calls", {}).get("calls", 0) for r in rows] == [0, 0, 1]
     assert rows[2]["calls"] == 1 and rows[2]["copied_calls"]["made_in"] == ["p/a"] and len(notes) == 1
+
+
+def test_a_sub_agent_folder_whose_session_transcript_is_absent_is_named_with_its_calls(tmp_path, capsys):
+    """``<session>/subagents/`` with no ``<session>.jsonl`` beside it (a copy that left the large
+    transcript out, seen in two outside repositories): its sub-agents billed calls, but a sub-agent is
+    read with the session that launched it. Named with its transcripts and calls, and the exit status
+    says something was not imported; the other sessions import."""
+    root = tmp_path / "projects"
+    session(root / "-home-u-alpha" / "aaaa.jsonl", day=0, sid="aaaa")
+    agents = root / "-home-u-alpha" / "eeee" / "subagents"
+    session(agents / "agent-a1.jsonl", day=0, sid="eeee")
+    session(agents / "agent-a2.jsonl", day=0, sid="eeee2")
+    (agents / "agent-a1.meta.json").write_text("{}", encoding="utf-8")
+    assert cli(["import", "claude-code", str(root), "-o", str(tmp_path / "out"), "--json", "--no-probes"]) == 2
+    cap = capsys.readouterr()
+    d = json.loads(cap.out)
+    assert [r["session"] for r in d["sessions"]] == ["aaaa"]
+    assert d["orphaned_subagents"] == [
+        f"{agents}: 2 sub-agent transcripts (4 model calls with usage) of session eeee, whose transcript eeee.jsonl is "
+        "not in this folder: not imported (a sub-agent is read with the session that launched it)"]
+    assert f"ctxsim import: warning: {agents}: 2 sub-agent transcripts" in cap.err
+    assert "1 sub-agent folder without its session left out (exit 2)" in cap.err
+    # a folder holding nothing else says so in its error
+    (root / "-home-u-alpha" / "aaaa.jsonl").unlink()
+    assert cli(["import", "claude-code", str(root / "-home-u-alpha"), "-o", str(tmp_path / "out2")]) == 2
+    assert "no Claude Code session here" in (err := capsys.readouterr().err) and "of session eeee" in err
