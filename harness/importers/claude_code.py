@@ -102,10 +102,11 @@ from ctxsim.harness.model.trace import NoModelCalls, TraceError
 FORMAT = "claude-code"
 # record kinds that never reach the model (counted in the import summary, never silently dropped)
 # (with the session's own metadata, none of it sent: "last-prompt", "permission-mode", "ai-title", "agent-name",
-# "mode"; in 78, 40, 8, 19 and 0 files of the development population, 361, 59, 127, 2 and 9 of an outside sample.
+# "mode"; in 78, 40, 8, 19 and 0 files of the development population, 361, 59, 127, 2 and 9 of an outside sample;
+# "teleported-from", a session brought over from Claude Code on the web, in 2 files of a second outside sample.
 # A file of them alone is a session opened and left, not a foreign file)
 IGNORED_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag",
-                 "last-prompt", "permission-mode", "ai-title", "agent-name", "mode")
+                 "last-prompt", "permission-mode", "ai-title", "agent-name", "mode", "teleported-from")
 # The records that say something to the model (or mark its conversation): one written again with a uuid the
 # file already holds is skipped, counted (_read_record)
 WRITTEN_AGAIN_TYPES = ("user", "assistant", "attachment", "system")
@@ -543,6 +544,11 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
     p.messages_seen = True
     if kind == "assistant":
         key = o.get("requestId") or msg.get("id")
+        if not key and not any(msg.get(k) for k in ("content", "usage", "model")):
+            # an answer's stub: no id, no model, no usage, nothing said (2.1.81 through the Agent SDK, where
+            # the user interrupted before the answer began; seen outside the development population)
+            p.ignored["assistant stub with no id, model, usage or content (no answer was made)"] += 1
+            return
         if not key:
             raise TraceError(path, line, "assistant record with neither requestId nor message.id")
         if msg.get("model") == "<synthetic>":   # Claude Code's own error notices: no API call

@@ -234,6 +234,14 @@ def test_sessions_with_no_model_call_are_left_out_with_a_note_not_failed(tmp_pat
     write(root / "-p" / "meta.jsonl", [{"type": "last-prompt", "lastPrompt": "run it", "sessionId": "meta"},
                                        {"type": "permission-mode", "permissionMode": "default", "sessionId": "meta"},
                                        {"type": "ai-title", "aiTitle": "Run it", "sessionId": "meta"}])
+    # a session brought over from Claude Code on the web with no message (2.1.x: "teleported-from" alone), and one
+    # whose answer was interrupted before it began (2.1.81 through the Agent SDK: an assistant stub with no id,
+    # model, usage or content); both seen outside the development population
+    write(root / "-p" / "teleported.jsonl", [{"type": "teleported-from", "remoteSessionId": "session_01X",
+                                              "branch": "claude/x", "messageCount": 0}])
+    write(root / "-p" / "stub.jsonl", [user(0, "hello", session="stub"),
+                                       rec("assistant", 1, session="stub", message={"role": "assistant", "content": []}),
+                                       user(2, "[Request interrupted by user]", session="stub")])
     # session files created and never written (7 of 1,923 in a real folder outside the population): no record
     (root / "-p" / "empty.jsonl").write_bytes(b"")
     (root / "-p" / "blank.jsonl").write_bytes(b"\n  \n")
@@ -242,11 +250,12 @@ def test_sessions_with_no_model_call_are_left_out_with_a_note_not_failed(tmp_pat
     rep = json.loads(cap.out)
     assert [r["session"] for r in rep["sessions"]] == ["good"] and rep["failed"] == []
     assert sorted(Path(e.split(":")[0]).name for e in rep["no_model_calls"]) == [
-        "blank.jsonl", "command.jsonl", "empty.jsonl", "failed.jsonl", "meta.jsonl", "snapshot.jsonl"]
+        "blank.jsonl", "command.jsonl", "empty.jsonl", "failed.jsonl", "meta.jsonl", "snapshot.jsonl", "stub.jsonl",
+        "teleported.jsonl"]
     assert "empty.jsonl: empty file: no records: nothing to replay" in cap.err
     assert ("command.jsonl: no model call: its 1 assistant record is Claude Code's own notice (model <synthetic>: no "
             "API call), nothing to replay") in cap.err
-    assert cap.err.count("(no model call was made: nothing billed, session left out)") == 6
+    assert cap.err.count("(no model call was made: nothing billed, session left out)") == 8
     # given alone, an empty file is still an error: there is no trace to write
     assert cli(["import", "claude-code", str(root / "-p" / "empty.jsonl"), "-o", str(tmp_path / "e.jsonl")]) == 2
     assert "empty.jsonl: empty file: no records" in capsys.readouterr().err
@@ -259,7 +268,7 @@ def test_sessions_with_no_model_call_are_left_out_with_a_note_not_failed(tmp_pat
     (bad,) = json.loads(cap.out)["failed"]
     assert bad["error"].endswith("other-agent.jsonl:1: user record without a message object: not a Claude Code "
                                  "transcript (no record so far carries a sessionId or version: another agent's log?)")
-    assert "1 of 6 sessions failed; 4 without a model call left out (exit 2)" in cap.err
+    assert "1 of 8 sessions failed; 6 without a model call left out (exit 2)" in cap.err
 
 
 def test_calls_a_resumed_session_copied_are_counted_once_in_the_session_that_made_them(tmp_path, capsys):
