@@ -71,8 +71,10 @@ def test_the_folder_report_names_each_session_and_the_distribution(tmp_path, cap
     (out / "broken.jsonl").write_text('{"type": "header", "format": "ctxsim-trace", "version": 1}\n{"type": "us\n')
     capsys.readouterr()
     assert cli(["fidelity", str(out), "--json", str(tmp_path / "f.json")]) == 2   # one session not measured
-    text_out = capsys.readouterr().out
+    cap = capsys.readouterr()
+    text_out = cap.out
     assert "a.jsonl" in text_out and "b.jsonl" in text_out and "bad trace: " in text_out
+    assert "ctxsim fidelity: 1 of 3 sessions not measured (bad trace 1; each named above) (exit 2)" in cap.err
     assert "by model:" in text_out and "by Claude Code version (another agent's sessions under its name and version, e.g. 'codex 0.118'):" in text_out
     rep = json.loads((tmp_path / "f.json").read_text())
     st = {s["trace"].rsplit("/", 1)[-1]: s for s in rep["sessions"]}

@@ -5,6 +5,8 @@ and Claude Code version (harness/fidelity/population.py)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import math
 import sys
 from pathlib import Path
@@ -114,7 +116,13 @@ def _folder(args, root: Path, measure) -> int:
     if args.json_out != "-":
         print("\n".join(pop.session_lines(results, root) + pop.summary_lines(report)))
     status = {r.status for r in results}
-    return 0 if status == {"measured"} else 1 if "error" in status else 2
+    code = 0 if status == {"measured"} else 1 if "error" in status else 2
+    if code:   # the exit status says why, where a script sees it
+        unmeasured = Counter(r.status for r in results if r.status != "measured")
+        print(f"ctxsim fidelity: {sum(unmeasured.values())} of {len(results)} sessions not measured ("
+              + ", ".join(f"{k} {v}" for k, v in sorted(unmeasured.items())) + f"; each named above) (exit {code})",
+              file=sys.stderr)
+    return code
 
 
 def _write_json(out: str, report: dict) -> None:
