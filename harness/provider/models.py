@@ -46,7 +46,6 @@ import re
 import tomllib
 from functools import cache
 from importlib import resources
-from typing import Literal
 
 from ctxsim.harness.files import regular
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -154,9 +153,11 @@ class ModelSpec(BaseModel):
     name: str = ""
     source: str = Field("", description="where the prices and limits were read (page, document)")
     as_of: str = Field("", description="when they were read from that source (YYYY-MM-DD)")
-    # zai (Z.ai GLM), deepseek, minimax: models Claude Code runs on through an Anthropic-compatible
-    # proxy; automatic caching as OpenAI (no write premium billed)
-    provider: Literal["anthropic", "openai", "gemini", "zai", "deepseek", "minimax"]
+    # anthropic: explicit cache breakpoints with a write premium; any other (openai, gemini, and the providers
+    # Claude Code runs on through an Anthropic-compatible proxy: zai for Z.ai's GLM, deepseek, minimax, moonshot
+    # ...): automatic caching as OpenAI's (no write premium billed). A lower-case name of the user's choosing in
+    # a --models file (a second outside sample priced Kimi as "moonshot", which a closed list refused).
+    provider: str = Field(pattern=r"^[a-z][a-z0-9_.-]{0,39}$")
     window: int = Field(gt=0, le=MAX_WINDOW)
     max_output: int = Field(gt=0, le=MAX_WINDOW)
     input: float = Field(ge=0, le=MAX_PRICE)

@@ -148,3 +148,23 @@ def test_bedrock_geographic_ids_carry_the_regional_premium():
     assert t.get("us.anthropic.claude-sonnet-4-20250514-v1:0").input == 3.0                 # Sonnet 4: none
     assert bedrock_regional("bedrock/eu.anthropic.claude-sonnet-4-5-20250929-v1:0")
     assert not bedrock_regional("global.anthropic.claude-opus-4-6-v1") and not bedrock_regional("claude-opus-4-6")
+
+
+def test_a_models_row_may_name_a_provider_of_its_own_which_caches_as_openai(tmp_path, capsys):
+    """A user pricing a model the table lacks names its provider (``moonshot`` for Kimi, refused by a closed
+    list before): anthropic has breakpoints and a write premium, any other caches automatically. A name that
+    is no lower-case word is refused, naming the file."""
+    from ctxsim.harness.provider import Provider
+
+    row = 'window = 262_144\nmax_output = 8_000\ninput = 0.6\noutput = 2.5\ncache_read = 0.15\n'
+    mine = tmp_path / "mine.toml"
+    mine.write_text(f'[models."kimi-k2.5"]\nprovider = "moonshot"\n{row}', encoding="utf-8")
+    spec = load_table(str(mine)).get("kimi-k2.5")
+    assert spec.provider == "moonshot"
+    assert type(Provider("kimi-k2.5", models_file=mine)._cache_for(spec)).__name__ == "OpenAICache"
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f'[models."kimi-k2.5"]\nprovider = "Moon Shot!"\n{row}', encoding="utf-8")
+    assert cli(["run", str(unknown_model_trace(tmp_path)), "--strategy", "append_only", "--models", str(bad),
+                "-q"]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "provider" in err and "Traceback" not in err
