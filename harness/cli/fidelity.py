@@ -5,10 +5,9 @@ and Claude Code version (harness/fidelity/population.py)."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 import math
 import sys
+from collections import Counter
 from pathlib import Path
 
 
