@@ -138,6 +138,7 @@ def import_codex(src: str | Path) -> ImportResult:
     system = ""
     model: str | None = None
     version: str | None = None
+    route: str | None = None        # session_meta.model_provider: who served the calls (openai, ollama, ...)
     pending: list[Any] = []          # assistant content of the call in progress
     pending_t: float | None = None
     held: list[tuple[float, str, str]] = []  # tool outputs logged before their call's token_count
@@ -170,7 +171,7 @@ def import_codex(src: str | Path) -> ImportResult:
 
     def read(line: int, o: dict[str, Any]) -> None:
         """One rollout line. A line that cannot be read raises before it changes the trace."""
-        nonlocal system, version, model, cwd, saw_meta, last_total, pending_t, own_id, copy_of, copy_t
+        nonlocal system, version, model, cwd, saw_meta, last_total, pending_t, own_id, copy_of, copy_t, route
         kind, p = o.get("type"), o.get("payload")
         if not isinstance(kind, str) or not isinstance(p, dict):
             raise TraceError(src, line, "not a Codex rollout line (expected {timestamp, type, payload})")
@@ -193,6 +194,8 @@ def import_codex(src: str | Path) -> ImportResult:
             bi = p.get("base_instructions")
             system = system or (bi.get("text") if isinstance(bi, dict) else bi) or ""
             version = version or p.get("cli_version")
+            mp = p.get("model_provider")
+            route = route or (mp if isinstance(mp, str) and mp else None)
             model = model or _model_of(p)
             cwd = cwd or (p.get("cwd") if isinstance(p.get("cwd"), str) else None)
             return
@@ -342,7 +345,8 @@ def import_codex(src: str | Path) -> ImportResult:
     header = tr.Header(
         name=src.stem, model=model, system=system, prefix_tokens=prefix, usage="per_call" if has_usage else "none",
         source={"format": FORMAT, "path": str(src), "version": version, "start": iso_time(b.t0),
-                **({"cwd": cwd} if cwd else {}), **({"thread": own_id} if own_id else {})}, recorded=recorded,
+                **({"cwd": cwd} if cwd else {}), **({"thread": own_id} if own_id else {}),
+                **({"route": route} if route else {})}, recorded=recorded,
         notes=notes_from(ignored, repairs, [
             f"Codex CLI {version}" if version else "Codex CLI",
             "usage: token_count.last_token_usage per call; input_tokens include cached_input_tokens (normalised)"
@@ -353,7 +357,7 @@ def import_codex(src: str | Path) -> ImportResult:
         meta={"first_call_context": first_usage.context_tokens if first_usage else 0, "prefix_tokens_scale": 1.0},
     )
     tool_uses = sum(len(e.tool_uses()) for e in b.events if isinstance(e, tr.AssistantEvent))
-    summary = {"source": str(src), "format": FORMAT, "version": version, "model": model, "calls": b.calls,
+    summary = {"source": str(src), "format": FORMAT, "version": version, "model": model, "route": route, "calls": b.calls,
                "usage": "per call" if has_usage else "not recorded (cost simulated)", "cwd": cwd,
                "tool_uses": tool_uses, "compactions": sum(1 for e in b.events if isinstance(e, tr.CompactEvent)),
                "prefix_tokens": prefix, "ignored": dict(sorted(ignored.items())), "repairs": dict(sorted(repairs.items())),

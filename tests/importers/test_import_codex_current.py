@@ -259,3 +259,17 @@ def test_a_forked_rollout_starts_from_its_parents_copied_history_and_bills_only_
     (folder / "rollout-2026-01-01T00-00-00-p1.jsonl").unlink()
     assert cli(["import", "codex", str(folder), "-o", str(tmp_path / "out2")]) == 0
     assert "copies of calls made in thread p1, which this folder does not hold" in capsys.readouterr().err
+
+
+def test_the_provider_session_meta_names_is_the_sessions_route(tmp_path):
+    """``session_meta.model_provider`` (``openai``; ``ollama`` for a local or cloud model) says who served
+    the calls: the trace's route, as a Claude Code log's ids give its route (a folder's fidelity groups by
+    it; it read "?" for every rollout). A rollout that names none has none."""
+    f = tmp_path / "rollout-a.jsonl"
+    meta = line(0, "session_meta", {"cli_version": "0.125.0", "model_provider": "ollama",
+                                    "base_instructions": {"text": "You are Codex."}})
+    f.write_text(meta + line(0, "turn_context", {"model": "gpt-5.5"}) + say(1, "hi", "user") + say(2, "done"))
+    res = import_file("codex", f)
+    assert res.trace.header.source["route"] == "ollama" and res.summary["route"] == "ollama"
+    f.write_text(META + line(0, "turn_context", {"model": "gpt-5.5"}) + say(1, "hi", "user") + say(2, "done"))
+    assert "route" not in import_file("codex", f).trace.header.source
