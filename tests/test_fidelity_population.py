@@ -304,3 +304,24 @@ def test_an_opus_4_7_sessions_first_tool_search_load_is_a_prefix_change_the_repl
     assert sim.loc[3, "simulated_cache_read"] < sim.loc[0, "simulated_context"] / 2   # the system prompt at most
     assert sim.loc[6, "simulated_cache_read"] == sim.loc[5, "simulated_context"]        # the second load: a hit
 
+
+
+def test_a_new_turns_error_is_split_between_the_contexts_size_and_the_cache():
+    """A main call after a new user message whose replay sends 10,000 tokens more than the log's 100,000
+    (input billed $0.05 in the log: $0.0000005 a token) and costs $0.02 more: $0.005 is the size's, at the
+    log's rate, the other $0.015 the cache's across the turn. A log that cached nothing (a proxy without
+    caching, sent 30% more after a relaunch) is all size: it read "the cache across user turns" before."""
+    import pandas as pd
+
+    def row(sim_ctx, d_usd, new_turn=True):
+        return {"thread": "main", "after_compact": False, "new_turn": new_turn, "recorded_context": 100_000,
+                "simulated_context": sim_ctx, "recorded_input_usd": 0.05, "recorded_cost_usd": 0.06,
+                "simulated_cost_usd": 0.06 + d_usd}
+
+    none = pd.DataFrame({"cost_usd": []})
+    got = pop.attribute(pd.DataFrame([row(110_000, 0.02)]), none, 0.0)
+    assert got["context size"] == pytest.approx(0.005) and got["new user turn"] == pytest.approx(0.015)
+    got = pop.attribute(pd.DataFrame([row(130_000, 0.015)]), none, 0.0)
+    assert got["context size"] == pytest.approx(0.015) and got["new user turn"] == pytest.approx(0.0)
+    got = pop.attribute(pd.DataFrame([row(110_000, 0.02, new_turn=False)]), none, 0.0)
+    assert got["context size"] == pytest.approx(0.005) and got["cache"] == pytest.approx(0.015)

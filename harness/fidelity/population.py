@@ -14,10 +14,11 @@ split over the calls the log billed into
 * ``compaction calls``: the replayed summary calls against the recorded ``agent-acompact`` calls;
 * ``after a compaction``: the first call of a context after one (what the agent re-attached);
 * ``sub-agent calls``;
-* ``new user turn``: main calls that follow a new user message (the cache across turns);
 * ``context size``: on the other main calls, the tokens the replay sends more or less than the log,
   at the log's own blended rate for that call (``(ctx_sim − ctx_rec) · cost_in_rec / ctx_rec``);
-* ``cache``: the rest of those calls (the same tokens read, written or sent uncached otherwise).
+* ``new user turn``: the rest of the main calls that follow a new user message (the cache across turns;
+  a context that grew or shrank across a relaunch is its size's, not the cache's);
+* ``cache``: the rest of the other main calls (the same tokens read, written or sent uncached otherwise).
 
 The dominant cause is the bucket with the largest absolute share; the distribution tables are
 plain rows a CLI prints (harness/cli/fidelity.py).
@@ -106,14 +107,12 @@ def attribute(table, summary_rows, compaction_usd: float) -> dict[str, float]:
             out["sub-agent calls"] += d
         elif r.after_compact:
             out["after a compaction"] += d
-        elif r.new_turn:
-            out["new user turn"] += d
-        else:
+        else:   # what the context's size explains at the log's input rate; the rest is the cache's
             rc = float(r.recorded_context or 0)
             rate = float(r.recorded_input_usd) / rc if rc else 0.0
             size = (float(r.simulated_context) - rc) * rate
             out["context size"] += size
-            out["cache"] += d - size
+            out["new user turn" if r.new_turn else "cache"] += d - size
     return out
 
 
