@@ -193,10 +193,15 @@ def test_billed_by_anthropic_leaves_out_a_proxy_under_a_claude_name(tmp_path, ca
     assert routes == {"first": "anthropic", "vertex": "vertex", "proxy": "proxy", "relay": "relay"}
     assert any(n.startswith("served through a relay (route relay)") for n in tr.load(out / "relay.jsonl").header.notes)
     assert cli(["fidelity", str(out), "--json", str(tmp_path / "f.json")]) == 0
-    assert "billed by Anthropic" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "billed by Anthropic" in printed and "billed by Anthropic, by model:" in printed
+    assert "billed by Anthropic, by Claude Code version:" in printed
     d = json.loads((tmp_path / "f.json").read_text())["distribution"]
     assert d["anthropic_models"]["sessions"] == 4 and d["anthropic_billed"]["sessions"] == 2
     assert {k: v["sessions"] for k, v in d["by_route"].items()} == {"anthropic": 1, "proxy": 1, "relay": 1, "vertex": 1}
+    # by model and by version, over all routes and over the sessions billed by Anthropic
+    assert d["by_model"]["claude-opus-4-6"]["sessions"] == 4 and d["anthropic_billed_by_model"]["claude-opus-4-6"]["sessions"] == 2
+    assert {k: v["sessions"] for k, v in d["anthropic_billed_by_claude_code"].items()} == {"2.1": 2}
 
 
 def test_a_first_party_session_with_a_call_missing_its_request_id_stays_first_party():

@@ -263,6 +263,9 @@ def folder_report(results: list[SessionResult]) -> dict[str, Any]:
                              "by_route": grouped(results, lambda r: r.route or "?"),
                              "by_model": grouped(results, lambda r: r.model or "?"),
                              "by_claude_code": grouped(results, lambda r: minor(r.version, r.agent)),
+                             # the same groups over the sessions billed by Anthropic: a proxy's usage is its own
+                             "anthropic_billed_by_model": grouped(billed, lambda r: r.model or "?"),
+                             "anthropic_billed_by_claude_code": grouped(billed, lambda r: minor(r.version, r.agent)),
                              "by_status": {k: len(v) for k, v in _by(results, lambda r: r.status).items()}}}
 
 
@@ -349,6 +352,11 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     out += ["", "by route:"] + text_table(DIST_COLUMNS, dist_rows(d["by_route"]), set(range(1, 10)))
     out += ["", "by model:"] + text_table(DIST_COLUMNS, dist_rows(d["by_model"]), set(range(1, 10)))
     out += ["", "by Claude Code version (another agent's sessions under its name and version, e.g. 'codex 0.118'):"] + text_table(DIST_COLUMNS, dist_rows(d["by_claude_code"]), set(range(1, 10)))
+    if d["anthropic_billed"]["sessions"]:
+        out += ["", "billed by Anthropic, by model:"] + text_table(
+            DIST_COLUMNS, dist_rows(d["anthropic_billed_by_model"]), set(range(1, 10)))
+        out += ["", "billed by Anthropic, by Claude Code version:"] + text_table(
+            DIST_COLUMNS, dist_rows(d["anthropic_billed_by_claude_code"]), set(range(1, 10)))
     st = d["by_status"]
     if set(st) - {"measured"}:
         out += ["", "not measured: " + ", ".join(f"{k} {v}" for k, v in sorted(st.items()) if k != "measured")]
