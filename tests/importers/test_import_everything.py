@@ -633,6 +633,9 @@ def test_a_folder_names_every_unpriced_model_once_with_its_sessions(tmp_path, ca
                 "--no-probes"]) == 2
     cap = capsys.readouterr()
     assert json.loads(cap.out)["unknown_models"] == {"glm-9": 2, "glm-9-air": 1}
+    # each session names its own ids, not the whole price table each time
+    assert f"{logs / 'b.jsonl'}: unknown models 'glm-9', 'glm-9-air': not in the price table (session skipped)" in cap.err
+    assert "known:" not in cap.err
     assert ("unknown models across the folder: 'glm-9' (2 sessions), 'glm-9-air' (1 session); price them all in one "
             "TOML file") in cap.err
 
