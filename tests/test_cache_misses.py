@@ -343,13 +343,14 @@ def test_misses_that_recur_only_after_the_first_part_are_fitted_in_sample_and_sa
     fid = run_fidelity(res.trace).report
     assert "cache model              fitted IN SAMPLE (all its calls): " in summary_table(fid)
     # the stakes (harness/fidelity/dice.py), at Opus 4.6's 5-minute write over its read, $6.25 - $0.50 per
-    # million: first part, calls 1-5 on contexts 20,000-22,000 (105,000 tokens, $0.60375), nothing lost; held
-    # out, calls 6-19 on 22,500-29,000 (360,500, $2.072875), calls 10, 13 and 16 lost 24,500 + 26,000 +
-    # 27,500 = 78,000 ($0.4485)
-    assert fid["fall_back_stakes"]["first_part"] == {"eligible": 5, "fell_back": 0, "stake_usd": 0.60375, "lost_usd": 0.0}
-    assert fid["fall_back_stakes"]["held_out"] == {"eligible": 14, "fell_back": 3, "stake_usd": 2.072875,
-                                                   "lost_usd": 0.4485}
-    assert "held out: 3 of 14, $0.4485" in summary_table(fid)
+    # million, on what each previous call left cached (its context less its 3 uncached tokens): first part,
+    # calls 1-5 after contexts 20,000-22,000 (105,000 - 15 = 104,985 tokens, $0.603664), nothing lost; held
+    # out, calls 6-19 after 22,500-29,000 (360,500 - 42 = 360,458, $2.072633), calls 10, 13 and 16 lost
+    # 24,497 + 25,997 + 27,497 = 77,991 ($0.448448)
+    assert fid["fall_back_stakes"]["first_part"] == {"eligible": 5, "fell_back": 0, "stake_usd": 0.603664, "lost_usd": 0.0}
+    assert fid["fall_back_stakes"]["held_out"] == {"eligible": 14, "fell_back": 3, "stake_usd": 2.072633,
+                                                   "lost_usd": 0.448448}
+    assert "held out: 3 of 14, $0.4484" in summary_table(fid)
 
 
 def test_the_stakes_of_the_first_part_and_the_held_out_rest_by_hand():
@@ -369,3 +370,20 @@ def test_the_stakes_of_the_first_part_and_the_held_out_rest_by_hand():
     assert first == Stake(eligible=3, fell_back=1, stake_usd=0.093, lost_usd=0.032)
     assert held == Stake(eligible=5, fell_back=2, stake_usd=0.175, lost_usd=0.016)
     assert first.rate == pytest.approx(0.032 / 0.093)
+
+
+def test_a_call_reads_what_the_previous_left_cached_not_all_it_sent():
+    """Claude Code's calls sometimes send input past their last breakpoint, uncached (185 main-context calls
+    of the development population, a median 1,592 tokens): the next call reads exactly what that call read
+    and wrote, never its whole context. That is no fall-back. Calls: 80,000 written; then 79,997 read +
+    2,000 written + 1,592 uncached (context 83,589); then a read of 81,997 (= 79,997 + 2,000): whole. A
+    read of 60,000 after it is a stray."""
+    def c(i, read, write, inp):
+        return RecordedCall(i, float(i * 10), MODEL, tr.RecordedUsage(input=inp, cache_write_5m=write, cache_read=read),
+                            "main", False, 0, i - 1 if i else None)
+
+    calls = [c(0, 0, 80_000, 3), c(1, 79_997, 2_000, 1_592), c(2, 81_997, 4_000, 3), c(3, 60_000, 30_000, 3)]
+    assert calls[1].cached == 81_997 and calls[1].context == 83_589
+    assert label_calls(calls)[0] == {3: "stray"}
+    # a call that wrote nothing (an automatic cache) left all it sent
+    assert RecordedCall(0, 0.0, MODEL, tr.RecordedUsage(input=500, cache_read=9_000), "main", False, 0, None).cached == 9_500

@@ -83,27 +83,27 @@ def label_calls(calls: list[Any], strips: Strips = None) -> tuple[dict[int, str]
         if c.usage is None:
             continue
         if prev is None or prev.usage is None or c.after_compact:
-            primary[c.thread] = c.context
+            primary[c.thread] = c.cached
             stray_before[c.thread] = False
             continue
-        expected = prev.context
+        expected = prev.cached   # what the previous call left cached (RecordedCall.cached), not all it sent
         read = c.usage.cache_read
         short = read + read_tolerance(expected) < expected
         explained = _explained(c, prev, strips)
         if explained:
-            primary[c.thread] = c.context
+            primary[c.thread] = c.cached
             stray_before[c.thread] = False
             continue
         eligible += 1
         home = primary.get(c.thread, 0)
         if not short:
             recovered += stray_before.get(c.thread, False)
-            primary[c.thread] = c.context
+            primary[c.thread] = c.cached
             stray_before[c.thread] = False
         elif stray_before.get(c.thread) and read + read_tolerance(home) >= home:
             labels[c.index] = "return"
             recovered += 1
-            primary[c.thread] = c.context
+            primary[c.thread] = c.cached
             stray_before[c.thread] = False
         else:
             labels[c.index] = "stray"
@@ -155,10 +155,10 @@ def stakes(calls: list[Any], strips: Strips, upto: int, premium: Callable[[Any],
             continue
         part, rate = parts[c.index >= upto], premium(c)
         part[0] += 1
-        part[2] += prev.context * rate
+        part[2] += prev.cached * rate
         if c.index in labels:
             part[1] += 1
-            part[3] += max(0, prev.context - c.usage.cache_read) * rate
+            part[3] += max(0, prev.cached - c.usage.cache_read) * rate
     fit, held = (Stake(n, k, round(s, 6), round(lost, 6)) for n, k, s, lost in parts)
     return fit, held
 
@@ -188,24 +188,24 @@ def shadow_read(calls: list[Any], strips: Strips, share: float, fallback_none: f
                 continue
             prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
             if prev is None or prev.usage is None or c.after_compact:
-                home[c.thread] = c.context
+                home[c.thread] = c.cached
                 other.pop(c.thread, None)
                 continue
             if _explained(c, prev, strips):   # a TTL expiry, another model, a changed prefix: the
-                home[c.thread] = c.context      # other node's entries of this thread no longer match
+                home[c.thread] = c.cached       # other node's entries of this thread no longer match
                 other.pop(c.thread, None)
                 continue
             # the router draws only for requests that continue the previous one (Provider.bill)
             stray = router.next()
             if stray is None:
                 total += min(home.get(c.thread, 0), c.context)
-                home[c.thread] = c.context
+                home[c.thread] = c.cached
             elif stray == "system":
                 o = other.get(c.thread)
                 live = o is not None and not expired_on_log_clock(c.t - o[1], o[2]) and o[0] <= c.context
                 total += min(o[0] if live else system_prefix, c.context)
                 ttl = TTL_SECONDS[c.usage.written_ttl or "5m"]
-                other[c.thread] = (c.context, c.t, ttl)
+                other[c.thread] = (c.cached, c.t, ttl)
     return total / phases
 
 

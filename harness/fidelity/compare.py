@@ -932,7 +932,7 @@ def classify_misses(calls: list[RecordedCall], table: pd.DataFrame, system_prefi
         prev = calls[c.prev_in_thread] if c.prev_in_thread is not None else None
         if prev is None or c.usage is None or prev.usage is None or c.after_compact:
             continue
-        expected = prev.context
+        expected = prev.cached   # what the previous call left cached (RecordedCall.cached)
         read = c.usage.cache_read
         if read + max(MISS_TOLERANCE_TOKENS, MISS_TOLERANCE_FRACTION * expected) >= expected:
             continue

@@ -64,7 +64,7 @@ def new_turn_reads(calls: Sequence[Any], upto: int) -> tuple[int, int]:
         prev = calls[c.prev_in_thread]
         if prev.usage is None or other_cache(c, prev) or expired_since(prev, c):
             continue
-        if c.usage.cache_read + read_tolerance(prev.context) >= prev.context:
+        if c.usage.cache_read + read_tolerance(prev.cached) >= prev.cached:
             whole += 1
         else:
             short += 1
