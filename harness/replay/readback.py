@@ -4,7 +4,9 @@ would give it around the line a fact is on (the engine charges the call; this re
 from __future__ import annotations
 
 import os
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
+from itertools import accumulate
 from pathlib import Path
 
 READ_TOOL = "Read"  # the file-reading tool a read-back uses unless the trace names one (header.meta.read_tool)
@@ -62,14 +64,21 @@ def excerpt(path: Path, line: int | None) -> tuple[str, dict[str, int]]:
         start = 1 if line is None else max(1, line - READBACK_LINES // 2)
     else:
         start = max(1, min(line - READBACK_LINES // 2, len(lines) - READBACK_LINES + 1))
-    chunk = "".join(lines[start - 1:start - 1 + READBACK_LINES])
-    if len(chunk) > READBACK_MAX_CHARS:
-        if line is not None:  # keep the fact's line inside the cut
-            at = sum(len(x) for x in lines[start - 1:line - 1])
-            lo = max(0, min(at - READBACK_MAX_CHARS // 2, len(chunk) - READBACK_MAX_CHARS))
-            chunk = chunk[lo:lo + READBACK_MAX_CHARS]
-        else:
-            chunk = chunk[:READBACK_MAX_CHARS]
+    sel = lines[start - 1:start - 1 + READBACK_LINES]
+    ends = list(accumulate(map(len, sel)))   # where each line ends in the joined window
+    total = ends[-1] if ends else 0
+    if total <= READBACK_MAX_CHARS:
+        return "".join(sel), {"offset": start, "limit": READBACK_LINES}
+    lo = 0
+    if line is not None:  # keep the fact's line inside the cut
+        before = min(max(line - start, 0), len(sel))
+        at = ends[before - 1] if before else 0
+        lo = max(0, min(at - READBACK_MAX_CHARS // 2, total - READBACK_MAX_CHARS))
+    # only the lines the cut overlaps are joined (a transcript's 2,000 lines can hold megabytes)
+    first = bisect_right(ends, lo)
+    last = bisect_left(ends, lo + READBACK_MAX_CHARS, first)
+    base = ends[first - 1] if first else 0
+    chunk = "".join(sel[first:last + 1])[lo - base:lo - base + READBACK_MAX_CHARS]
     return chunk, {"offset": start, "limit": READBACK_LINES}
 
 

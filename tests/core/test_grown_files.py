@@ -96,3 +96,39 @@ def test_the_scorer_drops_a_files_found_offsets_with_its_bytes(tmp_path, monkeyp
     assert line(a) == 2 and set(model._found) == {str(a)}
     assert line(b) == 1 and set(model._found) == set(model._data) == {str(b)}
     assert line(a) == 2 and set(model._found) == set(model._data) == {str(a)}
+
+
+def _excerpt_whole(lines: list[str], line: int | None, n: int, cap: int) -> str:
+    """The read-back's excerpt by its definition: the window of ``n`` lines around ``line`` joined, then cut to
+    ``cap`` characters keeping the fact's line inside."""
+    if line is None or len(lines) <= n:
+        start = 1 if line is None else max(1, line - n // 2)
+    else:
+        start = max(1, min(line - n // 2, len(lines) - n + 1))
+    chunk = "".join(lines[start - 1:start - 1 + n])
+    if len(chunk) > cap:
+        if line is not None:
+            at = sum(len(x) for x in lines[start - 1:line - 1])
+            lo = max(0, min(at - cap // 2, len(chunk) - cap))
+            return chunk[lo:lo + cap]
+        return chunk[:cap]
+    return chunk
+
+
+@settings(max_examples=80, deadline=None)
+@given(sizes=st.lists(st.integers(0, 60), min_size=1, max_size=40), line=st.one_of(st.none(), st.integers(1, 50)),
+       n=st.integers(1, 12), cap=st.integers(1, 120))
+def test_a_read_back_excerpt_joins_only_what_its_cut_keeps_and_gives_the_whole_joins_text(tmp_path_factory, sizes, line,
+                                                                                          n, cap):
+    """The excerpt joins only the lines its character cap keeps (a transcript's window of 2,000 lines can hold
+    megabytes, joined and thrown away at every read-back): the text is exactly the window joined, then cut."""
+    import pytest
+    from ctxsim.harness.replay import readback
+
+    path = tmp_path_factory.mktemp("ex") / "t.jsonl"
+    path.write_text("".join(f"{i:03d}" + "x" * k + "\n" for i, k in enumerate(sizes)), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(readback, "READBACK_LINES", n)
+        mp.setattr(readback, "READBACK_MAX_CHARS", cap)
+        got, _ = readback.excerpt(path, line)
+    assert got == _excerpt_whole(_whole(path), line, n, cap)
