@@ -1368,7 +1368,8 @@ def import_claude_code(src: str | Path) -> ImportResult:
     link_unnamed_agents(imp, main)
     imp.warmups = side_files(imp, main)
     routes = {r: n for r, n in main.routes.items() if r is not None}
-    if _route(main.routes, main.unrequested) == "relay":
+    served_by = _route(main.routes, main.unrequested)
+    if served_by == "relay":
         imp.notes.append("served through a relay (route relay): the calls carry Anthropic's message ids but none the "
                          "API's request id, which Claude Code writes on every first-party call; the usage is the "
                          "relay's account, not Anthropic's bill")
@@ -1469,7 +1470,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
         name=src.stem, model=model, prefix_tokens=prefix, usage="per_call", output_tokens_partial=partial,
         source={"format": FORMAT, "path": str(src), "version": version, "start": iso_time(b.t0),
                 "session": main.sessions.most_common(1)[0][0] if main.sessions else None,
-                "route": _route(main.routes, main.unrequested)},
+                "route": served_by},
         recorded=recorded,
         notes=notes_from(imp.ignored, repairs, extra),
         meta={"first_call_context": fu.context_tokens if fu else 0, "prefix_tokens_scale": 1.0,
@@ -1478,7 +1479,7 @@ def import_claude_code(src: str | Path) -> ImportResult:
               **({"begins_mid_conversation": mid_ev} if mid_ev else {})},
     )
     summary = {
-        "source": str(src), "format": FORMAT, "version": version, "model": model, "route": _route(main.routes, main.unrequested),
+        "source": str(src), "format": FORMAT, "version": version, "model": model, "route": served_by,
         "calls": b.calls, "main_calls": b.calls - sub_calls, "subagent_calls": sub_calls,
         "tool_uses": tool_uses, "compactions": compactions,
         "subagent_spans": sum(imp.counts.get(k, 0) for k in spans),
