@@ -29,11 +29,12 @@ cache_misses.py), priced at what the log paid for them over a read, as a share o
 held-out model can give their expected number, not which calls they hit: where they cost more than
 the band, the session's error says as much about the dice as about the model. The summary states
 their distribution and the error over the sessions they spared (at most :data:`RANDOM_MISS_BAND`
-of the bill). On the development population (issue 41, 169 sessions billed by Anthropic, measured
-2026-12-07) they cost a median 2.5% of the bill and over 5% in 67 sessions; on the 79 they spared the
-replay was within 5% of the bill on 90%, median |error| 1.2%, median signed +0.1%. How close any
-replay could come with the dice as they fell (every other part exact, the rate chosen on the other
-sessions): harness/fidelity/dice.py, the summary's ``dice`` (70% within 5% there, measured 2026-12-07).
+of the bill). On the development population (issue 41, 166 sessions billed by Anthropic, measured
+2026-12-07, a read of what the previous call left cached counted as no miss) they cost a median 0.2% of
+the bill and over 5% in 45 sessions; on the 109 they spared the replay was within 5% of the bill on 94%,
+median |error| 0.8%, median signed +0.1%. How close any replay could come with the dice as they fell
+(every other part exact, the rate chosen on the other sessions): harness/fidelity/dice.py, the summary's
+``dice`` (80% within 5% there, 84% with the rates chosen in hindsight; the replay is at 86%).
 """
 
 from __future__ import annotations
