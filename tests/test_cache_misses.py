@@ -200,7 +200,12 @@ def test_warning_when_the_recorded_replay_is_more_than_5pct_off_the_bill():
     assert bill_warning(t, calls, 0.0470) is None
     w = bill_warning(t, calls, 0.06)
     assert w.startswith("the recorded replay costs $0.0600, 33.3% above the bill $0.0450")
-    assert "reads the cache less than the log did (share 0.00 vs 1.00)" in w
+    assert "reads the cache less than the log did (share 0.00 vs 1.00)" in w and "relay" not in w
+    # served through a relay (a Claude model's answers passed on without the API's request id): its usage
+    # is the relay's account, which the warning says
+    relayed = tr.with_header(t, t.header.model_copy(update={"source": {"format": "claude-code", "route": "relay"}}))
+    assert ("; the log was served through a relay, whose usage is its own account, not Anthropic's bill"
+            in bill_warning(relayed, calls, 0.06))
 
 
 def _billed(t: tr.Trace, usage: tr.RecordedUsage) -> tr.Trace:
