@@ -661,3 +661,29 @@ def test_records_written_again_with_their_uuids_are_no_new_messages_and_no_new_c
     assert res.summary["ignored"] == {"assistant written again (a uuid the file already holds)": 1,
                                       "user written again (a uuid the file already holds)": 2}
     assert any("user written again (a uuid the file already holds) ×2" in n for n in t.header.notes)
+
+
+def test_an_answer_whose_lines_lost_some_request_ids_stays_one_call(tmp_path):
+    """A damaged file whose second streamed line of an answer lost its request id: the lines share the answer's
+    message id, so they are one call, billed once (it was split in two, its usage counted twice). A proxy that
+    reuses one message id across requests with their own request ids still makes separate calls."""
+    first = asst(1, "r1", {"type": "thinking", "thinking": "plan", "signature": "s"}, out=5)
+    second = asst(1.5, "r1", tool("t1"), out=40)
+    del second["requestId"]
+    t = import_file("claude-code", write(tmp_path / "s.jsonl", [user(0, "go"), first, second, result(2, "t1", "a.py"),
+                                                               asst(3, "r2", text("done"), read=103)])).trace
+    calls = [e for e in t.events if isinstance(e, tr.AssistantEvent)]
+    assert t.calls == 2 and [[b.type for b in c.content] for c in calls] == [["thinking", "tool_use"], ["text"]]
+    assert calls[0].usage.output == 40
+    # the other order: the line without the request id first
+    first2, second2 = dict(first), dict(second)
+    del first2["requestId"]
+    second2["requestId"] = "r1"
+    t = import_file("claude-code", write(tmp_path / "s2.jsonl", [user(0, "go"), first2, second2, result(2, "t1", "a.py"),
+                                                                asst(3, "r2", text("done"), read=103)])).trace
+    assert t.calls == 2
+    # one message id, two request ids: two calls
+    a, b = asst(1, "q1", text("a")), asst(3, "q2", text("b"), read=103)
+    b["message"] = dict(b["message"], id=a["message"]["id"])
+    t = import_file("claude-code", write(tmp_path / "s3.jsonl", [user(0, "go"), a, user(2, "more"), b])).trace
+    assert t.calls == 2
