@@ -249,7 +249,7 @@ class _Parsed:
     hooks: dict[str, dict[str, str]] = field(default_factory=dict)  # tool_use_id -> hookEvent -> hookName
     session_hooks: dict[str, list[str]] = field(default_factory=dict)  # SessionStart source -> hook commands
     skipped: list[SkippedLine] = field(default_factory=list)   # lines that are not a JSON object
-    uuids: set[str] = field(default_factory=set)   # the records' own ids
+    uuids: dict[str, tuple[str, Any]] = field(default_factory=dict)   # the records' own ids -> (type, timestamp)
     message_keys: dict[str, str] = field(default_factory=dict)   # message.id -> the call it was keyed to (call_key)
     first_parent: tuple[int, str] | None = None    # (line, parentUuid) of the first message record, when it has one
     messages_seen: bool = False
@@ -484,13 +484,15 @@ def _read_record(p: _Parsed, path: Path, line: int, o: dict[str, Any]) -> None:
     if o.get("version"):
         p.versions[o["version"]] += 1
     if isinstance(o.get("uuid"), str):   # any record's: a message's parent can be a progress or system record
-        if o["uuid"] in p.uuids and kind in WRITTEN_AGAIN_TYPES:
-            # the same record written again: a run of an earlier chain's records copied, uuids kept, into
-            # the middle of the file (issue 41: 106 records of one development-population session, 27 of one
-            # outside it; no other file of either repeats a uuid). It is no new message and no new call.
+        stamp = (kind, o.get("timestamp"))
+        if kind in WRITTEN_AGAIN_TYPES and p.uuids.get(o["uuid"]) == stamp:
+            # the same record written again: a run of an earlier chain's records copied, uuids and times kept,
+            # into the middle of the file (issue 41: 106 records of one development-population session, 27 of
+            # one outside it; no other file of either repeats a uuid). It is no new message and no new call. A
+            # uuid repeated on a record of another kind or time is a damaged id, not a copy: the record stays.
             p.ignored[f"{kind} written again (a uuid the file already holds)"] += 1
             return
-        p.uuids.add(o["uuid"])
+        p.uuids.setdefault(o["uuid"], stamp)
     if o.get("sessionId"):
         p.sessions[o["sessionId"]] += 1
     if kind in IGNORED_TYPES:

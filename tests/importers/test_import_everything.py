@@ -661,6 +661,11 @@ def test_records_written_again_with_their_uuids_are_no_new_messages_and_no_new_c
     assert res.summary["ignored"] == {"assistant written again (a uuid the file already holds)": 1,
                                       "user written again (a uuid the file already holds)": 2}
     assert any("user written again (a uuid the file already holds) ×2" in n for n in t.header.notes)
+    # a uuid repeated on a record of another time (a damaged id, not a copy): the record stays a message
+    damaged = first + [user(600, "next", uuid="u1", parentUuid="a2"),
+                       asst(601, "r3", text("done"), read=206, uuid="a3", parentUuid="u1")]
+    t = import_file("claude-code", write(tmp_path / "d.jsonl", damaged)).trace
+    assert t.calls == 3 and [e.text for e in t.events if isinstance(e, tr.UserEvent)] == ["go", "next"]
 
 
 def test_an_answer_whose_lines_lost_some_request_ids_stays_one_call(tmp_path):
