@@ -528,31 +528,3 @@ def test_classify_a_miss_at_a_new_turn_on_a_model_that_drops_thinking():
     opus = [dc_replace(c, model=MODEL) for c in calls]
     (m,) = classify_misses(opus, table, system_prefix=2_000)
     assert m["changed"] == "the replay of the visible content misses here too"
-
-
-def test_a_first_part_that_grew_too_little_fits_the_scale_in_sample_and_says_so(tmp_path):
-    """Ten calls: the first three (the first 30%) take in a word each, far under MIN_FIT_GROWTH cl100k tokens;
-    the rest take in a file each. The first part has no ratio to give: the scale is fitted on all the calls,
-    labelled in sample (``recorded.in_sample`` names ``token_scale``, the evidence says IN SAMPLE), as the
-    issue's fallback, rather than the model table's guess. Each file grows the log's context by 1.2x what
-    cl100k counts of it and 30 tokens more, so the scale comes out a little over 1 (the tool call and its
-    framing count on both sides), not the 1.5 of the model table's Opus 4.6 row."""
-    from ctxsim.harness.importers import import_file
-    from ctxsim.harness.provider.tokenizer import get_tokenizer
-
-    from tests.helpers_claude_code import asst, result, user, write
-
-    count = get_tokenizer().count
-    recs, ctx = [user(0, "go")], 20_000
-    for k in range(10):
-        body = "ok" if k < 3 else "def f(x):\n    return x * 2\n" * (40 + k)
-        recs.append(asst(10 * k + 1, f"req_01{k:022d}", {"type": "tool_use", "id": f"t{k}", "name": "Read",
-                                                          "input": {"file_path": f"/w/{k}.py"}},
-                         w5m=ctx - 3 - (ctx - 1_000 if k else 0), read=(ctx - 1_000 if k else 0)))
-        recs.append(result(10 * k + 2, f"t{k}", body))
-        ctx += int(1.2 * count(body)) + 30
-    t = import_file("claude-code", write(tmp_path / "s.jsonl", recs)).trace
-    rec = t.header.recorded
-    assert "token_scale" in rec.in_sample
-    assert rec.token_scale_evidence.startswith("fitted IN SAMPLE on all 10 calls (the first 3 grew under 1,000")
-    assert 1.0 < rec.token_scale < 1.3

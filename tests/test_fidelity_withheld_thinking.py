@@ -26,15 +26,15 @@ def call(i, ctx, withheld=False):
 
 
 def test_the_scale_leaves_out_the_steps_after_withheld_thinking():
-    # recorded 10,000 → 13,000 → 23,000 → 26,000; cl100k 5,000 → 7,000 → 12,000 → 14,000. Call 1's answer held
-    # withheld thinking, so the step 1→2 grew by it: (3,000 + 3,000) / (2,000 + 2,000) = 1.5, not
-    # (3,000 + 10,000 + 3,000) / (2,000 + 5,000 + 2,000) = 1.78
-    calls = [call(0, 10_000), call(1, 13_000, withheld=True), call(2, 23_000), call(3, 26_000)]
-    base = {0: 5_000, 1: 7_000, 2: 12_000, 3: 14_000}
+    # recorded 1,000 → 1,300 → 2,300 → 2,600; cl100k 500 → 700 → 1,200 → 1,400. Call 1's answer held
+    # withheld thinking, so the step 1→2 grew by it: (300 + 300) / (200 + 200) = 1.5, not
+    # (300 + 1,000 + 300) / (200 + 500 + 200) = 1.78
+    calls = [call(0, 1000), call(1, 1300, withheld=True), call(2, 2300), call(3, 2600)]
+    base = {0: 500, 1: 700, 2: 1200, 3: 1400}
     assert fit_token_scale(calls, base, {0, 1, 2, 3}) == pytest.approx(1.5)
     # when every step follows withheld thinking there is nothing else to fit on: all of them count
     every = [replace(c, withheld_thinking=True) for c in calls]
-    assert fit_token_scale(every, base, {0, 1, 2, 3}) == pytest.approx(16_000 / 9_000)
+    assert fit_token_scale(every, base, {0, 1, 2, 3}) == pytest.approx(1600 / 900)
 
 
 def _trace(extra: int = 1_500):

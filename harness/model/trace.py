@@ -160,10 +160,9 @@ class RecordedSetting(_M):
         "the first part of the log (warm_prefix_kept_evidence, harness/fidelity/warm_head.py); null: the "
         "provider model's own TTL")
     warm_prefix_kept_evidence: str = Field("", description="the calls warm_prefix_kept was read from")
-    in_sample: list[Literal["previous_thinking_kept", "warm_prefix_kept", "cache_miss_model", "token_scale"]] = Field(
+    in_sample: list[Literal["previous_thinking_kept", "warm_prefix_kept", "cache_miss_model"]] = Field(
         default_factory=list, description="the settings decided on all the log's calls because its first part "
-        "showed them neither way, or too little of them (a token scale over under 1,000 cl100k tokens of growth): "
-        "a labelled fallback; fidelity scores such a session apart from the held-out ones")
+        "showed them neither way (a labelled fallback): fidelity scores such a session apart from the held-out ones")
     model_prefix_tokens: dict[str, Tokens] = Field(
         default_factory=dict, description="system+tools tokens of the main context per model, when the "
         "log switched models (each model has its own system prompt)")

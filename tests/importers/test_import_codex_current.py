@@ -247,7 +247,7 @@ def test_a_forked_rollout_starts_from_its_parents_copied_history_and_bills_only_
     # the first own call's 5,300 tokens hold the copied history: only what the log does not show is hidden (the
     # copies grew too little to fit a scale on: the model table's, 1.0, counts the history's 64 visible tokens)
     assert 5300 - 100 < res.trace.header.prefix_tokens < 5300
-    assert res.trace.header.recorded.token_scale_evidence.startswith("model table (no growth pairs to fit on, or under 1,000")
+    assert res.trace.header.recorded.token_scale_evidence.startswith("model table (no growth pairs to fit on, or under 200")
 
     assert cli(["import", "codex", str(folder), "-o", str(tmp_path / "out"), "--json"]) == 0
     cap = capsys.readouterr()

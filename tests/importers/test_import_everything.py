@@ -594,12 +594,7 @@ def test_the_token_scale_is_fitted_on_the_copied_calls_too(tmp_path):
     from ctxsim.harness.fidelity.compare import copied_fit, fit_calls
     from ctxsim.harness.fidelity.recorded import recorded_calls
 
-    # the copy of _copied with a read three times as long: its step grows some 1,200 tokens, over MIN_FIT_GROWTH
-    res = import_file("claude-code", write(tmp_path / "s.jsonl", [
-        user(0, "fix the parser"),
-        asst(100.0, "r1", tool("t1"), w5m=9_000), result(100.0, "t1", "def parse(s):\n    return s.split()\n" * 120),
-        asst(100.001, "r2", text("fixed"), w5m=1_200, read=9_000), user(100.001, "thanks"),
-        user(130, "now the tests"), asst(131, "r3", text("done"), read=2_000)]))
+    res = import_file("claude-code", _copied(tmp_path))
     calls = recorded_calls(res.trace)
     on = copied_fit(res.trace, calls, fit_calls(calls, 0.3), None, 0, None)
     assert on.copies == 2 and [c.usage.cache_read for c in on.calls] == [0, 9_000, 2_000] and on.fit == {0, 1, 2}
