@@ -276,8 +276,7 @@ def run(args) -> int:
                 for name in e.names if isinstance(e, UnknownModelError) else ():
                     unknown[name] = unknown.get(name, 0) + 1
                 # an unpriced model: its ids, not the whole table each time (the folder's last line names them all)
-                msg = (f"unknown model{'s' * (len(e.names) > 1)} {', '.join(repr(n) for n in e.names)}: not in the price "
-                       "table" if isinstance(e, UnknownModelError) else str(e).strip('"'))
+                msg = e.short if isinstance(e, UnknownModelError) else str(e).strip('"')
                 failed.append({"source": str(s.path), "kind": "bad input",
                                "error": msg if msg.startswith(str(s.path)) else f"{s.path}: {msg}"})
             except Exception as e:  # an importer bug: said, and the other sessions still imported

@@ -7,14 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+from ctxsim.harness.fidelity.population import FIRST_PARTY
 from ctxsim.harness.model.trace import Trace
 from ctxsim.harness.provider.routing import ROUTER_PHASES
 
 BILL_TOLERANCE = 0.05   # issue 27: a recorded replay more than 5% off the bill is flagged
 SHARE_SLACK = 0.005     # assumed: cache-read shares closer than this are the same for naming a cause
-# routes whose usage is not Anthropic's bill (harness/importers/claude_code.route_of, _route): a Claude model's
-# replay priced at Anthropic's rates is compared with what they reported
-NOT_ANTHROPICS_BILL = ("relay", "proxy")
 
 
 def cache_model_line(trace: Trace, routed: float | None = None) -> str | None:
@@ -69,8 +67,10 @@ def bill_warning(trace: Trace, calls: pd.DataFrame, cost: float, models_file: st
                  f"sum{scale}" if abs(gap) >= 1 else "context sizes differ from the recorded ones")
     pct = (cost - billed) / billed * 100
     route = (trace.header.source or {}).get("route")
+    # a Claude model's replay, priced at Anthropic's rates, against what a relay or proxy reported
     whose = (f"; the log was served through a {route}, whose usage is its own account, not Anthropic's bill"
-             if route in NOT_ANTHROPICS_BILL and str(trace.header.model or "").startswith("claude") else "")
+             if route is not None and route not in FIRST_PARTY and str(trace.header.model or "").startswith("claude")
+             else "")
     return (f"the recorded replay costs ${cost:.4f}, {abs(pct):.1f}% {'above' if pct > 0 else 'below'} the bill "
             f"${billed:.4f}: {cause}{whose} (ctxsim fidelity shows the misses by cause)")
 

@@ -134,26 +134,15 @@ def orphaned_subagents(folder: Path) -> list[str]:
 
 
 def _billed_calls(path: Path) -> int:
-    """The distinct calls (request or message ids) a Claude Code transcript records usage for; a line
-    that is not a JSON record counts nothing."""
-    ids: set[str] = set()
+    """The calls with usage a sub-agent transcript records, read as the importer reads it (copies of another
+    session's calls and Claude Code's own notices left out); a file it cannot read counts nothing."""
+    from ctxsim.harness.importers.claude_code import parse_file
+
     try:
-        with path.open("rb") as fh:
-            for raw in fh:
-                if b'"usage"' not in raw:
-                    continue
-                try:
-                    o = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                msg = o.get("message") if isinstance(o, dict) and o.get("type") == "assistant" else None
-                if isinstance(msg, dict) and msg.get("usage") and msg.get("model") != "<synthetic>":
-                    key = o.get("requestId") or msg.get("id")
-                    if isinstance(key, str):
-                        ids.add(key)
-    except OSError:
+        p = parse_file(path)
+    except TraceError:
         return 0
-    return len(ids)
+    return sum(1 for c in p.calls.values() if c.usage is not None and not c.copied)
 
 
 DEEPER_SHOWN = 3          # folders named in the error (assumed: enough to see the layout)

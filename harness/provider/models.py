@@ -92,6 +92,11 @@ class UnknownModelError(KeyError, ValueError):
     def __str__(self) -> str:
         return self.message
 
+    @property
+    def short(self) -> str:
+        """The ids alone, without the price table (a folder's last line names them all once)."""
+        return f"unknown model{'s' * (len(self.names) > 1)} {', '.join(repr(n) for n in self.names)}: not in the price table"
+
 
 _DATED = (re.compile(r"^(?P<base>.+)-\d{8}$"), re.compile(r"^(?P<base>.+)@\d{8}$"),
           re.compile(r"^(?P<base>.+)-\d{4}-\d{2}-\d{2}$"))
