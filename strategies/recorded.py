@@ -90,7 +90,7 @@ from typing import Literal
 
 from ctxsim.harness.llm.services import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
 from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
-from ctxsim.harness.model.trace import TOOLS_LOADED
+from ctxsim.harness.model.trace import REATTACH_MEASURED, TOOLS_LOADED
 from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig
 from ctxsim.strategies.claude_code import VERSION, version_tuple
 from ctxsim.strategies.reattach import RELEASE_CAPS, ReattachCaps, ReattachTracker, caps_for, reattachments
@@ -320,6 +320,13 @@ class RecordedConfig(StrategyConfig):
     compact_reattached_in_log: tuple[int, ...] = Field(
         (), description="0-based indices of the recorded compactions whose re-attached files, plan and skills the "
         "log records itself (Claude Code 2.1.105+ attachment records, in the trace): none modelled for them")
+    compact_measured: dict[int, int] = Field(
+        {}, description="0-based indices of the recorded compactions whose first main call the log measured apart from "
+        "the rebuilt re-attachments, and by how many recorded tokens (harness/fidelity/reattached.py): more is sent "
+        "as content the log has no text for, less leaves rebuilt re-attachments out (last first, closest)")
+    measured_token_scale: float = Field(
+        1.0, gt=0, le=10, description="recorded tokens per cl100k token at which compact_measured was measured (the "
+        "trace's fitted scale)")
     compact_ttls: tuple[Literal["", "5m", "1h"], ...] = Field(
         (), description="cache TTL each recorded compaction call wrote with, in order ('' or none: ttl)")
     call_ttls: dict[int, Literal["5m", "1h"]] = Field(
@@ -434,6 +441,10 @@ class Recorded(Strategy):
             marked = tuple(i for i, e in enumerate(compacts) if e.meta.get(mark))
             if marked:
                 out[key] = marked
+        measured = {i: e.meta[REATTACH_MEASURED] for i, e in enumerate(compacts)
+                    if isinstance(e.meta.get(REATTACH_MEASURED), int) and e.meta[REATTACH_MEASURED]}
+        if measured and rec.token_scale:
+            out["compact_measured"], out["measured_token_scale"] = measured, rec.token_scale
         cleared: dict[int, list[str]] = {}
         for e in trace.events:
             at = e.meta.get("cleared_at_call") if isinstance(e, ToolResultEvent) else None
@@ -634,9 +645,33 @@ class Recorded(Strategy):
             extra = reattachments(self._reattach, self._reattach_caps(), self.env.count_tokens)
             after += extra
             self.counters.extra["messages re-attached after compactions"] += len(extra)
+        if self.config.compact_measured.get(n) and not self._spans:
+            after = self._as_measured(after, self.config.compact_measured[n])
+            self.counters.extra["compactions sized as the log measured their first call"] += 1
         self.history = History(after)
         self.counters.compactions_succeeded += 1
         self.rewrote = True
+
+    def _as_measured(self, after: list[Message], diff: int) -> list[Message]:
+        """What a compaction put back, ``diff`` recorded tokens from what was rebuilt as the log's first
+        call after it measured (harness/fidelity/reattached.py): more is content the log has no text
+        for (opaque, after the re-attachments); less leaves the rebuilt re-attachments out, last first
+        (todo list, skills, plan, then the least recently modified file), as many as come closest."""
+        if diff > 0:
+            raw = max(1, round(diff / self.config.measured_token_scale))
+            return [*after, Message("user", (Block("text", "", opaque_tokens=raw),),
+                                    {"origin": "reattach", "reattached": "measured", "meta_record": True})]
+        count = self.env.count_tokens or (lambda text: len(text) // 4)
+        rebuilt = [i for i, m in enumerate(after) if m.meta.get("origin") == "reattach"]
+        best_k, best_err, total = 0, -diff, 0
+        for k, i in enumerate(reversed(rebuilt), 1):
+            total += sum(count(b.text) + b.opaque_tokens for b in after[i].blocks)
+            if abs(total + diff) < best_err:
+                best_k, best_err = k, abs(total + diff)
+            if total >= -diff:
+                break
+        left_out = set(rebuilt[len(rebuilt) - best_k:])
+        return [m for i, m in enumerate(after) if i not in left_out]
 
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
         if not isolated:

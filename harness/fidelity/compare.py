@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from ctxsim.harness.fidelity import drops, measured
+from ctxsim.harness.fidelity import drops, measured, reattached
 from ctxsim.harness.fidelity.cache_misses import (
     SHRUNK_ROUTES,
     Stake,
@@ -103,6 +103,7 @@ from ctxsim.strategies.recorded import (
 FIT_FRACTION = 0.30             # issue 7: fit on the first 30% of calls, report on the other 70%
 TOKEN_SCALE_BOUNDS = (0.1, 10.0)  # RecordedSetting.token_scale's bounds (harness/model/trace.py)
 DROPS_NOTE = "context drops re-enacted: "
+REATTACH_NOTE = "compactions as measured: "
 NOVACODE_CHARS_PER_TOKEN = 3.5  # N-COMP-5: the estimator under test
 # A recorded read counts as a miss when it falls short of the previous call's context by more than
 # this (real reads are context_{i-1} − 3 … − 14 tokens: the last message's framing is not cached).
@@ -344,6 +345,10 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
     resent, resent_ev = measured.resent_startup(
         calls, base, scale, startup, lambda c: model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD)
+    # each compaction's first call as the log measured it, against what the replay rebuilds there
+    follow = reattached.differences(trace, calls, lambda c: model_prefix.get(c.model or "", main_prefix) - startup + (
+        startup if resent is None else resent) + REQUEST_OVERHEAD + scale * base[c.index])
+    trace = reattached.apply(trace, follow)
     span_prefix = {k: prefix(c) for k, c in threads.items() if k != "main"}
     span_heads, warm_spans = shared_span_heads(threads, span_prefix, lambda m: _min_cacheable(m, models_file))
     # the miss model is fitted on the calls the scale is fitted on (``miss_upto``: the first
@@ -375,9 +380,11 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
         "startup_tokens": startup, "startup_evidence": startup_ev + (f"; {resent_ev}" if resent_ev else ""),
         "resent_startup_tokens": resent})
     meta = {**trace.header.meta, "prefix_tokens_scale": round(scale, 6)}
-    notes = [n for n in trace.header.notes if not n.startswith(DROPS_NOTE)]
+    notes = [n for n in trace.header.notes if not n.startswith((DROPS_NOTE, REATTACH_NOTE))]
     if dropped:
         notes.append(f"{DROPS_NOTE}{drops.evidence(dropped)}")
+    if follow:
+        notes.append(f"{REATTACH_NOTE}{reattached.evidence(follow)}")
     out = with_header(trace, trace.header.model_copy(update={"prefix_tokens": main_prefix, "recorded": rec,
                                                                 "meta": meta, "notes": notes}))
     if miss_model is not None:

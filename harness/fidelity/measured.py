@@ -231,10 +231,10 @@ def raw_contexts(trace: Trace, calls: list[RecordedCall] | None = None, seed: in
     """Each call's visible content in cl100k tokens (request framing left out): the recorded
     strategy replayed at scale 1 with no opaque prefix. What the scale is fitted on."""
     calls = calls if calls is not None else recorded_calls(trace, model)
-    from ctxsim.harness.fidelity import drops
+    from ctxsim.harness.fidelity import drops, reattached
 
-    # the text's cl100k size, whatever an earlier calibration measured or cleared
-    trace = drops.apply(apply(trace, []), [])
+    # the text's cl100k size, whatever an earlier calibration measured, cleared or followed
+    trace = reattached.apply(drops.apply(apply(trace, []), []), {})
     rec = trace.header.recorded or RecordedSetting()
     zero_rec = rec.model_copy(update={"token_scale": None, "warm_prefix_tokens": 0, "model_prefix_tokens": {},
                                       "startup_tokens": 0,

@@ -371,6 +371,9 @@ class AssistantEvent(_Ev):
 # defer_loading): Claude Code's ToolSearch. The first such load changes a cached prefix on some models
 # (strategies/recorded.py TOOL_LOAD_REKEYS)
 TOOLS_LOADED = "tools_loaded"
+# CompactEvent meta: recorded tokens by which the log's first main call after the compaction differs from
+# what the replay rebuilds there (harness/fidelity/reattached.py; strategies/recorded.py follows it)
+REATTACH_MEASURED = "reattach_measured"
 
 
 class ToolResultEvent(_Ev):
