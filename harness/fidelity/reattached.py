@@ -103,7 +103,8 @@ def evidence(measured: dict[int, int]) -> str:
     more = sum(1 for v in measured.values() if v > 0)
     return (f"{len(measured)} compaction(s) whose first call differs from the rebuilt re-attachments by "
             f"{sum(abs(v) for v in measured.values()):,} recorded tokens ({more} more, {len(measured) - more} less): "
-            "followed (harness/fidelity/reattached.py)")
+            "more sent as content with no text, less by leaving rebuilt re-attachments out where there are any "
+            "(harness/fidelity/reattached.py)")
 
 
 __all__ = ["MEASURED", "MIN_TOKENS", "apply", "differences", "evidence", "first_calls"]
