@@ -89,6 +89,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from ctxsim.harness.llm.services import SUBAGENT, SUMMARY, CallSpec, SideCallFailed
+from ctxsim.harness.model.closest import nearest_prefix
 from ctxsim.harness.model.conversation import Block, Breakpoint, History, Message, Request, SystemPrompt
 from ctxsim.harness.model.trace import REATTACH_MEASURED, TOOLS_LOADED
 from ctxsim.strategies.base import CallInfo, Strategy, StrategyConfig
@@ -662,16 +663,11 @@ class Recorded(Strategy):
             return [*after, Message("user", (Block("text", "", opaque_tokens=raw),),
                                     {"origin": "reattach", "reattached": "measured", "meta_record": True})]
         count = self.env.count_tokens or (lambda text: len(text) // 4)
-        rebuilt = [i for i, m in enumerate(after) if m.meta.get("origin") == "reattach"]
-        best_k, best_err, total = 0, -diff, 0
-        for k, i in enumerate(reversed(rebuilt), 1):
-            total += sum(count(b.text) + b.opaque_tokens for b in after[i].blocks)
-            if abs(total + diff) < best_err:
-                best_k, best_err = k, abs(total + diff)
-            if total >= -diff:
-                break
-        left_out = set(rebuilt[len(rebuilt) - best_k:])
-        return [m for i, m in enumerate(after) if i not in left_out]
+        rebuilt = (i for i in reversed(range(len(after))) if after[i].meta.get("origin") == "reattach")
+        left_out, _ = nearest_prefix(((i, sum(count(b.text) + b.opaque_tokens for b in after[i].blocks))
+                                      for i in rebuilt), -diff)
+        dropped = set(left_out)
+        return [m for i, m in enumerate(after) if i not in dropped]
 
     def on_subtask_start(self, id: str, description: str, isolated: bool) -> None:
         if not isolated:

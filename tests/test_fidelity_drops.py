@@ -109,7 +109,7 @@ def test_the_oldest_results_closest_to_the_loss_are_cleared_and_an_excess_carrie
     4,000 would overshoot by 7,000, so only the first (2,000 short); a later drop of 10,000 is then
     owed 12,000 and takes the 9,000 and the 2,000 after it (11,000, 1,000 short). A target already
     cleared takes nothing."""
-    from ctxsim.harness.fidelity.drops import _nearest_prefix
+    from ctxsim.harness.model.closest import nearest_prefix as _nearest_prefix
 
     sizes = [("a", 2_000.0), ("b", 9_000.0), ("c", 2_000.0), ("d", 2_000.0)]
     assert _nearest_prefix(sizes, 4_000) == (["a"], 2_000.0)

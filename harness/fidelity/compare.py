@@ -85,6 +85,7 @@ from ctxsim.harness.model.trace import (
     Trace,
     UserEvent,
     is_call,
+    with_events,
     with_header,
 )
 from ctxsim.harness.provider import Provider
@@ -259,7 +260,7 @@ def copied_fit(trace: Trace, calls: list[RecordedCall], fit: set[int], model: st
         return None
     marked = set(copied)
     events = [e.model_copy(update={"copied": False}) if i in marked else e for i, e in enumerate(trace.events)]
-    whole = with_header(Trace(trace.header, events, trace.path, trace.lines), trace.header)
+    whole = with_events(trace, events)
     every = recorded_calls(whole, model)
     k = len(copied)
     if [c.event for c in every[:k]] != copied or len(every) != k + len(calls):
@@ -343,11 +344,14 @@ def calibrate(trace: Trace, *, fit_fraction: float = FIT_FRACTION, token_scale: 
     miss_upto = first_part_end(calls, fit, fit_fraction)
     warm_kept, warm_kept_ev, warm_in_sample = head_kept_warm(calls, miss_upto, warm)
     startup, startup_ev = startup_split(trace, calls, main_prefix, model_prefix, warm)
-    resent, resent_ev = measured.resent_startup(
-        calls, base, scale, startup, lambda c: model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD)
-    # each compaction's first call as the log measured it, against what the replay rebuilds there
-    follow = reattached.differences(trace, calls, lambda c: model_prefix.get(c.model or "", main_prefix) - startup + (
-        startup if resent is None else resent) + REQUEST_OVERHEAD + scale * base[c.index])
+    def framed_prefix(c: RecordedCall) -> int:   # the opaque prefix of the call's model, and the request's framing
+        return model_prefix.get(c.model or "", main_prefix) + REQUEST_OVERHEAD
+
+    resent, resent_ev = measured.resent_startup(calls, base, scale, startup, framed_prefix)
+    # each compaction's first call as the log measured it, against what the replay rebuilds there: the
+    # prefix with the startup content as re-sent (all of it where the log measured none), and its content
+    follow = reattached.differences(trace, calls, lambda c: framed_prefix(c) - startup + (
+        startup if resent is None else resent) + scale * base[c.index])
     trace = reattached.apply(trace, follow)
     span_prefix = {k: prefix(c) for k, c in threads.items() if k != "main"}
     span_heads, warm_spans = shared_span_heads(threads, span_prefix, lambda m: _min_cacheable(m, models_file))

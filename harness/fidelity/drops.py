@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxsim.harness.fidelity.recorded import RecordedCall, continues
+from ctxsim.harness.model.closest import nearest_prefix
 from ctxsim.harness.model.trace import (
     AssistantEvent,
     CompactEvent,
@@ -33,6 +34,7 @@ from ctxsim.harness.model.trace import (
     Trace,
     UserEvent,
     is_call,
+    with_events,
 )
 from ctxsim.harness.replay.events import TOKEN_FACTOR
 from ctxsim.strategies.recorded import strips_for
@@ -118,7 +120,7 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
         came_in = set(c.added)
         sizes = [(r.tool_use_id, scale * count(r.content) * float(r.meta.get(TOKEN_FACTOR) or 1.0))
                  for i, r, rc in results if i <= at and rc == comp and r.tool_use_id not in cleared and i not in came_in]
-        take, got = _nearest_prefix(sizes, lost - carry)
+        take, got = nearest_prefix(sizes, lost - carry)
         carry += got - lost
         if not take:
             continue
@@ -127,29 +129,9 @@ def find_drops(trace: Trace, calls: list[RecordedCall], base: dict[int, int], sc
     return out
 
 
-def _nearest_prefix(sizes: list[tuple[str, float]], target: float) -> tuple[list[str], float]:
-    """The oldest results whose sizes add up closest to ``target`` (none when it is not positive):
-    oldest first is the assumption; stopping at the first sum past the target would clear a large
-    result for a small remainder, and the replay would then run below the log until its next
-    compaction."""
-    if target <= 0:
-        return [], 0.0
-    best_k, best_err, total, sums = 0, target, 0.0, [0.0]
-    for k, (_, size) in enumerate(sizes, 1):
-        total += size
-        sums.append(total)
-        if abs(total - target) < best_err:
-            best_k, best_err = k, abs(total - target)
-        if total >= target:
-            break
-    return [tid for tid, _ in sizes[:best_k]], sums[best_k]
-
-
 def apply(trace: Trace, drops: list[Drop]) -> Trace:
     """``trace`` with each drop's results marked cleared at its call (``meta.cleared_at_call``,
     ``meta.cleared_by = "inferred"``); earlier inferred marks are taken off first."""
-    from ctxsim.harness.model.trace import with_header
-
     at = {tid: d.call for d in drops for tid in d.cleared}
     events = list(trace.events)
     changed = False
@@ -164,7 +146,7 @@ def apply(trace: Trace, drops: list[Drop]) -> Trace:
         if meta is not e.meta:
             events[i] = e.model_copy(update={"meta": meta})
             changed = True
-    return with_header(Trace(trace.header, events, trace.path, trace.lines), trace.header) if changed else trace
+    return with_events(trace, events) if changed else trace
 
 
 def evidence(drops: list[Drop]) -> str:

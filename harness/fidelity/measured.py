@@ -58,6 +58,7 @@ from ctxsim.harness.model.trace import (
     ToolResultEvent,
     Trace,
     UserEvent,
+    with_events,
     with_header,
 )
 from ctxsim.harness.provider.tokenizer import REQUEST_OVERHEAD
@@ -194,7 +195,7 @@ def apply(trace: Trace, measured: list[Step]) -> Trace:
         changed = True
     if not changed:
         return trace
-    return with_header(Trace(trace.header, events, trace.path, trace.lines), trace.header)   # hash recomputed
+    return with_events(trace, events)
 
 
 def evidence(measured: list[Step]) -> str:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 from ctxsim.harness.fidelity.recorded import RecordedCall
 from ctxsim.harness.model.trace import REATTACH_MEASURED as MEASURED
-from ctxsim.harness.model.trace import CompactEvent, SubtaskEnd, SubtaskStart, Trace, with_header
+from ctxsim.harness.model.trace import CompactEvent, SubtaskEnd, SubtaskStart, Trace, with_events
 
 # below this many recorded tokens a difference is the summary's and the scale's noise (measured.py's
 # hidden-content floor); assumed, a parameter of :func:`differences`
@@ -94,7 +94,7 @@ def apply(trace: Trace, measured: dict[int, int]) -> Trace:
         changed = True
     if not changed:
         return trace
-    return with_header(Trace(trace.header, events, trace.path, trace.lines), trace.header)   # hash recomputed
+    return with_events(trace, events)
 
 
 def evidence(measured: dict[int, int]) -> str:

@@ -742,6 +742,11 @@ def with_header(trace: Trace, header: Header) -> Trace:
     return Trace(header, trace.events, trace.path, trace.lines, h.hexdigest()[:16])
 
 
+def with_events(trace: Trace, events: list[Any]) -> Trace:
+    """The same header over other events (an event's meta changed): content hash recomputed."""
+    return with_header(Trace(trace.header, events, trace.path, trace.lines), trace.header)
+
+
 # --- writing ------------------------------------------------------------------------------------
 
 def _canonical(obj: dict[str, Any]) -> str:
