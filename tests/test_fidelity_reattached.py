@@ -102,3 +102,28 @@ def test_only_main_compactions_are_measured_and_each_keeps_its_index():
     assert [e.meta.get(reattached.MEASURED) for e in marked.events if isinstance(e, tr.CompactEvent)] == [None, 1_000]
     again = reattached.apply(marked, {})   # a calibration again: the earlier measure is taken off
     assert all(reattached.MEASURED not in e.meta for e in again.events if isinstance(e, tr.CompactEvent))
+
+
+def test_a_measured_difference_out_of_range_is_refused_with_its_line(tmp_path):
+    """A hand-edited trace whose compaction carries a difference no context holds, or no number, is
+    bad input: the file and line and what is wrong, exit 2, no replay of a 10^12-token message."""
+    from ctxsim.harness.cli import main as cli
+
+    t = _session(tmp_path, after=8_000)
+    for bad in (10**12, "x", True):
+        events = [e.model_copy(update={"meta": {**e.meta, reattached.MEASURED: bad}}) if isinstance(e, tr.CompactEvent)
+                  else e for e in t.events]
+        p = tmp_path / "bad.jsonl"
+        p.write_text(tr.dumps(tr.with_events(t, events)))
+        line = next(i for i, x in enumerate(p.read_text().splitlines(), 1) if '"compact"' in x)
+        try:
+            code = cli(["run", str(p), "-s", "recorded", "-q"])
+        except SystemExit as e:
+            code = e.code
+        assert code == 2
+        try:
+            tr.load(p)
+        except tr.TraceError as e:
+            assert f"{p}:{line}" in str(e) and "reattach_measured must be a whole number" in str(e)
+        else:
+            raise AssertionError(f"{bad!r} was accepted")

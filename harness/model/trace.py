@@ -402,6 +402,13 @@ class CompactEvent(_Ev):
     usage: RecordedUsage | None = Field(None, description="the compaction call's own usage")
     meta: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _measured(self) -> CompactEvent:
+        d = self.meta.get(REATTACH_MEASURED)   # a size the calibration measured, as _check_sizes' are
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or not -MAX_TOKENS <= d <= MAX_TOKENS):
+            raise ValueError(f"meta.{REATTACH_MEASURED} must be a whole number in ±{MAX_TOKENS:,} (got {d!r})")
+        return self
+
 
 class SessionStart(_Ev):
     type: Literal["session_start"] = "session_start"
