@@ -17,11 +17,11 @@ is not:
   the log has no text for (hook output, reminders) puts it back on its last event. Those sizes are
   the log's own measures, on every call, so the context error on a sized step is near zero by
   construction; what the error still shows is the rest: small steps at the scale, content under the
-  floors, what comes back after a compaction. The first call after each compaction measures how
-  much of the startup content the agent re-sent (``resent_startup_tokens``);
-* nothing else is fitted away. The headline per-call context error counts every held-out call;
-  after a compaction the replay re-attaches what Claude Code re-attaches as far as the log holds
-  it, and the residual on the first call after each compaction is reported (``context_tokens_pinned``,
+  floors. The first call after each compaction measures how much of the startup content the agent
+  re-sent (``resent_startup_tokens``), and how far what Claude Code re-attached differs from what the
+  replay rebuilds from the log (harness/fidelity/reattached.py: followed, as a growth step's size is);
+* nothing else is fitted away. The headline per-call context error counts every held-out call; the
+  residual still left on the first call after each compaction is reported (``context_tokens_pinned``,
   a diagnostic that pins it). Every recorded cache miss is classified (TTL expiry; prefix change
   with the block that changed; or unexplained, with where the read fell back to and what came in
   just before), and the **hidden-content deltas** — context changes between consecutive calls
