@@ -20,7 +20,8 @@ held-out calls' cache behaviour, not their sizes, is what fidelity scores.
 Development population (issue 41, 2026-12, the 166 sessions billed by Anthropic, each calibrated again
 and replayed by `ctxsim fidelity`): sessions whose held-out context is off by over 5% (median per call)
 14 -> 3; within 2 / 5% of the bill 68.1 / 85.5% -> 71.7 / 86.1%; median |error| 1.09% -> 0.90%, median
-signed -0.04% -> -0.03%. A session whose context had been 16-19k short after its compactions went from
+signed -0.04% -> -0.03% (the same by `ctxsim import` and `ctxsim fidelity` of the folder). Two outside
+samples it was not fitted on: 129 sessions 86% -> 88% within 5%, 130 sessions 74% -> 75%. A session whose context had been 16-19k short after its compactions went from
 -7.1% to +6.2%: the missing context had hidden fall-backs the replay places elsewhere (the dice,
 harness/fidelity/dice.py); a Claude Code 1.0.x session whose compaction the importer infers (no
 boundary record) follows a first call of 89k and then runs above its log (context error 5.5% ->
